@@ -1,0 +1,82 @@
+// `ebpf-studio doctor [--pid P] [--json]`: what this machine allows, and what to fix.
+import fs from 'node:fs';
+import { defaultAssetDir, loadAddon } from '../../native/addon';
+import { gatherCapabilities } from '../../helper/capabilities';
+import { checkPid, mapsOrExplain } from '../../proc/processes';
+import { checkBinary, lacksFramePointers, type BinaryReport } from '../../elf/binaryChecks';
+import type { Command } from '../command';
+import { parse, pidFlag } from '../args';
+
+export const doctorCommand: Command = {
+  name: 'doctor',
+  summary: 'report what this machine allows (BTF, privileges, attach kinds, JDKs) and what to fix',
+  usage: 'ebpf-studio doctor [--pid PID] [--json]',
+  async run(argv, io) {
+    const { values } = parse(argv, { json: { type: 'boolean' }, pid: { type: 'string' }, help: { type: 'boolean', short: 'h' } });
+    if (values.help) {
+      io.out(this.usage);
+      return 0;
+    }
+    const pid = pidFlag(values.pid);
+    const assetDir = defaultAssetDir();
+    let addonError: string | undefined;
+    let addon;
+    try {
+      addon = loadAddon(assetDir);
+    } catch (e) {
+      addonError = (e as Error).message;
+    }
+    const caps = gatherCapabilities(addon, assetDir, addonError);
+    const binaries: BinaryReport[] = [];
+    if (pid !== undefined) {
+      checkPid(pid);
+      const seen = new Set<string>();
+      for (const m of mapsOrExplain(pid)) {
+        if (!m.path.startsWith('/') || !m.perms.includes('x') || seen.has(m.path)) continue;
+        seen.add(m.path);
+        try {
+          if (!fs.statSync(m.path).isFile()) continue;
+          binaries.push(checkBinary(m.path));
+        } catch {
+          /* not ELF or unreadable */
+        }
+      }
+      const exe = fs.readlinkSync(`/proc/${pid}/exe`);
+      for (const b of binaries) {
+        if (b.path === exe) {
+          if (!b.debugInfo) caps.advice.push(`${b.path} has no debug info: frames show module+offset, not file:line. Rebuild with -g.`);
+          if (lacksFramePointers(b)) caps.advice.push(`${b.path} was built without frame pointers: stacks will be truncated. Rebuild with -fno-omit-frame-pointer (Java: run with -XX:+PreserveFramePointer).`);
+        } else if (lacksFramePointers(b) && /\/lib(c|stdc\+\+)[.-]/.test(b.path)) {
+          caps.advice.push(`${b.path} has no frame pointers: stacks that pass through it lose their callers above it.`);
+        }
+      }
+    }
+    if (values.json) {
+      io.out(JSON.stringify(pid !== undefined ? { ...caps, pid, binaries } : caps, null, 2));
+      return 0;
+    }
+    const yes = (b: boolean) => (b ? 'yes' : 'no');
+    const lines = [
+      `kernel        ${caps.kernelRelease} (${caps.arch})`,
+      `BTF           ${yes(caps.btf)}`,
+      `root          ${yes(caps.root)}${caps.root ? '' : `  capabilities: ${caps.capabilities.join(', ') || 'none'}`}`,
+      `libbpf        ${caps.libbpf}`,
+      `tracefs       ${caps.tracefs ? 'mounted' : 'not mounted'}`,
+      'attach kinds:',
+      ...Object.entries(caps.attach).map(([k, v]) => `  ${k.padEnd(11)} ${v.ok ? 'works' : `no — ${v.error}`}`),
+      'JDKs:',
+      ...(caps.jdks.length ? caps.jdks.map((j) => `  ${j.home}  ${j.usdt ? `USDT probes: ${j.probeCount}` : 'no USDT probes'}`) : ['  none found']),
+    ];
+    if (pid !== undefined) {
+      lines.push(`binaries of pid ${pid}:`);
+      for (const b of binaries) {
+        const fp = b.framePointerShare === undefined ? 'frame pointers: ?' : `frame pointers: ${Math.round(b.framePointerShare * 100)}%`;
+        lines.push(`  ${b.path}  debug info: ${yes(b.debugInfo)}  ${fp}`);
+      }
+    }
+    lines.push(caps.advice.length ? 'advice:' : 'advice: none, everything needed is here');
+    for (const a of caps.advice) lines.push(`  - ${a}`);
+    io.out(lines.join('\n'));
+    return 0;
+  },
+};

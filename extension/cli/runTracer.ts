@@ -1,0 +1,57 @@
+// Runs one tracer in-process until --duration, SIGINT/SIGTERM, or the target's exit, then
+// prints the final result (JSON or text). Live updates go to stdout as text lines when not --json.
+import type { OptionsOf, ResultOf, TracerName, UpdateOf } from '../shared/protocol';
+import type { Tracer } from '../tracers/tracer';
+import type { Io } from './command';
+import { cliEnv, requireBpfPrivilege } from './env';
+
+export interface RunSpec<N extends TracerName> {
+  tracer: Tracer<N>;
+  options: OptionsOf<N>;
+  privilege: 'bpf' | 'uprobe';
+  json: boolean;
+  verbose: boolean;
+  durationS?: number;
+  /** text mode: a line (or lines) per update, '' for nothing */
+  formatUpdate?(u: UpdateOf<N>): string;
+  /** text mode: the final report */
+  formatResult(r: ResultOf<N>): string;
+  /** text mode: said once attached, e.g. "Tracing GC of pid 123... Ctrl-C to end." */
+  banner?(targets: number[]): string;
+}
+
+export async function runTracer<N extends TracerName>(spec: RunSpec<N>, io: Io): Promise<number> {
+  requireBpfPrivilege(spec.privilege);
+  const env = cliEnv(spec.verbose);
+  const options = spec.tracer.validate(spec.options);
+  let endedBy: { reason: string; message?: string } | undefined;
+  let wake: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => (wake = resolve));
+  const session = await spec.tracer.start(options, env, {
+    update: (u) => {
+      if (spec.json || !spec.formatUpdate) return;
+      const text = spec.formatUpdate(u);
+      if (text) io.out(text);
+    },
+    ended: (reason, message) => {
+      endedBy = { reason, message };
+      wake();
+    },
+  });
+  for (const w of session.warnings) io.err(`warning: ${w}`);
+  if (!spec.json && spec.banner) io.err(spec.banner(session.targets));
+  const onSignal = () => wake();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const timer = spec.durationS !== undefined ? setTimeout(wake, spec.durationS * 1000) : undefined;
+  await done;
+  if (timer) clearTimeout(timer);
+  process.removeListener('SIGINT', onSignal);
+  process.removeListener('SIGTERM', onSignal);
+  const result = await session.stop();
+  if (endedBy?.reason === 'target-exited' && !spec.json) io.err(endedBy.message ?? 'target process exited');
+  if (endedBy?.reason === 'error') io.err(`ebpf-studio: ${endedBy.message ?? 'the session failed'}`);
+  if (spec.json) io.out(JSON.stringify(result, null, 2));
+  else io.out(spec.formatResult(result));
+  return endedBy?.reason === 'error' ? 1 : 0;
+}

@@ -1,0 +1,112 @@
+// The privileged helper: the only process that touches the kernel. It speaks JSON-RPC on its
+// stdin/stdout (so only its parent can talk to it), validates every request, never spawns a
+// shell, and detaches everything and exits when stdin closes or on SIGTERM/SIGINT.
+import {
+  createMessageConnection,
+  ResponseError,
+  StreamMessageReader,
+  StreamMessageWriter,
+  type MessageConnection,
+} from 'vscode-jsonrpc/node';
+import * as proto from '../shared/protocol';
+import { rpcErrorCodes, StudioError } from '../shared/errors';
+import { asObject, bool } from '../shared/validate';
+import { defaultAssetDir, loadAddon, type Addon } from '../native/addon';
+import { listProcesses } from '../proc/processes';
+import { gatherCapabilities } from './capabilities';
+import { SessionManager } from './sessions';
+import { LimitedReader, MAX_MESSAGE_BYTES } from './limitedReader';
+import { extraHandlers } from './handlers';
+
+// stdout carries the protocol: anything printed by accident would corrupt it.
+console.log = console.info = console.warn = console.debug = (...a: unknown[]) => process.stderr.write(a.map(String).join(' ') + '\n');
+
+function toResponseError(e: unknown): ResponseError<unknown> {
+  if (e instanceof StudioError) return new ResponseError(rpcErrorCodes[e.kind], e.message, { kind: e.kind, detail: e.detail });
+  const msg = e instanceof Error ? e.message : String(e);
+  return new ResponseError(rpcErrorCodes.internal, `helper: ${msg}`, { kind: 'internal' });
+}
+
+/** Handlers reject with a typed ResponseError; vscode-jsonrpc sends it as the error response. */
+export function guard<P, R>(fn: (p: P) => R | Promise<R>): (p: P) => Promise<R> {
+  return async (p: P) => {
+    try {
+      return await fn(p);
+    } catch (e) {
+      throw toResponseError(e);
+    }
+  };
+}
+
+export function runHelper(): void {
+  const assetDir = defaultAssetDir();
+  let addon: Addon | undefined;
+  let addonError: string | undefined;
+  try {
+    addon = loadAddon(assetDir);
+  } catch (e) {
+    addonError = (e as Error).message;
+  }
+
+  const reader = new StreamMessageReader(new LimitedReader(process.stdin, MAX_MESSAGE_BYTES, (n) => log(`refused a message of ${n} bytes (limit ${MAX_MESSAGE_BYTES})`)));
+  const conn: MessageConnection = createMessageConnection(reader, new StreamMessageWriter(process.stdout));
+  const log = (message: string) => {
+    process.stderr.write(`[helper] ${message}\n`);
+    try {
+      void conn.sendNotification(proto.helperLog, { message });
+    } catch {
+      /* connection gone */
+    }
+  };
+
+  const sessions = new SessionManager(
+    {
+      get addon(): Addon {
+        if (!addon) throw new StudioError('internal', addonError ?? 'native addon not loaded');
+        return addon;
+      },
+      assetDir,
+      log,
+    },
+    {
+      data: (sessionId, tracer, update) => void conn.sendNotification(proto.sessionData, { sessionId, tracer, update } as proto.SessionDataParams),
+      ended: (sessionId, tracer, reason, result, message) =>
+        void conn.sendNotification(proto.sessionEnded, { sessionId, tracer, reason, result, message } as proto.SessionEndedParams),
+    },
+  );
+
+  conn.onRequest(proto.capabilities, guard(() => gatherCapabilities(addon, assetDir, addonError)));
+  conn.onRequest(
+    proto.listProcesses,
+    guard((params: unknown) => {
+      const p = params === undefined || params === null ? {} : asObject(params);
+      return listProcesses({ jvmOnly: bool(p, 'jvmOnly', false) });
+    }),
+  );
+  conn.onRequest(proto.sessionStart, guard((p: unknown) => sessions.start(p)));
+  conn.onRequest(proto.sessionStop, guard((p: unknown) => sessions.stop(p)));
+  conn.onRequest(proto.sessionSnapshot, guard((p: unknown) => sessions.snapshot(p)));
+  for (const extra of extraHandlers) extra(conn, { addon: () => addon, assetDir, log, guard });
+
+  let shuttingDown = false;
+  const shutdown = (why: string, code = 0) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    process.stderr.write(`[helper] exiting: ${why}\n`);
+    // Hard deadline: the kernel drops our links when the process dies anyway.
+    setTimeout(() => process.exit(code), 800).unref();
+    void sessions.stopAll().finally(() => process.exit(code));
+  };
+  process.stdin.on('end', () => shutdown('stdin closed'));
+  process.stdin.on('close', () => shutdown('stdin closed'));
+  conn.onClose(() => shutdown('connection closed'));
+  conn.onError(([err]) => process.stderr.write(`[helper] protocol error: ${err.message}\n`));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGHUP', () => shutdown('SIGHUP'));
+  process.on('uncaughtException', (e) => process.stderr.write(`[helper] uncaught: ${e.stack ?? e}\n`));
+  process.on('unhandledRejection', (e) => process.stderr.write(`[helper] unhandled rejection: ${String(e)}\n`));
+  conn.listen();
+}
+
+if (require.main === module) runHelper();

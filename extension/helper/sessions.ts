@@ -1,0 +1,94 @@
+// Owns the running sessions of one helper (or one CLI run): starts them through the tracer
+// registry, forwards their updates, and stops them all on shutdown so nothing outlives us.
+import type { EndReason, ResultOf, SessionStartResult, TracerName } from '../shared/protocol';
+import { asObject } from '../shared/validate';
+import { inputError } from '../shared/errors';
+import { tracerByName } from '../tracers';
+import type { Session, TracerEnv } from '../tracers/tracer';
+
+export interface SessionListener {
+  data(sessionId: string, tracer: TracerName, update: unknown): void;
+  ended(sessionId: string, tracer: TracerName, reason: EndReason, result: unknown, message?: string): void;
+}
+
+interface Entry {
+  id: string;
+  tracer: TracerName;
+  session: Session<TracerName>;
+}
+
+export class SessionManager {
+  private readonly sessions = new Map<string, Entry>();
+  private next = 1;
+
+  constructor(
+    private readonly env: TracerEnv,
+    private readonly listener: SessionListener,
+  ) {}
+
+  async start(params: unknown): Promise<SessionStartResult> {
+    const p = asObject(params);
+    const tracer = tracerByName(p.tracer);
+    if (!tracer) throw inputError(`unknown tracer ${JSON.stringify(p.tracer)}`);
+    const options = tracer.validate(p.options ?? {});
+    const id = `s${this.next++}`;
+    const name = tracer.name as TracerName;
+    let started = false;
+    const pending: (() => void)[] = [];
+    const session: Session<TracerName> = await tracer.start(options, this.env, {
+      update: (u: unknown) => {
+        const send = () => this.listener.data(id, name, u);
+        if (started) send();
+        else pending.push(send);
+      },
+      ended: (reason: 'target-exited' | 'error', message?: string) => {
+        const finish = () => {
+          const entry = this.sessions.get(id);
+          if (!entry) return;
+          this.sessions.delete(id);
+          void entry.session.stop().then(
+            (result) => this.listener.ended(id, name, reason, result, message),
+            () => this.listener.ended(id, name, reason, entry.session.snapshot(), message),
+          );
+        };
+        if (started) finish();
+        else pending.push(finish);
+      },
+    });
+    this.sessions.set(id, { id, tracer: name, session });
+    started = true;
+    // Updates that arrived while attaching go out after the start reply's data is known.
+    setImmediate(() => pending.splice(0).forEach((f) => f()));
+    return { sessionId: id, tracer: name, targets: session.targets, warnings: session.warnings, startedAtMs: Date.now() };
+  }
+
+  private get(params: unknown): Entry {
+    const p = asObject(params);
+    const e = typeof p.sessionId === 'string' ? this.sessions.get(p.sessionId) : undefined;
+    if (!e) throw inputError(`no running session ${JSON.stringify(p.sessionId)} (it may have ended already)`);
+    return e;
+  }
+
+  snapshot(params: unknown): { sessionId: string; tracer: TracerName; result: ResultOf<TracerName> } {
+    const e = this.get(params);
+    return { sessionId: e.id, tracer: e.tracer, result: e.session.snapshot() };
+  }
+
+  async stop(params: unknown): Promise<{ sessionId: string; tracer: TracerName; result: ResultOf<TracerName> }> {
+    const e = this.get(params);
+    this.sessions.delete(e.id);
+    const result = await e.session.stop();
+    this.listener.ended(e.id, e.tracer, 'stopped', result);
+    return { sessionId: e.id, tracer: e.tracer, result };
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  async stopAll(): Promise<void> {
+    const all = [...this.sessions.values()];
+    this.sessions.clear();
+    await Promise.allSettled(all.map((e) => e.session.stop()));
+  }
+}

@@ -1,0 +1,31 @@
+// Small UI helpers shared by features: error display that names the cause and the fix.
+import * as vscode from 'vscode';
+import { StudioError } from './shared/errors';
+
+export function errorText(e: unknown): string {
+  if (e instanceof StudioError) return e.message;
+  if (e instanceof Error) return e.message;
+  return String(e);
+}
+
+export function showError(e: unknown, prefix = 'eBPF Studio'): void {
+  const msg = `${prefix}: ${errorText(e)}`;
+  if (e instanceof StudioError && e.kind === 'privilege') {
+    void vscode.window.showErrorMessage(msg, 'Open Settings').then((c) => {
+      if (c) void vscode.commands.executeCommand('workbench.action.openSettings', 'ebpfStudio.helper');
+    });
+  } else {
+    void vscode.window.showErrorMessage(msg);
+  }
+}
+
+export function formatBytes(n: number): string {
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let v = n;
+  let i = 0;
+  while (Math.abs(v) >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
+}

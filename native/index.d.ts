@@ -1,0 +1,141 @@
+// The whole JS surface of the native addon (native/src/*.cc, built to ebpf_studio.node).
+// A thin, generic libbpf binding: no tracer logic lives in C++. Every method throws a BpfError
+// on failure; nothing returns an error code.
+
+/** Thrown by every failing call. `log` holds what libbpf printed during the call (for load, the verifier log). */
+export interface BpfError extends Error {
+  /** positive errno, e.g. 1 (EPERM), 13 (EACCES), 2 (ENOENT), 22 (EINVAL) */
+  errno: number;
+  /** symbolic errno name, e.g. "EPERM" */
+  code: string;
+  /** libbpf's own messages captured while the call ran (may be empty) */
+  log: string;
+}
+
+export interface ProgramInfo {
+  name: string;
+  /** ELF section, e.g. "usdt", "tp_btf/sched_switch", "raw_tp/sched_switch", "perf_event" */
+  section: string;
+  autoload: boolean;
+}
+
+export interface MapInfo {
+  name: string;
+  /** BPF_MAP_TYPE_* numeric value */
+  type: number;
+  /** e.g. "hash", "percpu_array", "ringbuf", "stack_trace" (libbpf_bpf_map_type_str) */
+  typeName: string;
+  keySize: number;
+  valueSize: number;
+  maxEntries: number;
+  /** true for per-CPU maps: lookups return numPossibleCpus() values, each padded to 8 bytes */
+  perCpu: boolean;
+}
+
+export interface VariableInfo {
+  name: string;
+  /** byte offset inside its data section */
+  offset: number;
+  size: number;
+}
+
+export interface LoadResult {
+  /** verifier and libbpf log; non-empty only when logLevel > 0 was asked for */
+  log: string;
+}
+
+export interface UprobeOptions {
+  /** absolute path of the ELF binary or shared library */
+  binary: string;
+  /** function name resolved by libbpf in the binary's symbol tables; give symbol or offset */
+  symbol?: string;
+  /** file offset of the probed instruction (used when symbol is absent) */
+  offset?: number;
+  /** -1 = every process that maps the binary */
+  pid: number;
+  retprobe: boolean;
+}
+
+export interface UsdtOptions {
+  binary: string;
+  provider: string;
+  name: string;
+  /** -1 = every process that maps the binary */
+  pid: number;
+  /** BPF cookie readable with bpf_usdt_cookie() */
+  cookie?: number;
+}
+
+export interface PerfEventOptions {
+  /** only software cpu-clock is needed today */
+  type: 'cpu-clock';
+  /** samples per second */
+  frequency: number;
+  cpu: number;
+  /** -1 = all processes on that cpu */
+  pid?: number;
+}
+
+export interface MapDump {
+  /** `count` keys of keySize bytes, back to back */
+  keys: Buffer;
+  /** `count` values of valueSize bytes (per-CPU: numPossibleCpus() * round_up(valueSize, 8) each), back to back */
+  values: Buffer;
+  count: number;
+}
+
+export interface RingBufferHandle {
+  /** stops the polling thread and frees the ring buffer; idempotent */
+  close(): void;
+}
+
+/**
+ * Receives records in batches. Record i is batch.subarray(offsets[i], offsets[i + 1]);
+ * offsets.length === count + 1. The buffers belong to the callee.
+ */
+export type RingBufferCallback = (batch: Buffer, offsets: Uint32Array) => void;
+
+/** An opened (and later loaded) BPF object file. Link ids are small integers local to the object. */
+export class BpfObject {
+  /** bpf_object__open_file; throws if the file is missing or not a BPF ELF object */
+  constructor(path: string);
+  readonly path: string;
+  programs(): ProgramInfo[];
+  maps(): MapInfo[];
+  /** variables of a data section (".rodata" by default), from BTF */
+  variables(section?: string): VariableInfo[];
+  /** write a `const volatile` variable before load; value.length must equal the variable's size */
+  setRodata(name: string, value: Buffer): void;
+  setAutoload(program: string, autoload: boolean): void;
+  setMaxEntries(map: string, maxEntries: number): void;
+  /** bpf_object__load; logLevel 1 or 2 keeps the verifier log even on success */
+  load(options?: { logLevel?: number }): LoadResult;
+
+  attachTracepoint(program: string, category: string, name: string): number;
+  attachRawTracepoint(program: string, name: string): number;
+  /** bpf_program__attach: attach by section name (tp_btf/..., fentry/..., raw_tp/..., tp/...) */
+  attach(program: string): number;
+  attachUprobe(program: string, options: UprobeOptions): number;
+  attachUsdt(program: string, options: UsdtOptions): number;
+  attachPerfEvent(program: string, options: PerfEventOptions): number;
+  /** destroy one link; unknown ids throw */
+  detach(link: number): void;
+
+  mapLookup(map: string, key: Buffer): Buffer | null;
+  mapUpdate(map: string, key: Buffer, value: Buffer, flags?: number): void;
+  /** false when the key was absent */
+  mapDelete(map: string, key: Buffer): boolean;
+  /** every entry; with del, each entry read is deleted (batch where the kernel supports it) */
+  mapDump(map: string, options?: { delete?: boolean }): MapDump;
+  /** instruction pointers of a stack-trace map entry, leading non-zero ones; empty if the id is unknown */
+  readStack(map: string, stackId: number): BigUint64Array;
+
+  /** polls the ring buffer map on its own native thread; batches reach JS through a ThreadSafeFunction */
+  openRingBuffer(map: string, callback: RingBufferCallback): RingBufferHandle;
+
+  /** closes ring buffers, destroys every link, closes the object; idempotent */
+  close(): void;
+}
+
+export function libbpfVersion(): string;
+export function numPossibleCpus(): number;

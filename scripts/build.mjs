@@ -1,0 +1,136 @@
+#!/usr/bin/env node
+// One build: toolchain check → vmlinux.h → bpf/*.bpf.c → native addon → esbuild bundles → tsc.
+// Usage: node scripts/build.mjs [--skip-native] [--skip-bpf] [--skip-typecheck] [--watch]
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const args = new Set(process.argv.slice(2));
+const dist = path.join(root, 'dist');
+const buildDir = path.join(root, 'build');
+
+function fail(msg) {
+  console.error(`build: ${msg}`);
+  process.exit(1);
+}
+function run(cmd, argv, opts = {}) {
+  const r = spawnSync(cmd, argv, { stdio: 'inherit', cwd: root, ...opts });
+  if (r.error) fail(`${cmd}: ${r.error.message}`);
+  if (r.status !== 0) fail(`${cmd} ${argv.join(' ')} exited with ${r.status}`);
+}
+function have(cmd) {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
+}
+
+// Each missing piece names the Debian package that provides it.
+function checkToolchain() {
+  const missing = [];
+  const tools = [
+    ['clang', 'clang'],
+    ['llvm-strip', 'llvm'],
+    ['make', 'make'],
+    ['g++', 'g++'],
+  ];
+  for (const [bin, pkg] of tools) if (!have(bin)) missing.push(`${bin} (apt-get install ${pkg})`);
+  if (!have('bpftool') && !fs.existsSync('/usr/sbin/bpftool')) missing.push('bpftool (apt-get install bpftool)');
+  const headers = [
+    ['/usr/include/bpf/bpf_helpers.h', 'libbpf-dev'],
+    ['/usr/include/gelf.h', 'libelf-dev'],
+    ['/usr/include/zlib.h', 'zlib1g-dev'],
+  ];
+  for (const [file, pkg] of headers) if (!fs.existsSync(file)) missing.push(`${file} (apt-get install ${pkg})`);
+  const libbpfA = ['/usr/lib/x86_64-linux-gnu/libbpf.a', '/usr/lib/aarch64-linux-gnu/libbpf.a', '/usr/lib64/libbpf.a', '/usr/lib/libbpf.a'];
+  if (!libbpfA.some((f) => fs.existsSync(f))) missing.push('static libbpf.a (apt-get install libbpf-dev)');
+  if (missing.length) {
+    fail(`missing build tools:\n  ${missing.join('\n  ')}\nInstall them with: sudo apt-get install -y clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make g++`);
+  }
+  if (!fs.existsSync('/sys/kernel/btf/vmlinux')) {
+    fail('this kernel exposes no BTF (/sys/kernel/btf/vmlinux is missing). CO-RE BPF programs need a kernel built with CONFIG_DEBUG_INFO_BTF=y (Debian and Ubuntu kernels since 2021 have it).');
+  }
+}
+
+function bpftool() {
+  return have('bpftool') ? 'bpftool' : '/usr/sbin/bpftool';
+}
+
+function archDefine() {
+  const a = os.arch();
+  if (a === 'x64') return ['x86', 'x86_64-linux-gnu'];
+  if (a === 'arm64') return ['arm64', 'aarch64-linux-gnu'];
+  fail(`unsupported architecture ${a}`);
+}
+
+export function bpfCflags(includeDirs = []) {
+  const [arch, multiarch] = archDefine();
+  return [
+    '-O2', '-g', '-target', 'bpf', `-D__TARGET_ARCH_${arch}`,
+    `-I${buildDir}`, `-I${path.join(root, 'bpf')}`, `-I/usr/include/${multiarch}`,
+    ...includeDirs.map((d) => `-I${d}`),
+    '-Wall', '-Wno-unused-function', '-Werror=implicit-function-declaration',
+  ];
+}
+
+function buildBpf() {
+  fs.mkdirSync(buildDir, { recursive: true });
+  const vmlinux = path.join(buildDir, 'vmlinux.h');
+  if (!fs.existsSync(vmlinux) || fs.statSync(vmlinux).size === 0) {
+    const r = spawnSync(bpftool(), ['btf', 'dump', 'file', '/sys/kernel/btf/vmlinux', 'format', 'c'], { maxBuffer: 1 << 30 });
+    if (r.status !== 0) fail(`bpftool btf dump failed: ${r.stderr}`);
+    fs.writeFileSync(vmlinux, r.stdout);
+  }
+  const outDir = path.join(dist, 'bpf');
+  fs.mkdirSync(outDir, { recursive: true });
+  const sources = fs.readdirSync(path.join(root, 'bpf')).filter((f) => f.endsWith('.bpf.c'));
+  for (const src of sources) {
+    const out = path.join(outDir, src.replace(/\.c$/, '.o'));
+    const srcPath = path.join(root, 'bpf', src);
+    run('clang', [...bpfCflags(), '-c', srcPath, '-o', out]);
+  }
+  console.log(`build: ${sources.length} BPF objects → dist/bpf/`);
+}
+
+function buildNative() {
+  const gyp = path.join(root, 'node_modules', '.bin', 'node-gyp');
+  if (!fs.existsSync(path.join(root, 'native', 'binding.gyp'))) return;
+  run(gyp, ['rebuild', '--silent'], { cwd: path.join(root, 'native') });
+  fs.mkdirSync(dist, { recursive: true });
+  fs.copyFileSync(path.join(root, 'native', 'build', 'Release', 'ebpf_studio.node'), path.join(dist, 'ebpf_studio.node'));
+  const launcher = path.join(root, 'native', 'build', 'Release', 'ebpf-studio-launch');
+  if (fs.existsSync(launcher)) fs.copyFileSync(launcher, path.join(dist, 'ebpf-studio-launch'));
+  console.log('build: native addon → dist/ebpf_studio.node');
+}
+
+async function bundle() {
+  const esbuild = await import('esbuild');
+  const common = { bundle: true, sourcemap: 'linked', logLevel: 'warning', minify: false, target: 'es2022' };
+  const node = { ...common, platform: 'node', format: 'cjs', target: 'node20' };
+  const entries = [
+    { entryPoints: { extension: 'extension/extension.ts' }, external: ['vscode'] },
+    { entryPoints: { helper: 'extension/helper/main.ts' } },
+    { entryPoints: { cli: 'extension/cli/main.ts' } },
+  ];
+  if (fs.existsSync(path.join(root, 'extension/lsp/server.ts'))) entries.push({ entryPoints: { server: 'extension/lsp/server.ts' } });
+  const jobs = entries.map((e) => esbuild.build({ ...node, ...e, outdir: dist, absWorkingDir: root }));
+  // Every webview/<view>/main.ts becomes dist/webview/<view>.js (browser, iife).
+  const webRoot = path.join(root, 'webview');
+  for (const view of fs.readdirSync(webRoot)) {
+    const main = path.join(webRoot, view, 'main.ts');
+    if (!fs.existsSync(main)) continue;
+    jobs.push(esbuild.build({ ...common, platform: 'browser', format: 'iife', entryPoints: { [view]: main }, outdir: path.join(dist, 'webview'), absWorkingDir: root }));
+  }
+  await Promise.all(jobs);
+  fs.mkdirSync(path.join(dist, 'webview'), { recursive: true });
+  for (const f of fs.readdirSync(webRoot)) if (f.endsWith('.css')) fs.copyFileSync(path.join(webRoot, f), path.join(dist, 'webview', f));
+  console.log('build: bundles → dist/');
+}
+
+checkToolchain();
+fs.mkdirSync(dist, { recursive: true });
+if (!args.has('--skip-bpf')) buildBpf();
+if (!args.has('--skip-native')) buildNative();
+await bundle();
+if (!args.has('--skip-typecheck')) run(path.join(root, 'node_modules', '.bin', 'tsc'), ['--noEmit', '-p', '.']);
+console.log('build: done');

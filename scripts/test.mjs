@@ -1,0 +1,37 @@
+#!/usr/bin/env node
+// Runs the test tiers with node's test runner (TypeScript through tsx).
+// Usage: node scripts/test.mjs [unit|kernel|editor ...]   (default: all three, in that order)
+// Kernel tests skip with the reason where BPF is not permitted; editor tests need code-server
+// (scripts/install-code-server.sh).
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const tiers = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const chosen = tiers.length ? tiers : ['unit', 'kernel', 'editor'];
+
+function findTests(dir) {
+  if (!fs.existsSync(dir)) return [];
+  const out = [];
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) out.push(...findTests(p));
+    else if (e.name.endsWith('.test.ts')) out.push(p);
+  }
+  return out.sort();
+}
+
+const files = chosen.flatMap((t) => findTests(path.join(root, 'test', t)));
+if (files.length === 0) {
+  console.error(`no test files in ${chosen.join(', ')}`);
+  process.exit(1);
+}
+// Kernel and editor tests share the machine's CPUs and BPF state: run files one at a time.
+const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...files], {
+  cwd: root,
+  stdio: 'inherit',
+  env: { ...process.env, EBPF_STUDIO_ROOT: root },
+});
+process.exit(r.status ?? 1);
