@@ -84,9 +84,13 @@ function buildBpf() {
   const outDir = path.join(dist, 'bpf');
   fs.mkdirSync(outDir, { recursive: true });
   const sources = fs.readdirSync(path.join(root, 'bpf')).filter((f) => f.endsWith('.bpf.c'));
+  // Rebuild an object when its source or any header in bpf/ is newer (headers are few).
+  const headers = fs.readdirSync(path.join(root, 'bpf')).filter((f) => f.endsWith('.h')).map((f) => fs.statSync(path.join(root, 'bpf', f)).mtimeMs);
+  const newestHeader = Math.max(0, fs.statSync(vmlinux).mtimeMs, ...headers);
   for (const src of sources) {
     const out = path.join(outDir, src.replace(/\.c$/, '.o'));
     const srcPath = path.join(root, 'bpf', src);
+    if (fs.existsSync(out) && fs.statSync(out).mtimeMs > Math.max(newestHeader, fs.statSync(srcPath).mtimeMs)) continue;
     run('clang', [...bpfCflags(), '-c', srcPath, '-o', out]);
   }
   console.log(`build: ${sources.length} BPF objects → dist/bpf/`);
@@ -95,7 +99,9 @@ function buildBpf() {
 function buildNative() {
   const gyp = path.join(root, 'node_modules', '.bin', 'node-gyp');
   if (!fs.existsSync(path.join(root, 'native', 'binding.gyp'))) return;
-  run(gyp, ['rebuild', '--silent'], { cwd: path.join(root, 'native') });
+  // Incremental once configured: `node-gyp build` reruns make only for changed sources.
+  const configured = fs.existsSync(path.join(root, 'native', 'build', 'Makefile'));
+  run(gyp, [configured ? 'build' : 'rebuild', '--silent'], { cwd: path.join(root, 'native') });
   fs.mkdirSync(dist, { recursive: true });
   fs.copyFileSync(path.join(root, 'native', 'build', 'Release', 'ebpf_studio.node'), path.join(dist, 'ebpf_studio.node'));
   const launcher = path.join(root, 'native', 'build', 'Release', 'ebpf-studio-launch');

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Runs the test tiers with node's test runner (TypeScript through tsx).
-// Usage: node scripts/test.mjs [unit|kernel|editor ...]   (default: all three, in that order)
+// Usage: node scripts/test.mjs [unit|kernel|editor ...] [--no-build]   (default: all three, in that order)
 // Kernel tests skip with the reason where BPF is not permitted; editor tests need code-server
 // (scripts/install-code-server.sh).
 import { spawnSync } from 'node:child_process';
@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const tiers = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+const noBuild = process.argv.includes('--no-build');
 const chosen = tiers.length ? tiers : ['unit', 'kernel', 'editor'];
 
 function findTests(dir) {
@@ -21,6 +22,12 @@ function findTests(dir) {
     else if (e.name.endsWith('.test.ts')) out.push(p);
   }
   return out.sort();
+}
+
+// Tests run against the build outputs (dist/): bring them up to date first (incremental).
+if (!noBuild) {
+  const b = spawnSync(process.execPath, [path.join(root, 'scripts', 'build.mjs')], { cwd: root, stdio: 'inherit' });
+  if (b.status !== 0) process.exit(b.status ?? 1);
 }
 
 const files = chosen.flatMap((t) => findTests(path.join(root, 'test', t)));

@@ -46,6 +46,9 @@ function libcPath(): string | undefined {
 function explain(kind: AttachKind, e: unknown): string {
   const err = e as { code?: string; message?: string };
   const base = err.message ?? String(e);
+  if ((kind === 'fentry' || kind === 'kprobe') && process.geteuid?.() === 0 && (err.code === 'EPERM' || err.code === 'ENOTSUPP' || err.code === 'EOPNOTSUPP')) {
+    return `${base}: this kernel refuses ${kind} programs even for root (no BPF trampoline/kprobe support); eBPF Studio does not need them`;
+  }
   if (err.code === 'EPERM' || err.code === 'EACCES') {
     if (kind === 'uprobe' || kind === 'usdt') return `${base}: uprobes and USDT need root (CAP_SYS_ADMIN), CAP_BPF+CAP_PERFMON are not enough`;
     return `${base}: needs root or CAP_BPF+CAP_PERFMON`;

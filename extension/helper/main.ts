@@ -18,8 +18,6 @@ import { SessionManager } from './sessions';
 import { LimitedReader, MAX_MESSAGE_BYTES } from './limitedReader';
 import { extraHandlers } from './handlers';
 
-// stdout carries the protocol: anything printed by accident would corrupt it.
-console.log = console.info = console.warn = console.debug = (...a: unknown[]) => process.stderr.write(a.map(String).join(' ') + '\n');
 
 function toResponseError(e: unknown): ResponseError<unknown> {
   if (e instanceof StudioError) return new ResponseError(rpcErrorCodes[e.kind], e.message, { kind: e.kind, detail: e.detail });
@@ -38,7 +36,15 @@ export function guard<P, R>(fn: (p: P) => R | Promise<R>): (p: P) => Promise<R> 
   };
 }
 
-export function runHelper(): void {
+export interface HelperIo {
+  input: NodeJS.ReadableStream & import('node:stream').Readable;
+  output: NodeJS.WritableStream;
+  /** called once when the helper is done (stdin closed, signal); the process exits with code */
+  exit(code: number): void;
+}
+
+/** The JSON-RPC server on the given streams; runHelper() binds it to stdin/stdout. */
+export function createHelperServer(io: HelperIo): { connection: MessageConnection; shutdown(why: string): void } {
   const assetDir = defaultAssetDir();
   let addon: Addon | undefined;
   let addonError: string | undefined;
@@ -48,8 +54,8 @@ export function runHelper(): void {
     addonError = (e as Error).message;
   }
 
-  const reader = new StreamMessageReader(new LimitedReader(process.stdin, MAX_MESSAGE_BYTES, (n) => log(`refused a message of ${n} bytes (limit ${MAX_MESSAGE_BYTES})`)));
-  const conn: MessageConnection = createMessageConnection(reader, new StreamMessageWriter(process.stdout));
+  const reader = new StreamMessageReader(new LimitedReader(io.input, MAX_MESSAGE_BYTES, (n) => log(`refused a message of ${n} bytes (limit ${MAX_MESSAGE_BYTES})`)));
+  const conn: MessageConnection = createMessageConnection(reader, new StreamMessageWriter(io.output));
   const log = (message: string) => {
     process.stderr.write(`[helper] ${message}\n`);
     try {
@@ -89,24 +95,38 @@ export function runHelper(): void {
   for (const extra of extraHandlers) extra(conn, { addon: () => addon, assetDir, log, guard });
 
   let shuttingDown = false;
+  let exited = false;
+  const exitOnce = (code: number) => {
+    if (!exited) {
+      exited = true;
+      io.exit(code);
+    }
+  };
   const shutdown = (why: string, code = 0) => {
     if (shuttingDown) return;
     shuttingDown = true;
     process.stderr.write(`[helper] exiting: ${why}\n`);
     // Hard deadline: the kernel drops our links when the process dies anyway.
-    setTimeout(() => process.exit(code), 800).unref();
-    void sessions.stopAll().finally(() => process.exit(code));
+    setTimeout(() => exitOnce(code), 800).unref();
+    void sessions.stopAll().finally(() => exitOnce(code));
   };
-  process.stdin.on('end', () => shutdown('stdin closed'));
-  process.stdin.on('close', () => shutdown('stdin closed'));
+  io.input.on('end', () => shutdown('stdin closed'));
+  io.input.on('close', () => shutdown('stdin closed'));
   conn.onClose(() => shutdown('connection closed'));
   conn.onError(([err]) => process.stderr.write(`[helper] protocol error: ${err.message}\n`));
+  conn.listen();
+  return { connection: conn, shutdown };
+}
+
+export function runHelper(): void {
+  // stdout carries the protocol: anything printed by accident would corrupt it.
+  console.log = console.info = console.warn = console.debug = (...a: unknown[]) => process.stderr.write(a.map(String).join(' ') + '\n');
+  const { shutdown } = createHelperServer({ input: process.stdin, output: process.stdout, exit: (code) => process.exit(code) });
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGHUP', () => shutdown('SIGHUP'));
   process.on('uncaughtException', (e) => process.stderr.write(`[helper] uncaught: ${e.stack ?? e}\n`));
   process.on('unhandledRejection', (e) => process.stderr.write(`[helper] unhandled rejection: ${String(e)}\n`));
-  conn.listen();
 }
 
 if (require.main === module) runHelper();

@@ -3,12 +3,16 @@
 // the same tracers in-process and prints the same result shapes.
 import { NotificationType, RequestType, RequestType0 } from 'vscode-jsonrpc';
 import type { SelftestOptions, SelftestResult, SelftestUpdate } from './selftest';
+import type { RunqlatOptions, RunqlatResult, RunqlatUpdate } from './runqlat';
+import type { JavaGcOptions, JavaGcResult, JavaGcUpdate } from './javaGc';
 
 // ---- tracers -------------------------------------------------------------------------------
 // One entry per tracer: its start options, the live updates it streams, and its final result
 // (the same document the CLI prints with --json). Each tracer's shapes live in shared/<name>.ts.
 export interface TracerTypes {
   selftest: { options: SelftestOptions; update: SelftestUpdate; result: SelftestResult };
+  runqlat: { options: RunqlatOptions; update: RunqlatUpdate; result: RunqlatResult };
+  'java-gc': { options: JavaGcOptions; update: JavaGcUpdate; result: JavaGcResult };
 }
 export type TracerName = keyof TracerTypes;
 export type OptionsOf<N extends TracerName> = TracerTypes[N]['options'];

@@ -2,9 +2,13 @@
 import type { TracerName } from '../shared/protocol';
 import type { AnyTracer } from './tracer';
 import { selftestTracer } from './selftest';
+import { runqlatTracer } from './runqlat';
+import { javaGcTracer } from './javaGc';
 
 export const tracers: Record<TracerName, AnyTracer> = {
   selftest: selftestTracer,
+  runqlat: runqlatTracer,
+  'java-gc': javaGcTracer,
 };
 
 export function tracerByName(name: unknown): AnyTracer | undefined {

@@ -2,5 +2,6 @@
 import type { Command } from '../command';
 import { doctorCommand } from './doctor';
 import { selftestCommand } from './selftest';
+import { runqlatCommand } from './runqlat';
 
-export const commands: Command[] = [doctorCommand, selftestCommand];
+export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand];

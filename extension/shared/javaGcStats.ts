@@ -1,0 +1,67 @@
+// Figures drawn from Java GC events: the summary (exact nearest-rank percentiles, since every
+// event is kept), the log2 µs pause histogram, and per-pool reclaim. Pure: shared by the
+// tracer, the CLI's text output and the webview.
+import { bucketIndex, quantileExact, toBuckets, type Bucket } from './log2hist';
+import type { JavaGcEvent, JavaGcSummary } from './javaGc';
+
+export function summarize(events: readonly JavaGcEvent[]): JavaGcSummary {
+  const d = events.map((e) => e.durationNs).sort((a, b) => a - b);
+  return {
+    count: d.length,
+    fullCount: events.reduce((n, e) => n + (e.full ? 1 : 0), 0),
+    totalPauseNs: d.reduce((s, v) => s + v, 0),
+    p50Ns: quantileExact(d, 0.5),
+    p90Ns: quantileExact(d, 0.9),
+    p99Ns: quantileExact(d, 0.99),
+    maxNs: d.length ? d[d.length - 1] : 0,
+  };
+}
+
+/** Dense log2 counts of pause durations in µs (bucket i holds 2^(i-1) ≤ µs < 2^i). */
+export function pauseCounts(events: readonly JavaGcEvent[], filter?: (e: JavaGcEvent) => boolean): number[] {
+  const counts: number[] = [];
+  for (const e of events) {
+    if (filter && !filter(e)) continue;
+    const i = bucketIndex(Math.floor(e.durationNs / 1000));
+    while (counts.length <= i) counts.push(0);
+    counts[i]++;
+  }
+  return counts;
+}
+
+export function pauseHistogram(events: readonly JavaGcEvent[]): Bucket[] {
+  return toBuckets(pauseCounts(events));
+}
+
+export interface PoolReclaim {
+  name: string;
+  /** the most recent GC that reported this pool */
+  lastBefore: number;
+  lastAfter: number;
+  lastCommitted: number;
+  /** sum over all GCs of usedBefore − usedAfter (negative when a pool grew, e.g. old gen on promotion) */
+  totalReclaimed: number;
+  gcs: number;
+}
+
+/** Per-pool before → after, in first-seen order. */
+export function poolReclaim(events: readonly JavaGcEvent[]): PoolReclaim[] {
+  const byName = new Map<string, PoolReclaim>();
+  for (const e of events) {
+    for (const p of e.pools) {
+      let r = byName.get(p.name);
+      if (!r) byName.set(p.name, (r = { name: p.name, lastBefore: 0, lastAfter: 0, lastCommitted: 0, totalReclaimed: 0, gcs: 0 }));
+      r.lastBefore = p.usedBefore;
+      r.lastAfter = p.usedAfter;
+      r.lastCommitted = p.committedAfter;
+      r.totalReclaimed += p.usedBefore - p.usedAfter;
+      r.gcs++;
+    }
+  }
+  return [...byName.values()];
+}
+
+/** Share of wall time spent in GC pauses, 0..100. */
+export function overheadPercent(totalPauseNs: number, wallNs: number): number {
+  return wallNs > 0 ? Math.min(100, (100 * totalPauseNs) / wallNs) : 0;
+}

@@ -1,0 +1,255 @@
+// The Java GC tracer: HotSpot's gc__begin/gc__end pause bracket and the memory-pool probes
+// inside it, from the JVM's own libjvm.so (or every USDT-capable libjvm.so, pid -1, in "all"
+// mode). The kernel measures each pause and keeps pool usage per in-flight GC; events arrive
+// through a ring buffer. Decoder mirrors bpf/java-gc.h.
+import fs from 'node:fs';
+import type { BpfObject } from '../../native/index';
+import type { JavaGcEvent, JavaGcOptions, JavaGcPool, JavaGcResult } from '../shared/javaGc';
+import { pauseHistogram, summarize } from '../shared/javaGcStats';
+import { fromBpfError, unsuitableError } from '../shared/errors';
+import { asObject, bool, int } from '../shared/validate';
+import { checkPid, findJdks, libjvmUsdt, listProcesses, mapsOrExplain, noUsdtMessage, pidAlive, readStat } from '../proc/processes';
+import { mappedFiles } from '../proc/maps';
+import type { Tracer } from './tracer';
+import { cString, loadFirstWorking, records, setRodata } from './bpfObject';
+
+// ---- struct java_gc_event (bpf/java-gc.h) --------------------------------------------------
+export const JAVA_GC_MAX_POOLS = 16;
+export const JAVA_GC_POOL_NAME_LEN = 48;
+export const JAVA_GC_POOL_SIZE = 88;
+export const JAVA_GC_HEADER_SIZE = 40;
+export const JAVA_GC_EVENT_SIZE = JAVA_GC_HEADER_SIZE + JAVA_GC_MAX_POOLS * JAVA_GC_POOL_SIZE;
+export const POOL_HAS_BEFORE = 1;
+export const POOL_HAS_AFTER = 2;
+/** indexes of the `counters` array map */
+export const CTR_RINGBUF_FULL = 0;
+export const CTR_INFLIGHT_FULL = 1;
+export const CTR_POOLS_FULL = 2;
+
+export interface RawGcPool {
+  namePtr: bigint;
+  usedBefore: bigint;
+  usedAfter: bigint;
+  committedAfter: bigint;
+  flags: number;
+  name: string;
+}
+
+export interface RawGcEvent {
+  startNs: bigint;
+  durationNs: bigint;
+  pid: number;
+  tid: number;
+  cpu: number;
+  full: boolean;
+  pools: RawGcPool[];
+}
+
+export function decodeRawGcEvent(b: Buffer): RawGcEvent {
+  if (b.length < JAVA_GC_EVENT_SIZE) throw new Error(`java-gc record is ${b.length} bytes, expected ${JAVA_GC_EVENT_SIZE}: dist/bpf/java-gc.bpf.o and the decoder disagree (rebuild)`);
+  const npools = Math.min(b.readUInt32LE(32), JAVA_GC_MAX_POOLS);
+  const pools: RawGcPool[] = [];
+  for (let i = 0; i < npools; i++) {
+    const o = JAVA_GC_HEADER_SIZE + i * JAVA_GC_POOL_SIZE;
+    pools.push({
+      namePtr: b.readBigUInt64LE(o),
+      usedBefore: b.readBigUInt64LE(o + 8),
+      usedAfter: b.readBigUInt64LE(o + 16),
+      committedAfter: b.readBigUInt64LE(o + 24),
+      flags: b.readUInt32LE(o + 32),
+      name: cString(b, o + 40, JAVA_GC_POOL_NAME_LEN),
+    });
+  }
+  return {
+    startNs: b.readBigUInt64LE(0),
+    durationNs: b.readBigUInt64LE(8),
+    pid: b.readUInt32LE(16),
+    tid: b.readUInt32LE(20),
+    cpu: b.readUInt32LE(24),
+    full: b.readUInt8(28) !== 0,
+    pools,
+  };
+}
+
+/** The JSON event; pools seen only half (begin or end missing) are left out. */
+export function decodeJavaGcEvent(b: Buffer): JavaGcEvent {
+  const r = decodeRawGcEvent(b);
+  const pools: JavaGcPool[] = r.pools
+    .filter((p) => (p.flags & (POOL_HAS_BEFORE | POOL_HAS_AFTER)) === (POOL_HAS_BEFORE | POOL_HAS_AFTER))
+    .map((p) => ({ name: p.name || '?', usedBefore: Number(p.usedBefore), usedAfter: Number(p.usedAfter), committedAfter: Number(p.committedAfter) }));
+  return { pid: r.pid, tid: r.tid, cpu: r.cpu, timestampNs: Number(r.startNs), durationNs: Number(r.durationNs), full: r.full, pools };
+}
+
+export function buildResult(pids: readonly number[], events: readonly JavaGcEvent[], lost: number): JavaGcResult {
+  return {
+    tracer: 'java-gc',
+    pids: [...pids],
+    events: [...events],
+    summary: summarize(events),
+    histogram: { unit: 'us', buckets: pauseHistogram(events) },
+    lost,
+  };
+}
+
+// ---- targets ----------------------------------------------------------------------------------
+const PROBES = [
+  ['handle_gc_begin', 'gc__begin'],
+  ['handle_gc_end', 'gc__end'],
+  ['handle_pool_begin', 'mem__pool__gc__begin'],
+  ['handle_pool_end', 'mem__pool__gc__end'],
+] as const;
+
+/** The libjvm.so a JVM runs, or the reason it cannot be traced (pid errors come from checkPid). */
+export function libjvmOf(pid: number): string {
+  const stat = checkPid(pid);
+  const libjvm = mappedFiles(mapsOrExplain(pid), /^libjvm\.so$/)[0];
+  if (!libjvm) throw unsuitableError(`pid ${pid} (${stat.comm}) has no libjvm.so mapped: is it a JVM?`);
+  // A JVM in another mount namespace (container) maps a path that is only valid from its root.
+  const file = fs.existsSync(libjvm) ? libjvm : `/proc/${pid}/root${libjvm}`;
+  if (!libjvmUsdt(file).usdt) throw unsuitableError(noUsdtMessage(libjvm));
+  return file;
+}
+
+/** Every USDT-capable libjvm.so: installed JDKs plus those running JVMs map. */
+export function allLibjvms(): { libs: string[]; skipped: string[] } {
+  const libs = new Map<string, string>();
+  const skipped: string[] = [];
+  const add = (p: string) => {
+    let real = p;
+    try {
+      real = fs.realpathSync(p);
+    } catch {
+      return;
+    }
+    if (libs.has(real) || skipped.includes(real)) return;
+    if (libjvmUsdt(real).usdt) libs.set(real, real);
+    else skipped.push(real);
+  };
+  for (const j of findJdks()) add(j.libjvm);
+  for (const p of listProcesses({ jvmOnly: true })) if (p.jvm) add(p.jvm.libjvm);
+  return { libs: [...libs.keys()], skipped };
+}
+
+// ---- the session ------------------------------------------------------------------------------
+const TICK_MS = 500;
+/** The ring buffer thread polls every 100 ms: let it hand over what is left after detaching. */
+const DRAIN_MS = 250;
+
+function monoNs(): number {
+  return Number(process.hrtime.bigint());
+}
+
+function readCounter(obj: BpfObject, index: number): number {
+  const key = Buffer.alloc(4);
+  key.writeUInt32LE(index);
+  const v = obj.mapLookup('counters', key);
+  return v ? Number(v.readBigUInt64LE(0)) : 0;
+}
+
+export const javaGcTracer: Tracer<'java-gc'> = {
+  name: 'java-gc',
+  validate(raw): JavaGcOptions {
+    const o = asObject(raw, 'options');
+    const all = bool(o, 'all', false);
+    return {
+      all,
+      pid: all ? int(o, 'pid', 0, 4194304, 0) : int(o, 'pid', 1, 4194304),
+      minUs: int(o, 'minUs', 0, 3_600_000_000, 0),
+    };
+  },
+  async start(options, env, events) {
+    const warnings: string[] = [];
+    let libs: string[];
+    const attachPid = options.all ? -1 : options.pid;
+    const startTime = options.all ? undefined : checkPid(options.pid).startTime;
+    if (options.all) {
+      const found = allLibjvms();
+      libs = found.libs;
+      for (const s of found.skipped) warnings.push(`${s} has no USDT probes: JVMs running it are not traced`);
+      if (libs.length === 0) {
+        throw unsuitableError('no JDK with hotspot USDT probes was found (looked in /usr/lib/jvm, /opt, /usr/local and in running JVMs). Install one that has them, e.g. Debian/Ubuntu\'s openjdk-17-jdk.');
+      }
+    } else {
+      libs = [libjvmOf(options.pid)];
+    }
+
+    const { obj } = loadFirstWorking(env, 'java-gc', [PROBES.map(([p]) => p)], (o) => setRodata(o, { min_duration_ns: BigInt(options.minUs) * 1000n }));
+    const links: number[] = [];
+    try {
+      for (const lib of libs) {
+        for (const [prog, probe] of PROBES) links.push(obj.attachUsdt(prog, { binary: lib, provider: 'hotspot', name: probe, pid: attachPid }));
+        env.log(`java-gc: attached to ${lib} (pid ${attachPid})`);
+      }
+    } catch (e) {
+      obj.close();
+      throw fromBpfError(`attaching hotspot USDT probes in ${libs.join(', ')}`, e);
+    }
+
+    const startNs = monoNs();
+    const all: JavaGcEvent[] = [];
+    const pids = new Set<number>(options.all ? [] : [options.pid]);
+    let fresh: JavaGcEvent[] = [];
+    let lost = 0;
+    let closed = false;
+    const rb = obj.openRingBuffer('events', (batch, offsets) => {
+      for (const r of records(batch, offsets)) {
+        const e = decodeJavaGcEvent(r);
+        pids.add(e.pid);
+        all.push(e);
+        fresh.push(e);
+      }
+    });
+    const readLost = () => {
+      if (!closed) lost = readCounter(obj, CTR_RINGBUF_FULL) + readCounter(obj, CTR_INFLIGHT_FULL);
+    };
+    const pidList = () => [...pids].sort((a, b) => a - b);
+    const flush = () => {
+      readLost();
+      const u = { events: fresh, lost, pids: pidList(), startNs, nowNs: monoNs() };
+      fresh = [];
+      events.update(u);
+    };
+    let shutting: Promise<void> | undefined;
+    const shutdown = () => (shutting ??= detachAndClose());
+    const detachAndClose = async () => {
+      clearInterval(timer);
+      for (const l of links.splice(0)) {
+        try {
+          obj.detach(l);
+        } catch {
+          /* already gone */
+        }
+      }
+      await new Promise((r) => setTimeout(r, DRAIN_MS));
+      readLost();
+      closed = true;
+      rb.close();
+      obj.close();
+    };
+    let ending = false;
+    const timer = setInterval(() => {
+      flush();
+      if (options.all || ending) return;
+      // Same pid but another start time: the JVM exited and the pid was reused.
+      const alive = pidAlive(options.pid) && readStat(options.pid)?.startTime === startTime;
+      if (!alive) {
+        ending = true;
+        void shutdown().then(() => {
+          if (fresh.length) flush();
+          events.ended('target-exited', `pid ${options.pid} exited; ${all.length} GCs traced`);
+        });
+      }
+    }, TICK_MS);
+
+    const result = () => buildResult(pidList(), all, lost);
+    return {
+      targets: options.all ? [] : [options.pid],
+      warnings,
+      snapshot: result,
+      async stop() {
+        await shutdown();
+        return result();
+      },
+    };
+  },
+};

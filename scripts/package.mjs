@@ -1,0 +1,93 @@
+#!/usr/bin/env node
+// `npm run package`: builds dist/ when it is missing or older than its sources, checks what vsce
+// would pack against the allow-list in .vscodeignore, then writes ebpf-studio-<version>.vsix.
+// Usage: node scripts/package.mjs [--no-build] [--out FILE] [build flags, e.g. --skip-typecheck]
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const argv = process.argv.slice(2);
+const noBuild = argv.includes('--no-build');
+const outIdx = argv.indexOf('--out');
+const buildFlags = argv.filter((a, i) => a.startsWith('--skip-') && i !== outIdx + 1);
+const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+const out = outIdx >= 0 ? path.resolve(argv[outIdx + 1] ?? '') : path.join(root, `${manifest.name}-${manifest.version}.vsix`);
+const vsce = path.join(root, 'node_modules', '.bin', 'vsce');
+
+function fail(msg) {
+  console.error(`package: ${msg}`);
+  process.exit(1);
+}
+const rel = (p) => path.relative(root, p);
+const exists = (p) => fs.existsSync(path.join(root, p));
+
+/** Everything the installed extension needs from dist/, derived from the sources that produce it. */
+function requiredOutputs() {
+  const need = ['dist/extension.js', 'dist/helper.js', 'dist/cli.js', 'dist/webview/common.css'];
+  if (exists('native/binding.gyp')) need.push('dist/ebpf_studio.node');
+  if (exists('extension/lsp/server.ts')) need.push('dist/server.js');
+  for (const f of fs.readdirSync(path.join(root, 'bpf'))) if (f.endsWith('.bpf.c')) need.push(`dist/bpf/${f.replace(/\.c$/, '.o')}`);
+  for (const v of fs.readdirSync(path.join(root, 'webview'))) if (exists(`webview/${v}/main.ts`)) need.push(`dist/webview/${v}.js`);
+  return need;
+}
+
+function newestMtime(dir) {
+  let newest = 0;
+  const abs = path.join(root, dir);
+  if (!fs.existsSync(abs)) return 0;
+  const st = fs.statSync(abs);
+  if (!st.isDirectory()) return st.mtimeMs;
+  for (const e of fs.readdirSync(abs, { withFileTypes: true })) {
+    if (e.name === 'node_modules' || e.name === 'build') continue;
+    newest = Math.max(newest, newestMtime(path.join(dir, e.name)));
+  }
+  return newest;
+}
+
+function staleness() {
+  const need = requiredOutputs();
+  const missing = need.filter((f) => !exists(f));
+  if (missing.length) return `missing ${missing.join(', ')}`;
+  const oldestOut = Math.min(...need.map((f) => fs.statSync(path.join(root, f)).mtimeMs));
+  const inputs = ['extension', 'webview', 'bpf', 'native/src', 'native/binding.gyp'];
+  const newer = inputs.filter((d) => newestMtime(d) > oldestOut);
+  return newer.length ? `sources changed since the last build (${newer.join(', ')})` : undefined;
+}
+
+function run(cmd, args, opts = {}) {
+  // stdin closed: vsce asks y/N questions on missing fields; answer none rather than hang in CI.
+  const r = spawnSync(cmd, args, { cwd: root, stdio: ['ignore', 'inherit', 'inherit'], ...opts });
+  if (r.error) fail(`${path.basename(cmd)}: ${r.error.message}`);
+  if (r.status !== 0) fail(`${path.basename(cmd)} ${args.join(' ')} exited with ${r.status}`);
+  return r;
+}
+
+if (!fs.existsSync(vsce)) fail('node_modules/.bin/vsce not found: run `npm install` (it is the @vscode/vsce dev dependency)');
+for (const f of ['README.md', 'LICENSE', 'package.json']) if (!exists(f)) fail(`${f} is missing; the .vsix needs it (Marketplace page, license)`);
+
+const why = staleness();
+if (why && noBuild) fail(`dist/ is not ready (${why}); run \`npm run build\` or drop --no-build`);
+if (why) {
+  console.log(`package: building first: ${why}`);
+  run(process.execPath, [path.join(root, 'scripts', 'build.mjs'), ...buildFlags]);
+  const still = staleness();
+  if (still) fail(`build finished but dist/ is still not ready: ${still}`);
+}
+
+// What vsce would pack, checked against the allow-list so a stray file fails here, not in review.
+const ls = spawnSync(vsce, ['ls', '--no-dependencies'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+if (ls.status !== 0) fail(`vsce ls exited with ${ls.status}`);
+const files = ls.stdout.split('\n').map((s) => s.trim()).filter(Boolean);
+const allowed = [/^package\.json$/, /^README\.md$/, /^LICENSE$/, /^CHANGELOG\.md$/, /^bin\//, /^media\//, /^syntaxes\//, /^snippets\//,
+  /^dist\/[^/]+\.js$/, /^dist\/bpf\/[^/]+\.bpf\.o$/, /^dist\/ebpf_studio\.node$/, /^dist\/ebpf-studio-launch$/, /^dist\/webview\//];
+const stray = files.filter((f) => !allowed.some((re) => re.test(f)) || f.endsWith('.map') || f.endsWith('.ts'));
+if (stray.length) fail(`files outside the allow-list would be packed (fix .vscodeignore):\n  ${stray.join('\n  ')}`);
+const absent = requiredOutputs().filter((f) => !files.includes(f));
+if (absent.length) fail(`.vscodeignore leaves out files the extension needs:\n  ${absent.join('\n  ')}`);
+
+fs.rmSync(out, { force: true });
+run(vsce, ['package', '--no-dependencies', '--out', out]);
+const size = fs.statSync(out).size;
+console.log(`package: ${rel(out)}: ${(size / 1024).toFixed(0)} KiB, ${files.length} files`);

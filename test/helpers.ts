@@ -1,0 +1,82 @@
+// Shared by test files: paths, the CLI runner, and root/BPF checks that turn into skip reasons.
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+export const repoRoot = path.resolve(__dirname, '..');
+export const distDir = path.join(repoRoot, 'dist');
+export const cliJs = path.join(distDir, 'cli.js');
+export const helperJs = path.join(distDir, 'helper.js');
+
+/** Why kernel tests cannot run here, or undefined when they can. */
+export function kernelSkipReason(): string | undefined {
+  if (process.geteuid?.() !== 0) return 'BPF tests need root (CAP_SYS_ADMIN for uprobes/USDT); run the tests as root';
+  if (!fs.existsSync('/sys/kernel/btf/vmlinux')) return 'the kernel has no BTF (/sys/kernel/btf/vmlinux)';
+  if (!fs.existsSync(path.join(distDir, 'ebpf_studio.node'))) return 'the native addon is not built: run npm run build';
+  return undefined;
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+export function runCli(args: string[], opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): CliResult {
+  const t0 = Date.now();
+  const r = spawnSync(process.execPath, [cliJs, ...args], { encoding: 'utf8', timeout: opts.timeoutMs ?? 60_000, env: opts.env ?? process.env });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr, ms: Date.now() - t0 };
+}
+
+/** Starts the CLI in the background; resolves with its output when it exits. */
+export function startCli(args: string[]) {
+  const child = spawn(process.execPath, [cliJs, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const done = new Promise<CliResult>((resolve) => {
+    const t0 = Date.now();
+    child.on('exit', (code) => resolve({ code, stdout, stderr, ms: Date.now() - t0 }));
+  });
+  return { child, done, stderr: () => stderr, stdout: () => stdout };
+}
+
+/** BPF programs loaded right now (bpftool prog list). */
+export function loadedPrograms(): { id: number; name: string }[] {
+  const r = spawnSync('bpftool', ['prog', 'list', '--json'], { encoding: 'utf8' });
+  if (r.status !== 0) return [];
+  return (JSON.parse(r.stdout) as { id: number; name?: string }[]).map((p) => ({ id: p.id, name: p.name ?? '' }));
+}
+
+export function loadedProgramNames(): string[] {
+  return loadedPrograms().map((p) => p.name);
+}
+
+/**
+ * Ids of programs matching `name` that appeared since `before` (a loadedPrograms() snapshot):
+ * other processes may load the same object at the same time, so tests track ids, not names.
+ */
+export function newProgramIds(before: { id: number }[], name: (n: string) => boolean): number[] {
+  const old = new Set(before.map((p) => p.id));
+  return loadedPrograms().filter((p) => !old.has(p.id) && name(p.name)).map((p) => p.id);
+}
+
+export function programIdsLoaded(ids: number[]): number[] {
+  const now = new Set(loadedPrograms().map((p) => p.id));
+  return ids.filter((id) => now.has(id));
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+export async function waitFor(cond: () => boolean, timeoutMs: number, stepMs = 50): Promise<boolean> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (cond()) return true;
+    await sleep(stepMs);
+  }
+  return cond();
+}

@@ -1,0 +1,64 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { ElfFile, ElfError, withElf } from '../../extension/elf/elf';
+import { libjvmUsdt } from '../../extension/proc/processes';
+import { findJdks } from '../../extension/proc/processes';
+
+const jdks = findJdks();
+const withUsdt = jdks.find((j) => j.usdt);
+
+test('USDT notes of a real libjvm.so include the hotspot GC probes with their arguments', (t) => {
+  if (!withUsdt) return t.skip('no JDK with USDT probes installed (apt-get install openjdk-17-jdk-headless)');
+  withElf(withUsdt.libjvm, (elf) => {
+    const probes = elf.usdtProbes();
+    assert.ok(probes.length > 400, `expected hundreds of probes, got ${probes.length}`);
+    const begin = probes.find((p) => p.provider === 'hotspot' && p.name === 'gc__begin');
+    const end = probes.find((p) => p.provider === 'hotspot' && p.name === 'gc__end');
+    const pool = probes.find((p) => p.provider === 'hotspot' && p.name === 'mem__pool__gc__begin');
+    assert.ok(begin && end && pool);
+    assert.match(begin.args, /^1@/, 'gc__begin has one 1-byte argument (full GC flag)');
+    assert.equal(end.args, '');
+    assert.equal(pool.args.split(' ').length, 8, 'mem__pool__gc__begin has 8 arguments');
+    assert.ok(pool.args.split(' ').every((a) => a.startsWith('8@')));
+    assert.equal(begin.semaphore, 0n);
+    assert.ok(begin.location > 0n);
+    assert.equal(elf.hasUsdt(), true);
+    assert.match(elf.buildId() ?? '', /^[0-9a-f]{40}$/);
+  });
+});
+
+test('a libjvm copy without .note.stapsdt reports no USDT', (t) => {
+  if (!withUsdt) return t.skip('no JDK with USDT probes installed');
+  const { spawnSync } = require('node:child_process') as typeof import('node:child_process');
+  const os = require('node:os') as typeof import('node:os');
+  const path = require('node:path') as typeof import('node:path');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-elf-'));
+  const copy = path.join(dir, 'libjvm.so');
+  const r = spawnSync('objcopy', ['--remove-section=.note.stapsdt', withUsdt.libjvm, copy]);
+  if (r.status !== 0) return t.skip(`objcopy unavailable: ${r.stderr}`);
+  try {
+    assert.deepEqual(libjvmUsdt(copy), { usdt: false, count: 0, key: libjvmUsdt(copy).key } as never);
+    withElf(copy, (elf) => assert.equal(elf.hasUsdt(), false));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('symbols, segments and build-id of libc', () => {
+  const libc = fs.readFileSync('/proc/self/maps', 'utf8').split('\n').map((l) => l.split(/\s+/)[5]).find((p) => p && /\/libc[.-]/.test(p))!;
+  withElf(libc, (elf) => {
+    const syms = elf.symbols();
+    const malloc = syms.find((s) => s.name === 'malloc');
+    assert.ok(malloc, 'malloc is exported');
+    assert.ok(malloc.value > 0n);
+    assert.ok(elf.segments.some((s) => s.type === 1), 'has PT_LOAD');
+    const text = elf.section('.text')!;
+    assert.equal(elf.offsetToVaddr(BigInt(text.offset)), text.addr);
+  });
+});
+
+test('non-ELF files are refused with a clear error', () => {
+  assert.throws(() => new ElfFile('/etc/hostname'), (e: unknown) => e instanceof ElfError && /not an ELF file/.test((e as Error).message));
+  assert.throws(() => new ElfFile('/nonexistent/file'), /ENOENT/);
+});
