@@ -11,7 +11,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const argv = process.argv.slice(2);
 const noBuild = argv.includes('--no-build');
 const outIdx = argv.indexOf('--out');
-const buildFlags = argv.filter((a, i) => a.startsWith('--skip-') && i !== outIdx + 1);
+const buildFlags = argv.filter((a, i) => a.startsWith('--skip-') && (outIdx < 0 || i !== outIdx + 1));
 const manifest = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
 const out = outIdx >= 0 ? path.resolve(argv[outIdx + 1] ?? '') : path.join(root, `${manifest.name}-${manifest.version}.vsix`);
 const vsce = path.join(root, 'node_modules', '.bin', 'vsce');

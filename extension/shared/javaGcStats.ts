@@ -65,3 +65,16 @@ export function poolReclaim(events: readonly JavaGcEvent[]): PoolReclaim[] {
 export function overheadPercent(totalPauseNs: number, wallNs: number): number {
   return wallNs > 0 ? Math.min(100, (100 * totalPauseNs) / wallNs) : 0;
 }
+
+/** "812 KB", "3.4 MB", "-1.2 GB": pool sizes (signed: a pool may grow across a GC). */
+export function formatSize(n: number): string {
+  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
+  let v = Math.abs(n);
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  const s = i === 0 ? String(v) : v >= 100 ? v.toFixed(0) : v.toFixed(1);
+  return `${n < 0 ? '-' : ''}${s} ${units[i]}`;
+}

@@ -3,5 +3,6 @@ import type { Command } from '../command';
 import { doctorCommand } from './doctor';
 import { selftestCommand } from './selftest';
 import { runqlatCommand } from './runqlat';
+import { javaGcCommand } from './javaGc';
 
-export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand];
+export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand, javaGcCommand];

@@ -1,0 +1,83 @@
+// Loads a BPF object without attaching it and turns the verifier's verdict into diagnostics.
+// Runs where the kernel may be touched: the helper (for the editor) and the CLI (as root).
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Addon } from '../native/addon';
+import { fromBpfError, StudioError } from '../shared/errors';
+import { hasVerifierLog, verifierDiagnostics, type SourceFile, type VerifierDiagnostic } from './verifierLog';
+import { checkBpfObject } from './toolchain';
+
+export interface VerifyResult {
+  ok: boolean;
+  diagnostics: VerifierDiagnostic[];
+  log: string;
+}
+
+function errText(e: unknown): { code?: string; message: string; log: string } {
+  const x = e as { code?: string; message?: string; log?: string };
+  return { code: x?.code, message: x?.message ?? String(e), log: x?.log ?? '' };
+}
+
+/** Sources next to the object, so "@ prog.bpf.c:12" can become a full path and a column. */
+export function siblingSources(objectPath: string, extra: string[] = []): SourceFile[] {
+  const dir = path.dirname(objectPath);
+  const candidates = new Set(extra);
+  try {
+    for (const f of fs.readdirSync(dir)) if (/\.(c|h)$/.test(f)) candidates.add(path.join(dir, f));
+  } catch {
+    /* unreadable dir: basenames stay */
+  }
+  const out: SourceFile[] = [];
+  for (const p of candidates) {
+    try {
+      if (fs.statSync(p).size < 4 << 20) out.push({ path: p, text: fs.readFileSync(p, 'utf8') });
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+export function verifyObject(addon: Addon, objectPath: string, sources: SourceFile[] = []): VerifyResult {
+  checkBpfObject(objectPath);
+  const open = () => {
+    try {
+      return new addon.BpfObject(objectPath);
+    } catch (e) {
+      const t = errText(e);
+      throw new StudioError('input', `libbpf cannot open ${objectPath}: ${t.message}. Was it built with clang -target bpf -g?`, t.log);
+    }
+  };
+  const obj = open();
+  if (obj.programs().length === 0) {
+    obj.close();
+    throw new StudioError('input', `${objectPath} holds no BPF programs: add a function with SEC("...")`);
+  }
+  try {
+    const r = obj.load({ logLevel: 1 });
+    return { ok: true, diagnostics: [], log: r.log };
+  } catch (e) {
+    let t = errText(e);
+    obj.close();
+    if (t.code === 'EPERM' || (t.code === 'EACCES' && !hasVerifierLog(t.log) && !/BPF program load failed/.test(t.log))) throw fromBpfError(`loading ${objectPath}`, e);
+    if (!hasVerifierLog(t.log)) {
+      // With a caller-supplied log buffer libbpf does not echo the verifier log on failure;
+      // loading once more with libbpf's own buffer makes it print the log into the capture.
+      const again = open();
+      try {
+        again.load();
+      } catch (e2) {
+        t = { ...errText(e2), message: t.message };
+      } finally {
+        again.close();
+      }
+    }
+    const diagnostics = verifierDiagnostics(t.log, sources);
+    if (diagnostics.length === 0) {
+      diagnostics.push({ file: sources[0]?.path ?? objectPath, line: 1, column: 1, severity: 'error', message: t.message, excerpt: t.log.trim().split('\n').slice(-8).join('\n') });
+    }
+    return { ok: false, diagnostics, log: t.log };
+  } finally {
+    obj.close();
+  }
+}

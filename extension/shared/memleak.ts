@@ -1,0 +1,86 @@
+// JSON shapes of the memleak tracer: outstanding allocations grouped by allocation stack.
+// The result is the `ebpf-studio memleak --json` document of issue 6, plus `lost`/`dropped`.
+
+export interface MemleakLaunch {
+  /** program and its arguments (argv[0] is looked up in PATH like execvp does) */
+  command: string[];
+  cwd?: string;
+  /** added to (and overriding) the environment the tracer runs in */
+  env?: Record<string, string>;
+  /** run the program as this user/group (the helper runs as root; the program should not) */
+  uid?: number;
+  gid?: number;
+  /**
+   * where the program's output goes: 'inherit' shares the tracer's stdio (CLI text mode),
+   * 'stderr' sends its stdout to the tracer's stderr (CLI --json), 'capture' delivers it in updates
+   */
+  output: 'inherit' | 'stderr' | 'capture';
+}
+
+export interface MemleakOptions {
+  /** attach to this running process (exactly one of pid / launch / kernel-only) */
+  pid?: number;
+  /** start this command stopped, attach, then let it run (memleak -c) */
+  launch?: MemleakLaunch;
+  /** trace kernel allocations (kmem tracepoints) instead of a user-space allocator */
+  kernel: boolean;
+  /** only allocations older than this count as outstanding (memleak -o) */
+  minAgeMs: number;
+  /** record every Nth allocation (1 = all) */
+  sampleRate: number;
+  minSize: number;
+  /** 0 = no upper bound */
+  maxSize: number;
+  /** stacks kept in updates and the result, largest first (0 = all) */
+  top: number;
+  /** seconds between live reports */
+  intervalS: number;
+  /** another allocator library (e.g. libjemalloc.so.2) probed besides libc */
+  allocatorLib?: string;
+  /** symbol prefix in that library, e.g. "je_" or "tc_" */
+  symbolPrefix?: string;
+}
+
+export interface MemleakFrame {
+  /** hex, e.g. "0x55d0c0ffee12" */
+  address: string;
+  /** file name of the module (binary or library), "[kernel]" for kernel frames */
+  module: string;
+  function?: string;
+  file?: string;
+  line?: number;
+  column?: number;
+  /** functions inlined at this address, innermost first */
+  inlined?: { function?: string; file?: string; line?: number; column?: number }[];
+}
+
+export interface MemleakStack {
+  bytes: number;
+  allocations: number;
+  oldestAgeMs: number;
+  /** leaf first: frames[0] is the allocating call site */
+  frames: MemleakFrame[];
+}
+
+export interface MemleakResult {
+  tracer: 'memleak';
+  /** the traced process; 0 for kernel mode without a pid */
+  pid: number;
+  stacks: MemleakStack[];
+  /** allocations not recorded: allocation table full, stack map full/collision, pending table full */
+  dropped: number;
+  /** exit-hold events that did not reach user space */
+  lost: number;
+}
+
+export interface MemleakUpdate {
+  /** ms since the session started */
+  atMs: number;
+  /** all outstanding bytes/allocations (every stack, not only the top ones) */
+  totalBytes: number;
+  totalAllocations: number;
+  stacks: MemleakStack[];
+  dropped: number;
+  /** output of a launched program (output: 'capture') since the last update */
+  output?: string;
+}

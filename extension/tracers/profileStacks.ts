@@ -1,0 +1,111 @@
+// Turns the profiler's raw counts (pid, tid, stack ids) into the result document's stacks:
+// reads each stack once, symbolizes every distinct address once per process (kernel addresses
+// once overall), and marks frames kernel / native / jit / interpreted.
+import type { Frame, ProcessImage, Symbolizer } from '../symbolize';
+import type { FrameKind, ProfileFrame, ProfileStack } from '../shared/profile';
+import { type CountEntry, hex, stackIdLost } from './profileDecode';
+
+export type StackReader = (stackId: number) => BigUint64Array;
+
+const lostFrame = (what: string): ProfileFrame => ({ address: '0x0', module: null, function: `[lost ${what} stack]`, file: null, line: null, kind: what === 'kernel' ? 'kernel' : 'native' });
+
+function toFrame(address: bigint, f: Frame | undefined, fallbackKind: FrameKind): ProfileFrame {
+  return {
+    address: hex(address),
+    module: f?.module ?? null,
+    function: f?.function ?? null,
+    file: f?.file ?? null,
+    line: f?.line ?? null,
+    kind: (f?.kind as FrameKind | undefined) ?? fallbackKind,
+  };
+}
+
+/** Same as toFrame, for a frame we could not resolve at all (snapshot before symbolizing). */
+export function unresolvedFrame(address: bigint, kind: FrameKind): ProfileFrame {
+  return toFrame(address, undefined, kind);
+}
+
+export interface RawStack {
+  entry: CountEntry;
+  user: BigUint64Array;
+  kernel: BigUint64Array;
+}
+
+/** Reads each distinct stack id once. */
+export function readStacks(entries: CountEntry[], read: StackReader): RawStack[] {
+  const cache = new Map<number, BigUint64Array>();
+  const get = (id: number) => {
+    if (id < 0) return new BigUint64Array(0);
+    let s = cache.get(id);
+    if (!s) cache.set(id, (s = read(id)));
+    return s;
+  };
+  return entries.map((entry) => ({ entry, user: get(entry.userStackId), kernel: get(entry.kernStackId) }));
+}
+
+/** Builds result stacks with frames from the caches (missing ones stay unresolved). */
+export function assemble(raw: RawStack[], kernelFrames: Map<bigint, ProfileFrame>, userFrames: Map<number, Map<string, ProfileFrame>>): ProfileStack[] {
+  const out: ProfileStack[] = [];
+  for (const { entry, user, kernel } of raw) {
+    const frames: ProfileFrame[] = [];
+    if (stackIdLost(entry.kernStackId)) frames.push(lostFrame('kernel'));
+    for (const a of kernel) frames.push(kernelFrames.get(a) ?? unresolvedFrame(a, 'kernel'));
+    const perPid = userFrames.get(entry.pid);
+    user.forEach((a, i) => frames.push(perPid?.get(`${i === 0 ? 'L' : 'R'}${a}`) ?? unresolvedFrame(a, 'native')));
+    if (stackIdLost(entry.userStackId)) frames.push(lostFrame('user'));
+    out.push({ count: entry.count, pid: entry.pid, tid: entry.tid, comm: entry.comm, frames });
+  }
+  return out.sort((a, b) => b.count - a.count);
+}
+
+/**
+ * Symbolizes every distinct address: kernel ones through kallsyms, user ones per process
+ * through its image (the leaf is an instruction pointer; the others are return addresses,
+ * whose line is that of the call). Results go into the caches used by assemble().
+ */
+export async function symbolizeStacks(
+  raw: RawStack[],
+  symbolizer: Symbolizer,
+  imageOf: (pid: number) => ProcessImage | undefined,
+  kernelFrames: Map<bigint, ProfileFrame>,
+  userFrames: Map<number, Map<string, ProfileFrame>>,
+  log: (m: string) => void,
+): Promise<void> {
+  const kernelAddrs = new Set<bigint>();
+  const userAddrs = new Map<number, { leaf: Set<bigint>; ret: Set<bigint> }>();
+  for (const { entry, user, kernel } of raw) {
+    for (const a of kernel) if (!kernelFrames.has(a)) kernelAddrs.add(a);
+    if (user.length === 0) continue;
+    let u = userAddrs.get(entry.pid);
+    if (!u) userAddrs.set(entry.pid, (u = { leaf: new Set(), ret: new Set() }));
+    const known = userFrames.get(entry.pid);
+    user.forEach((a, i) => {
+      if (!known?.has(`${i === 0 ? 'L' : 'R'}${a}`)) (i === 0 ? u.leaf : u.ret).add(a);
+    });
+  }
+  if (kernelAddrs.size) {
+    const addrs = [...kernelAddrs];
+    try {
+      const frames = await symbolizer.symbolizeKernel(addrs.map(hex));
+      addrs.forEach((a, i) => kernelFrames.set(a, toFrame(a, frames[i], 'kernel')));
+    } catch (e) {
+      log(`profile: kernel symbolization failed: ${(e as Error).message}`);
+    }
+  }
+  for (const [pid, { leaf, ret }] of userAddrs) {
+    const image = imageOf(pid);
+    if (!image) continue;
+    let cache = userFrames.get(pid);
+    if (!cache) userFrames.set(pid, (cache = new Map()));
+    for (const [tag, set] of [['L', leaf], ['R', ret]] as const) {
+      if (set.size === 0) continue;
+      const addrs = [...set];
+      try {
+        const frames = await symbolizer.symbolizeUser(image, addrs.map(hex), { returnAddresses: tag === 'R' });
+        addrs.forEach((a, i) => cache.set(`${tag}${a}`, toFrame(a, frames[i], 'native')));
+      } catch (e) {
+        log(`profile: symbolizing pid ${pid} failed: ${(e as Error).message}`);
+      }
+    }
+  }
+}

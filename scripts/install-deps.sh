@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs the Debian/Ubuntu packages eBPF Studio needs. As root it runs apt-get; otherwise it
+# prints the apt-get line and exits 1. Groups: build (always), test (peers, JDK, browser,
+# code-server build deps), bench (peer tools for the benchmark suite).
+# Usage: scripts/install-deps.sh [--test] [--bench] [--all]
+set -euo pipefail
+
+build=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make g++ python3 binutils)
+test=(openjdk-17-jdk-headless libbpf-tools bpftrace chromium ripgrep libkrb5-dev libsecret-1-dev libxkbfile-dev libx11-dev procps)
+bench=(heaptrack linux-perf hyperfine)
+
+want=("${build[@]}")
+for a in "$@"; do
+  case "$a" in
+    --test) want+=("${test[@]}") ;;
+    --bench) want+=("${bench[@]}") ;;
+    --all) want+=("${test[@]}" "${bench[@]}") ;;
+    *) echo "install-deps: unknown option $a (use --test, --bench, --all)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#want[@]} packages present"
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]}" >&2
+  echo "Install them with:  sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+if ! command -v apt-get >/dev/null; then
+  echo "install-deps: apt-get not found: install these packages with your distribution's tools: ${missing[*]}" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# Optional peers may be missing on other releases: install what exists, fail only on build tools.
+if ! apt-get install -y -qq --no-install-recommends "${missing[@]}" >/tmp/ebpf-studio-apt.log 2>&1; then
+  for p in "${missing[@]}"; do
+    apt-get install -y -qq --no-install-recommends "$p" >>/tmp/ebpf-studio-apt.log 2>&1 || echo "install-deps: could not install $p" >&2
+  done
+  for p in "${build[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || { echo "install-deps: required package $p failed to install (see /tmp/ebpf-studio-apt.log)" >&2; exit 1; }
+  done
+fi
+echo "install-deps: done"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Everything the tests need on a fresh Debian/Ubuntu machine, then every test tier:
+# apt packages, npm dependencies, code-server (cached), the build, unit + kernel + editor tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh --test
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi
+bash scripts/install-code-server.sh
+node scripts/test.mjs "$@"

@@ -1,0 +1,171 @@
+// A small stand-in for the `vscode` module so extension-host code runs under node:test.
+// Only what our features touch; UI calls are recorded so tests can assert on them.
+import Module from 'node:module';
+import { EventEmitter as NodeEmitter } from 'node:events';
+
+type Listener<T> = (e: T) => unknown;
+
+export class EventEmitter<T> {
+  private readonly e = new NodeEmitter();
+  event = (l: Listener<T>) => {
+    this.e.on('x', l);
+    return { dispose: () => this.e.off('x', l) };
+  };
+  fire(v: T): void {
+    this.e.emit('x', v);
+  }
+  dispose(): void {
+    this.e.removeAllListeners();
+  }
+}
+
+export const recorded = {
+  errors: [] as string[],
+  infos: [] as string[],
+  output: [] as string[],
+  commands: new Map<string, (...a: unknown[]) => unknown>(),
+  context: new Map<string, unknown>(),
+  config: new Map<string, unknown>(),
+};
+
+export class Disposable {
+  constructor(private readonly fn: () => void) {}
+  dispose(): void {
+    this.fn();
+  }
+}
+
+export class Uri {
+  private constructor(readonly fsPath: string, readonly scheme = 'file') {}
+  static file(p: string): Uri {
+    return new Uri(p);
+  }
+  static joinPath(base: Uri, ...parts: string[]): Uri {
+    return new Uri([base.fsPath, ...parts].join('/'));
+  }
+  get path(): string {
+    return this.fsPath;
+  }
+  toString(): string {
+    return `file://${this.fsPath}`;
+  }
+}
+
+export class Position {
+  constructor(readonly line: number, readonly character: number) {}
+}
+export class Range {
+  readonly start: Position;
+  readonly end: Position;
+  constructor(a: number | Position, b: number | Position, c?: number, d?: number) {
+    this.start = typeof a === 'number' ? new Position(a, b as number) : a;
+    this.end = typeof a === 'number' ? new Position(c!, d!) : (b as Position);
+  }
+}
+export class CodeLens {
+  constructor(readonly range: Range, public command?: { title: string; command: string; arguments?: unknown[] }) {}
+}
+export class MarkdownString {
+  constructor(public value = '') {}
+}
+export class ThemeColor {
+  constructor(readonly id: string) {}
+}
+export class ThemeIcon {
+  constructor(readonly id: string) {}
+}
+export class Diagnostic {
+  source?: string;
+  code?: unknown;
+  constructor(readonly range: Range, readonly message: string, readonly severity = 0) {}
+}
+export const DiagnosticSeverity = { Error: 0, Warning: 1, Information: 2, Hint: 3 };
+export const StatusBarAlignment = { Left: 1, Right: 2 };
+export const ViewColumn = { Active: -1, Beside: -2, One: 1 };
+export const ProgressLocation = { SourceControl: 1, Window: 10, Notification: 15 };
+export const QuickPickItemKind = { Separator: -1, Default: 0 };
+export const OverviewRulerLane = { Left: 1, Center: 2, Right: 4, Full: 7 };
+
+function outputChannel(name: string) {
+  return {
+    name,
+    appendLine: (l: string) => recorded.output.push(l),
+    append: (l: string) => recorded.output.push(l),
+    show: () => undefined,
+    clear: () => undefined,
+    dispose: () => undefined,
+  };
+}
+
+export const window = {
+  createOutputChannel: outputChannel,
+  showErrorMessage: async (m: string) => {
+    recorded.errors.push(m);
+    return undefined;
+  },
+  showInformationMessage: async (m: string) => {
+    recorded.infos.push(m);
+    return undefined;
+  },
+  showWarningMessage: async (m: string) => {
+    recorded.infos.push(m);
+    return undefined;
+  },
+  createStatusBarItem: () => ({ text: '', tooltip: '', command: '', show() {}, hide() {}, dispose() {} }),
+  withProgress: async <T>(_o: unknown, task: (p: { report(v: unknown): void }) => Promise<T>) => task({ report: () => undefined }),
+  showQuickPick: async () => undefined,
+  showInputBox: async () => undefined,
+  createTextEditorDecorationType: () => ({ dispose() {} }),
+  visibleTextEditors: [] as unknown[],
+  onDidChangeVisibleTextEditors: new EventEmitter<unknown>().event,
+  activeTextEditor: undefined as unknown,
+};
+
+export const workspace = {
+  getConfiguration: (section?: string) => ({
+    get: <T>(key: string, dflt?: T) => (recorded.config.has(`${section}.${key}`) ? (recorded.config.get(`${section}.${key}`) as T) : dflt),
+  }),
+  workspaceFolders: undefined as unknown,
+  onDidChangeConfiguration: new EventEmitter<unknown>().event,
+  openTextDocument: async (o: unknown) => o,
+};
+
+export const commands = {
+  registerCommand: (id: string, fn: (...a: unknown[]) => unknown) => {
+    recorded.commands.set(id, fn);
+    return new Disposable(() => recorded.commands.delete(id));
+  },
+  executeCommand: async (id: string, ...args: unknown[]) => {
+    if (id === 'setContext') {
+      recorded.context.set(args[0] as string, args[1]);
+      return undefined;
+    }
+    return recorded.commands.get(id)?.(...args);
+  },
+};
+
+export const languages = {
+  registerCodeLensProvider: () => new Disposable(() => undefined),
+  createDiagnosticCollection: () => ({ set() {}, clear() {}, delete() {}, dispose() {} }),
+};
+
+const api = {
+  EventEmitter, Disposable, Uri, Position, Range, CodeLens, MarkdownString, ThemeColor, ThemeIcon, Diagnostic,
+  DiagnosticSeverity, StatusBarAlignment, ViewColumn, ProgressLocation, QuickPickItemKind, OverviewRulerLane,
+  window, workspace, commands, languages,
+};
+
+/** Makes `require('vscode')` return this mock (call before importing extension code). */
+export function installVscodeMock(): typeof api {
+  const mod = Module as unknown as { _load: (req: string, ...rest: unknown[]) => unknown };
+  const orig = mod._load;
+  mod._load = function (req: string, ...rest: unknown[]) {
+    if (req === 'vscode') return api;
+    return orig.call(this, req, ...rest);
+  };
+  return api;
+}
+
+export function fakeContext(extensionPath: string) {
+  return { extensionPath, extensionUri: Uri.file(extensionPath), subscriptions: [] as { dispose(): void }[], globalStorageUri: Uri.file('/tmp/ebpf-studio-test-storage') };
+}
