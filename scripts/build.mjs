@@ -42,8 +42,6 @@ function checkToolchain() {
     ['/usr/include/zlib.h', 'zlib1g-dev'],
   ];
   for (const [file, pkg] of headers) if (!fs.existsSync(file)) missing.push(`${file} (apt-get install ${pkg})`);
-  const libbpfA = ['/usr/lib/x86_64-linux-gnu/libbpf.a', '/usr/lib/aarch64-linux-gnu/libbpf.a', '/usr/lib64/libbpf.a', '/usr/lib/libbpf.a'];
-  if (!libbpfA.some((f) => fs.existsSync(f))) missing.push('static libbpf.a (apt-get install libbpf-dev)');
   if (missing.length) {
     fail(`missing build tools:\n  ${missing.join('\n  ')}\nInstall them with: sudo apt-get install -y clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make g++`);
   }
@@ -96,12 +94,30 @@ function buildBpf() {
   console.log(`build: ${sources.length} BPF objects → dist/bpf/`);
 }
 
+// libbpf goes inside the addon when a position-independent libbpf.a can be had (Debian's is
+// not PIC; scripts/build-libbpf.sh builds one from the source package, cached); otherwise the
+// addon links the system libbpf.so.1 and says so.
+function libbpfArchive() {
+  if (process.env.LIBBPF_A) return process.env.LIBBPF_A;
+  const r = spawnSync('bash', [path.join(root, 'scripts', 'build-libbpf.sh')], { encoding: 'utf8' });
+  if (r.status === 0) return r.stdout.trim();
+  console.warn(`build: warning: linking libbpf dynamically (libbpf.so.1 needed at run time): ${r.stderr.trim()}`);
+  return '';
+}
+
 function buildNative() {
   const gyp = path.join(root, 'node_modules', '.bin', 'node-gyp');
   if (!fs.existsSync(path.join(root, 'native', 'binding.gyp'))) return;
-  // Incremental once configured: `node-gyp build` reruns make only for changed sources.
-  const configured = fs.existsSync(path.join(root, 'native', 'build', 'Makefile'));
-  run(gyp, [configured ? 'build' : 'rebuild', '--silent'], { cwd: path.join(root, 'native') });
+  const libbpfA = libbpfArchive();
+  const stamp = path.join(root, 'native', 'build', '.libbpf');
+  // Incremental once configured: `node-gyp build` reruns make only for changed sources; a change
+  // of libbpf linkage needs a fresh configure.
+  const configured = fs.existsSync(path.join(root, 'native', 'build', 'Makefile')) && fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === libbpfA;
+  // Offline machines cannot download Node headers: use the installed ones when they match.
+  const nodedir = !process.env.npm_config_nodedir && fs.existsSync('/usr/include/node/node_api.h') ? ['--nodedir=/usr'] : [];
+  run(gyp, [configured ? 'build' : 'rebuild', '--silent', ...nodedir], { cwd: path.join(root, 'native'), env: { ...process.env, LIBBPF_A: libbpfA } });
+  fs.writeFileSync(stamp, libbpfA);
+  console.log(`build: libbpf ${libbpfA ? `linked statically from ${libbpfA}` : 'linked dynamically'}`);
   fs.mkdirSync(dist, { recursive: true });
   fs.copyFileSync(path.join(root, 'native', 'build', 'Release', 'ebpf_studio.node'), path.join(dist, 'ebpf_studio.node'));
   const launcher = path.join(root, 'native', 'build', 'Release', 'ebpf-studio-launch');

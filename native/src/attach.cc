@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 
 #include "args.h"
 #include "errors.h"
@@ -22,6 +23,12 @@ void EnsureTracefs() {
   if (access("/sys/kernel/tracing/events", F_OK) == 0) return;
   if (access("/sys/kernel/debug/tracing/events", F_OK) == 0) return;
   mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nullptr);
+}
+
+std::string Hex(uint64_t v) {
+  char buf[32];
+  snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
 }
 
 int OpenCpuClock(uint64_t frequency, int pid, int cpu) {
@@ -90,11 +97,7 @@ Napi::Value BpfObject::AttachUprobe(const Napi::CallbackInfo& info) {
   bool retprobe = BoolField(options, "options", "retprobe");
   if (!symbol && !offset) ThrowTypeError(env, "options.symbol or options.offset is required");
 
-  std::string target = symbol ? *symbol : "0x" + ([](int64_t v) {
-    char buf[32];
-    snprintf(buf, sizeof(buf), "%llx", static_cast<unsigned long long>(v));
-    return std::string(buf);
-  })(*offset);
+  std::string target = symbol ? *symbol : Hex(static_cast<uint64_t>(*offset));
   std::string what = std::string(retprobe ? "attachUretprobe(" : "attachUprobe(") + program + " to " + target +
                      " in " + binary + ")";
   bpf_program* prog = Program(env, program, what);
@@ -157,7 +160,7 @@ Napi::Value BpfObject::AttachPerfEvent(const Napi::CallbackInfo& info) {
 
 void BpfObject::Detach(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  int64_t id = IntArg(info, 0, "link", INT64_MIN / 2, INT64_MAX / 2);
+  int64_t id = IntArg(info, 0, "link", -kMaxSafeInteger, kMaxSafeInteger);
   std::string what = "detach(" + std::to_string(id) + ")";
   auto it = id > 0 && id <= UINT32_MAX ? links_.find(static_cast<uint32_t>(id)) : links_.end();
   if (it == links_.end()) ThrowBpfError(env, what, ENOENT, nullptr, "no such link");

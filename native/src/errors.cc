@@ -71,9 +71,10 @@ LogCapture::~LogCapture() { current = previous_; }
 void LogCapture::append(int level, const std::string& msg) {
   if (level == LIBBPF_DEBUG && !verbose_) return;
   text_ += msg;
-  if (level == LIBBPF_WARN && firstWarning_.empty()) {
-    std::string line = Trim(msg.substr(0, msg.find('\n')));
-    firstWarning_ = line;
+  // libbpf warns about RLIMIT_MEMLOCK whenever it cannot raise it, even where the kernel
+  // accounts BPF memory to cgroups and the limit is irrelevant: never the reason for a failure.
+  if (level == LIBBPF_WARN && firstWarning_.empty() && msg.find("RLIMIT_MEMLOCK") == std::string::npos) {
+    firstWarning_ = Trim(msg.substr(0, msg.find('\n')));
   }
 }
 

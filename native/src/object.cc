@@ -8,23 +8,12 @@
 
 #include "args.h"
 #include "errors.h"
+#include "map_layout.h"
 #include "ringbuf.h"
 
 namespace ebpf_studio {
 
 namespace {
-
-bool IsPerCpu(enum bpf_map_type type) {
-  switch (type) {
-    case BPF_MAP_TYPE_PERCPU_HASH:
-    case BPF_MAP_TYPE_PERCPU_ARRAY:
-    case BPF_MAP_TYPE_LRU_PERCPU_HASH:
-    case BPF_MAP_TYPE_PERCPU_CGROUP_STORAGE:
-      return true;
-    default:
-      return false;
-  }
-}
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -186,7 +175,7 @@ Napi::Value BpfObject::Maps(const Napi::CallbackInfo& info) {
     m.Set("keySize", bpf_map__key_size(map));
     m.Set("valueSize", bpf_map__value_size(map));
     m.Set("maxEntries", bpf_map__max_entries(map));
-    m.Set("perCpu", IsPerCpu(type));
+    m.Set("perCpu", IsPerCpuMap(type));
     out.Set(out.Length(), m);
   }
   return out;

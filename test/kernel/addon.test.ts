@@ -625,3 +625,37 @@ test('libbpfVersion and numPossibleCpus', (t) => {
   assert.match(addon!.libbpfVersion(), /^\d+\.\d+$/);
   assert.ok(addon!.numPossibleCpus() >= os.cpus().length);
 });
+
+/** True once the process is in stopped state ('T' in /proc/PID/stat). */
+function isStopped(pid: number): boolean {
+  try {
+    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0] === 'T';
+  } catch {
+    return false;
+  }
+}
+
+/** Starts the launcher, waits for its SIGSTOP, continues it; exit code and output. */
+async function launch(launcher: string, argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const child = spawn(launcher, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (err += d));
+  assert.ok(await waitFor(() => isStopped(child.pid!), 3000), 'the launcher did not stop itself');
+  const exited = once(child, 'exit');
+  process.kill(child.pid!, 'SIGCONT');
+  const [code] = await exited;
+  return { code, out, err };
+}
+
+test('ebpf-studio-launch stops itself, then runs the command on SIGCONT', async (t) => {
+  const launcher = path.join(repoRoot, 'native/build/Release/ebpf-studio-launch');
+  if (!fs.existsSync(launcher)) return t.skip(`${launcher} is not built`);
+  assert.deepEqual(await launch(launcher, ['/bin/echo', 'launched']), { code: 0, out: 'launched\n', err: '' });
+  assert.deepEqual(await launch(launcher, ['/nonexistent/command']), {
+    code: 127,
+    out: '',
+    err: 'ebpf-studio-launch: cannot run /nonexistent/command: No such file or directory\n',
+  });
+});

@@ -1,0 +1,71 @@
+// Ring buffer polling on a native thread, with batches handed to JS through a
+// ThreadSafeFunction, and the small JS handle that closes it.
+#pragma once
+
+#include <napi.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+struct ring_buffer;
+
+namespace ebpf_studio {
+
+class RingPoller {
+ public:
+  // Throws a BpfError naming `what` if libbpf cannot set the ring buffer up. `owner` (the
+  // BpfObject) is kept alive while polling, so a forgotten object does not stop the events.
+  static std::shared_ptr<RingPoller> Start(Napi::Env env, int mapFd, Napi::Function callback, Napi::Object owner,
+                                           const std::string& what);
+  ~RingPoller();
+  RingPoller(const RingPoller&) = delete;
+  RingPoller& operator=(const RingPoller&) = delete;
+
+  // JS thread only; idempotent. Batches not yet delivered are dropped.
+  void Stop();
+  bool stopped() const { return stopped_; }
+
+ private:
+  struct Batch {
+    std::vector<uint8_t> data;
+    std::vector<uint32_t> offsets{0};
+    size_t records() const { return offsets.size() - 1; }
+  };
+  static void Deliver(Napi::Env env, Napi::Function callback, std::nullptr_t* context, Batch* batch);
+  using Tsfn = Napi::TypedThreadSafeFunction<std::nullptr_t, Batch, &RingPoller::Deliver>;
+
+  explicit RingPoller(napi_env env) : env_(env) {}
+  static int OnRecord(void* ctx, void* data, size_t size);
+  static void OnEnvCleanup(void* arg);
+  void Run();
+  // Poller thread: hands the pending batch to JS; false once the TSFN is closing.
+  bool Flush();
+
+  napi_env env_;
+  ring_buffer* rb_ = nullptr;
+  Tsfn tsfn_;
+  Napi::ObjectReference owner_;
+  std::thread thread_;
+  std::atomic<bool> stopRequested_{false};
+  bool started_ = false;
+  bool stopped_ = false;
+  bool inEnvCleanup_ = false;
+  std::unique_ptr<Batch> batch_ = std::make_unique<Batch>();
+};
+
+class RingBufferHandle : public Napi::ObjectWrap<RingBufferHandle> {
+ public:
+  static Napi::Function Define(Napi::Env env);
+  static Napi::Object New(Napi::Env env, std::shared_ptr<RingPoller> poller);
+  explicit RingBufferHandle(const Napi::CallbackInfo& info);
+
+ private:
+  void Close(const Napi::CallbackInfo& info);
+  std::shared_ptr<RingPoller> poller_;
+};
+
+}  // namespace ebpf_studio
