@@ -33,6 +33,7 @@ function checkToolchain() {
     ['llvm-strip', 'llvm'],
     ['make', 'make'],
     ['g++', 'g++'],
+    ['strip', 'binutils'],
   ];
   for (const [bin, pkg] of tools) if (!have(bin)) missing.push(`${bin} (apt-get install ${pkg})`);
   if (!have('bpftool') && !fs.existsSync('/usr/sbin/bpftool')) missing.push('bpftool (apt-get install bpftool)');
@@ -89,7 +90,11 @@ function buildBpf() {
     const out = path.join(outDir, src.replace(/\.c$/, '.o'));
     const srcPath = path.join(root, 'bpf', src);
     if (fs.existsSync(out) && fs.statSync(out).mtimeMs > Math.max(newestHeader, fs.statSync(srcPath).mtimeMs)) continue;
-    run('clang', [...bpfCflags(), '-c', srcPath, '-o', out]);
+    // DWARF is dropped (BTF and its line info stay): a tenth of the size, same programs.
+    const tmp = `${out}.tmp`;
+    run('clang', [...bpfCflags(), '-c', srcPath, '-o', tmp]);
+    run('llvm-strip', ['-g', tmp]);
+    fs.renameSync(tmp, out);
   }
   console.log(`build: ${sources.length} BPF objects → dist/bpf/`);
 }
@@ -119,9 +124,18 @@ function buildNative() {
   fs.writeFileSync(stamp, libbpfA);
   console.log(`build: libbpf ${libbpfA ? `linked statically from ${libbpfA}` : 'linked dynamically'}`);
   fs.mkdirSync(dist, { recursive: true });
-  fs.copyFileSync(path.join(root, 'native', 'build', 'Release', 'ebpf_studio.node'), path.join(dist, 'ebpf_studio.node'));
+  // Replace by rename, never in place: a running CLI or helper has the old file mapped, and
+  // rewriting a mapped shared object crashes it.
+  const install = (from, name, strip) => {
+    const to = path.join(dist, name);
+    const tmp = `${to}.tmp${process.pid}`;
+    fs.copyFileSync(from, tmp);
+    if (strip) run('strip', ['--strip-debug', tmp]);
+    fs.renameSync(tmp, to);
+  };
+  install(path.join(root, 'native', 'build', 'Release', 'ebpf_studio.node'), 'ebpf_studio.node', true);
   const launcher = path.join(root, 'native', 'build', 'Release', 'ebpf-studio-launch');
-  if (fs.existsSync(launcher)) fs.copyFileSync(launcher, path.join(dist, 'ebpf-studio-launch'));
+  if (fs.existsSync(launcher)) install(launcher, 'ebpf-studio-launch', false);
   console.log('build: native addon → dist/ebpf_studio.node');
 }
 

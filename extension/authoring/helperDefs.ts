@@ -18,7 +18,7 @@ const DECL = /^static\s+(.+?)\(\s*\*\s*(\w+)\s*\)\s*\((.*)\)\s*=\s*\(void \*\)\s
 
 function rstMarkdown(s: string): string {
   // The docs are reStructuredText-ish: **bold**, *emphasis*; tabs indent nested lists.
-  return s.replace(/\t/g, '    ').replace(/\*\*(\S[^*]*?)\*\*/g, '`$1`');
+  return s.replace(/\t/g, '    ').replace(/\\ /g, '').replace(/\*\*(\S[^*]*?)\*\*/g, '`$1`');
 }
 
 function splitParams(args: string): string[] {
@@ -69,7 +69,7 @@ export function parseHelperDefs(text: string): HelperDef[] {
       id: Number(id),
       returnType,
       params,
-      signature: `${returnType}${sep}${name}(${params.join(', ')})`,
+      signature: `${returnType}${sep}${name}(${params.length ? params.join(', ') : 'void'})`,
       description: rstMarkdown(desc),
       returns: rstMarkdown(returns),
     });

@@ -7,9 +7,33 @@ import { PID_MAX } from '../shared/validate';
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>;
 export type Values = Record<string, string | boolean | string[] | boolean[] | undefined>;
 
+/**
+ * parseArgs refuses "--duration -1" as ambiguous; a negative number after a value-taking flag is
+ * glued on ("--duration=-1") so the range check can say what is wrong with it.
+ */
+function glueNegativeValues(argv: string[], options: OptionSpec): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--') {
+      out.push(...argv.slice(i));
+      break;
+    }
+    const name = a.startsWith('--') ? a.slice(2) : undefined;
+    const next = argv[i + 1];
+    if (name && options[name]?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${a}=${next}`);
+      i++;
+    } else {
+      out.push(a);
+    }
+  }
+  return out;
+}
+
 export function parse(argv: string[], options: OptionSpec, allowPositionals = false): { values: Values; positionals: string[] } {
   try {
-    const r = parseArgs({ args: argv, options, strict: true, allowPositionals });
+    const r = parseArgs({ args: glueNegativeValues(argv, options), options, strict: true, allowPositionals });
     return { values: r.values as Values, positionals: r.positionals };
   } catch (e) {
     const msg = (e as Error).message.replace(/\. To specify a positional argument.*$/s, '');

@@ -2,6 +2,7 @@
 // one line per feature, so the helper's main file stays the same as features land.
 import type { MessageConnection } from 'vscode-jsonrpc/node';
 import type { Addon } from '../native/addon';
+import { registerAuthoringHandlers } from './authoringHandlers';
 
 export interface HandlerContext {
   addon(): Addon | undefined;
@@ -13,4 +14,4 @@ export interface HandlerContext {
 
 export type HandlerModule = (conn: MessageConnection, ctx: HandlerContext) => void;
 
-export const extraHandlers: HandlerModule[] = [];
+export const extraHandlers: HandlerModule[] = [registerAuthoringHandlers];

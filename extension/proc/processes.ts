@@ -72,6 +72,9 @@ export function mapsOrExplain(pid: number) {
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'EACCES' || code === 'EPERM') {
+      if (process.geteuid?.() === 0) {
+        throw unsuitableError(`cannot read /proc/${pid}/maps (${code}) even as root: the process is protected from ptrace access (another user namespace, or the sandbox's init); trace a process started inside this namespace`);
+      }
       throw privilegeError(`cannot read /proc/${pid}/maps (${code}): reading another user's process needs root or CAP_SYS_PTRACE`);
     }
     if (code === 'ENOENT' || code === 'ESRCH') throw inputError(`process ${pid} exited`);

@@ -2,7 +2,7 @@
 // event is kept), the log2 µs pause histogram, and per-pool reclaim. Pure: shared by the
 // tracer, the CLI's text output and the webview.
 import { bucketIndex, quantileExact, toBuckets, type Bucket } from './log2hist';
-import type { JavaGcEvent, JavaGcSummary } from './javaGc';
+import type { JavaGcEvent, JavaGcResult, JavaGcSummary } from './javaGc';
 
 export function summarize(events: readonly JavaGcEvent[]): JavaGcSummary {
   const d = events.map((e) => e.durationNs).sort((a, b) => a - b);
@@ -14,6 +14,18 @@ export function summarize(events: readonly JavaGcEvent[]): JavaGcSummary {
     p90Ns: quantileExact(d, 0.9),
     p99Ns: quantileExact(d, 0.99),
     maxNs: d.length ? d[d.length - 1] : 0,
+  };
+}
+
+/** The result document (the CLI's --json output) from the events kept. */
+export function buildResult(pids: readonly number[], events: readonly JavaGcEvent[], lost: number): JavaGcResult {
+  return {
+    tracer: 'java-gc',
+    pids: [...pids],
+    events: [...events],
+    summary: summarize(events),
+    histogram: { unit: 'us', buckets: pauseHistogram(events) },
+    lost,
   };
 }
 
@@ -44,7 +56,12 @@ export interface PoolReclaim {
   gcs: number;
 }
 
-/** Per-pool before → after, in first-seen order. */
+/** HotSpot's non-heap pools: GC reports them too, but they rarely change across a GC. */
+export function isNonHeapPool(name: string): boolean {
+  return /^(CodeHeap|Metaspace|Compressed Class Space|Code Cache)/.test(name);
+}
+
+/** Per-pool before → after: heap pools first, each group in first-seen order. */
 export function poolReclaim(events: readonly JavaGcEvent[]): PoolReclaim[] {
   const byName = new Map<string, PoolReclaim>();
   for (const e of events) {
@@ -58,7 +75,8 @@ export function poolReclaim(events: readonly JavaGcEvent[]): PoolReclaim[] {
       r.gcs++;
     }
   }
-  return [...byName.values()];
+  const all = [...byName.values()];
+  return [...all.filter((r) => !isNonHeapPool(r.name)), ...all.filter((r) => isNonHeapPool(r.name))];
 }
 
 /** Share of wall time spent in GC pauses, 0..100. */

@@ -46,6 +46,8 @@ export interface MemleakFrame {
   address: string;
   /** file name of the module (binary or library), "[kernel]" for kernel frames */
   module: string;
+  /** hex file offset in the module; given only when the function is unknown (shown as module+offset) */
+  offset?: string;
   function?: string;
   file?: string;
   line?: number;

@@ -5,6 +5,9 @@ import { NotificationType, RequestType, RequestType0 } from 'vscode-jsonrpc';
 import type { SelftestOptions, SelftestResult, SelftestUpdate } from './selftest';
 import type { RunqlatOptions, RunqlatResult, RunqlatUpdate } from './runqlat';
 import type { JavaGcOptions, JavaGcResult, JavaGcUpdate } from './javaGc';
+import type { MemleakOptions, MemleakResult, MemleakUpdate } from './memleak';
+import type { ProfileOptions, ProfileResult, ProfileUpdate } from './profile';
+import type { BpfRunOptions, BpfRunResult, BpfRunUpdate } from './bpfRun';
 
 // ---- tracers -------------------------------------------------------------------------------
 // One entry per tracer: its start options, the live updates it streams, and its final result
@@ -13,6 +16,9 @@ export interface TracerTypes {
   selftest: { options: SelftestOptions; update: SelftestUpdate; result: SelftestResult };
   runqlat: { options: RunqlatOptions; update: RunqlatUpdate; result: RunqlatResult };
   'java-gc': { options: JavaGcOptions; update: JavaGcUpdate; result: JavaGcResult };
+  memleak: { options: MemleakOptions; update: MemleakUpdate; result: MemleakResult };
+  profile: { options: ProfileOptions; update: ProfileUpdate; result: ProfileResult };
+  'bpf-run': { options: BpfRunOptions; update: BpfRunUpdate; result: BpfRunResult };
 }
 export type TracerName = keyof TracerTypes;
 export type OptionsOf<N extends TracerName> = TracerTypes[N]['options'];

@@ -4,11 +4,17 @@ import type { AnyTracer } from './tracer';
 import { selftestTracer } from './selftest';
 import { runqlatTracer } from './runqlat';
 import { javaGcTracer } from './javaGc';
+import { memleakTracer } from './memleak';
+import { profileTracer } from './profile';
+import { bpfRunTracer } from './bpfRun';
 
 export const tracers: Record<TracerName, AnyTracer> = {
   selftest: selftestTracer,
   runqlat: runqlatTracer,
   'java-gc': javaGcTracer,
+  memleak: memleakTracer,
+  profile: profileTracer,
+  'bpf-run': bpfRunTracer,
 };
 
 export function tracerByName(name: unknown): AnyTracer | undefined {

@@ -4,9 +4,9 @@
 // through a ring buffer. Decoder mirrors bpf/java-gc.h.
 import fs from 'node:fs';
 import type { BpfObject } from '../../native/index';
-import type { JavaGcEvent, JavaGcOptions, JavaGcPool, JavaGcResult } from '../shared/javaGc';
-import { pauseHistogram, summarize } from '../shared/javaGcStats';
-import { fromBpfError, unsuitableError } from '../shared/errors';
+import type { JavaGcEvent, JavaGcOptions, JavaGcPool } from '../shared/javaGc';
+import { buildResult } from '../shared/javaGcStats';
+import { fromBpfError, inputError, unsuitableError } from '../shared/errors';
 import { asObject, bool, int } from '../shared/validate';
 import { checkPid, findJdks, libjvmUsdt, listProcesses, mapsOrExplain, noUsdtMessage, pidAlive, readStat } from '../proc/processes';
 import { mappedFiles } from '../proc/maps';
@@ -78,17 +78,6 @@ export function decodeJavaGcEvent(b: Buffer): JavaGcEvent {
     .filter((p) => (p.flags & (POOL_HAS_BEFORE | POOL_HAS_AFTER)) === (POOL_HAS_BEFORE | POOL_HAS_AFTER))
     .map((p) => ({ name: p.name || '?', usedBefore: Number(p.usedBefore), usedAfter: Number(p.usedAfter), committedAfter: Number(p.committedAfter) }));
   return { pid: r.pid, tid: r.tid, cpu: r.cpu, timestampNs: Number(r.startNs), durationNs: Number(r.durationNs), full: r.full, pools };
-}
-
-export function buildResult(pids: readonly number[], events: readonly JavaGcEvent[], lost: number): JavaGcResult {
-  return {
-    tracer: 'java-gc',
-    pids: [...pids],
-    events: [...events],
-    summary: summarize(events),
-    histogram: { unit: 'us', buckets: pauseHistogram(events) },
-    lost,
-  };
 }
 
 // ---- targets ----------------------------------------------------------------------------------
@@ -182,6 +171,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       }
     } catch (e) {
       obj.close();
+      if (!options.all && !pidAlive(options.pid)) throw inputError(`process ${options.pid} exited before the probes were attached`);
       throw fromBpfError(`attaching hotspot USDT probes in ${libs.join(', ')}`, e);
     }
 
@@ -191,14 +181,28 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     let fresh: JavaGcEvent[] = [];
     let lost = 0;
     let closed = false;
-    const rb = obj.openRingBuffer('events', (batch, offsets) => {
+    const onBatch = (batch: Buffer, offsets: Uint32Array) => {
       for (const r of records(batch, offsets)) {
-        const e = decodeJavaGcEvent(r);
+        let e: JavaGcEvent;
+        try {
+          e = decodeJavaGcEvent(r);
+        } catch (err) {
+          // A stale object file: say so rather than throwing on the addon's callback.
+          env.log(`java-gc: ${(err as Error).message}`);
+          return;
+        }
         pids.add(e.pid);
         all.push(e);
         fresh.push(e);
       }
-    });
+    };
+    let rb: ReturnType<BpfObject['openRingBuffer']>;
+    try {
+      rb = obj.openRingBuffer('events', onBatch);
+    } catch (e) {
+      obj.close();
+      throw fromBpfError('opening the java-gc ring buffer', e);
+    }
     const readLost = () => {
       if (!closed) lost = readCounter(obj, CTR_RINGBUF_FULL) + readCounter(obj, CTR_INFLIGHT_FULL);
     };
@@ -222,6 +226,10 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       }
       await new Promise((r) => setTimeout(r, DRAIN_MS));
       readLost();
+      const poolsDropped = readCounter(obj, CTR_POOLS_FULL);
+      if (poolsDropped) env.log(`java-gc: ${poolsDropped} pool records did not fit (more than ${JAVA_GC_MAX_POOLS} pools per GC)`);
+      // What arrived since the last tick still goes out live, so a view matches the result.
+      if (fresh.length) flush();
       closed = true;
       rb.close();
       obj.close();
@@ -235,7 +243,6 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       if (!alive) {
         ending = true;
         void shutdown().then(() => {
-          if (fresh.length) flush();
           events.ended('target-exited', `pid ${options.pid} exited; ${all.length} GCs traced`);
         });
       }

@@ -8,7 +8,7 @@ import { Symbolizer, type ProcessImage } from '../symbolize';
 import type { ProfileFrame, ProfileOptions, ProfileResult, ProfileStack } from '../shared/profile';
 import { PROFILE_DEFAULT_FREQUENCY, PROFILE_MAX_FREQUENCY } from '../shared/profile';
 import { asObject, bool, int, PID_MAX } from '../shared/validate';
-import { fromBpfError, StudioError } from '../shared/errors';
+import { fromBpfError } from '../shared/errors';
 import { checkPid, pidAlive, processInfo } from '../proc/processes';
 import { boolFlag, writePerfMap } from '../jvm/attach';
 import type { Tracer, TracerEnv } from './tracer';
@@ -29,9 +29,8 @@ export function onlineCpus(): number[] {
 }
 
 export function preserveFramePointerAdvice(pid: number, cmdline: string[]): string {
-  const java = cmdline[0] || 'java';
-  const rest = cmdline.slice(1).join(' ');
-  return `pid ${pid} is a JVM running without -XX:+PreserveFramePointer: Java stacks will be truncated (the callers of compiled Java methods are lost). Restart it with the flag, e.g. "${java} -XX:+PreserveFramePointer ${rest}".trim(), or set JAVA_TOOL_OPTIONS=-XX:+PreserveFramePointer in its environment.`;
+  const command = [cmdline[0] || 'java', '-XX:+PreserveFramePointer', ...cmdline.slice(1)].join(' ');
+  return `pid ${pid} is a JVM running without -XX:+PreserveFramePointer: Java stacks will be truncated (the callers of compiled Java methods are lost). Restart it with the flag: "${command}", or set JAVA_TOOL_OPTIONS=-XX:+PreserveFramePointer in its environment.`;
 }
 
 function readStat(obj: BpfObject, index: number): number {
@@ -41,12 +40,14 @@ function readStat(obj: BpfObject, index: number): number {
 }
 
 /** Whether the JVM has -XX:+PreserveFramePointer: asked of the JVM itself, else read off its command line. */
-async function jvmPreservesFramePointer(pid: number, cmdline: string[], env: TracerEnv): Promise<boolean> {
-  try {
-    const v = await boolFlag(pid, 'PreserveFramePointer', { timeoutMs: 3000 });
-    if (v !== undefined) return v;
-  } catch (e) {
-    env.log(`profile: printflag through the attach socket failed (${(e as Error).message}); reading the command line instead`);
+async function jvmPreservesFramePointer(pid: number, cmdline: string[], env: TracerEnv, mayAttach: boolean): Promise<boolean> {
+  if (mayAttach) {
+    try {
+      const v = await boolFlag(pid, 'PreserveFramePointer', { timeoutMs: 3000 });
+      if (v !== undefined) return v;
+    } catch (e) {
+      env.log(`profile: printflag through the attach socket failed (${(e as Error).message}); reading the command line instead`);
+    }
   }
   const envText = (() => {
     try {
@@ -75,7 +76,7 @@ export const profileTracer: Tracer<'profile'> = {
     const jvmPids = new Set<number>();
     if (cmdline?.jvm) {
       jvmPids.add(options.pid);
-      if (!(await jvmPreservesFramePointer(options.pid, cmdline.cmdline, env))) warnings.push(preserveFramePointerAdvice(options.pid, cmdline.cmdline));
+      if (!(await jvmPreservesFramePointer(options.pid, cmdline.cmdline, env, options.javaPerfMap))) warnings.push(preserveFramePointerAdvice(options.pid, cmdline.cmdline));
     }
     const { obj } = loadFirstWorking(env, 'profile', [['on_sample']], (o) => setRodata(o, { target_pid: options.pid, include_idle: options.includeIdle }));
     const cpus = onlineCpus();
@@ -136,8 +137,8 @@ export const profileTracer: Tracer<'profile'> = {
     };
     const timer = setInterval(tick, TICK_MS);
 
-    const kernelFrames = new Map<bigint, ProfileFrame>();
-    const userFrames = new Map<number, Map<string, ProfileFrame>>();
+    const kernelFrames = new Map<bigint, ProfileFrame[]>();
+    const userFrames = new Map<number, Map<string, ProfileFrame[]>>();
     let totals = { samples: 0, lost: 0 };
     let rawLast: RawStack[] = [];
     let final: ProfileResult | undefined;
@@ -195,6 +196,12 @@ export const profileTracer: Tracer<'profile'> = {
           );
         }
         await symbolizeStacks(rawLast, symbolizer, (pid) => images.get(pid), kernelFrames, userFrames, env.log);
+        // Debug-info and frame-pointer findings are known only once modules were touched.
+        const told = new Set(warnings);
+        for (const pid of options.pid ? [options.pid] : []) {
+          const img = images.get(pid);
+          for (const w of img ? symbolizer.warnings(img) : []) if (!told.has(w)) late.push(w);
+        }
         symbolizer.dispose();
         for (const w of late) env.log(`profile: ${w}`);
         if (late.length) events.update({ samples: totals.samples, lost: totals.lost, elapsedMs: Date.now() - started, warnings: late });

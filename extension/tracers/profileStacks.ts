@@ -12,13 +12,24 @@ const lostFrame = (what: string): ProfileFrame => ({ address: '0x0', module: nul
 function toFrame(address: bigint, f: Frame | undefined, fallbackKind: FrameKind): ProfileFrame {
   return {
     address: hex(address),
-    module: f?.module ?? null,
+    module: f?.module && f.module !== '[unknown]' ? f.module : null,
     function: f?.function ?? null,
     file: f?.file ?? null,
     line: f?.line ?? null,
-    kind: (f?.kind as FrameKind | undefined) ?? fallbackKind,
+    kind: f?.kind ?? fallbackKind,
   };
 }
+
+/** One address, leaf first: the functions inlined there (innermost first), then the real one. */
+function expand(address: bigint, f: Frame | undefined, fallbackKind: FrameKind): ProfileFrame[] {
+  const outer = toFrame(address, f, fallbackKind);
+  if (!f?.inlined?.length) return [outer];
+  const inner = f.inlined.map((x) => ({ ...outer, function: x.function, file: x.file ?? null, line: x.line ?? null }));
+  return [...inner, outer];
+}
+
+/** Leaf (instruction pointer) and return addresses resolve to different lines: cache apart. */
+const userKey = (a: bigint, i: number) => `${i === 0 ? 'L' : 'R'}${a}`;
 
 /** Same as toFrame, for a frame we could not resolve at all (snapshot before symbolizing). */
 export function unresolvedFrame(address: bigint, kind: FrameKind): ProfileFrame {
@@ -44,14 +55,14 @@ export function readStacks(entries: CountEntry[], read: StackReader): RawStack[]
 }
 
 /** Builds result stacks with frames from the caches (missing ones stay unresolved). */
-export function assemble(raw: RawStack[], kernelFrames: Map<bigint, ProfileFrame>, userFrames: Map<number, Map<string, ProfileFrame>>): ProfileStack[] {
+export function assemble(raw: RawStack[], kernelFrames: Map<bigint, ProfileFrame[]>, userFrames: Map<number, Map<string, ProfileFrame[]>>): ProfileStack[] {
   const out: ProfileStack[] = [];
   for (const { entry, user, kernel } of raw) {
     const frames: ProfileFrame[] = [];
     if (stackIdLost(entry.kernStackId)) frames.push(lostFrame('kernel'));
-    for (const a of kernel) frames.push(kernelFrames.get(a) ?? unresolvedFrame(a, 'kernel'));
+    for (const a of kernel) frames.push(...(kernelFrames.get(a) ?? [unresolvedFrame(a, 'kernel')]));
     const perPid = userFrames.get(entry.pid);
-    user.forEach((a, i) => frames.push(perPid?.get(`${i === 0 ? 'L' : 'R'}${a}`) ?? unresolvedFrame(a, 'native')));
+    user.forEach((a, i) => frames.push(...(perPid?.get(userKey(a, i)) ?? [unresolvedFrame(a, 'native')])));
     if (stackIdLost(entry.userStackId)) frames.push(lostFrame('user'));
     out.push({ count: entry.count, pid: entry.pid, tid: entry.tid, comm: entry.comm, frames });
   }
@@ -67,45 +78,47 @@ export async function symbolizeStacks(
   raw: RawStack[],
   symbolizer: Symbolizer,
   imageOf: (pid: number) => ProcessImage | undefined,
-  kernelFrames: Map<bigint, ProfileFrame>,
-  userFrames: Map<number, Map<string, ProfileFrame>>,
+  kernelFrames: Map<bigint, ProfileFrame[]>,
+  userFrames: Map<number, Map<string, ProfileFrame[]>>,
   log: (m: string) => void,
 ): Promise<void> {
   const kernelAddrs = new Set<bigint>();
-  const userAddrs = new Map<number, { leaf: Set<bigint>; ret: Set<bigint> }>();
+  const userAddrs = new Map<number, Map<string, { addr: bigint; isReturn: boolean }>>();
   for (const { entry, user, kernel } of raw) {
     for (const a of kernel) if (!kernelFrames.has(a)) kernelAddrs.add(a);
     if (user.length === 0) continue;
     let u = userAddrs.get(entry.pid);
-    if (!u) userAddrs.set(entry.pid, (u = { leaf: new Set(), ret: new Set() }));
+    if (!u) userAddrs.set(entry.pid, (u = new Map()));
     const known = userFrames.get(entry.pid);
     user.forEach((a, i) => {
-      if (!known?.has(`${i === 0 ? 'L' : 'R'}${a}`)) (i === 0 ? u.leaf : u.ret).add(a);
+      const key = userKey(a, i);
+      if (!known?.has(key)) u.set(key, { addr: a, isReturn: i > 0 });
     });
   }
   if (kernelAddrs.size) {
     const addrs = [...kernelAddrs];
     try {
-      const frames = await symbolizer.symbolizeKernel(addrs.map(hex));
-      addrs.forEach((a, i) => kernelFrames.set(a, toFrame(a, frames[i], 'kernel')));
+      const frames = await symbolizer.symbolizeKernel(addrs, { returnAddresses: addrs.map(() => true) });
+      addrs.forEach((a, i) => kernelFrames.set(a, expand(a, frames[i], 'kernel')));
     } catch (e) {
       log(`profile: kernel symbolization failed: ${(e as Error).message}`);
     }
   }
-  for (const [pid, { leaf, ret }] of userAddrs) {
+  for (const [pid, wanted] of userAddrs) {
     const image = imageOf(pid);
     if (!image) continue;
     let cache = userFrames.get(pid);
     if (!cache) userFrames.set(pid, (cache = new Map()));
-    for (const [tag, set] of [['L', leaf], ['R', ret]] as const) {
-      if (set.size === 0) continue;
-      const addrs = [...set];
-      try {
-        const frames = await symbolizer.symbolizeUser(image, addrs.map(hex), { returnAddresses: tag === 'R' });
-        addrs.forEach((a, i) => cache.set(`${tag}${a}`, toFrame(a, frames[i], 'native')));
-      } catch (e) {
-        log(`profile: symbolizing pid ${pid} failed: ${(e as Error).message}`);
-      }
+    const list = [...wanted];
+    try {
+      const frames = await symbolizer.symbolizeUser(
+        image,
+        list.map(([, v]) => v.addr),
+        { returnAddresses: list.map(([, v]) => v.isReturn) },
+      );
+      list.forEach(([key, v], i) => cache.set(key, expand(v.addr, frames[i], 'native')));
+    } catch (e) {
+      log(`profile: symbolizing pid ${pid} failed: ${(e as Error).message}`);
     }
   }
 }

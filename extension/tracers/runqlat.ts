@@ -5,8 +5,8 @@ import type { BpfObject, MapDump } from '../../native/index';
 import type { RunqlatHistogram, RunqlatInterval, RunqlatOptions, RunqlatPer, RunqlatResult, RunqlatUnit, RunqlatUpdate } from '../shared/runqlat';
 import { addCounts, toBuckets, total } from '../shared/log2hist';
 import { asObject, int, num, oneOf, PID_MAX } from '../shared/validate';
-import { fromBpfError } from '../shared/errors';
-import { checkPid, pidAlive } from '../proc/processes';
+import { fromBpfError, inputError } from '../shared/errors';
+import { pidAlive, readStat } from '../proc/processes';
 import type { Tracer } from './tracer';
 import { cString, loadFirstWorking, setRodata } from './bpfObject';
 
@@ -120,7 +120,8 @@ export const runqlatTracer: Tracer<'runqlat'> = {
     };
   },
   async start(options, env, events) {
-    if (options.pid) checkPid(options.pid);
+    // Kernel threads wait in run queues too, so unlike the uprobe tracers any live pid will do.
+    if (options.pid && !readStat(options.pid)) throw inputError(`no process with pid ${options.pid} is running (check with: ps -p ${options.pid})`);
     const { obj, variant } = loadFirstWorking(env, 'runqlat', VARIANTS, (o) =>
       setRodata(o, { target_tgid: options.pid, key_mode: KEY_MODE[options.per], unit_ns: options.unit === 'ms' ? 1_000_000 : 1000 }),
     );

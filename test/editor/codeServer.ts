@@ -34,19 +34,19 @@ export function skipReason(): string | undefined {
 
 let packaged: string | undefined;
 /**
- * The .vsix under test: EBPF_STUDIO_VSIX if set, else `scripts/package.mjs` into a temp dir (it builds
- * dist/ first when stale). Packaged once per test process.
+ * The .vsix under test: EBPF_STUDIO_VSIX if set, else `scripts/package.mjs --no-build` into a temp dir:
+ * what `npm run build` made, like the kernel tier uses dist/ as built. Packaged once per test process.
  */
 export function packageVsix(): string {
   if (process.env.EBPF_STUDIO_VSIX) return path.resolve(process.env.EBPF_STUDIO_VSIX);
   if (packaged) return packaged;
   const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-vsix-')), 'ebpf-studio.vsix');
-  const r = spawnSync(process.execPath, [path.join(repoRoot, 'scripts', 'package.mjs'), '--out', out, '--skip-typecheck'], {
+  const r = spawnSync(process.execPath, [path.join(repoRoot, 'scripts', 'package.mjs'), '--out', out, '--no-build'], {
     cwd: repoRoot,
     encoding: 'utf8',
-    timeout: 300_000,
+    timeout: 120_000,
   });
-  if (r.status !== 0) throw new Error(`npm run package failed (exit ${r.status}):\n${r.stdout}\n${r.stderr}`);
+  if (r.status !== 0) throw new Error(`scripts/package.mjs failed (exit ${r.status}):\n${r.stdout}\n${r.stderr}`);
   packaged = out;
   return out;
 }
@@ -118,6 +118,15 @@ export class EditorSession {
     if (!bin) throw new Error('code-server not installed: run scripts/install-code-server.sh');
     const vsix = opts.vsix ?? packageVsix();
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-editor-'));
+    try {
+      return await EditorSession.startIn(tmp, bin, vsix, opts);
+    } catch (e) {
+      fs.rmSync(tmp, { recursive: true, force: true });
+      throw e;
+    }
+  }
+
+  private static async startIn(tmp: string, bin: string, vsix: string, opts: StartOptions): Promise<EditorSession> {
     const userData = path.join(tmp, 'user-data');
     const extensions = path.join(tmp, 'extensions');
     const workspace = path.join(tmp, 'workspace');
@@ -221,15 +230,30 @@ export class EditorSession {
     await row.click();
   }
 
-  /** Runs a command by its palette title (e.g. "eBPF: Trace Java GC"). */
-  async runCommandFromPalette(title: string): Promise<void> {
-    await this.openPalette(title);
+  /**
+   * Opens the palette filtered to `title` and waits for that exact command. Right after the workbench
+   * appears the extension host may still be scanning extensions, so retype until it shows up.
+   */
+  async waitForCommand(title: string, timeoutMs = 30_000): Promise<Locator> {
     const row = this.page
       .locator('.quick-input-widget .quick-input-list .monaco-list-row')
       .filter({ has: this.page.locator('.label-name', { hasText: new RegExp(`^${escapeRegExp(title)}$`) }) })
       .first();
-    await row.waitFor({ state: 'visible', timeout: 10_000 });
-    await row.click();
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      await this.openPalette(title);
+      try {
+        await row.waitFor({ state: 'visible', timeout: 2000 });
+        return row;
+      } catch (e) {
+        if (Date.now() > deadline) throw new Error(`command "${title}" not in the palette after ${timeoutMs / 1000} s`, { cause: e });
+      }
+    }
+  }
+
+  /** Runs a command by its palette title (e.g. "eBPF: Trace Java GC"). */
+  async runCommandFromPalette(title: string): Promise<void> {
+    await (await this.waitForCommand(title)).click();
   }
 
   /**
@@ -334,6 +358,47 @@ export class EditorSession {
   }
 }
 
+/**
+ * Counts the pixels of canvas#`canvasId` (in a webview frame) drawn in any of `colors`, each a CSS
+ * color or "--vscode-var:fallback". skipTopPx (CSS px) leaves out a legend strip whose swatches use
+ * the series colors. Charts are canvases, so "a bar is drawn" is a question about pixels.
+ */
+export async function canvasColorPixels(frame: Frame, canvasId: string, colors: string[], opts: { skipTopPx?: number; tolerance?: number } = {}): Promise<number> {
+  // Plain loops, no named inner functions: tsx's keepNames would reference its __name helper, which
+  // does not exist in the page.
+  return frame.evaluate(
+    ({ canvasId, colors, skipTopPx, tolerance }) => {
+      const canvas = document.getElementById(canvasId) as HTMLCanvasElement | null;
+      if (!canvas) throw new Error(`no canvas#${canvasId} in the webview`);
+      const probe = document.createElement('canvas').getContext('2d')!;
+      const style = getComputedStyle(document.body);
+      const rgbs: number[][] = [];
+      for (const spec of colors) {
+        const m = /^(--[\w-]+):(.*)$/.exec(spec);
+        probe.clearRect(0, 0, 1, 1);
+        probe.fillStyle = m ? style.getPropertyValue(m[1]).trim() || m[2] : spec;
+        probe.fillRect(0, 0, 1, 1);
+        rgbs.push(Array.from(probe.getImageData(0, 0, 1, 1).data.slice(0, 3)));
+      }
+      const top = Math.ceil(skipTopPx * (canvas.height / Math.max(1, canvas.clientHeight)));
+      if (canvas.width === 0 || canvas.height <= top) return 0;
+      const data = canvas.getContext('2d')!.getImageData(0, top, canvas.width, canvas.height - top).data;
+      let n = 0;
+      for (let i = 0; i < data.length; i += 4) {
+        if (data[i + 3] === 0) continue;
+        for (const c of rgbs) {
+          if (Math.abs(c[0] - data[i]) <= tolerance && Math.abs(c[1] - data[i + 1]) <= tolerance && Math.abs(c[2] - data[i + 2]) <= tolerance) {
+            n++;
+            break;
+          }
+        }
+      }
+      return n;
+    },
+    { canvasId, colors, skipTopPx: opts.skipTopPx ?? 0, tolerance: opts.tolerance ?? 8 },
+  );
+}
+
 const liveServers = new Set<ChildProcess>();
 
 function killGroup(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): void {
@@ -357,6 +422,7 @@ async function stopServer(child: ChildProcess): Promise<void> {
 // A test that dies half-way (timeout, uncaught error) must not leave code-server running.
 process.on('exit', () => {
   for (const s of liveServers) killGroup(s);
+  if (packaged) fs.rmSync(path.dirname(packaged), { recursive: true, force: true });
 });
 
 function escapeRegExp(s: string): string {

@@ -28,7 +28,9 @@ for (const attach of ['tracepoint', 'raw_tp', 'tp_btf'] as const) {
     const events: SelftestUpdate['events'] = [];
     const before = loadedPrograms();
     let ours: number[] = [];
-    h.conn.onNotification(proto.sessionData, (p) => events.push(...(p.update as SelftestUpdate).events));
+    h.conn.onNotification(proto.sessionData, (p) => {
+      events.push(...(p.update as SelftestUpdate).events);
+    });
     try {
       const start = await h.conn.sendRequest(proto.sessionStart, { tracer: 'selftest', options: { parentPid: process.pid, magic: 4242, attach } });
       assert.match(start.sessionId, /^s\d+$/);

@@ -38,7 +38,9 @@ test('a libjvm copy without .note.stapsdt reports no USDT', (t) => {
   const r = spawnSync('objcopy', ['--remove-section=.note.stapsdt', withUsdt.libjvm, copy]);
   if (r.status !== 0) return t.skip(`objcopy unavailable: ${r.stderr}`);
   try {
-    assert.deepEqual(libjvmUsdt(copy), { usdt: false, count: 0, key: libjvmUsdt(copy).key } as never);
+    const r = libjvmUsdt(copy);
+    assert.equal(r.usdt, false);
+    assert.equal(r.count, 0);
     withElf(copy, (elf) => assert.equal(elf.hasUsdt(), false));
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

@@ -1,0 +1,80 @@
+// Flame-graph view in headless Chromium (Debian's /usr/bin/chromium through playwright-core):
+// the bundled dist/webview/flamegraph.js gets a 100k-sample / 50k-frame profile; measured are
+// the first render (tree build + layout + paint), a paint alone (resize), a zoom by click, and
+// a search. Needs `node scripts/build.mjs` first.
+// Standalone: node --import tsx bench/flamegraphPaint.ts
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { programLike } from './flamegraphProfile';
+
+export interface PaintBench {
+  firstRenderMs: number;
+  paintMs: number;
+  zoomClickMs: number;
+  searchMs: number;
+  canvasWidth: number;
+}
+
+const root = path.resolve(__dirname, '..');
+
+export async function benchFlamegraphPaint(executablePath = '/usr/bin/chromium'): Promise<PaintBench> {
+  const js = fs.readFileSync(path.join(root, 'dist/webview/flamegraph.js'), 'utf8');
+  const css = fs.readFileSync(path.join(root, 'dist/webview/common.css'), 'utf8');
+  const profile = programLike();
+  const browser = await chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-gpu', '--headless'] });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+    await page.setContent(`<!DOCTYPE html><html><head><style>${css}</style></head><body class="vscode-dark"><div id="app"></div></body></html>`);
+    await page.addScriptTag({ content: js });
+    // tsx compiles the callbacks below with esbuild's keepNames, which calls __name().
+    await page.evaluate('window.__name = (f) => f');
+    const firstRenderMs = await page.evaluate((json) => {
+      const data = { type: 'profile', profile: JSON.parse(json), title: 'bench', warnings: [] };
+      const t0 = performance.now();
+      window.dispatchEvent(new MessageEvent('message', { data }));
+      return performance.now() - t0;
+    }, JSON.stringify(profile));
+    const paintMs = await page.evaluate(async () => {
+      // Resizing lays out and paints again; the view reports its own draw time in the status.
+      window.dispatchEvent(new Event('resize'));
+      await new Promise((r) => setTimeout(r, 120));
+      const m = /drawn in ([\d.]+) ms/.exec(document.querySelector('.toolbar')!.textContent ?? '');
+      return m ? Number(m[1]) : NaN;
+    });
+    const zoomClickMs = await page.evaluate(() => {
+      const canvas = document.querySelector('canvas')!;
+      const r = canvas.getBoundingClientRect();
+      // Second row from the bottom (flame orientation), left part: a big frame.
+      const t0 = performance.now();
+      canvas.dispatchEvent(new MouseEvent('click', { clientX: r.left + 20, clientY: r.bottom - 17 * 2 + 5, bubbles: true }));
+      return performance.now() - t0;
+    });
+    const searchMs = await page.evaluate(async () => {
+      const box = document.getElementById('search') as HTMLInputElement;
+      box.value = 'HashMap.method1';
+      const t0 = performance.now();
+      box.dispatchEvent(new Event('input'));
+      await new Promise<void>((resolve) => {
+        const check = () => (/matched/.test(document.querySelector('.toolbar')!.textContent ?? '') ? resolve() : setTimeout(check, 5));
+        check();
+      });
+      return performance.now() - t0 - 120; // minus the view's typing debounce
+    });
+    const canvasWidth = await page.evaluate(() => document.querySelector('canvas')!.clientWidth);
+    const round = (n: number) => Math.round(n * 10) / 10;
+    return { firstRenderMs: round(firstRenderMs), paintMs: round(paintMs), zoomClickMs: round(zoomClickMs), searchMs: round(searchMs), canvasWidth };
+  } finally {
+    await browser.close();
+  }
+}
+
+if (require.main === module) {
+  benchFlamegraphPaint().then(
+    (r) => console.log(JSON.stringify(r, null, 2)),
+    (e) => {
+      console.error(e instanceof Error ? e.message : e);
+      process.exit(1);
+    },
+  );
+}

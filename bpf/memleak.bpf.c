@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Outstanding allocations by stack: user-space allocators through uprobes/uretprobes, the kernel
+ * through kmem tracepoints. Each live allocation is a record keyed by address (size, time, stack);
+ * per-stack totals are kept with atomic adds. User space reads both maps; nothing streams except
+ * the exit-hold event.
+ *
+ * The stack is taken at the uretprobe, not at entry: the kernel unwinds by frame pointer, and at
+ * a function's first instruction the caller's return address is on the stack but not yet in a
+ * frame, so an entry stack skips the allocating caller. At the return, the first frame is the
+ * return address inside the direct caller, i.e. the allocating source line. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "memleak.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* 0 = any process (kernel mode); uprobes are attached per pid anyway, this double-checks. */
+const volatile __u32 target_pid = 0;
+const volatile __u64 min_size = 0;
+const volatile __u64 max_size = (__u64)-1;
+/* record every Nth allocation (1 = all) */
+const volatile __u64 sample_rate = 1;
+const volatile __u64 page_size = 4096;
+/* launch mode: stop the target with SIGSTOP when it calls exit(), so user space can read its
+ * maps for symbolization before they are gone; user space sends SIGCONT. */
+const volatile bool hold_at_exit = false;
+
+#define KIND_PLAIN 0   /* result is the returned pointer */
+#define KIND_REALLOC 1 /* frees `ptr` when it returns non-NULL (or size == 0) */
+#define KIND_MEMPTR 2  /* result is written to *ptr; return value 0 = success */
+#define KIND_MMAP 3    /* MAP_FAILED is (void *)-1 */
+
+/* An allocator call in flight on one thread. Allocators call each other (operator new → malloc,
+ * realloc(NULL) → malloc, malloc → mmap): only the outermost call counts, identified by its
+ * stack pointer at entry. A nested call has a lower sp; a stale entry (longjmp, exception
+ * through the allocator) has a lower sp than a new outermost call and is replaced. */
+struct pending {
+	__u64 size;
+	__u64 ptr;
+	__u64 sp;
+	__u32 kind;
+	__u32 skip; /* filtered out (size range, sampling): still shadows nested calls */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 10240);
+	__type(key, __u32);
+	__type(value, struct pending);
+} pending SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1000000);
+	/* a million preallocated records would pin ~80 MB of kernel memory for a quiet program */
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct memleak_alloc);
+} allocs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 10240);
+	__type(key, __s64);
+	__type(value, struct memleak_totals);
+} stack_totals SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, MEMLEAK_MAX_STACK_DEPTH * sizeof(__u64));
+} stack_traces SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MEMLEAK_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} exits SEC(".maps");
+
+static __u64 sample_counter = 0;
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		__sync_fetch_and_add(v, 1);
+}
+
+static __always_inline bool is_target(void)
+{
+	return !target_pid || (bpf_get_current_pid_tgid() >> 32) == target_pid;
+}
+
+static __always_inline bool wanted(__u64 size)
+{
+	if (size < min_size || size > max_size)
+		return false;
+	if (sample_rate > 1 && __sync_fetch_and_add(&sample_counter, 1) % sample_rate != 0)
+		return false;
+	return true;
+}
+
+static __always_inline void totals_add(__s64 stack_id, __u64 size)
+{
+	struct memleak_totals *t = bpf_map_lookup_elem(&stack_totals, &stack_id);
+
+	if (!t) {
+		struct memleak_totals zero = {};
+
+		/* BPF_NOEXIST: another CPU may have created it meanwhile; then look it up again. */
+		if (bpf_map_update_elem(&stack_totals, &stack_id, &zero, BPF_NOEXIST) && !bpf_map_lookup_elem(&stack_totals, &stack_id)) {
+			count(MEMLEAK_CNT_TOTALS_FULL);
+			return;
+		}
+		t = bpf_map_lookup_elem(&stack_totals, &stack_id);
+		if (!t)
+			return;
+	}
+	__sync_fetch_and_add(&t->bytes, size);
+	__sync_fetch_and_add(&t->count, 1);
+}
+
+static __always_inline void totals_sub(__s64 stack_id, __u64 size)
+{
+	struct memleak_totals *t = bpf_map_lookup_elem(&stack_totals, &stack_id);
+
+	if (!t)
+		return;
+	__sync_fetch_and_sub(&t->bytes, size);
+	__sync_fetch_and_sub(&t->count, 1);
+}
+
+static __always_inline void record(void *ctx, __u64 addr, __u64 size, __u64 stack_flags)
+{
+	struct memleak_alloc a = {
+		.size = size,
+		.timestamp_ns = bpf_ktime_get_ns(),
+	};
+	long id = bpf_get_stackid(ctx, &stack_traces, stack_flags);
+	struct memleak_alloc *old;
+
+	if (id < 0)
+		count(MEMLEAK_CNT_STACK_LOST);
+	a.stack_id = id < 0 ? -1 : id;
+	/* An address handed out again without a free we saw: drop the stale record first. */
+	old = bpf_map_lookup_elem(&allocs, &addr);
+	if (old) {
+		totals_sub(old->stack_id, old->size);
+		bpf_map_delete_elem(&allocs, &addr);
+	}
+	if (bpf_map_update_elem(&allocs, &addr, &a, BPF_ANY)) {
+		count(MEMLEAK_CNT_ALLOCS_FULL);
+		return;
+	}
+	count(MEMLEAK_CNT_ALLOCS);
+	totals_add(a.stack_id, size);
+}
+
+static __always_inline void forget(__u64 addr)
+{
+	struct memleak_alloc *a = bpf_map_lookup_elem(&allocs, &addr);
+	__s64 stack_id;
+	__u64 size;
+
+	if (!a)
+		return;
+	stack_id = a->stack_id;
+	size = a->size;
+	/* Only the CPU that deletes the record updates the totals (free racing realloc). */
+	if (bpf_map_delete_elem(&allocs, &addr) == 0) {
+		totals_sub(stack_id, size);
+		count(MEMLEAK_CNT_FREES);
+	}
+}
+
+/* ---- user space: entry / return pairs ------------------------------------------------- */
+
+static __always_inline int enter(struct pt_regs *ctx, __u64 size, __u64 ptr, __u32 kind)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 sp = PT_REGS_SP(ctx);
+	struct pending *p, fresh = {};
+
+	if (!is_target())
+		return 0;
+	p = bpf_map_lookup_elem(&pending, &tid);
+	if (p && sp < p->sp)
+		return 0; /* nested inside an allocator call already being traced */
+	fresh.size = size;
+	fresh.ptr = ptr;
+	fresh.sp = sp;
+	fresh.kind = kind;
+	fresh.skip = !wanted(size);
+	if (bpf_map_update_elem(&pending, &tid, &fresh, BPF_ANY))
+		count(MEMLEAK_CNT_PENDING_FULL);
+	return 0;
+}
+
+static __always_inline int leave(struct pt_regs *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 ret = PT_REGS_RC(ctx);
+	struct pending *p = bpf_map_lookup_elem(&pending, &tid);
+	struct pending c;
+	__u64 addr = ret;
+
+	if (!p)
+		return 0;
+	/* At the return, sp is just above the return-address slot the entry saw. */
+	if (PT_REGS_SP(ctx) <= p->sp)
+		return 0; /* a nested call returning */
+	c = *p;
+	bpf_map_delete_elem(&pending, &tid);
+
+	switch (c.kind) {
+	case KIND_REALLOC:
+		/* realloc moves the record: success (or size 0, which frees) releases the old block. */
+		if (c.ptr && (ret || c.size == 0))
+			forget(c.ptr);
+		break;
+	case KIND_MEMPTR:
+		if (ret != 0)
+			return 0;
+		if (bpf_probe_read_user(&addr, sizeof(addr), (void *)c.ptr))
+			return 0;
+		break;
+	case KIND_MMAP:
+		if (ret == (__u64)-1)
+			return 0;
+		break;
+	}
+	if (!addr || c.skip)
+		return 0;
+	record(ctx, addr, c.size, BPF_F_USER_STACK);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(malloc_enter, size_t size)
+{
+	return enter(ctx, size, 0, KIND_PLAIN);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(calloc_enter, size_t nmemb, size_t size)
+{
+	return enter(ctx, nmemb * size, 0, KIND_PLAIN);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(realloc_enter, void *ptr, size_t size)
+{
+	return enter(ctx, size, (__u64)ptr, KIND_REALLOC);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(reallocarray_enter, void *ptr, size_t nmemb, size_t size)
+{
+	return enter(ctx, nmemb * size, (__u64)ptr, KIND_REALLOC);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(posix_memalign_enter, void **memptr, size_t alignment, size_t size)
+{
+	return enter(ctx, size, (__u64)memptr, KIND_MEMPTR);
+}
+
+/* aligned_alloc and memalign: (alignment, size) */
+SEC("uprobe")
+int BPF_KPROBE(aligned_alloc_enter, size_t alignment, size_t size)
+{
+	return enter(ctx, size, 0, KIND_PLAIN);
+}
+
+/* pvalloc rounds up to whole pages; the block really occupies that much. */
+SEC("uprobe")
+int BPF_KPROBE(pvalloc_enter, size_t size)
+{
+	return enter(ctx, size ? (size + page_size - 1) & ~(page_size - 1) : page_size, 0, KIND_PLAIN);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mmap_enter, void *addr, size_t length)
+{
+	return enter(ctx, length, 0, KIND_MMAP);
+}
+
+/* One return program serves every allocator: the pending entry says what to do. */
+SEC("uretprobe")
+int BPF_KRETPROBE(alloc_exit)
+{
+	return leave(ctx);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(free_enter, void *ptr)
+{
+	if (is_target() && ptr)
+		forget((__u64)ptr);
+	return 0;
+}
+
+/* munmap of a whole mapping made by mmap; partial unmaps keep the record. */
+SEC("uprobe")
+int BPF_KPROBE(munmap_enter, void *addr)
+{
+	if (is_target() && addr)
+		forget((__u64)addr);
+	return 0;
+}
+
+/* libc's exit(): runs before atexit handlers and destructors, while every mapping is there. */
+SEC("uprobe")
+int BPF_KPROBE(exit_enter)
+{
+	struct memleak_exit_event *e;
+	__u64 id = bpf_get_current_pid_tgid();
+
+	if (!hold_at_exit || !is_target())
+		return 0;
+	e = bpf_ringbuf_reserve(&exits, sizeof(*e), 0);
+	if (!e) {
+		/* nobody would hear about the stop: better not to stop at all */
+		count(MEMLEAK_CNT_EXIT_LOST);
+		return 0;
+	}
+	e->tgid = id >> 32;
+	e->tid = (__u32)id;
+	bpf_ringbuf_submit(e, 0);
+	count(MEMLEAK_CNT_EXIT_HOLDS);
+	bpf_send_signal(19 /* SIGSTOP */);
+	return 0;
+}
+
+/* ---- kernel: kmem tracepoints (field layouts checked in /sys/kernel/tracing/events/kmem) -- */
+
+static __always_inline int kalloc(void *ctx, __u64 addr, __u64 size)
+{
+	if (!addr || !is_target() || !wanted(size))
+		return 0;
+	record(ctx, addr, size, 0);
+	return 0;
+}
+
+SEC("tracepoint/kmem/kmalloc")
+int kmalloc_tp(struct trace_event_raw_kmalloc *ctx)
+{
+	return kalloc(ctx, (__u64)BPF_CORE_READ(ctx, ptr), BPF_CORE_READ(ctx, bytes_alloc));
+}
+
+SEC("tracepoint/kmem/kmem_cache_alloc")
+int kmem_cache_alloc_tp(struct trace_event_raw_kmem_cache_alloc *ctx)
+{
+	return kalloc(ctx, (__u64)BPF_CORE_READ(ctx, ptr), BPF_CORE_READ(ctx, bytes_alloc));
+}
+
+SEC("tracepoint/kmem/mm_page_alloc")
+int mm_page_alloc_tp(struct trace_event_raw_mm_page_alloc *ctx)
+{
+	/* pages are keyed by pfn: small numbers that never collide with slab addresses */
+	return kalloc(ctx, BPF_CORE_READ(ctx, pfn), page_size << BPF_CORE_READ(ctx, order));
+}
+
+SEC("tracepoint/kmem/kfree")
+int kfree_tp(struct trace_event_raw_kfree *ctx)
+{
+	__u64 p = (__u64)BPF_CORE_READ(ctx, ptr);
+
+	if (p)
+		forget(p);
+	return 0;
+}
+
+SEC("tracepoint/kmem/kmem_cache_free")
+int kmem_cache_free_tp(struct trace_event_raw_kmem_cache_free *ctx)
+{
+	__u64 p = (__u64)BPF_CORE_READ(ctx, ptr);
+
+	if (p)
+		forget(p);
+	return 0;
+}
+
+SEC("tracepoint/kmem/mm_page_free")
+int mm_page_free_tp(struct trace_event_raw_mm_page_free *ctx)
+{
+	forget(BPF_CORE_READ(ctx, pfn));
+	return 0;
+}

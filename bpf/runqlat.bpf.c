@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Run-queue latency: the time from a thread becoming runnable (wakeup, new task, or preemption
+ * while still runnable) to it getting a CPU. Histograms are built here, per key, so nothing is
+ * sent per event; user space reads and resets them each interval through the epoch in `ctl`.
+ * Each hook exists twice (tp_btf and raw_tp); user space loads whichever set the kernel takes. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "log2.bpf.h"
+#include "runqlat.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define TASK_RUNNING 0
+
+/* Only threads of this process (tgid); 0 = every thread. */
+const volatile __u32 target_tgid = 0;
+/* RUNQLAT_KEY_* */
+const volatile __u32 key_mode = RUNQLAT_KEY_ALL;
+/* Nanoseconds per histogram unit: 1000 (µs) or 1000000 (ms). */
+const volatile __u64 unit_ns = 1000;
+
+/* Enqueue timestamp per thread id. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} start SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 10240);
+	__type(key, struct runqlat_key);
+	__type(value, struct runqlat_hist);
+} hists SEC(".maps");
+
+/* Slot 0: the current epoch, written by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} ctl SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RUNQLAT_NR_COUNTERS);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* Zero-filled template for new histogram entries: too big (272 bytes) to build on the stack. */
+static const struct runqlat_hist empty_hist;
+
+/* Kernels before 5.14 call the field `state` (a long); later ones `__state` (an unsigned int). */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline long task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
+
+	if (c)
+		__sync_fetch_and_add(c, 1);
+}
+
+static __always_inline void enqueue(struct task_struct *t)
+{
+	__u32 tid = BPF_CORE_READ(t, pid);
+	__u64 ts;
+
+	if (!tid)
+		return; /* the idle task */
+	if (target_tgid && BPF_CORE_READ(t, tgid) != target_tgid)
+		return;
+	ts = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&start, &tid, &ts, BPF_ANY))
+		count(RUNQLAT_CTR_START_FULL);
+}
+
+/* The inode number of the task's active pid namespace: thread_pid->numbers[level].ns. */
+static __always_inline __u32 pidns_inum(struct task_struct *t)
+{
+	struct pid *pid = BPF_CORE_READ(t, thread_pid);
+	unsigned int level = BPF_CORE_READ(pid, level);
+	struct upid upid = {};
+
+	bpf_core_read(&upid, sizeof(upid), &pid->numbers[level]);
+	return BPF_CORE_READ(upid.ns, ns.inum);
+}
+
+static __always_inline __u32 hist_key(struct task_struct *t, __u32 tid)
+{
+	switch (key_mode) {
+	case RUNQLAT_KEY_PROCESS:
+		return BPF_CORE_READ(t, tgid);
+	case RUNQLAT_KEY_THREAD:
+		return tid;
+	case RUNQLAT_KEY_PIDNS:
+		return pidns_inum(t);
+	default:
+		return RUNQLAT_KEY_NONE;
+	}
+}
+
+static __always_inline struct runqlat_hist *hist_for(struct runqlat_key *k)
+{
+	struct runqlat_hist *h = bpf_map_lookup_elem(&hists, k);
+	long err;
+
+	if (h)
+		return h;
+	err = bpf_map_update_elem(&hists, k, &empty_hist, BPF_NOEXIST);
+	if (err && err != -17 /* EEXIST: another CPU created it first */) {
+		count(RUNQLAT_CTR_HIST_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&hists, k);
+}
+
+static __always_inline void on_switch(struct task_struct *prev, struct task_struct *next)
+{
+	struct runqlat_key k = {};
+	struct runqlat_hist *h;
+	__u32 tid, zero = 0, *epoch;
+	__u64 *tsp;
+	__s64 delta;
+
+	/* Preempted while runnable: it waits in the run queue from now on. */
+	if (task_state(prev) == TASK_RUNNING)
+		enqueue(prev);
+
+	tid = BPF_CORE_READ(next, pid);
+	tsp = bpf_map_lookup_elem(&start, &tid);
+	if (!tsp)
+		return;
+	delta = bpf_ktime_get_ns() - *tsp;
+	bpf_map_delete_elem(&start, &tid);
+	if (delta < 0)
+		return;
+
+	epoch = bpf_map_lookup_elem(&ctl, &zero);
+	k.epoch = epoch ? *epoch : 0;
+	k.key = hist_key(next, tid);
+	h = hist_for(&k);
+	if (!h)
+		return;
+	if (!h->comm[0]) {
+		/* Per process, name it after the main thread rather than whichever thread came first. */
+		if (key_mode == RUNQLAT_KEY_PROCESS)
+			BPF_CORE_READ_STR_INTO(&h->comm, next, group_leader, comm);
+		else
+			BPF_CORE_READ_STR_INTO(&h->comm, next, comm);
+	}
+	__sync_fetch_and_add(&h->slots[log2_slot((__u64)delta / unit_ns, RUNQLAT_MAX_SLOTS)], 1);
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(wakeup_btf, struct task_struct *p)
+{
+	enqueue(p);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(wakeup_new_btf, struct task_struct *p)
+{
+	enqueue(p);
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	on_switch(prev, next);
+	return 0;
+}
+
+SEC("raw_tp/sched_wakeup")
+int BPF_PROG(wakeup_raw, struct task_struct *p)
+{
+	enqueue(p);
+	return 0;
+}
+
+SEC("raw_tp/sched_wakeup_new")
+int BPF_PROG(wakeup_new_raw, struct task_struct *p)
+{
+	enqueue(p);
+	return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	on_switch(prev, next);
+	return 0;
+}

@@ -1,0 +1,54 @@
+// `ebpf-studio build FILE.bpf.c [-o OUT] [-I DIR]... [--skeleton]`: compiles a BPF program with the
+// same flags as the editor's "ebpf: build" task (vmlinux.h generated for the running kernel).
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Command } from '../command';
+import { parse } from '../args';
+import { usageError, inputError } from '../../shared/errors';
+import { defaultOutput } from '../../authoring/buildCommand';
+import { checkSource, compileBpf, defaultCacheDir, ensureVmlinux, generateSkeleton } from '../../authoring/toolchain';
+
+const options = {
+  output: { type: 'string', short: 'o' },
+  include: { type: 'string', short: 'I', multiple: true },
+  skeleton: { type: 'boolean' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export function sourceArg(positionals: string[], usage: string): string {
+  if (positionals.length !== 1) throw usageError(positionals.length ? `give one file, got ${positionals.length}` : 'give the BPF source file to build');
+  const src = positionals[0];
+  checkSource(src);
+  const head = Buffer.alloc(4);
+  const fd = fs.openSync(src, 'r');
+  fs.readSync(fd, head, 0, 4, 0);
+  fs.closeSync(fd);
+  if (head.readUInt32BE(0) === 0x7f454c46) throw inputError(`${src} is already an ELF object, not C source (${usage})`);
+  return src;
+}
+
+export const buildCommand: Command = {
+  name: 'build',
+  summary: 'compile a .bpf.c with clang -target bpf and a vmlinux.h of this kernel',
+  usage: 'ebpf-studio build FILE.bpf.c [-o OUT.bpf.o] [-I DIR]... [--skeleton] [--json]',
+  async run(argv, io) {
+    const { values, positionals } = parse(argv, options, true);
+    if (values.help) {
+      io.out(this.usage);
+      return 0;
+    }
+    const src = sourceArg(positionals, this.usage);
+    const out = path.resolve((values.output as string | undefined) ?? defaultOutput(src));
+    const vmlinuxDir = await ensureVmlinux(defaultCacheDir());
+    const r = await compileBpf(src, out, vmlinuxDir, { includeDirs: (values.include as string[] | undefined) ?? [] });
+    const skeleton = r.ok && values.skeleton ? generateSkeleton(out) : undefined;
+    if (values.json) io.out(JSON.stringify({ ok: r.ok, output: r.ok ? out : undefined, skeleton, command: r.command, diagnostics: r.diagnostics, stderr: r.stderr }, null, 2));
+    else {
+      if (r.stderr.trim()) io.err(r.stderr.trimEnd());
+      if (r.ok) io.out(`built ${out}${skeleton ? `\nskeleton ${skeleton}` : ''}`);
+      else io.err(`ebpf-studio build: clang failed on ${src} (${r.diagnostics.filter((d) => d.severity === 'error').length} errors)`);
+    }
+    return r.ok ? 0 : 1;
+  },
+};

@@ -1,0 +1,91 @@
+// `ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N]
+// [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json |
+// --folded] [--allocator-lib PATH --symbol-prefix P]`: outstanding allocations by stack, reported
+// every interval and at the end (duration, Ctrl-C, or the launched command exiting).
+import type { Command } from '../command';
+import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
+import { runTracer } from '../runTracer';
+import { memleakTracer } from '../../tracers/memleak';
+import { usageError } from '../../shared/errors';
+import type { MemleakOptions } from '../../shared/memleak';
+import { reportText, toFolded } from '../../shared/memleakFormat';
+
+const USAGE =
+  'ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N] [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json | --folded] [--allocator-lib PATH] [--symbol-prefix P]';
+
+export const memleakCommand: Command = {
+  name: 'memleak',
+  summary: 'outstanding allocations by stack, on source lines (attach to --pid or launch -- COMMAND)',
+  usage: USAGE,
+  async run(argv, io) {
+    const dashes = argv.indexOf('--');
+    const flags = dashes < 0 ? argv : argv.slice(0, dashes);
+    const command = dashes < 0 ? [] : argv.slice(dashes + 1);
+    const { values, positionals } = parse(
+      flags,
+      {
+        ...commonOptions,
+        pid: { type: 'string', short: 'p' },
+        'min-age-ms': { type: 'string', short: 'o' },
+        'sample-rate': { type: 'string', short: 's' },
+        'min-size': { type: 'string', short: 'z' },
+        'max-size': { type: 'string', short: 'Z' },
+        top: { type: 'string', short: 'T' },
+        interval: { type: 'string' },
+        kernel: { type: 'boolean' },
+        folded: { type: 'boolean' },
+        'allocator-lib': { type: 'string' },
+        'symbol-prefix': { type: 'string' },
+      },
+      true,
+    );
+    if (values.help) {
+      io.out(USAGE);
+      return 0;
+    }
+    if (positionals.length) throw usageError(`unexpected argument "${positionals[0]}": put the command to launch after "--"`);
+    const pid = pidFlag(values.pid);
+    const kernel = Boolean(values.kernel);
+    if (pid !== undefined && command.length) throw usageError('give either --pid P or -- COMMAND, not both');
+    if (dashes >= 0 && command.length === 0) throw usageError('nothing to launch after "--"');
+    if (pid === undefined && !command.length && !kernel) throw usageError('give a target: --pid P (a running process) or -- COMMAND [ARGS...] (start one), or --kernel');
+    if (kernel && command.length) throw usageError('--kernel traces kernel allocations; it takes --pid or nothing, not a command');
+    if (values.json && values.folded) throw usageError('--json and --folded are two output formats: pick one');
+    if (values['symbol-prefix'] !== undefined && values['allocator-lib'] === undefined) throw usageError('--symbol-prefix applies to --allocator-lib PATH');
+    const machine = Boolean(values.json || values.folded);
+    const minSize = numberFlag(values['min-size'], '--min-size', 0, Number.MAX_SAFE_INTEGER, { integer: true }) ?? 0;
+    const maxSize = numberFlag(values['max-size'], '--max-size', 1, Number.MAX_SAFE_INTEGER, { integer: true }) ?? 0;
+    if (maxSize && maxSize < minSize) throw usageError(`--max-size ${maxSize} is smaller than --min-size ${minSize}`);
+    const options: MemleakOptions = {
+      pid,
+      launch: command.length ? { command, output: machine ? 'stderr' : 'inherit' } : undefined,
+      kernel,
+      minAgeMs: numberFlag(values['min-age-ms'], '--min-age-ms', 0, 7 * 24 * 3600 * 1000) ?? 0,
+      sampleRate: numberFlag(values['sample-rate'], '--sample-rate', 1, 1 << 30, { integer: true }) ?? 1,
+      minSize,
+      maxSize,
+      top: numberFlag(values.top, '--top', 0, 100000, { integer: true }) ?? 10,
+      intervalS: numberFlag(values.interval, '--interval', 0.1, 3600) ?? 5,
+      allocatorLib: values['allocator-lib'] as string | undefined,
+      symbolPrefix: values['symbol-prefix'] as string | undefined,
+    };
+    const clock = () => new Date().toTimeString().slice(0, 8);
+    return runTracer(
+      {
+        tracer: memleakTracer,
+        options,
+        privilege: kernel ? 'bpf' : 'uprobe',
+        json: Boolean(values.json),
+        verbose: Boolean(values.verbose),
+        durationS: durationFlag(values.duration),
+        formatUpdate: (u) => (machine ? '' : reportText(u.stacks, `[${clock()}] ${u.totalBytes} bytes outstanding in ${u.totalAllocations} allocations; top`)),
+        formatResult: (r) =>
+          values.folded
+            ? toFolded(r)
+            : [reportText(r.stacks, `[${clock()}] final report for ${r.pid ? `pid ${r.pid}` : 'the kernel'}`), r.dropped ? `${r.dropped} allocations were not recorded (tables full)` : ''].filter(Boolean).join('\n'),
+        banner: (targets) => (command.length ? `Tracing allocations of ${command[0]} (pid ${targets[0]})... Ctrl-C to end.` : `Tracing outstanding allocations of ${targets.length ? `pid ${targets[0]}` : 'the kernel'}... Ctrl-C to end.`),
+      },
+      io,
+    );
+  },
+};

@@ -1,0 +1,449 @@
+// The memleak tracer: outstanding allocations per allocation stack, for a running process
+// (attach), a command started under tracing (launch), or the kernel (kmem tracepoints).
+// Decoders mirror bpf/memleak.h (see memleakDecode.ts). Reports read the whole allocs map, so
+// the numbers (and the minimum-age filter) are exact rather than estimated from totals.
+//
+// Symbolizing a process that has exited: stacks are symbolized at every report while the
+// target lives (cached by stack id), and in launch mode the target is held at libc's exit()
+// (a uprobe sends it SIGSTOP, announced through a ring buffer) until its maps are captured and
+// every outstanding stack is symbolized; then it continues with SIGCONT, its atexit handlers and
+// destructors still traced, and the final report is read from the maps once it is gone.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { BpfObject } from '../../native/index';
+import { Symbolizer, type Frame, type ProcessImage } from '../symbolize';
+import type { MemleakFrame, MemleakOptions, MemleakResult, MemleakStack, MemleakUpdate } from '../shared/memleak';
+import { asObject, bool, int, num, str, strArray, PID_MAX, type Raw } from '../shared/validate';
+import { fromBpfError, inputError, StudioError, unsuitableError } from '../shared/errors';
+import { checkPid, mapsOrExplain, pidAlive } from '../proc/processes';
+import { ensureTracefs } from '../helper/tracefs';
+import type { Mapping } from '../proc/maps';
+import { withElf } from '../elf/elf';
+import type { Tracer } from './tracer';
+import { loadFirstWorking, setRodata } from './bpfObject';
+import { launchStopped, type StoppedChild } from './launchStopped';
+import { aggregate, ageMs, CNT, CNT_MAX, decodeAllocDump, decodeExitEvent, type StackAggregate } from './memleakDecode';
+
+interface Probe {
+  symbol: string;
+  program: string;
+  /** also attach the shared return program */
+  ret: boolean;
+  required?: boolean;
+}
+
+const ALLOCATOR_PROBES: Probe[] = [
+  { symbol: 'malloc', program: 'malloc_enter', ret: true, required: true },
+  { symbol: 'calloc', program: 'calloc_enter', ret: true, required: true },
+  { symbol: 'realloc', program: 'realloc_enter', ret: true, required: true },
+  { symbol: 'free', program: 'free_enter', ret: false, required: true },
+  { symbol: 'reallocarray', program: 'reallocarray_enter', ret: true },
+  { symbol: 'posix_memalign', program: 'posix_memalign_enter', ret: true },
+  { symbol: 'aligned_alloc', program: 'aligned_alloc_enter', ret: true },
+  { symbol: 'memalign', program: 'aligned_alloc_enter', ret: true },
+  { symbol: 'valloc', program: 'malloc_enter', ret: true },
+  { symbol: 'pvalloc', program: 'pvalloc_enter', ret: true },
+];
+const MMAP_PROBES: Probe[] = [
+  { symbol: 'mmap', program: 'mmap_enter', ret: true },
+  { symbol: 'munmap', program: 'munmap_enter', ret: false },
+];
+// operator new/new[] (plain, nothrow, aligned): their callers are the allocating lines. Without
+// these, the stack at malloc's return starts inside libstdc++ (no frame pointers), losing the
+// caller of `new`. Deletes reach free(), which the libc probes see.
+const CXX_PROBES: Probe[] = ['_Znwm', '_Znam', '_ZnwmRKSt9nothrow_t', '_ZnamRKSt9nothrow_t', '_ZnwmSt11align_val_t', '_ZnamSt11align_val_t'].map((symbol) => ({ symbol, program: 'malloc_enter', ret: true }));
+
+const USER_PROGRAMS = ['malloc_enter', 'calloc_enter', 'realloc_enter', 'reallocarray_enter', 'posix_memalign_enter', 'aligned_alloc_enter', 'pvalloc_enter', 'mmap_enter', 'alloc_exit', 'free_enter', 'munmap_enter', 'exit_enter'];
+const KERNEL_TRACEPOINTS: [string, string][] = [
+  ['kmalloc_tp', 'kmalloc'],
+  ['kmem_cache_alloc_tp', 'kmem_cache_alloc'],
+  ['mm_page_alloc_tp', 'mm_page_alloc'],
+  ['kfree_tp', 'kfree'],
+  ['kmem_cache_free_tp', 'kmem_cache_free'],
+  ['mm_page_free_tp', 'mm_page_free'],
+];
+
+const LIBC = /\/(libc\.so\.6|libc-[\d.]+\.so|libc\.musl-[^/]+\.so\.1|ld-musl-[^/]+\.so\.1)$/;
+const LIBSTDCXX = /\/libstdc\+\+\.so(\.\d+)*$/;
+const SYSTEM_LIBSTDCXX = ['/usr/lib/x86_64-linux-gnu/libstdc++.so.6', '/usr/lib/aarch64-linux-gnu/libstdc++.so.6', '/usr/lib64/libstdc++.so.6', '/lib64/libstdc++.so.6'];
+
+function launchOptions(o: Raw): MemleakOptions['launch'] {
+  const l = asObject(o.launch, 'launch');
+  const command = strArray(l, 'command', 4096);
+  if (command.length === 0 || command[0] === '') throw inputError('launch.command must name a program to run');
+  let env: Record<string, string> | undefined;
+  if (l.env !== undefined && l.env !== null) {
+    const e = asObject(l.env, 'launch.env');
+    env = {};
+    for (const [k, v] of Object.entries(e)) {
+      if (typeof v !== 'string' || k.includes('=') || k.includes('\0') || v.includes('\0')) throw inputError(`launch.env.${k} must be a string (no "=" in the name, no NUL)`);
+      env[k] = v;
+    }
+  }
+  const output = l.output ?? 'capture';
+  if (output !== 'inherit' && output !== 'stderr' && output !== 'capture') throw inputError('launch.output must be inherit, stderr or capture');
+  return {
+    command,
+    cwd: l.cwd === undefined ? undefined : str(l, 'cwd'),
+    env,
+    uid: l.uid === undefined ? undefined : int(l, 'uid', 0, 0xfffffffe),
+    gid: l.gid === undefined ? undefined : int(l, 'gid', 0, 0xfffffffe),
+    output,
+  };
+}
+
+function hex(a: bigint): string {
+  return '0x' + a.toString(16);
+}
+
+function toFrame(f: Frame): MemleakFrame {
+  const out: MemleakFrame = { address: f.address, module: f.module };
+  if (f.function) out.function = f.function;
+  else if (f.offset) out.offset = f.offset;
+  if (f.file) out.file = f.file;
+  if (f.line) out.line = f.line;
+  if (f.column) out.column = f.column;
+  if (f.inlined && f.inlined.length) out.inlined = f.inlined.map((i) => ({ function: i.function, file: i.file, line: i.line, column: i.column }));
+  return out;
+}
+
+/** A path libbpf can open for the file the target maps (through /proc/PID/root in containers). */
+function targetPath(pid: number, file: string): string {
+  try {
+    if (fs.realpathSync(`/proc/${pid}/root`) === '/') return file;
+  } catch {
+    return file;
+  }
+  return `/proc/${pid}/root${file}`;
+}
+
+function findMapped(maps: Mapping[], re: RegExp): string | undefined {
+  return maps.find((m) => re.test(m.path) && !m.deleted)?.path;
+}
+
+export const memleakTracer: Tracer<'memleak'> = {
+  name: 'memleak',
+  validate(raw): MemleakOptions {
+    const o = asObject(raw, 'options');
+    const kernel = bool(o, 'kernel', false);
+    const pid = o.pid === undefined || o.pid === null ? undefined : int(o, 'pid', 1, PID_MAX);
+    const launch = o.launch === undefined || o.launch === null ? undefined : launchOptions(o);
+    if (pid !== undefined && launch) throw inputError('give either pid (attach to a running process) or launch (start a command), not both');
+    if (!kernel && pid === undefined && !launch) throw inputError('memleak needs a target: pid (a running process) or launch (a command to start), or kernel: true');
+    const minSize = int(o, 'minSize', 0, Number.MAX_SAFE_INTEGER, 0);
+    const maxSize = int(o, 'maxSize', 0, Number.MAX_SAFE_INTEGER, 0);
+    if (maxSize && maxSize < minSize) throw inputError(`maxSize (${maxSize}) is smaller than minSize (${minSize})`);
+    const allocatorLib = o.allocatorLib === undefined ? undefined : str(o, 'allocatorLib');
+    const symbolPrefix = o.symbolPrefix === undefined ? undefined : str(o, 'symbolPrefix', 64);
+    if (symbolPrefix !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(symbolPrefix)) throw inputError(`symbolPrefix "${symbolPrefix}" is not a C identifier prefix (e.g. je_)`);
+    if (allocatorLib !== undefined && !path.isAbsolute(allocatorLib)) throw inputError(`allocatorLib must be an absolute path, got "${allocatorLib}"`);
+    return {
+      pid,
+      launch,
+      kernel,
+      minAgeMs: num(o, 'minAgeMs', 0, 7 * 24 * 3600 * 1000, 0),
+      sampleRate: int(o, 'sampleRate', 1, 1 << 30, 1),
+      minSize,
+      maxSize,
+      top: int(o, 'top', 0, 100000, 10),
+      intervalS: num(o, 'intervalS', 0.1, 3600, 5),
+      allocatorLib,
+      symbolPrefix,
+    };
+  },
+
+  async start(options, env, events) {
+    if (options.pid !== undefined) checkPid(options.pid);
+    if (options.allocatorLib && !fs.existsSync(options.allocatorLib)) throw inputError(`allocatorLib ${options.allocatorLib} does not exist`);
+    const warnings: string[] = [];
+    const t0 = process.hrtime.bigint();
+    let output = '';
+    let launched: StoppedChild | undefined;
+    if (options.launch) launched = await launchStopped(env.assetDir, options.launch, (t) => (output += t));
+    const pid = launched?.pid ?? options.pid ?? 0;
+    const abandon = () => launched?.child.kill('SIGKILL');
+
+    // ---- load and attach ------------------------------------------------------------------
+    let obj: BpfObject;
+    try {
+      const programs = options.kernel ? KERNEL_TRACEPOINTS.map(([p]) => p) : USER_PROGRAMS;
+      ({ obj } = loadFirstWorking(env, 'memleak', [programs], (o) =>
+        setRodata(o, {
+          target_pid: pid,
+          min_size: BigInt(options.minSize),
+          max_size: options.maxSize ? BigInt(options.maxSize) : (1n << 64n) - 1n,
+          sample_rate: BigInt(options.sampleRate),
+          hold_at_exit: Boolean(launched),
+        }),
+      ));
+    } catch (e) {
+      abandon();
+      throw e;
+    }
+    const tAttach = Date.now();
+    try {
+      if (options.kernel) {
+        ensureTracefs();
+        for (const [prog, tp] of KERNEL_TRACEPOINTS) obj.attachTracepoint(prog, 'kmem', tp);
+      } else {
+        attachUser(obj, pid, options, launched, warnings, env.log);
+      }
+    } catch (e) {
+      obj.close();
+      abandon();
+      throw e instanceof StudioError ? e : fromBpfError('attaching memleak probes', e);
+    }
+    env.log(`memleak: loaded and attached in ${Date.now() - tAttach} ms`);
+
+    // ---- symbolization --------------------------------------------------------------------
+    const sym = new Symbolizer({ log: env.log });
+    let image: ProcessImage | undefined;
+    let mapsText = '';
+    const frames = new Map<number, MemleakFrame[]>();
+    const provisional = new Map<number, MemleakFrame[]>();
+    const refreshImage = () => {
+      if (options.kernel || !pid) return;
+      let text: string;
+      try {
+        text = fs.readFileSync(`/proc/${pid}/maps`, 'utf8');
+      } catch {
+        return; // gone: keep the last image
+      }
+      if (text === mapsText) return;
+      mapsText = text;
+      try {
+        image = sym.captureProcess(pid);
+        for (const w of sym.warnings(image)) if (!warnings.includes(w)) warnings.push(w);
+      } catch (e) {
+        env.log(`memleak: capturing the maps of ${pid} failed: ${(e as Error).message}`);
+      }
+    };
+    const symbolize = async (ids: number[]) => {
+      const todo = [...new Set(ids)].filter((id) => id >= 0 && !frames.has(id));
+      if (!todo.length) return;
+      const stacks = todo.map((id) => [...obj.readStack('stack_traces', id)]);
+      const addrs = stacks.flat();
+      const t = Date.now();
+      let resolved: Frame[] | undefined;
+      try {
+        // Every frame is a return address: user stacks are taken at the uretprobe, and kernel
+        // stacks at a tracepoint start at its caller.
+        const returnAddresses = addrs.map(() => true);
+        if (options.kernel) resolved = await sym.symbolizeKernel(addrs, { returnAddresses });
+        else if (image) resolved = await sym.symbolizeUser(image, addrs, { returnAddresses });
+      } catch (e) {
+        env.log(`memleak: symbolization failed: ${(e as Error).message}`);
+      }
+      env.log(`memleak: symbolized ${todo.length} stacks (${addrs.length} frames) in ${Date.now() - t} ms`);
+      let k = 0;
+      todo.forEach((id, i) => {
+        const list = stacks[i].map((a) => {
+          const f = resolved?.[k++];
+          return f ? toFrame(f) : { address: hex(a), module: '[unknown]' };
+        });
+        // Frames outside every known module may lie in a library loaded after the last
+        // capture: such stacks stay provisional and are tried again with the next image.
+        if (resolved && list.every((f) => f.module !== '[unknown]')) {
+          frames.set(id, list);
+          provisional.delete(id);
+        } else {
+          provisional.set(id, list);
+        }
+      });
+    };
+    const framesOf = (id: number): MemleakFrame[] => frames.get(id) ?? provisional.get(id) ?? [];
+
+    const counter = (i: number): number => {
+      const key = Buffer.alloc(4);
+      key.writeUInt32LE(i);
+      const v = obj.mapLookup('counters', key);
+      return v ? Number(v.readBigUInt64LE(0)) : 0;
+    };
+    const dropped = () => counter(CNT.allocsFull) + counter(CNT.stackLost) + counter(CNT.totalsFull) + counter(CNT.pendingFull);
+
+    /** Reads the allocs map and symbolizes the stacks to report (all of them when `all`). */
+    const measure = async (nowNs: bigint, all: boolean) => {
+      const aggs = aggregate(decodeAllocDump(obj.mapDump('allocs')), nowNs, options.minAgeMs);
+      const shown = options.top ? aggs.slice(0, options.top) : aggs;
+      await symbolize((all ? aggs : shown).map((a) => a.stackId));
+      const toStack = (a: StackAggregate): MemleakStack => ({ bytes: a.bytes, allocations: a.allocations, oldestAgeMs: ageMs(nowNs, a.oldestNs), frames: framesOf(a.stackId) });
+      return { aggs, stacks: shown.map(toStack) };
+    };
+    const resultAt = async (nowNs: bigint): Promise<MemleakResult> => {
+      const { stacks } = await measure(nowNs, false);
+      return { tracer: 'memleak', pid, stacks, dropped: dropped(), lost: counter(CNT.exitLost) };
+    };
+
+    // One report at a time: a slow symbolization must not overlap the next tick.
+    let chain: Promise<unknown> = Promise.resolve();
+    const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+      const p = chain.then(fn);
+      chain = p.catch(() => undefined);
+      return p;
+    };
+
+    let closed = false;
+    let finalResult: MemleakResult | undefined;
+    const tick = () =>
+      serial(async () => {
+        if (closed) return;
+        refreshImage();
+        const now = process.hrtime.bigint();
+        const { aggs, stacks } = await measure(now, false);
+        const u: MemleakUpdate = {
+          atMs: Number((now - t0) / 1_000_000n),
+          totalBytes: aggs.reduce((s, a) => s + a.bytes, 0),
+          totalAllocations: aggs.reduce((s, a) => s + a.allocations, 0),
+          stacks,
+          dropped: dropped(),
+        };
+        if (output) {
+          u.output = output;
+          output = '';
+        }
+        events.update(u);
+      }).catch((e) => env.log(`memleak: report failed: ${(e as Error).message}`));
+    const timer = setInterval(() => void tick(), options.intervalS * 1000);
+
+    // ---- the hold at exit (launch mode) ---------------------------------------------------
+    let holding: Promise<unknown> = Promise.resolve();
+    const rb = obj.openRingBuffer('exits', (batch, offsets) => {
+      if (offsets.length < 2) return;
+      const ev = decodeExitEvent(batch.subarray(offsets[0], offsets[1]));
+      holding = serial(async () => {
+        try {
+          if (closed) return;
+          refreshImage();
+          await measure(process.hrtime.bigint(), true);
+        } finally {
+          try {
+            process.kill(ev.tgid, 'SIGCONT');
+          } catch {
+            /* already gone */
+          }
+        }
+      }).catch((e) => env.log(`memleak: symbolizing at exit failed: ${(e as Error).message}`));
+    });
+
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      const t = Date.now();
+      clearInterval(timer);
+      clearInterval(watch);
+      rb.close();
+      obj.close();
+      sym.dispose();
+      env.log(`memleak: detached in ${Date.now() - t} ms`);
+    };
+    const finish = async (message: string) => {
+      if (closed || finalResult) return;
+      const endNs = process.hrtime.bigint();
+      await holding;
+      let r: MemleakResult | undefined;
+      try {
+        r = await serial(async () => (closed ? undefined : resultAt(endNs)));
+      } catch (e) {
+        close();
+        events.ended('error', `reading the final report failed: ${(e as Error).message}`);
+        return;
+      }
+      if (!r || finalResult) return;
+      finalResult = r;
+      close();
+      events.ended('target-exited', message);
+    };
+    let watch: NodeJS.Timeout | undefined;
+    if (launched) {
+      void launched.exited.then(({ code, signal }) => finish(`${options.launch!.command[0]} exited ${signal ? `on signal ${signal}` : `with code ${code}`}`));
+    } else if (pid && !options.kernel) {
+      watch = setInterval(() => {
+        if (!pidAlive(pid)) void finish(`process ${pid} exited`);
+      }, 200);
+    }
+
+    refreshImage();
+    if (launched) process.kill(pid, 'SIGCONT');
+
+    return {
+      targets: pid ? [pid] : [],
+      warnings,
+      snapshot: () => finalResult ?? { tracer: 'memleak', pid, stacks: [], dropped: 0, lost: 0 },
+      async stop() {
+        if (finalResult) return finalResult;
+        if (closed) return { tracer: 'memleak', pid, stacks: [], dropped: 0, lost: 0 };
+        refreshImage();
+        const r = await serial(async () => (closed ? undefined : resultAt(process.hrtime.bigint())));
+        if (finalResult) return finalResult;
+        if (!r) return { tracer: 'memleak', pid, stacks: [], dropped: 0, lost: 0 };
+        finalResult = r;
+        close();
+        // Stop ends a launched program: it was started for this session.
+        if (launched && launched.child.exitCode === null && launched.child.signalCode === null) {
+          try {
+            process.kill(pid, 'SIGCONT');
+          } catch {
+            /* gone */
+          }
+          launched.child.kill('SIGTERM');
+        }
+        return r;
+      },
+    };
+  },
+};
+
+/**
+ * Whether a program links libstdc++ directly (its .dynstr names it). Scripts and unreadable
+ * files say yes: probing a library the program never maps costs only detach time.
+ */
+function linksLibstdcxx(exe: string): boolean {
+  try {
+    return withElf(exe, (elf) => {
+      const d = elf.section('.dynstr');
+      return d ? elf.sectionData(d).includes('libstdc++.so') : false;
+    });
+  } catch {
+    return true;
+  }
+}
+
+function attachUser(obj: BpfObject, pid: number, options: MemleakOptions, launched: StoppedChild | undefined, warnings: string[], log: (m: string) => void): void {
+  const launch = Boolean(launched);
+  const maps = mapsOrExplain(pid);
+  const libc = findMapped(maps, LIBC);
+  if (!libc) {
+    throw unsuitableError(`process ${pid} maps no libc (${fs.readlinkSync(`/proc/${pid}/exe`)} may be statically linked or use its own allocator): give its allocator with --allocator-lib PATH [--symbol-prefix P]`);
+  }
+  // In launch mode the target has not exec'd yet: libstdc++ is not mapped, but a uprobe on its
+  // inode applies when the program maps it later.
+  // Each probe costs ~0.1 s at detach (the kernel synchronizes per uprobe), so C programs skip them.
+  const cxx = findMapped(maps, LIBSTDCXX) ?? (launched && linksLibstdcxx(launched.exe) ? SYSTEM_LIBSTDCXX.find((f) => fs.existsSync(f)) : undefined);
+  const attach = (binary: string, p: Probe, prefix = '') => {
+    const symbol = prefix + p.symbol;
+    try {
+      if (p.ret) obj.attachUprobe('alloc_exit', { binary, symbol, pid, retprobe: true });
+      obj.attachUprobe(p.program, { binary, symbol, pid, retprobe: false });
+      return true;
+    } catch (e) {
+      if (p.required) throw fromBpfError(`attaching to ${symbol} in ${binary}`, e);
+      log(`memleak: ${symbol} in ${binary} not probed: ${(e as Error).message}`);
+      return false;
+    }
+  };
+  const libcPath = targetPath(pid, libc);
+  for (const p of [...ALLOCATOR_PROBES, ...MMAP_PROBES]) attach(libcPath, p);
+  if (cxx) for (const p of CXX_PROBES) attach(targetPath(pid, cxx), p);
+  if (options.allocatorLib) {
+    let n = 0;
+    for (const p of ALLOCATOR_PROBES) if (attach(options.allocatorLib, { ...p, required: false }, options.symbolPrefix ?? '')) n++;
+    if (n === 0) throw inputError(`no allocator function (${options.symbolPrefix ?? ''}malloc, ...) could be probed in ${options.allocatorLib}: check the library and --symbol-prefix`);
+  }
+  if (launch) {
+    try {
+      obj.attachUprobe('exit_enter', { binary: libcPath, symbol: 'exit', pid, retprobe: false });
+    } catch (e) {
+      warnings.push(`exit() in ${libc} could not be probed (${(e as Error).message}): stacks allocated just before the program exits may stay unsymbolized`);
+    }
+  }
+}

@@ -1,0 +1,121 @@
+// Folded stacks and speedscope export/import: round trips keep names, kinds and weights;
+// bad files get errors that say what was expected.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fromFolded, fromSpeedscope, importProfile, ImportError, parseAnnotation, toFolded, toSpeedscope } from '../../webview/flamegraph/formats';
+import { fromProfileResult, type FlameProfile } from '../../webview/flamegraph/profileData';
+import type { ProfileResult } from '../../extension/shared/profile';
+
+const result: ProfileResult = {
+  tracer: 'profile',
+  frequency: 99,
+  samples: 7,
+  lost: 1,
+  stacks: [
+    {
+      count: 4,
+      pid: 10,
+      tid: 11,
+      comm: 'java',
+      frames: [
+        { address: '0xffffffff81000000', module: '[kernel]', function: 'do_syscall_64', file: null, line: null, kind: 'kernel' },
+        { address: '0x7f0000001000', module: '[jit]', function: 'long HotMethod.hotLoop(long)', file: null, line: null, kind: 'jit' },
+        { address: '0x7f0000002000', module: '[jit]', function: 'Interpreter', file: null, line: null, kind: 'interpreted' },
+        { address: '0x401000', module: '/usr/bin/app', function: 'main', file: '/src/app.c', line: 12, kind: 'native' },
+      ],
+    },
+    {
+      count: 3,
+      pid: 10,
+      tid: 12,
+      comm: 'java',
+      frames: [
+        { address: '0x401010', module: '/usr/bin/app', function: 'work;odd', file: '/src/app.c', line: 30, kind: 'native' },
+        { address: '0x401020', module: '/usr/bin/app', function: 'main', file: '/src/app.c', line: 14, kind: 'native' },
+        { address: '0x7f00000000aa', module: '/lib/libc.so.6', function: null, file: null, line: null, kind: 'native' },
+      ],
+    },
+  ],
+};
+
+/** A profile as a sorted list of "name[kind];... weight" lines, for comparisons. */
+function canonical(p: FlameProfile): string[] {
+  const m = new Map<string, number>();
+  for (const s of p.stacks) {
+    const k = s.frames.map((i) => `${p.frames[i].name}[${p.frames[i].kind}]`).join(';');
+    m.set(k, (m.get(k) ?? 0) + s.weight);
+  }
+  return [...m].map(([k, w]) => `${k} ${w}`).sort();
+}
+
+test('the profiler result becomes root-first stacks with kinds and the hottest line per frame', () => {
+  const p = fromProfileResult(result);
+  assert.equal(p.total, 7);
+  assert.equal(p.lost, 1);
+  assert.deepEqual(canonical(p), [
+    '[libc.so.6][native];main[native];work;odd[native] 3',
+    'main[native];Interpreter[interpreted];long HotMethod.hotLoop(long)[jit];do_syscall_64[kernel] 4',
+  ]);
+  const main = p.frames.find((f) => f.name === 'main')!;
+  assert.equal(main.file, '/src/app.c');
+  assert.equal(main.line, 12, 'line 12 carries 4 samples, line 14 only 3');
+});
+
+test('folded export writes root;...;leaf count with kind annotations', () => {
+  const text = toFolded(fromProfileResult(result));
+  assert.equal(
+    text,
+    'main;Interpreter_[i];long HotMethod.hotLoop(long)_[j];do_syscall_64_[k] 4\n[libc.so.6];main;work,odd 3\n',
+  );
+});
+
+test('folded round trip keeps stacks, kinds and weights', () => {
+  const p = fromProfileResult(result);
+  const back = fromFolded(toFolded(p));
+  assert.deepEqual(canonical(back), canonical(p).map((l) => l.replace('work;odd', 'work,odd')));
+  assert.equal(back.total, p.total);
+  assert.deepEqual(canonical(fromFolded(toFolded(back))), canonical(back));
+});
+
+test('speedscope round trip keeps stacks, kinds, weights and file:line', () => {
+  const p = fromProfileResult(result);
+  const file = toSpeedscope(p);
+  assert.equal(file.$schema, 'https://www.speedscope.app/file-format-schema.json');
+  assert.equal(file.profiles[0].type, 'sampled');
+  const back = fromSpeedscope(JSON.parse(JSON.stringify(file)));
+  assert.deepEqual(canonical(back), canonical(p));
+  const main = back.frames.find((f) => f.name === 'main')!;
+  assert.equal(main.file, '/src/app.c');
+  assert.equal(main.line, 12);
+});
+
+test('speedscope evented profiles are weighed by time between events', () => {
+  const p = fromSpeedscope({
+    $schema: 'https://www.speedscope.app/file-format-schema.json',
+    shared: { frames: [{ name: 'main' }, { name: 'work' }] },
+    profiles: [{ type: 'evented', name: 'x', unit: 'milliseconds', startValue: 0, endValue: 10, events: [{ type: 'O', at: 0, frame: 0 }, { type: 'O', at: 2, frame: 1 }, { type: 'C', at: 7, frame: 1 }, { type: 'C', at: 10, frame: 0 }] }],
+  });
+  assert.deepEqual(canonical(p), ['main[native] 5', 'main[native];work[native] 5']);
+});
+
+test('importProfile detects folded, speedscope and the CLI --json document', () => {
+  const p = fromProfileResult(result);
+  assert.deepEqual(canonical(importProfile(JSON.stringify(result))), canonical(p));
+  assert.deepEqual(canonical(importProfile(JSON.stringify(toSpeedscope(p)))), canonical(p));
+  assert.equal(importProfile('a;b 3\n\n# comment\na 1\n').total, 4);
+});
+
+test('bad files say what was expected', () => {
+  assert.throws(() => fromFolded('a;b three'), (e: Error) => e instanceof ImportError && /line 1 is not folded stacks/.test(e.message));
+  assert.throws(() => fromFolded('\n\n'), /holds no stacks/);
+  assert.throws(() => importProfile('{"nope": 1}'), /not a speedscope file/);
+  assert.throws(() => importProfile('{broken'), /does not parse/);
+  assert.throws(() => fromSpeedscope({ shared: { frames: [{ name: 'a' }] }, profiles: [{ type: 'sampled', name: 'x', unit: 'none', startValue: 0, endValue: 1, samples: [[3]], weights: [1] }] }), /refers to frame 3/);
+});
+
+test('annotations parse back to kinds', () => {
+  assert.deepEqual(parseAnnotation('schedule_[k]'), { name: 'schedule', kind: 'kernel' });
+  assert.deepEqual(parseAnnotation('foo_[j]'), { name: 'foo', kind: 'jit' });
+  assert.deepEqual(parseAnnotation('Interpreter_[i]'), { name: 'Interpreter', kind: 'interpreted' });
+  assert.deepEqual(parseAnnotation('plain'), { name: 'plain', kind: 'native' });
+});

@@ -1,0 +1,116 @@
+// The Java GC view's model and the reusable histogram/timeline layouts (no DOM).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { JavaGcEvent, JavaGcResult } from '../../extension/shared/javaGc';
+import { csvField, formatBucketLabel, GcModel } from '../../webview/javaGc/model';
+import { bucketAt, layoutHistogram, niceTicks } from '../../webview/common/histogramChart';
+import { layoutTimeline } from '../../webview/javaGc/timelineChart';
+
+const S = 1e9;
+function ev(tS: number, durationUs: number, full = false): JavaGcEvent {
+  return {
+    pid: 7,
+    tid: 8,
+    cpu: 1,
+    timestampNs: 100 * S + tS * S,
+    durationNs: durationUs * 1000,
+    full,
+    pools: [
+      { name: 'Eden Space', usedBefore: 1000, usedAfter: 0, committedAfter: 2000 },
+      { name: "CodeHeap 'a, b'", usedBefore: 5, usedAfter: 5, committedAfter: 8 },
+    ],
+  };
+}
+
+function fed(): GcModel {
+  const m = new GcModel();
+  m.apply({ events: [ev(1, 100), ev(2, 100), ev(3, 3000, true)], lost: 0, pids: [7], startNs: 100 * S, nowNs: 104 * S });
+  m.apply({ events: [ev(5, 900)], lost: 4, pids: [7], startNs: 100 * S, nowNs: 110 * S });
+  return m;
+}
+
+test('updates accumulate; summary has overhead over wall time since start', () => {
+  const m = fed();
+  const s = m.summary();
+  assert.equal(s.count, 4);
+  assert.equal(s.youngCount, 3);
+  assert.equal(s.fullCount, 1);
+  assert.equal(s.totalPauseNs, 4.1e6);
+  assert.equal(m.wallNs, 10 * S);
+  assert.ok(Math.abs(s.overheadPercent - 0.041) < 1e-9);
+  assert.equal(s.maxNs, 3e6);
+  assert.equal(m.lost, 4);
+});
+
+test('stacked histogram covers the occupied buckets, split young/full, labelled µs/ms', () => {
+  const h = fed().histogram();
+  // 100 µs → 64..127, 900 µs → 512..1023, 3000 µs → 2048..4095
+  assert.deepEqual(h.lowUs, [64, 128, 256, 512, 1024, 2048]);
+  assert.deepEqual(h.labels, ['64 µs', '128 µs', '256 µs', '512 µs', '1.0 ms', '2.0 ms']);
+  assert.deepEqual(h.young, [2, 0, 0, 1, 0, 0]);
+  assert.deepEqual(h.full, [0, 0, 0, 0, 0, 1]);
+  const empty = new GcModel().histogram();
+  assert.equal(empty.labels.length, 6);
+  assert.ok(empty.young.every((c) => c === 0));
+});
+
+test('bucket labels', () => {
+  assert.equal(formatBucketLabel(0), '0');
+  assert.equal(formatBucketLabel(512), '512 µs');
+  assert.equal(formatBucketLabel(16384), '16 ms');
+  assert.equal(formatBucketLabel(1048576), '1.0 s');
+});
+
+test('end keeps data and freezes the wall clock; clear restarts the axis', () => {
+  const m = fed();
+  m.end('target-exited', 'pid 7 exited');
+  m.apply({ events: [], lost: 4, pids: [7], startNs: 100 * S, nowNs: 200 * S });
+  assert.equal(m.state, 'target-exited');
+  assert.equal(m.wallNs, 10 * S);
+  assert.equal(m.summary().count, 4);
+  const json = JSON.parse(m.toJson()) as JavaGcResult;
+  assert.equal(json.tracer, 'java-gc');
+  assert.equal(json.events.length, 4);
+  assert.equal(json.summary.fullCount, 1);
+  assert.equal(json.lost, 4);
+  m.clear();
+  assert.equal(m.summary().count, 0);
+  assert.equal(m.wallNs, 0);
+});
+
+test('timeline marks sit at seconds since the origin', () => {
+  const m = fed();
+  assert.deepEqual(m.timeline().map((t) => [t.t, t.full]), [[1, false], [2, false], [3, true], [5, false]]);
+  const l = layoutTimeline(m.timeline(), m.wallNs / 1e9, 664, 128);
+  // plot is 600 px wide from x=56, 100 px tall from y=8; span 10 s
+  assert.equal(l.spanS, 10);
+  assert.equal(l.marks[0].x, 56 + 60);
+  assert.equal(l.marks[2].h, 100); // the longest pause fills the height
+  assert.equal(l.marks[2].y, 8);
+  assert.ok(Math.abs(l.marks[0].h - 100 / 30) < 1e-9);
+});
+
+test('CSV: a row per GC, before/after columns per pool, quoted names', () => {
+  const csv = fed().toCsv().trim().split('\n');
+  assert.equal(csv.length, 5);
+  assert.equal(csv[0], 'pid,tid,cpu,timestampNs,durationNs,full,Eden Space usedBefore,Eden Space usedAfter,"CodeHeap \'a, b\' usedBefore","CodeHeap \'a, b\' usedAfter"');
+  assert.equal(csv[3], `7,8,1,${103 * S},3000000,full,1000,0,5,5`);
+  assert.equal(csvField('a"b'), '"a""b"');
+});
+
+test('histogram layout: stacked bars scale to the tallest total; hit testing', () => {
+  const data = { labels: ['a', 'b', 'c', 'd'], series: [{ name: 'young', color: 'blue', counts: [2, 0, 4, 0] }, { name: 'full', color: 'red', counts: [0, 1, 4, 0] }] };
+  const l = layoutHistogram(data, 452, 252);
+  // plot: x 44..444 (w 400), y 18..218 (h 200); max total 8
+  assert.equal(l.maxTotal, 8);
+  assert.equal(l.bars.length, 4);
+  const c = l.bars.filter((b) => b.bucket === 2);
+  assert.equal(c[0].h + c[1].h, 200);
+  assert.equal(c[1].y, 18); // full stacked on top reaches the top
+  assert.equal(c[0].y + c[0].h, 218);
+  assert.equal(bucketAt(l, 4, 44 + 150, 100), 1);
+  assert.equal(bucketAt(l, 4, 10, 100), -1);
+  assert.deepEqual(niceTicks(8), [0, 2, 4, 6, 8]);
+  assert.deepEqual(niceTicks(0), [0]);
+  assert.deepEqual(niceTicks(130), [0, 50, 100]);
+});

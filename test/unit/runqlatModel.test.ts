@@ -1,0 +1,123 @@
+// The run-queue latency view's pure model: accumulation, interval selection, histogram bars with
+// percentages, the heat-map grid and its hit-testing, the key table, Clear and Export.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { toBuckets } from '../../extension/shared/log2hist';
+import type { RunqlatUpdate } from '../../extension/shared/runqlat';
+import { bucketRange, heatCellAt, heatIntensity, heatLayout, heatMap, histogramBars, MAX_INTERVALS, RunqlatModel } from '../../webview/runqlat/model';
+
+function update(ts: number, counts: number[], keys: { key: number; comm: string; counts: number[] }[] = [], dropped = 0): RunqlatUpdate {
+  return {
+    interval: { timestampNs: ts, buckets: toBuckets(counts) },
+    keys: keys.map((k) => ({ key: k.key, comm: k.comm, count: k.counts.reduce((a, b) => a + b, 0), buckets: toBuckets(k.counts) })),
+    dropped,
+  };
+}
+
+test('updates add up; a selected interval shows only its own histogram', () => {
+  const m = new RunqlatModel();
+  m.apply(update(1e9, [0, 2, 8]));
+  m.apply(update(2e9, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10]));
+  assert.deepEqual(m.counts, [0, 2, 8, 0, 0, 0, 0, 0, 0, 0, 0, 10]);
+  assert.equal(m.stats().count, 20);
+  m.select(1);
+  assert.equal(m.stats().count, 10);
+  assert.ok(m.stats().p50 >= 1024, 'the selected interval is the slow one');
+  m.select(5);
+  assert.equal(m.selected, undefined, 'out of range selects the whole session');
+});
+
+test('histogram bars: labels in the unit, percent and cumulative percent', () => {
+  const b = histogramBars([0, 1, 3, 0, 4], 'us');
+  assert.equal(b.total, 8);
+  assert.deepEqual(b.counts, [0, 1, 3, 0, 4]);
+  assert.deepEqual(b.low, [0, 1, 2, 4, 8]);
+  assert.deepEqual(b.high, [0, 1, 3, 7, 15]);
+  assert.deepEqual(b.percent, [0, 12.5, 37.5, 0, 50]);
+  assert.deepEqual(b.cumPercent, [0, 12.5, 50, 50, 100]);
+  assert.equal(b.labels[4], '8 µs');
+  assert.equal(bucketRange(7, 'us'), '64 µs – 127 µs');
+  assert.equal(histogramBars([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5], 'ms').labels[11], '1.02 s');
+  assert.equal(bucketRange(11, 'us'), '1.02 ms – 2.05 ms');
+  assert.deepEqual(histogramBars([], 'us').counts, [0]);
+});
+
+test('heat map: last N columns, bucket range of non-empty cells, log color scale', () => {
+  const ivs = [
+    { timestampNs: 1, counts: [0, 0, 5] },
+    { timestampNs: 2, counts: [0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 100] },
+    { timestampNs: 3, counts: [0, 0, 0, 2] },
+  ];
+  const all = heatMap(ivs, 10);
+  assert.deepEqual([all.firstIndex, all.columns.length, all.minBucket, all.maxBucket, all.max], [0, 3, 2, 11, 100]);
+  const last2 = heatMap(ivs, 2);
+  assert.deepEqual([last2.firstIndex, last2.columns.length, last2.minBucket], [1, 2, 2]);
+  assert.deepEqual(heatMap([], 5), { firstIndex: 0, columns: [], minBucket: 0, maxBucket: 0, max: 0 });
+  assert.equal(heatIntensity(0, 100), 0);
+  assert.equal(heatIntensity(100, 100), 1);
+  const one = heatIntensity(1, 100);
+  assert.ok(one > 0.15 && one < 0.4, 'a single wait among hundreds stays visible');
+  assert.ok(heatIntensity(10, 100) > one);
+});
+
+test('heat map hit-testing maps points to interval and bucket', () => {
+  const ivs = Array.from({ length: 4 }, (_, i) => ({ timestampNs: i, counts: [0, 0, 1, 1, 1, 1] }));
+  const map = heatMap(ivs, 10);
+  const lay = heatLayout(map, 672, 222, 10); // plot 600 x 194 from (64, 6): 60 px columns, 4 rows
+  assert.equal(lay.cellW, 60);
+  const { plot } = lay;
+  assert.deepEqual(heatCellAt(map, lay, plot.x + 1, plot.y + plot.h - 1), { interval: 0, bucket: 2 });
+  assert.deepEqual(heatCellAt(map, lay, plot.x + 3 * 60 + 5, plot.y + 1), { interval: 3, bucket: 5 });
+  assert.equal(heatCellAt(map, lay, plot.x + 4 * 60 + 5, plot.y + 10), undefined, 'no column there yet');
+  assert.equal(heatCellAt(map, lay, 2, 50), undefined);
+  const later = heatMap([...ivs, ...ivs, ...ivs], 10);
+  assert.deepEqual(heatCellAt(later, heatLayout(later, 672, 222, 10), plot.x + 1, plot.y + 5)?.interval, 2, 'columns scroll with time');
+});
+
+test('key table: sort by p99 or count, comm kept, rows carry their histogram', () => {
+  const m = new RunqlatModel();
+  m.per = 'thread';
+  m.apply(update(1, [0, 5], [
+    { key: 11, comm: 'fast', counts: [0, 0, 100] },
+    { key: 12, comm: 'slow', counts: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5] },
+  ]));
+  m.apply(update(2, [0, 5], [{ key: 11, comm: '', counts: [0, 0, 50] }], 4));
+  assert.deepEqual(m.keyRows().map((r) => [r.key, r.comm]), [[12, 'slow'], [11, 'fast']]);
+  m.sortBy = 'count';
+  assert.deepEqual(m.keyRows().map((r) => [r.key, r.count]), [[11, 150], [12, 5]]);
+  assert.equal(m.keyLabel(), 'tid');
+  assert.equal(m.dropped, 4);
+  assert.equal(m.histogram(m.keyRows()[1].counts).total, 5);
+});
+
+test('export is the CLI document; clear empties the view but keeps the session state', () => {
+  const m = new RunqlatModel();
+  m.per = 'process';
+  m.unit = 'ms';
+  m.apply(update(7, [1, 2], [{ key: 300, comm: 'java', counts: [1, 2] }], 1));
+  const r = m.toResult();
+  assert.deepEqual(Object.keys(r).sort(), ['dropped', 'histograms', 'intervals', 'tracer', 'unit']);
+  assert.deepEqual([r.tracer, r.unit, r.dropped], ['runqlat', 'ms', 1]);
+  assert.deepEqual(r.histograms, [{ key: 300, comm: 'java', count: 3, buckets: toBuckets([1, 2]) }]);
+  assert.deepEqual(r.intervals, [{ timestampNs: 7, buckets: toBuckets([1, 2]) }]);
+  const none = new RunqlatModel();
+  none.apply(update(1, [0, 3]));
+  assert.deepEqual(none.toResult().histograms.map((h) => [h.key, h.comm, h.count]), [[-1, 'all', 3]]);
+  m.select(0);
+  m.expanded.add(300);
+  m.end('stopped');
+  m.clear();
+  assert.deepEqual([m.counts.length, m.intervals.length, m.keys.size, m.selected, m.expanded.size, m.state], [0, 0, 0, undefined, 0, 'stopped']);
+});
+
+test('intervals are capped; the selection follows its column', () => {
+  const m = new RunqlatModel();
+  for (let i = 0; i < MAX_INTERVALS; i++) m.apply(update(i, [0, 1]));
+  m.select(10);
+  m.apply(update(MAX_INTERVALS, [0, 1]));
+  assert.equal(m.intervals.length, MAX_INTERVALS);
+  assert.equal(m.droppedIntervals, 1);
+  assert.equal(m.selected, 9);
+  assert.equal(m.intervals[m.selected!].timestampNs, 10);
+  assert.equal(m.counts[1], MAX_INTERVALS + 1, 'the cumulative histogram keeps every interval');
+});

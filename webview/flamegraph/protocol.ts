@@ -1,0 +1,18 @@
+// Messages between the extension (features/profile.ts) and the flame-graph view (main.ts),
+// one union per direction.
+import type { FlameProfile } from './profileData';
+
+export type ToView =
+  /** a profile to show (replaces the current one); live = a session is still sampling */
+  | { type: 'profile'; profile: FlameProfile; title: string; warnings: string[] }
+  /** the session is running: counters for the status line */
+  | { type: 'progress'; samples: number; lost: number; elapsedMs: number; warnings?: string[] }
+  | { type: 'status'; text: string; error?: boolean };
+
+export type FromView =
+  | { type: 'ready' }
+  /** open a source file at a 1-based line */
+  | { type: 'openSource'; file: string; line: number }
+  | { type: 'export'; format: 'folded' | 'speedscope' }
+  | { type: 'open' }
+  | { type: 'stop' };

@@ -1,0 +1,156 @@
+// The Java GC view: toolbar (Stop, Clear, Export JSON/CSV), summary cards, stacked young/full
+// pause histogram, pause timeline and per-pool table, redrawn at most once per frame.
+import { formatDuration } from '../../extension/shared/log2hist';
+import { formatSize } from '../../extension/shared/javaGcStats';
+import { bucketAt, drawHistogram, themeColor, type HistogramLayout } from '../common/histogramChart';
+import { GcModel } from './model';
+import type { FromView, ToView } from './protocol';
+import { drawTimeline } from './timelineChart';
+
+declare function acquireVsCodeApi(): { postMessage(m: FromView): void };
+const vscode = acquireVsCodeApi();
+const model = new GcModel();
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text = ''): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text) e.textContent = text;
+  return e;
+}
+
+const app = document.getElementById('app')!;
+const toolbar = el('div', { class: 'toolbar' });
+const stopBtn = el('button', { id: 'stop' }, 'Stop');
+const clearBtn = el('button', { id: 'clear', class: 'secondary' }, 'Clear');
+const jsonBtn = el('button', { id: 'export-json', class: 'secondary' }, 'Export JSON');
+const csvBtn = el('button', { id: 'export-csv', class: 'secondary' }, 'Export CSV');
+const status = el('span', { class: 'status', id: 'status' }, 'Waiting for GCs…');
+toolbar.append(stopBtn, clearBtn, jsonBtn, csvBtn, status);
+const lostLine = el('div', { class: 'warning', id: 'lost' });
+const cards = el('div', { class: 'cards', id: 'cards' });
+const histCanvas = el('canvas', { id: 'histogram', 'aria-label': 'GC pause histogram' });
+const timeCanvas = el('canvas', { id: 'timeline', 'aria-label': 'GC pause timeline' });
+const poolTable = el('table', { id: 'pools' });
+const tooltip = el('div', { class: 'tooltip' });
+tooltip.style.display = 'none';
+app.append(toolbar, lostLine, cards, el('h2', {}, 'Pause durations'), histCanvas, el('h2', {}, 'Pause timeline'), timeCanvas, el('h2', {}, 'Memory pools'), poolTable, tooltip);
+
+stopBtn.onclick = () => vscode.postMessage({ type: 'stop' });
+clearBtn.onclick = () => {
+  model.clear();
+  schedule();
+};
+jsonBtn.onclick = () => vscode.postMessage({ type: 'export', format: 'json', content: model.toJson() });
+csvBtn.onclick = () => vscode.postMessage({ type: 'export', format: 'csv', content: model.toCsv() });
+
+function colors() {
+  return { young: themeColor('--vscode-charts-blue', '#3794ff'), full: themeColor('--vscode-charts-red', '#f14c4c') };
+}
+
+function card(label: string, value: string, id: string): HTMLElement {
+  const c = el('div', { class: 'card', id: `card-${id}` });
+  c.append(el('div', { class: 'label' }, label), el('div', { class: 'value' }, value));
+  return c;
+}
+
+function statusText(): string {
+  const who = model.target || (model.pids.length ? `pid ${model.pids.join(', ')}` : '');
+  switch (model.state) {
+    case 'running':
+      return `Tracing ${who}`;
+    case 'target-exited':
+      return `Process exited${model.message ? `: ${model.message}` : ''} (data kept)`;
+    case 'stopped':
+      return `Stopped${who ? ` (${who})` : ''}`;
+    case 'error':
+      return `Ended: ${model.message || 'error'} (data kept)`;
+  }
+}
+
+let histLayout: HistogramLayout | undefined;
+let histData = model.histogram();
+let exportNote = '';
+
+function render(): void {
+  status.textContent = exportNote ? `${statusText()} — ${exportNote}` : statusText();
+  stopBtn.disabled = model.state !== 'running';
+  lostLine.textContent = model.lost > 0 ? `${model.lost} events lost (the kernel dropped them: buffer or in-flight map full)` : '';
+  const s = model.summary();
+  const d = (ns: number) => (s.count ? formatDuration(ns, 'ns') : '–');
+  cards.replaceChildren(
+    card('GCs (young / full)', `${s.count} (${s.youngCount} / ${s.fullCount})`, 'count'),
+    card('Total pause', d(s.totalPauseNs), 'total'),
+    card('GC overhead', `${s.overheadPercent.toFixed(s.overheadPercent < 10 ? 2 : 1)} %`, 'overhead'),
+    card('p50', d(s.p50Ns), 'p50'),
+    card('p90', d(s.p90Ns), 'p90'),
+    card('p99', d(s.p99Ns), 'p99'),
+    card('max', d(s.maxNs), 'max'),
+  );
+  const c = colors();
+  histData = model.histogram();
+  histLayout = drawHistogram(histCanvas, {
+    labels: histData.labels,
+    series: [
+      { name: 'young', color: c.young, counts: histData.young },
+      { name: 'full', color: c.full, counts: histData.full },
+    ],
+  });
+  drawTimeline(timeCanvas, model.timeline(), model.wallNs / 1e9, c);
+  const head = el('tr');
+  for (const [t, cls] of [['Pool', ''], ['Last GC: before', 'num'], ['→ after', 'num'], ['Committed', 'num'], ['Total reclaimed', 'num'], ['GCs', 'num']]) head.append(el('th', cls ? { class: cls } : {}, t));
+  const rows = model.pools().map((p) => {
+    const tr = el('tr');
+    tr.append(el('td', {}, p.name), el('td', { class: 'num' }, formatSize(p.lastBefore)), el('td', { class: 'num' }, formatSize(p.lastAfter)), el('td', { class: 'num' }, formatSize(p.lastCommitted)), el('td', { class: 'num' }, formatSize(p.totalReclaimed)), el('td', { class: 'num' }, String(p.gcs)));
+    return tr;
+  });
+  poolTable.replaceChildren(head, ...rows);
+}
+
+let pending = false;
+function schedule(): void {
+  if (pending) return;
+  pending = true;
+  requestAnimationFrame(() => {
+    pending = false;
+    render();
+  });
+}
+
+histCanvas.addEventListener('mousemove', (ev) => {
+  const r = histCanvas.getBoundingClientRect();
+  const i = histLayout ? bucketAt(histLayout, histData.labels.length, ev.clientX - r.left, ev.clientY - r.top) : -1;
+  if (i < 0) {
+    tooltip.style.display = 'none';
+    return;
+  }
+  const low = histData.lowUs[i];
+  const high = low === 0 ? 0 : low * 2 - 1;
+  tooltip.textContent = `${formatDuration(low, 'us')} – ${formatDuration(high, 'us')}\nyoung: ${histData.young[i]}\nfull: ${histData.full[i]}`;
+  tooltip.style.left = `${ev.clientX + 12}px`;
+  tooltip.style.top = `${ev.clientY + 12}px`;
+  tooltip.style.display = 'block';
+});
+histCanvas.addEventListener('mouseleave', () => (tooltip.style.display = 'none'));
+window.addEventListener('resize', schedule);
+
+window.addEventListener('message', (ev: MessageEvent<ToView>) => {
+  const m = ev.data;
+  switch (m.type) {
+    case 'init':
+      model.target = m.target;
+      break;
+    case 'update':
+      model.apply(m.update);
+      break;
+    case 'ended':
+      model.end(m.reason, m.message);
+      break;
+    case 'exported':
+      exportNote = m.error ? `export failed: ${m.error}` : m.file ? `exported to ${m.file}` : '';
+      break;
+  }
+  schedule();
+});
+
+render();
+vscode.postMessage({ type: 'ready' });

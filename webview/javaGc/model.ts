@@ -1,0 +1,125 @@
+// The Java GC view's state and everything derived from it (summary cards, stacked young/full
+// histogram, timeline marks, pool table, export files). Pure: no DOM, unit-tested.
+import type { JavaGcEvent, JavaGcSummary, JavaGcUpdate } from '../../extension/shared/javaGc';
+import { buildResult, overheadPercent, pauseCounts, poolReclaim, summarize, type PoolReclaim } from '../../extension/shared/javaGcStats';
+import { bucketLow } from '../../extension/shared/log2hist';
+import type { SessionState } from './protocol';
+
+export interface StackedHistogram {
+  /** lower bound of each bar, µs */
+  lowUs: number[];
+  labels: string[];
+  young: number[];
+  full: number[];
+}
+
+export interface TimelineMark {
+  /** seconds since the view's time origin */
+  t: number;
+  durationNs: number;
+  full: boolean;
+}
+
+export class GcModel {
+  events: JavaGcEvent[] = [];
+  pids: number[] = [];
+  lost = 0;
+  state: SessionState = 'running';
+  message = '';
+  target = '';
+  /** CLOCK_MONOTONIC ns: the start of the time axis (session start, or the last Clear) */
+  originNs = 0;
+  nowNs = 0;
+
+  apply(u: JavaGcUpdate): void {
+    if (this.originNs === 0) this.originNs = u.startNs;
+    if (this.state === 'running') this.nowNs = Math.max(this.nowNs, u.nowNs);
+    this.events.push(...u.events);
+    this.pids = u.pids;
+    this.lost = u.lost;
+  }
+
+  end(reason: Exclude<SessionState, 'running'>, message?: string): void {
+    this.state = reason;
+    this.message = message ?? '';
+  }
+
+  /** Forget what was shown; the time axis restarts now. The session keeps running. */
+  clear(): void {
+    this.events = [];
+    if (this.nowNs) this.originNs = this.nowNs;
+  }
+
+  get wallNs(): number {
+    return Math.max(0, this.nowNs - this.originNs);
+  }
+
+  summary(): JavaGcSummary & { overheadPercent: number; youngCount: number } {
+    const s = summarize(this.events);
+    return { ...s, youngCount: s.count - s.fullCount, overheadPercent: overheadPercent(s.totalPauseNs, this.wallNs) };
+  }
+
+  /** Young and full counts per log2 µs bucket, over the occupied range (at least `minBars` bars). */
+  histogram(minBars = 6): StackedHistogram {
+    const young = pauseCounts(this.events, (e) => !e.full);
+    const full = pauseCounts(this.events, (e) => e.full);
+    const n = Math.max(young.length, full.length);
+    let first = 0;
+    while (first < n && !(young[first] || full[first])) first++;
+    if (first >= n) first = Math.max(0, n - 1);
+    let last = Math.max(n - 1, first);
+    while (last - first + 1 < minBars) {
+      if (first > 0) first--;
+      else last++;
+    }
+    const out: StackedHistogram = { lowUs: [], labels: [], young: [], full: [] };
+    for (let i = first; i <= last; i++) {
+      out.lowUs.push(bucketLow(i));
+      out.labels.push(formatBucketLabel(bucketLow(i)));
+      out.young.push(young[i] ?? 0);
+      out.full.push(full[i] ?? 0);
+    }
+    return out;
+  }
+
+  timeline(): TimelineMark[] {
+    return this.events.map((e) => ({ t: (e.timestampNs - this.originNs) / 1e9, durationNs: e.durationNs, full: e.full }));
+  }
+
+  pools(): PoolReclaim[] {
+    return poolReclaim(this.events);
+  }
+
+  toJson(): string {
+    return JSON.stringify(buildResult(this.pids, this.events, this.lost), null, 2);
+  }
+
+  /** One row per GC; two columns (used before, used after) per pool seen. */
+  toCsv(): string {
+    const pools = this.pools().map((p) => p.name);
+    const head = ['pid', 'tid', 'cpu', 'timestampNs', 'durationNs', 'full', ...pools.flatMap((p) => [`${p} usedBefore`, `${p} usedAfter`])];
+    const rows = [head.map(csvField).join(',')];
+    for (const e of this.events) {
+      const byName = new Map(e.pools.map((p) => [p.name, p]));
+      const cells: (string | number)[] = [e.pid, e.tid, e.cpu, e.timestampNs, e.durationNs, e.full ? 'full' : 'young'];
+      for (const p of pools) {
+        const x = byName.get(p);
+        cells.push(x ? x.usedBefore : '', x ? x.usedAfter : '');
+      }
+      rows.push(cells.map(csvField).join(','));
+    }
+    return rows.join('\n') + '\n';
+  }
+}
+
+export function csvField(v: string | number): string {
+  const s = String(v);
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+/** Axis label of a log2 bucket's lower bound: "0", "64 µs", "1.0 ms", "16 ms", "1.0 s". */
+export function formatBucketLabel(lowUs: number): string {
+  if (lowUs < 1000) return `${lowUs}${lowUs === 0 ? '' : ' µs'}`;
+  const [v, unit] = lowUs < 1e6 ? [lowUs / 1e3, 'ms'] : [lowUs / 1e6, 's'];
+  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${unit}`;
+}

@@ -1,0 +1,88 @@
+// The leak view: stacks by outstanding bytes with count, oldest age, a growth sparkline and
+// frames; clicking a frame with a source line opens it. Drawing only; rows come from model.ts.
+import type { FromView, ToView } from './protocol';
+import { toRows, type Row } from './model';
+
+declare function acquireVsCodeApi(): { postMessage(m: FromView): void };
+const vscode = acquireVsCodeApi();
+// The CSP admits styles by nonce only: reuse the one this script was loaded with.
+const nonce = (document.currentScript as HTMLScriptElement | null)?.nonce ?? '';
+const app = document.getElementById('app')!;
+let focus: string | undefined;
+let last: Extract<ToView, { type: 'snapshot' }> | undefined;
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<HTMLElementTagNameMap[K]> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
+  const e = Object.assign(document.createElement(tag), props);
+  e.append(...children);
+  return e;
+}
+
+function sparkline(points: string): SVGSVGElement {
+  const ns = 'http://www.w3.org/2000/svg';
+  const svg = document.createElementNS(ns, 'svg');
+  svg.setAttribute('width', '80');
+  svg.setAttribute('height', '18');
+  const line = document.createElementNS(ns, 'polyline');
+  line.setAttribute('points', points);
+  line.setAttribute('class', 'spark');
+  svg.append(line);
+  return svg;
+}
+
+function rowElement(r: Row): HTMLElement {
+  const frames = el('ol', { className: 'frames' });
+  for (const f of r.frames) {
+    const li = el('li', { title: f.title }, f.label);
+    if (f.location) {
+      const loc = f.location;
+      li.className = 'link';
+      li.addEventListener('click', () => vscode.postMessage({ type: 'openFrame', file: loc.file, line: loc.line, column: loc.column }));
+    }
+    frames.append(li);
+  }
+  const details = el('details', { open: r.site !== undefined && r.site === focus }, el('summary', {}, el('span', { className: 'num' }, r.bytes), ` in ${r.count} allocations · oldest ${r.oldest} `, sparkline(r.sparkline), r.frames[0] ? `  ${r.frames[0].label}` : ''), frames);
+  details.dataset.site = r.site ?? '';
+  if (r.site && r.site === focus) details.classList.add('focused');
+  return details;
+}
+
+function render(): void {
+  app.replaceChildren();
+  const bar = el('div', { className: 'toolbar' });
+  const exportJson = el('button', { textContent: 'Export JSON' });
+  exportJson.addEventListener('click', () => vscode.postMessage({ type: 'export', format: 'json' }));
+  const exportFolded = el('button', { textContent: 'Export Folded Stacks', className: 'secondary' });
+  exportFolded.addEventListener('click', () => vscode.postMessage({ type: 'export', format: 'folded' }));
+  bar.append(exportJson, exportFolded);
+  if (last) bar.append(el('span', { className: 'status' }, `${last.title} · ${last.running ? 'tracing' : 'stopped'} · ${last.totalBytes} bytes in ${last.totalAllocations} allocations${last.dropped ? ` · ${last.dropped} not recorded` : ''}`));
+  app.append(bar);
+  if (!last || last.stacks.length === 0) {
+    app.append(el('p', { className: 'status' }, last ? 'No outstanding allocations.' : 'Waiting for the first report…'));
+    return;
+  }
+  for (const r of toRows(last.stacks)) app.append(rowElement(r));
+  document.querySelector('.focused')?.scrollIntoView({ block: 'center' });
+}
+
+const style = document.createElement('style');
+style.nonce = nonce;
+style.textContent = `polyline.spark { fill: none; stroke: var(--vscode-charts-orange, orange); stroke-width: 1.5; }
+details { border-bottom: 1px solid var(--vscode-panel-border); padding: 3px 0; }
+details.focused > summary { background: var(--vscode-editor-findMatchHighlightBackground); }
+summary { cursor: pointer; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+summary svg { vertical-align: middle; }
+.num { font-variant-numeric: tabular-nums; font-weight: bold; }
+ol.frames { margin: 2px 0 6px 0; font-family: var(--vscode-editor-font-family); }
+li.link { cursor: pointer; color: var(--vscode-textLink-foreground); }
+li.link:hover { text-decoration: underline; }`;
+document.head.append(style);
+
+window.addEventListener('message', (ev: MessageEvent<ToView>) => {
+  const m = ev.data;
+  if (m.type === 'snapshot') last = m;
+  else if (m.type === 'focus') focus = m.site;
+  else if (m.type === 'cleared') last = undefined;
+  render();
+});
+render();
+vscode.postMessage({ type: 'ready' });

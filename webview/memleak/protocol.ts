@@ -1,0 +1,21 @@
+// Messages between the memleak feature (extension/features/memleak.ts) and the leak view.
+import type { MemleakStack } from '../../extension/shared/memleak';
+
+export interface LeakViewStack extends MemleakStack {
+  /** stable identity across updates (the frames' addresses) */
+  key: string;
+  /** bytes outstanding at each report so far, oldest first */
+  history: number[];
+  /** the workspace leak site ("file:line") of this stack, if any */
+  site?: string;
+}
+
+export type ToView =
+  | { type: 'snapshot'; title: string; running: boolean; totalBytes: number; totalAllocations: number; dropped: number; stacks: LeakViewStack[] }
+  | { type: 'focus'; site: string }
+  | { type: 'cleared' };
+
+export type FromView =
+  | { type: 'ready' }
+  | { type: 'openFrame'; file: string; line: number; column?: number }
+  | { type: 'export'; format: 'json' | 'folded' };

@@ -1,0 +1,71 @@
+// Paints the latency heat map (x = interval, y = log2 bucket, color = count) on a canvas.
+// Geometry comes from model.ts (heatLayout), so hit-testing and drawing agree.
+import { themeColor } from '../common/histogramChart';
+import { bucketLabel, heatIntensity, heatLayout, type HeatLayout, type HeatMap } from './model';
+import type { RunqlatUnit } from '../../extension/shared/runqlat';
+
+export const HEAT_HEIGHT = 200;
+/** narrowest column in CSS pixels: sets how many intervals fit */
+const MIN_COLUMN_PX = 6;
+
+/** Columns to lay out: wide ones while the session is young, down to MIN_COLUMN_PX as it grows. */
+export function heatColumnsFor(canvas: HTMLCanvasElement, intervals: number): number {
+  const fit = Math.max(10, Math.floor(((canvas.clientWidth || 600) - 72) / MIN_COLUMN_PX));
+  return Math.min(fit, Math.max(60, intervals));
+}
+
+export function drawHeatMap(canvas: HTMLCanvasElement, map: HeatMap, maxColumns: number, unit: RunqlatUnit, selectedInterval: number | undefined): HeatLayout {
+  const dpr = window.devicePixelRatio || 1;
+  const width = canvas.clientWidth || 600;
+  canvas.style.height = `${HEAT_HEIGHT}px`;
+  canvas.width = Math.round(width * dpr);
+  canvas.height = Math.round(HEAT_HEIGHT * dpr);
+  const ctx = canvas.getContext('2d')!;
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, width, HEAT_HEIGHT);
+  const layout = heatLayout(map, width, HEAT_HEIGHT, maxColumns);
+  const { plot, cellW, cellH } = layout;
+  const hot = themeColor('--vscode-charts-orange', '#d18616');
+  const muted = themeColor('--vscode-descriptionForeground', '#888');
+  const border = themeColor('--vscode-panel-border', 'rgba(128,128,128,0.3)');
+  const focus = themeColor('--vscode-focusBorder', '#007fd4');
+  ctx.font = `11px ${themeColor('--vscode-font-family', 'sans-serif')}`;
+
+  ctx.strokeStyle = border;
+  ctx.strokeRect(plot.x + 0.5, plot.y + 0.5, plot.w - 1, plot.h - 1);
+  ctx.fillStyle = hot;
+  map.columns.forEach((col, c) => {
+    for (let b = map.minBucket; b <= map.maxBucket; b++) {
+      const a = heatIntensity(col.counts[b] ?? 0, map.max);
+      if (a === 0) continue;
+      ctx.globalAlpha = a;
+      ctx.fillRect(plot.x + c * cellW, plot.y + plot.h - (b - map.minBucket + 1) * cellH, Math.max(1, cellW - 0.5), Math.max(1, cellH - 0.5));
+    }
+  });
+  ctx.globalAlpha = 1;
+
+  // y labels: every bucket if they fit, else every few.
+  ctx.fillStyle = muted;
+  ctx.textAlign = 'right';
+  ctx.textBaseline = 'middle';
+  const rows = map.maxBucket - map.minBucket + 1;
+  const every = Math.max(1, Math.ceil(14 / cellH));
+  for (let r = 0; r < rows; r += every) ctx.fillText(bucketLabel(map.minBucket + r, unit), plot.x - 6, plot.y + plot.h - (r + 0.5) * cellH);
+
+  // x labels: seconds since the first column shown.
+  ctx.textAlign = 'center';
+  ctx.textBaseline = 'top';
+  const t0 = map.columns[0]?.timestampNs ?? 0;
+  const step = Math.max(1, Math.ceil(60 / cellW));
+  for (let c = 0; c < map.columns.length; c += step) {
+    ctx.fillText(`${Math.round((map.columns[c].timestampNs - t0) / 1e9)} s`, plot.x + (c + 0.5) * cellW, plot.y + plot.h + 4);
+  }
+
+  if (selectedInterval !== undefined && selectedInterval >= map.firstIndex) {
+    ctx.strokeStyle = focus;
+    ctx.lineWidth = 2;
+    ctx.strokeRect(plot.x + (selectedInterval - map.firstIndex) * cellW, plot.y, cellW, plot.h);
+    ctx.lineWidth = 1;
+  }
+  return layout;
+}

@@ -1,0 +1,238 @@
+// The run-queue latency view: toolbar (Stop, Clear, Export JSON), p50/p90/p99/max cards, the
+// session's (or a clicked interval's) log2 histogram, the latency heat map and, in per-key
+// scopes, a sortable table of keys whose rows expand to their own histogram.
+import { formatDuration } from '../../extension/shared/log2hist';
+import { bucketAt, drawHistogram, themeColor, type HistogramLayout } from '../common/histogramChart';
+import { drawHeatMap, heatColumnsFor } from './heatMapChart';
+import { bucketRange, heatCellAt, RunqlatModel, type HeatLayout, type HeatMap, type HistogramBars, type SortKey } from './model';
+import type { FromView, ToView } from './protocol';
+
+declare function acquireVsCodeApi(): { postMessage(m: FromView): void };
+const vscode = acquireVsCodeApi();
+const model = new RunqlatModel();
+/** Rows drawn in the key table; per-thread scopes can have thousands of keys. */
+const MAX_ROWS = 200;
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text = ''): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text) e.textContent = text;
+  return e;
+}
+
+const app = document.getElementById('app')!;
+const stopBtn = el('button', { id: 'stop' }, 'Stop');
+const clearBtn = el('button', { id: 'clear', class: 'secondary' }, 'Clear');
+const exportBtn = el('button', { id: 'export-json', class: 'secondary' }, 'Export JSON');
+const status = el('span', { class: 'status', id: 'status' }, 'Waiting for the first interval…');
+const toolbar = el('div', { class: 'toolbar' });
+toolbar.append(stopBtn, clearBtn, exportBtn, status);
+const lostLine = el('div', { class: 'warning', id: 'lost' });
+const cards = el('div', { class: 'cards', id: 'cards' });
+const histTitle = el('h2', { id: 'hist-title' });
+const backBtn = el('button', { class: 'secondary', id: 'cumulative' }, 'Show whole session');
+const histHead = el('div', { class: 'toolbar' });
+histHead.append(histTitle, backBtn);
+const histCanvas = el('canvas', { id: 'histogram', 'aria-label': 'run-queue latency histogram' });
+const heatCanvas = el('canvas', { id: 'heatmap', 'aria-label': 'run-queue latency heat map' });
+const keySection = el('div', { id: 'keys' });
+const sortSelect = el('select', { id: 'sort' });
+sortSelect.append(el('option', { value: 'p99' }, 'sort by p99'), el('option', { value: 'count' }, 'sort by count'));
+const keyTable = el('table', { id: 'key-table' });
+const keyNote = el('div', { class: 'status' });
+const keyHead = el('div', { class: 'toolbar' });
+keyHead.append(el('h2', { id: 'keys-title' }), sortSelect);
+keySection.append(keyHead, keyTable, keyNote);
+const tooltip = el('div', { class: 'tooltip' });
+tooltip.style.display = 'none';
+app.append(toolbar, lostLine, cards, histHead, histCanvas, el('h2', {}, 'Heat map (click a column for its histogram)'), heatCanvas, keySection, tooltip);
+
+stopBtn.onclick = () => vscode.postMessage({ type: 'stop' });
+clearBtn.onclick = () => {
+  model.clear();
+  schedule();
+};
+exportBtn.onclick = () => vscode.postMessage({ type: 'export', content: JSON.stringify(model.toResult(), null, 2) });
+backBtn.onclick = () => {
+  model.select(undefined);
+  schedule();
+};
+sortSelect.onchange = () => {
+  model.sortBy = sortSelect.value as SortKey;
+  schedule();
+};
+
+const fmt = (v: number) => formatDuration(v, model.unit);
+
+function statusText(): string {
+  switch (model.state) {
+    case 'running':
+      return `Tracing ${model.scope}`;
+    case 'target-exited':
+      return `Process exited${model.message ? `: ${model.message}` : ''} (data kept)`;
+    case 'stopped':
+      return `Stopped (${model.scope})`;
+    case 'error':
+      return `Ended: ${model.message || 'error'} (data kept)`;
+  }
+}
+
+function card(label: string, value: string, id: string): HTMLElement {
+  const c = el('div', { class: 'card', id: `card-${id}` });
+  c.append(el('div', { class: 'label' }, label), el('div', { class: 'value' }, value));
+  return c;
+}
+
+function paintHistogram(canvas: HTMLCanvasElement, bars: HistogramBars, height: number): HistogramLayout {
+  return drawHistogram(canvas, { labels: bars.labels, series: [{ name: 'waits', color: themeColor('--vscode-charts-blue', '#3794ff'), counts: bars.counts }] }, height);
+}
+
+function showTip(ev: MouseEvent, text: string): void {
+  tooltip.textContent = text;
+  tooltip.style.left = `${ev.clientX + 12}px`;
+  tooltip.style.top = `${ev.clientY + 12}px`;
+  tooltip.style.display = 'block';
+}
+
+function barTip(bars: HistogramBars, i: number): string {
+  return `${bucketRange(i, model.unit)}\ncount: ${bars.counts[i]}\n${bars.percent[i].toFixed(1)} % of waits\n${bars.cumPercent[i].toFixed(1)} % at or below`;
+}
+
+/** Tooltips for a histogram canvas: the bars and layout are read at hover time. */
+function hoverHistogram(canvas: HTMLCanvasElement, current: () => { bars: HistogramBars; layout?: HistogramLayout }): void {
+  canvas.addEventListener('mousemove', (ev) => {
+    const { bars, layout } = current();
+    const r = canvas.getBoundingClientRect();
+    const i = layout ? bucketAt(layout, bars.labels.length, ev.clientX - r.left, ev.clientY - r.top) : -1;
+    if (i < 0 || bars.total === 0) tooltip.style.display = 'none';
+    else showTip(ev, barTip(bars, i));
+  });
+  canvas.addEventListener('mouseleave', () => (tooltip.style.display = 'none'));
+}
+
+let histBars = model.histogram();
+let histLayout: HistogramLayout | undefined;
+let heat: HeatMap = model.heatMap(10);
+let heatGeom: HeatLayout | undefined;
+let exportNote = '';
+
+function renderKeys(): void {
+  keySection.style.display = model.per === 'none' ? 'none' : '';
+  if (model.per === 'none') return;
+  const label = model.keyLabel();
+  document.getElementById('keys-title')!.textContent = `Per ${model.per === 'pidns' ? 'PID namespace' : model.per} (${model.keys.size})`;
+  const head = el('tr');
+  for (const [t, cls] of [['', ''], [label, 'num'], ['comm', ''], ['count', 'num'], ['p50', 'num'], ['p90', 'num'], ['p99', 'num'], ['max ≤', 'num']]) head.append(el('th', cls ? { class: cls } : {}, t));
+  const rows = model.keyRows();
+  const body: HTMLElement[] = [head];
+  for (const r of rows.slice(0, MAX_ROWS)) {
+    const open = model.expanded.has(r.key);
+    const tr = el('tr', { class: 'key-row', 'data-key': String(r.key) });
+    tr.style.cursor = 'pointer';
+    tr.append(el('td', {}, open ? '▾' : '▸'), el('td', { class: 'num' }, String(r.key)), el('td', {}, r.comm), el('td', { class: 'num' }, String(r.count)), el('td', { class: 'num' }, fmt(r.p50)), el('td', { class: 'num' }, fmt(r.p90)), el('td', { class: 'num' }, fmt(r.p99)), el('td', { class: 'num' }, fmt(r.max)));
+    tr.onclick = () => {
+      if (open) model.expanded.delete(r.key);
+      else model.expanded.add(r.key);
+      schedule();
+    };
+    body.push(tr);
+    if (open) {
+      const cell = el('td', { colspan: '8' });
+      const canvas = el('canvas', { class: 'key-histogram' });
+      cell.append(canvas);
+      const holder = el('tr');
+      holder.append(cell);
+      body.push(holder);
+      const bars = model.histogram(r.counts);
+      // Painted after insertion so the canvas has its width.
+      requestAnimationFrame(() => {
+        const layout = paintHistogram(canvas, bars, 140);
+        hoverHistogram(canvas, () => ({ bars, layout }));
+      });
+    }
+  }
+  keyTable.replaceChildren(...body);
+  keyNote.textContent = rows.length > MAX_ROWS ? `Showing ${MAX_ROWS} of ${rows.length}; export for all.` : '';
+}
+
+function render(): void {
+  status.textContent = exportNote ? `${statusText()} — ${exportNote}` : statusText();
+  stopBtn.disabled = model.state !== 'running';
+  lostLine.textContent = model.dropped > 0 ? `${model.dropped} events lost (a kernel map was full: too many threads waiting or keys at once)` : '';
+  const s = model.stats();
+  const d = (v: number) => (s.count ? fmt(v) : '–');
+  cards.replaceChildren(card('waits', String(s.count), 'count'), card('p50', d(s.p50), 'p50'), card('p90', d(s.p90), 'p90'), card('p99', d(s.p99), 'p99'), card('max ≤', d(s.max), 'max'));
+  const sel = model.selected;
+  if (sel === undefined) {
+    histTitle.textContent = `Run-queue latency, whole session (${model.intervals.length} intervals)`;
+  } else {
+    const t0 = model.intervals[0].timestampNs;
+    histTitle.textContent = `Interval at ${((model.intervals[sel].timestampNs - t0) / 1e9).toFixed(1)} s`;
+  }
+  backBtn.style.display = sel === undefined ? 'none' : '';
+  histBars = model.histogram();
+  histLayout = paintHistogram(histCanvas, histBars, 220);
+  const cols = heatColumnsFor(heatCanvas, model.intervals.length);
+  heat = model.heatMap(cols);
+  heatGeom = drawHeatMap(heatCanvas, heat, cols, model.unit, model.selected);
+  renderKeys();
+}
+
+let pending = false;
+function schedule(): void {
+  if (pending) return;
+  pending = true;
+  requestAnimationFrame(() => {
+    pending = false;
+    render();
+  });
+}
+
+hoverHistogram(histCanvas, () => ({ bars: histBars, layout: histLayout }));
+
+function heatCell(ev: MouseEvent) {
+  const r = heatCanvas.getBoundingClientRect();
+  return heatGeom ? heatCellAt(heat, heatGeom, ev.clientX - r.left, ev.clientY - r.top) : undefined;
+}
+heatCanvas.addEventListener('mousemove', (ev) => {
+  const c = heatCell(ev);
+  if (!c) {
+    tooltip.style.display = 'none';
+    return;
+  }
+  const iv = model.intervals[c.interval];
+  const t = (iv.timestampNs - model.intervals[0].timestampNs) / 1e9;
+  const n = iv.counts.reduce((a, b) => a + b, 0);
+  showTip(ev, `${t.toFixed(1)} s\n${bucketRange(c.bucket, model.unit)}: ${iv.counts[c.bucket] ?? 0}\ninterval total: ${n}`);
+});
+heatCanvas.addEventListener('mouseleave', () => (tooltip.style.display = 'none'));
+heatCanvas.addEventListener('click', (ev) => {
+  const c = heatCell(ev);
+  model.select(c && c.interval !== model.selected ? c.interval : undefined);
+  schedule();
+});
+window.addEventListener('resize', schedule);
+
+window.addEventListener('message', (ev: MessageEvent<ToView>) => {
+  const m = ev.data;
+  switch (m.type) {
+    case 'init':
+      model.scope = m.scope;
+      model.per = m.per;
+      model.unit = m.unit;
+      break;
+    case 'update':
+      model.apply(m.update);
+      break;
+    case 'ended':
+      model.end(m.reason, m.message);
+      break;
+    case 'exported':
+      exportNote = m.error ? `export failed: ${m.error}` : m.file ? `exported to ${m.file}` : '';
+      break;
+  }
+  schedule();
+});
+
+render();
+vscode.postMessage({ type: 'ready' });

@@ -1,0 +1,227 @@
+// The run-queue latency view's data, without DOM: cumulative and per-interval log2 counts,
+// per-key histograms, the histogram bars, the heat-map grid and the key table. Unit-tested.
+import { addCounts, bucketHigh, bucketLow, formatDuration, fromBuckets, toBuckets, total } from '../../extension/shared/log2hist';
+import { RUNQLAT_KEY_LABEL, statsOf, type RunqlatPer, type RunqlatResult, type RunqlatStats, type RunqlatUnit, type RunqlatUpdate } from '../../extension/shared/runqlat';
+import type { SessionState } from './protocol';
+
+/** Heat-map columns kept (one per interval): an hour at the default 1 s interval. */
+export const MAX_INTERVALS = 3600;
+
+export interface IntervalCounts {
+  timestampNs: number;
+  counts: number[];
+}
+
+export interface HistogramBars {
+  /** one per bucket from 0 to the highest non-empty one */
+  labels: string[];
+  counts: number[];
+  low: number[];
+  high: number[];
+  /** share of all waits in the bucket, 0..100 */
+  percent: number[];
+  /** share of waits in this bucket or below, 0..100 */
+  cumPercent: number[];
+  total: number;
+}
+
+export interface HeatMap {
+  /** column i is interval firstIndex + i */
+  firstIndex: number;
+  columns: IntervalCounts[];
+  /** bucket range shown, bottom to top, inclusive */
+  minBucket: number;
+  maxBucket: number;
+  /** largest cell count, for the color scale */
+  max: number;
+}
+
+export interface HeatLayout {
+  plot: { x: number; y: number; w: number; h: number };
+  cellW: number;
+  cellH: number;
+}
+
+export type SortKey = 'p99' | 'count';
+
+export interface KeyRow extends RunqlatStats {
+  key: number;
+  comm: string;
+  counts: number[];
+}
+
+export class RunqlatModel {
+  scope = '';
+  per: RunqlatPer = 'none';
+  unit: RunqlatUnit = 'us';
+  state: SessionState = 'running';
+  message = '';
+  dropped = 0;
+  counts: number[] = [];
+  intervals: IntervalCounts[] = [];
+  /** intervals dropped from the front once MAX_INTERVALS was reached */
+  droppedIntervals = 0;
+  keys = new Map<number, { comm: string; counts: number[] }>();
+  /** index into intervals of the column whose histogram is shown; undefined = cumulative */
+  selected: number | undefined;
+  sortBy: SortKey = 'p99';
+  expanded = new Set<number>();
+
+  apply(u: RunqlatUpdate): void {
+    const counts = fromBuckets(u.interval.buckets);
+    addCounts(this.counts, counts);
+    this.intervals.push({ timestampNs: u.interval.timestampNs, counts });
+    if (this.intervals.length > MAX_INTERVALS) {
+      const n = this.intervals.length - MAX_INTERVALS;
+      this.intervals.splice(0, n);
+      this.droppedIntervals += n;
+      if (this.selected !== undefined) this.selected = this.selected >= n ? this.selected - n : undefined;
+    }
+    for (const h of u.keys) {
+      const k = this.keys.get(h.key) ?? { comm: '', counts: [] };
+      addCounts(k.counts, fromBuckets(h.buckets));
+      if (h.comm) k.comm = h.comm;
+      this.keys.set(h.key, k);
+    }
+    this.dropped = u.dropped;
+  }
+
+  end(reason: Exclude<SessionState, 'running'>, message?: string): void {
+    this.state = reason;
+    this.message = message ?? '';
+  }
+
+  /** Forgets the data shown so far; the session (if running) keeps adding to a fresh view. */
+  clear(): void {
+    this.counts = [];
+    this.intervals = [];
+    this.droppedIntervals = 0;
+    this.keys.clear();
+    this.selected = undefined;
+    this.expanded.clear();
+  }
+
+  select(index: number | undefined): void {
+    this.selected = index !== undefined && index >= 0 && index < this.intervals.length ? index : undefined;
+  }
+
+  /** Counts of the selected interval, or of the whole session. */
+  shownCounts(): number[] {
+    return this.selected === undefined ? this.counts : this.intervals[this.selected].counts;
+  }
+
+  stats(counts = this.shownCounts()): RunqlatStats {
+    return statsOf(toBuckets(counts));
+  }
+
+  histogram(counts = this.shownCounts()): HistogramBars {
+    return histogramBars(counts, this.unit);
+  }
+
+  heatMap(maxColumns: number): HeatMap {
+    return heatMap(this.intervals, maxColumns);
+  }
+
+  keyRows(): KeyRow[] {
+    const rows = [...this.keys].map(([key, k]) => ({ key, comm: k.comm, counts: k.counts, ...statsOf(toBuckets(k.counts)) }));
+    const by = this.sortBy;
+    return rows.sort((a, b) => b[by] - a[by] || b.count - a.count || a.key - b.key);
+  }
+
+  keyLabel(): string {
+    return RUNQLAT_KEY_LABEL[this.per];
+  }
+
+  /** What the view holds, in the CLI's --json shape. */
+  toResult(): RunqlatResult {
+    const histograms =
+      this.per === 'none'
+        ? [{ key: -1, comm: 'all', count: total(this.counts), buckets: toBuckets(this.counts) }]
+        : [...this.keys].sort((a, b) => a[0] - b[0]).map(([key, k]) => ({ key, comm: k.comm, count: total(k.counts), buckets: toBuckets(k.counts) }));
+    return {
+      tracer: 'runqlat',
+      unit: this.unit,
+      histograms,
+      intervals: this.intervals.map((iv) => ({ timestampNs: iv.timestampNs, buckets: toBuckets(iv.counts) })),
+      dropped: this.dropped,
+    };
+  }
+}
+
+export function histogramBars(counts: number[], unit: RunqlatUnit): HistogramBars {
+  let top = counts.length - 1;
+  while (top > 0 && !counts[top]) top--;
+  const n = total(counts);
+  const bars: HistogramBars = { labels: [], counts: [], low: [], high: [], percent: [], cumPercent: [], total: n };
+  let seen = 0;
+  for (let i = 0; i <= Math.max(top, 0); i++) {
+    const c = counts[i] ?? 0;
+    seen += c;
+    bars.labels.push(bucketLabel(i, unit));
+    bars.counts.push(c);
+    bars.low.push(bucketLow(i));
+    bars.high.push(bucketHigh(i));
+    bars.percent.push(n ? (100 * c) / n : 0);
+    bars.cumPercent.push(n ? (100 * seen) / n : 0);
+  }
+  return bars;
+}
+
+/** Bucket low bounds are whole numbers of the unit: "64 µs", then "1.02 ms" from 1000 up. */
+export function bucketLabel(i: number, unit: RunqlatUnit): string {
+  const low = bucketLow(i);
+  return low < 1000 ? `${low} ${unit === 'ms' ? 'ms' : 'µs'}` : formatDuration(low, unit);
+}
+
+/** "64 µs – 127 µs" */
+export function bucketRange(i: number, unit: RunqlatUnit): string {
+  if (i === 0) return `< 1 ${unit === 'ms' ? 'ms' : 'µs'}`;
+  const high = bucketHigh(i);
+  return `${bucketLabel(i, unit)} – ${high < 1000 ? `${high} ${unit === 'ms' ? 'ms' : 'µs'}` : formatDuration(high, unit)}`;
+}
+
+/** The last maxColumns intervals, with the bucket range that holds any of their waits. */
+export function heatMap(intervals: IntervalCounts[], maxColumns: number): HeatMap {
+  const firstIndex = Math.max(0, intervals.length - Math.max(1, maxColumns));
+  const columns = intervals.slice(firstIndex);
+  let minBucket = Infinity;
+  let maxBucket = -1;
+  let max = 0;
+  for (const c of columns) {
+    c.counts.forEach((v, i) => {
+      if (!v) return;
+      minBucket = Math.min(minBucket, i);
+      maxBucket = Math.max(maxBucket, i);
+      max = Math.max(max, v);
+    });
+  }
+  if (maxBucket < 0) return { firstIndex, columns, minBucket: 0, maxBucket: 0, max: 0 };
+  return { firstIndex, columns, minBucket, maxBucket, max };
+}
+
+/**
+ * Color intensity 0..1 of a cell: logarithmic, because a few long waits beside thousands of short
+ * ones must stay visible; 0 only for empty cells.
+ */
+export function heatIntensity(count: number, max: number): number {
+  if (count <= 0 || max <= 0) return 0;
+  return 0.15 + 0.85 * (Math.log1p(count) / Math.log1p(max));
+}
+
+const HEAT_PAD = { left: 64, right: 8, top: 6, bottom: 22 };
+
+export function heatLayout(map: HeatMap, width: number, height: number, maxColumns: number): HeatLayout {
+  const plot = { x: HEAT_PAD.left, y: HEAT_PAD.top, w: Math.max(10, width - HEAT_PAD.left - HEAT_PAD.right), h: Math.max(10, height - HEAT_PAD.top - HEAT_PAD.bottom) };
+  const rows = map.maxBucket - map.minBucket + 1;
+  return { plot, cellW: plot.w / Math.max(1, maxColumns), cellH: plot.h / rows };
+}
+
+/** Which interval (index into the model's intervals) and bucket a point is over; undefined outside. */
+export function heatCellAt(map: HeatMap, layout: HeatLayout, x: number, y: number): { interval: number; bucket: number } | undefined {
+  const p = layout.plot;
+  if (x < p.x || x >= p.x + p.w || y < p.y || y >= p.y + p.h) return undefined;
+  const col = Math.floor((x - p.x) / layout.cellW);
+  if (col >= map.columns.length) return undefined;
+  const row = Math.floor((p.y + p.h - y) / layout.cellH);
+  return { interval: map.firstIndex + col, bucket: Math.min(map.maxBucket, map.minBucket + row) };
+}
