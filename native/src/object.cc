@@ -293,8 +293,12 @@ Napi::Value BpfObject::Load(const Napi::CallbackInfo& info) {
     // The buffers die with this call; libbpf must not keep pointing at them.
     bpf_program__set_log_buf(entry.prog, nullptr, 0);
   }
-  // On failure libbpf itself prints the verifier log, so the capture already holds it.
-  if (err) ThrowBpfError(env, what, err, &log);
+  // libbpf prints the verifier log itself only when it owns the buffer; with ours, the
+  // per-program logs are the verifier's words and must travel with the error.
+  if (err) {
+    if (!text.empty()) log.append(LIBBPF_INFO, text);
+    ThrowBpfError(env, what, err, &log);
+  }
   if (logLevel > 0 && !log.text().empty()) text += "== libbpf ==\n" + log.text();
 
   Napi::Object result = Napi::Object::New(env);
