@@ -152,7 +152,9 @@ describe('symbolize a live C process, then after it exits', { skip }, () => {
     const at = wanted.map((n) => runtime(maps, libc, dyn.get(n)! + 4n));
 
     // An empty debug-file directory hides libc6-dbg: what users without debug packages get.
-    const noDebug = newSym({ debugFileDirectories: [tempDir('empty-debug-')] });
+    const emptyDebug = path.join(dir, 'empty-debug');
+    fs.mkdirSync(emptyDebug);
+    const noDebug = newSym({ debugFileDirectories: [emptyDebug] });
     const image = noDebug.captureProcess(child!.pid!);
     const frames = await noDebug.symbolizeUser(image, at.map((a) => a.addr));
     wanted.forEach((n, i) => {
