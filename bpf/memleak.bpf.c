@@ -336,9 +336,11 @@ int BPF_KPROBE(exit_enter)
 	}
 	e->tgid = id >> 32;
 	e->tid = (__u32)id;
-	bpf_ringbuf_submit(e, 0);
+	/* Stop first, announce second: user space answers with SIGCONT, which must not overtake
+	 * the SIGSTOP. It also waits for the stopped state before reading the maps. */
 	count(MEMLEAK_CNT_EXIT_HOLDS);
 	bpf_send_signal(19 /* SIGSTOP */);
+	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
 

@@ -123,7 +123,8 @@ const EM_BPF = 247;
 export function checkBpfObject(file: string): void {
   let fd: number;
   try {
-    fd = fs.openSync(file, 'r');
+    // O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears.
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     throw inputError(code === 'ENOENT' ? `${file} does not exist` : `cannot read ${file}: ${(e as Error).message}`);

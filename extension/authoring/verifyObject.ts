@@ -30,7 +30,9 @@ export function siblingSources(objectPath: string, extra: string[] = []): Source
   const out: SourceFile[] = [];
   for (const p of candidates) {
     try {
-      if (fs.statSync(p).size < 4 << 20) out.push({ path: p, text: fs.readFileSync(p, 'utf8') });
+      // Regular files only: /dev/zero reads forever and a FIFO blocks the helper.
+      const st = fs.statSync(p);
+      if (st.isFile() && st.size < 4 << 20) out.push({ path: p, text: fs.readFileSync(p, 'utf8') });
     } catch {
       /* gone */
     }

@@ -1,6 +1,7 @@
 // Refuses oversized JSON-RPC messages before they are buffered. vscode-jsonrpc's reader has no
 // size limit, so this pass-through stream reads the base-protocol framing (headers, then
-// Content-Length bytes) and drops a body over the limit instead of handing it on.
+// Content-Length bytes) and drops a body over the limit instead of handing it on. It re-frames
+// what it passes, so garbage between messages cannot desynchronise the reader behind it.
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 
 export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
@@ -58,7 +59,10 @@ export class LimitedReader extends Transform {
         this.onRefused(len);
         this.remaining = -len;
       } else {
-        this.push(head);
+        // A clean header, not the received one: bytes before it (a stray CRLF, the tail of a
+        // body shorter than its Content-Length) would make vscode-jsonrpc's header parser throw
+        // and lose the following messages until the stream happened to realign.
+        this.push(Buffer.from(`Content-Length: ${len}\r\n\r\n`, 'ascii'));
         this.remaining = len;
       }
       buf = rest;

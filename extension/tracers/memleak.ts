@@ -15,7 +15,7 @@ import { Symbolizer, type Frame, type ProcessImage } from '../symbolize';
 import type { MemleakFrame, MemleakOptions, MemleakResult, MemleakStack, MemleakUpdate } from '../shared/memleak';
 import { asObject, bool, int, num, str, strArray, PID_MAX, type Raw } from '../shared/validate';
 import { fromBpfError, inputError, StudioError, unsuitableError } from '../shared/errors';
-import { checkPid, mapsOrExplain, pidAlive } from '../proc/processes';
+import { checkPid, mapsOrExplain, pidAlive, readStat } from '../proc/processes';
 import { ensureTracefs } from '../helper/tracefs';
 import type { Mapping } from '../proc/maps';
 import { withElf } from '../elf/elf';
@@ -307,23 +307,46 @@ export const memleakTracer: Tracer<'memleak'> = {
 
     // ---- the hold at exit (launch mode) ---------------------------------------------------
     let holding: Promise<unknown> = Promise.resolve();
-    const rb = obj.openRingBuffer('exits', (batch, offsets) => {
-      if (offsets.length < 2) return;
-      const ev = decodeExitEvent(batch.subarray(offsets[0], offsets[1]));
+    let holdBusy = false;
+    let holdsHandled = 0;
+    let lastHoldAt = 0;
+    const cont = (p: number) => {
+      try {
+        process.kill(p, 'SIGCONT');
+      } catch {
+        /* already gone */
+      }
+    };
+    const handleHold = (tgid: number) => {
+      holdBusy = true;
       holding = serial(async () => {
         try {
           if (closed) return;
+          // The SIGSTOP is queued before the event; wait until it has taken effect (bounded).
+          const until = Date.now() + 500;
+          while (readStat(tgid)?.state !== 't' && readStat(tgid)?.state !== 'T' && Date.now() < until) await new Promise((r) => setTimeout(r, 2));
           refreshImage();
           await measure(process.hrtime.bigint(), true);
         } finally {
-          try {
-            process.kill(ev.tgid, 'SIGCONT');
-          } catch {
-            /* already gone */
-          }
+          holdsHandled++;
+          lastHoldAt = Date.now();
+          holdBusy = false;
+          cont(tgid);
         }
       }).catch((e) => env.log(`memleak: symbolizing at exit failed: ${(e as Error).message}`));
+    };
+    const rb = obj.openRingBuffer('exits', (batch, offsets) => {
+      if (offsets.length >= 2) handleHold(decodeExitEvent(batch.subarray(offsets[0], offsets[1])).tgid);
     });
+    // A held program must never stay stopped: if an event went missing, or a SIGCONT raced
+    // ahead of its SIGSTOP, this notices the stopped state and lets the program go on.
+    const holdWatch = launched
+      ? setInterval(() => {
+          if (closed || holdBusy || readStat(pid)?.state !== 'T') return;
+          if (counter(CNT.exitHolds) > holdsHandled) handleHold(pid);
+          else if (Date.now() - lastHoldAt < 3000) cont(pid);
+        }, 100)
+      : undefined;
 
     const close = () => {
       if (closed) return;
@@ -331,6 +354,7 @@ export const memleakTracer: Tracer<'memleak'> = {
       const t = Date.now();
       clearInterval(timer);
       clearInterval(watch);
+      clearInterval(holdWatch);
       rb.close();
       obj.close();
       sym.dispose();
@@ -351,6 +375,13 @@ export const memleakTracer: Tracer<'memleak'> = {
       if (!r || finalResult) return;
       finalResult = r;
       close();
+      if (output) {
+        // what the program printed since the last report, with the final numbers
+        const totalBytes = r.stacks.reduce((a, x) => a + x.bytes, 0);
+        const totalAllocations = r.stacks.reduce((a, x) => a + x.allocations, 0);
+        events.update({ atMs: Number((endNs - t0) / 1_000_000n), totalBytes, totalAllocations, stacks: r.stacks, dropped: r.dropped, output });
+        output = '';
+      }
       events.ended('target-exited', message);
     };
     let watch: NodeJS.Timeout | undefined;

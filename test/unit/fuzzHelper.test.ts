@@ -4,7 +4,8 @@
 // must be answered (result or error) or, when it is not a well-formed request, ignored; a probe
 // request between cases must always be answered; the helper must never exit or throw. Messages over
 // 16 MiB are refused without being buffered. Cases are drawn with fast-check from a printed seed
-// (FUZZ_SEED=N reproduces a run; FUZZ_RUNS=N changes the count).
+// (FUZZ_SEED=N reproduces a run; FUZZ_RUNS=N changes the count; FUZZ_TRACE=I prints the cases after
+// case I and reports unanswered ones instead of failing, for debugging).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -111,6 +112,8 @@ function validRequests(tmp: string): { method: string; params?: unknown }[] {
   fs.writeFileSync(notElf, 'not an ELF file\n');
   const empty = path.join(tmp, 'empty.bpf.o');
   fs.writeFileSync(empty, '');
+  const fifo = path.join(tmp, 'fifo.bpf.o');
+  spawnSync('mkfifo', [fifo]);
   const object = path.join(distDir, 'bpf', 'selftest.bpf.o');
   return [
     { method: 'listProcesses', params: { jvmOnly: true } },
@@ -129,6 +132,10 @@ function validRequests(tmp: string): { method: string; params?: unknown }[] {
     { method: 'session/snapshot', params: { sessionId: 's1' } },
     { method: 'bpf/verify', params: { objectPath: notElf, sourcePaths: [] } },
     { method: 'bpf/verify', params: { objectPath: object, sourcePaths: ['/etc/hostname'] } },
+    // Special files must be refused, not read: a FIFO blocks, /dev/zero never ends.
+    { method: 'bpf/verify', params: { objectPath: fifo, sourcePaths: [] } },
+    { method: 'bpf/verify', params: { objectPath: object, sourcePaths: [fifo, '/dev/zero'] } },
+    { method: 'session/start', params: { tracer: 'bpf-run', options: { objectPath: '/dev/zero', sourcePath: fifo, intervalMs: 1000 } } },
   ];
 }
 
@@ -136,7 +143,7 @@ function validRequests(tmp: string): { method: string; params?: unknown }[] {
 const edgeValue = fc.constantFrom<unknown>(
   null, true, false, 0, -1, -0, 1, 2 ** 31, 2 ** 32, 2 ** 53, -(2 ** 53), 1e308, -1e308, 0.5, 4194304, 4194305,
   '', ' ', '\u0000', 'a\u0000b', '../../etc/shadow', '/etc/shadow', '/dev/zero', '/proc/self/mem', '/', '.', 'x'.repeat(5000),
-  '__proto__', 'constructor', '\ud800', [], [[]], {}, { __proto__: { polluted: 1 } }, '{"a":1}', 's1', 's0', 'kprobe',
+  '__proto__', 'constructor', '\ud800', [], [[]], {}, JSON.parse('{"__proto__":{"polluted":1}}'), '{"a":1}', 's1', 's0', 'kprobe',
 );
 const anyValue: fc.Arbitrary<unknown> = fc.oneof({ weight: 3, arbitrary: edgeValue }, { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }) }, { weight: 1, arbitrary: fc.string({ maxLength: 40 }) });
 
@@ -207,11 +214,13 @@ function caseArbitrary(valid: { method: string; params?: unknown }[]): fc.Arbitr
     .map(([base, rid, times, stream, seed]): Case => {
       const rnd = seeded(seed);
       const values = stream[Symbol.iterator]();
-      let msg: Json = { jsonrpc: '2.0', id: rid, method: base.method, params: base.params };
+      // Copies, so no mutation reaches the shared bases and edge values.
+      const next = () => structuredClone(values.next().value);
+      let msg: Json = { jsonrpc: '2.0', id: rid, method: base.method, params: structuredClone(base.params) };
       // Mostly the params change; sometimes the envelope itself (a lost id makes a notification).
       for (let i = 0; i < times; i++) {
-        if (rnd.nextInt(0, 9) === 0 || msg === null || typeof msg !== 'object' || Array.isArray(msg)) msg = mutate(msg, rnd, () => values.next().value);
-        else (msg as { params: unknown }).params = mutate((msg as { params: unknown }).params, rnd, () => values.next().value);
+        if (rnd.nextInt(0, 9) === 0 || msg === null || typeof msg !== 'object' || Array.isArray(msg)) msg = mutate(msg, rnd, next);
+        else (msg as { params: unknown }).params = mutate((msg as { params: unknown }).params, rnd, next);
       }
       return { kind: 'message', message: msg };
     });
@@ -243,6 +252,8 @@ function seeded(seed: number): Rnd {
 
 // ---- the run ----------------------------------------------------------------------------------
 test(`fuzz: ${RUNS} malformed and mutated JSON-RPC messages are answered or ignored, the helper keeps answering`, { timeout: 120_000 }, async () => {
+  // Said first: a crash (of native code, say) ends the process before any assertion can.
+  process.stdout.write(`# fuzz seed ${SEED} (FUZZ_SEED=${SEED} repeats this run)\n`);
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-fuzz-'));
   const valid = validRequests(tmp);
   const cases = fc.sample(caseArbitrary(valid), { numRuns: RUNS, seed: SEED });
@@ -270,6 +281,7 @@ test(`fuzz: ${RUNS} malformed and mutated JSON-RPC messages are answered or igno
   try {
     for (let i = 0; i < cases.length; i++) {
       const c = cases[i];
+      if (process.env.FUZZ_TRACE && i > Number(process.env.FUZZ_TRACE)) realErr(`CASE ${i} ${c.kind} ${JSON.stringify(c.kind === "message" ? c.message : c.kind === "garbage" ? c.bytes.toString("latin1") : c.kind === "wrong-length" ? [c.declared, c.body.toString("latin1")] : c.body.toString("latin1"))}\n`);
       const where = `case ${i} (${c.kind}: ${JSON.stringify(c.kind === 'message' ? c.message : c.kind === 'garbage' ? c.bytes.toString('latin1') : c.body.toString('latin1')).slice(0, 300)})`;
       let expectId: number | string | undefined;
       if (c.kind === 'garbage') h.write(c.bytes);
@@ -296,7 +308,8 @@ test(`fuzz: ${RUNS} malformed and mutated JSON-RPC messages are answered or igno
       // end after it makes the helper drop it now, so the next case starts from a clean frame.
       if (c.kind === 'garbage' || c.kind === 'wrong-length') h.write('\r\n\r\n');
       if (expectId !== undefined) {
-        const r = await h.response(expectId, 15_000);
+        const r = await h.response(expectId, Number(process.env.FUZZ_ANSWER_MS ?? 15_000));
+        if (process.env.FUZZ_TRACE && !r) { realErr(`NO ANSWER ${i}\n`); continue; }
         assert.ok(r, `no answer to ${where} (seed ${SEED})`);
         assert.ok(r.error !== undefined || r.result !== undefined || 'result' in r, `neither result nor error for ${where}`);
         if (r.error) {
@@ -355,6 +368,9 @@ test('a message declaring more than 16 MiB is refused without being buffered, an
     assert.ok(peak < 8 * 1024 * 1024, `external memory grew by ${(peak / 1048576).toFixed(1)} MiB while the refused body streamed in`);
     // An absurd Content-Length is refused the same way (and does not throw on Number overflow).
     h.write('Content-Length: 99999999999999999999999\r\n\r\n');
+    await new Promise((r) => setImmediate(r));
+    assert.match(log, /refused a message of 1e\+23 bytes/);
+    assert.equal(h.exitCode(), undefined);
   } finally {
     process.stderr.write = realErr;
     h.close();

@@ -1,0 +1,242 @@
+// What every benchmark group shares: the row shape, medians and interleaved rounds, line-driven
+// workload processes, the CLI and bpftrace started until "attached", and the workload build.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+
+export const root = path.resolve(__dirname, '..');
+export const cli = path.join(root, 'dist', 'cli.js');
+export const JAVA_HOME = '/usr/lib/jvm/java-17-openjdk-amd64';
+
+export interface Row {
+  name: string;
+  value: number;
+  unit: string;
+  /** null where the issue sets none (the row is context for another) */
+  target: number | null;
+  better: 'lower' | 'higher';
+  /** null where no peer tool does the same job */
+  peer: { name: string; value: number } | null;
+  /** RESULTS.md only: absolute figures, run counts, caveats */
+  detail?: string;
+}
+
+export interface BenchContext {
+  quick: boolean;
+  /** compiled workloads (C binaries and Java classes) */
+  buildDir: string;
+  log(message: string): void;
+}
+
+export function median(xs: number[]): number {
+  if (!xs.length) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+export function round(n: number, digits = 3): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}
+
+/**
+ * Runs the variants in turn, A B C A B C ..., `rounds` times: the machine's drift (other
+ * tenants, thermal, page cache) hits every variant alike. Returns each variant's measurements.
+ */
+export async function interleave(rounds: number, variants: Record<string, () => Promise<number>>, log: (m: string) => void): Promise<Record<string, number[]>> {
+  const out: Record<string, number[]> = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
+  for (let r = 0; r < rounds; r++) {
+    const line: string[] = [];
+    for (const [name, run] of Object.entries(variants)) {
+      const v = await run();
+      out[name].push(v);
+      line.push(`${name} ${round(v, 2)}`);
+    }
+    log(`  round ${r + 1}/${rounds}: ${line.join(', ')}`);
+  }
+  return out;
+}
+
+/** Median of the per-round ratios a[i]/b[i] (robust to slow drift across rounds). */
+export function ratioOfRounds(a: number[], b: number[]): number {
+  return median(a.map((x, i) => x / b[i]));
+}
+
+/** A child process driven by lines: send a line, await the next stdout line with a prefix. */
+export class LineProcess {
+  readonly child: ChildProcess;
+  private lines: string[] = [];
+  private waiters: (() => void)[] = [];
+  private exited = false;
+  private stderrTail = '';
+
+  constructor(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
+    this.child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    readline.createInterface({ input: this.child.stdout! }).on('line', (l) => {
+      this.lines.push(l);
+      this.wake();
+    });
+    this.child.stderr!.on('data', (d) => (this.stderrTail = (this.stderrTail + d).slice(-2000)));
+    this.child.on('exit', () => {
+      this.exited = true;
+      this.wake();
+    });
+    this.child.on('error', (e) => {
+      this.stderrTail += String(e);
+      this.exited = true;
+      this.wake();
+    });
+    this.child.stdin!.on('error', () => undefined);
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  private wake(): void {
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  send(line: string): void {
+    this.child.stdin!.write(`${line}\n`);
+  }
+
+  async next(prefix: string, timeoutMs = 120_000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const i = this.lines.findIndex((l) => l.startsWith(prefix));
+      if (i >= 0) return this.lines.splice(0, i + 1)[i];
+      if (this.exited) throw new Error(`${this.child.spawnfile} exited before printing "${prefix}": ${this.stderrTail.trim()}`);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`${this.child.spawnfile} printed no "${prefix}" within ${timeoutMs} ms: ${this.stderrTail.trim()}`);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  }
+
+  /** Sends `line` and returns the number after `prefix` in the answer. */
+  async ask(line: string, prefix: string): Promise<number> {
+    this.send(line);
+    const l = await this.next(prefix);
+    return Number(l.slice(prefix.length).trim().split(/\s+/)[0]);
+  }
+
+  async close(): Promise<void> {
+    if (this.exited) return;
+    this.child.stdin!.end();
+    const t = setTimeout(() => this.child.kill('SIGKILL'), 5000);
+    await new Promise<void>((resolve) => (this.exited ? resolve() : this.child.once('exit', () => resolve())));
+    clearTimeout(t);
+  }
+}
+
+/** A tracer (our CLI or bpftrace) running in the background until stop(). */
+export interface Attached {
+  child: ChildProcess;
+  /** ms from spawn to the "attached" signal */
+  attachMs: number;
+  stop(): Promise<void>;
+}
+
+function startUntil(cmd: string, args: string[], stream: 'stdout' | 'stderr', ready: RegExp, timeoutMs = 60_000): Promise<Attached> {
+  const t0 = performance.now();
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let text = '';
+  let exited = false;
+  const exit = new Promise<void>((resolve) => child.once('exit', () => ((exited = true), resolve())));
+  const stop = async () => {
+    if (!exited) child.kill('SIGINT');
+    const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    await exit;
+    clearTimeout(t);
+  };
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      void stop();
+      reject(new Error(`${path.basename(cmd)} ${args.slice(0, 2).join(' ')} did not attach within ${timeoutMs} ms: ${text.trim().slice(-500)}`));
+    }, timeoutMs);
+    const onData = (d: Buffer) => {
+      text += d;
+      if (ready.test(text)) {
+        clearTimeout(timer);
+        child.stdout!.removeListener('data', onData);
+        child.stderr!.removeListener('data', onData);
+        // keep draining so the tracer never blocks on a full pipe
+        child.stdout!.resume();
+        child.stderr!.resume();
+        resolve({ child, attachMs: performance.now() - t0, stop });
+      }
+    };
+    child[stream]!.on('data', onData);
+    (stream === 'stdout' ? child.stderr! : child.stdout!).on('data', (d) => (text += d));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${path.basename(cmd)} ${args.slice(0, 2).join(' ')} exited (${code}) before attaching: ${text.trim().slice(-800)}`));
+    });
+  });
+}
+
+/**
+ * Our CLI in text mode: it prints its banner on stderr once every probe is attached (runTracer
+ * calls the banner after tracer.start() returned), so spawn → banner is start → attached.
+ */
+export function startCli(args: string[]): Promise<Attached> {
+  return startUntil(process.execPath, [cli, ...args], 'stderr', /Ctrl-C to end/);
+}
+
+/** bpftrace: BEGIN fires after every probe is attached, so its output marks "attached". */
+export function startBpftrace(program: string, extra: string[] = []): Promise<Attached> {
+  return startUntil('bpftrace', ['-B', 'none', ...extra, '-e', `BEGIN { printf("bench-attached\\n"); } ${program}`], 'stdout', /bench-attached/);
+}
+
+function newer(out: string, src: string): boolean {
+  return fs.existsSync(out) && fs.statSync(out).mtimeMs >= fs.statSync(src).mtimeMs;
+}
+
+/** Compiles bench/workloads/ into a build folder outside the repo (cached by mtime). */
+export function buildWorkloads(): string {
+  const dir = path.join(os.tmpdir(), 'ebpf-studio-bench');
+  fs.mkdirSync(dir, { recursive: true });
+  const src = path.join(root, 'bench', 'workloads');
+  for (const f of fs.readdirSync(src)) {
+    const file = path.join(src, f);
+    if (f.endsWith('.c')) {
+      const out = path.join(dir, f.slice(0, -2));
+      if (newer(out, file)) continue;
+      const r = spawnSync('gcc', ['-O2', '-g', '-fno-omit-frame-pointer', '-Wall', file, '-o', out], { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`compiling ${f} failed (is gcc installed?): ${r.stderr || r.error}`);
+    } else if (f.endsWith('.java')) {
+      const out = path.join(dir, f.replace(/\.java$/, '.class'));
+      if (newer(out, file)) continue;
+      const r = spawnSync(path.join(JAVA_HOME, 'bin', 'javac'), ['-d', dir, file], { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`compiling ${f} failed (needs openjdk-17-jdk-headless): ${r.stderr || r.error}`);
+    }
+  }
+  return dir;
+}
+
+export function libjvm(): string {
+  return path.join(JAVA_HOME, 'lib', 'server', 'libjvm.so');
+}
+
+export function libc(): string {
+  const f = ['/usr/lib/x86_64-linux-gnu/libc.so.6', '/lib/x86_64-linux-gnu/libc.so.6', '/usr/lib64/libc.so.6'].find((p) => fs.existsSync(p));
+  if (!f) throw new Error('libc.so.6 not found');
+  return fs.realpathSync(f);
+}
+
+export function have(cmd: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

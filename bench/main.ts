@@ -1,0 +1,173 @@
+// The benchmark suite (`npm run bench -- [--quick] [--json] [--only a,b] [--out FILE]`): runs each
+// row group, prints a table (or, with --json, only the JSON array of rows on stdout), and writes
+// bench/RESULTS.md on a full run (a --quick run writes only where --out says). Progress goes to
+// stderr. Groups whose tracer is not built are left out with the reason.
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { buildWorkloads, cli, root, type BenchContext, type Row } from './lib';
+import { machine } from './machine';
+import { benchJavaGc } from './javaGcOverhead';
+import { benchMemleak } from './memleakOverhead';
+import { benchProfile } from './profileOverhead';
+import { benchAttach } from './attachLatency';
+import { benchSymbolizeRows } from './symbolizeRows';
+import { benchFlamegraphRows } from './flamegraphRows';
+import { benchEvents } from './eventThroughput';
+import { benchHelperMemory } from './helperMemory';
+
+interface Group {
+  id: string;
+  run(ctx: BenchContext): Promise<Row[]>;
+  /** why the group cannot run here, or undefined */
+  missing?(): string | undefined;
+}
+
+const needsRoot = () => (process.geteuid?.() === 0 ? undefined : 'needs root (BPF, uprobes)');
+const needsTracer = (name: string) => () =>
+  needsRoot() ?? (fs.existsSync(path.join(root, 'dist', 'bpf', `${name}.bpf.o`)) && fs.existsSync(path.join(root, 'extension', 'tracers', `${name === 'java-gc' ? 'javaGc' : name}.ts`)) ? undefined : `the ${name} tracer is not built (dist/bpf/${name}.bpf.o)`);
+
+const GROUPS: Group[] = [
+  { id: 'java-gc', run: benchJavaGc, missing: needsTracer('java-gc') },
+  { id: 'memleak', run: benchMemleak, missing: needsTracer('memleak') },
+  { id: 'profile', run: benchProfile, missing: needsTracer('profile') },
+  { id: 'attach', run: benchAttach, missing: needsRoot },
+  { id: 'symbolize', run: benchSymbolizeRows },
+  { id: 'flamegraph', run: benchFlamegraphRows },
+  { id: 'events', run: benchEvents, missing: needsTracer('bench_events') },
+  { id: 'helper-memory', run: benchHelperMemory, missing: needsTracer('memleak') },
+];
+
+function usage(): never {
+  process.stderr.write(`usage: npm run bench -- [--quick] [--json] [--only ${GROUPS.map((g) => g.id).join(',')}] [--out FILE]\n`);
+  process.exit(2);
+}
+
+export function meets(r: Row): boolean | undefined {
+  if (r.target === null || !Number.isFinite(r.value)) return undefined;
+  return r.better === 'lower' ? r.value <= r.target : r.value >= r.target;
+}
+
+function fmt(n: number): string {
+  if (!Number.isFinite(n)) return String(n);
+  if (Math.abs(n) >= 10_000) return Math.round(n).toLocaleString('en-US');
+  return String(n);
+}
+
+function targetText(r: Row): string {
+  return r.target === null ? '—' : `${r.better === 'lower' ? '≤' : '≥'} ${fmt(r.target)} ${r.unit}`;
+}
+
+function verdict(r: Row): string {
+  const m = meets(r);
+  return m === undefined ? '' : m ? 'met' : 'MISSED';
+}
+
+function table(rows: Row[]): string {
+  const cells = rows.map((r) => [r.name, `${fmt(r.value)} ${r.unit}`, targetText(r), verdict(r), r.peer ? `${r.peer.name}: ${fmt(r.peer.value)} ${r.unit}` : '—']);
+  const head = ['row', 'value', 'target', '', 'peer (same run)'];
+  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+  const line = (c: string[]) => c.map((x, i) => x.padEnd(widths[i])).join('  ').trimEnd();
+  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
+}
+
+function markdown(rows: Row[], notes: string[], quick: boolean, seconds: number): string {
+  const esc = (s: string) => s.replace(/\|/g, '\\|');
+  const out = [
+    `# Benchmark results${quick ? ' (quick run)' : ''}`,
+    '',
+    `Written by \`npm run bench${quick ? ' -- --quick' : ''}\` (bench/main.ts) in ${Math.round(seconds)} s. Each figure is a median over`,
+    'several runs; each comparison with a peer was measured in the same run, variants interleaved',
+    '(A B A B ...). Ratios are medians of the per-round ratios. `--json` prints the same rows.',
+    '',
+    '## Machine',
+    '',
+    '| | |',
+    '| --- | --- |',
+    ...machine().map(([k, v]) => `| ${k} | ${esc(v)} |`),
+    '',
+    '## Results',
+    '',
+    '| row | value | target | | peer (same run) |',
+    '| --- | --- | --- | --- | --- |',
+    ...rows.map((r) => `| ${esc(r.name)} | ${fmt(r.value)} ${r.unit} | ${targetText(r)} | ${verdict(r) === 'MISSED' ? '**missed**' : verdict(r)} | ${r.peer ? `${esc(r.peer.name)}: ${fmt(r.peer.value)} ${r.unit}` : '—'} |`),
+    '',
+    '## Details',
+    '',
+    ...rows.filter((r) => r.detail).map((r) => `- **${esc(r.name)}**: ${r.detail}`),
+  ];
+  if (notes.length) out.push('', '## Notes', '', ...notes.map((n) => `- ${n}`));
+  return `${out.join('\n')}\n`;
+}
+
+async function main(): Promise<number> {
+  let values: { quick?: boolean; json?: boolean; only?: string; out?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({ options: { quick: { type: 'boolean' }, json: { type: 'boolean' }, only: { type: 'string' }, out: { type: 'string' }, help: { type: 'boolean', short: 'h' } } }));
+  } catch (e) {
+    process.stderr.write(`bench: ${(e as Error).message}\n`);
+    usage();
+  }
+  if (values.help) usage();
+  const only = values.only?.split(',').map((s) => s.trim());
+  const unknown = only?.filter((o) => !GROUPS.some((g) => g.id === o));
+  if (unknown?.length) {
+    process.stderr.write(`bench: unknown group ${unknown.join(', ')}\n`);
+    usage();
+  }
+  if (!fs.existsSync(cli)) {
+    process.stderr.write('bench: dist/cli.js is missing: run "npm run build" first\n');
+    return 2;
+  }
+  const quick = Boolean(values.quick);
+  const log = (m: string) => process.stderr.write(`${m}\n`);
+  const ctx: BenchContext = { quick, buildDir: buildWorkloads(), log };
+  const rows: Row[] = [];
+  const notes: string[] = [];
+  let failed = false;
+  const t0 = performance.now();
+  for (const g of GROUPS) {
+    if (only && !only.includes(g.id)) continue;
+    const why = g.missing?.();
+    if (why) {
+      log(`bench: ${g.id}: left out: ${why}`);
+      notes.push(`${g.id} rows left out: ${why}.`);
+      continue;
+    }
+    const tg = performance.now();
+    log(`bench: ${g.id}...`);
+    try {
+      const got = await g.run(ctx);
+      rows.push(...got);
+      for (const r of got) log(`  ${r.name}: ${fmt(r.value)} ${r.unit}${r.peer ? ` (${r.peer.name}: ${fmt(r.peer.value)})` : ''}`);
+    } catch (e) {
+      failed = true;
+      log(`bench: ${g.id} failed: ${(e as Error).stack ?? e}`);
+      notes.push(`${g.id} failed: ${(e as Error).message.split('\n')[0]}`);
+    }
+    log(`bench: ${g.id} took ${((performance.now() - tg) / 1000).toFixed(1)} s`);
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  for (const r of rows) if (meets(r) === false) notes.push(`${r.name} missed its target (${targetText(r)}).`);
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify(rows.map(({ detail: _d, ...r }) => r), null, 2)}\n`);
+  } else {
+    process.stdout.write(`${table(rows)}\n`);
+    for (const n of notes) process.stdout.write(`note: ${n}\n`);
+  }
+  const out = values.out ?? (quick || only ? undefined : path.join(root, 'bench', 'RESULTS.md'));
+  if (out) {
+    fs.writeFileSync(out, markdown(rows, notes, quick, seconds));
+    log(`bench: wrote ${path.relative(process.cwd(), out)}`);
+  }
+  log(`bench: done in ${seconds.toFixed(0)} s`);
+  return failed ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e) => {
+    process.stderr.write(`bench: ${(e as Error).stack ?? e}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,124 @@
+// `memleak overhead`: a malloc/free loop (bench/workloads/mallocfree.c) timed per pair in four
+// processes side by side: untraced; traced by our CLI (`memleak --pid`); the "floor", empty BPF
+// programs (bpf/bench_floor.bpf.c) on exactly the uprobes and uretprobes the memleak tracer
+// attaches for a C program; and heaptrack (LD_PRELOAD). Rounds alternate between the four.
+// ours/floor shows what our BPF logic adds on top of what the kernel charges per probe hit.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { BpfObject } from '../native/index';
+import { loadAddon } from '../extension/native/addon';
+import { openObject } from '../extension/tracers/bpfObject';
+import { readMaps } from '../extension/proc/maps';
+import { have, interleave, LineProcess, median, ratioOfRounds, root, round, startCli, type Attached, type BenchContext, type Row } from './lib';
+
+/**
+ * The probes extension/tracers/memleak.ts attaches in --pid mode to a C program (libc only;
+ * libstdc++ is not mapped): [symbol, has a uretprobe]. Kept in step with ALLOCATOR_PROBES and
+ * MMAP_PROBES there; free and munmap have no return probe.
+ */
+const MEMLEAK_LIBC_PROBES: [string, boolean][] = [
+  ['malloc', true],
+  ['calloc', true],
+  ['realloc', true],
+  ['free', false],
+  ['reallocarray', true],
+  ['posix_memalign', true],
+  ['aligned_alloc', true],
+  ['memalign', true],
+  ['valloc', true],
+  ['pvalloc', true],
+  ['mmap', true],
+  ['munmap', false],
+];
+
+/** Attaches the empty programs to the target's libc; returns the object (close() detaches). */
+export function attachFloor(pid: number, log: (m: string) => void): { obj: BpfObject; probes: number } {
+  const assetDir = path.join(root, 'dist');
+  const env = { addon: loadAddon(assetDir), assetDir, log };
+  const libc = readMaps(pid).find((m) => /\/libc\.so\.6$/.test(m.path))?.path;
+  if (!libc) throw new Error(`pid ${pid} maps no libc.so.6`);
+  const obj = openObject(env, 'bench_floor');
+  let probes = 0;
+  try {
+    obj.load();
+    for (const [symbol, ret] of MEMLEAK_LIBC_PROBES) {
+      try {
+        if (ret) {
+          obj.attachUprobe('floor_exit', { binary: libc, symbol, pid, retprobe: true });
+          probes++;
+        }
+        obj.attachUprobe('floor_enter', { binary: libc, symbol, pid, retprobe: false });
+        probes++;
+      } catch (e) {
+        log(`  floor: ${symbol} not probed: ${(e as Error).message}`);
+      }
+    }
+  } catch (e) {
+    obj.close();
+    throw e;
+  }
+  return { obj, probes };
+}
+
+export async function benchMemleak(ctx: BenchContext): Promise<Row[]> {
+  const rounds = ctx.quick ? 3 : 9;
+  // Pairs per round, chosen so each variant's round takes ~0.2-1 s on this kind of machine.
+  const pairs = { untraced: 4_000_000, probed: ctx.quick ? 25_000 : 60_000, heaptrack: ctx.quick ? 400_000 : 1_000_000 };
+  const bin = path.join(ctx.buildDir, 'mallocfree');
+  const withHeaptrack = have('heaptrack');
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-heaptrack-'));
+  const procs: Record<string, LineProcess> = {
+    untraced: new LineProcess(bin, ['bench']),
+    ours: new LineProcess(bin, ['bench']),
+    floor: new LineProcess(bin, ['bench']),
+  };
+  if (withHeaptrack) procs.heaptrack = new LineProcess('heaptrack', ['-o', path.join(tmp, 'bench'), bin, 'bench'], { cwd: tmp });
+  let tracer: Attached | undefined;
+  let floor: { obj: BpfObject; probes: number } | undefined;
+  try {
+    for (const p of Object.values(procs)) await p.next('ready');
+    tracer = await startCli(['memleak', '--pid', String(procs.ours.pid)]);
+    floor = attachFloor(procs.floor.pid, ctx.log);
+    const run = (p: LineProcess, n: number) => () => p.ask(String(n), 'ns_per_op');
+    // Warm caches and the allocator in every process (and fault in the probed pages) once.
+    for (const [k, p] of Object.entries(procs)) await p.ask(String(k === 'untraced' ? pairs.untraced : k === 'heaptrack' ? pairs.heaptrack / 10 : pairs.probed / 10), 'ns_per_op');
+    const variants: Record<string, () => Promise<number>> = {
+      untraced: run(procs.untraced, pairs.untraced),
+      ours: run(procs.ours, pairs.probed),
+      floor: run(procs.floor, pairs.probed),
+    };
+    if (procs.heaptrack) variants.heaptrack = run(procs.heaptrack, pairs.heaptrack);
+    const r = await interleave(rounds, variants, ctx.log);
+    const ns = (k: string) => round(median(r[k]), 1);
+    const detail =
+      `ns per malloc+free pair (median): untraced ${ns('untraced')}, ours ${ns('ours')}, floor ${ns('floor')}` +
+      `${r.heaptrack ? `, heaptrack ${ns('heaptrack')}` : ''}; the floor is ${floor.probes} empty uprobe/uretprobe programs on the same libc functions as ours; ` +
+      `${rounds} interleaved rounds of ${pairs.probed.toLocaleString('en-US')} pairs (probed), ${pairs.untraced.toLocaleString('en-US')} (untraced)${r.heaptrack ? `, ${pairs.heaptrack.toLocaleString('en-US')} (heaptrack)` : ''}. ` +
+      `A pair hits 3 probes (malloc entry + return, free entry): ~${round((median(r.floor) - median(r.untraced)) / 1000, 2)} µs of the floor is the kernel's uprobe cost alone.`;
+    return [
+      {
+        name: 'memleak overhead (ours / untraced, per malloc+free)',
+        value: round(ratioOfRounds(r.ours, r.untraced), 1),
+        unit: '×',
+        target: null,
+        better: 'lower',
+        peer: r.heaptrack ? { name: 'heaptrack / untraced', value: round(ratioOfRounds(r.heaptrack, r.untraced), 1) } : null,
+        detail,
+      },
+      {
+        name: 'memleak overhead (ours / floor)',
+        value: round(ratioOfRounds(r.ours, r.floor), 3),
+        unit: '×',
+        target: 1.2,
+        better: 'lower',
+        peer: { name: 'floor / untraced', value: round(ratioOfRounds(r.floor, r.untraced), 1) },
+      },
+    ];
+  } finally {
+    floor?.obj.close();
+    await tracer?.stop();
+    for (const p of Object.values(procs)) await p.close();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
