@@ -4,6 +4,7 @@ import type { OptionsOf, ResultOf, TracerName, UpdateOf } from '../shared/protoc
 import type { Tracer } from '../tracers/tracer';
 import type { Io } from './command';
 import { cliEnv, requireBpfPrivilege } from './env';
+import { lossHint } from './lossHint';
 
 export interface RunSpec<N extends TracerName> {
   tracer: Tracer<N>;
@@ -27,8 +28,17 @@ export async function runTracer<N extends TracerName>(spec: RunSpec<N>, io: Io):
   let endedBy: { reason: string; message?: string } | undefined;
   let wake: () => void = () => undefined;
   const done = new Promise<void>((resolve) => (wake = resolve));
+  const told = new Set<string>();
   const session = await spec.tracer.start(options, env, {
     update: (u) => {
+      // Warnings found during the session (e.g. a module without debug info once it is seen)
+      // go to stderr in every output mode, each once.
+      for (const w of (u as { warnings?: unknown }).warnings instanceof Array ? (u as { warnings: unknown[] }).warnings : []) {
+        if (typeof w === 'string' && !told.has(w)) {
+          told.add(w);
+          io.err(`warning: ${w}`);
+        }
+      }
       if (spec.json || !spec.formatUpdate) return;
       const text = spec.formatUpdate(u);
       if (text) io.out(text);
@@ -38,7 +48,11 @@ export async function runTracer<N extends TracerName>(spec: RunSpec<N>, io: Io):
       wake();
     },
   });
-  for (const w of session.warnings) io.err(`warning: ${w}`);
+  for (const w of session.warnings) {
+    if (told.has(w)) continue;
+    told.add(w);
+    io.err(`warning: ${w}`);
+  }
   if (!spec.json && spec.banner) io.err(spec.banner(session.targets));
   const onSignal = () => wake();
   process.once('SIGINT', onSignal);
@@ -53,5 +67,7 @@ export async function runTracer<N extends TracerName>(spec: RunSpec<N>, io: Io):
   if (endedBy?.reason === 'error') io.err(`ebpf-studio: ${endedBy.message ?? 'the session failed'}`);
   if (spec.json) io.out(JSON.stringify(result, null, 2));
   else io.out(spec.formatResult(result));
+  const hint = lossHint(result);
+  if (hint) io.err(hint);
   return endedBy?.reason === 'error' ? 1 : 0;
 }

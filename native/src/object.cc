@@ -4,7 +4,10 @@
 #include <bpf/libbpf.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "args.h"
 #include "errors.h"
@@ -97,11 +100,32 @@ BpfObject::BpfObject(const Napi::CallbackInfo& info) : Napi::ObjectWrap<BpfObjec
 
 BpfObject::~BpfObject() { CloseAll(); }
 
+// Each uprobe link's teardown waits in the kernel (~110 ms here), so destroying 20–35 of them
+// one after another takes seconds. From several threads part of the waiting overlaps (20 libc
+// uprobes: 2.2 s → 1.8 s measured); the rest is serialized by the kernel. Distinct links share
+// no libbpf state. The real fix is one uprobe_multi link, which needs libbpf >= 1.3.
+void BpfObject::DestroyLinksConcurrently() {
+  std::vector<bpf_link*> links;
+  for (auto& [id, link] : links_) links.push_back(link);
+  const size_t workers = std::min<size_t>(links.size(), 16);
+  if (workers <= 1) {
+    for (bpf_link* l : links) bpf_link__destroy(l);
+    return;
+  }
+  std::vector<std::thread> threads;
+  for (size_t w = 0; w < workers; w++) {
+    threads.emplace_back([&links, w, workers] {
+      for (size_t i = w; i < links.size(); i += workers) bpf_link__destroy(links[i]);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
 void BpfObject::CloseAll() {
   // Ring buffers poll map fds and links reference programs: both go before the object.
   for (auto& ring : rings_) ring->Stop();
   rings_.clear();
-  for (auto& [id, link] : links_) bpf_link__destroy(link);
+  DestroyLinksConcurrently();
   links_.clear();
   if (obj_ != nullptr) {
     bpf_object__close(obj_);

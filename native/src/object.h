@@ -70,6 +70,7 @@ class BpfObject : public Napi::ObjectWrap<BpfObject> {
 
   // Safe to call any number of times, from JS or from the finalizer.
   void CloseAll();
+  void DestroyLinksConcurrently();
 
   std::string path_;
   bpf_object* obj_ = nullptr;

@@ -68,11 +68,8 @@ export const profileCommand: Command = {
         json: Boolean(values.json),
         verbose: Boolean(values.verbose),
         durationS: durationFlag(values.duration),
-        formatUpdate: (u) => {
-          // stderr, so --folded output stays clean for flamegraph.pl
-          for (const w of u.warnings ?? []) io.err(`warning: ${w}`);
-          return '';
-        },
+        // update warnings go to stderr through runTracer (so --folded output stays clean)
+        formatUpdate: () => '',
         formatResult: (r) => (folded ? toFolded(fromProfileResult(r)).trimEnd() : formatSummary(r)),
         banner: (targets) => `Sampling ${targets.length ? `pid ${targets.join(', ')}` : 'all processes'} at ${frequency} Hz... Ctrl-C to end.`,
       },
