@@ -1,14 +1,14 @@
 // Commands: ebpfStudio.traceJavaGc ("Trace Java GC": pick a running JVM, every JVM, or a pid,
 // then watch GC pauses live in a webview). Context keys: none of its own (sessions.ts sets
 // ebpfStudio.sessionRunning while the session runs).
-import fs from 'node:fs';
 import * as vscode from 'vscode';
+import { saveExport } from '../exportFile';
 import * as proto from '../shared/protocol';
 import type { JavaGcOptions, JavaGcResult } from '../shared/javaGc';
 import { helper } from '../helperClient';
 import { startSession, type ClientSession } from '../sessions';
 import { createViewPanel, type TypedPanel } from '../webviewPanel';
-import { errorText, showError } from '../ui';
+import { showError } from '../ui';
 import { noUsdtMessage } from '../proc/processes';
 import type { FromView, ToView } from '../../webview/javaGc/protocol';
 
@@ -93,19 +93,14 @@ async function trace(context: vscode.ExtensionContext, options: JavaGcOptions): 
           await session.stop();
           break;
         case 'export': {
-          const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
-          const uri = await vscode.window.showSaveDialog({
+          const outcome = await saveExport({
             title: `Export Java GC data as ${m.format.toUpperCase()}`,
-            defaultUri: vscode.Uri.joinPath(vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(process.env.HOME ?? fs.realpathSync('.')), `java-gc-${stamp}.${m.format}`),
+            baseName: 'java-gc',
+            extension: m.format,
             filters: m.format === 'json' ? { JSON: ['json'] } : { CSV: ['csv'] },
+            content: () => m.content,
           });
-          if (!uri) break;
-          try {
-            await vscode.workspace.fs.writeFile(uri, Buffer.from(m.content, 'utf8'));
-            view!.post({ type: 'exported', file: uri.fsPath });
-          } catch (e) {
-            view!.post({ type: 'exported', error: errorText(e) });
-          }
+          if (outcome) view!.post({ type: 'exported', ...outcome });
           break;
         }
       }

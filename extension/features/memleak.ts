@@ -7,6 +7,7 @@
 // as a snapshot until Clear.
 import fs from 'node:fs';
 import * as vscode from 'vscode';
+import { saveExport } from '../exportFile';
 import * as proto from '../shared/protocol';
 import type { MemleakLaunch, MemleakOptions, MemleakResult, MemleakStack, MemleakUpdate } from '../shared/memleak';
 import { toFolded } from '../shared/memleakFormat';
@@ -140,14 +141,14 @@ function currentDocument(): MemleakResult | undefined {
 async function exportLeaks(format: 'json' | 'folded'): Promise<void> {
   const doc = currentDocument();
   if (!doc) return;
-  const uri = await vscode.window.showSaveDialog({
+  const outcome = await saveExport({
     title: format === 'json' ? 'Export leaks as JSON' : 'Export folded stacks (flamegraph.pl input, weighted by bytes)',
+    baseName: `memleak-${doc.pid}`,
+    extension: format,
     filters: format === 'json' ? { JSON: ['json'] } : { 'Folded stacks': ['folded', 'txt'] },
-    defaultUri: vscode.Uri.file(`${roots()[0] ?? process.cwd()}/memleak-${doc.pid}.${format === 'json' ? 'json' : 'folded'}`),
+    content: () => (format === 'json' ? JSON.stringify(doc, null, 2) : toFolded(doc) + '\n'),
   });
-  if (!uri) return;
-  const text = format === 'json' ? JSON.stringify(doc, null, 2) : toFolded(doc) + '\n';
-  await vscode.workspace.fs.writeFile(uri, Buffer.from(text));
+  if (outcome?.error) void vscode.window.showErrorMessage(`eBPF Studio: export failed: ${outcome.error}`);
 }
 
 async function trace(context: vscode.ExtensionContext, options: MemleakOptions, title: string): Promise<ClientSession<'memleak'> | undefined> {

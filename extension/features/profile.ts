@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { saveExport } from '../exportFile';
 import * as proto from '../shared/protocol';
 import { PROFILE_DEFAULT_FREQUENCY, PROFILE_MAX_FREQUENCY, type ProfileOptions, type ProfileResult } from '../shared/profile';
 import { helper } from '../helperClient';
@@ -177,22 +178,15 @@ async function openSource(file: string, line: number): Promise<void> {
 }
 
 async function exportProfile(p: FlameProfile, format: 'folded' | 'speedscope', panel: Shown): Promise<void> {
-  const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
-  const ext = format === 'folded' ? 'folded' : 'speedscope.json';
-  const base = vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(process.env.HOME ?? '/tmp');
-  const uri = await vscode.window.showSaveDialog({
+  const outcome = await saveExport({
     title: format === 'folded' ? 'Export folded stacks (flamegraph.pl, inferno)' : 'Export speedscope JSON',
-    defaultUri: vscode.Uri.joinPath(base, `cpu-profile-${stamp}.${ext}`),
+    baseName: 'cpu-profile',
+    extension: format === 'folded' ? 'folded' : 'speedscope.json',
     filters: format === 'folded' ? { 'Folded stacks': ['folded', 'txt'] } : { Speedscope: ['json'] },
+    content: () => (format === 'folded' ? toFolded(p) : JSON.stringify(toSpeedscope(p))),
   });
-  if (!uri) return;
-  try {
-    const text = format === 'folded' ? toFolded(p) : JSON.stringify(toSpeedscope(p));
-    await vscode.workspace.fs.writeFile(uri, Buffer.from(text, 'utf8'));
-    panel.post({ type: 'status', text: `Exported to ${uri.fsPath}` });
-  } catch (e) {
-    panel.post({ type: 'status', text: `Export failed: ${errorText(e)}`, error: true });
-  }
+  if (outcome?.file) panel.post({ type: 'status', text: `Exported to ${outcome.file}` });
+  if (outcome?.error) panel.post({ type: 'status', text: `Export failed: ${outcome.error}`, error: true });
 }
 
 function showProfile(shown: Shown, p: FlameProfile, title: string, warnings: string[], ann: SourceAnnotations): void {

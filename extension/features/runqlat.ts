@@ -3,12 +3,13 @@
 // run-queue latency live: histogram, heat map, per-key table). Context keys: none of its own
 // (sessions.ts sets ebpfStudio.sessionRunning while the session runs).
 import * as vscode from 'vscode';
+import { saveExport } from '../exportFile';
 import * as proto from '../shared/protocol';
 import type { RunqlatOptions, RunqlatPer, RunqlatUnit } from '../shared/runqlat';
 import { helper } from '../helperClient';
 import { startSession, type ClientSession } from '../sessions';
 import { createViewPanel, type TypedPanel } from '../webviewPanel';
-import { errorText, showError } from '../ui';
+import { showError } from '../ui';
 import type { FromView, ToView } from '../../webview/runqlat/protocol';
 
 interface ScopeItem extends vscode.QuickPickItem {
@@ -81,16 +82,8 @@ async function show(context: vscode.ExtensionContext, options: RunqlatOptions): 
         await session.stop();
         break;
       case 'export': {
-        const stamp = new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19);
-        const base = vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(process.env.HOME ?? '/');
-        const uri = await vscode.window.showSaveDialog({ title: 'Export run-queue latency as JSON', defaultUri: vscode.Uri.joinPath(base, `runqlat-${stamp}.json`), filters: { JSON: ['json'] } });
-        if (!uri) break;
-        try {
-          await vscode.workspace.fs.writeFile(uri, Buffer.from(m.content, 'utf8'));
-          view!.post({ type: 'exported', file: uri.fsPath });
-        } catch (e) {
-          view!.post({ type: 'exported', error: errorText(e) });
-        }
+        const outcome = await saveExport({ title: 'Export run-queue latency as JSON', baseName: 'runqlat', extension: 'json', filters: { JSON: ['json'] }, content: () => m.content });
+        if (outcome) view!.post({ type: 'exported', ...outcome });
         break;
       }
     }

@@ -10,7 +10,7 @@ import { asObject, int, str } from '../shared/validate';
 import { fromBpfError, inputError, StudioError } from '../shared/errors';
 import { ensureTracefs } from '../helper/tracefs';
 import { checkBpfObject } from '../authoring/toolchain';
-import { Btf, histogramOf, sumJson, type MapTypes } from '../authoring/btfDecode';
+import { histogramOf, sumJson, type MapTypes } from '../authoring/btfDecode';
 import { readObjectBtf } from '../authoring/objectBtf';
 import { mapDeclarations, ringbufRecordTypes, type MapDecl } from '../authoring/sourceFacts';
 import { verifierDiagnostics } from '../authoring/verifierLog';

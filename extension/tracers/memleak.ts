@@ -22,7 +22,7 @@ import { withElf } from '../elf/elf';
 import type { Tracer } from './tracer';
 import { loadFirstWorking, setRodata } from './bpfObject';
 import { launchStopped, type StoppedChild } from './launchStopped';
-import { aggregate, ageMs, CNT, CNT_MAX, decodeAllocDump, decodeExitEvent, type StackAggregate } from './memleakDecode';
+import { aggregate, ageMs, CNT, decodeAllocDump, decodeExitEvent, type StackAggregate } from './memleakDecode';
 
 interface Probe {
   symbol: string;

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { canvasColorPixels, EditorSession, repoRoot, skipReason } from './codeServer';
+import { buildCFixture, codeLenses, cursorLine, editorOf, lineOf, openWorkspaceFile, problemRows, waitForCodeLens } from './editorDom';
 import { kernelSkipReason } from '../helpers';
 import { findJdks } from '../../extension/proc/processes';
 

@@ -1,0 +1,101 @@
+// What the editor shows in code-server, read from VS Code's DOM: open a workspace file through
+// Quick Open, which line each CodeLens sits above, which line the cursor is on, the rows of the
+// Problems panel. Monaco positions lines, lenses and line numbers absolutely, so "which line" is
+// answered by geometry (a lens's view zone ends where its line begins).
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Locator } from 'playwright-core';
+import { repoRoot, type EditorSession } from './codeServer';
+
+/**
+ * Copies test/fixtures/c/<name>.c into the workspace and builds it there with gcc, so the DWARF
+ * file names point at the copy the editor has open. Returns the source's and binary's paths.
+ */
+export function buildCFixture(s: EditorSession, name: string): { source: string; binary: string } {
+  const source = path.join(s.workspace, `${name}.c`);
+  fs.copyFileSync(path.join(repoRoot, 'test', 'fixtures', 'c', `${name}.c`), source);
+  const r = spawnSync('gcc', ['-g', '-O0', '-fno-omit-frame-pointer', `${name}.c`, '-o', name], { cwd: s.workspace, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`gcc ${name}.c failed (exit ${r.status}): ${r.stderr}${r.error?.message ?? ''}`);
+  return { source, binary: path.join(s.workspace, name) };
+}
+
+/** 1-based line of the first line of `file` containing `marker`. */
+export function lineOf(file: string, marker: string | RegExp): number {
+  const lines = fs.readFileSync(file, 'utf8').split('\n');
+  const i = lines.findIndex((l) => (typeof marker === 'string' ? l.includes(marker) : marker.test(l)));
+  if (i < 0) throw new Error(`${marker} not found in ${file}`);
+  return i + 1;
+}
+
+/** The text editor of the group whose active tab is `fileName` (focused or not). */
+export function editorOf(s: EditorSession, fileName: string): Locator {
+  return s.page
+    .locator('.editor-group-container')
+    .filter({ has: s.page.locator('.tabs-container .tab.active', { hasText: fileName }) })
+    .locator('.monaco-editor')
+    .first();
+}
+
+/** Opens a workspace file by name through Quick Open (Ctrl+P's picker) and waits for its editor. */
+export async function openWorkspaceFile(s: EditorSession, fileName: string): Promise<Locator> {
+  const input = s.page.locator('.quick-input-widget .quick-input-box input');
+  await s.page.keyboard.press('Escape');
+  await s.page.keyboard.press('F1');
+  await input.waitFor({ state: 'visible', timeout: 10_000 });
+  await input.fill(fileName); // without ">": the file picker
+  const row = s.page
+    .locator('.quick-input-widget .quick-input-list .monaco-list-row')
+    .filter({ has: s.page.locator('.label-name', { hasText: new RegExp(`^${fileName.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }) })
+    .first();
+  await row.waitFor({ state: 'visible', timeout: 15_000 });
+  await row.click();
+  const editor = editorOf(s, fileName);
+  await editor.locator('.view-lines').waitFor({ state: 'visible', timeout: 15_000 });
+  return editor;
+}
+
+/** The CodeLenses shown in `editor`: each lens's text and the 1-based line it sits above. */
+export async function codeLenses(editor: Locator): Promise<{ line: number; text: string }[]> {
+  // Plain loops, no named inner functions: tsx's keepNames would reference its __name helper,
+  // which does not exist in the page.
+  return editor.evaluate((root) => {
+    const numbers: { top: number; line: number }[] = [];
+    for (const n of Array.from(root.querySelectorAll('.margin-view-overlays .line-numbers'))) {
+      const line = Number((n.textContent ?? '').trim());
+      if (line > 0) numbers.push({ top: n.getBoundingClientRect().top, line });
+    }
+    const out: { line: number; text: string }[] = [];
+    for (const lens of Array.from(root.querySelectorAll('.codelens-decoration'))) {
+      const bottom = lens.getBoundingClientRect().bottom;
+      let best: { top: number; line: number } | undefined;
+      for (const n of numbers) if (n.top >= bottom - 2 && (!best || n.top < best.top)) best = n;
+      out.push({ line: best ? best.line : -1, text: (lens.textContent ?? '').replace(/\u00a0/g, ' ').trim() });
+    }
+    return out;
+  });
+}
+
+/** Waits until `editor` shows a CodeLens whose text matches `text`; returns all lenses then. */
+export async function waitForCodeLens(editor: Locator, text: RegExp, timeoutMs = 15_000): Promise<{ line: number; text: string }[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const lenses = await codeLenses(editor);
+    if (lenses.some((l) => text.test(l.text))) return lenses;
+    if (Date.now() > deadline) throw new Error(`no CodeLens matching ${text} within ${timeoutMs / 1000} s; lenses: ${JSON.stringify(lenses)}`);
+    await editor.page().waitForTimeout(250);
+  }
+}
+
+/** 1-based line of the cursor in `editor` (its highlighted line number), or -1. */
+export async function cursorLine(editor: Locator): Promise<number> {
+  const active = editor.locator('.margin-view-overlays .line-numbers.active-line-number');
+  if ((await active.count()) === 0) return -1;
+  return Number((await active.first().innerText()).trim());
+}
+
+/** Rows of the Problems panel as their accessible labels ("Error: … at line 8 column 10 …"). */
+export async function problemRows(s: EditorSession): Promise<string[]> {
+  const rows = s.page.locator('.markers-panel .monaco-list-row');
+  return rows.evaluateAll((els) => els.map((e) => `${e.getAttribute('aria-label') ?? ''} | ${(e.textContent ?? '').replace(/\u00a0/g, ' ')}`));
+}
