@@ -59,21 +59,10 @@ export function verifyObject(addon: Addon, objectPath: string, sources: SourceFi
     const r = obj.load({ logLevel: 1 });
     return { ok: true, diagnostics: [], log: r.log };
   } catch (e) {
-    let t = errText(e);
+    // The addon puts each program's verifier log (from our log buffer) into the error's log.
+    const t = errText(e);
     obj.close();
     if (t.code === 'EPERM' || (t.code === 'EACCES' && !hasVerifierLog(t.log) && !/BPF program load failed/.test(t.log))) throw fromBpfError(`loading ${objectPath}`, e);
-    if (!hasVerifierLog(t.log)) {
-      // With a caller-supplied log buffer libbpf does not echo the verifier log on failure;
-      // loading once more with libbpf's own buffer makes it print the log into the capture.
-      const again = open();
-      try {
-        again.load();
-      } catch (e2) {
-        t = { ...errText(e2), message: t.message };
-      } finally {
-        again.close();
-      }
-    }
     const diagnostics = verifierDiagnostics(t.log, sources);
     if (diagnostics.length === 0) {
       diagnostics.push({ file: sources[0]?.path ?? objectPath, line: 1, column: 1, severity: 'error', message: t.message, excerpt: t.log.trim().split('\n').slice(-8).join('\n') });

@@ -54,8 +54,10 @@ export function runCli(): void {
   main(process.argv.slice(2)).then(
     (code) => {
       process.exitCode = code;
-      // Tracers hold native threads; once the result is out, nothing is left to wait for.
-      setImmediate(() => process.exit(code));
+      // Tracers hold native threads; once the result is out, nothing is left to wait for. "Out"
+      // means flushed: stdout to a pipe is asynchronous, and exiting at once cut a large --json
+      // document at 64 KiB (the pipe's buffer). An empty write's callback runs after the rest.
+      process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
     },
     (e) => {
       process.stderr.write(`ebpf-studio: ${String(e)}\n`);

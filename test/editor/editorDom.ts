@@ -1,5 +1,5 @@
-// What the editor shows in code-server, read from VS Code's DOM: open a workspace file through
-// Quick Open, which line each CodeLens sits above, which line the cursor is on, the rows of the
+// What the editor shows in code-server, read from VS Code's DOM: open a workspace file from the
+// Explorer, which line each CodeLens sits above, which line the cursor is on, the rows of the
 // Problems panel. Monaco positions lines, lenses and line numbers absolutely, so "which line" is
 // answered by geometry (a lens's view zone ends where its line begins).
 import { spawnSync } from 'node:child_process';
@@ -37,17 +37,16 @@ export function editorOf(s: EditorSession, fileName: string): Locator {
     .first();
 }
 
-/** Opens a workspace file by name through Quick Open (Ctrl+P's picker) and waits for its editor. */
+/**
+ * Opens a file in the workspace's top folder by clicking it in the Explorer, as a user would.
+ * (Quick Open caches its file list, so it misses files a step has just created.)
+ */
 export async function openWorkspaceFile(s: EditorSession, fileName: string): Promise<Locator> {
-  const input = s.page.locator('.quick-input-widget .quick-input-box input');
-  await s.page.keyboard.press('Escape');
-  await s.page.keyboard.press('F1');
-  await input.waitFor({ state: 'visible', timeout: 10_000 });
-  await input.fill(fileName); // without ">": the file picker
   const row = s.page
-    .locator('.quick-input-widget .quick-input-list .monaco-list-row')
+    .locator('.explorer-folders-view .monaco-list-row')
     .filter({ has: s.page.locator('.label-name', { hasText: new RegExp(`^${fileName.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }) })
     .first();
+  if (!(await row.isVisible())) await s.runCommandFromPalette('View: Show Explorer');
   await row.waitFor({ state: 'visible', timeout: 15_000 });
   await row.click();
   const editor = editorOf(s, fileName);

@@ -1,5 +1,7 @@
 // The packaged extension in a real VS Code (code-server), driven through its UI: the command
-// palette, the doctor report, and "Trace Java GC" against a JVM this test starts.
+// palette, the doctor report, "Trace Java GC" against a JVM this test starts, run-queue latency,
+// leak CodeLenses after "Run with Leak Tracing", the flame graph's click-through to source, and
+// the BPF build task's error in Problems (C fixtures are built into the workspace).
 // Each step is a subtest on one shared editor session; later features add a step here.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { canvasColorPixels, EditorSession, repoRoot, skipReason } from './codeServer';
-import { buildCFixture, codeLenses, cursorLine, editorOf, lineOf, openWorkspaceFile, problemRows, waitForCodeLens } from './editorDom';
+import { buildCFixture, cursorLine, editorOf, lineOf, openWorkspaceFile, problemRows, waitForCodeLens } from './editorDom';
 import { kernelSkipReason } from '../helpers';
 import { findJdks } from '../../extension/proc/processes';
 
@@ -174,7 +176,185 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
     },
     !paletteTitle('ebpfStudio.showRunQueueLatency') ? 'package.json has no ebpfStudio.showRunQueueLatency' : kernelSkipReason(),
   );
+
+  await step(
+    t,
+    s,
+    'Run with Leak Tracing: a CodeLens with the outstanding bytes sits on each leaking line',
+    async () => {
+      const { source } = buildCFixture(s, 'leaky');
+      await s.runCommandFromPalette('eBPF: Run with Leak Tracing');
+      await s.pickQuickPickItem('Type a command line');
+      const input = s.page.locator('.quick-input-widget .quick-input-box input');
+      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Run with Leak Tracing' }).waitFor({ timeout: 10_000 });
+      await input.fill('./leaky');
+      await input.press('Enter');
+      // leaky exits by itself; the session ends with its report and says how many sites it placed.
+      const ended = s.page.locator('.notifications-toasts .notification-list-item-message', { hasText: /leak tracing .*exited/ });
+      await ended.first().waitFor({ timeout: 30_000 });
+      const toast = (await ended.first().innerText()).trim();
+
+      const editor = await openWorkspaceFile(s, 'leaky.c');
+      const lenses = await waitForCodeLens(editor, /outstanding/);
+      const expected = [
+        { line: lineOf(source, 'LEAK-MALLOC'), text: '10 KB outstanding in 10 allocations' },
+        { line: lineOf(source, 'LEAK-CALLOC'), text: '10 KB outstanding in 5 allocations' },
+        { line: lineOf(source, 'LEAK-REALLOC'), text: '3 KB outstanding in 1 allocation' },
+      ];
+      for (const e of expected) {
+        const lens = lenses.find((l) => l.line === e.line);
+        assert.ok(lens, `no CodeLens on leaky.c:${e.line}; lenses: ${JSON.stringify(lenses)}`);
+        assert.ok(lens.text.includes(e.text), `the CodeLens on leaky.c:${e.line} says "${lens.text}", expected "${e.text}"`);
+      }
+      assert.equal(lenses.filter((l) => /outstanding/.test(l.text)).length, expected.length, `leak CodeLenses on other lines too: ${JSON.stringify(lenses)}`);
+      const png = await s.screenshot('memleak-codelens');
+      const stats = await s.imageStats(png);
+      assert.ok(stats.distinctColors > 20 && stats.nonBackground > 0.02, `the screenshot looks blank: ${JSON.stringify(stats)}`);
+      t.diagnostic(`"${toast}"; lenses ${lenses.map((l) => `${l.line}: ${l.text}`).join(' | ')}`);
+      await s.runCommandFromPalette('eBPF: Clear Memory Leaks');
+      await s.runCommandFromPalette('View: Close All Editors');
+    },
+    !paletteTitle('ebpfStudio.runWithLeakTracing') ? 'package.json has no ebpfStudio.runWithLeakTracing' : kernelSkipReason(),
+  );
+
+  await step(
+    t,
+    s,
+    'Profile CPU: the flame graph draws, and a click on the hot function opens its source line',
+    async () => {
+      const { source, binary } = buildCFixture(s, 'cpusplit');
+      const work = spawn(binary, ['60'], { cwd: s.workspace, stdio: 'ignore' });
+      t.after(() => work.kill('SIGKILL'));
+      const pid = work.pid!;
+      await s.runCommandFromPalette('eBPF: Profile CPU');
+      const input = s.page.locator('.quick-input-widget .quick-input-box input');
+      // The list holds every process and renders only what fits: filter it to the workload.
+      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: what to sample' }).waitFor({ timeout: 30_000 });
+      await input.fill(String(pid));
+      await s.pickQuickPickItem(new RegExp(`\\b${pid}\\s+cpusplit`));
+      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'samples per second' }).waitFor({ timeout: 10_000 });
+      await input.press('Enter'); // the default frequency
+      await s.pickQuickPickItem('Until I press Stop');
+
+      const frame = await s.webviewFrame(`CPU: pid ${pid} (cpusplit)`);
+      const status = frame.locator('.toolbar > .status').last();
+      await status.filter({ hasText: /Sampling… [1-9][\d,]* samples/ }).waitFor({ timeout: 15_000 });
+      await s.page.waitForTimeout(3000);
+      await frame.locator('button', { hasText: /^Stop$/ }).click();
+      await status.filter({ hasText: /samples at \d+ Hz/ }).waitFor({ timeout: 15_000 });
+      const canvas = frame.locator('.scroll canvas').first();
+      const drawn = await canvas.evaluate((c: HTMLCanvasElement) => {
+        const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+        return n / (c.width * c.height);
+      });
+      assert.ok(drawn > 0.05, `the flame graph canvas is nearly empty (${(drawn * 100).toFixed(1)} % drawn)`);
+
+      // Find hot_a as a user would: search highlights its frames in the find-match color; its
+      // box is where that color is, and the tooltip there must name it and its source line.
+      await frame.locator('#search').fill('hot_a');
+      await frame.locator('.toolbar .status', { hasText: /^matched [1-9]/ }).waitFor({ timeout: 5000 });
+      const box = await canvas.evaluate((c: HTMLCanvasElement) => {
+        const probe = document.createElement('canvas').getContext('2d')!;
+        probe.fillStyle = getComputedStyle(document.body).getPropertyValue('--vscode-editor-findMatchHighlightBackground').trim() || '#e040e0';
+        probe.fillRect(0, 0, 1, 1);
+        const want = probe.getImageData(0, 0, 1, 1).data;
+        const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+        let x0 = Infinity, y0 = Infinity, x1 = -1, y1 = -1;
+        for (let i = 0; i < d.length; i += 4) {
+          if (Math.abs(d[i + 3] - want[3]) > 8 || Math.abs(d[i] - want[0]) > 8 || Math.abs(d[i + 1] - want[1]) > 8 || Math.abs(d[i + 2] - want[2]) > 8) continue;
+          const p = i / 4;
+          const x = p % c.width, y = Math.floor(p / c.width);
+          x0 = Math.min(x0, x); x1 = Math.max(x1, x); y0 = Math.min(y0, y); y1 = Math.max(y1, y);
+        }
+        const k = c.width / c.clientWidth;
+        return x1 < 0 ? undefined : { x: (x0 + x1) / 2 / k, y: (y0 + y1) / 2 / k, w: (x1 - x0) / k };
+      });
+      assert.ok(box, 'no frame is highlighted after searching for hot_a');
+      await canvas.hover({ position: { x: box.x, y: box.y } });
+      const tip = await frame.locator('.tooltip').innerText();
+      const at = /^hot_a\b[\s\S]*?(\/\S+\/cpusplit\.c):(\d+)/.exec(tip);
+      assert.ok(at, `the tooltip over the highlighted frame does not show hot_a with its source: ${tip}`);
+      assert.equal(at[1], source, 'hot_a\'s source is not the workspace copy of cpusplit.c');
+      const line = Number(at[2]);
+      const first = lineOf(source, /void hot_a\(/);
+      const last = lineOf(source, /void hot_b\(/) - 1;
+      assert.ok(line > first && line < last, `hot_a's line ${line} is outside its body (lines ${first}–${last})`);
+      await s.screenshot('flamegraph-search', await s.webviewElement(frame));
+
+      await canvas.click({ position: { x: box.x, y: box.y } });
+      const editor = editorOf(s, 'cpusplit.c');
+      await editor.locator('.view-lines').waitFor({ state: 'visible', timeout: 15_000 });
+      const deadline = Date.now() + 10_000;
+      let cursor = await cursorLine(editor);
+      while (cursor !== line && Date.now() < deadline) {
+        await s.page.waitForTimeout(200);
+        cursor = await cursorLine(editor);
+      }
+      assert.equal(cursor, line, `the click opened cpusplit.c with the cursor on line ${cursor}, not on hot_a's line ${line}`);
+      const png = await s.screenshot('flamegraph-click-opens-source');
+      const stats = await s.imageStats(png);
+      assert.ok(stats.distinctColors > 20 && stats.nonBackground > 0.02, `the screenshot looks blank: ${JSON.stringify(stats)}`);
+      t.diagnostic(`flame graph ${(drawn * 100).toFixed(1)} % drawn; ${(await status.innerText()).trim()}; hot_a ${Math.round(box.w)} px wide → cpusplit.c:${line}`);
+      await s.runCommandFromPalette('eBPF: Hide CPU Profile Annotations');
+      await s.runCommandFromPalette('View: Close All Editors');
+    },
+    !paletteTitle('ebpfStudio.profileCpu') ? 'package.json has no ebpfStudio.profileCpu' : kernelSkipReason(),
+  );
+
+  await step(
+    t,
+    s,
+    'BPF build task: a compile error lands in Problems on its line',
+    async () => {
+      const file = path.join(s.workspace, 'broken.bpf.c');
+      fs.writeFileSync(
+        file,
+        [
+          '#include "vmlinux.h"',
+          '#include <bpf/bpf_helpers.h>',
+          '',
+          'SEC("tracepoint/syscalls/sys_enter_openat")',
+          'int count_openat(void *ctx)',
+          '{',
+          '\treturn undeclared_counter + 1; /* COMPILE-ERROR */',
+          '}',
+          '',
+          'char LICENSE[] SEC("license") = "GPL";',
+          '',
+        ].join('\n'),
+      );
+      const errorLine = lineOf(file, 'COMPILE-ERROR');
+      await openWorkspaceFile(s, 'broken.bpf.c');
+      await s.runCommandFromPalette('Tasks: Run Task');
+      await pickExact(s, 'ebpf'); // the task type's folder
+      await pickExact(s, 'ebpf: build');
+      await s.runCommandFromPalette('View: Focus on Problems View');
+      const row = s.page.locator('.markers-panel .monaco-list-row', { hasText: 'undeclared_counter' }).first();
+      await row.waitFor({ timeout: 30_000 });
+      const rows = await problemRows(s);
+      const ours = rows.find((r) => r.includes('undeclared_counter'))!;
+      assert.match(ours, new RegExp(`\\[Ln ${errorLine}, Col \\d+\\]`), `the Problems row is not on line ${errorLine}: ${ours}`);
+      assert.match(ours, /undeclared identifier/);
+      const png = await s.screenshot('bpf-build-problems');
+      const stats = await s.imageStats(png);
+      assert.ok(stats.distinctColors > 20 && stats.nonBackground > 0.02, `the screenshot looks blank: ${JSON.stringify(stats)}`);
+      t.diagnostic(`Problems: ${rows.join(' || ')}`);
+    },
+    !paletteTitle('ebpfStudio.buildBpf') ? 'package.json has no ebpfStudio.buildBpf' : undefined,
+  );
 });
+
+/** Clicks the Quick Pick row whose label is exactly `label` (after its icon, if any). */
+async function pickExact(s: EditorSession, label: string): Promise<void> {
+  const row = s.page
+    .locator('.quick-input-widget .quick-input-list .monaco-list-row')
+    .filter({ has: s.page.locator('.label-name', { hasText: new RegExp(`^\\s*${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*$`) }) })
+    .first();
+  await row.waitFor({ state: 'visible', timeout: 15_000 });
+  await row.click();
+}
 
 /**
  * Pixels of the histogram canvas in the young/full (charts-blue/red) series colors, below the legend

@@ -344,6 +344,20 @@ char LICENSE[] SEC("license") = "GPL";
     } finally {
       obj.close();
     }
+    // With our own log buffer (logLevel) libbpf prints nothing itself: the log must still come back.
+    const logged = new addon!.BpfObject(path.join(dir, 'bad.bpf.o'));
+    try {
+      assert.throws(
+        () => logged.load({ logLevel: 1 }),
+        (e) => {
+          assertBpfError(e, 'EACCES', /Permission denied/);
+          assert.match((e as BpfError).log, /== program bad ==[\s\S]*invalid mem access/);
+          return true;
+        },
+      );
+    } finally {
+      logged.close();
+    }
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -20,13 +20,13 @@ export function sourceArg(positionals: string[], usage: string): string {
   if (positionals.length !== 1) throw usageError(positionals.length ? `give one file, got ${positionals.length}` : 'give the BPF source file to build');
   const src = positionals[0];
   checkSource(src);
-  // clang takes any other name for a linker input: it would compile nothing and exit 0.
-  if (!/\.c$/.test(src)) throw inputError(`${src} is not C source: give a file whose name ends in .c, e.g. prog.bpf.c (${usage})`);
   const head = Buffer.alloc(4);
   const fd = fs.openSync(src, 'r');
   fs.readSync(fd, head, 0, 4, 0);
   fs.closeSync(fd);
   if (head.readUInt32BE(0) === 0x7f454c46) throw inputError(`${src} is already an ELF object, not C source (${usage})`);
+  // clang takes any other name for a linker input: it would compile nothing and exit 0.
+  if (!/\.c$/.test(src)) throw inputError(`${src} is not C source: give a file whose name ends in .c, e.g. prog.bpf.c (${usage})`);
   return src;
 }
 

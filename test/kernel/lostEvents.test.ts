@@ -1,0 +1,54 @@
+// Nothing silently lost: a kernel map filled on purpose is counted and shown. runqlat --per-thread
+// keeps one histogram per thread in a 10240-entry map; 14000 short-lived children (forkmany.c) in
+// one interval overflow it. The CLI's JSON carries `dropped`, the text report says so, and stderr
+// names the option that loses less (lossHint.ts).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { RunqlatResult } from '../../extension/shared/runqlat';
+import { lossHint } from '../../extension/cli/lossHint';
+import { kernelSkipReason, loadedPrograms, repoRoot, startCli, waitFor } from '../helpers';
+
+const skip = kernelSkipReason();
+
+function forkmany(dir: string): string {
+  const exe = path.join(dir, 'forkmany');
+  const r = spawnSync('cc', ['-O2', path.join(repoRoot, 'test/fixtures/c/forkmany.c'), '-o', exe], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return exe;
+}
+
+test('runqlat: a full histogram map is counted as dropped, in JSON and text, with a hint on stderr', { timeout: 60_000 }, async (t) => {
+  if (skip) return t.skip(skip);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-lost-'));
+  try {
+    const exe = forkmany(dir);
+    for (const json of [true, false]) {
+      const before = new Set(loadedPrograms().map((p) => p.id));
+      const run = startCli(['runqlat', '--per-thread', '--interval', '30', '--duration', '7', ...(json ? ['--json'] : [])]);
+      assert.ok(await waitFor(() => loadedPrograms().some((p) => !before.has(p.id) && /^(wakeup|switch)_/.test(p.name)), 10_000), 'runqlat attached');
+      const forks = spawn(exe, ['14000'], { stdio: 'ignore' });
+      const forked = await new Promise<number | null>((r) => forks.on('exit', r));
+      assert.equal(forked, 0);
+      const r = await run.done;
+      assert.equal(r.code, 0, r.stderr);
+      const dropped = json ? (JSON.parse(r.stdout) as RunqlatResult).dropped : Number(/(\d+) waits lost: a kernel map was full/.exec(r.stdout)?.[1] ?? 0);
+      assert.ok(dropped > 0, `dropped is counted (${json ? 'JSON' : 'text'}): ${r.stdout.slice(-300)}`);
+      if (json) assert.equal((JSON.parse(r.stdout) as RunqlatResult).histograms.length, 10240, 'the map held as many threads as it could');
+      assert.match(r.stderr, new RegExp(`${dropped} events dropped \\(a kernel map was full\\).*--per-process`), 'stderr names the option that loses less');
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('lossHint: silent when nothing was lost, names the tracer-specific option otherwise', () => {
+  assert.equal(lossHint({ tracer: 'memleak', lost: 0, dropped: 0 }), undefined);
+  assert.equal(lossHint(null), undefined);
+  assert.match(lossHint({ tracer: 'memleak', lost: 0, dropped: 12 })!, /12 events dropped.*--sample-rate/);
+  assert.match(lossHint({ tracer: 'java-gc', lost: 3 })!, /3 events lost \(kernel buffer full\).*--min-us/);
+  assert.match(lossHint({ tracer: 'profile', lost: 5 })!, /--frequency/);
+});
