@@ -1,2 +1,62 @@
-import type { BenchContext, Row } from './lib';
-export async function benchFlamegraphRows(_ctx: BenchContext): Promise<Row[]> { throw new Error('todo'); }
+// `flamegraph`: the flame-graph benchmarks (bench/flamegraph.ts, bench/flamegraphPaint.ts, the
+// CPU-profiler engineer's) as rows, on the 100k-sample / 50k-frame program-like profile:
+// layout in Node; first render, repaint and zoom in headless Chromium.
+import fs from 'node:fs';
+import path from 'node:path';
+import { benchFlamegraph } from './flamegraph';
+import { benchFlamegraphPaint, type PaintBench } from './flamegraphPaint';
+import { median, root, round, type BenchContext, type Row } from './lib';
+
+export async function benchFlamegraphRows(ctx: BenchContext): Promise<Row[]> {
+  const model = benchFlamegraph('program-like', 100_000, 50_000, 1600, ctx.quick ? 7 : 15);
+  ctx.log(`  model: ${JSON.stringify(model)}`);
+  const rows: Row[] = [
+    {
+      name: 'flamegraph layout (100k samples, 50k frames)',
+      value: model.layoutMs,
+      unit: 'ms',
+      target: null,
+      better: 'lower',
+      peer: null,
+      detail: `model only, in Node: ${model.treeNodes.toLocaleString('en-US')} tree nodes, ${model.boxesDrawn.toLocaleString('en-US')} boxes at 1600 px; tree build ${model.buildTreeMs} ms (once per profile), zoomed layout ${model.layoutZoomedMs} ms`,
+    },
+  ];
+  if (!fs.existsSync('/usr/bin/chromium') || !fs.existsSync(path.join(root, 'dist', 'webview', 'flamegraph.js'))) {
+    ctx.log('  flamegraph paint rows left out: needs /usr/bin/chromium and dist/webview/flamegraph.js');
+    return rows;
+  }
+  const runs: PaintBench[] = [];
+  for (let i = 0; i < (ctx.quick ? 1 : 3); i++) runs.push(await benchFlamegraphPaint());
+  ctx.log(`  paint: ${JSON.stringify(runs)}`);
+  const m = (k: 'firstRenderMs' | 'paintMs' | 'zoomClickMs' | 'searchMs') => round(median(runs.map((r) => r[k])), 1);
+  rows.push(
+    {
+      name: 'flamegraph first paint (tree + layout + paint, Chromium)',
+      value: m('firstRenderMs'),
+      unit: 'ms',
+      target: 100,
+      better: 'lower',
+      peer: null,
+      detail: `headless Chromium, ${runs[0].canvasWidth} px canvas, median of ${runs.length} page loads; what a user waits for when the profile opens`,
+    },
+    {
+      name: 'flamegraph layout+paint (repaint, Chromium)',
+      value: m('paintMs'),
+      unit: 'ms',
+      target: 100,
+      better: 'lower',
+      peer: null,
+      detail: 'a resize: layout and canvas paint of the whole graph, as the view reports it',
+    },
+    {
+      name: 'flamegraph zoom frame (Chromium)',
+      value: m('zoomClickMs'),
+      unit: 'ms',
+      target: 16,
+      better: 'lower',
+      peer: null,
+      detail: `click on a frame → zoomed graph drawn; search for a name: ${m('searchMs')} ms`,
+    },
+  );
+  return rows;
+}

@@ -152,34 +152,41 @@ function startUntil(cmd: string, args: string[], stream: 'stdout' | 'stderr', re
   let text = '';
   let exited = false;
   const exit = new Promise<void>((resolve) => child.once('exit', () => ((exited = true), resolve())));
+  // SIGINT, as a user's Ctrl-C; repeated, because bpftrace 0.17 now and then misses one that
+  // comes right after its BEGIN probe ran; SIGKILL if a tracer still hangs.
   const stop = async () => {
-    if (!exited) child.kill('SIGINT');
-    const t = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    let n = 0;
+    const nudge = () => {
+      if (exited) return;
+      child.kill(++n > 10 ? 'SIGKILL' : 'SIGINT');
+      t = setTimeout(nudge, 3000);
+    };
+    let t: NodeJS.Timeout | undefined;
+    nudge();
     await exit;
     clearTimeout(t);
   };
   return new Promise((resolve, reject) => {
+    let attached = false;
     const timer = setTimeout(() => {
       void stop();
       reject(new Error(`${path.basename(cmd)} ${args.slice(0, 2).join(' ')} did not attach within ${timeoutMs} ms: ${text.trim().slice(-500)}`));
     }, timeoutMs);
-    const onData = (d: Buffer) => {
-      text += d;
-      if (ready.test(text)) {
+    // Both pipes stay read to the end (a tracer blocked on a full pipe would never exit);
+    // only the text before "attached" and a short tail are kept.
+    const onData = (from: 'stdout' | 'stderr') => (d: Buffer) => {
+      text = (text + d).slice(-64 * 1024);
+      if (!attached && from === stream && ready.test(text)) {
+        attached = true;
         clearTimeout(timer);
-        child.stdout!.removeListener('data', onData);
-        child.stderr!.removeListener('data', onData);
-        // keep draining so the tracer never blocks on a full pipe
-        child.stdout!.resume();
-        child.stderr!.resume();
         resolve({ child, attachMs: performance.now() - t0, stop });
       }
     };
-    child[stream]!.on('data', onData);
-    (stream === 'stdout' ? child.stderr! : child.stdout!).on('data', (d) => (text += d));
+    child.stdout!.on('data', onData('stdout'));
+    child.stderr!.on('data', onData('stderr'));
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`${path.basename(cmd)} ${args.slice(0, 2).join(' ')} exited (${code}) before attaching: ${text.trim().slice(-800)}`));
+      if (!attached) reject(new Error(`${path.basename(cmd)} ${args.slice(0, 2).join(' ')} exited (${code}) before attaching: ${text.trim().slice(-800)}`));
     });
   });
 }

@@ -24,18 +24,19 @@ interface Group {
 }
 
 const needsRoot = () => (process.geteuid?.() === 0 ? undefined : 'needs root (BPF, uprobes)');
-const needsTracer = (name: string) => () =>
-  needsRoot() ?? (fs.existsSync(path.join(root, 'dist', 'bpf', `${name}.bpf.o`)) && fs.existsSync(path.join(root, 'extension', 'tracers', `${name === 'java-gc' ? 'javaGc' : name}.ts`)) ? undefined : `the ${name} tracer is not built (dist/bpf/${name}.bpf.o)`);
+const needsObject = (name: string) => () => needsRoot() ?? (fs.existsSync(path.join(root, 'dist', 'bpf', `${name}.bpf.o`)) ? undefined : `dist/bpf/${name}.bpf.o is not built (npm run build)`);
+const needsTracer = (name: string, source: string) => () =>
+  needsObject(name)() ?? (fs.existsSync(path.join(root, 'extension', 'tracers', source)) ? undefined : `the ${name} tracer (extension/tracers/${source}) does not exist yet`);
 
 const GROUPS: Group[] = [
-  { id: 'java-gc', run: benchJavaGc, missing: needsTracer('java-gc') },
-  { id: 'memleak', run: benchMemleak, missing: needsTracer('memleak') },
-  { id: 'profile', run: benchProfile, missing: needsTracer('profile') },
+  { id: 'java-gc', run: benchJavaGc, missing: needsTracer('java-gc', 'javaGc.ts') },
+  { id: 'memleak', run: benchMemleak, missing: needsTracer('memleak', 'memleak.ts') },
+  { id: 'profile', run: benchProfile, missing: needsTracer('profile', 'profile.ts') },
   { id: 'attach', run: benchAttach, missing: needsRoot },
   { id: 'symbolize', run: benchSymbolizeRows },
   { id: 'flamegraph', run: benchFlamegraphRows },
-  { id: 'events', run: benchEvents, missing: needsTracer('bench_events') },
-  { id: 'helper-memory', run: benchHelperMemory, missing: needsTracer('memleak') },
+  { id: 'events', run: benchEvents, missing: needsObject('bench_events') },
+  { id: 'helper-memory', run: benchHelperMemory, missing: needsTracer('memleak', 'memleak.ts') },
 ];
 
 function usage(): never {

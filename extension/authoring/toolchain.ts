@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { inputError, StudioError } from '../shared/errors';
+import { isElfHead, readRegularFileHead } from '../elf/fileCheck';
 import { archInfo, buildCommand, parseClangDiagnostics, skeletonPath, type ClangDiagnostic } from './buildCommand';
 
 const SBIN = ['/usr/sbin', '/sbin', '/usr/local/sbin'];
@@ -121,24 +122,8 @@ const EM_BPF = 247;
 
 /** Throws an input error naming the problem unless `file` is a non-empty ELF object for the BPF machine. */
 export function checkBpfObject(file: string): void {
-  let fd: number;
-  try {
-    // O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears.
-    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw inputError(code === 'ENOENT' ? `${file} does not exist` : `cannot read ${file}: ${(e as Error).message}`);
-  }
-  try {
-    const st = fs.fstatSync(fd);
-    if (!st.isFile()) throw inputError(`${file} is not a regular file: give a .bpf.o object or a .bpf.c source`);
-    if (st.size === 0) throw inputError(`${file} is empty: rebuild it (ebpf-studio build SOURCE.bpf.c)`);
-    const head = Buffer.alloc(20);
-    fs.readSync(fd, head, 0, 20, 0);
-    if (head.readUInt32BE(0) !== 0x7f454c46) throw inputError(`${file} is not an ELF object file: give a .bpf.o built with clang -target bpf, or the .bpf.c source`);
-    const machine = head[5] === 1 ? head.readUInt16LE(18) : head.readUInt16BE(18);
-    if (machine !== EM_BPF) throw inputError(`${file} is an ELF file for another machine (e_machine ${machine}), not BPF: compile with clang -target bpf`);
-  } finally {
-    fs.closeSync(fd);
-  }
+  const { head } = readRegularFileHead(file, 20, 'object file', 'rebuild it (ebpf-studio build SOURCE.bpf.c)');
+  if (!isElfHead(head) || head.length < 20) throw inputError(`${file} is not an ELF object file: give a .bpf.o built with clang -target bpf, or the .bpf.c source`);
+  const machine = head[5] === 1 ? head.readUInt16LE(18) : head.readUInt16BE(18);
+  if (machine !== EM_BPF) throw inputError(`${file} is an ELF file for another machine (e_machine ${machine}), not BPF: compile with clang -target bpf`);
 }

@@ -19,6 +19,7 @@ import { checkPid, mapsOrExplain, pidAlive, readStat } from '../proc/processes';
 import { ensureTracefs } from '../helper/tracefs';
 import type { Mapping } from '../proc/maps';
 import { withElf } from '../elf/elf';
+import { requireElfFile } from '../elf/fileCheck';
 import type { Tracer } from './tracer';
 import { loadFirstWorking, setRodata } from './bpfObject';
 import { launchStopped, type StoppedChild } from './launchStopped';
@@ -154,7 +155,7 @@ export const memleakTracer: Tracer<'memleak'> = {
 
   async start(options, env, events) {
     if (options.pid !== undefined) checkPid(options.pid);
-    if (options.allocatorLib && !fs.existsSync(options.allocatorLib)) throw inputError(`allocatorLib ${options.allocatorLib} does not exist`);
+    if (options.allocatorLib) requireElfFile(options.allocatorLib, 'allocatorLib');
     const warnings: string[] = [];
     const t0 = process.hrtime.bigint();
     let output = '';
