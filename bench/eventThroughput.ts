@@ -82,7 +82,7 @@ async function measure(ctx: BenchContext, gen: LineProcess, perHit: number, roun
 
 export async function benchEvents(ctx: BenchContext): Promise<Row[]> {
   const rounds = ctx.quick ? 3 : 5;
-  const seconds = ctx.quick ? 1.5 : 3;
+  const seconds = ctx.quick ? 1 : 3;
   const gen = new LineProcess(path.join(ctx.buildDir, 'sysloop'), []);
   try {
     await gen.next('ready');

@@ -13,8 +13,8 @@ function rssMiB(pid: number): number {
 }
 
 export async function benchHelperMemory(ctx: BenchContext): Promise<Row[]> {
-  const seconds = ctx.quick ? 15 : 60;
-  const settle = ctx.quick ? 4 : 8;
+  const seconds = ctx.quick ? 12 : 60;
+  const settle = ctx.quick ? 3 : 8;
   const churn = new LineProcess(path.join(ctx.buildDir, 'mallocfree'), ['churn', '10000']);
   let tracer: Attached | undefined;
   try {

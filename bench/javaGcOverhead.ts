@@ -66,6 +66,7 @@ export async function benchJavaGc(ctx: BenchContext): Promise<Row[]> {
         better: 'lower',
         peer: { name: 'bpftrace, same 4 USDT probes', value: round(ratioOfRounds(r.bpftrace, r.untraced), 4) },
         detail,
+        limit: `the probes fire 18 times per GC and this workload collects ~${Math.round((gcs / ms) * 1000)} times a second; at the kernel's ~1-1.7 µs per uprobe hit that alone is ~${round((((gcs / ms) * 1000 * 18 * 1.3) / 1e6) * 100, 1)}% of a CPU before any BPF logic runs (bpftrace pays the same); a program collecting a few times a second would see ~0.01%`,
       },
     ];
   } finally {

@@ -21,6 +21,8 @@ export interface Row {
   peer: { name: string; value: number } | null;
   /** RESULTS.md only: absolute figures, run counts, caveats */
   detail?: string;
+  /** RESULTS.md only: what limits the figure, said when it misses its target */
+  limit?: string;
 }
 
 export interface BenchContext {

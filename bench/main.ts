@@ -1,8 +1,11 @@
 // The benchmark suite (`npm run bench -- [--quick] [--json] [--only a,b] [--out FILE]`): runs each
 // row group, prints a table (or, with --json, only the JSON array of rows on stdout), and writes
 // bench/RESULTS.md on a full run (a --quick run writes only where --out says). Progress goes to
-// stderr. Groups whose tracer is not built are left out with the reason.
+// stderr. Groups whose tracer is not built are left out with the reason. npm prints its own
+// "> ebpf-studio@0.1.0 bench" banner on stdout: for a clean JSON stream use
+// `npm run -s bench -- --json` or `node scripts/bench.mjs --json`.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildWorkloads, cli, root, type BenchContext, type Row } from './lib';
@@ -40,7 +43,7 @@ const GROUPS: Group[] = [
 ];
 
 function usage(): never {
-  process.stderr.write(`usage: npm run bench -- [--quick] [--json] [--only ${GROUPS.map((g) => g.id).join(',')}] [--out FILE]\n`);
+  process.stderr.write(`usage: npm run -s bench -- [--quick] [--json] [--only ${GROUPS.map((g) => g.id).join(',')}] [--out FILE]\n`);
   process.exit(2);
 }
 
@@ -127,6 +130,7 @@ async function main(): Promise<number> {
   const notes: string[] = [];
   let failed = false;
   const t0 = performance.now();
+  const loadAtStart = os.loadavg()[0].toFixed(2);
   for (const g of GROUPS) {
     if (only && !only.includes(g.id)) continue;
     const why = g.missing?.();
@@ -149,9 +153,10 @@ async function main(): Promise<number> {
     log(`bench: ${g.id} took ${((performance.now() - tg) / 1000).toFixed(1)} s`);
   }
   const seconds = (performance.now() - t0) / 1000;
-  for (const r of rows) if (meets(r) === false) notes.push(`${r.name} missed its target (${targetText(r)}).`);
+  notes.push(`Load average (1 min) ${loadAtStart} at the start and ${os.loadavg()[0].toFixed(2)} at the end of the run, on ${os.cpus().length} CPUs: other work on the machine shows up as noise in every row.`);
+  for (const r of rows) if (meets(r) === false) notes.push(`${r.name} missed its target (${targetText(r)})${r.limit ? `: ${r.limit}` : '.'}`);
   if (values.json) {
-    process.stdout.write(`${JSON.stringify(rows.map(({ detail: _d, ...r }) => r), null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify(rows.map(({ detail: _d, limit: _l, ...r }) => r), null, 2)}\n`);
   } else {
     process.stdout.write(`${table(rows)}\n`);
     for (const n of notes) process.stdout.write(`note: ${n}\n`);

@@ -5,6 +5,7 @@
 // Each step is a subtest on one shared editor session; later features add a step here.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import type { Locator } from 'playwright-core';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -258,35 +259,7 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       // box is where that color is, and the tooltip there must name it and its source line.
       await frame.locator('#search').fill('hot_a');
       await frame.locator('.toolbar .status', { hasText: /^matched [1-9]/ }).waitFor({ timeout: 5000 });
-      // The widest run of highlighted pixels in one row is hot_a's widest box (truncated stacks
-      // may show it elsewhere too, narrower).
-      const box = await canvas.evaluate((c: HTMLCanvasElement) => {
-        const probe = document.createElement('canvas').getContext('2d')!;
-        probe.fillStyle = getComputedStyle(document.body).getPropertyValue('--vscode-editor-findMatchHighlightBackground').trim() || '#e040e0';
-        probe.fillRect(0, 0, 1, 1);
-        const want = probe.getImageData(0, 0, 1, 1).data;
-        const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
-        let best = { x: -1, y: -1, w: 0 };
-        for (let y = 0; y < c.height; y++) {
-          let start = -1;
-          for (let x = 0; x <= c.width; x++) {
-            const i = (y * c.width + x) * 4;
-            const hit = x < c.width && Math.abs(d[i + 3] - want[3]) <= 8 && Math.abs(d[i] - want[0]) <= 8 && Math.abs(d[i + 1] - want[1]) <= 8 && Math.abs(d[i + 2] - want[2]) <= 8;
-            if (hit && start < 0) start = x;
-            if (!hit && start >= 0) {
-              if (x - start > best.w) best = { x: (start + x) / 2, y, w: x - start };
-              start = -1;
-            }
-          }
-        }
-        if (best.w === 0) return undefined;
-        // best.y is the box's top edge: aim at the middle of its height.
-        let y1 = best.y;
-        const cx = Math.floor(best.x);
-        while (y1 + 1 < c.height && Math.abs(d[((y1 + 1) * c.width + cx) * 4 + 3] - want[3]) <= 8 && Math.abs(d[((y1 + 1) * c.width + cx) * 4] - want[0]) <= 8) y1++;
-        const k = c.width / c.clientWidth;
-        return { x: best.x / k, y: (best.y + y1) / 2 / k, w: best.w / k };
-      });
+      const box = await widestMatchBox(canvas);
       assert.ok(box, 'no frame is highlighted after searching for hot_a');
       await canvas.hover({ position: { x: box.x, y: box.y } });
       const tip = await frame.locator('.tooltip').innerText();
@@ -374,6 +347,40 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
     !paletteTitle('ebpfStudio.buildBpf') ? 'package.json has no ebpfStudio.buildBpf' : bpfBuildSkip(),
   );
 });
+
+/**
+ * The middle of the widest run of search-highlighted pixels in one row of a flame-graph canvas, in
+ * CSS px: the matched function's widest box (truncated stacks may show it elsewhere, narrower).
+ */
+function widestMatchBox(canvas: Locator): Promise<{ x: number; y: number; w: number } | undefined> {
+  return canvas.evaluate((c: HTMLCanvasElement) => {
+    const probe = document.createElement('canvas').getContext('2d')!;
+    probe.fillStyle = getComputedStyle(document.body).getPropertyValue('--vscode-editor-findMatchHighlightBackground').trim() || '#e040e0';
+    probe.fillRect(0, 0, 1, 1);
+    const want = probe.getImageData(0, 0, 1, 1).data;
+    const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+    let best = { x: -1, y: -1, w: 0 };
+    for (let y = 0; y < c.height; y++) {
+      let start = -1;
+      for (let x = 0; x <= c.width; x++) {
+        const i = (y * c.width + x) * 4;
+        const hit = x < c.width && Math.abs(d[i + 3] - want[3]) <= 8 && Math.abs(d[i] - want[0]) <= 8 && Math.abs(d[i + 1] - want[1]) <= 8 && Math.abs(d[i + 2] - want[2]) <= 8;
+        if (hit && start < 0) start = x;
+        if (!hit && start >= 0) {
+          if (x - start > best.w) best = { x: (start + x) / 2, y, w: x - start };
+          start = -1;
+        }
+      }
+    }
+    if (best.w === 0) return undefined;
+    // best.y is the box's top edge: aim at the middle of its height.
+    let y1 = best.y;
+    const cx = Math.floor(best.x);
+    while (y1 + 1 < c.height && Math.abs(d[((y1 + 1) * c.width + cx) * 4 + 3] - want[3]) <= 8 && Math.abs(d[((y1 + 1) * c.width + cx) * 4] - want[0]) <= 8) y1++;
+    const k = c.width / c.clientWidth;
+    return { x: best.x / k, y: (best.y + y1) / 2 / k, w: best.w / k };
+  });
+}
 
 /** Why the build task cannot compile BPF here (it needs clang, and bpftool with kernel BTF for vmlinux.h). */
 function bpfBuildSkip(): string | undefined {
