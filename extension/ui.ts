@@ -18,14 +18,3 @@ export function showError(e: unknown, prefix = 'eBPF Studio'): void {
     void vscode.window.showErrorMessage(msg);
   }
 }
-
-export function formatBytes(n: number): string {
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let v = n;
-  let i = 0;
-  while (Math.abs(v) >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
-}

@@ -1,6 +1,7 @@
 // Where the leak CodeLenses go, without VS Code: each stack's leak site is the first frame whose
 // source file lies in the workspace, skipping allocator wrappers (xmalloc-style helpers), with
 // inlined frames considered innermost first. Stacks sharing a site are summed.
+import { formatBytes } from '../shared/units';
 import type { MemleakFrame, MemleakStack } from '../shared/memleak';
 
 export interface LeakSite {
@@ -71,15 +72,7 @@ export function leakSites(stacks: MemleakStack[], roots: string[], wrappers?: Re
 
 /** Decimal units, as in "409.6 KB" for 409600 bytes. */
 export function formatBytesDecimal(n: number): string {
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let v = Math.abs(n);
-  let i = 0;
-  while (v >= 1000 && i < units.length - 1) {
-    v /= 1000;
-    i++;
-  }
-  const num = i === 0 ? String(Math.round(v)) : v.toFixed(1).replace(/\.0$/, '');
-  return `${n < 0 ? '-' : ''}${num} ${units[i]}`;
+  return formatBytes(n, 1000);
 }
 
 export function formatAge(ms: number): string {

@@ -1,6 +1,7 @@
 // Figures drawn from Java GC events: the summary (exact nearest-rank percentiles, since every
 // event is kept), the log2 µs pause histogram, and per-pool reclaim. Pure: shared by the
 // tracer, the CLI's text output and the webview.
+import { formatBytes } from './units';
 import { bucketIndex, quantileExact, toBuckets, type Bucket } from './log2hist';
 import type { JavaGcEvent, JavaGcResult, JavaGcSummary } from './javaGc';
 
@@ -86,13 +87,10 @@ export function overheadPercent(totalPauseNs: number, wallNs: number): number {
 
 /** "812 KB", "3.4 MB", "-1.2 GB": pool sizes (signed: a pool may grow across a GC). */
 export function formatSize(n: number): string {
-  const units = ['B', 'KB', 'MB', 'GB', 'TB'];
-  let v = Math.abs(n);
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  const s = i === 0 ? String(v) : v >= 100 ? v.toFixed(0) : v.toFixed(1);
-  return `${n < 0 ? '-' : ''}${s} ${units[i]}`;
+  return formatBytes(n, 1024);
+}
+
+/** What GCs took out of a pool; a pool that filled up across GCs (promotion into the old generation) "grew". */
+export function formatReclaim(n: number): string {
+  return n < 0 ? `grew ${formatSize(-n)}` : formatSize(n);
 }

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { JavaGcEvent } from '../../extension/shared/javaGc';
-import { buildResult, formatSize, overheadPercent, pauseCounts, poolReclaim, summarize } from '../../extension/shared/javaGcStats';
+import { buildResult, formatReclaim, formatSize, overheadPercent, pauseCounts, poolReclaim, summarize } from '../../extension/shared/javaGcStats';
 import { formatGcLines, formatGcResult } from '../../extension/cli/commands/javaGc';
 
 function ev(durationUs: number, full = false, pools: JavaGcEvent['pools'] = [], t = 0): JavaGcEvent {
@@ -55,6 +55,8 @@ test('overhead and sizes', () => {
   assert.equal(formatSize(17_891_328), '17.1 MB');
   assert.equal(formatSize(-65536), '-64.0 KB');
   assert.equal(formatSize(512), '512 B');
+  assert.equal(formatReclaim(539_000_000), '514 MB');
+  assert.equal(formatReclaim(-867_328), 'grew 847 KB', 'a pool that filled up across GCs is said to grow, not to reclaim a negative amount');
 });
 
 test('CLI text: one line per GC, then histogram, summary and pools', () => {

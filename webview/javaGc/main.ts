@@ -1,7 +1,7 @@
 // The Java GC view: toolbar (Stop, Clear, Export JSON/CSV), summary cards, stacked young/full
 // pause histogram, pause timeline and per-pool table, redrawn at most once per frame.
 import { formatDuration } from '../../extension/shared/log2hist';
-import { formatSize } from '../../extension/shared/javaGcStats';
+import { formatReclaim, formatSize } from '../../extension/shared/javaGcStats';
 import { bucketAt, drawHistogram, themeColor, type HistogramLayout } from '../common/histogramChart';
 import { GcModel } from './model';
 import type { FromView, ToView } from './protocol';
@@ -97,10 +97,10 @@ function render(): void {
   });
   drawTimeline(timeCanvas, model.timeline(), model.wallNs / 1e9, c);
   const head = el('tr');
-  for (const [t, cls] of [['Pool', ''], ['Last GC: before', 'num'], ['→ after', 'num'], ['Committed', 'num'], ['Total reclaimed', 'num'], ['GCs', 'num']]) head.append(el('th', cls ? { class: cls } : {}, t));
+  for (const [t, cls] of [['Pool', ''], ['Last GC: before', 'num'], ['→ after', 'num'], ['Committed', 'num'], ['Reclaimed, all GCs', 'num'], ['GCs', 'num']]) head.append(el('th', cls ? { class: cls } : {}, t));
   const rows = model.pools().map((p) => {
     const tr = el('tr');
-    tr.append(el('td', {}, p.name), el('td', { class: 'num' }, formatSize(p.lastBefore)), el('td', { class: 'num' }, formatSize(p.lastAfter)), el('td', { class: 'num' }, formatSize(p.lastCommitted)), el('td', { class: 'num' }, formatSize(p.totalReclaimed)), el('td', { class: 'num' }, String(p.gcs)));
+    tr.append(el('td', {}, p.name), el('td', { class: 'num' }, formatSize(p.lastBefore)), el('td', { class: 'num' }, formatSize(p.lastAfter)), el('td', { class: 'num' }, formatSize(p.lastCommitted)), el('td', { class: 'num' }, formatReclaim(p.totalReclaimed)), el('td', { class: 'num' }, String(p.gcs)));
     return tr;
   });
   poolTable.replaceChildren(head, ...rows);

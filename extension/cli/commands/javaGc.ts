@@ -7,7 +7,7 @@ import { javaGcTracer } from '../../tracers/javaGc';
 import { usageError } from '../../shared/errors';
 import type { JavaGcResult, JavaGcUpdate } from '../../shared/javaGc';
 import { formatDuration, renderText } from '../../shared/log2hist';
-import { formatSize, poolReclaim } from '../../shared/javaGcStats';
+import { formatReclaim, formatSize, poolReclaim } from '../../shared/javaGcStats';
 
 const HEADER = `${'TIME'.padEnd(12)} ${'PID'.padEnd(8)} ${'CPU'.padEnd(4)} ${'KIND'.padEnd(6)} PAUSE`;
 
@@ -35,7 +35,7 @@ export function formatGcResult(r: JavaGcResult): string {
     const pools = poolReclaim(r.events).filter((p) => p.lastBefore > 0 || p.lastAfter > 0);
     if (pools.length) {
       out.push('', `${'POOL'.padEnd(34)} ${'LAST GC: BEFORE → AFTER'.padEnd(26)} TOTAL RECLAIMED`);
-      for (const p of pools) out.push(`${p.name.padEnd(34)} ${`${formatSize(p.lastBefore)} → ${formatSize(p.lastAfter)}`.padEnd(26)} ${formatSize(p.totalReclaimed)}`);
+      for (const p of pools) out.push(`${p.name.padEnd(34)} ${`${formatSize(p.lastBefore)} → ${formatSize(p.lastAfter)}`.padEnd(26)} ${formatReclaim(p.totalReclaimed)}`);
     }
   }
   if (r.lost > 0) out.push(`warning: ${r.lost} GC events lost (kernel buffer full)`);
