@@ -51,8 +51,7 @@ export class LimitedReader extends Transform {
       const head = this.header.subarray(0, end + 4);
       const rest = this.header.subarray(end + 4);
       this.header = Buffer.alloc(0);
-      const m = /content-length:\s*(\d+)/i.exec(head.toString('ascii'));
-      const len = m ? Number(m[1]) : -1;
+      const len = contentLength(head);
       if (len < 0) {
         this.onRefused(head.length);
       } else if (len > this.limit) {
@@ -69,4 +68,17 @@ export class LimitedReader extends Transform {
     }
     done();
   }
+}
+
+/**
+ * The Content-Length of a header block, or -1 when no line of it is exactly that header.
+ * Decoded as latin1, not 'ascii': Node's ascii decoder clears the high bit, so a stray 0xB4 byte
+ * after "Content-Length:" would read as the digit 4 and the frame after it would be swallowed.
+ */
+export function contentLength(head: Buffer): number {
+  for (const line of head.toString('latin1').split('\r\n')) {
+    const m = /^content-length:[ \t]*(\d+)[ \t]*$/i.exec(line);
+    if (m) return Number(m[1]);
+  }
+  return -1;
 }

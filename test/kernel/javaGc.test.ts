@@ -65,12 +65,16 @@ async function bpftracePeer(pid: number) {
   const lib = mappedFiles(readMaps(pid), /^libjvm\.so$/)[0];
   const script = `usdt:${lib}:hotspot:gc__begin { @s[tid] = nsecs; @f[tid] = arg0; }
 usdt:${lib}:hotspot:gc__end /@s[tid]/ { printf("gc %d %d %d\\n", pid, @f[tid], nsecs - @s[tid]); delete(@s[tid]); delete(@f[tid]); }`;
-  const child = spawn(bpftrace, ['-p', String(pid), '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // "Attaching N probes..." comes before the probes are attached, so a GC right after it would be
+  // one the peer misses; with this variable bpftrace says when they are (its runtime tests use it).
+  const child = spawn(bpftrace, ['-p', String(pid), '-e', script], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, __BPFTRACE_NOTIFY_PROBES_ATTACHED: '1' } });
   children.push(child);
   let out = '';
+  let err = '';
   child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (err += d));
   const exited = new Promise<void>((r) => child.on('exit', () => r()));
-  if (!(await waitFor(() => out.includes('Attaching'), 15_000))) {
+  if (!(await waitFor(() => err.includes('__BPFTRACE_NOTIFY_PROBES_ATTACHED'), 15_000))) {
     child.kill('SIGKILL');
     return undefined;
   }

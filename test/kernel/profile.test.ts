@@ -127,11 +127,25 @@ describe('profile (kernel)', { skip }, () => {
     assert.match(freq.stderr, /--frequency 0 is out of range/);
   });
 
-  test('--all --folded prints folded stacks with a process root', async () => {
+  test('--all --folded prints folded stacks with a process root', async (t) => {
+    // An idle machine may offer no samples at all in a second (idle is excluded): run a busy
+    // program of our own so the system-wide profile has something it must find.
+    const src = path.join(repoRoot, 'test/fixtures/c/cpusplit.c');
+    const bin = path.join(work, 'cpusplit-all');
+    const cc = spawnSync('gcc', ['-g', '-O0', '-fno-omit-frame-pointer', src, '-o', bin], { encoding: 'utf8' });
+    if (cc.error) return t.skip(`gcc is not installed: ${cc.error.message}`);
+    assert.equal(cc.status, 0, cc.stderr);
+    const child = spawn(bin, ['30'], { stdio: 'ignore' });
+    children.push(child);
+    await sleep(200);
     const r = runCli(['profile', '--all', '--duration', '1', '--folded', '--no-java'], { timeoutMs: 30_000 });
+    child.kill('SIGKILL');
     assert.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trim().split('\n').filter(Boolean);
-    assert.ok(lines.length > 0, 'some stacks');
+    assert.ok(lines.length > 0, `no stacks at all in 1 s of system-wide profiling; stderr: ${r.stderr}`);
     for (const l of lines) assert.match(l, /^[^;\n]+ \[\d+\](;[^;\n]+)* \d+$/, `folded line: ${l}`);
+    const ours = lines.filter((l) => l.startsWith(`cpusplit-all [${child.pid}];`));
+    assert.ok(ours.length > 0, `the busy fixture (pid ${child.pid}) is missing from the system-wide profile`);
+    assert.ok(ours.some((l) => /;hot_a[ ;]/.test(l)), `hot_a is not named in the fixture's stacks: ${ours.slice(0, 3).join(' | ')}`);
   });
 });

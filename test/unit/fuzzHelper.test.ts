@@ -16,7 +16,7 @@ import { PassThrough } from 'node:stream';
 import fc from 'fast-check';
 import { StreamMessageReader, type Message } from 'vscode-jsonrpc/node';
 import { createHelperServer } from '../../extension/helper/main';
-import { LimitedReader, MAX_MESSAGE_BYTES } from '../../extension/helper/limitedReader';
+import { contentLength, LimitedReader, MAX_MESSAGE_BYTES } from '../../extension/helper/limitedReader';
 import { distDir } from '../helpers';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 10_000);
@@ -392,4 +392,21 @@ test('LimitedReader passes no byte of a refused body downstream and keeps framin
   assert.deepEqual(refused, [2000]);
   assert.ok(!text.includes('A'), 'no byte of the refused body was passed on');
   assert.match(text, /Content-Length: 8\r\n\r\n\{"ok":1\}$/);
+});
+
+test('LimitedReader: a high-bit byte after "Content-Length:" is no digit, and the next frame survives', async () => {
+  // Found by the fuzzer: Node's 'ascii' decoder turns 0xB4 into "4", which made this garbage a
+  // 4-byte frame that swallowed the start of the request after it.
+  assert.equal(contentLength(Buffer.from('Content-Length:\u00b4\r\n\r\n', 'latin1')), -1);
+  assert.equal(contentLength(Buffer.from('x{Content-Length: 5\r\n\r\n', 'latin1')), -1, 'only a whole header line counts');
+  assert.equal(contentLength(Buffer.from('\r\ncontent-length:  12 \r\nContent-Type: x\r\n\r\n', 'latin1')), 12);
+  const src = new PassThrough();
+  const lr = new LimitedReader(src, 1000, () => {});
+  const out: Buffer[] = [];
+  lr.on('data', (d: Buffer) => out.push(d));
+  src.write(Buffer.from('"jsonrpc"\u00b4{Content-Length:\u00b4\u0015Content-Length\r\n\r\n\r\n', 'latin1'));
+  src.write(frame('{"id":1}'));
+  src.end();
+  await new Promise((r) => lr.on('end', r));
+  assert.equal(Buffer.concat(out).toString('latin1'), 'Content-Length: 8\r\n\r\n{"id":1}');
 });
