@@ -24,13 +24,24 @@ function fail(msg) {
 const rel = (p) => path.relative(root, p);
 const exists = (p) => fs.existsSync(path.join(root, p));
 
-/** Everything the installed extension needs from dist/, derived from the sources that produce it. */
+/**
+ * Everything the installed extension needs from dist/, derived from the sources that produce it,
+ * each with the source folders it is built from. Staleness is judged per output: the build skips
+ * BPF objects whose sources did not change (and esbuild leaves identical bundles untouched), so an
+ * old .bpf.o says nothing about whether the TypeScript bundles are current.
+ */
 function requiredOutputs() {
-  const need = ['dist/extension.js', 'dist/helper.js', 'dist/cli.js', 'dist/webview/common.css'];
-  if (exists('native/binding.gyp')) need.push('dist/ebpf_studio.node');
-  if (exists('extension/lsp/server.ts')) need.push('dist/server.js');
-  for (const f of fs.readdirSync(path.join(root, 'bpf'))) if (f.endsWith('.bpf.c')) need.push(`dist/bpf/${f.replace(/\.c$/, '.o')}`);
-  for (const v of fs.readdirSync(path.join(root, 'webview'))) if (exists(`webview/${v}/main.ts`)) need.push(`dist/webview/${v}.js`);
+  const ts = ['extension', 'webview'];
+  const need = [
+    { file: 'dist/extension.js', from: ts },
+    { file: 'dist/helper.js', from: ts },
+    { file: 'dist/cli.js', from: ts },
+    { file: 'dist/webview/common.css', from: ['webview'] },
+  ];
+  if (exists('native/binding.gyp')) need.push({ file: 'dist/ebpf_studio.node', from: ['native/src', 'native/binding.gyp'] });
+  if (exists('extension/lsp/server.ts')) need.push({ file: 'dist/server.js', from: ts });
+  for (const f of fs.readdirSync(path.join(root, 'bpf'))) if (f.endsWith('.bpf.c')) need.push({ file: `dist/bpf/${f.replace(/\.c$/, '.o')}`, from: ['bpf'] });
+  for (const v of fs.readdirSync(path.join(root, 'webview'))) if (exists(`webview/${v}/main.ts`)) need.push({ file: `dist/webview/${v}.js`, from: ts });
   return need;
 }
 
@@ -49,12 +60,18 @@ function newestMtime(dir) {
 
 function staleness() {
   const need = requiredOutputs();
-  const missing = need.filter((f) => !exists(f));
+  const missing = need.filter((o) => !exists(o.file)).map((o) => o.file);
   if (missing.length) return `missing ${missing.join(', ')}`;
-  const oldestOut = Math.min(...need.map((f) => fs.statSync(path.join(root, f)).mtimeMs));
-  const inputs = ['extension', 'webview', 'bpf', 'native/src', 'native/binding.gyp'];
-  const newer = inputs.filter((d) => newestMtime(d) > oldestOut);
-  return newer.length ? `sources changed since the last build (${newer.join(', ')})` : undefined;
+  const newest = new Map();
+  const newer = new Set();
+  for (const o of need) {
+    const built = fs.statSync(path.join(root, o.file)).mtimeMs;
+    for (const d of o.from) {
+      if (!newest.has(d)) newest.set(d, newestMtime(d));
+      if (newest.get(d) > built) newer.add(d);
+    }
+  }
+  return newer.size ? `sources changed since the last build (${[...newer].join(', ')})` : undefined;
 }
 
 function run(cmd, args, opts = {}) {
@@ -88,10 +105,12 @@ const allowed = [/^package\.json$/, /^README\.md$/, /^LICENSE$/, /^CHANGELOG\.md
   /^dist\/[^/]+\.js$/, /^dist\/bpf\/[^/]+\.bpf\.o$/, /^dist\/ebpf_studio\.node$/, /^dist\/ebpf-studio-launch$/, /^dist\/webview\/[^/]+\.(js|css)$/];
 const stray = files.filter((f) => !allowed.some((re) => re.test(f)) || f.endsWith('.map') || f.endsWith('.ts'));
 if (stray.length) fail(`files outside the allow-list would be packed (fix .vscodeignore):\n  ${stray.join('\n  ')}`);
-const absent = requiredOutputs().filter((f) => !files.includes(f));
+const absent = requiredOutputs().map((o) => o.file).filter((f) => !files.includes(f));
 if (absent.length) fail(`.vscodeignore leaves out files the extension needs:\n  ${absent.join('\n  ')}`);
 
 fs.rmSync(out, { force: true });
-run(vsce, ['package', '--no-dependencies', '--out', out]);
+// Relative README links stay relative: there is no public repository to point them at, and VS Code
+// resolves them inside the installed extension, which carries media/.
+run(vsce, ['package', '--no-dependencies', '--no-rewrite-relative-links', '--out', out]);
 const size = fs.statSync(out).size;
 console.log(`package: ${rel(out)}: ${(size / 1024).toFixed(0)} KiB, ${files.length} extension files`);
