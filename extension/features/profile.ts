@@ -209,7 +209,8 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
       return;
     }
     if (result.samples === 0) warnings.push(`No samples: ${target.pid ? `pid ${target.pid} did not run on a CPU while sampled` : 'nothing ran'}.`);
-    showProfile(shown, fromProfileResult(result, { name: title }), title, warnings, annotationsFromResult(result));
+    // A whole-system profile is rooted by process even when only one process ran.
+    showProfile(shown, fromProfileResult(result, { name: title, groupByProcess: target.pid === 0 }), title, warnings, annotationsFromResult(result));
   };
   const session = await startSession('profile', options, `CPU profile ${target.label}`, {
     onUpdate: (u) => {

@@ -70,7 +70,8 @@ export const profileCommand: Command = {
         durationS: durationFlag(values.duration),
         // update warnings go to stderr through runTracer (so --folded output stays clean)
         formatUpdate: () => '',
-        formatResult: (r) => (folded ? toFolded(fromProfileResult(r)).trimEnd() : formatSummary(r)),
+        // --all roots every stack by process, even when only one process ran while sampled.
+        formatResult: (r) => (folded ? toFolded(fromProfileResult(r, { groupByProcess: pid === undefined })).trimEnd() : formatSummary(r)),
         banner: (targets) => `Sampling ${targets.length ? `pid ${targets.join(', ')}` : 'all processes'} at ${frequency} Hz... Ctrl-C to end.`,
       },
       io,
