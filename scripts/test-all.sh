@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Everything the tests need on a fresh Debian/Ubuntu machine, then every test tier:
-# apt packages, npm dependencies, code-server (cached), the build, unit + kernel + editor tests.
+# apt packages (build, test and benchmark peers), npm dependencies, code-server (cached), the build,
+# unit + kernel + editor tests (the kernel tier includes the benchmark suite's quick run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh --test
+bash scripts/install-deps.sh --all
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   npm ci --no-audit --no-fund
 fi
