@@ -44,8 +44,11 @@ struct pending {
 	__u32 skip; /* filtered out (size range, sampling): still shadows nested calls */
 };
 
+/* One entry per thread, kept between calls and marked idle (sp = 0) instead of deleted: a
+ * delete and a fresh insert on every allocator call cost more than the probe logic around
+ * them. LRU, so threads that have exited make room for new ones. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 10240);
 	__type(key, __u32);
 	__type(value, struct pending);
@@ -152,15 +155,18 @@ static __always_inline void record(void *ctx, __u64 addr, __u64 size, __u64 stac
 	if (id < 0)
 		count(MEMLEAK_CNT_STACK_LOST);
 	a.stack_id = id < 0 ? -1 : id;
-	/* An address handed out again without a free we saw: drop the stale record first. */
-	old = bpf_map_lookup_elem(&allocs, &addr);
-	if (old) {
-		totals_sub(old->stack_id, old->size);
-		bpf_map_delete_elem(&allocs, &addr);
-	}
-	if (bpf_map_update_elem(&allocs, &addr, &a, BPF_ANY)) {
-		count(MEMLEAK_CNT_ALLOCS_FULL);
-		return;
+	/* The common case first: a new address. Only when one is handed out again without a free
+	 * we saw is the stale record dropped (its totals too) and the insert repeated. */
+	if (bpf_map_update_elem(&allocs, &addr, &a, BPF_NOEXIST)) {
+		old = bpf_map_lookup_elem(&allocs, &addr);
+		if (old) {
+			totals_sub(old->stack_id, old->size);
+			bpf_map_delete_elem(&allocs, &addr);
+		}
+		if (bpf_map_update_elem(&allocs, &addr, &a, BPF_ANY)) {
+			count(MEMLEAK_CNT_ALLOCS_FULL);
+			return;
+		}
 	}
 	count(MEMLEAK_CNT_ALLOCS);
 	totals_add(a.stack_id, size);
@@ -196,6 +202,16 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 size, __u64 ptr, __u
 	p = bpf_map_lookup_elem(&pending, &tid);
 	if (p && sp < p->sp)
 		return 0; /* nested inside an allocator call already being traced */
+	if (p) {
+		/* This thread's entry, idle (sp 0) or left by a call that never returned: reuse it.
+		 * sp last, so a nested probe never sees a half-written entry as active. */
+		p->size = size;
+		p->ptr = ptr;
+		p->kind = kind;
+		p->skip = !wanted(size);
+		p->sp = sp;
+		return 0;
+	}
 	fresh.size = size;
 	fresh.ptr = ptr;
 	fresh.sp = sp;
@@ -214,13 +230,13 @@ static __always_inline int leave(struct pt_regs *ctx)
 	struct pending c;
 	__u64 addr = ret;
 
-	if (!p)
-		return 0;
+	if (!p || !p->sp)
+		return 0; /* no call of this thread in flight */
 	/* At the return, sp is just above the return-address slot the entry saw. */
 	if (PT_REGS_SP(ctx) <= p->sp)
 		return 0; /* a nested call returning */
 	c = *p;
-	bpf_map_delete_elem(&pending, &tid);
+	p->sp = 0;
 
 	switch (c.kind) {
 	case KIND_REALLOC:
