@@ -40,7 +40,10 @@ function requiredOutputs() {
   ];
   if (exists('native/binding.gyp')) need.push({ file: 'dist/ebpf_studio.node', from: ['native/src', 'native/binding.gyp'] });
   if (exists('extension/lsp/server.ts')) need.push({ file: 'dist/server.js', from: ts });
-  for (const f of fs.readdirSync(path.join(root, 'bpf'))) if (f.endsWith('.bpf.c')) need.push({ file: `dist/bpf/${f.replace(/\.c$/, '.o')}`, from: ['bpf'] });
+  // As scripts/build.mjs decides: an object is rebuilt from its own source and the headers in bpf/.
+  const bpfFiles = fs.readdirSync(path.join(root, 'bpf'));
+  const headers = bpfFiles.filter((f) => f.endsWith('.h')).map((f) => `bpf/${f}`);
+  for (const f of bpfFiles) if (f.endsWith('.bpf.c')) need.push({ file: `dist/bpf/${f.replace(/\.c$/, '.o')}`, from: [`bpf/${f}`, ...headers] });
   for (const v of fs.readdirSync(path.join(root, 'webview'))) if (exists(`webview/${v}/main.ts`)) need.push({ file: `dist/webview/${v}.js`, from: ts });
   return need;
 }
