@@ -7,16 +7,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Row } from '../../bench/lib';
 import { kernelSkipReason, repoRoot } from '../helpers';
-
-interface Row {
-  name: string;
-  value: number;
-  unit: string;
-  target: number | null;
-  better: 'lower' | 'higher';
-  peer: { name: string; value: number } | null;
-}
 
 const has = (bin: string) => spawnSync('sh', ['-c', `command -v ${bin}`]).status === 0;
 

@@ -33,16 +33,24 @@ after(() => {
   if (work) fs.rmSync(work, { recursive: true, force: true });
 });
 
+/** Compiles the 3:1 CPU-split fixture as `name` and starts it for 30 s; the skip reason without gcc. */
+const CPUSPLIT_C = path.join(repoRoot, 'test/fixtures/c/cpusplit.c');
+
+async function startCpusplit(name: string): Promise<ChildProcess | string> {
+  const bin = path.join(work, name);
+  const cc = spawnSync('gcc', ['-g', '-O0', '-fno-omit-frame-pointer', CPUSPLIT_C, '-o', bin], { encoding: 'utf8' });
+  if (cc.error) return `gcc is not installed: ${cc.error.message}`;
+  assert.equal(cc.status, 0, cc.stderr);
+  const child = spawn(bin, ['30'], { stdio: 'ignore' });
+  children.push(child);
+  await sleep(200);
+  return child;
+}
+
 describe('profile (kernel)', { skip }, () => {
   test('C fixture: 3:1 CPU split between hot_a and hot_b, both with file:line', async (t) => {
-    const src = path.join(repoRoot, 'test/fixtures/c/cpusplit.c');
-    const bin = path.join(work, 'cpusplit');
-    const cc = spawnSync('gcc', ['-g', '-O0', '-fno-omit-frame-pointer', src, '-o', bin], { encoding: 'utf8' });
-    if (cc.error) return t.skip(`gcc is not installed: ${cc.error.message}`);
-    assert.equal(cc.status, 0, cc.stderr);
-    const child = spawn(bin, ['30'], { stdio: 'ignore' });
-    children.push(child);
-    await sleep(200);
+    const child = await startCpusplit('cpusplit');
+    if (typeof child === 'string') return t.skip(child);
     const r = runCli(['profile', '--pid', String(child.pid), '--frequency', '499', '--duration', '5', '--json'], { timeoutMs: 40_000 });
     child.kill('SIGKILL');
     assert.equal(r.code, 0, r.stderr);
@@ -67,7 +75,7 @@ describe('profile (kernel)', { skip }, () => {
       ['hot_b', [17, 18, 19]],
     ] as const) {
       const leaf = result.stacks.find((s) => s.frames[0]?.function === fn)!.frames[0];
-      assert.equal(leaf.file, src, `${fn} carries its source file`);
+      assert.equal(leaf.file, CPUSPLIT_C, `${fn} carries its source file`);
       assert.ok((lines as readonly number[]).includes(leaf.line!), `${fn} is at line ${leaf.line}, expected one of ${lines.join(', ')}`);
       assert.equal(leaf.kind, 'native');
       assert.match(leaf.address, /^0x[0-9a-f]+$/);
@@ -130,14 +138,8 @@ describe('profile (kernel)', { skip }, () => {
   test('--all --folded prints folded stacks with a process root', async (t) => {
     // An idle machine may offer no samples at all in a second (idle is excluded): run a busy
     // program of our own so the system-wide profile has something it must find.
-    const src = path.join(repoRoot, 'test/fixtures/c/cpusplit.c');
-    const bin = path.join(work, 'cpusplit-all');
-    const cc = spawnSync('gcc', ['-g', '-O0', '-fno-omit-frame-pointer', src, '-o', bin], { encoding: 'utf8' });
-    if (cc.error) return t.skip(`gcc is not installed: ${cc.error.message}`);
-    assert.equal(cc.status, 0, cc.stderr);
-    const child = spawn(bin, ['30'], { stdio: 'ignore' });
-    children.push(child);
-    await sleep(200);
+    const child = await startCpusplit('cpusplit-all');
+    if (typeof child === 'string') return t.skip(child);
     const r = runCli(['profile', '--all', '--duration', '1', '--folded', '--no-java'], { timeoutMs: 30_000 });
     child.kill('SIGKILL');
     assert.equal(r.code, 0, r.stderr);
