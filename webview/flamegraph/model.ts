@@ -79,12 +79,23 @@ export function buildTree(profile: Pick<FlameProfile, 'frames'>, stacks: FlameSt
   const total: number[] = [0];
   const self: number[] = [0];
   const lookup = new ChildIndex();
+  // The child each node handed out last, by node: most steps repeat it (a node's samples mostly
+  // go one way), and this small array answers them without a probe into the large hash table.
+  let lastFrame = new Int32Array(1 << 16).fill(-2);
+  let lastChild = new Int32Array(1 << 16);
   let maxDepth = 0;
   for (const s of stacks) {
     if (s.weight <= 0) continue;
     let node = ROOT;
     total[ROOT] += s.weight;
-    for (const f of s.frames) {
+    const fr = s.frames;
+    for (let i = 0; i < fr.length; i++) {
+      const f = fr[i];
+      if (lastFrame[node] === f) {
+        node = lastChild[node];
+        total[node] += s.weight;
+        continue;
+      }
       let child = lookup.get(node, f);
       if (child < 0) {
         child = frame.length;
@@ -96,7 +107,17 @@ export function buildTree(profile: Pick<FlameProfile, 'frames'>, stacks: FlameSt
         if (d > maxDepth) maxDepth = d;
         total.push(0);
         self.push(0);
+        if (child >= lastFrame.length) {
+          const grownF = new Int32Array(lastFrame.length * 2).fill(-2);
+          const grownC = new Int32Array(lastFrame.length * 2);
+          grownF.set(lastFrame);
+          grownC.set(lastChild);
+          lastFrame = grownF;
+          lastChild = grownC;
+        }
       }
+      lastFrame[node] = f;
+      lastChild[node] = child;
       total[child] += s.weight;
       node = child;
     }
@@ -111,16 +132,28 @@ export function buildTree(profile: Pick<FlameProfile, 'frames'>, stacks: FlameSt
   const children = new Int32Array(Math.max(0, size - 1));
   for (let n = 1; n < size; n++) children[fill[parent[n]]++] = n;
   const names = profile.frames.map((f) => f.name);
+  const before = (x: number, y: number) => {
+    const nx = names[frame[x]];
+    const ny = names[frame[y]];
+    return nx < ny || (nx === ny && frame[x] < frame[y]);
+  };
   for (let n = 0; n < size; n++) {
     const a = childStart[n];
     const b = childStart[n + 1];
-    if (b - a > 1) {
-      const sorted = Array.from(children.subarray(a, b)).sort((x, y) => {
-        const nx = names[frame[x]];
-        const ny = names[frame[y]];
-        return nx < ny ? -1 : nx > ny ? 1 : frame[x] - frame[y];
-      });
-      children.set(sorted, a);
+    if (b - a > 16) {
+      children.set(Array.from(children.subarray(a, b)).sort((x, y) => (before(x, y) ? -1 : before(y, x) ? 1 : 0)), a);
+    } else {
+      // Most nodes have two or three children: an insertion sort in place beats copying them
+      // out for Array.prototype.sort, ~18k times in a 100k-sample profile.
+      for (let i = a + 1; i < b; i++) {
+        const c = children[i];
+        let j = i - 1;
+        while (j >= a && before(c, children[j])) {
+          children[j + 1] = children[j];
+          j--;
+        }
+        children[j + 1] = c;
+      }
     }
   }
   return {
