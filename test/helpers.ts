@@ -30,8 +30,8 @@ export function runCli(args: string[], opts: { timeoutMs?: number; env?: NodeJS.
 }
 
 /** Starts the CLI in the background; resolves with its output when it exits. */
-export function startCli(args: string[]) {
-  const child = spawn(process.execPath, [cliJs, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+export function startCli(args: string[], opts: { env?: NodeJS.ProcessEnv } = {}) {
+  const child = spawn(process.execPath, [cliJs, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ?? process.env });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));

@@ -5,6 +5,7 @@ import type { Tracer } from '../tracers/tracer';
 import type { Io } from './command';
 import { cliEnv, requireBpfPrivilege } from './env';
 import { lossHint } from './lossHint';
+import { recordLosses } from '../tracers/lossHistory';
 
 export interface RunSpec<N extends TracerName> {
   tracer: Tracer<N>;
@@ -63,6 +64,7 @@ export async function runTracer<N extends TracerName>(spec: RunSpec<N>, io: Io):
   process.removeListener('SIGINT', onSignal);
   process.removeListener('SIGTERM', onSignal);
   const result = await session.stop();
+  recordLosses(result);
   if (endedBy?.reason === 'target-exited' && !spec.json) io.err(endedBy.message ?? 'target process exited');
   if (endedBy?.reason === 'error') io.err(`ebpf-studio: ${endedBy.message ?? 'the session failed'}`);
   if (spec.json) io.out(JSON.stringify(result, null, 2));

@@ -8,6 +8,7 @@ import type { AttachKind, AttachProbe, Capabilities } from '../shared/protocol';
 import type { Addon } from '../native/addon';
 import { findJdks } from '../proc/processes';
 import { mappedFiles, readMaps } from '../proc/maps';
+import { lossAdvice, readLossHistory } from '../tracers/lossHistory';
 import { ensureTracefs } from './tracefs';
 
 const CAP_NAMES: Record<number, string> = {
@@ -128,6 +129,7 @@ export function gatherCapabilities(addon: Addon | undefined, assetDir: string, a
   for (const k of ['tracepoint', 'raw_tp', 'uprobe', 'perf_event'] as AttachKind[]) {
     if (hasBpfCaps && attach[k] && !attach[k].ok) advice.push(`${k} attach fails here: ${attach[k].error}`);
   }
+  advice.push(...lossAdvice(readLossHistory()));
   return {
     kernelRelease: os.release(),
     arch: os.arch(),

@@ -5,6 +5,7 @@ import { asObject } from '../shared/validate';
 import { inputError } from '../shared/errors';
 import { tracerByName } from '../tracers';
 import type { Session, TracerEnv } from '../tracers/tracer';
+import { recordLosses } from '../tracers/lossHistory';
 
 export interface SessionListener {
   data(sessionId: string, tracer: TracerName, update: unknown): void;
@@ -47,7 +48,10 @@ export class SessionManager {
           if (!entry) return;
           this.sessions.delete(id);
           void entry.session.stop().then(
-            (result) => this.listener.ended(id, name, reason, result, message),
+            (result) => {
+              recordLosses(result);
+              this.listener.ended(id, name, reason, result, message);
+            },
             () => this.listener.ended(id, name, reason, entry.session.snapshot(), message),
           );
         };
@@ -78,6 +82,7 @@ export class SessionManager {
     const e = this.get(params);
     this.sessions.delete(e.id);
     const result = await e.session.stop();
+    recordLosses(result);
     this.listener.ended(e.id, e.tracer, 'stopped', result);
     return { sessionId: e.id, tracer: e.tracer, result };
   }

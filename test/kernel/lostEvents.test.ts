@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { RunqlatResult } from '../../extension/shared/runqlat';
 import { lossHint } from '../../extension/cli/lossHint';
-import { kernelSkipReason, loadedPrograms, repoRoot, startCli, waitFor } from '../helpers';
+import { kernelSkipReason, loadedPrograms, repoRoot, runCli, startCli, waitFor } from '../helpers';
 
 const skip = kernelSkipReason();
 
@@ -21,14 +21,17 @@ function forkmany(dir: string): string {
   return exe;
 }
 
-test('runqlat: a full histogram map is counted as dropped, in JSON and text, with a hint on stderr', { timeout: 60_000 }, async (t) => {
+test('runqlat: a full histogram map is counted as dropped, in JSON and text, with a hint on stderr; doctor then advises', { timeout: 90_000 }, async (t) => {
   if (skip) return t.skip(skip);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-lost-'));
+  // A loss history of this test's own, so doctor's advice comes from exactly these two runs.
+  const env = { ...process.env, EBPF_STUDIO_STATE_DIR: path.join(dir, 'state') };
   try {
     const exe = forkmany(dir);
+    let droppedTotal = 0;
     for (const json of [true, false]) {
       const before = new Set(loadedPrograms().map((p) => p.id));
-      const run = startCli(['runqlat', '--per-thread', '--interval', '30', '--duration', '7', ...(json ? ['--json'] : [])]);
+      const run = startCli(['runqlat', '--per-thread', '--interval', '30', '--duration', '7', ...(json ? ['--json'] : [])], { env });
       assert.ok(await waitFor(() => loadedPrograms().some((p) => !before.has(p.id) && /^(wakeup|switch)_/.test(p.name)), 10_000), 'runqlat attached');
       const forks = spawn(exe, ['14000'], { stdio: 'ignore' });
       const forked = await new Promise<number | null>((r) => forks.on('exit', r));
@@ -39,7 +42,16 @@ test('runqlat: a full histogram map is counted as dropped, in JSON and text, wit
       assert.ok(dropped > 0, `dropped is counted (${json ? 'JSON' : 'text'}): ${r.stdout.slice(-300)}`);
       if (json) assert.equal((JSON.parse(r.stdout) as RunqlatResult).histograms.length, 10240, 'the map held as many threads as it could');
       assert.match(r.stderr, new RegExp(`${dropped} events dropped \\(a kernel map was full\\).*--per-process`), 'stderr names the option that loses less');
+      droppedTotal += dropped;
     }
+    // Two sessions in a row lost data: doctor says so, with the same advice.
+    const doctor = runCli(['doctor', '--json'], { env, timeoutMs: 30_000 });
+    assert.equal(doctor.code, 0, doctor.stderr);
+    const advice = (JSON.parse(doctor.stdout) as { advice: string[] }).advice;
+    assert.ok(
+      advice.some((a) => a.startsWith(`runqlat lost data in 2 sessions in the last 7 days (${droppedTotal} dropped)`) && a.includes('--per-process')),
+      `doctor advice: ${JSON.stringify(advice)}`,
+    );
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
