@@ -10,53 +10,19 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { JavaGcResult } from '../../extension/shared/javaGc';
-import { findJdks } from '../../extension/proc/processes';
 import { mappedFiles, readMaps } from '../../extension/proc/maps';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import * as proto from '../../extension/shared/protocol';
 import type { JavaGcUpdate } from '../../extension/shared/javaGc';
 import { helperJs, kernelSkipReason, repoRoot, runCli, sleep, startCli, waitFor } from '../helpers';
+import { GcWorkloads, jdk, noJdkReason } from './gcWorkload';
 
-const jdk = findJdks().find((j) => j.usdt && fs.existsSync(path.join(j.home, 'bin', 'javac')));
-const skip = kernelSkipReason() ?? (jdk ? undefined : 'no JDK with hotspot USDT probes and javac found (apt-get install openjdk-17-jdk)');
-const java = jdk ? path.join(jdk.home, 'bin', 'java') : '';
+const skip = kernelSkipReason() ?? noJdkReason;
 const FULL_GCS = 3;
 
-let classDir = '';
 const children: ChildProcess[] = [];
-
-interface Counts {
-  young: number;
-  full: number;
-}
-
-function parseCounts(line: string): Counts {
-  const m = /young=(\d+) full=(\d+)/.exec(line);
-  assert.ok(m, `no counts in ${JSON.stringify(line)}`);
-  return { young: Number(m[1]), full: Number(m[2]) };
-}
-
-/** Starts GcWorkload; it waits for go() before making its GCs. done: the GCs the JVM made after go(). */
-async function startWorkload(fullGcs: number, allocMb: number) {
-  const child = spawn(java, ['-XX:+UseSerialGC', '-Xmx64m', '-cp', classDir, 'GcWorkload', String(fullGcs), String(allocMb)], { stdio: ['pipe', 'pipe', 'inherit'] });
-  children.push(child);
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  assert.ok(await waitFor(() => out.includes('\n'), 20_000), 'GcWorkload did not start');
-  const baseline = parseCounts(out.split('\n')[0]);
-  const pid = child.pid!;
-  return {
-    pid,
-    go: () => child.stdin!.write('go\n'),
-    done: (async () => {
-      const code = await exited;
-      assert.equal(code, 0, `GcWorkload exited with ${code}: ${out}`);
-      const end = parseCounts(out.split('\n').find((l) => l.startsWith('done'))!);
-      return { young: end.young - baseline.young, full: end.full - baseline.full, exitedAt: Date.now() };
-    })(),
-  };
-}
+let workloads: GcWorkloads;
+const startWorkload = (fullGcs: number, allocMb: number) => workloads.start(fullGcs, allocMb);
 
 /** bpftrace on the same probes, as an independent count; undefined when bpftrace is missing or does not attach. */
 async function bpftracePeer(pid: number) {
@@ -107,13 +73,11 @@ function checkEvents(r: JavaGcResult, pid: number): void {
 
 describe('java-gc tracer on a real JVM', { skip }, () => {
   before(() => {
-    classDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-gcw-'));
-    const r = spawnSync(path.join(jdk!.home, 'bin', 'javac'), ['-d', classDir, path.join(repoRoot, 'test', 'fixtures', 'java', 'GcWorkload.java')], { encoding: 'utf8' });
-    assert.equal(r.status, 0, `javac failed: ${r.stderr}`);
+    workloads = new GcWorkloads();
   });
   after(() => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-    if (classDir) fs.rmSync(classDir, { recursive: true, force: true });
+    workloads?.dispose();
   });
 
   test('--pid: every GC the JVM reports, exact full count, ends by itself when the JVM exits', async (t) => {

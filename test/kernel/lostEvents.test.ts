@@ -9,8 +9,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { RunqlatResult } from '../../extension/shared/runqlat';
+import type { JavaGcResult } from '../../extension/shared/javaGc';
 import { lossHint } from '../../extension/cli/lossHint';
 import { kernelSkipReason, loadedPrograms, repoRoot, runCli, startCli, waitFor } from '../helpers';
+import { GcWorkloads, noJdkReason } from './gcWorkload';
 
 const skip = kernelSkipReason();
 
@@ -63,4 +65,35 @@ test('lossHint: silent when nothing was lost, names the tracer-specific option o
   assert.match(lossHint({ tracer: 'memleak', lost: 0, dropped: 12 })!, /12 events dropped.*--sample-rate/);
   assert.match(lossHint({ tracer: 'java-gc', lost: 3 })!, /3 events lost \(kernel buffer full\).*--min-us/);
   assert.match(lossHint({ tracer: 'profile', lost: 5 })!, /--frequency/);
+});
+
+test('java-gc: a ring buffer overrun is counted, and events + lost equal the GCs the JVM made', { timeout: 120_000 }, async (t) => {
+  const why = skip ?? noJdkReason;
+  if (why) return t.skip(why);
+  // The CLI is frozen (SIGSTOP) while the JVM makes ~350 GCs: its 256 KiB ring buffer holds ~180
+  // events of 1448 bytes, so the kernel must count the rest as lost, and say so when it thaws.
+  const workloads = new GcWorkloads();
+  try {
+    const w = await workloads.start(0, 6144);
+    const cli = startCli(['java-gc', '--pid', String(w.pid), '--json', '--verbose']);
+    assert.ok(await waitFor(() => /attached to .*libjvm\.so/.test(cli.stderr()), 15_000), `not attached: ${cli.stderr()}`);
+    cli.child.kill('SIGSTOP');
+    try {
+      w.go();
+      await w.done;
+    } finally {
+      cli.child.kill('SIGCONT');
+    }
+    const jvm = await w.done;
+    const r = await cli.done;
+    assert.equal(r.code, 0, r.stderr);
+    const result = JSON.parse(r.stdout) as JavaGcResult;
+    assert.ok(jvm.young + jvm.full > 250, `the workload made only ${jvm.young + jvm.full} GCs`);
+    assert.ok(result.lost > 0, `no loss counted: ${result.events.length} events of ${jvm.young + jvm.full} GCs`);
+    assert.equal(result.events.length + result.lost, jvm.young + jvm.full, 'every GC is either delivered or counted as lost');
+    assert.match(r.stderr, new RegExp(`${result.lost} events lost \\(kernel buffer full\\).*--min-us`));
+    t.diagnostic(`${jvm.young + jvm.full} GCs: ${result.events.length} delivered, ${result.lost} lost`);
+  } finally {
+    workloads.dispose();
+  }
 });
