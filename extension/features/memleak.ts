@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import * as vscode from 'vscode';
 import { saveExport } from '../exportFile';
 import * as proto from '../shared/protocol';
-import type { MemleakLaunch, MemleakOptions, MemleakResult, MemleakStack, MemleakUpdate } from '../shared/memleak';
+import { MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakLaunch, type MemleakOptions, type MemleakResult, type MemleakStack, type MemleakUpdate } from '../shared/memleak';
 import { toFolded } from '../shared/memleakFormat';
 import { helper } from '../helperClient';
 import { startSession, type ClientSession } from '../sessions';
@@ -243,6 +243,7 @@ function baseOptions(): Omit<MemleakOptions, 'pid' | 'launch'> {
     maxSize: 0,
     top: 200,
     intervalS: c.get<number>('intervalSeconds', 2),
+    maxOutstanding: c.get<number>('maxOutstanding', MEMLEAK_DEFAULT_MAX_OUTSTANDING),
   };
 }
 

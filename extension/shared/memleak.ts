@@ -17,6 +17,8 @@ export interface MemleakLaunch {
   output: 'inherit' | 'stderr' | 'capture';
 }
 
+export const MEMLEAK_DEFAULT_MAX_OUTSTANDING = 1_000_000;
+
 export interface MemleakOptions {
   /** attach to this running process (exactly one of pid / launch / kernel-only) */
   pid?: number;
@@ -35,6 +37,8 @@ export interface MemleakOptions {
   top: number;
   /** seconds between live reports */
   intervalS: number;
+  /** capacity of the kernel's table of outstanding allocations; beyond it they are counted as dropped */
+  maxOutstanding?: number;
   /** another allocator library (e.g. libjemalloc.so.2) probed besides libc */
   allocatorLib?: string;
   /** symbol prefix in that library, e.g. "je_" or "tc_" */

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { BpfObject } from '../../native/index';
 import { Symbolizer, type Frame, type ProcessImage } from '../symbolize';
-import type { MemleakFrame, MemleakOptions, MemleakResult, MemleakStack, MemleakUpdate } from '../shared/memleak';
+import { MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakFrame, type MemleakOptions, type MemleakResult, type MemleakStack, type MemleakUpdate } from '../shared/memleak';
 import { asObject, bool, int, num, str, strArray, PID_MAX, type Raw } from '../shared/validate';
 import { fromBpfError, inputError, StudioError, unsuitableError } from '../shared/errors';
 import { checkPid, mapsOrExplain, pidAlive, readStat } from '../proc/processes';
@@ -148,6 +148,7 @@ export const memleakTracer: Tracer<'memleak'> = {
       maxSize,
       top: int(o, 'top', 0, 100000, 10),
       intervalS: num(o, 'intervalS', 0.1, 3600, 5),
+      maxOutstanding: int(o, 'maxOutstanding', 1, 100_000_000, MEMLEAK_DEFAULT_MAX_OUTSTANDING),
       allocatorLib,
       symbolPrefix,
     };
@@ -168,15 +169,16 @@ export const memleakTracer: Tracer<'memleak'> = {
     let obj: BpfObject;
     try {
       const programs = options.kernel ? KERNEL_TRACEPOINTS.map(([p]) => p) : USER_PROGRAMS;
-      ({ obj } = loadFirstWorking(env, 'memleak', [programs], (o) =>
+      ({ obj } = loadFirstWorking(env, 'memleak', [programs], (o) => {
+        o.setMaxEntries('allocs', options.maxOutstanding ?? MEMLEAK_DEFAULT_MAX_OUTSTANDING);
         setRodata(o, {
           target_pid: pid,
           min_size: BigInt(options.minSize),
           max_size: options.maxSize ? BigInt(options.maxSize) : (1n << 64n) - 1n,
           sample_rate: BigInt(options.sampleRate),
           hold_at_exit: Boolean(launched),
-        }),
-      ));
+        });
+      }));
     } catch (e) {
       abandon();
       throw e;

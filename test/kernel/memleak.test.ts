@@ -124,6 +124,20 @@ test('launch mode: C leaks through malloc, calloc and realloc, exact', { timeout
   expectC(r);
 });
 
+test('launch mode: a full allocation table counts what it could not record (--max-outstanding)', { timeout: 60000 }, async (t) => {
+  if (skip(t)) return;
+  // leaky.c ends with 16 blocks never freed. Each was one insert into a table with room for 4:
+  // at most 4 can be recorded (a recorded leak is never removed), so at least 12 were dropped.
+  const run = runCli(['--json', '--top', '100', '--max-outstanding', '4', '--', build(cSrc)]);
+  assert.equal(await run.done, 0, run.stderr);
+  const r = JSON.parse(run.stdout) as MemleakResult;
+  const recorded = r.stacks.reduce((n, s) => n + s.allocations, 0);
+  assert.ok(recorded <= 4, `${recorded} outstanding allocations reported from a table of 4`);
+  assert.ok(r.dropped >= 12, `dropped ${r.dropped}, expected at least 12`);
+  assert.match(run.stderr, new RegExp(`${r.dropped} events dropped \\(a kernel map was full\\).*--max-outstanding`));
+  t.diagnostic(`${recorded} recorded, ${r.dropped} dropped`);
+});
+
 test('launch mode: C++ leaks through new and new[], exact', { timeout: 60000 }, async (t) => {
   if (skip(t)) return;
   const run = runCli(['--json', '--top', '100', '--', build(cxxSrc)]);

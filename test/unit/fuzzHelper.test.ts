@@ -121,7 +121,7 @@ function validRequests(tmp: string): { method: string; params?: unknown }[] {
     { method: 'session/start', params: { tracer: 'runqlat', options: { pid: dead, per: 'process', unit: 'us', intervalS: 1 } } },
     { method: 'session/start', params: { tracer: 'java-gc', options: { pid: dead, all: false, minUs: 0 } } },
     { method: 'session/start', params: { tracer: 'profile', options: { pid: dead, frequency: 99, includeIdle: false, javaPerfMap: false } } },
-    { method: 'session/start', params: { tracer: 'memleak', options: { pid: dead, kernel: false, minAgeMs: 0, sampleRate: 1, minSize: 0, maxSize: 0, top: 10, intervalS: 5 } } },
+    { method: 'session/start', params: { tracer: 'memleak', options: { pid: dead, kernel: false, minAgeMs: 0, sampleRate: 1, minSize: 0, maxSize: 0, top: 10, intervalS: 5, maxOutstanding: 1000 } } },
     {
       method: 'session/start',
       params: { tracer: 'memleak', options: { launch: { command: ['/nonexistent/ebpf-studio-fuzz'], output: 'capture' }, kernel: false, minAgeMs: 0, sampleRate: 1, minSize: 0, maxSize: 0, top: 10, intervalS: 5 } },

@@ -1,5 +1,5 @@
 // `ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N]
-// [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json |
+// [--min-size N] [--max-size N] [--top N] [--interval S] [--max-outstanding N] [--kernel] [--duration S] [--json |
 // --folded] [--allocator-lib PATH --symbol-prefix P]`: outstanding allocations by stack, reported
 // every interval and at the end (duration, Ctrl-C, or the launched command exiting).
 import type { Command } from '../command';
@@ -7,7 +7,7 @@ import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args
 import { runTracer } from '../runTracer';
 import { memleakTracer } from '../../tracers/memleak';
 import { usageError } from '../../shared/errors';
-import type { MemleakOptions } from '../../shared/memleak';
+import { MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakOptions } from '../../shared/memleak';
 import { reportText, toFolded } from '../../shared/memleakFormat';
 
 const USAGE =
@@ -32,6 +32,7 @@ export const memleakCommand: Command = {
         'max-size': { type: 'string', short: 'Z' },
         top: { type: 'string', short: 'T' },
         interval: { type: 'string' },
+        'max-outstanding': { type: 'string' },
         kernel: { type: 'boolean' },
         folded: { type: 'boolean' },
         'allocator-lib': { type: 'string' },
@@ -66,6 +67,7 @@ export const memleakCommand: Command = {
       maxSize,
       top: numberFlag(values.top, '--top', 0, 100000, { integer: true }) ?? 10,
       intervalS: numberFlag(values.interval, '--interval', 0.1, 3600) ?? 5,
+      maxOutstanding: numberFlag(values['max-outstanding'], '--max-outstanding', 1, 100_000_000, { integer: true }) ?? MEMLEAK_DEFAULT_MAX_OUTSTANDING,
       allocatorLib: values['allocator-lib'] as string | undefined,
       symbolPrefix: values['symbol-prefix'] as string | undefined,
     };
