@@ -9,7 +9,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { saveExport } from '../exportFile';
 import * as proto from '../shared/protocol';
-import { PROFILE_DEFAULT_FREQUENCY, PROFILE_MAX_FREQUENCY, type ProfileOptions, type ProfileResult } from '../shared/profile';
+import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, type ProfileOptions, type ProfileResult } from '../shared/profile';
 import { helper } from '../helperClient';
 import { startSession } from '../sessions';
 import { createViewPanel, type TypedPanel } from '../webviewPanel';
@@ -196,7 +196,8 @@ function showProfile(shown: Shown, p: FlameProfile, title: string, warnings: str
 }
 
 async function profile(context: vscode.ExtensionContext, target: Target, frequency: number, durationS: number | null): Promise<string> {
-  const options: ProfileOptions = { pid: target.pid, frequency, includeIdle: false, javaPerfMap: true };
+  const stackStorageSize = vscode.workspace.getConfiguration('ebpfStudio.profile').get<number>('stackStorageSize', PROFILE_DEFAULT_STACK_STORAGE);
+  const options: ProfileOptions = { pid: target.pid, frequency, includeIdle: false, javaPerfMap: true, stackStorageSize };
   let shown: Shown | undefined;
   const warnings: string[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -12,6 +12,8 @@ export interface ProfileOptions {
   includeIdle: boolean;
   /** for a JVM: fetch its perf map through the attach socket at the end (Compiler.perfmap) */
   javaPerfMap: boolean;
+  /** distinct stacks the kernel can keep (user and kernel together); a sample whose stack finds no room is lost */
+  stackStorageSize?: number;
 }
 
 export interface ProfileUpdate {
@@ -53,3 +55,6 @@ export interface ProfileResult {
 
 export const PROFILE_DEFAULT_FREQUENCY = 99;
 export const PROFILE_MAX_FREQUENCY = 10000;
+/** bcc profile's default; each slot holds 127 frames (~1 KiB of kernel memory) */
+export const PROFILE_DEFAULT_STACK_STORAGE = 16384;
+export const PROFILE_MAX_STACK_STORAGE = 262144;

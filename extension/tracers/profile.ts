@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import type { BpfObject } from '../../native/index';
 import { Symbolizer, type ProcessImage } from '../symbolize';
 import type { ProfileFrame, ProfileOptions, ProfileResult, ProfileStack } from '../shared/profile';
-import { PROFILE_DEFAULT_FREQUENCY, PROFILE_MAX_FREQUENCY } from '../shared/profile';
+import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE } from '../shared/profile';
 import { asObject, bool, int, PID_MAX } from '../shared/validate';
 import { fromBpfError } from '../shared/errors';
 import { checkPid, pidAlive, processInfo } from '../proc/processes';
@@ -68,6 +68,7 @@ export const profileTracer: Tracer<'profile'> = {
       frequency: int(o, 'frequency', 1, PROFILE_MAX_FREQUENCY, PROFILE_DEFAULT_FREQUENCY),
       includeIdle: bool(o, 'includeIdle', false),
       javaPerfMap: bool(o, 'javaPerfMap', true),
+      stackStorageSize: int(o, 'stackStorageSize', 1, PROFILE_MAX_STACK_STORAGE, PROFILE_DEFAULT_STACK_STORAGE),
     };
   },
   async start(options, env, events) {
@@ -78,7 +79,10 @@ export const profileTracer: Tracer<'profile'> = {
       jvmPids.add(options.pid);
       if (!(await jvmPreservesFramePointer(options.pid, cmdline.cmdline, env, options.javaPerfMap))) warnings.push(preserveFramePointerAdvice(options.pid, cmdline.cmdline));
     }
-    const { obj } = loadFirstWorking(env, 'profile', [['on_sample']], (o) => setRodata(o, { target_pid: options.pid, include_idle: options.includeIdle }));
+    const { obj } = loadFirstWorking(env, 'profile', [['on_sample']], (o) => {
+      o.setMaxEntries('stacks', options.stackStorageSize ?? PROFILE_DEFAULT_STACK_STORAGE);
+      setRodata(o, { target_pid: options.pid, include_idle: options.includeIdle });
+    });
     const cpus = onlineCpus();
     try {
       for (const cpu of cpus) obj.attachPerfEvent('on_sample', { type: 'cpu-clock', frequency: options.frequency, cpu });

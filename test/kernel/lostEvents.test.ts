@@ -64,7 +64,7 @@ test('lossHint: silent when nothing was lost, names the tracer-specific option o
   assert.equal(lossHint(null), undefined);
   assert.match(lossHint({ tracer: 'memleak', lost: 0, dropped: 12 })!, /12 events dropped.*--sample-rate/);
   assert.match(lossHint({ tracer: 'java-gc', lost: 3 })!, /3 events lost \(kernel buffer full\).*--min-us/);
-  assert.match(lossHint({ tracer: 'profile', lost: 5 })!, /--frequency/);
+  assert.match(lossHint({ tracer: 'profile', lost: 5 })!, /^ebpf-studio: 5 samples lost \(their stacks found no room in the kernel stack map\).*--frequency/);
 });
 
 test('java-gc: a ring buffer overrun is counted, and events + lost equal the GCs the JVM made', { timeout: 120_000 }, async (t) => {

@@ -135,6 +135,20 @@ describe('profile (kernel)', { skip }, () => {
     assert.match(freq.stderr, /--frequency 0 is out of range/);
   });
 
+  test('a full stack map loses samples, and the loss is counted and explained (--stack-storage-size)', async (t) => {
+    // hot_a and hot_b are two distinct user stacks; one slot can hold only one of them.
+    const child = await startCpusplit('cpusplit-lost');
+    if (typeof child === 'string') return t.skip(child);
+    const r = runCli(['profile', '--pid', String(child.pid), '--frequency', '499', '--duration', '1', '--stack-storage-size', '1', '--json'], { timeoutMs: 30_000 });
+    child.kill('SIGKILL');
+    assert.equal(r.code, 0, r.stderr);
+    const result = JSON.parse(r.stdout) as ProfileResult;
+    assert.ok(result.samples >= 100, `only ${result.samples} samples`);
+    assert.ok(result.lost > 0 && result.lost < result.samples, `lost ${result.lost} of ${result.samples}`);
+    assert.match(r.stderr, new RegExp(`${result.lost} samples lost \\(their stacks found no room in the kernel stack map\\).*--stack-storage-size`));
+    t.diagnostic(`${result.lost} of ${result.samples} samples lost with one stack slot`);
+  });
+
   test('--all --folded prints folded stacks with a process root', async (t) => {
     // An idle machine may offer no samples at all in a second (idle is excluded): run a busy
     // program of our own so the system-wide profile has something it must find.

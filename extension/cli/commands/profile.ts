@@ -6,17 +6,20 @@ import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args
 import { runTracer } from '../runTracer';
 import { profileTracer } from '../../tracers/profile';
 import { usageError } from '../../shared/errors';
-import { PROFILE_DEFAULT_FREQUENCY, PROFILE_MAX_FREQUENCY, type ProfileResult } from '../../shared/profile';
+import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE, type ProfileResult } from '../../shared/profile';
 import { fromProfileResult } from '../../../webview/flamegraph/profileData';
 import { toFolded } from '../../../webview/flamegraph/formats';
 import { frameTotals } from '../../../webview/flamegraph/model';
 
-const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duration S] [--json | --folded]
+const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duration S] [--stack-storage-size N] [--json | --folded]
   --pid P          sample process P (all its threads)
   --all            sample every process (the idle task excluded; add --idle to include it)
   --frequency HZ   samples per second per CPU (default ${PROFILE_DEFAULT_FREQUENCY}, at most ${PROFILE_MAX_FREQUENCY})
   --duration S     stop after S seconds (default: Ctrl-C or the target's exit)
   --no-java        do not ask a JVM for its perf map (Java JIT frames stay unnamed)
+  --stack-storage-size N
+                   distinct stacks the kernel keeps (default ${PROFILE_DEFAULT_STACK_STORAGE}, at most ${PROFILE_MAX_STACK_STORAGE});
+                   samples whose stack finds no room are counted as lost
   --json           print the result document as JSON
   --folded         print folded stacks ("root;...;leaf count") for flamegraph.pl or inferno`;
 
@@ -48,6 +51,7 @@ export const profileCommand: Command = {
       frequency: { type: 'string' },
       folded: { type: 'boolean' },
       'no-java': { type: 'boolean' },
+      'stack-storage-size': { type: 'string' },
     });
     if (values.help) {
       io.out(USAGE);
@@ -63,7 +67,13 @@ export const profileCommand: Command = {
     return runTracer(
       {
         tracer: profileTracer,
-        options: { pid: pid ?? 0, frequency, includeIdle: Boolean(values.idle), javaPerfMap: !values['no-java'] },
+        options: {
+          pid: pid ?? 0,
+          frequency,
+          includeIdle: Boolean(values.idle),
+          javaPerfMap: !values['no-java'],
+          stackStorageSize: numberFlag(values['stack-storage-size'], '--stack-storage-size', 1, PROFILE_MAX_STACK_STORAGE, { integer: true }) ?? PROFILE_DEFAULT_STACK_STORAGE,
+        },
         privilege: 'bpf',
         json: Boolean(values.json),
         verbose: Boolean(values.verbose),
