@@ -5,6 +5,7 @@
 // (scripts/install-code-server.sh).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -35,10 +36,14 @@ if (files.length === 0) {
   console.error(`no test files in ${chosen.join(', ')}`);
   process.exit(1);
 }
+// Tests lose data on purpose (full maps, a frozen reader): their loss history goes to a folder of
+// this run, never into the one `doctor` reads for the user.
+const state = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-test-state-'));
 // Kernel and editor tests share the machine's CPUs and BPF state: run files one at a time.
 const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...files], {
   cwd: root,
   stdio: 'inherit',
-  env: { ...process.env, EBPF_STUDIO_ROOT: root },
+  env: { ...process.env, EBPF_STUDIO_ROOT: root, EBPF_STUDIO_STATE_DIR: state },
 });
+fs.rmSync(state, { recursive: true, force: true });
 process.exit(r.status ?? 1);
