@@ -26,9 +26,9 @@ const exists = (p) => fs.existsSync(path.join(root, p));
 
 /**
  * Everything the installed extension needs from dist/, derived from the sources that produce it,
- * each with the source folders it is built from. Staleness is judged per output: the build skips
- * BPF objects whose sources did not change (and esbuild leaves identical bundles untouched), so an
- * old .bpf.o says nothing about whether the TypeScript bundles are current.
+ * each with the sources it is built from. Staleness is judged per output: the build skips BPF
+ * objects whose sources did not change, so an old .bpf.o says nothing about whether the TypeScript
+ * bundles (rewritten on every build) are current.
  */
 function requiredOutputs() {
   const ts = ['extension', 'webview'];

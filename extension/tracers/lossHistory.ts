@@ -22,6 +22,11 @@ export const LOSS_ADVICE: Record<string, string> = {
   profile: 'sample less often (--frequency 49), for a shorter --duration, or keep more stacks with --stack-storage-size N',
 };
 
+/** What a tracer's `lost` counts and why: ring-buffer events, but samples for the profiler. */
+export function lostWhat(tracer: string): { noun: string; cause: string } {
+  return tracer === 'profile' ? { noun: 'samples', cause: 'their stacks found no room in the kernel stack map' } : { noun: 'events', cause: 'kernel buffer full' };
+}
+
 const MAX_RECORDS = 200;
 /** "often": at least this many sessions of one tracer with losses within the window */
 export const OFTEN_SESSIONS = 2;
@@ -84,14 +89,16 @@ export function lossAdvice(records: LossRecord[], nowMs = Date.now()): string[] 
   const recent = new Map<string, LossRecord[]>();
   for (const r of records) {
     if (nowMs - r.atMs > OFTEN_WINDOW_MS || r.atMs > nowMs + 60_000) continue;
-    recent.set(r.tracer, [...(recent.get(r.tracer) ?? []), r]);
+    const list = recent.get(r.tracer);
+    if (list) list.push(r);
+    else recent.set(r.tracer, [r]);
   }
   const out: string[] = [];
   for (const [tracer, rs] of [...recent].sort(([a], [b]) => a.localeCompare(b))) {
     if (rs.length < OFTEN_SESSIONS) continue;
     const lost = rs.reduce((n, r) => n + r.lost, 0);
     const dropped = rs.reduce((n, r) => n + r.dropped, 0);
-    const what = [lost ? `${lost} events lost` : '', dropped ? `${dropped} dropped` : ''].filter(Boolean).join(', ');
+    const what = [lost ? `${lost} ${lostWhat(tracer).noun} lost` : '', dropped ? `${dropped} dropped` : ''].filter(Boolean).join(', ');
     const fix = LOSS_ADVICE[tracer];
     out.push(`${tracer} lost data in ${rs.length} sessions in the last 7 days (${what})${fix ? `: ${fix}` : ''}.`);
   }

@@ -61,4 +61,7 @@ test('advice per tracer that lost data in several recent sessions, naming its op
   assert.equal(advice.length, 1);
   assert.match(advice[0], /^memleak lost data in 2 sessions in the last 7 days \(42 dropped\): .*--sample-rate/);
   assert.equal(lossOf({ tracer: 'profile', lost: 2, dropped: -1 })?.dropped, 0);
+  // the profiler loses samples (a full stack map), not ring-buffer events
+  const profile = lossAdvice([rec('profile', 1000, 30), rec('profile', 2000, 12)], now);
+  assert.match(profile[0], /^profile lost data in 2 sessions in the last 7 days \(42 samples lost\): .*--stack-storage-size/);
 });
