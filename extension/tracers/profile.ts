@@ -110,6 +110,7 @@ export const profileTracer: Tracer<'profile'> = {
       }
       setRodata(o, { target_pid: options.pid, include_idle: options.includeIdle, unwind_dwarf: mode === 'dwarf', stack_copy_bytes: stackCopyBytes });
     });
+    const warnOpts = mode === 'dwarf' ? ({ stacks: 'cfi' } as const) : ({ stacks: 'fp', fpFix: 'or profile with --unwind dwarf (the default), which unwinds by CFI' } as const);
     const dwarf = mode === 'dwarf' ? new DwarfAggregator(env.addon, stackCopyBytes, env.log) : undefined;
     let ring: ReturnType<BpfObject['openRingBuffer']> | undefined;
     if (dwarf) {
@@ -149,7 +150,7 @@ export const profileTracer: Tracer<'profile'> = {
     if (options.pid) {
       capture(options.pid);
       const img = images.get(options.pid);
-      if (img) warnings.push(...symbolizer.warnings(img));
+      if (img) warnings.push(...symbolizer.warnings(img, warnOpts));
     }
 
     // Processes can exit or dlopen while we sample: their mappings are captured while alive.
@@ -270,7 +271,7 @@ export const profileTracer: Tracer<'profile'> = {
         const told = new Set(warnings);
         for (const pid of options.pid ? [options.pid] : []) {
           const img = images.get(pid);
-          for (const w of img ? symbolizer.warnings(img) : []) if (!told.has(w)) late.push(w);
+          for (const w of img ? symbolizer.warnings(img, warnOpts) : []) if (!told.has(w)) late.push(w);
         }
         symbolizer.dispose();
         for (const w of late) env.log(`profile: ${w}`);
