@@ -22,6 +22,8 @@ const CSS = `
 .legend span { display: inline-block; width: 10px; height: 10px; margin: 0 3px 0 10px; vertical-align: middle; }
 #search { width: 200px; }
 .warnings { margin: 0 0 6px; }
+.unwind { margin: 0 0 6px; color: var(--vscode-descriptionForeground); font-size: 0.9em; }
+.unwind:empty { display: none; }
 `;
 
 const app = document.getElementById('app')!;
@@ -49,12 +51,13 @@ const openBtn = el('button', { textContent: 'Open…', className: 'secondary', t
 const status = el('span', { className: 'status' });
 const toolbar = el('div', { className: 'toolbar' }, stopBtn, resetBtn, orientBtn, searchBox, matchInfo, sandwichBtn, exportFolded, exportSpeedscope, openBtn, status);
 const warningsBox = el('div', { className: 'warnings warning' });
+const unwindBox = el('div', { className: 'unwind' });
 const crumbs = el('div', { className: 'crumbs' });
 const legend = el('div', { className: 'legend status' });
 const scroll = el('div', { className: 'scroll' });
 const tooltip = el('div', { className: 'tooltip' });
 tooltip.style.display = 'none';
-app.append(toolbar, warningsBox, crumbs, scroll, legend, tooltip);
+app.append(toolbar, warningsBox, unwindBox, crumbs, scroll, legend, tooltip);
 stopBtn.style.display = 'none';
 
 let profile: FlameProfile | undefined;
@@ -256,6 +259,7 @@ window.addEventListener('message', (ev: MessageEvent<ToView>) => {
   if (m.type === 'profile') {
     document.title = m.title;
     show(m.profile, m.warnings);
+    unwindBox.textContent = m.unwind ?? '';
   } else if (m.type === 'progress') {
     stopBtn.style.display = '';
     status.textContent = `Sampling… ${m.samples.toLocaleString()} samples, ${m.lost} lost, ${(m.elapsedMs / 1000).toFixed(0)} s`;
