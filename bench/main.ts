@@ -13,6 +13,7 @@ import { machine } from './machine';
 import { benchJavaGc } from './javaGcOverhead';
 import { benchMemleak } from './memleakOverhead';
 import { benchProfile } from './profileOverhead';
+import { benchProfileUnwind } from './profileUnwind';
 import { benchAttach } from './attachLatency';
 import { benchSymbolizeRows } from './symbolizeRows';
 import { benchFlamegraphRows } from './flamegraphRows';
@@ -35,6 +36,7 @@ const GROUPS: Group[] = [
   { id: 'java-gc', run: benchJavaGc, missing: needsTracer('java-gc', 'javaGc.ts') },
   { id: 'memleak', run: benchMemleak, missing: needsTracer('memleak', 'memleak.ts') },
   { id: 'profile', run: benchProfile, missing: needsTracer('profile', 'profile.ts') },
+  { id: 'profile-unwind', run: benchProfileUnwind, missing: needsTracer('profile', 'profile.ts') },
   { id: 'attach', run: benchAttach, missing: needsRoot },
   { id: 'symbolize', run: benchSymbolizeRows },
   { id: 'flamegraph', run: benchFlamegraphRows },

@@ -4,29 +4,19 @@
 // match both the known 3:1 work split and perf --call-graph dwarf on the same process.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ProfileResult } from '../../extension/shared/profile';
-import { kernelSkipReason, repoRoot, runCli, sleep } from '../helpers';
+import { kernelSkipReason, runCli, sleep } from '../helpers';
 import { callerShares, parseFolded, perfBinary, perfDwarf, type FoldedStack } from '../peers/perfDwarf';
+import { buildUnwindFixture } from '../peers/unwindFixture';
 
 const skip = kernelSkipReason();
-const SRC = path.join(repoRoot, 'test/fixtures/c/unwind');
 const children: ChildProcess[] = [];
 let work = '';
 let bin = '';
-
-/** Builds the fixture as users do (-O2, no frame pointers, PIE, its own .so); returns a reason on failure. */
-export function buildUnwindFixture(dir: string): string | undefined {
-  const lib = spawnSync('gcc', ['-O2', '-g', '-fomit-frame-pointer', '-shared', '-fPIC', path.join(SRC, 'unwlib.c'), '-o', path.join(dir, 'libunwlib.so')], { encoding: 'utf8' });
-  if (lib.error) return `gcc is not installed: ${lib.error.message}`;
-  if (lib.status !== 0) return `building libunwlib.so failed: ${lib.stderr}`;
-  const exe = spawnSync('gcc', ['-O2', '-g', '-fomit-frame-pointer', '-pie', '-fPIE', path.join(SRC, 'unwindfix.c'), `-L${dir}`, '-lunwlib', "-Wl,-rpath,$ORIGIN", '-o', path.join(dir, 'unwindfix')], { encoding: 'utf8' });
-  if (exe.status !== 0) return `building unwindfix failed: ${exe.stderr}`;
-  return undefined;
-}
 
 async function start(mode: string, seconds: number): Promise<ChildProcess> {
   const child = spawn(bin, [mode, String(seconds)], { stdio: 'ignore' });
