@@ -160,7 +160,8 @@ export interface UnwindModule {
  * ELF and CFI are parsed once and reused. Code without CFI (JIT) is walked by frame pointer.
  */
 export class Unwinder {
-  constructor(pid: number);
+  /** a live process, or a recorded one: its maps text (paths must be readable here) */
+  constructor(pid: number | { maps: string });
   /** regs: 17 little-endian u64 in x86_64 DWARF order (rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip); stack: bytes copied from rsp */
   unwind(tid: number, regs: Buffer, stack: Buffer, maxFrames?: number): UnwindResult;
   /** re-reads the mappings (after dlopen/exec); false if the process is gone */

@@ -19,6 +19,7 @@
 #include <dwarf.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -37,7 +38,7 @@ thread_local Unwinder* active = nullptr;
 // Opens the module through the process's own root first, so binaries of a process in another
 // mount namespace (a container) are the ones it really maps.
 int FindElf(Dwfl_Module* mod, void** userdata, const char* modname, Dwarf_Addr base, char** fileName, Elf** elfp) {
-  if (active && modname && modname[0] == '/') {
+  if (active && !active->fromMaps() && modname && modname[0] == '/') {
     std::string path = "/proc/" + std::to_string(active->pid()) + "/root" + modname;
     int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
@@ -150,9 +151,18 @@ void Unwinder::Init(Napi::Env env, Napi::Object exports) {
 
 Unwinder::Unwinder(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Unwinder>(info) {
   Napi::Env env = info.Env();
-  if (info.Length() < 1 || !info[0].IsNumber()) ThrowTypeError(env, "new Unwinder(pid): pid must be a number");
-  pid_ = info[0].As<Napi::Number>().Int32Value();
-  if (pid_ <= 0) ThrowTypeError(env, "new Unwinder(pid): pid must be positive");
+  if (info.Length() >= 1 && info[0].IsObject()) {
+    // { maps: "<text in /proc/PID/maps format>" }: a recorded process (unit tests, saved sessions)
+    Napi::Value m = info[0].As<Napi::Object>().Get("maps");
+    if (!m.IsString()) ThrowTypeError(env, "new Unwinder({ maps }): maps must be a string in /proc/PID/maps format");
+    maps_ = m.As<Napi::String>().Utf8Value();
+    fromMaps_ = true;
+    pid_ = 1;  // an identifier for libdw only; no /proc access in this mode
+  } else {
+    if (info.Length() < 1 || !info[0].IsNumber()) ThrowTypeError(env, "new Unwinder(pid | { maps }): pid must be a number");
+    pid_ = info[0].As<Napi::Number>().Int32Value();
+    if (pid_ <= 0) ThrowTypeError(env, "new Unwinder(pid): pid must be positive");
+  }
   dwfl_ = dwfl_begin(&kCallbacks);
   if (!dwfl_) ThrowBpfError(env, "new Unwinder(" + std::to_string(pid_) + ")", ENOMEM, nullptr, dwfl_errmsg(-1));
   if (!Report()) {
@@ -173,11 +183,18 @@ void Unwinder::Free() {
 bool Unwinder::Report() {
   active = this;
   dwfl_report_begin(dwfl_);
-  int r = dwfl_linux_proc_report(dwfl_, pid_);
+  int r;
+  if (fromMaps_) {
+    FILE* f = fmemopen(const_cast<char*>(maps_.data()), maps_.size(), "r");
+    r = f ? dwfl_linux_proc_maps_report(dwfl_, f) : errno;
+    if (f) fclose(f);
+  } else {
+    r = dwfl_linux_proc_report(dwfl_, pid_);
+  }
   dwfl_report_end(dwfl_, nullptr, nullptr);
   if (r != 0) {
     active = nullptr;
-    error_ = std::string("reading /proc/") + std::to_string(pid_) + "/maps: " + (r > 0 ? strerror(r) : dwfl_errmsg(-1));
+    error_ = (fromMaps_ ? std::string("reading the recorded maps") : std::string("reading /proc/") + std::to_string(pid_) + "/maps") + ": " + (r > 0 ? strerror(r) : dwfl_errmsg(-1));
     return false;
   }
   if (!attached_) {
@@ -231,8 +248,9 @@ Napi::Value Unwinder::Unwind(const Napi::CallbackInfo& info) {
   auto frames = Napi::BigUint64Array::New(env, c.pcs.size());
   for (size_t i = 0; i < c.pcs.size(); i++) frames[i] = c.pcs[i];
   out.Set("frames", frames);
-  // An unwind that stopped for want of stack bytes (not at the outermost frame) is truncated.
-  out.Set("truncated", Napi::Boolean::New(env, r == -1 && current.readOutside));
+  // libdw ends an unwind quietly (no error) when a read fails; a read past the copied bytes is
+  // how we know the stack went on above what was copied.
+  out.Set("truncated", Napi::Boolean::New(env, current.readOutside));
   if (!err.empty()) out.Set("error", Napi::String::New(env, err));
   current = Sample{};
   return out;

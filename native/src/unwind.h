@@ -30,6 +30,7 @@ class Unwinder : public Napi::ObjectWrap<Unwinder> {
   };
   Sample current;
   pid_t pid() const { return pid_; }
+  bool fromMaps() const { return fromMaps_; }
 
  private:
   Napi::Value Unwind(const Napi::CallbackInfo& info);
@@ -42,6 +43,8 @@ class Unwinder : public Napi::ObjectWrap<Unwinder> {
   void Free();
 
   pid_t pid_ = 0;
+  bool fromMaps_ = false;
+  std::string maps_;
   Dwfl* dwfl_ = nullptr;
   bool attached_ = false;
   std::string error_;
