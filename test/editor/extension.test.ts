@@ -13,6 +13,7 @@ import path from 'node:path';
 import { canvasColorPixels, EditorSession, repoRoot, skipReason } from './codeServer';
 import { buildCFixture, cursorLine, editorOf, lineOf, openWorkspaceFile, problemRows, waitForCodeLenses } from './editorDom';
 import { kernelSkipReason } from '../helpers';
+import { buildUnwindFixture } from '../peers/unwindFixture';
 import { findJdks } from '../../extension/proc/processes';
 import { findTool } from '../../extension/authoring/toolchain';
 
@@ -286,6 +287,51 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       const stats = await s.imageStats(png);
       assert.ok(stats.distinctColors > 20 && stats.nonBackground > 0.02, `the screenshot looks blank: ${JSON.stringify(stats)}`);
       t.diagnostic(`flame graph ${(drawn * 100).toFixed(1)} % drawn; ${(await status.innerText()).trim()}; hot_a ${Math.round(box.w)} px wide → cpusplit.c:${line}`);
+      await s.runCommandFromPalette('eBPF: Hide CPU Profile Annotations');
+      await s.runCommandFromPalette('View: Close All Editors');
+    },
+    !paletteTitle('ebpfStudio.profileCpu') ? 'package.json has no ebpfStudio.profileCpu' : kernelSkipReason(),
+  );
+
+  await step(
+    t,
+    s,
+    'Profile CPU on a program built -O2 without frame pointers: the flame graph shows the leaf\'s callers (CFI unwinding)',
+    async () => {
+      const why = buildUnwindFixture(s.workspace);
+      if (why) throw new Error(why);
+      const work = spawn(path.join(s.workspace, 'unwindfix'), ['split', '60'], { cwd: s.workspace, stdio: 'ignore' });
+      t.after(() => work.kill('SIGKILL'));
+      const pid = work.pid!;
+      await s.runCommandFromPalette('eBPF: Profile CPU');
+      const input = s.page.locator('.quick-input-widget .quick-input-box input');
+      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: what to sample' }).waitFor({ timeout: 30_000 });
+      await input.fill(String(pid));
+      await s.pickQuickPickItem(new RegExp(`\\b${pid}\\s+unwindfix`));
+      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'samples per second' }).waitFor({ timeout: 10_000 });
+      await input.press('Enter');
+      await s.pickQuickPickItem('Until I press Stop');
+      const frame = await s.webviewFrame(`CPU: pid ${pid} (unwindfix)`);
+      const status = frame.locator('.toolbar > .status').last();
+      await status.filter({ hasText: /Sampling… [1-9][\d,]* samples/ }).waitFor({ timeout: 15_000 });
+      await s.page.waitForTimeout(3000);
+      await frame.locator('button', { hasText: /^Stop$/ }).click();
+      await status.filter({ hasText: /samples at \d+ Hz/ }).waitFor({ timeout: 15_000 });
+      work.kill('SIGKILL');
+      // The view says how stacks were unwound, and both callers of the leaf are frames in it.
+      const unwind = (await frame.locator('.unwind').innerText()).trim();
+      assert.match(unwind, /unwound by CFI/, `the unwinding line says: ${unwind}`);
+      const canvas = frame.locator('.scroll canvas').first();
+      for (const fn of ['caller_a', 'caller_b']) {
+        await frame.locator('#search').fill(fn);
+        await frame.locator('.toolbar .status', { hasText: /^matched [1-9]/ }).waitFor({ timeout: 5000 });
+        const box = await widestMatchBox(canvas);
+        assert.ok(box, `no frame is highlighted after searching for ${fn}: the leaf's caller is missing`);
+        await canvas.hover({ position: { x: box.x, y: box.y } });
+        const tip = await frame.locator('.tooltip').innerText();
+        assert.match(tip, new RegExp(`^${fn}\\b`), `the tooltip over the highlighted frame: ${tip}`);
+      }
+      await s.screenshot('flamegraph-no-frame-pointers', await s.webviewElement(frame));
       await s.runCommandFromPalette('eBPF: Hide CPU Profile Annotations');
       await s.runCommandFromPalette('View: Close All Editors');
     },
