@@ -9,7 +9,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include <bpf/bpf_core_read.h>
+#include "stackcopy.bpf.h"
 #include "profile.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -80,23 +80,6 @@ static __always_inline bool stack_lost(long id)
 	return id == -EEXIST || id == -ENOMEM;
 }
 
-/* Bytes readable from sp upwards, up to `want`: the stack ends at a page boundary (the top of the
- * VMA), so probe one byte per page instead of letting one large copy fail as a whole. */
-static __always_inline __u64 readable_stack(__u64 sp, __u64 want)
-{
-	__u64 end = (sp & ~4095ULL) + 4096;
-	char b;
-
-	for (int k = 0; k < PROFILE_MAX_STACK_COPY / 4096; k++) {
-		if (end >= sp + want)
-			break;
-		if (bpf_probe_read_user(&b, 1, (void *)end))
-			break;
-		end += 4096;
-	}
-	return end - sp < want ? end - sp : want;
-}
-
 static __always_inline void emit_sample(__u32 tgid, __u32 tid, __s32 kern_stack_id)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -119,29 +102,9 @@ static __always_inline void emit_sample(__u32 tgid, __u32 tid, __s32 kern_stack_
 		/* the user-mode registers saved on entry to the kernel, whether this sample
 		 * interrupted user code or a system call */
 		regs = (struct pt_regs *)bpf_task_pt_regs(task);
-		s->regs[0] = BPF_CORE_READ(regs, ax);
-		s->regs[1] = BPF_CORE_READ(regs, dx);
-		s->regs[2] = BPF_CORE_READ(regs, cx);
-		s->regs[3] = BPF_CORE_READ(regs, bx);
-		s->regs[4] = BPF_CORE_READ(regs, si);
-		s->regs[5] = BPF_CORE_READ(regs, di);
-		s->regs[6] = BPF_CORE_READ(regs, bp);
-		s->regs[7] = BPF_CORE_READ(regs, sp);
-		s->regs[8] = BPF_CORE_READ(regs, r8);
-		s->regs[9] = BPF_CORE_READ(regs, r9);
-		s->regs[10] = BPF_CORE_READ(regs, r10);
-		s->regs[11] = BPF_CORE_READ(regs, r11);
-		s->regs[12] = BPF_CORE_READ(regs, r12);
-		s->regs[13] = BPF_CORE_READ(regs, r13);
-		s->regs[14] = BPF_CORE_READ(regs, r14);
-		s->regs[15] = BPF_CORE_READ(regs, r15);
-		s->regs[16] = BPF_CORE_READ(regs, ip);
+		stackcopy_regs(regs, s->regs);
 		sp = s->regs[7];
-		len = readable_stack(sp, stack_copy_bytes);
-		if (len > PROFILE_MAX_STACK_COPY)
-			len = PROFILE_MAX_STACK_COPY;
-		if (bpf_probe_read_user(s->stack, len, (void *)sp))
-			len = 0;
+		len = STACKCOPY(s->stack, PROFILE_MAX_STACK_COPY, sp, stack_copy_bytes);
 	} else {
 		stat_add(PROFILE_STAT_NO_USER_REGS);
 	}
