@@ -204,11 +204,10 @@ export const profileTracer: Tracer<'profile'> = {
     let unwindModuleInfo: UnwindInfo['modules'];
     const unwindInfo = (): UnwindInfo => {
       if (!dwarf) return { mode };
-      const st = dwarf.stats;
       return {
         mode,
-        truncated: st.truncated,
-        unwindNsPerSample: st.unwound ? Number(st.unwindNs / BigInt(st.unwound)) : undefined,
+        truncated: dwarf.stats.truncated,
+        unwindNsPerSample: dwarf.pool.nsPerStack(),
         ...(unwindModuleInfo ? { modules: unwindModuleInfo } : {}),
       };
     };

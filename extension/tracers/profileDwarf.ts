@@ -3,8 +3,8 @@
 // libdw Unwinder (one per process, its modules' CFI parsed once), and counts identical stacks so
 // the rest of the profiler (symbolization, assembly) sees the same RawStack shape as in
 // frame-pointer mode.
-import type { Unwinder } from '../../native/index';
 import type { Addon } from '../native/addon';
+import { UnwinderPool } from './unwinderPool';
 import { cString } from './bpfObject';
 import type { RawStack } from './profileStacks';
 
@@ -55,87 +55,37 @@ interface Bucket {
   count: number;
 }
 
-export interface DwarfStats {
-  /** samples unwound */
-  unwound: number;
-  /** unwinds that ran out of copied stack before the outermost frame */
-  truncated: number;
-  /** samples of processes that had exited before we could read their mappings */
-  noProcess: number;
-  /** summed time in the unwinder, ns */
-  unwindNs: bigint;
-}
-
-/** Refresh a process's mappings at most this often when a pc falls outside every known module. */
-const REFRESH_MS = 500;
-
 export class DwarfAggregator {
-  readonly stats: DwarfStats = { unwound: 0, truncated: 0, noProcess: 0, unwindNs: 0n };
   private readonly buckets = new Map<string, Bucket>();
-  private readonly unwinders = new Map<number, { u: Unwinder | null; refreshed: number; starts: bigint[]; ends: bigint[] }>();
+  readonly pool: UnwinderPool;
 
   constructor(
-    private readonly addon: Addon,
+    addon: Addon,
     private readonly stackCopyBytes: number,
-    private readonly log: (m: string) => void,
-  ) {}
-
-  private unwinderFor(pid: number) {
-    let e = this.unwinders.get(pid);
-    if (!e) {
-      let u: Unwinder | null = null;
-      try {
-        u = new this.addon.Unwinder(pid);
-      } catch (err) {
-        this.log(`profile: no unwinder for pid ${pid}: ${(err as Error).message}`);
-      }
-      e = { u, refreshed: Date.now(), starts: [], ends: [] };
-      this.indexModules(e);
-      this.unwinders.set(pid, e);
-    }
-    return e;
+    log: (m: string) => void,
+  ) {
+    this.pool = new UnwinderPool(addon, (m) => log(`profile: ${m}`));
   }
 
-  private indexModules(e: { u: Unwinder | null; starts: bigint[]; ends: bigint[] }) {
-    if (!e.u) return;
-    const mods = e.u.modules().sort((a, b) => (a.start < b.start ? -1 : 1));
-    e.starts = mods.map((m) => m.start);
-    e.ends = mods.map((m) => m.end);
+  get stats() {
+    return this.pool.stats;
   }
 
-  /** The modules of a process as its unwinder sees them (for doctor and the view). */
   modules(pid: number) {
-    return this.unwinderFor(pid).u?.modules() ?? [];
+    return this.pool.modules(pid);
   }
 
   add(rec: Buffer): void {
     const s = decodeSample(rec);
     let user: BigUint64Array;
     let note: string | undefined;
-    const ip = sampleIp(s);
-    if (ip === 0n) {
+    if (sampleIp(s) === 0n) {
       user = new BigUint64Array(0); // kernel thread: no user stack
     } else {
-      const e = this.unwinderFor(s.pid);
-      if (!e.u) {
-        this.stats.noProcess++;
-        user = BigUint64Array.of(ip);
-        note = '[process exited before its stack was unwound]';
-      } else {
-        if (!covered(e.starts, e.ends, ip) && Date.now() - e.refreshed > REFRESH_MS) {
-          e.refreshed = Date.now();
-          if (e.u.refresh()) this.indexModules(e);
-        }
-        const t0 = process.hrtime.bigint();
-        const r = e.u.unwind(s.tid, s.regs, s.stack);
-        this.stats.unwindNs += process.hrtime.bigint() - t0;
-        this.stats.unwound++;
-        user = r.frames;
-        if (r.truncated) {
-          this.stats.truncated++;
-          note = s.stack.length >= this.stackCopyBytes ? `[stack deeper than the ${this.stackCopyBytes / 1024} KiB copied: raise --stack-copy-kb]` : undefined;
-        }
-      }
+      const r = this.pool.unwind(s.pid, s.tid, s.regs, s.stack);
+      user = r.frames;
+      if (r.noProcess) note = '[process exited before its stack was unwound]';
+      else if (r.truncated && s.stack.length >= this.stackCopyBytes) note = `[stack deeper than the ${this.stackCopyBytes / 1024} KiB copied: raise --stack-copy-kb]`;
     }
     const key = `${s.pid}/${s.tid}/${s.comm}/${s.kernStackId}/${user.join(',')}/${note ?? ''}`;
     const b = this.buckets.get(key);
@@ -161,19 +111,6 @@ export class DwarfAggregator {
   }
 
   close(): void {
-    for (const e of this.unwinders.values()) e.u?.close();
-    this.unwinders.clear();
+    this.pool.close();
   }
-}
-
-function covered(starts: bigint[], ends: bigint[], pc: bigint): boolean {
-  let lo = 0;
-  let hi = starts.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    if (pc < starts[mid]) hi = mid - 1;
-    else if (pc >= ends[mid]) lo = mid + 1;
-    else return true;
-  }
-  return false;
 }
