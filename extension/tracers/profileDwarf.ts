@@ -84,7 +84,7 @@ export class DwarfAggregator {
     } else {
       const r = this.pool.unwind(s.pid, s.tid, s.regs, s.stack);
       user = r.frames;
-      if (r.noProcess) note = '[process exited before its stack was unwound]';
+      if (r.noProcess) note = `[user stack not unwound: ${r.reason ?? 'no mappings'}]`;
       else if (r.truncated && s.stack.length >= this.stackCopyBytes) note = `[stack deeper than the ${this.stackCopyBytes / 1024} KiB copied: raise --stack-copy-kb]`;
     }
     const key = `${s.pid}/${s.tid}/${s.comm}/${s.kernStackId}/${user.join(',')}/${note ?? ''}`;

@@ -2,6 +2,7 @@
 // stacks for unwinding in user space (the profiler's dwarf mode; memleak's uprobe mode with
 // --unwind dwarf). Each process's modules are parsed once; its mappings are re-read when a pc
 // falls outside every known module (dlopen), at most every REFRESH_MS.
+import fs from 'node:fs';
 import type { Unwinder, UnwindModule } from '../../native/index';
 import type { Addon } from '../native/addon';
 
@@ -22,12 +23,15 @@ export interface Unwound {
   /** leaf first: the pc, then return addresses */
   frames: BigUint64Array;
   truncated: boolean;
-  /** the process was gone: frames hold the pc alone */
+  /** no unwinder for the process (gone, or its mappings unreadable): frames hold the pc alone */
   noProcess: boolean;
+  /** why, when noProcess */
+  reason?: string;
 }
 
 interface Entry {
   u: Unwinder | null;
+  reason?: string;
   refreshed: number;
   starts: bigint[];
   ends: bigint[];
@@ -46,12 +50,14 @@ export class UnwinderPool {
     let e = this.byPid.get(pid);
     if (!e) {
       let u: Unwinder | null = null;
+      let reason: string | undefined;
       try {
         u = new this.addon.Unwinder(pid);
       } catch (err) {
         this.log(`no unwinder for pid ${pid}: ${(err as Error).message}`);
+        reason = fs.existsSync(`/proc/${pid}`) ? 'its mappings are unreadable (run as root)' : 'the process exited first';
       }
-      e = { u, refreshed: Date.now(), starts: [], ends: [] };
+      e = { u, reason, refreshed: Date.now(), starts: [], ends: [] };
       index(e);
       this.byPid.set(pid, e);
     }
@@ -69,7 +75,7 @@ export class UnwinderPool {
     const e = this.entry(pid);
     if (!e.u) {
       this.stats.noProcess++;
-      return { frames: BigUint64Array.of(ip), truncated: false, noProcess: true };
+      return { frames: BigUint64Array.of(ip), truncated: false, noProcess: true, reason: e.reason };
     }
     if (!covered(e.starts, e.ends, ip) && Date.now() - e.refreshed > REFRESH_MS) {
       e.refreshed = Date.now();
