@@ -72,6 +72,26 @@ async function startGcWorkload(t: TestContext): Promise<{ child: ChildProcess; p
   return { child, pid, go: () => child.stdin!.write('go\n'), done };
 }
 
+/** "eBPF: Profile CPU" on one process at the default frequency, until Stop pressed after 3 s. */
+async function profileFromPalette(s: EditorSession, pid: number, comm: string) {
+  await s.runCommandFromPalette('eBPF: Profile CPU');
+  const input = s.page.locator('.quick-input-widget .quick-input-box input');
+  // The list holds every process and renders only what fits: filter it to the workload.
+  await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: what to sample' }).waitFor({ timeout: 30_000 });
+  await input.fill(String(pid));
+  await s.pickQuickPickItem(new RegExp(`\\b${pid}\\s+${comm}`));
+  await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'samples per second' }).waitFor({ timeout: 10_000 });
+  await input.press('Enter'); // the default frequency
+  await s.pickQuickPickItem('Until I press Stop');
+  const frame = await s.webviewFrame(`CPU: pid ${pid} (${comm})`);
+  const status = frame.locator('.toolbar > .status').last();
+  await status.filter({ hasText: /Sampling… [1-9][\d,]* samples/ }).waitFor({ timeout: 15_000 });
+  await s.page.waitForTimeout(3000);
+  await frame.locator('button', { hasText: /^Stop$/ }).click();
+  await status.filter({ hasText: /samples at \d+ Hz/ }).waitFor({ timeout: 15_000 });
+  return { frame, status };
+}
+
 /** Text of the active text editor's visible lines (Monaco renders spaces as U+00A0). */
 async function activeEditorText(s: EditorSession): Promise<string> {
   const lines = s.page.locator('.editor-group-container.active .monaco-editor .view-lines');
@@ -230,22 +250,7 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       const work = spawn(binary, ['60'], { cwd: s.workspace, stdio: 'ignore' });
       t.after(() => work.kill('SIGKILL'));
       const pid = work.pid!;
-      await s.runCommandFromPalette('eBPF: Profile CPU');
-      const input = s.page.locator('.quick-input-widget .quick-input-box input');
-      // The list holds every process and renders only what fits: filter it to the workload.
-      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: what to sample' }).waitFor({ timeout: 30_000 });
-      await input.fill(String(pid));
-      await s.pickQuickPickItem(new RegExp(`\\b${pid}\\s+cpusplit`));
-      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'samples per second' }).waitFor({ timeout: 10_000 });
-      await input.press('Enter'); // the default frequency
-      await s.pickQuickPickItem('Until I press Stop');
-
-      const frame = await s.webviewFrame(`CPU: pid ${pid} (cpusplit)`);
-      const status = frame.locator('.toolbar > .status').last();
-      await status.filter({ hasText: /Sampling… [1-9][\d,]* samples/ }).waitFor({ timeout: 15_000 });
-      await s.page.waitForTimeout(3000);
-      await frame.locator('button', { hasText: /^Stop$/ }).click();
-      await status.filter({ hasText: /samples at \d+ Hz/ }).waitFor({ timeout: 15_000 });
+      const { frame, status } = await profileFromPalette(s, pid, 'cpusplit');
       work.kill('SIGKILL'); // profiled: spare the CPU for the next steps
       const canvas = frame.locator('.scroll canvas').first();
       const drawn = await canvas.evaluate((c: HTMLCanvasElement) => {
@@ -303,20 +308,7 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       const work = spawn(path.join(s.workspace, 'unwindfix'), ['split', '60'], { cwd: s.workspace, stdio: 'ignore' });
       t.after(() => work.kill('SIGKILL'));
       const pid = work.pid!;
-      await s.runCommandFromPalette('eBPF: Profile CPU');
-      const input = s.page.locator('.quick-input-widget .quick-input-box input');
-      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: what to sample' }).waitFor({ timeout: 30_000 });
-      await input.fill(String(pid));
-      await s.pickQuickPickItem(new RegExp(`\\b${pid}\\s+unwindfix`));
-      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'samples per second' }).waitFor({ timeout: 10_000 });
-      await input.press('Enter');
-      await s.pickQuickPickItem('Until I press Stop');
-      const frame = await s.webviewFrame(`CPU: pid ${pid} (unwindfix)`);
-      const status = frame.locator('.toolbar > .status').last();
-      await status.filter({ hasText: /Sampling… [1-9][\d,]* samples/ }).waitFor({ timeout: 15_000 });
-      await s.page.waitForTimeout(3000);
-      await frame.locator('button', { hasText: /^Stop$/ }).click();
-      await status.filter({ hasText: /samples at \d+ Hz/ }).waitFor({ timeout: 15_000 });
+      const { frame } = await profileFromPalette(s, pid, 'unwindfix');
       work.kill('SIGKILL');
       // The view says how stacks were unwound, and both callers of the leaf are frames in it.
       const unwind = (await frame.locator('.unwind').innerText()).trim();
