@@ -17,4 +17,4 @@ export function unwindSummary(u: UnwindInfo | undefined): string | undefined {
   return parts.join(' · ');
 }
 
-const base = (p: string) => p.slice(p.lastIndexOf('/') + 1);
+const base = (p: string) => (p.startsWith('[vdso') ? '[vdso]' : p.slice(p.lastIndexOf('/') + 1));

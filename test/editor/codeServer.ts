@@ -206,10 +206,19 @@ export class EditorSession {
   /** Opens the command palette with `text` typed (">" mode). */
   async openPalette(text = ''): Promise<void> {
     const input = this.page.locator('.quick-input-widget .quick-input-box input');
-    await this.page.keyboard.press('Escape');
-    await this.page.keyboard.press('F1');
-    await input.waitFor({ state: 'visible', timeout: 10_000 });
-    await input.fill(`>${text}`);
+    // The palette can close again right after opening (a command still finishing, focus moving
+    // out of a webview): reopen it rather than wait on a hidden input.
+    for (let attempt = 1; ; attempt++) {
+      await this.page.keyboard.press('Escape');
+      await this.page.keyboard.press('F1');
+      try {
+        await input.waitFor({ state: 'visible', timeout: 10_000 });
+        await input.fill(`>${text}`, { timeout: 5000 });
+        return;
+      } catch (e) {
+        if (attempt >= 3) throw e;
+      }
+    }
   }
 
   /** Visible rows of the open Quick Pick / command palette, as their accessible labels. */

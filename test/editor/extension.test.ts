@@ -315,6 +315,9 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       assert.match(unwind, /unwound by CFI/, `the unwinding line says: ${unwind}`);
       const canvas = frame.locator('.scroll canvas').first();
       for (const fn of ['caller_a', 'caller_b']) {
+        // Clear first, so the "matched" status waited for below is this search's, not the last one's.
+        await frame.locator('#search').fill('');
+        await frame.locator('.toolbar .status', { hasText: /^matched/ }).waitFor({ state: 'detached', timeout: 5000 }).catch(() => {});
         await frame.locator('#search').fill(fn);
         await frame.locator('.toolbar .status', { hasText: /^matched [1-9]/ }).waitFor({ timeout: 5000 });
         const box = await widestMatchBox(canvas);
