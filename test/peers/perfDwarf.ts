@@ -54,7 +54,7 @@ export async function perfDwarf(pid: number, seconds: number, frequency: number,
   const data = path.join(dir, 'perf.data');
   try {
     await new Promise<void>((resolve, reject) => {
-      const p = spawn(perf, ['record', '-q', '-o', data, '-F', String(frequency), '--call-graph', `dwarf,${stackBytes}`, '-p', String(pid), '--', 'sleep', String(seconds)], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const p = spawn(perf, ['record', '-q', '-N', '-o', data, '-F', String(frequency), '--call-graph', `dwarf,${stackBytes}`, '-p', String(pid), '--', 'sleep', String(seconds)], { stdio: ['ignore', 'ignore', 'pipe'] });
       let err = '';
       p.stderr.on('data', (d) => (err += d));
       p.on('error', reject);
