@@ -4,12 +4,13 @@
 // match both the known 3:1 work split and perf --call-graph dwarf on the same process.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ProfileResult } from '../../extension/shared/profile';
-import { kernelSkipReason, runCli, sleep } from '../helpers';
+import type { MemleakResult } from '../../extension/shared/memleak';
+import { kernelSkipReason, repoRoot, runCli, sleep } from '../helpers';
 import { callerShares, parseFolded, perfBinary, perfDwarf, type FoldedStack } from '../peers/perfDwarf';
 import { buildUnwindFixture } from '../peers/unwindFixture';
 
@@ -114,6 +115,35 @@ describe('CFI unwinding (kernel)', { skip }, () => {
     assert.equal(r.code, 0, r.stderr);
     const stacks = parseFolded(r.stdout);
     assert.ok(stacks.some((s) => s.frames.join(';').endsWith('main;caller_a;leaf')), r.stdout.slice(0, 500));
+  });
+
+  test('memleak: leak stacks of an -O2 program without frame pointers keep each caller, up to main', async (t) => {
+    const exe = path.join(work, 'leakfix');
+    const cc = spawnSync('gcc', ['-O2', '-g', '-fomit-frame-pointer', path.join(repoRoot, 'test/fixtures/c/unwind/leakfix.c'), '-o', exe], { encoding: 'utf8' });
+    if (cc.error) return t.skip(`gcc is not installed: ${cc.error.message}`);
+    assert.equal(cc.status, 0, cc.stderr);
+    const run = (unwind: string) => {
+      const r = runCli(['memleak', '--json', '--unwind', unwind, '--', exe], { timeoutMs: 60_000 });
+      assert.equal(r.code, 0, r.stderr);
+      return JSON.parse(r.stdout) as MemleakResult;
+    };
+    const names = (s: MemleakResult['stacks'][number]) => s.frames.map((f) => f.function ?? '?');
+    const dwarf = run('dwarf');
+    const mine = dwarf.stacks.filter((s) => names(s)[0] === 'grab');
+    const via = (caller: string) => mine.filter((s) => names(s)[1] === caller);
+    const sum = (xs: typeof mine) => ({ bytes: xs.reduce((n, s) => n + s.bytes, 0), allocations: xs.reduce((n, s) => n + s.allocations, 0) });
+    t.diagnostic(mine.map((s) => `${s.bytes} B in ${s.allocations}: ${names(s).join(' <- ')}`).join('\n'));
+    assert.deepEqual(sum(via('from_a')), { bytes: 3000, allocations: 30 }, 'from_a leaked 30 x 100 bytes');
+    assert.deepEqual(sum(via('from_b')), { bytes: 18000, allocations: 60 }, 'from_b leaked 60 x 300 bytes');
+    for (const s of mine) assert.equal(names(s)[2], 'main', `a leak stack stops short of main: ${names(s).join(' <- ')}`);
+    const line = (s: (typeof mine)[number]) => s.frames[0].line;
+    assert.ok(mine.every((s) => line(s) === line(mine[0])), 'the allocating line is the same exact line in every stack');
+
+    // The frame-pointer walk: the callers are lost and all leaks fall on one stack.
+    const fp = run('fp');
+    const fpGrab = fp.stacks.filter((s) => names(s)[0] === 'grab');
+    assert.ok(!fpGrab.some((s) => names(s).includes('from_a')), 'frame pointers do not see from_a in this build');
+    assert.equal(fpGrab.reduce((n, s) => n + s.bytes, 0), 21000, 'bytes are exact in both modes');
   });
 
   test('bad --unwind and --stack-copy-kb values are usage errors', () => {
