@@ -207,6 +207,9 @@ export const memleakTracer: Tracer<'memleak'> = {
     }
     env.log(`memleak: loaded and attached in ${Date.now() - tAttach} ms`);
     const dwarf = dwarfStacks ? new MemleakDwarfStacks(env.addon, env.log) : undefined;
+    // Attach mode: the process may exit right after its last allocation. (A launched one is
+    // stopped before its loader ran, with no libraries mapped yet; its maps are read at the first copy.)
+    if (dwarf && pid && !launched) dwarf.pool.prime(pid);
     const copies = dwarf
       ? obj.openRingBuffer('stack_copies', (batch, offsets) => {
           for (const rec of records(batch, offsets)) {

@@ -113,6 +113,7 @@ export const profileTracer: Tracer<'profile'> = {
     const warnOpts = mode === 'dwarf' ? ({ stacks: 'cfi' } as const) : ({ stacks: 'fp', fpFix: 'or profile with --unwind dwarf (the default), which unwinds by CFI' } as const);
     const dwarf = mode === 'dwarf' ? new DwarfAggregator(env.addon, stackCopyBytes, env.log) : undefined;
     let ring: ReturnType<BpfObject['openRingBuffer']> | undefined;
+    if (dwarf && options.pid) dwarf.pool.prime(options.pid);
     if (dwarf) {
       try {
         ring = obj.openRingBuffer('samples', (batch, offsets) => {

@@ -64,6 +64,14 @@ export class UnwinderPool {
     return e;
   }
 
+  /**
+   * Reads a process's mappings now, while it surely lives: stacks copied just before it exits are
+   * unwound after it is gone, from the module list read here and the files on disk.
+   */
+  prime(pid: number): void {
+    this.entry(pid);
+  }
+
   /** The modules of a process as its unwinder sees them (doctor, the view). */
   modules(pid: number): UnwindModule[] {
     return this.entry(pid).u?.modules() ?? [];
@@ -82,7 +90,17 @@ export class UnwinderPool {
       if (e.u.refresh()) index(e);
     }
     const t0 = process.hrtime.bigint();
-    const r = e.u.unwind(tid, regs, stack);
+    let r = e.u.unwind(tid, regs, stack);
+    // Stopped at a pc no known module covers (a library mapped since the last read): read the
+    // mappings again and retry once.
+    const last = r.frames[r.frames.length - 1];
+    if (r.frames.length > 0 && !covered(e.starts, e.ends, last) && Date.now() - e.refreshed > REFRESH_MS) {
+      e.refreshed = Date.now();
+      if (e.u.refresh()) {
+        index(e);
+        if (covered(e.starts, e.ends, last)) r = e.u.unwind(tid, regs, stack);
+      }
+    }
     this.stats.unwindNs += process.hrtime.bigint() - t0;
     this.stats.unwound++;
     if (r.truncated) this.stats.truncated++;
