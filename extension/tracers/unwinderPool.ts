@@ -55,7 +55,8 @@ export class UnwinderPool {
         u = new this.addon.Unwinder(pid);
       } catch (err) {
         this.log(`no unwinder for pid ${pid}: ${(err as Error).message}`);
-        reason = fs.existsSync(`/proc/${pid}`) ? 'its mappings are unreadable (run as root)' : 'the process exited first';
+        const why = (err as Error).message.replace(/^new Unwinder\(\d+\): /, '');
+        reason = !fs.existsSync(`/proc/${pid}`) ? 'the process exited first' : process.geteuid?.() === 0 ? `its modules could not be read (${why})` : `its mappings are unreadable without root (${why})`;
       }
       e = { u, reason, refreshed: Date.now(), starts: [], ends: [] };
       index(e);
