@@ -56,7 +56,8 @@ export class UnwinderPool {
       } catch (err) {
         this.log(`no unwinder for pid ${pid}: ${(err as Error).message}`);
         const why = (err as Error).message.replace(/^new Unwinder\(\d+\): /, '');
-        reason = !fs.existsSync(`/proc/${pid}`) ? 'the process exited first' : process.geteuid?.() === 0 ? `its modules could not be read (${why})` : `its mappings are unreadable without root (${why})`;
+        const gone = !fs.existsSync(`/proc/${pid}`) || /No such process|Exec format error/.test(why);
+        reason = gone ? 'the process exited or exec\'d first' : process.geteuid?.() === 0 ? `its modules could not be read (${why})` : `its mappings are unreadable without root (${why})`;
       }
       e = { u, reason, refreshed: Date.now(), starts: [], ends: [] };
       index(e);
