@@ -3,13 +3,16 @@
 // tracer, the CLI's text output and the webview.
 import { formatBytes } from './units';
 import { bucketIndex, quantileExact, toBuckets, type Bucket } from './log2hist';
-import type { JavaGcEvent, JavaGcResult, JavaGcSummary } from './javaGc';
+import type { JavaGcCollectorSummary, JavaGcEvent, JavaGcResult, JavaGcSummary, JavaSafepoint, JavaSafepointSummary } from './javaGc';
+import { isPause } from './javaGcKinds';
 
+/** Counts over every collection; durations over the pauses among them (a concurrent cycle is no pause). */
 export function summarize(events: readonly JavaGcEvent[]): JavaGcSummary {
-  const d = events.map((e) => e.durationNs).sort((a, b) => a - b);
+  const d = events.filter((e) => isPause(e.kind)).map((e) => e.durationNs).sort((a, b) => a - b);
   return {
-    count: d.length,
+    count: events.length,
     fullCount: events.reduce((n, e) => n + (e.full ? 1 : 0), 0),
+    pauseCount: d.length,
     totalPauseNs: d.reduce((s, v) => s + v, 0),
     p50Ns: quantileExact(d, 0.5),
     p90Ns: quantileExact(d, 0.9),
@@ -18,8 +21,61 @@ export function summarize(events: readonly JavaGcEvent[]): JavaGcSummary {
   };
 }
 
+/** One row per memory manager, in first-seen order: its count, escalations and duration figures. */
+export function collectorSummaries(events: readonly JavaGcEvent[]): JavaGcCollectorSummary[] {
+  const by = new Map<string, JavaGcEvent[]>();
+  for (const e of events) {
+    let l = by.get(e.collector);
+    if (!l) by.set(e.collector, (l = []));
+    l.push(e);
+  }
+  return [...by].map(([collector, list]) => {
+    const d = list.map((e) => e.durationNs).sort((a, b) => a - b);
+    return {
+      collector,
+      // A manager's kind may vary by operation (Shenandoah's degenerated/full pauses): the most frequent one.
+      kind: mostFrequent(list.map((e) => e.kind)),
+      count: list.length,
+      escalated: list.filter((e) => e.escalated).length,
+      totalNs: d.reduce((s, v) => s + v, 0),
+      p50Ns: quantileExact(d, 0.5),
+      p99Ns: quantileExact(d, 0.99),
+      maxNs: d.length ? d[d.length - 1] : 0,
+      histogram: toBuckets(pauseCounts(list)),
+    };
+  });
+}
+
+function mostFrequent<T>(xs: T[]): T {
+  const n = new Map<T, number>();
+  for (const x of xs) n.set(x, (n.get(x) ?? 0) + 1);
+  return [...n].sort((a, b) => b[1] - a[1])[0][0];
+}
+
+export function summarizeSafepoints(sps: readonly JavaSafepoint[]): JavaSafepointSummary {
+  const d = sps.map((s) => s.durationNs).sort((a, b) => a - b);
+  const t = sps.map((s) => s.timeToSafepointNs).sort((a, b) => a - b);
+  return {
+    count: d.length,
+    totalNs: d.reduce((s, v) => s + v, 0),
+    ttsP50Ns: quantileExact(t, 0.5),
+    ttsP99Ns: quantileExact(t, 0.99),
+    ttsMaxNs: t.length ? t[t.length - 1] : 0,
+    p50Ns: quantileExact(d, 0.5),
+    p99Ns: quantileExact(d, 0.99),
+    maxNs: d.length ? d[d.length - 1] : 0,
+  };
+}
+
+export interface SafepointInput {
+  available: boolean;
+  reason?: string;
+  events: readonly JavaSafepoint[];
+  lost: number;
+}
+
 /** The result document (the CLI's --json output) from the events kept. */
-export function buildResult(pids: readonly number[], events: readonly JavaGcEvent[], lost: number): JavaGcResult {
+export function buildResult(pids: readonly number[], events: readonly JavaGcEvent[], lost: number, safepoints: SafepointInput = { available: false, reason: 'not traced', events: [], lost: 0 }): JavaGcResult {
   return {
     tracer: 'java-gc',
     pids: [...pids],
@@ -27,6 +83,8 @@ export function buildResult(pids: readonly number[], events: readonly JavaGcEven
     summary: summarize(events),
     histogram: { unit: 'us', buckets: pauseHistogram(events) },
     lost,
+    collectors: collectorSummaries(events),
+    safepoints: { available: safepoints.available, ...(safepoints.reason ? { reason: safepoints.reason } : {}), events: [...safepoints.events], summary: summarizeSafepoints(safepoints.events), lost: safepoints.lost },
   };
 }
 
@@ -42,8 +100,9 @@ export function pauseCounts(events: readonly JavaGcEvent[], filter?: (e: JavaGcE
   return counts;
 }
 
+/** The pauses' histogram (concurrent cycles are not pauses: they are in their collector's own). */
 export function pauseHistogram(events: readonly JavaGcEvent[]): Bucket[] {
-  return toBuckets(pauseCounts(events));
+  return toBuckets(pauseCounts(events, (e) => isPause(e.kind)));
 }
 
 export interface PoolReclaim {
