@@ -1,0 +1,124 @@
+// The JVM timeline against a real JVM: GcPhases.java alternates CPU-bound phases on its main
+// thread with forced full GCs (Parallel GC, a large live heap of small objects: the GC worker
+// threads work while the main thread waits). `ebpf-studio jvm --pid P --json` must see every
+// forced full GC; the range around each shows that GC and CPU samples that are mostly the GC's
+// threads; the range of a CPU phase shows the main thread's samples and no GC. Also: the session
+// file round-trips, and bad targets fail with the right codes.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fromSessionFile, JvmTimeline, toSessionFile, type JvmResult } from '../../extension/shared/jvmTimeline';
+import { kernelSkipReason, repoRoot, runCli, startCli, waitFor } from '../helpers';
+import { jdk, noJdkReason } from './gcWorkload';
+
+const skip = kernelSkipReason() ?? noJdkReason;
+const ROUNDS = 3;
+
+describe('jvm timeline on a real JVM', { skip }, () => {
+  let classDir = '';
+  const children: ChildProcess[] = [];
+  before(() => {
+    classDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-jvmt-'));
+    const r = spawnSync(path.join(jdk!.home, 'bin', 'javac'), ['-d', classDir, path.join(repoRoot, 'test', 'fixtures', 'java', 'GcPhases.java')], { encoding: 'utf8' });
+    assert.equal(r.status, 0, `javac failed: ${r.stderr}`);
+  });
+  after(() => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    if (classDir) fs.rmSync(classDir, { recursive: true, force: true });
+  });
+
+  test('forced full GCs: each range shows its GC and CPU samples of GC threads; a CPU phase shows the main thread', async (t) => {
+    const child = spawn(path.join(jdk!.home, 'bin', 'java'), ['-XX:+UseParallelGC', '-XX:ParallelGCThreads=2', '-Xms512m', '-Xmx512m', '-cp', classDir, 'GcPhases', String(ROUNDS), '800', '200'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    children.push(child);
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+    assert.ok(await waitFor(() => out.includes('ready'), 60_000), 'GcPhases did not start');
+    const cli = startCli(['jvm', '--pid', String(child.pid), '--frequency', '199', '--slice-ms', '100', '--json', '--verbose']);
+    assert.ok(await waitFor(() => /profile|attached/.test(cli.stderr()) && cli.stderr().split('\n').some((l) => /java-gc: attached/.test(l)), 20_000), `not attached: ${cli.stderr()}`);
+    await new Promise((r) => setTimeout(r, 1000));
+    child.stdin!.write('go\n');
+    assert.equal(await exited, 0, out);
+    const r = await cli.done;
+    assert.equal(r.code, 0, r.stderr);
+    const res = JSON.parse(r.stdout) as JvmResult;
+    assert.equal(res.tracer, 'jvm');
+    assert.equal(res.pid, child.pid);
+    const tl = JvmTimeline.fromResult(res);
+
+    // Threads: named and grouped from HotSpot's names.
+    const main = res.threads.find((x) => x.tid === child.pid);
+    assert.ok(main, 'the main thread is listed');
+    assert.equal(main.group, 'application');
+    assert.ok(res.threads.some((x) => x.group === 'gc' && /^GC Thread/.test(x.comm)), `Parallel GC worker threads are grouped as GC: ${JSON.stringify(res.threads.map((x) => x.comm))}`);
+    assert.ok(res.threads.some((x) => x.group === 'compiler'));
+    assert.ok(res.threads.some((x) => x.group === 'vm'));
+
+    // Parallel's System.gc() scavenges first (ScavengeBeforeFullGC), then runs PS MarkSweep.
+    const forced = res.gc.filter((e) => e.operation === 'ParallelGCSystemGC' && e.collector === 'PS MarkSweep');
+    assert.equal(forced.length, ROUNDS, `every System.gc() is on the timeline: ${JSON.stringify(res.gc.map((e) => [e.collector, e.operation, e.durationNs]))}`);
+
+    // One clock: each forced GC lies inside the session and inside a safepoint; CPU slices and
+    // run-queue slices cover the session.
+    for (const e of forced) assert.ok(e.timestampNs > res.startNs - 5e9 && e.timestampNs < res.endNs, 'GC time on the session clock');
+    if (res.safepointsAvailable) for (const e of forced) assert.ok(res.safepoints.some((s) => s.timestampNs <= e.timestampNs && e.timestampNs + e.durationNs <= s.timestampNs + s.durationNs), 'the GC is inside a safepoint');
+    assert.ok(res.cpu.length > 5 && res.runq.length > 5);
+
+    let gcShare = 0;
+    for (const e of forced) {
+      // The range a user would drag around the GC: from its start to its end.
+      const range = tl.range(e.timestampNs, e.timestampNs + e.durationNs);
+      assert.ok(range.gc.includes(e), 'the selected range shows the GC');
+      const gcSamples = range.cpu.filter((g) => g.group === 'gc' || g.group === 'vm').reduce((n, g) => n + g.samples, 0);
+      t.diagnostic(`GC ${(e.durationNs / 1e6).toFixed(0)} ms: ${range.cpuTotal} samples, ${gcSamples} of GC/VM threads; ${JSON.stringify(range.cpuThreads.slice(0, 4))}`);
+      assert.ok(range.cpuTotal > 0, 'CPU samples in the range of a full GC');
+      gcShare += gcSamples / range.cpuTotal;
+      // The flame graph of that range is made of the GC threads' stacks.
+      assert.ok(range.stacks.some((s) => /GC Thread|VM Thread/.test(s.comm)));
+    }
+    gcShare /= forced.length;
+    assert.ok(gcShare >= 0.6, `in the ranges of the forced GCs, ${(gcShare * 100).toFixed(0)} % of the CPU samples are GC threads'`);
+
+    // A CPU phase: the 800 ms before the first forced GC's 300 ms sleep.
+    const phaseEnd = forced[0].timestampNs - 350e6;
+    const phase = tl.range(phaseEnd - 600e6, phaseEnd);
+    // The launcher runs main() on a second thread, also named "java".
+    const top = phase.cpuThreads[0];
+    const appSamples = phase.cpu.find((g) => g.group === 'application')?.samples ?? 0;
+    t.diagnostic(`CPU phase: ${phase.cpuTotal} samples, application ${appSamples}, top ${JSON.stringify(top)}, GCs ${phase.gc.length}`);
+    assert.ok(appSamples / Math.max(1, phase.cpuTotal) >= 0.6, 'a CPU phase is the application');
+    assert.equal(top.comm, 'java');
+    assert.equal(phase.gc.filter((e) => e.kind === 'full').length, 0);
+    // Its stacks are symbolized: Java method names from the JVM's perf map, or at least libjvm/native ones.
+    assert.ok(phase.stacks.some((s) => s.frames.some((f) => f.function)), 'the range\'s stacks have function names');
+
+    // The session file round-trips.
+    const file = JSON.stringify(toSessionFile(res));
+    const back = JvmTimeline.fromResult(fromSessionFile(file));
+    assert.deepEqual(back.range(forced[0].timestampNs, forced[0].timestampNs + forced[0].durationNs).cpu, tl.range(forced[0].timestampNs, forced[0].timestampNs + forced[0].durationNs).cpu);
+  });
+
+  test('bad targets: not a JVM, no such pid, bad flags', async () => {
+    const none = runCli(['jvm', '--pid', '4194000']);
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /no process with pid 4194000/);
+    const sleeper = spawn('sleep', ['30']);
+    children.push(sleeper);
+    const notJvm = runCli(['jvm', '--pid', String(sleeper.pid)]);
+    assert.equal(notJvm.code, 4);
+    assert.match(notJvm.stderr, /has no libjvm\.so mapped: is it a JVM\?/);
+    sleeper.kill('SIGKILL');
+    const noPid = runCli(['jvm']);
+    assert.equal(noPid.code, 2);
+    assert.match(noPid.stderr, /give --pid PID/);
+    const badRange = runCli(['jvm', '--pid', '1', '--range', '5:2']);
+    assert.equal(badRange.code, 2);
+    assert.match(badRange.stderr, /--range takes FROM:TO/);
+    const badSlice = runCli(['jvm', '--pid', '1', '--slice-ms', '5']);
+    assert.equal(badSlice.code, 2);
+    assert.match(badSlice.stderr, /--slice-ms/);
+  });
+});
