@@ -11,7 +11,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fromSessionFile, JvmTimeline, toSessionFile, type JvmResult } from '../../extension/shared/jvmTimeline';
-import { kernelSkipReason, repoRoot, runCli, startCli, waitFor } from '../helpers';
+import { helperJs, kernelSkipReason, repoRoot, runCli, startCli, waitFor } from '../helpers';
+import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import * as proto from '../../extension/shared/protocol';
+import type { JvmUpdate } from '../../extension/shared/jvmTimeline';
 import { jdk, noJdkReason } from './gcWorkload';
 
 const skip = kernelSkipReason() ?? noJdkReason;
@@ -99,6 +102,45 @@ describe('jvm timeline on a real JVM', { skip }, () => {
     const file = JSON.stringify(toSessionFile(res));
     const back = JvmTimeline.fromResult(fromSessionFile(file));
     assert.deepEqual(back.range(forced[0].timestampNs, forced[0].timestampNs + forced[0].durationNs).cpu, tl.range(forced[0].timestampNs, forced[0].timestampNs + forced[0].durationNs).cpu);
+  });
+
+  test('through the helper (the editor path): updates stream live on one clock; Stop returns the symbolized session', async () => {
+    const child = spawn(path.join(jdk!.home, 'bin', 'java'), ['-XX:+UseParallelGC', '-Xmx256m', '-cp', classDir, 'GcPhases', '2', '400', '50'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    children.push(child);
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    assert.ok(await waitFor(() => out.includes('ready'), 60_000), 'GcPhases did not start');
+    const helper = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'] });
+    children.push(helper);
+    const conn = createMessageConnection(new StreamMessageReader(helper.stdout!), new StreamMessageWriter(helper.stdin!));
+    const updates: JvmUpdate[] = [];
+    let ended: proto.SessionEndedParams | undefined;
+    conn.onNotification(proto.sessionData, (p) => void updates.push(p.update as JvmUpdate));
+    conn.onNotification(proto.sessionEnded, (p) => void (ended = p));
+    conn.listen();
+    try {
+      const s = await conn.sendRequest(proto.sessionStart, { tracer: 'jvm', options: { pid: child.pid, frequency: 99, sliceMs: 250 } });
+      assert.deepEqual(s.targets, [child.pid]);
+      assert.ok(await waitFor(() => updates.length >= 2, 3000), 'live updates every slice');
+      child.stdin!.write('go\n');
+      assert.ok(await waitFor(() => out.includes('done'), 30_000));
+      const streamedGcs = () => updates.flatMap((u) => u.gc).length;
+      await waitFor(() => streamedGcs() >= 4, 3000);
+      const stopped = (await conn.sendRequest(proto.sessionStop, { sessionId: s.sessionId })).result as JvmResult;
+      assert.ok(await waitFor(() => ended !== undefined, 5000));
+      assert.equal(stopped.tracer, 'jvm');
+      assert.equal(stopped.gc.length, updates.flatMap((u) => u.gc).length, 'every GC streamed live too');
+      assert.ok(stopped.gc.filter((e) => e.operation === 'ParallelGCSystemGC' && e.collector === 'PS MarkSweep').length === 2);
+      assert.equal(stopped.cpu.reduce((n, c) => n + c.samples.length, 0), updates.flatMap((u) => u.cpu).reduce((n, c) => n + c.samples.length, 0));
+      // One clock: every slice and event lies within the session's span.
+      for (const c of stopped.cpu) assert.ok(c.startNs >= stopped.startNs - 1e9 && c.endNs <= stopped.endNs + 1e6);
+      for (const r of stopped.runq) assert.ok(r.endNs <= stopped.endNs + 1e6);
+      assert.ok(stopped.stacks.some((st) => st.frames.some((f) => f.function)), 'stacks are symbolized at Stop');
+    } finally {
+      conn.dispose();
+      helper.stdin!.end();
+      child.kill('SIGKILL');
+    }
   });
 
   test('bad targets: not a JVM, no such pid, bad flags', async () => {
