@@ -119,7 +119,7 @@ describe('jvm timeline on a real JVM', { skip }, () => {
     conn.onNotification(proto.sessionEnded, (p) => void (ended = p));
     conn.listen();
     try {
-      const s = await conn.sendRequest(proto.sessionStart, { tracer: 'jvm', options: { pid: child.pid, frequency: 99, sliceMs: 250 } });
+      const s = await conn.sendRequest(proto.sessionStart, { tracer: 'jvm', options: { pid: child.pid!, frequency: 99, sliceMs: 250 } });
       assert.deepEqual(s.targets, [child.pid]);
       assert.ok(await waitFor(() => updates.length >= 2, 3000), 'live updates every slice');
       child.stdin!.write('go\n');
