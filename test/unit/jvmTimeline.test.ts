@@ -7,7 +7,7 @@ import type { JavaGcEvent } from '../../extension/shared/javaGc';
 import type { ProfileFrame, ProfileStack } from '../../extension/shared/profile';
 import { CpuSlicer, fromSessionFile, JvmTimeline, stackKey, threadGroup, toSessionFile, type JvmUpdate } from '../../extension/shared/jvmTimeline';
 import { TimelineView } from '../../webview/jvmTimeline/model';
-import { rangeFlag } from '../../extension/cli/commands/jvm';
+import { formatJvmResult, rangeFlag } from '../../extension/cli/commands/jvm';
 import { jvmTracer } from '../../extension/tracers/jvm';
 
 const MS = 1e6;
@@ -185,4 +185,22 @@ test('jvm options and the CLI range flag', () => {
   assert.equal(rangeFlag(undefined), undefined);
   assert.throws(() => rangeFlag('4:2'), /--range takes FROM:TO/);
   assert.throws(() => rangeFlag('abc'), /--range takes FROM:TO/);
+});
+
+test('CLI text: the whole session, or one range with its busiest threads and hottest functions', () => {
+  const t = new JvmTimeline();
+  t.pid = 100;
+  t.apply(update());
+  const all = formatJvmResult(t.toResult());
+  assert.match(all, /JVM 100: 1\.0 s traced, 3 threads \(Application threads: 1, GC threads: 1, VM thread: 1\)/);
+  assert.match(all, /GC: 2 collections, 105 ms paused \(PS MarkSweep 1, PS Scavenge 1\)/);
+  assert.match(all, /Safepoints: 1, /);
+  assert.match(all, /CPU samples: 61 — Application threads 46 \(75 %\), GC threads 15 \(25 %\)/);
+  const range = formatJvmResult(t.toResult(), [0.28, 0.42]);
+  assert.match(range, /Range 0\.280 s – 0\.420 s/);
+  assert.match(range, /0\.300 s  PS MarkSweep full 100 ms  ParallelGCSystemGC/);
+  assert.match(range, /15  GC Thread#0 \[4\]/);
+  assert.match(range, /15  PSParallelCompact::invoke/);
+  const noSp = formatJvmResult({ ...t.toResult(), safepointsAvailable: false, safepointsReason: 'no probes in this JDK' });
+  assert.match(noSp, /Safepoints: not available \(no probes in this JDK\)/);
 });
