@@ -103,6 +103,7 @@ test('CLI text: one line per GC, then histogram, summary and pools', () => {
   assert.match(text, /GCs: 2 collections \(2 pauses\) in pid 7/);
   assert.match(text, /Copy\s+young\s+1\s+0\s+80\.0 µs/);
   assert.match(text, /MarkSweepCompact\s+full\s+1\s+0\s+2\.00 ms/);
+  assert.match(text, /\nCopy \(young\):\n\s+usecs/, 'a histogram per collector');
   assert.match(text, /p50 80\.0 µs .* max 2\.00 ms/);
   assert.match(text, /Eden Space\s+1\.0 MB → 0 B\s+1\.0 MB/);
   assert.match(text, /3 GC events lost/);

@@ -39,6 +39,8 @@ export function formatGcResult(r: JavaGcResult): string {
       const d = (ns: number) => formatDuration(ns, 'ns').padStart(10);
       out.push(`${c.collector.padEnd(22)} ${c.kind.padEnd(17)} ${String(c.count).padStart(6)} ${String(c.escalated).padStart(9)} ${d(c.totalNs)} ${d(c.p50Ns)} ${d(c.p99Ns)} ${d(c.maxNs)}`);
     }
+    // With several collectors, each one's own durations (a cycle's are not pause times).
+    if (r.collectors.length > 1) for (const c of r.collectors) out.push('', `${c.collector} (${c.kind}):`, renderText(c.histogram, 'usecs'));
     const pools = poolReclaim(r.events).filter((p) => p.lastBefore > 0 || p.lastAfter > 0);
     if (pools.length) {
       out.push('', `${'POOL'.padEnd(34)} ${'LAST GC: BEFORE → AFTER'.padEnd(26)} TOTAL RECLAIMED`);
