@@ -173,8 +173,11 @@ function renderRange(): void {
   stats.replaceChildren(table);
   const profile = view.rangeProfile();
   const tree = buildTree(profile, profile.stacks);
-  if (!flame) flame = new FlameCanvas(flameBox, tree, profile);
-  else flame.setTree(tree, profile);
+  if (!flame) {
+    flame = new FlameCanvas(flameBox, tree, profile);
+    // Root at the top: the threads and their callers stay in view right under the statistics.
+    flame.icicle = true;
+  } else flame.setTree(tree, profile);
   flame.focus = ROOT;
   flame.canvas.dataset.samples = String(profile.total);
   flame.draw();
