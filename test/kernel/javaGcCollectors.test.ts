@@ -16,12 +16,14 @@ import { jdk, noJdkReason } from './gcWorkload';
 const skip = kernelSkipReason() ?? noJdkReason;
 
 const ONLY = process.env.GC_ONLY;
-const COLLECTORS: { flag: string; name: string; extra?: string[] }[] = [
-  { flag: '-XX:+UseSerialGC', name: 'Serial' },
-  { flag: '-XX:+UseParallelGC', name: 'Parallel' },
-  { flag: '-XX:+UseG1GC', name: 'G1' },
-  { flag: '-XX:+UseZGC', name: 'ZGC', extra: ['-XX:-ZProactive'] },
-  { flag: '-XX:+UseShenandoahGC', name: 'Shenandoah' },
+/** What -Xlog:gc says per collection, by the manager that counts it (JDK 17's wording). */
+type LogCounts = Record<string, RegExp>;
+const COLLECTORS: { flag: string; name: string; extra?: string[]; log: LogCounts }[] = [
+  { flag: '-XX:+UseSerialGC', name: 'Serial', log: { Copy: /Pause Young/, MarkSweepCompact: /Pause Full/ } },
+  { flag: '-XX:+UseParallelGC', name: 'Parallel', log: { 'PS Scavenge': /Pause Young/, 'PS MarkSweep': /Pause Full/ } },
+  { flag: '-XX:+UseG1GC', name: 'G1', log: { 'G1 Young Generation': /Pause Young/, 'G1 Old Generation': /Pause Full/, 'G1 Concurrent GC': /Pause (Remark|Cleanup)/ } },
+  { flag: '-XX:+UseZGC', name: 'ZGC', extra: ['-XX:-ZProactive'], log: { 'ZGC Cycles': /Garbage Collection \(/ } },
+  { flag: '-XX:+UseShenandoahGC', name: 'Shenandoah', log: { 'Shenandoah Pauses': / Pause / } },
 ];
 
 /** Whether this JDK runs with the flag, or why not. */
@@ -36,6 +38,8 @@ interface Jvm {
   go(): void;
   /** the JVM's own counts per GarbageCollectorMXBean after go() */
   done: Promise<Map<string, number>>;
+  /** the -Xlog:gc lines written after go() */
+  log(): string[];
 }
 
 function parseCounts(block: string): Map<string, number> {
@@ -61,7 +65,10 @@ describe('java-gc counts equal the JVM\'s own, per collector', { skip }, () => {
   });
 
   async function startJvm(flags: string[]): Promise<Jvm> {
-    const child = spawn(path.join(jdk!.home, 'bin', 'java'), [...flags, '-Xmx64m', '-cp', classDir, 'GcCollectors', '3', '2'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const logFile = path.join(classDir, `gc-${Date.now()}.log`);
+    const child = spawn(path.join(jdk!.home, 'bin', 'java'), [...flags, '-Xmx64m', `-Xlog:gc:file=${logFile}`, '-cp', classDir, 'GcCollectors', '3', '2'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const readLog = () => (fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8') : '');
+    let logStart = 0;
     children.push(child);
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
@@ -70,7 +77,11 @@ describe('java-gc counts equal the JVM\'s own, per collector', { skip }, () => {
     const baseline = parseCounts(out.split('end-of-counts')[0]);
     return {
       pid: child.pid!,
-      go: () => child.stdin!.write('go\n'),
+      go: () => {
+        logStart = readLog().length;
+        child.stdin!.write('go\n');
+      },
+      log: () => readLog().slice(logStart).split('\n'),
       done: (async () => {
         const code = await exited;
         assert.equal(code, 0, `GcCollectors exited with ${code}: ${out}`);
@@ -94,6 +105,12 @@ describe('java-gc counts equal the JVM\'s own, per collector', { skip }, () => {
       const ours = new Map(result.collectors.map((x) => [x.collector, x.count]));
       t.diagnostic(`JVM: ${JSON.stringify([...counts])}; ours: ${JSON.stringify(result.collectors.map((x) => [x.collector, x.kind, x.count, x.escalated]))}`);
       for (const [name, n] of counts) assert.equal(ours.get(name) ?? 0, n, `${name}: the JVM counted ${n}, we ${ours.get(name) ?? 0}`);
+      // The JVM's log, read independently, says the same (and counts G1's Remark/Cleanup pauses).
+      const log = jvm.log();
+      for (const [name, re] of Object.entries(c.log)) {
+        const n = log.filter((l) => re.test(l)).length;
+        assert.equal(ours.get(name) ?? 0, n, `${name}: -Xlog:gc has ${n} lines matching ${re}, we counted ${ours.get(name) ?? 0}`);
+      }
       for (const x of result.collectors) {
         if (counts.has(x.collector)) continue;
         // JDK 17 has no bean for G1's Remark and Cleanup pauses (JDK 20+ counts them as "G1 Concurrent GC").
