@@ -13,6 +13,8 @@ import type { Session, SessionEvents, Tracer, TracerEnv } from './tracer';
 import { javaGcTracer, libjvmOf } from './javaGc';
 import { runqlatTracer } from './runqlat';
 import { profileTracer } from './profile';
+import { writePerfMap } from '../jvm/attach';
+import { pidAlive } from '../proc/processes';
 import type { TracerName } from '../shared/protocol';
 
 function monoNs(): number {
@@ -183,12 +185,27 @@ export const jvmTracer: Tracer<'jvm'> = {
       emit(now, { cpu: c ? [c] : [] });
     };
     const timer = setInterval(tick, options.sliceMs);
+    // The profiler names JIT-compiled methods from the JVM's perf map, which it asks for at Stop;
+    // a JVM that exits first would leave them unnamed. Asking now and then keeps a recent map on
+    // disk for the profiler's periodic re-reads of the process (same file, same names).
+    let perfMapFailed = false;
+    const refreshPerfMap = () => {
+      if (perfMapFailed || !pidAlive(options.pid)) return;
+      writePerfMap(options.pid, { timeoutMs: 3000 }).catch((e) => {
+        perfMapFailed = true;
+        env.log(`jvm: fetching the perf map of pid ${options.pid} failed: ${(e as Error).message}`);
+      });
+    };
+    const perfMapFirst = setTimeout(refreshPerfMap, 500);
+    const perfMapTimer = setInterval(refreshPerfMap, 4000);
 
     let final: ReturnType<JvmTimeline['toResult']> | undefined;
     let stopping: Promise<void> | undefined;
     shutdown = () =>
       (stopping ??= (async () => {
         clearInterval(timer);
+        clearTimeout(perfMapFirst);
+        clearInterval(perfMapTimer);
         scanThreads();
         // The profiler symbolizes (and fetches the JVM's perf map) at stop: its last counts are cut
         // into the last slice, and every stack gets its names.

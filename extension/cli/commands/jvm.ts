@@ -23,8 +23,9 @@ export function rangeFlag(v: unknown): [number, number] | undefined {
 function topFunctions(r: RangeStats, n: number): { name: string; self: number }[] {
   const self = new Map<string, number>();
   for (const s of r.stacks) {
-    const leaf = s.frames.find((f) => f.function) ?? s.frames[0];
-    const name = leaf ? (leaf.function ?? leaf.address) : '[no frames]';
+    // The leaf as the flame graph names it: an address no symbol covers is "[module]" or "[unknown]".
+    const leaf = s.frames[0];
+    const name = !leaf ? '[no frames]' : (leaf.function ?? (leaf.module ? `[${leaf.module.split('/').pop()}]` : '[unknown]'));
     self.set(name, (self.get(name) ?? 0) + s.count);
   }
   return [...self].map(([name, c]) => ({ name, self: c })).sort((a, b) => b.self - a.self).slice(0, n);
