@@ -120,3 +120,22 @@ test('histogram layout: stacked bars scale to the tallest total; hit testing', (
   assert.deepEqual(niceTicks(0), [0]);
   assert.deepEqual(niceTicks(130), [0, 50, 100]);
 });
+
+test('collectors table and safepoints: counted per manager; "not available" carried with its reason', () => {
+  const m = fed();
+  assert.deepEqual(m.collectors().map((c) => [c.collector, c.kind, c.count]), [
+    ['Copy', 'young', 3],
+    ['MarkSweepCompact', 'full', 1],
+  ]);
+  assert.equal(m.safepointsAvailable, undefined, 'unknown until the tracer says');
+  m.apply({ events: [], safepoints: [], safepointsAvailable: false, safepointsReason: 'no hs_private probes', lost: 0, pids: [7], startNs: 100 * S, nowNs: 111 * S });
+  assert.equal(m.safepointsAvailable, false);
+  assert.equal(m.safepointsReason, 'no hs_private probes');
+  const json = JSON.parse(m.toJson()) as JavaGcResult;
+  assert.deepEqual([json.safepoints.available, json.safepoints.reason], [false, 'no hs_private probes']);
+  m.apply({ events: [], safepoints: [{ pid: 7, tid: 8, timestampNs: 101 * S, timeToSafepointNs: 2000, durationNs: 90_000, operation: 'GenCollectForAllocation' }], safepointsAvailable: true, lost: 0, pids: [7], startNs: 100 * S, nowNs: 112 * S });
+  assert.equal(m.safepointSummary().count, 1);
+  assert.equal(m.safepointSummary().ttsMaxNs, 2000);
+  m.clear();
+  assert.equal(m.safepointSummary().count, 0);
+});
