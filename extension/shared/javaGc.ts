@@ -49,6 +49,9 @@ export interface JavaGcEvent {
   /** kind === 'full' (kept for older readers of the JSON) */
   full: boolean;
   pools: JavaGcPool[];
+  /** the safepoint this pause ran at (result documents only, when safepoints were traced): the
+   * time every thread took to stop before it, and the whole safepoint */
+  safepoint?: { timeToSafepointNs: number; durationNs: number };
 }
 
 /** A safepoint: every Java thread stopped for a VM operation (hs_private:safepoint__begin/end). */

@@ -74,12 +74,39 @@ export interface SafepointInput {
   lost: number;
 }
 
+/** Each pause with the safepoint it ran in (same thread, the safepoint spans the pause). */
+export function withSafepoints(events: readonly JavaGcEvent[], sps: readonly JavaSafepoint[]): JavaGcEvent[] {
+  if (sps.length === 0) return [...events];
+  const sorted = [...sps].sort((a, b) => a.timestampNs - b.timestampNs);
+  return events.map((e) => {
+    if (!isPause(e.kind)) return e;
+    // The last safepoint starting at or before the pause.
+    let lo = 0;
+    let hi = sorted.length - 1;
+    let at = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (sorted[mid].timestampNs <= e.timestampNs) {
+        at = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    for (let i = at; i >= 0 && i > at - 4; i--) {
+      const s = sorted[i];
+      if (s.tid === e.tid && s.pid === e.pid && e.timestampNs + e.durationNs <= s.timestampNs + s.durationNs) {
+        return { ...e, safepoint: { timeToSafepointNs: s.timeToSafepointNs, durationNs: s.durationNs } };
+      }
+    }
+    return e;
+  });
+}
+
 /** The result document (the CLI's --json output) from the events kept. */
 export function buildResult(pids: readonly number[], events: readonly JavaGcEvent[], lost: number, safepoints: SafepointInput = { available: false, reason: 'not traced', events: [], lost: 0 }): JavaGcResult {
   return {
     tracer: 'java-gc',
     pids: [...pids],
-    events: [...events],
+    events: withSafepoints(events, safepoints.events),
     summary: summarize(events),
     histogram: { unit: 'us', buckets: pauseHistogram(events) },
     lost,

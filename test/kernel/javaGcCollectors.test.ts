@@ -150,6 +150,7 @@ describe('java-gc counts equal the JVM\'s own, per collector', { skip }, () => {
         // Each pause lies inside a safepoint of the same thread.
         for (const e of result.events.filter((x) => x.kind !== 'concurrent-cycle')) {
           assert.ok(result.safepoints.events.some((s) => s.tid === e.tid && s.timestampNs <= e.timestampNs && e.timestampNs + e.durationNs <= s.timestampNs + s.durationNs), `the ${e.collector} pause at ${e.timestampNs} is inside no safepoint`);
+          assert.ok(e.safepoint && e.safepoint.timeToSafepointNs <= e.safepoint.durationNs && e.safepoint.durationNs >= e.durationNs, `the ${e.collector} pause at ${e.timestampNs} carries its safepoint`);
         }
         for (const s of result.safepoints.events) assert.ok(s.timeToSafepointNs <= s.durationNs);
       }

@@ -115,3 +115,16 @@ test('pool order: heap pools before CodeHeap/Metaspace', () => {
   const r = poolReclaim([ev(1, false, [p("CodeHeap 'non-nmethods'"), p('Metaspace'), p('Eden Space'), p('Compressed Class Space'), p('Tenured Gen')])]);
   assert.deepEqual(r.map((x) => x.name), ['Eden Space', 'Tenured Gen', "CodeHeap 'non-nmethods'", 'Metaspace', 'Compressed Class Space']);
 });
+
+test('each pause carries the safepoint it ran in (same thread, spanning it); cycles do not', () => {
+  const sp = (t: number, tts: number, d: number, tid = 8) => ({ pid: 7, tid, timestampNs: t, timeToSafepointNs: tts, durationNs: d, operation: '' });
+  const young = { ...ev(10, false, [], 1000) };
+  const escalated = { ...ev(20, true, [], 12_000), escalated: true };
+  const cycle: JavaGcEvent = { ...ev(500, false, [], 1500), collector: 'ZGC Cycles', kind: 'concurrent-cycle' };
+  const other = { ...ev(5, false, [], 50_000) };
+  const r = buildResult([7], [young, escalated, cycle, other], 0, { available: true, events: [sp(900, 40, 40_000), sp(49_000, 70, 60_000, 99)], lost: 0 });
+  assert.deepEqual(r.events[0].safepoint, { timeToSafepointNs: 40, durationNs: 40_000 });
+  assert.deepEqual(r.events[1].safepoint, { timeToSafepointNs: 40, durationNs: 40_000 }, 'both collections of an escalated pause share its safepoint');
+  assert.equal(r.events[2].safepoint, undefined);
+  assert.equal(r.events[3].safepoint, undefined, 'a safepoint of another thread does not count');
+});
