@@ -170,6 +170,8 @@ export const jvmTracer: Tracer<'jvm'> = {
     const cut = (snapshot: Parameters<CpuSlicer['next']>[0], nowNs: number) => {
       const c = slicer.next(snapshot, lastCpuNs, nowNs);
       lastCpuNs = nowNs;
+      // A thread that lived between two scans of /proc is named by its samples.
+      for (const s of c.fresh) if (s.comm && !model.threads.has(s.tid) && !freshThreads.has(s.tid)) seeThread(s.tid, s.comm);
       return c;
     };
     const tick = () => {
