@@ -139,3 +139,12 @@ test('collectors table and safepoints: counted per manager; "not available" carr
   m.clear();
   assert.equal(m.safepointSummary().count, 0);
 });
+
+test('the pause timeline leaves concurrent cycles out', () => {
+  const m = new GcModel();
+  const cycle: JavaGcEvent = { ...ev(1, 50_000), collector: 'ZGC Cycles', kind: 'concurrent-cycle', full: false };
+  const pause: JavaGcEvent = { ...ev(1.01, 40), collector: 'ZGC Pauses', kind: 'concurrent-pause', full: false };
+  m.apply({ events: [cycle, pause], lost: 0, pids: [7], startNs: 100 * S, nowNs: 102 * S });
+  assert.deepEqual(m.timeline().map((x) => x.collector), ['ZGC Pauses']);
+  assert.equal(m.summary().count, 2);
+});

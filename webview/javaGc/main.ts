@@ -36,7 +36,7 @@ const collectorTable = el('table', { id: 'collectors' });
 const safepointLine = el('div', { id: 'safepoints' });
 const tooltip = el('div', { class: 'tooltip' });
 tooltip.style.display = 'none';
-app.append(toolbar, lostLine, cards, el('h2', {}, 'Collectors'), collectorTable, el('h2', {}, 'Durations by collector'), histCanvas, el('h2', {}, 'Timeline'), timeCanvas, el('h2', {}, 'Safepoints'), safepointLine, el('h2', {}, 'Memory pools'), poolTable, tooltip);
+app.append(toolbar, lostLine, cards, el('h2', {}, 'Collectors'), collectorTable, el('h2', {}, 'Durations by collector'), histCanvas, el('h2', {}, 'Pause timeline'), timeCanvas, el('h2', {}, 'Safepoints'), safepointLine, el('h2', {}, 'Memory pools'), poolTable, tooltip);
 
 stopBtn.onclick = () => vscode.postMessage({ type: 'stop' });
 clearBtn.onclick = () => {

@@ -103,7 +103,9 @@ export class GcModel {
   }
 
   timeline(): TimelineMark[] {
-    return this.events.map((e) => ({ t: (e.timestampNs - this.originNs) / 1e9, durationNs: e.durationNs, full: e.full, collector: e.collector, kind: e.kind }));
+    // Pauses only: a concurrent cycle runs beside the application, and its length (often 1000× a
+    // pause) would flatten every pause mark.
+    return this.events.filter((e) => e.kind !== 'concurrent-cycle').map((e) => ({ t: (e.timestampNs - this.originNs) / 1e9, durationNs: e.durationNs, full: e.full, collector: e.collector, kind: e.kind }));
   }
 
   pools(): PoolReclaim[] {
