@@ -105,6 +105,8 @@ export interface JvmResult {
   /** run-queue waits dropped (a kernel map full) */
   dropped: number;
   warnings: string[];
+  /** `ebpf-studio jvm --range FROM:TO --json`: the statistics of that range */
+  range?: RangeStats;
 }
 
 /** The session file: the envelope every eBPF Studio session export shares. */

@@ -2,6 +2,7 @@
 // the JVM timeline (GC by collector, safepoints, run-queue waits per thread group, CPU samples
 // per thread group) of one JVM. Text: a line per collection while tracing, then a report of the
 // whole session, or of the range FROM:TO (seconds since the start) with its hottest stacks.
+// JSON: the session document (JvmResult), with "range" holding that range's statistics.
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
@@ -77,9 +78,27 @@ export const jvmCommand: Command = {
     const frequency = numberFlag(values.frequency, '--frequency', 1, PROFILE_MAX_FREQUENCY, { integer: true }) ?? 99;
     const sliceMs = numberFlag(values['slice-ms'], '--slice-ms', 100, 10_000, { integer: true }) ?? 250;
     const range = rangeFlag(values.range);
+    // With --json and --range, the document also carries the range's statistics.
+    const tracer: typeof jvmTracer = !range
+      ? jvmTracer
+      : {
+          ...jvmTracer,
+          async start(options, env, events) {
+            const session = await jvmTracer.start(options, env, events);
+            return {
+              ...session,
+              snapshot: () => session.snapshot(),
+              async stop() {
+                const r = await session.stop();
+                const t = JvmTimeline.fromResult(r);
+                return { ...r, range: t.range(r.startNs + range[0] * 1e9, r.startNs + range[1] * 1e9) };
+              },
+            };
+          },
+        };
     return runTracer(
       {
-        tracer: jvmTracer,
+        tracer,
         options: { pid, frequency, sliceMs },
         privilege: 'uprobe',
         json: Boolean(values.json),
