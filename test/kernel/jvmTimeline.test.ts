@@ -40,7 +40,7 @@ describe('jvm timeline on a real JVM', { skip }, () => {
     child.stdout!.on('data', (d) => (out += d));
     const exited = new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
     assert.ok(await waitFor(() => out.includes('ready'), 60_000), 'GcPhases did not start');
-    const cli = startCli(['jvm', '--pid', String(child.pid), '--frequency', '199', '--slice-ms', '100', '--json', '--verbose']);
+    const cli = startCli(['jvm', '--pid', String(child.pid), '--frequency', '199', '--slice-ms', '100', '--range', '0:3600', '--json', '--verbose']);
     assert.ok(await waitFor(() => /profile|attached/.test(cli.stderr()) && cli.stderr().split('\n').some((l) => /java-gc: attached/.test(l)), 20_000), `not attached: ${cli.stderr()}`);
     await new Promise((r) => setTimeout(r, 1000));
     child.stdin!.write('go\n');
@@ -51,6 +51,9 @@ describe('jvm timeline on a real JVM', { skip }, () => {
     assert.equal(res.tracer, 'jvm');
     assert.equal(res.pid, child.pid);
     const tl = JvmTimeline.fromResult(res);
+    // --range with --json: the range's statistics ride along (here the whole session).
+    assert.equal(res.range?.gc.length, res.gc.length);
+    assert.equal(res.range?.cpuTotal, res.cpu.reduce((n, c) => n + c.samples.reduce((m, [, k]) => m + k, 0), 0));
 
     // Threads: named and grouped from HotSpot's names.
     const main = res.threads.find((x) => x.tid === child.pid);
@@ -126,8 +129,11 @@ describe('jvm timeline on a real JVM', { skip }, () => {
       assert.ok(await waitFor(() => out.includes('done'), 30_000));
       const streamedGcs = () => updates.flatMap((u) => u.gc).length;
       await waitFor(() => streamedGcs() >= 4, 3000);
-      const stopped = (await conn.sendRequest(proto.sessionStop, { sessionId: s.sessionId })).result as JvmResult;
+      // The JVM exits right after "done": the session may have ended by itself (target-exited) first.
+      const byStop = ended ? undefined : await conn.sendRequest(proto.sessionStop, { sessionId: s.sessionId }).catch(() => undefined);
       assert.ok(await waitFor(() => ended !== undefined, 5000));
+      assert.ok(['stopped', 'target-exited'].includes(ended!.reason), ended!.reason);
+      const stopped = (byStop?.result ?? ended!.result) as JvmResult;
       assert.equal(stopped.tracer, 'jvm');
       assert.equal(stopped.gc.length, updates.flatMap((u) => u.gc).length, 'every GC streamed live too');
       assert.ok(stopped.gc.filter((e) => e.operation === 'ParallelGCSystemGC' && e.collector === 'PS MarkSweep').length === 2);
