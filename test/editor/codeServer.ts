@@ -273,9 +273,12 @@ export class EditorSession {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       for (const outer of await this.page.locator('iframe.webview').elementHandles()) {
-        const outerFrame = await outer.contentFrame();
-        const inner = await outerFrame?.$('iframe#active-frame');
-        const frame = await inner?.contentFrame();
+        // A webview that is still loading navigates its frames under us: look again next round.
+        const frame = await (async () => {
+          const outerFrame = await outer.contentFrame();
+          const inner = await outerFrame?.$('iframe#active-frame');
+          return inner?.contentFrame();
+        })().catch(() => null);
         const docTitle = await frame?.evaluate(() => document.title).catch(() => undefined);
         if (frame && docTitle === title) return frame;
       }
