@@ -19,6 +19,15 @@ export interface MemleakLaunch {
 
 export const MEMLEAK_DEFAULT_MAX_OUTSTANDING = 1_000_000;
 
+/**
+ * How user-space allocations are seen. preload: our interposer library in LD_PRELOAD of a
+ * launched command (no kernel trap per call); uprobe: BPF uprobes on the allocator (works for
+ * running processes, static and setuid programs); auto: preload for a launched command, uprobes
+ * for --pid (and for launched programs that cannot be preloaded).
+ */
+export type MemleakMode = 'preload' | 'uprobe' | 'auto';
+export const MEMLEAK_MODES: readonly MemleakMode[] = ['preload', 'uprobe', 'auto'];
+
 export interface MemleakOptions {
   /** attach to this running process (exactly one of pid / launch / kernel-only) */
   pid?: number;
@@ -43,6 +52,8 @@ export interface MemleakOptions {
   allocatorLib?: string;
   /** symbol prefix in that library, e.g. "je_" or "tc_" */
   symbolPrefix?: string;
+  /** default auto */
+  mode?: MemleakMode;
 }
 
 export interface MemleakFrame {
@@ -77,6 +88,8 @@ export interface MemleakResult {
   dropped: number;
   /** exit-hold events that did not reach user space */
   lost: number;
+  /** how allocations were seen (absent in documents from before preload mode: uprobe) */
+  mode?: 'preload' | 'uprobe' | 'kernel';
 }
 
 export interface MemleakUpdate {

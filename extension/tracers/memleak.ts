@@ -24,6 +24,9 @@ import type { Tracer } from './tracer';
 import { loadFirstWorking, setRodata } from './bpfObject';
 import { launchStopped, type StoppedChild } from './launchStopped';
 import { aggregate, ageMs, CNT, decodeAllocDump, decodeExitEvent, type StackAggregate } from './memleakDecode';
+import { allocatorLibBlocker, preloadBlocker, preloadLibPath, startPreload } from './memleakPreload';
+import { MEMLEAK_MODES, type MemleakMode } from '../shared/memleak';
+import { resolveCommand } from './launchStopped';
 
 interface Probe {
   symbol: string;
@@ -138,7 +141,11 @@ export const memleakTracer: Tracer<'memleak'> = {
     const symbolPrefix = o.symbolPrefix === undefined ? undefined : str(o, 'symbolPrefix', 64);
     if (symbolPrefix !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(symbolPrefix)) throw inputError(`symbolPrefix "${symbolPrefix}" is not a C identifier prefix (e.g. je_)`);
     if (allocatorLib !== undefined && !path.isAbsolute(allocatorLib)) throw inputError(`allocatorLib must be an absolute path, got "${allocatorLib}"`);
+    const mode = (o.mode === undefined || o.mode === null ? 'auto' : str(o, 'mode', 16)) as MemleakMode;
+    if (!MEMLEAK_MODES.includes(mode)) throw inputError(`mode must be one of ${MEMLEAK_MODES.join(', ')}, got "${mode}"`);
+    if (mode === 'preload' && !launch) throw inputError('mode preload needs a command to launch: a running process (pid) or the kernel cannot be preloaded; use mode uprobe or auto');
     return {
+      mode,
       pid,
       launch,
       kernel,
@@ -158,6 +165,9 @@ export const memleakTracer: Tracer<'memleak'> = {
     if (options.pid !== undefined) checkPid(options.pid);
     if (options.allocatorLib) requireElfFile(options.allocatorLib, 'allocatorLib');
     const warnings: string[] = [];
+    const why = preloadRefusal(options, env.assetDir);
+    if (why === undefined) return startPreload(options, env, events, warnings);
+    if (why) warnings.push(`${why}: tracing with uprobes instead`);
     const t0 = process.hrtime.bigint();
     let output = '';
     let launched: StoppedChild | undefined;
@@ -274,7 +284,7 @@ export const memleakTracer: Tracer<'memleak'> = {
     };
     const resultAt = async (nowNs: bigint): Promise<MemleakResult> => {
       const { stacks } = await measure(nowNs, false);
-      return { tracer: 'memleak', pid, stacks, dropped: dropped(), lost: counter(CNT.exitLost) };
+      return { tracer: 'memleak', pid, stacks, dropped: dropped(), lost: counter(CNT.exitLost), mode: options.kernel ? 'kernel' : 'uprobe' };
     };
 
     // One report at a time: a slow symbolization must not overlap the next tick.
@@ -428,6 +438,41 @@ export const memleakTracer: Tracer<'memleak'> = {
 };
 
 /**
+ * undefined: trace this launch by preloading. '': uprobes, as asked (or an attach). Otherwise
+ * why a launch that would have been preloaded falls back to uprobes.
+ */
+function preloadRefusal(options: MemleakOptions, assetDir: string): string | undefined {
+  if (!options.launch || options.kernel || options.mode === 'uprobe') return '';
+  if (!preloadLibPath(assetDir)) return `the leak interposer (${assetDir}/libebpf-studio-preload.so) is not built`;
+  const l = options.launch;
+  const exe = resolveCommand(l.command[0], { ...process.env, ...(l.env ?? {}) }.PATH, l.cwd ?? process.cwd());
+  const blocked = preloadBlocker(exe);
+  if (blocked) return `${blocked}, so it cannot be traced by preloading`;
+  if (options.allocatorLib) {
+    const lib = allocatorLibBlocker(options.allocatorLib, options.symbolPrefix);
+    if (lib) return `${lib}, so --allocator-lib needs uprobes`;
+  }
+  return undefined;
+}
+
+function isStaticExe(exe: string): boolean {
+  try {
+    return withElf(exe, (elf) => !elf.segments.some((seg) => seg.type === 3 /* PT_INTERP */));
+  } catch {
+    return false;
+  }
+}
+
+/** Whether an executable has its own malloc in its symbol table (a static glibc or musl program). */
+function definesMalloc(exe: string): boolean {
+  try {
+    return withElf(exe, (elf) => elf.symbols('best').some((s) => s.name === 'malloc' && s.value !== 0n));
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Whether a program links libstdc++ directly (its .dynstr names it). Scripts and unreadable
  * files say yes: probing a library the program never maps costs only detach time.
  */
@@ -445,7 +490,14 @@ function linksLibstdcxx(exe: string): boolean {
 function attachUser(obj: BpfObject, pid: number, options: MemleakOptions, launched: StoppedChild | undefined, warnings: string[], log: (m: string) => void): void {
   const launch = Boolean(launched);
   const maps = mapsOrExplain(pid);
-  const libc = findMapped(maps, LIBC);
+  // A static program carries its allocator: probe the executable itself (a launched one has not
+  // exec'd yet, so its maps still show the launcher's libc).
+  const exe = launched?.exe ?? fs.readlinkSync(`/proc/${pid}/exe`);
+  const ownMalloc = (launched ? isStaticExe(exe) : !findMapped(maps, LIBC)) && definesMalloc(exe);
+  if (launched && !ownMalloc && isStaticExe(exe)) {
+    throw unsuitableError(`${exe} is statically linked and has no malloc symbol to probe (stripped?): build it without -s, or dynamically linked`);
+  }
+  const libc = ownMalloc ? exe : findMapped(maps, LIBC);
   if (!libc) {
     throw unsuitableError(`process ${pid} maps no libc (${fs.readlinkSync(`/proc/${pid}/exe`)} may be statically linked or use its own allocator): give its allocator with --allocator-lib PATH [--symbol-prefix P]`);
   }

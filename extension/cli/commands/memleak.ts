@@ -1,17 +1,17 @@
 // `ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N]
 // [--min-size N] [--max-size N] [--top N] [--interval S] [--max-outstanding N] [--kernel] [--duration S] [--json |
-// --folded] [--allocator-lib PATH --symbol-prefix P]`: outstanding allocations by stack, reported
+// --folded] [--allocator-lib PATH --symbol-prefix P] [--mode preload|uprobe|auto]`: outstanding allocations by stack, reported
 // every interval and at the end (duration, Ctrl-C, or the launched command exiting).
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
 import { memleakTracer } from '../../tracers/memleak';
 import { usageError } from '../../shared/errors';
-import { MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakOptions } from '../../shared/memleak';
+import { MEMLEAK_DEFAULT_MAX_OUTSTANDING, MEMLEAK_MODES, type MemleakMode, type MemleakOptions } from '../../shared/memleak';
 import { reportText, toFolded } from '../../shared/memleakFormat';
 
 const USAGE =
-  'ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N] [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json | --folded] [--allocator-lib PATH] [--symbol-prefix P]';
+  'ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N] [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json | --folded] [--allocator-lib PATH] [--symbol-prefix P] [--mode preload|uprobe|auto]';
 
 export const memleakCommand: Command = {
   name: 'memleak',
@@ -37,6 +37,7 @@ export const memleakCommand: Command = {
         folded: { type: 'boolean' },
         'allocator-lib': { type: 'string' },
         'symbol-prefix': { type: 'string' },
+        mode: { type: 'string' },
       },
       true,
     );
@@ -53,6 +54,9 @@ export const memleakCommand: Command = {
     if (kernel && command.length) throw usageError('--kernel traces kernel allocations; it takes --pid or nothing, not a command');
     if (values.json && values.folded) throw usageError('--json and --folded are two output formats: pick one');
     if (values['symbol-prefix'] !== undefined && values['allocator-lib'] === undefined) throw usageError('--symbol-prefix applies to --allocator-lib PATH');
+    const mode = (values.mode ?? 'auto') as MemleakMode;
+    if (!MEMLEAK_MODES.includes(mode)) throw usageError(`--mode must be preload, uprobe or auto, got "${values.mode}"`);
+    if (mode === 'preload' && !command.length) throw usageError('--mode preload traces a command it starts (-- COMMAND): a running process or the kernel cannot be preloaded; use --mode uprobe or auto');
     const machine = Boolean(values.json || values.folded);
     const minSize = numberFlag(values['min-size'], '--min-size', 0, Number.MAX_SAFE_INTEGER, { integer: true }) ?? 0;
     const maxSize = numberFlag(values['max-size'], '--max-size', 1, Number.MAX_SAFE_INTEGER, { integer: true }) ?? 0;
@@ -70,6 +74,7 @@ export const memleakCommand: Command = {
       maxOutstanding: numberFlag(values['max-outstanding'], '--max-outstanding', 1, 100_000_000, { integer: true }) ?? MEMLEAK_DEFAULT_MAX_OUTSTANDING,
       allocatorLib: values['allocator-lib'] as string | undefined,
       symbolPrefix: values['symbol-prefix'] as string | undefined,
+      mode,
     };
     const clock = () => new Date().toTimeString().slice(0, 8);
     return runTracer(
