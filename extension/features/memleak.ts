@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import * as vscode from 'vscode';
 import { saveExport } from '../exportFile';
 import * as proto from '../shared/protocol';
-import { MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakLaunch, type MemleakOptions, type MemleakResult, type MemleakStack, type MemleakUpdate } from '../shared/memleak';
+import { MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakMode, type MemleakLaunch, type MemleakOptions, type MemleakResult, type MemleakStack, type MemleakUpdate } from '../shared/memleak';
 import { toFolded } from '../shared/memleakFormat';
 import { helper } from '../helperClient';
 import { startSession, type ClientSession } from '../sessions';
@@ -244,6 +244,7 @@ function baseOptions(): Omit<MemleakOptions, 'pid' | 'launch'> {
     top: 200,
     intervalS: c.get<number>('intervalSeconds', 2),
     maxOutstanding: c.get<number>('maxOutstanding', MEMLEAK_DEFAULT_MAX_OUTSTANDING),
+    mode: c.get<MemleakMode>('mode', 'auto'),
   };
 }
 
@@ -275,7 +276,9 @@ export function activate(context: vscode.ExtensionContext): void {
       try {
         const pid = typeof pidArg === 'number' ? pidArg : await pickProcess();
         if (!pid) return undefined;
-        return await trace(context, { ...baseOptions(), pid }, `leaks of pid ${pid}`);
+        // a running process cannot be preloaded: the preload setting means uprobes here
+        const base = baseOptions();
+        return await trace(context, { ...base, mode: base.mode === 'preload' ? 'auto' : base.mode, pid }, `leaks of pid ${pid}`);
       } catch (e) {
         showError(e);
         return undefined;
