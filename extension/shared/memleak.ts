@@ -20,6 +20,13 @@ export interface MemleakLaunch {
 export const MEMLEAK_DEFAULT_MAX_OUTSTANDING = 1_000_000;
 
 /**
+ * Mean sampling interval for attaching to a running process (--pid, Find Memory Leaks) unless
+ * --sample-bytes says otherwise; launching stays exact. Decided from bench/RESULTS.md (memleak
+ * sampled rows): see the README's memleak options for the reasoning.
+ */
+export const MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES = 0;
+
+/**
  * How user-space allocations are seen. preload: our interposer library in LD_PRELOAD of a
  * launched command (no kernel trap per call); uprobe: BPF uprobes on the allocator (works for
  * running processes, static and setuid programs); auto: preload for a launched command, uprobes
@@ -54,6 +61,11 @@ export interface MemleakOptions {
   symbolPrefix?: string;
   /** default auto */
   mode?: MemleakMode;
+  /**
+   * Byte-based Poisson sampling (uprobe and kernel modes): mean bytes between recorded
+   * allocations; 0 or absent = exact. Figures become estimates with standard errors.
+   */
+  sampleBytes?: number;
 }
 
 export interface MemleakFrame {
@@ -77,6 +89,9 @@ export interface MemleakStack {
   oldestAgeMs: number;
   /** leaf first: frames[0] is the allocating call site */
   frames: MemleakFrame[];
+  /** sampled sessions: bytes and allocations above are estimates, with these standard errors */
+  bytesStdErr?: number;
+  allocationsStdErr?: number;
 }
 
 export interface MemleakResult {
@@ -90,6 +105,8 @@ export interface MemleakResult {
   lost: number;
   /** how allocations were seen (absent in documents from before preload mode: uprobe) */
   mode?: 'preload' | 'uprobe' | 'kernel';
+  /** present when sampled: the mean interval in bytes; every figure is then an estimate (see bytesStdErr) */
+  sampleBytes?: number;
 }
 
 export interface MemleakUpdate {
@@ -100,6 +117,8 @@ export interface MemleakUpdate {
   totalAllocations: number;
   stacks: MemleakStack[];
   dropped: number;
+  /** present when sampled (figures are estimates), as in the result */
+  sampleBytes?: number;
   /** output of a launched program (output: 'capture') since the last update */
   output?: string;
 }

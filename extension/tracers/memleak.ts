@@ -151,6 +151,7 @@ export const memleakTracer: Tracer<'memleak'> = {
       kernel,
       minAgeMs: num(o, 'minAgeMs', 0, 7 * 24 * 3600 * 1000, 0),
       sampleRate: int(o, 'sampleRate', 1, 1 << 30, 1),
+      sampleBytes: int(o, 'sampleBytes', 0, 2 ** 40, 0),
       minSize,
       maxSize,
       top: int(o, 'top', 0, 100000, 10),
@@ -186,6 +187,7 @@ export const memleakTracer: Tracer<'memleak'> = {
           min_size: BigInt(options.minSize),
           max_size: options.maxSize ? BigInt(options.maxSize) : (1n << 64n) - 1n,
           sample_rate: BigInt(options.sampleRate),
+          sample_bytes: BigInt(options.sampleBytes ?? 0),
           hold_at_exit: Boolean(launched),
         });
       }));
@@ -276,15 +278,21 @@ export const memleakTracer: Tracer<'memleak'> = {
 
     /** Reads the allocs map and symbolizes the stacks to report (all of them when `all`). */
     const measure = async (nowNs: bigint, all: boolean) => {
-      const aggs = aggregate(decodeAllocDump(obj.mapDump('allocs')), nowNs, options.minAgeMs);
+      const aggs = aggregate(decodeAllocDump(obj.mapDump('allocs')), nowNs, options.minAgeMs, options.sampleBytes ?? 0);
       const shown = options.top ? aggs.slice(0, options.top) : aggs;
       await symbolize((all ? aggs : shown).map((a) => a.stackId));
-      const toStack = (a: StackAggregate): MemleakStack => ({ bytes: a.bytes, allocations: a.allocations, oldestAgeMs: ageMs(nowNs, a.oldestNs), frames: framesOf(a.stackId) });
+      const toStack = (a: StackAggregate): MemleakStack => {
+        const s: MemleakStack = { bytes: a.bytes, allocations: a.allocations, oldestAgeMs: ageMs(nowNs, a.oldestNs), frames: framesOf(a.stackId) };
+        if (a.bytesStdErr !== undefined) Object.assign(s, { bytesStdErr: a.bytesStdErr, allocationsStdErr: a.allocationsStdErr });
+        return s;
+      };
       return { aggs, stacks: shown.map(toStack) };
     };
     const resultAt = async (nowNs: bigint): Promise<MemleakResult> => {
       const { stacks } = await measure(nowNs, false);
-      return { tracer: 'memleak', pid, stacks, dropped: dropped(), lost: counter(CNT.exitLost), mode: options.kernel ? 'kernel' : 'uprobe' };
+      const r: MemleakResult = { tracer: 'memleak', pid, stacks, dropped: dropped(), lost: counter(CNT.exitLost), mode: options.kernel ? 'kernel' : 'uprobe' };
+      if (options.sampleBytes) r.sampleBytes = options.sampleBytes;
+      return r;
     };
 
     // One report at a time: a slow symbolization must not overlap the next tick.
@@ -310,6 +318,7 @@ export const memleakTracer: Tracer<'memleak'> = {
           stacks,
           dropped: dropped(),
         };
+        if (options.sampleBytes) u.sampleBytes = options.sampleBytes;
         if (output) {
           u.output = output;
           output = '';

@@ -1,17 +1,17 @@
 // `ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N]
 // [--min-size N] [--max-size N] [--top N] [--interval S] [--max-outstanding N] [--kernel] [--duration S] [--json |
-// --folded] [--allocator-lib PATH --symbol-prefix P] [--mode preload|uprobe|auto]`: outstanding allocations by stack, reported
+// --folded] [--allocator-lib PATH --symbol-prefix P] [--mode preload|uprobe|auto] [--sample-bytes N]`: outstanding allocations by stack, reported
 // every interval and at the end (duration, Ctrl-C, or the launched command exiting).
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
 import { memleakTracer } from '../../tracers/memleak';
 import { usageError } from '../../shared/errors';
-import { MEMLEAK_DEFAULT_MAX_OUTSTANDING, MEMLEAK_MODES, type MemleakMode, type MemleakOptions } from '../../shared/memleak';
+import { MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES, MEMLEAK_DEFAULT_MAX_OUTSTANDING, MEMLEAK_MODES, type MemleakMode, type MemleakOptions } from '../../shared/memleak';
 import { reportText, toFolded } from '../../shared/memleakFormat';
 
 const USAGE =
-  'ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N] [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json | --folded] [--allocator-lib PATH] [--symbol-prefix P] [--mode preload|uprobe|auto]';
+  'ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N] [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json | --folded] [--allocator-lib PATH] [--symbol-prefix P] [--mode preload|uprobe|auto] [--sample-bytes N]';
 
 export const memleakCommand: Command = {
   name: 'memleak',
@@ -38,6 +38,7 @@ export const memleakCommand: Command = {
         'allocator-lib': { type: 'string' },
         'symbol-prefix': { type: 'string' },
         mode: { type: 'string' },
+        'sample-bytes': { type: 'string' },
       },
       true,
     );
@@ -75,6 +76,8 @@ export const memleakCommand: Command = {
       allocatorLib: values['allocator-lib'] as string | undefined,
       symbolPrefix: values['symbol-prefix'] as string | undefined,
       mode,
+      // attach: sampled by default (see MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES); launch and kernel: exact
+      sampleBytes: numberFlag(values['sample-bytes'], '--sample-bytes', 0, 2 ** 40, { integer: true }) ?? (pid !== undefined && !kernel ? MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES : 0),
     };
     const clock = () => new Date().toTimeString().slice(0, 8);
     return runTracer(
@@ -85,11 +88,11 @@ export const memleakCommand: Command = {
         json: Boolean(values.json),
         verbose: Boolean(values.verbose),
         durationS: durationFlag(values.duration),
-        formatUpdate: (u) => (machine ? '' : reportText(u.stacks, `[${clock()}] ${u.totalBytes} bytes outstanding in ${u.totalAllocations} allocations; top`)),
+        formatUpdate: (u) => (machine ? '' : reportText(u.stacks, `[${clock()}] ${u.sampleBytes ? '≈' : ''}${u.totalBytes} bytes outstanding in ${u.sampleBytes ? '≈' : ''}${u.totalAllocations} allocations; top`, u.sampleBytes)),
         formatResult: (r) =>
           values.folded
             ? toFolded(r)
-            : [reportText(r.stacks, `[${clock()}] final report for ${r.pid ? `pid ${r.pid}` : 'the kernel'}`), r.dropped ? `${r.dropped} allocations were not recorded (tables full)` : ''].filter(Boolean).join('\n'),
+            : [reportText(r.stacks, `[${clock()}] final report for ${r.pid ? `pid ${r.pid}` : 'the kernel'}`, r.sampleBytes), r.dropped ? `${r.dropped} allocations were not recorded (tables full)` : ''].filter(Boolean).join('\n'),
         banner: (targets) => (command.length ? `Tracing allocations of ${command[0]} (pid ${targets[0]})... Ctrl-C to end.` : `Tracing outstanding allocations of ${targets.length ? `pid ${targets[0]}` : 'the kernel'}... Ctrl-C to end.`),
       },
       io,
