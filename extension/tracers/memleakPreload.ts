@@ -135,25 +135,55 @@ interface Snapshot {
   records: AllocRecord[];
   /** stack id → return addresses */
   stack: (id: number) => bigint[];
-  maps?: string;
 }
 
-function readReport(file: string): Snapshot | undefined {
+/**
+ * Opens the report file without following links, and only when it is a regular file with one
+ * link owned by the uid the program runs as: the folder belongs to that user, and this side may
+ * be root, so a link planted there must not make it read, or write, another file.
+ */
+function openReport(file: string, uid: number, write: boolean): number | undefined {
   let fd: number;
   try {
-    fd = fs.openSync(file, 'r');
+    fd = fs.openSync(file, (write ? fs.constants.O_RDWR : fs.constants.O_RDONLY) | fs.constants.O_NOFOLLOW);
   } catch {
     return undefined;
   }
+  const st = fs.fstatSync(fd);
+  if (!st.isFile() || st.nlink !== 1 || st.uid !== uid) {
+    fs.closeSync(fd);
+    return undefined;
+  }
+  return fd;
+}
+
+/** Bounds the interposer never exceeds (see open_table): a file claiming more is not ours. */
+const LIMITS = { slots: 1 << 28, stacks: 1 << 20, frames: 1 << 24 };
+
+function readReport(file: string, uid: number): Snapshot | undefined {
+  const fd = openReport(file, uid, false);
+  if (fd === undefined) return undefined;
   try {
     const header = decodeHeader(readAt(fd, 0, HEADER_SIZE));
     if (!header) return undefined;
-    const records = decodeSlots(readAt(fd, header.slotsOff, header.slots * 32));
+    const size = fs.fstatSync(fd).size;
     const n = Math.min(header.stacksUsed, header.maxStacks);
+    const nFrames = Math.min(header.framesUsed, header.maxFrames);
+    const fits = (off: number, len: number) => Number.isSafeInteger(off) && off >= HEADER_SIZE && off + len <= size;
+    if (
+      header.slots > LIMITS.slots ||
+      n > LIMITS.stacks ||
+      nFrames > LIMITS.frames ||
+      !fits(header.slotsOff, header.slots * 32) ||
+      !fits(header.dirOff, n * 8) ||
+      !fits(header.framesOff, nFrames * 8)
+    ) {
+      return undefined;
+    }
+    const records = decodeSlots(readAt(fd, header.slotsOff, header.slots * 32));
     const dir = readAt(fd, header.dirOff, n * 8);
-    const frames = readAt(fd, header.framesOff, Math.min(header.framesUsed, header.maxFrames) * 8);
-    const maps = header.mapsLen ? readAt(fd, header.mapsOff, Math.min(header.mapsLen, header.mapsCap)).toString('utf8') : undefined;
-    return { header, records, stack: (id) => stackOf(dir, frames, id), maps };
+    const frames = readAt(fd, header.framesOff, nFrames * 8);
+    return { header, records, stack: (id) => stackOf(dir, frames, id) };
   } finally {
     fs.closeSync(fd);
   }
@@ -256,9 +286,11 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
   };
 
   // ---- the program's notices ---------------------------------------------------------------
+  const owner = launch.uid ?? process.getuid?.() ?? 0;
   const release = () => {
     try {
-      const fd = fs.openSync(file, 'r+');
+      const fd = openReport(file, owner, true);
+      if (fd === undefined) return;
       const b = Buffer.alloc(4);
       b.writeUInt32LE(STATE.released);
       fs.writeSync(fd, b, 0, 4, STATE_OFFSET);
@@ -287,7 +319,7 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
   const tick = () =>
     serial(async () => {
       if (closed) return;
-      const snap = readReport(file);
+      const snap = readReport(file, owner);
       if (!snap) return;
       capture();
       const now = process.hrtime.bigint();
@@ -308,7 +340,7 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
   const timer = setInterval(() => void tick(), options.intervalS * 1000);
 
   const resultNow = async (): Promise<MemleakResult> => {
-    const snap = readReport(file);
+    const snap = readReport(file, owner);
     if (!snap) {
       const r = empty();
       if (!started) warnings.push(`${launch.command[0]} never loaded the leak tracer (${PRELOAD_LIB}): nothing was recorded`);

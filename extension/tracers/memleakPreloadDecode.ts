@@ -1,5 +1,5 @@
 // Decoder of the report file the leak interposer keeps (mirrors native/preload/leak_table.h):
-// header, outstanding table, interned stacks, and the maps text written at exit. Pure: the
+// header, outstanding table and interned stacks. Pure: the
 // session (memleakPreload.ts) does the file I/O, unit tests feed it buffers.
 import type { AllocRecord } from './memleakDecode';
 
@@ -23,9 +23,6 @@ export interface LeakHeader {
   framesOff: number;
   stacksUsed: number;
   framesUsed: number;
-  mapsOff: number;
-  mapsCap: number;
-  mapsLen: number;
   allocs: number;
   frees: number;
   tableFull: number;
@@ -53,9 +50,6 @@ export function decodeHeader(b: Buffer): LeakHeader | undefined {
     framesOff: u(72),
     stacksUsed: u(80),
     framesUsed: u(88),
-    mapsOff: u(96),
-    mapsCap: u(104),
-    mapsLen: u(112),
     allocs: u(120),
     frees: u(128),
     tableFull: u(136),

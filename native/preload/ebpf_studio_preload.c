@@ -38,10 +38,10 @@
  * - exec: LD_PRELOAD (our entry only) and our variables are removed from the environment at
  *   start, so programs the target runs are not traced, unless EBPF_STUDIO_PRELOAD_CHILDREN=1;
  *   then each traced process writes its own PID.leak.
- * - exit: an atexit handler (registered before main, so it runs after the program's own)
- *   writes /proc/self/maps into the file and tells the helper through a socket it may never
- *   block on (MSG_DONTWAIT | MSG_NOSIGNAL); it then waits at most 3 s for the helper to capture
- *   the process's modules for symbolization. Without a helper it does not wait at all. Frees
+ * - exit: an atexit handler (registered before main, so it runs after the program's own) tells
+ *   the helper through a socket it may never block on (MSG_DONTWAIT | MSG_NOSIGNAL); it then
+ *   waits at most 3 s for the helper to capture the process's modules for symbolization
+ *   (libraries loaded since the last capture; their files stay readable after the exit). Without a helper it does not wait at all. Frees
  *   in later destructors still reach the table, so the final report is what was outstanding
  *   when the process ended.
  * - C++: with libstdc++ on glibc, operator new calls malloc and operator delete calls free, so
@@ -436,7 +436,7 @@ static bool open_table(void)
 	size_t dl;
 	uint64_t max_out = env_u64("EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING", 1000000);
 	uint64_t per = pow2_at_least((max_out * 2 + LEAK_SHARDS - 1) / LEAK_SHARDS);
-	uint64_t nslots, stack_slots = 1 << 17, max_stacks = 1 << 16, max_frames = 1 << 22, maps_cap = 4 << 20;
+	uint64_t nslots, stack_slots = 1 << 17, max_stacks = 1 << 16, max_frames = 1 << 22;
 	uint64_t off, size;
 	int fd;
 
@@ -463,8 +463,7 @@ static bool open_table(void)
 	off += max_stacks * sizeof(struct leak_stack_dir);
 	uint64_t frames_off = off;
 	off += max_frames * 8;
-	uint64_t maps_off = off;
-	size = off + maps_cap;
+	size = off;
 	/* sparse: only the pages that are written take memory */
 	if (ftruncate(fd, (off_t)size) != 0) {
 		close(fd);
@@ -489,8 +488,6 @@ static bool open_table(void)
 	hdr->dir_off = dir_off;
 	hdr->max_frames = max_frames;
 	hdr->frames_off = frames_off;
-	hdr->maps_off = maps_off;
-	hdr->maps_cap = maps_cap;
 	{
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -578,21 +575,9 @@ static void scrub_environment(void)
 
 static void at_exit(void)
 {
-	int fd;
-	uint64_t len = 0;
-	ssize_t r;
-
 	if (!active || !hdr)
 		return;
 	busy++;
-	fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		char *maps = (char *)hdr + hdr->maps_off;
-		while (len < hdr->maps_cap && (r = read(fd, maps + len, hdr->maps_cap - len)) > 0)
-			len += (uint64_t)r;
-		close(fd);
-		__atomic_store_n(&hdr->maps_len, len, __ATOMIC_RELEASE);
-	}
 	__atomic_store_n(&hdr->state, LEAK_STATE_EXITING, __ATOMIC_RELEASE);
 	if (notify('x')) {
 		/* bounded: the helper captures the modules in milliseconds; a helper that is gone must

@@ -17,7 +17,7 @@
 
 /* header.state */
 #define LEAK_STATE_RUNNING 0
-#define LEAK_STATE_EXITING 1 /* exit() reached; maps written; waiting (bounded) for RELEASED */
+#define LEAK_STATE_EXITING 1 /* exit() reached; waiting (bounded) for RELEASED */
 #define LEAK_STATE_RELEASED 2 /* written by the helper once it has captured the process image */
 
 /* 256 bytes at offset 0. */
@@ -35,14 +35,12 @@ struct leak_header {
 	uint64_t frames_off;   /* 72 uint64_t return addresses */
 	uint64_t stacks_used;  /* 80 stacks interned (ids 0..stacks_used-1) */
 	uint64_t frames_used;  /* 88 */
-	uint64_t maps_off;     /* 96 text of /proc/self/maps at exit */
-	uint64_t maps_cap;     /* 104 */
-	uint64_t maps_len;     /* 112 0 until written at exit */
+	uint64_t reserved0[3]; /* 96 */
 	uint64_t allocs;       /* 120 allocations recorded */
 	uint64_t frees;        /* 128 frees that matched a record */
 	uint64_t table_full;   /* 136 allocations not recorded: their region of the table was full */
 	uint64_t stack_lost;   /* 144 recorded without a stack: stack tables full */
-	uint32_t state;        /* 152 LEAK_STATE_* */
+	uint32_t state;        /* 152 LEAK_STATE_* (RELEASED written by the helper) */
 	uint32_t unwinder;     /* 156 1 libunwind, 2 libgcc */
 	uint64_t started_ns;   /* 160 CLOCK_MONOTONIC at start */
 	uint8_t reserved[88];  /* 168 .. 256 */
