@@ -175,7 +175,8 @@ async function trace(context: vscode.ExtensionContext, options: MemleakOptions, 
       } else refresh();
       const n = fresh.lenses.length;
       const why = reason === 'error' ? `ended: ${message ?? 'error'}` : reason === 'target-exited' ? (message ?? 'the program exited') : 'stopped';
-      void vscode.window.showInformationMessage(`eBPF Studio: leak tracing ${why}. ${n ? `${n} leak site${n === 1 ? '' : 's'} in the workspace (CodeLenses on the lines).` : 'No leak sites in workspace files.'}`, 'Show Leaks').then((c) => {
+      const how = result?.mode === 'preload' ? ' (preload mode)' : result?.mode === 'uprobe' ? ' (uprobes)' : '';
+      void vscode.window.showInformationMessage(`eBPF Studio: leak tracing${how} ${why}. ${n ? `${n} leak site${n === 1 ? '' : 's'} in the workspace (CodeLenses on the lines).` : 'No leak sites in workspace files.'}`, 'Show Leaks').then((c) => {
         if (c) openView(context);
       });
     },
