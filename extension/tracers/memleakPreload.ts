@@ -67,11 +67,15 @@ export function preloadBlocker(exe: string, depth = 0): string | undefined {
   }
   try {
     return withElf(exe, (elf) => {
-      if (!elf.segments.some((s) => s.type === PT_INTERP)) {
+      const interp = elf.segments.find((s) => s.type === PT_INTERP);
+      if (!interp) {
         return elf.segments.some((s) => s.type === PT_DYNAMIC)
           ? `${exe} has no program interpreter (a static-pie or a shared library): nothing reads LD_PRELOAD`
           : `${exe} is statically linked: there is no dynamic loader to preload the leak tracer into it`;
       }
+      const loader = elf.read(Number(interp.offset), Math.min(Number(interp.filesz), 4096)).toString('latin1').replace(/\0.*$/s, '');
+      // the interposer is built against glibc; musl's loader cannot load it
+      if (!/\/ld-linux[^/]*\.so\.\d+$/.test(loader)) return `${exe} runs under the dynamic loader ${loader}, not glibc's, and the leak tracer library is built for glibc`;
       return undefined;
     });
   } catch (e) {
@@ -180,7 +184,12 @@ function readReport(file: string, uid: number): Snapshot | undefined {
     ) {
       return undefined;
     }
-    const records = decodeSlots(readAt(fd, header.slotsOff, header.slots * 32));
+    // in 4 MiB pieces: the table is mostly empty and can be 64 MiB
+    const records: AllocRecord[] = [];
+    const piece = (4 << 20) / 32;
+    for (let i = 0; i < header.slots; i += piece) {
+      for (const r of decodeSlots(readAt(fd, header.slotsOff + i * 32, Math.min(piece, header.slots - i) * 32))) records.push(r);
+    }
     const dir = readAt(fd, header.dirOff, n * 8);
     const frames = readAt(fd, header.framesOff, nFrames * 8);
     return { header, records, stack: (id) => stackOf(dir, frames, id) };

@@ -33,15 +33,16 @@ function skip(t: TestContext, needUprobes = false): boolean {
   return Boolean(r);
 }
 
-function cc(src: string, out: string, flags: string[]): string {
+/** `libs` go after the source, where the linker still needs them. */
+function cc(src: string, out: string, flags: string[], libs: string[] = []): string {
   const file = path.join(work, out);
   if (fs.existsSync(file)) return file;
   const compiler = src.endsWith('.cpp') ? 'g++' : 'gcc';
-  const r = spawnSync(compiler, [...flags, '-o', file, src], { encoding: 'utf8' });
+  const r = spawnSync(compiler, [...flags, '-o', file, src, ...libs], { encoding: 'utf8' });
   assert.equal(r.status, 0, `${compiler} failed: ${r.stderr}`);
   return file;
 }
-const debugBuild = (src: string, out: string, extra: string[] = []) => cc(fx(src), out, ['-g', '-O0', '-fno-omit-frame-pointer', ...extra]);
+const debugBuild = (src: string, out: string, libs: string[] = []) => cc(fx(src), out, ['-g', '-O0', '-fno-omit-frame-pointer'], libs);
 
 /** Line numbers of the markers (LEAK-..., FREED-..., ...) in a fixture source. */
 function markers(src: string): Map<string, number> {
@@ -211,7 +212,7 @@ for (const unwinder of ['libunwind', 'libgcc']) {
 test('a static program cannot be preloaded: falls back to uprobes, says why, same leaks', { timeout: 60000 }, (t) => {
   if (skip(t, true)) return;
   if (!fs.existsSync('/usr/lib/x86_64-linux-gnu/libc.a') && !fs.existsSync('/usr/lib/aarch64-linux-gnu/libc.a')) return t.skip('no static libc (apt-get install libc6-dev)');
-  const exe = debugBuild('c/leaky.c', 'leaky-static', ['-static']);
+  const exe = cc(fx('c/leaky.c'), 'leaky-static', ['-g', '-O0', '-fno-omit-frame-pointer', '-static']);
   const { r, stderr } = memleak(['--mode', 'preload', '--', exe]);
   assert.match(stderr, /statically linked: there is no dynamic loader to preload the leak tracer into it.*tracing with uprobes instead/);
   assert.equal(r.mode, 'uprobe');
@@ -230,6 +231,21 @@ test('a setuid program falls back to uprobes with the reason', { timeout: 60000 
   assert.match(stderr, /is setuid: the dynamic loader ignores LD_PRELOAD for setuid programs.*tracing with uprobes instead/);
   assert.equal(r.mode, 'uprobe');
   assert.equal(sitesIn(r, fx('c/leaky.c')).size, 3);
+});
+
+test('--allocator-lib exporting malloc: preload mode forwards to that library and sees its leaks', { timeout: 60000 }, (t) => {
+  if (skip(t)) return;
+  const so = cc(fx('c/myalloc.c'), 'libmyalloc.so', ['-g', '-O0', '-shared', '-fPIC']);
+  const exe = debugBuild('c/leakmyalloc.c', 'leakmyalloc', ['-L', work, '-lmyalloc', `-Wl,-rpath,${work}`]);
+  const { r, stderr } = memleak(['--allocator-lib', so, '--', exe]);
+  assert.equal(r.mode, 'preload');
+  const src = fx('c/leakmyalloc.c');
+  const sites = sitesIn(r, src);
+  const leak = sites.get(markers(src).get('MYALLOC-LEAK')!);
+  assert.deepEqual([leak?.bytes, leak?.allocations], [6 * 777, 6]);
+  assert.equal(sites.size, 1, summary(r, src).join('; '));
+  const served = /myalloc served (\d+)/.exec(stderr);
+  assert.ok(served && Number(served[1]) >= 7, `the library's malloc was not used: ${stderr}`);
 });
 
 test('bad input: --mode preload without a command, and an unknown mode, exit 2 with the reason', (t) => {
