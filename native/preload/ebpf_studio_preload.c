@@ -5,23 +5,27 @@
  * target is gone. No kernel trap per call: this is what makes launch mode cost about what
  * heaptrack costs instead of ~12 µs per malloc+free pair through uprobes.
  *
- * Table in the target vs streaming events: a malloc+free pair here costs one unwind, one
- * interning lookup and two hashed slot writes under an uncontended per-region spinlock; a
- * stream would have to write ~(16 + 8*depth) bytes per malloc and 16 per free and have the
- * helper replay them, i.e. pipe/ring traffic in the hot path and a reader that must keep up
- * or make the target wait (or lose events, and with them exactness). Measured on the bench
- * machine (bench/workloads/mallocfree.c, 2 shared vCPUs): the table costs ~40-60 ns per pair
- * on top of the unwind; heaptrack, which streams compressed text to a pipe, ~150 ns.
+ * Table in the target vs streaming events: the table. Measured with bench/workloads/mallocfree.c
+ * (ns per malloc+free pair, 2 shared vCPUs, three rounds): untraced 12-14; the wrappers alone
+ * 17-20; table without unwinding 30-33 (the table costs ~12 ns); unwinding and interning
+ * without the table 118-141; everything 135-185. Streaming the same events instead (a 16-byte
+ * free record and an address+size+frames malloc record, one write(2) each into a pipe read by
+ * `cat`) cost 1,956-3,151 ns per pair: two system calls per pair, and a reader that must keep
+ * up or make the target wait (a ring in shared memory avoids the calls but must either block
+ * or lose events, and with them exactness, when the reader falls behind). A table cannot
+ * overflow that way: it is sized for --max-outstanding blocks (2 slots each) and counts what
+ * does not fit.
  *
- * Unwinder: return-address chains with CFI, so -O2 -fomit-frame-pointer code unwinds.
- * libunwind's unw_backtrace (its x86-64 fast trace cache) vs libgcc's _Unwind_Backtrace, 4
- * frames deep, -O2 no frame pointers, same run: unw_backtrace ~45 ns per call, _Unwind_Backtrace
- * ~500 ns (it interprets the CFI of every frame on every call). Both are correct on -O2
- * -fomit-frame-pointer builds (test/kernel/memleakPreload.test.ts checks the chain reaches main).
- * So libunwind is used when libunwind.so.8 can be dlopen'ed, libgcc otherwise; the header says
- * which (leak_header.unwinder). libunwind is opened at run time, not linked, so a machine
- * without it still traces (slower) instead of the program failing to start; Debian's
- * libunwind.a is not position independent and cannot be linked into this library.
+ * Unwinder: return-address chains with CFI, so -O2 -fomit-frame-pointer code unwinds. Full
+ * malloc+free pairs on an -O2 -fomit-frame-pointer build, 6 frames deep, same run: libunwind's
+ * unw_backtrace (with its x86-64 frame cache) 120-150 ns; libgcc's _Unwind_Backtrace, which
+ * interprets every frame's CFI on every call, 1,640-2,230 ns. Both give correct chains
+ * (test/kernel/memleakPreload.test.ts checks one reaches main through three -O2
+ * -fomit-frame-pointer callers with each). So libunwind is used when libunwind.so.8 can be
+ * dlopen'ed, libgcc otherwise; the header records which (leak_header.unwinder). libunwind is
+ * opened at run time, not linked, so a machine without it still traces (slower) instead of the
+ * program failing to start; Debian's libunwind.a is not position independent and cannot be
+ * linked into this library. EBPF_STUDIO_PRELOAD_UNWINDER=libgcc forces libgcc (tests, bench).
  *
  * Rules that keep a traced program working:
  * - Recursion: dlsym() may call calloc before the real functions are known; those calls are
@@ -37,7 +41,7 @@
  *   leave the parent's records alone.
  * - exec: LD_PRELOAD (our entry only) and our variables are removed from the environment at
  *   start, so programs the target runs are not traced, unless EBPF_STUDIO_PRELOAD_CHILDREN=1;
- *   then each traced process writes its own PID.leak.
+ *   then each traced process writes its own PID.leak (the session reports the launched one).
  * - exit: an atexit handler (registered before main, so it runs after the program's own) tells
  *   the helper through a socket it may never block on (MSG_DONTWAIT | MSG_NOSIGNAL); it then
  *   waits at most 3 s for the helper to capture the process's modules for symbolization
