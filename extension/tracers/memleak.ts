@@ -450,7 +450,7 @@ export const memleakTracer: Tracer<'memleak'> = {
  * undefined: trace this launch by preloading. '': uprobes, as asked (or an attach). Otherwise
  * why a launch that would have been preloaded falls back to uprobes.
  */
-function preloadRefusal(options: MemleakOptions, assetDir: string): string | undefined {
+export function preloadRefusal(options: MemleakOptions, assetDir: string): string | undefined {
   if (!options.launch || options.kernel || options.mode === 'uprobe') return '';
   if (!preloadLibPath(assetDir)) return `the leak interposer (${assetDir}/libebpf-studio-preload.so) is not built`;
   const l = options.launch;

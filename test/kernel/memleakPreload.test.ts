@@ -22,8 +22,7 @@ const lib = path.join(distDir, 'libebpf-studio-preload.so');
 function missing(needUprobes: boolean): string | undefined {
   if (!fs.existsSync(cliJs) || !fs.existsSync(lib)) return 'not built: run node scripts/build.mjs';
   if (spawnSync('gcc', ['--version']).status !== 0 || spawnSync('g++', ['--version']).status !== 0) return 'gcc/g++ are missing (apt-get install build-essential)';
-  // the CLI checks for root before it starts any tracer, preload mode included
-  if (process.geteuid?.() !== 0) return 'memleak needs root (the uprobe fallback attaches uprobes)';
+  // preload mode needs no privilege; comparisons with the uprobe mode and fallbacks do
   return needUprobes ? kernelSkipReason() : undefined;
 }
 
@@ -223,7 +222,7 @@ test('a static program cannot be preloaded: falls back to uprobes, says why, sam
 });
 
 test('a setuid program falls back to uprobes with the reason', { timeout: 60000 }, (t) => {
-  if (skip(t, true)) return;
+  if (skip(t, true)) return; // (root also makes the setuid copy)
   const exe = path.join(work, 'leaky-setuid');
   fs.copyFileSync(debugBuild('c/leaky.c', 'leaky'), exe);
   fs.chmodSync(exe, 0o4755);
@@ -246,6 +245,39 @@ test('--allocator-lib exporting malloc: preload mode forwards to that library an
   assert.equal(sites.size, 1, summary(r, src).join('; '));
   const served = /myalloc served (\d+)/.exec(stderr);
   assert.ok(served && Number(served[1]) >= 7, `the library's malloc was not used: ${stderr}`);
+});
+
+test('without root: preload mode traces a user\'s own program; a static one says why it needs root (exit 3)', { timeout: 60000 }, (t) => {
+  if (skip(t)) return;
+  if (process.geteuid?.() !== 0) return t.skip('switching to user nobody needs root');
+  if (spawnSync('setpriv', ['--version']).status !== 0) return t.skip('setpriv is missing (util-linux)');
+  // a folder user nobody can enter, with copies it can run
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memleak-nobody-'));
+  try {
+    fs.chmodSync(dir, 0o755);
+    const exe = path.join(dir, 'leaky');
+    fs.copyFileSync(debugBuild('c/leaky.c', 'leaky'), exe);
+    fs.chmodSync(exe, 0o755);
+    const asNobody = (args: string[]) =>
+      spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, cliJs, 'memleak', ...args], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
+    const run = asNobody(['--json', '--top', '0', '--', exe]);
+    if (run.status !== 0 && /EACCES|permission denied/i.test(run.stderr)) return t.skip(`user nobody cannot read the build (${run.stderr.trim().slice(0, 200)})`);
+    assert.equal(run.status, 0, run.stderr);
+    const r = JSON.parse(run.stdout) as MemleakResult;
+    assert.equal(r.mode, 'preload');
+    assert.equal(sitesIn(r, fx('c/leaky.c')).size, 3);
+    if (fs.existsSync('/usr/lib/x86_64-linux-gnu/libc.a') || fs.existsSync('/usr/lib/aarch64-linux-gnu/libc.a')) {
+      const stat = path.join(dir, 'leaky-static');
+      fs.copyFileSync(cc(fx('c/leaky.c'), 'leaky-static', ['-g', '-O0', '-fno-omit-frame-pointer', '-static']), stat);
+      fs.chmodSync(stat, 0o755);
+      const st = asNobody(['--json', '--', stat]);
+      assert.equal(st.status, 3, st.stderr);
+      assert.match(st.stderr, /statically linked.*tracing with uprobes instead/);
+      assert.match(st.stderr, /need root/);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('bad input: --mode preload without a command, and an unknown mode, exit 2 with the reason', (t) => {

@@ -5,7 +5,8 @@
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
-import { memleakTracer } from '../../tracers/memleak';
+import { memleakTracer, preloadRefusal } from '../../tracers/memleak';
+import { defaultAssetDir } from '../../native/addon';
 import { usageError } from '../../shared/errors';
 import { MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES, MEMLEAK_DEFAULT_MAX_OUTSTANDING, MEMLEAK_MODES, type MemleakMode, type MemleakOptions } from '../../shared/memleak';
 import { reportText, toFolded } from '../../shared/memleakFormat';
@@ -79,12 +80,16 @@ export const memleakCommand: Command = {
       // attach: sampled by default (see MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES); launch and kernel: exact
       sampleBytes: numberFlag(values['sample-bytes'], '--sample-bytes', 0, 2 ** 40, { integer: true }) ?? (pid !== undefined && !kernel ? MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES : 0),
     };
+    // Preload mode needs no privilege: a user can trace their own program without sudo. A launch
+    // that falls back to uprobes says why before the privilege check can refuse it.
+    const refusal = command.length && !kernel ? preloadRefusal(memleakTracer.validate(options), defaultAssetDir()) : '';
+    if (refusal && process.geteuid?.() !== 0) io.err(`note: ${refusal}: tracing with uprobes instead`);
     const clock = () => new Date().toTimeString().slice(0, 8);
     return runTracer(
       {
         tracer: memleakTracer,
         options,
-        privilege: kernel ? 'bpf' : 'uprobe',
+        privilege: kernel ? 'bpf' : refusal === undefined ? 'none' : 'uprobe',
         json: Boolean(values.json),
         verbose: Boolean(values.verbose),
         durationS: durationFlag(values.duration),
