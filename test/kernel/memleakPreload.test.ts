@@ -222,7 +222,7 @@ test('a static program cannot be preloaded: falls back to uprobes, says why, sam
 });
 
 test('a setuid program falls back to uprobes with the reason', { timeout: 60000 }, (t) => {
-  if (skip(t, true)) return; // (root also makes the setuid copy)
+  if (skip(t, true)) return;
   const exe = path.join(work, 'leaky-setuid');
   fs.copyFileSync(debugBuild('c/leaky.c', 'leaky'), exe);
   fs.chmodSync(exe, 0o4755);
