@@ -2,10 +2,11 @@
 // against real programs: the C and C++ leak fixtures give exactly what the uprobe mode gives
 // (bytes, counts, file:line), an 8-thread stress of 1M allocator calls ends with exactly the
 // outstanding bytes the program itself counted, fork and exec children leave the parent's
-// report alone and run without the interposer, the aligned allocators are recorded, a library
-// loaded with dlopen is symbolized, -O2 -fomit-frame-pointer stacks reach main with either
-// unwinder, and a static program falls back to uprobes with the reason. The uprobe runs need
-// root; the preload-only ones run without it.
+// report alone and run without the interposer (also while other threads allocate), the aligned
+// allocators and an allocation before main are recorded, a library loaded with dlopen is
+// symbolized, -O2 -fomit-frame-pointer stacks reach main with either unwinder, static and setuid
+// programs fall back to uprobes with the reason, an --allocator-lib exporting malloc is forwarded
+// to, and a user without root can trace. Comparisons with the uprobe mode need root.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -161,7 +162,19 @@ test('fork and exec: children do not touch the parent report, and exec drops the
   assert.match(stderr, /parent done/);
 });
 
-test('posix_memalign, aligned_alloc, memalign, valloc, reallocarray: recorded, freed ones gone', { timeout: 120000 }, (t) => {
+test('fork while threads allocate: no hang, children untraced, exact report', { timeout: 60000 }, (t) => {
+  if (skip(t)) return;
+  const exe = debugBuild('c/leakforkthreads.c', 'leakforkthreads', ['-pthread']);
+  const src = fx('c/leakforkthreads.c');
+  const { r, stderr } = memleak(['--', exe]);
+  assert.match(stderr, /forked 40/);
+  const sites = sitesIn(r, src);
+  const leak = sites.get(markers(src).get('FORK-THREADS-LEAK')!);
+  assert.deepEqual([leak?.bytes, leak?.allocations], [5 * 555, 5]);
+  assert.equal(sites.size, 1, summary(r, src).join('; '));
+});
+
+test('posix_memalign, aligned_alloc, memalign, valloc, reallocarray, and an allocation before main: recorded, freed ones gone', { timeout: 120000 }, (t) => {
   if (skip(t, true)) return;
   const exe = debugBuild('c/leakalign.c', 'leakalign');
   const src = fx('c/leakalign.c');
@@ -174,6 +187,7 @@ test('posix_memalign, aligned_alloc, memalign, valloc, reallocarray: recorded, f
     ['LEAK-MEMALIGN', 3000],
     ['LEAK-VALLOC', 5000],
     ['LEAK-REALLOCARRAY', 700],
+    ['LEAK-BEFORE-MAIN', 4242],
   ];
   for (const [name, bytes] of want) assert.deepEqual([sites.get(mk.get(name)!)?.bytes, sites.get(mk.get(name)!)?.allocations], [bytes, 1], name);
   assert.equal(sites.size, want.length, summary(pre, src).join('; '));
