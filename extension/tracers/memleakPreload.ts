@@ -215,6 +215,8 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
     EBPF_STUDIO_PRELOAD_FD: '3',
     EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING: String(options.maxOutstanding ?? 1_000_000),
   };
+  if (options.minSize) childEnv.EBPF_STUDIO_PRELOAD_MIN_SIZE = String(options.minSize);
+  if (options.maxSize) childEnv.EBPF_STUDIO_PRELOAD_MAX_SIZE = String(options.maxSize);
   if (options.sampleBytes) warnings.push(`--sample-bytes ${options.sampleBytes} is ignored in preload mode: every allocation is recorded exactly`);
   if (options.sampleRate > 1) warnings.push(`--sample-rate ${options.sampleRate} is ignored in preload mode: every allocation is recorded (the cost per call is already small)`);
   const stdio: StdioOptions = launch.output === 'inherit' ? ['inherit', 'inherit', 'inherit', 'pipe'] : launch.output === 'stderr' ? ['inherit', 2, 2, 'pipe'] : ['ignore', 'pipe', 'pipe', 'pipe'];

@@ -113,6 +113,8 @@ static struct leak_stack_slot *sindex;
 static struct leak_stack_dir *sdir;
 static uint64_t *frames;
 static int notify_fd = -1;
+/* --min-size / --max-size: blocks outside are not recorded (no unwinding, no table slot) */
+static uint64_t min_size, max_size = UINT64_MAX;
 static size_t page_size = 4096;
 
 /* Locks live in private memory: a forked child must never see one held. */
@@ -388,7 +390,7 @@ static __attribute__((noinline)) int64_t current_stack(void)
 
 static void record(void *p, size_t size)
 {
-	if (!p)
+	if (!p || size < min_size || size > max_size)
 		return;
 	table_insert((uint64_t)p, size, current_stack());
 }
@@ -513,6 +515,8 @@ static void setup(void)
 	/* our text, from the ELF header to the end of .text (symbols the linker defines) */
 	self_lo = (uintptr_t)__ehdr_start;
 	self_hi = (uintptr_t)__etext;
+	min_size = env_u64("EBPF_STUDIO_PRELOAD_MIN_SIZE", 0);
+	max_size = env_u64("EBPF_STUDIO_PRELOAD_MAX_SIZE", UINT64_MAX);
 	if (open_table())
 		active = 1;
 	busy--;
@@ -541,7 +545,7 @@ static void scrub_environment(void)
 {
 	extern char **environ;
 	char **e, *v;
-	static const char *ours[] = { "EBPF_STUDIO_PRELOAD_DIR=", "EBPF_STUDIO_PRELOAD_FD=", "EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING=", NULL };
+	static const char *ours[] = { "EBPF_STUDIO_PRELOAD_DIR=", "EBPF_STUDIO_PRELOAD_FD=", "EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING=", "EBPF_STUDIO_PRELOAD_MIN_SIZE=", "EBPF_STUDIO_PRELOAD_MAX_SIZE=", NULL };
 
 	for (e = environ; e && *e; e++) {
 		if (strncmp(*e, "LD_PRELOAD=", 11) != 0)

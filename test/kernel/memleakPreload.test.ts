@@ -128,6 +128,17 @@ test('C++ fixture: new and new[] in preload mode match the uprobe mode, first fr
   sameAsUprobe(pre, up, src);
 });
 
+test('--min-size and --max-size: blocks outside the range are not recorded in preload mode', { timeout: 60000 }, (t) => {
+  if (skip(t)) return;
+  const exe = debugBuild('c/leaky.c', 'leaky');
+  const src = fx('c/leaky.c');
+  const mk = markers(src);
+  const lines = (r: MemleakResult) => [...sitesIn(r, src).keys()].sort((a, b) => a - b);
+  // leaky.c leaks 10 x 1000 B (malloc), 5 x 2000 B (calloc) and 1 x 3000 B (realloc)
+  assert.deepEqual(lines(memleak(['--min-size', '1500', '--', exe]).r), [mk.get('LEAK-CALLOC'), mk.get('LEAK-REALLOC')]);
+  assert.deepEqual(lines(memleak(['--max-size', '2500', '--', exe]).r), [mk.get('LEAK-MALLOC'), mk.get('LEAK-CALLOC')]);
+});
+
 test('8 threads, 1M allocator calls: exactly the outstanding bytes and count the program counted', { timeout: 120000 }, (t) => {
   if (skip(t)) return;
   const exe = cc(fx('c/leakstress.c'), 'leakstress', ['-g', '-O2', '-pthread']);
