@@ -78,7 +78,11 @@ export async function benchMemleak(ctx: BenchContext): Promise<Row[]> {
     floor: new LineProcess(bin, ['bench']),
   };
   if (withHeaptrack) procs.heaptrack = new LineProcess('heaptrack', ['-o', path.join(tmp, 'bench'), bin, 'bench'], { cwd: tmp });
-  if (fs.existsSync(preloadLib)) procs.preload = new LineProcess(bin, ['bench'], { env: { ...process.env, LD_PRELOAD: preloadLib, EBPF_STUDIO_PRELOAD_DIR: preloadDir } });
+  if (fs.existsSync(preloadLib)) {
+    procs.preload = new LineProcess(bin, ['bench'], { env: { ...process.env, LD_PRELOAD: preloadLib, EBPF_STUDIO_PRELOAD_DIR: preloadDir } });
+    // as `memleak --sample-bytes 524288 -- COMMAND` sets it up
+    procs.preloadSampled = new LineProcess(bin, ['bench'], { env: { ...process.env, LD_PRELOAD: preloadLib, EBPF_STUDIO_PRELOAD_DIR: preloadDir, EBPF_STUDIO_PRELOAD_SAMPLE_BYTES: '524288' } });
+  }
   let tracer: Attached | undefined;
   let floor: { obj: BpfObject; probes: number } | undefined;
   try {
@@ -87,7 +91,7 @@ export async function benchMemleak(ctx: BenchContext): Promise<Row[]> {
     floor = attachFloor(procs.floor.pid, ctx.log);
     const run = (p: LineProcess, n: number) => () => p.ask(String(n), 'ns_per_op');
     // Warm caches and the allocator in every process (and fault in the probed pages) once.
-    for (const [k, p] of Object.entries(procs)) await p.ask(String(k === 'untraced' ? pairs.untraced : k === 'heaptrack' || k === 'preload' ? pairs.heaptrack / 10 : pairs.probed / 10), 'ns_per_op');
+    for (const [k, p] of Object.entries(procs)) await p.ask(String(k === 'untraced' ? pairs.untraced : k === 'heaptrack' || k.startsWith('preload') ? pairs.heaptrack / 10 : pairs.probed / 10), 'ns_per_op');
     const variants: Record<string, () => Promise<number>> = {
       untraced: run(procs.untraced, pairs.untraced),
       ours: run(procs.ours, pairs.probed),
@@ -95,6 +99,7 @@ export async function benchMemleak(ctx: BenchContext): Promise<Row[]> {
     };
     if (procs.heaptrack) variants.heaptrack = run(procs.heaptrack, pairs.heaptrack);
     if (procs.preload) variants.preload = run(procs.preload, pairs.preload);
+    if (procs.preloadSampled) variants.preloadSampled = run(procs.preloadSampled, pairs.untraced);
     const r = await interleave(rounds, variants, ctx.log);
     const ns = (k: string) => round(median(r[k]), 1);
     const detail =
@@ -115,6 +120,7 @@ export async function benchMemleak(ctx: BenchContext): Promise<Row[]> {
             detail:
               `same run, interleaved, median ns per malloc+free pair: preload ${ns('preload')}, heaptrack ${r.heaptrack ? ns('heaptrack') : 'not installed'}, uprobe mode ${ns('ours')}, untraced ${ns('untraced')}; ` +
               `preload / untraced ${round(ratioOfRounds(r.preload, r.untraced), 1)}×, uprobe / preload ${round(median(r.ours) / median(r.preload), 0)}×; ${pairs.preload.toLocaleString('en-US')} pairs per round; ` +
+              `preload sampled at 512 KiB (--sample-bytes 524288) ${ns('preloadSampled')}; ` +
               'each malloc unwinds its stack with libunwind (CFI), interns it and records the block in the table kept in the process; each free removes it',
           },
         ]

@@ -151,7 +151,7 @@ function buildPreload() {
   fs.mkdirSync(dist, { recursive: true });
   // Replaced by rename: running programs may have the old one mapped.
   const tmp = `${out}.tmp${process.pid}`;
-  run('gcc', ['-O2', '-g', '-fPIC', '-shared', '-fexceptions', '-fvisibility=hidden', '-ftls-model=initial-exec', '-Wall', '-Wextra', '-o', tmp, src, '-ldl', '-lpthread']);
+  run('gcc', ['-O2', '-g', '-fPIC', '-shared', '-fexceptions', '-fvisibility=hidden', '-ftls-model=initial-exec', '-Wall', '-Wextra', '-o', tmp, src, '-ldl', '-lpthread', '-lm']);
   run('strip', ['--strip-debug', tmp]);
   fs.renameSync(tmp, out);
   console.log('build: leak interposer → dist/libebpf-studio-preload.so');

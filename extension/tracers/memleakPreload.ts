@@ -217,8 +217,8 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
   };
   if (options.minSize) childEnv.EBPF_STUDIO_PRELOAD_MIN_SIZE = String(options.minSize);
   if (options.maxSize) childEnv.EBPF_STUDIO_PRELOAD_MAX_SIZE = String(options.maxSize);
-  if (options.sampleBytes) warnings.push(`--sample-bytes ${options.sampleBytes} is ignored in preload mode: every allocation is recorded exactly`);
-  if (options.sampleRate > 1) warnings.push(`--sample-rate ${options.sampleRate} is ignored in preload mode: every allocation is recorded (the cost per call is already small)`);
+  if (options.sampleRate > 1) childEnv.EBPF_STUDIO_PRELOAD_SAMPLE_RATE = String(options.sampleRate);
+  if (options.sampleBytes) childEnv.EBPF_STUDIO_PRELOAD_SAMPLE_BYTES = String(options.sampleBytes);
   const stdio: StdioOptions = launch.output === 'inherit' ? ['inherit', 'inherit', 'inherit', 'pipe'] : launch.output === 'stderr' ? ['inherit', 2, 2, 'pipe'] : ['ignore', 'pipe', 'pipe', 'pipe'];
   let output = '';
   const child = spawn(exe, launch.command.slice(1), { argv0: launch.command[0], cwd, env: childEnv, stdio, uid: launch.uid, gid: launch.gid });
@@ -280,14 +280,19 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
 
   const inRange = (r: AllocRecord) => r.size >= options.minSize && (!options.maxSize || r.size <= options.maxSize);
   const measure = async (snap: Snapshot, nowNs: bigint) => {
-    const aggs = aggregate(snap.records.filter(inRange), nowNs, options.minAgeMs);
+    const aggs = aggregate(snap.records.filter(inRange), nowNs, options.minAgeMs, options.sampleBytes ?? 0);
     const shown = options.top ? aggs.slice(0, options.top) : aggs;
     await symbolize(snap, shown.map((a) => a.stackId));
-    const toStack = (a: StackAggregate): MemleakStack => ({ bytes: a.bytes, allocations: a.allocations, oldestAgeMs: ageMs(nowNs, a.oldestNs), frames: framesOf(a.stackId) });
+    const toStack = (a: StackAggregate): MemleakStack => {
+      const s: MemleakStack = { bytes: a.bytes, allocations: a.allocations, oldestAgeMs: ageMs(nowNs, a.oldestNs), frames: framesOf(a.stackId) };
+      if (a.bytesStdErr !== undefined) Object.assign(s, { bytesStdErr: a.bytesStdErr, allocationsStdErr: a.allocationsStdErr });
+      return s;
+    };
     return { aggs, stacks: shown.map(toStack) };
   };
   const dropped = (h: LeakHeader) => h.tableFull + h.stackLost;
-  const empty = (): MemleakResult => ({ tracer: 'memleak', pid, stacks: [], dropped: 0, lost: 0, mode: 'preload' });
+  const sampling = options.sampleBytes ? { sampleBytes: options.sampleBytes } : {};
+  const empty = (): MemleakResult => ({ tracer: 'memleak', pid, stacks: [], dropped: 0, lost: 0, mode: 'preload', ...sampling });
 
   let chain: Promise<unknown> = Promise.resolve();
   const serial = <T>(fn: () => Promise<T>): Promise<T> => {
@@ -341,6 +346,7 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
         totalAllocations: aggs.reduce((s, a) => s + a.allocations, 0),
         stacks,
         dropped: dropped(snap.header),
+        ...sampling,
       };
       if (output) {
         u.output = output;
@@ -359,7 +365,7 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
     }
     const { stacks } = await measure(snap, process.hrtime.bigint());
     env.log(`memleak: preload report: ${snap.header.allocs} allocations, ${snap.header.frees} frees recorded, ${snap.header.stacksUsed} stacks, unwinder ${snap.header.unwinder === 1 ? 'libunwind' : 'libgcc'}`);
-    return { tracer: 'memleak', pid, stacks, dropped: dropped(snap.header), lost: 0, mode: 'preload' };
+    return { tracer: 'memleak', pid, stacks, dropped: dropped(snap.header), lost: 0, mode: 'preload', ...sampling };
   };
 
   const close = () => {

@@ -57,6 +57,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -115,6 +116,15 @@ static uint64_t *frames;
 static int notify_fd = -1;
 /* --min-size / --max-size: blocks outside are not recorded (no unwinding, no table slot) */
 static uint64_t min_size, max_size = UINT64_MAX;
+/* --sample-rate N: every Nth allocation of a thread; --sample-bytes N: byte-based Poisson
+ * sampling as in bpf/memleak.bpf.c (per-thread exponential countdown; the helper weighs each
+ * recorded block by 1/(1 - exp(-size/N))) */
+static uint64_t sample_rate = 1;
+static double sample_bytes;
+static __thread uint64_t nth __attribute__((tls_model("initial-exec")));
+static __thread double countdown __attribute__((tls_model("initial-exec")));
+static __thread uint64_t rng __attribute__((tls_model("initial-exec")));
+
 static size_t page_size = 4096;
 
 /* Locks live in private memory: a forked child must never see one held. */
@@ -388,9 +398,35 @@ static __attribute__((noinline)) int64_t current_stack(void)
 	return id;
 }
 
+/* Bytes to the next sample point: N * -ln(U), U uniform in (0, 1]. */
+static double sample_gap(void)
+{
+	if (!rng)
+		rng = mix((uint64_t)(uintptr_t)&rng ^ now_coarse()) | 1;
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return -sample_bytes * log((double)((rng >> 11) + 1) / 9007199254740992.0);
+}
+
+static bool sampled(size_t size)
+{
+	if (sample_rate > 1 && ++nth % sample_rate != 0)
+		return false;
+	if (sample_bytes <= 0)
+		return true;
+	if (countdown <= 0 && !rng)
+		countdown = sample_gap(); /* a thread's first call */
+	countdown -= (double)size;
+	if (countdown > 0)
+		return false;
+	countdown = sample_gap();
+	return true;
+}
+
 static void record(void *p, size_t size)
 {
-	if (!p || size < min_size || size > max_size)
+	if (!p || size < min_size || size > max_size || !sampled(size))
 		return;
 	table_insert((uint64_t)p, size, current_stack());
 }
@@ -517,6 +553,8 @@ static void setup(void)
 	self_hi = (uintptr_t)__etext;
 	min_size = env_u64("EBPF_STUDIO_PRELOAD_MIN_SIZE", 0);
 	max_size = env_u64("EBPF_STUDIO_PRELOAD_MAX_SIZE", UINT64_MAX);
+	sample_rate = env_u64("EBPF_STUDIO_PRELOAD_SAMPLE_RATE", 1);
+	sample_bytes = (double)env_u64("EBPF_STUDIO_PRELOAD_SAMPLE_BYTES", 0);
 	if (open_table())
 		active = 1;
 	busy--;
@@ -545,7 +583,8 @@ static void scrub_environment(void)
 {
 	extern char **environ;
 	char **e, *v;
-	static const char *ours[] = { "EBPF_STUDIO_PRELOAD_DIR=", "EBPF_STUDIO_PRELOAD_FD=", "EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING=", "EBPF_STUDIO_PRELOAD_MIN_SIZE=", "EBPF_STUDIO_PRELOAD_MAX_SIZE=", NULL };
+	static const char *ours[] = { "EBPF_STUDIO_PRELOAD_DIR=", "EBPF_STUDIO_PRELOAD_FD=", "EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING=", "EBPF_STUDIO_PRELOAD_MIN_SIZE=", "EBPF_STUDIO_PRELOAD_MAX_SIZE=",
+				      "EBPF_STUDIO_PRELOAD_SAMPLE_RATE=", "EBPF_STUDIO_PRELOAD_SAMPLE_BYTES=", NULL };
 
 	for (e = environ; e && *e; e++) {
 		if (strncmp(*e, "LD_PRELOAD=", 11) != 0)

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { MemleakResult } from '../../extension/shared/memleak';
-import { cliJs, distDir, kernelSkipReason, repoRoot, startCli } from '../helpers';
+import { cliJs, distDir, kernelSkipReason, repoRoot, runCli, startCli } from '../helpers';
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'memleak-sampled-test-'));
 
@@ -102,6 +102,25 @@ test('exact (--sample-bytes 0) on the same program: the exact figures, no error 
   const sites = bySite(r);
   for (const [fn, want] of exact) assert.deepEqual([sites.get(fn)?.bytes, sites.get(fn)?.allocations], [want.bytes, want.count], fn);
   for (const s of r.stacks) assert.equal(s.bytesStdErr, undefined);
+});
+
+test('preload mode samples the same way: --sample-bytes 1024 on a launched program, ±10 % per site', { timeout: 120000 }, (t) => {
+  if (skip(t)) return;
+  const run = runCli(['memleak', '--json', '--top', '0', '--sample-bytes', '1024', '--', fixture(), '--now'], { timeoutMs: 90_000 });
+  assert.equal(run.code, 0, run.stderr);
+  const r = JSON.parse(run.stdout) as MemleakResult;
+  assert.equal(r.mode, 'preload');
+  assert.equal(r.sampleBytes, 1024);
+  const sites = bySite(r);
+  let n = 0;
+  for (const m of run.stderr.matchAll(/site (\d+) (\d+) (\d+)/g)) {
+    const got = sites.get(`site_${m[1]}`);
+    const want = Number(m[2]);
+    assert.ok(got && Math.abs(got.bytes - want) <= 0.1 * want, `site_${m[1]}: estimated ${got?.bytes} B, exact ${want} B`);
+    assert.ok(got.se > 0);
+    n++;
+  }
+  assert.equal(n, 20);
 });
 
 test.after(() => fs.rmSync(work, { recursive: true, force: true }));
