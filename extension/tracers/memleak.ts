@@ -24,7 +24,7 @@ import type { Tracer } from './tracer';
 import { loadFirstWorking, setRodata } from './bpfObject';
 import { launchStopped, type StoppedChild } from './launchStopped';
 import { aggregate, ageMs, CNT, decodeAllocDump, decodeExitEvent, type StackAggregate } from './memleakDecode';
-import { allocatorLibBlocker, preloadBlocker, preloadLibPath, startPreload } from './memleakPreload';
+import { allocatorLibBlocker, glibcBlocker, preloadBlocker, preloadLibPath, startPreload } from './memleakPreload';
 import { MEMLEAK_MODES, type MemleakMode } from '../shared/memleak';
 import { resolveCommand } from './launchStopped';
 
@@ -452,7 +452,10 @@ export const memleakTracer: Tracer<'memleak'> = {
  */
 export function preloadRefusal(options: MemleakOptions, assetDir: string): string | undefined {
   if (!options.launch || options.kernel || options.mode === 'uprobe') return '';
-  if (!preloadLibPath(assetDir)) return `the leak interposer (${assetDir}/libebpf-studio-preload.so) is not built`;
+  const lib = preloadLibPath(assetDir);
+  if (!lib) return `the leak interposer (${assetDir}/libebpf-studio-preload.so) is not built`;
+  const glibc = glibcBlocker(lib);
+  if (glibc) return glibc;
   const l = options.launch;
   const exe = resolveCommand(l.command[0], { ...process.env, ...(l.env ?? {}) }.PATH, l.cwd ?? process.cwd());
   const blocked = preloadBlocker(exe);

@@ -83,6 +83,31 @@ export function preloadBlocker(exe: string, depth = 0): string | undefined {
   }
 }
 
+/**
+ * Why this machine's glibc cannot load the interposer, or undefined: the library needs the
+ * newest GLIBC_x.y version named in its .dynstr (2.34 when built on Debian 12), and a program
+ * whose loader refuses LD_PRELOAD runs untraced.
+ */
+export function glibcBlocker(lib: string, runtime = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header?.glibcVersionRuntime): string | undefined {
+  if (!runtime) return undefined; // not glibc here: the loader check speaks for the program
+  let need: number[] = [0, 0];
+  try {
+    const names = withElf(lib, (elf) => {
+      const d = elf.section('.dynstr');
+      return d ? elf.sectionData(d).toString('latin1') : '';
+    });
+    for (const m of names.matchAll(/GLIBC_(\d+)\.(\d+)/g)) {
+      const v = [Number(m[1]), Number(m[2])];
+      if (v[0] > need[0] || (v[0] === need[0] && v[1] > need[1])) need = v;
+    }
+  } catch {
+    return undefined;
+  }
+  const have = runtime.split('.').map(Number);
+  const older = have[0] < need[0] || (have[0] === need[0] && (have[1] ?? 0) < need[1]);
+  return older ? `this machine's glibc ${runtime} is older than the ${need.join('.')} the leak tracer library was built for (rebuild it here with npm run build)` : undefined;
+}
+
 /** Where an allocator library's symbols stand with preloading, or why it needs uprobes. */
 export function allocatorLibBlocker(lib: string, prefix: string | undefined): string | undefined {
   if (prefix) return `--symbol-prefix ${prefix}: prefixed entry points (${prefix}malloc, ...) are not the names a preloaded library can interpose`;

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { decodeHeader, decodeSlots, HEADER_SIZE, LEAK_MAGIC, SLOT_SIZE, stackOf, STATE_OFFSET } from '../../extension/tracers/memleakPreloadDecode';
-import { allocatorLibBlocker, preloadBlocker } from '../../extension/tracers/memleakPreload';
+import { allocatorLibBlocker, glibcBlocker, preloadBlocker } from '../../extension/tracers/memleakPreload';
 import { aggregate } from '../../extension/tracers/memleakDecode';
 import { combineStdErr, sampleProbability, SampledTotals } from '../../extension/shared/memleakSampling';
 import { lensText, leakSites } from '../../extension/features/leakLenses';
@@ -101,6 +101,38 @@ test('allocatorLibBlocker: a library exporting malloc is interposed by name; pre
   if (libc) assert.equal(allocatorLibBlocker(libc, undefined), undefined);
   assert.match(allocatorLibBlocker('/bin/true', undefined)!, /exports no malloc/);
   assert.match(allocatorLibBlocker('/bin/true', 'je_')!, /--symbol-prefix je_: prefixed entry points/);
+});
+
+test('glibcBlocker: a glibc older than the library needs says so; newer or equal passes', () => {
+  const lib = path.join(work, 'fake.so');
+  // a shared object whose .dynstr names GLIBC_2.34 (section headers only: what the check reads)
+  const strtab = Buffer.from('\0.dynstr\0.shstrtab\0');
+  const dynstr = Buffer.from('\0libc.so.6\0GLIBC_2.2.5\0GLIBC_2.34\0GLIBC_2.29\0');
+  const shoff = 64 + strtab.length + dynstr.length;
+  const b = Buffer.alloc(shoff + 3 * 64);
+  b.writeUInt32BE(0x7f454c46, 0);
+  b[4] = 2;
+  b[5] = 1;
+  b.writeUInt16LE(3, 16);
+  b.writeBigUInt64LE(BigInt(shoff), 40);
+  b.writeUInt16LE(64, 58);
+  b.writeUInt16LE(3, 60);
+  b.writeUInt16LE(2, 62);
+  strtab.copy(b, 64);
+  dynstr.copy(b, 64 + strtab.length);
+  const sh = (i: number, name: number, type: number, off: number, size: number) => {
+    b.writeUInt32LE(name, shoff + i * 64);
+    b.writeUInt32LE(type, shoff + i * 64 + 4);
+    b.writeBigUInt64LE(BigInt(off), shoff + i * 64 + 24);
+    b.writeBigUInt64LE(BigInt(size), shoff + i * 64 + 32);
+  };
+  sh(1, 1, 3, 64 + strtab.length, dynstr.length);
+  sh(2, 9, 3, 64, strtab.length);
+  fs.writeFileSync(lib, b);
+  assert.match(glibcBlocker(lib, '2.31')!, /glibc 2.31 is older than the 2.34 the leak tracer library was built for/);
+  assert.equal(glibcBlocker(lib, '2.34'), undefined);
+  assert.equal(glibcBlocker(lib, '2.36'), undefined);
+  assert.equal(glibcBlocker(lib, '3.0'), undefined);
 });
 
 test('sampling: p = 1 - exp(-s/N); a simulated Poisson sampler gives unbiased estimates whose standard error is honest', () => {
