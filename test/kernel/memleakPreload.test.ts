@@ -14,7 +14,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { MemleakResult, MemleakStack } from '../../extension/shared/memleak';
-import { cliJs, distDir, kernelSkipReason, repoRoot, runCli } from '../helpers';
+import { spawn } from 'node:child_process';
+import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import * as proto from '../../extension/shared/protocol';
+import { cliJs, distDir, helperJs, kernelSkipReason, repoRoot, runCli } from '../helpers';
 
 const fx = (f: string) => path.join(repoRoot, 'test/fixtures', f);
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'memleak-preload-test-'));
@@ -301,6 +304,38 @@ test('without root: preload mode traces a user\'s own program; a static one says
       assert.match(st.stderr, /need root/);
     }
   } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('through the helper, as the editor runs it: preload by default, the program as another user, report folder removed', { timeout: 60000 }, async (t) => {
+  if (skip(t)) return;
+  if (process.geteuid?.() !== 0) return t.skip('the helper runs the program as user nobody, which needs root');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memleak-helper-'));
+  const child = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+  conn.listen();
+  const shmBefore = fs.existsSync('/dev/shm') ? fs.readdirSync('/dev/shm').filter((f) => f.startsWith('ebpf-studio-leak-')) : [];
+  try {
+    fs.chmodSync(dir, 0o755);
+    const exe = path.join(dir, 'leaky');
+    fs.copyFileSync(debugBuild('c/leaky.c', 'leaky'), exe);
+    fs.chmodSync(exe, 0o755);
+    const ended = new Promise<proto.SessionEndedParams>((resolve) => conn.onNotification(proto.sessionEnded, resolve));
+    await conn.sendRequest(proto.sessionStart, {
+      tracer: 'memleak',
+      options: { launch: { command: [exe], cwd: dir, output: 'capture', uid: 65534, gid: 65534 }, kernel: false, minAgeMs: 0, sampleRate: 1, minSize: 0, maxSize: 0, top: 0, intervalS: 1 },
+    });
+    const end = await ended;
+    const r = end.result as MemleakResult;
+    assert.equal(end.reason, 'target-exited', JSON.stringify(end));
+    assert.equal(r.mode, 'preload');
+    assert.equal(sitesIn(r, fx('c/leaky.c')).size, 3);
+    const shmAfter = fs.existsSync('/dev/shm') ? fs.readdirSync('/dev/shm').filter((f) => f.startsWith('ebpf-studio-leak-')) : [];
+    assert.deepEqual(shmAfter.filter((f) => !shmBefore.includes(f)), [], 'the report folder is removed');
+  } finally {
+    conn.dispose();
+    child.stdin.end();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
