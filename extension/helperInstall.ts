@@ -66,7 +66,7 @@ export function launcherScript(version: string, dir: string, node: string, elect
   ].join('\n');
 }
 
-export function polkitPolicy(): string {
+export function polkitPolicy(launcher = HELPER_LAUNCHER): string {
   return `<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE policyconfig PUBLIC "-//freedesktop//DTD PolicyKit Policy Configuration 1.0//EN" "http://www.freedesktop.org/standards/PolicyKit/1/policyconfig.dtd">
 <policyconfig>
@@ -79,15 +79,19 @@ export function polkitPolicy(): string {
       <allow_inactive>auth_admin</allow_inactive>
       <allow_active>auth_admin_keep</allow_active>
     </defaults>
-    <annotate key="org.freedesktop.policykit.exec.path">${HELPER_LAUNCHER}</annotate>
+    <annotate key="org.freedesktop.policykit.exec.path">${launcher}</annotate>
   </action>
 </policyconfig>
 `;
 }
 
-export function installPlan(distDir: string, version: string, node: NodeChoice): InstallPlan {
+/** `where` moves the install (tests install into a temporary root-owned folder); the editor always uses the defaults. */
+export function installPlan(distDir: string, version: string, node: NodeChoice, where: { root?: string; policy?: string } = {}): InstallPlan {
   if (!/^[0-9A-Za-z.+-]+$/.test(version)) throw new Error(`unexpected extension version "${version}"`);
-  const dir = `${INSTALL_ROOT}/${version}`;
+  const root = where.root ?? INSTALL_ROOT;
+  const launcher = `${root}/ebpf-studio-helper`;
+  const policy = where.policy ?? POLKIT_POLICY;
+  const dir = `${root}/${version}`;
   const files = installFiles(distDir);
   if (node.copyFrom) files.push({ from: node.copyFrom, to: 'node', mode: 0o755, sha256: sha256File(node.copyFrom) });
   const nodePath = node.copyFrom ? `${dir}/node` : node.path;
@@ -96,7 +100,7 @@ export function installPlan(distDir: string, version: string, node: NodeChoice):
   const script = [
     'set -eu',
     'umask 022',
-    `install -d -m 0755 -o root -g root ${shq(INSTALL_ROOT)}`,
+    `install -d -m 0755 -o root -g root ${shq(root)}`,
     `rm -rf ${shq(tmp)}`,
     `install -d -m 0755 -o root -g root ${shq(tmp)} ${shq(`${tmp}/bpf`)}`,
     ...files.map((f) => `install -m 0${f.mode.toString(8)} -o root -g root ${shq(f.from)} ${shq(`${tmp}/${f.to}`)}`),
@@ -106,11 +110,11 @@ export function installPlan(distDir: string, version: string, node: NodeChoice):
     'cd /',
     `rm -rf ${shq(dir)}`,
     `mv ${shq(tmp)} ${shq(dir)}`,
-    heredoc(`${HELPER_LAUNCHER}.new`, launcherScript(version, dir, nodePath, node.electron), '0755').trimEnd(),
-    `mv ${shq(`${HELPER_LAUNCHER}.new`)} ${shq(HELPER_LAUNCHER)}`,
-    `printf '%s\\n' ${shq(version)} > ${shq(VERSION_FILE)}`,
-    'install -d -m 0755 /usr/share/polkit-1/actions',
-    heredoc(POLKIT_POLICY, polkitPolicy(), '0644').trimEnd(),
+    heredoc(`${launcher}.new`, launcherScript(version, dir, nodePath, node.electron), '0755').trimEnd(),
+    `mv ${shq(`${launcher}.new`)} ${shq(launcher)}`,
+    `printf '%s\\n' ${shq(version)} > ${shq(`${root}/VERSION`)}`,
+    `install -d -m 0755 ${shq(path.dirname(policy))}`,
+    heredoc(policy, polkitPolicy(launcher), '0644').trimEnd(),
     `echo ${shq(`eBPF Studio helper ${version} installed in ${dir}`)}`,
     '',
   ].join('\n');
@@ -133,4 +137,21 @@ export function installedVersion(): string | undefined {
 /** The sudoers line that lets `user` start the installed helper without a password. */
 export function sudoersLine(user: string): string {
   return `${user} ALL=(root) NOPASSWD: ${HELPER_LAUNCHER}`;
+}
+
+/**
+ * The node root will run: the machine-scoped setting, a system node, or the editor's runtime,
+ * whichever is first root-owned and not writable by others; otherwise a plain node (not
+ * Electron) is copied into the install. `trusted` is extension/helper/trustedPath's check.
+ */
+export function chooseNode(
+  candidates: (string | undefined)[],
+  execPath: string,
+  execIsElectron: boolean,
+  trusted: (file: string) => boolean,
+): NodeChoice {
+  for (const c of candidates) if (c && path.isAbsolute(c) && fs.existsSync(c) && trusted(c)) return { path: c, electron: false };
+  if (trusted(execPath)) return { path: execPath, electron: execIsElectron };
+  if (!execIsElectron) return { path: 'copy', copyFrom: execPath, electron: false };
+  throw new Error(`no root-owned node to run the helper with (the editor's runtime ${execPath} can be changed by its owner): install Node.js (apt-get install nodejs) and run the install again`);
 }
