@@ -1,6 +1,7 @@
 // "eBPF: Install Privileged Helper" (ebpfStudio.installHelper): copies the helper into the
 // root-owned /usr/local/lib/ebpf-studio/<version>/ with one authentication, installs our polkit
-// action, and restarts the helper from there. Context keys: none.
+// action, and restarts the helper from there. Also sets up the per-object confirmation store
+// (extension/objectConfirm.ts) used by Run BPF Program and Load and Verify. Context keys: none.
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import * as vscode from 'vscode';
@@ -9,6 +10,7 @@ import { HELPER_LAUNCHER, POLKIT_ACTION, sudoersLine } from '../helperInstall';
 import { machineSetting } from '../helperSettings';
 import { planForDist, rootRun, runAsRoot, which } from '../installHelperRun';
 import { checkSudoPassword, obtainSudoPassword } from '../sudoPassword';
+import { initObjectConfirm } from '../objectConfirm';
 
 async function install(context: vscode.ExtensionContext): Promise<boolean> {
   let plan;
@@ -58,6 +60,7 @@ async function install(context: vscode.ExtensionContext): Promise<boolean> {
 }
 
 export function activate(context: vscode.ExtensionContext): void {
+  initObjectConfirm(context);
   context.subscriptions.push(
     vscode.commands.registerCommand('ebpfStudio.installHelper', async () => {
       if (await install(context)) {
