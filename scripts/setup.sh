@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { printf '\n== %s\n' "$*"; }
-die() { echo "setup: error: $*" >&2; exit "${2:-1}"; }
+die() { echo "setup: error: $1" >&2; exit "${2:-1}"; }
 
 # Who the extension, code-server and the demos are for.
 if [[ $EUID -eq 0 && -n ${SUDO_USER:-} && ${SUDO_USER} != root ]]; then
