@@ -28,6 +28,8 @@ export class HelperClient implements vscode.Disposable {
   private stderrTail: string[] = [];
   /** sudo's password for this window, in memory only (never on disk, argv or in a log) */
   private sudoPassword?: string;
+  /** pkexec said there is no polkit agent to ask: use sudo from now on in this window */
+  private noPolkitAgent = false;
   private readonly dataEmitter = new vscode.EventEmitter<proto.SessionDataParams>();
   private readonly endedEmitter = new vscode.EventEmitter<proto.SessionEndedParams>();
   private readonly deathEmitter = new vscode.EventEmitter<HelperDeath>();
@@ -52,7 +54,7 @@ export class HelperClient implements vscode.Disposable {
       pkexec: which('pkexec'),
       sudo,
       sudoNonInteractive: sudo ? spawnSync(sudo, ['-n', 'true'], { stdio: 'ignore', timeout: 3000 }).status === 0 : false,
-      hasDisplay: Boolean(process.env.DISPLAY || process.env.WAYLAND_DISPLAY),
+      hasDisplay: !this.noPolkitAgent && Boolean(process.env.DISPLAY || process.env.WAYLAND_DISPLAY),
       execPath: process.execPath,
       systemNode: which('node'),
       installedVersion: installedVersion(),
@@ -148,6 +150,12 @@ export class HelperClient implements vscode.Disposable {
     const outcome = await Promise.race([ready, exited.then((d) => d)]);
     if (!('sendRequest' in outcome)) {
       if (plan.method === 'sudo-password') this.sudoPassword = undefined;
+      // A display but no polkit agent (e.g. a forwarded X session): ask for sudo's password instead.
+      if (plan.method === 'pkexec' && !this.noPolkitAgent && facts.sudo && /No authentication agent|no polkit agent|Cannot (register|create) authentication agent/i.test(outcome.stderr)) {
+        this.noPolkitAgent = true;
+        this.output.appendLine('pkexec found no polkit authentication agent; using sudo instead');
+        return this.start();
+      }
       throw new StudioError(
         plan.method === 'direct' ? 'internal' : 'privilege',
         `the helper did not start (${describeDeath(outcome)}). ${plan.method === 'pkexec' ? 'Authentication was refused or no polkit agent is running.' : ''}`.trim(),
