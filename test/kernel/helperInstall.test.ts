@@ -12,7 +12,7 @@ import { createMessageConnection, StreamMessageReader, StreamMessageWriter } fro
 import * as proto from '../../extension/shared/protocol';
 import { chooseNode, installPlan, POLKIT_ACTION } from '../../extension/helperInstall';
 import { untrustedReason } from '../../extension/helper/trustedPath';
-import { distDir, kernelSkipReason } from '../helpers';
+import { distDir, kernelSkipReason, runCli } from '../helpers';
 
 const skip = kernelSkipReason();
 const node = () => chooseNode(['/usr/bin/node', '/usr/local/bin/node'], process.execPath, false, (f) => untrustedReason(f) === undefined);
@@ -95,4 +95,19 @@ test('a file changed after it was hashed is not installed', { timeout: 60000 }, 
   } finally {
     fs.rmSync(base, { recursive: true, force: true });
   }
+});
+
+test('ebpf-studio install-helper --print shows the root script: install(1) lines and a sha256sum check, nothing from the user folder run', () => {
+  const r = runCli(['install-helper', '--print']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^set -eu$/m);
+  assert.match(r.stdout, /^install -m 0644 -o root -g root '.*\/dist\/helper\.js' '\/usr\/local\/lib\/ebpf-studio\/[^/]+\.new\/helper\.js'$/m);
+  assert.match(r.stdout, /^sha256sum --quiet --strict -c - <<'EBPF_STUDIO_EOF'$/m);
+  assert.match(r.stdout, /^[0-9a-f]{64} {2}helper\.js$/m);
+  assert.match(r.stdout, /org\.freedesktop\.policykit\.exec\.path">\/usr\/local\/lib\/ebpf-studio\/ebpf-studio-helper</);
+  // Every command root runs is a system tool; dist/ files appear only as install(1) sources.
+  for (const line of r.stdout.split('\n').filter((l) => l.includes('/dist/'))) assert.match(line, /^install -m 0(644|755) -o root -g root '/);
+  const bad = runCli(['install-helper', '--bogus']);
+  assert.equal(bad.code, 2, bad.stderr);
+  assert.doesNotMatch(bad.stderr, /^\s+at /m, 'no stack trace');
 });
