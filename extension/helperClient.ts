@@ -7,7 +7,13 @@ import { createMessageConnection, ResponseError, StreamMessageReader, StreamMess
 import * as proto from './shared/protocol';
 import { kindFromRpcCode, StudioError } from './shared/errors';
 import { effectiveCapabilities } from './helper/capabilities';
-import { LaunchRefused, planLaunch, which, type LaunchFacts, type PrivilegeMethod } from './helperLaunch';
+import { LaunchRefused, planLaunch, which, type LaunchFacts } from './helperLaunch';
+import { helperSettings } from './helperSettings';
+import { installedVersion } from './helperInstall';
+import { checkSudoPassword, obtainSudoPassword } from './sudoPassword';
+import { restrictedModeMessage, trustNeededFor } from './workspaceTrust';
+import os from 'node:os';
+import fs from 'node:fs';
 
 export interface HelperDeath {
   code: number | null;
@@ -20,6 +26,10 @@ export class HelperClient implements vscode.Disposable {
   private child?: ChildProcess;
   private starting?: Promise<MessageConnection>;
   private stderrTail: string[] = [];
+  /** sudo's password for this window, in memory only (never on disk, argv or in a log) */
+  private sudoPassword?: string;
+  /** pkexec said there is no polkit agent to ask: use sudo from now on in this window */
+  private noPolkitAgent = false;
   private readonly dataEmitter = new vscode.EventEmitter<proto.SessionDataParams>();
   private readonly endedEmitter = new vscode.EventEmitter<proto.SessionEndedParams>();
   private readonly deathEmitter = new vscode.EventEmitter<HelperDeath>();
@@ -44,9 +54,11 @@ export class HelperClient implements vscode.Disposable {
       pkexec: which('pkexec'),
       sudo,
       sudoNonInteractive: sudo ? spawnSync(sudo, ['-n', 'true'], { stdio: 'ignore', timeout: 3000 }).status === 0 : false,
-      hasDisplay: Boolean(process.env.DISPLAY || process.env.WAYLAND_DISPLAY),
+      hasDisplay: !this.noPolkitAgent && Boolean(process.env.DISPLAY || process.env.WAYLAND_DISPLAY),
       execPath: process.execPath,
       systemNode: which('node'),
+      installedVersion: installedVersion(),
+      user: safeUserName(),
     };
   }
 
@@ -57,17 +69,54 @@ export class HelperClient implements vscode.Disposable {
   }
 
   private async start(): Promise<MessageConnection> {
-    const cfg = vscode.workspace.getConfiguration('ebpfStudio.helper');
+    const settings = helperSettings();
     const helperJs = path.join(this.extensionPath, 'dist', 'helper.js');
     let plan;
+    let facts = this.facts();
     try {
-      plan = planLaunch(this.facts(), helperJs, cfg.get<PrivilegeMethod>('privilege', 'auto'), cfg.get<string>('nodePath', ''));
+      plan = planLaunch(facts, helperJs, settings.privilege, settings.nodePath);
+      const ours = this.version();
+      if (plan.method !== 'direct' && facts.installedVersion && ours && facts.installedVersion !== ours) {
+        const pick = await vscode.window.showWarningMessage(
+          `The installed eBPF Studio helper is version ${facts.installedVersion}; this extension is ${ours}. Update the root-owned helper now?`,
+          'Update',
+          'Use installed',
+        );
+        if (pick === 'Update') {
+          await vscode.commands.executeCommand('ebpfStudio.installHelper');
+          facts = this.facts();
+          plan = planLaunch(facts, helperJs, settings.privilege, settings.nodePath);
+        }
+      }
     } catch (e) {
       if (e instanceof LaunchRefused) throw new StudioError('privilege', e.message);
       throw e;
     }
+    let password: string | undefined;
+    if (plan.password) {
+      const sudo = plan.command;
+      try {
+        password =
+          this.sudoPassword ??
+          (await obtainSudoPassword(
+            (attempt, previous) =>
+              vscode.window.showInputBox({
+                password: true,
+                ignoreFocusOut: true,
+                title: 'eBPF Studio: sudo password',
+                prompt: `${previous ? `${previous}; try ${attempt} of 3. ` : ''}Tracing needs root: the password of ${facts.user ?? 'your user'} for sudo (kept in memory for this window only).`,
+              }),
+            (pw) => checkSudoPassword(sudo, pw),
+          ));
+      } catch (e) {
+        throw new StudioError('privilege', (e as Error).message);
+      }
+      this.sudoPassword = password;
+    }
     this.output.appendLine(`starting helper (${plan.method}): ${plan.command} ${plan.args.join(' ')}`);
     const child = spawn(plan.command, plan.args, { env: plan.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    // sudo -S reads the password byte by byte up to the newline, so nothing after it is lost.
+    if (password !== undefined) child.stdin!.write(`${password}\n`);
     this.child = child;
     this.stderrTail = [];
     child.stderr!.setEncoding('utf8');
@@ -100,6 +149,13 @@ export class HelperClient implements vscode.Disposable {
     const ready = conn.sendRequest(proto.capabilities).then(() => conn);
     const outcome = await Promise.race([ready, exited.then((d) => d)]);
     if (!('sendRequest' in outcome)) {
+      if (plan.method === 'sudo-password') this.sudoPassword = undefined;
+      // A display but no polkit agent (e.g. a forwarded X session): ask for sudo's password instead.
+      if (plan.method === 'pkexec' && !this.noPolkitAgent && facts.sudo && /No authentication agent|no polkit agent|Cannot (register|create) authentication agent/i.test(outcome.stderr)) {
+        this.noPolkitAgent = true;
+        this.output.appendLine('pkexec found no polkit authentication agent; using sudo instead');
+        return this.start();
+      }
       throw new StudioError(
         plan.method === 'direct' ? 'internal' : 'privilege',
         `the helper did not start (${describeDeath(outcome)}). ${plan.method === 'pkexec' ? 'Authentication was refused or no polkit agent is running.' : ''}`.trim(),
@@ -110,6 +166,8 @@ export class HelperClient implements vscode.Disposable {
   }
 
   async request<P, R>(type: proto.RequestTypeLike<P, R>, params: P): Promise<R> {
+    const why = vscode.workspace.isTrusted === false ? trustNeededFor(type.method, params) : undefined;
+    if (why) throw new StudioError('privilege', restrictedModeMessage(why));
     const conn = await this.connection();
     try {
       return (await conn.sendRequest(type as never, params as never)) as R;
@@ -124,6 +182,14 @@ export class HelperClient implements vscode.Disposable {
     await this.connection();
   }
 
+  private version(): string | undefined {
+    try {
+      return (JSON.parse(fs.readFileSync(path.join(this.extensionPath, 'package.json'), 'utf8')) as { version?: string }).version;
+    } catch {
+      return undefined;
+    }
+  }
+
   dispose(): void {
     const child = this.child;
     this.conn?.dispose();
@@ -132,6 +198,14 @@ export class HelperClient implements vscode.Disposable {
     // Closing stdin makes the helper detach everything and exit.
     child?.stdin?.end();
     if (child) setTimeout(() => child.kill('SIGTERM'), 1500).unref();
+  }
+}
+
+function safeUserName(): string | undefined {
+  try {
+    return os.userInfo().username;
+  } catch {
+    return undefined;
   }
 }
 

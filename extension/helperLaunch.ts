@@ -1,8 +1,11 @@
-// Decides how to start the privileged helper: directly when the editor already has the
-// privileges, otherwise through pkexec (polkit asks the user), otherwise sudo -n; otherwise a
-// message with the exact command that would work. Pure, so it is unit-tested without VS Code.
+// Decides how to start the privileged helper. An editor that already has the privileges runs
+// the helper from its own folder. Anyone else gets root only for the root-owned install
+// (/usr/local/lib/ebpf-studio, extension/helperInstall.ts): through pkexec (polkit asks on a
+// desktop), sudo -n (a NOPASSWD rule), or sudo -S with a password typed into the editor
+// (headless / Remote-SSH). Never for a file the user can write. Pure, so it is unit-tested.
 import fs from 'node:fs';
 import path from 'node:path';
+import { HELPER_LAUNCHER, sudoersLine } from './helperInstall';
 
 export type PrivilegeMethod = 'auto' | 'direct' | 'pkexec' | 'sudo';
 
@@ -20,13 +23,19 @@ export interface LaunchFacts {
   execPath: string;
   /** absolute path of a system node, if any */
   systemNode?: string;
+  /** version of the root-owned install, undefined when there is none */
+  installedVersion?: string;
+  /** the login name, for the suggested sudoers line */
+  user?: string;
 }
 
 export interface LaunchPlan {
-  method: 'direct' | 'pkexec' | 'sudo';
+  method: 'direct' | 'pkexec' | 'sudo' | 'sudo-password';
   command: string;
   args: string[];
   env: Record<string, string>;
+  /** sudo -S: the password goes on the child's stdin, first line, before anything else */
+  password?: boolean;
 }
 
 export class LaunchRefused extends Error {}
@@ -40,6 +49,13 @@ export function helperEnv(electron: boolean): Record<string, string> {
   return env;
 }
 
+export const INSTALL_HINT = 'run "eBPF: Install Privileged Helper" (or `sudo ebpf-studio install-helper`) once: it copies the helper into /usr/local/lib/ebpf-studio, owned by root';
+
+/**
+ * `nodeSetting` must come from machine-scoped settings only (extension/helperSettings.ts); it
+ * matters only when the editor already has the privileges, since the installed launcher fixes
+ * its own node.
+ */
 export function planLaunch(facts: LaunchFacts, helperJs: string, method: PrivilegeMethod, nodeSetting: string): LaunchPlan {
   const node = nodeSetting || facts.systemNode || facts.execPath;
   const electron = node === facts.execPath && !facts.systemNode && !nodeSetting;
@@ -47,11 +63,16 @@ export function planLaunch(facts: LaunchFacts, helperJs: string, method: Privile
   const fullCaps = ['CAP_BPF', 'CAP_PERFMON', 'CAP_SYS_ADMIN'].every((c) => facts.capabilities.includes(c));
   const someCaps = ['CAP_BPF', 'CAP_PERFMON'].every((c) => facts.capabilities.includes(c));
   const direct = (): LaunchPlan => ({ method: 'direct', command: node, args: [helperJs], env });
-  // pkexec and sudo clear the environment: pass it explicitly through env(1), never a shell.
-  const envArgs = Object.entries(env).map(([k, v]) => `${k}=${v}`);
-  const viaPkexec = (): LaunchPlan => ({ method: 'pkexec', command: facts.pkexec!, args: ['/usr/bin/env', '-i', ...envArgs, node, helperJs], env });
-  const viaSudo = (): LaunchPlan => ({ method: 'sudo', command: facts.sudo!, args: ['-n', '/usr/bin/env', '-i', ...envArgs, node, helperJs], env });
-  const manual = `sudo ${node} ${helperJs}`;
+  // pkexec and sudo clear the environment; the root-owned launcher sets the rest itself.
+  const clean = helperEnv(false);
+  const installed = (how: string) => {
+    if (!facts.installedVersion) throw new LaunchRefused(`eBPF tracing needs root, and ${how} runs only the root-owned helper, which is not installed: ${INSTALL_HINT}.`);
+  };
+  const viaPkexec = (): LaunchPlan => (installed('pkexec'), { method: 'pkexec', command: facts.pkexec!, args: [HELPER_LAUNCHER], env: clean });
+  const viaSudo = (): LaunchPlan => (installed('sudo'), { method: 'sudo', command: facts.sudo!, args: ['-n', HELPER_LAUNCHER], env: clean });
+  // -k: always ask, so the first stdin line is always read as the password (never left over for the helper).
+  const viaSudoPassword = (): LaunchPlan => (installed('sudo'), { method: 'sudo-password', command: facts.sudo!, args: ['-S', '-k', '-p', '', HELPER_LAUNCHER], env: clean, password: true });
+  const nopasswd = sudoersLine(facts.user ?? process.env.USER ?? 'you');
 
   switch (method) {
     case 'direct':
@@ -60,18 +81,17 @@ export function planLaunch(facts: LaunchFacts, helperJs: string, method: Privile
       if (!facts.pkexec) throw new LaunchRefused('ebpfStudio.helper.privilege is "pkexec" but pkexec is not installed: apt-get install pkexec (package policykit-1 on older releases), or choose "sudo".');
       return viaPkexec();
     case 'sudo':
-      if (!facts.sudo) throw new LaunchRefused('ebpfStudio.helper.privilege is "sudo" but sudo is not installed.');
-      if (!facts.sudoNonInteractive) {
-        throw new LaunchRefused(`sudo needs a password and the editor cannot type it. Allow it without one for this command (sudoers: "${process.env.USER ?? 'you'} ALL=(root) NOPASSWD: ${node} ${helperJs}"), or choose "pkexec".`);
-      }
-      return viaSudo();
+      if (!facts.sudo) throw new LaunchRefused('ebpfStudio.helper.privilege is "sudo" but sudo is not installed: apt-get install sudo, or start the editor as root.');
+      return facts.sudoNonInteractive ? viaSudo() : viaSudoPassword();
     default:
       if (facts.euid === 0 || fullCaps) return direct();
       if (facts.pkexec && facts.hasDisplay) return viaPkexec();
       if (facts.sudo && facts.sudoNonInteractive) return viaSudo();
+      if (facts.sudo && facts.installedVersion) return viaSudoPassword();
       if (someCaps) return direct();
+      if (!facts.installedVersion) installed(facts.pkexec && facts.hasDisplay ? 'pkexec' : 'sudo');
       throw new LaunchRefused(
-        `eBPF tracing needs root. No way to get it without a prompt was found (pkexec needs a desktop session with a polkit agent; sudo -n needs a NOPASSWD rule). Either start VS Code with the privileges, or allow the helper in sudoers: ${manual}`,
+        `eBPF tracing needs root and there is no way to ask for it here: pkexec needs a desktop session with a polkit agent and sudo is ${facts.sudo ? 'not usable' : 'not installed'}. Either start the editor as root, or install sudo and allow the helper (sudoers: "${nopasswd}").`,
       );
   }
 }

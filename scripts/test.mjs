@@ -39,11 +39,16 @@ if (files.length === 0) {
 // Tests lose data on purpose (full maps, a frozen reader): their loss history goes to a folder of
 // this run, never into the one `doctor` reads for the user.
 const state = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-test-state-'));
+// Under `sudo bash scripts/test-all.sh` the helper and the CLI would work for $SUDO_USER (they run
+// launched programs as that user and refuse a helper in a user-owned checkout): the tests run as
+// root and simulate other users explicitly (test/kernel/identity.test.ts), so sudo's ids are dropped.
+const env = { ...process.env, EBPF_STUDIO_ROOT: root, EBPF_STUDIO_STATE_DIR: state };
+for (const k of ['SUDO_UID', 'SUDO_GID', 'SUDO_USER', 'SUDO_COMMAND', 'PKEXEC_UID']) delete env[k];
 // Kernel and editor tests share the machine's CPUs and BPF state: run files one at a time.
 const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...files], {
   cwd: root,
   stdio: 'inherit',
-  env: { ...process.env, EBPF_STUDIO_ROOT: root, EBPF_STUDIO_STATE_DIR: state },
+  env,
 });
 fs.rmSync(state, { recursive: true, force: true });
 process.exit(r.status ?? 1);

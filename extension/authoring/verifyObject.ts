@@ -2,6 +2,7 @@
 // Runs where the kernel may be touched: the helper (for the editor) and the CLI (as root).
 import fs from 'node:fs';
 import path from 'node:path';
+import { readSourceOnce } from '../helper/userObject';
 import type { Addon } from '../native/addon';
 import { fromBpfError, StudioError } from '../shared/errors';
 import { hasVerifierLog, verifierDiagnostics, type SourceFile, type VerifierDiagnostic } from './verifierLog';
@@ -29,13 +30,9 @@ export function siblingSources(objectPath: string, extra: string[] = []): Source
   }
   const out: SourceFile[] = [];
   for (const p of candidates) {
-    try {
-      // Regular files only: /dev/zero reads forever and a FIFO blocks the helper.
-      const st = fs.statSync(p);
-      if (st.isFile() && st.size < 4 << 20) out.push({ path: p, text: fs.readFileSync(p, 'utf8') });
-    } catch {
-      /* gone */
-    }
+    // Regular files under 4 MiB only, read through one fd: /dev/zero reads forever, a FIFO blocks.
+    const text = readSourceOnce(p);
+    if (text) out.push({ path: p, text });
   }
   return out;
 }

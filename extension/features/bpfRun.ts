@@ -10,6 +10,7 @@ import { createViewPanel } from '../webviewPanel';
 import { showError } from '../ui';
 import type { FromView, ToView } from '../../webview/bpfmaps/protocol';
 import { buildSource, targetSource } from './bpfBuild';
+import { confirmObject } from '../objectConfirm';
 
 async function run(context: vscode.ExtensionContext, source: vscode.Uri): Promise<void> {
   const object = defaultOutput(source.fsPath);
@@ -18,9 +19,11 @@ async function run(context: vscode.ExtensionContext, source: vscode.Uri): Promis
     void vscode.window.showErrorMessage(`eBPF Studio: ${path.basename(source.fsPath)} does not compile; see Problems.`);
     return;
   }
+  const confirmedSha256 = await confirmObject(object, 'Run BPF Program');
+  if (!confirmedSha256) return;
   const view = createViewPanel<ToView, FromView>(context, 'bpfmaps', `BPF: ${path.basename(source.fsPath)}`);
   let ended = false;
-  const session = await startSession('bpf-run', { objectPath: object, sourcePath: source.fsPath, intervalMs: 1000 }, `run ${path.basename(source.fsPath)}`, {
+  const session = await startSession('bpf-run', { objectPath: object, sourcePath: source.fsPath, intervalMs: 1000, confirmedSha256 }, `run ${path.basename(source.fsPath)}`, {
     onUpdate: (update) => view.post({ type: 'update', update }),
     onEnded: (reason, result, message) => {
       ended = true;

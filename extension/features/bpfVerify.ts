@@ -3,6 +3,7 @@
 // Problems (collection "ebpf-verifier") with the log excerpt in the message; the full log is one
 // click away (the diagnostic's code links to it; command ebpfStudio.showVerifierLog opens it).
 // Context keys: none.
+import { confirmObject } from '../objectConfirm';
 import path from 'node:path';
 import os from 'node:os';
 import * as vscode from 'vscode';
@@ -41,8 +42,10 @@ export async function loadAndVerify(source: vscode.Uri, collection: vscode.Diagn
     void vscode.window.showErrorMessage(`eBPF Studio: ${path.basename(source.fsPath)} does not compile, so it was not loaded. See Problems.`);
     return undefined;
   }
+  const confirmedSha256 = await confirmObject(object, 'Load and Verify');
+  if (!confirmedSha256) return undefined;
   const r = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Loading ${path.basename(object)} into the kernel…` }, () =>
-    helper().request(bpfVerify, { objectPath: object, sourcePaths: [source.fsPath] }),
+    helper().request(bpfVerify, { objectPath: object, sourcePaths: [source.fsPath], confirmedSha256 }),
   );
   const link = logUri(source.fsPath);
   logs.set(link.toString(), r.log || '(the kernel returned no log)');

@@ -10,5 +10,6 @@ import * as bpfBuild from './bpfBuild';
 import * as bpfVerify from './bpfVerify';
 import * as bpfRun from './bpfRun';
 import * as jvmTimeline from './jvmTimeline';
+import * as installHelper from './installHelper';
 
-export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline];
+export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper];

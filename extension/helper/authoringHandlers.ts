@@ -7,6 +7,7 @@ import { asObject, str } from '../shared/validate';
 import { inputError, StudioError } from '../shared/errors';
 import { siblingSources, verifyObject } from '../authoring/verifyObject';
 import type { HandlerContext } from './handlers';
+import { openUserObject } from './userObject';
 
 export function registerAuthoringHandlers(conn: MessageConnection, ctx: HandlerContext): void {
   conn.onRequest(
@@ -18,7 +19,17 @@ export function registerAuthoringHandlers(conn: MessageConnection, ctx: HandlerC
       const extra = Array.isArray(o.sourcePaths) ? o.sourcePaths.filter((p): p is string => typeof p === 'string' && path.isAbsolute(p)).slice(0, 64) : [];
       const addon = ctx.addon();
       if (!addon) throw new StudioError('internal', 'the native addon is not loaded in the helper: run "npm run build"');
-      const r = verifyObject(addon, objectPath, siblingSources(objectPath, extra));
+      // Confirmed, regular, BPF ELF, read once; libbpf loads a private copy of those bytes.
+      const user = openUserObject(objectPath, o.confirmedSha256);
+      let r: VerifyResponse;
+      try {
+        r = verifyObject(addon, user.path, siblingSources(objectPath, extra));
+      } catch (e) {
+        if (e instanceof StudioError) throw new StudioError(e.kind, e.message.split(user.path).join(objectPath), e.detail);
+        throw e;
+      } finally {
+        user.dispose();
+      }
       ctx.log(`bpf/verify ${objectPath}: ${r.ok ? 'accepted' : `rejected (${r.diagnostics.length} diagnostics)`}`);
       return r;
     }),

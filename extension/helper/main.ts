@@ -17,6 +17,10 @@ import { gatherCapabilities } from './capabilities';
 import { SessionManager } from './sessions';
 import { LimitedReader, MAX_MESSAGE_BYTES } from './limitedReader';
 import { extraHandlers } from './handlers';
+import { invokingUser } from './identity';
+import { untrustedFiles } from './trustedPath';
+import path from 'node:path';
+import { addonCandidates } from '../native/addon';
 
 
 function toResponseError(e: unknown): ResponseError<unknown> {
@@ -118,7 +122,22 @@ export function createHelperServer(io: HelperIo): { connection: MessageConnectio
   return { connection: conn, shutdown };
 }
 
+/** Raised to root for someone else (pkexec/sudo): refuse to run code that user, or anyone, could have changed. */
+function refuseUntrustedInstall(): void {
+  const user = invokingUser();
+  if ((process.geteuid?.() ?? 1) !== 0 || user.uid === 0) return;
+  const assetDir = defaultAssetDir();
+  const problems = untrustedFiles([__filename, process.execPath, ...addonCandidates(assetDir), path.join(assetDir, 'ebpf-studio-launch'), path.join(assetDir, 'bpf')]);
+  if (problems.length === 0) return;
+  process.stderr.write(
+    `[helper] refusing to run as root for uid ${user.uid} (from ${user.source}) from a place that is not root-owned: ${problems.join('; ')}. ` +
+      'Install the helper into /usr/local/lib/ebpf-studio with "eBPF: Install Privileged Helper" (or `ebpf-studio install-helper`) and start it from there.\n',
+  );
+  process.exit(3);
+}
+
 export function runHelper(): void {
+  refuseUntrustedInstall();
   // stdout carries the protocol: anything printed by accident would corrupt it.
   console.log = console.info = console.warn = console.debug = (...a: unknown[]) => process.stderr.write(a.map(String).join(' ') + '\n');
   const { shutdown } = createHelperServer({ input: process.stdin, output: process.stdout, exit: (code) => process.exit(code) });

@@ -6,6 +6,8 @@ export interface VerifyParams {
   objectPath: string;
   /** absolute paths of its sources, to turn "@ prog.bpf.c:12" into a path and a column */
   sourcePaths?: string[];
+  /** SHA-256 of the object the user confirmed loading as root (extension/objectConfirm.ts); the helper refuses without it */
+  confirmedSha256?: string;
 }
 
 export interface VerifyDiagnostic {

@@ -11,6 +11,8 @@ export interface BpfRunOptions {
   sourcePath?: string;
   /** default sampling period; a map's own @sample interval wins */
   intervalMs: number;
+  /** SHA-256 of the object the user confirmed loading as root (extension/objectConfirm.ts); the helper refuses without it */
+  confirmedSha256?: string;
 }
 
 export interface ProgramState {

@@ -15,7 +15,8 @@ import { readObjectBtf } from '../authoring/objectBtf';
 import { mapDeclarations, ringbufRecordTypes, type MapDecl } from '../authoring/sourceFacts';
 import { verifierDiagnostics } from '../authoring/verifierLog';
 import { matchSection } from '../authoring/sections';
-import type { Tracer } from './tracer';
+import type { Session, SessionEvents, Tracer, TracerEnv } from './tracer';
+import { openUserObject, readSourceOnce } from '../helper/userObject';
 import { records } from './bpfObject';
 
 const MAX_ROWS = 500;
@@ -58,29 +59,36 @@ export const bpfRunTracer: Tracer<'bpf-run'> = {
     if (!path.isAbsolute(objectPath)) throw inputError(`objectPath must be absolute, got "${objectPath}"`);
     const sourcePath = o.sourcePath === undefined ? undefined : str(o, 'sourcePath');
     if (sourcePath !== undefined && !path.isAbsolute(sourcePath)) throw inputError(`sourcePath must be absolute, got "${sourcePath}"`);
-    return { objectPath, sourcePath, intervalMs: int(o, 'intervalMs', 100, 60000, 1000) };
+    const confirmedSha256 = o.confirmedSha256 === undefined ? undefined : str(o, 'confirmedSha256', 64);
+    return { objectPath, sourcePath, intervalMs: int(o, 'intervalMs', 100, 60000, 1000), confirmedSha256 };
   },
 
   async start(options, env, events) {
-    checkBpfObject(options.objectPath);
-    let source = '';
-    if (options.sourcePath) {
-      try {
-        if (fs.statSync(options.sourcePath).isFile()) source = fs.readFileSync(options.sourcePath, 'utf8');
-      } catch {
-        /* no source: no annotations */
-      }
+    // Confirmed, regular, BPF ELF, read once: libbpf gets a private copy of those bytes (helper/userObject.ts).
+    const user = openUserObject(options.objectPath, options.confirmedSha256);
+    try {
+      return await startRun(options, user.path, env, events);
+    } finally {
+      user.dispose();
     }
+  },
+};
+
+async function startRun(options: BpfRunOptions, objectFile: string, env: TracerEnv, events: SessionEvents<'bpf-run'>): Promise<Session<'bpf-run'>> {
+  {
+    checkBpfObject(objectFile);
+    // no source (or an unusable one: not regular, over 4 MiB): no annotations
+    const source = options.sourcePath ? readSourceOnce(options.sourcePath) : '';
     const decls = new Map(mapDeclarations(source).map((d) => [d.name, d]));
     const recordTypes = ringbufRecordTypes(source);
     const warnings: string[] = [];
-    const { btf, problem } = readObjectBtf(options.objectPath);
+    const { btf, problem } = readObjectBtf(objectFile);
     if (problem) warnings.push(problem);
     const mapTypes = btf?.mapTypes() ?? new Map<string, MapTypes>();
 
     let obj: BpfObject;
     try {
-      obj = new env.addon.BpfObject(options.objectPath);
+      obj = new env.addon.BpfObject(objectFile);
     } catch (e) {
       throw new StudioError('input', `libbpf cannot open ${options.objectPath}: ${(e as Error).message}`);
     }
@@ -241,5 +249,5 @@ export const bpfRunTracer: Tracer<'bpf-run'> = {
         return result();
       },
     };
-  },
-};
+  }
+}

@@ -19,6 +19,7 @@ import { checkPid, mapsOrExplain, pidAlive, readStat } from '../proc/processes';
 import { ensureTracefs } from '../helper/tracefs';
 import type { Mapping } from '../proc/maps';
 import { withElf } from '../elf/elf';
+import { checkBinary, lacksFramePointers } from '../elf/binaryChecks';
 import { requireElfFile } from '../elf/fileCheck';
 import type { Tracer } from './tracer';
 import { loadFirstWorking, records, setRodata } from './bpfObject';
@@ -126,6 +127,25 @@ function findMapped(maps: Mapping[], re: RegExp): string | undefined {
   return maps.find((m) => re.test(m.path) && !m.deleted)?.path;
 }
 
+/**
+ * --unwind auto in uprobe mode: a stack copy per recorded allocation costs ~2x the frame-pointer
+ * walk in the target and tens of µs of unwinding in the tracer (bench "memleak CFI leak stacks"),
+ * which an exact trace of a malloc-heavy program cannot keep up with. So auto copies stacks when
+ * they are needed: the executable has no frame pointers (its callers would be lost), or the trace
+ * is sampled (few copies). An executable built with frame pointers keeps the cheap walk: its
+ * allocating functions call malloc, so they are no leaves and have their frames.
+ */
+function useDwarfStacks(options: MemleakOptions, pid: number): boolean {
+  if (options.unwind === 'dwarf') return true;
+  if (options.unwind === 'fp') return false;
+  if ((options.sampleBytes ?? 0) > 0) return true;
+  try {
+    return lacksFramePointers(checkBinary(`/proc/${pid}/exe`));
+  } catch {
+    return true;
+  }
+}
+
 export const memleakTracer: Tracer<'memleak'> = {
   name: 'memleak',
   validate(raw): MemleakOptions {
@@ -180,7 +200,7 @@ export const memleakTracer: Tracer<'memleak'> = {
     const abandon = () => launched?.child.kill('SIGKILL');
 
     // ---- load and attach ------------------------------------------------------------------
-    const dwarfStacks = !options.kernel && options.unwind !== 'fp';
+    const dwarfStacks = !options.kernel && useDwarfStacks(options, pid);
     let obj: BpfObject;
     try {
       const programs = options.kernel ? KERNEL_TRACEPOINTS.map(([p]) => p) : USER_PROGRAMS;

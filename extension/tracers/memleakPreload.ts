@@ -14,6 +14,7 @@
 // dynamic loader to read LD_PRELOAD) and setuid/setgid ones (the loader ignores LD_PRELOAD in
 // secure-execution mode). The tracer falls back to uprobes for them and says why.
 import { spawn, type StdioOptions } from 'node:child_process';
+import { launchIdentity } from '../helper/identity';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -231,7 +232,9 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
   if (!fs.existsSync(cwd) || !fs.statSync(cwd).isDirectory()) throw inputError(`the working directory ${cwd} does not exist`);
   const baseEnv = { ...process.env, ...(launch.env ?? {}) };
   const exe = resolveCommand(launch.command[0], baseEnv.PATH, cwd);
-  const dir = reportDir(launch.uid, launch.gid);
+  // Who the command runs as is the helper's decision (extension/helper/identity.ts), never the request's.
+  const { uid, gid } = launchIdentity(launch);
+  const dir = reportDir(uid, gid);
   const t0 = process.hrtime.bigint();
   const childEnv: NodeJS.ProcessEnv = {
     ...baseEnv,
@@ -246,7 +249,7 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
   if (options.sampleBytes) childEnv.EBPF_STUDIO_PRELOAD_SAMPLE_BYTES = String(options.sampleBytes);
   const stdio: StdioOptions = launch.output === 'inherit' ? ['inherit', 'inherit', 'inherit', 'pipe'] : launch.output === 'stderr' ? ['inherit', 2, 2, 'pipe'] : ['ignore', 'pipe', 'pipe', 'pipe'];
   let output = '';
-  const child = spawn(exe, launch.command.slice(1), { argv0: launch.command[0], cwd, env: childEnv, stdio, uid: launch.uid, gid: launch.gid });
+  const child = spawn(exe, launch.command.slice(1), { argv0: launch.command[0], cwd, env: childEnv, stdio, uid, gid });
   child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
@@ -327,7 +330,7 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
   };
 
   // ---- the program's notices ---------------------------------------------------------------
-  const owner = launch.uid ?? process.getuid?.() ?? 0;
+  const owner = uid ?? process.getuid?.() ?? 0;
   const release = () => {
     try {
       const fd = openReport(file, owner, true);

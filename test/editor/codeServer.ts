@@ -100,6 +100,10 @@ export interface StartOptions {
   files?: Record<string, string>;
   /** a .vsix to install instead of packaging the repo */
   vsix?: string;
+  /** run code-server (and so the extension host) as this user instead of the test's; its tmp folder is chowned to it */
+  runAs?: { uid: number; gid: number; home: string };
+  /** environment variables to drop from code-server's environment (e.g. DISPLAY for a headless session) */
+  dropEnv?: string[];
 }
 
 export class EditorSession {
@@ -139,16 +143,25 @@ export class EditorSession {
     }
     // code-server keeps its own config and state under XDG dirs: point them into tmp so the test
     // neither reads nor writes the user's ~/.config/code-server.
-    const env = {
+    const env: NodeJS.ProcessEnv = {
       ...process.env,
+      ...(opts.runAs ? { HOME: opts.runAs.home } : {}),
       XDG_CONFIG_HOME: path.join(tmp, 'xdg-config'),
       XDG_DATA_HOME: path.join(tmp, 'xdg-data'),
       XDG_CACHE_HOME: path.join(tmp, 'xdg-cache'),
     };
     const common = ['--config', path.join(tmp, 'config.yaml'), '--user-data-dir', userData, '--extensions-dir', extensions];
     fs.writeFileSync(path.join(tmp, 'config.yaml'), 'auth: none\n');
+    for (const k of opts.dropEnv ?? []) delete env[k];
+    const as = opts.runAs ? { uid: opts.runAs.uid, gid: opts.runAs.gid } : {};
+    if (opts.runAs) {
+      fs.chmodSync(tmp, 0o755);
+      spawnSync('chown', ['-R', `${opts.runAs.uid}:${opts.runAs.gid}`, tmp]);
+      fs.chmodSync(vsix, 0o644);
+      fs.chmodSync(path.dirname(vsix), 0o755);
+    }
 
-    const inst = spawnSync(bin, [...common, '--install-extension', vsix, '--force'], { env, encoding: 'utf8', timeout: 120_000 });
+    const inst = spawnSync(bin, [...common, '--install-extension', vsix, '--force'], { env, encoding: 'utf8', timeout: 120_000, ...as });
     const instOut = `${inst.stdout}${inst.stderr}`;
     if (inst.status !== 0 || !/successfully installed/i.test(instOut)) {
       throw new Error(`code-server --install-extension ${vsix} failed (exit ${inst.status}):\n${instOut}`);
@@ -162,7 +175,7 @@ export class EditorSession {
       bin,
       [...common, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check',
         '--disable-workspace-trust', '--disable-getting-started-override', workspace],
-      { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+      { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'], ...as },
     );
     const keep = (b: Buffer) => {
       serverLog.push(b.toString());

@@ -141,6 +141,10 @@ describe('CFI unwinding (kernel)', { skip }, () => {
     const line = (s: (typeof mine)[number]) => s.frames[0].line;
     assert.ok(mine.every((s) => line(s) === line(mine[0])), 'the allocating line is the same exact line in every stack');
 
+    // auto picks the stack copy for a program without frame pointers.
+    const auto = run('auto').stacks.filter((s) => names(s)[0] === 'grab');
+    assert.deepEqual(sum(auto.filter((s) => names(s)[1] === 'from_a')), sum(via('from_a')), 'auto unwinds by CFI here');
+
     // Preload mode (the default for a launched program) agrees: same callers, bytes and counts.
     const pre = run('auto', 'preload').stacks.filter((s) => names(s)[0] === 'grab');
     const preVia = (caller: string) => sum(pre.filter((s) => names(s)[1] === caller));

@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,6 +18,7 @@ import { cliEnv } from '../../extension/cli/env';
 import { helperJs, kernelSkipReason, loadedPrograms, newProgramIds, programIdsLoaded, repoRoot, runCli, waitFor } from '../helpers';
 
 const skip = kernelSkipReason();
+const sha = (f: string) => crypto.createHash('sha256').update(fs.readFileSync(f)).digest('hex');
 const fixtures = path.join(repoRoot, 'test', 'fixtures', 'bpf');
 const bad = path.join(fixtures, 'bad_null.bpf.c');
 const good = path.join(fixtures, 'good.bpf.c');
@@ -86,12 +88,13 @@ test('helper bpf/verify maps the rejection to the source given, and leaves nothi
   const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
   conn.listen();
   try {
-    const r = await conn.sendRequest(bpfVerify, { objectPath: obj, sourcePaths: [bad] });
+    const r = await conn.sendRequest(bpfVerify, { objectPath: obj, sourcePaths: [bad], confirmedSha256: sha(obj) });
     assert.equal(r.ok, false);
     assert.equal(r.diagnostics[0].file, bad);
     assert.equal(r.diagnostics[0].line, badLine);
     assert.match(r.diagnostics[0].excerpt, /map_value_or_null/);
-    const ok = await conn.sendRequest(bpfVerify, { objectPath: path.join(repoRoot, 'dist', 'bpf', 'selftest.bpf.o') });
+    const selftestObj = path.join(repoRoot, 'dist', 'bpf', 'selftest.bpf.o');
+    const ok = await conn.sendRequest(bpfVerify, { objectPath: selftestObj, confirmedSha256: sha(selftestObj) });
     assert.equal(ok.ok, true);
     await assert.rejects(conn.sendRequest(bpfVerify, { objectPath: 'relative.o' }), /must be absolute/);
     await assert.rejects(conn.sendRequest(bpfVerify, { objectPath: '/etc/passwd' }), /not an ELF object/);
@@ -110,7 +113,7 @@ test('Run on the histogram example: non-zero buckets, a table, and decoded exec 
   const obj = path.join(dir, 'hist.bpf.o');
   assert.equal(runCli(['build', hist, '-o', obj]).code, 0);
   const updates: BpfRunUpdate[] = [];
-  const opts = bpfRunTracer.validate({ objectPath: obj, sourcePath: hist, intervalMs: 250 });
+  const opts = bpfRunTracer.validate({ objectPath: obj, sourcePath: hist, intervalMs: 250, confirmedSha256: sha(obj) });
   const before = loadedPrograms();
   const session = await bpfRunTracer.start(opts, cliEnv(false), { update: (u) => updates.push(u), ended: () => undefined });
   const ours = newProgramIds(before, (n) => n === 'on_switch' || n === 'on_exec');
@@ -167,12 +170,46 @@ test('the helper runs the bpf-run session for the editor', async (t) => {
   conn.onNotification('session/data', (p: proto.SessionDataParams) => void updates.push(p.update as BpfRunUpdate));
   conn.listen();
   try {
-    const s = await conn.sendRequest(proto.sessionStart, { tracer: 'bpf-run', options: { objectPath: obj, sourcePath: hist, intervalMs: 200 } });
+    const s = await conn.sendRequest(proto.sessionStart, { tracer: 'bpf-run', options: { objectPath: obj, sourcePath: hist, intervalMs: 200, confirmedSha256: sha(obj) } });
     // The histogram honors its @sample interval (500 ms), the other maps the 200 ms default.
     const histOf = (u?: BpfRunUpdate) => u?.maps.find((m) => m.name === 'switch_gap_us') as HistogramView | undefined;
     assert.ok(await waitFor(() => (histOf(updates.at(-1))?.series[0]?.counts ?? []).some((c) => c > 0), 5000), 'histogram buckets fill while running');
     assert.ok(await waitFor(() => updates.length >= 3, 5000), `updates stream (${updates.length})`);
     await conn.sendRequest(proto.sessionStop, { sessionId: s.sessionId });
+  } finally {
+    conn.dispose();
+    child.stdin.end();
+    await new Promise((r) => child.on('exit', r));
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the helper refuses a user object without confirmation, changed since confirmed, or not BPF', async (t) => {
+  if (skip) return t.skip(skip);
+  const dir = tmpdir();
+  const obj = path.join(dir, 'good.bpf.o');
+  assert.equal(runCli(['build', good, '-o', obj]).code, 0);
+  const child = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+  conn.listen();
+  const before = loadedPrograms();
+  try {
+    const confirmed = sha(obj);
+    await assert.rejects(conn.sendRequest(bpfVerify, { objectPath: obj }), /refused: loading .*good\.bpf\.o into the kernel needs your confirmation/);
+    await assert.rejects(
+      conn.sendRequest(proto.sessionStart, { tracer: 'bpf-run', options: { objectPath: obj, intervalMs: 1000 } }),
+      /needs your confirmation/,
+    );
+    await assert.rejects(conn.sendRequest(bpfVerify, { objectPath: obj, confirmedSha256: 'f'.repeat(64) }), /changed since you confirmed it/);
+    // Rebuilt (or swapped) after the user confirmed: the old confirmation does not cover it.
+    fs.appendFileSync(obj, Buffer.alloc(8));
+    await assert.rejects(conn.sendRequest(bpfVerify, { objectPath: obj, confirmedSha256: confirmed }), /changed since you confirmed it/);
+    // A regular ELF file for another machine, and a FIFO, are refused before any hash is looked at.
+    await assert.rejects(conn.sendRequest(bpfVerify, { objectPath: '/bin/true', confirmedSha256: sha('/bin/true') }), /another machine \(e_machine \d+\), not BPF \(e_machine 247\)/);
+    const fifo = path.join(dir, 'fifo.o');
+    spawnSync('mkfifo', [fifo]);
+    await assert.rejects(conn.sendRequest(bpfVerify, { objectPath: fifo, confirmedSha256: 'a'.repeat(64) }), /is not a regular file/);
+    assert.equal(newProgramIds(before, (n) => n === 'count_switches').length, 0, 'nothing was loaded');
   } finally {
     conn.dispose();
     child.stdin.end();

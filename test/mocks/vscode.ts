@@ -26,6 +26,7 @@ export const recorded = {
   commands: new Map<string, (...a: unknown[]) => unknown>(),
   context: new Map<string, unknown>(),
   config: new Map<string, unknown>(),
+  workspaceConfig: new Map<string, unknown>(),
 };
 
 export class Disposable {
@@ -123,8 +124,21 @@ export const window = {
 
 export const workspace = {
   getConfiguration: (section?: string) => ({
-    get: <T>(key: string, dflt?: T) => (recorded.config.has(`${section}.${key}`) ? (recorded.config.get(`${section}.${key}`) as T) : dflt),
+    get: <T>(key: string, dflt?: T) =>
+      recorded.workspaceConfig.has(`${section}.${key}`)
+        ? (recorded.workspaceConfig.get(`${section}.${key}`) as T)
+        : recorded.config.has(`${section}.${key}`)
+          ? (recorded.config.get(`${section}.${key}`) as T)
+          : dflt,
+    // recorded.config plays the user's (global) settings, recorded.workspaceConfig a workspace's .vscode/settings.json
+    inspect: <T>(key: string) => ({
+      key: `${section}.${key}`,
+      globalValue: recorded.config.get(`${section}.${key}`) as T | undefined,
+      workspaceValue: recorded.workspaceConfig.get(`${section}.${key}`) as T | undefined,
+      defaultValue: undefined as T | undefined,
+    }),
   }),
+  isTrusted: true,
   workspaceFolders: undefined as unknown,
   onDidChangeConfiguration: new EventEmitter<unknown>().event,
   openTextDocument: async (o: unknown) => o,

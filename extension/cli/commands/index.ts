@@ -9,5 +9,6 @@ import { javaGcCommand } from './javaGc';
 import { memleakCommand } from './memleak';
 import { profileCommand } from './profile';
 import { jvmCommand } from './jvm';
+import { installHelperCommand } from './installHelper';
 
-export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand, javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand];
+export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand, javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand, installHelperCommand];
