@@ -135,12 +135,12 @@ function findMapped(maps: Mapping[], re: RegExp): string | undefined {
  * is sampled (few copies). An executable built with frame pointers keeps the cheap walk: its
  * allocating functions call malloc, so they are no leaves and have their frames.
  */
-function useDwarfStacks(options: MemleakOptions, pid: number): boolean {
+function useDwarfStacks(options: MemleakOptions, exe: string): boolean {
   if (options.unwind === 'dwarf') return true;
   if (options.unwind === 'fp') return false;
   if ((options.sampleBytes ?? 0) > 0) return true;
   try {
-    return lacksFramePointers(checkBinary(`/proc/${pid}/exe`));
+    return lacksFramePointers(checkBinary(exe));
   } catch {
     return true;
   }
@@ -200,7 +200,8 @@ export const memleakTracer: Tracer<'memleak'> = {
     const abandon = () => launched?.child.kill('SIGKILL');
 
     // ---- load and attach ------------------------------------------------------------------
-    const dwarfStacks = !options.kernel && useDwarfStacks(options, pid);
+    // A launched program is still the stopped launcher here: judge the binary it will exec.
+    const dwarfStacks = !options.kernel && useDwarfStacks(options, launched?.exe ?? `/proc/${pid}/exe`);
     let obj: BpfObject;
     try {
       const programs = options.kernel ? KERNEL_TRACEPOINTS.map(([p]) => p) : USER_PROGRAMS;
