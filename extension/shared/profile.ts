@@ -34,6 +34,10 @@ export interface ProfileFrame {
   file: string | null;
   line: number | null;
   kind: FrameKind;
+  /** hex offset of the address inside module's file, when known (pprof mappings need it) */
+  offset?: string;
+  /** this frame was inlined into the next one: both sit at the same address */
+  inlined?: boolean;
 }
 
 export interface ProfileStack {
@@ -51,6 +55,8 @@ export interface ProfileResult {
   samples: number;
   lost: number;
   stacks: ProfileStack[];
+  /** GNU build-id (hex) of each module path that had one: pprof mappings carry it */
+  buildIds?: Record<string, string>;
 }
 
 export const PROFILE_DEFAULT_FREQUENCY = 99;
