@@ -9,6 +9,7 @@
 import { Function as PFunction, Label, Line, Location, Mapping, Profile, Sample, StringTable, ValueType } from 'pprof-format';
 import type { FrameKind, ProfileFrame, ProfileResult, ProfileStack } from './profile';
 import { perfMapKind } from '../symbolize/perfMap';
+import type { FlameProfile } from '../../webview/flamegraph/profileData';
 
 export const KERNEL_MAPPING = '[kernel.kallsyms]';
 const LOST_COMMENT = /(\d+) samples lost/;
@@ -258,4 +259,19 @@ export function fromPprof(bytes: Uint8Array): ProfileResult {
   };
   if (Object.keys(buildIds).length) out.buildIds = buildIds;
   return out;
+}
+
+/**
+ * A flame profile (imported folded stacks or speedscope) as a result document, so it can be
+ * written as pprof too: frames keep name, kind and source line; addresses are unknown (0).
+ */
+export function resultFromFlame(p: FlameProfile): ProfileResult {
+  const frames = p.frames.map((f): ProfileFrame => ({ address: '0x0', module: f.kind === 'kernel' ? '[kernel]' : (f.module ?? null), function: f.name, file: f.file ?? null, line: f.line ?? null, kind: f.kind }));
+  return {
+    tracer: 'profile',
+    frequency: p.frequency ?? 0,
+    samples: p.total,
+    lost: p.lost ?? 0,
+    stacks: p.stacks.filter((s) => s.weight > 0).map((s) => ({ count: s.weight, pid: 0, tid: 0, comm: '', frames: s.frames.map((i) => frames[i]).reverse() })),
+  };
 }

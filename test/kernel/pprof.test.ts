@@ -1,0 +1,107 @@
+// Our pprof export read by the reference reader: a C program with a known CPU split is profiled
+// with `profile --pprof`, and `go tool pprof -top` (Debian's golang-go) must name the same hot
+// functions with the same flat shares (within 1 point) as our own result of the same session.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import type { ProfileResult } from '../../extension/shared/profile';
+import { fromPprof } from '../../extension/shared/pprof';
+import { kernelSkipReason, repoRoot, runCli, sleep } from '../helpers';
+
+const skip = kernelSkipReason();
+let work = '';
+const children: ChildProcess[] = [];
+
+before(() => {
+  work = fs.mkdtempSync(path.join(os.tmpdir(), 'pprof-test-'));
+});
+after(() => {
+  for (const c of children) c.kill('SIGKILL');
+  if (work) fs.rmSync(work, { recursive: true, force: true });
+});
+
+function goSkipReason(): string | undefined {
+  const r = spawnSync('go', ['version'], { encoding: 'utf8' });
+  if (r.error) return `go is not installed (apt-get install golang-go, or scripts/install-deps.sh --test): ${r.error.message}`;
+  return undefined;
+}
+
+/** flat% by function name from `go tool pprof -top` output. */
+function parseTop(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = /^\s*[\d.]+\w*\s+([\d.]+)%\s+[\d.]+%\s+[\d.]+\w*\s+[\d.]+%\s+(.+?)\s*$/.exec(line);
+    if (m) out.set(m[2], Number(m[1]));
+  }
+  return out;
+}
+
+describe('pprof export read by go tool pprof (kernel)', { skip }, () => {
+  test('go tool pprof -top agrees with our top functions and flat shares', async (t) => {
+    const noGo = goSkipReason();
+    if (noGo) return t.skip(noGo);
+    const bin = path.join(work, 'cpusplit');
+    const cc = spawnSync('gcc', ['-g', '-O0', '-fno-omit-frame-pointer', path.join(repoRoot, 'test/fixtures/c/cpusplit.c'), '-o', bin], { encoding: 'utf8' });
+    if (cc.error) return t.skip(`gcc is not installed: ${cc.error.message}`);
+    assert.equal(cc.status, 0, cc.stderr);
+    const child = spawn(bin, ['30'], { stdio: 'ignore' });
+    children.push(child);
+    await sleep(200);
+    const file = path.join(work, 'cpu.pb.gz');
+    const r = runCli(['profile', '--pid', String(child.pid), '--frequency', '499', '--duration', '4', '--json', '--pprof', file], { timeoutMs: 40_000 });
+    child.kill('SIGKILL');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, new RegExp(`wrote \\d+ samples to ${file.replace(/[.]/g, '\\.')}`));
+    const ours = JSON.parse(r.stdout) as ProfileResult;
+    const total = ours.stacks.reduce((n, s) => n + s.count, 0);
+    assert.ok(total >= 300, `only ${total} samples`);
+    // Our flat (self) share per function: the leaf frame of each stack.
+    const flat = new Map<string, number>();
+    for (const s of ours.stacks) {
+      const leaf = s.frames[0]?.function;
+      if (leaf) flat.set(leaf, (flat.get(leaf) ?? 0) + s.count);
+    }
+    const oursTop = [...flat].map(([name, n]) => ({ name, pct: (100 * n) / total })).sort((a, b) => b.pct - a.pct);
+
+    // The file is exactly the session: same samples when read back.
+    const back = fromPprof(gunzipSync(fs.readFileSync(file)));
+    assert.equal(back.samples, total);
+    assert.equal(back.frequency, 499);
+
+    const home = path.join(work, 'home');
+    fs.mkdirSync(home, { recursive: true });
+    const go = spawnSync('go', ['tool', 'pprof', '-top', '-nodecount=20', file], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HOME: home, PPROF_TMPDIR: home } });
+    assert.equal(go.status, 0, `go tool pprof failed: ${go.stderr}`);
+    assert.match(go.stdout, /Type: cpu/);
+    const theirs = parseTop(go.stdout);
+    t.diagnostic(`ours: ${oursTop.slice(0, 4).map((x) => `${x.name} ${x.pct.toFixed(2)}%`).join(', ')}; go tool pprof: ${[...theirs].slice(0, 4).map(([n, p]) => `${n} ${p}%`).join(', ')}`);
+    assert.ok(theirs.size > 0, `no rows in go tool pprof's output:\n${go.stdout}\n${go.stderr}`);
+    // The two hot functions lead both lists, in the same order.
+    assert.deepEqual([...theirs.keys()].slice(0, 2), oursTop.slice(0, 2).map((x) => x.name));
+    assert.deepEqual(new Set(oursTop.slice(0, 2).map((x) => x.name)), new Set(['hot_a', 'hot_b']));
+    // Every function both list has the same flat share within a point.
+    for (const { name, pct } of oursTop.slice(0, 10)) {
+      const g = theirs.get(name);
+      if (g === undefined) continue;
+      assert.ok(Math.abs(g - pct) <= 1, `${name}: go tool pprof says ${g}%, we say ${pct.toFixed(2)}%`);
+    }
+    // pprof sees the source lines and the binary's mapping with its build-id.
+    const lines = spawnSync('go', ['tool', 'pprof', '-top', '-lines', '-nodecount=5', file], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HOME: home, PPROF_TMPDIR: home } });
+    assert.equal(lines.status, 0, lines.stderr);
+    assert.match(lines.stdout, /hot_a .*cpusplit\.c:1[123]/);
+    const raw = spawnSync('go', ['tool', 'pprof', '-raw', file], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, HOME: home, PPROF_TMPDIR: home } });
+    assert.equal(raw.status, 0, raw.stderr);
+    const buildId = spawnSync('readelf', ['-n', bin], { encoding: 'utf8' }).stdout.match(/Build ID: ([0-9a-f]+)/)?.[1];
+    if (buildId) assert.match(raw.stdout, new RegExp(`${bin.replace(/[.]/g, '\\.')}\\s+${buildId}`), `the mapping of ${bin} carries build-id ${buildId}`);
+  });
+
+  test('--pprof into a folder that does not exist fails before sampling, with the fix', () => {
+    const r = runCli(['profile', '--all', '--duration', '1', '--pprof', '/nonexistent-dir/x.pb.gz']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--pprof \/nonexistent-dir\/x\.pb\.gz: the folder \/nonexistent-dir does not exist/);
+  });
+});
