@@ -115,7 +115,7 @@ async function pickDuration(initial: number): Promise<number | undefined> {
 }
 
 /** Target, frequency and duration: asks only what neither the settings nor this workspace's last run answer. */
-async function askProfile(state: vscode.Memento): Promise<{ target: Target; frequency: number; durationS: number } | undefined> {
+export async function askProfile(state: vscode.Memento): Promise<{ target: Target; frequency: number; durationS: number } | undefined> {
   const last = loadLast(state);
   const plan = samplingPlan(vscode.workspace.getConfiguration('ebpfStudio.profile'), last);
   let picked = await pickTarget(last.target, plan, true);

@@ -152,3 +152,17 @@ describe('profile-diff CLI', () => {
     assert.match(top.err, /--top 0 is out of range/);
   });
 });
+
+describe('diff colours', async () => {
+  const { diffColor, diffScale } = await import('../../webview/flamegraph/diffColors');
+  const hsl = (s: string) => s.match(/hsl\((\d+),(\d+)%,(\d+)%\)/)!.slice(1).map(Number);
+  test('red grew, blue shrank, grey unchanged; stronger with the size of the change', () => {
+    const scale = diffScale(10);
+    assert.equal(hsl(diffColor(5, scale, false))[0], 0);
+    assert.equal(hsl(diffColor(-5, scale, false))[0], 215);
+    assert.equal(hsl(diffColor(0, scale, false))[1], 0);
+    assert.ok(hsl(diffColor(10, scale, false))[1] > hsl(diffColor(2, scale, false))[1]);
+    assert.ok(hsl(diffColor(10, scale, true))[2] < hsl(diffColor(10, scale, false))[2], 'darker on a dark theme');
+    assert.equal(diffScale(0.2), 1, 'tiny differences stay pale');
+  });
+});
