@@ -37,7 +37,7 @@ export const profileDiffCommand: Command = {
       io.out(USAGE);
       return 0;
     }
-    if (positionals.length !== 2) throw usageError(`give two profiles, the base then the new one (got ${positionals.length})\n${USAGE}`);
+    if (positionals.length !== 2) throw usageError(`give two profiles, the base then the new one (got ${positionals.length})`);
     const top = numberFlag(values.top, '--top', 1, 100000, { integer: true }) ?? 20;
     const [a, b] = positionals;
     const base = readProfileFile(a);
