@@ -174,6 +174,7 @@ export function toPprof(r: ProfileResult, opts: PprofOptions = {}): Uint8Array {
 
 function kindOf(mappingFile: string, address: bigint, name: string | null): FrameKind {
   if (mappingFile.startsWith('[kernel') || mappingFile === '[vmlinux]') return 'kernel';
+  if (mappingFile === '[interpreter]') return 'interpreted';
   if (mappingFile === '[jit]' || mappingFile === '[perf-map]' || /^\/tmp\/perf-\d+\.map$/.test(mappingFile)) return name ? perfMapKind(name) : 'jit';
   if (!mappingFile && address >= 0xffff800000000000n) return 'kernel';
   return 'native';
@@ -266,7 +267,8 @@ export function fromPprof(bytes: Uint8Array): ProfileResult {
  * written as pprof too: frames keep name, kind and source line; addresses are unknown (0).
  */
 export function resultFromFlame(p: FlameProfile): ProfileResult {
-  const frames = p.frames.map((f): ProfileFrame => ({ address: '0x0', module: f.kind === 'kernel' ? '[kernel]' : (f.module ?? null), function: f.name, file: f.file ?? null, line: f.line ?? null, kind: f.kind }));
+  const moduleOf = (f: FlameProfile['frames'][number]) => (f.kind === 'kernel' ? '[kernel]' : (f.module ?? (f.kind === 'jit' ? '[jit]' : f.kind === 'interpreted' ? '[interpreter]' : null)));
+  const frames = p.frames.map((f): ProfileFrame => ({ address: '0x0', module: moduleOf(f), function: f.name, file: f.file ?? null, line: f.line ?? null, kind: f.kind }));
   return {
     tracer: 'profile',
     frequency: p.frequency ?? 0,

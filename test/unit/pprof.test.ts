@@ -7,10 +7,13 @@ import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import protobuf from 'protobufjs';
 import type { ProfileFrame, ProfileResult } from '../../extension/shared/profile';
-import { fromPprof, toPprof, KERNEL_MAPPING, PprofError } from '../../extension/shared/pprof';
+import { fromPprof, resultFromFlame, toPprof, KERNEL_MAPPING, PprofError } from '../../extension/shared/pprof';
+import { checkOutputFile } from '../../extension/cli/commands/profile';
+import fs from 'node:fs';
+import os from 'node:os';
 import { encodePprofGz, loadProfileBytes } from '../../extension/shared/profileFile';
 import { fromProfileResult } from '../../webview/flamegraph/profileData';
-import { toFolded } from '../../webview/flamegraph/formats';
+import { fromFolded, toFolded } from '../../webview/flamegraph/formats';
 import { repoRoot } from '../helpers';
 
 const fr = (fn: string | null, extra: Partial<ProfileFrame> = {}): ProfileFrame => ({ address: '0x401000', module: '/usr/bin/app', function: fn, file: null, line: null, kind: 'native', ...extra });
@@ -82,6 +85,20 @@ describe('pprof round trip', () => {
     const j = loadProfileBytes(Buffer.from(json), 'p.json');
     assert.equal(j.format, 'json');
     assert.equal(j.flame.total, 1000);
+  });
+
+  test('an imported folded profile exports to pprof and back unchanged (kinds and weights)', () => {
+    const folded = 'main;work;leaf 7\nmain;work;sys_read_[k] 3\nmain;Hot.loop_[j];Interpreter_[i] 2\n';
+    const back = loadProfileBytes(encodePprofGz(resultFromFlame(fromFolded(folded))), 'f.pb.gz');
+    assert.deepEqual(toFolded(back.flame).trim().split('\n').sort(), folded.trim().split('\n').sort());
+  });
+
+  test('--pprof FILE is checked before sampling', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pprof-out-'));
+    assert.equal(checkOutputFile(path.join(dir, 'a.pb.gz'), '--pprof'), path.join(dir, 'a.pb.gz'));
+    assert.throws(() => checkOutputFile(path.join(dir, 'no/such/a.pb.gz'), '--pprof'), /the folder .* does not exist; create it or choose another path/);
+    assert.throws(() => checkOutputFile(dir, '--pprof'), /is a folder: give a file name/);
+    fs.rmSync(dir, { recursive: true });
   });
 
   test('bad files get a reason', () => {
