@@ -10,6 +10,8 @@ import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import type { ProfileResult } from '../../extension/shared/profile';
 import { fromPprof } from '../../extension/shared/pprof';
+import { loadProfileBytes } from '../../extension/shared/profileFile';
+import { frameTotals } from '../../webview/flamegraph/model';
 import { kernelSkipReason, repoRoot, runCli, sleep } from '../helpers';
 
 const skip = kernelSkipReason();
@@ -135,5 +137,29 @@ describe('pprof export read by go tool pprof (kernel)', { skip }, () => {
     const r = runCli(['profile', '--all', '--duration', '1', '--pprof', '/nonexistent-dir/x.pb.gz']);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /--pprof \/nonexistent-dir\/x\.pb\.gz: the folder \/nonexistent-dir does not exist/);
+  });
+});
+
+// Needs no BPF: another tool's pprof (Go's own runtime/pprof) must open in our flame graph model.
+describe('a pprof file written by Go opens', { skip: goSkipReason() }, () => {
+  test('Go runtime/pprof CPU profile: main.spin dominates, with its file:line and 100 Hz', (t) => {
+    const out = path.join(work, 'go.pb.gz');
+    const src = path.join(repoRoot, 'test/fixtures/go/spin.go');
+    const r = spawnSync('go', ['run', src, out], { encoding: 'utf8', timeout: 120_000, cwd: work });
+    assert.equal(r.status, 0, `go run failed: ${r.stderr}`);
+    const loaded = loadProfileBytes(fs.readFileSync(out), 'go.pb.gz');
+    assert.equal(loaded.format, 'pprof');
+    const p = loaded.flame;
+    assert.equal(p.frequency, 100, 'Go samples at 100 Hz (period 10 ms)');
+    assert.ok(p.total >= 20, `only ${p.total} samples in 1.5 s of spinning`);
+    const { total } = frameTotals(p);
+    const i = p.frames.findIndex((f) => f.name === 'main.spin');
+    assert.ok(i >= 0, `no main.spin among ${p.frames.map((f) => f.name).join(', ')}`);
+    t.diagnostic(`main.spin on ${total[i]} of ${p.total} samples`);
+    assert.ok(total[i] >= 0.8 * p.total, `main.spin is on ${total[i]} of ${p.total} samples`);
+    assert.equal(p.frames[i].file, src);
+    assert.ok(p.frames[i].line! >= 15 && p.frames[i].line! <= 25, `main.spin's line ${p.frames[i].line}`);
+    // Exact per-line annotations come along (the editor's CodeLens uses them).
+    assert.ok(loaded.result && loaded.result.stacks.some((s) => s.frames.some((f) => f.function === 'main.spin' && f.file === src)));
   });
 });
