@@ -1,6 +1,7 @@
 // Commands: ebpfStudio.profileCpu ("Profile CPU": one process — JVMs labeled — or the whole
-// system, a frequency, a duration or until Stop; opens the flame graph), ebpfStudio.openProfile
-// (opens a folded-stacks, speedscope or `profile --json` file in the flame graph),
+// system, a frequency, a duration or until Stop, remembered per workspace (../profileChoices.ts);
+// opens the flame graph), ebpfStudio.openProfile (opens a folded-stacks, speedscope, pprof or
+// `profile --json` file in the flame graph; the view exports all but JSON),
 // ebpfStudio.hideProfileAnnotations (removes the CodeLens and line heat). Context keys: none of
 // its own (sessions.ts sets ebpfStudio.sessionRunning). The last profile annotates workspace
 // source files: a CodeLens with self/total CPU share on each sampled function, heat on hot lines.
