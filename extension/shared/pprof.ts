@@ -79,8 +79,11 @@ export function toPprof(r: ProfileResult, opts: PprofOptions = {}): Uint8Array {
       const buildId = r.buildIds?.[f.kind === 'kernel' ? '[kernel]' : file];
       mappings.set(key, (m = { id: mappings.size + 1, file, buildId, lo: addr, hi: addr, bias, symbolized: true, lines: true, inline: false }));
     }
-    if (addr < m.lo) m.lo = addr;
-    if (addr > m.hi) m.hi = addr;
+    // Placeholder frames (a lost stack, an imported folded frame) have no address: they do not widen the range.
+    if (addr !== 0n) {
+      if (m.lo === 0n || addr < m.lo) m.lo = addr;
+      if (addr > m.hi) m.hi = addr;
+    }
     return m;
   };
 
