@@ -15,8 +15,8 @@ export interface ExportRequest {
   /** e.g. "json", "folded", "speedscope.json" */
   extension: string;
   filters: Record<string, string[]>;
-  /** produced only once the user has chosen a file */
-  content(): string;
+  /** produced only once the user has chosen a file (text is written as UTF-8) */
+  content(): string | Uint8Array;
 }
 
 /** undefined when the user cancels the dialog. */
@@ -30,7 +30,8 @@ export async function saveExport(req: ExportRequest): Promise<ExportOutcome | un
   });
   if (!uri) return undefined;
   try {
-    await vscode.workspace.fs.writeFile(uri, Buffer.from(req.content(), 'utf8'));
+    const content = req.content();
+    await vscode.workspace.fs.writeFile(uri, typeof content === 'string' ? Buffer.from(content, 'utf8') : content);
     return { file: uri.fsPath };
   } catch (e) {
     return { error: errorText(e) };

@@ -21,6 +21,8 @@ export interface RunSpec<N extends TracerName> {
   formatResult(r: ResultOf<N>): string;
   /** text mode: said once attached, e.g. "Tracing GC of pid 123... Ctrl-C to end." */
   banner?(targets: number[]): string;
+  /** in every mode, before the result is printed (e.g. to write it to a file as well) */
+  onResult?(r: ResultOf<N>, io: Io): void;
 }
 
 export async function runTracer<N extends TracerName>(spec: RunSpec<N>, io: Io): Promise<number> {
@@ -77,6 +79,7 @@ export async function runTracer<N extends TracerName>(spec: RunSpec<N>, io: Io):
   unlisten();
   const result = await session.stop();
   recordLosses(result);
+  spec.onResult?.(result, io);
   if (endedBy?.reason === 'target-exited' && !spec.json) io.err(endedBy.message ?? 'target process exited');
   if (endedBy?.reason === 'error') io.err(`ebpf-studio: ${endedBy.message ?? 'the session failed'}`);
   if (spec.json) io.out(JSON.stringify(result, null, 2));

@@ -11,5 +11,6 @@ import * as bpfVerify from './bpfVerify';
 import * as bpfRun from './bpfRun';
 import * as jvmTimeline from './jvmTimeline';
 import * as installHelper from './installHelper';
+import * as profileDiff from './profileDiff';
 
-export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper];
+export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff];

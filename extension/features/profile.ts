@@ -1,6 +1,7 @@
 // Commands: ebpfStudio.profileCpu ("Profile CPU": one process — JVMs labeled — or the whole
-// system, a frequency, a duration or until Stop; opens the flame graph), ebpfStudio.openProfile
-// (opens a folded-stacks, speedscope or `profile --json` file in the flame graph),
+// system, a frequency, a duration or until Stop, remembered per workspace (../profileChoices.ts);
+// opens the flame graph), ebpfStudio.openProfile (opens a folded-stacks, speedscope, pprof or
+// `profile --json` file in the flame graph; the view exports all but JSON),
 // ebpfStudio.hideProfileAnnotations (removes the CodeLens and line heat). Context keys: none of
 // its own (sessions.ts sets ebpfStudio.sessionRunning). The last profile annotates workspace
 // source files: a CodeLens with self/total CPU share on each sampled function, heat on hot lines.
@@ -17,21 +18,33 @@ import { createViewPanel, type TypedPanel } from '../webviewPanel';
 import { errorText, showError } from '../ui';
 import type { FromView, ToView } from '../../webview/flamegraph/protocol';
 import { fromProfileResult, type FlameProfile } from '../../webview/flamegraph/profileData';
-import { importProfile, toFolded, toSpeedscope } from '../../webview/flamegraph/formats';
+import { toFolded, toSpeedscope } from '../../webview/flamegraph/formats';
 import { annotationsFromFlame, annotationsFromResult, definitionLine, type SourceAnnotations } from '../shared/profileSource';
+import { encodePprofGz, loadProfileBytes } from '../shared/profileFile';
+import { resultFromFlame } from '../shared/pprof';
+import { describeSampling, loadLast, orderTargets, samplingPlan, saveLast, type LastTarget, type SamplingPlan, type TargetKind } from '../profileChoices';
+
+/** The file kinds the open dialogs offer (the content decides the format). */
+export const PROFILE_FILTER_NAME = 'Profiles (folded, speedscope, pprof, profile --json)';
+export const PROFILE_EXTENSIONS = ['folded', 'txt', 'json', 'collapsed', 'gz', 'pb', 'pprof'];
 
 interface Target {
   pid: number;
   label: string;
+  kind?: TargetKind;
+  /** JVM main class or comm, so a restarted program is found again */
+  name?: string;
 }
 
 interface TargetItem extends vscode.QuickPickItem {
   target?: Target;
   askPid?: boolean;
+  /** change the remembered frequency and duration */
+  changeSampling?: boolean;
 }
 
 export function targetItems(processes: proto.ProcessInfo[]): TargetItem[] {
-  const items: TargetItem[] = [{ label: '$(globe) Whole system', detail: 'Every process on every CPU (the idle task excluded)', target: { pid: 0, label: 'whole system' } }];
+  const items: TargetItem[] = [{ label: '$(globe) Whole system', detail: 'Every process on every CPU (the idle task excluded)', target: { pid: 0, label: 'whole system', kind: 'system', name: '' } }];
   const jvms = processes.filter((p) => p.jvm);
   const others = processes.filter((p) => !p.jvm && !p.kernelThread);
   if (jvms.length) items.push({ label: 'JVMs', kind: vscode.QuickPickItemKind.Separator });
@@ -40,46 +53,85 @@ export function targetItems(processes: proto.ProcessInfo[]): TargetItem[] {
       label: `$(coffee) ${p.pid}  ${p.jvm!.main}`,
       description: `JVM · ${p.user}`,
       detail: p.jvm!.preserveFramePointer ? p.jvm!.javaHome : `${p.jvm!.javaHome} · no -XX:+PreserveFramePointer: Java stacks will be truncated`,
-      target: { pid: p.pid, label: `pid ${p.pid} (${p.jvm!.main})` },
+      target: { pid: p.pid, label: `pid ${p.pid} (${p.jvm!.main})`, kind: 'jvm', name: p.jvm!.main },
     });
   }
   items.push({ label: 'Processes', kind: vscode.QuickPickItemKind.Separator });
   for (const p of others) {
-    items.push({ label: `${p.pid}  ${p.comm}`, description: p.user, detail: p.cmdline.join(' ').slice(0, 200), target: { pid: p.pid, label: `pid ${p.pid} (${p.comm})` } });
+    items.push({ label: `${p.pid}  ${p.comm}`, description: p.user, detail: p.cmdline.join(' ').slice(0, 200), target: { pid: p.pid, label: `pid ${p.pid} (${p.comm})`, kind: 'process', name: p.comm } });
   }
   items.push({ label: '$(edit) Enter a pid…', askPid: true });
   return items;
 }
 
-async function pickTarget(): Promise<Target | undefined> {
+async function pickTarget(last: LastTarget | undefined, plan: SamplingPlan, offerChange: boolean): Promise<Target | 'change' | undefined> {
   const procs = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'Listing processes…' }, () => helper().request(proto.listProcesses, {}));
-  const pick = await vscode.window.showQuickPick(targetItems(procs), { title: 'Profile CPU: what to sample', matchOnDescription: true, matchOnDetail: true });
+  const items: TargetItem[] = orderTargets(targetItems(procs), last);
+  if (offerChange && plan.frequency !== undefined && plan.durationS !== undefined) {
+    const fixed = plan.frequencyFrom === 'setting' && plan.durationFrom === 'setting';
+    items.push({
+      label: `$(settings-gear) Sampling: ${describeSampling(plan.frequency, plan.durationS)}`,
+      description: fixed ? 'from settings (ebpfStudio.profile.frequency, .duration)' : 'remembered for this workspace — change…',
+      changeSampling: !fixed,
+      alwaysShow: true,
+    });
+  }
+  const pick = await vscode.window.showQuickPick(items, { title: 'Profile CPU: what to sample', matchOnDescription: true, matchOnDetail: true });
   if (!pick) return undefined;
+  if (pick.changeSampling) return 'change';
+  if (pick.label.startsWith('$(settings-gear)')) {
+    await vscode.commands.executeCommand('workbench.action.openSettings', 'ebpfStudio.profile');
+    return undefined;
+  }
   if (pick.askPid) {
     const text = await vscode.window.showInputBox({ title: 'Profile CPU', prompt: 'Process id', validateInput: (v) => (/^\s*\d+\s*$/.test(v) && Number(v) > 0 ? undefined : 'A pid is a positive whole number') });
-    return text ? { pid: Number(text.trim()), label: `pid ${text.trim()}` } : undefined;
+    if (!text) return undefined;
+    const pid = Number(text.trim());
+    const known = procs.find((p) => p.pid === pid);
+    return { pid, label: `pid ${pid}`, kind: known?.jvm ? 'jvm' : 'process', name: known ? (known.jvm?.main ?? known.comm) : '' };
   }
   return pick.target;
 }
 
-async function pickFrequency(): Promise<number | undefined> {
+async function pickFrequency(initial: number): Promise<number | undefined> {
   const text = await vscode.window.showInputBox({
     title: 'Profile CPU: samples per second per CPU',
-    value: String(PROFILE_DEFAULT_FREQUENCY),
+    value: String(initial),
     validateInput: (v) => (/^\s*\d+\s*$/.test(v) && Number(v) >= 1 && Number(v) <= PROFILE_MAX_FREQUENCY ? undefined : `A whole number from 1 to ${PROFILE_MAX_FREQUENCY} (99 avoids lockstep with timers)`),
   });
   return text ? Number(text.trim()) : undefined;
 }
 
-async function pickDuration(): Promise<number | null | undefined> {
+/** Seconds, 0 = until Stop; undefined = cancelled. */
+async function pickDuration(initial: number): Promise<number | undefined> {
   const items = [
-    { label: 'Until I press Stop', seconds: null },
+    { label: 'Until I press Stop', seconds: 0 },
     { label: '10 seconds', seconds: 10 },
     { label: '30 seconds', seconds: 30 },
     { label: '60 seconds', seconds: 60 },
   ];
-  const pick = await vscode.window.showQuickPick(items, { title: 'Profile CPU: for how long' });
+  if (!items.some((i) => i.seconds === initial)) items.push({ label: `${initial} seconds`, seconds: initial });
+  const first = items.find((i) => i.seconds === initial)!;
+  const pick = await vscode.window.showQuickPick([first, ...items.filter((i) => i !== first)], { title: 'Profile CPU: for how long' });
   return pick ? pick.seconds : undefined;
+}
+
+/** Target, frequency and duration: asks only what neither the settings nor this workspace's last run answer. */
+export async function askProfile(state: vscode.Memento): Promise<{ target: Target; frequency: number; durationS: number } | undefined> {
+  const last = loadLast(state);
+  const plan = samplingPlan(vscode.workspace.getConfiguration('ebpfStudio.profile'), last);
+  let picked = await pickTarget(last.target, plan, true);
+  let frequency = plan.frequency;
+  let durationS = plan.durationS;
+  const change = picked === 'change';
+  if (change) picked = await pickTarget(last.target, plan, false);
+  if (!picked || picked === 'change') return undefined;
+  if (frequency === undefined || (change && plan.frequencyFrom !== 'setting')) frequency = await pickFrequency(frequency ?? plan.defaultFrequency);
+  if (!frequency) return undefined;
+  if (durationS === undefined || (change && plan.durationFrom !== 'setting')) durationS = await pickDuration(durationS ?? plan.defaultDurationS);
+  if (durationS === undefined) return undefined;
+  await saveLast(state, { target: { kind: picked.kind ?? (picked.pid ? 'process' : 'system'), pid: picked.pid, name: picked.name ?? '' }, frequency, durationS });
+  return { target: picked, frequency, durationS };
 }
 
 // ---- source annotations -------------------------------------------------------------------
@@ -134,14 +186,16 @@ const lensProvider: vscode.CodeLensProvider = {
 
 // ---- the flame graph panel ------------------------------------------------------------------
 
-interface Shown {
+export interface Shown {
   panel: TypedPanel<ToView, FromView>;
   /** posts now, or once the view said it is ready */
   post(m: ToView): void;
   profile?: FlameProfile;
+  /** the result document behind profile, when there is one (exact pprof export) */
+  result?: ProfileResult;
 }
 
-function openPanel(context: vscode.ExtensionContext, title: string, onStop?: () => void): Shown {
+export function openPanel(context: vscode.ExtensionContext, title: string, onStop?: () => void): Shown {
   const panel = createViewPanel<ToView, FromView>(context, 'flamegraph', title);
   let ready = false;
   const queue: ToView[] = [];
@@ -178,21 +232,29 @@ async function openSource(file: string, line: number): Promise<void> {
   await vscode.window.showTextDocument(vscode.Uri.file(file), { selection: new vscode.Range(pos, pos), viewColumn: vscode.ViewColumn.Beside, preserveFocus: true, preview: true });
 }
 
-async function exportProfile(p: FlameProfile, format: 'folded' | 'speedscope', panel: Shown): Promise<void> {
+const EXPORTS: Record<'folded' | 'speedscope' | 'pprof', { title: string; extension: string; filters: Record<string, string[]> }> = {
+  folded: { title: 'Export folded stacks (flamegraph.pl, inferno)', extension: 'folded', filters: { 'Folded stacks': ['folded', 'txt'] } },
+  speedscope: { title: 'Export speedscope JSON', extension: 'speedscope.json', filters: { Speedscope: ['json'] } },
+  pprof: { title: 'Export pprof (go tool pprof, Pyroscope, Parca)', extension: 'pb.gz', filters: { 'pprof (gzipped profile.proto)': ['gz', 'pb'] } },
+};
+
+async function exportProfile(p: FlameProfile, format: 'folded' | 'speedscope' | 'pprof', panel: Shown): Promise<void> {
+  const e = EXPORTS[format];
   const outcome = await saveExport({
-    title: format === 'folded' ? 'Export folded stacks (flamegraph.pl, inferno)' : 'Export speedscope JSON',
+    title: e.title,
     baseName: 'cpu-profile',
-    extension: format === 'folded' ? 'folded' : 'speedscope.json',
-    filters: format === 'folded' ? { 'Folded stacks': ['folded', 'txt'] } : { Speedscope: ['json'] },
-    content: () => (format === 'folded' ? toFolded(p) : JSON.stringify(toSpeedscope(p))),
+    extension: e.extension,
+    filters: e.filters,
+    content: () => (format === 'folded' ? toFolded(p) : format === 'speedscope' ? JSON.stringify(toSpeedscope(p)) : encodePprofGz(panel.result ?? resultFromFlame(p))),
   });
   if (outcome?.file) panel.post({ type: 'status', text: `Exported to ${outcome.file}` });
   if (outcome?.error) panel.post({ type: 'status', text: `Export failed: ${outcome.error}`, error: true });
 }
 
-function showProfile(shown: Shown, p: FlameProfile, title: string, warnings: string[], ann: SourceAnnotations, unwind?: string): void {
+function showProfile(shown: Shown, p: FlameProfile, title: string, warnings: string[], ann: SourceAnnotations, result?: ProfileResult): void {
   shown.profile = p;
-  shown.post({ type: 'profile', profile: p, title, warnings, unwind });
+  shown.result = result;
+  shown.post({ type: 'profile', profile: p, title, warnings, unwind: unwindSummary(result?.unwind) });
   setAnnotations(ann);
 }
 
@@ -213,7 +275,7 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
     }
     if (result.samples === 0) warnings.push(`No samples: ${target.pid ? `pid ${target.pid} did not run on a CPU while sampled` : 'nothing ran'}.`);
     // A whole-system profile is rooted by process even when only one process ran.
-    showProfile(shown, fromProfileResult(result, { name: title, groupByProcess: target.pid === 0 }), title, warnings, annotationsFromResult(result), unwindSummary(result.unwind));
+    showProfile(shown, fromProfileResult(result, { name: title, groupByProcess: target.pid === 0 }), title, warnings, annotationsFromResult(result), result);
   };
   const session = await startSession('profile', options, `CPU profile ${target.label}`, {
     onUpdate: (u) => {
@@ -243,13 +305,13 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand('ebpfStudio.profileCpu', async (given?: { pid?: number; all?: boolean; frequency?: number; durationS?: number }) => {
       try {
         // Tests and other commands may pass everything directly.
-        const target = given && (given.pid || given.all) ? { pid: given.pid ?? 0, label: given.pid ? `pid ${given.pid}` : 'whole system' } : await pickTarget();
-        if (!target) return undefined;
-        const frequency = given?.frequency ?? (given ? PROFILE_DEFAULT_FREQUENCY : await pickFrequency());
-        if (!frequency) return undefined;
-        const duration = given ? (given.durationS ?? null) : await pickDuration();
-        if (duration === undefined) return undefined;
-        return await profile(context, target, frequency, duration);
+        if (given && (given.pid || given.all)) {
+          const target = { pid: given.pid ?? 0, label: given.pid ? `pid ${given.pid}` : 'whole system' };
+          return await profile(context, target, given.frequency ?? PROFILE_DEFAULT_FREQUENCY, given.durationS ?? null);
+        }
+        const asked = await askProfile(context.workspaceState);
+        if (!asked) return undefined;
+        return await profile(context, asked.target, asked.frequency, asked.durationS || null);
       } catch (e) {
         showError(e);
         return undefined;
@@ -258,13 +320,12 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand('ebpfStudio.openProfile', async (given?: vscode.Uri) => {
       const uri =
         given ??
-        (await vscode.window.showOpenDialog({ title: 'Open a CPU profile', canSelectMany: false, filters: { 'Profiles (folded, speedscope, profile --json)': ['folded', 'txt', 'json', 'collapsed'], 'All files': ['*'] } }))?.[0];
+        (await vscode.window.showOpenDialog({ title: 'Open a CPU profile', canSelectMany: false, filters: { [PROFILE_FILTER_NAME]: PROFILE_EXTENSIONS, 'All files': ['*'] } }))?.[0];
       if (!uri) return;
       try {
-        const text = Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8');
-        const p = importProfile(text, path.basename(uri.fsPath));
+        const loaded = loadProfileBytes(await vscode.workspace.fs.readFile(uri), path.basename(uri.fsPath));
         const title = `CPU: ${path.basename(uri.fsPath)}`;
-        showProfile(openPanel(context, title), p, title, [], annotationsFromFlame(p));
+        showProfile(openPanel(context, title), loaded.flame, title, [], loaded.result ? annotationsFromResult(loaded.result) : annotationsFromFlame(loaded.flame), loaded.result);
       } catch (e) {
         showError(new Error(`cannot open ${uri.fsPath} as a profile: ${errorText(e)}`));
       }

@@ -62,6 +62,10 @@ export interface ProfileFrame {
   file: string | null;
   line: number | null;
   kind: FrameKind;
+  /** hex offset of the address inside module's file, when known (pprof mappings need it) */
+  offset?: string;
+  /** this frame was inlined into the next one: both sit at the same address */
+  inlined?: boolean;
 }
 
 export interface ProfileStack {
@@ -81,6 +85,8 @@ export interface ProfileResult {
   stacks: ProfileStack[];
   /** how user stacks were unwound (absent in documents written before issue 13) */
   unwind?: UnwindInfo;
+  /** GNU build-id (hex) of each module path that had one: pprof mappings carry it */
+  buildIds?: Record<string, string>;
 }
 
 export const PROFILE_DEFAULT_FREQUENCY = 99;

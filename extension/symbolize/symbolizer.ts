@@ -285,6 +285,7 @@ export class Symbolizer implements ModuleRegistry {
     out[i] = frame;
     if (m.perms[2] !== 'x') return false;
     const mod = img.modules.get(m);
+    if (mod?.buildId) frame.buildId = mod.buildId;
     if (!mod || mod.problem) return true;
     img.touched.add(mod);
     const vaddr = mod.offsetToVaddr(fileOffset);

@@ -26,6 +26,8 @@ export interface Frame {
   /** functions inlined at this address, innermost first */
   inlined?: InlinedFrame[];
   kind: FrameKind;
+  /** GNU build-id (hex) of module, when it has one */
+  buildId?: string;
 }
 
 /** What a capture keeps; opaque to callers beyond the pid. */

@@ -41,6 +41,27 @@ export function preserveFramePointerAdvice(pid: number, cmdline: string[]): stri
   return `pid ${pid} is a JVM running without -XX:+PreserveFramePointer: Java stacks will be truncated (the callers of compiled Java methods are lost). Restart it with the flag: "${command}", or set JAVA_TOOL_OPTIONS=-XX:+PreserveFramePointer in its environment.`;
 }
 
+/** The running kernel's GNU build-id from /sys/kernel/notes (raw ELF notes), for pprof's kernel mapping. */
+function readKernelBuildId(): string | undefined {
+  let d: Buffer;
+  try {
+    d = fs.readFileSync('/sys/kernel/notes');
+  } catch {
+    return undefined;
+  }
+  const align4 = (n: number) => (n + 3) & ~3;
+  for (let o = 0; o + 12 <= d.length; ) {
+    const namesz = d.readUInt32LE(o);
+    const descsz = d.readUInt32LE(o + 4);
+    const type = d.readUInt32LE(o + 8);
+    const name = d.toString('latin1', o + 12, o + 12 + Math.max(0, namesz - 1));
+    const desc = o + 12 + align4(namesz);
+    if (name === 'GNU' && type === 3) return d.toString('hex', desc, desc + descsz);
+    o = desc + align4(descsz);
+  }
+  return undefined;
+}
+
 function readStat(obj: BpfObject, index: number): number {
   const key = Buffer.alloc(4);
   key.writeUInt32LE(index);
@@ -212,7 +233,16 @@ export const profileTracer: Tracer<'profile'> = {
         ...(unwindModuleInfo ? { modules: unwindModuleInfo } : {}),
       };
     };
-    const result = (stacks: ProfileStack[]): ProfileResult => ({ tracer: 'profile', frequency: options.frequency, samples: totals.samples, lost: totals.lost, stacks, unwind: unwindInfo() });
+    const buildIds = new Map<string, string>();
+    const result = (stacks: ProfileStack[]): ProfileResult => ({
+      tracer: 'profile',
+      frequency: options.frequency,
+      samples: totals.samples,
+      lost: totals.lost,
+      stacks,
+      unwind: unwindInfo(),
+      ...(buildIds.size ? { buildIds: Object.fromEntries(buildIds) } : {}),
+    });
 
     return {
       targets: options.pid ? [options.pid] : [],
@@ -266,7 +296,9 @@ export const profileTracer: Tracer<'profile'> = {
             }),
           );
         }
-        await symbolizeStacks(rawLast, symbolizer, (pid) => images.get(pid), kernelFrames, userFrames, env.log);
+        await symbolizeStacks(rawLast, symbolizer, (pid) => images.get(pid), kernelFrames, userFrames, env.log, buildIds);
+        const kernelBuildId = readKernelBuildId();
+        if (kernelBuildId) buildIds.set('[kernel]', kernelBuildId);
         // Debug-info and frame-pointer findings are known only once modules were touched.
         const told = new Set(warnings);
         for (const pid of options.pid ? [options.pid] : []) {

@@ -17,6 +17,7 @@ function toFrame(address: bigint, f: Frame | undefined, fallbackKind: FrameKind)
     file: f?.file ?? null,
     line: f?.line ?? null,
     kind: f?.kind ?? fallbackKind,
+    ...(f?.offset ? { offset: f.offset } : {}),
   };
 }
 
@@ -24,7 +25,7 @@ function toFrame(address: bigint, f: Frame | undefined, fallbackKind: FrameKind)
 function expand(address: bigint, f: Frame | undefined, fallbackKind: FrameKind): ProfileFrame[] {
   const outer = toFrame(address, f, fallbackKind);
   if (!f?.inlined?.length) return [outer];
-  const inner = f.inlined.map((x) => ({ ...outer, function: x.function, file: x.file ?? null, line: x.line ?? null }));
+  const inner = f.inlined.map((x) => ({ ...outer, function: x.function, file: x.file ?? null, line: x.line ?? null, inlined: true }));
   return [...inner, outer];
 }
 
@@ -84,6 +85,8 @@ export async function symbolizeStacks(
   kernelFrames: Map<bigint, ProfileFrame[]>,
   userFrames: Map<number, Map<string, ProfileFrame[]>>,
   log: (m: string) => void,
+  /** filled with module path → build-id for every module seen */
+  buildIds?: Map<string, string>,
 ): Promise<void> {
   const kernelAddrs = new Set<bigint>();
   const userAddrs = new Map<number, Map<string, { addr: bigint; isReturn: boolean }>>();
@@ -119,7 +122,11 @@ export async function symbolizeStacks(
         list.map(([, v]) => v.addr),
         { returnAddresses: list.map(([, v]) => v.isReturn) },
       );
-      list.forEach(([key, v], i) => cache.set(key, expand(v.addr, frames[i], 'native')));
+      list.forEach(([key, v], i) => {
+        const f = frames[i];
+        if (f?.buildId && buildIds) buildIds.set(f.module, f.buildId);
+        cache.set(key, expand(v.addr, f, 'native'));
+      });
     } catch (e) {
       log(`profile: symbolizing pid ${pid} failed: ${(e as Error).message}`);
     }

@@ -16,6 +16,7 @@ import { kernelSkipReason } from '../helpers';
 import { buildUnwindFixture } from '../peers/unwindFixture';
 import { findJdks } from '../../extension/proc/processes';
 import { findTool } from '../../extension/authoring/toolchain';
+import { compareProfilesStep } from './profileDiffStep';
 
 const manifest = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8'));
 const commands: { command: string; title: string; category?: string }[] = manifest.contributes?.commands ?? [];
@@ -305,6 +306,9 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
     },
     !paletteTitle('ebpfStudio.profileCpu') ? 'package.json has no ebpfStudio.profileCpu' : kernelSkipReason(),
   );
+
+  await step(t, s, 'Compare CPU Profiles…: the diff of two profiles whose hot function changed shows it in the movers table', () => compareProfilesStep(t, s),
+    !paletteTitle('ebpfStudio.compareProfiles') ? 'package.json has no ebpfStudio.compareProfiles' : kernelSkipReason());
 
   await step(
     t,

@@ -8,6 +8,7 @@ import type { FlameProfile } from './profileData';
 import type { FromView, ToView } from './protocol';
 import { FlameCanvas } from './render';
 import { KIND_LABEL } from './colors';
+import { computeDiff, diffTooltip, enterDiff, leaveDiff } from './diffView';
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
 const vscodeApi = typeof acquireVsCodeApi === 'function' ? acquireVsCodeApi() : { postMessage: (m: unknown) => window.dispatchEvent(new CustomEvent('flamegraph-out', { detail: m })) };
@@ -145,6 +146,7 @@ function attach(c: FlameCanvas, onClick: (node: number) => void): void {
     ];
     if (f) lines.push(`${KIND_LABEL[f.kind]}${f.module ? ` · ${f.module}` : ''}`);
     if (f?.file) lines.push(`${f.file}:${f.line ?? '?'}  (click to open)`);
+    lines.push(...diffTooltip(c, n));
     tooltip.textContent = lines.join('\n');
     tooltip.style.display = 'block';
     const x = Math.min(e.clientX + 12, window.innerWidth - tooltip.offsetWidth - 4);
@@ -230,6 +232,9 @@ sandwichBtn.onclick = () => selectedFrame >= 0 && enterSandwich(selectedFrame);
 exportFolded.onclick = () => send({ type: 'export', format: 'folded' });
 exportSpeedscope.onclick = () => send({ type: 'export', format: 'speedscope' });
 openBtn.onclick = () => send({ type: 'open' });
+const exportPprof = el('button', { textContent: 'Export pprof', className: 'secondary', title: 'Gzipped profile.proto for go tool pprof, Pyroscope, Parca' });
+exportPprof.onclick = () => send({ type: 'export', format: 'pprof' });
+toolbar.insertBefore(exportPprof, openBtn);
 window.addEventListener('keydown', (e) => {
   if ((e.ctrlKey || e.metaKey) && e.key === 'f') {
     e.preventDefault();
@@ -258,8 +263,20 @@ window.addEventListener('message', (ev: MessageEvent<ToView>) => {
   const m = ev.data;
   if (m.type === 'profile') {
     document.title = m.title;
+    leaveDiff(legend);
     show(m.profile, m.warnings);
     unwindBox.textContent = m.unwind ?? '';
+  } else if (m.type === 'diff') {
+    document.title = m.title;
+    leaveDiff(legend);
+    const d = computeDiff(m.base, m.next);
+    show(d.profile, []);
+    unwindBox.textContent = '';
+    enterDiff(main!, d, { base: m.baseTitle, next: m.nextTitle }, legend, scroll, (name) => {
+      searchBox.value = name;
+      redraw();
+    });
+    redraw();
   } else if (m.type === 'progress') {
     stopBtn.style.display = '';
     status.textContent = `Sampling… ${m.samples.toLocaleString()} samples, ${m.lost} lost, ${(m.elapsedMs / 1000).toFixed(0)} s`;

@@ -7,12 +7,14 @@ export type ToView =
   | { type: 'profile'; profile: FlameProfile; title: string; warnings: string[]; unwind?: string }
   /** the session is running: counters for the status line */
   | { type: 'progress'; samples: number; lost: number; elapsedMs: number; warnings?: string[] }
-  | { type: 'status'; text: string; error?: boolean };
+  | { type: 'status'; text: string; error?: boolean }
+  /** a differential flame graph: widths from next, colours by the change from base (diffView.ts) */
+  | { type: 'diff'; base: FlameProfile; next: FlameProfile; baseTitle: string; nextTitle: string; title: string };
 
 export type FromView =
   | { type: 'ready' }
   /** open a source file at a 1-based line */
   | { type: 'openSource'; file: string; line: number }
-  | { type: 'export'; format: 'folded' | 'speedscope' }
+  | { type: 'export'; format: 'folded' | 'speedscope' | 'pprof' }
   | { type: 'open' }
   | { type: 'stop' };

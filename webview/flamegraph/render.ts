@@ -18,6 +18,8 @@ export class FlameCanvas {
   matches?: Uint8Array;
   /** frame to outline (the sandwich's function) */
   emphasized = -1;
+  /** colour of a node instead of its frame kind's (the diff view's red/blue), or undefined */
+  nodeColor?: (node: number, dark: boolean) => string | undefined;
   private lay?: Layout;
   private cssWidth = 0;
   private charWidth = 7;
@@ -80,7 +82,7 @@ export class FlameCanvas {
       const name = frame ? frame.name : 'all';
       const dim = m && (f < 0 || !m[f]);
       ctx.globalAlpha = dim ? 0.35 : 1;
-      ctx.fillStyle = m && f >= 0 && m[f] ? matchColor : frame ? frameColor(frame.kind, name, dark) : dark ? '#666' : '#bbb';
+      ctx.fillStyle = m && f >= 0 && m[f] ? matchColor : (this.nodeColor?.(n, dark) ?? (frame ? frameColor(frame.kind, name, dark) : dark ? '#666' : '#bbb'));
       ctx.fillRect(x, y, Math.max(1, w - 0.5), ROW_HEIGHT - 1);
       if (f >= 0 && f === this.emphasized) {
         ctx.strokeStyle = outline;

@@ -10,5 +10,6 @@ import { memleakCommand } from './memleak';
 import { profileCommand } from './profile';
 import { jvmCommand } from './jvm';
 import { installHelperCommand } from './installHelper';
+import { profileDiffCommand } from './profileDiff';
 
-export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand, javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand, installHelperCommand];
+export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand, javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand, installHelperCommand, profileDiffCommand];

@@ -1,17 +1,21 @@
-// `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duration S] [--json | --folded]`:
+// `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duration S] [--json | --folded] [--pprof FILE]`:
 // samples on-CPU stacks (user + kernel, Java frames named through the JVM's perf map) and
-// prints the hottest functions, folded stacks (flamegraph.pl / inferno input) or the JSON result.
+// prints the hottest functions, folded stacks (flamegraph.pl / inferno input) or the JSON result;
+// --pprof also writes gzipped profile.proto (go tool pprof, Pyroscope, Parca).
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
 import { profileTracer } from '../../tracers/profile';
-import { usageError } from '../../shared/errors';
+import { inputError, usageError } from '../../shared/errors';
+import { encodePprofGz } from '../../shared/profileFile';
 import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_COPY_KB, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_COPY_KB, PROFILE_MAX_STACK_STORAGE, UNWIND_CHOICES, type ProfileResult, type UnwindChoice } from '../../shared/profile';
 import { fromProfileResult } from '../../../webview/flamegraph/profileData';
 import { toFolded } from '../../../webview/flamegraph/formats';
 import { frameTotals } from '../../../webview/flamegraph/model';
 
-const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duration S] [--unwind auto|dwarf|fp] [--stack-copy-kb N] [--stack-storage-size N] [--json | --folded]
+const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duration S] [--unwind auto|dwarf|fp] [--stack-copy-kb N] [--stack-storage-size N] [--json | --folded] [--pprof FILE]
   --pid P          sample process P (all its threads)
   --all            sample every process (the idle task excluded; add --idle to include it)
   --frequency HZ   samples per second per CPU (default ${PROFILE_DEFAULT_FREQUENCY}, at most ${PROFILE_MAX_FREQUENCY})
@@ -29,7 +33,23 @@ const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duratio
                    distinct stacks the kernel keeps (default ${PROFILE_DEFAULT_STACK_STORAGE}, at most ${PROFILE_MAX_STACK_STORAGE});
                    samples whose stack finds no room are counted as lost
   --json           print the result document as JSON
-  --folded         print folded stacks ("root;...;leaf count") for flamegraph.pl or inferno`;
+  --folded         print folded stacks ("root;...;leaf count") for flamegraph.pl or inferno
+  --pprof FILE     also write the profile as gzipped pprof (profile.proto) to FILE, for
+                   go tool pprof, Pyroscope, Parca or Cloud Profiler`;
+
+/** Fails before sampling when the pprof file could not be written afterwards. */
+export function checkOutputFile(file: string, flag: string): string {
+  const abs = path.resolve(file);
+  const dir = path.dirname(abs);
+  if (!fs.existsSync(dir)) throw inputError(`${flag} ${file}: the folder ${dir} does not exist; create it or choose another path`);
+  if (fs.existsSync(abs) && fs.statSync(abs).isDirectory()) throw inputError(`${flag} ${file} is a folder: give a file name, e.g. ${path.join(file, 'cpu.pb.gz')}`);
+  try {
+    fs.accessSync(dir, fs.constants.W_OK);
+  } catch {
+    throw inputError(`${flag} ${file}: the folder ${dir} is not writable; choose another path`);
+  }
+  return abs;
+}
 
 /** The text report: the functions with the most self and total samples. */
 export function formatSummary(r: ProfileResult, top = 20): string {
@@ -62,6 +82,7 @@ export const profileCommand: Command = {
       'stack-storage-size': { type: 'string' },
       unwind: { type: 'string' },
       'stack-copy-kb': { type: 'string' },
+      pprof: { type: 'string' },
     });
     if (values.help) {
       io.out(USAGE);
@@ -78,6 +99,9 @@ export const profileCommand: Command = {
     if (!UNWIND_CHOICES.includes(unwind)) throw usageError(`--unwind must be one of ${UNWIND_CHOICES.join(', ')}, not "${values.unwind}"`);
     const copyKb = numberFlag(values['stack-copy-kb'], '--stack-copy-kb', 1, PROFILE_MAX_STACK_COPY_KB, { integer: true });
     if (copyKb !== undefined && unwind === 'fp') throw usageError('--stack-copy-kb applies to --unwind dwarf (or auto), not fp');
+    if (values.pprof === '') throw usageError('--pprof takes a file name, e.g. --pprof cpu.pb.gz');
+    const pprofFile = typeof values.pprof === 'string' ? checkOutputFile(values.pprof, '--pprof') : undefined;
+    const startMs = Date.now();
     return runTracer(
       {
         tracer: profileTracer,
@@ -98,6 +122,15 @@ export const profileCommand: Command = {
         formatUpdate: () => '',
         // --all roots every stack by process, even when only one process ran while sampled.
         formatResult: (r) => (folded ? toFolded(fromProfileResult(r, { groupByProcess: pid === undefined })).trimEnd() : formatSummary(r)),
+        onResult: (r, out) => {
+          if (!pprofFile) return;
+          try {
+            fs.writeFileSync(pprofFile, encodePprofGz(r, { startMs, durationMs: Date.now() - startMs }));
+            out.err(`wrote ${r.samples} samples to ${pprofFile} (pprof: go tool pprof -top ${pprofFile})`);
+          } catch (e) {
+            throw inputError(`cannot write ${pprofFile}: ${(e as Error).message}`);
+          }
+        },
         banner: (targets) => `Sampling ${targets.length ? `pid ${targets.join(', ')}` : 'all processes'} at ${frequency} Hz... Ctrl-C to end.`,
       },
       io,

@@ -1,0 +1,62 @@
+// `ebpf-studio profile-diff BASE NEW [--json] [--top N]`: compares two CPU profiles (folded
+// stacks, speedscope, pprof .pb.gz or `profile --json`, told apart by content) and prints the
+// functions whose share of CPU moved most: self and total share in each, and the change in
+// percentage points. No privilege needed: it only reads files.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Command } from '../command';
+import { numberFlag, parse } from '../args';
+import { inputError, usageError } from '../../shared/errors';
+import { loadProfileBytes } from '../../shared/profileFile';
+import { diffProfiles, formatMovers } from '../../shared/profileDiff';
+import type { FlameProfile } from '../../../webview/flamegraph/profileData';
+
+const USAGE = `ebpf-studio profile-diff BASE NEW [--json] [--top N]
+  BASE, NEW   CPU profiles: folded stacks, speedscope JSON, pprof (.pb.gz) or profile --json output
+  --json      print the comparison as JSON (every function, not just the top N)
+  --top N     rows of the text table (default 20)
+Shares are in percent of each profile's own samples; changes are in percentage points.`;
+
+export function readProfileFile(file: string): FlameProfile {
+  if (!fs.existsSync(file)) throw inputError(`${file} does not exist`);
+  if (!fs.statSync(file).isFile()) throw inputError(`${file} is not a regular file`);
+  try {
+    return loadProfileBytes(fs.readFileSync(file), path.basename(file)).flame;
+  } catch (e) {
+    throw inputError(`${file} is not a profile we can read (folded stacks, speedscope, pprof or profile --json): ${(e as Error).message}`);
+  }
+}
+
+export const profileDiffCommand: Command = {
+  name: 'profile-diff',
+  summary: 'compare two CPU profiles: the functions whose CPU share grew or shrank most',
+  usage: USAGE,
+  async run(argv, io) {
+    const { values, positionals } = parse(argv, { json: { type: 'boolean' }, top: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, true);
+    if (values.help) {
+      io.out(USAGE);
+      return 0;
+    }
+    if (positionals.length !== 2) throw usageError(`give two profiles, the base then the new one (got ${positionals.length})`);
+    const top = numberFlag(values.top, '--top', 1, 100000, { integer: true }) ?? 20;
+    const [a, b] = positionals;
+    const base = readProfileFile(a);
+    const next = readProfileFile(b);
+    const d = diffProfiles(base, next);
+    if (values.json) {
+      io.out(
+        JSON.stringify(
+          {
+            base: { file: a, samples: d.baseSamples },
+            new: { file: b, samples: d.newSamples },
+            unit: 'percent of each profile; deltas in percentage points',
+            movers: d.movers,
+          },
+          null,
+          2,
+        ),
+      );
+    } else io.out(formatMovers(d, a, b, top));
+    return 0;
+  },
+};

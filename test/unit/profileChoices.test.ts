@@ -1,0 +1,145 @@
+// Profile CPU remembers its answers per workspace (with the `vscode` mock and a fake helper):
+// the first run asks target, frequency and duration; the next asks only the target, with the
+// last one first (found again by main class after a JVM restart); settings the user set are
+// never asked; "Sampling: … change…" asks again.
+import { beforeEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { installVscodeMock } from '../mocks/vscode';
+import type { ProcessInfo } from '../../extension/shared/protocol';
+
+const vscode = installVscodeMock();
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const feature = require('../../extension/features/profile') as typeof import('../../extension/features/profile');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const choices = require('../../extension/profileChoices') as typeof import('../../extension/profileChoices');
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { setHelper } = require('../../extension/helperClient') as typeof import('../../extension/helperClient');
+
+function proc(pid: number, comm: string, main?: string): ProcessInfo {
+  return {
+    pid, ppid: 1, user: 'alice', uid: 1000, comm, cmdline: [comm], kernelThread: false,
+    ...(main ? { jvm: { libjvm: '/jdk/lib/server/libjvm.so', usdt: true, main, javaHome: '/jdk', preserveFramePointer: true } } : {}),
+  };
+}
+
+class Memento {
+  private readonly m = new Map<string, unknown>();
+  keys() {
+    return [...this.m.keys()];
+  }
+  get<T>(k: string, d?: T): T | undefined {
+    return this.m.has(k) ? (this.m.get(k) as T) : d;
+  }
+  async update(k: string, v: unknown) {
+    this.m.set(k, v);
+  }
+}
+
+interface Item {
+  label: string;
+  description?: string;
+  target?: { pid: number };
+  changeSampling?: boolean;
+}
+
+let processes: ProcessInfo[] = [];
+let settings: Record<string, number> = {};
+const asked: string[] = [];
+let onPick: (title: string, items: Item[]) => Item | undefined = () => undefined;
+let onInput: (title: string) => string | undefined = () => undefined;
+
+setHelper({ request: async () => processes } as never);
+const win = vscode.window as unknown as Record<string, unknown>;
+win.showQuickPick = async (items: Item[], o: { title: string }) => {
+  asked.push(o.title);
+  return onPick(o.title, items);
+};
+win.showInputBox = async (o: { title: string }) => {
+  asked.push(o.title);
+  return onInput(o.title);
+};
+(vscode.workspace as unknown as Record<string, unknown>).getConfiguration = () => ({
+  get: <T>(k: string, d?: T) => (k in settings ? (settings[k] as T) : d),
+  inspect: (k: string) => ({ key: k, defaultValue: undefined, globalValue: settings[k] }),
+});
+
+beforeEach(() => {
+  asked.length = 0;
+  settings = {};
+  processes = [proc(100, 'java', 'com.acme.App'), proc(200, 'nginx')];
+});
+
+describe('Profile CPU remembers choices per workspace', () => {
+  test('first run asks three questions; the next asks one, with the restarted JVM first', async () => {
+    const state = new Memento();
+    onPick = (title, items) => (title.includes('what to sample') ? items.find((i) => i.target?.pid === 100) : items.find((i) => i.label === '30 seconds'));
+    onInput = () => '199';
+    const first = await feature.askProfile(state as never);
+    assert.deepEqual(asked, ['Profile CPU: what to sample', 'Profile CPU: samples per second per CPU', 'Profile CPU: for how long']);
+    assert.equal(first?.target.pid, 100);
+    assert.equal(first?.frequency, 199);
+    assert.equal(first?.durationS, 30);
+    assert.deepEqual(state.get(choices.LAST_KEY), { target: { kind: 'jvm', pid: 100, name: 'com.acme.App' }, frequency: 199, durationS: 30 });
+
+    // The JVM restarted under a new pid; another process came first in the list.
+    processes = [proc(50, 'bash'), proc(300, 'java', 'com.acme.App')];
+    asked.length = 0;
+    let shown: Item[] = [];
+    onPick = (_t, items) => ((shown = items), items[0]);
+    const second = await feature.askProfile(state as never);
+    assert.deepEqual(asked, ['Profile CPU: what to sample'], 'only the target is asked');
+    assert.equal(shown[0].target?.pid, 300, 'the same main class comes first');
+    assert.match(shown[0].description!, /last used/);
+    assert.ok(shown.some((i) => /Sampling: 199 Hz, 30 s/.test(i.label) && i.changeSampling), 'the remembered sampling is shown with a way to change it');
+    assert.equal(second?.target.pid, 300);
+    assert.equal(second?.frequency, 199);
+    assert.equal(second?.durationS, 30);
+  });
+
+  test('"Sampling: … change…" asks frequency and duration again and remembers the new answers', async () => {
+    const state = new Memento();
+    await state.update(choices.LAST_KEY, { target: { kind: 'system', pid: 0, name: '' }, frequency: 99, durationS: 0 });
+    let round = 0;
+    onPick = (title, items) => {
+      if (title.includes('for how long')) return items.find((i) => i.label === 'Until I press Stop');
+      round++;
+      return round === 1 ? items.find((i) => i.changeSampling) : items[0];
+    };
+    onInput = () => '499';
+    const r = await feature.askProfile(state as never);
+    assert.equal(r?.target.pid, 0, 'the whole system, the last target, came first');
+    assert.equal(r?.frequency, 499);
+    assert.equal(r?.durationS, 0);
+    assert.equal(choices.loadLast(state as never).frequency, 499);
+  });
+
+  test('settings the user set are used without asking, even on the first run', async () => {
+    settings = { frequency: 49, duration: 10 };
+    const state = new Memento();
+    let shown: Item[] = [];
+    onPick = (_t, items) => ((shown = items), items.find((i) => i.target?.pid === 200));
+    const r = await feature.askProfile(state as never);
+    assert.deepEqual(asked, ['Profile CPU: what to sample']);
+    assert.equal(r?.frequency, 49);
+    assert.equal(r?.durationS, 10);
+    const item = shown.find((i) => /Sampling: 49 Hz, 10 s/.test(i.label))!;
+    assert.match(item.description!, /from settings/);
+    assert.ok(!item.changeSampling);
+  });
+
+  test('the settings give the defaults offered when asking; cancelling saves nothing', async () => {
+    const plan = choices.samplingPlan({ get: <T>(k: string) => ({ frequency: 0, duration: 5 })[k] as T }, {});
+    assert.equal(plan.frequency, undefined, 'an invalid frequency is ignored');
+    assert.equal(plan.defaultFrequency, 99);
+    assert.equal(plan.defaultDurationS, 5);
+    const state = new Memento();
+    onPick = () => undefined;
+    assert.equal(await feature.askProfile(state as never), undefined);
+    assert.equal(state.get(choices.LAST_KEY), undefined);
+  });
+
+  test('orderTargets: nothing moves without a match', () => {
+    const items = [{ label: 'a', target: { pid: 1, label: 'a', kind: 'process' as const, name: 'a' } }];
+    assert.deepEqual(choices.orderTargets(items, { kind: 'jvm', pid: 9, name: 'gone' }), items);
+  });
+});
