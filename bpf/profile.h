@@ -30,4 +30,14 @@ struct profile_key {
 #define PROFILE_STAT_LOST 4          /* samples that lost anything of the above (each once) */
 #define PROFILE_STAT_COUNT 5
 
+/* Java agent join record (ring buffer java_samples), 24 bytes:
+ *   0 tid (u32)   4 user_stack_id (s32)   8 kern_stack_id (s32)   12 pad   16 ktime_ns (u64) */
+struct profile_java_sample {
+	__u32 tid;
+	__s32 user_stack_id;
+	__s32 kern_stack_id;
+	__u32 pad;
+	__u64 ktime_ns;
+};
+
 #endif

@@ -36,7 +36,7 @@ export function buildJvmAgent(root, dist) {
   }
   if (fs.existsSync(out) && fs.statSync(out).mtimeMs > fs.statSync(src).mtimeMs) return;
   const tmp = `${out}.tmp${process.pid}`;
-  const r = spawnSync('gcc', ['-shared', '-fPIC', '-O2', '-g0', '-Wall', '-Wextra', '-Werror', '-fvisibility=hidden', '-std=gnu11',
+  const r = spawnSync('gcc', ['-shared', '-fPIC', '-O2', '-g', '-fno-omit-frame-pointer', '-Wall', '-Wextra', '-Werror', '-fvisibility=hidden', '-std=gnu11',
     `-I${path.join(home, 'include')}`, `-I${path.join(home, 'include', 'linux')}`, src, '-o', tmp, '-ldl', '-lpthread'], { stdio: 'inherit' });
   if (r.status !== 0) {
     console.error('build: compiling the JVM agent failed');

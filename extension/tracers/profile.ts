@@ -7,7 +7,7 @@ import type { BpfObject } from '../../native/index';
 import { Symbolizer, type ProcessImage } from '../symbolize';
 import type { ProfileFrame, ProfileOptions, ProfileResult, ProfileStack } from '../shared/profile';
 import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE } from '../shared/profile';
-import { asObject, bool, int, PID_MAX } from '../shared/validate';
+import { asObject, bool, int, oneOf, PID_MAX } from '../shared/validate';
 import { fromBpfError } from '../shared/errors';
 import { checkPid, pidAlive, processInfo } from '../proc/processes';
 import { boolFlag, writePerfMap } from '../jvm/attach';
@@ -15,6 +15,7 @@ import type { Tracer, TracerEnv } from './tracer';
 import { loadFirstWorking, setRodata } from './bpfObject';
 import { decodeCounts, parseCpuList, PROFILE_STAT, sumPerCpu, type CountEntry } from './profileDecode';
 import { assemble, readStacks, symbolizeStacks, type RawStack } from './profileStacks';
+import { agentLibrary, agentUnavailableMessage, JAVA_MODES, startJavaAgent, type JavaAgentSession } from './javaAgent';
 
 export * from './profileDecode';
 
@@ -69,25 +70,40 @@ export const profileTracer: Tracer<'profile'> = {
       includeIdle: bool(o, 'includeIdle', false),
       javaPerfMap: bool(o, 'javaPerfMap', true),
       stackStorageSize: int(o, 'stackStorageSize', 1, PROFILE_MAX_STACK_STORAGE, PROFILE_DEFAULT_STACK_STORAGE),
+      java: oneOf(o, 'java', JAVA_MODES, 'auto'),
     };
   },
   async start(options, env, events) {
     const warnings: string[] = [];
     const cmdline = options.pid ? (checkPid(options.pid), processInfo(options.pid)) : undefined;
     const jvmPids = new Set<number>();
+    let java: JavaAgentSession | undefined; // issue 14 hook (1/3): the JVMTI agent path
     if (cmdline?.jvm) {
       jvmPids.add(options.pid);
-      if (!(await jvmPreservesFramePointer(options.pid, cmdline.cmdline, env, options.javaPerfMap))) warnings.push(preserveFramePointerAdvice(options.pid, cmdline.cmdline));
+      const fp = options.java === 'agent' ? false : await jvmPreservesFramePointer(options.pid, cmdline.cmdline, env, options.javaPerfMap);
+      if (options.java === 'auto' && !fp && !agentLibrary(env.assetDir)) warnings.push(`${agentUnavailableMessage(env.assetDir)}. ${preserveFramePointerAdvice(options.pid, cmdline.cmdline)}`);
+      else if (options.java === 'agent' || (options.java === 'auto' && !fp)) java = await startJavaAgent(options.pid, env);
+      else if (!fp) warnings.push(preserveFramePointerAdvice(options.pid, cmdline.cmdline));
     }
-    const { obj } = loadFirstWorking(env, 'profile', [['on_sample']], (o) => {
-      o.setMaxEntries('stacks', options.stackStorageSize ?? PROFILE_DEFAULT_STACK_STORAGE);
-      setRodata(o, { target_pid: options.pid, include_idle: options.includeIdle });
-    });
+    let loaded: ReturnType<typeof loadFirstWorking>;
+    try {
+      loaded = loadFirstWorking(env, 'profile', [['on_sample']], (o) => {
+        o.setMaxEntries('stacks', options.stackStorageSize ?? PROFILE_DEFAULT_STACK_STORAGE);
+        setRodata(o, { target_pid: options.pid, include_idle: options.includeIdle, signal_target: Boolean(java) });
+      });
+      java?.attachRing(loaded.obj); // issue 14 hook (2/3): signal_target + the java_samples ring
+
+    } catch (e) {
+      await java?.abort();
+      throw e;
+    }
+    const { obj } = loaded;
     const cpus = onlineCpus();
     try {
       for (const cpu of cpus) obj.attachPerfEvent('on_sample', { type: 'cpu-clock', frequency: options.frequency, cpu });
     } catch (e) {
       obj.close();
+      await java?.abort();
       throw fromBpfError(`opening cpu-clock perf events at ${options.frequency} Hz`, e);
     }
     const started = Date.now();
@@ -210,6 +226,8 @@ export const profileTracer: Tracer<'profile'> = {
         for (const w of late) env.log(`profile: ${w}`);
         if (late.length) events.update({ samples: totals.samples, lost: totals.lost, elapsedMs: Date.now() - started, warnings: late });
         final = result(assemble(rawLast, kernelFrames, userFrames));
+        // issue 14 hook (3/3): Java frames from the agent replace the target's truncated stacks
+        if (java) final = await java.finish(final, rawLast, (raws) => assemble(raws, kernelFrames, userFrames));
         return final;
       },
     };

@@ -306,6 +306,7 @@ static int initialize(JavaVM *vm, JNIEnv *jni) {
   if ((*vm)->GetEnv(vm, (void **)&g_jvmti, JVMTI_VERSION_1_2) != JNI_OK || !g_jvmti) return 102;
   g_slots = calloc(SLOTS, sizeof(slot_t));
   if (!g_slots) return 105;
+  memset(g_slots, 0, SLOTS * sizeof(slot_t)); // touch every page now, not as a fault inside the handler
   jvmtiCapabilities caps;
   memset(&caps, 0, sizeof(caps));
   caps.can_get_line_numbers = 1;

@@ -11,12 +11,16 @@ import { fromProfileResult } from '../../../webview/flamegraph/profileData';
 import { toFolded } from '../../../webview/flamegraph/formats';
 import { frameTotals } from '../../../webview/flamegraph/model';
 
-const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duration S] [--stack-storage-size N] [--json | --folded]
+const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duration S] [--java agent|perfmap|auto] [--stack-storage-size N] [--json | --folded]
   --pid P          sample process P (all its threads)
   --all            sample every process (the idle task excluded; add --idle to include it)
   --frequency HZ   samples per second per CPU (default ${PROFILE_DEFAULT_FREQUENCY}, at most ${PROFILE_MAX_FREQUENCY})
   --duration S     stop after S seconds (default: Ctrl-C or the target's exit)
-  --no-java        do not ask a JVM for its perf map (Java JIT frames stay unnamed)
+  --no-java        do not attach to a JVM at all: no agent, no perf map (Java JIT frames stay unnamed)
+  --java MODE      for a JVM (--pid): agent = load eBPF Studio's JVMTI agent for whole Java stacks
+                   (AsyncGetCallTrace, no restart; the agent stays loaded but idle afterwards);
+                   perfmap = name JIT frames from the perf map (whole stacks need -XX:+PreserveFramePointer);
+                   auto (default) = agent when the JVM runs without -XX:+PreserveFramePointer
   --stack-storage-size N
                    distinct stacks the kernel keeps (default ${PROFILE_DEFAULT_STACK_STORAGE}, at most ${PROFILE_MAX_STACK_STORAGE});
                    samples whose stack finds no room are counted as lost
@@ -51,6 +55,7 @@ export const profileCommand: Command = {
       frequency: { type: 'string' },
       folded: { type: 'boolean' },
       'no-java': { type: 'boolean' },
+      java: { type: 'string' },
       'stack-storage-size': { type: 'string' },
     });
     if (values.help) {
@@ -64,6 +69,10 @@ export const profileCommand: Command = {
     if (values.json && values.folded) throw usageError('--json and --folded exclude each other: give one');
     const frequency = numberFlag(values.frequency, '--frequency', 1, PROFILE_MAX_FREQUENCY, { integer: true }) ?? PROFILE_DEFAULT_FREQUENCY;
     const folded = Boolean(values.folded);
+    const java = values.java as string | undefined;
+    if (java !== undefined && !['agent', 'perfmap', 'auto'].includes(java)) throw usageError(`--java takes agent, perfmap or auto, not "${java}"`);
+    if (java !== undefined && values['no-java']) throw usageError('--java and --no-java exclude each other: give one');
+    if (java === 'agent' && pid === undefined) throw usageError('--java agent needs --pid: the agent is loaded into one JVM');
     return runTracer(
       {
         tracer: profileTracer,
@@ -72,6 +81,7 @@ export const profileCommand: Command = {
           frequency,
           includeIdle: Boolean(values.idle),
           javaPerfMap: !values['no-java'],
+          java: values['no-java'] ? 'perfmap' : ((java as 'agent' | 'perfmap' | 'auto' | undefined) ?? 'auto'),
           stackStorageSize: numberFlag(values['stack-storage-size'], '--stack-storage-size', 1, PROFILE_MAX_STACK_STORAGE, { integer: true }) ?? PROFILE_DEFAULT_STACK_STORAGE,
         },
         privilege: 'bpf',
