@@ -39,6 +39,7 @@ const AGENT_CODES: Record<number, string> = {
   103: "the agent could not create its output file in the JVM's /tmp (read-only or full /tmp?)",
   104: 'the agent rejected its options (a mismatched agent build?)',
   105: 'the JVM is out of memory for the agent\'s sample buffers',
+  106: "the agent does not recognise this JVM's thread layout (not a HotSpot JVM?): use --java perfmap",
 };
 
 export function agentLibrary(assetDir: string): string | undefined {

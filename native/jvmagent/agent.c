@@ -13,8 +13,8 @@
 // record (tid, CLOCK_MONOTONIC ns, which is bpf_ktime_get_ns's clock) are joined by the helper
 // on tid and the nearest following timestamp.
 //
-// Async-signal safety: the handler reads the thread's JNIEnv (GetEnv only reads HotSpot's
-// thread-local current thread), calls AGCT, reads the clock and gettid, and writes into a slot of
+// Async-signal safety: the handler finds the thread's JNIEnv through HotSpot's pthread key (see
+// signal_safe_env), calls AGCT, reads the clock and gettid, and writes into a slot of
 // a ring preallocated at start. No malloc, no locks, no JNI functions. A service thread drains the
 // ring, resolves method ids to names and BCIs to lines with JVMTI (cached per jmethodID), and
 // appends text records to a file in the JVM's own /tmp, which the helper reads through
@@ -23,7 +23,8 @@
 //
 // Options (comma separated): start,out=<path>,depth=<n> | stop | probe
 // Return code of Agent_OnAttach: 0 ok; 100 no AsyncGetCallTrace; 101 SIGPROF has another handler;
-// 102 JVMTI unavailable; 103 cannot open the output file; 104 bad options; 105 out of memory.
+// 102 JVMTI unavailable; 103 cannot open the output file; 104 bad options; 105 out of memory;
+// 106 HotSpot's thread key not found (an unknown JVM build).
 // Nonzero only while nothing has been installed yet, because HotSpot dlcloses a library whose
 // first Agent_OnAttach fails.
 #define _GNU_SOURCE
@@ -39,7 +40,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,6 +96,42 @@ static int64_t now_ns(void) {
   return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
+// The sampled thread's JNIEnv without JNI's GetEnv: GetEnv reads HotSpot's __thread variable,
+// and a thread's first touch of a dlopened library's TLS goes through __tls_get_addr, which may
+// malloc, so a signal landing in malloc on a new thread deadlocks (seen in testing). HotSpot also
+// keeps the current Thread* under a pthread key (ThreadLocalStorage, what its own signal handlers
+// use), and pthread_getspecific is async-signal-safe. The key and the offset of the JNIEnv inside
+// a JavaThread are learnt once on a Java thread (find_thread_key). A thread that is not a
+// JavaThread (GC, VM threads) has no JNIEnv there: its would-be env is read with
+// process_vm_readv, which fails instead of faulting, and must point at the JNI function table.
+static pthread_key_t g_thread_key;
+static intptr_t g_env_offset;
+static void *g_jni_functions;
+
+static JNIEnv *signal_safe_env(void) {
+  char *t = pthread_getspecific(g_thread_key);
+  if (!t) return NULL;
+  JNIEnv *env = (JNIEnv *)(t + g_env_offset);
+  void *fn = NULL;
+  struct iovec local = {&fn, sizeof(fn)}, remote = {env, sizeof(fn)};
+  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof(fn) || fn != g_jni_functions) return NULL;
+  return env;
+}
+
+static int find_thread_key(JNIEnv *env) {
+  for (pthread_key_t k = 0; k < PTHREAD_KEYS_MAX; k++) {
+    char *v = pthread_getspecific(k);
+    intptr_t off = (char *)env - v;
+    if (v && off > 0 && off < 0x4000) {
+      g_thread_key = k;
+      g_env_offset = off;
+      g_jni_functions = *(void **)env;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
   (void)sig;
   (void)info;
@@ -110,8 +149,8 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
     atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
   } else {
     s->tid = (int)syscall(SYS_gettid);
-    JNIEnv *env = NULL;
-    if ((*g_vm)->GetEnv(g_vm, (void **)&env, JNI_VERSION_1_6) != JNI_OK || !env) {
+    JNIEnv *env = signal_safe_env();
+    if (!env) {
       s->num_frames = NOT_JAVA_THREAD;
     } else {
       agct_trace trace = {env, 0, s->frames};
@@ -195,6 +234,19 @@ static method_info *lookup_method(JNIEnv *jni, jmethodID id) {
   m->next = g_methods[h];
   g_methods[h] = m;
   return m;
+}
+
+// Each profile has its own file, so names are announced anew in it (called under g_lock).
+static void forget_methods(void) {
+  for (int b = 0; b < BUCKETS; b++) {
+    for (method_info *m = g_methods[b], *next; m; m = next) {
+      next = m->next;
+      if (m->lines) (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)m->lines);
+      free(m);
+    }
+    g_methods[b] = NULL;
+  }
+  g_method_count = 0;
 }
 
 static int line_of(const method_info *m, jint bci) {
@@ -300,6 +352,7 @@ static int initialize(JavaVM *vm, JNIEnv *jni) {
     if (jvm) g_agct = (agct_fn)dlsym(jvm, "AsyncGetCallTrace");
   }
   if (!g_agct) return 100;
+  if (!find_thread_key(jni)) return 106;
   struct sigaction old;
   if (sigaction(SIGPROF, NULL, &old) == 0 && (old.sa_flags & SA_SIGINFO ? old.sa_sigaction != NULL : (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)))
     return 101; // another profiler (async-profiler, a JFR-less tool) owns SIGPROF: do not steal it
@@ -354,6 +407,7 @@ static int do_start(const char *out, int depth) {
     return 103;
   }
   setvbuf(f, NULL, _IOFBF, 1 << 16);
+  forget_methods();
   fprintf(f, "A\t%d\t%lld\n", (int)getpid(), (long long)now_ns()); // agent ready, our pid, clock
   fflush(f);
   g_out = f;
@@ -368,7 +422,8 @@ static int do_start(const char *out, int depth) {
 
 static void do_stop(void) {
   atomic_store_explicit(&g_active, 0, memory_order_release);
-  while (atomic_load(&g_in_handler) > 0) usleep(100);
+  // handlers are short; never wait forever on one (a stuck one would be a bug, not a reason to hang the JVM's attach listener)
+  for (int i = 0; i < 20000 && atomic_load(&g_in_handler) > 0; i++) usleep(100);
   pthread_mutex_lock(&g_lock);
   if (g_out) {
     g_stop_wanted = 1;
