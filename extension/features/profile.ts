@@ -17,11 +17,14 @@ import { errorText, showError } from '../ui';
 import type { FromView, ToView } from '../../webview/flamegraph/protocol';
 import { fromProfileResult, type FlameProfile } from '../../webview/flamegraph/profileData';
 import { importProfile, toFolded, toSpeedscope } from '../../webview/flamegraph/formats';
+import { pickJavaMode, type JavaMode } from './profileJavaMode';
 import { annotationsFromFlame, annotationsFromResult, definitionLine, type SourceAnnotations } from '../shared/profileSource';
 
 interface Target {
   pid: number;
   label: string;
+  /** JVM targets: whether it runs with -XX:+PreserveFramePointer (decides the Java step's default) */
+  preserveFramePointer?: boolean;
 }
 
 interface TargetItem extends vscode.QuickPickItem {
@@ -39,7 +42,7 @@ export function targetItems(processes: proto.ProcessInfo[]): TargetItem[] {
       label: `$(coffee) ${p.pid}  ${p.jvm!.main}`,
       description: `JVM · ${p.user}`,
       detail: p.jvm!.preserveFramePointer ? p.jvm!.javaHome : `${p.jvm!.javaHome} · no -XX:+PreserveFramePointer: Java stacks will be truncated`,
-      target: { pid: p.pid, label: `pid ${p.pid} (${p.jvm!.main})` },
+      target: { pid: p.pid, label: `pid ${p.pid} (${p.jvm!.main})`, preserveFramePointer: p.jvm!.preserveFramePointer },
     });
   }
   items.push({ label: 'Processes', kind: vscode.QuickPickItemKind.Separator });
@@ -168,7 +171,9 @@ function openPanel(context: vscode.ExtensionContext, title: string, onStop?: () 
   return shown;
 }
 
-async function openSource(file: string, line: number): Promise<void> {
+async function openSource(given: string, line: number): Promise<void> {
+  // Java frames carry a source-root-relative path ("com/x/Foo.java"): find it in the workspace.
+  const file = path.isAbsolute(given) ? given : ((await vscode.workspace.findFiles(`**/${given}`, '**/node_modules/**', 1))[0]?.fsPath ?? given);
   if (!fs.existsSync(file)) {
     void vscode.window.showWarningMessage(`eBPF Studio: ${file} does not exist here (was the binary built on another machine or in a container?)`);
     return;
@@ -195,9 +200,9 @@ function showProfile(shown: Shown, p: FlameProfile, title: string, warnings: str
   setAnnotations(ann);
 }
 
-async function profile(context: vscode.ExtensionContext, target: Target, frequency: number, durationS: number | null): Promise<string> {
+async function profile(context: vscode.ExtensionContext, target: Target, frequency: number, durationS: number | null, java: JavaMode = 'auto'): Promise<string> {
   const stackStorageSize = vscode.workspace.getConfiguration('ebpfStudio.profile').get<number>('stackStorageSize', PROFILE_DEFAULT_STACK_STORAGE);
-  const options: ProfileOptions = { pid: target.pid, frequency, includeIdle: false, javaPerfMap: true, stackStorageSize };
+  const options: ProfileOptions = { pid: target.pid, frequency, includeIdle: false, javaPerfMap: true, stackStorageSize, java };
   let shown: Shown | undefined;
   const warnings: string[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -238,7 +243,7 @@ export function activate(context: vscode.ExtensionContext): void {
     ...HEAT,
     vscode.languages.registerCodeLensProvider({ scheme: 'file' }, lensProvider),
     vscode.window.onDidChangeVisibleTextEditors((eds) => eds.forEach(decorate)),
-    vscode.commands.registerCommand('ebpfStudio.profileCpu', async (given?: { pid?: number; all?: boolean; frequency?: number; durationS?: number }) => {
+    vscode.commands.registerCommand('ebpfStudio.profileCpu', async (given?: { pid?: number; all?: boolean; frequency?: number; durationS?: number; java?: JavaMode }) => {
       try {
         // Tests and other commands may pass everything directly.
         const target = given && (given.pid || given.all) ? { pid: given.pid ?? 0, label: given.pid ? `pid ${given.pid}` : 'whole system' } : await pickTarget();
@@ -247,7 +252,9 @@ export function activate(context: vscode.ExtensionContext): void {
         if (!frequency) return undefined;
         const duration = given ? (given.durationS ?? null) : await pickDuration();
         if (duration === undefined) return undefined;
-        return await profile(context, target, frequency, duration);
+        const java = given ? (given.java ?? 'auto') : target.preserveFramePointer !== undefined ? await pickJavaMode(target.preserveFramePointer) : 'auto';
+        if (!java) return undefined;
+        return await profile(context, target, frequency, duration, java);
       } catch (e) {
         showError(e);
         return undefined;
