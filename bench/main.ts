@@ -18,6 +18,7 @@ import { benchSymbolizeRows } from './symbolizeRows';
 import { benchFlamegraphRows } from './flamegraphRows';
 import { benchEvents } from './eventThroughput';
 import { benchHelperMemory } from './helperMemory';
+import { benchJavaAgent } from './javaAgentOverhead';
 
 interface Group {
   id: string;
@@ -40,6 +41,7 @@ const GROUPS: Group[] = [
   { id: 'flamegraph', run: benchFlamegraphRows },
   { id: 'events', run: benchEvents, missing: needsObject('bench_events') },
   { id: 'helper-memory', run: benchHelperMemory, missing: needsTracer('memleak', 'memleak.ts') },
+  { id: 'java-agent', run: benchJavaAgent, missing: () => needsTracer('profile', 'javaAgent.ts')() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
 ];
 
 function usage(): never {

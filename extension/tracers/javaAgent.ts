@@ -140,6 +140,7 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
   const outInTarget = `/tmp/${outName}`;
   const outHost = `/proc/${pid}/root/tmp/${outName}`;
   const t0 = Date.now();
+  const t0ns = process.hrtime.bigint(); // CLOCK_MONOTONIC, the clock of the agent's timestamps
   const code = await agentCommand(pid, libInTarget, `start,out=${outInTarget},depth=${opts.depth ?? 128}`, 15000);
   if (code !== 0) throw unsuitableError(`pid ${pid}: the Java agent did not start: ${AGENT_CODES[code] ?? `Agent_OnAttach returned ${code}`}`);
   env.log(`profile: Java agent started in pid ${pid} (${libInTarget}), writing ${outInTarget}`);
@@ -243,6 +244,8 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
         }
         return { pid, tid: s.tid, comm, frames: joinStack(frames, pairs[i], log.methods) };
       });
+      const first = log.records.filter((r) => r.code > 0).reduce<bigint | undefined>((m, r) => (m === undefined || r.tsNs < m ? r.tsNs : m), undefined);
+      if (first !== undefined) env.log(`profile: Java agent: first Java sample ${Number((first - t0ns) / 1000n) / 1000} ms after the attach request`);
       const paired = pairs.filter(Boolean).length;
       env.log(`profile: Java agent: ${samples.length} BPF samples, ${log.records.length} agent records, ${paired} joined`);
       if (!samples.length) return result;
