@@ -287,6 +287,7 @@ static int drain(JNIEnv *jni) {
 static void *service_thread(void *arg) {
   (void)arg;
   JNIEnv *jni = NULL;
+  pthread_setname_np(pthread_self(), "ebpf-studio-jvm"); // the OS name (15 chars); Java sees the attach name
   JavaVMAttachArgs aa = {JNI_VERSION_1_6, "ebpf-studio-jvmagent", NULL};
   if ((*g_vm)->AttachCurrentThreadAsDaemon(g_vm, (void **)&jni, &aa) != JNI_OK) return NULL;
   pthread_mutex_lock(&g_lock);
