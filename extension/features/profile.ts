@@ -41,7 +41,7 @@ export function targetItems(processes: proto.ProcessInfo[]): TargetItem[] {
     items.push({
       label: `$(coffee) ${p.pid}  ${p.jvm!.main}`,
       description: `JVM · ${p.user}`,
-      detail: p.jvm!.preserveFramePointer ? p.jvm!.javaHome : `${p.jvm!.javaHome} · no -XX:+PreserveFramePointer: Java stacks will be truncated`,
+      detail: p.jvm!.preserveFramePointer ? p.jvm!.javaHome : `${p.jvm!.javaHome} · no -XX:+PreserveFramePointer: whole Java stacks through the agent`,
       target: { pid: p.pid, label: `pid ${p.pid} (${p.jvm!.main})`, preserveFramePointer: p.jvm!.preserveFramePointer },
     });
   }
