@@ -56,7 +56,7 @@ describe('profile --java agent (kernel)', { skip }, () => {
   test('whole Java stacks without -XX:+PreserveFramePointer: 3:1 split, file:line, native frames under JNI', async (t) => {
     const { jvm } = startJvm(['60']);
     await sleep(2000); // let heavy/light/mix get compiled
-    const r = runCli(['profile', '--pid', String(jvm.pid), '--frequency', '199', '--duration', '6', '--json', '--verbose'], { timeoutMs: 60_000 });
+    const r = runCli(['profile', '--pid', String(jvm.pid), '--frequency', '299', '--duration', '6', '--json', '--verbose'], { timeoutMs: 60_000 });
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stderr, /Java agent started/, 'auto chose the agent for a JVM without -XX:+PreserveFramePointer');
     assert.doesNotMatch(r.stderr, /Restart it with the flag/, 'no restart advice when the agent gives whole stacks');
