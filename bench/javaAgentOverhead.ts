@@ -20,9 +20,12 @@ export async function benchJavaAgent(ctx: BenchContext): Promise<Row[]> {
       await p.ask('3', 'ops_per_sec'); // warm up the JIT
     }
     // Latency first, on a JVM that has never seen the agent (a later load reuses it).
+    // The JVM must be on a CPU to be sampled: keep it working while the CLI attaches.
+    const busy = plain.ask('6', 'ops_per_sec');
     const lat = spawnSync(process.execPath, [cli, 'profile', '--pid', String(plain.pid), '--java', 'agent', '--duration', '2', '--verbose', '--json'], { encoding: 'utf8', timeout: 60_000 });
     const m = /first Java sample ([\d.]+) ms after the attach request/.exec(lat.stderr ?? '');
     const latencyMs = m ? Number(m[1]) : NaN;
+    await busy;
     ctx.log(`  attach → first Java sample: ${m ? `${latencyMs} ms` : `not reported (${(lat.stderr ?? '').slice(-300)})`}`);
 
     const variant = (p: LineProcess, mode: string) => async () => {
