@@ -330,7 +330,7 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       await status.filter({ hasText: /Sampling… [1-9][\d,]* samples/ }).waitFor({ timeout: 30_000 });
       await s.page.waitForTimeout(4000);
       await frame.locator('button', { hasText: /^Stop$/ }).click();
-      await status.filter({ hasText: /samples at \d+ Hz/ }).waitFor({ timeout: 30_000 });
+      await status.filter({ hasText: /samples(, [\d,]+ lost)? at \d+ Hz/ }).waitFor({ timeout: 60_000 });
       jvm.kill('SIGKILL');
       const canvas = frame.locator('.scroll canvas').first();
       await frame.locator('#search').fill('AgentSplit.heavy');
