@@ -215,7 +215,11 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
     async finish(result, raw, assemble) {
       clearInterval(poll);
       await stopAgent();
-      readMore();
+      try {
+        readMore();
+      } catch (e) {
+        env.log(`profile: reading the Java agent's file ${outHost} failed: ${(e as Error).message}`);
+      }
       fs.rmSync(outHost, { force: true });
       if (!log.ended) env.log(`profile: the Java agent's file ended without its end mark; some Java samples may be missing`);
       if (log.dropped) env.log(`profile: the Java agent's buffer was full ${log.dropped} times`);

@@ -92,7 +92,6 @@ export const profileTracer: Tracer<'profile'> = {
         setRodata(o, { target_pid: options.pid, include_idle: options.includeIdle, signal_target: Boolean(java) });
       });
       java?.attachRing(loaded.obj); // issue 14 hook (2/3): signal_target + the java_samples ring
-
     } catch (e) {
       await java?.abort();
       throw e;

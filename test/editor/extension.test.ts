@@ -354,6 +354,9 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       assert.equal(cursor, Number(at[1]), `the click opened AgentSplit.java with the cursor on line ${cursor}, not on line ${at[1]}`);
       await s.screenshot('flamegraph-java-agent-click-opens-source');
       t.diagnostic(`${(await status.innerText()).trim()}; AgentSplit.heavy ${Math.round(box.w)} px wide → AgentSplit.java:${at[1]}`);
+      // Focus back on the workbench (the click left it in the webview) before using the palette.
+      await s.page.keyboard.press('Escape');
+      await s.page.locator('.monaco-workbench').first().click({ position: { x: 5, y: 5 } });
       await s.runCommandFromPalette('eBPF: Hide CPU Profile Annotations');
       await s.runCommandFromPalette('View: Close All Editors');
     },
