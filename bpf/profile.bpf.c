@@ -27,6 +27,15 @@ const volatile bool kernel_stacks = true;
 const volatile bool unwind_dwarf = false;
 /* bytes of user stack copied per sample in dwarf mode (<= PROFILE_MAX_STACK_COPY) */
 const volatile __u32 stack_copy_bytes = 16384;
+/* Java agent (issue 14): signal the sampled thread so the JVMTI agent's SIGPROF handler walks
+ * its Java stack now, and emit (tid, ktime, stack ids) for the join. Only with target_pid set,
+ * and only once the agent's handler is installed (extension/tracers/javaAgent.ts). */
+const volatile bool signal_target = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} java_samples SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -174,5 +183,20 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (lost)
 		stat_add(PROFILE_STAT_LOST);
+	if (signal_target && target_pid) {
+		struct profile_java_sample *js = bpf_ringbuf_reserve(&java_samples, sizeof(*js), 0);
+
+		bpf_send_signal_thread(27 /* SIGPROF */);
+		if (js) {
+			js->tid = tid;
+			js->user_stack_id = key.user_stack_id;
+			js->kern_stack_id = key.kern_stack_id;
+			js->pad = 0;
+			js->ktime_ns = bpf_ktime_get_ns();
+			bpf_ringbuf_submit(js, 0);
+		} else {
+			stat_add(PROFILE_STAT_LOST);
+		}
+	}
 	return 0;
 }

@@ -63,4 +63,14 @@ struct profile_sample {
 
 #define PROFILE_SAMPLE_HEADER_SIZE 176
 
+/* Java agent join record (ring buffer java_samples), 24 bytes:
+ *   0 tid (u32)   4 user_stack_id (s32)   8 kern_stack_id (s32)   12 pad   16 ktime_ns (u64) */
+struct profile_java_sample {
+	__u32 tid;
+	__s32 user_stack_id;
+	__s32 kern_stack_id;
+	__u32 pad;
+	__u64 ktime_ns;
+};
+
 #endif

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { buildJvmAgent } from './buildJvmAgent.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Set(process.argv.slice(2));
@@ -187,6 +188,7 @@ fs.mkdirSync(dist, { recursive: true });
 if (!args.has('--skip-bpf')) buildBpf();
 if (!args.has('--skip-native')) buildNative();
 if (!args.has('--skip-native')) buildPreload();
+if (!args.has('--skip-native')) buildJvmAgent(root, dist);
 await bundle();
 if (!args.has('--skip-typecheck')) run(path.join(root, 'node_modules', '.bin', 'tsc'), ['--noEmit', '-p', '.']);
 console.log('build: done');

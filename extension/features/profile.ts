@@ -19,6 +19,7 @@ import { errorText, showError } from '../ui';
 import type { FromView, ToView } from '../../webview/flamegraph/protocol';
 import { fromProfileResult, type FlameProfile } from '../../webview/flamegraph/profileData';
 import { toFolded, toSpeedscope } from '../../webview/flamegraph/formats';
+import { pickJavaMode, type JavaMode } from './profileJavaMode';
 import { annotationsFromFlame, annotationsFromResult, definitionLine, type SourceAnnotations } from '../shared/profileSource';
 import { encodePprofGz, loadProfileBytes } from '../shared/profileFile';
 import { resultFromFlame } from '../shared/pprof';
@@ -34,6 +35,8 @@ interface Target {
   kind?: TargetKind;
   /** JVM main class or comm, so a restarted program is found again */
   name?: string;
+  /** JVM targets: whether it runs with -XX:+PreserveFramePointer (decides the Java step's default) */
+  preserveFramePointer?: boolean;
 }
 
 interface TargetItem extends vscode.QuickPickItem {
@@ -52,8 +55,8 @@ export function targetItems(processes: proto.ProcessInfo[]): TargetItem[] {
     items.push({
       label: `$(coffee) ${p.pid}  ${p.jvm!.main}`,
       description: `JVM · ${p.user}`,
-      detail: p.jvm!.preserveFramePointer ? p.jvm!.javaHome : `${p.jvm!.javaHome} · no -XX:+PreserveFramePointer: Java stacks will be truncated`,
-      target: { pid: p.pid, label: `pid ${p.pid} (${p.jvm!.main})`, kind: 'jvm', name: p.jvm!.main },
+      detail: p.jvm!.preserveFramePointer ? p.jvm!.javaHome : `${p.jvm!.javaHome} · no -XX:+PreserveFramePointer: whole Java stacks through the agent`,
+      target: { pid: p.pid, label: `pid ${p.pid} (${p.jvm!.main})`, kind: 'jvm', name: p.jvm!.main, preserveFramePointer: p.jvm!.preserveFramePointer },
     });
   }
   items.push({ label: 'Processes', kind: vscode.QuickPickItemKind.Separator });
@@ -223,7 +226,9 @@ export function openPanel(context: vscode.ExtensionContext, title: string, onSto
   return shown;
 }
 
-async function openSource(file: string, line: number): Promise<void> {
+async function openSource(given: string, line: number): Promise<void> {
+  // Java frames carry a source-root-relative path ("com/x/Foo.java"): find it in the workspace.
+  const file = path.isAbsolute(given) ? given : ((await vscode.workspace.findFiles(`**/${given}`, '**/node_modules/**', 1))[0]?.fsPath ?? given);
   if (!fs.existsSync(file)) {
     void vscode.window.showWarningMessage(`eBPF Studio: ${file} does not exist here (was the binary built on another machine or in a container?)`);
     return;
@@ -258,10 +263,10 @@ function showProfile(shown: Shown, p: FlameProfile, title: string, warnings: str
   setAnnotations(ann);
 }
 
-async function profile(context: vscode.ExtensionContext, target: Target, frequency: number, durationS: number | null): Promise<string> {
+async function profile(context: vscode.ExtensionContext, target: Target, frequency: number, durationS: number | null, java: JavaMode = 'auto'): Promise<string> {
   const stackStorageSize = vscode.workspace.getConfiguration('ebpfStudio.profile').get<number>('stackStorageSize', PROFILE_DEFAULT_STACK_STORAGE);
   const unwind = vscode.workspace.getConfiguration('ebpfStudio.profile').get<UnwindChoice>('unwind', 'auto');
-  const options: ProfileOptions = { pid: target.pid, frequency, includeIdle: false, javaPerfMap: true, stackStorageSize, unwind: UNWIND_CHOICES.includes(unwind) ? unwind : 'auto' };
+  const options: ProfileOptions = { pid: target.pid, frequency, includeIdle: false, javaPerfMap: true, stackStorageSize, unwind: UNWIND_CHOICES.includes(unwind) ? unwind : 'auto', java };
   let shown: Shown | undefined;
   const warnings: string[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -302,16 +307,18 @@ export function activate(context: vscode.ExtensionContext): void {
     ...HEAT,
     vscode.languages.registerCodeLensProvider({ scheme: 'file' }, lensProvider),
     vscode.window.onDidChangeVisibleTextEditors((eds) => eds.forEach(decorate)),
-    vscode.commands.registerCommand('ebpfStudio.profileCpu', async (given?: { pid?: number; all?: boolean; frequency?: number; durationS?: number }) => {
+    vscode.commands.registerCommand('ebpfStudio.profileCpu', async (given?: { pid?: number; all?: boolean; frequency?: number; durationS?: number; java?: JavaMode }) => {
       try {
         // Tests and other commands may pass everything directly.
         if (given && (given.pid || given.all)) {
           const target = { pid: given.pid ?? 0, label: given.pid ? `pid ${given.pid}` : 'whole system' };
-          return await profile(context, target, given.frequency ?? PROFILE_DEFAULT_FREQUENCY, given.durationS ?? null);
+          return await profile(context, target, given.frequency ?? PROFILE_DEFAULT_FREQUENCY, given.durationS ?? null, given.java ?? 'auto');
         }
         const asked = await askProfile(context.workspaceState);
         if (!asked) return undefined;
-        return await profile(context, asked.target, asked.frequency, asked.durationS || null);
+        const java = asked.target.preserveFramePointer !== undefined ? await pickJavaMode(asked.target.preserveFramePointer) : 'auto';
+        if (!java) return undefined;
+        return await profile(context, asked.target, asked.frequency, asked.durationS || null, java);
       } catch (e) {
         showError(e);
         return undefined;

@@ -19,6 +19,12 @@ export interface ProfileOptions {
   javaPerfMap: boolean;
   /** distinct stacks the kernel can keep (user and kernel together); a sample whose stack finds no room is lost */
   stackStorageSize?: number;
+  /**
+   * For a JVM target: 'agent' loads eBPF Studio's JVMTI agent (AsyncGetCallTrace) for whole Java
+   * stacks; 'perfmap' names JIT frames from the perf map (whole stacks need -XX:+PreserveFramePointer);
+   * 'auto' (default) = agent when the JVM lacks -XX:+PreserveFramePointer.
+   */
+  java?: 'agent' | 'perfmap' | 'auto';
   /** user-stack unwinding; auto = CFI (frame pointers only for code without CFI, e.g. JIT) */
   unwind?: UnwindChoice;
   /** dwarf mode: bytes of user stack copied per sample */

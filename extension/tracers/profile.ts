@@ -23,6 +23,7 @@ import { assemble, readStacks, symbolizeStacks, type RawStack } from './profileS
 import { DwarfAggregator, PROFILE_DEFAULT_STACK_COPY, PROFILE_MAX_STACK_COPY } from './profileDwarf';
 import { records } from './bpfObject';
 import { unwindModules } from './unwindModules';
+import { agentLibrary, agentUnavailableMessage, JAVA_MODES, startJavaAgent, type JavaAgentSession } from './javaAgent';
 
 export * from './profileDecode';
 
@@ -108,29 +109,45 @@ export const profileTracer: Tracer<'profile'> = {
       stackStorageSize: int(o, 'stackStorageSize', 1, PROFILE_MAX_STACK_STORAGE, PROFILE_DEFAULT_STACK_STORAGE),
       unwind: oneOf(o, 'unwind', UNWIND_CHOICES, 'auto'),
       stackCopyBytes: int(o, 'stackCopyBytes', 1024, PROFILE_MAX_STACK_COPY, PROFILE_DEFAULT_STACK_COPY),
+      java: oneOf(o, 'java', JAVA_MODES, 'auto'),
     };
   },
   async start(options, env, events) {
     const warnings: string[] = [];
     const cmdline = options.pid ? (checkPid(options.pid), processInfo(options.pid)) : undefined;
     const jvmPids = new Set<number>();
+    let java: JavaAgentSession | undefined; // issue 14 hook (1/3): the JVMTI agent path
     if (cmdline?.jvm) {
       jvmPids.add(options.pid);
-      if (!(await jvmPreservesFramePointer(options.pid, cmdline.cmdline, env, options.javaPerfMap))) warnings.push(preserveFramePointerAdvice(options.pid, cmdline.cmdline));
+      const fp = options.java === 'agent' ? false : await jvmPreservesFramePointer(options.pid, cmdline.cmdline, env, options.javaPerfMap);
+      if (options.java === 'auto' && !fp && !agentLibrary(env.assetDir)) warnings.push(`${agentUnavailableMessage(env.assetDir)}. ${preserveFramePointerAdvice(options.pid, cmdline.cmdline)}`);
+      else if (options.java === 'agent' || (options.java === 'auto' && !fp)) java = await startJavaAgent(options.pid, env);
+      else if (!fp) warnings.push(preserveFramePointerAdvice(options.pid, cmdline.cmdline));
     }
     // auto is CFI: libdw uses each module's .eh_frame/.debug_frame and walks frame pointers only
     // through code that has no CFI (JIT code), which is "frame pointers where they are all there is".
-    const mode: UnwindMode = options.unwind === 'fp' ? 'fp' : 'dwarf';
+    // The Java agent's join (./javaAgent.ts) matches its records to frame-pointer stack ids, so a
+    // JVM profiled with the agent keeps the kernel's frame-pointer walk for its native part.
+    const mode: UnwindMode = options.unwind === 'fp' || java ? 'fp' : 'dwarf';
+    if (java && options.unwind === 'dwarf') warnings.push('--unwind dwarf does not apply to a JVM profiled with the Java agent: its native frames are walked by frame pointer (HotSpot keeps them) and joined to the agent\'s Java stacks');
     const stackCopyBytes = options.stackCopyBytes ?? PROFILE_DEFAULT_STACK_COPY;
-    const { obj } = loadFirstWorking(env, 'profile', [['on_sample']], (o) => {
-      o.setMaxEntries('stacks', options.stackStorageSize ?? PROFILE_DEFAULT_STACK_STORAGE);
-      // ring buffer: ~half a second of the largest samples on every CPU, as a power of two
-      if (mode === 'dwarf') {
-        o.setMaxEntries('samples', ringBytes(options.frequency, stackCopyBytes, onlineCpus().length));
-        o.setMaxEntries('scratch', env.addon.numPossibleCpus());
-      }
-      setRodata(o, { target_pid: options.pid, include_idle: options.includeIdle, unwind_dwarf: mode === 'dwarf', stack_copy_bytes: stackCopyBytes });
-    });
+    let loaded: ReturnType<typeof loadFirstWorking>;
+    try {
+      loaded = loadFirstWorking(env, 'profile', [['on_sample']], (o) => {
+        o.setMaxEntries('stacks', options.stackStorageSize ?? PROFILE_DEFAULT_STACK_STORAGE);
+        // ring buffer: ~half a second of the largest samples on every CPU, as a power of two
+        if (mode === 'dwarf') {
+          o.setMaxEntries('samples', ringBytes(options.frequency, stackCopyBytes, onlineCpus().length));
+          o.setMaxEntries('scratch', env.addon.numPossibleCpus());
+        }
+        setRodata(o, { target_pid: options.pid, include_idle: options.includeIdle, unwind_dwarf: mode === 'dwarf', stack_copy_bytes: stackCopyBytes, signal_target: Boolean(java) });
+      });
+      java?.attachRing(loaded.obj); // issue 14 hook (2/3): signal_target + the java_samples ring
+    } catch (e) {
+      await java?.abort();
+      throw e;
+    }
+    const { obj } = loaded;
     const warnOpts = mode === 'dwarf' ? ({ stacks: 'cfi' } as const) : ({ stacks: 'fp', fpFix: 'or profile with --unwind dwarf (the default), which unwinds by CFI' } as const);
     const dwarf = mode === 'dwarf' ? new DwarfAggregator(env.addon, stackCopyBytes, env.log) : undefined;
     let ring: ReturnType<BpfObject['openRingBuffer']> | undefined;
@@ -156,6 +173,7 @@ export const profileTracer: Tracer<'profile'> = {
       for (const cpu of cpus) obj.attachPerfEvent('on_sample', { type: 'cpu-clock', frequency: options.frequency, cpu });
     } catch (e) {
       obj.close();
+      await java?.abort();
       throw fromBpfError(`opening cpu-clock perf events at ${options.frequency} Hz`, e);
     }
     const started = Date.now();
@@ -309,6 +327,8 @@ export const profileTracer: Tracer<'profile'> = {
         for (const w of late) env.log(`profile: ${w}`);
         if (late.length) events.update({ samples: totals.samples, lost: totals.lost, elapsedMs: Date.now() - started, warnings: late });
         final = result(assemble(rawLast, kernelFrames, userFrames));
+        // issue 14 hook (3/3): Java frames from the agent replace the target's truncated stacks
+        if (java) final = await java.finish(final, rawLast, (raws) => assemble(raws, kernelFrames, userFrames));
         return final;
       },
     };

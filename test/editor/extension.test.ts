@@ -73,6 +73,25 @@ async function startGcWorkload(t: TestContext): Promise<{ child: ChildProcess; p
   return { child, pid, go: () => child.stdin!.write('go\n'), done };
 }
 
+/**
+ * After the target pick, Profile CPU asks for the frequency and duration only the first time in a
+ * workspace (it remembers them): answer "default, until Stop" when asked, else go on.
+ */
+async function answerSampling(s: EditorSession): Promise<void> {
+  const input = s.page.locator('.quick-input-widget .quick-input-box input');
+  const asked = s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'samples per second' });
+  const deadline = Date.now() + 5000;
+  while (Date.now() < deadline) {
+    if (await asked.isVisible().catch(() => false)) {
+      await input.press('Enter'); // the default frequency
+      await s.pickQuickPickItem('Until I press Stop');
+      return;
+    }
+    if (await s.page.locator('iframe.webview').count()) return;
+    await s.page.waitForTimeout(100);
+  }
+}
+
 /** "eBPF: Profile CPU" on one process at the default frequency, until Stop pressed after 3 s. */
 async function profileFromPalette(s: EditorSession, pid: number, comm: string) {
   await s.runCommandFromPalette('eBPF: Profile CPU');
@@ -81,9 +100,7 @@ async function profileFromPalette(s: EditorSession, pid: number, comm: string) {
   await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: what to sample' }).waitFor({ timeout: 30_000 });
   await input.fill(String(pid));
   await s.pickQuickPickItem(new RegExp(`\\b${pid}\\s+${comm}`));
-  await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'samples per second' }).waitFor({ timeout: 10_000 });
-  await input.press('Enter'); // the default frequency
-  await s.pickQuickPickItem('Until I press Stop');
+  await answerSampling(s);
   const frame = await s.webviewFrame(`CPU: pid ${pid} (${comm})`);
   const status = frame.locator('.toolbar > .status').last();
   await status.filter({ hasText: /Sampling… [1-9][\d,]* samples/ }).waitFor({ timeout: 15_000 });
@@ -92,6 +109,9 @@ async function profileFromPalette(s: EditorSession, pid: number, comm: string) {
   await status.filter({ hasText: /samples at \d+ Hz/ }).waitFor({ timeout: 15_000 });
   return { frame, status };
 }
+// The Java-agent profile step (issue 14) needs a JDK with javac and the built agent.
+const agentJdk = ['/usr/lib/jvm/java-17-openjdk-amd64'].find((h) => fs.existsSync(path.join(h, 'bin', 'javac')));
+const agentSkip = !agentJdk ? 'no JDK 17 with javac (apt-get install openjdk-17-jdk-headless)' : !fs.existsSync(path.join(repoRoot, 'dist', 'libebpf-studio-jvmagent.so')) ? 'the JVM agent is not built (npm run build with a JDK)' : undefined;
 
 /** Text of the active text editor's visible lines (Monaco renders spaces as U+00A0). */
 async function activeEditorText(s: EditorSession): Promise<string> {
@@ -400,6 +420,80 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       await s.runCommandFromPalette('View: Close All Editors');
     },
     !paletteTitle('ebpfStudio.openJvmTimeline') ? 'package.json has no ebpfStudio.openJvmTimeline' : javaGcSkip,
+  );
+
+  await step(
+    t,
+    s,
+    'Profile CPU on a JVM without -XX:+PreserveFramePointer: "Java: full stacks (agent)" is the default, the flame graph has the Java callers, a click opens the .java line',
+    async () => {
+      // The fixture's source sits in the workspace, where the click must find it.
+      const source = path.join(s.workspace, 'AgentSplit.java');
+      fs.copyFileSync(path.join(repoRoot, 'test', 'fixtures', 'java', 'AgentSplit.java'), source);
+      const classDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-agentsplit-'));
+      t.after(() => fs.rmSync(classDir, { recursive: true, force: true }));
+      const javac = spawnSync(path.join(agentJdk!, 'bin', 'javac'), ['-d', classDir, source], { encoding: 'utf8' });
+      assert.equal(javac.status, 0, `javac failed: ${javac.stderr}`);
+      const jvm = spawn(path.join(agentJdk!, 'bin', 'java'), ['-cp', classDir, 'AgentSplit', '120'], { cwd: classDir, stdio: 'ignore' });
+      t.after(() => jvm.kill('SIGKILL'));
+      const pid = jvm.pid!;
+      await s.page.waitForTimeout(2000); // let heavy/light get compiled
+      await s.runCommandFromPalette('eBPF: Profile CPU');
+      const input = s.page.locator('.quick-input-widget .quick-input-box input');
+      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: what to sample' }).waitFor({ timeout: 30_000 });
+      await input.fill(String(pid));
+      await s.pickQuickPickItem(new RegExp(`\\b${pid}\\s+AgentSplit`));
+      // The frequency and duration were answered (and remembered) by an earlier step, or are asked now.
+      const javaAsked = s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: Java stacks' });
+      if (!(await javaAsked.isVisible().catch(() => false))) {
+        const asked = s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'samples per second' });
+        await asked.or(javaAsked).first().waitFor({ timeout: 10_000 });
+        if (await asked.isVisible()) {
+          await input.press('Enter');
+          await s.pickQuickPickItem('Until I press Stop');
+        }
+      }
+      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: Java stacks' }).waitFor({ timeout: 10_000 });
+      const focused = await s.page.locator('.quick-input-widget .monaco-list-row.focused').first().innerText();
+      assert.match(focused, /Java: full stacks \(agent\)/, `the default Java choice is not the agent: ${focused}`);
+      await input.press('Enter');
+
+      const frame = await s.webviewFrame(`CPU: pid ${pid} (AgentSplit)`);
+      const status = frame.locator('.toolbar > .status').last();
+      await status.filter({ hasText: /Sampling… [1-9][\d,]* samples/ }).waitFor({ timeout: 30_000 });
+      await s.page.waitForTimeout(4000);
+      await frame.locator('button', { hasText: /^Stop$/ }).click();
+      await status.filter({ hasText: /samples(, [\d,]+ lost)? at \d+ Hz/ }).waitFor({ timeout: 60_000 });
+      jvm.kill('SIGKILL');
+      const canvas = frame.locator('.scroll canvas').first();
+      await frame.locator('#search').fill('AgentSplit.heavy');
+      await frame.locator('.toolbar .status', { hasText: /^matched [1-9]/ }).waitFor({ timeout: 5000 });
+      const box = await widestMatchBox(canvas);
+      assert.ok(box, 'no frame is highlighted after searching for AgentSplit.heavy');
+      await canvas.hover({ position: { x: box.x, y: box.y } });
+      const tip = await frame.locator('.tooltip').innerText();
+      const at = /AgentSplit\.heavy\b[\s\S]*?AgentSplit\.java:(\d+)/.exec(tip);
+      assert.ok(at, `the tooltip over the highlighted frame does not show AgentSplit.heavy with its source: ${tip}`);
+      assert.equal(Number(at[1]), lineOf(source, 'return mix(s, 300_000);'), 'heavy\'s frame is on its call of mix');
+      await canvas.click({ position: { x: box.x, y: box.y } });
+      const editor = editorOf(s, 'AgentSplit.java');
+      await editor.locator('.view-lines').waitFor({ state: 'visible', timeout: 15_000 });
+      const deadline = Date.now() + 10_000;
+      let cursor = await cursorLine(editor);
+      while (cursor !== Number(at[1]) && Date.now() < deadline) {
+        await s.page.waitForTimeout(200);
+        cursor = await cursorLine(editor);
+      }
+      assert.equal(cursor, Number(at[1]), `the click opened AgentSplit.java with the cursor on line ${cursor}, not on line ${at[1]}`);
+      await s.screenshot('flamegraph-java-agent-click-opens-source');
+      t.diagnostic(`${(await status.innerText()).trim()}; AgentSplit.heavy ${Math.round(box.w)} px wide → AgentSplit.java:${at[1]}`);
+      // Focus back on the workbench (the click left it in the webview) before using the palette.
+      await s.page.keyboard.press('Escape');
+      await s.page.locator('.monaco-workbench').first().click({ position: { x: 5, y: 5 } });
+      await s.runCommandFromPalette('eBPF: Hide CPU Profile Annotations');
+      await s.runCommandFromPalette('View: Close All Editors');
+    },
+    !paletteTitle('ebpfStudio.profileCpu') ? 'package.json has no ebpfStudio.profileCpu' : (kernelSkipReason() ?? agentSkip),
   );
 
   await step(

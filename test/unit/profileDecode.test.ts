@@ -93,7 +93,7 @@ test('stacks: kernel frames on top of user frames, leaf first, lost stacks marke
 });
 
 test('options are validated with field names', () => {
-  assert.deepEqual(profileTracer.validate({ pid: 12 }), { pid: 12, frequency: 99, includeIdle: false, javaPerfMap: true, stackStorageSize: 16384, unwind: 'auto', stackCopyBytes: 16384 });
+  assert.deepEqual(profileTracer.validate({ pid: 12 }), { pid: 12, frequency: 99, includeIdle: false, javaPerfMap: true, stackStorageSize: 16384, unwind: 'auto', stackCopyBytes: 16384, java: 'auto' });
   assert.equal(profileTracer.validate({ stackStorageSize: 1 }).stackStorageSize, 1);
   assert.throws(() => profileTracer.validate({ stackStorageSize: 0 }), /stackStorageSize must be between 1 and 262144/);
   assert.throws(() => profileTracer.validate({ stackStorageSize: 262145 }), /stackStorageSize must be between 1 and 262144/);

@@ -15,17 +15,22 @@ import { fromProfileResult } from '../../../webview/flamegraph/profileData';
 import { toFolded } from '../../../webview/flamegraph/formats';
 import { frameTotals } from '../../../webview/flamegraph/model';
 
-const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duration S] [--unwind auto|dwarf|fp] [--stack-copy-kb N] [--stack-storage-size N] [--json | --folded] [--pprof FILE]
+const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duration S] [--java agent|perfmap|auto] [--unwind auto|dwarf|fp] [--stack-copy-kb N] [--stack-storage-size N] [--json | --folded] [--pprof FILE]
   --pid P          sample process P (all its threads)
   --all            sample every process (the idle task excluded; add --idle to include it)
   --frequency HZ   samples per second per CPU (default ${PROFILE_DEFAULT_FREQUENCY}, at most ${PROFILE_MAX_FREQUENCY})
   --duration S     stop after S seconds (default: Ctrl-C or the target's exit)
-  --no-java        do not ask a JVM for its perf map (Java JIT frames stay unnamed)
+  --no-java        do not attach to a JVM at all: no agent, no perf map (Java JIT frames stay unnamed)
+  --java MODE      for a JVM (--pid): agent = load eBPF Studio's JVMTI agent for whole Java stacks
+                   (AsyncGetCallTrace, no restart; the agent stays loaded but idle afterwards);
+                   perfmap = name JIT frames from the perf map (whole stacks need -XX:+PreserveFramePointer);
+                   auto (default) = agent when the JVM runs without -XX:+PreserveFramePointer
   --unwind MODE    how user stacks are unwound (default auto = dwarf):
                      dwarf: CFI (.eh_frame/.debug_frame) from a copy of the stack, whole stacks
                             through -O2 code, leaf functions and libraries without frame pointers;
                             code without CFI (JIT) is walked by frame pointer
                      fp:    frame pointers walked in the kernel; nothing copied per sample
+                   (a JVM profiled with the agent keeps frame pointers for its native part)
   --stack-copy-kb N
                    dwarf: KiB of user stack copied per sample (default ${PROFILE_DEFAULT_STACK_COPY_KB}, 1..${PROFILE_MAX_STACK_COPY_KB});
                    deeper stacks end in a "[stack deeper than ...]" frame
@@ -79,6 +84,7 @@ export const profileCommand: Command = {
       frequency: { type: 'string' },
       folded: { type: 'boolean' },
       'no-java': { type: 'boolean' },
+      java: { type: 'string' },
       'stack-storage-size': { type: 'string' },
       unwind: { type: 'string' },
       'stack-copy-kb': { type: 'string' },
@@ -102,6 +108,10 @@ export const profileCommand: Command = {
     if (values.pprof === '') throw usageError('--pprof takes a file name, e.g. --pprof cpu.pb.gz');
     const pprofFile = typeof values.pprof === 'string' ? checkOutputFile(values.pprof, '--pprof') : undefined;
     const startMs = Date.now();
+    const java = values.java as string | undefined;
+    if (java !== undefined && !['agent', 'perfmap', 'auto'].includes(java)) throw usageError(`--java takes agent, perfmap or auto, not "${java}"`);
+    if (java !== undefined && values['no-java']) throw usageError('--java and --no-java exclude each other: give one');
+    if (java === 'agent' && pid === undefined) throw usageError('--java agent needs --pid: the agent is loaded into one JVM');
     return runTracer(
       {
         tracer: profileTracer,
@@ -110,6 +120,7 @@ export const profileCommand: Command = {
           frequency,
           includeIdle: Boolean(values.idle),
           javaPerfMap: !values['no-java'],
+          java: values['no-java'] ? 'perfmap' : ((java as 'agent' | 'perfmap' | 'auto' | undefined) ?? 'auto'),
           stackStorageSize: numberFlag(values['stack-storage-size'], '--stack-storage-size', 1, PROFILE_MAX_STACK_STORAGE, { integer: true }) ?? PROFILE_DEFAULT_STACK_STORAGE,
           unwind,
           stackCopyBytes: (copyKb ?? PROFILE_DEFAULT_STACK_COPY_KB) * 1024,

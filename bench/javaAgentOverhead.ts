@@ -1,0 +1,80 @@
+// `java agent` rows (issue 14): a JIT-heavy JVM (bench/workloads/JitHeavy.java) reports its
+// throughput over rounds of fixed wall time, unprofiled and profiled at 99 Hz, for both Java paths
+// in the same run: one JVM without -XX:+PreserveFramePointer profiled through the JVMTI agent
+// (`profile --java agent`), one with the flag profiled through frame pointers + the perf map
+// (`--java perfmap`). Each row is unprofiled / profiled throughput of its own JVM. A last row is
+// the attach → first Java sample latency the CLI logs (--verbose) when the agent is loaded.
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { cli, interleave, JAVA_HOME, LineProcess, median, ratioOfRounds, round, startCli, type BenchContext, type Row } from './lib';
+
+export async function benchJavaAgent(ctx: BenchContext): Promise<Row[]> {
+  const rounds = ctx.quick ? 5 : 11;
+  const seconds = ctx.quick ? '1' : '2';
+  const java = path.join(JAVA_HOME, 'bin', 'java');
+  const plain = new LineProcess(java, ['-cp', ctx.buildDir, 'JitHeavy']);
+  const fp = new LineProcess(java, ['-XX:+PreserveFramePointer', '-cp', ctx.buildDir, 'JitHeavy']);
+  try {
+    for (const p of [plain, fp]) {
+      await p.next('ready');
+      await p.ask('3', 'ops_per_sec'); // warm up the JIT
+    }
+    // Latency first, on a JVM that has never seen the agent (a later load reuses it).
+    // The JVM must be on a CPU to be sampled: keep it working while the CLI attaches.
+    const busy = plain.ask('6', 'ops_per_sec');
+    const lat = spawnSync(process.execPath, [cli, 'profile', '--pid', String(plain.pid), '--java', 'agent', '--duration', '2', '--verbose', '--json'], { encoding: 'utf8', timeout: 60_000 });
+    const m = /first Java sample ([\d.]+) ms after the attach request/.exec(lat.stderr ?? '');
+    const latencyMs = m ? Number(m[1]) : NaN;
+    await busy;
+    ctx.log(`  attach → first Java sample: ${m ? `${latencyMs} ms` : `not reported (${(lat.stderr ?? '').slice(-300)})`}`);
+
+    const variant = (p: LineProcess, mode: string) => async () => {
+      const t = await startCli(['profile', '--pid', String(p.pid), '--frequency', '99', '--java', mode]);
+      try {
+        return await p.ask(seconds, 'ops_per_sec');
+      } finally {
+        await t.stop();
+      }
+    };
+    const run = (p: LineProcess) => () => p.ask(seconds, 'ops_per_sec');
+    const r = await interleave(rounds, { plainOff: run(plain), agent: variant(plain, 'agent'), fpOff: run(fp), perfmap: variant(fp, 'perfmap') }, ctx.log);
+    const agent = round(ratioOfRounds(r.plainOff, r.agent), 4);
+    const perfmap = round(ratioOfRounds(r.fpOff, r.perfmap), 4);
+    const detail = (off: number[], on: number[]) => `median throughput unprofiled ${Math.round(median(off)).toLocaleString('en-US')} ops/s, profiled ${Math.round(median(on)).toLocaleString('en-US')} ops/s`;
+    return [
+      {
+        name: 'java profile overhead, JVMTI agent (99 Hz, unprofiled / profiled throughput)',
+        value: agent,
+        unit: '×',
+        target: 1.01,
+        better: 'lower',
+        peer: { name: 'perf map + frame pointers', value: perfmap },
+        limit: 'per sample: one BPF stack walk, one signal, one AsyncGetCallTrace walk in the JVM; this shared VM\'s noise is of the same order',
+        detail: `JIT-heavy JVM without -XX:+PreserveFramePointer, ${rounds} interleaved rounds of ${seconds} s, profiler attached for its rounds only; ${detail(r.plainOff, r.agent)}`,
+      },
+      {
+        name: 'java profile overhead, perf map + frame pointers (99 Hz, unprofiled / profiled throughput)',
+        value: perfmap,
+        unit: '×',
+        target: 1.01,
+        better: 'lower',
+        peer: null,
+        limit: 'the JVM pays for -XX:+PreserveFramePointer itself in both columns (it is on in both)',
+        detail: `the same workload in a JVM with -XX:+PreserveFramePointer; ${detail(r.fpOff, r.perfmap)}`,
+      },
+      {
+        name: 'java agent: attach → first Java sample',
+        value: latencyMs,
+        unit: 'ms',
+        target: null,
+        better: 'lower',
+        peer: null,
+        limit: 'includes placing the agent in the JVM\'s /tmp, the attach handshake, jmethodID preallocation of every loaded class, and the BPF program load',
+        detail: 'first load of the agent into a warmed-up JIT-heavy JVM, from the `load` request to the first walked Java stack the CLI read',
+      },
+    ];
+  } finally {
+    await plain.close();
+    await fp.close();
+  }
+}

@@ -1,0 +1,259 @@
+// `profile --java agent`: loads eBPF Studio's JVMTI agent (native/jvmagent/agent.c) into a running
+// JVM through the HotSpot attach socket, lets the profiler's BPF program signal each sampled
+// thread (bpf/profile.bpf.c, signal_target), and joins the agent's Java stacks with the BPF
+// kernel/native stacks (./javaAgentDecode.ts).
+//
+// Channel agent → helper: a text file the agent writes in the JVM's own /tmp, read here through
+// /proc/PID/root/tmp. Chosen over a Unix socket because (1) it needs no server or accept loop in
+// the JVM, so nothing in the target blocks on us and a helper that dies leaves no stuck thread;
+// (2) /proc/PID/root reaches the JVM's mount namespace from the host, while a socket bound inside a
+// container's /tmp would need setns or a path translation on connect; (3) the file is flushed by
+// the agent's own service thread, never by the signal handler, so the handler stays lock-free.
+// The file is removed at the end of the profile.
+//
+// Lifecycle: JVMTI agents cannot be unloaded. The first profile loads the agent (a copy of our .so
+// inside the JVM's /tmp, named by its content hash, owned by the JVM's user, so a container's
+// JVM can open it and the same file is reused); `stop` switches it off: the handler stays
+// installed but records nothing, its thread sleeps, and no signal reaches the JVM any more because
+// the BPF program is gone. The next profile sends `start` to the same loaded copy.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { BpfObject, RingBufferHandle } from '../../native/index';
+import type { ProfileFrame, ProfileResult } from '../shared/profile';
+import { StudioError, unsuitableError } from '../shared/errors';
+import { attachCommand, namespacePid } from '../jvm/attach';
+import type { TracerEnv } from './tracer';
+import type { RawStack } from './profileStacks';
+import { decodeJavaSample, emptyAgentLog, foldStacks, joinStack, pairSamples, parseAgentText, type AgentLog, type BpfJavaSample } from './javaAgentDecode';
+
+export const JVMAGENT_FILE = 'libebpf-studio-jvmagent.so';
+export type JavaMode = 'agent' | 'perfmap' | 'auto';
+export const JAVA_MODES: JavaMode[] = ['agent', 'perfmap', 'auto'];
+
+/** Agent_OnAttach's return codes (agent.c) as user-facing reasons. */
+const AGENT_CODES: Record<number, string> = {
+  100: 'this JVM has no AsyncGetCallTrace (not a HotSpot JDK, or a build without it): use --java perfmap with -XX:+PreserveFramePointer',
+  101: 'another profiler already handles SIGPROF in this JVM (async-profiler or similar): stop it, or use --java perfmap',
+  102: 'the JVM refused a JVMTI environment to the agent',
+  103: "the agent could not create its output file in the JVM's /tmp (read-only or full /tmp?)",
+  104: 'the agent rejected its options (a mismatched agent build?)',
+  105: 'the JVM is out of memory for the agent\'s sample buffers',
+  106: "the agent does not recognise this JVM's thread layout (not a HotSpot JVM?): use --java perfmap",
+};
+
+export function agentLibrary(assetDir: string): string | undefined {
+  const p = path.join(assetDir, JVMAGENT_FILE);
+  return fs.existsSync(p) ? p : undefined;
+}
+
+export function agentUnavailableMessage(assetDir: string): string {
+  return `the JVM agent is not built (${path.join(assetDir, JVMAGENT_FILE)} is missing: the build found no JDK headers). Install a JDK (apt-get install openjdk-17-jdk-headless) and run \`npm run build\`, or use --java perfmap with a JVM started with -XX:+PreserveFramePointer`;
+}
+
+function effectiveIds(pid: number): { uid: number; gid: number } {
+  const text = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const uid = /^Uid:\s+\d+\s+(\d+)/m.exec(text);
+  const gid = /^Gid:\s+\d+\s+(\d+)/m.exec(text);
+  return { uid: uid ? Number(uid[1]) : -1, gid: gid ? Number(gid[1]) : -1 };
+}
+
+/** Refusals that need no attach: run before anything is written into the target. */
+export function checkAgentTarget(pid: number): { uid: number; gid: number } {
+  let cmdline: string[];
+  try {
+    cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch {
+    throw new StudioError('input', `no process with pid ${pid} is running`);
+  }
+  if (cmdline.includes('-XX:+DisableAttachMechanism')) throw unsuitableError(`pid ${pid} runs with -XX:+DisableAttachMechanism, so no agent can be loaded into it: remove that flag, or use --java perfmap (with -XX:+PreserveFramePointer)`);
+  const ids = effectiveIds(pid);
+  const me = process.geteuid?.() ?? 0;
+  if (me !== 0 && ids.uid !== me) throw unsuitableError(`pid ${pid} belongs to uid ${ids.uid}, not to you (uid ${me}): loading an agent into another user's JVM needs root`);
+  return ids;
+}
+
+/** Copies the agent into the JVM's /tmp (its mount namespace) unless an identical copy is there; returns its path as the JVM sees it. */
+export function placeAgent(pid: number, lib: string, ids: { uid: number; gid: number }): string {
+  const bytes = fs.readFileSync(lib);
+  const hash = crypto.createHash('sha256').update(bytes).digest('hex').slice(0, 16);
+  const name = `ebpf-studio-jvmagent-${hash}.so`;
+  const host = `/proc/${pid}/root/tmp/${name}`;
+  let st: fs.Stats | undefined;
+  try {
+    st = fs.lstatSync(host);
+  } catch {
+    st = undefined;
+  }
+  if (st) {
+    // /tmp is world-writable: only a file that is ours byte for byte, owned by root or the JVM's
+    // user and writable by nobody else, is ever loaded. A loaded copy is never rewritten (a
+    // mapped shared object must not change under the JVM).
+    const trusted = st.isFile() && (st.uid === 0 || st.uid === ids.uid) && (st.mode & 0o022) === 0 && fs.readFileSync(host).equals(bytes);
+    if (!trusted) throw unsuitableError(`${host} exists but is not eBPF Studio's agent (or others can write it): remove it and retry`);
+    return `/tmp/${name}`;
+  }
+  const tmp = `${host}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, bytes, { mode: 0o644, flag: 'wx' });
+  try {
+    if ((process.geteuid?.() ?? 0) === 0 && ids.uid >= 0) fs.chownSync(tmp, ids.uid, ids.gid);
+    fs.renameSync(tmp, host);
+  } catch (e) {
+    fs.rmSync(tmp, { force: true });
+    throw e;
+  }
+  return `/tmp/${name}`;
+}
+
+/** Sends one command to the agent (`load <lib> true <options>`); returns Agent_OnAttach's code. */
+async function agentCommand(pid: number, libInTarget: string, options: string, timeoutMs: number): Promise<number> {
+  const out = await attachCommand(pid, 'load', [libInTarget, 'true', options], { timeoutMs });
+  // JDK 9+ prints "return code: N"; JDK 8 printed the bare number.
+  const m = /return code:\s*(-?\d+)/.exec(out) ?? /^\s*(-?\d+)\s*$/m.exec(out);
+  if (!m) throw new StudioError('internal', `the JVM (pid ${pid}) answered the agent load without a return code: ${JSON.stringify(out.slice(0, 200))}`);
+  return Number(m[1]);
+}
+
+export interface JavaAgentSession {
+  /** ms from the attach request to the agent's first Java sample (undefined until one came) */
+  readonly firstSampleMs: number | undefined;
+  /** starts collecting the BPF join records; call right after the BPF object is loaded */
+  attachRing(obj: BpfObject): void;
+  /** records seen so far (live counters) */
+  counts(): { bpf: number; agent: number };
+  /**
+   * Stops the agent (after the BPF program is gone), reads its file, and replaces the target's
+   * stacks in `result` with joined kernel → native → Java stacks.
+   */
+  finish(result: ProfileResult, raw: RawStack[], assemble: (raws: RawStack[]) => ProfileResult['stacks']): Promise<ProfileResult>;
+  /** best effort stop without a result (start failed half-way) */
+  abort(): Promise<void>;
+}
+
+export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?: number } = {}): Promise<JavaAgentSession> {
+  const lib = agentLibrary(env.assetDir);
+  if (!lib) throw unsuitableError(agentUnavailableMessage(env.assetDir));
+  const ids = checkAgentTarget(pid);
+  const nspid = namespacePid(pid);
+  const libInTarget = placeAgent(pid, lib, ids);
+  const outName = `.ebpf-studio-jvm-${nspid}-${crypto.randomBytes(4).toString('hex')}.txt`;
+  const outInTarget = `/tmp/${outName}`;
+  const outHost = `/proc/${pid}/root/tmp/${outName}`;
+  const t0 = Date.now();
+  const t0ns = process.hrtime.bigint(); // CLOCK_MONOTONIC, the clock of the agent's timestamps
+  const code = await agentCommand(pid, libInTarget, `start,out=${outInTarget},depth=${opts.depth ?? 128}`, 15000);
+  if (code !== 0) throw unsuitableError(`pid ${pid}: the Java agent did not start: ${AGENT_CODES[code] ?? `Agent_OnAttach returned ${code}`}`);
+  env.log(`profile: Java agent started in pid ${pid} (${libInTarget}), writing ${outInTarget}`);
+
+  const samples: BpfJavaSample[] = [];
+  let ring: RingBufferHandle | undefined;
+  let stopped = false;
+  let firstSampleMs: number | undefined;
+  let firstTs: bigint | undefined;
+  const log: AgentLog = emptyAgentLog();
+  let readOffset = 0;
+  let tail = '';
+
+  // Reads what the agent appended since the last call (the file only grows until stop).
+  const readMore = () => {
+    let fd: number;
+    try {
+      fd = fs.openSync(outHost, 'r');
+    } catch {
+      return;
+    }
+    try {
+      const buf = Buffer.alloc(1 << 20);
+      for (;;) {
+        const n = fs.readSync(fd, buf, 0, buf.length, readOffset);
+        if (n <= 0) break;
+        readOffset += n;
+        tail = parseAgentText(tail + buf.subarray(0, n).toString('utf8'), log);
+      }
+    } finally {
+      fs.closeSync(fd);
+    }
+    if (firstSampleMs === undefined && log.records.some((r) => r.code > 0)) firstSampleMs = Date.now() - t0;
+  };
+
+  const stopAgent = async () => {
+    if (stopped) return;
+    stopped = true;
+    try {
+      const c = await agentCommand(pid, libInTarget, 'stop', 15000);
+      if (c !== 0) env.log(`profile: the Java agent's stop returned ${c}`);
+    } catch (e) {
+      env.log(`profile: stopping the Java agent in pid ${pid} failed: ${(e as Error).message}`);
+    }
+  };
+
+  const poll = setInterval(readMore, 500);
+  poll.unref?.();
+
+  return {
+    get firstSampleMs() {
+      return firstSampleMs;
+    },
+    attachRing(obj) {
+      ring = obj.openRingBuffer('java_samples', (batch, offsets) => {
+        for (let i = 0; i + 1 < offsets.length; i++) {
+          const s = decodeJavaSample(batch.subarray(offsets[i], offsets[i + 1]));
+          if (firstTs === undefined) firstTs = s.ktimeNs;
+          samples.push(s);
+        }
+      });
+    },
+    counts() {
+      return { bpf: samples.length, agent: log.records.length };
+    },
+    async abort() {
+      clearInterval(poll);
+      ring?.close();
+      await stopAgent();
+      fs.rmSync(outHost, { force: true });
+    },
+    async finish(result, raw, assemble) {
+      clearInterval(poll);
+      await stopAgent();
+      try {
+        readMore();
+      } catch (e) {
+        env.log(`profile: reading the Java agent's file ${outHost} failed: ${(e as Error).message}`);
+      }
+      fs.rmSync(outHost, { force: true });
+      if (!log.ended) env.log(`profile: the Java agent's file ended without its end mark; some Java samples may be missing`);
+      if (log.dropped) env.log(`profile: the Java agent's buffer was full ${log.dropped} times`);
+      const stackOf = new Map<number, BigUint64Array>();
+      const commOf = new Map<number, string>();
+      for (const r of raw) {
+        if (r.entry.pid !== pid) continue;
+        stackOf.set(r.entry.userStackId, r.user);
+        stackOf.set(r.entry.kernStackId, r.kernel);
+        commOf.set(r.entry.tid, r.entry.comm);
+      }
+      const pairs = pairSamples(samples, log.records);
+      const bpfFramesCache = new Map<string, ProfileFrame[]>();
+      const items = samples.map((s, i) => {
+        const comm = commOf.get(s.tid) ?? '';
+        const key = `${s.tid}/${s.userStackId}/${s.kernStackId}`;
+        let frames = bpfFramesCache.get(key);
+        if (!frames) {
+          const rs: RawStack = {
+            entry: { pid, tid: s.tid, comm, userStackId: s.userStackId, kernStackId: s.kernStackId, count: 1 },
+            user: stackOf.get(s.userStackId) ?? new BigUint64Array(0),
+            kernel: stackOf.get(s.kernStackId) ?? new BigUint64Array(0),
+          };
+          frames = assemble([rs])[0]?.frames ?? [];
+          bpfFramesCache.set(key, frames);
+        }
+        return { pid, tid: s.tid, comm, frames: joinStack(frames, pairs[i], log.methods) };
+      });
+      const first = log.records.filter((r) => r.code > 0).reduce<bigint | undefined>((m, r) => (m === undefined || r.tsNs < m ? r.tsNs : m), undefined);
+      if (first !== undefined) env.log(`profile: Java agent: first Java sample ${Number((first - t0ns) / 1000n) / 1000} ms after the attach request`);
+      const paired = pairs.filter(Boolean).length;
+      env.log(`profile: Java agent: ${samples.length} BPF samples, ${log.records.length} agent records, ${paired} joined`);
+      if (!samples.length) return result;
+      return { ...result, stacks: [...result.stacks.filter((s) => s.pid !== pid), ...foldStacks(items)].sort((a, b) => b.count - a.count) };
+    },
+  };
+}

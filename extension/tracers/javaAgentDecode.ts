@@ -1,0 +1,218 @@
+// Pure half of the Java agent path (no I/O): parses what native/jvmagent/agent.c writes, decodes
+// the BPF join records of bpf/profile.h (struct profile_java_sample; this file mirrors it), and
+// joins both into profile stacks: kernel → native frames from BPF, Java frames from the agent.
+import type { FrameKind, ProfileFrame, ProfileStack } from '../shared/profile';
+
+/** struct profile_java_sample: 24 bytes. */
+export const JAVA_SAMPLE_SIZE = 24;
+
+export interface BpfJavaSample {
+  tid: number;
+  userStackId: number;
+  kernStackId: number;
+  ktimeNs: bigint;
+}
+
+export function decodeJavaSample(b: Buffer): BpfJavaSample {
+  if (b.length < JAVA_SAMPLE_SIZE) throw new Error(`java sample record of ${b.length} bytes, expected ${JAVA_SAMPLE_SIZE}`);
+  return { tid: b.readUInt32LE(0), userStackId: b.readInt32LE(4), kernStackId: b.readInt32LE(8), ktimeNs: b.readBigUInt64LE(16) };
+}
+
+export interface JavaMethod {
+  className: string;
+  method: string;
+  /** source file name as the class file names it ("Foo.java"), or null */
+  sourceFile: string | null;
+  native: boolean;
+}
+
+export interface JavaFrameRef {
+  method: number;
+  /** bytecode index; -3 = native method (AGCT's encoding), -1 unknown */
+  bci: number;
+  /** source line, -1 unknown */
+  line: number;
+}
+
+export interface AgentRecord {
+  tid: number;
+  tsNs: bigint;
+  /** > 0 frame count; <= 0 an AsyncGetCallTrace code (or NOT_JAVA_THREAD) */
+  code: number;
+  /** leaf first */
+  frames: JavaFrameRef[];
+}
+
+/** The agent's own code: the signalled thread is not attached to the JVM (GC, VM, launcher threads). */
+export const NOT_JAVA_THREAD = -100;
+
+/**
+ * AsyncGetCallTrace's failure codes (HotSpot prims/forte.cpp, JDK 8–21), as frame labels. They are
+ * kept as frames so a sample the agent could not walk is visible in the flame graph, never
+ * silently dropped.
+ */
+export const AGCT_CODES: Record<number, string> = {
+  0: 'no Java frames',
+  [-1]: 'class not loaded yet',
+  [-2]: 'GC active',
+  [-3]: 'not in Java code (unknown state)',
+  [-4]: 'not in Java code, stack not walkable',
+  [-5]: 'in Java code, unknown frame',
+  [-6]: 'in Java code, stack not walkable',
+  [-7]: 'unknown thread state',
+  [-8]: 'thread exiting',
+  [-9]: 'deoptimizing',
+  [-10]: 'at a safepoint',
+};
+
+export function agctLabel(code: number): string {
+  return `[Java stack not walked: ${AGCT_CODES[code] ?? `AsyncGetCallTrace code ${code}`}]`;
+}
+
+export interface AgentLog {
+  methods: Map<number, JavaMethod>;
+  records: AgentRecord[];
+  /** agent pid inside its namespace, from the A line */
+  agentPid?: number;
+  /** E line seen: the agent flushed everything and closed the file */
+  ended: boolean;
+  /** samples the agent's ring had no room for */
+  dropped: number;
+  signals: number;
+}
+
+export function emptyAgentLog(): AgentLog {
+  return { methods: new Map(), records: [], ended: false, dropped: 0, signals: 0 };
+}
+
+/** Parses complete lines of the agent's file into `log`; returns the unparsed tail (a partial line). */
+export function parseAgentText(text: string, log: AgentLog): string {
+  let start = 0;
+  for (;;) {
+    const nl = text.indexOf('\n', start);
+    if (nl < 0) break;
+    const f = text.slice(start, nl).split('\t');
+    start = nl + 1;
+    switch (f[0]) {
+      case 'A':
+        log.agentPid = Number(f[1]);
+        break;
+      case 'M':
+        log.methods.set(Number(f[1]), { className: f[2] ?? '?', method: f[3] ?? '?', sourceFile: f[4] && f[4] !== '-' ? f[4] : null, native: f[5] === '1' });
+        break;
+      case 'S': {
+        const code = Number(f[3]);
+        const frames: JavaFrameRef[] = [];
+        for (let i = 4; i < f.length; i++) {
+          const [m, bci, line] = f[i].split(':').map(Number);
+          frames.push({ method: m, bci, line });
+        }
+        log.records.push({ tid: Number(f[1]), tsNs: BigInt(f[2]), code, frames });
+        break;
+      }
+      case 'E':
+        log.ended = true;
+        log.dropped = Number(f[1]) || 0;
+        log.signals = Number(f[2]) || 0;
+        break;
+      default:
+        break; // unknown record: a newer agent; skip
+    }
+  }
+  return text.slice(start);
+}
+
+/** "com.x.Foo$Bar" + "Foo.java" → "com/x/Foo.java" (where the source sits under a source root). */
+export function javaSourcePath(className: string, sourceFile: string | null): string | null {
+  if (!sourceFile) return null;
+  const dot = className.lastIndexOf('.');
+  return dot < 0 ? sourceFile : `${className.slice(0, dot).replace(/\./g, '/')}/${sourceFile}`;
+}
+
+export function javaFrame(ref: JavaFrameRef, methods: Map<number, JavaMethod>, kind: FrameKind): ProfileFrame {
+  const m = methods.get(ref.method);
+  if (!m) return { address: '0x0', module: '[java]', function: '[unknown Java method]', file: null, line: null, kind };
+  return {
+    address: '0x0',
+    module: '[java]',
+    function: `${m.className}.${m.method}`,
+    file: javaSourcePath(m.className, m.sourceFile),
+    line: m.native || ref.line < 0 ? null : ref.line,
+    kind: m.native ? 'native' : kind,
+  };
+}
+
+/**
+ * Pairs each BPF sample with the agent record its signal produced: same tid, the first record at
+ * or after the sample's time and before that thread's next sample (the handler runs when the
+ * thread returns to user mode, microseconds later; a record that never came leaves the sample
+ * unpaired). Returns, per BPF sample index, the record or undefined.
+ */
+export function pairSamples(samples: BpfJavaSample[], records: AgentRecord[], maxDelayNs = 1_000_000_000n): (AgentRecord | undefined)[] {
+  const out: (AgentRecord | undefined)[] = new Array(samples.length).fill(undefined);
+  const byTid = new Map<number, { s: number[]; r: AgentRecord[] }>();
+  samples.forEach((s, i) => {
+    let g = byTid.get(s.tid);
+    if (!g) byTid.set(s.tid, (g = { s: [], r: [] }));
+    g.s.push(i);
+  });
+  for (const r of records) byTid.get(r.tid)?.r.push(r);
+  for (const { s, r } of byTid.values()) {
+    s.sort((a, b) => (samples[a].ktimeNs < samples[b].ktimeNs ? -1 : samples[a].ktimeNs > samples[b].ktimeNs ? 1 : 0));
+    r.sort((a, b) => (a.tsNs < b.tsNs ? -1 : a.tsNs > b.tsNs ? 1 : 0));
+    let j = 0;
+    for (let k = 0; k < s.length; k++) {
+      const t = samples[s[k]].ktimeNs;
+      const next = k + 1 < s.length ? samples[s[k + 1]].ktimeNs : undefined;
+      while (j < r.length && r[j].tsNs < t) j++;
+      if (j < r.length && r[j].tsNs - t <= maxDelayNs && (next === undefined || r[j].tsNs < next)) out[s[k]] = r[j++];
+    }
+  }
+  return out;
+}
+
+const isJavaCode = (f: ProfileFrame) => f.kind === 'jit' || f.kind === 'interpreted';
+
+/**
+ * One joined stack, leaf first. `bpfFrames` is the BPF stack (kernel frames, then user frames
+ * leaf first). The user frames are kept up to the first one in Java code or in no mapped file
+ * (JIT code without frame pointers: beyond it the frame-pointer walk is guesswork), and the
+ * agent's Java frames take over from there. Without a usable record, the BPF stack stays whole
+ * and a label frame at its root says why the Java part is missing.
+ */
+export function joinStack(bpfFrames: ProfileFrame[], record: AgentRecord | undefined, methods: Map<number, JavaMethod>): ProfileFrame[] {
+  const label = (text: string): ProfileFrame => ({ address: '0x0', module: '[java]', function: text, file: null, line: null, kind: 'native' });
+  if (!record) return [...bpfFrames, label('[Java stack not walked: no agent record for this sample]')];
+  if (record.code === NOT_JAVA_THREAD || record.code === 0) return bpfFrames; // a thread with no Java frames: its native stack is the whole story
+  if (record.code < 0) return [...bpfFrames, label(agctLabel(record.code))];
+  const kept: ProfileFrame[] = [];
+  let leafKind: FrameKind = 'jit';
+  for (const f of bpfFrames) {
+    if (f.kind === 'kernel') {
+      kept.push(f);
+      continue;
+    }
+    if (isJavaCode(f)) {
+      leafKind = f.kind;
+      break;
+    }
+    if (!f.module) break;
+    kept.push(f);
+  }
+  // JDK 17's AGCT gives no frame type (only BCI and method id): the leaf Java frame takes the
+  // type the perf map gives its address when known; callers are reported as compiled ('jit').
+  const java = record.frames.map((ref, i) => javaFrame(ref, methods, i === 0 ? leafKind : 'jit'));
+  return [...kept, ...java];
+}
+
+/** Folds joined per-sample stacks into counted stacks (same pid/tid/comm and frames). */
+export function foldStacks(items: { pid: number; tid: number; comm: string; frames: ProfileFrame[] }[]): ProfileStack[] {
+  const map = new Map<string, ProfileStack>();
+  for (const it of items) {
+    const key = `${it.pid}\0${it.tid}\0${it.comm}\0${it.frames.map((f) => `${f.address}|${f.function}|${f.file}|${f.line}|${f.kind}`).join('\0')}`;
+    const s = map.get(key);
+    if (s) s.count++;
+    else map.set(key, { count: 1, pid: it.pid, tid: it.tid, comm: it.comm, frames: it.frames });
+  }
+  return [...map.values()].sort((a, b) => b.count - a.count);
+}

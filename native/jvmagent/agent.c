@@ -1,0 +1,492 @@
+// eBPF Studio's JVMTI agent: Java stacks through AsyncGetCallTrace (AGCT) for the CPU profiler.
+// Loaded into a running JVM with the attach command `load <abs path> true <options>`; every later
+// `load` of the same file calls Agent_OnAttach again in the same copy (dlopen shares it), which is
+// how the helper starts and stops it. JVMTI agents cannot be unloaded: after `stop` the agent
+// stays, idle (no timer, no signal, its thread asleep), and the next profile reuses it.
+//
+// Sampling design (chosen over timers inside the agent): the profiler's BPF cpu-clock program,
+// for a sample of the target process, calls bpf_send_signal_thread(SIGPROF). The signal is taken
+// by exactly the sampled thread on its way back to user mode, so AGCT walks the thread the kernel
+// just sampled: same frequency as the user chose, per-thread CPU time, no setitimer bias towards
+// whichever thread happens to take a process-wide signal, and no per-thread timers to create and
+// tear down as threads come and go. The BPF sample (kernel + native stack, tid, ktime) and our
+// record (tid, CLOCK_MONOTONIC ns, which is bpf_ktime_get_ns's clock) are joined by the helper
+// on tid and the nearest following timestamp.
+//
+// Async-signal safety: the handler finds the thread's JNIEnv through HotSpot's pthread key (see
+// signal_safe_env), calls AGCT, reads the clock and gettid, and writes into a slot of
+// a ring preallocated at start. No malloc, no locks, no JNI functions. A service thread drains the
+// ring, resolves method ids to names and BCIs to lines with JVMTI (cached per jmethodID), and
+// appends text records to a file in the JVM's own /tmp, which the helper reads through
+// /proc/PID/root (works across mount and pid namespaces; see extension/tracers/javaAgent.ts for
+// why a file rather than a socket).
+//
+// Options (comma separated): start,out=<path>,depth=<n> | stop | probe
+// Return code of Agent_OnAttach: 0 ok; 100 no AsyncGetCallTrace; 101 SIGPROF has another handler;
+// 102 JVMTI unavailable; 103 cannot open the output file; 104 bad options; 105 out of memory;
+// 106 HotSpot's thread key not found (an unknown JVM build).
+// Nonzero only while nothing has been installed yet, because HotSpot dlcloses a library whose
+// first Agent_OnAttach fails.
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jni.h>
+#include <jvmti.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+// Not in any JDK header: HotSpot exports it from libjvm.so (prims/forte.cpp).
+typedef struct {
+  jint lineno; // BCI for Java frames, -3 for a native method, -1 unknown
+  jmethodID method_id;
+} agct_frame;
+
+typedef struct {
+  JNIEnv *env_id;
+  jint num_frames; // >0 frames, <=0 an error code (see the helper's decoder)
+  agct_frame *frames;
+} agct_trace;
+
+typedef void (*agct_fn)(agct_trace *, jint, void *);
+
+#define MAX_DEPTH 256
+#define SLOTS 1024 // power of two
+#define NOT_JAVA_THREAD (-100) // our code: the sampled thread has no JNIEnv (GC, JIT, VM threads)
+
+enum { SLOT_FREE = 0, SLOT_WRITING = 1, SLOT_READY = 2 };
+
+typedef struct {
+  _Atomic int state;
+  int tid;
+  int64_t ts;
+  int num_frames;
+  agct_frame frames[MAX_DEPTH];
+} slot_t;
+
+static JavaVM *g_vm;
+static jvmtiEnv *g_jvmti;
+static agct_fn g_agct;
+static slot_t *g_slots;
+static _Atomic int g_active;        // handler records only while set
+static _Atomic int g_in_handler;    // handlers running now (stop waits for zero)
+static _Atomic unsigned g_next;     // slot cursor
+static _Atomic uint64_t g_dropped;  // ring full
+static _Atomic uint64_t g_signals;
+static int g_depth = 128;
+static int g_initialized;
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; // service thread vs start/stop
+static pthread_cond_t g_cond = PTHREAD_COND_INITIALIZER;
+static FILE *g_out;       // open while profiling
+static int g_stop_wanted; // under g_lock
+
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+// The sampled thread's JNIEnv without JNI's GetEnv: GetEnv reads HotSpot's __thread variable,
+// and a thread's first touch of a dlopened library's TLS goes through __tls_get_addr, which may
+// malloc, so a signal landing in malloc on a new thread deadlocks (seen in testing). HotSpot also
+// keeps the current Thread* under a pthread key (ThreadLocalStorage, what its own signal handlers
+// use), and pthread_getspecific is async-signal-safe. The key and the offset of the JNIEnv inside
+// a JavaThread are learnt once on a Java thread (find_thread_key). A thread that is not a
+// JavaThread (GC, VM threads) has no JNIEnv there: its would-be env is read with
+// process_vm_readv, which fails instead of faulting, and must point at the JNI function table.
+static pthread_key_t g_thread_key;
+static intptr_t g_env_offset;
+static void *g_jni_functions;
+
+static JNIEnv *signal_safe_env(void) {
+  char *t = pthread_getspecific(g_thread_key);
+  if (!t) return NULL;
+  JNIEnv *env = (JNIEnv *)(t + g_env_offset);
+  void *fn = NULL;
+  struct iovec local = {&fn, sizeof(fn)}, remote = {env, sizeof(fn)};
+  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof(fn) || fn != g_jni_functions) return NULL;
+  return env;
+}
+
+static int find_thread_key(JNIEnv *env) {
+  for (pthread_key_t k = 0; k < PTHREAD_KEYS_MAX; k++) {
+    char *v = pthread_getspecific(k);
+    intptr_t off = (char *)env - v;
+    if (v && off > 0 && off < 0x4000) {
+      g_thread_key = k;
+      g_env_offset = off;
+      g_jni_functions = *(void **)env;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
+  (void)sig;
+  (void)info;
+  if (!atomic_load_explicit(&g_active, memory_order_acquire)) return;
+  atomic_fetch_add(&g_in_handler, 1);
+  int saved_errno = errno;
+  atomic_fetch_add_explicit(&g_signals, 1, memory_order_relaxed);
+  slot_t *s = NULL;
+  for (int tries = 0; tries < 8 && !s; tries++) {
+    unsigned i = atomic_fetch_add_explicit(&g_next, 1, memory_order_relaxed) & (SLOTS - 1);
+    int expect = SLOT_FREE;
+    if (atomic_compare_exchange_strong(&g_slots[i].state, &expect, SLOT_WRITING)) s = &g_slots[i];
+  }
+  if (!s) {
+    atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
+  } else {
+    s->tid = (int)syscall(SYS_gettid);
+    JNIEnv *env = signal_safe_env();
+    if (!env) {
+      s->num_frames = NOT_JAVA_THREAD;
+    } else {
+      agct_trace trace = {env, 0, s->frames};
+      g_agct(&trace, g_depth, ucontext);
+      s->num_frames = trace.num_frames;
+    }
+    s->ts = now_ns();
+    atomic_store_explicit(&s->state, SLOT_READY, memory_order_release);
+  }
+  errno = saved_errno;
+  atomic_fetch_sub(&g_in_handler, 1);
+}
+
+// ---- method cache (service thread only) ----
+
+typedef struct method_info {
+  jmethodID id;
+  int index; // number announced in the "M" record
+  int native;
+  jint nlines;
+  jvmtiLineNumberEntry *lines; // sorted by start_location
+  struct method_info *next;
+} method_info;
+
+#define BUCKETS 4096
+static method_info *g_methods[BUCKETS];
+static int g_method_count;
+
+static void clean_text(char *s) {
+  for (; s && *s; s++)
+    if (*s == '\t' || *s == '\n') *s = ' ';
+}
+
+// "Lcom/x/Foo$Bar;" -> "com.x.Foo$Bar" in place
+static char *class_name(char *sig) {
+  if (!sig) return sig;
+  size_t n = strlen(sig);
+  if (n >= 2 && sig[0] == 'L' && sig[n - 1] == ';') {
+    sig[n - 1] = 0;
+    sig++;
+  }
+  for (char *p = sig; *p; p++)
+    if (*p == '/') *p = '.';
+  return sig;
+}
+
+static method_info *lookup_method(JNIEnv *jni, jmethodID id) {
+  unsigned h = (unsigned)(((uintptr_t)id >> 3) * 2654435761u) & (BUCKETS - 1);
+  for (method_info *m = g_methods[h]; m; m = m->next)
+    if (m->id == id) return m;
+  method_info *m = calloc(1, sizeof(*m));
+  if (!m) return NULL;
+  m->id = id;
+  m->index = ++g_method_count;
+  char *name = NULL, *msig = NULL, *csig = NULL, *file = NULL;
+  jclass cls = NULL;
+  jboolean is_native = JNI_FALSE;
+  if ((*g_jvmti)->GetMethodName(g_jvmti, id, &name, &msig, NULL) != JVMTI_ERROR_NONE) name = NULL;
+  if (name && (*g_jvmti)->GetMethodDeclaringClass(g_jvmti, id, &cls) == JVMTI_ERROR_NONE) {
+    (*g_jvmti)->GetClassSignature(g_jvmti, cls, &csig, NULL);
+    if ((*g_jvmti)->GetSourceFileName(g_jvmti, cls, &file) != JVMTI_ERROR_NONE) file = NULL;
+  }
+  if (name) {
+    (*g_jvmti)->IsMethodNative(g_jvmti, id, &is_native);
+    m->native = is_native == JNI_TRUE;
+    if (!m->native && (*g_jvmti)->GetLineNumberTable(g_jvmti, id, &m->nlines, &m->lines) != JVMTI_ERROR_NONE) {
+      m->nlines = 0;
+      m->lines = NULL;
+    }
+  }
+  clean_text(name);
+  clean_text(csig);
+  clean_text(file);
+  // M <index> <class> <method> <source file or -> <native 0/1>
+  fprintf(g_out, "M\t%d\t%s\t%s\t%s\t%d\n", m->index, csig ? class_name(csig) : "[unknown class]", name ? name : "[unknown method]", file ? file : "-", m->native);
+  if (name) (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)name);
+  if (msig) (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)msig);
+  if (csig) (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)csig);
+  if (file) (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)file);
+  if (cls) (*jni)->DeleteLocalRef(jni, cls);
+  m->next = g_methods[h];
+  g_methods[h] = m;
+  return m;
+}
+
+// Each profile has its own file, so names are announced anew in it (called under g_lock).
+static void forget_methods(void) {
+  for (int b = 0; b < BUCKETS; b++) {
+    for (method_info *m = g_methods[b], *next; m; m = next) {
+      next = m->next;
+      if (m->lines) (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)m->lines);
+      free(m);
+    }
+    g_methods[b] = NULL;
+  }
+  g_method_count = 0;
+}
+
+static int line_of(const method_info *m, jint bci) {
+  int line = -1;
+  if (bci < 0) return -1;
+  for (jint i = 0; i < m->nlines; i++) {
+    if (m->lines[i].start_location > bci) break;
+    line = m->lines[i].line_number;
+  }
+  return line;
+}
+
+// Drains ready slots into the output file. Returns how many.
+static int drain(JNIEnv *jni) {
+  int n = 0;
+  for (int i = 0; i < SLOTS; i++) {
+    slot_t *s = &g_slots[i];
+    if (atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_READY) continue;
+    n++;
+    int nf = s->num_frames;
+    if (nf > 0) {
+      // resolve first so the M lines precede the S line that uses them
+      for (int f = 0; f < nf; f++) lookup_method(jni, s->frames[f].method_id);
+    }
+    // S <tid> <ts ns> <num_frames or error code> then per frame "<method index>:<bci>:<line>", leaf first
+    fprintf(g_out, "S\t%d\t%lld\t%d", s->tid, (long long)s->ts, nf);
+    for (int f = 0; f < nf; f++) {
+      method_info *m = lookup_method(jni, s->frames[f].method_id);
+      jint bci = s->frames[f].lineno;
+      fprintf(g_out, "\t%d:%d:%d", m ? m->index : 0, bci, m ? line_of(m, bci) : -1);
+    }
+    fputc('\n', g_out);
+    atomic_store_explicit(&s->state, SLOT_FREE, memory_order_release);
+  }
+  return n;
+}
+
+static void *service_thread(void *arg) {
+  (void)arg;
+  JNIEnv *jni = NULL;
+  pthread_setname_np(pthread_self(), "ebpf-studio-jvm"); // the OS name (15 chars); Java sees the attach name
+  JavaVMAttachArgs aa = {JNI_VERSION_1_6, "ebpf-studio-jvmagent", NULL};
+  if ((*g_vm)->AttachCurrentThreadAsDaemon(g_vm, (void **)&jni, &aa) != JNI_OK) return NULL;
+  pthread_mutex_lock(&g_lock);
+  for (;;) {
+    while (!g_out) pthread_cond_wait(&g_cond, &g_lock); // idle between profiles
+    drain(jni);
+    if (g_stop_wanted) {
+      // the caller has cleared g_active and waited for handlers: one last pass empties the ring
+      drain(jni);
+      fprintf(g_out, "E\t%llu\t%llu\n", (unsigned long long)atomic_load(&g_dropped), (unsigned long long)atomic_load(&g_signals));
+      fclose(g_out);
+      g_out = NULL;
+      g_stop_wanted = 0;
+      pthread_cond_broadcast(&g_cond);
+      continue;
+    }
+    fflush(g_out);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 20 * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&g_cond, &g_lock, &until);
+  }
+  return NULL;
+}
+
+// ---- jmethodID preallocation: AGCT can only name methods whose ids exist ----
+
+static void prepare_class(jvmtiEnv *jvmti, jclass cls) {
+  jint n = 0;
+  jmethodID *ids = NULL;
+  if ((*jvmti)->GetClassMethods(jvmti, cls, &n, &ids) == JVMTI_ERROR_NONE && ids) (*jvmti)->Deallocate(jvmti, (unsigned char *)ids);
+}
+
+static void JNICALL on_class_load(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jclass cls) {
+  (void)jvmti, (void)jni, (void)thread, (void)cls; // required for ClassPrepare to be delivered with ids usable
+}
+
+static void JNICALL on_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jclass cls) {
+  (void)jni, (void)thread;
+  prepare_class(jvmti, cls);
+}
+
+static void prepare_loaded_classes(JNIEnv *jni) {
+  jint n = 0;
+  jclass *classes = NULL;
+  if ((*g_jvmti)->GetLoadedClasses(g_jvmti, &n, &classes) != JVMTI_ERROR_NONE) return;
+  for (jint i = 0; i < n; i++) {
+    prepare_class(g_jvmti, classes[i]);
+    (*jni)->DeleteLocalRef(jni, classes[i]);
+  }
+  (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)classes);
+}
+
+static int initialize(JavaVM *vm, JNIEnv *jni) {
+  g_vm = vm;
+  g_agct = (agct_fn)dlsym(RTLD_DEFAULT, "AsyncGetCallTrace");
+  if (!g_agct) {
+    void *jvm = dlopen("libjvm.so", RTLD_NOW | RTLD_NOLOAD);
+    if (jvm) g_agct = (agct_fn)dlsym(jvm, "AsyncGetCallTrace");
+  }
+  if (!g_agct) return 100;
+  if (!find_thread_key(jni)) return 106;
+  struct sigaction old;
+  if (sigaction(SIGPROF, NULL, &old) == 0 && (old.sa_flags & SA_SIGINFO ? old.sa_sigaction != NULL : (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)))
+    return 101; // another profiler (async-profiler, a JFR-less tool) owns SIGPROF: do not steal it
+  if ((*vm)->GetEnv(vm, (void **)&g_jvmti, JVMTI_VERSION_1_2) != JNI_OK || !g_jvmti) return 102;
+  g_slots = calloc(SLOTS, sizeof(slot_t));
+  if (!g_slots) return 105;
+  memset(g_slots, 0, SLOTS * sizeof(slot_t)); // touch every page now, not as a fault inside the handler
+  jvmtiCapabilities caps;
+  memset(&caps, 0, sizeof(caps));
+  caps.can_get_line_numbers = 1;
+  caps.can_get_source_file_name = 1;
+  (*g_jvmti)->AddCapabilities(g_jvmti, &caps); // without them frames keep names but lose file:line
+  jvmtiEventCallbacks cb;
+  memset(&cb, 0, sizeof(cb));
+  cb.ClassLoad = on_class_load;
+  cb.ClassPrepare = on_class_prepare;
+  (*g_jvmti)->SetEventCallbacks(g_jvmti, &cb, sizeof(cb));
+  (*g_jvmti)->SetEventNotificationMode(g_jvmti, JVMTI_ENABLE, JVMTI_EVENT_CLASS_LOAD, NULL);
+  (*g_jvmti)->SetEventNotificationMode(g_jvmti, JVMTI_ENABLE, JVMTI_EVENT_CLASS_PREPARE, NULL);
+  prepare_loaded_classes(jni);
+  // The handler stays installed for the life of the JVM: a SIGPROF reaching a thread with no
+  // handler would kill the process, and a late BPF signal can still be in flight after stop.
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sigemptyset(&sa.sa_mask);
+  sa.sa_sigaction = on_sigprof;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigaction(SIGPROF, &sa, NULL);
+  pthread_t t;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_create(&t, &attr, service_thread, NULL);
+  pthread_attr_destroy(&attr);
+  g_initialized = 1;
+  return 0;
+}
+
+static int do_start(const char *out, int depth) {
+  pthread_mutex_lock(&g_lock);
+  while (g_stop_wanted) pthread_cond_wait(&g_cond, &g_lock);
+  if (g_out) { // a profile the helper never stopped (it died): start over in the new file
+    atomic_store(&g_active, 0);
+    fclose(g_out);
+    g_out = NULL;
+  }
+  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f) {
+    if (fd >= 0) close(fd);
+    pthread_mutex_unlock(&g_lock);
+    return 103;
+  }
+  setvbuf(f, NULL, _IOFBF, 1 << 16);
+  forget_methods();
+  fprintf(f, "A\t%d\t%lld\n", (int)getpid(), (long long)now_ns()); // agent ready, our pid, clock
+  fflush(f);
+  g_out = f;
+  g_depth = depth;
+  atomic_store(&g_dropped, 0);
+  atomic_store(&g_signals, 0);
+  atomic_store_explicit(&g_active, 1, memory_order_release);
+  pthread_cond_broadcast(&g_cond);
+  pthread_mutex_unlock(&g_lock);
+  return 0;
+}
+
+static void do_stop(void) {
+  atomic_store_explicit(&g_active, 0, memory_order_release);
+  // handlers are short; never wait forever on one (a stuck one would be a bug, not a reason to hang the JVM's attach listener)
+  for (int i = 0; i < 20000 && atomic_load(&g_in_handler) > 0; i++) usleep(100);
+  pthread_mutex_lock(&g_lock);
+  if (g_out) {
+    g_stop_wanted = 1;
+    pthread_cond_broadcast(&g_cond);
+    while (g_stop_wanted) pthread_cond_wait(&g_cond, &g_lock);
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+static int handle(JavaVM *vm, const char *options) {
+  char opts[1024];
+  snprintf(opts, sizeof(opts), "%s", options ? options : "");
+  int start = 0, stop = 0, depth = 128;
+  const char *out = NULL;
+  char *save = NULL;
+  for (char *tok = strtok_r(opts, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (!strcmp(tok, "start")) start = 1;
+    else if (!strcmp(tok, "stop")) stop = 1;
+    else if (!strcmp(tok, "probe")) ;
+    else if (!strncmp(tok, "out=", 4)) out = tok + 4;
+    else if (!strncmp(tok, "depth=", 6)) depth = atoi(tok + 6);
+    else return 104;
+  }
+  if (depth < 1 || depth > MAX_DEPTH || (start && (!out || out[0] != '/')) || (start && stop)) return 104;
+  if (!g_initialized) {
+    JNIEnv *jni = NULL;
+    if ((*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK) return 102;
+    int rc = initialize(vm, jni);
+    if (rc) return rc;
+  }
+  if (stop) do_stop();
+  if (start) return do_start(out, depth);
+  return 0;
+}
+
+JNIEXPORT jint JNICALL Agent_OnAttach(JavaVM *vm, char *options, void *reserved) {
+  (void)reserved;
+  return handle(vm, options);
+}
+
+// For -agentpath:<lib>=start,out=... at JVM start (tests); the live phase is reached later, so
+// only the SIGPROF handler and AGCT are set up when VMInit arrives is not needed: JVMTI calls
+// used by initialize() work in the live phase, which a started agent reaches through VMInit.
+static void JNICALL on_vm_init(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread) {
+  (void)jvmti, (void)thread;
+  static char saved[1024];
+  char *opts = getenv("EBPF_STUDIO_JVMAGENT_OPTIONS");
+  snprintf(saved, sizeof(saved), "%s", opts ? opts : "probe");
+  JavaVM *vm = NULL;
+  (*jni)->GetJavaVM(jni, &vm);
+  handle(vm, saved);
+}
+
+JNIEXPORT jint JNICALL Agent_OnLoad(JavaVM *vm, char *options, void *reserved) {
+  (void)reserved;
+  jvmtiEnv *boot = NULL;
+  if ((*vm)->GetEnv(vm, (void **)&boot, JVMTI_VERSION_1_2) != JNI_OK) return 1;
+  if (options && *options) setenv("EBPF_STUDIO_JVMAGENT_OPTIONS", options, 1);
+  jvmtiEventCallbacks cb;
+  memset(&cb, 0, sizeof(cb));
+  cb.VMInit = on_vm_init;
+  (*boot)->SetEventCallbacks(boot, &cb, sizeof(cb));
+  (*boot)->SetEventNotificationMode(boot, JVMTI_ENABLE, JVMTI_EVENT_VM_INIT, NULL);
+  return 0;
+}

@@ -1,0 +1,150 @@
+// `profile --java agent|auto` against real JVMs started WITHOUT -XX:+PreserveFramePointer (issue 14):
+// the JVMTI agent is loaded through the attach socket, and the profile must show whole Java stacks
+// (main → heavy/light → mix) in the fixture's 3:1 CPU split, with file:line, and zlib's native
+// frames under the JNI method Deflater.deflateBytesBytes. The JVM must survive 20 start/stop
+// cycles while threads start and end all the time, and keep computing right.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ProfileResult, ProfileStack } from '../../extension/shared/profile';
+import { distDir, kernelSkipReason, repoRoot, runCli, sleep } from '../helpers';
+
+const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
+const AGENT = path.join(distDir, 'libebpf-studio-jvmagent.so');
+const skip =
+  kernelSkipReason() ??
+  (!fs.existsSync(`${JDK}/bin/javac`) ? `no JDK 17 at ${JDK} (apt-get install openjdk-17-jdk-headless)` : undefined) ??
+  (!fs.existsSync(AGENT) ? `the JVM agent is not built (${AGENT}): run npm run build with a JDK installed` : undefined);
+const children: ChildProcess[] = [];
+let work = '';
+let classes = '';
+
+const fnIndex = (s: ProfileStack, re: RegExp) => s.frames.findIndex((f) => f.function !== null && re.test(f.function));
+const samplesWith = (r: ProfileResult, re: RegExp) => r.stacks.filter((s) => fnIndex(s, re) >= 0).reduce((n, s) => n + s.count, 0);
+
+function startJvm(args: string[], jvmFlags: string[] = []): { jvm: ChildProcess; out: () => string } {
+  // Runs in `work` so the attach trigger (.attach_pidN) lands in a folder we remove.
+  const jvm = spawn(`${JDK}/bin/java`, [...jvmFlags, '-cp', classes, 'AgentSplit', ...args], { cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  jvm.stdout!.on('data', (d) => (out += d));
+  jvm.stderr!.on('data', (d) => (out += d));
+  children.push(jvm);
+  return { jvm, out: () => out };
+}
+
+function cleanup(pid: number | undefined) {
+  for (const f of [`/tmp/perf-${pid}.map`, `/tmp/.java_pid${pid}`]) fs.rmSync(f, { force: true });
+}
+
+before(() => {
+  if (skip) return;
+  work = fs.mkdtempSync(path.join(os.tmpdir(), 'java-agent-test-'));
+  classes = path.join(work, 'classes');
+  const jc = spawnSync(`${JDK}/bin/javac`, ['-d', classes, path.join(repoRoot, 'test/fixtures/java/AgentSplit.java')], { encoding: 'utf8' });
+  assert.equal(jc.status, 0, jc.stderr);
+});
+
+after(() => {
+  for (const c of children) c.kill('SIGKILL');
+  if (work) fs.rmSync(work, { recursive: true, force: true });
+});
+
+describe('profile --java agent (kernel)', { skip }, () => {
+  test('whole Java stacks without -XX:+PreserveFramePointer: 3:1 split, file:line, native frames under JNI', async (t) => {
+    const { jvm } = startJvm(['60']);
+    await sleep(2000); // let heavy/light/mix get compiled
+    const r = runCli(['profile', '--pid', String(jvm.pid), '--frequency', '299', '--duration', '6', '--json', '--verbose'], { timeoutMs: 60_000 });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /Java agent started/, 'auto chose the agent for a JVM without -XX:+PreserveFramePointer');
+    assert.doesNotMatch(r.stderr, /Restart it with the flag/, 'no restart advice when the agent gives whole stacks');
+    const result = JSON.parse(r.stdout) as ProfileResult;
+    const heavy = samplesWith(result, /^AgentSplit\.heavy$/);
+    const light = samplesWith(result, /^AgentSplit\.light$/);
+    const share = heavy / (heavy + light);
+    t.diagnostic(`heavy ${heavy}, light ${light}: heavy's share ${(100 * share).toFixed(1)}% (expected 75%), ${result.samples} samples`);
+    assert.ok(heavy + light >= 200, `only ${heavy + light} samples in heavy/light`);
+    assert.ok(Math.abs(share - 0.75) <= 0.05, `heavy's share is ${(100 * share).toFixed(1)}%, expected 75% ± 5`);
+
+    // The whole chain, leaf first: mix → heavy → main, each with its source line.
+    const chain = result.stacks.find((s) => s.frames[0]?.function === 'AgentSplit.mix' && s.frames[1]?.function === 'AgentSplit.heavy');
+    assert.ok(chain, 'a stack with mix called from heavy');
+    assert.equal(chain.frames[2].function, 'AgentSplit.main');
+    assert.equal(chain.frames[1].file, 'AgentSplit.java');
+    assert.equal(chain.frames[1].line, 21, 'heavy calls mix on line 21');
+    assert.ok([14, 15].includes(chain.frames[0].line!), `mix's sample is in its loop (line ${chain.frames[0].line})`);
+    assert.ok(['jit', 'interpreted'].includes(chain.frames[0].kind));
+    const lightChain = result.stacks.find((s) => s.frames[1]?.function === 'AgentSplit.light');
+    assert.equal(lightChain?.frames[1].line, 25, 'light calls mix on line 25');
+
+    // zlib under the JNI method, and the Java callers above it.
+    const jni = result.stacks.filter((s) => {
+      const i = fnIndex(s, /^java\.util\.zip\.Deflater\.deflateBytesBytes$/);
+      return i > 0 && s.frames[i - 1].kind === 'native' && /libz\.so/.test(s.frames[i - 1].module ?? '') && fnIndex(s, /^AgentSplit\.compressLoop$/) > i;
+    });
+    const jniSamples = jni.reduce((n, s) => n + s.count, 0);
+    t.diagnostic(`${jniSamples} samples in libz under Deflater.deflateBytesBytes under AgentSplit.compressLoop`);
+    assert.ok(jniSamples >= 20, `only ${jniSamples} samples show libz under the JNI call`);
+    const labels = result.stacks.filter((s) => s.frames.some((f) => /^\[Java stack not walked/.test(f.function ?? ''))).reduce((n, s) => n + s.count, 0);
+    t.diagnostic(`${labels} samples labelled "Java stack not walked"`);
+    assert.ok(labels <= 0.1 * result.samples, `${labels} of ${result.samples} samples have no Java stack`);
+    assert.equal(fs.readdirSync('/proc/' + jvm.pid + '/root/tmp').filter((f) => f.startsWith(`.ebpf-studio-jvm-${jvm.pid}-`)).length, 0, "the agent's sample file is removed");
+    jvm.kill('SIGKILL');
+    cleanup(jvm.pid);
+  });
+
+  test('the JVM survives 20 profile start/stop cycles with threads starting and ending, and computes right', async (t) => {
+    const { jvm, out } = startJvm(['300', 'churn']);
+    await sleep(1500);
+    for (let i = 0; i < 20; i++) {
+      const r = runCli(['profile', '--pid', String(jvm.pid), '--java', 'agent', '--frequency', '299', '--duration', '1', '--json', '--verbose'], { timeoutMs: 60_000 });
+      assert.equal(r.code, 0, `cycle ${i}: ${r.stderr}`);
+      assert.doesNotMatch(r.stderr, /stopping the Java agent .* failed|ended without its end mark/, `cycle ${i}: the agent stopped cleanly`);
+      const m = /Java agent: (\d+) BPF samples, (\d+) agent records, (\d+) joined/.exec(r.stderr);
+      assert.ok(m, `cycle ${i}: the join ran: ${r.stderr.slice(-1000)}`);
+      assert.ok(Number(m[3]) >= 0.9 * Number(m[1]), `cycle ${i}: only ${m[3]} of ${m[1]} samples joined`);
+      const result = JSON.parse(r.stdout) as ProfileResult;
+      assert.ok(samplesWith(result, /^AgentSplit\.mix$/) > 0, `cycle ${i}: no Java samples in mix`);
+      assert.equal(jvm.exitCode, null, `the JVM died in cycle ${i}: ${out().slice(-2000)}`);
+    }
+    await sleep(1200); // one more progress line after the last stop
+    assert.equal(jvm.exitCode, null, 'the JVM is alive after 20 cycles');
+    const lines = out().trim().split('\n').filter((l) => l.startsWith('rounds '));
+    t.diagnostic(`last progress line: ${lines.at(-1)}`);
+    assert.ok(lines.length > 5, `the JVM kept printing progress: ${out().slice(-500)}`);
+    for (const l of lines) assert.match(l, / bad 0$/, 'results stayed right while profiled');
+    assert.doesNotMatch(out(), /SIGPROF|fatal error|hs_err/i);
+    // The agent is loaded once and reused: one copy in /tmp, and its thread is the only one.
+    const maps = fs.readFileSync(`/proc/${jvm.pid}/maps`, 'utf8');
+    const copies = new Set([...maps.matchAll(/\S*ebpf-studio-jvmagent-[0-9a-f]+\.so/g)].map((m) => m[0]));
+    assert.equal(copies.size, 1, `one agent copy mapped: ${[...copies].join(', ')}`);
+    const threads = fs.readdirSync(`/proc/${jvm.pid}/task`).filter((tid) => {
+      try {
+        return fs.readFileSync(`/proc/${jvm.pid}/task/${tid}/comm`, 'utf8').startsWith('ebpf-studio');
+      } catch {
+        return false;
+      }
+    });
+    assert.equal(threads.length, 1, 'one agent thread, reused by every profile');
+    jvm.kill('SIGKILL');
+    cleanup(jvm.pid);
+  });
+
+  test('refusals: -XX:+DisableAttachMechanism (exit 4), --java agent for --all, a bad --java value (exit 2)', async () => {
+    const { jvm } = startJvm(['30'], ['-XX:+DisableAttachMechanism']);
+    await sleep(800);
+    const r = runCli(['profile', '--pid', String(jvm.pid), '--java', 'agent', '--duration', '1'], { timeoutMs: 30_000 });
+    assert.equal(r.code, 4, r.stderr);
+    assert.match(r.stderr, /DisableAttachMechanism/);
+    assert.equal(jvm.exitCode, null, 'the JVM is untouched');
+    jvm.kill('SIGKILL');
+    const bad = runCli(['profile', '--pid', String(jvm.pid), '--java', 'magic', '--duration', '1']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--java takes agent, perfmap or auto/);
+    const all = runCli(['profile', '--all', '--java', 'agent', '--duration', '1']);
+    assert.equal(all.code, 2);
+    assert.match(all.stderr, /--java agent needs --pid/);
+  });
+});

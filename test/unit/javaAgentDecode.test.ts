@@ -1,0 +1,121 @@
+// The Java agent path without a JVM or a kernel: the agent's text records, the BPF join record
+// (mirrors bpf/profile.h struct profile_java_sample), pairing by tid and time, joining BPF and
+// Java frames, AGCT failure codes as labelled frames, and the editor picker's default.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { agctLabel, decodeJavaSample, emptyAgentLog, foldStacks, JAVA_SAMPLE_SIZE, javaSourcePath, joinStack, NOT_JAVA_THREAD, pairSamples, parseAgentText, type AgentRecord, type BpfJavaSample } from '../../extension/tracers/javaAgentDecode';
+import { profileTracer } from '../../extension/tracers/profile';
+import { installVscodeMock } from '../mocks/vscode';
+import type { ProfileFrame } from '../../extension/shared/profile';
+
+installVscodeMock();
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { javaModeItems } = require('../../extension/features/profileJavaMode') as typeof import('../../extension/features/profileJavaMode');
+
+const AGENT_TEXT = [
+  'A\t42\t1000',
+  'M\t1\tcom.acme.Work\tmix\tWork.java\t0',
+  'M\t2\tcom.acme.Work\theavy\tWork.java\t0',
+  'M\t3\tjava.util.zip.Deflater\tdeflateBytesBytes\tDeflater.java\t1',
+  'S\t7\t2000\t2\t1:5:14\t2:3:21',
+  'S\t8\t2100\t-2',
+  'S\t7\t3000\t2\t3:-3:-1\t2:3:21',
+  'E\t0\t3',
+  'S\t9\t40', // partial line: kept as the tail
+].join('\n');
+
+test('parseAgentText reads methods, samples, failure codes and the end mark, keeping a partial line', () => {
+  const log = emptyAgentLog();
+  const tail = parseAgentText(AGENT_TEXT, log);
+  assert.equal(tail, 'S\t9\t40');
+  assert.equal(log.agentPid, 42);
+  assert.equal(log.methods.size, 3);
+  assert.deepEqual(log.methods.get(3), { className: 'java.util.zip.Deflater', method: 'deflateBytesBytes', sourceFile: 'Deflater.java', native: true });
+  assert.equal(log.records.length, 3);
+  assert.deepEqual(log.records[0], { tid: 7, tsNs: 2000n, code: 2, frames: [{ method: 1, bci: 5, line: 14 }, { method: 2, bci: 3, line: 21 }] });
+  assert.equal(log.records[1].code, -2);
+  assert.equal(log.ended, true);
+  assert.equal(log.signals, 3);
+});
+
+test('decodeJavaSample mirrors struct profile_java_sample (24 bytes)', () => {
+  const b = Buffer.alloc(JAVA_SAMPLE_SIZE);
+  b.writeUInt32LE(1234, 0);
+  b.writeInt32LE(5, 4);
+  b.writeInt32LE(-14, 8);
+  b.writeBigUInt64LE(987654321012n, 16);
+  assert.deepEqual(decodeJavaSample(b), { tid: 1234, userStackId: 5, kernStackId: -14, ktimeNs: 987654321012n });
+  assert.throws(() => decodeJavaSample(Buffer.alloc(8)));
+});
+
+test('pairSamples: same tid, first record at or after the sample and before the next one of that thread', () => {
+  const s = (tid: number, t: bigint): BpfJavaSample => ({ tid, userStackId: 1, kernStackId: -14, ktimeNs: t });
+  const r = (tid: number, t: bigint): AgentRecord => ({ tid, tsNs: t, code: 1, frames: [] });
+  const samples = [s(1, 100n), s(1, 200n), s(2, 150n), s(1, 300n), s(3, 10n)];
+  const records = [r(1, 105n), r(2, 90n) /* before its sample: not its record */, r(2, 160n), r(1, 320n), r(1, 330n), r(3, 10n + 2_000_000_000n) /* too late */];
+  const p = pairSamples(samples, records);
+  assert.equal(p[0]?.tsNs, 105n);
+  assert.equal(p[1], undefined, 'no record between 200 and 300: the signal was coalesced or lost');
+  assert.equal(p[2]?.tsNs, 160n);
+  assert.equal(p[3]?.tsNs, 320n);
+  assert.equal(p[4], undefined);
+});
+
+const kernel: ProfileFrame = { address: '0xffffffff81000000', module: '[kernel]', function: 'do_syscall_64', file: null, line: null, kind: 'kernel' };
+const libz: ProfileFrame = { address: '0x7f0000001000', module: '/usr/lib/libz.so.1', function: 'deflate_slow', file: null, line: null, kind: 'native' };
+const jit: ProfileFrame = { address: '0x7f0001000000', module: '[perf-map]', function: 'com.acme.Work::mix', file: null, line: null, kind: 'jit' };
+const junk: ProfileFrame = { address: '0x1234', module: null, function: null, file: null, line: null, kind: 'native' };
+const libc: ProfileFrame = { address: '0x7f0000002000', module: '/usr/lib/libc.so.6', function: 'memcpy', file: null, line: null, kind: 'native' };
+
+test('joinStack: kernel and native frames down to the first Java/unknown frame, then the Java frames with file:line', () => {
+  const log = emptyAgentLog();
+  parseAgentText(AGENT_TEXT, log);
+  const jniStack = joinStack([kernel, libz, junk, libc], log.records[2], log.methods);
+  assert.deepEqual(jniStack.map((f) => f.function), ['do_syscall_64', 'deflate_slow', 'java.util.zip.Deflater.deflateBytesBytes', 'com.acme.Work.heavy']);
+  assert.equal(jniStack[2].kind, 'native', 'a JNI method is a native frame');
+  assert.equal(jniStack[2].line, null);
+  assert.equal(jniStack[3].file, 'com/acme/Work.java');
+  assert.equal(jniStack[3].line, 21);
+  const jitStack = joinStack([jit, junk], log.records[0], log.methods);
+  assert.deepEqual(jitStack.map((f) => [f.function, f.line, f.kind]), [
+    ['com.acme.Work.mix', 14, 'jit'],
+    ['com.acme.Work.heavy', 21, 'jit'],
+  ]);
+});
+
+test('joinStack never drops a sample: AGCT failures and missing records become labelled root frames', () => {
+  const log = emptyAgentLog();
+  parseAgentText(AGENT_TEXT, log);
+  const gc = joinStack([kernel, libc], log.records[1], log.methods);
+  assert.equal(gc.length, 3);
+  assert.equal(gc[2].function, '[Java stack not walked: GC active]');
+  assert.equal(agctLabel(-99), '[Java stack not walked: AsyncGetCallTrace code -99]');
+  assert.match(joinStack([libc], undefined, log.methods).at(-1)!.function!, /no agent record/);
+  const vmThread: AgentRecord = { tid: 1, tsNs: 1n, code: NOT_JAVA_THREAD, frames: [] };
+  assert.deepEqual(joinStack([libc], vmThread, log.methods), [libc], 'a non-Java thread keeps its native stack as it is');
+});
+
+test('foldStacks counts identical joined stacks once', () => {
+  const a = { pid: 1, tid: 2, comm: 'java', frames: [libc] };
+  const folded = foldStacks([a, a, { ...a, tid: 3 }]);
+  assert.deepEqual(folded.map((s) => [s.tid, s.count]), [[2, 2], [3, 1]]);
+});
+
+test('javaSourcePath puts the source file under its package folder', () => {
+  assert.equal(javaSourcePath('com.acme.Work$Inner', 'Work.java'), 'com/acme/Work.java');
+  assert.equal(javaSourcePath('Top', 'Top.java'), 'Top.java');
+  assert.equal(javaSourcePath('Gen$$Lambda$1', null), null);
+});
+
+test('profile validation: java defaults to auto and accepts only agent, perfmap, auto', () => {
+  assert.equal(profileTracer.validate({ pid: 1 }).java, 'auto');
+  assert.equal(profileTracer.validate({ pid: 1, java: 'agent' }).java, 'agent');
+  assert.throws(() => profileTracer.validate({ pid: 1, java: 'jfr' }), /java/);
+});
+
+test('the editor offers the agent first for a JVM without -XX:+PreserveFramePointer, the perf map first with it', () => {
+  assert.equal(javaModeItems(false)[0].mode, 'agent');
+  assert.equal(javaModeItems(false)[0].label, 'Java: full stacks (agent)');
+  assert.equal(javaModeItems(true)[0].mode, 'perfmap');
+  assert.equal(javaModeItems(true).length, 2);
+});
