@@ -6,7 +6,7 @@
 set -euo pipefail
 
 build=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make g++ python3 binutils)
-test=(openjdk-17-jdk-headless libbpf-tools bpftrace chromium ripgrep libkrb5-dev libsecret-1-dev libxkbfile-dev libx11-dev procps curl)
+test=(openjdk-17-jdk-headless libbpf-tools bpftrace clangd chromium ripgrep libkrb5-dev libsecret-1-dev libxkbfile-dev libx11-dev procps curl)
 bench=(heaptrack)
 
 want=("${build[@]}")
