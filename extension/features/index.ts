@@ -9,5 +9,8 @@ import * as bpfLanguage from './bpfLanguage';
 import * as bpfBuild from './bpfBuild';
 import * as bpfVerify from './bpfVerify';
 import * as bpfRun from './bpfRun';
+import * as bpfNewProject from './bpfNewProject';
+import * as bpfLoaderRun from './bpfLoaderRun';
+import * as bpftraceRun from './bpftraceRun';
 
-export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun];
+export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, bpfNewProject, bpfLoaderRun, bpftraceRun];
