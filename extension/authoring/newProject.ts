@@ -40,3 +40,11 @@ export function createProject(dir: string, template: TemplateName, vmlinuxDir: s
   ]);
   return { dir: root, app, files: [...files.map((f) => f.path), 'vmlinux.h', 'compile_commands.json'] };
 }
+
+/** The loader a source belongs to: X.bpf.c, X.c or X.h in a folder with a Makefile → folder/X. */
+export function loaderFor(file: string): { dir: string; app: string } | undefined {
+  const m = /^(.+?)(\.bpf)?\.[ch]$/.exec(path.basename(file));
+  if (!m) return undefined;
+  const dir = path.dirname(file);
+  return fs.existsSync(path.join(dir, 'Makefile')) ? { dir, app: m[1] } : undefined;
+}

@@ -3,19 +3,11 @@
 // the user, asks for a modal confirmation, then runs ./X as root through the helper with its
 // output in a terminal. Context keys: none.
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { loaderFor } from '../authoring/newProject';
 import { confirmRoot, runInTerminal } from '../privilegedRunClient';
 import { showError } from '../ui';
-
-/** The loader a source belongs to: X.bpf.c, X.c or X.h in a folder with a Makefile → folder/X. */
-export function loaderFor(file: string): { dir: string; app: string } | undefined {
-  const m = /^(.+?)(\.bpf)?\.[ch]$/.exec(path.basename(file));
-  if (!m) return undefined;
-  const dir = path.dirname(file);
-  return fs.existsSync(path.join(dir, 'Makefile')) ? { dir, app: m[1] } : undefined;
-}
 
 function make(dir: string, target: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {

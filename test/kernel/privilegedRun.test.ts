@@ -36,7 +36,9 @@ async function run(conn: MessageConnection, params: RunStartParams, during: (std
   let stderr = '';
   let id = -1;
   const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
-    conn.onNotification(runExited, (p) => p.runId === id && resolve(p));
+    conn.onNotification(runExited, (p) => {
+      if (p.runId === id) resolve(p);
+    });
   });
   conn.onNotification(runOutput, (p) => {
     if (p.runId !== id) return;
