@@ -3,11 +3,13 @@
 // as run/exited. Single entry point registerPrivilegedRunHandlers, so the rules for who may ask
 // (helper identity and confirmation, issue 15) can wrap it in one place. No shell: the program
 // is exec'd directly with a fixed environment; every child is killed when the editor goes away.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { MessageConnection } from 'vscode-jsonrpc/node';
-import { runExited, runOutput, runStart, runStop, type RunStartParams, type RunStartResult } from '../shared/privilegedRun';
+import { mapIdsFromFdinfo, mapViewFromDump } from '../authoring/bpftoolMaps';
+import type { MapView } from '../shared/bpfRun';
+import { runExited, runMaps, runOutput, runStart, runStop, type RunStartParams, type RunStartResult } from '../shared/privilegedRun';
 import { asObject, str } from '../shared/validate';
 import { inputError, StudioError } from '../shared/errors';
 import { findTool } from '../authoring/toolchain';
@@ -51,6 +53,38 @@ export function commandFor(raw: unknown): { command: string; args: string[]; cwd
   throw inputError(`kind must be "loader" or "bpftrace", got "${kind}"`);
 }
 
+/** The maps process `pid` holds, dumped through bpftool (the helper is root, so it may). */
+function mapsOf(pid: number): MapView[] {
+  const fdDir = `/proc/${pid}/fdinfo`;
+  let fds: string[];
+  try {
+    fds = fs.readdirSync(fdDir);
+  } catch {
+    return [];
+  }
+  const infos = fds.map((fd) => {
+    try {
+      return fs.readFileSync(path.join(fdDir, fd), 'utf8');
+    } catch {
+      return '';
+    }
+  });
+  const bpftool = findTool('bpftool');
+  if (!bpftool) throw new StudioError('unsuitable', 'bpftool is not installed, and it reads the loader\'s maps: sudo apt-get install -y bpftool');
+  const json = (args: string[]): unknown => {
+    const r = spawnSync(bpftool, [...args, '-j'], { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 10_000 });
+    try {
+      return JSON.parse(r.stdout);
+    } catch {
+      return undefined;
+    }
+  };
+  return mapIdsFromFdinfo(infos).map(({ id, type }) => {
+    const show = (json(['map', 'show', 'id', String(id)]) ?? { id }) as { id: number; name?: string; type?: string };
+    return mapViewFromDump(show, type, type === 27 ? undefined : json(['map', 'dump', 'id', String(id)]));
+  });
+}
+
 export function registerPrivilegedRunHandlers(conn: MessageConnection, ctx: HandlerContext): void {
   const runs = new Map<number, ChildProcess>();
   let nextId = 1;
@@ -82,6 +116,13 @@ export function registerPrivilegedRunHandlers(conn: MessageConnection, ctx: Hand
       child.on('error', (e) => void conn.sendNotification(runOutput, { runId, stream: 'stderr', data: `could not run ${command}: ${e.message}\n` }));
       ctx.log(`run ${runId}: ${command} ${args.join(' ')} (pid ${child.pid})`);
       return { runId, pid: child.pid, command: [command, ...args] };
+    }),
+  );
+  conn.onRequest(
+    runMaps,
+    ctx.guard((raw: unknown) => {
+      const child = runs.get(Number(asObject(raw).runId));
+      return child?.pid === undefined ? [] : mapsOf(child.pid);
     }),
   );
   conn.onRequest(

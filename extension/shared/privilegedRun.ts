@@ -38,3 +38,6 @@ export const runStart = new RequestType<RunStartParams, RunStartResult, void>('r
 export const runStop = new RequestType<RunRef, { stopping: boolean }, void>('run/stop');
 export const runOutput = new NotificationType<RunOutputParams>('run/output');
 export const runExited = new NotificationType<RunExitedParams>('run/exited');
+
+/** The BPF maps the running program holds, dumped with bpftool (tables; ring buffers named only). */
+export const runMaps = new RequestType<RunRef, import('./bpfRun').MapView[], void>('run/maps');
