@@ -54,7 +54,7 @@ export interface RunOutcome {
 }
 
 /** Starts the run and a terminal named `name` showing it; resolves when the program exits. */
-export async function runInTerminal(params: RunStartParams, name: string): Promise<RunOutcome> {
+export async function runInTerminal(params: RunStartParams, name: string, onStarted?: (runId: number, conn: MessageConnection) => void): Promise<RunOutcome> {
   const conn = await helper().connection();
   wire(conn);
   const write = new vscode.EventEmitter<string>();
@@ -90,6 +90,7 @@ export async function runInTerminal(params: RunStartParams, name: string): Promi
       listeners.set(runId, listener);
       for (const p of early.get(runId) ?? []) dispatch(p);
       early.delete(runId);
+      if (!exitedAlready) onStarted?.(runId, conn);
     })().catch((e: unknown) => {
       say(`error: ${(e as Error).message}\n`);
       resolve({ code: null, signal: null, stdout });

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
 import { helperJs, kernelSkipReason, runCli } from '../helpers';
-import { runExited, runOutput, runStart, type RunStartParams } from '../../extension/shared/privilegedRun';
+import { runExited, runMaps, runOutput, runStart, type RunStartParams } from '../../extension/shared/privilegedRun';
 import { parseBpftraceMaps } from '../../extension/shared/bpftraceMaps';
 import type { HistogramView } from '../../extension/shared/bpfRun';
 import { findTool } from '../../extension/authoring/toolchain';
@@ -31,7 +31,7 @@ async function withHelper(fn: (conn: MessageConnection) => Promise<void>): Promi
 }
 
 /** Starts a run and collects its stdout until it exits; `during` runs once it has started. */
-async function run(conn: MessageConnection, params: RunStartParams, during: (stdout: () => string) => Promise<void>) {
+async function run(conn: MessageConnection, params: RunStartParams, during: (stdout: () => string, runId: number) => Promise<void>) {
   let stdout = '';
   let stderr = '';
   let id = -1;
@@ -47,7 +47,7 @@ async function run(conn: MessageConnection, params: RunStartParams, during: (std
   });
   const started = await conn.sendRequest(runStart, params);
   id = started.runId;
-  await during(() => stdout);
+  await during(() => stdout, id);
   const end = await exited;
   return { ...end, stdout, stderr };
 }
@@ -89,9 +89,15 @@ test('a New BPF Project loader runs as root through the helper and reports our e
   const make = spawnSync('make', ['-C', dir], { encoding: 'utf8', timeout: 120_000 });
   assert.equal(make.status, 0, make.stderr);
   await withHelper(async (conn) => {
-    const r = await run(conn, { kind: 'loader', executable: path.join(dir, 'minimal'), args: ['4'], cwd: dir }, async (stdout) => {
+    const r = await run(conn, { kind: 'loader', executable: path.join(dir, 'minimal'), args: ['4'], cwd: dir }, async (stdout, runId) => {
       await waitFor(() => /Ctrl-C/.test(stdout()), 30_000);
       for (let i = 0; i < 5; i++) spawnSync('/bin/true');
+      // The map view's source: the loader's .bss, read through its map fds while it runs.
+      const maps = await conn.sendRequest(runMaps, { runId: runId });
+      const bss = maps.find((m) => /\.bss$/.test(m.name));
+      assert.ok(bss?.kind === 'table', JSON.stringify(maps));
+      const calls = (bss.rows[0].value as { stats: { calls: number } }).stats.calls;
+      assert.ok(calls >= 5, `the .bss counter says ${calls} execve calls, we made 5`);
     });
     assert.equal(r.code, 0, r.stderr);
     const counts = [...r.stdout.matchAll(/^execve calls: (\d+)/gm)].map((m) => Number(m[1]));
