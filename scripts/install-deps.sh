@@ -5,7 +5,7 @@
 # Usage: scripts/install-deps.sh [--test] [--bench] [--all]
 set -euo pipefail
 
-build=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make g++ python3 binutils)
+build=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make g++ python3 binutils gcc)
 test=(openjdk-17-jdk-headless libbpf-tools bpftrace clangd chromium ripgrep libkrb5-dev libsecret-1-dev libxkbfile-dev libx11-dev procps curl)
 bench=(heaptrack)
 
