@@ -1,6 +1,7 @@
 // BPF authoring in a real VS Code (code-server), fresh window: opening a .bpf.c starts the
 // extension and its language server without any command (hover on a helper shows libbpf's docs),
-// and New BPF Project → Run BPF Loader builds both halves and shows the loader's output.
+// New BPF Project → Run BPF Loader builds both halves and shows the loader's output, and Run bpftrace
+// Script shows bpftrace's output and then its hist() map as a histogram in the map view.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -23,8 +24,12 @@ int on_exec(void *ctx)
 }
 `;
 
+const BT = `tracepoint:syscalls:sys_exit_read { @bytes = hist(args->ret); @reads = count(); }
+interval:s:3 { exit(); }
+`;
+
 test('BPF authoring in a fresh editor window', { skip: skipReason(), timeout: 600_000 }, async (t) => {
-  const s = await EditorSession.start({ files: { 'probe.bpf.c': PROGRAM }, settings: { 'terminal.integrated.gpuAcceleration': 'off' } });
+  const s = await EditorSession.start({ files: { 'probe.bpf.c': PROGRAM, 'reads.bt': BT }, settings: { 'terminal.integrated.gpuAcceleration': 'off' } });
   try {
     await s.dismissStartupEditors();
 
@@ -98,6 +103,27 @@ test('BPF authoring in a fresh editor window', { skip: skipReason(), timeout: 60
         }
         await s.screenshot('bpf-loader-terminal');
         await s.page.keyboard.press('Control+C');
+      },
+    );
+
+    await t.test(
+      'Run bpftrace Script: output in a terminal, then hist() as a histogram in the map view',
+      { skip: kernelSkipReason() ?? (spawnSync('bpftrace', ['--version']).status !== 0 ? 'bpftrace is not installed' : undefined) },
+      async () => {
+        await s.runCommandFromPalette('View: Close All Editors');
+        await openWorkspaceFile(s, 'reads.bt');
+        await s.page.locator('.tabs-container .tab.active', { hasText: 'reads.bt' }).waitFor({ timeout: 15_000 });
+        await s.runCommandFromPalette('eBPF: Run bpftrace Script');
+        const confirm = s.page.locator('.monaco-dialog-box .monaco-button', { hasText: 'Run as Root' });
+        await confirm.waitFor({ state: 'visible', timeout: 30_000 });
+        await confirm.click();
+        await s.page.locator('.terminal-wrapper .xterm-rows', { hasText: /Attaching \d+ probes/ }).first().waitFor({ timeout: 60_000 });
+        const frame = await s.webviewFrame('bpftrace: reads.bt', 60_000);
+        await frame.locator('canvas[data-total]').first().waitFor({ timeout: 15_000 });
+        const total = Number(await frame.locator('canvas[data-total]').first().getAttribute('data-total'));
+        assert.ok(total > 0, `the @bytes histogram is empty (total ${total})`);
+        assert.match(await frame.locator('body').innerText(), /@bytes/);
+        await s.screenshot('bpftrace-histogram');
       },
     );
   } catch (e) {
