@@ -8,6 +8,7 @@ export function trustNeededFor(method: string, params: unknown): string | undefi
   if (method === 'bpf/verify') return 'Load and Verify loads a BPF object from the workspace into the kernel';
   if (method === 'session/start' && p.tracer === 'bpf-run') return 'Run BPF Program loads a BPF object from the workspace into the kernel';
   if (method === 'session/start' && p.tracer === 'memleak' && p.options?.launch) return 'Run with Leak Tracing starts a program from the workspace';
+  if (method === 'run/start') return 'Run BPF Loader and Run bpftrace Script run a program or script from the workspace as root';
   return undefined;
 }
 

@@ -23,9 +23,10 @@ export interface CliResult {
   ms: number;
 }
 
-export function runCli(args: string[], opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): CliResult {
+/** `cwd`: where the CLI runs; `build` writes compile_commands.json there, so keep it out of the repo. */
+export function runCli(args: string[], opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv; cwd?: string } = {}): CliResult {
   const t0 = Date.now();
-  const r = spawnSync(process.execPath, [cliJs, ...args], { encoding: 'utf8', timeout: opts.timeoutMs ?? 60_000, env: opts.env ?? process.env, maxBuffer: 256 << 20 });
+  const r = spawnSync(process.execPath, [cliJs, ...args], { encoding: 'utf8', timeout: opts.timeoutMs ?? 60_000, env: opts.env ?? process.env, cwd: opts.cwd, maxBuffer: 256 << 20 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr, ms: Date.now() - t0 };
 }
 

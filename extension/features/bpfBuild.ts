@@ -1,12 +1,15 @@
 // The "ebpf: build" task (task type "ebpf", problem matcher $ebpf-clang) and command
 // ebpfStudio.buildBpf: compiles the current .bpf.c with clang -target bpf, the arch define, the
 // multiarch include folder and a vmlinux.h generated for the running kernel into the extension's
-// global storage; optionally generates a libbpf skeleton. Also exports buildSource() for
-// Load and Verify and Run. Context keys: none.
+// global storage; optionally generates a libbpf skeleton. Each build records its exact clang
+// command in the workspace folder's compile_commands.json so clangd sees the BPF flags. Build
+// errors go to Problems only when the clangd extension is absent (clangd reports the same ones
+// live). Also exports buildSource() for Load and Verify and Run. Context keys: none.
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { defaultOutput } from '../authoring/buildCommand';
+import { entryFor, updateCompileCommands } from '../authoring/compileCommands';
 import { compileBpf, ensureVmlinux, generateSkeleton, type CompileResult } from '../authoring/toolchain';
 import { showError } from '../ui';
 
@@ -36,6 +39,18 @@ export function vmlinuxFolder(): Promise<string> {
   return ensureVmlinux(storageDir);
 }
 
+const CLANGD_EXTENSION = 'llvm-vs-code-extensions.vscode-clangd';
+
+/** Records the build's clang command for clangd; returns a warning to show when that failed. */
+export function recordCompileCommand(r: CompileResult, source: string): { file?: string; warning?: string } {
+  const root = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(source))?.uri.fsPath ?? path.dirname(source);
+  try {
+    return { file: updateCompileCommands(root, [entryFor(r.command, source, r.output, root)]) };
+  } catch (e) {
+    return { warning: `compile_commands.json not updated: ${(e as Error).message}` };
+  }
+}
+
 function configuredIncludes(source: string): string[] {
   const folder = vscode.workspace.getWorkspaceFolder(vscode.Uri.file(source))?.uri.fsPath ?? path.dirname(source);
   return vscode.workspace
@@ -55,8 +70,12 @@ export async function buildSource(source: string, output?: string): Promise<Comp
   const r = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: `Building ${path.basename(source)}` }, async () =>
     compileBpf(source, out, await vmlinuxFolder(), { includeDirs: configuredIncludes(source) }),
   );
+  const recorded = recordCompileCommand(r, source);
+  if (recorded.warning) void vscode.window.showWarningMessage(`eBPF Studio: ${recorded.warning}`);
   const byFile = new Map<string, vscode.Diagnostic[]>();
-  for (const d of r.diagnostics) {
+  // clangd shows these same errors live from compile_commands.json; do not list them twice.
+  const clangdServes = !!vscode.extensions?.getExtension(CLANGD_EXTENSION);
+  for (const d of clangdServes ? [] : r.diagnostics) {
     if (d.severity === 'note') continue;
     const pos = new vscode.Position(Math.max(0, d.line - 1), Math.max(0, d.column - 1));
     const diag = new vscode.Diagnostic(new vscode.Range(pos, pos), d.message, d.severity === 'error' ? vscode.DiagnosticSeverity.Error : vscode.DiagnosticSeverity.Warning);
@@ -90,6 +109,8 @@ export function buildTask(def: EbpfTaskDefinition, scope: vscode.TaskScope | vsc
             const includes = [...configuredIncludes(file), ...(d.includeDirs ?? [])];
             const r = await compileBpf(file, out, vm, { includeDirs: includes });
             say(`${r.command.join(' ')}\n`);
+            const rec = recordCompileCommand(r, file);
+            say(rec.file ? `clangd: ${rec.file} updated\n` : `warning: ${rec.warning}\n`);
             if (r.stderr) say(r.stderr);
             if (!r.ok) {
               say(`\nclang failed: ${r.diagnostics.filter((x) => x.severity === 'error').length} error(s)\n`);

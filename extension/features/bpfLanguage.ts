@@ -1,9 +1,12 @@
 // The BPF language client: starts dist/server.js for *.bpf.c / *.bpf.h (language "c", so
 // clangd or cpptools keep serving C) and bpftrace files. The server adds only BPF-specific
 // completion, hover and SEC() diagnostics. Setting: ebpfStudio.bpf.languageServer. Commands: none.
+// The extension activates early only for workspaces holding *.bpf.c / *.bt and for bpftrace
+// documents (package.json); the server process itself starts when the first such file is open.
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { startWhenBpfFileOpens } from '../authoring/bpfFiles';
 import { LanguageClient, TransportKind, type LanguageClientOptions, type ServerOptions } from 'vscode-languageclient/node';
 
 let client: LanguageClient | undefined;
@@ -27,7 +30,17 @@ export function activate(context: vscode.ExtensionContext): void {
     initializationOptions: { cacheDir: context.globalStorageUri.fsPath },
     diagnosticCollectionName: 'ebpf-lsp',
   };
-  client = new LanguageClient('ebpfStudio.bpf', 'eBPF Studio: BPF language server', serverOptions, clientOptions);
-  void client.start();
+  const start = () => {
+    if (client) return;
+    client = new LanguageClient('ebpfStudio.bpf', 'eBPF Studio: BPF language server', serverOptions, clientOptions);
+    void client.start();
+  };
+  const waiting = startWhenBpfFileOpens(vscode.workspace, start);
+  if (waiting) context.subscriptions.push(waiting);
   context.subscriptions.push({ dispose: () => void client?.stop() });
+}
+
+/** True once a BPF or bpftrace document has started the language server (tests read it). */
+export function languageServerStarted(): boolean {
+  return client !== undefined;
 }

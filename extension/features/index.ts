@@ -12,5 +12,8 @@ import * as bpfRun from './bpfRun';
 import * as jvmTimeline from './jvmTimeline';
 import * as installHelper from './installHelper';
 import * as profileDiff from './profileDiff';
+import * as bpfNewProject from './bpfNewProject';
+import * as bpfLoaderRun from './bpfLoaderRun';
+import * as bpftraceRun from './bpftraceRun';
 
-export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff];
+export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff, bpfNewProject, bpfLoaderRun, bpftraceRun];

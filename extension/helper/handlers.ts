@@ -3,6 +3,7 @@
 import type { MessageConnection } from 'vscode-jsonrpc/node';
 import type { Addon } from '../native/addon';
 import { registerAuthoringHandlers } from './authoringHandlers';
+import { registerPrivilegedRunHandlers } from './privilegedRun';
 
 export interface HandlerContext {
   addon(): Addon | undefined;
@@ -14,4 +15,4 @@ export interface HandlerContext {
 
 export type HandlerModule = (conn: MessageConnection, ctx: HandlerContext) => void;
 
-export const extraHandlers: HandlerModule[] = [registerAuthoringHandlers];
+export const extraHandlers: HandlerModule[] = [registerAuthoringHandlers, registerPrivilegedRunHandlers];

@@ -62,7 +62,7 @@ test('verify: the program with the NULL check verifies (source and built object)
   const dir = tmpdir();
   try {
     const obj = path.join(dir, 'good.bpf.o');
-    const b = runCli(['build', good, '-o', obj]);
+    const b = runCli(['build', good, '-o', obj], { cwd: path.dirname(obj) });
     assert.equal(b.code, 0, b.stderr);
     const v = runCli(['verify', obj]);
     assert.equal(v.code, 0, v.stderr);
@@ -83,7 +83,7 @@ test('helper bpf/verify maps the rejection to the source given, and leaves nothi
   if (skip) return t.skip(skip);
   const dir = tmpdir();
   const obj = path.join(dir, 'bad_null.bpf.o');
-  assert.equal(runCli(['build', bad, '-o', obj]).code, 0);
+  assert.equal(runCli(['build', bad, '-o', obj], { cwd: path.dirname(obj) }).code, 0);
   const child = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'] });
   const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
   conn.listen();
@@ -111,7 +111,7 @@ test('Run on the histogram example: non-zero buckets, a table, and decoded exec 
   if (skip) return t.skip(skip);
   const dir = tmpdir();
   const obj = path.join(dir, 'hist.bpf.o');
-  assert.equal(runCli(['build', hist, '-o', obj]).code, 0);
+  assert.equal(runCli(['build', hist, '-o', obj], { cwd: path.dirname(obj) }).code, 0);
   const updates: BpfRunUpdate[] = [];
   const opts = bpfRunTracer.validate({ objectPath: obj, sourcePath: hist, intervalMs: 250, confirmedSha256: sha(obj) });
   const before = loadedPrograms();
@@ -162,7 +162,7 @@ test('the helper runs the bpf-run session for the editor', async (t) => {
   if (skip) return t.skip(skip);
   const dir = tmpdir();
   const obj = path.join(dir, 'hist.bpf.o');
-  assert.equal(runCli(['build', hist, '-o', obj]).code, 0);
+  assert.equal(runCli(['build', hist, '-o', obj], { cwd: path.dirname(obj) }).code, 0);
   const child = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'] });
   const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
   const updates: BpfRunUpdate[] = [];

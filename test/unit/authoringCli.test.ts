@@ -17,7 +17,7 @@ const brokenC = path.join(dir, 'broken.bpf.c');
 fs.writeFileSync(brokenC, '#include "vmlinux.h"\nint x = ;\n');
 
 function expect(args: string[], code: number, pattern: RegExp, env?: NodeJS.ProcessEnv) {
-  const r = runCli(args, { env });
+  const r = runCli(args, { env, cwd: dir });
   assert.equal(r.code, code, `${args.join(' ')}: ${r.stderr}`);
   assert.match(r.stderr, pattern);
   assert.doesNotMatch(r.stderr, /\n\s+at .*\(.*:\d+:\d+\)/, 'no stack trace');
@@ -38,7 +38,7 @@ test('build: missing/empty sources exit 2; an ELF is refused; compile errors exi
   expect(['build', path.join(dir, 'nope.bpf.c')], 2, /does not exist/);
   expect(['build', empty], 2, /is empty/);
   expect(['build', process.execPath], 2, /already an ELF object/);
-  const r = runCli(['build', brokenC, '--json']);
+  const r = runCli(['build', brokenC, '--json'], { cwd: dir });
   assert.equal(r.code, 1);
   const out = JSON.parse(r.stdout) as { ok: boolean; diagnostics: { file: string; line: number; severity: string }[] };
   assert.equal(out.ok, false);
@@ -54,7 +54,7 @@ test('build: without clang the reason names the package to install', (t) => {
 test('build writes an object next to -o', (t) => {
   if (!built) return t.skip('dist/cli.js is not built');
   const out = path.join(dir, 'good.bpf.o');
-  const r = runCli(['build', path.join(repoRoot, 'test/fixtures/bpf/good.bpf.c'), '-o', out]);
+  const r = runCli(['build', path.join(repoRoot, 'test/fixtures/bpf/good.bpf.c'), '-o', out], { cwd: dir });
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /built /);
   assert.equal(fs.readFileSync(out).readUInt32BE(0), 0x7f454c46);

@@ -1,11 +1,13 @@
 // `ebpf-studio build FILE.bpf.c [-o OUT] [-I DIR]... [--skeleton]`: compiles a BPF program with the
-// same flags as the editor's "ebpf: build" task (vmlinux.h generated for the running kernel).
+// same flags as the editor's "ebpf: build" task (vmlinux.h generated for the running kernel), and
+// records that command in ./compile_commands.json for clangd.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from '../command';
 import { parse } from '../args';
 import { usageError, inputError } from '../../shared/errors';
 import { defaultOutput } from '../../authoring/buildCommand';
+import { updateCompileCommands, entryFor } from '../../authoring/compileCommands';
 import { checkSource, compileBpf, defaultCacheDir, ensureVmlinux, generateSkeleton } from '../../authoring/toolchain';
 
 const options = {
@@ -45,7 +47,14 @@ export const buildCommand: Command = {
     const vmlinuxDir = await ensureVmlinux(defaultCacheDir());
     const r = await compileBpf(src, out, vmlinuxDir, { includeDirs: (values.include as string[] | undefined) ?? [] });
     const skeleton = r.ok && values.skeleton ? generateSkeleton(out) : undefined;
-    if (values.json) io.out(JSON.stringify({ ok: r.ok, output: r.ok ? out : undefined, skeleton, command: r.command, diagnostics: r.diagnostics, stderr: r.stderr }, null, 2));
+    // Written even when clang fails: that is when clangd's view of the file matters most.
+    let compileCommands: string | undefined;
+    try {
+      compileCommands = updateCompileCommands(process.cwd(), [entryFor(r.command, path.resolve(src), out, process.cwd())]);
+    } catch (e) {
+      io.err(`ebpf-studio build: warning: compile_commands.json not updated: ${(e as Error).message}`);
+    }
+    if (values.json) io.out(JSON.stringify({ ok: r.ok, output: r.ok ? out : undefined, skeleton, compileCommands, command: r.command, diagnostics: r.diagnostics, stderr: r.stderr }, null, 2));
     else {
       if (r.stderr.trim()) io.err(r.stderr.trimEnd());
       if (r.ok) io.out(`built ${out}${skeleton ? `\nskeleton ${skeleton}` : ''}`);

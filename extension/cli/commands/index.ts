@@ -11,5 +11,6 @@ import { profileCommand } from './profile';
 import { jvmCommand } from './jvm';
 import { installHelperCommand } from './installHelper';
 import { profileDiffCommand } from './profileDiff';
+import { newProjectCommand } from './newProject';
 
-export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand, javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand, installHelperCommand, profileDiffCommand];
+export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand, javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand, installHelperCommand, profileDiffCommand, newProjectCommand];

@@ -1,0 +1,113 @@
+// The helper's run/start, behind "Run bpftrace Script" and "Run BPF Loader": bpftrace on a .bt
+// with hist() streams its output and its exit dump parses into a histogram with non-zero
+// buckets; a loader built from a New BPF Project runs as root and reports our execs; bad
+// requests are refused with the reason.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
+import { helperJs, kernelSkipReason, runCli } from '../helpers';
+import { runExited, runMaps, runOutput, runStart, type RunStartParams } from '../../extension/shared/privilegedRun';
+import { parseBpftraceMaps } from '../../extension/shared/bpftraceMaps';
+import type { HistogramView } from '../../extension/shared/bpfRun';
+import { findTool } from '../../extension/authoring/toolchain';
+
+const skip = kernelSkipReason();
+
+async function withHelper(fn: (conn: MessageConnection) => Promise<void>): Promise<void> {
+  const child = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+  conn.listen();
+  try {
+    await fn(conn);
+  } finally {
+    conn.dispose();
+    child.stdin.end();
+    await new Promise((r) => child.on('exit', r));
+  }
+}
+
+/** Starts a run and collects its stdout until it exits; `during` runs once it has started. */
+async function run(conn: MessageConnection, params: RunStartParams, during: (stdout: () => string, runId: number) => Promise<void>) {
+  let stdout = '';
+  let stderr = '';
+  let id = -1;
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => {
+    conn.onNotification(runExited, (p) => {
+      if (p.runId === id) resolve(p);
+    });
+  });
+  conn.onNotification(runOutput, (p) => {
+    if (p.runId !== id) return;
+    if (p.stream === 'stdout') stdout += p.data;
+    else stderr += p.data;
+  });
+  const started = await conn.sendRequest(runStart, params);
+  id = started.runId;
+  await during(() => stdout, id);
+  const end = await exited;
+  return { ...end, stdout, stderr };
+}
+
+const waitFor = async (pred: () => boolean, ms: number) => {
+  for (const t0 = Date.now(); !pred() && Date.now() - t0 < ms; ) await new Promise((r) => setTimeout(r, 50));
+};
+
+test('bpftrace through the helper: a hist() script gives a histogram with non-zero buckets', { timeout: 120_000 }, async (t) => {
+  if (skip) return t.skip(skip);
+  if (!findTool('bpftrace')) return t.skip('bpftrace is not installed (apt-get install bpftrace)');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-bt-'));
+  const script = path.join(dir, 'readsize.bt');
+  fs.writeFileSync(script, `tracepoint:syscalls:sys_exit_read /pid == ${process.pid}/ { @bytes = hist(args->ret); @reads = count(); }\ninterval:s:3 { exit(); }\n`);
+  const data = path.join(dir, 'data');
+  fs.writeFileSync(data, Buffer.alloc(5000, 1));
+  await withHelper(async (conn) => {
+    const r = await run(conn, { kind: 'bpftrace', script, cwd: dir }, async (stdout) => {
+      await waitFor(() => /Attaching/.test(stdout()), 30_000);
+      // 50 reads of 5000 bytes: bucket [4K, 8K) is log2 bucket 12.
+      for (let i = 0; i < 50; i++) fs.readFileSync(data);
+    });
+    assert.equal(r.code, 0, r.stderr);
+    const maps = parseBpftraceMaps(r.stdout);
+    const hist = maps.find((m) => m.name === '@bytes') as HistogramView | undefined;
+    assert.ok(hist && hist.kind === 'histogram', `no @bytes histogram in:\n${r.stdout}`);
+    const counts = hist.series[0].counts;
+    assert.ok((counts[12] ?? 0) >= 50, `expected >= 50 reads in [4K, 8K), got ${counts[12]}: ${r.stdout}`);
+    const reads = maps.find((m) => m.name === '@reads');
+    assert.ok(reads?.kind === 'table' && Number(reads.rows[0].value) >= 50);
+  });
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('a New BPF Project loader runs as root through the helper and reports our execs', { timeout: 180_000 }, async (t) => {
+  if (skip) return t.skip(skip);
+  const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-loader-')), 'proj');
+  assert.equal(runCli(['new-project', dir, '--template', 'minimal']).code, 0);
+  const make = spawnSync('make', ['-C', dir], { encoding: 'utf8', timeout: 120_000 });
+  assert.equal(make.status, 0, make.stderr);
+  await withHelper(async (conn) => {
+    const r = await run(conn, { kind: 'loader', executable: path.join(dir, 'minimal'), args: ['4'], cwd: dir }, async (stdout, runId) => {
+      await waitFor(() => /Ctrl-C/.test(stdout()), 30_000);
+      for (let i = 0; i < 5; i++) spawnSync('/bin/true');
+      // The map view's source: the loader's .bss, read through its map fds while it runs.
+      const maps = await conn.sendRequest(runMaps, { runId: runId });
+      const bss = maps.find((m) => /\.bss$/.test(m.name));
+      assert.ok(bss?.kind === 'table', JSON.stringify(maps));
+      const calls = (bss.rows[0].value as { stats: { calls: number } }).stats.calls;
+      assert.ok(calls >= 5, `the .bss counter says ${calls} execve calls, we made 5`);
+    });
+    assert.equal(r.code, 0, r.stderr);
+    const counts = [...r.stdout.matchAll(/^execve calls: (\d+)/gm)].map((m) => Number(m[1]));
+    assert.ok((counts.at(-1) ?? 0) >= 5, r.stdout);
+
+    await assert.rejects(conn.sendRequest(runStart, { kind: 'loader', executable: 'minimal', args: [], cwd: dir }), /must be an absolute path/);
+    await assert.rejects(conn.sendRequest(runStart, { kind: 'loader', executable: path.join(dir, 'minimal.c'), args: [], cwd: dir }), /is not executable/);
+    await assert.rejects(conn.sendRequest(runStart, { kind: 'loader', executable: path.join(dir, 'nope'), args: [], cwd: dir }), /does not exist/);
+    await assert.rejects(conn.sendRequest(runStart, { kind: 'shell', cwd: dir } as never), /kind must be/);
+    await assert.rejects(conn.sendRequest(runStart, { kind: 'bpftrace', script: path.join(dir, 'x.bt'), cwd: 'rel' }), /cwd must be/);
+  });
+  fs.rmSync(path.dirname(dir), { recursive: true, force: true });
+});
