@@ -9,5 +9,7 @@ import * as bpfLanguage from './bpfLanguage';
 import * as bpfBuild from './bpfBuild';
 import * as bpfVerify from './bpfVerify';
 import * as bpfRun from './bpfRun';
+import * as sessionsView from './sessionsView';
+import * as sessionEditors from './sessionEditors';
 
-export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun];
+export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, sessionsView, sessionEditors];

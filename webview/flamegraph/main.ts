@@ -9,8 +9,10 @@ import type { FromView, ToView } from './protocol';
 import { FlameCanvas } from './render';
 import { KIND_LABEL } from './colors';
 
-declare function acquireVsCodeApi(): { postMessage(m: unknown): void };
-const vscodeApi = typeof acquireVsCodeApi === 'function' ? acquireVsCodeApi() : { postMessage: (m: unknown) => window.dispatchEvent(new CustomEvent('flamegraph-out', { detail: m })) };
+declare function acquireVsCodeApi(): { postMessage(m: unknown): void; setState(s: unknown): void };
+const vscodeApi = typeof acquireVsCodeApi === 'function' ? acquireVsCodeApi() : { postMessage: (m: unknown) => window.dispatchEvent(new CustomEvent('flamegraph-out', { detail: m })), setState: () => {} };
+// The panel serializer finds this session's data by the key after a window reload.
+if (document.body.dataset.sessionKey) vscodeApi.setState({ sessionKey: document.body.dataset.sessionKey });
 const send = (m: FromView) => vscodeApi.postMessage(m);
 
 const CSS = `
