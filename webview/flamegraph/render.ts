@@ -18,6 +18,8 @@ export class FlameCanvas {
   matches?: Uint8Array;
   /** frame to outline (the sandwich's function) */
   emphasized = -1;
+  /** node the keyboard (or a click) selected: outlined */
+  selected = -1;
   private lay?: Layout;
   private cssWidth = 0;
   private charWidth = 7;
@@ -35,6 +37,7 @@ export class FlameCanvas {
     this.tree = tree;
     this.profile = profile;
     this.focus = ROOT;
+    this.selected = -1;
     this.lay = undefined;
   }
 
@@ -82,7 +85,7 @@ export class FlameCanvas {
       ctx.globalAlpha = dim ? 0.35 : 1;
       ctx.fillStyle = m && f >= 0 && m[f] ? matchColor : frame ? frameColor(frame.kind, name, dark) : dark ? '#666' : '#bbb';
       ctx.fillRect(x, y, Math.max(1, w - 0.5), ROW_HEIGHT - 1);
-      if (f >= 0 && f === this.emphasized) {
+      if ((f >= 0 && f === this.emphasized) || n === this.selected) {
         ctx.strokeStyle = outline;
         ctx.strokeRect(x + 0.5, y + 0.5, Math.max(1, w - 1.5), ROW_HEIGHT - 2);
       }
