@@ -25,7 +25,8 @@ export interface FinishedEntry {
 }
 
 const LIST_KEY = 'ebpfStudio.finishedSessions';
-let ctx: vscode.ExtensionContext | undefined;
+let ctx: Pick<vscode.ExtensionContext, 'globalStorageUri' | 'workspaceState' | 'subscriptions'> | undefined;
+let limits = { one: MAX_ONE_BYTES, total: MAX_TOTAL_BYTES };
 /** sessions of this window, including those too big to store */
 const inMemory = new Map<string, AnySessionFile>();
 const changed = new vscode.EventEmitter<void>();
@@ -66,7 +67,7 @@ function prune(): void {
   let total = files.reduce((s, x) => s + x.size, 0);
   files.sort((a, b) => a.mtime - b.mtime);
   for (const x of files) {
-    if (total <= MAX_TOTAL_BYTES) break;
+    if (total <= limits.total) break;
     fs.rmSync(x.f, { force: true });
     total -= x.size;
   }
@@ -77,7 +78,7 @@ export async function recordSession(file: AnySessionFile, key = newSessionKey())
   inMemory.set(key, file);
   const text = writeSession(file);
   let stored = false;
-  if (Buffer.byteLength(text) <= MAX_ONE_BYTES) {
+  if (Buffer.byteLength(text) <= limits.one) {
     try {
       fs.mkdirSync(dir(), { recursive: true });
       fs.writeFileSync(fileOf(key), text);
@@ -116,8 +117,11 @@ export async function forgetSession(key: string): Promise<void> {
   await setList(finishedSessions().filter((e) => e.key !== key));
 }
 
-export function activate(context: vscode.ExtensionContext): void {
+/** Once per extension host (window); tests pass smaller limits. */
+export function activate(context: Pick<vscode.ExtensionContext, 'globalStorageUri' | 'workspaceState' | 'subscriptions'>, bounds = { one: MAX_ONE_BYTES, total: MAX_TOTAL_BYTES }): void {
   ctx = context;
+  limits = bounds;
+  inMemory.clear();
   context.subscriptions.push(changed);
   // Entries whose document left storage (pruned, or too big for it in an earlier window) cannot reopen: drop them.
   const list = finishedSessions().filter((e) => e.stored && fs.existsSync(fileOf(e.key)));
