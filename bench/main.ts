@@ -12,7 +12,9 @@ import { buildWorkloads, cli, root, type BenchContext, type Row } from './lib';
 import { machine } from './machine';
 import { benchJavaGc } from './javaGcOverhead';
 import { benchMemleak } from './memleakOverhead';
+import { benchMemleakUnwind } from './memleakUnwind';
 import { benchProfile } from './profileOverhead';
+import { benchProfileUnwind } from './profileUnwind';
 import { benchAttach } from './attachLatency';
 import { benchSymbolizeRows } from './symbolizeRows';
 import { benchFlamegraphRows } from './flamegraphRows';
@@ -34,7 +36,9 @@ const needsTracer = (name: string, source: string) => () =>
 const GROUPS: Group[] = [
   { id: 'java-gc', run: benchJavaGc, missing: needsTracer('java-gc', 'javaGc.ts') },
   { id: 'memleak', run: benchMemleak, missing: needsTracer('memleak', 'memleak.ts') },
+  { id: 'memleak-unwind', run: benchMemleakUnwind, missing: needsTracer('memleak', 'memleak.ts') },
   { id: 'profile', run: benchProfile, missing: needsTracer('profile', 'profile.ts') },
+  { id: 'profile-unwind', run: benchProfileUnwind, missing: needsTracer('profile', 'profile.ts') },
   { id: 'attach', run: benchAttach, missing: needsRoot },
   { id: 'symbolize', run: benchSymbolizeRows },
   { id: 'flamegraph', run: benchFlamegraphRows },

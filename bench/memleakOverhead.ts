@@ -78,7 +78,8 @@ export async function benchMemleak(ctx: BenchContext): Promise<Row[]> {
   let floor: { obj: BpfObject; probes: number } | undefined;
   try {
     for (const p of Object.values(procs)) await p.next('ready');
-    tracer = await startCli(['memleak', '--pid', String(procs.ours.pid)]);
+    // The frame-pointer path: this row measures our probe logic against the floor (CFI stacks have their own row, ./memleakUnwind.ts).
+    tracer = await startCli(['memleak', '--pid', String(procs.ours.pid), '--unwind', 'fp']);
     floor = attachFloor(procs.floor.pid, ctx.log);
     const run = (p: LineProcess, n: number) => () => p.ask(String(n), 'ns_per_op');
     // Warm caches and the allocator in every process (and fault in the probed pages) once.

@@ -1,7 +1,9 @@
-// `profile overhead`: a CPU-bound loop (bench/workloads/cpuloop.c) reports its throughput over
-// rounds of fixed wall time, alternately unprofiled and sampled by our CLI at 99 Hz (`profile
-// --pid`, attached for that round only; one process for both, so nothing but the profiler
-// differs). The row is the slowdown: unprofiled / profiled throughput.
+// `profile overhead`: a CPU-bound loop (bench/workloads/cpuloop.c, built with frame pointers)
+// reports its throughput over rounds of fixed wall time, alternately unprofiled and sampled by our
+// CLI at 99 Hz (`profile --pid --unwind fp`, the path kept where frame pointers are enough,
+// attached for that round only; one process for both, so nothing but the profiler differs). The
+// row is the slowdown: unprofiled / profiled throughput. The CFI path has its own row
+// (./profileUnwind.ts).
 import path from 'node:path';
 import { interleave, LineProcess, median, ratioOfRounds, round, startCli, type Attached, type BenchContext, type Row } from './lib';
 
@@ -14,7 +16,7 @@ export async function benchProfile(ctx: BenchContext): Promise<Row[]> {
     await p.ask('0.5', 'ops_per_sec');
     const run = () => p.ask(seconds, 'ops_per_sec');
     const profiled = async () => {
-      const t: Attached = await startCli(['profile', '--pid', String(p.pid), '--frequency', '99']);
+      const t: Attached = await startCli(['profile', '--pid', String(p.pid), '--frequency', '99', '--unwind', 'fp']);
       try {
         return await run();
       } finally {
@@ -24,7 +26,7 @@ export async function benchProfile(ctx: BenchContext): Promise<Row[]> {
     const r = await interleave(rounds, { unprofiled: run, profiled }, ctx.log);
     return [
       {
-        name: 'profile overhead (99 Hz, unprofiled / profiled throughput)',
+        name: 'profile overhead (99 Hz, frame pointers, unprofiled / profiled throughput)',
         value: round(ratioOfRounds(r.unprofiled, r.profiled), 4),
         unit: '×',
         target: 1.01,

@@ -1,11 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Java GC pauses from HotSpot's USDT probes in libjvm.so.
+/* Java GC collections, as the JVM counts them, from HotSpot's USDT probes in libjvm.so.
  *
- * gc__begin/gc__end bracket one GC pause on the VM thread; mem__pool__gc__begin/__end fire
- * inside that bracket, once per memory pool, with the pool's usage. The pause is measured
- * from gc__begin to gc__end of the same thread only: the pool probes update the thread's
- * in-flight record and never restart its clock (the seed tool fed them into the same start
- * map and so measured pool-to-pool intervals). */
+ * What fires, measured with bpftrace on OpenJDK 17.0.15 (Debian) against GcCollectors.java,
+ * -Xmx64m, per collector (the JVM's own GarbageCollectorMXBean counts agreed in every case):
+ *  - Serial: each pause is one gc__begin/gc__end on the VM thread, with mem__pool__gc__begin/end
+ *    inside it once per pool, naming the manager: "Copy" or "MarkSweepCompact". A young
+ *    collection that escalates runs both managers inside ONE pause (Copy's pool probes, then
+ *    MarkSweepCompact's): the JVM counts two collections. gc__begin's `full` flag is 0 even for
+ *    a full collection the heap decided on by itself; only System.gc() sets it.
+ *  - Parallel: "PS Scavenge" and "PS MarkSweep", each its own gc__begin/gc__end pause (an
+ *    escalation is two pauses).
+ *  - G1: "G1 Young Generation" (young and mixed) and "G1 Old Generation" (full) pauses carry pool
+ *    probes; Remark and Cleanup pauses are gc__begin/gc__end with no pool probe (JDK 17 has no
+ *    "G1 Concurrent GC" manager; JDK 20+ counts them as that one).
+ *  - ZGC: "ZGC Cycles" pool probes bracket each concurrent cycle on the ZDriver thread, outside
+ *    any pause; the pauses (Mark Start, Mark End, Relocate Start) are gc__begin/gc__end with no
+ *    pool probe, counted by the JVM as "ZGC Pauses".
+ *  - Shenandoah: the same shape, "Shenandoah Cycles" and pauses counted as "Shenandoah Pauses".
+ *  - Every pause runs inside a VM operation (vmops__begin names it: G1PauseRemark, ZMarkStart,
+ *    "Shenandoah Init Marking", GenCollectForAllocation, ...) on the same thread, which is how
+ *    user space names the manager of a pause without pool probes.
+ *  - hs_private:safepoint__begin/__end bracket each safepoint on the VM thread; the first
+ *    vmops__begin inside it comes once all threads are stopped (time to safepoint).
+ *
+ * So one event is emitted per manager run: within a pause, a pool probe naming another manager
+ * than the one running ends the first collection at its last pool end and starts the next.
+ * Pool probes outside a pause make a concurrent-cycle event, ended when all its pools ended. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -22,13 +42,33 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } events SEC(".maps");
 
-/* One in-flight GC per thread (tid). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} safepoints SEC(".maps");
+
+/* One in-flight pause per thread (tid). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 256);
 	__type(key, __u32);
 	__type(value, struct java_gc_event);
 } inflight SEC(".maps");
+
+/* One in-flight concurrent cycle per thread (tid). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, struct java_gc_event);
+} cycles SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, struct java_vm_state);
+} vmstate SEC(".maps");
 
 /* A zeroed record to initialise in-flight entries from: too big for the BPF stack. */
 struct {
@@ -53,28 +93,49 @@ static __always_inline void count(__u32 which)
 		__sync_fetch_and_add(v, 1);
 }
 
+static __always_inline struct java_gc_event *fresh_record(void *map, __u32 tid)
+{
+	__u32 zero = 0;
+	struct java_gc_event *tmpl = bpf_map_lookup_elem(&zero_event, &zero);
+
+	if (!tmpl)
+		return NULL;
+	if (bpf_map_update_elem(map, &tid, tmpl, BPF_ANY)) {
+		count(JAVA_GC_CTR_INFLIGHT_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(map, &tid);
+}
+
+static __always_inline void emit(struct java_gc_event *rec, __u64 end)
+{
+	if (!rec->start_ns || end < rec->start_ns || end - rec->start_ns < min_duration_ns)
+		return;
+	rec->duration_ns = end - rec->start_ns;
+	rec->cpu = bpf_get_smp_processor_id();
+	if (bpf_ringbuf_output(&events, rec, sizeof(*rec), 0))
+		count(JAVA_GC_CTR_RINGBUF_FULL);
+}
+
 SEC("usdt")
 int BPF_USDT(handle_gc_begin, int full)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id, zero = 0;
-	struct java_gc_event *rec, *tmpl;
+	__u32 tid = (__u32)id;
+	struct java_gc_event *rec = fresh_record(&inflight, tid);
+	struct java_vm_state *vm;
 
-	tmpl = bpf_map_lookup_elem(&zero_event, &zero);
-	if (!tmpl)
-		return 0;
-	if (bpf_map_update_elem(&inflight, &tid, tmpl, BPF_ANY)) {
-		count(JAVA_GC_CTR_INFLIGHT_FULL);
-		return 0;
-	}
-	rec = bpf_map_lookup_elem(&inflight, &tid);
 	if (!rec)
 		return 0;
 	rec->pid = id >> 32;
 	rec->tid = tid;
 	rec->full = (full & 0xff) != 0;
+	vm = bpf_map_lookup_elem(&vmstate, &tid);
+	if (vm)
+		__builtin_memcpy(rec->vmop, vm->vmop, JAVA_GC_VMOP_LEN);
 	/* Last: the pause starts once the record is ready. */
 	rec->start_ns = bpf_ktime_get_ns();
+	rec->pause_start_ns = rec->start_ns;
 	return 0;
 }
 
@@ -107,22 +168,78 @@ static __always_inline void read_name(struct java_gc_pool *p, __u64 ptr, __u64 l
 	bpf_probe_read_user_str(p->name, size, (const void *)ptr);
 }
 
+static __always_inline void set_manager(struct java_gc_event *rec, __u64 mgr, __u64 mgr_len)
+{
+	__u32 size = mgr_len >= JAVA_GC_MANAGER_LEN ? JAVA_GC_MANAGER_LEN : (__u32)mgr_len + 1;
+
+	rec->mgr_ptr = mgr;
+	bpf_probe_read_user_str(rec->manager, size, (const void *)mgr);
+}
+
+/* The record a pool probe belongs to: the thread's pause, else its concurrent cycle (created at
+ * a begin probe). Inside a pause, a second manager ends the first one's collection. */
+static __always_inline struct java_gc_event *record_for(__u64 mgr, __u64 mgr_len, bool begin)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, zero = 0;
+	struct java_gc_event *rec = bpf_map_lookup_elem(&inflight, &tid), *tmpl;
+	__u64 pause_start, full, now;
+	char vmop[JAVA_GC_VMOP_LEN];
+	__u8 seq;
+
+	if (rec) {
+		if (!rec->mgr_ptr) {
+			set_manager(rec, mgr, mgr_len);
+		} else if (begin && rec->mgr_ptr != mgr) {
+			/* Escalation: the first collection ends at its last pool end. */
+			emit(rec, rec->last_end_ns ? rec->last_end_ns : bpf_ktime_get_ns());
+			tmpl = bpf_map_lookup_elem(&zero_event, &zero);
+			if (!tmpl)
+				return NULL;
+			pause_start = rec->pause_start_ns;
+			full = rec->full;
+			seq = rec->seq + 1;
+			__builtin_memcpy(vmop, rec->vmop, JAVA_GC_VMOP_LEN);
+			bpf_probe_read_kernel(rec, sizeof(*rec), tmpl);
+			rec->pid = id >> 32;
+			rec->tid = tid;
+			rec->full = full;
+			rec->seq = seq;
+			rec->pause_start_ns = pause_start;
+			__builtin_memcpy(rec->vmop, vmop, JAVA_GC_VMOP_LEN);
+			set_manager(rec, mgr, mgr_len);
+			rec->start_ns = bpf_ktime_get_ns();
+		}
+		return rec;
+	}
+	rec = bpf_map_lookup_elem(&cycles, &tid);
+	if (rec || !begin)
+		return rec;
+	rec = fresh_record(&cycles, tid);
+	if (!rec)
+		return NULL;
+	rec->pid = id >> 32;
+	rec->tid = tid;
+	rec->flags = JAVA_GC_EV_CYCLE;
+	set_manager(rec, mgr, mgr_len);
+	now = bpf_ktime_get_ns();
+	rec->start_ns = now;
+	return rec;
+}
+
 /* Arguments of both pool probes: manager name, its length, pool name, its length, then the
  * pool's MemoryUsage (initial, used, committed, max). */
 SEC("usdt")
 int BPF_USDT(handle_pool_begin, __u64 mgr, __u64 mgr_len, __u64 pool, __u64 pool_len, __u64 initial, __u64 used)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct java_gc_event *rec = bpf_map_lookup_elem(&inflight, &tid);
+	struct java_gc_event *rec = record_for(mgr, mgr_len, true);
 	struct java_gc_pool *p;
 
-	/* Pool probes outside a gc__begin pause (e.g. G1's concurrent phases) are not pauses. */
 	if (!rec)
 		return 0;
 	p = pool_slot(rec, pool);
 	if (!p)
 		return 0;
-	/* When a GC escalates (young → full) the pools are reported twice: keep the first "before". */
 	if (!(p->flags & JAVA_GC_POOL_HAS_BEFORE)) {
 		p->used_before = used;
 		p->flags |= JAVA_GC_POOL_HAS_BEFORE;
@@ -135,19 +252,28 @@ SEC("usdt")
 int BPF_USDT(handle_pool_end, __u64 mgr, __u64 mgr_len, __u64 pool, __u64 pool_len, __u64 initial, __u64 used, __u64 committed)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct java_gc_event *rec = bpf_map_lookup_elem(&inflight, &tid);
+	struct java_gc_event *rec = record_for(mgr, mgr_len, false);
 	struct java_gc_pool *p;
+	__u64 now = bpf_ktime_get_ns();
 
 	if (!rec)
 		return 0;
+	rec->last_end_ns = now;
 	p = pool_slot(rec, pool);
 	if (!p)
 		return 0;
-	/* ... and the last "after". */
 	p->used_after = used;
 	p->committed_after = committed;
 	p->flags |= JAVA_GC_POOL_HAS_AFTER;
 	read_name(p, pool, pool_len);
+	/* A concurrent cycle ends with the end probe of its last pool. */
+	if (rec->flags & JAVA_GC_EV_CYCLE) {
+		rec->pools_ended++;
+		if (rec->pools_ended >= rec->npools) {
+			emit(rec, now);
+			bpf_map_delete_elem(&cycles, &tid);
+		}
+	}
 	return 0;
 }
 
@@ -156,17 +282,95 @@ int BPF_USDT(handle_gc_end)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct java_gc_event *rec = bpf_map_lookup_elem(&inflight, &tid);
-	__u64 now = bpf_ktime_get_ns();
 
 	/* No record: the GC began before we attached. */
 	if (!rec)
 		return 0;
-	if (rec->start_ns && now - rec->start_ns >= min_duration_ns) {
-		rec->duration_ns = now - rec->start_ns;
-		rec->cpu = bpf_get_smp_processor_id();
-		if (bpf_ringbuf_output(&events, rec, sizeof(*rec), 0))
-			count(JAVA_GC_CTR_RINGBUF_FULL);
-	}
+	emit(rec, bpf_ktime_get_ns());
 	bpf_map_delete_elem(&inflight, &tid);
+	return 0;
+}
+
+static const struct java_vm_state empty_vm_state;
+
+static __always_inline struct java_vm_state *vm_state(__u32 tid)
+{
+	struct java_vm_state *vm = bpf_map_lookup_elem(&vmstate, &tid);
+
+	if (vm)
+		return vm;
+	if (bpf_map_update_elem(&vmstate, &tid, &empty_vm_state, BPF_NOEXIST))
+		return NULL;
+	return bpf_map_lookup_elem(&vmstate, &tid);
+}
+
+/* vmops__begin(name, name_len, mode) */
+SEC("usdt")
+int BPF_USDT(handle_gc_vmop_begin, __u64 name, __u64 len)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct java_vm_state *vm = vm_state(tid);
+	__u32 size = len >= JAVA_GC_VMOP_LEN ? JAVA_GC_VMOP_LEN : (__u32)len + 1;
+
+	if (!vm)
+		return 0;
+	bpf_probe_read_user_str(vm->vmop, size, (const void *)name);
+	if (vm->sp_start_ns && !vm->sp_sync_ns) {
+		vm->sp_sync_ns = bpf_ktime_get_ns();
+		__builtin_memcpy(vm->sp_vmop, vm->vmop, JAVA_GC_VMOP_LEN);
+	}
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(handle_gc_vmop_end)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct java_vm_state *vm = bpf_map_lookup_elem(&vmstate, &tid);
+
+	if (vm)
+		vm->vmop[0] = 0;
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(handle_gc_sp_begin)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct java_vm_state *vm = vm_state(tid);
+
+	if (!vm) {
+		count(JAVA_GC_CTR_SAFEPOINT_LOST);
+		return 0;
+	}
+	vm->sp_sync_ns = 0;
+	vm->sp_vmop[0] = 0;
+	vm->sp_start_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(handle_gc_sp_end)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	__u32 tid = (__u32)id;
+	struct java_vm_state *vm = bpf_map_lookup_elem(&vmstate, &tid);
+	struct java_safepoint_event *e;
+
+	if (!vm || !vm->sp_start_ns)
+		return 0;
+	e = bpf_ringbuf_reserve(&safepoints, sizeof(*e), 0);
+	if (!e) {
+		count(JAVA_GC_CTR_SAFEPOINT_LOST);
+	} else {
+		e->start_ns = vm->sp_start_ns;
+		e->sync_ns = vm->sp_sync_ns ? vm->sp_sync_ns - vm->sp_start_ns : 0;
+		e->duration_ns = now - vm->sp_start_ns;
+		e->pid = id >> 32;
+		e->tid = tid;
+		__builtin_memcpy(e->vmop, vm->sp_vmop, JAVA_GC_VMOP_LEN);
+		bpf_ringbuf_submit(e, 0);
+	}
+	vm->sp_start_ns = 0;
 	return 0;
 }

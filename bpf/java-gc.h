@@ -9,16 +9,24 @@
 #define JAVA_GC_MAX_POOLS 16
 /* Longest JDK 17 pool name is "CodeHeap 'non-profiled nmethods'" (32 chars). */
 #define JAVA_GC_POOL_NAME_LEN 48
+/* GarbageCollectorMXBean names: longest on JDK 17-21 is "G1 Young Generation" (19 chars). */
+#define JAVA_GC_MANAGER_LEN 32
+/* VM operation names: "Shenandoah Final Mark and Start Evacuation" is 42 chars. */
+#define JAVA_GC_VMOP_LEN 48
 
 /* Indexes into the `counters` array map. */
 #define JAVA_GC_CTR_RINGBUF_FULL 0   /* events lost: ring buffer had no room */
 #define JAVA_GC_CTR_INFLIGHT_FULL 1  /* GCs lost: in-flight map had no free entry */
 #define JAVA_GC_CTR_POOLS_FULL 2     /* pool records dropped: more than JAVA_GC_MAX_POOLS pools */
-#define JAVA_GC_NR_COUNTERS 3
+#define JAVA_GC_CTR_SAFEPOINT_LOST 3 /* safepoints lost: ring buffer or state map full */
+#define JAVA_GC_NR_COUNTERS 4
 
 /* Flags of struct java_gc_pool */
 #define JAVA_GC_POOL_HAS_BEFORE 1
 #define JAVA_GC_POOL_HAS_AFTER 2
+
+/* Flags of struct java_gc_event */
+#define JAVA_GC_EV_CYCLE 1 /* pool probes outside any gc__begin/gc__end pause: a concurrent cycle */
 
 /* 80 bytes:  0 name_ptr (u64, the JVM's pool-name pointer: identifies the pool within a GC)
  *            8 used_before (u64)  16 used_after (u64)  24 committed_after (u64)
@@ -35,27 +43,67 @@ struct java_gc_pool {
 
 #define JAVA_GC_POOL_SIZE 88
 
-/* 40-byte header, then JAVA_GC_MAX_POOLS pools (88 bytes each) = 1448 bytes:
- *   0 start_ns (u64, bpf_ktime_get_ns at gc__begin)   8 duration_ns (u64)
- *  16 pid (u32)  20 tid (u32)  24 cpu (u32, at gc__end)  28 full (u8)  29 pad[3]
- *  32 npools (u32)  36 pad (u32)  40 pools[JAVA_GC_MAX_POOLS] */
+/* One collection as the JVM counts it (one memory manager's run), 144-byte header, then
+ * JAVA_GC_MAX_POOLS pools (88 bytes each) = 1552 bytes:
+ *   0 start_ns (u64, bpf_ktime_get_ns: gc__begin, or the manager's first pool probe)
+ *   8 duration_ns (u64)
+ *  16 pause_start_ns (u64, gc__begin of the pause this collection ran in; 0 for a cycle)
+ *  24 mgr_ptr (u64, the JVM's manager-name pointer; 0 = no pool probe in this pause)
+ *  32 pid (u32)  36 tid (u32)  40 cpu (u32, at the end)
+ *  44 full (u8, gc__begin's flag)  45 flags (u8, JAVA_GC_EV_*)  46 seq (u8, 0 = first
+ *     collection of its pause, 1 = the one it escalated into)  47 pad (u8)
+ *  48 npools (u32)  52 pools_ended (u32)  56 last_end_ns (u64, the last pool end probe)
+ *  64 manager (char[32])  96 vmop (char[48], the VM operation running the pause)
+ * 144 pools[JAVA_GC_MAX_POOLS] */
 struct java_gc_event {
 	__u64 start_ns;
 	__u64 duration_ns;
+	__u64 pause_start_ns;
+	__u64 mgr_ptr;
 	__u32 pid;
 	__u32 tid;
 	__u32 cpu;
 	__u8 full;
-	__u8 _pad1[3];
+	__u8 flags;
+	__u8 seq;
+	__u8 _pad1;
 	__u32 npools;
-	__u32 _pad2;
+	__u32 pools_ended;
+	__u64 last_end_ns;
+	char manager[JAVA_GC_MANAGER_LEN];
+	char vmop[JAVA_GC_VMOP_LEN];
 	struct java_gc_pool pools[JAVA_GC_MAX_POOLS];
 };
 
-#define JAVA_GC_HEADER_SIZE 40
+#define JAVA_GC_HEADER_SIZE 144
 #define JAVA_GC_EVENT_SIZE (JAVA_GC_HEADER_SIZE + JAVA_GC_MAX_POOLS * JAVA_GC_POOL_SIZE)
+
+/* A safepoint (hs_private:safepoint__begin/__end on the VM thread), 80 bytes:
+ *   0 start_ns (u64, safepoint__begin)  8 sync_ns (u64, safepoint__begin → the first
+ *   vmops__begin inside it: time to safepoint; 0 when no VM operation ran)
+ *  16 duration_ns (u64, safepoint__begin → safepoint__end)
+ *  24 pid (u32)  28 tid (u32)  32 vmop (char[48], the first VM operation run in it) */
+struct java_safepoint_event {
+	__u64 start_ns;
+	__u64 sync_ns;
+	__u64 duration_ns;
+	__u32 pid;
+	__u32 tid;
+	char vmop[JAVA_GC_VMOP_LEN];
+};
+
+#define JAVA_SAFEPOINT_EVENT_SIZE 80
+
+/* Per VM thread: the VM operation running now and the safepoint in progress. */
+struct java_vm_state {
+	__u64 sp_start_ns;
+	__u64 sp_sync_ns;
+	char vmop[JAVA_GC_VMOP_LEN];
+	char sp_vmop[JAVA_GC_VMOP_LEN];
+};
 
 _Static_assert(sizeof(struct java_gc_pool) == JAVA_GC_POOL_SIZE, "java_gc_pool layout");
 _Static_assert(sizeof(struct java_gc_event) == JAVA_GC_EVENT_SIZE, "java_gc_event layout");
+_Static_assert(sizeof(struct java_safepoint_event) == JAVA_SAFEPOINT_EVENT_SIZE, "java_safepoint_event layout");
 
 #endif

@@ -13,6 +13,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "memleak.h"
+#include "stackcopy.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -26,6 +27,10 @@ const volatile __u64 page_size = 4096;
 /* launch mode: stop the target with SIGSTOP when it calls exit(), so user space can read its
  * maps for symbolization before they are gone; user space sends SIGCONT. */
 const volatile bool hold_at_exit = false;
+/* user allocations: CFI stacks (a stack copy per recorded allocation, unwound in user space)
+ * instead of the kernel's frame-pointer walk */
+const volatile bool dwarf_stacks = false;
+const volatile __u32 stack_copy_bytes = 8192;
 
 #define KIND_PLAIN 0   /* result is the returned pointer */
 #define KIND_REALLOC 1 /* frees `ptr` when it returns non-NULL (or size == 0) */
@@ -90,6 +95,21 @@ struct {
 } exits SEC(".maps");
 
 static __u64 sample_counter = 0;
+static __u64 dwarf_seq = 0;
+
+/* One stack copy under construction per CPU (user space sets max_entries to the CPU count);
+ * uprobe programs run with migration disabled. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct memleak_stack_copy);
+} copy_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} stack_copies SEC(".maps");
 
 static __always_inline void count(__u32 idx)
 {
@@ -143,13 +163,39 @@ static __always_inline void totals_sub(__s64 stack_id, __u64 size)
 	__sync_fetch_and_sub(&t->count, 1);
 }
 
+/* Sends the registers at the uretprobe and the top of the user stack to user space under a new
+ * id (>= MEMLEAK_DWARF_ID_BASE); -1 when the ring buffer is full. */
+static __always_inline long copy_user_stack(struct pt_regs *regs)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct memleak_stack_copy *c = bpf_map_lookup_elem(&copy_scratch, &cpu);
+	__u64 id = MEMLEAK_DWARF_ID_BASE + __sync_fetch_and_add(&dwarf_seq, 1);
+	__u64 tgid_tid = bpf_get_current_pid_tgid();
+	__u64 len;
+
+	if (!c)
+		return -1;
+	c->stack_id = id;
+	c->pid = tgid_tid >> 32;
+	c->tid = (__u32)tgid_tid;
+	stackcopy_regs(regs, c->regs);
+	len = STACKCOPY(c->stack, MEMLEAK_MAX_STACK_COPY, c->regs[7], stack_copy_bytes);
+	c->stack_len = len;
+	if (bpf_ringbuf_output(&stack_copies, c, MEMLEAK_STACK_COPY_HEADER_SIZE + len, 0)) {
+		count(MEMLEAK_CNT_COPY_LOST);
+		return -1;
+	}
+	return id;
+}
+
 static __always_inline void record(void *ctx, __u64 addr, __u64 size, __u64 stack_flags)
 {
 	struct memleak_alloc a = {
 		.size = size,
 		.timestamp_ns = bpf_ktime_get_ns(),
 	};
-	long id = bpf_get_stackid(ctx, &stack_traces, stack_flags);
+	bool dwarf = dwarf_stacks && (stack_flags & BPF_F_USER_STACK);
+	long id = dwarf ? copy_user_stack(ctx) : bpf_get_stackid(ctx, &stack_traces, stack_flags);
 	struct memleak_alloc *old;
 
 	if (id < 0)
@@ -169,7 +215,9 @@ static __always_inline void record(void *ctx, __u64 addr, __u64 size, __u64 stac
 		}
 	}
 	count(MEMLEAK_CNT_ALLOCS);
-	totals_add(a.stack_id, size);
+	/* dwarf ids are one per allocation: user space totals them by unwound stack instead */
+	if (a.stack_id < MEMLEAK_DWARF_ID_BASE)
+		totals_add(a.stack_id, size);
 }
 
 static __always_inline void forget(__u64 addr)

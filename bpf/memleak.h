@@ -31,7 +31,30 @@ struct memleak_totals {
 #define MEMLEAK_CNT_FREES 5        /* frees that matched a recorded allocation */
 #define MEMLEAK_CNT_EXIT_HOLDS 6   /* times the target was stopped at exit() for symbolization */
 #define MEMLEAK_CNT_EXIT_LOST 7    /* exit events that found the ring buffer full (no hold) */
-#define MEMLEAK_CNT_MAX 8
+#define MEMLEAK_CNT_COPY_LOST 8    /* dwarf stacks: stack copy ring buffer full (recorded without a stack) */
+#define MEMLEAK_CNT_MAX 9
+
+/* CFI (dwarf) stacks for user allocations (issue 13): instead of a frame-pointer stack id, each
+ * recorded allocation gets an id MEMLEAK_DWARF_ID_BASE + n, and the user registers and a copy of
+ * the top of the stack at the uretprobe go to the `stack_copies` ring buffer under that id; user
+ * space unwinds them by CFI. Ids below the base are stack-map ids as before. */
+#define MEMLEAK_DWARF_ID_BASE (1LL << 40)
+#define MEMLEAK_NREGS 17
+#define MEMLEAK_MAX_STACK_COPY 16384
+
+/* Ring-buffer record of `stack_copies`: this header, then stack_len bytes from regs[7] (rsp).
+ * 160 bytes: 0 stack_id (s64)  8 pid  12 tid  16 stack_len (u32)  20 pad  24 regs[17] (u64,
+ * x86_64 DWARF order, rip = regs[16]: the return address into the allocating function) */
+struct memleak_stack_copy {
+	__s64 stack_id;
+	__u32 pid;
+	__u32 tid;
+	__u32 stack_len;
+	__u32 pad;
+	__u64 regs[MEMLEAK_NREGS];
+	__u8 stack[MEMLEAK_MAX_STACK_COPY];
+};
+#define MEMLEAK_STACK_COPY_HEADER_SIZE 160
 
 /* Ring-buffer event: the target called exit() and was stopped with SIGSTOP (hold_at_exit).
  * 8 bytes: 0 tgid (u32)  4 tid (u32) */

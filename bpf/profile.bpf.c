@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
-/* CPU profiler: a perf_event cpu-clock program on every online CPU counts samples keyed by
- * (pid, tid, user stack id, kernel stack id, comm). User space reads the counts and the stack
- * map once at the end, so the kernel side never copies stacks per sample. */
+/* CPU profiler: a perf_event cpu-clock program on every online CPU. Two ways to get user stacks:
+ *  - frame pointers (unwind_dwarf = false): samples are counted in the kernel keyed by
+ *    (pid, tid, user stack id, kernel stack id, comm); user space reads the counts and the stack
+ *    map once at the end, so no stack is copied per sample.
+ *  - DWARF/CFI (unwind_dwarf = true): each sample goes to user space through a ring buffer with the
+ *    user registers and a copy of the top of the user stack; user space unwinds it with the CFI of
+ *    each module (libdw). Kernel stacks come from bpf_get_stackid in both modes. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "stackcopy.bpf.h"
 #include "profile.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -19,6 +24,9 @@ const volatile __u32 target_pid = 0;
 const volatile bool include_idle = false;
 const volatile bool user_stacks = true;
 const volatile bool kernel_stacks = true;
+const volatile bool unwind_dwarf = false;
+/* bytes of user stack copied per sample in dwarf mode (<= PROFILE_MAX_STACK_COPY) */
+const volatile __u32 stack_copy_bytes = 16384;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -41,6 +49,22 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
+/* One sample under construction per CPU. Not a per-CPU array: those cap a value at 32 KiB, less
+ * than a sample's header plus the largest copy. User space sets max_entries to the number of
+ * possible CPUs; a perf_event program is not preempted, so its CPU's slot is its own. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct profile_sample);
+} scratch SEC(".maps");
+
+/* dwarf-mode samples; user space sizes it (setMaxEntries) before load */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} samples SEC(".maps");
+
 static __always_inline void stat_add(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
@@ -54,6 +78,44 @@ static __always_inline void stat_add(__u32 idx)
 static __always_inline bool stack_lost(long id)
 {
 	return id == -EEXIST || id == -ENOMEM;
+}
+
+static __always_inline void emit_sample(__u32 tgid, __u32 tid, __s32 kern_stack_id)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct profile_sample *s;
+	struct pt_regs *regs;
+	__u32 cpu = bpf_get_smp_processor_id();
+	__u64 sp, len = 0;
+	long ret;
+
+	s = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!s)
+		return;
+	s->ts = bpf_ktime_get_ns();
+	s->pid = tgid;
+	s->tid = tid;
+	s->kern_stack_id = kern_stack_id;
+	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	__builtin_memset(s->regs, 0, sizeof(s->regs));
+	if (user_stacks && BPF_CORE_READ(task, mm)) {
+		/* the user-mode registers saved on entry to the kernel, whether this sample
+		 * interrupted user code or a system call */
+		regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		stackcopy_regs(regs, s->regs);
+		sp = s->regs[7];
+		len = STACKCOPY(s->stack, PROFILE_MAX_STACK_COPY, sp, stack_copy_bytes);
+	} else {
+		stat_add(PROFILE_STAT_NO_USER_REGS);
+	}
+	s->stack_len = len;
+	ret = bpf_ringbuf_output(&samples, s, PROFILE_SAMPLE_HEADER_SIZE + len, 0);
+	if (ret) {
+		stat_add(PROFILE_STAT_LOST_RINGBUF);
+		stat_add(PROFILE_STAT_LOST);
+	} else {
+		stat_add(PROFILE_STAT_SAMPLES_DWARF);
+	}
 }
 
 SEC("perf_event")
@@ -71,6 +133,15 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	if (!target_pid && tid == 0 && !include_idle)
 		return 0;
 	stat_add(PROFILE_STAT_SAMPLES);
+
+	if (unwind_dwarf) {
+		long kid = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
+
+		if (stack_lost(kid))
+			stat_add(PROFILE_STAT_LOST_KSTACK);
+		emit_sample(tgid, tid, kid);
+		return 0;
+	}
 
 	key.pid = tgid;
 	key.tid = tid;

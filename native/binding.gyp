@@ -12,7 +12,8 @@
         "src/object.cc",
         "src/attach.cc",
         "src/maps.cc",
-        "src/ringbuf.cc"
+        "src/ringbuf.cc",
+        "src/unwind.cc"
       ],
       "dependencies": ["<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except"],
       "defines": ["NAPI_VERSION=8", "NODE_API_NO_EXTERNAL_BUFFERS_ALLOWED"],
@@ -25,9 +26,9 @@
       },
       "conditions": [
         ["libbpf_a!=''", {
-          "libraries": ["<(libbpf_a)", "-lelf", "-lz"],
+          "libraries": ["<(libbpf_a)", "-ldw", "-lelf", "-lz"],
           "ldflags": ["-Wl,--exclude-libs,ALL"]
-        }, {"libraries": ["-lbpf", "-lelf", "-lz"]}]
+        }, {"libraries": ["-lbpf", "-ldw", "-lelf", "-lz"]}]
       ]
     },
     {

@@ -137,5 +137,38 @@ export class BpfObject {
   close(): void;
 }
 
+export interface UnwindResult {
+  /** leaf first: the instruction pointer, then return addresses (not adjusted by -1) */
+  frames: BigUint64Array;
+  /** true when the unwind ran out of copied stack before the outermost frame */
+  truncated: boolean;
+  /** libdw's reason when the unwind stopped early (absent at the outermost frame) */
+  error?: string;
+}
+
+export interface UnwindModule {
+  name: string;
+  start: bigint;
+  end: bigint;
+  /** where the module's call frame information comes from; 'none' = frame pointers only */
+  cfi: 'eh_frame' | 'debug_frame' | 'none';
+}
+
+/**
+ * CFI unwinding (elfutils libdw) of user stacks copied by a BPF program, for one process. Reads
+ * /proc/PID/maps at construction (throws if the process is gone) and on refresh(); each module's
+ * ELF and CFI are parsed once and reused. Code without CFI (JIT) is walked by frame pointer.
+ */
+export class Unwinder {
+  /** a live process, or a recorded one: its maps text (paths must be readable here) */
+  constructor(pid: number | { maps: string });
+  /** regs: 17 little-endian u64 in x86_64 DWARF order (rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip); stack: bytes copied from rsp */
+  unwind(tid: number, regs: Buffer, stack: Buffer, maxFrames?: number): UnwindResult;
+  /** re-reads the mappings (after dlopen/exec); false if the process is gone */
+  refresh(): boolean;
+  modules(): UnwindModule[];
+  close(): void;
+}
+
 export function libbpfVersion(): string;
 export function numPossibleCpus(): number;

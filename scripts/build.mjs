@@ -40,11 +40,12 @@ function checkToolchain() {
   const headers = [
     ['/usr/include/bpf/bpf_helpers.h', 'libbpf-dev'],
     ['/usr/include/gelf.h', 'libelf-dev'],
+    ['/usr/include/elfutils/libdwfl.h', 'libdw-dev'],
     ['/usr/include/zlib.h', 'zlib1g-dev'],
   ];
   for (const [file, pkg] of headers) if (!fs.existsSync(file)) missing.push(`${file} (apt-get install ${pkg})`);
   if (missing.length) {
-    fail(`missing build tools:\n  ${missing.join('\n  ')}\nInstall them with: sudo apt-get install -y clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make g++`);
+    fail(`missing build tools:\n  ${missing.join('\n  ')}\nInstall them with: sudo apt-get install -y clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev make g++`);
   }
   if (!fs.existsSync('/sys/kernel/btf/vmlinux')) {
     fail('this kernel exposes no BTF (/sys/kernel/btf/vmlinux is missing). CO-RE BPF programs need a kernel built with CONFIG_DEBUG_INFO_BTF=y (Debian and Ubuntu kernels since 2021 have it).');

@@ -5,8 +5,8 @@
 # Usage: scripts/install-deps.sh [--test] [--bench] [--all]
 set -euo pipefail
 
-build=(clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev make g++ python3 binutils)
-test=(openjdk-17-jdk-headless libbpf-tools bpftrace chromium ripgrep libkrb5-dev libsecret-1-dev libxkbfile-dev libx11-dev procps curl)
+build=(clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev make g++ python3 binutils)
+test=(openjdk-17-jdk-headless libbpf-tools bpftrace chromium ripgrep libkrb5-dev libsecret-1-dev libxkbfile-dev libx11-dev procps curl linux-perf)
 bench=(heaptrack)
 
 want=("${build[@]}")

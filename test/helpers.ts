@@ -25,7 +25,7 @@ export interface CliResult {
 
 export function runCli(args: string[], opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): CliResult {
   const t0 = Date.now();
-  const r = spawnSync(process.execPath, [cliJs, ...args], { encoding: 'utf8', timeout: opts.timeoutMs ?? 60_000, env: opts.env ?? process.env });
+  const r = spawnSync(process.execPath, [cliJs, ...args], { encoding: 'utf8', timeout: opts.timeoutMs ?? 60_000, env: opts.env ?? process.env, maxBuffer: 256 << 20 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr, ms: Date.now() - t0 };
 }
 

@@ -6,7 +6,7 @@ import { LOSS_ADVICE, lossOf, lostWhat } from '../tracers/lossHistory';
 export function lossHint(result: unknown): string | undefined {
   const loss = lossOf(result);
   if (!loss) return undefined;
-  const lost = lostWhat(loss.tracer);
+  const lost = lostWhat(loss.tracer, result);
   const what = [loss.lost > 0 ? `${loss.lost} ${lost.noun} lost (${lost.cause})` : '', loss.dropped > 0 ? `${loss.dropped} events dropped (a kernel map was full)` : ''].filter(Boolean).join(' and ');
   const advice = LOSS_ADVICE[loss.tracer];
   return `ebpf-studio: ${what}: the figures above undercount${advice ? `; to lose less, ${advice}` : ''}`;

@@ -30,39 +30,50 @@ export async function runTracer<N extends TracerName>(spec: RunSpec<N>, io: Io):
   let wake: () => void = () => undefined;
   const done = new Promise<void>((resolve) => (wake = resolve));
   const told = new Set<string>();
-  const session = await spec.tracer.start(options, env, {
-    update: (u) => {
-      // Warnings found during the session (e.g. a module without debug info once it is seen)
-      // go to stderr in every output mode, each once.
-      for (const w of (u as { warnings?: unknown }).warnings instanceof Array ? (u as { warnings: unknown[] }).warnings : []) {
-        if (typeof w === 'string' && !told.has(w)) {
-          told.add(w);
-          io.err(`warning: ${w}`);
+  // Listen before start(): a Ctrl-C while probes attach ends the session once it has started,
+  // instead of killing the process with the probes half set up.
+  const onSignal = () => wake();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const unlisten = () => {
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+  };
+  let session: Awaited<ReturnType<typeof spec.tracer.start>>;
+  try {
+    session = await spec.tracer.start(options, env, {
+      update: (u) => {
+        // Warnings found during the session (e.g. a module without debug info once it is seen)
+        // go to stderr in every output mode, each once.
+        for (const w of (u as { warnings?: unknown }).warnings instanceof Array ? (u as { warnings: unknown[] }).warnings : []) {
+          if (typeof w === 'string' && !told.has(w)) {
+            told.add(w);
+            io.err(`warning: ${w}`);
+          }
         }
-      }
-      if (spec.json || !spec.formatUpdate) return;
-      const text = spec.formatUpdate(u);
-      if (text) io.out(text);
-    },
-    ended: (reason, message) => {
-      endedBy = { reason, message };
-      wake();
-    },
-  });
+        if (spec.json || !spec.formatUpdate) return;
+        const text = spec.formatUpdate(u);
+        if (text) io.out(text);
+      },
+      ended: (reason, message) => {
+        endedBy = { reason, message };
+        wake();
+      },
+    });
+  } catch (e) {
+    unlisten();
+    throw e;
+  }
   for (const w of session.warnings) {
     if (told.has(w)) continue;
     told.add(w);
     io.err(`warning: ${w}`);
   }
   if (!spec.json && spec.banner) io.err(spec.banner(session.targets));
-  const onSignal = () => wake();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
   const timer = spec.durationS !== undefined ? setTimeout(wake, spec.durationS * 1000) : undefined;
   await done;
   if (timer) clearTimeout(timer);
-  process.removeListener('SIGINT', onSignal);
-  process.removeListener('SIGTERM', onSignal);
+  unlisten();
   const result = await session.stop();
   recordLosses(result);
   if (endedBy?.reason === 'target-exited' && !spec.json) io.err(endedBy.message ?? 'target process exited');

@@ -11,12 +11,14 @@ export interface BinaryReport {
   /** share of sampled functions whose prologue sets up %rbp, 0..1; undefined if none sampled */
   framePointerShare?: number;
   buildId?: string;
+  /** call frame information present (.eh_frame or .debug_frame): CFI unwinding works through it */
+  cfi?: boolean;
 }
 
 export function checkBinary(path: string, sample = 200): BinaryReport {
   const elf = new ElfFile(path);
   try {
-    const report: BinaryReport = { path, debugInfo: elf.hasDebugInfo(), buildId: elf.buildId() };
+    const report: BinaryReport = { path, debugInfo: elf.hasDebugInfo(), buildId: elf.buildId(), cfi: elf.section('.eh_frame') !== undefined || elf.section('.debug_frame') !== undefined };
     const text = elf.section('.text');
     if (!text) return report;
     const funcs = elf.symbols().filter((s) => s.type === 2 && s.size >= 16n && s.value >= text.addr && s.value < text.addr + BigInt(text.size));
@@ -37,6 +39,9 @@ export function checkBinary(path: string, sample = 200): BinaryReport {
     elf.close();
   }
 }
+
+/** Distributions whose C library and system libraries are built with frame pointers: the fix for frame-pointer-only tools that users can apply. */
+export const FRAME_POINTER_DISTROS = 'Ubuntu 24.04+, Fedora 38+, Arch Linux (2024+)';
 
 /** True when most functions skip the frame-pointer prologue (typical of -O2 without -fno-omit-frame-pointer). */
 export function lacksFramePointers(r: BinaryReport): boolean {

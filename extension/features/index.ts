@@ -11,5 +11,6 @@ import * as bpfVerify from './bpfVerify';
 import * as bpfRun from './bpfRun';
 import * as sessionsView from './sessionsView';
 import * as sessionEditors from './sessionEditors';
+import * as jvmTimeline from './jvmTimeline';
 
-export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, sessionsView, sessionEditors];
+export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, sessionsView, sessionEditors];

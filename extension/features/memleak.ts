@@ -255,6 +255,7 @@ function baseOptions(): Omit<MemleakOptions, 'pid' | 'launch'> {
     top: 200,
     intervalS: c.get<number>('intervalSeconds', 2),
     maxOutstanding: c.get<number>('maxOutstanding', MEMLEAK_DEFAULT_MAX_OUTSTANDING),
+    unwind: (['auto', 'dwarf', 'fp'] as const).find((u) => u === c.get<string>('unwind', 'auto')) ?? 'auto',
   };
 }
 

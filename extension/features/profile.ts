@@ -9,7 +9,8 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { saveExport } from '../exportFile';
 import * as proto from '../shared/protocol';
-import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, type ProfileOptions, type ProfileResult } from '../shared/profile';
+import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, UNWIND_CHOICES, type ProfileOptions, type ProfileResult, type UnwindChoice } from '../shared/profile';
+import { unwindSummary } from '../shared/unwindText';
 import { helper } from '../helperClient';
 import { startSession } from '../sessions';
 import { newSessionKey, recordSession } from '../sessionStore';
@@ -191,15 +192,16 @@ async function exportProfile(p: FlameProfile, format: 'folded' | 'speedscope', p
   if (outcome?.error) panel.post({ type: 'status', text: `Export failed: ${outcome.error}`, error: true });
 }
 
-function showProfile(shown: Shown, p: FlameProfile, title: string, warnings: string[], ann: SourceAnnotations): void {
+function showProfile(shown: Shown, p: FlameProfile, title: string, warnings: string[], ann: SourceAnnotations, unwind?: string): void {
   shown.profile = p;
-  shown.post({ type: 'profile', profile: p, title, warnings });
+  shown.post({ type: 'profile', profile: p, title, warnings, unwind });
   setAnnotations(ann);
 }
 
 async function profile(context: vscode.ExtensionContext, target: Target, frequency: number, durationS: number | null): Promise<string> {
   const stackStorageSize = vscode.workspace.getConfiguration('ebpfStudio.profile').get<number>('stackStorageSize', PROFILE_DEFAULT_STACK_STORAGE);
-  const options: ProfileOptions = { pid: target.pid, frequency, includeIdle: false, javaPerfMap: true, stackStorageSize };
+  const unwind = vscode.workspace.getConfiguration('ebpfStudio.profile').get<UnwindChoice>('unwind', 'auto');
+  const options: ProfileOptions = { pid: target.pid, frequency, includeIdle: false, javaPerfMap: true, stackStorageSize, unwind: UNWIND_CHOICES.includes(unwind) ? unwind : 'auto' };
   let shown: Shown | undefined;
   const warnings: string[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -219,8 +221,9 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
     if (result.samples === 0) warnings.push(`No samples: ${target.pid ? `pid ${target.pid} did not run on a CPU while sampled` : 'nothing ran'}.`);
     // A whole-system profile is rooted by process even when only one process ran.
     const p = fromProfileResult(result, { name: title, groupByProcess: target.pid === 0 });
-    showProfile(shown, p, title, warnings, annotationsFromResult(result));
-    void recordSession(makeSession('profile', title, { profile: p, warnings: [...warnings] }, startedAt, new Date()), key);
+    const unwind = unwindSummary(result.unwind);
+    showProfile(shown, p, title, warnings, annotationsFromResult(result), unwind);
+    void recordSession(makeSession('profile', title, { profile: p, warnings: [...warnings], unwind }, startedAt, new Date()), key);
   };
   const session = await startSession('profile', options, `CPU profile ${target.label}`, {
     onUpdate: (u) => {

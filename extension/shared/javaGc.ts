@@ -18,23 +18,89 @@ export interface JavaGcPool {
   committedAfter: number;
 }
 
+/**
+ * What a collection is, in the JVM's terms: young / full for the generational collectors'
+ * managers (a full collection of Serial, Parallel, G1), concurrent-pause for a stop-the-world
+ * phase of a concurrent collector (G1 Remark/Cleanup, ZGC and Shenandoah pauses),
+ * concurrent-cycle for ZGC's and Shenandoah's whole cycles (not a pause), degenerated for
+ * Shenandoah's degenerated cycle, pause when the manager is not known.
+ */
+export type JavaGcKind = 'young' | 'full' | 'concurrent-pause' | 'concurrent-cycle' | 'degenerated' | 'pause';
+
 export interface JavaGcEvent {
   pid: number;
-  /** the thread that ran the pause (HotSpot's VM thread) */
+  /** the thread that ran it (HotSpot's VM thread; a concurrent cycle: the collector's driver thread) */
   tid: number;
-  /** CPU at gc__end */
+  /** CPU at its end */
   cpu: number;
-  /** gc__begin, CLOCK_MONOTONIC ns (bpf_ktime_get_ns) */
+  /** start, CLOCK_MONOTONIC ns (bpf_ktime_get_ns): gc__begin, or its manager's first pool probe */
   timestampNs: number;
-  /** gc__begin → gc__end on the same thread */
+  /** start → end on the same thread; a pause holding two collections (an escalation) is split at
+   * the first manager's last pool probe */
   durationNs: number;
+  /** the memory manager (GarbageCollectorMXBean name): "Copy", "PS MarkSweep", "G1 Young Generation",
+   * "ZGC Cycles", "Shenandoah Pauses", ... */
+  collector: string;
+  kind: JavaGcKind;
+  /** the VM operation that ran the pause (e.g. "G1PauseRemark", "ZMarkStart"); "" for a cycle */
+  operation: string;
+  /** this collection followed another in the same pause (a young collection escalated into this one) */
+  escalated: boolean;
+  /** kind === 'full' (kept for older readers of the JSON) */
   full: boolean;
   pools: JavaGcPool[];
+  /** the safepoint this pause ran at (result documents only, when safepoints were traced): the
+   * time every thread took to stop before it, and the whole safepoint */
+  safepoint?: { timeToSafepointNs: number; durationNs: number };
+}
+
+/** A safepoint: every Java thread stopped for a VM operation (hs_private:safepoint__begin/end). */
+export interface JavaSafepoint {
+  pid: number;
+  tid: number;
+  /** safepoint__begin, CLOCK_MONOTONIC ns */
+  timestampNs: number;
+  /** safepoint__begin → the first VM operation inside it starts, i.e. every thread has stopped */
+  timeToSafepointNs: number;
+  /** safepoint__begin → safepoint__end */
+  durationNs: number;
+  /** the first VM operation run at it ("" when none ran) */
+  operation: string;
+}
+
+export interface JavaSafepointSummary {
+  count: number;
+  totalNs: number;
+  ttsP50Ns: number;
+  ttsP99Ns: number;
+  ttsMaxNs: number;
+  p50Ns: number;
+  p99Ns: number;
+  maxNs: number;
+}
+
+/** Per GarbageCollectorMXBean: the JVM's own getCollectionCount()/getCollectionTime() counterpart. */
+export interface JavaGcCollectorSummary {
+  collector: string;
+  kind: JavaGcKind;
+  count: number;
+  /** collections that followed another in the same pause */
+  escalated: number;
+  totalNs: number;
+  p50Ns: number;
+  p99Ns: number;
+  maxNs: number;
+  histogram: JavaGcHistogramBucket[];
 }
 
 export interface JavaGcUpdate {
   /** GCs since the previous update */
   events: JavaGcEvent[];
+  /** safepoints since the previous update (absent when the JDK has no safepoint probes) */
+  safepoints?: JavaSafepoint[];
+  /** false with the reason when this JDK has no safepoint probes */
+  safepointsAvailable?: boolean;
+  safepointsReason?: string;
   /** total events the kernel could not deliver so far */
   lost: number;
   /** every JVM pid seen so far (the target in --pid mode) */
@@ -45,8 +111,11 @@ export interface JavaGcUpdate {
 }
 
 export interface JavaGcSummary {
+  /** collections, as the JVM counts them (the sum of every collector's count) */
   count: number;
   fullCount: number;
+  /** stop-the-world pauses among them (concurrent cycles are not pauses); the durations below are theirs */
+  pauseCount: number;
   totalPauseNs: number;
   p50Ns: number;
   p90Ns: number;
@@ -70,4 +139,8 @@ export interface JavaGcResult {
   histogram: { unit: 'us'; buckets: JavaGcHistogramBucket[] };
   /** GCs the kernel side dropped (ring buffer full, in-flight map full) */
   lost: number;
+  /** per memory manager, in first-seen order */
+  collectors: JavaGcCollectorSummary[];
+  /** safepoints: `available` false (with the reason) when this JDK has no safepoint probes */
+  safepoints: { available: boolean; reason?: string; events: JavaSafepoint[]; summary: JavaSafepointSummary; lost: number };
 }

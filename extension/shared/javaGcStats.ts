@@ -3,13 +3,16 @@
 // tracer, the CLI's text output and the webview.
 import { formatBytes } from './units';
 import { bucketIndex, quantileExact, toBuckets, type Bucket } from './log2hist';
-import type { JavaGcEvent, JavaGcResult, JavaGcSummary } from './javaGc';
+import type { JavaGcCollectorSummary, JavaGcEvent, JavaGcResult, JavaGcSummary, JavaSafepoint, JavaSafepointSummary } from './javaGc';
+import { isPause } from './javaGcKinds';
 
+/** Counts over every collection; durations over the pauses among them (a concurrent cycle is no pause). */
 export function summarize(events: readonly JavaGcEvent[]): JavaGcSummary {
-  const d = events.map((e) => e.durationNs).sort((a, b) => a - b);
+  const d = events.filter((e) => isPause(e.kind)).map((e) => e.durationNs).sort((a, b) => a - b);
   return {
-    count: d.length,
+    count: events.length,
     fullCount: events.reduce((n, e) => n + (e.full ? 1 : 0), 0),
+    pauseCount: d.length,
     totalPauseNs: d.reduce((s, v) => s + v, 0),
     p50Ns: quantileExact(d, 0.5),
     p90Ns: quantileExact(d, 0.9),
@@ -18,15 +21,97 @@ export function summarize(events: readonly JavaGcEvent[]): JavaGcSummary {
   };
 }
 
+/** One row per memory manager, in first-seen order: its count, escalations and duration figures. */
+export function collectorSummaries(events: readonly JavaGcEvent[]): JavaGcCollectorSummary[] {
+  const by = new Map<string, JavaGcEvent[]>();
+  for (const e of events) {
+    let l = by.get(e.collector);
+    if (!l) by.set(e.collector, (l = []));
+    l.push(e);
+  }
+  return [...by].map(([collector, list]) => {
+    const d = list.map((e) => e.durationNs).sort((a, b) => a - b);
+    return {
+      collector,
+      // A manager's kind may vary by operation (Shenandoah's degenerated/full pauses): the most frequent one.
+      kind: mostFrequent(list.map((e) => e.kind)),
+      count: list.length,
+      escalated: list.filter((e) => e.escalated).length,
+      totalNs: d.reduce((s, v) => s + v, 0),
+      p50Ns: quantileExact(d, 0.5),
+      p99Ns: quantileExact(d, 0.99),
+      maxNs: d.length ? d[d.length - 1] : 0,
+      histogram: toBuckets(pauseCounts(list)),
+    };
+  });
+}
+
+function mostFrequent<T>(xs: T[]): T {
+  const n = new Map<T, number>();
+  for (const x of xs) n.set(x, (n.get(x) ?? 0) + 1);
+  return [...n].sort((a, b) => b[1] - a[1])[0][0];
+}
+
+export function summarizeSafepoints(sps: readonly JavaSafepoint[]): JavaSafepointSummary {
+  const d = sps.map((s) => s.durationNs).sort((a, b) => a - b);
+  const t = sps.map((s) => s.timeToSafepointNs).sort((a, b) => a - b);
+  return {
+    count: d.length,
+    totalNs: d.reduce((s, v) => s + v, 0),
+    ttsP50Ns: quantileExact(t, 0.5),
+    ttsP99Ns: quantileExact(t, 0.99),
+    ttsMaxNs: t.length ? t[t.length - 1] : 0,
+    p50Ns: quantileExact(d, 0.5),
+    p99Ns: quantileExact(d, 0.99),
+    maxNs: d.length ? d[d.length - 1] : 0,
+  };
+}
+
+export interface SafepointInput {
+  available: boolean;
+  reason?: string;
+  events: readonly JavaSafepoint[];
+  lost: number;
+}
+
+/** Each pause with the safepoint it ran in (same thread, the safepoint spans the pause). */
+export function withSafepoints(events: readonly JavaGcEvent[], sps: readonly JavaSafepoint[]): JavaGcEvent[] {
+  if (sps.length === 0) return [...events];
+  const sorted = [...sps].sort((a, b) => a.timestampNs - b.timestampNs);
+  return events.map((e) => {
+    if (!isPause(e.kind)) return e;
+    // The last safepoint starting at or before the pause.
+    let lo = 0;
+    let hi = sorted.length - 1;
+    let at = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (sorted[mid].timestampNs <= e.timestampNs) {
+        at = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    for (let i = at; i >= 0 && i > at - 4; i--) {
+      const s = sorted[i];
+      if (s.tid === e.tid && s.pid === e.pid && e.timestampNs + e.durationNs <= s.timestampNs + s.durationNs) {
+        return { ...e, safepoint: { timeToSafepointNs: s.timeToSafepointNs, durationNs: s.durationNs } };
+      }
+    }
+    return e;
+  });
+}
+
 /** The result document (the CLI's --json output) from the events kept. */
-export function buildResult(pids: readonly number[], events: readonly JavaGcEvent[], lost: number): JavaGcResult {
+export function buildResult(pids: readonly number[], events: readonly JavaGcEvent[], lost: number, safepoints: SafepointInput = { available: false, reason: 'not traced', events: [], lost: 0 }): JavaGcResult {
   return {
     tracer: 'java-gc',
     pids: [...pids],
-    events: [...events],
+    events: withSafepoints(events, safepoints.events),
     summary: summarize(events),
     histogram: { unit: 'us', buckets: pauseHistogram(events) },
     lost,
+    collectors: collectorSummaries(events),
+    safepoints: { available: safepoints.available, ...(safepoints.reason ? { reason: safepoints.reason } : {}), events: [...safepoints.events], summary: summarizeSafepoints(safepoints.events), lost: safepoints.lost },
   };
 }
 
@@ -42,8 +127,9 @@ export function pauseCounts(events: readonly JavaGcEvent[], filter?: (e: JavaGcE
   return counts;
 }
 
+/** The pauses' histogram (concurrent cycles are not pauses: they are in their collector's own). */
 export function pauseHistogram(events: readonly JavaGcEvent[]): Bucket[] {
-  return toBuckets(pauseCounts(events));
+  return toBuckets(pauseCounts(events, (e) => isPause(e.kind)));
 }
 
 export interface PoolReclaim {

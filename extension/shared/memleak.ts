@@ -43,6 +43,10 @@ export interface MemleakOptions {
   allocatorLib?: string;
   /** symbol prefix in that library, e.g. "je_" or "tc_" */
   symbolPrefix?: string;
+  /** user-space stacks: CFI from a stack copy per recorded allocation (dwarf), or frame pointers walked in the kernel (fp) */
+  unwind?: 'auto' | 'dwarf' | 'fp';
+  /** dwarf: bytes of user stack copied per recorded allocation */
+  stackCopyBytes?: number;
 }
 
 export interface MemleakFrame {

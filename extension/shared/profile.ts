@@ -3,6 +3,11 @@
 
 export type FrameKind = 'kernel' | 'native' | 'jit' | 'interpreted';
 
+/** How user stacks are unwound: frame pointers in the kernel, or CFI (.eh_frame/.debug_frame) in user space from a stack copy. */
+export type UnwindMode = 'fp' | 'dwarf';
+export const UNWIND_CHOICES = ['auto', 'fp', 'dwarf'] as const;
+export type UnwindChoice = (typeof UNWIND_CHOICES)[number];
+
 export interface ProfileOptions {
   /** process to profile; 0 = the whole system */
   pid: number;
@@ -14,6 +19,29 @@ export interface ProfileOptions {
   javaPerfMap: boolean;
   /** distinct stacks the kernel can keep (user and kernel together); a sample whose stack finds no room is lost */
   stackStorageSize?: number;
+  /** user-stack unwinding; auto = CFI (frame pointers only for code without CFI, e.g. JIT) */
+  unwind?: UnwindChoice;
+  /** dwarf mode: bytes of user stack copied per sample */
+  stackCopyBytes?: number;
+}
+
+/** Where a module's frames come from in this profile (doctor --pid and the view show it). */
+export interface UnwindModuleInfo {
+  module: string;
+  /** 'eh_frame' / 'debug_frame': unwound by CFI; 'none': frame pointers only */
+  cfi: 'eh_frame' | 'debug_frame' | 'none';
+  /** share of functions with a frame-pointer prologue, when measured */
+  framePointers?: number;
+}
+
+export interface UnwindInfo {
+  mode: UnwindMode;
+  /** dwarf: samples whose stack was deeper than the copy */
+  truncated?: number;
+  /** dwarf: mean user-space unwind time per sample, ns */
+  unwindNsPerSample?: number;
+  /** dwarf, one process profiled: its modules and how each is unwound */
+  modules?: UnwindModuleInfo[];
 }
 
 export interface ProfileUpdate {
@@ -51,6 +79,8 @@ export interface ProfileResult {
   samples: number;
   lost: number;
   stacks: ProfileStack[];
+  /** how user stacks were unwound (absent in documents written before issue 13) */
+  unwind?: UnwindInfo;
 }
 
 export const PROFILE_DEFAULT_FREQUENCY = 99;
@@ -58,3 +88,5 @@ export const PROFILE_MAX_FREQUENCY = 10000;
 /** bcc profile's default; each slot holds 127 frames (~1 KiB of kernel memory) */
 export const PROFILE_DEFAULT_STACK_STORAGE = 16384;
 export const PROFILE_MAX_STACK_STORAGE = 262144;
+export const PROFILE_DEFAULT_STACK_COPY_KB = 16;
+export const PROFILE_MAX_STACK_COPY_KB = 32;

@@ -8,6 +8,7 @@ import type { JavaGcOptions, JavaGcResult, JavaGcUpdate } from './javaGc';
 import type { MemleakOptions, MemleakResult, MemleakUpdate } from './memleak';
 import type { ProfileOptions, ProfileResult, ProfileUpdate } from './profile';
 import type { BpfRunOptions, BpfRunResult, BpfRunUpdate } from './bpfRun';
+import type { JvmOptions, JvmResult, JvmUpdate } from './jvmTimeline';
 
 // ---- tracers -------------------------------------------------------------------------------
 // One entry per tracer: its start options, the live updates it streams, and its final result
@@ -19,6 +20,7 @@ export interface TracerTypes {
   memleak: { options: MemleakOptions; update: MemleakUpdate; result: MemleakResult };
   profile: { options: ProfileOptions; update: ProfileUpdate; result: ProfileResult };
   'bpf-run': { options: BpfRunOptions; update: BpfRunUpdate; result: BpfRunResult };
+  jvm: { options: JvmOptions; update: JvmUpdate; result: JvmResult };
 }
 export type TracerName = keyof TracerTypes;
 export type OptionsOf<N extends TracerName> = TracerTypes[N]['options'];

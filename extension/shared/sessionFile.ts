@@ -26,7 +26,8 @@ export interface SessionData {
   runqlat: { scope: string; per: RunqlatPer; unit: RunqlatUnit; updates: RunqlatUpdate[]; ended?: EndedState };
   /** the last snapshot of outstanding allocations, with each stack's history */
   memleak: { totalBytes: number; totalAllocations: number; dropped: number; stacks: LeakViewStack[] };
-  profile: { profile: FlameProfile; warnings: string[] };
+  /** unwind: how user stacks were unwound, as the view's note says it */
+  profile: { profile: FlameProfile; warnings: string[]; unwind?: string };
 }
 
 export interface SessionFile<T extends SessionTracer = SessionTracer> {
@@ -146,7 +147,7 @@ export function replayMessages(f: AnySessionFile): unknown[] {
     case 'memleak':
       return [{ type: 'snapshot', title: f.title, running: false, ...f.data }];
     case 'profile':
-      return [{ type: 'profile', profile: f.data.profile, title: f.title, warnings: f.data.warnings }];
+      return [{ type: 'profile', profile: f.data.profile, title: f.title, warnings: f.data.warnings, unwind: f.data.unwind }];
   }
 }
 

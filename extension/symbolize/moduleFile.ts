@@ -77,6 +77,11 @@ export class ModuleFile {
     return this.symbols().size > 0;
   }
 
+  /** .eh_frame or .debug_frame present, in the binary or its build-id debug file */
+  hasCfi(): boolean {
+    return this.binaryReport()?.cfi === true || this.debugFile() !== undefined;
+  }
+
   /** undefined when unknown (not ELF, no sampled functions) */
   lacksFramePointers(): boolean {
     const r = this.binaryReport();

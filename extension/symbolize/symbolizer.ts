@@ -7,6 +7,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { FRAME_POINTER_DISTROS } from '../elf/binaryChecks';
 import { findMapping, type Mapping } from '../proc/maps';
 import { StudioError, inputError } from '../shared/errors';
 import { readKallsyms, type Kallsyms } from './kallsyms';
@@ -150,8 +151,13 @@ export class Symbolizer implements ModuleRegistry {
     });
   }
 
-  /** Things said once per module (debug info, frame pointers) and once per symbolizer. */
-  warnings(image?: ProcessImage): string[] {
+  /**
+   * Things said once per module (debug info, frame pointers) and once per symbolizer. `stacks`
+   * says how the caller's stacks were walked: with 'cfi' a module without frame pointers is only
+   * a problem when it has no CFI either; with 'fp' (the default) `fpFix` names the caller's own
+   * remedy (e.g. the profiler's CFI mode).
+   */
+  warnings(image?: ProcessImage, opts: { stacks?: 'fp' | 'cfi'; fpFix?: string } = {}): string[] {
     const out: string[] = [];
     if (this.llvmMissing) out.push(`${this.llvmMissing}: native frames show function names from ELF symbols, without file:line`);
     else if (this.llvm?.failure && this.llvm.failure !== 'disposed') {
@@ -176,11 +182,22 @@ export class Symbolizer implements ModuleRegistry {
         );
       }
       if (mod.lacksFramePointers()) {
-        out.push(
-          mod.displayPath === img.exePath
-            ? `${name} has no frame pointers: stacks through it are likely truncated (rebuild with -fno-omit-frame-pointer, e.g. CFLAGS="-g -fno-omit-frame-pointer")`
-            : `${name} has no frame pointers: stacks through it are likely truncated (callers above its frames may be missing; rebuild it with -fno-omit-frame-pointer if you can)`,
-        );
+        const own = mod.displayPath === img.exePath;
+        if (opts.stacks === 'cfi') {
+          if (!mod.hasCfi()) {
+            out.push(`${name} has neither frame pointers nor call frame information (.eh_frame/.debug_frame): stacks through it end there (${own ? 'rebuild it without -fno-asynchronous-unwind-tables, or with -fno-omit-frame-pointer' : 'install its debug-symbols package, which carries .debug_frame'})`);
+          }
+        } else {
+          const system = /\/lib(c|m|stdc\+\+|gcc_s|pthread)[.-]/.test(name);
+          const fix = opts.fpFix ? `; ${opts.fpFix}` : '';
+          out.push(
+            own
+              ? `${name} has no frame pointers: stacks through it are likely truncated (rebuild with -fno-omit-frame-pointer, e.g. CFLAGS="-g -fno-omit-frame-pointer"${fix})`
+              : system
+                ? `${name} is built without frame pointers, as on most distributions: callers above its frames are lost when walking frame pointers${fix}; distributions that build it with frame pointers: ${FRAME_POINTER_DISTROS}`
+                : `${name} has no frame pointers: stacks through it are likely truncated (callers above its frames may be missing; rebuild it with -fno-omit-frame-pointer${fix})`,
+          );
+        }
       }
     }
     if (img.anonymousCodeSeen && !img.perfMap) {

@@ -7,6 +7,7 @@ import { javaGcTracer } from './javaGc';
 import { memleakTracer } from './memleak';
 import { profileTracer } from './profile';
 import { bpfRunTracer } from './bpfRun';
+import { jvmTracer } from './jvm';
 
 export const tracers: Record<TracerName, AnyTracer> = {
   selftest: selftestTracer,
@@ -15,6 +16,7 @@ export const tracers: Record<TracerName, AnyTracer> = {
   memleak: memleakTracer,
   profile: profileTracer,
   'bpf-run': bpfRunTracer,
+  jvm: jvmTracer,
 };
 
 export function tracerByName(name: unknown): AnyTracer | undefined {

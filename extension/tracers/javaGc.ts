@@ -1,15 +1,18 @@
 // The Java GC tracer: HotSpot's gc__begin/gc__end pause bracket and the memory-pool probes
-// inside it, from the JVM's own libjvm.so (or every USDT-capable libjvm.so, pid -1, in "all"
-// mode). The kernel measures each pause and keeps pool usage per in-flight GC; events arrive
-// through a ring buffer. Decoder mirrors bpf/java-gc.h.
+// (which name the memory manager), from the JVM's own libjvm.so (or every USDT-capable
+// libjvm.so, pid -1, in "all" mode). The kernel emits one event per collection as the JVM counts
+// it (one memory manager's run; see bpf/java-gc.bpf.c for what fires under each collector) and
+// one per safepoint; both arrive through ring buffers. Decoder mirrors bpf/java-gc.h.
 import fs from 'node:fs';
 import type { BpfObject } from '../../native/index';
-import type { JavaGcEvent, JavaGcOptions, JavaGcPool } from '../shared/javaGc';
+import type { JavaGcEvent, JavaGcOptions, JavaGcPool, JavaSafepoint } from '../shared/javaGc';
+import { classify } from '../shared/javaGcKinds';
 import { buildResult } from '../shared/javaGcStats';
 import { fromBpfError, inputError, unsuitableError } from '../shared/errors';
 import { asObject, bool, int } from '../shared/validate';
 import { checkPid, findJdks, libjvmUsdt, listProcesses, mapsOrExplain, noUsdtMessage, pidAlive, readStat } from '../proc/processes';
 import { mappedFiles } from '../proc/maps';
+import { ElfFile } from '../elf/elf';
 import type { Tracer } from './tracer';
 import { cString, loadFirstWorking, records, setRodata } from './bpfObject';
 
@@ -17,7 +20,11 @@ import { cString, loadFirstWorking, records, setRodata } from './bpfObject';
 export const JAVA_GC_MAX_POOLS = 16;
 export const JAVA_GC_POOL_NAME_LEN = 48;
 export const JAVA_GC_POOL_SIZE = 88;
-export const JAVA_GC_HEADER_SIZE = 40;
+export const JAVA_GC_HEADER_SIZE = 144;
+export const JAVA_GC_MANAGER_LEN = 32;
+export const JAVA_GC_VMOP_LEN = 48;
+export const JAVA_SAFEPOINT_EVENT_SIZE = 80;
+export const EV_CYCLE = 1;
 export const JAVA_GC_EVENT_SIZE = JAVA_GC_HEADER_SIZE + JAVA_GC_MAX_POOLS * JAVA_GC_POOL_SIZE;
 export const POOL_HAS_BEFORE = 1;
 export const POOL_HAS_AFTER = 2;
@@ -25,6 +32,7 @@ export const POOL_HAS_AFTER = 2;
 export const CTR_RINGBUF_FULL = 0;
 export const CTR_INFLIGHT_FULL = 1;
 export const CTR_POOLS_FULL = 2;
+export const CTR_SAFEPOINT_LOST = 3;
 
 export interface RawGcPool {
   namePtr: bigint;
@@ -42,12 +50,17 @@ export interface RawGcEvent {
   tid: number;
   cpu: number;
   full: boolean;
+  cycle: boolean;
+  seq: number;
+  pauseStartNs: bigint;
+  manager: string;
+  vmop: string;
   pools: RawGcPool[];
 }
 
 export function decodeRawGcEvent(b: Buffer): RawGcEvent {
   if (b.length < JAVA_GC_EVENT_SIZE) throw new Error(`java-gc record is ${b.length} bytes, expected ${JAVA_GC_EVENT_SIZE}: dist/bpf/java-gc.bpf.o and the decoder disagree (rebuild)`);
-  const npools = Math.min(b.readUInt32LE(32), JAVA_GC_MAX_POOLS);
+  const npools = Math.min(b.readUInt32LE(48), JAVA_GC_MAX_POOLS);
   const pools: RawGcPool[] = [];
   for (let i = 0; i < npools; i++) {
     const o = JAVA_GC_HEADER_SIZE + i * JAVA_GC_POOL_SIZE;
@@ -63,10 +76,15 @@ export function decodeRawGcEvent(b: Buffer): RawGcEvent {
   return {
     startNs: b.readBigUInt64LE(0),
     durationNs: b.readBigUInt64LE(8),
-    pid: b.readUInt32LE(16),
-    tid: b.readUInt32LE(20),
-    cpu: b.readUInt32LE(24),
-    full: b.readUInt8(28) !== 0,
+    pauseStartNs: b.readBigUInt64LE(16),
+    pid: b.readUInt32LE(32),
+    tid: b.readUInt32LE(36),
+    cpu: b.readUInt32LE(40),
+    full: b.readUInt8(44) !== 0,
+    cycle: (b.readUInt8(45) & EV_CYCLE) !== 0,
+    seq: b.readUInt8(46),
+    manager: cString(b, 64, JAVA_GC_MANAGER_LEN),
+    vmop: cString(b, 96, JAVA_GC_VMOP_LEN),
     pools,
   };
 }
@@ -77,7 +95,32 @@ export function decodeJavaGcEvent(b: Buffer): JavaGcEvent {
   const pools: JavaGcPool[] = r.pools
     .filter((p) => (p.flags & (POOL_HAS_BEFORE | POOL_HAS_AFTER)) === (POOL_HAS_BEFORE | POOL_HAS_AFTER))
     .map((p) => ({ name: p.name || '?', usedBefore: Number(p.usedBefore), usedAfter: Number(p.usedAfter), committedAfter: Number(p.committedAfter) }));
-  return { pid: r.pid, tid: r.tid, cpu: r.cpu, timestampNs: Number(r.startNs), durationNs: Number(r.durationNs), full: r.full, pools };
+  const { collector, kind } = classify(r.manager, r.vmop, r.cycle);
+  return {
+    pid: r.pid,
+    tid: r.tid,
+    cpu: r.cpu,
+    timestampNs: Number(r.startNs),
+    durationNs: Number(r.durationNs),
+    collector,
+    kind,
+    operation: r.cycle ? '' : r.vmop,
+    escalated: r.seq > 0,
+    full: kind === 'full',
+    pools,
+  };
+}
+
+export function decodeSafepoint(b: Buffer): JavaSafepoint {
+  if (b.length < JAVA_SAFEPOINT_EVENT_SIZE) throw new Error(`java-gc safepoint record is ${b.length} bytes, expected ${JAVA_SAFEPOINT_EVENT_SIZE}: dist/bpf/java-gc.bpf.o and the decoder disagree (rebuild)`);
+  return {
+    timestampNs: Number(b.readBigUInt64LE(0)),
+    timeToSafepointNs: Number(b.readBigUInt64LE(8)),
+    durationNs: Number(b.readBigUInt64LE(16)),
+    pid: b.readUInt32LE(24),
+    tid: b.readUInt32LE(28),
+    operation: cString(b, 32, JAVA_GC_VMOP_LEN),
+  };
 }
 
 // ---- targets ----------------------------------------------------------------------------------
@@ -86,7 +129,29 @@ const PROBES = [
   ['handle_gc_end', 'gc__end'],
   ['handle_pool_begin', 'mem__pool__gc__begin'],
   ['handle_pool_end', 'mem__pool__gc__end'],
+  ['handle_gc_vmop_begin', 'vmops__begin'],
+  ['handle_gc_vmop_end', 'vmops__end'],
 ] as const;
+/** HotSpot keeps these under its private provider; some builds may lack them. */
+const SAFEPOINT_PROBES = [
+  ['handle_gc_sp_begin', 'safepoint__begin'],
+  ['handle_gc_sp_end', 'safepoint__end'],
+] as const;
+
+/** Whether a libjvm.so has hs_private:safepoint__begin/end. */
+export function hasSafepointProbes(lib: string): boolean {
+  try {
+    const elf = new ElfFile(lib);
+    try {
+      const names = new Set(elf.usdtProbes().map((p) => `${p.provider}:${p.name}`));
+      return names.has('hs_private:safepoint__begin') && names.has('hs_private:safepoint__end');
+    } finally {
+      elf.close();
+    }
+  } catch {
+    return false;
+  }
+}
 
 /** The libjvm.so a JVM runs, or the reason it cannot be traced (pid errors come from checkPid). */
 export function libjvmOf(pid: number): string {
@@ -162,24 +227,35 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       libs = [libjvmOf(options.pid)];
     }
 
-    const { obj } = loadFirstWorking(env, 'java-gc', [PROBES.map(([p]) => p)], (o) => setRodata(o, { min_duration_ns: BigInt(options.minUs) * 1000n }));
+    const spLibs = libs.filter(hasSafepointProbes);
+    const safepointsAvailable = spLibs.length > 0;
+    const safepointsReason = safepointsAvailable
+      ? undefined
+      : `${libs.length === 1 ? libs[0] : 'no traced libjvm.so'} has no hs_private:safepoint__begin/end USDT probes: safepoints cannot be timed with this JDK`;
+    const progs = [...PROBES.map(([p]) => p), ...(safepointsAvailable ? SAFEPOINT_PROBES.map(([p]) => p) : [])];
+    const { obj } = loadFirstWorking(env, 'java-gc', [progs], (o) => setRodata(o, { min_duration_ns: BigInt(options.minUs) * 1000n }));
     const links: number[] = [];
     try {
       for (const lib of libs) {
         for (const [prog, probe] of PROBES) links.push(obj.attachUsdt(prog, { binary: lib, provider: 'hotspot', name: probe, pid: attachPid }));
-        env.log(`java-gc: attached to ${lib} (pid ${attachPid})`);
+        if (spLibs.includes(lib)) for (const [prog, probe] of SAFEPOINT_PROBES) links.push(obj.attachUsdt(prog, { binary: lib, provider: 'hs_private', name: probe, pid: attachPid }));
+        env.log(`java-gc: attached to ${lib} (pid ${attachPid})${spLibs.includes(lib) ? ', safepoints too' : ''}`);
       }
     } catch (e) {
       obj.close();
       if (!options.all && !pidAlive(options.pid)) throw inputError(`process ${options.pid} exited before the probes were attached`);
       throw fromBpfError(`attaching hotspot USDT probes in ${libs.join(', ')}`, e);
     }
+    if (!safepointsAvailable) env.log(`java-gc: ${safepointsReason}`);
 
     const startNs = monoNs();
     const all: JavaGcEvent[] = [];
+    const allSafepoints: JavaSafepoint[] = [];
     const pids = new Set<number>(options.all ? [] : [options.pid]);
     let fresh: JavaGcEvent[] = [];
+    let freshSafepoints: JavaSafepoint[] = [];
     let lost = 0;
+    let safepointsLost = 0;
     let closed = false;
     const onBatch = (batch: Buffer, offsets: Uint32Array) => {
       for (const r of records(batch, offsets)) {
@@ -196,21 +272,38 @@ export const javaGcTracer: Tracer<'java-gc'> = {
         fresh.push(e);
       }
     };
-    let rb: ReturnType<BpfObject['openRingBuffer']>;
+    const onSafepoints = (batch: Buffer, offsets: Uint32Array) => {
+      for (const r of records(batch, offsets)) {
+        try {
+          const sp = decodeSafepoint(r);
+          allSafepoints.push(sp);
+          freshSafepoints.push(sp);
+        } catch (err) {
+          env.log(`java-gc: ${(err as Error).message}`);
+          return;
+        }
+      }
+    };
+    const rbs: ReturnType<BpfObject['openRingBuffer']>[] = [];
     try {
-      rb = obj.openRingBuffer('events', onBatch);
+      rbs.push(obj.openRingBuffer('events', onBatch));
+      if (safepointsAvailable) rbs.push(obj.openRingBuffer('safepoints', onSafepoints));
     } catch (e) {
+      for (const rb of rbs) rb.close();
       obj.close();
-      throw fromBpfError('opening the java-gc ring buffer', e);
+      throw fromBpfError('opening the java-gc ring buffers', e);
     }
     const readLost = () => {
-      if (!closed) lost = readCounter(obj, CTR_RINGBUF_FULL) + readCounter(obj, CTR_INFLIGHT_FULL);
+      if (closed) return;
+      lost = readCounter(obj, CTR_RINGBUF_FULL) + readCounter(obj, CTR_INFLIGHT_FULL);
+      safepointsLost = readCounter(obj, CTR_SAFEPOINT_LOST);
     };
     const pidList = () => [...pids].sort((a, b) => a - b);
     const flush = () => {
       readLost();
-      const u = { events: fresh, lost, pids: pidList(), startNs, nowNs: monoNs() };
+      const u = { events: fresh, safepoints: freshSafepoints, safepointsAvailable, safepointsReason, lost, pids: pidList(), startNs, nowNs: monoNs() };
       fresh = [];
+      freshSafepoints = [];
       events.update(u);
     };
     let shutting: Promise<void> | undefined;
@@ -229,9 +322,9 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       const poolsDropped = readCounter(obj, CTR_POOLS_FULL);
       if (poolsDropped) env.log(`java-gc: ${poolsDropped} pool records did not fit (more than ${JAVA_GC_MAX_POOLS} pools per GC)`);
       // What arrived since the last tick still goes out live, so a view matches the result.
-      if (fresh.length) flush();
+      if (fresh.length || freshSafepoints.length) flush();
       closed = true;
-      rb.close();
+      for (const rb of rbs) rb.close();
       obj.close();
     };
     let ending = false;
@@ -248,7 +341,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       }
     }, TICK_MS);
 
-    const result = () => buildResult(pidList(), all, lost);
+    const result = () => buildResult(pidList(), all, lost, { available: safepointsAvailable, reason: safepointsReason, events: allSafepoints, lost: safepointsLost });
     return {
       targets: options.all ? [] : [options.pid],
       warnings,

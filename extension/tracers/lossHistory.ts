@@ -19,12 +19,18 @@ export const LOSS_ADVICE: Record<string, string> = {
   'java-gc': 'trace one JVM (--pid) instead of --all, or drop short pauses in the kernel with --min-us N',
   runqlat: 'narrow it with --pid P, or use --per-process instead of --per-thread (fewer histogram keys)',
   memleak: 'record fewer allocations with --sample-rate N (e.g. 10) or --min-size BYTES, or allow more with --max-outstanding N',
-  profile: 'sample less often (--frequency 49), for a shorter --duration, or keep more stacks with --stack-storage-size N',
+  profile: 'sample less often (--frequency 49), copy less stack per sample (--stack-copy-kb 8), for a shorter --duration, or keep more stacks with --stack-storage-size N',
+  jvm: 'sample less often (--frequency 49) or trace for a shorter --duration',
 };
 
 /** What a tracer's `lost` counts and why: ring-buffer events, but samples for the profiler. */
-export function lostWhat(tracer: string): { noun: string; cause: string } {
-  return tracer === 'profile' ? { noun: 'samples', cause: 'their stacks found no room in the kernel stack map' } : { noun: 'events', cause: 'kernel buffer full' };
+export function lostWhat(tracer: string, result?: unknown): { noun: string; cause: string } {
+  if (tracer === 'jvm') return { noun: 'events or CPU samples', cause: 'a kernel buffer, the stack-copy ring buffer or the stack map was full' };
+  if (tracer !== 'profile') return { noun: 'events', cause: 'kernel buffer full' };
+  const dwarf = (result as { unwind?: { mode?: string } } | undefined)?.unwind?.mode === 'dwarf';
+  return dwarf
+    ? { noun: 'samples', cause: 'the ring buffer of stack copies was full, or kernel stacks found no room in the stack map' }
+    : { noun: 'samples', cause: 'their stacks found no room in the kernel stack map' };
 }
 
 const MAX_RECORDS = 200;

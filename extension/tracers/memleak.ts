@@ -13,7 +13,7 @@ import path from 'node:path';
 import type { BpfObject } from '../../native/index';
 import { Symbolizer, type Frame, type ProcessImage } from '../symbolize';
 import { MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakFrame, type MemleakOptions, type MemleakResult, type MemleakStack, type MemleakUpdate } from '../shared/memleak';
-import { asObject, bool, int, num, str, strArray, PID_MAX, type Raw } from '../shared/validate';
+import { asObject, bool, int, num, oneOf, str, strArray, PID_MAX, type Raw } from '../shared/validate';
 import { fromBpfError, inputError, StudioError, unsuitableError } from '../shared/errors';
 import { checkPid, mapsOrExplain, pidAlive, readStat } from '../proc/processes';
 import { ensureTracefs } from '../helper/tracefs';
@@ -21,7 +21,8 @@ import type { Mapping } from '../proc/maps';
 import { withElf } from '../elf/elf';
 import { requireElfFile } from '../elf/fileCheck';
 import type { Tracer } from './tracer';
-import { loadFirstWorking, setRodata } from './bpfObject';
+import { loadFirstWorking, records, setRodata } from './bpfObject';
+import { MEMLEAK_DEFAULT_STACK_COPY, MEMLEAK_MAX_STACK_COPY, MemleakDwarfStacks } from './memleakDwarf';
 import { launchStopped, type StoppedChild } from './launchStopped';
 import { aggregate, ageMs, CNT, decodeAllocDump, decodeExitEvent, type StackAggregate } from './memleakDecode';
 
@@ -151,6 +152,8 @@ export const memleakTracer: Tracer<'memleak'> = {
       maxOutstanding: int(o, 'maxOutstanding', 1, 100_000_000, MEMLEAK_DEFAULT_MAX_OUTSTANDING),
       allocatorLib,
       symbolPrefix,
+      unwind: oneOf(o, 'unwind', ['auto', 'dwarf', 'fp'] as const, 'auto'),
+      stackCopyBytes: int(o, 'stackCopyBytes', 1024, MEMLEAK_MAX_STACK_COPY, MEMLEAK_DEFAULT_STACK_COPY),
     };
   },
 
@@ -166,11 +169,17 @@ export const memleakTracer: Tracer<'memleak'> = {
     const abandon = () => launched?.child.kill('SIGKILL');
 
     // ---- load and attach ------------------------------------------------------------------
+    const dwarfStacks = !options.kernel && options.unwind !== 'fp';
     let obj: BpfObject;
     try {
       const programs = options.kernel ? KERNEL_TRACEPOINTS.map(([p]) => p) : USER_PROGRAMS;
       ({ obj } = loadFirstWorking(env, 'memleak', [programs], (o) => {
         o.setMaxEntries('allocs', options.maxOutstanding ?? MEMLEAK_DEFAULT_MAX_OUTSTANDING);
+        if (dwarfStacks) {
+          o.setMaxEntries('copy_scratch', env.addon.numPossibleCpus());
+          o.setMaxEntries('stack_copies', 16 << 20);
+          setRodata(o, { dwarf_stacks: true, stack_copy_bytes: options.stackCopyBytes ?? MEMLEAK_DEFAULT_STACK_COPY });
+        }
         setRodata(o, {
           target_pid: pid,
           min_size: BigInt(options.minSize),
@@ -197,6 +206,21 @@ export const memleakTracer: Tracer<'memleak'> = {
       throw e instanceof StudioError ? e : fromBpfError('attaching memleak probes', e);
     }
     env.log(`memleak: loaded and attached in ${Date.now() - tAttach} ms`);
+    const dwarf = dwarfStacks ? new MemleakDwarfStacks(env.addon, env.log) : undefined;
+    // Attach mode: the process may exit right after its last allocation. (A launched one is
+    // stopped before its loader ran, with no libraries mapped yet; its maps are read at the first copy.)
+    if (dwarf && pid && !launched) dwarf.pool.prime(pid);
+    const copies = dwarf
+      ? obj.openRingBuffer('stack_copies', (batch, offsets) => {
+          for (const rec of records(batch, offsets)) {
+            try {
+              dwarf.add(rec);
+            } catch (e) {
+              env.log(`memleak: a stack copy could not be unwound: ${(e as Error).message}`);
+            }
+          }
+        })
+      : undefined;
 
     // ---- symbolization --------------------------------------------------------------------
     const sym = new Symbolizer({ log: env.log });
@@ -216,7 +240,7 @@ export const memleakTracer: Tracer<'memleak'> = {
       mapsText = text;
       try {
         image = sym.captureProcess(pid);
-        for (const w of sym.warnings(image)) if (!warnings.includes(w)) warnings.push(w);
+        for (const w of sym.warnings(image, dwarfStacks ? { stacks: 'cfi' } : { stacks: 'fp', fpFix: 'or trace with --unwind dwarf (the default), which unwinds by CFI' })) if (!warnings.includes(w)) warnings.push(w);
       } catch (e) {
         env.log(`memleak: capturing the maps of ${pid} failed: ${(e as Error).message}`);
       }
@@ -224,7 +248,7 @@ export const memleakTracer: Tracer<'memleak'> = {
     const symbolize = async (ids: number[]) => {
       const todo = [...new Set(ids)].filter((id) => id >= 0 && !frames.has(id));
       if (!todo.length) return;
-      const stacks = todo.map((id) => [...obj.readStack('stack_traces', id)]);
+      const stacks = todo.map((id) => (dwarf?.isInterned(id) ? [...dwarf.stack(id)] : [...obj.readStack('stack_traces', id)]));
       const addrs = stacks.flat();
       const t = Date.now();
       let resolved: Frame[] | undefined;
@@ -266,7 +290,8 @@ export const memleakTracer: Tracer<'memleak'> = {
 
     /** Reads the allocs map and symbolizes the stacks to report (all of them when `all`). */
     const measure = async (nowNs: bigint, all: boolean) => {
-      const aggs = aggregate(decodeAllocDump(obj.mapDump('allocs')), nowNs, options.minAgeMs);
+      const allocs = decodeAllocDump(obj.mapDump('allocs'));
+      const aggs = aggregate(dwarf ? dwarf.remap(allocs) : allocs, nowNs, options.minAgeMs);
       const shown = options.top ? aggs.slice(0, options.top) : aggs;
       await symbolize((all ? aggs : shown).map((a) => a.stackId));
       const toStack = (a: StackAggregate): MemleakStack => ({ bytes: a.bytes, allocations: a.allocations, oldestAgeMs: ageMs(nowNs, a.oldestNs), frames: framesOf(a.stackId) });
@@ -328,6 +353,8 @@ export const memleakTracer: Tracer<'memleak'> = {
           // The SIGSTOP is queued before the event; wait until it has taken effect (bounded).
           const until = Date.now() + 500;
           while (readStat(tgid)?.state !== 't' && readStat(tgid)?.state !== 'T' && Date.now() < until) await new Promise((r) => setTimeout(r, 2));
+          // Stack copies travel apart from the exit event: let those already sent be unwound.
+          while (dwarf && dwarf.added + counter(CNT.copyLost) < counter(CNT.allocs) && Date.now() < until + 500) await new Promise((r) => setTimeout(r, 5));
           refreshImage();
           await measure(process.hrtime.bigint(), true);
         } finally {
@@ -359,7 +386,9 @@ export const memleakTracer: Tracer<'memleak'> = {
       clearInterval(watch);
       clearInterval(holdWatch);
       rb.close();
+      copies?.close();
       obj.close();
+      dwarf?.close();
       sym.dispose();
       env.log(`memleak: detached in ${Date.now() - t} ms`);
     };

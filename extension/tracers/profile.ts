@@ -1,13 +1,18 @@
-// The CPU profiler: perf_event software cpu-clock at the chosen frequency on every online CPU,
-// counts per (pid, tid, user stack, kernel stack) in the kernel (bpf/profile.bpf.c), read and
-// symbolized once at the end. For a JVM, the perf map is requested through the HotSpot attach
+// The CPU profiler: perf_event software cpu-clock at the chosen frequency on every online CPU
+// (bpf/profile.bpf.c). User stacks are unwound one of two ways:
+//  - dwarf (the default): each sample brings the user registers and a copy of the top of the user
+//    stack through a ring buffer, unwound here by CFI (./profileDwarf.ts, libdw in the addon), so
+//    stacks are whole through -O2 code, GCC leaf functions and Debian's libc;
+//  - fp: the kernel walks frame pointers and counts per (pid, tid, user stack, kernel stack);
+//    nothing is copied per sample (for very high frequencies, or to compare).
+// Symbolized once at the end. For a JVM, the perf map is requested through the HotSpot attach
 // socket at the end so methods compiled late are named. Map decoders: ./profileDecode.ts.
 import fs from 'node:fs';
 import type { BpfObject } from '../../native/index';
 import { Symbolizer, type ProcessImage } from '../symbolize';
 import type { ProfileFrame, ProfileOptions, ProfileResult, ProfileStack } from '../shared/profile';
-import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE } from '../shared/profile';
-import { asObject, bool, int, PID_MAX } from '../shared/validate';
+import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE, UNWIND_CHOICES, type UnwindInfo, type UnwindMode } from '../shared/profile';
+import { asObject, bool, int, oneOf, PID_MAX } from '../shared/validate';
 import { fromBpfError } from '../shared/errors';
 import { checkPid, pidAlive, processInfo } from '../proc/processes';
 import { boolFlag, writePerfMap } from '../jvm/attach';
@@ -15,6 +20,9 @@ import type { Tracer, TracerEnv } from './tracer';
 import { loadFirstWorking, setRodata } from './bpfObject';
 import { decodeCounts, parseCpuList, PROFILE_STAT, sumPerCpu, type CountEntry } from './profileDecode';
 import { assemble, readStacks, symbolizeStacks, type RawStack } from './profileStacks';
+import { DwarfAggregator, PROFILE_DEFAULT_STACK_COPY, PROFILE_MAX_STACK_COPY } from './profileDwarf';
+import { records } from './bpfObject';
+import { unwindModules } from './unwindModules';
 
 export * from './profileDecode';
 
@@ -59,6 +67,14 @@ async function jvmPreservesFramePointer(pid: number, cmdline: string[], env: Tra
   return cmdline.includes('-XX:+PreserveFramePointer') || /(JAVA_TOOL_OPTIONS|JDK_JAVA_OPTIONS)=[^\0]*-XX:\+PreserveFramePointer/.test(envText);
 }
 
+/** Ring buffer bytes: half a second of full-size samples on every CPU, rounded up to a power of two (at least 1 MiB, at most 64 MiB). */
+export function ringBytes(frequency: number, stackCopyBytes: number, cpus: number): number {
+  const want = (frequency * cpus * (stackCopyBytes + 176 + 16)) / 2;
+  let n = 1 << 20;
+  while (n < want && n < 64 << 20) n *= 2;
+  return n;
+}
+
 export const profileTracer: Tracer<'profile'> = {
   name: 'profile',
   validate(raw): ProfileOptions {
@@ -69,6 +85,8 @@ export const profileTracer: Tracer<'profile'> = {
       includeIdle: bool(o, 'includeIdle', false),
       javaPerfMap: bool(o, 'javaPerfMap', true),
       stackStorageSize: int(o, 'stackStorageSize', 1, PROFILE_MAX_STACK_STORAGE, PROFILE_DEFAULT_STACK_STORAGE),
+      unwind: oneOf(o, 'unwind', UNWIND_CHOICES, 'auto'),
+      stackCopyBytes: int(o, 'stackCopyBytes', 1024, PROFILE_MAX_STACK_COPY, PROFILE_DEFAULT_STACK_COPY),
     };
   },
   async start(options, env, events) {
@@ -79,10 +97,39 @@ export const profileTracer: Tracer<'profile'> = {
       jvmPids.add(options.pid);
       if (!(await jvmPreservesFramePointer(options.pid, cmdline.cmdline, env, options.javaPerfMap))) warnings.push(preserveFramePointerAdvice(options.pid, cmdline.cmdline));
     }
+    // auto is CFI: libdw uses each module's .eh_frame/.debug_frame and walks frame pointers only
+    // through code that has no CFI (JIT code), which is "frame pointers where they are all there is".
+    const mode: UnwindMode = options.unwind === 'fp' ? 'fp' : 'dwarf';
+    const stackCopyBytes = options.stackCopyBytes ?? PROFILE_DEFAULT_STACK_COPY;
     const { obj } = loadFirstWorking(env, 'profile', [['on_sample']], (o) => {
       o.setMaxEntries('stacks', options.stackStorageSize ?? PROFILE_DEFAULT_STACK_STORAGE);
-      setRodata(o, { target_pid: options.pid, include_idle: options.includeIdle });
+      // ring buffer: ~half a second of the largest samples on every CPU, as a power of two
+      if (mode === 'dwarf') {
+        o.setMaxEntries('samples', ringBytes(options.frequency, stackCopyBytes, onlineCpus().length));
+        o.setMaxEntries('scratch', env.addon.numPossibleCpus());
+      }
+      setRodata(o, { target_pid: options.pid, include_idle: options.includeIdle, unwind_dwarf: mode === 'dwarf', stack_copy_bytes: stackCopyBytes });
     });
+    const warnOpts = mode === 'dwarf' ? ({ stacks: 'cfi' } as const) : ({ stacks: 'fp', fpFix: 'or profile with --unwind dwarf (the default), which unwinds by CFI' } as const);
+    const dwarf = mode === 'dwarf' ? new DwarfAggregator(env.addon, stackCopyBytes, env.log) : undefined;
+    let ring: ReturnType<BpfObject['openRingBuffer']> | undefined;
+    if (dwarf && options.pid) dwarf.pool.prime(options.pid);
+    if (dwarf) {
+      try {
+        ring = obj.openRingBuffer('samples', (batch, offsets) => {
+          for (const rec of records(batch, offsets)) {
+            try {
+              dwarf.add(rec);
+            } catch (e) {
+              env.log(`profile: a sample could not be unwound: ${(e as Error).message}`);
+            }
+          }
+        });
+      } catch (e) {
+        obj.close();
+        throw fromBpfError('opening the profiler ring buffer', e);
+      }
+    }
     const cpus = onlineCpus();
     try {
       for (const cpu of cpus) obj.attachPerfEvent('on_sample', { type: 'cpu-clock', frequency: options.frequency, cpu });
@@ -104,7 +151,7 @@ export const profileTracer: Tracer<'profile'> = {
     if (options.pid) {
       capture(options.pid);
       const img = images.get(options.pid);
-      if (img) warnings.push(...symbolizer.warnings(img));
+      if (img) warnings.push(...symbolizer.warnings(img, warnOpts));
     }
 
     // Processes can exit or dlopen while we sample: their mappings are captured while alive.
@@ -149,12 +196,23 @@ export const profileTracer: Tracer<'profile'> = {
     let closed = false;
 
     const collect = (): RawStack[] => {
+      totals = { samples: readStat(obj, PROFILE_STAT.samples), lost: readStat(obj, PROFILE_STAT.lost) };
+      if (dwarf) return dwarf.raw((id) => obj.readStack('stacks', id));
       const d = obj.mapDump('counts');
       const entries: CountEntry[] = decodeCounts(d.keys, d.values, d.count);
-      totals = { samples: readStat(obj, PROFILE_STAT.samples), lost: readStat(obj, PROFILE_STAT.lost) };
       return readStacks(entries, (id) => obj.readStack('stacks', id));
     };
-    const result = (stacks: ProfileStack[]): ProfileResult => ({ tracer: 'profile', frequency: options.frequency, samples: totals.samples, lost: totals.lost, stacks });
+    let unwindModuleInfo: UnwindInfo['modules'];
+    const unwindInfo = (): UnwindInfo => {
+      if (!dwarf) return { mode };
+      return {
+        mode,
+        truncated: dwarf.stats.truncated,
+        unwindNsPerSample: dwarf.pool.nsPerStack(),
+        ...(unwindModuleInfo ? { modules: unwindModuleInfo } : {}),
+      };
+    };
+    const result = (stacks: ProfileStack[]): ProfileResult => ({ tracer: 'profile', frequency: options.frequency, samples: totals.samples, lost: totals.lost, stacks, unwind: unwindInfo() });
 
     return {
       targets: options.pid ? [options.pid] : [],
@@ -174,10 +232,19 @@ export const profileTracer: Tracer<'profile'> = {
         if (!closed) {
           closed = true;
           try {
+            ring?.close();
             rawLast = collect();
           } finally {
             obj.close();
           }
+          if (dwarf && options.pid && pidAlive(options.pid)) {
+            try {
+              unwindModuleInfo = unwindModules(dwarf.modules(options.pid));
+            } catch (e) {
+              env.log(`profile: listing the modules of pid ${options.pid}: ${(e as Error).message}`);
+            }
+          }
+          dwarf?.close();
         }
         const pids = new Set(rawLast.map((r) => r.entry.pid));
         const late: string[] = [];
@@ -204,7 +271,7 @@ export const profileTracer: Tracer<'profile'> = {
         const told = new Set(warnings);
         for (const pid of options.pid ? [options.pid] : []) {
           const img = images.get(pid);
-          for (const w of img ? symbolizer.warnings(img) : []) if (!told.has(w)) late.push(w);
+          for (const w of img ? symbolizer.warnings(img, warnOpts) : []) if (!told.has(w)) late.push(w);
         }
         symbolizer.dispose();
         for (const w of late) env.log(`profile: ${w}`);

@@ -3,8 +3,8 @@
 import { cString } from './bpfObject';
 
 export const PROFILE_KEY_SIZE = 32;
-export const PROFILE_STAT = { samples: 0, lostUserStack: 1, lostKernelStack: 2, lostCounts: 3, lost: 4 } as const;
-export const PROFILE_STAT_COUNT = 5;
+export const PROFILE_STAT = { samples: 0, lostUserStack: 1, lostKernelStack: 2, lostCounts: 3, lost: 4, samplesDwarf: 5, lostRingbuf: 6, noUserRegs: 7 } as const;
+export const PROFILE_STAT_COUNT = 8;
 const EEXIST = 17;
 const ENOMEM = 12;
 

@@ -40,6 +40,8 @@ export interface RawStack {
   entry: CountEntry;
   user: BigUint64Array;
   kernel: BigUint64Array;
+  /** dwarf mode: why the user stack ends early, shown as its outermost frame */
+  note?: string;
 }
 
 /** Reads each distinct stack id once. */
@@ -57,13 +59,14 @@ export function readStacks(entries: CountEntry[], read: StackReader): RawStack[]
 /** Builds result stacks with frames from the caches (missing ones stay unresolved). */
 export function assemble(raw: RawStack[], kernelFrames: Map<bigint, ProfileFrame[]>, userFrames: Map<number, Map<string, ProfileFrame[]>>): ProfileStack[] {
   const out: ProfileStack[] = [];
-  for (const { entry, user, kernel } of raw) {
+  for (const { entry, user, kernel, note } of raw) {
     const frames: ProfileFrame[] = [];
     if (stackIdLost(entry.kernStackId)) frames.push(lostFrame('kernel'));
     for (const a of kernel) frames.push(...(kernelFrames.get(a) ?? [unresolvedFrame(a, 'kernel')]));
     const perPid = userFrames.get(entry.pid);
     user.forEach((a, i) => frames.push(...(perPid?.get(userKey(a, i)) ?? [unresolvedFrame(a, 'native')])));
     if (stackIdLost(entry.userStackId)) frames.push(lostFrame('user'));
+    if (note) frames.push({ ...lostFrame('user'), function: note });
     out.push({ count: entry.count, pid: entry.pid, tid: entry.tid, comm: entry.comm, frames });
   }
   return out.sort((a, b) => b.count - a.count);

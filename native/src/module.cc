@@ -8,6 +8,7 @@
 #include "errors.h"
 #include "object.h"
 #include "ringbuf.h"
+#include "unwind.h"
 
 namespace ebpf_studio {
 
@@ -31,6 +32,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData(data);
 
   BpfObject::Init(env, exports);
+  Unwinder::Init(env, exports);
   exports.Set("libbpfVersion", Napi::Function::New<LibbpfVersion>(env, "libbpfVersion"));
   exports.Set("numPossibleCpus", Napi::Function::New<NumPossibleCpus>(env, "numPossibleCpus"));
   return exports;

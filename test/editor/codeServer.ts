@@ -206,10 +206,19 @@ export class EditorSession {
   /** Opens the command palette with `text` typed (">" mode). */
   async openPalette(text = ''): Promise<void> {
     const input = this.page.locator('.quick-input-widget .quick-input-box input');
-    await this.page.keyboard.press('Escape');
-    await this.page.keyboard.press('F1');
-    await input.waitFor({ state: 'visible', timeout: 10_000 });
-    await input.fill(`>${text}`);
+    // The palette can close again right after opening (a command still finishing, focus moving
+    // out of a webview): reopen it rather than wait on a hidden input.
+    for (let attempt = 1; ; attempt++) {
+      await this.page.keyboard.press('Escape');
+      await this.page.keyboard.press('F1');
+      try {
+        await input.waitFor({ state: 'visible', timeout: 10_000 });
+        await input.fill(`>${text}`, { timeout: 5000 });
+        return;
+      } catch (e) {
+        if (attempt >= 3) throw e;
+      }
+    }
   }
 
   /** Visible rows of the open Quick Pick / command palette, as their accessible labels. */
@@ -264,9 +273,12 @@ export class EditorSession {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       for (const outer of await this.page.locator('iframe.webview').elementHandles()) {
-        const outerFrame = await outer.contentFrame();
-        const inner = await outerFrame?.$('iframe#active-frame');
-        const frame = await inner?.contentFrame();
+        // A webview that is still loading navigates its frames under us: look again next round.
+        const frame = await (async () => {
+          const outerFrame = await outer.contentFrame();
+          const inner = await outerFrame?.$('iframe#active-frame');
+          return inner?.contentFrame();
+        })().catch(() => null);
         const docTitle = await frame?.evaluate(() => document.title).catch(() => undefined);
         if (frame && docTitle === title) return frame;
       }

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { canvasColorPixels, EditorSession, repoRoot, skipReason } from './codeServer';
 import { buildCFixture, cursorLine, editorOf, lineOf, openWorkspaceFile, problemRows, waitForCodeLenses } from './editorDom';
 import { kernelSkipReason } from '../helpers';
+import { buildUnwindFixture } from '../peers/unwindFixture';
 import { findJdks } from '../../extension/proc/processes';
 import { findTool } from '../../extension/authoring/toolchain';
 
@@ -69,6 +70,26 @@ async function startGcWorkload(t: TestContext): Promise<{ child: ChildProcess; p
     child.on('exit', (code) => reject(new Error(`GcWorkload exited (${code}) before it was ready: ${out}`)));
   });
   return { child, pid, go: () => child.stdin!.write('go\n'), done };
+}
+
+/** "eBPF: Profile CPU" on one process at the default frequency, until Stop pressed after 3 s. */
+async function profileFromPalette(s: EditorSession, pid: number, comm: string) {
+  await s.runCommandFromPalette('eBPF: Profile CPU');
+  const input = s.page.locator('.quick-input-widget .quick-input-box input');
+  // The list holds every process and renders only what fits: filter it to the workload.
+  await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: what to sample' }).waitFor({ timeout: 30_000 });
+  await input.fill(String(pid));
+  await s.pickQuickPickItem(new RegExp(`\\b${pid}\\s+${comm}`));
+  await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'samples per second' }).waitFor({ timeout: 10_000 });
+  await input.press('Enter'); // the default frequency
+  await s.pickQuickPickItem('Until I press Stop');
+  const frame = await s.webviewFrame(`CPU: pid ${pid} (${comm})`);
+  const status = frame.locator('.toolbar > .status').last();
+  await status.filter({ hasText: /Sampling… [1-9][\d,]* samples/ }).waitFor({ timeout: 15_000 });
+  await s.page.waitForTimeout(3000);
+  await frame.locator('button', { hasText: /^Stop$/ }).click();
+  await status.filter({ hasText: /samples at \d+ Hz/ }).waitFor({ timeout: 15_000 });
+  return { frame, status };
 }
 
 /** Text of the active text editor's visible lines (Monaco renders spaces as U+00A0). */
@@ -138,7 +159,13 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       const status = frame.locator('#status').filter({ hasText: /Process exited/ });
       await status.waitFor({ timeout: 10_000 });
       const count = (await frame.locator('#card-count .value').innerText()).trim();
-      assert.equal(count, `${Number(m[1]) + Number(m[2])} (${m[1]} / ${m[2]})`, 'the panel\'s GC count differs from the JVM\'s own');
+      // Collections (pauses): every Serial collection is a pause.
+      const total = Number(m[1]) + Number(m[2]);
+      assert.equal(count, `${total} (${total})`, 'the panel\'s GC count differs from the JVM\'s own');
+      // Per collector, as the JVM's beans count them: Copy (young) and MarkSweepCompact (full).
+      const rows = await frame.locator('#collectors tr').allInnerTexts();
+      assert.ok(rows.some((r) => new RegExp(`^Copy\\s+young\\s+${m[1]}\\s`).test(r)), `Copy row with ${m[1]}: ${rows.join(' | ')}`);
+      assert.ok(rows.some((r) => new RegExp(`^MarkSweepCompact\\s+full\\s+${m[2]}\\s`).test(r)), `MarkSweepCompact row with ${m[2]}: ${rows.join(' | ')}`);
 
       const png = await s.screenshot('java-gc-panel', await s.webviewElement(frame));
       const stats = await s.imageStats(png);
@@ -229,22 +256,7 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       const work = spawn(binary, ['60'], { cwd: s.workspace, stdio: 'ignore' });
       t.after(() => work.kill('SIGKILL'));
       const pid = work.pid!;
-      await s.runCommandFromPalette('eBPF: Profile CPU');
-      const input = s.page.locator('.quick-input-widget .quick-input-box input');
-      // The list holds every process and renders only what fits: filter it to the workload.
-      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: what to sample' }).waitFor({ timeout: 30_000 });
-      await input.fill(String(pid));
-      await s.pickQuickPickItem(new RegExp(`\\b${pid}\\s+cpusplit`));
-      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'samples per second' }).waitFor({ timeout: 10_000 });
-      await input.press('Enter'); // the default frequency
-      await s.pickQuickPickItem('Until I press Stop');
-
-      const frame = await s.webviewFrame(`CPU: pid ${pid} (cpusplit)`);
-      const status = frame.locator('.toolbar > .status').last();
-      await status.filter({ hasText: /Sampling… [1-9][\d,]* samples/ }).waitFor({ timeout: 15_000 });
-      await s.page.waitForTimeout(3000);
-      await frame.locator('button', { hasText: /^Stop$/ }).click();
-      await status.filter({ hasText: /samples at \d+ Hz/ }).waitFor({ timeout: 15_000 });
+      const { frame, status } = await profileFromPalette(s, pid, 'cpusplit');
       work.kill('SIGKILL'); // profiled: spare the CPU for the next steps
       const canvas = frame.locator('.scroll canvas').first();
       const drawn = await canvas.evaluate((c: HTMLCanvasElement) => {
@@ -290,6 +302,98 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       await s.runCommandFromPalette('View: Close All Editors');
     },
     !paletteTitle('ebpfStudio.profileCpu') ? 'package.json has no ebpfStudio.profileCpu' : kernelSkipReason(),
+  );
+
+  await step(
+    t,
+    s,
+    'Profile CPU on a program built -O2 without frame pointers: the flame graph shows the leaf\'s callers (CFI unwinding)',
+    async () => {
+      const why = buildUnwindFixture(s.workspace);
+      if (why) throw new Error(why);
+      const work = spawn(path.join(s.workspace, 'unwindfix'), ['split', '60'], { cwd: s.workspace, stdio: 'ignore' });
+      t.after(() => work.kill('SIGKILL'));
+      const pid = work.pid!;
+      const { frame } = await profileFromPalette(s, pid, 'unwindfix');
+      work.kill('SIGKILL');
+      // The view says how stacks were unwound, and both callers of the leaf are frames in it.
+      const unwind = (await frame.locator('.unwind').innerText()).trim();
+      assert.match(unwind, /unwound by CFI/, `the unwinding line says: ${unwind}`);
+      const canvas = frame.locator('.scroll canvas').first();
+      for (const fn of ['caller_a', 'caller_b']) {
+        // Clear first, so the "matched" status waited for below is this search's, not the last one's.
+        await frame.locator('#search').fill('');
+        await frame.locator('.toolbar .status', { hasText: /^matched/ }).waitFor({ state: 'detached', timeout: 5000 }).catch(() => {});
+        await frame.locator('#search').fill(fn);
+        await frame.locator('.toolbar .status', { hasText: /^matched [1-9]/ }).waitFor({ timeout: 5000 });
+        const box = await widestMatchBox(canvas);
+        assert.ok(box, `no frame is highlighted after searching for ${fn}: the leaf's caller is missing`);
+        await canvas.hover({ position: { x: box.x, y: box.y } });
+        const tip = await frame.locator('.tooltip').innerText();
+        assert.match(tip, new RegExp(`^${fn}\\b`), `the tooltip over the highlighted frame: ${tip}`);
+      }
+      await s.screenshot('flamegraph-no-frame-pointers', await s.webviewElement(frame));
+      await s.runCommandFromPalette('eBPF: Hide CPU Profile Annotations');
+      await s.runCommandFromPalette('View: Close All Editors');
+    },
+    !paletteTitle('ebpfStudio.profileCpu') ? 'package.json has no ebpfStudio.profileCpu' : kernelSkipReason(),
+  );
+
+  await step(
+    t,
+    s,
+    'Open JVM Timeline: pick the test JVM, Stop, select a range, see its statistics and flame graph',
+    async () => {
+      const classDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-gcphases-'));
+      t.after(() => fs.rmSync(classDir, { recursive: true, force: true }));
+      const javac = spawnSync(path.join(jdk!.home, 'bin', 'javac'), ['-d', classDir, path.join(repoRoot, 'test', 'fixtures', 'java', 'GcPhases.java')], { encoding: 'utf8' });
+      assert.equal(javac.status, 0, `javac failed: ${javac.stderr}`);
+      const child = spawn(path.join(jdk!.home, 'bin', 'java'), ['-XX:+UseParallelGC', '-Xmx256m', '-cp', classDir, 'GcPhases', '2', '600', '60'], { stdio: ['pipe', 'pipe', 'inherit'] });
+      t.after(() => child.kill('SIGKILL'));
+      let out = '';
+      child.stdout!.on('data', (d) => (out += d));
+      const exited = new Promise<void>((r) => child.on('exit', () => r()));
+      for (let i = 0; i < 200 && !out.includes('ready'); i++) await new Promise((r) => setTimeout(r, 100));
+      assert.ok(out.includes('ready'), `GcPhases did not start: ${out}`);
+      await s.runCommandFromPalette('eBPF: Open JVM Timeline');
+      const row = s.quickPickRow(new RegExp(`\\b${child.pid}\\s+GcPhases`));
+      await row.waitFor({ state: 'visible', timeout: 30_000 });
+      await row.click();
+      const title = `JVM timeline: pid ${child.pid}`;
+      const frame = await s.webviewFrame(title, 30_000);
+      await frame.locator('#status').filter({ hasText: `Tracing pid ${child.pid}` }).waitFor({ timeout: 30_000 });
+      child.stdin!.write('go\n');
+      await exited;
+      // The JVM is gone: the session ends by itself and keeps its data.
+      await frame.locator('#status').filter({ hasText: /Process exited|Stopped/ }).waitFor({ timeout: 30_000 });
+      // Drag across the lanes (right of the 150 px labels) to select most of the session.
+      const box = (await frame.locator('#lanes').boundingBox())!;
+      await s.page.mouse.move(box.x + 160, box.y + box.height / 2);
+      await s.page.mouse.down();
+      await s.page.mouse.move(box.x + box.width - 5, box.y + box.height / 2, { steps: 8 });
+      await s.page.mouse.up();
+      await frame.locator('#range-title').filter({ hasText: /^Selected range/ }).waitFor({ timeout: 5000 });
+      const gcRow = await frame.locator('#range-gc').innerText();
+      assert.match(gcRow, /PS MarkSweep ×2/, `the range's GC row: ${gcRow}`);
+      const cpuRow = await frame.locator('#range-cpu').innerText();
+      assert.match(cpuRow, /CPU samples\s+[1-9]\d*:/, `the range's CPU row: ${cpuRow}`);
+      const samples = Number(await frame.locator('#flame canvas').getAttribute('data-samples'));
+      assert.ok(samples > 0, 'the flame graph of the range has samples');
+      const painted = await frame.evaluate(() => {
+        const c = document.querySelector('#flame canvas') as HTMLCanvasElement;
+        const d = c.getContext('2d')!.getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+        return n;
+      });
+      assert.ok(painted > 500, `the range's flame graph is drawn (${painted} painted pixels)`);
+      const png = await s.screenshot('jvm-timeline-panel', await s.webviewElement(frame));
+      const stats = await s.imageStats(png);
+      assert.ok(stats.distinctColors > 20 && stats.nonBackground > 0.02, `the panel screenshot looks blank: ${JSON.stringify(stats)}`);
+      t.diagnostic(`range: ${gcRow} / ${cpuRow}; flame graph ${samples} samples`);
+      await s.runCommandFromPalette('View: Close All Editors');
+    },
+    !paletteTitle('ebpfStudio.openJvmTimeline') ? 'package.json has no ebpfStudio.openJvmTimeline' : javaGcSkip,
   );
 
   await step(

@@ -123,10 +123,12 @@ test('Sessions view, reload and file editors in a real VS Code (code-server)', {
     const crumbs = frame.locator('.crumbs');
     await crumbs.filter({ hasText: 'all › main › compute' }).waitFor({ timeout: 5000 });
     assert.match((await canvas.getAttribute('aria-label')) ?? '', /^Flame graph, zoomed\./);
-    // Esc resets; Left then goes to the neighbour at the same depth (parse), Enter zooms there.
+    // Esc resets; Right then goes to the neighbour at the same depth (parse: boxes are by name),
+    // Enter zooms there.
     await canvas.press('Escape');
     await crumbs.filter({ hasText: /^all$/ }).waitFor({ timeout: 5000 });
-    await canvas.press('ArrowLeft');
+    await canvas.press('ArrowRight');
+    assert.match((await canvas.getAttribute('aria-label')) ?? '', /Selected parse: 30\.00% total/);
     await canvas.press('Enter');
     await crumbs.filter({ hasText: 'all › main › parse' }).waitFor({ timeout: 5000 });
     await s.screenshot('flamegraph-keyboard-zoom', await s.webviewElement(frame));

@@ -30,7 +30,7 @@ test('bad pids: nonexistent, 0, negative, absurd, a kernel thread', (t) => {
   if (skip) return t.skip(skip);
   const dead = String(deadPid());
   const kworker = fs.readdirSync('/proc').find((d) => /^\d+$/.test(d) && /^kworker/.test(fs.readFileSync(`/proc/${d}/comm`, 'utf8')));
-  for (const cmd of ['java-gc', 'memleak', 'profile', 'runqlat']) {
+  for (const cmd of ['java-gc', 'memleak', 'profile', 'runqlat', 'jvm']) {
     expectFailure(runCli([cmd, '--pid', dead]), 2, new RegExp(`no process with pid ${dead} is running`), `${cmd} --pid ${dead}`);
     expectFailure(runCli([cmd, '--pid', '0']), 2, /--pid 0 is out of range: a pid is from 1 to 4194304/, `${cmd} --pid 0`);
     expectFailure(runCli([cmd, '--pid', '-5']), 2, /--pid -5 is out of range/, `${cmd} --pid -5`);
@@ -47,6 +47,7 @@ test('bad pids: nonexistent, 0, negative, absurd, a kernel thread', (t) => {
 test('java-gc on a process that is not a JVM: exit 4', (t) => {
   if (skip) return t.skip(skip);
   expectFailure(runCli(['java-gc', '--pid', String(process.pid)]), 4, new RegExp(`pid ${process.pid} \\(\\S+\\) has no libjvm.so mapped: is it a JVM\\?`), 'java-gc --pid <node>');
+  expectFailure(runCli(['jvm', '--pid', String(process.pid)]), 4, new RegExp(`pid ${process.pid} \\(\\S+\\) has no libjvm.so mapped: is it a JVM\\?`), 'jvm --pid <node>');
 });
 
 test('out-of-range options and unknown flags are usage errors (exit 2)', (t) => {

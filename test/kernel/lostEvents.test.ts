@@ -70,8 +70,8 @@ test('lossHint: silent when nothing was lost, names the tracer-specific option o
 test('java-gc: a ring buffer overrun is counted, and events + lost equal the GCs the JVM made', { timeout: 120_000 }, async (t) => {
   const why = skip ?? noJdkReason;
   if (why) return t.skip(why);
-  // The CLI is frozen (SIGSTOP) while the JVM makes ~350 GCs: its 256 KiB ring buffer holds ~180
-  // events of 1448 bytes, so the kernel must count the rest as lost, and say so when it thaws.
+  // The CLI is frozen (SIGSTOP) while the JVM makes ~350 GCs: its 256 KiB ring buffer holds ~165
+  // events of 1552 bytes, so the kernel must count the rest as lost, and say so when it thaws.
   const workloads = new GcWorkloads();
   try {
     const w = await workloads.start(0, 6144);

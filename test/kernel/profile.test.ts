@@ -135,11 +135,11 @@ describe('profile (kernel)', { skip }, () => {
     assert.match(freq.stderr, /--frequency 0 is out of range/);
   });
 
-  test('a full stack map loses samples, and the loss is counted and explained (--stack-storage-size)', async (t) => {
+  test('a full stack map loses samples, and the loss is counted and explained (--stack-storage-size, frame-pointer mode where user stacks use the map too)', async (t) => {
     // hot_a and hot_b are two distinct user stacks; one slot can hold only one of them.
     const child = await startCpusplit('cpusplit-lost');
     if (typeof child === 'string') return t.skip(child);
-    const r = runCli(['profile', '--pid', String(child.pid), '--frequency', '499', '--duration', '1', '--stack-storage-size', '1', '--json'], { timeoutMs: 30_000 });
+    const r = runCli(['profile', '--pid', String(child.pid), '--frequency', '499', '--duration', '1', '--stack-storage-size', '1', '--unwind', 'fp', '--json'], { timeoutMs: 30_000 });
     child.kill('SIGKILL');
     assert.equal(r.code, 0, r.stderr);
     const result = JSON.parse(r.stdout) as ProfileResult;

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { decodeJavaGcEvent, decodeRawGcEvent, JAVA_GC_EVENT_SIZE, JAVA_GC_HEADER_SIZE, JAVA_GC_MAX_POOLS, JAVA_GC_POOL_NAME_LEN, JAVA_GC_POOL_SIZE, javaGcTracer, POOL_HAS_AFTER, POOL_HAS_BEFORE } from '../../extension/tracers/javaGc';
+import { decodeJavaGcEvent, decodeRawGcEvent, decodeSafepoint, EV_CYCLE, JAVA_SAFEPOINT_EVENT_SIZE, JAVA_GC_EVENT_SIZE, JAVA_GC_HEADER_SIZE, JAVA_GC_MAX_POOLS, JAVA_GC_POOL_NAME_LEN, JAVA_GC_POOL_SIZE, javaGcTracer, POOL_HAS_AFTER, POOL_HAS_BEFORE } from '../../extension/tracers/javaGc';
 import { repoRoot } from '../helpers';
 
 interface PoolSpec {
@@ -16,17 +16,36 @@ interface PoolSpec {
   name: string;
 }
 
-function record(h: { start: bigint; dur: bigint; pid: number; tid: number; cpu: number; full: number }, pools: PoolSpec[]): Buffer {
+interface Head {
+  start: bigint;
+  dur: bigint;
+  pid: number;
+  tid: number;
+  cpu: number;
+  full: number;
+  flags?: number;
+  seq?: number;
+  manager?: string;
+  vmop?: string;
+}
+
+function record(h: Head, pools: PoolSpec[]): Buffer {
   const b = Buffer.alloc(JAVA_GC_EVENT_SIZE, 0xee); // garbage everywhere the kernel would not write
   b.writeBigUInt64LE(h.start, 0);
   b.writeBigUInt64LE(h.dur, 8);
-  b.writeUInt32LE(h.pid, 16);
-  b.writeUInt32LE(h.tid, 20);
-  b.writeUInt32LE(h.cpu, 24);
-  b.writeUInt8(h.full, 28);
-  b.writeUInt32LE(pools.length, 32);
+  b.writeBigUInt64LE(h.start, 16);
+  b.writeUInt32LE(h.pid, 32);
+  b.writeUInt32LE(h.tid, 36);
+  b.writeUInt32LE(h.cpu, 40);
+  b.writeUInt8(h.full, 44);
+  b.writeUInt8(h.flags ?? 0, 45);
+  b.writeUInt8(h.seq ?? 0, 46);
+  b.writeUInt32LE(pools.length, 48);
+  b.fill(0, 64, 144);
+  b.write(h.manager ?? '', 64, 'utf8');
+  b.write(h.vmop ?? '', 96, 'utf8');
   pools.forEach((p, i) => {
-    const o = 40 + i * 88;
+    const o = 144 + i * 88;
     b.writeBigUInt64LE(p.ptr, o);
     b.writeBigUInt64LE(p.before, o + 8);
     b.writeBigUInt64LE(p.after, o + 16);
@@ -49,11 +68,13 @@ test('constants match bpf/java-gc.h', () => {
   assert.equal(def('JAVA_GC_HEADER_SIZE'), JAVA_GC_HEADER_SIZE);
   assert.equal(def('JAVA_GC_POOL_HAS_BEFORE'), POOL_HAS_BEFORE);
   assert.equal(def('JAVA_GC_POOL_HAS_AFTER'), POOL_HAS_AFTER);
-  assert.equal(JAVA_GC_EVENT_SIZE, 1448);
+  assert.equal(def('JAVA_GC_EV_CYCLE'), EV_CYCLE);
+  assert.equal(def('JAVA_SAFEPOINT_EVENT_SIZE'), JAVA_SAFEPOINT_EVENT_SIZE);
+  assert.equal(JAVA_GC_EVENT_SIZE, 1552);
 });
 
 test('decodes header and pools of a full GC', () => {
-  const b = record({ start: 123_456_789_012n, dur: 1_731_787n, pid: 20540, tid: 20547, cpu: 1, full: 1 }, [
+  const b = record({ start: 123_456_789_012n, dur: 1_731_787n, pid: 20540, tid: 20547, cpu: 1, full: 1, manager: 'MarkSweepCompact', vmop: 'GenCollectFull' }, [
     { ptr: 0x7f00_0000_1000n, before: 4_421_456n, after: 0n, committed: 17_891_328n, flags: both, name: 'Eden Space' },
     { ptr: 0x7f00_0000_2000n, before: 735_872n, after: 801_424n, committed: 44_761_088n, flags: both, name: 'Tenured Gen' },
     { ptr: 0x7f00_0000_3000n, before: 0n, after: 9n, committed: 9n, flags: POOL_HAS_AFTER, name: 'Half Seen' },
@@ -68,6 +89,10 @@ test('decodes header and pools of a full GC', () => {
     cpu: 1,
     timestampNs: 123_456_789_012,
     durationNs: 1_731_787,
+    collector: 'MarkSweepCompact',
+    kind: 'full',
+    operation: 'GenCollectFull',
+    escalated: false,
     full: true,
     pools: [
       { name: 'Eden Space', usedBefore: 4_421_456, usedAfter: 0, committedAfter: 17_891_328 },
@@ -79,15 +104,47 @@ test('decodes header and pools of a full GC', () => {
 test('a young GC, a 32-character pool name, and an npools beyond the array are bounded', () => {
   const long = "CodeHeap 'non-profiled nmethods'";
   assert.equal(long.length, 32);
-  const b = record({ start: 1n, dur: 80_000n, pid: 1, tid: 2, cpu: 0, full: 0 }, [{ ptr: 1n, before: 5n, after: 5n, committed: 6n, flags: both, name: long }]);
+  const b = record({ start: 1n, dur: 80_000n, pid: 1, tid: 2, cpu: 0, full: 0, manager: 'Copy' }, [{ ptr: 1n, before: 5n, after: 5n, committed: 6n, flags: both, name: long }]);
   assert.equal(decodeJavaGcEvent(b).full, false);
+  assert.equal(decodeJavaGcEvent(b).kind, 'young');
   assert.equal(decodeJavaGcEvent(b).pools[0].name, long);
-  b.writeUInt32LE(999, 32);
+  b.writeUInt32LE(999, 48);
   assert.equal(decodeRawGcEvent(b).pools.length, JAVA_GC_MAX_POOLS);
 });
 
+test('the collection a young one escalated into; gc__begin full=0 does not make a full collection young', () => {
+  const e = decodeJavaGcEvent(record({ start: 5n, dur: 9n, pid: 1, tid: 2, cpu: 0, full: 0, seq: 1, manager: 'MarkSweepCompact', vmop: 'GenCollectForAllocation' }, []));
+  assert.deepEqual([e.collector, e.kind, e.escalated, e.full], ['MarkSweepCompact', 'full', true, true]);
+});
+
+test('pauses without pool probes are named from their VM operation; cycles from their manager', () => {
+  const pause = (vmop: string) => decodeJavaGcEvent(record({ start: 5n, dur: 9n, pid: 1, tid: 2, cpu: 0, full: 0, vmop }, []));
+  assert.deepEqual([pause('G1PauseRemark').collector, pause('G1PauseRemark').kind], ['G1 Concurrent GC', 'concurrent-pause']);
+  assert.deepEqual([pause('ZMarkStart').collector, pause('ZMarkStart').kind], ['ZGC Pauses', 'concurrent-pause']);
+  assert.deepEqual([pause('Shenandoah Init Marking').collector, pause('Shenandoah Init Marking').kind], ['Shenandoah Pauses', 'concurrent-pause']);
+  assert.deepEqual([pause('Shenandoah Degenerated GC').collector, pause('Shenandoah Degenerated GC').kind], ['Shenandoah Pauses', 'degenerated']);
+  assert.deepEqual([pause('').collector, pause('').kind], ['unknown', 'pause']);
+  const cycle = decodeJavaGcEvent(record({ start: 5n, dur: 9n, pid: 1, tid: 2, cpu: 0, full: 0, flags: EV_CYCLE, manager: 'ZGC Cycles', vmop: 'ZMarkStart' }, []));
+  assert.deepEqual([cycle.collector, cycle.kind, cycle.operation], ['ZGC Cycles', 'concurrent-cycle', '']);
+  for (const [m, k] of [['PS Scavenge', 'young'], ['PS MarkSweep', 'full'], ['G1 Young Generation', 'young'], ['G1 Old Generation', 'full'], ['Shenandoah Cycles', 'concurrent-cycle']]) {
+    assert.equal(decodeJavaGcEvent(record({ start: 5n, dur: 9n, pid: 1, tid: 2, cpu: 0, full: 0, manager: m }, [])).kind, k, m);
+  }
+});
+
+test('safepoint records', () => {
+  const b = Buffer.alloc(JAVA_SAFEPOINT_EVENT_SIZE);
+  b.writeBigUInt64LE(1000n, 0);
+  b.writeBigUInt64LE(40n, 8);
+  b.writeBigUInt64LE(900n, 16);
+  b.writeUInt32LE(7, 24);
+  b.writeUInt32LE(9, 28);
+  b.write('G1CollectForAllocation', 32);
+  assert.deepEqual(decodeSafepoint(b), { timestampNs: 1000, timeToSafepointNs: 40, durationNs: 900, pid: 7, tid: 9, operation: 'G1CollectForAllocation' });
+  assert.throws(() => decodeSafepoint(Buffer.alloc(10)), /expected 80.*rebuild/);
+});
+
 test('a short record names the mismatch instead of reading out of bounds', () => {
-  assert.throws(() => decodeJavaGcEvent(Buffer.alloc(100)), /expected 1448.*rebuild/);
+  assert.throws(() => decodeJavaGcEvent(Buffer.alloc(100)), /expected 1552.*rebuild/);
 });
 
 test('options: a pid is required unless all, minUs bounded', () => {

@@ -14,6 +14,10 @@ function ev(tS: number, durationUs: number, full = false): JavaGcEvent {
     cpu: 1,
     timestampNs: 100 * S + tS * S,
     durationNs: durationUs * 1000,
+    collector: full ? 'MarkSweepCompact' : 'Copy',
+    kind: full ? 'full' : 'young',
+    operation: 'GenCollectForAllocation',
+    escalated: false,
     full,
     pools: [
       { name: 'Eden Space', usedBefore: 1000, usedAfter: 0, committedAfter: 2000 },
@@ -42,16 +46,18 @@ test('updates accumulate; summary has overhead over wall time since start', () =
   assert.equal(m.lost, 4);
 });
 
-test('stacked histogram covers the occupied buckets, split young/full, labelled µs/ms', () => {
+test('stacked histogram covers the occupied buckets, split by collector, labelled µs/ms', () => {
   const h = fed().histogram();
   // 100 µs → 64..127, 900 µs → 512..1023, 3000 µs → 2048..4095
   assert.deepEqual(h.lowUs, [64, 128, 256, 512, 1024, 2048]);
   assert.deepEqual(h.labels, ['64 µs', '128 µs', '256 µs', '512 µs', '1.0 ms', '2.0 ms']);
-  assert.deepEqual(h.young, [2, 0, 0, 1, 0, 0]);
-  assert.deepEqual(h.full, [0, 0, 0, 0, 0, 1]);
+  assert.deepEqual(h.series.map((x) => [x.collector, x.kind, x.counts]), [
+    ['Copy', 'young', [2, 0, 0, 1, 0, 0]],
+    ['MarkSweepCompact', 'full', [0, 0, 0, 0, 0, 1]],
+  ]);
   const empty = new GcModel().histogram();
   assert.equal(empty.labels.length, 6);
-  assert.ok(empty.young.every((c) => c === 0));
+  assert.equal(empty.series.length, 0);
 });
 
 test('bucket labels', () => {
@@ -93,8 +99,8 @@ test('timeline marks sit at seconds since the origin', () => {
 test('CSV: a row per GC, before/after columns per pool, quoted names', () => {
   const csv = fed().toCsv().trim().split('\n');
   assert.equal(csv.length, 5);
-  assert.equal(csv[0], 'pid,tid,cpu,timestampNs,durationNs,full,Eden Space usedBefore,Eden Space usedAfter,"CodeHeap \'a, b\' usedBefore","CodeHeap \'a, b\' usedAfter"');
-  assert.equal(csv[3], `7,8,1,${103 * S},3000000,full,1000,0,5,5`);
+  assert.equal(csv[0], 'pid,tid,cpu,timestampNs,durationNs,collector,kind,escalated,operation,full,Eden Space usedBefore,Eden Space usedAfter,"CodeHeap \'a, b\' usedBefore","CodeHeap \'a, b\' usedAfter"');
+  assert.equal(csv[3], `7,8,1,${103 * S},3000000,MarkSweepCompact,full,no,GenCollectForAllocation,full,1000,0,5,5`);
   assert.equal(csvField('a"b'), '"a""b"');
 });
 
@@ -113,4 +119,32 @@ test('histogram layout: stacked bars scale to the tallest total; hit testing', (
   assert.deepEqual(niceTicks(8), [0, 2, 4, 6, 8]);
   assert.deepEqual(niceTicks(0), [0]);
   assert.deepEqual(niceTicks(130), [0, 50, 100]);
+});
+
+test('collectors table and safepoints: counted per manager; "not available" carried with its reason', () => {
+  const m = fed();
+  assert.deepEqual(m.collectors().map((c) => [c.collector, c.kind, c.count]), [
+    ['Copy', 'young', 3],
+    ['MarkSweepCompact', 'full', 1],
+  ]);
+  assert.equal(m.safepointsAvailable, undefined, 'unknown until the tracer says');
+  m.apply({ events: [], safepoints: [], safepointsAvailable: false, safepointsReason: 'no hs_private probes', lost: 0, pids: [7], startNs: 100 * S, nowNs: 111 * S });
+  assert.equal(m.safepointsAvailable, false);
+  assert.equal(m.safepointsReason, 'no hs_private probes');
+  const json = JSON.parse(m.toJson()) as JavaGcResult;
+  assert.deepEqual([json.safepoints.available, json.safepoints.reason], [false, 'no hs_private probes']);
+  m.apply({ events: [], safepoints: [{ pid: 7, tid: 8, timestampNs: 101 * S, timeToSafepointNs: 2000, durationNs: 90_000, operation: 'GenCollectForAllocation' }], safepointsAvailable: true, lost: 0, pids: [7], startNs: 100 * S, nowNs: 112 * S });
+  assert.equal(m.safepointSummary().count, 1);
+  assert.equal(m.safepointSummary().ttsMaxNs, 2000);
+  m.clear();
+  assert.equal(m.safepointSummary().count, 0);
+});
+
+test('the pause timeline leaves concurrent cycles out', () => {
+  const m = new GcModel();
+  const cycle: JavaGcEvent = { ...ev(1, 50_000), collector: 'ZGC Cycles', kind: 'concurrent-cycle', full: false };
+  const pause: JavaGcEvent = { ...ev(1.01, 40), collector: 'ZGC Pauses', kind: 'concurrent-pause', full: false };
+  m.apply({ events: [cycle, pause], lost: 0, pids: [7], startNs: 100 * S, nowNs: 102 * S });
+  assert.deepEqual(m.timeline().map((x) => x.collector), ['ZGC Pauses']);
+  assert.equal(m.summary().count, 2);
 });

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { decodeCounts, decodeProfileKey, parseCpuList, PROFILE_KEY_SIZE, PROFILE_STAT, PROFILE_STAT_COUNT, stackIdLost, sumPerCpu } from '../../extension/tracers/profileDecode';
 import { assemble, readStacks } from '../../extension/tracers/profileStacks';
+import { PROFILE_MAX_STACK_COPY, PROFILE_NREGS, PROFILE_SAMPLE_HEADER_SIZE } from '../../extension/tracers/profileDwarf';
 import { profileTracer, preserveFramePointerAdvice } from '../../extension/tracers/profile';
 import { formatSummary } from '../../extension/cli/commands/profile';
 import type { ProfileFrame } from '../../extension/shared/profile';
@@ -29,7 +30,13 @@ test('profile.h constants match the decoder', () => {
   assert.equal(def('PROFILE_STAT_LOST_KSTACK'), PROFILE_STAT.lostKernelStack);
   assert.equal(def('PROFILE_STAT_LOST_COUNTS'), PROFILE_STAT.lostCounts);
   assert.equal(def('PROFILE_STAT_LOST'), PROFILE_STAT.lost);
+  assert.equal(def('PROFILE_STAT_SAMPLES_DWARF'), PROFILE_STAT.samplesDwarf);
+  assert.equal(def('PROFILE_STAT_LOST_RINGBUF'), PROFILE_STAT.lostRingbuf);
+  assert.equal(def('PROFILE_STAT_NO_USER_REGS'), PROFILE_STAT.noUserRegs);
   assert.equal(def('PROFILE_STAT_COUNT'), PROFILE_STAT_COUNT);
+  assert.equal(def('PROFILE_SAMPLE_HEADER_SIZE'), PROFILE_SAMPLE_HEADER_SIZE);
+  assert.equal(def('PROFILE_NREGS'), PROFILE_NREGS);
+  assert.equal(def('PROFILE_MAX_STACK_COPY'), PROFILE_MAX_STACK_COPY);
 });
 
 test('counts keys and values decode by offset', () => {
@@ -86,7 +93,7 @@ test('stacks: kernel frames on top of user frames, leaf first, lost stacks marke
 });
 
 test('options are validated with field names', () => {
-  assert.deepEqual(profileTracer.validate({ pid: 12 }), { pid: 12, frequency: 99, includeIdle: false, javaPerfMap: true, stackStorageSize: 16384 });
+  assert.deepEqual(profileTracer.validate({ pid: 12 }), { pid: 12, frequency: 99, includeIdle: false, javaPerfMap: true, stackStorageSize: 16384, unwind: 'auto', stackCopyBytes: 16384 });
   assert.equal(profileTracer.validate({ stackStorageSize: 1 }).stackStorageSize, 1);
   assert.throws(() => profileTracer.validate({ stackStorageSize: 0 }), /stackStorageSize must be between 1 and 262144/);
   assert.throws(() => profileTracer.validate({ stackStorageSize: 262145 }), /stackStorageSize must be between 1 and 262144/);

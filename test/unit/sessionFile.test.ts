@@ -15,13 +15,13 @@ const t1 = new Date('2026-11-23T08:01:30.000Z');
 
 const gcUpdates: JavaGcUpdate[] = [
   {
-    events: [{ pid: 42, tid: 43, cpu: 1, timestampNs: 1_000_000, durationNs: 2_500_000, full: false, pools: [{ name: 'Eden Space', usedBefore: 4096, usedAfter: 0, committedAfter: 8192 }] }],
+    events: [{ pid: 42, tid: 43, cpu: 1, timestampNs: 1_000_000, durationNs: 2_500_000, collector: 'Copy', kind: 'young', operation: 'GenCollectForAllocation', escalated: false, full: false, pools: [{ name: 'Eden Space', usedBefore: 4096, usedAfter: 0, committedAfter: 8192 }] }],
     lost: 0,
     pids: [42],
     startNs: 0,
     nowNs: 1_000_000_000,
   },
-  { events: [{ pid: 42, tid: 43, cpu: 0, timestampNs: 1_500_000_000, durationNs: 40_000_000, full: true, pools: [] }], lost: 2, pids: [42], startNs: 0, nowNs: 2_000_000_000 },
+  { events: [{ pid: 42, tid: 43, cpu: 0, timestampNs: 1_500_000_000, durationNs: 40_000_000, collector: 'MarkSweepCompact', kind: 'full', operation: 'GenCollectFull', escalated: false, full: true, pools: [] }], lost: 2, pids: [42], startNs: 0, nowNs: 2_000_000_000 },
 ];
 
 const rqUpdates: RunqlatUpdate[] = [

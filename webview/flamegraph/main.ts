@@ -36,6 +36,8 @@ const CSS = `
 .top td.name { max-width: 60vw; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 canvas:focus { outline: 1px solid var(--vscode-focusBorder); outline-offset: -1px; }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+.unwind { margin: 0 0 6px; color: var(--vscode-descriptionForeground); font-size: 0.9em; }
+.unwind:empty { display: none; }
 `;
 
 const app = document.getElementById('app')!;
@@ -69,6 +71,7 @@ const topBtn = el('button', { textContent: 'Top functions', className: 'secondar
 const status = el('span', { className: 'status' });
 const toolbar = el('div', { className: 'toolbar' }, stopBtn, resetBtn, orientBtn, orderSelect, searchBox, matchInfo, sandwichBtn, focusBtn, excludeBtn, topBtn, exportFolded, exportSpeedscope, openBtn, status);
 const warningsBox = el('div', { className: 'warnings warning' });
+const unwindBox = el('div', { className: 'unwind' });
 const crumbs = el('div', { className: 'crumbs' });
 const legend = el('div', { className: 'legend status' });
 const scroll = el('div', { className: 'scroll' });
@@ -78,7 +81,7 @@ const topBox = el('div', { className: 'top' });
 /** what screen readers hear when the keyboard selection moves */
 const announce = el('div', { className: 'sr-only' });
 announce.setAttribute('aria-live', 'polite');
-app.append(toolbar, warningsBox, crumbs, scroll, topBox, legend, tooltip, announce);
+app.append(toolbar, warningsBox, unwindBox, crumbs, scroll, topBox, legend, tooltip, announce);
 stopBtn.style.display = 'none';
 
 let profile: FlameProfile | undefined;
@@ -492,6 +495,7 @@ window.addEventListener('message', (ev: MessageEvent<ToView>) => {
   if (m.type === 'profile') {
     document.title = m.title;
     show(m.profile, m.warnings, m.live);
+    unwindBox.textContent = m.unwind ?? '';
   } else if (m.type === 'progress') {
     stopBtn.style.display = '';
     status.textContent = `Sampling… ${m.samples.toLocaleString()} samples, ${m.lost} lost, ${(m.elapsedMs / 1000).toFixed(0)} s`;

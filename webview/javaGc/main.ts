@@ -1,5 +1,6 @@
-// The Java GC view: toolbar (Stop, Clear, Export JSON/CSV), summary cards, stacked young/full
-// pause histogram, pause timeline and per-pool table, redrawn at most once per frame.
+// The Java GC view: toolbar (Stop, Clear, Export JSON/CSV), summary cards, a duration histogram
+// stacked by collector, the timeline, a table per collector (the JVM's own counts), safepoints
+// and the per-pool table, redrawn at most once per frame.
 import { formatDuration } from '../../extension/shared/log2hist';
 import { formatReclaim, formatSize } from '../../extension/shared/javaGcStats';
 import { bucketAt, drawHistogram, themeColor, type HistogramLayout } from '../common/histogramChart';
@@ -33,9 +34,11 @@ const cards = el('div', { class: 'cards', id: 'cards' });
 const histCanvas = el('canvas', { id: 'histogram', 'aria-label': 'GC pause histogram' });
 const timeCanvas = el('canvas', { id: 'timeline', 'aria-label': 'GC pause timeline' });
 const poolTable = el('table', { id: 'pools' });
+const collectorTable = el('table', { id: 'collectors' });
+const safepointLine = el('div', { id: 'safepoints' });
 const tooltip = el('div', { class: 'tooltip' });
 tooltip.style.display = 'none';
-app.append(toolbar, lostLine, cards, el('h2', {}, 'Pause durations'), histCanvas, el('h2', {}, 'Pause timeline'), timeCanvas, el('h2', {}, 'Memory pools'), poolTable, tooltip);
+app.append(toolbar, lostLine, cards, el('h2', {}, 'Collectors'), collectorTable, el('h2', {}, 'Durations by collector'), histCanvas, el('h2', {}, 'Pause timeline'), timeCanvas, el('h2', {}, 'Safepoints'), safepointLine, el('h2', {}, 'Memory pools'), poolTable, tooltip);
 
 stopBtn.onclick = () => vscode.postMessage({ type: 'stop' });
 clearBtn.onclick = () => {
@@ -45,8 +48,24 @@ clearBtn.onclick = () => {
 jsonBtn.onclick = () => vscode.postMessage({ type: 'export', format: 'json', content: model.toJson() });
 csvBtn.onclick = () => vscode.postMessage({ type: 'export', format: 'csv', content: model.toCsv() });
 
+const PALETTE: [string, string][] = [
+  ['--vscode-charts-blue', '#3794ff'],
+  ['--vscode-charts-red', '#f14c4c'],
+  ['--vscode-charts-orange', '#d18616'],
+  ['--vscode-charts-green', '#89d185'],
+  ['--vscode-charts-purple', '#b180d7'],
+  ['--vscode-charts-yellow', '#cca700'],
+];
+
+/** One color per collector, stable in first-seen order. */
+function collectorColor(collector: string): string {
+  const i = model.collectors().findIndex((c) => c.collector === collector);
+  const [v, f] = PALETTE[Math.max(0, i) % PALETTE.length];
+  return themeColor(v, f);
+}
+
 function colors() {
-  return { young: themeColor('--vscode-charts-blue', '#3794ff'), full: themeColor('--vscode-charts-red', '#f14c4c') };
+  return { young: themeColor('--vscode-charts-blue', '#3794ff'), full: themeColor('--vscode-charts-red', '#f14c4c'), of: collectorColor };
 }
 
 function card(label: string, value: string, id: string): HTMLElement {
@@ -80,7 +99,7 @@ function render(): void {
   const s = model.summary();
   const d = (ns: number) => (s.count ? formatDuration(ns, 'ns') : '–');
   cards.replaceChildren(
-    card('GCs (young / full)', `${s.count} (${s.youngCount} / ${s.fullCount})`, 'count'),
+    card('Collections (pauses)', `${s.count} (${s.pauseCount})`, 'count'),
     card('Total pause', d(s.totalPauseNs), 'total'),
     card('GC overhead', `${s.overheadPercent.toFixed(s.overheadPercent < 10 ? 2 : 1)} %`, 'overhead'),
     card('p50', d(s.p50Ns), 'p50'),
@@ -92,11 +111,25 @@ function render(): void {
   histData = model.histogram();
   histLayout = drawHistogram(histCanvas, {
     labels: histData.labels,
-    series: [
-      { name: 'young', color: c.young, counts: histData.young },
-      { name: 'full', color: c.full, counts: histData.full },
-    ],
+    series: histData.series.map((x) => ({ name: x.collector, color: c.of(x.collector), counts: x.counts })),
   });
+  const chead = el('tr');
+  for (const [t, cls] of [['Collector', ''], ['Kind', ''], ['Count', 'num'], ['Escalated', 'num'], ['Total', 'num'], ['p50', 'num'], ['p99', 'num'], ['max', 'num']]) chead.append(el('th', cls ? { class: cls } : {}, t));
+  const crows = model.collectors().map((x) => {
+    const tr = el('tr');
+    const name = el('td', {}, x.collector);
+    name.style.borderLeft = `4px solid ${c.of(x.collector)}`;
+    tr.append(name, el('td', {}, x.kind), el('td', { class: 'num' }, String(x.count)), el('td', { class: 'num' }, String(x.escalated)), ...[x.totalNs, x.p50Ns, x.p99Ns, x.maxNs].map((v) => el('td', { class: 'num' }, formatDuration(v, 'ns'))));
+    return tr;
+  });
+  collectorTable.replaceChildren(chead, ...crows);
+  if (model.safepointsAvailable === false) safepointLine.textContent = `Not available: ${model.safepointsReason}`;
+  else {
+    const sp = model.safepointSummary();
+    safepointLine.textContent = sp.count
+      ? `${sp.count} safepoints, ${formatDuration(sp.totalNs, 'ns')} in total. Time to safepoint p50 ${formatDuration(sp.ttsP50Ns, 'ns')}, p99 ${formatDuration(sp.ttsP99Ns, 'ns')}, max ${formatDuration(sp.ttsMaxNs, 'ns')}; duration p50 ${formatDuration(sp.p50Ns, 'ns')}, p99 ${formatDuration(sp.p99Ns, 'ns')}, max ${formatDuration(sp.maxNs, 'ns')}`
+      : 'No safepoint yet.';
+  }
   drawTimeline(timeCanvas, model.timeline(), model.wallNs / 1e9, c);
   const head = el('tr');
   for (const [t, cls] of [['Pool', ''], ['Last GC: before', 'num'], ['→ after', 'num'], ['Committed', 'num'], ['Reclaimed, all GCs', 'num'], ['GCs', 'num']]) head.append(el('th', cls ? { class: cls } : {}, t));
@@ -127,7 +160,7 @@ histCanvas.addEventListener('mousemove', (ev) => {
   }
   const low = histData.lowUs[i];
   const high = low === 0 ? 0 : low * 2 - 1;
-  tooltip.textContent = `${formatDuration(low, 'us')} – ${formatDuration(high, 'us')}\nyoung: ${histData.young[i]}\nfull: ${histData.full[i]}`;
+  tooltip.textContent = [`${formatDuration(low, 'us')} – ${formatDuration(high, 'us')}`, ...histData.series.map((x) => `${x.collector}: ${x.counts[i]}`)].join('\n');
   tooltip.style.left = `${ev.clientX + 12}px`;
   tooltip.style.top = `${ev.clientY + 12}px`;
   tooltip.style.display = 'block';

@@ -1,7 +1,8 @@
-// The Java GC view's state and everything derived from it (summary cards, stacked young/full
-// histogram, timeline marks, pool table, export files). Pure: no DOM, unit-tested.
-import type { JavaGcEvent, JavaGcSummary, JavaGcUpdate } from '../../extension/shared/javaGc';
-import { buildResult, overheadPercent, pauseCounts, poolReclaim, summarize, type PoolReclaim } from '../../extension/shared/javaGcStats';
+// The Java GC view's state and everything derived from it (summary cards, histogram stacked by
+// collector, timeline marks, collector and pool tables, safepoints, export files). Pure: no DOM,
+// unit-tested.
+import type { JavaGcCollectorSummary, JavaGcEvent, JavaGcKind, JavaGcSummary, JavaGcUpdate, JavaSafepoint, JavaSafepointSummary } from '../../extension/shared/javaGc';
+import { buildResult, collectorSummaries, overheadPercent, pauseCounts, poolReclaim, summarize, summarizeSafepoints, type PoolReclaim } from '../../extension/shared/javaGcStats';
 import { bucketLow } from '../../extension/shared/log2hist';
 import type { SessionState } from './protocol';
 
@@ -9,8 +10,8 @@ export interface StackedHistogram {
   /** lower bound of each bar, µs */
   lowUs: number[];
   labels: string[];
-  young: number[];
-  full: number[];
+  /** one series per collector, in first-seen order */
+  series: { collector: string; kind: JavaGcKind; counts: number[] }[];
 }
 
 export interface TimelineMark {
@@ -18,10 +19,16 @@ export interface TimelineMark {
   t: number;
   durationNs: number;
   full: boolean;
+  collector: string;
+  kind: JavaGcKind;
 }
 
 export class GcModel {
   events: JavaGcEvent[] = [];
+  safepoints: JavaSafepoint[] = [];
+  /** undefined until the tracer said */
+  safepointsAvailable: boolean | undefined;
+  safepointsReason = '';
   pids: number[] = [];
   lost = 0;
   state: SessionState = 'running';
@@ -35,6 +42,11 @@ export class GcModel {
     if (this.originNs === 0) this.originNs = u.startNs;
     if (this.state === 'running') this.nowNs = Math.max(this.nowNs, u.nowNs);
     this.events.push(...u.events);
+    if (u.safepoints) this.safepoints.push(...u.safepoints);
+    if (u.safepointsAvailable !== undefined) {
+      this.safepointsAvailable = u.safepointsAvailable;
+      this.safepointsReason = u.safepointsReason ?? '';
+    }
     this.pids = u.pids;
     this.lost = u.lost;
   }
@@ -47,6 +59,7 @@ export class GcModel {
   /** Forget what was shown; the time axis restarts now. The session keeps running. */
   clear(): void {
     this.events = [];
+    this.safepoints = [];
     if (this.nowNs) this.originNs = this.nowNs;
   }
 
@@ -56,34 +69,43 @@ export class GcModel {
 
   summary(): JavaGcSummary & { overheadPercent: number; youngCount: number } {
     const s = summarize(this.events);
-    return { ...s, youngCount: s.count - s.fullCount, overheadPercent: overheadPercent(s.totalPauseNs, this.wallNs) };
+    return { ...s, youngCount: this.events.filter((e) => e.kind === 'young').length, overheadPercent: overheadPercent(s.totalPauseNs, this.wallNs) };
   }
 
-  /** Young and full counts per log2 µs bucket, over the occupied range (at least `minBars` bars). */
+  collectors(): JavaGcCollectorSummary[] {
+    return collectorSummaries(this.events);
+  }
+
+  safepointSummary(): JavaSafepointSummary {
+    return summarizeSafepoints(this.safepoints);
+  }
+
+  /** Counts per log2 µs bucket and collector, over the occupied range (at least `minBars` bars). */
   histogram(minBars = 6): StackedHistogram {
-    const young = pauseCounts(this.events, (e) => !e.full);
-    const full = pauseCounts(this.events, (e) => e.full);
-    const n = Math.max(young.length, full.length);
+    const cols = this.collectors();
+    const per = cols.map((c) => pauseCounts(this.events, (e) => e.collector === c.collector));
+    const n = Math.max(0, ...per.map((c) => c.length));
     let first = 0;
-    while (first < n && !(young[first] || full[first])) first++;
+    while (first < n && !per.some((c) => c[first])) first++;
     if (first >= n) first = Math.max(0, n - 1);
     let last = Math.max(n - 1, first);
     while (last - first + 1 < minBars) {
       if (first > 0) first--;
       else last++;
     }
-    const out: StackedHistogram = { lowUs: [], labels: [], young: [], full: [] };
+    const out: StackedHistogram = { lowUs: [], labels: [], series: cols.map((c) => ({ collector: c.collector, kind: c.kind, counts: [] })) };
     for (let i = first; i <= last; i++) {
       out.lowUs.push(bucketLow(i));
       out.labels.push(formatBucketLabel(bucketLow(i)));
-      out.young.push(young[i] ?? 0);
-      out.full.push(full[i] ?? 0);
+      per.forEach((c, k) => out.series[k].counts.push(c[i] ?? 0));
     }
     return out;
   }
 
   timeline(): TimelineMark[] {
-    return this.events.map((e) => ({ t: (e.timestampNs - this.originNs) / 1e9, durationNs: e.durationNs, full: e.full }));
+    // Pauses only: a concurrent cycle runs beside the application, and its length (often 1000× a
+    // pause) would flatten every pause mark.
+    return this.events.filter((e) => e.kind !== 'concurrent-cycle').map((e) => ({ t: (e.timestampNs - this.originNs) / 1e9, durationNs: e.durationNs, full: e.full, collector: e.collector, kind: e.kind }));
   }
 
   pools(): PoolReclaim[] {
@@ -91,17 +113,18 @@ export class GcModel {
   }
 
   toJson(): string {
-    return JSON.stringify(buildResult(this.pids, this.events, this.lost), null, 2);
+    const sp = { available: Boolean(this.safepointsAvailable), reason: this.safepointsReason || undefined, events: this.safepoints, lost: 0 };
+    return JSON.stringify(buildResult(this.pids, this.events, this.lost, sp), null, 2);
   }
 
   /** One row per GC; two columns (used before, used after) per pool seen. */
   toCsv(): string {
     const pools = this.pools().map((p) => p.name);
-    const head = ['pid', 'tid', 'cpu', 'timestampNs', 'durationNs', 'full', ...pools.flatMap((p) => [`${p} usedBefore`, `${p} usedAfter`])];
+    const head = ['pid', 'tid', 'cpu', 'timestampNs', 'durationNs', 'collector', 'kind', 'escalated', 'operation', 'full', ...pools.flatMap((p) => [`${p} usedBefore`, `${p} usedAfter`])];
     const rows = [head.map(csvField).join(',')];
     for (const e of this.events) {
       const byName = new Map(e.pools.map((p) => [p.name, p]));
-      const cells: (string | number)[] = [e.pid, e.tid, e.cpu, e.timestampNs, e.durationNs, e.full ? 'full' : 'young'];
+      const cells: (string | number)[] = [e.pid, e.tid, e.cpu, e.timestampNs, e.durationNs, e.collector, e.kind, e.escalated ? 'yes' : 'no', e.operation, e.full ? 'full' : 'no'];
       for (const p of pools) {
         const x = byName.get(p);
         cells.push(x ? x.usedBefore : '', x ? x.usedAfter : '');

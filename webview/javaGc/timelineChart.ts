@@ -9,6 +9,7 @@ export interface TimelineRect {
   y: number;
   h: number;
   full: boolean;
+  collector: string;
 }
 
 export interface TimelineLayout {
@@ -28,12 +29,12 @@ export function layoutTimeline(marks: TimelineMark[], spanS: number, width: numb
   const out: TimelineRect[] = marks.map((m) => {
     // At least 2 px so the shortest pause is still visible next to the longest.
     const h = maxNs > 0 ? Math.max(2, (m.durationNs / maxNs) * plot.h) : 2;
-    return { x: plot.x + (Math.max(0, m.t) / span) * plot.w, y: plot.y + plot.h - h, h, full: m.full };
+    return { x: plot.x + (Math.max(0, m.t) / span) * plot.w, y: plot.y + plot.h - h, h, full: m.full, collector: m.collector };
   });
   return { marks: out, plot, spanS: span, maxNs };
 }
 
-export function drawTimeline(canvas: HTMLCanvasElement, marks: TimelineMark[], spanS: number, colors: { young: string; full: string }, cssHeight = 120): void {
+export function drawTimeline(canvas: HTMLCanvasElement, marks: TimelineMark[], spanS: number, colors: { young: string; full: string; of?: (collector: string) => string }, cssHeight = 120): void {
   const dpr = window.devicePixelRatio || 1;
   const width = canvas.clientWidth || 600;
   canvas.style.height = `${cssHeight}px`;
@@ -52,7 +53,7 @@ export function drawTimeline(canvas: HTMLCanvasElement, marks: TimelineMark[], s
   ctx.lineTo(l.plot.x + l.plot.w, l.plot.y + l.plot.h + 0.5);
   ctx.stroke();
   for (const m of l.marks) {
-    ctx.fillStyle = m.full ? colors.full : colors.young;
+    ctx.fillStyle = colors.of ? colors.of(m.collector) : m.full ? colors.full : colors.young;
     ctx.fillRect(Math.round(m.x), m.y, 2, m.h);
   }
   ctx.fillStyle = muted;

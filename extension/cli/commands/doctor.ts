@@ -3,9 +3,11 @@ import fs from 'node:fs';
 import { defaultAssetDir, loadAddon } from '../../native/addon';
 import { gatherCapabilities } from '../../helper/capabilities';
 import { checkPid, mapsOrExplain } from '../../proc/processes';
-import { checkBinary, lacksFramePointers, type BinaryReport } from '../../elf/binaryChecks';
+import { checkBinary, FRAME_POINTER_DISTROS, lacksFramePointers, type BinaryReport } from '../../elf/binaryChecks';
 import type { Command } from '../command';
 import { parse, pidFlag } from '../args';
+import { describeUnwind, unwindModules } from '../../tracers/unwindModules';
+import type { UnwindModuleInfo } from '../../shared/profile';
 
 export const doctorCommand: Command = {
   name: 'doctor',
@@ -28,6 +30,7 @@ export const doctorCommand: Command = {
     }
     const caps = gatherCapabilities(addon, assetDir, addonError);
     const binaries: BinaryReport[] = [];
+    let unwind: UnwindModuleInfo[] | undefined;
     if (pid !== undefined) {
       checkPid(pid);
       const seen = new Set<string>();
@@ -43,16 +46,33 @@ export const doctorCommand: Command = {
       }
       const exe = fs.readlinkSync(`/proc/${pid}/exe`);
       for (const b of binaries) {
-        if (b.path === exe) {
-          if (!b.debugInfo) caps.advice.push(`${b.path} has no debug info: frames show module+offset, not file:line. Rebuild with -g.`);
-          if (lacksFramePointers(b)) caps.advice.push(`${b.path} was built without frame pointers: stacks will be truncated. Rebuild with -fno-omit-frame-pointer (Java: run with -XX:+PreserveFramePointer).`);
-        } else if (lacksFramePointers(b) && /\/lib(c|stdc\+\+)[.-]/.test(b.path)) {
-          caps.advice.push(`${b.path} has no frame pointers: stacks that pass through it lose their callers above it.`);
+        // The profiler unwinds by CFI (--unwind dwarf, the default): a module without frame
+        // pointers is a problem only without CFI too, or for tools that walk frame pointers.
+        if (b.path === exe && !b.debugInfo) caps.advice.push(`${b.path} has no debug info: frames show module+offset, not file:line. Rebuild with -g.`);
+        if (!lacksFramePointers(b)) continue;
+        if (!b.cfi) {
+          caps.advice.push(`${b.path} has neither frame pointers nor CFI (.eh_frame/.debug_frame): stacks through it end there. ${b.path === exe ? 'Rebuild it with -fno-omit-frame-pointer or without -fno-asynchronous-unwind-tables.' : 'Install its debug-symbols package.'}`);
+        } else if (b.path === exe) {
+          caps.advice.push(`${b.path} has no frame pointers: the profiler unwinds it by CFI (the default, --unwind dwarf); leak stacks in uprobe mode walk frame pointers and lose its callers (rebuild with -fno-omit-frame-pointer for those).`);
+        } else if (/\/lib(c|stdc\+\+)[.-]/.test(b.path)) {
+          caps.advice.push(`${b.path} has no frame pointers: the profiler unwinds it by CFI (the default); tools that walk frame pointers lose the callers above it (distributions that build it with frame pointers: ${FRAME_POINTER_DISTROS}).`);
+        }
+      }
+      if (addon && !addonError) {
+        try {
+          const u = new addon.Unwinder(pid);
+          try {
+            unwind = unwindModules(u.modules());
+          } finally {
+            u.close();
+          }
+        } catch (e) {
+          caps.advice.push(`cannot read the unwinding tables of pid ${pid}: ${(e as Error).message}`);
         }
       }
     }
     if (values.json) {
-      io.out(JSON.stringify(pid !== undefined ? { ...caps, pid, binaries } : caps, null, 2));
+      io.out(JSON.stringify(pid !== undefined ? { ...caps, pid, binaries, unwind } : caps, null, 2));
       return 0;
     }
     const yes = (b: boolean) => (b ? 'yes' : 'no');
@@ -71,7 +91,11 @@ export const doctorCommand: Command = {
       lines.push(`binaries of pid ${pid}:`);
       for (const b of binaries) {
         const fp = b.framePointerShare === undefined ? 'frame pointers: ?' : `frame pointers: ${Math.round(b.framePointerShare * 100)}%`;
-        lines.push(`  ${b.path}  debug info: ${yes(b.debugInfo)}  ${fp}`);
+        lines.push(`  ${b.path}  debug info: ${yes(b.debugInfo)}  ${fp}  CFI: ${yes(b.cfi === true)}`);
+      }
+      if (unwind) {
+        lines.push(`how the profiler unwinds pid ${pid} (--unwind dwarf, the default):`);
+        for (const m of unwind) lines.push(`  ${describeUnwind(m)}`);
       }
     }
     lines.push(caps.advice.length ? 'advice:' : 'advice: none, everything needed is here');

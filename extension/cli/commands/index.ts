@@ -8,5 +8,6 @@ import { runqlatCommand } from './runqlat';
 import { javaGcCommand } from './javaGc';
 import { memleakCommand } from './memleak';
 import { profileCommand } from './profile';
+import { jvmCommand } from './jvm';
 
-export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand, javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand];
+export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand, javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand];

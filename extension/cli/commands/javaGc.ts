@@ -1,5 +1,6 @@
 // `ebpf-studio java-gc --pid PID | --all [--min-us N] [--duration S] [--json]`: one line per
-// GC pause (time, pid, cpu, young/full, pause), then a log2 histogram and a summary.
+// collection (time, pid, cpu, collector, kind, duration), then a log2 histogram of the pauses,
+// a table per collector (the JVM's own counts), the safepoints and the pools.
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
@@ -9,7 +10,7 @@ import type { JavaGcResult, JavaGcUpdate } from '../../shared/javaGc';
 import { formatDuration, renderText } from '../../shared/log2hist';
 import { formatReclaim, formatSize, poolReclaim } from '../../shared/javaGcStats';
 
-const HEADER = `${'TIME'.padEnd(12)} ${'PID'.padEnd(8)} ${'CPU'.padEnd(4)} ${'KIND'.padEnd(6)} PAUSE`;
+const HEADER = `${'TIME'.padEnd(12)} ${'PID'.padEnd(8)} ${'CPU'.padEnd(4)} ${'COLLECTOR'.padEnd(20)} ${'KIND'.padEnd(17)} DURATION`;
 
 function clock(ms: number): string {
   const d = new Date(ms);
@@ -20,7 +21,8 @@ function clock(ms: number): string {
 export function formatGcLines(u: JavaGcUpdate, nowMs = Date.now()): string[] {
   return u.events.map((e) => {
     const wall = nowMs - (u.nowNs - e.timestampNs) / 1e6;
-    return `${clock(wall).padEnd(12)} ${String(e.pid).padEnd(8)} ${String(e.cpu).padEnd(4)} ${(e.full ? 'full' : 'young').padEnd(6)} ${formatDuration(e.durationNs, 'ns')}`;
+    const kind = `${e.kind}${e.escalated ? ' (escalated)' : ''}`;
+    return `${clock(wall).padEnd(12)} ${String(e.pid).padEnd(8)} ${String(e.cpu).padEnd(4)} ${e.collector.padEnd(20)} ${kind.padEnd(17)} ${formatDuration(e.durationNs, 'ns')}${e.operation ? `  ${e.operation}` : ''}`;
   });
 }
 
@@ -29,22 +31,40 @@ export function formatGcResult(r: JavaGcResult): string {
   const out: string[] = [''];
   if (s.count === 0) out.push('No GC pauses seen.');
   else {
-    out.push(renderText(r.histogram.buckets, 'usecs'), '');
-    out.push(`GCs: ${s.count} (${s.count - s.fullCount} young, ${s.fullCount} full) in pid${r.pids.length === 1 ? '' : 's'} ${r.pids.join(', ')}`);
+    if (s.pauseCount) out.push(renderText(r.histogram.buckets, 'usecs'), '');
+    out.push(`GCs: ${s.count} collections (${s.pauseCount} pauses) in pid${r.pids.length === 1 ? '' : 's'} ${r.pids.join(', ')}`);
     out.push(`pause total ${formatDuration(s.totalPauseNs, 'ns')}   p50 ${formatDuration(s.p50Ns, 'ns')}   p90 ${formatDuration(s.p90Ns, 'ns')}   p99 ${formatDuration(s.p99Ns, 'ns')}   max ${formatDuration(s.maxNs, 'ns')}`);
+    out.push('', `${'COLLECTOR'.padEnd(22)} ${'KIND'.padEnd(17)} ${'COUNT'.padStart(6)} ${'ESCALATED'.padStart(9)} ${'TOTAL'.padStart(10)} ${'P50'.padStart(10)} ${'P99'.padStart(10)} ${'MAX'.padStart(10)}`);
+    for (const c of r.collectors) {
+      const d = (ns: number) => formatDuration(ns, 'ns').padStart(10);
+      out.push(`${c.collector.padEnd(22)} ${c.kind.padEnd(17)} ${String(c.count).padStart(6)} ${String(c.escalated).padStart(9)} ${d(c.totalNs)} ${d(c.p50Ns)} ${d(c.p99Ns)} ${d(c.maxNs)}`);
+    }
+    // With several collectors, each one's own durations (a cycle's are not pause times).
+    if (r.collectors.length > 1) for (const c of r.collectors) out.push('', `${c.collector} (${c.kind}):`, renderText(c.histogram, 'usecs'));
     const pools = poolReclaim(r.events).filter((p) => p.lastBefore > 0 || p.lastAfter > 0);
     if (pools.length) {
       out.push('', `${'POOL'.padEnd(34)} ${'LAST GC: BEFORE → AFTER'.padEnd(26)} TOTAL RECLAIMED`);
       for (const p of pools) out.push(`${p.name.padEnd(34)} ${`${formatSize(p.lastBefore)} → ${formatSize(p.lastAfter)}`.padEnd(26)} ${formatReclaim(p.totalReclaimed)}`);
     }
   }
+  out.push('', formatSafepoints(r));
   if (r.lost > 0) out.push(`warning: ${r.lost} GC events lost (kernel buffer full)`);
   return out.join('\n');
 }
 
+export function formatSafepoints(r: JavaGcResult): string {
+  const sp = r.safepoints;
+  if (!sp.available) return `Safepoints: not available (${sp.reason ?? 'no probes'})`;
+  const s = sp.summary;
+  const d = (ns: number) => formatDuration(ns, 'ns');
+  const lines = [`Safepoints: ${s.count}, total ${d(s.totalNs)}   time to safepoint p50 ${d(s.ttsP50Ns)} p99 ${d(s.ttsP99Ns)} max ${d(s.ttsMaxNs)}   duration p50 ${d(s.p50Ns)} p99 ${d(s.p99Ns)} max ${d(s.maxNs)}`];
+  if (sp.lost) lines.push(`warning: ${sp.lost} safepoints lost`);
+  return lines.join('\n');
+}
+
 export const javaGcCommand: Command = {
   name: 'java-gc',
-  summary: 'trace Java GC pauses (hotspot USDT): young/full, pause time, pool usage',
+  summary: 'trace Java GC (hotspot USDT): each collection by its collector as the JVM counts it, pauses, safepoints, pool usage',
   usage: 'ebpf-studio java-gc --pid PID | --all [--min-us N] [--duration S] [--json]',
   async run(argv, io) {
     const { values } = parse(argv, { ...commonOptions, pid: { type: 'string', short: 'p' }, all: { type: 'boolean' }, 'min-us': { type: 'string' } });

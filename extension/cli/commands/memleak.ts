@@ -11,7 +11,7 @@ import { MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakOptions } from '../../shar
 import { reportText, toFolded } from '../../shared/memleakFormat';
 
 const USAGE =
-  'ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N] [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json | --folded] [--allocator-lib PATH] [--symbol-prefix P]';
+  'ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N] [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json | --folded] [--allocator-lib PATH] [--symbol-prefix P] [--unwind auto|dwarf|fp] [--stack-copy-kb N]\n  --unwind MODE    user stacks: dwarf (default) copies the stack at each recorded allocation and unwinds it by CFI,\n                   so callers survive code built without frame pointers; fp walks frame pointers in the kernel (cheaper)\n  --stack-copy-kb N  dwarf: KiB of stack copied per recorded allocation (default 8, 1..16)';
 
 export const memleakCommand: Command = {
   name: 'memleak',
@@ -37,6 +37,8 @@ export const memleakCommand: Command = {
         folded: { type: 'boolean' },
         'allocator-lib': { type: 'string' },
         'symbol-prefix': { type: 'string' },
+        unwind: { type: 'string' },
+        'stack-copy-kb': { type: 'string' },
       },
       true,
     );
@@ -54,6 +56,10 @@ export const memleakCommand: Command = {
     if (values.json && values.folded) throw usageError('--json and --folded are two output formats: pick one');
     if (values['symbol-prefix'] !== undefined && values['allocator-lib'] === undefined) throw usageError('--symbol-prefix applies to --allocator-lib PATH');
     const machine = Boolean(values.json || values.folded);
+    const unwind = (values.unwind ?? 'auto') as 'auto' | 'dwarf' | 'fp';
+    if (!['auto', 'dwarf', 'fp'].includes(unwind)) throw usageError(`--unwind must be one of auto, dwarf, fp, not "${values.unwind}"`);
+    const copyKb = numberFlag(values['stack-copy-kb'], '--stack-copy-kb', 1, 16, { integer: true });
+    if (copyKb !== undefined && (unwind === 'fp' || kernel)) throw usageError('--stack-copy-kb applies to user stacks unwound with --unwind dwarf (or auto)');
     const minSize = numberFlag(values['min-size'], '--min-size', 0, Number.MAX_SAFE_INTEGER, { integer: true }) ?? 0;
     const maxSize = numberFlag(values['max-size'], '--max-size', 1, Number.MAX_SAFE_INTEGER, { integer: true }) ?? 0;
     if (maxSize && maxSize < minSize) throw usageError(`--max-size ${maxSize} is smaller than --min-size ${minSize}`);
@@ -70,6 +76,8 @@ export const memleakCommand: Command = {
       maxOutstanding: numberFlag(values['max-outstanding'], '--max-outstanding', 1, 100_000_000, { integer: true }) ?? MEMLEAK_DEFAULT_MAX_OUTSTANDING,
       allocatorLib: values['allocator-lib'] as string | undefined,
       symbolPrefix: values['symbol-prefix'] as string | undefined,
+      unwind,
+      stackCopyBytes: (copyKb ?? 8) * 1024,
     };
     const clock = () => new Date().toTimeString().slice(0, 8);
     return runTracer(

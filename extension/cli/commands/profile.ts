@@ -6,17 +6,25 @@ import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args
 import { runTracer } from '../runTracer';
 import { profileTracer } from '../../tracers/profile';
 import { usageError } from '../../shared/errors';
-import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE, type ProfileResult } from '../../shared/profile';
+import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_COPY_KB, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_COPY_KB, PROFILE_MAX_STACK_STORAGE, UNWIND_CHOICES, type ProfileResult, type UnwindChoice } from '../../shared/profile';
 import { fromProfileResult } from '../../../webview/flamegraph/profileData';
 import { toFolded } from '../../../webview/flamegraph/formats';
 import { frameTotals } from '../../../webview/flamegraph/model';
 
-const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duration S] [--stack-storage-size N] [--json | --folded]
+const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duration S] [--unwind auto|dwarf|fp] [--stack-copy-kb N] [--stack-storage-size N] [--json | --folded]
   --pid P          sample process P (all its threads)
   --all            sample every process (the idle task excluded; add --idle to include it)
   --frequency HZ   samples per second per CPU (default ${PROFILE_DEFAULT_FREQUENCY}, at most ${PROFILE_MAX_FREQUENCY})
   --duration S     stop after S seconds (default: Ctrl-C or the target's exit)
   --no-java        do not ask a JVM for its perf map (Java JIT frames stay unnamed)
+  --unwind MODE    how user stacks are unwound (default auto = dwarf):
+                     dwarf: CFI (.eh_frame/.debug_frame) from a copy of the stack, whole stacks
+                            through -O2 code, leaf functions and libraries without frame pointers;
+                            code without CFI (JIT) is walked by frame pointer
+                     fp:    frame pointers walked in the kernel; nothing copied per sample
+  --stack-copy-kb N
+                   dwarf: KiB of user stack copied per sample (default ${PROFILE_DEFAULT_STACK_COPY_KB}, 1..${PROFILE_MAX_STACK_COPY_KB});
+                   deeper stacks end in a "[stack deeper than ...]" frame
   --stack-storage-size N
                    distinct stacks the kernel keeps (default ${PROFILE_DEFAULT_STACK_STORAGE}, at most ${PROFILE_MAX_STACK_STORAGE});
                    samples whose stack finds no room are counted as lost
@@ -52,6 +60,8 @@ export const profileCommand: Command = {
       folded: { type: 'boolean' },
       'no-java': { type: 'boolean' },
       'stack-storage-size': { type: 'string' },
+      unwind: { type: 'string' },
+      'stack-copy-kb': { type: 'string' },
     });
     if (values.help) {
       io.out(USAGE);
@@ -64,6 +74,10 @@ export const profileCommand: Command = {
     if (values.json && values.folded) throw usageError('--json and --folded exclude each other: give one');
     const frequency = numberFlag(values.frequency, '--frequency', 1, PROFILE_MAX_FREQUENCY, { integer: true }) ?? PROFILE_DEFAULT_FREQUENCY;
     const folded = Boolean(values.folded);
+    const unwind = (values.unwind ?? 'auto') as UnwindChoice;
+    if (!UNWIND_CHOICES.includes(unwind)) throw usageError(`--unwind must be one of ${UNWIND_CHOICES.join(', ')}, not "${values.unwind}"`);
+    const copyKb = numberFlag(values['stack-copy-kb'], '--stack-copy-kb', 1, PROFILE_MAX_STACK_COPY_KB, { integer: true });
+    if (copyKb !== undefined && unwind === 'fp') throw usageError('--stack-copy-kb applies to --unwind dwarf (or auto), not fp');
     return runTracer(
       {
         tracer: profileTracer,
@@ -73,6 +87,8 @@ export const profileCommand: Command = {
           includeIdle: Boolean(values.idle),
           javaPerfMap: !values['no-java'],
           stackStorageSize: numberFlag(values['stack-storage-size'], '--stack-storage-size', 1, PROFILE_MAX_STACK_STORAGE, { integer: true }) ?? PROFILE_DEFAULT_STACK_STORAGE,
+          unwind,
+          stackCopyBytes: (copyKb ?? PROFILE_DEFAULT_STACK_COPY_KB) * 1024,
         },
         privilege: 'bpf',
         json: Boolean(values.json),

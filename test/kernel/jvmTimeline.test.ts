@@ -1,0 +1,172 @@
+// The JVM timeline against a real JVM: GcPhases.java alternates CPU-bound phases on its main
+// thread with forced full GCs (Parallel GC, a large live heap of small objects: the GC worker
+// threads work while the main thread waits). `ebpf-studio jvm --pid P --json` must see every
+// forced full GC; the range around each shows that GC and CPU samples that are mostly the GC's
+// threads; the range of a CPU phase shows the main thread's samples and no GC. Also: the session
+// file round-trips, and bad targets fail with the right codes.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fromSessionFile, JvmTimeline, toSessionFile, type JvmResult } from '../../extension/shared/jvmTimeline';
+import { helperJs, kernelSkipReason, repoRoot, runCli, startCli, waitFor } from '../helpers';
+import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import * as proto from '../../extension/shared/protocol';
+import type { JvmUpdate } from '../../extension/shared/jvmTimeline';
+import { jdk, noJdkReason } from './gcWorkload';
+
+const skip = kernelSkipReason() ?? noJdkReason;
+const ROUNDS = 3;
+
+describe('jvm timeline on a real JVM', { skip }, () => {
+  let classDir = '';
+  const children: ChildProcess[] = [];
+  before(() => {
+    classDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-jvmt-'));
+    const r = spawnSync(path.join(jdk!.home, 'bin', 'javac'), ['-d', classDir, path.join(repoRoot, 'test', 'fixtures', 'java', 'GcPhases.java')], { encoding: 'utf8' });
+    assert.equal(r.status, 0, `javac failed: ${r.stderr}`);
+  });
+  after(() => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    if (classDir) fs.rmSync(classDir, { recursive: true, force: true });
+  });
+
+  test('forced full GCs: each range shows its GC and CPU samples of GC threads; a CPU phase shows the main thread', async (t) => {
+    const child = spawn(path.join(jdk!.home, 'bin', 'java'), ['-XX:+UseParallelGC', '-XX:ParallelGCThreads=2', '-Xms512m', '-Xmx512m', '-cp', classDir, 'GcPhases', String(ROUNDS), '800', '200'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    children.push(child);
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+    assert.ok(await waitFor(() => out.includes('ready'), 60_000), 'GcPhases did not start');
+    const cli = startCli(['jvm', '--pid', String(child.pid), '--frequency', '199', '--slice-ms', '100', '--range', '0:3600', '--json', '--verbose']);
+    assert.ok(await waitFor(() => /profile|attached/.test(cli.stderr()) && cli.stderr().split('\n').some((l) => /java-gc: attached/.test(l)), 20_000), `not attached: ${cli.stderr()}`);
+    await new Promise((r) => setTimeout(r, 1000));
+    child.stdin!.write('go\n');
+    assert.equal(await exited, 0, out);
+    const r = await cli.done;
+    assert.equal(r.code, 0, r.stderr);
+    const res = JSON.parse(r.stdout) as JvmResult;
+    assert.equal(res.tracer, 'jvm');
+    assert.equal(res.pid, child.pid);
+    const tl = JvmTimeline.fromResult(res);
+    // --range with --json: the range's statistics ride along (here the whole session).
+    assert.equal(res.range?.gc.length, res.gc.length);
+    assert.equal(res.range?.cpuTotal, res.cpu.reduce((n, c) => n + c.samples.reduce((m, [, k]) => m + k, 0), 0));
+
+    // Threads: named and grouped from HotSpot's names.
+    const main = res.threads.find((x) => x.tid === child.pid);
+    assert.ok(main, 'the main thread is listed');
+    assert.equal(main.group, 'application');
+    assert.ok(res.threads.some((x) => x.group === 'gc' && /^GC Thread/.test(x.comm)), `Parallel GC worker threads are grouped as GC: ${JSON.stringify(res.threads.map((x) => x.comm))}`);
+    assert.ok(res.threads.some((x) => x.group === 'compiler'));
+    assert.ok(res.threads.some((x) => x.group === 'vm'));
+
+    // Parallel's System.gc() scavenges first (ScavengeBeforeFullGC), then runs PS MarkSweep.
+    const forced = res.gc.filter((e) => e.operation === 'ParallelGCSystemGC' && e.collector === 'PS MarkSweep');
+    assert.equal(forced.length, ROUNDS, `every System.gc() is on the timeline: ${JSON.stringify(res.gc.map((e) => [e.collector, e.operation, e.durationNs]))}`);
+
+    // One clock: each forced GC lies inside the session and inside a safepoint; CPU slices and
+    // run-queue slices cover the session.
+    for (const e of forced) assert.ok(e.timestampNs > res.startNs - 5e9 && e.timestampNs < res.endNs, 'GC time on the session clock');
+    if (res.safepointsAvailable) for (const e of forced) assert.ok(res.safepoints.some((s) => s.timestampNs <= e.timestampNs && e.timestampNs + e.durationNs <= s.timestampNs + s.durationNs), 'the GC is inside a safepoint');
+    assert.ok(res.cpu.length > 5 && res.runq.length > 5);
+
+    let gcShare = 0;
+    for (const e of forced) {
+      // The range a user would drag around the GC: from its start to its end.
+      const range = tl.range(e.timestampNs, e.timestampNs + e.durationNs);
+      assert.ok(range.gc.includes(e), 'the selected range shows the GC');
+      const gcSamples = range.cpu.filter((g) => g.group === 'gc' || g.group === 'vm').reduce((n, g) => n + g.samples, 0);
+      t.diagnostic(`GC ${(e.durationNs / 1e6).toFixed(0)} ms: ${range.cpuTotal} samples, ${gcSamples} of GC/VM threads; ${JSON.stringify(range.cpuThreads.slice(0, 4))}`);
+      assert.ok(range.cpuTotal > 0, 'CPU samples in the range of a full GC');
+      gcShare += gcSamples / range.cpuTotal;
+      // The flame graph of that range is made of the GC threads' stacks.
+      assert.ok(range.stacks.some((s) => /GC Thread|VM Thread/.test(s.comm)));
+    }
+    gcShare /= forced.length;
+    assert.ok(gcShare >= 0.6, `in the ranges of the forced GCs, ${(gcShare * 100).toFixed(0)} % of the CPU samples are GC threads'`);
+
+    // A CPU phase: the 800 ms before the first forced GC's 300 ms sleep.
+    const phaseEnd = forced[0].timestampNs - 350e6;
+    const phase = tl.range(phaseEnd - 600e6, phaseEnd);
+    // The launcher runs main() on a second thread, also named "java".
+    const top = phase.cpuThreads[0];
+    const appSamples = phase.cpu.find((g) => g.group === 'application')?.samples ?? 0;
+    t.diagnostic(`CPU phase: ${phase.cpuTotal} samples, application ${appSamples}, top ${JSON.stringify(top)}, GCs ${phase.gc.length}`);
+    assert.ok(appSamples / Math.max(1, phase.cpuTotal) >= 0.6, 'a CPU phase is the application');
+    assert.equal(top.comm, 'java');
+    assert.equal(phase.gc.filter((e) => e.kind === 'full').length, 0);
+    // Its stacks are symbolized: Java method names from the JVM's perf map, or at least libjvm/native ones.
+    assert.ok(phase.stacks.some((s) => s.frames.some((f) => f.function)), 'the range\'s stacks have function names');
+
+    // The session file round-trips.
+    const file = JSON.stringify(toSessionFile(res));
+    const back = JvmTimeline.fromResult(fromSessionFile(file));
+    assert.deepEqual(back.range(forced[0].timestampNs, forced[0].timestampNs + forced[0].durationNs).cpu, tl.range(forced[0].timestampNs, forced[0].timestampNs + forced[0].durationNs).cpu);
+  });
+
+  test('through the helper (the editor path): updates stream live on one clock; Stop returns the symbolized session', async () => {
+    const child = spawn(path.join(jdk!.home, 'bin', 'java'), ['-XX:+UseParallelGC', '-Xmx256m', '-cp', classDir, 'GcPhases', '2', '400', '50'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    children.push(child);
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    assert.ok(await waitFor(() => out.includes('ready'), 60_000), 'GcPhases did not start');
+    const helper = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'] });
+    children.push(helper);
+    const conn = createMessageConnection(new StreamMessageReader(helper.stdout!), new StreamMessageWriter(helper.stdin!));
+    const updates: JvmUpdate[] = [];
+    let ended: proto.SessionEndedParams | undefined;
+    conn.onNotification(proto.sessionData, (p) => void updates.push(p.update as JvmUpdate));
+    conn.onNotification(proto.sessionEnded, (p) => void (ended = p));
+    conn.listen();
+    try {
+      const s = await conn.sendRequest(proto.sessionStart, { tracer: 'jvm', options: { pid: child.pid!, frequency: 99, sliceMs: 250 } });
+      assert.deepEqual(s.targets, [child.pid]);
+      assert.ok(await waitFor(() => updates.length >= 2, 3000), 'live updates every slice');
+      child.stdin!.write('go\n');
+      assert.ok(await waitFor(() => out.includes('done'), 30_000));
+      const streamedGcs = () => updates.flatMap((u) => u.gc).length;
+      await waitFor(() => streamedGcs() >= 4, 3000);
+      // The JVM exits right after "done": the session may have ended by itself (target-exited) first.
+      const byStop = ended ? undefined : await conn.sendRequest(proto.sessionStop, { sessionId: s.sessionId }).catch(() => undefined);
+      assert.ok(await waitFor(() => ended !== undefined, 5000));
+      assert.ok(['stopped', 'target-exited'].includes(ended!.reason), ended!.reason);
+      const stopped = (byStop?.result ?? ended!.result) as JvmResult;
+      assert.equal(stopped.tracer, 'jvm');
+      assert.equal(stopped.gc.length, updates.flatMap((u) => u.gc).length, 'every GC streamed live too');
+      assert.ok(stopped.gc.filter((e) => e.operation === 'ParallelGCSystemGC' && e.collector === 'PS MarkSweep').length === 2);
+      assert.equal(stopped.cpu.reduce((n, c) => n + c.samples.length, 0), updates.flatMap((u) => u.cpu).reduce((n, c) => n + c.samples.length, 0));
+      // One clock: every slice and event lies within the session's span.
+      for (const c of stopped.cpu) assert.ok(c.startNs >= stopped.startNs - 1e9 && c.endNs <= stopped.endNs + 1e6);
+      for (const r of stopped.runq) assert.ok(r.endNs <= stopped.endNs + 1e6);
+      assert.ok(stopped.stacks.some((st) => st.frames.some((f) => f.function)), 'stacks are symbolized at Stop');
+    } finally {
+      conn.dispose();
+      helper.stdin!.end();
+      child.kill('SIGKILL');
+    }
+  });
+
+  test('bad targets: not a JVM, no such pid, bad flags', async () => {
+    const none = runCli(['jvm', '--pid', '4194000']);
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /no process with pid 4194000/);
+    const sleeper = spawn('sleep', ['30']);
+    children.push(sleeper);
+    const notJvm = runCli(['jvm', '--pid', String(sleeper.pid)]);
+    assert.equal(notJvm.code, 4);
+    assert.match(notJvm.stderr, /has no libjvm\.so mapped: is it a JVM\?/);
+    sleeper.kill('SIGKILL');
+    const noPid = runCli(['jvm']);
+    assert.equal(noPid.code, 2);
+    assert.match(noPid.stderr, /give --pid PID/);
+    const badRange = runCli(['jvm', '--pid', '1', '--range', '5:2']);
+    assert.equal(badRange.code, 2);
+    assert.match(badRange.stderr, /--range takes FROM:TO/);
+    const badSlice = runCli(['jvm', '--pid', '1', '--slice-ms', '5']);
+    assert.equal(badSlice.code, 2);
+    assert.match(badSlice.stderr, /--slice-ms/);
+  });
+});

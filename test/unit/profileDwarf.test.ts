@@ -1,0 +1,74 @@
+// The profiler's dwarf mode without a kernel: the sample decoder (mirrors struct profile_sample in
+// bpf/profile.h), ring sizing, option validation, and what the view and the loss hint say.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { decodeSample, PROFILE_SAMPLE_HEADER_SIZE, sampleIp, sampleSp } from '../../extension/tracers/profileDwarf';
+import { profileTracer, ringBytes } from '../../extension/tracers/profile';
+import { unwindSummary } from '../../extension/shared/unwindText';
+import { lostWhat } from '../../extension/tracers/lossHistory';
+
+test('decodeSample reads the header by offset and the stack bytes that follow it', () => {
+  const stack = Buffer.from([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  const rec = Buffer.alloc(PROFILE_SAMPLE_HEADER_SIZE + stack.length);
+  rec.writeBigUInt64LE(123456789n, 0);
+  rec.writeUInt32LE(4242, 8);
+  rec.writeUInt32LE(4243, 12);
+  rec.writeInt32LE(-14, 16);
+  rec.writeUInt32LE(stack.length, 20);
+  rec.write('worker\0', 24, 'latin1');
+  rec.writeBigUInt64LE(0x7ffc0000n, 40 + 7 * 8);
+  rec.writeBigUInt64LE(0x401000n, 40 + 16 * 8);
+  stack.copy(rec, PROFILE_SAMPLE_HEADER_SIZE);
+  const s = decodeSample(rec);
+  assert.equal(s.ts, 123456789n);
+  assert.equal(s.pid, 4242);
+  assert.equal(s.tid, 4243);
+  assert.equal(s.kernStackId, -14);
+  assert.equal(s.comm, 'worker');
+  assert.equal(sampleSp(s), 0x7ffc0000n);
+  assert.equal(sampleIp(s), 0x401000n);
+  assert.deepEqual([...s.stack], [...stack]);
+  assert.throws(() => decodeSample(Buffer.alloc(100)), /shorter than its 176-byte header/);
+});
+
+test('the ring buffer holds about half a second of full samples, as a power of two within bounds', () => {
+  assert.equal(ringBytes(99, 16384, 2), 2 << 20);
+  assert.equal(ringBytes(1, 1024, 1), 1 << 20);
+  const big = ringBytes(999, 32768, 64);
+  assert.equal(big & (big - 1), 0);
+  assert.equal(big, 64 << 20);
+  assert.ok(ringBytes(499, 16384, 8) >= (499 * 8 * 16384) / 2);
+});
+
+test('unwind options: auto by default, the three choices, copy size bounds', () => {
+  const d = profileTracer.validate({ pid: 1 });
+  assert.equal(d.unwind, 'auto');
+  assert.equal(d.stackCopyBytes, 16384);
+  for (const u of ['auto', 'dwarf', 'fp']) assert.equal(profileTracer.validate({ unwind: u }).unwind, u);
+  assert.throws(() => profileTracer.validate({ unwind: 'lbr' }), /unwind/);
+  assert.throws(() => profileTracer.validate({ stackCopyBytes: 65536 }), /stackCopyBytes/);
+});
+
+test('the view says how stacks were unwound, module by module', () => {
+  assert.match(unwindSummary({ mode: 'fp' })!, /frame pointers walked in the kernel/);
+  const s = unwindSummary({
+    mode: 'dwarf',
+    truncated: 3,
+    modules: [
+      { module: '/usr/lib/x86_64-linux-gnu/libc.so.6', cfi: 'eh_frame', framePointers: 0.04 },
+      { module: '[vdso: 77]', cfi: 'eh_frame' },
+      { module: '/opt/app/stripped', cfi: 'none' },
+    ],
+  })!;
+  assert.match(s, /unwound by CFI/);
+  assert.match(s, /CFI: libc\.so\.6, \[vdso\]/);
+  assert.match(s, /frame pointers only: stripped/);
+  assert.match(s, /3 samples deeper than the stack copy/);
+  assert.equal(unwindSummary(undefined), undefined);
+});
+
+test('a dwarf profile that lost samples names the ring buffer of stack copies', () => {
+  assert.match(lostWhat('profile', { unwind: { mode: 'dwarf' } }).cause, /ring buffer of stack copies/);
+  assert.match(lostWhat('profile', { unwind: { mode: 'fp' } }).cause, /kernel stack map/);
+  assert.match(lostWhat('profile').cause, /kernel stack map/);
+});

@@ -1,0 +1,320 @@
+// The JVM timeline view: toolbar (Stop, Zoom to selection, Reset zoom, Export, Import), one
+// canvas of lanes on one time axis (GC by collector, safepoints, per thread group CPU heat with
+// run-queue bars), drag to select a range, wheel to zoom, shift+wheel to pan; under it the
+// statistics of the range and its flame graph (the flame graph view's model and renderer).
+import { formatDuration } from '../../extension/shared/log2hist';
+import { toSessionFile } from '../../extension/shared/jvmTimeline';
+import { GROUP_LABEL } from '../../extension/shared/jvmTimeline';
+import { themeColor } from '../common/histogramChart';
+import { buildTree, ROOT } from '../flamegraph/model';
+import { FlameCanvas } from '../flamegraph/render';
+import { TimelineView, type Lane } from './model';
+import type { FromView, ToView } from './protocol';
+
+declare function acquireVsCodeApi(): { postMessage(m: FromView): void };
+const vscode = acquireVsCodeApi();
+const view = new TimelineView();
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text = ''): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  if (text) e.textContent = text;
+  return e;
+}
+
+const app = document.getElementById('app')!;
+const stopBtn = el('button', { id: 'stop' }, 'Stop');
+const zoomSelBtn = el('button', { id: 'zoom-selection', class: 'secondary' }, 'Zoom to selection');
+const resetBtn = el('button', { id: 'reset-zoom', class: 'secondary' }, 'Reset zoom');
+const clearSelBtn = el('button', { id: 'clear-selection', class: 'secondary' }, 'Clear selection');
+const exportBtn = el('button', { id: 'export', class: 'secondary' }, 'Export session');
+const importBtn = el('button', { id: 'import', class: 'secondary' }, 'Import session…');
+const status = el('span', { class: 'status', id: 'status' }, 'Starting…');
+const toolbar = el('div', { class: 'toolbar' });
+toolbar.append(stopBtn, zoomSelBtn, resetBtn, clearSelBtn, exportBtn, importBtn, status);
+const notes = el('div', { class: 'warning', id: 'notes' });
+const lanesCanvas = el('canvas', { id: 'lanes', 'aria-label': 'JVM timeline lanes' });
+const rangeTitle = el('h2', { id: 'range-title' }, 'Range');
+const stats = el('div', { id: 'range-stats' });
+const flameTitle = el('h2', {}, 'CPU flame graph of the range');
+const flameBox = el('div', { id: 'flame' });
+const tooltip = el('div', { class: 'tooltip' });
+tooltip.style.display = 'none';
+app.append(toolbar, notes, lanesCanvas, rangeTitle, stats, flameTitle, flameBox, tooltip);
+
+const LABEL_W = 150;
+const AXIS_H = 18;
+const LANE_H = 22;
+const send = (m: FromView) => vscode.postMessage(m);
+
+stopBtn.onclick = () => send({ type: 'stop' });
+zoomSelBtn.onclick = () => {
+  view.zoomToSelection();
+  schedule();
+};
+resetBtn.onclick = () => {
+  view.resetZoom();
+  schedule();
+};
+clearSelBtn.onclick = () => {
+  view.clearSelection();
+  rangeDirty = true;
+  schedule();
+};
+exportBtn.onclick = () => send({ type: 'export', content: JSON.stringify(toSessionFile(view.data.toResult())) });
+importBtn.onclick = () => send({ type: 'import' });
+
+const PALETTE: [string, string][] = [
+  ['--vscode-charts-red', '#f14c4c'],
+  ['--vscode-charts-orange', '#d18616'],
+  ['--vscode-charts-purple', '#b180d7'],
+  ['--vscode-charts-yellow', '#cca700'],
+  ['--vscode-charts-blue', '#3794ff'],
+];
+
+let laneRows: { lane: Lane; y: number }[] = [];
+
+function plotWidth(): number {
+  return Math.max(50, (lanesCanvas.clientWidth || 800) - LABEL_W);
+}
+
+function drawLanes(): void {
+  const lanes = view.lanes();
+  const height = AXIS_H + lanes.length * LANE_H + 4;
+  const dpr = window.devicePixelRatio || 1;
+  const width = lanesCanvas.clientWidth || 800;
+  lanesCanvas.style.height = `${height}px`;
+  lanesCanvas.width = Math.round(width * dpr);
+  lanesCanvas.height = Math.round(height * dpr);
+  const ctx = lanesCanvas.getContext('2d')!;
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, width, height);
+  const fg = themeColor('--vscode-foreground', '#ccc');
+  const muted = themeColor('--vscode-descriptionForeground', '#888');
+  const grid = themeColor('--vscode-panel-border', 'rgba(128,128,128,0.3)');
+  const heat = themeColor('--vscode-charts-green', '#89d185');
+  const runq = themeColor('--vscode-charts-blue', '#3794ff');
+  const sel = themeColor('--vscode-editor-selectionBackground', 'rgba(38,79,120,0.5)');
+  ctx.font = `11px ${themeColor('--vscode-font-family', 'sans-serif')}`;
+  const pw = plotWidth();
+  // Axis: ticks at round seconds (or fractions) of the session clock.
+  const [v0, v1] = view.visible();
+  const spanS = (v1 - v0) / 1e9;
+  const step = [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600].find((s) => spanS / s <= 10) ?? 1200;
+  ctx.fillStyle = muted;
+  ctx.textBaseline = 'top';
+  ctx.textAlign = 'center';
+  const t0 = (v0 - view.data.startNs) / 1e9;
+  for (let t = Math.ceil(t0 / step) * step; t <= t0 + spanS; t += step) {
+    const x = LABEL_W + ((t - t0) / spanS) * pw;
+    ctx.fillText(`${t.toFixed(step < 0.01 ? 3 : step < 1 ? 2 : 0)} s`, x, 2);
+    ctx.fillStyle = grid;
+    ctx.fillRect(Math.round(x), AXIS_H - 3, 1, height - AXIS_H);
+    ctx.fillStyle = muted;
+  }
+  laneRows = [];
+  let gcColor = 0;
+  lanes.forEach((lane, i) => {
+    const y = AXIS_H + i * LANE_H;
+    laneRows.push({ lane, y });
+    ctx.fillStyle = grid;
+    ctx.fillRect(0, y + LANE_H - 1, width, 1);
+    ctx.fillStyle = lane.kind === 'safepoint' && !view.data.safepointsAvailable ? muted : fg;
+    ctx.textAlign = 'left';
+    ctx.textBaseline = 'middle';
+    ctx.fillText(lane.label.length > 24 ? `${lane.label.slice(0, 23)}…` : lane.label, 4, y + LANE_H / 2);
+    const marks = view.marks(lane, pw);
+    if (lane.kind === 'group') {
+      for (const m of marks) {
+        ctx.globalAlpha = 0.15 + 0.85 * m.level;
+        ctx.fillStyle = heat;
+        ctx.fillRect(LABEL_W + m.x, y + 1, m.w, LANE_H - 3);
+      }
+      ctx.globalAlpha = 1;
+      ctx.fillStyle = runq;
+      for (const m of view.runqMarks(lane.group, pw)) {
+        const h = Math.max(1, m.level * (LANE_H - 4));
+        ctx.fillRect(LABEL_W + m.x, y + LANE_H - 2 - h, Math.max(1, Math.min(m.w, 3)), h);
+      }
+    } else {
+      const [v, f] = lane.kind === 'gc' ? PALETTE[gcColor++ % PALETTE.length] : ['--vscode-charts-yellow', '#cca700'];
+      ctx.fillStyle = themeColor(v, f);
+      for (const m of marks) ctx.fillRect(LABEL_W + m.x, y + 3, Math.max(1, m.w), LANE_H - 7);
+    }
+  });
+  if (view.selection) {
+    const a = LABEL_W + view.nsToX(view.selection[0], pw);
+    const b = LABEL_W + view.nsToX(view.selection[1], pw);
+    ctx.fillStyle = sel;
+    ctx.globalAlpha = 0.5;
+    ctx.fillRect(Math.max(LABEL_W, a), AXIS_H, Math.max(1, Math.min(b, LABEL_W + pw) - Math.max(LABEL_W, a)), height - AXIS_H);
+    ctx.globalAlpha = 1;
+  }
+}
+
+let flame: FlameCanvas | undefined;
+let rangeDirty = true;
+
+function renderRange(): void {
+  const r = view.rangeStats();
+  const d = (ns: number) => formatDuration(ns, 'ns');
+  rangeTitle.textContent = `${view.selection ? 'Selected range' : 'Visible window'}: ${view.label(r.startNs)} – ${view.label(r.endNs)} (${d(r.endNs - r.startNs)})`;
+  const table = el('table', { id: 'range-table' });
+  const row = (k: string, v: string, id: string) => {
+    const tr = el('tr', { id: `range-${id}` });
+    tr.append(el('th', {}, k), el('td', {}, v));
+    table.append(tr);
+  };
+  row('GC', r.gc.length ? `${r.gc.length} collections, ${d(r.pauseNs)} paused: ${r.collectors.map((c) => `${c.collector} ×${c.count} (max ${d(c.maxNs)})`).join(', ')}` : 'none', 'gc');
+  row('Safepoints', view.data.safepointsAvailable ? `${r.safepoints.count}, ${d(r.safepoints.totalNs)} in total, time to safepoint max ${d(r.safepoints.ttsMaxNs)}, p50 ${d(r.safepoints.ttsP50Ns)}` : `not available: ${view.data.safepointsReason}`, 'safepoints');
+  row('Run-queue waits', r.runq.map((g) => `${GROUP_LABEL[g.group]}: ${g.stats.count} (p99 ≤ ${formatDuration(g.stats.p99, 'us')}, max ≤ ${formatDuration(g.stats.max, 'us')})`).join('; ') || 'none', 'runq');
+  row('CPU samples', r.cpuTotal ? `${r.cpuTotal}: ${r.cpu.map((g) => `${GROUP_LABEL[g.group]} ${((100 * g.samples) / r.cpuTotal).toFixed(0)} %`).join(', ')}` : 'none', 'cpu');
+  row('Busiest threads', r.cpuThreads.slice(0, 5).map((t) => `${t.comm} [${t.tid}] ${t.samples}`).join(', ') || '–', 'threads');
+  stats.replaceChildren(table);
+  const profile = view.rangeProfile();
+  const tree = buildTree(profile, profile.stacks);
+  if (!flame) {
+    flame = new FlameCanvas(flameBox, tree, profile);
+    // Root at the top: the threads and their callers stay in view right under the statistics.
+    flame.icicle = true;
+  } else flame.setTree(tree, profile);
+  flame.focus = ROOT;
+  flame.canvas.dataset.samples = String(profile.total);
+  flame.draw();
+  if (view.selection) send({ type: 'selected', startS: (r.startNs - view.data.startNs) / 1e9, endS: (r.endNs - view.data.startNs) / 1e9, samples: r.cpuTotal, gcs: r.gc.length });
+}
+
+function statusText(): string {
+  const who = view.target || `pid ${view.data.pid}`;
+  const len = `${((view.data.endNs - view.data.startNs) / 1e9).toFixed(1)} s`;
+  switch (view.state) {
+    case 'running':
+      return `Tracing ${who} · ${len}`;
+    case 'stopped':
+      return `Stopped (${who}) · ${len}`;
+    case 'target-exited':
+      return `Process exited${view.message ? `: ${view.message}` : ''} (data kept) · ${len}`;
+    case 'error':
+      return `Ended: ${view.message || 'error'} (data kept)`;
+    case 'imported':
+      return `Session ${who} from a file · ${len}`;
+  }
+}
+
+let note = '';
+function render(): void {
+  status.textContent = note ? `${statusText()} — ${note}` : statusText();
+  stopBtn.disabled = view.state !== 'running';
+  zoomSelBtn.disabled = !view.selection;
+  clearSelBtn.disabled = !view.selection;
+  const n: string[] = [];
+  if (view.data.lost) n.push(`${view.data.lost} events or CPU samples lost in the kernel`);
+  if (view.data.dropped) n.push(`${view.data.dropped} run-queue waits dropped`);
+  if (view.state === 'running') n.push('Function names appear when the session stops (the profiler symbolizes at the end).');
+  notes.textContent = n.join(' · ');
+  drawLanes();
+  // The range panel follows the live edge only while nothing is selected; it is cheap enough.
+  if (rangeDirty || !view.selection) renderRange();
+  rangeDirty = false;
+}
+
+let pending = false;
+function schedule(): void {
+  if (pending) return;
+  pending = true;
+  requestAnimationFrame(() => {
+    pending = false;
+    render();
+  });
+}
+
+// ---- interaction -------------------------------------------------------------------------------
+let drag: { x0: number } | undefined;
+const plotX = (ev: MouseEvent) => ev.clientX - lanesCanvas.getBoundingClientRect().left - LABEL_W;
+lanesCanvas.addEventListener('mousedown', (ev) => {
+  if (plotX(ev) < 0) return;
+  drag = { x0: plotX(ev) };
+});
+window.addEventListener('mousemove', (ev) => {
+  if (drag) {
+    const pw = plotWidth();
+    view.select(view.xToNs(drag.x0, pw), view.xToNs(plotX(ev), pw));
+    rangeDirty = true;
+    schedule();
+    return;
+  }
+  const r = lanesCanvas.getBoundingClientRect();
+  const y = ev.clientY - r.top;
+  const x = plotX(ev);
+  if (ev.target !== lanesCanvas || x < 0) {
+    tooltip.style.display = 'none';
+    return;
+  }
+  const row = laneRows.find((l) => y >= l.y && y < l.y + LANE_H);
+  if (!row) {
+    tooltip.style.display = 'none';
+    return;
+  }
+  const pw = plotWidth();
+  const hits = [...view.marks(row.lane, pw), ...(row.lane.kind === 'group' ? view.runqMarks(row.lane.group, pw) : [])].filter((m) => x >= m.x - 1 && x <= m.x + m.w + 1);
+  tooltip.textContent = [`${row.lane.label} · ${view.label(view.xToNs(x, pw))}`, ...hits.slice(0, 4).map((m) => m.label)].join('\n');
+  tooltip.style.left = `${ev.clientX + 12}px`;
+  tooltip.style.top = `${ev.clientY + 12}px`;
+  tooltip.style.display = 'block';
+});
+window.addEventListener('mouseup', (ev) => {
+  if (!drag) return;
+  const pw = plotWidth();
+  // A click without a drag selects nothing.
+  if (Math.abs(plotX(ev) - drag.x0) < 3) view.clearSelection();
+  else view.select(view.xToNs(drag.x0, pw), view.xToNs(plotX(ev), pw));
+  drag = undefined;
+  rangeDirty = true;
+  schedule();
+});
+lanesCanvas.addEventListener('mouseleave', () => (tooltip.style.display = 'none'));
+lanesCanvas.addEventListener(
+  'wheel',
+  (ev) => {
+    ev.preventDefault();
+    const pw = plotWidth();
+    const [a, b] = view.visible();
+    if (ev.shiftKey) view.pan(((ev.deltaY || ev.deltaX) / pw) * (b - a));
+    else view.zoom(ev.deltaY < 0 ? 0.8 : 1.25, view.xToNs(Math.max(0, plotX(ev)), pw));
+    rangeDirty = true;
+    schedule();
+  },
+  { passive: false },
+);
+window.addEventListener('resize', () => {
+  rangeDirty = true;
+  schedule();
+});
+
+window.addEventListener('message', (ev: MessageEvent<ToView>) => {
+  const m = ev.data;
+  switch (m.type) {
+    case 'init':
+      view.target = m.target;
+      break;
+    case 'update':
+      view.apply(m.update);
+      break;
+    case 'ended':
+      view.end(m.reason, m.message, m.result);
+      rangeDirty = true;
+      break;
+    case 'load':
+      view.load(m.result);
+      view.target = m.name;
+      rangeDirty = true;
+      break;
+    case 'note':
+      note = m.text;
+      break;
+  }
+  schedule();
+});
+
+render();
+send({ type: 'ready' });
