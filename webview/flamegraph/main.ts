@@ -123,7 +123,7 @@ function redraw(): void {
   for (const c of canvases()) c.draw();
   renderCrumbs();
   describeSelection();
-  status.textContent = `${profile.total.toLocaleString()} samples${profile.lost ? `, ${profile.lost} lost` : ''}${profile.frequency ? ` at ${profile.frequency} Hz` : ''} · ${profile.frames.length.toLocaleString()} frames · drawn in ${canvases().reduce((s, c) => s + c.lastDrawMs, 0).toFixed(1)} ms${building ? ' · completing the tree…' : ''}`;
+  status.textContent = `${live ? 'Sampling, live: ' : ''}${profile.total.toLocaleString()} samples${profile.lost ? `, ${profile.lost} lost` : ''}${profile.frequency ? ` at ${profile.frequency} Hz` : ''} · ${profile.frames.length.toLocaleString()} frames · drawn in ${canvases().reduce((s, c) => s + c.lastDrawMs, 0).toFixed(1)} ms${building ? ' · completing the tree…' : ''}`;
 }
 
 function renderCrumbs(): void {
