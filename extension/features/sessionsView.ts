@@ -118,7 +118,8 @@ async function documentOf(n: Node): Promise<{ file: AnySessionFile; key?: string
 /** Profiles the user can compare against: finished profile sessions and saved profile files. */
 async function pickOtherProfile(tree: SessionsTree, not: Node): Promise<FlameProfile | undefined> {
   const groups = await Promise.all([tree.getChildren({ kind: 'group', group: 'finished' }), tree.getChildren({ kind: 'group', group: 'saved' })]);
-  const candidates = groups.flat().filter((c) => c !== not && ((c.kind === 'finished' && c.entry.tracer === 'profile') || (c.kind === 'saved' && c.tracer === 'profile')));
+  const same = (c: Node) => (c.kind === 'finished' && not.kind === 'finished' && c.entry.key === not.entry.key) || (c.kind === 'saved' && not.kind === 'saved' && c.uri.toString() === not.uri.toString());
+  const candidates = groups.flat().filter((c) => !same(c) && ((c.kind === 'finished' && c.entry.tracer === 'profile') || (c.kind === 'saved' && c.tracer === 'profile')));
   const items: (vscode.QuickPickItem & { node?: Node })[] = candidates.map((c) => ({
     label: c.kind === 'finished' ? c.entry.title : (c as { title?: string }).title ?? '',
     description: c.kind === 'finished' ? `finished ${when(c.entry.startedAt)}` : vscode.workspace.asRelativePath((c as { uri: vscode.Uri }).uri),
