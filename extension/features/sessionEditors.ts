@@ -8,7 +8,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { loadSession } from '../sessionStore';
 import { showSession } from '../sessionViews';
-import { makeSession, readSession, type AnySessionFile } from '../shared/sessionFile';
+import { makeSession, peekTracer, readSession, type AnySessionFile } from '../shared/sessionFile';
 import { errorText } from '../ui';
 import { importProfile } from '../../webview/flamegraph/formats';
 import { fromCpuProfile } from '../../webview/flamegraph/cpuprofile';
@@ -55,6 +55,12 @@ class ReadonlyEditor implements vscode.CustomReadonlyEditorProvider {
   }
   async resolveCustomEditor(document: vscode.CustomDocument, panel: vscode.WebviewPanel): Promise<void> {
     try {
+      if (document.uri.fsPath.endsWith('.ebpf-session.json') && peekTracer(Buffer.from(await vscode.workspace.fs.readFile(document.uri)).toString('utf8')) === 'jvm') {
+        // The JVM timeline has its own view and reader: hand the file over, close this tab.
+        await vscode.commands.executeCommand('ebpfStudio.openJvmTimeline', { file: document.uri.fsPath });
+        panel.dispose();
+        return;
+      }
       showSession(this.context, await documentFor(document.uri), undefined, panel);
     } catch (e) {
       showFailure(panel, `Cannot open ${path.basename(document.uri.fsPath)}`, errorText(e));

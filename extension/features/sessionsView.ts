@@ -10,7 +10,7 @@ import * as vscode from 'vscode';
 import { liveSessions, onDidChangeLiveSessions } from '../sessions';
 import { finishedSessions, forgetSession, loadSession, onDidChangeFinished, type FinishedEntry } from '../sessionStore';
 import { showSession } from '../sessionViews';
-import { readSession, sessionFileName, writeSession, SESSION_SUFFIX, type AnySessionFile } from '../shared/sessionFile';
+import { peekTracer, readSession, sessionFileName, writeSession, SESSION_SUFFIX, type AnySessionFile } from '../shared/sessionFile';
 import { errorText, showError } from '../ui';
 import { compareProfiles } from './profileSeams';
 import type { FlameProfile } from '../../webview/flamegraph/profileData';
@@ -23,7 +23,7 @@ type Node =
   | { kind: 'finished'; entry: FinishedEntry }
   | { kind: 'saved'; uri: vscode.Uri; tracer?: string; title?: string };
 
-const ICON: Record<string, string> = { 'java-gc': 'coffee', runqlat: 'watch', memleak: 'debug-breakpoint-data', profile: 'flame' };
+const ICON: Record<string, string> = { jvm: 'timeline-open', 'java-gc': 'coffee', runqlat: 'watch', memleak: 'debug-breakpoint-data', profile: 'flame' };
 const GROUP_LABEL = { live: 'Running', finished: 'Finished in this window', saved: 'Saved in the workspace' };
 
 const when = (iso?: string) => (iso ? new Date(iso).toLocaleTimeString() : '');
@@ -93,6 +93,10 @@ async function findSaved(): Promise<Node[]> {
   for (const uri of uris.sort((a, b) => a.fsPath.localeCompare(b.fsPath))) {
     try {
       const head = Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8');
+      if (peekTracer(head) === 'jvm') {
+        out.push({ kind: 'saved', uri, tracer: 'jvm', title: `JVM timeline: ${path.basename(uri.fsPath)}` });
+        continue;
+      }
       const f = readSession(head, path.basename(uri.fsPath));
       out.push({ kind: 'saved', uri, tracer: f.tracer, title: f.title });
     } catch {
@@ -107,6 +111,10 @@ async function documentOf(n: Node): Promise<{ file: AnySessionFile; key?: string
     const file = loadSession(n.entry.key);
     if (!file) throw new Error(`the data of "${n.entry.title}" is no longer stored (storage is bounded; the oldest sessions go first). Delete the entry; export sessions you want to keep.`);
     return { file, key: n.entry.key };
+  }
+  if (n.kind === 'saved' && n.tracer === 'jvm') {
+    await vscode.commands.executeCommand('ebpfStudio.openJvmTimeline', { file: n.uri.fsPath });
+    return undefined;
   }
   if (n.kind === 'saved') {
     const text = Buffer.from(await vscode.workspace.fs.readFile(n.uri)).toString('utf8');
@@ -167,6 +175,11 @@ export function activate(context: vscode.ExtensionContext): void {
       if (n.kind === 'live') await n.stop();
     }),
     command('ebpfStudio.sessions.export', async (n) => {
+      if (n.kind === 'saved' && n.tracer === 'jvm') {
+        const to = await vscode.window.showSaveDialog({ title: 'Save the JVM timeline session as', defaultUri: n.uri, filters: { 'eBPF Studio session': ['json'] } });
+        if (to) await vscode.workspace.fs.copy(n.uri, to, { overwrite: true });
+        return;
+      }
       const d = await documentOf(n);
       if (!d) return;
       const folder = vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(process.env.HOME ?? '/tmp');

@@ -87,6 +87,20 @@ function checkProfile(p: unknown, where: string): void {
 }
 
 /**
+ * Session files of other views share the envelope ({"format":"ebpf-studio-session","tracer":…});
+ * the JVM timeline's (tracer "jvm", extension/shared/jvmTimeline.ts) opens in its own view.
+ * Returns the tracer of a session document without validating the rest, or undefined.
+ */
+export function peekTracer(text: string): string | undefined {
+  try {
+    const j = JSON.parse(text) as { format?: unknown; tracer?: unknown };
+    return j && j.format === SESSION_FORMAT && typeof j.tracer === 'string' ? j.tracer : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Reads and validates a session document. Errors name what is wrong and what to do; a newer
  * version says to update the extension rather than guessing at fields it does not know.
  */
@@ -101,6 +115,7 @@ export function readSession(text: string, name = 'the file'): AnySessionFile {
   const v = json.version;
   if (!Number.isInteger(v) || (v as number) < 1) bad(`${name} has an invalid version ${JSON.stringify(v)}; session files have version ${SESSION_VERSION}`);
   if ((v as number) > SESSION_VERSION) bad(`${name} is a version ${String(v)} session, written by a newer eBPF Studio; this one reads version ${SESSION_VERSION}. Update the extension to open it.`);
+  if (json.tracer === 'jvm') bad(`${name} is a JVM timeline session: open it with "eBPF: Open JVM Timeline" (double-click and the Sessions view do that for you)`);
   if (!SESSION_TRACERS.includes(json.tracer as SessionTracer)) bad(`${name} holds a session of an unknown tracer ${JSON.stringify(json.tracer)}; known: ${SESSION_TRACERS.join(', ')}`);
   if (typeof json.title !== 'string') bad(`${name} has no "title"`);
   if (typeof json.startedAt !== 'string' || Number.isNaN(Date.parse(json.startedAt))) bad(`${name} has no valid "startedAt" date`);

@@ -3,7 +3,7 @@
 // Also the .cpuprofile importer the profile editor uses.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeSession, readSession, replayMessages, sessionFileName, viewOf, writeSession, SESSION_SUFFIX, type AnySessionFile } from '../../extension/shared/sessionFile';
+import { makeSession, peekTracer, readSession, replayMessages, sessionFileName, viewOf, writeSession, SESSION_SUFFIX, type AnySessionFile } from '../../extension/shared/sessionFile';
 import { StudioError } from '../../extension/shared/errors';
 import { fromFolded } from '../../webview/flamegraph/formats';
 import { fromCpuProfile } from '../../webview/flamegraph/cpuprofile';
@@ -95,6 +95,11 @@ test('bad files: not JSON, another format, bad or future versions, unknown trace
   refuses(JSON.stringify({ ...good, version: 0 }), /invalid version 0/);
   refuses(JSON.stringify({ ...good, version: '1' }), /invalid version "1"/);
   refuses(JSON.stringify({ ...good, tracer: 'biolatency' }), /unknown tracer "biolatency"; known: java-gc, runqlat, memleak, profile/);
+  // The JVM timeline's sessions share the envelope and open in their own view.
+  refuses(JSON.stringify({ format: 'ebpf-studio-session', version: 1, tracer: 'jvm', savedAt: t0.toISOString(), result: {} }), /JVM timeline session: open it with "eBPF: Open JVM Timeline"/);
+  assert.equal(peekTracer(JSON.stringify({ format: 'ebpf-studio-session', version: 1, tracer: 'jvm' })), 'jvm');
+  assert.equal(peekTracer('{"format":"speedscope"}'), undefined);
+  assert.equal(peekTracer('not json'), undefined);
   refuses(JSON.stringify({ ...good, startedAt: 'yesterday' }), /startedAt/);
   refuses(JSON.stringify({ ...good, data: { ...good.data, profile: { ...good.data.profile, stacks: [{ frames: [0, 99], weight: 1 }] } } }), /frame 99, which does not exist/);
   const gc = JSON.parse(writeSession(sessions[0]));
