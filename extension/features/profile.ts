@@ -242,7 +242,7 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
     session
       .snapshot()
       .then((r) => {
-        if (r && live && shown && r.samples > 0) shown.post({ type: 'profile', profile: fromProfileResult(r, { name: title, groupByProcess: target.pid === 0 }), title, warnings: [...warnings], live: true });
+        if (r && live && shown && r.samples > 0) shown.post({ type: 'profile', profile: fromProfileResult(r, { name: title, groupByProcess: target.pid === 0 }), title, warnings: [...warnings], unwind: unwindSummary(r.unwind), live: true });
       })
       .catch(() => {
         /* the session is ending: the final profile follows */

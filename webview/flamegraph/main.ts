@@ -123,7 +123,8 @@ function redraw(): void {
   for (const c of canvases()) c.draw();
   renderCrumbs();
   describeSelection();
-  status.textContent = `${live ? 'Sampling, live: ' : ''}${profile.total.toLocaleString()} samples${profile.lost ? `, ${profile.lost} lost` : ''}${profile.frequency ? ` at ${profile.frequency} Hz` : ''} · ${profile.frames.length.toLocaleString()} frames · drawn in ${canvases().reduce((s, c) => s + c.lastDrawMs, 0).toFixed(1)} ms${building ? ' · completing the tree…' : ''}`;
+  // While live, the status does not yet name the frequency: "N samples at F Hz" means the final profile.
+  status.textContent = `${live ? 'Sampling (live): ' : ''}${profile.total.toLocaleString()} samples${profile.lost ? `, ${profile.lost} lost` : ''}${profile.frequency && !live ? ` at ${profile.frequency} Hz` : ''} · ${profile.frames.length.toLocaleString()} frames · drawn in ${canvases().reduce((s, c) => s + c.lastDrawMs, 0).toFixed(1)} ms${building ? ' · completing the tree…' : ''}`;
 }
 
 function renderCrumbs(): void {
