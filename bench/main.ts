@@ -20,6 +20,7 @@ import { benchSymbolizeRows } from './symbolizeRows';
 import { benchFlamegraphRows } from './flamegraphRows';
 import { benchEvents } from './eventThroughput';
 import { benchHelperMemory } from './helperMemory';
+import { benchMemleakSampling } from './memleakSampling';
 
 interface Group {
   id: string;
@@ -44,6 +45,7 @@ const GROUPS: Group[] = [
   { id: 'flamegraph', run: benchFlamegraphRows },
   { id: 'events', run: benchEvents, missing: needsObject('bench_events') },
   { id: 'helper-memory', run: benchHelperMemory, missing: needsTracer('memleak', 'memleak.ts') },
+  { id: 'memleak-sampling', run: benchMemleakSampling, missing: needsTracer('memleak', 'memleak.ts') },
 ];
 
 function usage(): never {

@@ -3,6 +3,8 @@
 // programs (bpf/bench_floor.bpf.c) on exactly the uprobes and uretprobes the memleak tracer
 // attaches for a C program; and heaptrack (LD_PRELOAD). Rounds alternate between the four.
 // ours/floor shows what our BPF logic adds on top of what the kernel charges per probe hit.
+// A fifth process runs with the preload interposer (dist/libebpf-studio-preload.so, set up as
+// `memleak --mode preload` sets it up: LD_PRELOAD and a report folder), the launch mode's default.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -64,7 +66,9 @@ export function attachFloor(pid: number, log: (m: string) => void): { obj: BpfOb
 export async function benchMemleak(ctx: BenchContext): Promise<Row[]> {
   const rounds = ctx.quick ? 3 : 9;
   // Pairs per round, chosen so each variant's round takes ~0.2-1 s on this kind of machine.
-  const pairs = { untraced: 4_000_000, probed: ctx.quick ? 25_000 : 60_000, heaptrack: ctx.quick ? 400_000 : 1_000_000 };
+  const pairs = { untraced: 4_000_000, probed: ctx.quick ? 25_000 : 60_000, heaptrack: ctx.quick ? 400_000 : 1_000_000, preload: ctx.quick ? 400_000 : 1_000_000 };
+  const preloadLib = path.join(root, 'dist', 'libebpf-studio-preload.so');
+  const preloadDir = fs.mkdtempSync(path.join(fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir(), 'bench-leak-'));
   const bin = path.join(ctx.buildDir, 'mallocfree');
   const withHeaptrack = have('heaptrack');
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-heaptrack-'));
@@ -74,6 +78,11 @@ export async function benchMemleak(ctx: BenchContext): Promise<Row[]> {
     floor: new LineProcess(bin, ['bench']),
   };
   if (withHeaptrack) procs.heaptrack = new LineProcess('heaptrack', ['-o', path.join(tmp, 'bench'), bin, 'bench'], { cwd: tmp });
+  if (fs.existsSync(preloadLib)) {
+    procs.preload = new LineProcess(bin, ['bench'], { env: { ...process.env, LD_PRELOAD: preloadLib, EBPF_STUDIO_PRELOAD_DIR: preloadDir } });
+    // as `memleak --sample-bytes 524288 -- COMMAND` sets it up
+    procs.preloadSampled = new LineProcess(bin, ['bench'], { env: { ...process.env, LD_PRELOAD: preloadLib, EBPF_STUDIO_PRELOAD_DIR: preloadDir, EBPF_STUDIO_PRELOAD_SAMPLE_BYTES: '524288' } });
+  }
   let tracer: Attached | undefined;
   let floor: { obj: BpfObject; probes: number } | undefined;
   try {
@@ -83,13 +92,15 @@ export async function benchMemleak(ctx: BenchContext): Promise<Row[]> {
     floor = attachFloor(procs.floor.pid, ctx.log);
     const run = (p: LineProcess, n: number) => () => p.ask(String(n), 'ns_per_op');
     // Warm caches and the allocator in every process (and fault in the probed pages) once.
-    for (const [k, p] of Object.entries(procs)) await p.ask(String(k === 'untraced' ? pairs.untraced : k === 'heaptrack' ? pairs.heaptrack / 10 : pairs.probed / 10), 'ns_per_op');
+    for (const [k, p] of Object.entries(procs)) await p.ask(String(k === 'untraced' ? pairs.untraced : k === 'heaptrack' || k.startsWith('preload') ? pairs.heaptrack / 10 : pairs.probed / 10), 'ns_per_op');
     const variants: Record<string, () => Promise<number>> = {
       untraced: run(procs.untraced, pairs.untraced),
       ours: run(procs.ours, pairs.probed),
       floor: run(procs.floor, pairs.probed),
     };
     if (procs.heaptrack) variants.heaptrack = run(procs.heaptrack, pairs.heaptrack);
+    if (procs.preload) variants.preload = run(procs.preload, pairs.preload);
+    if (procs.preloadSampled) variants.preloadSampled = run(procs.preloadSampled, pairs.untraced);
     const r = await interleave(rounds, variants, ctx.log);
     const ns = (k: string) => round(median(r[k]), 1);
     const detail =
@@ -97,7 +108,26 @@ export async function benchMemleak(ctx: BenchContext): Promise<Row[]> {
       `${r.heaptrack ? `, heaptrack ${ns('heaptrack')}` : ''}; the floor is ${floor.probes} empty uprobe/uretprobe programs on the same libc functions as ours; ` +
       `${rounds} interleaved rounds of ${pairs.probed.toLocaleString('en-US')} pairs (probed), ${pairs.untraced.toLocaleString('en-US')} (untraced)${r.heaptrack ? `, ${pairs.heaptrack.toLocaleString('en-US')} (heaptrack)` : ''}. ` +
       `A pair hits 3 probes (malloc entry + return, free entry): ~${round((median(r.floor) - median(r.untraced)) / 1000, 2)} µs of the floor is the kernel's uprobe cost alone.`;
+    const preloadRows: Row[] = r.preload
+      ? [
+          {
+            name: 'memleak preload mode (ns per malloc+free)',
+            value: ns('preload'),
+            unit: 'ns',
+            // the issue's goal: launch mode costs what heaptrack costs, or less
+            target: r.heaptrack ? ns('heaptrack') : null,
+            better: 'lower',
+            peer: r.heaptrack ? { name: 'heaptrack', value: ns('heaptrack') } : null,
+            detail:
+              `same run, interleaved, median ns per malloc+free pair: preload ${ns('preload')}, heaptrack ${r.heaptrack ? ns('heaptrack') : 'not installed'}, uprobe mode ${ns('ours')}, untraced ${ns('untraced')}; ` +
+              `preload / untraced ${round(ratioOfRounds(r.preload, r.untraced), 1)}×, uprobe / preload ${round(median(r.ours) / median(r.preload), 0)}×; ${pairs.preload.toLocaleString('en-US')} pairs per round; ` +
+              `preload sampled at 512 KiB (--sample-bytes 524288) ${ns('preloadSampled')}; ` +
+              'each malloc unwinds its stack with libunwind (CFI), interns it and records the block in the table kept in the process; each free removes it',
+          },
+        ]
+      : [];
     return [
+      ...preloadRows,
       {
         name: 'memleak overhead (ours / untraced, per malloc+free)',
         value: round(ratioOfRounds(r.ours, r.untraced), 1),
@@ -122,5 +152,6 @@ export async function benchMemleak(ctx: BenchContext): Promise<Row[]> {
     await tracer?.stop();
     for (const p of Object.values(procs)) await p.close();
     fs.rmSync(tmp, { recursive: true, force: true });
+    fs.rmSync(preloadDir, { recursive: true, force: true });
   }
 }

@@ -323,17 +323,6 @@ int BPF_USDT(handle_gc_vmop_begin, __u64 name, __u64 len)
 }
 
 SEC("usdt")
-int BPF_USDT(handle_gc_vmop_end)
-{
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct java_vm_state *vm = bpf_map_lookup_elem(&vmstate, &tid);
-
-	if (vm)
-		vm->vmop[0] = 0;
-	return 0;
-}
-
-SEC("usdt")
 int BPF_USDT(handle_gc_sp_begin)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();

@@ -94,7 +94,8 @@ struct java_safepoint_event {
 
 #define JAVA_SAFEPOINT_EVENT_SIZE 80
 
-/* Per VM thread: the VM operation running now and the safepoint in progress. */
+/* Per VM thread: the VM operation named last (vmops__begin; there is no need to watch vmops__end:
+ * each pause runs inside a VM operation) and the safepoint in progress. */
 struct java_vm_state {
 	__u64 sp_start_ns;
 	__u64 sp_sync_ns;

@@ -23,6 +23,13 @@ const volatile __u64 min_size = 0;
 const volatile __u64 max_size = (__u64)-1;
 /* record every Nth allocation (1 = all) */
 const volatile __u64 sample_rate = 1;
+/* Byte-based Poisson sampling (0 = exact): the mean number of bytes between samples. Each
+ * thread counts down bytes to its next sample point, drawn from an exponential distribution;
+ * an allocation of size s that crosses one is recorded, which happens with probability
+ * 1 - exp(-s/N) whatever came before (the exponential is memoryless). User space weighs each
+ * recorded allocation by the inverse of that probability (extension/shared/memleakSampling.ts),
+ * as tcmalloc and Go's heap profiler do, so the estimates are unbiased. */
+const volatile __u64 sample_bytes = 0;
 const volatile __u64 page_size = 4096;
 /* launch mode: stop the target with SIGSTOP when it calls exit(), so user space can read its
  * maps for symbolization before they are gone; user space sends SIGCONT. */
@@ -47,6 +54,7 @@ struct pending {
 	__u64 sp;
 	__u32 kind;
 	__u32 skip; /* filtered out (size range, sampling): still shadows nested calls */
+	__s64 countdown; /* bytes to this thread's next sample point (sample_bytes) */
 };
 
 /* One entry per thread, kept between calls and marked idle (sp = 0) instead of deleted: a
@@ -110,6 +118,56 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4096);
 } stack_copies SEC(".maps");
+
+/* log2(1 + (i + 0.5) / 64) in 1/65536 units: the mantissa part of log2 for the exponential draw
+ * (BPF has no floating point). The bin midpoint keeps the draw's mean within 0.1% of N. */
+static const __u16 log2_frac[64] = {
+	736, 2190, 3623, 5034, 6425, 7795, 9146, 10477, 11791, 13086, 14363, 15624, 16868, 18096, 19308, 20505,
+	21687, 22854, 24007, 25146, 26272, 27384, 28484, 29571, 30645, 31707, 32758, 33797, 34825, 35841, 36847, 37842,
+	38827, 39802, 40767, 41722, 42667, 43603, 44530, 45448, 46357, 47258, 48150, 49034, 49909, 50776, 51636, 52488,
+	53332, 54169, 54998, 55820, 56635, 57443, 58245, 59039, 59827, 60609, 61384, 62152, 62915, 63671, 64421, 65166,
+};
+
+/* Bytes to the next sample point: N * -ln(U), U uniform in (0, 1], from a random u32 as
+ * -ln(u / 2^32) = (32 - log2 u) * ln 2, log2 u = msb + log2(mantissa) from the table. */
+static __always_inline __s64 next_sample_gap(void)
+{
+	__u32 u = bpf_get_prandom_u32() | 1;
+	__u32 msb = 0, x = u;
+	__u64 neg_log2_q16, neg_ln_q16;
+
+	if (x >> 16) { msb += 16; x >>= 16; }
+	if (x >> 8) { msb += 8; x >>= 8; }
+	if (x >> 4) { msb += 4; x >>= 4; }
+	if (x >> 2) { msb += 2; x >>= 2; }
+	if (x >> 1) { msb += 1; }
+	/* the 6 bits below the msb (fewer for tiny u, which has probability < 2^-26) */
+	__u32 frac = msb >= 6 ? (u >> (msb - 6)) & 63 : (u << (6 - msb)) & 63;
+	neg_log2_q16 = ((__u64)(32 - msb) << 16) - log2_frac[frac & 63];
+	neg_ln_q16 = (neg_log2_q16 * 45426) >> 16; /* × ln 2 */
+	return (__s64)((sample_bytes * neg_ln_q16) >> 16) + 1;
+}
+
+/* Per-thread Poisson sampling: true when this allocation of `size` bytes is to be recorded. */
+static __always_inline bool poisson_pick(__s64 *countdown, __u64 size)
+{
+	if (!sample_bytes)
+		return true;
+	*countdown -= (__s64)size;
+	if (*countdown > 0)
+		return false;
+	*countdown = next_sample_gap();
+	return true;
+}
+
+/* Kernel mode has no per-thread entry: one countdown per CPU (the programs run with migration
+ * disabled), which samples with the same probabilities. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __s64);
+} kcountdown SEC(".maps");
 
 static __always_inline void count(__u32 idx)
 {
@@ -256,7 +314,7 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 size, __u64 ptr, __u
 		p->size = size;
 		p->ptr = ptr;
 		p->kind = kind;
-		p->skip = !wanted(size);
+		p->skip = !wanted(size) || !poisson_pick(&p->countdown, size);
 		p->sp = sp;
 		return 0;
 	}
@@ -264,7 +322,8 @@ static __always_inline int enter(struct pt_regs *ctx, __u64 size, __u64 ptr, __u
 	fresh.ptr = ptr;
 	fresh.sp = sp;
 	fresh.kind = kind;
-	fresh.skip = !wanted(size);
+	fresh.countdown = sample_bytes ? next_sample_gap() : 0;
+	fresh.skip = !wanted(size) || !poisson_pick(&fresh.countdown, size);
 	if (bpf_map_update_elem(&pending, &tid, &fresh, BPF_ANY))
 		count(MEMLEAK_CNT_PENDING_FULL);
 	return 0;
@@ -412,8 +471,16 @@ int BPF_KPROBE(exit_enter)
 
 static __always_inline int kalloc(void *ctx, __u64 addr, __u64 size)
 {
+	__u32 zero = 0;
+	__s64 *cd;
+
 	if (!addr || !is_target() || !wanted(size))
 		return 0;
+	if (sample_bytes) {
+		cd = bpf_map_lookup_elem(&kcountdown, &zero);
+		if (!cd || !poisson_pick(cd, size))
+			return 0;
+	}
 	record(ctx, addr, size, 0);
 	return 0;
 }

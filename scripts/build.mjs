@@ -140,6 +140,24 @@ function buildNative() {
   console.log('build: native addon → dist/ebpf_studio.node');
 }
 
+// The leak-tracing interposer (native/preload): a plain C shared library, so gcc directly rather
+// than node-gyp (which builds it into lib.target/ with the addon's flags). -fexceptions: a C++
+// exception from operator new passes through its wrappers.
+function buildPreload() {
+  const src = path.join(root, 'native', 'preload', 'ebpf_studio_preload.c');
+  if (!fs.existsSync(src)) return;
+  const out = path.join(dist, 'libebpf-studio-preload.so');
+  const inputs = fs.readdirSync(path.dirname(src)).map((f) => fs.statSync(path.join(path.dirname(src), f)).mtimeMs);
+  if (fs.existsSync(out) && fs.statSync(out).mtimeMs > Math.max(...inputs)) return;
+  fs.mkdirSync(dist, { recursive: true });
+  // Replaced by rename: running programs may have the old one mapped.
+  const tmp = `${out}.tmp${process.pid}`;
+  run('gcc', ['-O2', '-g', '-fPIC', '-shared', '-fexceptions', '-fvisibility=hidden', '-ftls-model=initial-exec', '-Wall', '-Wextra', '-o', tmp, src, '-ldl', '-lpthread', '-lm']);
+  run('strip', ['--strip-debug', tmp]);
+  fs.renameSync(tmp, out);
+  console.log('build: leak interposer → dist/libebpf-studio-preload.so');
+}
+
 async function bundle() {
   const esbuild = await import('esbuild');
   const common = { bundle: true, sourcemap: 'linked', logLevel: 'warning', minify: false, target: 'es2022' };
@@ -168,6 +186,7 @@ checkToolchain();
 fs.mkdirSync(dist, { recursive: true });
 if (!args.has('--skip-bpf')) buildBpf();
 if (!args.has('--skip-native')) buildNative();
+if (!args.has('--skip-native')) buildPreload();
 await bundle();
 if (!args.has('--skip-typecheck')) run(path.join(root, 'node_modules', '.bin', 'tsc'), ['--noEmit', '-p', '.']);
 console.log('build: done');

@@ -6,7 +6,7 @@
 set -euo pipefail
 
 build=(clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev make g++ python3 binutils)
-test=(openjdk-17-jdk-headless libbpf-tools bpftrace chromium ripgrep libkrb5-dev libsecret-1-dev libxkbfile-dev libx11-dev procps curl linux-perf)
+test=(openjdk-17-jdk-headless libbpf-tools bpftrace chromium ripgrep libkrb5-dev libsecret-1-dev libxkbfile-dev libx11-dev procps curl linux-perf libunwind8)
 bench=(heaptrack)
 
 want=("${build[@]}")

@@ -40,6 +40,7 @@ function requiredOutputs() {
   ];
   if (exists('native/binding.gyp')) need.push({ file: 'dist/ebpf_studio.node', from: ['native/src', 'native/binding.gyp'] });
   if (exists('extension/lsp/server.ts')) need.push({ file: 'dist/server.js', from: ts });
+  if (exists('native/preload')) need.push({ file: 'dist/libebpf-studio-preload.so', from: ['native/preload'] });
   // As scripts/build.mjs decides: an object is rebuilt from its own source and the headers in bpf/.
   const bpfFiles = fs.readdirSync(path.join(root, 'bpf'));
   const headers = bpfFiles.filter((f) => f.endsWith('.h')).map((f) => `bpf/${f}`);
@@ -105,7 +106,7 @@ const ls = spawnSync(vsce, ['ls', '--no-dependencies'], { cwd: root, encoding: '
 if (ls.status !== 0) fail(`vsce ls exited with ${ls.status}`);
 const files = ls.stdout.split('\n').map((s) => s.trim()).filter(Boolean);
 const allowed = [/^package\.json$/, /^README\.md$/, /^LICENSE$/, /^CHANGELOG\.md$/, /^bin\//, /^media\//, /^syntaxes\//, /^snippets\//,
-  /^dist\/[^/]+\.js$/, /^dist\/bpf\/[^/]+\.bpf\.o$/, /^dist\/ebpf_studio\.node$/, /^dist\/ebpf-studio-launch$/, /^dist\/webview\/[^/]+\.(js|css)$/];
+  /^dist\/[^/]+\.js$/, /^dist\/bpf\/[^/]+\.bpf\.o$/, /^dist\/ebpf_studio\.node$/, /^dist\/ebpf-studio-launch$/, /^dist\/libebpf-studio-preload\.so$/, /^dist\/webview\/[^/]+\.(js|css)$/];
 const stray = files.filter((f) => !allowed.some((re) => re.test(f)) || f.endsWith('.map') || f.endsWith('.ts'));
 if (stray.length) fail(`files outside the allow-list would be packed (fix .vscodeignore):\n  ${stray.join('\n  ')}`);
 const absent = requiredOutputs().map((o) => o.file).filter((f) => !files.includes(f));

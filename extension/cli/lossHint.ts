@@ -7,7 +7,9 @@ export function lossHint(result: unknown): string | undefined {
   const loss = lossOf(result);
   if (!loss) return undefined;
   const lost = lostWhat(loss.tracer, result);
-  const what = [loss.lost > 0 ? `${loss.lost} ${lost.noun} lost (${lost.cause})` : '', loss.dropped > 0 ? `${loss.dropped} events dropped (a kernel map was full)` : ''].filter(Boolean).join(' and ');
-  const advice = LOSS_ADVICE[loss.tracer];
+  // memleak's preload mode keeps its tables in the traced process, not in the kernel
+  const full = (result as { mode?: string }).mode === 'preload' ? 'a table of the leak tracer in the process was full' : 'a kernel map was full';
+  const what = [loss.lost > 0 ? `${loss.lost} ${lost.noun} lost (${lost.cause})` : '', loss.dropped > 0 ? `${loss.dropped} events dropped (${full})` : ''].filter(Boolean).join(' and ');
+  const advice = (result as { mode?: string }).mode === 'preload' ? 'allow more with --max-outstanding N, or record fewer with --min-size BYTES' : LOSS_ADVICE[loss.tracer];
   return `ebpf-studio: ${what}: the figures above undercount${advice ? `; to lose less, ${advice}` : ''}`;
 }

@@ -10,7 +10,8 @@ import { recordLosses } from '../tracers/lossHistory';
 export interface RunSpec<N extends TracerName> {
   tracer: Tracer<N>;
   options: OptionsOf<N>;
-  privilege: 'bpf' | 'uprobe';
+  /** none: the tracer needs no privilege for these options (memleak preload mode) */
+  privilege: 'bpf' | 'uprobe' | 'none';
   json: boolean;
   verbose: boolean;
   durationS?: number;
@@ -23,7 +24,7 @@ export interface RunSpec<N extends TracerName> {
 }
 
 export async function runTracer<N extends TracerName>(spec: RunSpec<N>, io: Io): Promise<number> {
-  requireBpfPrivilege(spec.privilege);
+  if (spec.privilege !== 'none') requireBpfPrivilege(spec.privilege);
   const env = cliEnv(spec.verbose);
   const options = spec.tracer.validate(spec.options);
   let endedBy: { reason: string; message?: string } | undefined;

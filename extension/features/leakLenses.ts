@@ -3,6 +3,7 @@
 // inlined frames considered innermost first. Stacks sharing a site are summed.
 import { formatBytes } from '../shared/units';
 import type { MemleakFrame, MemleakStack } from '../shared/memleak';
+import { combineStdErr } from '../shared/memleakSampling';
 
 export interface LeakSite {
   /** "file:line", stable across updates */
@@ -14,6 +15,8 @@ export interface LeakSite {
   oldestAgeMs: number;
   /** indexes into the stacks it was built from */
   stacks: number[];
+  /** sampled sessions: bytes and allocations are estimates with this standard error */
+  bytesStdErr?: number;
 }
 
 export interface LeakLens {
@@ -63,8 +66,11 @@ export function leakSites(stacks: MemleakStack[], roots: string[], wrappers?: Re
       site.allocations += s.allocations;
       site.oldestAgeMs = Math.max(site.oldestAgeMs, s.oldestAgeMs);
       site.stacks.push(i);
+      site.bytesStdErr = combineStdErr([site.bytesStdErr, s.bytesStdErr]);
     } else {
-      by.set(key, { key, file: at.file, line: at.line, bytes: s.bytes, allocations: s.allocations, oldestAgeMs: s.oldestAgeMs, stacks: [i] });
+      const site: LeakSite = { key, file: at.file, line: at.line, bytes: s.bytes, allocations: s.allocations, oldestAgeMs: s.oldestAgeMs, stacks: [i] };
+      if (s.bytesStdErr !== undefined) site.bytesStdErr = s.bytesStdErr;
+      by.set(key, site);
     }
   });
   return [...by.values()].sort((a, b) => b.bytes - a.bytes);
@@ -91,8 +97,11 @@ export function growthRate(history: { atMs: number; bytes: number }[]): number |
   return dt > 0 ? (last.bytes - first.bytes) / dt : undefined;
 }
 
-export function lensText(site: Pick<LeakSite, 'bytes' | 'allocations' | 'oldestAgeMs'>, rate?: number): string {
-  const parts = [`⚠ ${formatBytesDecimal(site.bytes)} outstanding in ${site.allocations} allocation${site.allocations === 1 ? '' : 's'}`, `oldest ${formatAge(site.oldestAgeMs)}`];
+export function lensText(site: Pick<LeakSite, 'bytes' | 'allocations' | 'oldestAgeMs' | 'bytesStdErr'>, rate?: number): string {
+  const est = site.bytesStdErr !== undefined;
+  const parts = est
+    ? [`⚠ ≈${formatBytesDecimal(site.bytes)} ± ${formatBytesDecimal(site.bytesStdErr!)} outstanding in ≈${site.allocations} allocation${site.allocations === 1 ? '' : 's'} (sampled estimate)`, `oldest ${formatAge(site.oldestAgeMs)}`]
+    : [`⚠ ${formatBytesDecimal(site.bytes)} outstanding in ${site.allocations} allocation${site.allocations === 1 ? '' : 's'}`, `oldest ${formatAge(site.oldestAgeMs)}`];
   if (rate !== undefined) parts.push(`${rate >= 0 ? '+' : '-'}${formatBytesDecimal(Math.abs(rate))}/s`);
   return parts.join(' · ');
 }

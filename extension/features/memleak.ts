@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import * as vscode from 'vscode';
 import { saveExport } from '../exportFile';
 import * as proto from '../shared/protocol';
-import { MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakLaunch, type MemleakOptions, type MemleakResult, type MemleakStack, type MemleakUpdate } from '../shared/memleak';
+import { MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES, MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakMode, type MemleakLaunch, type MemleakOptions, type MemleakResult, type MemleakStack, type MemleakUpdate } from '../shared/memleak';
 import { toFolded } from '../shared/memleakFormat';
 import { helper } from '../helperClient';
 import { startSession, type ClientSession } from '../sessions';
@@ -37,6 +37,8 @@ interface State {
   /** the key the Sessions view and the panel serializer know this session by */
   key: string;
   startedAt: Date;
+  /** sampled session: figures are estimates */
+  sampleBytes?: number;
 }
 
 let state: State | undefined;
@@ -79,7 +81,7 @@ function viewStacks(): LeakViewStack[] {
 
 function postSnapshot(): void {
   if (!view || !viewReady || !state) return;
-  view.post({ type: 'snapshot', title: state.title, running: state.running, totalBytes: state.totalBytes, totalAllocations: state.totalAllocations, dropped: state.dropped, stacks: viewStacks() });
+  view.post({ type: 'snapshot', title: state.title, running: state.running, totalBytes: state.totalBytes, totalAllocations: state.totalAllocations, dropped: state.dropped, stacks: viewStacks(), sampleBytes: state.sampleBytes });
 }
 
 function refresh(): void {
@@ -158,7 +160,7 @@ async function exportLeaks(format: 'json' | 'folded'): Promise<void> {
 
 async function trace(context: vscode.ExtensionContext, options: MemleakOptions, title: string): Promise<ClientSession<'memleak'> | undefined> {
   if (session) await session.stop();
-  const fresh: State = { title, running: true, stacks: [], totalBytes: 0, totalAllocations: 0, dropped: 0, stackHistory: new Map(), siteHistory: new Map(), lenses: [], key: newSessionKey(), startedAt: new Date() };
+  const fresh: State = { title, running: true, stacks: [], totalBytes: 0, totalAllocations: 0, dropped: 0, stackHistory: new Map(), siteHistory: new Map(), lenses: [], sampleBytes: options.sampleBytes || undefined, key: newSessionKey(), startedAt: new Date() };
   state = fresh;
   const s = await startSession('memleak', options, title, {
     onUpdate: (u: MemleakUpdate) => {
@@ -178,13 +180,14 @@ async function trace(context: vscode.ExtensionContext, options: MemleakOptions, 
       } else refresh();
       if (state === fresh) {
         void recordSession(
-          makeSession('memleak', `Leaks: ${fresh.title}`, { totalBytes: fresh.totalBytes, totalAllocations: fresh.totalAllocations, dropped: fresh.dropped, stacks: viewStacks() }, fresh.startedAt, new Date()),
+          makeSession('memleak', `Leaks: ${fresh.title}`, { totalBytes: fresh.totalBytes, totalAllocations: fresh.totalAllocations, dropped: fresh.dropped, stacks: viewStacks(), sampleBytes: fresh.sampleBytes }, fresh.startedAt, new Date()),
           fresh.key,
         );
       }
       const n = fresh.lenses.length;
       const why = reason === 'error' ? `ended: ${message ?? 'error'}` : reason === 'target-exited' ? (message ?? 'the program exited') : 'stopped';
-      void vscode.window.showInformationMessage(`eBPF Studio: leak tracing ${why}. ${n ? `${n} leak site${n === 1 ? '' : 's'} in the workspace (CodeLenses on the lines).` : 'No leak sites in workspace files.'}`, 'Show Leaks').then((c) => {
+      const how = result?.mode === 'preload' ? ' (preload mode)' : result?.mode === 'uprobe' ? ' (uprobes)' : '';
+      void vscode.window.showInformationMessage(`eBPF Studio: leak tracing${how} ${why}. ${n ? `${n} leak site${n === 1 ? '' : 's'} in the workspace (CodeLenses on the lines).` : 'No leak sites in workspace files.'}`, 'Show Leaks').then((c) => {
         if (c) openView(context);
       });
     },
@@ -256,6 +259,8 @@ function baseOptions(): Omit<MemleakOptions, 'pid' | 'launch'> {
     intervalS: c.get<number>('intervalSeconds', 2),
     maxOutstanding: c.get<number>('maxOutstanding', MEMLEAK_DEFAULT_MAX_OUTSTANDING),
     unwind: (['auto', 'dwarf', 'fp'] as const).find((u) => u === c.get<string>('unwind', 'auto')) ?? 'auto',
+    mode: c.get<MemleakMode>('mode', 'auto'),
+    sampleBytes: 0,
   };
 }
 
@@ -287,7 +292,10 @@ export function activate(context: vscode.ExtensionContext): void {
       try {
         const pid = typeof pidArg === 'number' ? pidArg : await pickProcess();
         if (!pid) return undefined;
-        return await trace(context, { ...baseOptions(), pid }, `leaks of pid ${pid}`);
+        // a running process cannot be preloaded: the preload setting means uprobes here
+        const base = baseOptions();
+        const sampleBytes = vscode.workspace.getConfiguration('ebpfStudio.memleak').get<number>('attachSampleBytes', MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES);
+        return await trace(context, { ...base, mode: base.mode === 'preload' ? 'auto' : base.mode, pid, sampleBytes }, `leaks of pid ${pid}`);
       } catch (e) {
         showError(e);
         return undefined;

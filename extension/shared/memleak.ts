@@ -19,6 +19,22 @@ export interface MemleakLaunch {
 
 export const MEMLEAK_DEFAULT_MAX_OUTSTANDING = 1_000_000;
 
+/**
+ * Mean sampling interval for attaching to a running process (--pid, Find Memory Leaks) unless
+ * --sample-bytes says otherwise; launching stays exact. Decided from bench/RESULTS.md (memleak
+ * sampled rows): see the README's memleak options for the reasoning.
+ */
+export const MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES = 0;
+
+/**
+ * How user-space allocations are seen. preload: our interposer library in LD_PRELOAD of a
+ * launched command (no kernel trap per call); uprobe: BPF uprobes on the allocator (works for
+ * running processes, static and setuid programs); auto: preload for a launched command, uprobes
+ * for --pid (and for launched programs that cannot be preloaded).
+ */
+export type MemleakMode = 'preload' | 'uprobe' | 'auto';
+export const MEMLEAK_MODES: readonly MemleakMode[] = ['preload', 'uprobe', 'auto'];
+
 export interface MemleakOptions {
   /** attach to this running process (exactly one of pid / launch / kernel-only) */
   pid?: number;
@@ -47,6 +63,13 @@ export interface MemleakOptions {
   unwind?: 'auto' | 'dwarf' | 'fp';
   /** dwarf: bytes of user stack copied per recorded allocation */
   stackCopyBytes?: number;
+  /** default auto */
+  mode?: MemleakMode;
+  /**
+   * Byte-based Poisson sampling (uprobe and kernel modes): mean bytes between recorded
+   * allocations; 0 or absent = exact. Figures become estimates with standard errors.
+   */
+  sampleBytes?: number;
 }
 
 export interface MemleakFrame {
@@ -70,6 +93,9 @@ export interface MemleakStack {
   oldestAgeMs: number;
   /** leaf first: frames[0] is the allocating call site */
   frames: MemleakFrame[];
+  /** sampled sessions: bytes and allocations above are estimates, with these standard errors */
+  bytesStdErr?: number;
+  allocationsStdErr?: number;
 }
 
 export interface MemleakResult {
@@ -81,6 +107,10 @@ export interface MemleakResult {
   dropped: number;
   /** exit-hold events that did not reach user space */
   lost: number;
+  /** how allocations were seen (absent in documents from before preload mode: uprobe) */
+  mode?: 'preload' | 'uprobe' | 'kernel';
+  /** present when sampled: the mean interval in bytes; every figure is then an estimate (see bytesStdErr) */
+  sampleBytes?: number;
 }
 
 export interface MemleakUpdate {
@@ -91,6 +121,8 @@ export interface MemleakUpdate {
   totalAllocations: number;
   stacks: MemleakStack[];
   dropped: number;
+  /** present when sampled (figures are estimates), as in the result */
+  sampleBytes?: number;
   /** output of a launched program (output: 'capture') since the last update */
   output?: string;
 }

@@ -26,9 +26,15 @@ export function frameText(f: MemleakFrame): string {
 }
 
 export function stackText(s: MemleakStack): string {
-  return [`\t${s.bytes} bytes in ${s.allocations} allocations from stack (oldest ${s.oldestAgeMs} ms)`, ...s.frames.map((f) => `\t\t${frameText(f)}`)].join('\n');
+  const head =
+    s.bytesStdErr !== undefined
+      ? `\t≈${s.bytes} ± ${s.bytesStdErr} bytes in ≈${s.allocations} ± ${s.allocationsStdErr ?? 0} allocations from stack (estimated; oldest sampled ${s.oldestAgeMs} ms)`
+      : `\t${s.bytes} bytes in ${s.allocations} allocations from stack (oldest ${s.oldestAgeMs} ms)`;
+  return [head, ...s.frames.map((f) => `\t\t${frameText(f)}`)].join('\n');
 }
 
-export function reportText(stacks: MemleakStack[], title: string): string {
-  return [`${title}: ${stacks.length} stack${stacks.length === 1 ? '' : 's'} with outstanding allocations:`, ...stacks.map(stackText)].join('\n');
+/** `sampleBytes`: the figures are estimates from sampling at that mean interval (± one standard error). */
+export function reportText(stacks: MemleakStack[], title: string, sampleBytes?: number): string {
+  const note = sampleBytes ? ` (estimates from sampling every ~${sampleBytes} bytes; ± is one standard error)` : '';
+  return [`${title}: ${stacks.length} stack${stacks.length === 1 ? '' : 's'} with outstanding allocations${note}:`, ...stacks.map(stackText)].join('\n');
 }

@@ -25,7 +25,7 @@ export interface SessionData {
   /** every interval in order (histograms are per interval) */
   runqlat: { scope: string; per: RunqlatPer; unit: RunqlatUnit; updates: RunqlatUpdate[]; ended?: EndedState };
   /** the last snapshot of outstanding allocations, with each stack's history */
-  memleak: { totalBytes: number; totalAllocations: number; dropped: number; stacks: LeakViewStack[] };
+  memleak: { totalBytes: number; totalAllocations: number; dropped: number; stacks: LeakViewStack[]; /** a sampled session: figures are estimates */ sampleBytes?: number };
   /** unwind: how user stacks were unwound, as the view's note says it */
   profile: { profile: FlameProfile; warnings: string[]; unwind?: string };
 }

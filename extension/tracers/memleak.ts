@@ -25,6 +25,9 @@ import { loadFirstWorking, records, setRodata } from './bpfObject';
 import { MEMLEAK_DEFAULT_STACK_COPY, MEMLEAK_MAX_STACK_COPY, MemleakDwarfStacks } from './memleakDwarf';
 import { launchStopped, type StoppedChild } from './launchStopped';
 import { aggregate, ageMs, CNT, decodeAllocDump, decodeExitEvent, type StackAggregate } from './memleakDecode';
+import { allocatorLibBlocker, glibcBlocker, preloadBlocker, preloadLibPath, startPreload } from './memleakPreload';
+import { MEMLEAK_MODES, type MemleakMode } from '../shared/memleak';
+import { resolveCommand } from './launchStopped';
 
 interface Probe {
   symbol: string;
@@ -139,12 +142,17 @@ export const memleakTracer: Tracer<'memleak'> = {
     const symbolPrefix = o.symbolPrefix === undefined ? undefined : str(o, 'symbolPrefix', 64);
     if (symbolPrefix !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(symbolPrefix)) throw inputError(`symbolPrefix "${symbolPrefix}" is not a C identifier prefix (e.g. je_)`);
     if (allocatorLib !== undefined && !path.isAbsolute(allocatorLib)) throw inputError(`allocatorLib must be an absolute path, got "${allocatorLib}"`);
+    const mode = (o.mode === undefined || o.mode === null ? 'auto' : str(o, 'mode', 16)) as MemleakMode;
+    if (!MEMLEAK_MODES.includes(mode)) throw inputError(`mode must be one of ${MEMLEAK_MODES.join(', ')}, got "${mode}"`);
+    if (mode === 'preload' && !launch) throw inputError('mode preload needs a command to launch: a running process (pid) or the kernel cannot be preloaded; use mode uprobe or auto');
     return {
+      mode,
       pid,
       launch,
       kernel,
       minAgeMs: num(o, 'minAgeMs', 0, 7 * 24 * 3600 * 1000, 0),
       sampleRate: int(o, 'sampleRate', 1, 1 << 30, 1),
+      sampleBytes: int(o, 'sampleBytes', 0, 2 ** 40, 0),
       minSize,
       maxSize,
       top: int(o, 'top', 0, 100000, 10),
@@ -161,6 +169,9 @@ export const memleakTracer: Tracer<'memleak'> = {
     if (options.pid !== undefined) checkPid(options.pid);
     if (options.allocatorLib) requireElfFile(options.allocatorLib, 'allocatorLib');
     const warnings: string[] = [];
+    const why = preloadRefusal(options, env.assetDir);
+    if (why === undefined) return startPreload(options, env, events, warnings);
+    if (why) warnings.push(`${why}: tracing with uprobes instead`);
     const t0 = process.hrtime.bigint();
     let output = '';
     let launched: StoppedChild | undefined;
@@ -185,6 +196,7 @@ export const memleakTracer: Tracer<'memleak'> = {
           min_size: BigInt(options.minSize),
           max_size: options.maxSize ? BigInt(options.maxSize) : (1n << 64n) - 1n,
           sample_rate: BigInt(options.sampleRate),
+          sample_bytes: BigInt(options.sampleBytes ?? 0),
           hold_at_exit: Boolean(launched),
         });
       }));
@@ -291,15 +303,21 @@ export const memleakTracer: Tracer<'memleak'> = {
     /** Reads the allocs map and symbolizes the stacks to report (all of them when `all`). */
     const measure = async (nowNs: bigint, all: boolean) => {
       const allocs = decodeAllocDump(obj.mapDump('allocs'));
-      const aggs = aggregate(dwarf ? dwarf.remap(allocs) : allocs, nowNs, options.minAgeMs);
+      const aggs = aggregate(dwarf ? dwarf.remap(allocs) : allocs, nowNs, options.minAgeMs, options.sampleBytes ?? 0);
       const shown = options.top ? aggs.slice(0, options.top) : aggs;
       await symbolize((all ? aggs : shown).map((a) => a.stackId));
-      const toStack = (a: StackAggregate): MemleakStack => ({ bytes: a.bytes, allocations: a.allocations, oldestAgeMs: ageMs(nowNs, a.oldestNs), frames: framesOf(a.stackId) });
+      const toStack = (a: StackAggregate): MemleakStack => {
+        const s: MemleakStack = { bytes: a.bytes, allocations: a.allocations, oldestAgeMs: ageMs(nowNs, a.oldestNs), frames: framesOf(a.stackId) };
+        if (a.bytesStdErr !== undefined) Object.assign(s, { bytesStdErr: a.bytesStdErr, allocationsStdErr: a.allocationsStdErr });
+        return s;
+      };
       return { aggs, stacks: shown.map(toStack) };
     };
     const resultAt = async (nowNs: bigint): Promise<MemleakResult> => {
       const { stacks } = await measure(nowNs, false);
-      return { tracer: 'memleak', pid, stacks, dropped: dropped(), lost: counter(CNT.exitLost) };
+      const r: MemleakResult = { tracer: 'memleak', pid, stacks, dropped: dropped(), lost: counter(CNT.exitLost), mode: options.kernel ? 'kernel' : 'uprobe' };
+      if (options.sampleBytes) r.sampleBytes = options.sampleBytes;
+      return r;
     };
 
     // One report at a time: a slow symbolization must not overlap the next tick.
@@ -325,6 +343,7 @@ export const memleakTracer: Tracer<'memleak'> = {
           stacks,
           dropped: dropped(),
         };
+        if (options.sampleBytes) u.sampleBytes = options.sampleBytes;
         if (output) {
           u.output = output;
           output = '';
@@ -457,6 +476,44 @@ export const memleakTracer: Tracer<'memleak'> = {
 };
 
 /**
+ * undefined: trace this launch by preloading. '': uprobes, as asked (or an attach). Otherwise
+ * why a launch that would have been preloaded falls back to uprobes.
+ */
+export function preloadRefusal(options: MemleakOptions, assetDir: string): string | undefined {
+  if (!options.launch || options.kernel || options.mode === 'uprobe') return '';
+  const lib = preloadLibPath(assetDir);
+  if (!lib) return `the leak interposer (${assetDir}/libebpf-studio-preload.so) is not built`;
+  const glibc = glibcBlocker(lib);
+  if (glibc) return glibc;
+  const l = options.launch;
+  const exe = resolveCommand(l.command[0], { ...process.env, ...(l.env ?? {}) }.PATH, l.cwd ?? process.cwd());
+  const blocked = preloadBlocker(exe);
+  if (blocked) return `${blocked}, so it cannot be traced by preloading`;
+  if (options.allocatorLib) {
+    const lib = allocatorLibBlocker(options.allocatorLib, options.symbolPrefix);
+    if (lib) return `${lib}, so --allocator-lib needs uprobes`;
+  }
+  return undefined;
+}
+
+function isStaticExe(exe: string): boolean {
+  try {
+    return withElf(exe, (elf) => !elf.segments.some((seg) => seg.type === 3 /* PT_INTERP */));
+  } catch {
+    return false;
+  }
+}
+
+/** Whether an executable has its own malloc in its symbol table (a static glibc or musl program). */
+function definesMalloc(exe: string): boolean {
+  try {
+    return withElf(exe, (elf) => elf.symbols('best').some((s) => s.name === 'malloc' && s.value !== 0n));
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Whether a program links libstdc++ directly (its .dynstr names it). Scripts and unreadable
  * files say yes: probing a library the program never maps costs only detach time.
  */
@@ -474,7 +531,14 @@ function linksLibstdcxx(exe: string): boolean {
 function attachUser(obj: BpfObject, pid: number, options: MemleakOptions, launched: StoppedChild | undefined, warnings: string[], log: (m: string) => void): void {
   const launch = Boolean(launched);
   const maps = mapsOrExplain(pid);
-  const libc = findMapped(maps, LIBC);
+  // A static program carries its allocator: probe the executable itself (a launched one has not
+  // exec'd yet, so its maps still show the launcher's libc).
+  const exe = launched?.exe ?? fs.readlinkSync(`/proc/${pid}/exe`);
+  const ownMalloc = (launched ? isStaticExe(exe) : !findMapped(maps, LIBC)) && definesMalloc(exe);
+  if (launched && !ownMalloc && isStaticExe(exe)) {
+    throw unsuitableError(`${exe} is statically linked and has no malloc symbol to probe (stripped?): build it without -s, or dynamically linked`);
+  }
+  const libc = ownMalloc ? exe : findMapped(maps, LIBC);
   if (!libc) {
     throw unsuitableError(`process ${pid} maps no libc (${fs.readlinkSync(`/proc/${pid}/exe`)} may be statically linked or use its own allocator): give its allocator with --allocator-lib PATH [--symbol-prefix P]`);
   }

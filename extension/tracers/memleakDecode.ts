@@ -1,5 +1,6 @@
 // Decoders for the memleak maps and events (mirror bpf/memleak.h) and the pure aggregation of
 // outstanding allocations by stack, kept apart from attach logic so unit tests can drive them.
+import { SampledTotals } from '../shared/memleakSampling';
 
 export const ALLOC_SIZE = 24;
 export const TOTALS_SIZE = 16;
@@ -49,13 +50,18 @@ export interface StackAggregate {
   bytes: number;
   allocations: number;
   oldestNs: bigint;
+  /** sampled (meanBytes > 0): bytes and allocations are rounded estimates with these errors */
+  bytesStdErr?: number;
+  allocationsStdErr?: number;
 }
 
 /**
  * Groups outstanding allocations by stack, counting only those at least minAgeMs old at `nowNs`
- * (both CLOCK_MONOTONIC), largest bytes first (ties: more allocations, then older).
+ * (both CLOCK_MONOTONIC), largest bytes first (ties: more allocations, then older). With
+ * `meanBytes` > 0 the records are Poisson samples and each stack's figures are estimates.
  */
-export function aggregate(records: AllocRecord[], nowNs: bigint, minAgeMs: number): StackAggregate[] {
+export function aggregate(records: AllocRecord[], nowNs: bigint, minAgeMs: number, meanBytes = 0): StackAggregate[] {
+  if (meanBytes > 0) return aggregateSampled(records, nowNs, minAgeMs, meanBytes);
   const cutoff = nowNs - BigInt(Math.round(minAgeMs * 1e6));
   const by = new Map<number, StackAggregate>();
   for (const r of records) {
@@ -74,4 +80,26 @@ export function aggregate(records: AllocRecord[], nowNs: bigint, minAgeMs: numbe
 
 export function ageMs(nowNs: bigint, thenNs: bigint): number {
   return thenNs >= nowNs ? 0 : Number((nowNs - thenNs) / 1_000_000n);
+}
+
+function aggregateSampled(records: AllocRecord[], nowNs: bigint, minAgeMs: number, meanBytes: number): StackAggregate[] {
+  const cutoff = nowNs - BigInt(Math.round(minAgeMs * 1e6));
+  const by = new Map<number, { t: SampledTotals; oldestNs: bigint }>();
+  for (const r of records) {
+    if (minAgeMs > 0 && r.timestampNs > cutoff) continue;
+    let g = by.get(r.stackId);
+    if (!g) by.set(r.stackId, (g = { t: new SampledTotals(), oldestNs: r.timestampNs }));
+    g.t.add(r.size, meanBytes);
+    if (r.timestampNs < g.oldestNs) g.oldestNs = r.timestampNs;
+  }
+  return [...by.entries()]
+    .map(([stackId, { t, oldestNs }]) => ({
+      stackId,
+      bytes: Math.round(t.bytes),
+      allocations: Math.max(1, Math.round(t.allocations)),
+      oldestNs,
+      bytesStdErr: Math.round(t.bytesStdErr),
+      allocationsStdErr: Math.round(t.allocationsStdErr * 10) / 10,
+    }))
+    .sort((a, b) => b.bytes - a.bytes || b.allocations - a.allocations || (a.oldestNs < b.oldestNs ? -1 : 1));
 }

@@ -222,6 +222,8 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       const ended = s.page.locator('.notifications-toasts .notification-list-item-message', { hasText: /leak tracing .*exited/ });
       await ended.first().waitFor({ timeout: 30_000 });
       const toast = (await ended.first().innerText()).trim();
+      // ebpfStudio.memleak.mode defaults to auto: a launched program is traced by preloading
+      assert.match(toast, /leak tracing \(preload mode\)/, `Run with Leak Tracing did not use preload mode: "${toast}"`);
 
       const editor = await openWorkspaceFile(s, 'leaky.c');
       const expected = [

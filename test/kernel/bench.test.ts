@@ -31,6 +31,9 @@ const REQUIRED: { name: string; peer?: string; peerTool?: string }[] = [
   { name: 'flamegraph first paint' },
   { name: 'flamegraph zoom' },
   { name: 'event throughput' },
+  { name: 'memleak preload mode', peer: 'heaptrack', peerTool: 'heaptrack' },
+  { name: 'memleak sampled attach', peer: 'exact' },
+  { name: 'memleak sampled estimate', peer: '512 KiB' },
 ];
 
 test('bench --quick --json: every row of the benchmark issue, with its peer from the same run', { skip: kernelSkipReason(), timeout: 600_000 }, (t) => {

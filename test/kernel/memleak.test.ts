@@ -1,6 +1,7 @@
 // memleak against real leaky programs (test/fixtures/c/leaky.c, cpp/leaky.cpp), built here
 // with -g -O0 -fno-omit-frame-pointer: exact bytes, counts and allocating file:line for each
-// leak, the freed paths absent, in launch mode and attach mode. Needs root (uprobes) and a
+// leak, the freed paths absent, in launch mode (--mode uprobe; preload mode: memleakPreload.test.ts)
+// and attach mode. Needs root (uprobes) and a
 // built tree; otherwise each test skips with the reason.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -117,7 +118,7 @@ function expectCxx(r: MemleakResult): void {
 
 test('launch mode: C leaks through malloc, calloc and realloc, exact', { timeout: 60000 }, async (t) => {
   if (skip(t)) return;
-  const run = runCli(['--json', '--top', '100', '--', build(cSrc)]);
+  const run = runCli(['--json', '--top', '100', '--mode', 'uprobe', '--', build(cSrc)]);
   assert.equal(await run.done, 0, run.stderr);
   const r = JSON.parse(run.stdout) as MemleakResult;
   assert.equal(r.tracer, 'memleak');
@@ -128,7 +129,7 @@ test('launch mode: a full allocation table counts what it could not record (--ma
   if (skip(t)) return;
   // leaky.c ends with 16 blocks never freed. Each was one insert into a table with room for 4:
   // at most 4 can be recorded (a recorded leak is never removed), so at least 12 were dropped.
-  const run = runCli(['--json', '--top', '100', '--max-outstanding', '4', '--', build(cSrc)]);
+  const run = runCli(['--json', '--top', '100', '--mode', 'uprobe', '--max-outstanding', '4', '--', build(cSrc)]);
   assert.equal(await run.done, 0, run.stderr);
   const r = JSON.parse(run.stdout) as MemleakResult;
   const recorded = r.stacks.reduce((n, s) => n + s.allocations, 0);
@@ -140,7 +141,7 @@ test('launch mode: a full allocation table counts what it could not record (--ma
 
 test('launch mode: C++ leaks through new and new[], exact', { timeout: 60000 }, async (t) => {
   if (skip(t)) return;
-  const run = runCli(['--json', '--top', '100', '--', build(cxxSrc)]);
+  const run = runCli(['--json', '--top', '100', '--mode', 'uprobe', '--', build(cxxSrc)]);
   assert.equal(await run.done, 0, run.stderr);
   expectCxx(JSON.parse(run.stdout) as MemleakResult);
 });

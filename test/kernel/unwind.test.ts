@@ -122,8 +122,10 @@ describe('CFI unwinding (kernel)', { skip }, () => {
     const cc = spawnSync('gcc', ['-O2', '-g', '-fomit-frame-pointer', path.join(repoRoot, 'test/fixtures/c/unwind/leakfix.c'), '-o', exe], { encoding: 'utf8' });
     if (cc.error) return t.skip(`gcc is not installed: ${cc.error.message}`);
     assert.equal(cc.status, 0, cc.stderr);
-    const run = (unwind: string) => {
-      const r = runCli(['memleak', '--json', '--unwind', unwind, '--', exe], { timeoutMs: 60_000 });
+    // uprobe mode: the kernel copies the stack (dwarf) or walks frame pointers (fp); preload mode
+    // unwinds in the process and is checked against the same figures below.
+    const run = (unwind: string, mode = 'uprobe') => {
+      const r = runCli(['memleak', '--json', '--mode', mode, '--unwind', unwind, '--', exe], { timeoutMs: 60_000 });
       assert.equal(r.code, 0, r.stderr);
       return JSON.parse(r.stdout) as MemleakResult;
     };
@@ -138,6 +140,12 @@ describe('CFI unwinding (kernel)', { skip }, () => {
     for (const s of mine) assert.equal(names(s)[2], 'main', `a leak stack stops short of main: ${names(s).join(' <- ')}`);
     const line = (s: (typeof mine)[number]) => s.frames[0].line;
     assert.ok(mine.every((s) => line(s) === line(mine[0])), 'the allocating line is the same exact line in every stack');
+
+    // Preload mode (the default for a launched program) agrees: same callers, bytes and counts.
+    const pre = run('auto', 'preload').stacks.filter((s) => names(s)[0] === 'grab');
+    const preVia = (caller: string) => sum(pre.filter((s) => names(s)[1] === caller));
+    assert.deepEqual(preVia('from_a'), sum(via('from_a')), 'preload and uprobe modes agree on from_a');
+    assert.deepEqual(preVia('from_b'), sum(via('from_b')), 'preload and uprobe modes agree on from_b');
 
     // The frame-pointer walk: the callers are lost and all leaks fall on one stack.
     const fp = run('fp');

@@ -56,7 +56,11 @@ function render(): void {
   const exportFolded = el('button', { textContent: 'Export Folded Stacks', className: 'secondary' });
   exportFolded.addEventListener('click', () => vscode.postMessage({ type: 'export', format: 'folded' }));
   bar.append(exportJson, exportFolded);
-  if (last) bar.append(el('span', { className: 'status' }, `${last.title} · ${last.running ? 'tracing' : 'stopped'} · ${last.totalBytes} bytes in ${last.totalAllocations} allocations${last.dropped ? ` · ${last.dropped} not recorded` : ''}`));
+  if (last) {
+    const est = last.sampleBytes ? '≈' : '';
+    const sampled = last.sampleBytes ? ` · estimates from sampling every ~${last.sampleBytes} bytes (± one standard error)` : '';
+    bar.append(el('span', { className: 'status' }, `${last.title} · ${last.running ? 'tracing' : 'stopped'} · ${est}${last.totalBytes} bytes in ${est}${last.totalAllocations} allocations${last.dropped ? ` · ${last.dropped} not recorded` : ''}${sampled}`));
+  }
   app.append(bar);
   if (!last || last.stacks.length === 0) {
     app.append(el('p', { className: 'status' }, last ? 'No outstanding allocations.' : 'Waiting for the first report…'));

@@ -37,9 +37,10 @@ export function toRows(stacks: LeakViewStack[]): Row[] {
     .sort((a, b) => b.bytes - a.bytes)
     .map((s) => ({
       key: s.key,
-      bytes: formatBytesDecimal(s.bytes),
+      // sampled sessions: estimates, with one standard error
+      bytes: s.bytesStdErr !== undefined ? `≈${formatBytesDecimal(s.bytes)} ± ${formatBytesDecimal(s.bytesStdErr)}` : formatBytesDecimal(s.bytes),
       bytesRaw: s.bytes,
-      count: String(s.allocations),
+      count: s.allocationsStdErr !== undefined ? `≈${s.allocations} ± ${s.allocationsStdErr}` : String(s.allocations),
       oldest: formatAge(s.oldestAgeMs),
       sparkline: sparklinePoints(s.history, 80, 18),
       site: s.site,

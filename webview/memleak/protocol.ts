@@ -11,7 +11,17 @@ export interface LeakViewStack extends MemleakStack {
 }
 
 export type ToView =
-  | { type: 'snapshot'; title: string; running: boolean; totalBytes: number; totalAllocations: number; dropped: number; stacks: LeakViewStack[] }
+  | {
+      type: 'snapshot';
+      title: string;
+      running: boolean;
+      totalBytes: number;
+      totalAllocations: number;
+      dropped: number;
+      stacks: LeakViewStack[];
+      /** present when sampled: every figure is an estimate (mean sampling interval in bytes) */
+      sampleBytes?: number;
+    }
   | { type: 'focus'; site: string }
   | { type: 'cleared' };
 

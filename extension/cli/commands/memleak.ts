@@ -1,17 +1,18 @@
 // `ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N]
 // [--min-size N] [--max-size N] [--top N] [--interval S] [--max-outstanding N] [--kernel] [--duration S] [--json |
-// --folded] [--allocator-lib PATH --symbol-prefix P]`: outstanding allocations by stack, reported
+// --folded] [--allocator-lib PATH --symbol-prefix P] [--mode preload|uprobe|auto] [--sample-bytes N]`: outstanding allocations by stack, reported
 // every interval and at the end (duration, Ctrl-C, or the launched command exiting).
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
-import { memleakTracer } from '../../tracers/memleak';
+import { memleakTracer, preloadRefusal } from '../../tracers/memleak';
+import { defaultAssetDir } from '../../native/addon';
 import { usageError } from '../../shared/errors';
-import { MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakOptions } from '../../shared/memleak';
+import { MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES, MEMLEAK_DEFAULT_MAX_OUTSTANDING, MEMLEAK_MODES, type MemleakMode, type MemleakOptions } from '../../shared/memleak';
 import { reportText, toFolded } from '../../shared/memleakFormat';
 
 const USAGE =
-  'ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N] [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json | --folded] [--allocator-lib PATH] [--symbol-prefix P] [--unwind auto|dwarf|fp] [--stack-copy-kb N]\n  --unwind MODE    user stacks: dwarf (default) copies the stack at each recorded allocation and unwinds it by CFI,\n                   so callers survive code built without frame pointers; fp walks frame pointers in the kernel (cheaper)\n  --stack-copy-kb N  dwarf: KiB of stack copied per recorded allocation (default 8, 1..16)';
+  'ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N] [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json | --folded] [--allocator-lib PATH] [--symbol-prefix P] [--mode preload|uprobe|auto] [--sample-bytes N] [--unwind auto|dwarf|fp] [--stack-copy-kb N]\n  --unwind MODE    uprobe mode: dwarf (default) copies the stack at each recorded allocation and unwinds it by CFI,\n                   so callers survive code built without frame pointers; fp walks frame pointers in the kernel (cheaper)\n                   (preload mode always unwinds by CFI, in the process)\n  --stack-copy-kb N  dwarf: KiB of stack copied per recorded allocation (default 8, 1..16)';
 
 export const memleakCommand: Command = {
   name: 'memleak',
@@ -39,6 +40,8 @@ export const memleakCommand: Command = {
         'symbol-prefix': { type: 'string' },
         unwind: { type: 'string' },
         'stack-copy-kb': { type: 'string' },
+        mode: { type: 'string' },
+        'sample-bytes': { type: 'string' },
       },
       true,
     );
@@ -55,6 +58,9 @@ export const memleakCommand: Command = {
     if (kernel && command.length) throw usageError('--kernel traces kernel allocations; it takes --pid or nothing, not a command');
     if (values.json && values.folded) throw usageError('--json and --folded are two output formats: pick one');
     if (values['symbol-prefix'] !== undefined && values['allocator-lib'] === undefined) throw usageError('--symbol-prefix applies to --allocator-lib PATH');
+    const mode = (values.mode ?? 'auto') as MemleakMode;
+    if (!MEMLEAK_MODES.includes(mode)) throw usageError(`--mode must be preload, uprobe or auto, got "${values.mode}"`);
+    if (mode === 'preload' && !command.length) throw usageError('--mode preload traces a command it starts (-- COMMAND): a running process or the kernel cannot be preloaded; use --mode uprobe or auto');
     const machine = Boolean(values.json || values.folded);
     const unwind = (values.unwind ?? 'auto') as 'auto' | 'dwarf' | 'fp';
     if (!['auto', 'dwarf', 'fp'].includes(unwind)) throw usageError(`--unwind must be one of auto, dwarf, fp, not "${values.unwind}"`);
@@ -78,21 +84,28 @@ export const memleakCommand: Command = {
       symbolPrefix: values['symbol-prefix'] as string | undefined,
       unwind,
       stackCopyBytes: (copyKb ?? 8) * 1024,
+      mode,
+      // attach: sampled by default (see MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES); launch and kernel: exact
+      sampleBytes: numberFlag(values['sample-bytes'], '--sample-bytes', 0, 2 ** 40, { integer: true }) ?? (pid !== undefined && !kernel ? MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES : 0),
     };
+    // Preload mode needs no privilege: a user can trace their own program without sudo. A launch
+    // that falls back to uprobes says why before the privilege check can refuse it.
+    const refusal = command.length && !kernel ? preloadRefusal(memleakTracer.validate(options), defaultAssetDir()) : '';
+    if (refusal && process.geteuid?.() !== 0) io.err(`note: ${refusal}: tracing with uprobes instead`);
     const clock = () => new Date().toTimeString().slice(0, 8);
     return runTracer(
       {
         tracer: memleakTracer,
         options,
-        privilege: kernel ? 'bpf' : 'uprobe',
+        privilege: kernel ? 'bpf' : refusal === undefined ? 'none' : 'uprobe',
         json: Boolean(values.json),
         verbose: Boolean(values.verbose),
         durationS: durationFlag(values.duration),
-        formatUpdate: (u) => (machine ? '' : reportText(u.stacks, `[${clock()}] ${u.totalBytes} bytes outstanding in ${u.totalAllocations} allocations; top`)),
+        formatUpdate: (u) => (machine ? '' : reportText(u.stacks, `[${clock()}] ${u.sampleBytes ? '≈' : ''}${u.totalBytes} bytes outstanding in ${u.sampleBytes ? '≈' : ''}${u.totalAllocations} allocations; top`, u.sampleBytes)),
         formatResult: (r) =>
           values.folded
             ? toFolded(r)
-            : [reportText(r.stacks, `[${clock()}] final report for ${r.pid ? `pid ${r.pid}` : 'the kernel'}`), r.dropped ? `${r.dropped} allocations were not recorded (tables full)` : ''].filter(Boolean).join('\n'),
+            : [reportText(r.stacks, `[${clock()}] final report for ${r.pid ? `pid ${r.pid}` : 'the kernel'}`, r.sampleBytes), r.dropped ? `${r.dropped} allocations were not recorded (tables full)` : ''].filter(Boolean).join('\n'),
         banner: (targets) => (command.length ? `Tracing allocations of ${command[0]} (pid ${targets[0]})... Ctrl-C to end.` : `Tracing outstanding allocations of ${targets.length ? `pid ${targets[0]}` : 'the kernel'}... Ctrl-C to end.`),
       },
       io,

@@ -1,0 +1,862 @@
+/* The leak-tracing interposer: LD_PRELOAD'ed into a program that `memleak -- COMMAND` (or "Run
+ * with Leak Tracing") starts in preload mode. It wraps the allocator functions, keeps the table
+ * of outstanding allocations and their interned stacks inside the target, in a file mapped
+ * MAP_SHARED (layout: leak_table.h), which the helper reads whenever it likes and after the
+ * target is gone. No kernel trap per call: this is what makes launch mode cost about what
+ * heaptrack costs instead of ~12 µs per malloc+free pair through uprobes.
+ *
+ * Table in the target vs streaming events: the table. Measured with bench/workloads/mallocfree.c
+ * (ns per malloc+free pair, 2 shared vCPUs, three rounds): untraced 12-14; the wrappers alone
+ * 17-20; table without unwinding 30-33 (the table costs ~12 ns); unwinding and interning
+ * without the table 118-141; everything 135-185. Streaming the same events instead (a 16-byte
+ * free record and an address+size+frames malloc record, one write(2) each into a pipe read by
+ * `cat`) cost 1,956-3,151 ns per pair: two system calls per pair, and a reader that must keep
+ * up or make the target wait (a ring in shared memory avoids the calls but must either block
+ * or lose events, and with them exactness, when the reader falls behind). A table cannot
+ * overflow that way: it is sized for --max-outstanding blocks (2 slots each) and counts what
+ * does not fit.
+ *
+ * Unwinder: return-address chains with CFI, so -O2 -fomit-frame-pointer code unwinds. Full
+ * malloc+free pairs on an -O2 -fomit-frame-pointer build, 6 frames deep, same run: libunwind's
+ * unw_backtrace (with its x86-64 frame cache) 120-150 ns; libgcc's _Unwind_Backtrace, which
+ * interprets every frame's CFI on every call, 1,640-2,230 ns. Both give correct chains
+ * (test/kernel/memleakPreload.test.ts checks one reaches main through three -O2
+ * -fomit-frame-pointer callers with each). So libunwind is used when libunwind.so.8 can be
+ * dlopen'ed, libgcc otherwise; the header records which (leak_header.unwinder). libunwind is
+ * opened at run time, not linked, so a machine without it still traces (slower) instead of the
+ * program failing to start; Debian's libunwind.a is not position independent and cannot be
+ * linked into this library. EBPF_STUDIO_PRELOAD_UNWINDER=libgcc forces libgcc (tests, bench).
+ *
+ * Rules that keep a traced program working:
+ * - Recursion: dlsym() may call calloc before the real functions are known; those calls are
+ *   served from a static bootstrap arena (never freed to the real allocator). Anything the
+ *   tracer itself allocates (unwinder caches, dlopen) runs with the per-thread `busy` count set
+ *   and goes straight through untraced.
+ * - Allocations before main (other libraries' constructors) are traced: setup happens on the
+ *   first call, whenever that is.
+ * - Threads: 256 table regions, each with its own spinlock (an address picks its region);
+ *   stack interning reads without a lock and inserts under one.
+ * - fork: the child shares the MAP_SHARED table with the parent, so the child stops tracing
+ *   (pthread_atfork) and its calls go straight to the allocator. Its frees of inherited blocks
+ *   leave the parent's records alone.
+ * - exec: LD_PRELOAD (our entry only) and our variables are removed from the environment at
+ *   start, so programs the target runs are not traced, unless EBPF_STUDIO_PRELOAD_CHILDREN=1;
+ *   then each traced process writes its own PID.leak (the session reports the launched one).
+ * - exit: an atexit handler (registered before main, so it runs after the program's own) tells
+ *   the helper through a socket it may never block on (MSG_DONTWAIT | MSG_NOSIGNAL); it then
+ *   waits at most 3 s for the helper to capture the process's modules for symbolization
+ *   (libraries loaded since the last capture; their files stay readable after the exit). Without a helper it does not wait at all. Frees
+ *   in later destructors still reach the table, so the final report is what was outstanding
+ *   when the process ended.
+ * - C++: with libstdc++ on glibc, operator new calls malloc and operator delete calls free, so
+ *   the bytes are already seen; new/new[] are still wrapped (forwarded to the next definition,
+ *   untraced inside) so the stack starts at the line calling `new`, as in the uprobe mode.
+ *   Deletes are not wrapped: they reach free().
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <unwind.h>
+#include "leak_table.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define HIDDEN __attribute__((visibility("hidden")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- the real functions ------------------------------------------------------------------ */
+
+static void *(*real_malloc)(size_t);
+static void *(*real_calloc)(size_t, size_t);
+static void *(*real_realloc)(void *, size_t);
+static void *(*real_reallocarray)(void *, size_t, size_t);
+static void (*real_free)(void *);
+static int (*real_posix_memalign)(void **, size_t, size_t);
+static void *(*real_aligned_alloc)(size_t, size_t);
+static void *(*real_memalign)(size_t, size_t);
+static void *(*real_valloc)(size_t);
+static void *(*real_pvalloc)(size_t);
+static void *(*real_new)(size_t);
+static void *(*real_new_array)(size_t);
+static void *(*real_new_nothrow)(size_t, const void *);
+static void *(*real_new_array_nothrow)(size_t, const void *);
+static void *(*real_new_aligned)(size_t, size_t);
+static void *(*real_new_array_aligned)(size_t, size_t);
+static void *(*real_new_aligned_nothrow)(size_t, size_t, const void *);
+static void *(*real_new_array_aligned_nothrow)(size_t, size_t, const void *);
+
+/* ---- state ------------------------------------------------------------------------------- */
+
+enum { INIT_NONE, INIT_BUSY, INIT_DONE };
+static int init_state;
+/* tracing on: setup succeeded, not a forked child */
+static int active;
+static __thread int busy __attribute__((tls_model("initial-exec")));
+static __thread int initializing __attribute__((tls_model("initial-exec")));
+
+static struct leak_header *hdr;
+static struct leak_slot *slots;
+static uint64_t region_slots; /* per region, a power of two */
+static struct leak_stack_slot *sindex;
+static struct leak_stack_dir *sdir;
+static uint64_t *frames;
+static int notify_fd = -1;
+/* --min-size / --max-size: blocks outside are not recorded (no unwinding, no table slot) */
+static uint64_t min_size, max_size = UINT64_MAX;
+/* --sample-rate N: every Nth allocation of a thread; --sample-bytes N: byte-based Poisson
+ * sampling as in bpf/memleak.bpf.c (per-thread exponential countdown; the helper weighs each
+ * recorded block by 1/(1 - exp(-size/N))) */
+static uint64_t sample_rate = 1;
+static double sample_bytes;
+static __thread uint64_t nth __attribute__((tls_model("initial-exec")));
+static __thread double countdown __attribute__((tls_model("initial-exec")));
+static __thread uint64_t rng __attribute__((tls_model("initial-exec")));
+
+static size_t page_size = 4096;
+
+/* Locks live in private memory: a forked child must never see one held. */
+static struct {
+	int lock;
+	char pad[60];
+} regions[LEAK_SHARDS] __attribute__((aligned(64)));
+static int stack_lock;
+
+static uintptr_t self_lo, self_hi; /* this library's text: its frames are not the caller's */
+extern char __ehdr_start[] HIDDEN;
+extern char __etext[] HIDDEN;
+
+typedef int (*unw_backtrace_fn)(void **, int);
+static unw_backtrace_fn unw_bt;
+
+/* ---- bootstrap arena (dlsym during start-up) ---------------------------------------------- */
+
+static char arena[64 * 1024] __attribute__((aligned(64)));
+static size_t arena_used;
+
+static void *arena_alloc(size_t n)
+{
+	size_t at = (arena_used + 15) & ~(size_t)15;
+	if (at + n + 16 > sizeof arena)
+		return NULL;
+	arena_used = at + 16 + n;
+	*(size_t *)(arena + at) = n;
+	return arena + at + 16;
+}
+
+static bool in_arena(const void *p)
+{
+	return (const char *)p >= arena && (const char *)p < arena + sizeof arena;
+}
+
+/* ---- small helpers (no libc allocation) -------------------------------------------------- */
+
+static void spin_lock(int *l)
+{
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(l, __ATOMIC_RELAXED))
+			__builtin_ia32_pause();
+}
+
+static void spin_unlock(int *l)
+{
+	__atomic_store_n(l, 0, __ATOMIC_RELEASE);
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static uint64_t now_coarse(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static char *put_u64(char *p, uint64_t v)
+{
+	char tmp[24];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+	const char *s = getenv(name);
+	uint64_t v = 0;
+	if (!s || !*s)
+		return dflt;
+	for (; *s >= '0' && *s <= '9'; s++)
+		v = v * 10 + (uint64_t)(*s - '0');
+	return v ? v : dflt;
+}
+
+static uint64_t pow2_at_least(uint64_t v)
+{
+	uint64_t p = 1;
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+/* ---- the outstanding table --------------------------------------------------------------- */
+
+/* An address's region (high bits of its hash) and home slot in it (low bits). Linear probing
+ * inside the region; deletion shifts back, so there are no tombstones. */
+static void locate(uint64_t addr, unsigned *region, uint64_t *home)
+{
+	uint64_t h = mix(addr);
+	*region = (unsigned)(h >> 56) % LEAK_SHARDS;
+	*home = h & (region_slots - 1);
+}
+
+static struct leak_slot *region_base(unsigned r)
+{
+	return slots + (uint64_t)r * region_slots;
+}
+
+static void table_insert(uint64_t addr, uint64_t size, int64_t stack_id)
+{
+	unsigned r;
+	uint64_t i, n;
+	struct leak_slot *base;
+
+	locate(addr, &r, &i);
+	base = region_base(r);
+	spin_lock(&regions[r].lock);
+	for (n = 0; n < region_slots; n++, i = (i + 1) & (region_slots - 1)) {
+		struct leak_slot *s = &base[i];
+		if (s->addr == 0 || s->addr == addr) {
+			/* the same address again without a free we saw: the old record is stale */
+			s->size = size;
+			s->timestamp_ns = now_coarse();
+			s->stack_id = stack_id;
+			__atomic_store_n(&s->addr, addr, __ATOMIC_RELEASE);
+			spin_unlock(&regions[r].lock);
+			__atomic_fetch_add(&hdr->allocs, 1, __ATOMIC_RELAXED);
+			return;
+		}
+	}
+	spin_unlock(&regions[r].lock);
+	__atomic_fetch_add(&hdr->table_full, 1, __ATOMIC_RELAXED);
+}
+
+/* Removes addr's record; copies it to *out when given. True when there was one. */
+static bool table_remove(uint64_t addr, struct leak_slot *out)
+{
+	unsigned r;
+	uint64_t i, n, mask = region_slots - 1;
+	struct leak_slot *base;
+
+	locate(addr, &r, &i);
+	base = region_base(r);
+	spin_lock(&regions[r].lock);
+	for (n = 0; n < region_slots; n++, i = (i + 1) & mask) {
+		if (base[i].addr == addr)
+			break;
+		if (base[i].addr == 0) {
+			spin_unlock(&regions[r].lock);
+			return false;
+		}
+	}
+	if (n == region_slots) {
+		spin_unlock(&regions[r].lock);
+		return false;
+	}
+	if (out)
+		*out = base[i];
+	/* backward-shift deletion: move later entries of the run into the hole when their home
+	 * slot is not between the hole and themselves */
+	for (uint64_t j = (i + 1) & mask;; j = (j + 1) & mask) {
+		uint64_t a = base[j].addr, home;
+		unsigned rr;
+		if (a == 0)
+			break;
+		locate(a, &rr, &home);
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			base[i] = base[j];
+			i = j;
+		}
+	}
+	__atomic_store_n(&base[i].addr, 0, __ATOMIC_RELEASE);
+	spin_unlock(&regions[r].lock);
+	__atomic_fetch_add(&hdr->frees, 1, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* ---- stacks ------------------------------------------------------------------------------ */
+
+struct gcc_trace {
+	void **buf;
+	int n, max;
+};
+
+static _Unwind_Reason_Code gcc_step(struct _Unwind_Context *ctx, void *arg)
+{
+	struct gcc_trace *t = arg;
+	if (t->n >= t->max)
+		return _URC_END_OF_STACK;
+	t->buf[t->n++] = (void *)_Unwind_GetIP(ctx);
+	return _URC_NO_REASON;
+}
+
+static int unwind(void **buf, int max)
+{
+	if (LIKELY(unw_bt != NULL))
+		return unw_bt(buf, max);
+	struct gcc_trace t = { buf, 0, max };
+	_Unwind_Backtrace(gcc_step, &t);
+	return t.n;
+}
+
+static int64_t intern(uint64_t *pcs, uint32_t depth)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ depth;
+	uint64_t mask = hdr->stack_slots - 1, i;
+
+	for (uint32_t k = 0; k < depth; k++)
+		h = mix(h ^ pcs[k]) + k;
+	h |= 1;
+	for (int locked = 0; locked < 2; locked++) {
+		uint64_t n;
+		if (locked)
+			spin_lock(&stack_lock);
+		for (i = h & mask, n = 0; n <= mask; n++, i = (i + 1) & mask) {
+			struct leak_stack_slot *s = &sindex[i];
+			uint32_t id = __atomic_load_n(&s->id, __ATOMIC_ACQUIRE);
+			if (id == 0)
+				break;
+			if (s->hash == h && sdir[id - 1].depth == depth && memcmp(&frames[sdir[id - 1].first], pcs, depth * 8) == 0) {
+				if (locked)
+					spin_unlock(&stack_lock);
+				return id - 1;
+			}
+		}
+		if (!locked)
+			continue;
+		/* still absent, and we hold the lock: append */
+		if (n > mask || hdr->stacks_used >= hdr->max_stacks || hdr->frames_used + depth > hdr->max_frames) {
+			spin_unlock(&stack_lock);
+			return -1;
+		}
+		uint64_t id = hdr->stacks_used, first = hdr->frames_used;
+		memcpy(&frames[first], pcs, depth * 8);
+		sdir[id].first = (uint32_t)first;
+		sdir[id].depth = depth;
+		sindex[i].hash = h;
+		__atomic_store_n(&hdr->frames_used, first + depth, __ATOMIC_RELEASE);
+		__atomic_store_n(&hdr->stacks_used, id + 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&sindex[i].id, (uint32_t)id + 1, __ATOMIC_RELEASE);
+		spin_unlock(&stack_lock);
+		return (int64_t)id;
+	}
+	return -1;
+}
+
+/* The allocating stack: return addresses, leaf first, without this library's own frames. */
+static __attribute__((noinline)) int64_t current_stack(void)
+{
+	void *buf[LEAK_MAX_DEPTH + 8];
+	int n = unwind(buf, LEAK_MAX_DEPTH + 8), k = 0;
+
+	while (k < n && (uintptr_t)buf[k] >= self_lo && (uintptr_t)buf[k] < self_hi)
+		k++;
+	if (n - k > LEAK_MAX_DEPTH)
+		n = k + LEAK_MAX_DEPTH;
+	if (n <= k) {
+		__atomic_fetch_add(&hdr->stack_lost, 1, __ATOMIC_RELAXED);
+		return -1;
+	}
+	int64_t id = intern((uint64_t *)&buf[k], (uint32_t)(n - k));
+	if (id < 0)
+		__atomic_fetch_add(&hdr->stack_lost, 1, __ATOMIC_RELAXED);
+	return id;
+}
+
+/* Bytes to the next sample point: N * -ln(U), U uniform in (0, 1]. */
+static double sample_gap(void)
+{
+	if (!rng)
+		rng = mix((uint64_t)(uintptr_t)&rng ^ now_coarse()) | 1;
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return -sample_bytes * log((double)((rng >> 11) + 1) / 9007199254740992.0);
+}
+
+static bool sampled(size_t size)
+{
+	if (sample_rate > 1 && ++nth % sample_rate != 0)
+		return false;
+	if (sample_bytes <= 0)
+		return true;
+	if (countdown <= 0 && !rng)
+		countdown = sample_gap(); /* a thread's first call */
+	countdown -= (double)size;
+	if (countdown > 0)
+		return false;
+	countdown = sample_gap();
+	return true;
+}
+
+static void record(void *p, size_t size)
+{
+	if (!p || size < min_size || size > max_size || !sampled(size))
+		return;
+	table_insert((uint64_t)p, size, current_stack());
+}
+
+/* ---- setup ------------------------------------------------------------------------------- */
+
+static void resolve(void)
+{
+	real_malloc = dlsym(RTLD_NEXT, "malloc");
+	real_calloc = dlsym(RTLD_NEXT, "calloc");
+	real_realloc = dlsym(RTLD_NEXT, "realloc");
+	real_reallocarray = dlsym(RTLD_NEXT, "reallocarray");
+	real_free = dlsym(RTLD_NEXT, "free");
+	real_posix_memalign = dlsym(RTLD_NEXT, "posix_memalign");
+	real_aligned_alloc = dlsym(RTLD_NEXT, "aligned_alloc");
+	real_memalign = dlsym(RTLD_NEXT, "memalign");
+	real_valloc = dlsym(RTLD_NEXT, "valloc");
+	real_pvalloc = dlsym(RTLD_NEXT, "pvalloc");
+}
+
+/* operator new lives in libstdc++, which may be mapped later than the first malloc */
+static void resolve_cxx(void)
+{
+	real_new = dlsym(RTLD_NEXT, "_Znwm");
+	real_new_array = dlsym(RTLD_NEXT, "_Znam");
+	real_new_nothrow = dlsym(RTLD_NEXT, "_ZnwmRKSt9nothrow_t");
+	real_new_array_nothrow = dlsym(RTLD_NEXT, "_ZnamRKSt9nothrow_t");
+	real_new_aligned = dlsym(RTLD_NEXT, "_ZnwmSt11align_val_t");
+	real_new_array_aligned = dlsym(RTLD_NEXT, "_ZnamSt11align_val_t");
+	real_new_aligned_nothrow = dlsym(RTLD_NEXT, "_ZnwmSt11align_val_tRKSt9nothrow_t");
+	real_new_array_aligned_nothrow = dlsym(RTLD_NEXT, "_ZnamSt11align_val_tRKSt9nothrow_t");
+}
+
+static void child_after_fork(void)
+{
+	active = 0;
+	notify_fd = -1; /* the parent's channel; the child says nothing on it */
+}
+
+static bool notify(char what)
+{
+	return notify_fd >= 0 && send(notify_fd, &what, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1;
+}
+
+static bool open_table(void)
+{
+	const char *dir = getenv("EBPF_STUDIO_PRELOAD_DIR");
+	char path[4096], *p;
+	size_t dl;
+	uint64_t max_out = env_u64("EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING", 1000000);
+	uint64_t per = pow2_at_least((max_out * 2 + LEAK_SHARDS - 1) / LEAK_SHARDS);
+	uint64_t nslots, stack_slots = 1 << 17, max_stacks = 1 << 16, max_frames = 1 << 22;
+	uint64_t off, size;
+	int fd;
+
+	if (!dir || !*dir || (dl = strlen(dir)) > sizeof path - 32)
+		return false;
+	if (per < 16)
+		per = 16;
+	region_slots = per;
+	nslots = per * LEAK_SHARDS;
+	memcpy(path, dir, dl);
+	p = path + dl;
+	*p++ = '/';
+	p = put_u64(p, (uint64_t)getpid());
+	memcpy(p, ".leak", 6);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return false;
+	off = sizeof(struct leak_header);
+	uint64_t slots_off = off;
+	off += nslots * sizeof(struct leak_slot);
+	uint64_t index_off = off;
+	off += stack_slots * sizeof(struct leak_stack_slot);
+	uint64_t dir_off = off;
+	off += max_stacks * sizeof(struct leak_stack_dir);
+	uint64_t frames_off = off;
+	off += max_frames * 8;
+	size = off;
+	/* sparse: only the pages that are written take memory */
+	if (ftruncate(fd, (off_t)size) != 0) {
+		close(fd);
+		return false;
+	}
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return false;
+	hdr = m;
+	slots = (struct leak_slot *)((char *)m + slots_off);
+	sindex = (struct leak_stack_slot *)((char *)m + index_off);
+	sdir = (struct leak_stack_dir *)((char *)m + dir_off);
+	frames = (uint64_t *)((char *)m + frames_off);
+	hdr->version = LEAK_VERSION;
+	hdr->pid = (uint32_t)getpid();
+	hdr->slots = nslots;
+	hdr->slots_off = slots_off;
+	hdr->stack_slots = stack_slots;
+	hdr->index_off = index_off;
+	hdr->max_stacks = max_stacks;
+	hdr->dir_off = dir_off;
+	hdr->max_frames = max_frames;
+	hdr->frames_off = frames_off;
+	{
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		hdr->started_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	}
+	__atomic_store_n(&hdr->magic, LEAK_MAGIC, __ATOMIC_RELEASE);
+	return true;
+}
+
+static void setup(void)
+{
+	initializing = 1;
+	resolve();
+	initializing = 0;
+	if (!real_malloc || !real_free || !real_calloc || !real_realloc)
+		abort(); /* no allocator to forward to: nothing sensible can run */
+	busy++;
+	page_size = (size_t)sysconf(_SC_PAGESIZE);
+	/* our text, from the ELF header to the end of .text (symbols the linker defines) */
+	self_lo = (uintptr_t)__ehdr_start;
+	self_hi = (uintptr_t)__etext;
+	min_size = env_u64("EBPF_STUDIO_PRELOAD_MIN_SIZE", 0);
+	max_size = env_u64("EBPF_STUDIO_PRELOAD_MAX_SIZE", UINT64_MAX);
+	sample_rate = env_u64("EBPF_STUDIO_PRELOAD_SAMPLE_RATE", 1);
+	sample_bytes = (double)env_u64("EBPF_STUDIO_PRELOAD_SAMPLE_BYTES", 0);
+	if (open_table())
+		active = 1;
+	busy--;
+}
+
+static inline bool ready(void)
+{
+	int s = __atomic_load_n(&init_state, __ATOMIC_ACQUIRE);
+	if (LIKELY(s == INIT_DONE))
+		return true;
+	if (initializing)
+		return false;
+	if (s == INIT_NONE && __atomic_compare_exchange_n(&init_state, &s, INIT_BUSY, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		setup();
+		__atomic_store_n(&init_state, INIT_DONE, __ATOMIC_RELEASE);
+		return true;
+	}
+	while (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != INIT_DONE)
+		sched_yield();
+	return true;
+}
+
+/* Removes our entry from LD_PRELOAD (in place: the strings are the process's own) and our
+ * variables, so programs the target execs run untraced. */
+static void scrub_environment(void)
+{
+	extern char **environ;
+	char **e, *v;
+	static const char *ours[] = { "EBPF_STUDIO_PRELOAD_DIR=", "EBPF_STUDIO_PRELOAD_FD=", "EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING=", "EBPF_STUDIO_PRELOAD_MIN_SIZE=", "EBPF_STUDIO_PRELOAD_MAX_SIZE=",
+				      "EBPF_STUDIO_PRELOAD_SAMPLE_RATE=", "EBPF_STUDIO_PRELOAD_SAMPLE_BYTES=", NULL };
+
+	for (e = environ; e && *e; e++) {
+		if (strncmp(*e, "LD_PRELOAD=", 11) != 0)
+			continue;
+		/* entries are separated by ':' or ' '; drop those naming this library */
+		char *src = *e + 11, *dst = src;
+		v = src;
+		while (*src) {
+			char *start = src;
+			while (*src && *src != ':' && *src != ' ')
+				src++;
+			size_t len = (size_t)(src - start);
+			bool mine = len >= 25 && memmem(start, len, "libebpf-studio-preload.so", 25) != NULL;
+			if (!mine && len) {
+				if (dst != v)
+					*dst++ = ':';
+				memmove(dst, start, len);
+				dst += len;
+			}
+			while (*src == ':' || *src == ' ')
+				src++;
+		}
+		*dst = 0;
+	}
+	if (getenv("LD_PRELOAD") && !*getenv("LD_PRELOAD"))
+		unsetenv("LD_PRELOAD");
+	for (int i = 0; ours[i]; i++) {
+		char name[64];
+		size_t l = strlen(ours[i]) - 1;
+		memcpy(name, ours[i], l);
+		name[l] = 0;
+		unsetenv(name);
+	}
+}
+
+static void at_exit(void)
+{
+	if (!active || !hdr)
+		return;
+	busy++;
+	__atomic_store_n(&hdr->state, LEAK_STATE_EXITING, __ATOMIC_RELEASE);
+	if (notify('x')) {
+		/* bounded: the helper captures the modules in milliseconds; a helper that is gone must
+		 * never keep the program from exiting */
+		for (int i = 0; i < 30000 && __atomic_load_n(&hdr->state, __ATOMIC_ACQUIRE) != LEAK_STATE_RELEASED; i++) {
+			struct timespec ts = { 0, 100000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	busy--;
+}
+
+__attribute__((constructor(101))) static void preload_start(void)
+{
+	void *h;
+
+	ready();
+	if (!active)
+		return;
+	busy++;
+	/* libunwind: opened, not linked (see the header comment) */
+	{
+		const char *u = getenv("EBPF_STUDIO_PRELOAD_UNWINDER"); /* "libgcc": for tests and the bench */
+		h = u && strcmp(u, "libgcc") == 0 ? NULL : dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+	}
+	if (h)
+		unw_bt = (unw_backtrace_fn)dlsym(h, "unw_backtrace");
+	hdr->unwinder = unw_bt ? 1 : 2;
+	resolve_cxx();
+	{
+		uint64_t fd = env_u64("EBPF_STUDIO_PRELOAD_FD", 0);
+		if (fd > 2) {
+			/* moved out of the program's way, closed on exec */
+			int nfd = fcntl((int)fd, F_DUPFD_CLOEXEC, 1000);
+			if (nfd >= 0) {
+				close((int)fd);
+				notify_fd = nfd;
+			}
+		}
+	}
+	if (!getenv("EBPF_STUDIO_PRELOAD_CHILDREN"))
+		scrub_environment();
+	pthread_atfork(NULL, NULL, child_after_fork);
+	atexit(at_exit);
+	notify('s');
+	busy--;
+}
+
+/* ---- the wrappers ------------------------------------------------------------------------ */
+
+/* Entered by a traced call: false when the call must go straight through. */
+#define TRACING() (LIKELY(ready()) && LIKELY(active) && LIKELY(busy == 0))
+
+static void leave_busy(int *b)
+{
+	(void)b;
+	busy--;
+}
+#define ENTER() int _b __attribute__((cleanup(leave_busy))) = (busy++, 0)
+
+EXPORT void *malloc(size_t size)
+{
+	if (UNLIKELY(!ready()))
+		return arena_alloc(size);
+	if (!active || busy)
+		return real_malloc(size);
+	ENTER();
+	void *p = real_malloc(size);
+	record(p, size);
+	return p;
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+	if (UNLIKELY(!ready())) {
+		/* the arena is zeroed static memory, used once */
+		size_t total;
+		if (__builtin_mul_overflow(n, size, &total))
+			return NULL;
+		return arena_alloc(total);
+	}
+	if (!active || busy)
+		return real_calloc(n, size);
+	ENTER();
+	void *p = real_calloc(n, size);
+	record(p, n * size);
+	return p;
+}
+
+EXPORT void free(void *p)
+{
+	if (!p || in_arena(p))
+		return;
+	if (TRACING()) {
+		ENTER();
+		table_remove((uint64_t)p, NULL);
+		real_free(p);
+		return;
+	}
+	if (UNLIKELY(!real_free))
+		return;
+	real_free(p);
+}
+
+/* The old block's record goes before the call (so another thread cannot get the address back
+ * and record it first), and comes back if the call fails. */
+static void *realloc_traced(void *old, size_t size, size_t nmemb, bool array)
+{
+	struct leak_slot was;
+	bool had = old && table_remove((uint64_t)old, &was);
+	void *p = array ? real_reallocarray(old, nmemb, size) : real_realloc(old, size);
+	size_t total = array ? nmemb * size : size;
+
+	if (p)
+		record(p, total);
+	else if (had && total != 0)
+		table_insert(was.addr, was.size, was.stack_id); /* failed: the old block lives on */
+	return p;
+}
+
+EXPORT void *realloc(void *old, size_t size)
+{
+	if (UNLIKELY(!ready()) || in_arena(old)) {
+		void *p;
+		if (!in_arena(old))
+			return arena_alloc(size);
+		/* a bootstrap block grows into a real one */
+		p = real_malloc ? malloc(size) : arena_alloc(size);
+		if (p) {
+			size_t was = *(size_t *)((char *)old - 16);
+			memcpy(p, old, was < size ? was : size);
+		}
+		return p;
+	}
+	if (!active || busy)
+		return real_realloc(old, size);
+	ENTER();
+	return realloc_traced(old, size, 1, false);
+}
+
+EXPORT void *reallocarray(void *old, size_t nmemb, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(nmemb, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (UNLIKELY(!ready()) || in_arena(old) || !real_reallocarray)
+		return realloc(old, total);
+	if (!active || busy)
+		return real_reallocarray(old, nmemb, size);
+	ENTER();
+	return realloc_traced(old, size, nmemb, true);
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	if (UNLIKELY(!ready()))
+		return ENOMEM;
+	if (!active || busy)
+		return real_posix_memalign(out, align, size);
+	ENTER();
+	int r = real_posix_memalign(out, align, size);
+	if (r == 0)
+		record(*out, size);
+	return r;
+}
+
+#define ALIGNED_WRAPPER(name)                                   \
+	EXPORT void *name(size_t align, size_t size)            \
+	{                                                       \
+		if (UNLIKELY(!ready()))                         \
+			return NULL;                            \
+		if (!active || busy)                            \
+			return real_##name(align, size);        \
+		ENTER();                                        \
+		void *p = real_##name(align, size);             \
+		record(p, size);                                \
+		return p;                                       \
+	}
+ALIGNED_WRAPPER(aligned_alloc)
+ALIGNED_WRAPPER(memalign)
+
+EXPORT void *valloc(size_t size)
+{
+	if (UNLIKELY(!ready()))
+		return NULL;
+	if (!active || busy)
+		return real_valloc(size);
+	ENTER();
+	void *p = real_valloc(size);
+	record(p, size);
+	return p;
+}
+
+/* pvalloc rounds up to whole pages: the block really occupies that much (as the uprobe mode) */
+EXPORT void *pvalloc(size_t size)
+{
+	if (UNLIKELY(!ready()))
+		return NULL;
+	if (!active || busy)
+		return real_pvalloc(size);
+	ENTER();
+	void *p = real_pvalloc(size);
+	record(p, size ? (size + page_size - 1) & ~(page_size - 1) : page_size);
+	return p;
+}
+
+/* C++ operator new family: forwarded to the next definition (libstdc++, or an allocator
+ * library's own), whose inner malloc goes through untraced; recorded here so the first frame
+ * is the caller of `new`. A throwing new unwinds through this frame: built with -fexceptions,
+ * the cleanup puts `busy` back. */
+#define NEW_WRAPPER(sym, fn, params, args, size)                                   \
+	EXPORT void *sym params                                                     \
+	{                                                                           \
+		if (UNLIKELY(!fn)) {                                                \
+			resolve_cxx();                                              \
+			if (!fn)                                                    \
+				abort();                                            \
+		}                                                                   \
+		if (!TRACING())                                                     \
+			return fn args;                                             \
+		ENTER();                                                            \
+		void *p = fn args;                                                  \
+		record(p, size);                                                    \
+		return p;                                                           \
+	}
+NEW_WRAPPER(_Znwm, real_new, (size_t n), (n), n)
+NEW_WRAPPER(_Znam, real_new_array, (size_t n), (n), n)
+NEW_WRAPPER(_ZnwmRKSt9nothrow_t, real_new_nothrow, (size_t n, const void *t), (n, t), n)
+NEW_WRAPPER(_ZnamRKSt9nothrow_t, real_new_array_nothrow, (size_t n, const void *t), (n, t), n)
+NEW_WRAPPER(_ZnwmSt11align_val_t, real_new_aligned, (size_t n, size_t a), (n, a), n)
+NEW_WRAPPER(_ZnamSt11align_val_t, real_new_array_aligned, (size_t n, size_t a), (n, a), n)
+NEW_WRAPPER(_ZnwmSt11align_val_tRKSt9nothrow_t, real_new_aligned_nothrow, (size_t n, size_t a, const void *t), (n, a, t), n)
+NEW_WRAPPER(_ZnamSt11align_val_tRKSt9nothrow_t, real_new_array_aligned_nothrow, (size_t n, size_t a, const void *t), (n, a, t), n)
