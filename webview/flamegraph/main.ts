@@ -93,6 +93,8 @@ let filter: ViewFilter = { ...NO_FILTER, excluded: [] };
 /** a tree still being completed in later tasks (big profiles) */
 let building: { timer: ReturnType<typeof setTimeout>; complete(): void } | undefined;
 let live = false;
+/** the session's own counters while sampling: the status keeps them when a live graph redraws */
+let progressText = '';
 let topKey: TopKey = 'self';
 let topDescending = true;
 let topRows: TopRow[] = [];
@@ -123,8 +125,8 @@ function redraw(): void {
   for (const c of canvases()) c.draw();
   renderCrumbs();
   describeSelection();
-  // While live, the status does not yet name the frequency: "N samples at F Hz" means the final profile.
-  status.textContent = `${live ? 'Sampling (live): ' : ''}${profile.total.toLocaleString()} samples${profile.lost ? `, ${profile.lost} lost` : ''}${profile.frequency && !live ? ` at ${profile.frequency} Hz` : ''} · ${profile.frames.length.toLocaleString()} frames · drawn in ${canvases().reduce((s, c) => s + c.lastDrawMs, 0).toFixed(1)} ms${building ? ' · completing the tree…' : ''}`;
+  // While live, the status keeps the session's counters; "N samples at F Hz" means the final profile.
+  status.textContent = live ? `${progressText || 'Sampling…'} · live graph of ${profile.total.toLocaleString()} samples` : `${profile.total.toLocaleString()} samples${profile.lost ? `, ${profile.lost} lost` : ''}${profile.frequency ? ` at ${profile.frequency} Hz` : ''} · ${profile.frames.length.toLocaleString()} frames · drawn in ${canvases().reduce((s, c) => s + c.lastDrawMs, 0).toFixed(1)} ms${building ? ' · completing the tree…' : ''}`;
 }
 
 function renderCrumbs(): void {
@@ -499,7 +501,8 @@ window.addEventListener('message', (ev: MessageEvent<ToView>) => {
     unwindBox.textContent = m.unwind ?? '';
   } else if (m.type === 'progress') {
     stopBtn.style.display = '';
-    status.textContent = `Sampling… ${m.samples.toLocaleString()} samples, ${m.lost} lost, ${(m.elapsedMs / 1000).toFixed(0)} s`;
+    progressText = `Sampling… ${m.samples.toLocaleString()} samples, ${m.lost} lost, ${(m.elapsedMs / 1000).toFixed(0)} s`;
+    status.textContent = progressText;
     if (m.warnings?.length) warningsBox.textContent = m.warnings.join('\n');
   } else if (m.type === 'status') {
     status.textContent = m.text;
