@@ -3,6 +3,7 @@
 import * as vscode from 'vscode';
 import { HelperClient, setHelper } from './helperClient';
 import * as sessions from './sessions';
+import * as sessionStore from './sessionStore';
 import { features } from './features';
 
 export function activate(context: vscode.ExtensionContext): void {
@@ -11,6 +12,7 @@ export function activate(context: vscode.ExtensionContext): void {
   setHelper(client);
   context.subscriptions.push(output, client);
   sessions.activate(context);
+  sessionStore.activate(context);
   for (const f of features) f.activate(context);
 }
 

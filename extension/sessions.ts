@@ -21,14 +21,24 @@ export interface ClientSession<N extends proto.TracerName> {
 
 interface Live {
   label: string;
+  tracer: proto.TracerName;
   handlers: SessionHandlers<proto.TracerName>;
   stop(): Promise<unknown>;
 }
 
 const live = new Map<string, Live>();
 let statusItem: vscode.StatusBarItem | undefined;
+const liveChanged = new vscode.EventEmitter<void>();
+/** Fires when a session starts or ends (the Sessions view listens). */
+export const onDidChangeLiveSessions = liveChanged.event;
+
+/** The sessions running now, for the Sessions view. */
+export function liveSessions(): { id: string; label: string; tracer: proto.TracerName; stop(): Promise<unknown> }[] {
+  return [...live.entries()].map(([id, l]) => ({ id, label: l.label, tracer: l.tracer, stop: l.stop }));
+}
 
 function refreshStatus(): void {
+  liveChanged.fire();
   void vscode.commands.executeCommand('setContext', 'ebpfStudio.sessionRunning', live.size > 0);
   if (!statusItem) return;
   if (live.size === 0) {
@@ -37,7 +47,7 @@ function refreshStatus(): void {
   }
   const labels = [...live.values()].map((l) => l.label);
   statusItem.text = `$(pulse) eBPF: ${live.size === 1 ? labels[0] : `${live.size} sessions`}`;
-  statusItem.tooltip = `Tracing: ${labels.join(', ')}. Click to stop.`;
+  statusItem.tooltip = `Tracing: ${labels.join(', ')}. Click to show the sessions.`;
   statusItem.show();
 }
 
@@ -56,7 +66,7 @@ export async function startSession<N extends proto.TracerName>(tracer: N, option
       return undefined;
     }
   };
-  live.set(id, { label, handlers: handlers as unknown as SessionHandlers<proto.TracerName>, stop });
+  live.set(id, { label, tracer, handlers: handlers as unknown as SessionHandlers<proto.TracerName>, stop });
   refreshStatus();
   return {
     id,
@@ -81,7 +91,8 @@ function finish(id: string, reason: proto.EndReason, result: unknown, message?: 
 
 export function activate(context: vscode.ExtensionContext): void {
   statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
-  statusItem.command = 'ebpfStudio.stopSessions';
+  // The Sessions view lists each session with its own Stop.
+  statusItem.command = 'ebpfStudio.sessions.focus';
   context.subscriptions.push(statusItem);
   const h = helper();
   context.subscriptions.push(

@@ -14,6 +14,7 @@ export function createViewPanel<ToView, FromView>(
   view: string,
   title: string,
   viewType = `ebpfStudio.${view}`,
+  sessionKey?: string,
 ): TypedPanel<ToView, FromView> {
   const root = vscode.Uri.joinPath(context.extensionUri, 'dist', 'webview');
   const panel = vscode.window.createWebviewPanel(viewType, title, vscode.ViewColumn.Active, {
@@ -21,6 +22,17 @@ export function createViewPanel<ToView, FromView>(
     retainContextWhenHidden: true,
     localResourceRoots: [root],
   });
+  return fillViewPanel(context, panel, view, title, sessionKey);
+}
+
+/**
+ * Loads a bundled view into a panel VS Code created (a restored panel or a custom editor).
+ * sessionKey lands in <body data-session-key>; the view keeps it in its webview state so the
+ * panel serializer finds the session's data after a reload.
+ */
+export function fillViewPanel<ToView, FromView>(context: vscode.ExtensionContext, panel: vscode.WebviewPanel, view: string, title: string, sessionKey?: string): TypedPanel<ToView, FromView> {
+  const root = vscode.Uri.joinPath(context.extensionUri, 'dist', 'webview');
+  panel.webview.options = { enableScripts: true, localResourceRoots: [root] };
   const nonce = crypto.randomBytes(16).toString('base64');
   const script = panel.webview.asWebviewUri(vscode.Uri.joinPath(root, `${view}.js`));
   const style = panel.webview.asWebviewUri(vscode.Uri.joinPath(root, 'common.css'));
@@ -38,7 +50,7 @@ export function createViewPanel<ToView, FromView>(
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
 <link rel="stylesheet" href="${style}" nonce="${nonce}">
 <title>${escapeHtml(title)}</title>
-</head><body data-view="${view}">
+</head><body data-view="${view}"${sessionKey ? ` data-session-key="${escapeHtml(sessionKey)}"` : ''}>
 <div id="app"></div>
 <script nonce="${nonce}" src="${script}"></script>
 </body></html>`;

@@ -9,6 +9,8 @@ import * as bpfLanguage from './bpfLanguage';
 import * as bpfBuild from './bpfBuild';
 import * as bpfVerify from './bpfVerify';
 import * as bpfRun from './bpfRun';
+import * as sessionsView from './sessionsView';
+import * as sessionEditors from './sessionEditors';
 import * as jvmTimeline from './jvmTimeline';
 import * as installHelper from './installHelper';
 import * as profileDiff from './profileDiff';
@@ -16,4 +18,4 @@ import * as bpfNewProject from './bpfNewProject';
 import * as bpfLoaderRun from './bpfLoaderRun';
 import * as bpftraceRun from './bpftraceRun';
 
-export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff, bpfNewProject, bpfLoaderRun, bpftraceRun];
+export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff, bpfNewProject, bpfLoaderRun, bpftraceRun, sessionsView, sessionEditors];

@@ -4,9 +4,11 @@
 import * as vscode from 'vscode';
 import { saveExport } from '../exportFile';
 import * as proto from '../shared/protocol';
-import type { JavaGcOptions, JavaGcResult } from '../shared/javaGc';
+import type { JavaGcOptions, JavaGcResult, JavaGcUpdate } from '../shared/javaGc';
 import { helper } from '../helperClient';
 import { startSession, type ClientSession } from '../sessions';
+import { newSessionKey, recordSession } from '../sessionStore';
+import { makeSession } from '../shared/sessionFile';
 import { createViewPanel, type TypedPanel } from '../webviewPanel';
 import { showError } from '../ui';
 import { noUsdtMessage } from '../proc/processes';
@@ -73,12 +75,22 @@ async function trace(context: vscode.ExtensionContext, options: JavaGcOptions): 
     if (ready && view) view.post(m);
     else queue.push(m);
   };
+  // Every update is kept: the finished session is listed in the Sessions view and reopens from them.
+  const updates: JavaGcUpdate[] = [];
+  const key = newSessionKey();
+  const startedAt = new Date();
   // The session starts before the panel opens, so a refused target shows an error, not an empty view.
   const session = await startSession('java-gc', options, `Java GC ${target}`, {
-    onUpdate: (u) => send({ type: 'update', update: u }),
-    onEnded: (reason, _result: JavaGcResult | undefined, message) => send({ type: 'ended', reason, message }),
+    onUpdate: (u) => {
+      updates.push(u);
+      send({ type: 'update', update: u });
+    },
+    onEnded: (reason, _result: JavaGcResult | undefined, message) => {
+      send({ type: 'ended', reason, message });
+      void recordSession(makeSession('java-gc', `Java GC: ${target}`, { target, updates, ended: { reason, message } }, startedAt, new Date()), key);
+    },
   });
-  view = createViewPanel<ToView, FromView>(context, 'javaGc', `Java GC: ${target}`);
+  view = createViewPanel<ToView, FromView>(context, 'javaGc', `Java GC: ${target}`, undefined, key);
   for (const w of session.info.warnings) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
   const disposables: vscode.Disposable[] = [];
   disposables.push(

@@ -13,6 +13,8 @@ import { MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES, MEMLEAK_DEFAULT_MAX_OUTSTANDING, t
 import { toFolded } from '../shared/memleakFormat';
 import { helper } from '../helperClient';
 import { startSession, type ClientSession } from '../sessions';
+import { newSessionKey, recordSession } from '../sessionStore';
+import { makeSession } from '../shared/sessionFile';
 import { createViewPanel, type TypedPanel } from '../webviewPanel';
 import { errorText, showError } from '../ui';
 import { leakSites, placeLenses, type LeakLens } from './leakLenses';
@@ -32,6 +34,9 @@ interface State {
   siteHistory: Map<string, { atMs: number; bytes: number }[]>;
   lenses: LeakLens[];
   result?: MemleakResult;
+  /** the key the Sessions view and the panel serializer know this session by */
+  key: string;
+  startedAt: Date;
   /** sampled session: figures are estimates */
   sampleBytes?: number;
 }
@@ -100,7 +105,7 @@ function decorate(): void {
 function openView(context: vscode.ExtensionContext, focusSite?: string): void {
   if (!view) {
     viewReady = false;
-    view = createViewPanel<ToView, FromView>(context, 'memleak', 'Memory Leaks');
+    view = createViewPanel<ToView, FromView>(context, 'memleak', 'Memory Leaks', undefined, state?.key);
     view.panel.onDidDispose(() => {
       view = undefined;
       viewReady = false;
@@ -155,7 +160,7 @@ async function exportLeaks(format: 'json' | 'folded'): Promise<void> {
 
 async function trace(context: vscode.ExtensionContext, options: MemleakOptions, title: string): Promise<ClientSession<'memleak'> | undefined> {
   if (session) await session.stop();
-  const fresh: State = { title, running: true, stacks: [], totalBytes: 0, totalAllocations: 0, dropped: 0, stackHistory: new Map(), siteHistory: new Map(), lenses: [], sampleBytes: options.sampleBytes || undefined };
+  const fresh: State = { title, running: true, stacks: [], totalBytes: 0, totalAllocations: 0, dropped: 0, stackHistory: new Map(), siteHistory: new Map(), lenses: [], sampleBytes: options.sampleBytes || undefined, key: newSessionKey(), startedAt: new Date() };
   state = fresh;
   const s = await startSession('memleak', options, title, {
     onUpdate: (u: MemleakUpdate) => {
@@ -173,6 +178,12 @@ async function trace(context: vscode.ExtensionContext, options: MemleakOptions, 
         fresh.result = result;
         absorb(result.stacks, Date.now(), { bytes: result.stacks.reduce((a, x) => a + x.bytes, 0), allocations: result.stacks.reduce((a, x) => a + x.allocations, 0), dropped: result.dropped });
       } else refresh();
+      if (state === fresh) {
+        void recordSession(
+          makeSession('memleak', `Leaks: ${fresh.title}`, { totalBytes: fresh.totalBytes, totalAllocations: fresh.totalAllocations, dropped: fresh.dropped, stacks: viewStacks(), sampleBytes: fresh.sampleBytes }, fresh.startedAt, new Date()),
+          fresh.key,
+        );
+      }
       const n = fresh.lenses.length;
       const why = reason === 'error' ? `ended: ${message ?? 'error'}` : reason === 'target-exited' ? (message ?? 'the program exited') : 'stopped';
       const how = result?.mode === 'preload' ? ' (preload mode)' : result?.mode === 'uprobe' ? ' (uprobes)' : '';

@@ -14,6 +14,8 @@ import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_F
 import { unwindSummary } from '../shared/unwindText';
 import { helper } from '../helperClient';
 import { startSession } from '../sessions';
+import { newSessionKey, recordSession } from '../sessionStore';
+import { makeSession } from '../shared/sessionFile';
 import { createViewPanel, type TypedPanel } from '../webviewPanel';
 import { errorText, showError } from '../ui';
 import type { FromView, ToView } from '../../webview/flamegraph/protocol';
@@ -198,8 +200,8 @@ export interface Shown {
   result?: ProfileResult;
 }
 
-export function openPanel(context: vscode.ExtensionContext, title: string, onStop?: () => void): Shown {
-  const panel = createViewPanel<ToView, FromView>(context, 'flamegraph', title);
+export function openPanel(context: vscode.ExtensionContext, title: string, onStop?: () => void, sessionKey?: string): Shown {
+  const panel = createViewPanel<ToView, FromView>(context, 'flamegraph', title, undefined, sessionKey);
   let ready = false;
   const queue: ToView[] = [];
   const shown: Shown = { panel, post: (m) => (ready ? panel.post(m) : queue.push(m)) };
@@ -270,9 +272,14 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
   let shown: Shown | undefined;
   const warnings: string[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
+  let live: ReturnType<typeof setInterval> | undefined;
   const title = `CPU: ${target.label}`;
+  const key = newSessionKey();
+  const startedAt = new Date();
   const finish = (result: ProfileResult | undefined, message?: string) => {
     if (timer) clearTimeout(timer);
+    if (live) clearInterval(live);
+    live = undefined;
     if (!shown) return;
     if (!result) {
       shown.post({ type: 'status', text: `The session ended without a result${message ? `: ${message}` : ''}`, error: true });
@@ -280,7 +287,9 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
     }
     if (result.samples === 0) warnings.push(`No samples: ${target.pid ? `pid ${target.pid} did not run on a CPU while sampled` : 'nothing ran'}.`);
     // A whole-system profile is rooted by process even when only one process ran.
-    showProfile(shown, fromProfileResult(result, { name: title, groupByProcess: target.pid === 0 }), title, warnings, annotationsFromResult(result), result);
+    const p = fromProfileResult(result, { name: title, groupByProcess: target.pid === 0 });
+    showProfile(shown, p, title, warnings, annotationsFromResult(result), result);
+    void recordSession(makeSession('profile', title, { profile: p, warnings: [...warnings], unwind: unwindSummary(result.unwind) }, startedAt, new Date()), key);
   };
   const session = await startSession('profile', options, `CPU profile ${target.label}`, {
     onUpdate: (u) => {
@@ -290,7 +299,22 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
     onEnded: (_reason, result, message) => finish(result, message),
   });
   warnings.push(...session.info.warnings);
-  shown = openPanel(context, title, () => void session.stop());
+  shown = openPanel(context, title, () => void session.stop(), key);
+  // The graph grows while sampling: a snapshot at most once a second, never two in flight.
+  let inFlight = false;
+  live = setInterval(() => {
+    if (inFlight || !shown) return;
+    inFlight = true;
+    session
+      .snapshot()
+      .then((r) => {
+        if (r && live && shown && r.samples > 0) shown.post({ type: 'profile', profile: fromProfileResult(r, { name: title, groupByProcess: target.pid === 0 }), title, warnings: [...warnings], unwind: unwindSummary(r.unwind), live: true });
+      })
+      .catch(() => {
+        /* the session is ending: the final profile follows */
+      })
+      .finally(() => (inFlight = false));
+  }, 1000);
   shown.post({ type: 'progress', samples: 0, lost: 0, elapsedMs: 0, warnings: [...warnings] });
   for (const w of session.info.warnings) if (/PreserveFramePointer/.test(w)) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
   if (durationS) timer = setTimeout(() => void session.stop(), durationS * 1000);

@@ -5,9 +5,11 @@
 import * as vscode from 'vscode';
 import { saveExport } from '../exportFile';
 import * as proto from '../shared/protocol';
-import type { RunqlatOptions, RunqlatPer, RunqlatUnit } from '../shared/runqlat';
+import type { RunqlatOptions, RunqlatPer, RunqlatUnit, RunqlatUpdate } from '../shared/runqlat';
 import { helper } from '../helperClient';
 import { startSession, type ClientSession } from '../sessions';
+import { newSessionKey, recordSession } from '../sessionStore';
+import { makeSession } from '../shared/sessionFile';
 import { createViewPanel, type TypedPanel } from '../webviewPanel';
 import { showError } from '../ui';
 import type { FromView, ToView } from '../../webview/runqlat/protocol';
@@ -64,12 +66,22 @@ async function show(context: vscode.ExtensionContext, options: RunqlatOptions): 
     if (ready && view) view.post(m);
     else queue.push(m);
   };
+  // Every update is kept: the finished session is listed in the Sessions view and reopens from them.
+  const updates: RunqlatUpdate[] = [];
+  const key = newSessionKey();
+  const startedAt = new Date();
   // The session starts before the panel opens, so a refused target shows an error, not an empty view.
   const session = await startSession('runqlat', options, `Run queue latency (${scope})`, {
-    onUpdate: (u) => send({ type: 'update', update: u }),
-    onEnded: (reason, _result, message) => send({ type: 'ended', reason, message }),
+    onUpdate: (u) => {
+      updates.push(u);
+      send({ type: 'update', update: u });
+    },
+    onEnded: (reason, _result, message) => {
+      send({ type: 'ended', reason, message });
+      void recordSession(makeSession('runqlat', `Run Queue Latency: ${scope}`, { scope, per: options.per, unit: options.unit, updates, ended: { reason, message } }, startedAt, new Date()), key);
+    },
   });
-  view = createViewPanel<ToView, FromView>(context, 'runqlat', `Run Queue Latency: ${scope}`);
+  view = createViewPanel<ToView, FromView>(context, 'runqlat', `Run Queue Latency: ${scope}`, undefined, key);
   for (const w of session.info.warnings) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
   const sub = view.onMessage(async (m) => {
     switch (m.type) {

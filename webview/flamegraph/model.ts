@@ -73,100 +73,130 @@ class ChildIndex {
 
 /** Builds the call tree. Nodes are numbered so that a parent always precedes its children. */
 export function buildTree(profile: Pick<FlameProfile, 'frames'>, stacks: FlameStack[]): FlameTree {
-  const frame: number[] = [-1];
-  const parent: number[] = [-1];
-  const depth: number[] = [0];
-  const total: number[] = [0];
-  const self: number[] = [0];
-  const lookup = new ChildIndex();
+  const b = new TreeBuilder(profile);
+  b.add(stacks, 0, stacks.length, 1);
+  return b.finish();
+}
+
+/**
+ * The call tree, built in steps: add() takes any subset of the stacks (a stride, so a first
+ * part is a fair sample of the whole), finish() hands out the tree so far and the builder goes
+ * on. The view paints the first part at once and completes the tree in later tasks.
+ */
+export class TreeBuilder {
+  private readonly frame: number[] = [-1];
+  private readonly parent: number[] = [-1];
+  private readonly depth: number[] = [0];
+  private readonly total: number[] = [0];
+  private readonly self: number[] = [0];
+  private readonly lookup = new ChildIndex();
   // The child each node handed out last, by node: most steps repeat it (a node's samples mostly
   // go one way), and this small array answers them without a probe into the large hash table.
-  let lastFrame = new Int32Array(1 << 16).fill(-2);
-  let lastChild = new Int32Array(1 << 16);
-  let maxDepth = 0;
-  for (const s of stacks) {
-    if (s.weight <= 0) continue;
-    let node = ROOT;
-    total[ROOT] += s.weight;
-    const fr = s.frames;
-    for (let i = 0; i < fr.length; i++) {
-      const f = fr[i];
-      if (lastFrame[node] === f) {
-        node = lastChild[node];
-        total[node] += s.weight;
-        continue;
+  private lastFrame = new Int32Array(1 << 16).fill(-2);
+  private lastChild = new Int32Array(1 << 16);
+  private maxDepth = 0;
+  /** stacks added so far */
+  added = 0;
+
+  constructor(private readonly profile: Pick<FlameProfile, 'frames'>) {}
+
+  /** Adds stacks[from], stacks[from + stride], … below `to`. */
+  add(stacks: FlameStack[], from: number, to: number, stride: number): void {
+    const { frame, parent, depth, total, self, lookup } = this;
+    let { lastFrame, lastChild, maxDepth } = this;
+    for (let si = from; si < to; si += stride) {
+      const s = stacks[si];
+      this.added++;
+      if (s.weight <= 0) continue;
+      let node = ROOT;
+      total[ROOT] += s.weight;
+      const fr = s.frames;
+      for (let i = 0; i < fr.length; i++) {
+        const f = fr[i];
+        if (lastFrame[node] === f) {
+          node = lastChild[node];
+          total[node] += s.weight;
+          continue;
+        }
+        let child = lookup.get(node, f);
+        if (child < 0) {
+          child = frame.length;
+          lookup.set(node, f, child);
+          frame.push(f);
+          parent.push(node);
+          const d = depth[node] + 1;
+          depth.push(d);
+          if (d > maxDepth) maxDepth = d;
+          total.push(0);
+          self.push(0);
+          if (child >= lastFrame.length) {
+            const grownF = new Int32Array(lastFrame.length * 2).fill(-2);
+            const grownC = new Int32Array(lastFrame.length * 2);
+            grownF.set(lastFrame);
+            grownC.set(lastChild);
+            lastFrame = grownF;
+            lastChild = grownC;
+          }
+        }
+        lastFrame[node] = f;
+        lastChild[node] = child;
+        total[child] += s.weight;
+        node = child;
       }
-      let child = lookup.get(node, f);
-      if (child < 0) {
-        child = frame.length;
-        lookup.set(node, f, child);
-        frame.push(f);
-        parent.push(node);
-        const d = depth[node] + 1;
-        depth.push(d);
-        if (d > maxDepth) maxDepth = d;
-        total.push(0);
-        self.push(0);
-        if (child >= lastFrame.length) {
-          const grownF = new Int32Array(lastFrame.length * 2).fill(-2);
-          const grownC = new Int32Array(lastFrame.length * 2);
-          grownF.set(lastFrame);
-          grownC.set(lastChild);
-          lastFrame = grownF;
-          lastChild = grownC;
+      self[node] += s.weight;
+    }
+    this.lastFrame = lastFrame;
+    this.lastChild = lastChild;
+    this.maxDepth = maxDepth;
+  }
+
+  finish(): FlameTree {
+    const { frame, parent } = this;
+    const size = frame.length;
+    // Children grouped by parent (counting sort), then ordered by frame name like flamegraph.pl.
+    const childStart = new Int32Array(size + 1);
+    for (let n = 1; n < size; n++) childStart[parent[n] + 1]++;
+    for (let n = 0; n < size; n++) childStart[n + 1] += childStart[n];
+    const fill = childStart.slice(0, size);
+    const children = new Int32Array(Math.max(0, size - 1));
+    for (let n = 1; n < size; n++) children[fill[parent[n]]++] = n;
+    const names = this.profile.frames.map((f) => f.name);
+    const before = (x: number, y: number) => {
+      const nx = names[frame[x]];
+      const ny = names[frame[y]];
+      return nx < ny || (nx === ny && frame[x] < frame[y]);
+    };
+    for (let n = 0; n < size; n++) {
+      const a = childStart[n];
+      const b = childStart[n + 1];
+      if (b - a > 16) {
+        children.set(Array.from(children.subarray(a, b)).sort((x, y) => (before(x, y) ? -1 : before(y, x) ? 1 : 0)), a);
+      } else {
+        // Most nodes have two or three children: an insertion sort in place beats copying them
+        // out for Array.prototype.sort, ~18k times in a 100k-sample profile.
+        for (let i = a + 1; i < b; i++) {
+          const c = children[i];
+          let j = i - 1;
+          while (j >= a && before(c, children[j])) {
+            children[j + 1] = children[j];
+            j--;
+          }
+          children[j + 1] = c;
         }
       }
-      lastFrame[node] = f;
-      lastChild[node] = child;
-      total[child] += s.weight;
-      node = child;
     }
-    self[node] += s.weight;
+    return {
+      size,
+      frame: Int32Array.from(frame),
+      parent: Int32Array.from(parent),
+      depth: Uint16Array.from(this.depth),
+      total: Float64Array.from(this.total),
+      self: Float64Array.from(this.self),
+      childStart,
+      children,
+      maxDepth: this.maxDepth,
+    };
   }
-  const size = frame.length;
-  // Children grouped by parent (counting sort), then ordered by frame name like flamegraph.pl.
-  const childStart = new Int32Array(size + 1);
-  for (let n = 1; n < size; n++) childStart[parent[n] + 1]++;
-  for (let n = 0; n < size; n++) childStart[n + 1] += childStart[n];
-  const fill = childStart.slice(0, size);
-  const children = new Int32Array(Math.max(0, size - 1));
-  for (let n = 1; n < size; n++) children[fill[parent[n]]++] = n;
-  const names = profile.frames.map((f) => f.name);
-  const before = (x: number, y: number) => {
-    const nx = names[frame[x]];
-    const ny = names[frame[y]];
-    return nx < ny || (nx === ny && frame[x] < frame[y]);
-  };
-  for (let n = 0; n < size; n++) {
-    const a = childStart[n];
-    const b = childStart[n + 1];
-    if (b - a > 16) {
-      children.set(Array.from(children.subarray(a, b)).sort((x, y) => (before(x, y) ? -1 : before(y, x) ? 1 : 0)), a);
-    } else {
-      // Most nodes have two or three children: an insertion sort in place beats copying them
-      // out for Array.prototype.sort, ~18k times in a 100k-sample profile.
-      for (let i = a + 1; i < b; i++) {
-        const c = children[i];
-        let j = i - 1;
-        while (j >= a && before(c, children[j])) {
-          children[j + 1] = children[j];
-          j--;
-        }
-        children[j + 1] = c;
-      }
-    }
-  }
-  return {
-    size,
-    frame: Int32Array.from(frame),
-    parent: Int32Array.from(parent),
-    depth: Uint16Array.from(depth),
-    total: Float64Array.from(total),
-    self: Float64Array.from(self),
-    childStart,
-    children,
-    maxDepth,
-  };
 }
 
 export interface Layout {

@@ -4,7 +4,7 @@ import type { FlameProfile } from './profileData';
 
 export type ToView =
   /** a profile to show (replaces the current one); live = a session is still sampling */
-  | { type: 'profile'; profile: FlameProfile; title: string; warnings: string[]; unwind?: string }
+  | { type: 'profile'; profile: FlameProfile; title: string; warnings: string[]; unwind?: string; live?: boolean }
   /** the session is running: counters for the status line */
   | { type: 'progress'; samples: number; lost: number; elapsedMs: number; warnings?: string[] }
   | { type: 'status'; text: string; error?: boolean }

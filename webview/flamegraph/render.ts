@@ -20,6 +20,8 @@ export class FlameCanvas {
   emphasized = -1;
   /** colour of a node instead of its frame kind's (the diff view's red/blue), or undefined */
   nodeColor?: (node: number, dark: boolean) => string | undefined;
+  /** node the keyboard (or a click) selected: outlined */
+  selected = -1;
   private lay?: Layout;
   private cssWidth = 0;
   private charWidth = 7;
@@ -37,6 +39,7 @@ export class FlameCanvas {
     this.tree = tree;
     this.profile = profile;
     this.focus = ROOT;
+    this.selected = -1;
     this.lay = undefined;
   }
 
@@ -84,7 +87,7 @@ export class FlameCanvas {
       ctx.globalAlpha = dim ? 0.35 : 1;
       ctx.fillStyle = m && f >= 0 && m[f] ? matchColor : (this.nodeColor?.(n, dark) ?? (frame ? frameColor(frame.kind, name, dark) : dark ? '#666' : '#bbb'));
       ctx.fillRect(x, y, Math.max(1, w - 0.5), ROW_HEIGHT - 1);
-      if (f >= 0 && f === this.emphasized) {
+      if ((f >= 0 && f === this.emphasized) || n === this.selected) {
         ctx.strokeStyle = outline;
         ctx.strokeRect(x + 0.5, y + 0.5, Math.max(1, w - 1.5), ROW_HEIGHT - 2);
       }

@@ -8,8 +8,10 @@ import { GcModel } from './model';
 import type { FromView, ToView } from './protocol';
 import { drawTimeline } from './timelineChart';
 
-declare function acquireVsCodeApi(): { postMessage(m: FromView): void };
+declare function acquireVsCodeApi(): { postMessage(m: FromView): void; setState(s: unknown): void };
 const vscode = acquireVsCodeApi();
+// The panel serializer finds this session's data by the key after a window reload.
+if (document.body.dataset.sessionKey) vscode.setState({ sessionKey: document.body.dataset.sessionKey });
 const model = new GcModel();
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text = ''): HTMLElementTagNameMap[K] {

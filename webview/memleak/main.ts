@@ -3,8 +3,10 @@
 import type { FromView, ToView } from './protocol';
 import { toRows, type Row } from './model';
 
-declare function acquireVsCodeApi(): { postMessage(m: FromView): void };
+declare function acquireVsCodeApi(): { postMessage(m: FromView): void; setState(s: unknown): void };
 const vscode = acquireVsCodeApi();
+// The panel serializer finds this session's data by the key after a window reload.
+if (document.body.dataset.sessionKey) vscode.setState({ sessionKey: document.body.dataset.sessionKey });
 // The CSP admits styles by nonce only: reuse the one this script was loaded with.
 const nonce = (document.currentScript as HTMLScriptElement | null)?.nonce ?? '';
 const app = document.getElementById('app')!;

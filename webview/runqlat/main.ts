@@ -7,8 +7,10 @@ import { drawHeatMap, heatColumnsFor } from './heatMapChart';
 import { bucketRange, heatCellAt, RunqlatModel, type HeatLayout, type HeatMap, type HistogramBars, type SortKey } from './model';
 import type { FromView, ToView } from './protocol';
 
-declare function acquireVsCodeApi(): { postMessage(m: FromView): void };
+declare function acquireVsCodeApi(): { postMessage(m: FromView): void; setState(s: unknown): void };
 const vscode = acquireVsCodeApi();
+// The panel serializer finds this session's data by the key after a window reload.
+if (document.body.dataset.sessionKey) vscode.setState({ sessionKey: document.body.dataset.sessionKey });
 const model = new RunqlatModel();
 /** Rows drawn in the key table; per-thread scopes can have thousands of keys. */
 const MAX_ROWS = 200;

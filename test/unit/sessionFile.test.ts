@@ -1,0 +1,130 @@
+// Session files: each tracer's session survives write → read unchanged and replays into the
+// messages its view expects; bad, foreign and future files are refused with errors that say why.
+// Also the .cpuprofile importer the profile editor uses.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { makeSession, peekTracer, readSession, replayMessages, sessionFileName, viewOf, writeSession, SESSION_SUFFIX, type AnySessionFile } from '../../extension/shared/sessionFile';
+import { StudioError } from '../../extension/shared/errors';
+import { fromFolded } from '../../webview/flamegraph/formats';
+import { fromCpuProfile } from '../../webview/flamegraph/cpuprofile';
+import type { JavaGcUpdate } from '../../extension/shared/javaGc';
+import type { RunqlatUpdate } from '../../extension/shared/runqlat';
+
+const t0 = new Date('2026-11-23T08:00:00.000Z');
+const t1 = new Date('2026-11-23T08:01:30.000Z');
+
+const gcUpdates: JavaGcUpdate[] = [
+  {
+    events: [{ pid: 42, tid: 43, cpu: 1, timestampNs: 1_000_000, durationNs: 2_500_000, collector: 'Copy', kind: 'young', operation: 'GenCollectForAllocation', escalated: false, full: false, pools: [{ name: 'Eden Space', usedBefore: 4096, usedAfter: 0, committedAfter: 8192 }] }],
+    lost: 0,
+    pids: [42],
+    startNs: 0,
+    nowNs: 1_000_000_000,
+  },
+  { events: [{ pid: 42, tid: 43, cpu: 0, timestampNs: 1_500_000_000, durationNs: 40_000_000, collector: 'MarkSweepCompact', kind: 'full', operation: 'GenCollectFull', escalated: false, full: true, pools: [] }], lost: 2, pids: [42], startNs: 0, nowNs: 2_000_000_000 },
+];
+
+const rqUpdates: RunqlatUpdate[] = [
+  {
+    interval: { timestampNs: 1e9, buckets: [{ low: 0, high: 1, count: 5 }, { low: 2, high: 3, count: 7 }] },
+    keys: [{ key: 100, comm: 'java', count: 12, buckets: [{ low: 0, high: 1, count: 5 }, { low: 2, high: 3, count: 7 }] }],
+    dropped: 0,
+  },
+];
+
+const sessions: AnySessionFile[] = [
+  makeSession('java-gc', 'Java GC: pid 42', { target: 'pid 42', updates: gcUpdates, ended: { reason: 'target-exited', message: 'pid 42 exited' } }, t0, t1),
+  makeSession('runqlat', 'Run Queue Latency: whole system, per process', { scope: 'whole system, per process', per: 'process', unit: 'us', updates: rqUpdates, ended: { reason: 'stopped' } }, t0, t1),
+  makeSession(
+    'memleak',
+    'Leaks: pid 7',
+    {
+      totalBytes: 3072,
+      totalAllocations: 3,
+      dropped: 0,
+      stacks: [{ key: '0x401000,0x401100', bytes: 3072, allocations: 3, oldestAgeMs: 900, history: [1024, 2048, 3072], site: '/src/leaky.c:12', frames: [{ address: '0x401000', module: 'leaky', function: 'leak_some', file: '/src/leaky.c', line: 12 }, { address: '0x401100', module: 'leaky', function: 'main' }] }],
+    },
+    t0,
+    t1,
+  ),
+  makeSession('profile', 'CPU: pid 9 (app)', { profile: { ...fromFolded('main;work;hot 30\nmain;idle 10\n', 'app'), frequency: 99, lost: 1 }, warnings: ['no -XX:+PreserveFramePointer'] }, t0, t1),
+];
+
+for (const s of sessions) {
+  test(`${s.tracer}: a session file round trips unchanged and replays into its view`, () => {
+    const text = writeSession(s);
+    const back = readSession(text, 'x.ebpf-session.json');
+    assert.deepEqual(back, JSON.parse(JSON.stringify(s)));
+    assert.equal(back.format, 'ebpf-studio-session');
+    assert.equal(back.version, 1);
+    assert.equal(back.tracer, s.tracer);
+    const messages = replayMessages(back) as { type: string }[];
+    assert.ok(messages.length >= 1);
+    const name = sessionFileName(back);
+    assert.ok(name.startsWith(`${s.tracer}-2026-11-23T08-00-00`) && name.endsWith(SESSION_SUFFIX), name);
+  });
+}
+
+test('replay: GC and run-queue sessions resend init, every update in order, then ended', () => {
+  const gc = replayMessages(readSession(writeSession(sessions[0]))) as { type: string; update?: JavaGcUpdate; reason?: string }[];
+  assert.deepEqual(gc.map((m) => m.type), ['init', 'update', 'update', 'ended']);
+  assert.equal(gc[2].update!.events[0].durationNs, 40_000_000);
+  assert.equal(gc[3].reason, 'target-exited');
+  const rq = replayMessages(readSession(writeSession(sessions[1]))) as { type: string; per?: string }[];
+  assert.deepEqual(rq.map((m) => m.type), ['init', 'update', 'ended']);
+  assert.equal(rq[0].per, 'process');
+  const leaks = replayMessages(readSession(writeSession(sessions[2]))) as { type: string; running?: boolean; totalBytes?: number }[];
+  assert.deepEqual([leaks[0].type, leaks[0].running, leaks[0].totalBytes], ['snapshot', false, 3072]);
+  const prof = replayMessages(readSession(writeSession(sessions[3]))) as { type: string; profile?: { total: number } }[];
+  assert.deepEqual([prof[0].type, prof[0].profile!.total], ['profile', 40]);
+  assert.deepEqual(sessions.map((s) => viewOf(s.tracer)), ['javaGc', 'runqlat', 'memleak', 'flamegraph']);
+});
+
+function refuses(text: string, pattern: RegExp): void {
+  assert.throws(
+    () => readSession(text, 'bad.ebpf-session.json'),
+    (e: unknown) => e instanceof StudioError && e.kind === 'input' && pattern.test(e.message),
+  );
+}
+
+test('bad files: not JSON, another format, bad or future versions, unknown tracers, broken data', () => {
+  const good = JSON.parse(writeSession(sessions[3]));
+  refuses('{"format": ', /not JSON/);
+  refuses(JSON.stringify({ ...good, format: 'speedscope' }), /not an eBPF Studio session/);
+  refuses(JSON.stringify({ ...good, version: 2 }), /version 2 session, written by a newer eBPF Studio; this one reads version 1\. Update the extension/);
+  refuses(JSON.stringify({ ...good, version: 0 }), /invalid version 0/);
+  refuses(JSON.stringify({ ...good, version: '1' }), /invalid version "1"/);
+  refuses(JSON.stringify({ ...good, tracer: 'biolatency' }), /unknown tracer "biolatency"; known: java-gc, runqlat, memleak, profile/);
+  // The JVM timeline's sessions share the envelope and open in their own view.
+  refuses(JSON.stringify({ format: 'ebpf-studio-session', version: 1, tracer: 'jvm', savedAt: t0.toISOString(), result: {} }), /JVM timeline session: open it with "eBPF: Open JVM Timeline"/);
+  assert.equal(peekTracer(JSON.stringify({ format: 'ebpf-studio-session', version: 1, tracer: 'jvm' })), 'jvm');
+  assert.equal(peekTracer('{"format":"speedscope"}'), undefined);
+  assert.equal(peekTracer('not json'), undefined);
+  refuses(JSON.stringify({ ...good, startedAt: 'yesterday' }), /startedAt/);
+  refuses(JSON.stringify({ ...good, data: { ...good.data, profile: { ...good.data.profile, stacks: [{ frames: [0, 99], weight: 1 }] } } }), /frame 99, which does not exist/);
+  const gc = JSON.parse(writeSession(sessions[0]));
+  refuses(JSON.stringify({ ...gc, data: { ...gc.data, updates: [{ lost: 0 }] } }), /updates\[0\] has no "events"/);
+  const rq = JSON.parse(writeSession(sessions[1]));
+  refuses(JSON.stringify({ ...rq, data: { ...rq.data, unit: 'ns' } }), /unit \("us"\|"ms"\)/);
+  const ml = JSON.parse(writeSession(sessions[2]));
+  refuses(JSON.stringify({ ...ml, data: { stacks: [] } }), /totalBytes/);
+});
+
+test('.cpuprofile: samples keep their time order, hitCount without samples, the synthetic root dropped', () => {
+  const nodes = [
+    { id: 1, callFrame: { functionName: '(root)', url: '', lineNumber: -1 }, children: [2] },
+    { id: 2, callFrame: { functionName: 'main', url: 'file:///src/app.js', lineNumber: 0 }, children: [3, 4], hitCount: 1 },
+    { id: 3, callFrame: { functionName: 'parse', url: 'file:///src/app.js', lineNumber: 9 }, hitCount: 2 },
+    { id: 4, callFrame: { functionName: '', url: 'file:///src/app.js', lineNumber: 19 }, hitCount: 3 },
+  ];
+  const p = fromCpuProfile({ nodes, samples: [3, 3, 4, 2, 4, 4], timeDeltas: [1, 1, 1, 1, 1, 1] }, 'app.cpuprofile');
+  const names = (s: { frames: number[] }) => s.frames.map((f) => p.frames[f].name).join(';');
+  assert.deepEqual(p.stacks.map((s) => [names(s), s.weight]), [['main;parse', 2], ['main;(anonymous)', 1], ['main', 1], ['main;(anonymous)', 2]]);
+  assert.equal(p.total, 6);
+  const parse = p.frames.find((f) => f.name === 'parse')!;
+  assert.deepEqual([parse.file, parse.line], ['/src/app.js', 10]);
+  const byHits = fromCpuProfile({ nodes });
+  assert.equal(byHits.total, 6);
+  assert.throws(() => fromCpuProfile({ samples: [] }), /needs a "nodes" array/);
+  assert.throws(() => fromCpuProfile({ nodes, samples: [77] }), /node 77/);
+});

@@ -1,0 +1,74 @@
+// The store behind the Sessions view (with the `vscode` mock): a finished session is listed and
+// reopens after a new activation (a window reload) from global storage; storage stays within its
+// bounds (oldest dropped, too-big sessions listed for this window only); Delete removes both.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { installVscodeMock, Uri } from '../mocks/vscode';
+import { makeSession } from '../../extension/shared/sessionFile';
+import { fromFolded } from '../../webview/flamegraph/formats';
+
+installVscodeMock();
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const store = require('../../extension/sessionStore') as typeof import('../../extension/sessionStore');
+
+function context(storage: string, state: Map<string, unknown>) {
+  return {
+    globalStorageUri: Uri.file(storage),
+    subscriptions: [] as { dispose(): void }[],
+    workspaceState: {
+      get: <T>(k: string, d?: T) => (state.has(k) ? (state.get(k) as T) : d),
+      update: async (k: string, v: unknown) => void state.set(k, v),
+      keys: () => [...state.keys()],
+    },
+  } as never;
+}
+
+const profile = (n: number) => makeSession('profile', `CPU: run ${n}`, { profile: fromFolded(`main;work ${n}\n`, 'p'), warnings: [] }, new Date(Date.UTC(2026, 10, 23, 8, n)), new Date(Date.UTC(2026, 10, 23, 8, n, 30)));
+
+test('a finished session is listed, kept in storage and reopens after a reload; Delete forgets it', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-store-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const state = new Map<string, unknown>();
+  store.activate(context(dir, state));
+  const key = await store.recordSession(profile(1));
+  assert.deepEqual(store.finishedSessions().map((e) => [e.title, e.tracer, e.stored]), [['CPU: run 1', 'profile', true]]);
+  assert.ok(fs.existsSync(path.join(dir, 'sessions', `${key}.ebpf-session.json`)));
+  // A reload: a new activation with the same storage and workspace state, nothing in memory.
+  store.activate(context(dir, state));
+  const back = store.loadSession(key);
+  assert.equal(back?.title, 'CPU: run 1');
+  assert.equal(back?.tracer === 'profile' && back.data.profile.total, 1);
+  await store.forgetSession(key);
+  assert.deepEqual(store.finishedSessions(), []);
+  assert.equal(store.loadSession(key), undefined);
+  assert.equal(fs.existsSync(path.join(dir, 'sessions', `${key}.ebpf-session.json`)), false);
+});
+
+test('storage is bounded: oldest files go first; a session over the per-session bound is listed but not kept across a reload', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-store-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const state = new Map<string, unknown>();
+  const one = Buffer.byteLength(JSON.stringify(profile(1)));
+  store.activate(context(dir, state), { one: one * 10, total: Math.floor(one * 2.5) });
+  const keys: string[] = [];
+  for (let i = 1; i <= 4; i++) {
+    keys.push(await store.recordSession(profile(i)));
+    // Distinct modification times, so "oldest" is well defined.
+    const f = path.join(dir, 'sessions', `${keys[i - 1]}.ebpf-session.json`);
+    const when = new Date(Date.now() - (10 - i) * 1000);
+    fs.utimesSync(f, when, when);
+  }
+  const files = fs.readdirSync(path.join(dir, 'sessions'));
+  assert.equal(files.length, 2, `kept: ${files.join(', ')}`);
+  assert.deepEqual(files.sort(), [keys[2], keys[3]].map((k) => `${k}.ebpf-session.json`).sort());
+  const big = makeSession('profile', 'CPU: big', { profile: fromFolded(Array.from({ length: 400 }, (_, i) => `main;f${i} 1`).join('\n'), 'big'), warnings: [] }, new Date());
+  const bigKey = await store.recordSession(big);
+  assert.equal(store.finishedSessions()[0].stored, false);
+  assert.equal(store.loadSession(bigKey)?.title, 'CPU: big', 'still opens in this window');
+  store.activate(context(dir, state), { one: one * 10, total: Math.floor(one * 2.5) });
+  // After the reload only sessions whose data survived are listed.
+  assert.deepEqual(store.finishedSessions().map((e) => e.title).sort(), ['CPU: run 3', 'CPU: run 4']);
+});
