@@ -120,19 +120,17 @@ async function activeEditorText(s: EditorSession): Promise<string> {
   return (await lines.first().innerText()).replace(/\u00a0/g, ' ');
 }
 
-test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeout: 300_000 }, async (t) => {
+test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeout: 900_000 }, async (t) => {
   const s = await EditorSession.start();
   t.after(() => s.close());
 
   await step(t, s, 'the command palette lists the eBPF commands', async () => {
     await s.waitForCommand('eBPF: Check This Machine (Doctor)');
-    await s.openPalette('eBPF:');
-    await s.quickPickRow('eBPF: Check This Machine (Doctor)').waitFor({ state: 'visible', timeout: 5000 });
-    const items = await s.quickPickItems();
-    for (const id of ['ebpfStudio.doctor', 'ebpfStudio.traceJavaGc']) {
+    // The palette renders only the rows that fit: look each command up by its title.
+    for (const id of ['ebpfStudio.doctor', 'ebpfStudio.traceJavaGc', 'ebpfStudio.profileCpu', 'ebpfStudio.findMemoryLeaks', 'ebpfStudio.showRunQueueLatency']) {
       const title = paletteTitle(id);
-      if (!title) continue; // the Java GC feature checks its own presence in its step
-      assert.ok(items.some((i) => i.startsWith(title)), `"${title}" not in the palette; it shows: ${items.join(' | ')}`);
+      if (!title) continue; // a feature not contributed checks its own presence in its step
+      await s.waitForCommand(title, 10_000);
     }
     await s.page.keyboard.press('Escape');
   });
