@@ -23,8 +23,13 @@ async function profileFixture(t: TestContext, binary: string, variant: 'a' | 'b'
 async function chooseFile(s: EditorSession, title: RegExp, file: string): Promise<void> {
   await s.page.locator('.quick-input-widget .quick-input-title', { hasText: title }).waitFor({ timeout: 15_000 });
   const input = s.page.locator('.quick-input-widget .quick-input-box input');
-  await input.fill(file);
-  await s.page.waitForTimeout(300);
+  // The dialog sets its own default path once it has listed the folder, which can overwrite what
+  // was typed before that: type again until the path stays.
+  for (let i = 0; i < 20; i++) {
+    await input.fill(file);
+    await s.page.waitForTimeout(300);
+    if ((await input.inputValue()) === file) break;
+  }
   await input.press('Enter');
 }
 
