@@ -62,14 +62,17 @@ export async function benchProfileUnwind(ctx: BenchContext): Promise<Row[]> {
   const child = spawn(path.join(dir, 'unwindfix'), ['split', '60'], { stdio: 'ignore' });
   try {
     await sleep(300);
-    const secs = ctx.quick ? 2 : 5;
-    const ours = spawnSync(process.execPath, [cli, 'profile', '--pid', String(child.pid), '--frequency', '99', '--duration', String(secs), '--json'], { encoding: 'utf8', maxBuffer: 256 << 20 });
+    // 499 Hz for a few seconds: ~1500+ leaf samples per tool, so a share is known to ~±2 points
+    // (at 99 Hz for 2 s, sampling noise alone moves it by more than the 5-point target).
+    const secs = ctx.quick ? 3 : 5;
+    const hz = 499;
+    const ours = spawnSync(process.execPath, [cli, 'profile', '--pid', String(child.pid), '--frequency', String(hz), '--duration', String(secs), '--json'], { encoding: 'utf8', maxBuffer: 256 << 20 });
     if (ours.status !== 0) throw new Error(`profile failed: ${ours.stderr}`);
     const res = JSON.parse(ours.stdout) as ProfileResult;
     const folded = res.stacks.map((s) => ({ frames: s.frames.filter((f) => f.kind !== 'kernel').map((f) => f.function ?? '?').reverse(), count: s.count }));
     const mine = callerShares(folded, 'leaf', ['caller_a', 'caller_b']).caller_a;
     const perfOk = perfBinary() !== undefined;
-    const perf = perfOk ? await perfDwarf(child.pid!, secs, 99) : undefined;
+    const perf = perfOk ? await perfDwarf(child.pid!, secs, hz) : undefined;
     const perfNs = perf && perf.samples ? (perf.scriptMs * 1e6) / perf.samples : undefined;
     rows.push({
       name: 'profile unwind cost per sample (user space, CFI)',
@@ -78,7 +81,7 @@ export async function benchProfileUnwind(ctx: BenchContext): Promise<Row[]> {
       target: null,
       better: 'lower',
       peer: perfNs !== undefined ? { name: 'perf script (--call-graph dwarf)', value: Math.round(perfNs) } : null,
-      detail: `${res.samples} samples of the -O2 fixture at 99 Hz; ours is the libdw unwind alone (module CFI parsed once per process); perf's is perf script's wall time per sample (it also symbolizes and prints)`,
+      detail: `${res.samples} samples of the -O2 fixture at ${hz} Hz; ours is the libdw unwind alone (module CFI parsed once per process); perf's is perf script's wall time per sample (it also symbolizes and prints)`,
     });
     if (perf) {
       const theirs = callerShares(perf.stacks, 'leaf', ['caller_a', 'caller_b']).caller_a;
