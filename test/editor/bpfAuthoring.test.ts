@@ -70,8 +70,13 @@ test('BPF authoring in a fresh editor window', { skip: skipReason(), timeout: 60
         // code-server's folder dialog is a quick input holding a path: give the workspace folder.
         const input = s.page.locator('.quick-input-widget .quick-input-box input');
         await input.waitFor({ state: 'visible', timeout: 15_000 });
-        await input.fill(`${s.workspace}/`);
-        await s.page.waitForTimeout(500);
+        // The dialog sets its own default path once it has listed the folder, which can overwrite
+        // what was typed before: type again until the path stays.
+        for (let i = 0; i < 20; i++) {
+          await input.fill(`${s.workspace}/`);
+          await s.page.waitForTimeout(300);
+          if ((await input.inputValue()) === `${s.workspace}/`) break;
+        }
         await s.page.keyboard.press('Enter');
         // Then the folder name (default "minimal").
         await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'folder name' }).waitFor({ timeout: 15_000 });

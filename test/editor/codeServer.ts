@@ -85,6 +85,8 @@ const baseSettings: Record<string, unknown> = {
   'workbench.tips.enabled': false,
   'workbench.enableExperiments': false,
   'telemetry.telemetryLevel': 'off',
+  // the sticky header lines overlay the editor's first lines and swallow clicks meant for them
+  'editor.stickyScroll.enabled': false,
   'extensions.autoCheckUpdates': false,
   'extensions.autoUpdate': false,
   'extensions.ignoreRecommendations': true,
