@@ -128,17 +128,17 @@ function findMapped(maps: Mapping[], re: RegExp): string | undefined {
 }
 
 /**
- * --unwind auto in uprobe mode: a stack copy per recorded allocation costs ~2x the frame-pointer
- * walk in the target and tens of µs of unwinding in the tracer (bench "memleak CFI leak stacks"),
- * which an exact trace of a malloc-heavy program cannot keep up with. So auto copies stacks when
- * they are needed: the executable has no frame pointers (its callers would be lost), or the trace
- * is sampled (few copies). An executable built with frame pointers keeps the cheap walk: its
- * allocating functions call malloc, so they are no leaves and have their frames.
+ * --unwind auto in uprobe mode: a stack copy per recorded allocation costs more than the
+ * frame-pointer walk in the target and tens of µs of unwinding in the tracer (bench "memleak CFI
+ * leak stacks"), which an exact, or finely sampled, trace of a malloc-heavy program cannot keep up
+ * with (copies the tracer falls behind on leave their allocations without a stack). So auto copies
+ * stacks only where they are needed: an executable without frame pointers, whose callers the walk
+ * would lose. One built with frame pointers keeps the cheap walk: its allocating functions call
+ * malloc, so they are no leaves and have their frames.
  */
 function useDwarfStacks(options: MemleakOptions, exe: string): boolean {
   if (options.unwind === 'dwarf') return true;
   if (options.unwind === 'fp') return false;
-  if ((options.sampleBytes ?? 0) > 0) return true;
   try {
     return lacksFramePointers(checkBinary(exe));
   } catch {
