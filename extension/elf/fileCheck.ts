@@ -8,8 +8,11 @@ export interface FileHead {
   head: Buffer;
 }
 
-/** Reads the first `bytes` bytes of a regular, non-empty file; `what` names it in errors. */
-export function readRegularFileHead(file: string, bytes: number, what: string, emptyHint = ''): FileHead {
+/**
+ * Opens a user-given path once and checks the opened file, not the path, so the checks and the
+ * read that follows see the same file: it exists and is a regular file. The caller closes the fd.
+ */
+export function openRegularFile(file: string, what: string): { fd: number; st: fs.Stats } {
   let fd: number;
   try {
     // O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears.
@@ -21,6 +24,17 @@ export function readRegularFileHead(file: string, bytes: number, what: string, e
   try {
     const st = fs.fstatSync(fd);
     if (!st.isFile()) throw inputError(`${what} ${file} is not a regular file`);
+    return { fd, st };
+  } catch (e) {
+    fs.closeSync(fd);
+    throw e;
+  }
+}
+
+/** Reads the first `bytes` bytes of a regular, non-empty file; `what` names it in errors. */
+export function readRegularFileHead(file: string, bytes: number, what: string, emptyHint = ''): FileHead {
+  const { fd, st } = openRegularFile(file, what);
+  try {
     if (st.size === 0) throw inputError(`${what} ${file} is empty${emptyHint ? `: ${emptyHint}` : ''}`);
     const head = Buffer.alloc(Math.min(bytes, st.size));
     fs.readSync(fd, head, 0, head.length, 0);

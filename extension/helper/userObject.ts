@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { inputError } from '../shared/errors';
+import { openRegularFile } from '../elf/fileCheck';
 
 export const EM_BPF = 247;
 /** Objects larger than this are refused before they are read (ours are under 1 MiB). */
@@ -28,17 +29,8 @@ export interface UserObject {
 
 /** Reads a regular file through one fd, refusing FIFOs, devices and anything over `limit` bytes. */
 export function readRegularOnce(file: string, limit: number, what: string): Buffer {
-  let fd: number;
+  const { fd, st } = openRegularFile(file, what);
   try {
-    // O_NONBLOCK: a FIFO would otherwise block the helper until a writer appears.
-    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw inputError(code === 'ENOENT' ? `${what} ${file} does not exist` : `cannot read ${what} ${file}: ${(e as Error).message}`);
-  }
-  try {
-    const st = fs.fstatSync(fd);
-    if (!st.isFile()) throw inputError(`${what} ${file} is not a regular file`);
     if (st.size > limit) throw inputError(`${what} ${file} is ${st.size} bytes, over the limit of ${limit}`);
     const buf = Buffer.alloc(st.size);
     let got = 0;
