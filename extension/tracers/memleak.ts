@@ -25,7 +25,7 @@ import type { Tracer } from './tracer';
 import { loadFirstWorking, records, setRodata } from './bpfObject';
 import { MEMLEAK_DEFAULT_STACK_COPY, MEMLEAK_MAX_STACK_COPY, MemleakDwarfStacks } from './memleakDwarf';
 import { launchStopped, type StoppedChild } from './launchStopped';
-import { aggregate, ageMs, CNT, decodeAllocDump, decodeExitEvent, type StackAggregate } from './memleakDecode';
+import { aggregate, ageMs, CNT, finalUpdate, decodeAllocDump, decodeExitEvent, type StackAggregate } from './memleakDecode';
 import { allocatorLibBlocker, glibcBlocker, preloadBlocker, preloadLibPath, startPreload } from './memleakPreload';
 import { MEMLEAK_MODES, type MemleakMode } from '../shared/memleak';
 import { resolveCommand } from './launchStopped';
@@ -448,10 +448,7 @@ export const memleakTracer: Tracer<'memleak'> = {
       finalResult = r;
       close();
       if (output) {
-        // what the program printed since the last report, with the final numbers
-        const totalBytes = r.stacks.reduce((a, x) => a + x.bytes, 0);
-        const totalAllocations = r.stacks.reduce((a, x) => a + x.allocations, 0);
-        events.update({ atMs: Number((endNs - t0) / 1_000_000n), totalBytes, totalAllocations, stacks: r.stacks, dropped: r.dropped, output });
+        events.update(finalUpdate(r, Number((endNs - t0) / 1_000_000n), output));
         output = '';
       }
       events.ended('target-exited', message);

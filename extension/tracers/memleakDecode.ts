@@ -1,6 +1,7 @@
 // Decoders for the memleak maps and events (mirror bpf/memleak.h) and the pure aggregation of
 // outstanding allocations by stack, kept apart from attach logic so unit tests can drive them.
 import { SampledTotals } from '../shared/memleakSampling';
+import type { MemleakResult, MemleakUpdate } from '../shared/memleak';
 
 export const ALLOC_SIZE = 24;
 export const TOTALS_SIZE = 16;
@@ -102,4 +103,11 @@ function aggregateSampled(records: AllocRecord[], nowNs: bigint, minAgeMs: numbe
       allocationsStdErr: Math.round(t.allocationsStdErr * 10) / 10,
     }))
     .sort((a, b) => b.bytes - a.bytes || b.allocations - a.allocations || (a.oldestNs < b.oldestNs ? -1 : 1));
+}
+
+/** The last live update of a session: what the program printed since the last report, with the final numbers. */
+export function finalUpdate(r: MemleakResult, atMs: number, output: string): MemleakUpdate {
+  const totalBytes = r.stacks.reduce((a, x) => a + x.bytes, 0);
+  const totalAllocations = r.stacks.reduce((a, x) => a + x.allocations, 0);
+  return { atMs, totalBytes, totalAllocations, stacks: r.stacks, dropped: r.dropped, output };
 }

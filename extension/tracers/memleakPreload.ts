@@ -25,7 +25,7 @@ import { inputError, StudioError } from '../shared/errors';
 import { withElf } from '../elf/elf';
 import type { Session, SessionEvents, TracerEnv } from './tracer';
 import { resolveCommand } from './launchStopped';
-import { aggregate, ageMs, type AllocRecord, type StackAggregate } from './memleakDecode';
+import { aggregate, ageMs, finalUpdate, type AllocRecord, type StackAggregate } from './memleakDecode';
 import { decodeHeader, decodeSlots, HEADER_SIZE, stackOf, STATE, STATE_OFFSET, type LeakHeader } from './memleakPreloadDecode';
 
 const PT_INTERP = 3;
@@ -418,9 +418,7 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
     finalResult = r;
     close();
     if (output) {
-      const totalBytes = r.stacks.reduce((a, x) => a + x.bytes, 0);
-      const totalAllocations = r.stacks.reduce((a, x) => a + x.allocations, 0);
-      events.update({ atMs: Number((process.hrtime.bigint() - t0) / 1_000_000n), totalBytes, totalAllocations, stacks: r.stacks, dropped: r.dropped, output });
+      events.update(finalUpdate(r, Number((process.hrtime.bigint() - t0) / 1_000_000n), output));
       output = '';
     }
     events.ended('target-exited', message);
