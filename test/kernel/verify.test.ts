@@ -188,7 +188,7 @@ test('the helper refuses a user object without confirmation, changed since confi
   if (skip) return t.skip(skip);
   const dir = tmpdir();
   const obj = path.join(dir, 'good.bpf.o');
-  assert.equal(runCli(['build', good, '-o', obj]).code, 0);
+  assert.equal(runCli(['build', good, '-o', obj], { cwd: path.dirname(obj) }).code, 0);
   const child = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'] });
   const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
   conn.listen();
