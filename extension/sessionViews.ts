@@ -7,7 +7,7 @@ import { saveExport } from './exportFile';
 import { createViewPanel, fillViewPanel, type TypedPanel } from './webviewPanel';
 import { replayMessages, viewOf, type AnySessionFile } from './shared/sessionFile';
 import { toFolded as leaksFolded } from './shared/memleakFormat';
-import { toFolded, toSpeedscope } from '../webview/flamegraph/formats';
+import { toFolded, toSpeedscope } from './shared/flamegraph/formats';
 
 type AnyMessage = { type: string; [k: string]: unknown };
 

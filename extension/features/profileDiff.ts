@@ -7,7 +7,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import type { ProfileResult } from '../shared/profile';
 import { loadProfileBytes } from '../shared/profileFile';
-import { fromProfileResult, type FlameProfile } from '../../webview/flamegraph/profileData';
+import { fromProfileResult, type FlameProfile } from '../shared/flamegraph/profileData';
 import { errorText, showError } from '../ui';
 import { openPanel, PROFILE_EXTENSIONS, PROFILE_FILTER_NAME } from './profile';
 

@@ -1,6 +1,6 @@
 // Where the Sessions view and the read-only editors reach the profile features of issue 18's other
 // half: the differential flame graph (profileDiff.ts) and pprof import (shared/profileFile.ts).
-import type { FlameProfile } from '../../webview/flamegraph/profileData';
+import type { FlameProfile } from '../shared/flamegraph/profileData';
 import { compareProfiles as openDiff } from './profileDiff';
 import { loadProfileBytes } from '../shared/profileFile';
 

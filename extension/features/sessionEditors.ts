@@ -10,9 +10,9 @@ import { loadSession } from '../sessionStore';
 import { showSession } from '../sessionViews';
 import { makeSession, peekTracer, readSession, type AnySessionFile } from '../shared/sessionFile';
 import { errorText } from '../ui';
-import { importProfile } from '../../webview/flamegraph/formats';
-import { fromCpuProfile } from '../../webview/flamegraph/cpuprofile';
-import type { FlameProfile } from '../../webview/flamegraph/profileData';
+import { importProfile } from '../shared/flamegraph/formats';
+import { fromCpuProfile } from '../shared/flamegraph/cpuprofile';
+import type { FlameProfile } from '../shared/flamegraph/profileData';
 import { importPprof } from './profileSeams';
 
 /** Any profile file we read, by its name: pprof, .cpuprofile, or what importProfile knows. */

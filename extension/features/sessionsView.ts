@@ -13,7 +13,7 @@ import { showSession } from '../sessionViews';
 import { peekTracer, readSession, sessionFileName, writeSession, SESSION_SUFFIX, type AnySessionFile } from '../shared/sessionFile';
 import { errorText, showError } from '../ui';
 import { compareProfiles } from './profileSeams';
-import type { FlameProfile } from '../../webview/flamegraph/profileData';
+import type { FlameProfile } from '../shared/flamegraph/profileData';
 
 export const SAVED_GLOB = `**/*${SESSION_SUFFIX}`;
 

@@ -9,7 +9,7 @@
 import { Function as PFunction, Label, Line, Location, Mapping, Profile, Sample, StringTable, ValueType } from 'pprof-format';
 import type { FrameKind, ProfileFrame, ProfileResult, ProfileStack } from './profile';
 import { perfMapKind } from '../symbolize/perfMap';
-import type { FlameProfile } from '../../webview/flamegraph/profileData';
+import type { FlameProfile } from './flamegraph/profileData';
 
 export const KERNEL_MAPPING = '[kernel.kallsyms]';
 const LOST_COMMENT = /(\d+) samples lost/;

@@ -4,8 +4,8 @@
 // Shares, not sample counts, are compared, so profiles of different lengths or frequencies
 // compare fairly. Frames match by name alone across the two profiles (a Java method may be
 // interpreted in one and JIT-compiled in the other). Pure: the view and the CLI share it.
-import type { FlameFrame, FlameProfile, FlameStack } from '../../webview/flamegraph/profileData';
-import { buildTree, frameTotals, type FlameTree } from '../../webview/flamegraph/model';
+import type { FlameFrame, FlameProfile, FlameStack } from './flamegraph/profileData';
+import { buildTree, frameTotals, type FlameTree } from './flamegraph/model';
 
 export interface Mover {
   name: string;

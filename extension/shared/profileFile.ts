@@ -4,8 +4,8 @@
 import { gunzipSync, gzipSync } from 'node:zlib';
 import type { ProfileResult } from './profile';
 import { fromPprof, toPprof, type PprofOptions } from './pprof';
-import { fromProfileResult, type FlameProfile } from '../../webview/flamegraph/profileData';
-import { ImportError, importProfile } from '../../webview/flamegraph/formats';
+import { fromProfileResult, type FlameProfile } from './flamegraph/profileData';
+import { ImportError, importProfile } from './flamegraph/formats';
 
 export type ProfileFormat = 'pprof' | 'text';
 

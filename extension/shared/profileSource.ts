@@ -2,8 +2,8 @@
 // editor: per function its self and total share with the lowest sampled line as its anchor,
 // per line its self (leaf) and total (on the stack) samples. Pure (no vscode).
 import type { ProfileResult } from './profile';
-import type { FlameProfile } from '../../webview/flamegraph/profileData';
-import { frameTotals } from '../../webview/flamegraph/model';
+import type { FlameProfile } from './flamegraph/profileData';
+import { frameTotals } from './flamegraph/model';
 
 export interface FunctionShare {
   name: string;

@@ -5,7 +5,7 @@
 // Pure: no vscode, no fs; shared with tests and any future CLI reader.
 import type { JavaGcUpdate } from './javaGc';
 import type { RunqlatPer, RunqlatUnit, RunqlatUpdate } from './runqlat';
-import type { FlameProfile } from '../../webview/flamegraph/profileData';
+import type { FlameProfile } from './flamegraph/profileData';
 import type { LeakViewStack } from '../../webview/memleak/protocol';
 import { StudioError } from './errors';
 

@@ -11,7 +11,7 @@ import { gunzipSync } from 'node:zlib';
 import type { ProfileResult } from '../../extension/shared/profile';
 import { fromPprof } from '../../extension/shared/pprof';
 import { loadProfileBytes } from '../../extension/shared/profileFile';
-import { frameTotals } from '../../webview/flamegraph/model';
+import { frameTotals } from '../../extension/shared/flamegraph/model';
 import { kernelSkipReason, repoRoot, runCli, sleep } from '../helpers';
 
 const skip = kernelSkipReason();

@@ -2,8 +2,8 @@
 // bad files get errors that say what was expected.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fromFolded, fromSpeedscope, importProfile, ImportError, parseAnnotation, toFolded, toSpeedscope } from '../../webview/flamegraph/formats';
-import { fromProfileResult, type FlameProfile } from '../../webview/flamegraph/profileData';
+import { fromFolded, fromSpeedscope, importProfile, ImportError, parseAnnotation, toFolded, toSpeedscope } from '../../extension/shared/flamegraph/formats';
+import { fromProfileResult, type FlameProfile } from '../../extension/shared/flamegraph/profileData';
 import type { ProfileResult } from '../../extension/shared/profile';
 
 const result: ProfileResult = {

@@ -12,8 +12,8 @@ import { checkOutputFile } from '../../extension/cli/commands/profile';
 import fs from 'node:fs';
 import os from 'node:os';
 import { encodePprofGz, loadProfileBytes } from '../../extension/shared/profileFile';
-import { fromProfileResult } from '../../webview/flamegraph/profileData';
-import { fromFolded, toFolded } from '../../webview/flamegraph/formats';
+import { fromProfileResult } from '../../extension/shared/flamegraph/profileData';
+import { fromFolded, toFolded } from '../../extension/shared/flamegraph/formats';
 import { repoRoot } from '../helpers';
 
 const fr = (fn: string | null, extra: Partial<ProfileFrame> = {}): ProfileFrame => ({ address: '0x401000', module: '/usr/bin/app', function: fn, file: null, line: null, kind: 'native', ...extra });

@@ -5,8 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeSession, peekTracer, readSession, replayMessages, sessionFileName, viewOf, writeSession, SESSION_SUFFIX, type AnySessionFile } from '../../extension/shared/sessionFile';
 import { StudioError } from '../../extension/shared/errors';
-import { fromFolded } from '../../webview/flamegraph/formats';
-import { fromCpuProfile } from '../../webview/flamegraph/cpuprofile';
+import { fromFolded } from '../../extension/shared/flamegraph/formats';
+import { fromCpuProfile } from '../../extension/shared/flamegraph/cpuprofile';
 import type { JavaGcUpdate } from '../../extension/shared/javaGc';
 import type { RunqlatUpdate } from '../../extension/shared/runqlat';
 

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { installVscodeMock, Uri } from '../mocks/vscode';
 import { makeSession } from '../../extension/shared/sessionFile';
-import { fromFolded } from '../../webview/flamegraph/formats';
+import { fromFolded } from '../../extension/shared/flamegraph/formats';
 
 installVscodeMock();
 // eslint-disable-next-line @typescript-eslint/no-require-imports

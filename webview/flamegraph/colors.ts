@@ -1,7 +1,7 @@
 // Frame colors by kind (native red-orange, kernel yellow, JIT green, interpreter aqua, the
 // palette flamegraph.pl uses for Java), varied by a name hash so neighbours differ, and with
 // lightness chosen for the current theme. Pure.
-import type { FrameKind } from './profileData';
+import type { FrameKind } from '../../extension/shared/flamegraph/profileData';
 
 const HUES: Record<FrameKind, [number, number]> = {
   native: [0, 28],

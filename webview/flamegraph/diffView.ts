@@ -3,9 +3,10 @@
 // the tooltip, and lists the biggest movers by function in a sortable table (click a row to
 // search for the function). main.ts calls enterDiff/leaveDiff and diffTooltip.
 import { diffProfiles, type Mover, type ProfileDiff } from '../../extension/shared/profileDiff';
-import type { FlameProfile } from './profileData';
+import type { FlameProfile } from '../../extension/shared/flamegraph/profileData';
 import type { FlameCanvas } from './render';
 import { diffColor, diffScale, signedPoints } from './diffColors';
+import { formatCount } from '../../extension/shared/units';
 
 interface DiffState {
   diff: ProfileDiff;
@@ -117,7 +118,7 @@ export function enterDiff(canvas: FlameCanvas, diff: ProfileDiff, titles: { base
   const grad = h('span', undefined, 'diff-gradient');
   grad.style.background = `linear-gradient(to right, ${diffColor(-scale, scale, dark)}, ${diffColor(0, scale, dark)}, ${diffColor(scale, scale, dark)})`;
   legend.append(
-    `Width: ${titles.next} (${diff.newSamples.toLocaleString()} samples). Colour: change of self share from ${titles.base} (${diff.baseSamples.toLocaleString()} samples): shrank ${signedPoints(-scale)}`,
+    `Width: ${titles.next} (${formatCount(diff.newSamples)} samples). Colour: change of self share from ${titles.base} (${formatCount(diff.baseSamples)} samples): shrank ${signedPoints(-scale)}`,
     grad,
     `${signedPoints(scale)} grew`,
     diff.goneSelf >= 0.05 ? ` · ${pct(diff.goneSelf)} of the base is on call paths the new profile lacks` : '',

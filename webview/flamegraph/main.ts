@@ -7,13 +7,14 @@
 // profile is painted from a fair part of its stacks first and completed in later tasks. Talks to
 // extension/features/profile.ts through ./protocol.ts. Works without VS Code too (benchmarks
 // post the same messages to the window).
-import { pathTo, ROOT, sandwich, search, TreeBuilder, type FlameTree } from './model';
-import { filterStacks, framePath, leftHeavy, move, NO_FILTER, nodeAtPath, remapFrames, sortTop, topFunctions, viewTree, type Move, type Order, type TopKey, type TopRow, type ViewFilter } from './views';
-import type { FlameProfile } from './profileData';
+import { pathTo, ROOT, sandwich, search, TreeBuilder, type FlameTree } from '../../extension/shared/flamegraph/model';
+import { filterStacks, framePath, leftHeavy, move, NO_FILTER, nodeAtPath, remapFrames, sortTop, topFunctions, viewTree, type Move, type Order, type TopKey, type TopRow, type ViewFilter } from '../../extension/shared/flamegraph/views';
+import type { FlameProfile } from '../../extension/shared/flamegraph/profileData';
 import type { FromView, ToView } from './protocol';
 import { FlameCanvas } from './render';
 import { KIND_LABEL } from './colors';
 import { computeDiff, diffTooltip, enterDiff, leaveDiff } from './diffView';
+import { formatCount } from '../../extension/shared/units';
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void; setState(s: unknown): void };
 const vscodeApi = typeof acquireVsCodeApi === 'function' ? acquireVsCodeApi() : { postMessage: (m: unknown) => window.dispatchEvent(new CustomEvent('flamegraph-out', { detail: m })), setState: () => {} };
@@ -127,7 +128,7 @@ function redraw(): void {
   renderCrumbs();
   describeSelection();
   // While live, the status keeps the session's counters; "N samples at F Hz" means the final profile.
-  status.textContent = live ? `${progressText || 'Sampling…'} · live graph of ${profile.total.toLocaleString()} samples` : `${profile.total.toLocaleString()} samples${profile.lost ? `, ${profile.lost} lost` : ''}${profile.frequency ? ` at ${profile.frequency} Hz` : ''} · ${profile.frames.length.toLocaleString()} frames · drawn in ${canvases().reduce((s, c) => s + c.lastDrawMs, 0).toFixed(1)} ms${building ? ' · completing the tree…' : ''}`;
+  status.textContent = live ? `${progressText || 'Sampling…'} · live graph of ${formatCount(profile.total)} samples` : `${formatCount(profile.total)} samples${profile.lost ? `, ${profile.lost} lost` : ''}${profile.frequency ? ` at ${profile.frequency} Hz` : ''} · ${formatCount(profile.frames.length)} frames · drawn in ${canvases().reduce((s, c) => s + c.lastDrawMs, 0).toFixed(1)} ms${building ? ' · completing the tree…' : ''}`;
 }
 
 function renderCrumbs(): void {
@@ -202,8 +203,10 @@ function rebuild(opts: { progressive?: boolean; zoomPath?: number[]; selPath?: n
     main!.focus = nodeAtPath(t, zoomPath);
     select(selPath ? nodeAtPath(t, selPath) : -1);
   };
-  // A big profile: paint a fair part (every k-th stack) now, complete it in later tasks.
-  const PART = 20_000;
+  // A big profile: paint a fair part (every k-th stack) now, complete it in later tasks. 10k
+  // stacks draw the same picture at screen resolution: a box 0.1 % wide (under 2 px) still
+  // stands for about 10 of them.
+  const PART = 10_000;
   if (opts.progressive && filter.order !== 'time' && stacks.length > 2 * PART) {
     const builder = new TreeBuilder(profile);
     const stride = Math.ceil(stacks.length / PART);
@@ -282,7 +285,7 @@ function renderTop(): void {
   const body = el('tbody');
   // The first rows only: a 50k-function table would cost more than the graph.
   for (const r of topRows.slice(0, 300)) {
-    const tr = el('tr', { className: `row${r.frame === filter.focusFrame ? ' sel' : ''}`, title: `Focus the flame graph on ${r.name}` }, el('td', { className: 'name', textContent: r.name }), el('td', { className: 'num', textContent: `${r.self.toLocaleString()} (${pct(r.self, base)})` }), el('td', { className: 'num', textContent: `${r.total.toLocaleString()} (${pct(r.total, base)})` }));
+    const tr = el('tr', { className: `row${r.frame === filter.focusFrame ? ' sel' : ''}`, title: `Focus the flame graph on ${r.name}` }, el('td', { className: 'name', textContent: r.name }), el('td', { className: 'num', textContent: `${formatCount(r.self)} (${pct(r.self, base)})` }), el('td', { className: 'num', textContent: `${formatCount(r.total)} (${pct(r.total, base)})` }));
     tr.tabIndex = 0;
     const focusRow = () => setFilter({ ...filter, focusFrame: r.frame });
     tr.onclick = focusRow;
@@ -325,8 +328,8 @@ function attach(c: FlameCanvas, onClick: (node: number) => void): void {
     const parent = t.parent[n];
     const lines = [
       f ? f.name : 'all',
-      `${t.total[n].toLocaleString()} samples · ${pct(t.total[n], t.total[ROOT])} of total${parent >= 0 ? ` · ${pct(t.total[n], t.total[parent])} of parent` : ''}`,
-      `self ${t.self[n].toLocaleString()} (${pct(t.self[n], t.total[ROOT])})`,
+      `${formatCount(t.total[n])} samples · ${pct(t.total[n], t.total[ROOT])} of total${parent >= 0 ? ` · ${pct(t.total[n], t.total[parent])} of parent` : ''}`,
+      `self ${formatCount(t.self[n])} (${pct(t.self[n], t.total[ROOT])})`,
     ];
     if (f) lines.push(`${KIND_LABEL[f.kind]}${f.module ? ` · ${f.module}` : ''}`);
     if (f?.file) lines.push(`${f.file}:${f.line ?? '?'}  (click to open)`);
@@ -518,7 +521,7 @@ window.addEventListener('message', (ev: MessageEvent<ToView>) => {
     redraw();
   } else if (m.type === 'progress') {
     stopBtn.style.display = '';
-    progressText = `Sampling… ${m.samples.toLocaleString()} samples, ${m.lost} lost, ${(m.elapsedMs / 1000).toFixed(0)} s`;
+    progressText = `Sampling… ${formatCount(m.samples)} samples, ${m.lost} lost, ${(m.elapsedMs / 1000).toFixed(0)} s`;
     status.textContent = progressText;
     if (m.warnings?.length) warningsBox.textContent = m.warnings.join('\n');
   } else if (m.type === 'status') {

@@ -1,11 +1,13 @@
 // Canvas drawing of one flame tree: draws only the boxes layout() returned (each at least a
 // pixel wide), flame (root at the bottom) or icicle (root at the top), with search matches
 // highlighted. Hit testing goes back through the model.
-import { hitTest, layout, ROOT, type FlameTree, type Layout } from './model';
-import type { FlameProfile } from './profileData';
+import { hitTest, layout, ROOT, type FlameTree, type Layout } from '../../extension/shared/flamegraph/model';
+import type { FlameProfile } from '../../extension/shared/flamegraph/profileData';
 import { frameColor } from './colors';
 
 export const ROW_HEIGHT = 17;
+/** opacity of the boxes a search does not match */
+const DIM_ALPHA = 0.35;
 
 export class FlameCanvas {
   readonly canvas: HTMLCanvasElement;
@@ -26,6 +28,10 @@ export class FlameCanvas {
   private cssWidth = 0;
   private charWidth = 7;
   lastDrawMs = 0;
+  // Colour strings by frame id for one profile and theme: frameColor hashes the name and builds
+  // an hsl() string, a noticeable part of drawing thousands of boxes.
+  private colors: string[] = [];
+  private colorsFor?: { profile: FlameProfile; dark: boolean };
 
   constructor(parent: HTMLElement, tree: FlameTree, profile: FlameProfile) {
     this.canvas = document.createElement('canvas');
@@ -74,7 +80,17 @@ export class FlameCanvas {
     this.charWidth = ctx.measureText('abcdefghijklmnopqrstuvwxyz').width / 26 || 7;
     ctx.textBaseline = 'middle';
     const frames = this.profile.frames;
+    if (this.colorsFor?.profile !== this.profile || this.colorsFor.dark !== dark) {
+      this.colors = [];
+      this.colorsFor = { profile: this.profile, dark };
+    }
     const m = this.matches;
+    // Boxes first, then every label with one fill style: switching fillStyle per box (box colour,
+    // then the text colour) made the canvas parse twice as many colour strings.
+    const labelAt: number[] = [];
+    const labels: string[] = [];
+    let alpha = 1;
+    ctx.globalAlpha = 1;
     for (let i = 0; i < l.count; i++) {
       const n = l.node[i];
       const f = this.tree.frame[n];
@@ -84,8 +100,9 @@ export class FlameCanvas {
       const frame = f >= 0 ? frames[f] : undefined;
       const name = frame ? frame.name : 'all';
       const dim = m && (f < 0 || !m[f]);
-      ctx.globalAlpha = dim ? 0.35 : 1;
-      ctx.fillStyle = m && f >= 0 && m[f] ? matchColor : (this.nodeColor?.(n, dark) ?? (frame ? frameColor(frame.kind, name, dark) : dark ? '#666' : '#bbb'));
+      const a = dim ? DIM_ALPHA : 1;
+      if (a !== alpha) ctx.globalAlpha = alpha = a;
+      ctx.fillStyle = m && f >= 0 && m[f] ? matchColor : (this.nodeColor?.(n, dark) ?? (frame ? (this.colors[f] ??= frameColor(frame.kind, name, dark)) : dark ? '#666' : '#bbb'));
       ctx.fillRect(x, y, Math.max(1, w - 0.5), ROW_HEIGHT - 1);
       if ((f >= 0 && f === this.emphasized) || n === this.selected) {
         ctx.strokeStyle = outline;
@@ -93,10 +110,17 @@ export class FlameCanvas {
       }
       if (w > 3 * this.charWidth) {
         const max = Math.floor((w - 6) / this.charWidth);
-        const label = name.length > max ? `${name.slice(0, Math.max(1, max - 1))}…` : name;
-        ctx.fillStyle = fg;
-        ctx.fillText(label, x + 3, y + ROW_HEIGHT / 2);
+        labelAt.push(i);
+        labels.push(name.length > max ? `${name.slice(0, Math.max(1, max - 1))}…` : name);
       }
+    }
+    ctx.fillStyle = fg;
+    for (let k = 0; k < labelAt.length; k++) {
+      const i = labelAt[k];
+      const f = this.tree.frame[l.node[i]];
+      const a = m && (f < 0 || !m[f]) ? DIM_ALPHA : 1;
+      if (a !== alpha) ctx.globalAlpha = alpha = a;
+      ctx.fillText(labels[k], l.x[i] + 3, this.rowY(l.depth[i], height) + ROW_HEIGHT / 2);
     }
     ctx.globalAlpha = 1;
     this.lastDrawMs = performance.now() - t0;

@@ -6,7 +6,7 @@ import { formatDuration } from '../../extension/shared/log2hist';
 import { toSessionFile } from '../../extension/shared/jvmTimeline';
 import { GROUP_LABEL } from '../../extension/shared/jvmTimeline';
 import { themeColor } from '../common/histogramChart';
-import { buildTree, ROOT } from '../flamegraph/model';
+import { buildTree, ROOT } from '../../extension/shared/flamegraph/model';
 import { FlameCanvas } from '../flamegraph/render';
 import { TimelineView, type Lane } from './model';
 import type { FromView, ToView } from './protocol';

@@ -3,7 +3,7 @@
 // each lane. Pure: no DOM, unit-tested.
 import { GROUP_LABEL, JvmTimeline, type JvmResult, type JvmUpdate, type RangeStats, type ThreadGroup } from '../../extension/shared/jvmTimeline';
 import type { JavaGcEvent } from '../../extension/shared/javaGc';
-import { fromProfileResult, type FlameProfile } from '../flamegraph/profileData';
+import { fromProfileResult, type FlameProfile } from '../../extension/shared/flamegraph/profileData';
 
 export type SessionState = 'running' | 'stopped' | 'target-exited' | 'error' | 'imported';
 

@@ -11,9 +11,9 @@ import { profileTracer } from '../../tracers/profile';
 import { inputError, usageError } from '../../shared/errors';
 import { encodePprofGz } from '../../shared/profileFile';
 import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_COPY_KB, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_COPY_KB, PROFILE_MAX_STACK_STORAGE, UNWIND_CHOICES, type ProfileResult, type UnwindChoice } from '../../shared/profile';
-import { fromProfileResult } from '../../../webview/flamegraph/profileData';
-import { toFolded } from '../../../webview/flamegraph/formats';
-import { frameTotals } from '../../../webview/flamegraph/model';
+import { fromProfileResult } from '../../shared/flamegraph/profileData';
+import { toFolded } from '../../shared/flamegraph/formats';
+import { frameTotals } from '../../shared/flamegraph/model';
 
 const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duration S] [--java agent|perfmap|auto] [--unwind auto|dwarf|fp] [--stack-copy-kb N] [--stack-storage-size N] [--json | --folded] [--pprof FILE]
   --pid P          sample process P (all its threads)

@@ -9,7 +9,7 @@ import { numberFlag, parse } from '../args';
 import { inputError, usageError } from '../../shared/errors';
 import { loadProfileBytes } from '../../shared/profileFile';
 import { diffProfiles, formatMovers } from '../../shared/profileDiff';
-import type { FlameProfile } from '../../../webview/flamegraph/profileData';
+import type { FlameProfile } from '../../shared/flamegraph/profileData';
 
 const USAGE = `ebpf-studio profile-diff BASE NEW [--json] [--top N]
   BASE, NEW   CPU profiles: folded stacks, speedscope JSON, pprof (.pb.gz) or profile --json output

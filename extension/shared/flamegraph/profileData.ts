@@ -1,6 +1,6 @@
 // The one profile shape every importer produces and the flame-graph model consumes: distinct
 // frames plus weighted stacks of frame indices, root first. Pure (no DOM, no node).
-import type { FrameKind, ProfileResult } from '../../extension/shared/profile';
+import type { FrameKind, ProfileResult } from '../profile';
 
 export type { FrameKind };
 

@@ -2,7 +2,7 @@
 // flamegraph.pl and inferno) and speedscope's JSON file format. Frame kinds travel as the
 // annotation suffixes flamegraph.pl already understands (_[k] kernel, _[j] JIT; _[i] for the
 // interpreter), so an exported file opens back with its colors. Pure functions, no DOM.
-import type { ProfileResult } from '../../extension/shared/profile';
+import type { ProfileResult } from '../profile';
 import { FrameTable, fromProfileResult, type FlameProfile, type FlameStack, type FrameKind } from './profileData';
 
 const SUFFIX: Record<FrameKind, string> = { kernel: '_[k]', jit: '_[j]', interpreted: '_[i]', native: '' };
