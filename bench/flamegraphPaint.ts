@@ -10,6 +10,8 @@ import { programLike } from './flamegraphProfile';
 
 export interface PaintBench {
   firstRenderMs: number;
+  /** the renderer main thread's CPU time for that task (Chromium trace): what the wall figure is without other load on the machine */
+  firstRenderCpuMs: number;
   /** message → the complete tree drawn (the first paint shows a fair part of the stacks) */
   completeMs: number;
   paintMs: number;
@@ -35,18 +37,31 @@ export async function benchFlamegraphPaint(executablePath = '/usr/bin/chromium')
     await page.addScriptTag({ content: js });
     // tsx compiles the callbacks below with esbuild's keepNames, which calls __name().
     await page.evaluate('window.__name = (f) => f');
-    const [firstRenderMs, completeMs] = await page.evaluate(async (json) => {
-      const data = { type: 'profile', profile: JSON.parse(json), title: 'bench', warnings: [] };
+    // In VS Code the profile arrives after the view has loaded and said `ready` (a round trip
+    // through the extension host): the empty view has been laid out and painted by then.
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0))));
+    await page.evaluate((json) => ((window as unknown as { benchProfile: unknown }).benchProfile = JSON.parse(json)), JSON.stringify(profile));
+    await browser.startTracing(page, { categories: ['toplevel'] });
+    const firstRenderMs = await page.evaluate(() => {
+      const data = { type: 'profile', profile: (window as unknown as { benchProfile: unknown }).benchProfile, title: 'bench', warnings: [] };
       const t0 = performance.now();
+      (window as unknown as { benchT0: number }).benchT0 = t0;
       window.dispatchEvent(new MessageEvent('message', { data }));
-      const first = performance.now() - t0;
+      return performance.now() - t0;
+    });
+    const trace = JSON.parse((await browser.stopTracing()).toString()) as { traceEvents: { ph: string; name: string; dur?: number; tdur?: number }[] };
+    // The longest task in the trace is the one that handled the message.
+    const task = trace.traceEvents.filter((e) => e.ph === 'X' && e.name === 'ThreadControllerImpl::RunTask').sort((a, b) => (b.dur ?? 0) - (a.dur ?? 0))[0];
+    const firstRenderCpuMs = task?.tdur !== undefined ? task.tdur / 1000 : NaN;
+    const completeMs = await page.evaluate(async () => {
       // A big profile is completed in later tasks; the status says so until it is.
+      const t0 = (window as unknown as { benchT0: number }).benchT0;
       await new Promise<void>((resolve) => {
         const check = () => (/completing the tree/.test(document.querySelector('.toolbar')!.textContent ?? '') ? setTimeout(check, 1) : resolve());
         check();
       });
-      return [first, performance.now() - t0];
-    }, JSON.stringify(profile));
+      return performance.now() - t0;
+    });
     const paintMs = await page.evaluate(async () => {
       // Resizing lays out and paints again; the view reports its own draw time in the status.
       window.dispatchEvent(new Event('resize'));
@@ -84,7 +99,7 @@ export async function benchFlamegraphPaint(executablePath = '/usr/bin/chromium')
     });
     const canvasWidth = await page.evaluate(() => document.querySelector('canvas')!.clientWidth);
     const round = (n: number) => Math.round(n * 10) / 10;
-    return { firstRenderMs: round(firstRenderMs), completeMs: round(completeMs), paintMs: round(paintMs), zoomClickMs: round(zoomClickMs), firstZoomClickMs: round(zooms[0]), searchMs: round(searchMs), canvasWidth };
+    return { firstRenderMs: round(firstRenderMs), firstRenderCpuMs: round(firstRenderCpuMs), completeMs: round(completeMs), paintMs: round(paintMs), zoomClickMs: round(zoomClickMs), firstZoomClickMs: round(zooms[0]), searchMs: round(searchMs), canvasWidth };
   } finally {
     await browser.close();
   }
