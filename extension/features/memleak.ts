@@ -81,7 +81,7 @@ function viewStacks(): LeakViewStack[] {
 
 function postSnapshot(): void {
   if (!view || !viewReady || !state) return;
-  view.post({ type: 'snapshot', title: state.title, running: state.running, totalBytes: state.totalBytes, totalAllocations: state.totalAllocations, dropped: state.dropped, stacks: viewStacks(), sampleBytes: state.sampleBytes });
+  view.post({ type: 'snapshot', title: state.title, running: state.running, totalBytes: state.totalBytes, totalAllocations: state.totalAllocations, dropped: state.dropped, stacks: viewStacks(), sampleBytes: state.sampleBytes, sessionKey: state.key });
 }
 
 function refresh(): void {

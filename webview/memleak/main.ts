@@ -85,8 +85,10 @@ document.head.append(style);
 
 window.addEventListener('message', (ev: MessageEvent<ToView>) => {
   const m = ev.data;
-  if (m.type === 'snapshot') last = m;
-  else if (m.type === 'focus') focus = m.site;
+  if (m.type === 'snapshot') {
+    last = m;
+    if (m.sessionKey) vscode.setState({ sessionKey: m.sessionKey });
+  } else if (m.type === 'focus') focus = m.site;
   else if (m.type === 'cleared') last = undefined;
   render();
 });

@@ -21,6 +21,8 @@ export type ToView =
       stacks: LeakViewStack[];
       /** present when sampled: every figure is an estimate (mean sampling interval in bytes) */
       sampleBytes?: number;
+      /** the session shown: one panel shows each new session, and a reload must restore the last */
+      sessionKey?: string;
     }
   | { type: 'focus'; site: string }
   | { type: 'cleared' };
