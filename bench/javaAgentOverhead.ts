@@ -4,20 +4,31 @@
 // (`profile --java agent`), one with the flag profiled through frame pointers + the perf map
 // (`--java perfmap`). Each row is unprofiled / profiled throughput of its own JVM. A last row is
 // the attach → first Java sample latency the CLI logs (--verbose) when the agent is loaded.
+import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { cli, interleave, JAVA_HOME, LineProcess, median, ratioOfRounds, round, startCli, type BenchContext, type Row } from './lib';
 
 export async function benchJavaAgent(ctx: BenchContext): Promise<Row[]> {
-  const rounds = ctx.quick ? 5 : 11;
+  const rounds = ctx.quick ? 5 : 15;
   const seconds = ctx.quick ? '1' : '2';
   const java = path.join(JAVA_HOME, 'bin', 'java');
-  const plain = new LineProcess(java, ['-cp', ctx.buildDir, 'JitHeavy']);
-  const fp = new LineProcess(java, ['-XX:+PreserveFramePointer', '-cp', ctx.buildDir, 'JitHeavy']);
+  // On this 2-CPU VM the rounds swung by ±20 % when the JVM, its GC and JIT threads, and the
+  // profiler's own process shared both CPUs. Each JVM runs on CPU 1 (sized for one CPU), the CLI
+  // on CPU 0, as the profiler's process would sit on another core of a server. What the profile
+  // costs the target itself (BPF program, signal, AsyncGetCallTrace in the sampled thread) stays
+  // on the JVM's CPU and in the figure. The heap is fixed so resizing does not move rounds.
+  const pin = os.cpus().length >= 2;
+  const jvm = (extra: string[]) =>
+    pin
+      ? new LineProcess('taskset', ['-c', '1', java, '-XX:ActiveProcessorCount=1', '-Xms256m', '-Xmx256m', ...extra, '-cp', ctx.buildDir, 'JitHeavy'])
+      : new LineProcess(java, ['-Xms256m', '-Xmx256m', ...extra, '-cp', ctx.buildDir, 'JitHeavy']);
+  const plain = jvm([]);
+  const fp = jvm(['-XX:+PreserveFramePointer']);
   try {
     for (const p of [plain, fp]) {
       await p.next('ready');
-      await p.ask('3', 'ops_per_sec'); // warm up the JIT
+      await p.ask(ctx.quick ? '4' : '10', 'ops_per_sec'); // warm up the JIT
     }
     // Latency first, on a JVM that has never seen the agent (a later load reuses it).
     // The JVM must be on a CPU to be sampled: keep it working while the CLI attaches.
@@ -29,7 +40,7 @@ export async function benchJavaAgent(ctx: BenchContext): Promise<Row[]> {
     ctx.log(`  attach → first Java sample: ${m ? `${latencyMs} ms` : `not reported (${(lat.stderr ?? '').slice(-300)})`}`);
 
     const variant = (p: LineProcess, mode: string) => async () => {
-      const t = await startCli(['profile', '--pid', String(p.pid), '--frequency', '99', '--java', mode]);
+      const t = await startCli(['profile', '--pid', String(p.pid), '--frequency', '99', '--java', mode], pin ? '0' : undefined);
       try {
         return await p.ask(seconds, 'ops_per_sec');
       } finally {
@@ -50,7 +61,7 @@ export async function benchJavaAgent(ctx: BenchContext): Promise<Row[]> {
         better: 'lower',
         peer: { name: 'perf map + frame pointers', value: perfmap },
         limit: 'per sample: one BPF stack walk, one signal, one AsyncGetCallTrace walk in the JVM; this shared VM\'s noise is of the same order',
-        detail: `JIT-heavy JVM without -XX:+PreserveFramePointer, ${rounds} interleaved rounds of ${seconds} s, profiler attached for its rounds only; ${detail(r.plainOff, r.agent)}`,
+        detail: `JIT-heavy JVM without -XX:+PreserveFramePointer, ${rounds} interleaved rounds of ${seconds} s, profiler attached for its rounds only${pin ? ', JVM on CPU 1 and profiler on CPU 0' : ''}; ${detail(r.plainOff, r.agent)}`,
       },
       {
         name: 'java profile overhead, perf map + frame pointers (99 Hz, unprofiled / profiled throughput)',

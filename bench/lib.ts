@@ -197,7 +197,9 @@ function startUntil(cmd: string, args: string[], stream: 'stdout' | 'stderr', re
  * Our CLI in text mode: it prints its banner on stderr once every probe is attached (runTracer
  * calls the banner after tracer.start() returned), so spawn → banner is start → attached.
  */
-export function startCli(args: string[]): Promise<Attached> {
+/** cpus: a taskset CPU list to run the CLI on (kept off the workload's CPU). */
+export function startCli(args: string[], cpus?: string): Promise<Attached> {
+  if (cpus) return startUntil('taskset', ['-c', cpus, process.execPath, cli, ...args], 'stderr', /Ctrl-C to end/);
   return startUntil(process.execPath, [cli, ...args], 'stderr', /Ctrl-C to end/);
 }
 
