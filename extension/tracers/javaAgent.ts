@@ -100,7 +100,35 @@ export function checkAgentTarget(pid: number, requester: AgentRequester = { uid:
     );
   }
   checkJvmHasAgct(pid);
+  if (tmpIsNoexec(pid)) throw unsuitableError(noexecMessage(pid));
   return ids;
+}
+
+function noexecMessage(pid: number): string {
+  return `pid ${pid}'s /tmp is mounted noexec, so the JVM cannot load the Java agent from there: give its /tmp exec (e.g. docker run --tmpfs /tmp:exec), or use --java perfmap (with -XX:+PreserveFramePointer)`;
+}
+
+/** Whether the mount holding /tmp in the JVM's mount namespace has the noexec flag (/proc/PID/mountinfo). */
+export function tmpIsNoexec(pid: number, mountinfo?: string): boolean {
+  let text = mountinfo;
+  if (text === undefined) {
+    try {
+      text = fs.readFileSync(`/proc/${pid}/mountinfo`, 'utf8');
+    } catch {
+      return false; // cannot tell: the JVM's own reply says so later
+    }
+  }
+  // "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw": field 5 is the mount point,
+  // field 6 its per-mount options. The last mount on the longest prefix of /tmp is the one in effect.
+  let best: { point: string; noexec: boolean } | undefined;
+  for (const line of text.split('\n')) {
+    const f = line.split(' ');
+    if (f.length < 6) continue;
+    const point = f[4].replace(/\\040/g, ' ');
+    if (!(point === '/' || point === '/tmp' || '/tmp'.startsWith(point + '/'))) continue;
+    if (!best || point.length >= best.point.length) best = { point, noexec: f[5].split(',').includes('noexec') };
+  }
+  return best?.noexec ?? false;
 }
 
 /** The JVM's libjvm.so as mapped ("/usr/lib/jvm/.../libjvm.so") and a path that opens it from here (through /proc/PID/root: containers). */
@@ -191,7 +219,15 @@ function dynamicLoadingOffMessage(pid: number): string {
 
 /** Sends one command to the agent (`load <lib> true <options>`); returns Agent_OnAttach's code. */
 async function agentCommand(pid: number, libInTarget: string, options: string, timeoutMs: number): Promise<number> {
-  const out = await attachCommand(pid, 'load', [libInTarget, 'true', options], { timeoutMs });
+  let out: string;
+  try {
+    out = await attachCommand(pid, 'load', [libInTarget, 'true', options], { timeoutMs });
+  } catch (e) {
+    // HotSpot's refusal spans lines ("... was not loaded.\n<dlerror>"): one line, and the cause when known.
+    if (!(e instanceof StudioError)) throw e;
+    if (/failed to map segment/.test(e.message)) throw unsuitableError(noexecMessage(pid));
+    throw new StudioError(e.kind, e.message.trim().replace(/\s*\n\s*/g, ' '), e.detail);
+  }
   // JDK 9+ prints "return code: N"; JDK 8 printed the bare number.
   // JDK 21+ with -XX:-EnableDynamicAgentLoading (also when set through JAVA_TOOL_OPTIONS or a
   // flags file, which the command-line check cannot see) answers with status 0 and this text.

@@ -167,32 +167,52 @@ describe('profile --java agent: another user\'s JVM, a JVM in a container (kerne
     }
   });
 
-  test('a JVM in its own mount and pid namespaces, with a private /tmp: whole Java stacks by its host pid', { timeout: 120_000 }, async (t) => {
-    if (spawnSync('unshare', ['--version']).status !== 0) return t.skip('unshare (util-linux) is missing');
-    // The classes must be outside /tmp, which the container replaces with its own tmpfs.
-    if (!fs.existsSync('/var/tmp')) return t.skip('no /var/tmp to hold the fixture outside /tmp');
-    const box = fs.mkdtempSync('/var/tmp/java-agent-container-');
-    const hostTmpBefore = new Set(fs.readdirSync('/tmp'));
+  const containerSkip = () =>
+    spawnSync('unshare', ['--version']).status !== 0
+      ? 'unshare (util-linux) is missing'
+      : !fs.existsSync('/var/tmp') // the classes must be outside /tmp, which the container replaces
+        ? 'no /var/tmp to hold the fixture outside /tmp'
+        : undefined;
+
+  /** The fixture JVM as pid 1 of new mount + pid namespaces, over its own tmpfs /tmp; resolves with its host pid. */
+  async function startContainerJvm(box: string, tmpfsOptions: string) {
     compileFixture(box);
     const unshare = spawn(
       'unshare',
-      ['--mount', '--pid', '--fork', '--mount-proc', '--kill-child', 'sh', '-c', `mount -t tmpfs ebpf-studio-test /tmp && exec ${JDK}/bin/java -cp classes AgentSplit 90`],
+      ['--mount', '--pid', '--fork', '--mount-proc', '--kill-child', 'sh', '-c', `mount -t tmpfs -o ${tmpfsOptions} ebpf-studio-test /tmp && exec ${JDK}/bin/java -cp classes AgentSplit 90`],
       { cwd: box, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     const { out } = track(unshare);
     let pid = 0;
+    // The JVM is unshare's child, once sh has exec'd java and mapped libjvm.so.
+    await waitFor(() => {
+      try {
+        const kids = fs.readFileSync(`/proc/${unshare.pid}/task/${unshare.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+        pid = kids.find((k) => /\/libjvm\.so$/m.test(fs.readFileSync(`/proc/${k}/maps`, 'utf8'))) ?? 0;
+      } catch {
+        pid = 0;
+      }
+      return pid > 0;
+    }, 20_000);
+    return {
+      pid,
+      unshare,
+      out,
+      async stop() {
+        unshare.kill('SIGKILL'); // --kill-child: the JVM (its pid namespace's init) goes with it
+        if (pid) await waitFor(() => !fs.existsSync(`/proc/${pid}`), 10_000);
+        fs.rmSync(box, { recursive: true, force: true });
+      },
+    };
+  }
+
+  test('a JVM in its own mount and pid namespaces, with a private /tmp: whole Java stacks by its host pid', { timeout: 120_000 }, async (t) => {
+    const why = containerSkip();
+    if (why) return t.skip(why);
+    const hostTmpBefore = new Set(fs.readdirSync('/tmp'));
+    const { pid, unshare, out, stop } = await startContainerJvm(fs.mkdtempSync('/var/tmp/java-agent-container-'), 'mode=1777');
     try {
-      // The JVM is unshare's child (pid 1 inside), once sh has exec'd java and mapped libjvm.so.
-      const found = await waitFor(() => {
-        try {
-          const kids = fs.readFileSync(`/proc/${unshare.pid}/task/${unshare.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
-          pid = kids.find((k) => /\/libjvm\.so$/m.test(fs.readFileSync(`/proc/${k}/maps`, 'utf8'))) ?? 0;
-        } catch {
-          pid = 0;
-        }
-        return pid > 0;
-      }, 20_000);
-      assert.ok(found, `the JVM started in the namespaces: ${out()}`);
+      assert.ok(pid > 0, `the JVM started in the namespaces: ${out()}`);
       await sleep(2000); // let heavy/light/mix get compiled
       const nspid = namespacePid(pid);
       const jvmTmp = fs.statSync(`/proc/${pid}/root/tmp`);
@@ -227,9 +247,25 @@ describe('profile --java agent: another user\'s JVM, a JVM in a container (kerne
       assert.deepEqual(leaked, [], 'nothing of this JVM in the host /tmp');
       assert.equal(unshare.exitCode, null, `the JVM is alive: ${out().slice(-1000)}`);
     } finally {
-      unshare.kill('SIGKILL'); // --kill-child: the JVM (its pid namespace's init) goes with it
-      if (pid) await waitFor(() => !fs.existsSync(`/proc/${pid}`), 10_000);
-      fs.rmSync(box, { recursive: true, force: true });
+      await stop();
+    }
+  });
+
+  test("a container whose /tmp is mounted noexec: refused (exit 4) before the agent is placed", { timeout: 60_000 }, async (t) => {
+    const why = containerSkip();
+    if (why) return t.skip(why);
+    const { pid, unshare, out, stop } = await startContainerJvm(fs.mkdtempSync('/var/tmp/java-agent-noexec-'), 'mode=1777,noexec');
+    try {
+      assert.ok(pid > 0, `the JVM started in the namespaces: ${out()}`);
+      const r = runCli(['profile', '--pid', String(pid), '--java', 'agent', '--duration', '1'], { timeoutMs: 30_000 });
+      t.diagnostic(r.stderr.trim());
+      assert.equal(r.code, 4, r.stderr);
+      assert.match(r.stderr, /\/tmp is mounted noexec, so the JVM cannot load the Java agent from there: give its \/tmp exec/);
+      assert.equal(r.stderr.trim().split('\n').length, 1, 'one line, no stack trace');
+      assert.deepEqual(fs.readdirSync(`/proc/${pid}/root/tmp`).filter((f) => f.includes('ebpf-studio')), [], 'nothing placed in its /tmp');
+      assert.equal(unshare.exitCode, null, 'the JVM is untouched');
+    } finally {
+      await stop();
     }
   });
 });

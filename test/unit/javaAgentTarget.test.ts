@@ -2,7 +2,8 @@
 // library's exported dynamic symbols before it loads anything (exit 4 when it is missing), and the
 // agent's own code 100 stays the second line of defence. Checked on the real libjvm.so of each
 // installed JDK, on libc, and on tiny libraries built here that define the symbol exported, hidden,
-// or only reference it. No root needed.
+// or only reference it. Also: a JVM whose /tmp is mounted noexec cannot map the agent from there
+// (found from /proc/PID/mountinfo). No root needed.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -11,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { withElf } from '../../extension/elf/elf';
 import { StudioError } from '../../extension/shared/errors';
-import { checkAgctLibrary } from '../../extension/tracers/javaAgent';
+import { checkAgctLibrary, tmpIsNoexec } from '../../extension/tracers/javaAgent';
 
 const JDKS = ['/usr/lib/jvm/java-17-openjdk-amd64', '/usr/lib/jvm/temurin-25-jdk-amd64'];
 const LIBC = ['/lib/x86_64-linux-gnu/libc.so.6', '/usr/lib/x86_64-linux-gnu/libc.so.6'].find((p) => fs.existsSync(p));
@@ -65,4 +66,16 @@ test('a file that cannot be read as ELF gives no verdict (the agent\'s code 100 
   fs.writeFileSync(f, 'not an ELF file');
   assert.equal(checkAgctLibrary(f), false);
   assert.equal(checkAgctLibrary(path.join(dir, 'missing.so')), false);
+});
+
+test('tmpIsNoexec: the mount in effect at /tmp decides (the last one on the longest prefix)', () => {
+  const root = '22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw';
+  const tmpNoexec = '40 22 0:35 / /tmp rw,nosuid,nodev,noexec,relatime - tmpfs tmpfs rw';
+  const tmpExec = '41 40 0:36 / /tmp rw,nosuid,nodev,relatime - tmpfs tmpfs rw';
+  const other = '42 22 0:37 / /tmpfoo rw,noexec - tmpfs tmpfs rw';
+  assert.equal(tmpIsNoexec(0, [root].join('\n')), false);
+  assert.equal(tmpIsNoexec(0, [root, tmpNoexec].join('\n')), true);
+  assert.equal(tmpIsNoexec(0, [root, tmpNoexec, tmpExec].join('\n')), false, 'a later mount over /tmp hides the noexec one');
+  assert.equal(tmpIsNoexec(0, [root, other].join('\n')), false, '/tmpfoo is not /tmp');
+  assert.equal(tmpIsNoexec(0, ['22 1 8:1 / / rw,noexec - ext4 /dev/sda1 rw'].join('\n')), true, 'no /tmp mount: the root\'s flags');
 });
