@@ -127,6 +127,24 @@ static __always_inline void emit_sample(__u32 tgid, __u32 tid, __s32 kern_stack_
 	}
 }
 
+/* The current thread's id in its own (innermost) pid namespace: what gettid() returns inside a
+ * container. task->thread_pid->numbers[level].nr; 0 when it cannot be read. */
+static __always_inline __u32 current_ns_tid(void)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct pid *p = BPF_CORE_READ(task, thread_pid);
+	unsigned int level;
+	__u32 nr = 0;
+
+	if (!p)
+		return 0;
+	level = BPF_CORE_READ(p, level);
+	if (level > 31) /* MAX_PID_NS_LEVEL */
+		return 0;
+	bpf_core_read(&nr, sizeof(nr), &p->numbers[level].nr);
+	return nr;
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -191,7 +209,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 			js->tid = tid;
 			js->user_stack_id = key.user_stack_id;
 			js->kern_stack_id = key.kern_stack_id;
-			js->pad = 0;
+			js->ns_tid = current_ns_tid();
 			js->ktime_ns = bpf_ktime_get_ns();
 			bpf_ringbuf_submit(js, 0);
 		} else {

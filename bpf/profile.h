@@ -64,12 +64,14 @@ struct profile_sample {
 #define PROFILE_SAMPLE_HEADER_SIZE 176
 
 /* Java agent join record (ring buffer java_samples), 24 bytes:
- *   0 tid (u32)   4 user_stack_id (s32)   8 kern_stack_id (s32)   12 pad   16 ktime_ns (u64) */
+ *   0 tid (u32, host)   4 user_stack_id (s32)   8 kern_stack_id (s32)
+ *   12 ns_tid (u32: the tid in the thread's own pid namespace, what gettid() returns inside a
+ *      container and so what the agent records; 0 = could not be read)   16 ktime_ns (u64) */
 struct profile_java_sample {
 	__u32 tid;
 	__s32 user_stack_id;
 	__s32 kern_stack_id;
-	__u32 pad;
+	__u32 ns_tid;
 	__u64 ktime_ns;
 };
 

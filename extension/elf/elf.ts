@@ -199,6 +199,31 @@ export class ElfFile {
     return out;
   }
 
+  /**
+   * Whether .dynsym defines `name` as a symbol other objects can bind to (dlsym finds it):
+   * defined (not SHN_UNDEF), GLOBAL or WEAK binding, DEFAULT or PROTECTED visibility.
+   * undefined when the file has no section headers or no .dynsym (the answer is unknown).
+   */
+  exportsDynamic(name: string): boolean | undefined {
+    const sec = this.sections.find((s) => s.type === SHT_DYNSYM);
+    if (!sec) return undefined;
+    const strSec = this.sections[sec.link];
+    if (!strSec) return undefined;
+    const strtab = this.sectionData(strSec);
+    const data = this.sectionData(sec);
+    const want = Buffer.from(name + '\0', 'utf8');
+    const ent = sec.entsize || 24;
+    for (let o = 0; o + ent <= data.length; o += ent) {
+      const off = data.readUInt32LE(o);
+      if (off + want.length > strtab.length || strtab.compare(want, 0, want.length, off, off + want.length) !== 0) continue;
+      const bind = data[o + 4] >> 4; // STB_GLOBAL = 1, STB_WEAK = 2
+      const visibility = data[o + 5] & 3; // STV_DEFAULT = 0, STV_PROTECTED = 3
+      const shndx = data.readUInt16LE(o + 6);
+      if (shndx !== 0 && (bind === 1 || bind === 2) && (visibility === 0 || visibility === 3)) return true;
+    }
+    return false;
+  }
+
   /** Converts a file offset into the link-time virtual address via the PT_LOAD holding it. */
   offsetToVaddr(offset: bigint): bigint | undefined {
     for (const s of this.segments) {

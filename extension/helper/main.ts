@@ -77,6 +77,7 @@ export function createHelperServer(io: HelperIo): { connection: MessageConnectio
       },
       assetDir,
       log,
+      requester: invokingUser(),
     },
     {
       data: (sessionId, tracer, update) => void conn.sendNotification(proto.sessionData, { sessionId, tracer, update } as proto.SessionDataParams),

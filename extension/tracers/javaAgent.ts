@@ -11,6 +11,16 @@
 // the agent's own service thread, never by the signal handler, so the handler stays lock-free.
 // The file is removed at the end of the profile.
 //
+// Containers: the agent, the attach socket and the sample file live in the JVM's /tmp, reached
+// through /proc/PID/root. The agent records gettid(), which inside a pid namespace is the
+// namespace's tid, while BPF sees host tids: the BPF join record carries both (bpf/profile.h,
+// ns_tid, read from the task's struct pid in the kernel), so the join is exact even for threads
+// that ended before user space could have looked their NSpid up in /proc.
+//
+// Who may: checkAgentTarget refuses, before anything is written into the target, a JVM with attach
+// or dynamic agent loading disabled, a JVM of another user unless the requester is root (the
+// helper passes its invoking user, not its own root), and a libjvm.so without AsyncGetCallTrace.
+//
 // Lifecycle: JVMTI agents cannot be unloaded. The first profile loads the agent (a copy of our .so
 // inside the JVM's /tmp, named by its content hash, owned by the JVM's user, so a container's
 // JVM can open it and the same file is reused); `stop` switches it off: the handler stays
@@ -23,6 +33,8 @@ import type { BpfObject, RingBufferHandle } from '../../native/index';
 import type { ProfileFrame, ProfileResult } from '../shared/profile';
 import { StudioError, unsuitableError } from '../shared/errors';
 import { attachCommand, namespacePid } from '../jvm/attach';
+import { withElf } from '../elf/elf';
+import { readMaps, type Mapping } from '../proc/maps';
 import type { TracerEnv } from './tracer';
 import type { RawStack } from './profileStacks';
 import { decodeJavaSample, emptyAgentLog, foldStacks, joinStack, pairSamples, parseAgentText, type AgentLog, type BpfJavaSample } from './javaAgentDecode';
@@ -58,8 +70,19 @@ function effectiveIds(pid: number): { uid: number; gid: number } {
   return { uid: uid ? Number(uid[1]) : -1, gid: gid ? Number(gid[1]) : -1 };
 }
 
-/** Refusals that need no attach: run before anything is written into the target. */
-export function checkAgentTarget(pid: number): { uid: number; gid: number } {
+/** Who asks for the agent: the helper's invoking user (pkexec/sudo), or the CLI's own euid. */
+export interface AgentRequester {
+  uid: number;
+  /** how the helper decided it (e.g. "SUDO_UID"), for the message */
+  source?: string;
+}
+
+/**
+ * Refusals that need no attach: run before anything is written into the target. `requester` is
+ * whom we act for: a helper running as root for a user passes that user, so root's power is not
+ * lent to load code into someone else's JVM; the CLI passes its own euid (root under sudo: allowed).
+ */
+export function checkAgentTarget(pid: number, requester: AgentRequester = { uid: process.geteuid?.() ?? 0 }): { uid: number; gid: number } {
   let cmdline: string[];
   try {
     cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
@@ -67,10 +90,95 @@ export function checkAgentTarget(pid: number): { uid: number; gid: number } {
     throw new StudioError('input', `no process with pid ${pid} is running`);
   }
   if (cmdline.includes('-XX:+DisableAttachMechanism')) throw unsuitableError(`pid ${pid} runs with -XX:+DisableAttachMechanism, so no agent can be loaded into it: remove that flag, or use --java perfmap (with -XX:+PreserveFramePointer)`);
+  if (cmdline.includes('-XX:-EnableDynamicAgentLoading')) throw unsuitableError(dynamicLoadingOffMessage(pid));
   const ids = effectiveIds(pid);
-  const me = process.geteuid?.() ?? 0;
-  if (me !== 0 && ids.uid !== me) throw unsuitableError(`pid ${pid} belongs to uid ${ids.uid}, not to you (uid ${me}): loading an agent into another user's JVM needs root`);
+  const me = requester.uid;
+  if (me !== 0 && ids.uid !== me) {
+    const who = requester.source && requester.source !== 'self' ? `uid ${me}, from ${requester.source}` : `uid ${me}`;
+    throw unsuitableError(
+      `pid ${pid} is a JVM of uid ${ids.uid}, not yours (${who}): loading the Java agent into another user's JVM needs root. Profile it as root (sudo) or as uid ${ids.uid}, or profile your own JVM`,
+    );
+  }
+  checkJvmHasAgct(pid);
+  if (tmpIsNoexec(pid)) throw unsuitableError(noexecMessage(pid));
   return ids;
+}
+
+function noexecMessage(pid: number): string {
+  return `pid ${pid}'s /tmp is mounted noexec, so the JVM cannot load the Java agent from there: give its /tmp exec (e.g. docker run --tmpfs /tmp:exec), or use --java perfmap (with -XX:+PreserveFramePointer)`;
+}
+
+/** Whether the mount holding /tmp in the JVM's mount namespace has the noexec flag (/proc/PID/mountinfo). */
+export function tmpIsNoexec(pid: number, mountinfo?: string): boolean {
+  let text = mountinfo;
+  if (text === undefined) {
+    try {
+      text = fs.readFileSync(`/proc/${pid}/mountinfo`, 'utf8');
+    } catch {
+      return false; // cannot tell: the JVM's own reply says so later
+    }
+  }
+  // "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw": field 5 is the mount point,
+  // field 6 its per-mount options. The last mount on the longest prefix of /tmp is the one in effect.
+  let best: { point: string; noexec: boolean } | undefined;
+  for (const line of text.split('\n')) {
+    const f = line.split(' ');
+    if (f.length < 6) continue;
+    const point = f[4].replace(/\\040/g, ' ');
+    if (!(point === '/' || point === '/tmp' || '/tmp'.startsWith(point + '/'))) continue;
+    if (!best || point.length >= best.point.length) best = { point, noexec: f[5].split(',').includes('noexec') };
+  }
+  return best?.noexec ?? false;
+}
+
+/** The JVM's libjvm.so as mapped ("/usr/lib/jvm/.../libjvm.so") and a path that opens it from here (through /proc/PID/root: containers). */
+export function jvmLibrary(pid: number): { mapped: string; open: string[] } | undefined {
+  let maps: Mapping[];
+  try {
+    maps = readMaps(pid);
+  } catch {
+    return undefined;
+  }
+  const lib = maps.find((m) => m.path.startsWith('/') && /\/libjvm\.so$/.test(m.path));
+  if (!lib) return undefined;
+  // /proc/PID/root reaches the JVM's mount namespace; map_files reaches the very inode it mapped
+  // (a JDK upgraded under a running JVM leaves a deleted file).
+  const byRange = `/proc/${pid}/map_files/${lib.start.toString(16)}-${lib.end.toString(16)}`;
+  return { mapped: lib.path, open: lib.deleted ? [byRange, `/proc/${pid}/root${lib.path}`] : [`/proc/${pid}/root${lib.path}`, byRange] };
+}
+
+export function noAgctMessage(what: string): string {
+  return `${what} does not export AsyncGetCallTrace, which the Java agent needs to walk Java stacks (not a HotSpot JDK, or a build without it): use --java perfmap with the JVM started with -XX:+PreserveFramePointer`;
+}
+
+/**
+ * Refuses (exit 4) a library that positively lacks an exported AsyncGetCallTrace. Returns false
+ * when that cannot be told (unreadable, no .dynsym): the agent's own code 100 is then the check.
+ */
+export function checkAgctLibrary(file: string, shownAs = file): boolean {
+  let exported: boolean | undefined;
+  try {
+    exported = withElf(file, (elf) => elf.exportsDynamic('AsyncGetCallTrace'));
+  } catch {
+    return false;
+  }
+  if (exported === false) throw unsuitableError(noAgctMessage(shownAs));
+  return exported === true;
+}
+
+/** The target's libjvm, read through /proc/PID/root, must export AsyncGetCallTrace. */
+export function checkJvmHasAgct(pid: number): boolean {
+  const lib = jvmLibrary(pid);
+  if (!lib) return false;
+  for (const file of lib.open) {
+    try {
+      fs.accessSync(file, fs.constants.R_OK);
+    } catch {
+      continue;
+    }
+    return checkAgctLibrary(file, `pid ${pid}'s JVM library ${lib.mapped}`);
+  }
+  return false;
 }
 
 /** Copies the agent into the JVM's /tmp (its mount namespace) unless an identical copy is there; returns its path as the JVM sees it. */
@@ -105,10 +213,25 @@ export function placeAgent(pid: number, lib: string, ids: { uid: number; gid: nu
   return `/tmp/${name}`;
 }
 
+function dynamicLoadingOffMessage(pid: number): string {
+  return `pid ${pid} runs with -XX:-EnableDynamicAgentLoading (JDK 21+), so no agent can be loaded into it: start it with -XX:+EnableDynamicAgentLoading, or use --java perfmap (with -XX:+PreserveFramePointer)`;
+}
+
 /** Sends one command to the agent (`load <lib> true <options>`); returns Agent_OnAttach's code. */
 async function agentCommand(pid: number, libInTarget: string, options: string, timeoutMs: number): Promise<number> {
-  const out = await attachCommand(pid, 'load', [libInTarget, 'true', options], { timeoutMs });
+  let out: string;
+  try {
+    out = await attachCommand(pid, 'load', [libInTarget, 'true', options], { timeoutMs });
+  } catch (e) {
+    // HotSpot's refusal spans lines ("... was not loaded.\n<dlerror>"): one line, and the cause when known.
+    if (!(e instanceof StudioError)) throw e;
+    if (/failed to map segment/.test(e.message)) throw unsuitableError(noexecMessage(pid));
+    throw new StudioError(e.kind, e.message.trim().replace(/\s*\n\s*/g, ' '), e.detail);
+  }
   // JDK 9+ prints "return code: N"; JDK 8 printed the bare number.
+  // JDK 21+ with -XX:-EnableDynamicAgentLoading (also when set through JAVA_TOOL_OPTIONS or a
+  // flags file, which the command-line check cannot see) answers with status 0 and this text.
+  if (/Dynamic agent loading is not enabled/.test(out)) throw unsuitableError(dynamicLoadingOffMessage(pid));
   const m = /return code:\s*(-?\d+)/.exec(out) ?? /^\s*(-?\d+)\s*$/m.exec(out);
   if (!m) throw new StudioError('internal', `the JVM (pid ${pid}) answered the agent load without a return code: ${JSON.stringify(out.slice(0, 200))}`);
   return Number(m[1]);
@@ -133,7 +256,7 @@ export interface JavaAgentSession {
 export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?: number } = {}): Promise<JavaAgentSession> {
   const lib = agentLibrary(env.assetDir);
   if (!lib) throw unsuitableError(agentUnavailableMessage(env.assetDir));
-  const ids = checkAgentTarget(pid);
+  const ids = checkAgentTarget(pid, env.requester);
   const nspid = namespacePid(pid);
   const libInTarget = placeAgent(pid, lib, ids);
   const outName = `.ebpf-studio-jvm-${nspid}-${crypto.randomBytes(4).toString('hex')}.txt`;

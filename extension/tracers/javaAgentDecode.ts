@@ -7,7 +7,13 @@ import type { FrameKind, ProfileFrame, ProfileStack } from '../shared/profile';
 export const JAVA_SAMPLE_SIZE = 24;
 
 export interface BpfJavaSample {
+  /** host tid (the pid namespace the helper sees) */
   tid: number;
+  /**
+   * the tid in the thread's own pid namespace, which is what the agent's gettid() records in a
+   * container; equal to tid outside one; 0 or absent = unknown (join on tid)
+   */
+  nsTid?: number;
   userStackId: number;
   kernStackId: number;
   ktimeNs: bigint;
@@ -15,7 +21,7 @@ export interface BpfJavaSample {
 
 export function decodeJavaSample(b: Buffer): BpfJavaSample {
   if (b.length < JAVA_SAMPLE_SIZE) throw new Error(`java sample record of ${b.length} bytes, expected ${JAVA_SAMPLE_SIZE}`);
-  return { tid: b.readUInt32LE(0), userStackId: b.readInt32LE(4), kernStackId: b.readInt32LE(8), ktimeNs: b.readBigUInt64LE(16) };
+  return { tid: b.readUInt32LE(0), nsTid: b.readUInt32LE(12), userStackId: b.readInt32LE(4), kernStackId: b.readInt32LE(8), ktimeNs: b.readBigUInt64LE(16) };
 }
 
 export interface JavaMethod {
@@ -143,7 +149,8 @@ export function javaFrame(ref: JavaFrameRef, methods: Map<number, JavaMethod>, k
 }
 
 /**
- * Pairs each BPF sample with the agent record its signal produced: same tid, the first record at
+ * Pairs each BPF sample with the agent record its signal produced: same tid (the sample's
+ * namespace tid when known: the agent's gettid() inside a container), the first record at
  * or after the sample's time and before that thread's next sample (the handler runs when the
  * thread returns to user mode, microseconds later; a record that never came leaves the sample
  * unpaired). Returns, per BPF sample index, the record or undefined.
@@ -152,8 +159,9 @@ export function pairSamples(samples: BpfJavaSample[], records: AgentRecord[], ma
   const out: (AgentRecord | undefined)[] = new Array(samples.length).fill(undefined);
   const byTid = new Map<number, { s: number[]; r: AgentRecord[] }>();
   samples.forEach((s, i) => {
-    let g = byTid.get(s.tid);
-    if (!g) byTid.set(s.tid, (g = { s: [], r: [] }));
+    const tid = s.nsTid || s.tid;
+    let g = byTid.get(tid);
+    if (!g) byTid.set(tid, (g = { s: [], r: [] }));
     g.s.push(i);
   });
   for (const r of records) byTid.get(r.tid)?.r.push(r);

@@ -13,7 +13,7 @@ import { Symbolizer, type ProcessImage } from '../symbolize';
 import type { ProfileFrame, ProfileOptions, ProfileResult, ProfileStack } from '../shared/profile';
 import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE, UNWIND_CHOICES, type UnwindInfo, type UnwindMode } from '../shared/profile';
 import { asObject, bool, int, oneOf, PID_MAX } from '../shared/validate';
-import { fromBpfError } from '../shared/errors';
+import { fromBpfError, unsuitableError } from '../shared/errors';
 import { checkPid, pidAlive, processInfo } from '../proc/processes';
 import { boolFlag, writePerfMap } from '../jvm/attach';
 import type { Tracer, TracerEnv } from './tracer';
@@ -23,7 +23,7 @@ import { assemble, readStacks, symbolizeStacks, type RawStack } from './profileS
 import { DwarfAggregator, PROFILE_DEFAULT_STACK_COPY, PROFILE_MAX_STACK_COPY } from './profileDwarf';
 import { records } from './bpfObject';
 import { unwindModules } from './unwindModules';
-import { agentLibrary, agentUnavailableMessage, JAVA_MODES, startJavaAgent, type JavaAgentSession } from './javaAgent';
+import { agentLibrary, agentUnavailableMessage, checkAgentTarget, JAVA_MODES, startJavaAgent, type JavaAgentSession } from './javaAgent';
 
 export * from './profileDecode';
 
@@ -117,6 +117,12 @@ export const profileTracer: Tracer<'profile'> = {
     const cmdline = options.pid ? (checkPid(options.pid), processInfo(options.pid)) : undefined;
     const jvmPids = new Set<number>();
     let java: JavaAgentSession | undefined; // issue 14 hook (1/3): the JVMTI agent path
+    if (options.pid && options.java === 'agent' && !cmdline?.jvm) {
+      // Not seen as a JVM: maybe another user's, whose maps we cannot read. The target checks
+      // (owner first) say why; a readable process without libjvm.so is no JVM at all.
+      checkAgentTarget(options.pid, env.requester);
+      throw unsuitableError(`pid ${options.pid} is not a HotSpot JVM (no libjvm.so mapped): --java agent loads a JVMTI agent into a JVM; profile it without --java`);
+    }
     if (cmdline?.jvm) {
       jvmPids.add(options.pid);
       const fp = options.java === 'agent' ? false : await jvmPreservesFramePointer(options.pid, cmdline.cmdline, env, options.javaPerfMap);

@@ -11,8 +11,18 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ProfileResult, ProfileStack } from '../../extension/shared/profile';
 import { distDir, kernelSkipReason, repoRoot, runCli, sleep } from '../helpers';
+import { checkJvmHasAgct } from '../../extension/tracers/javaAgent';
 
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
+/**
+ * The main scenario runs on every JDK listed here that is installed (skipped with the reason when
+ * absent). `zlib`: the module holding zlib's code under Deflater.deflateBytesBytes: Debian's JDK
+ * links the system libz.so, Temurin bundles zlib into its own libzip.so.
+ */
+const JDKS = [
+  { name: 'OpenJDK 17 (Debian)', home: JDK, zlib: /libz\.so/ },
+  { name: 'Temurin 25', home: '/usr/lib/jvm/temurin-25-jdk-amd64', zlib: /\/libzip\.so$/ },
+];
 const AGENT = path.join(distDir, 'libebpf-studio-jvmagent.so');
 const skip =
   kernelSkipReason() ??
@@ -25,9 +35,9 @@ let classes = '';
 const fnIndex = (s: ProfileStack, re: RegExp) => s.frames.findIndex((f) => f.function !== null && re.test(f.function));
 const samplesWith = (r: ProfileResult, re: RegExp) => r.stacks.filter((s) => fnIndex(s, re) >= 0).reduce((n, s) => n + s.count, 0);
 
-function startJvm(args: string[], jvmFlags: string[] = []): { jvm: ChildProcess; out: () => string } {
+function startJvm(args: string[], jvmFlags: string[] = [], home = JDK): { jvm: ChildProcess; out: () => string } {
   // Runs in `work` so the attach trigger (.attach_pidN) lands in a folder we remove.
-  const jvm = spawn(`${JDK}/bin/java`, [...jvmFlags, '-cp', classes, 'AgentSplit', ...args], { cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
+  const jvm = spawn(`${home}/bin/java`, [...jvmFlags, '-cp', classes, 'AgentSplit', ...args], { cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   jvm.stdout!.on('data', (d) => (out += d));
   jvm.stderr!.on('data', (d) => (out += d));
@@ -53,47 +63,52 @@ after(() => {
 });
 
 describe('profile --java agent (kernel)', { skip }, () => {
-  test('whole Java stacks without -XX:+PreserveFramePointer: 3:1 split, file:line, native frames under JNI', async (t) => {
-    const { jvm } = startJvm(['60']);
-    await sleep(2000); // let heavy/light/mix get compiled
-    const r = runCli(['profile', '--pid', String(jvm.pid), '--frequency', '299', '--duration', '6', '--json', '--verbose'], { timeoutMs: 60_000 });
-    assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stderr, /Java agent started/, 'auto chose the agent for a JVM without -XX:+PreserveFramePointer');
-    assert.doesNotMatch(r.stderr, /Restart it with the flag/, 'no restart advice when the agent gives whole stacks');
-    const result = JSON.parse(r.stdout) as ProfileResult;
-    const heavy = samplesWith(result, /^AgentSplit\.heavy$/);
-    const light = samplesWith(result, /^AgentSplit\.light$/);
-    const share = heavy / (heavy + light);
-    t.diagnostic(`heavy ${heavy}, light ${light}: heavy's share ${(100 * share).toFixed(1)}% (expected 75%), ${result.samples} samples`);
-    assert.ok(heavy + light >= 200, `only ${heavy + light} samples in heavy/light`);
-    assert.ok(Math.abs(share - 0.75) <= 0.05, `heavy's share is ${(100 * share).toFixed(1)}%, expected 75% ± 5`);
+  for (const jdk of JDKS) {
+    const jdkSkip = !fs.existsSync(`${jdk.home}/bin/java`) ? `${jdk.name} is not installed at ${jdk.home}` : undefined;
+    test(`${jdk.name}: whole Java stacks without -XX:+PreserveFramePointer: 3:1 split, file:line, native frames under JNI`, { skip: jdkSkip }, async (t) => {
+      const { jvm } = startJvm(['60'], [], jdk.home);
+      await sleep(2000); // let heavy/light/mix get compiled
+      assert.equal(checkJvmHasAgct(jvm.pid!), true, "the running JVM's libjvm.so, read through /proc/PID/root, exports AsyncGetCallTrace");
+      const r = runCli(['profile', '--pid', String(jvm.pid), '--frequency', '299', '--duration', '6', '--json', '--verbose'], { timeoutMs: 60_000 });
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stderr, /Java agent started/, 'auto chose the agent for a JVM without -XX:+PreserveFramePointer');
+      assert.doesNotMatch(r.stderr, /Restart it with the flag/, 'no restart advice when the agent gives whole stacks');
+      const result = JSON.parse(r.stdout) as ProfileResult;
+      const heavy = samplesWith(result, /^AgentSplit\.heavy$/);
+      const light = samplesWith(result, /^AgentSplit\.light$/);
+      const share = heavy / (heavy + light);
+      t.diagnostic(`heavy ${heavy}, light ${light}: heavy's share ${(100 * share).toFixed(1)}% (expected 75%), ${result.samples} samples`);
+      assert.ok(heavy + light >= 200, `only ${heavy + light} samples in heavy/light`);
+      assert.ok(Math.abs(share - 0.75) <= 0.05, `heavy's share is ${(100 * share).toFixed(1)}%, expected 75% ± 5`);
 
-    // The whole chain, leaf first: mix → heavy → main, each with its source line.
-    const chain = result.stacks.find((s) => s.frames[0]?.function === 'AgentSplit.mix' && s.frames[1]?.function === 'AgentSplit.heavy');
-    assert.ok(chain, 'a stack with mix called from heavy');
-    assert.equal(chain.frames[2].function, 'AgentSplit.main');
-    assert.equal(chain.frames[1].file, 'AgentSplit.java');
-    assert.equal(chain.frames[1].line, 21, 'heavy calls mix on line 21');
-    assert.ok([14, 15].includes(chain.frames[0].line!), `mix's sample is in its loop (line ${chain.frames[0].line})`);
-    assert.ok(['jit', 'interpreted'].includes(chain.frames[0].kind));
-    const lightChain = result.stacks.find((s) => s.frames[1]?.function === 'AgentSplit.light');
-    assert.equal(lightChain?.frames[1].line, 25, 'light calls mix on line 25');
+      // The whole chain, leaf first: mix → heavy → main, each with its source line.
+      const chain = result.stacks.find((s) => s.frames[0]?.function === 'AgentSplit.mix' && s.frames[1]?.function === 'AgentSplit.heavy');
+      assert.ok(chain, 'a stack with mix called from heavy');
+      assert.equal(chain.frames[2].function, 'AgentSplit.main');
+      assert.equal(chain.frames[1].file, 'AgentSplit.java');
+      assert.equal(chain.frames[1].line, 21, 'heavy calls mix on line 21');
+      assert.ok([14, 15].includes(chain.frames[0].line!), `mix's sample is in its loop (line ${chain.frames[0].line})`);
+      assert.ok(['jit', 'interpreted'].includes(chain.frames[0].kind));
+      const lightChain = result.stacks.find((s) => s.frames[1]?.function === 'AgentSplit.light');
+      assert.equal(lightChain?.frames[1].line, 25, 'light calls mix on line 25');
 
-    // zlib under the JNI method, and the Java callers above it.
-    const jni = result.stacks.filter((s) => {
-      const i = fnIndex(s, /^java\.util\.zip\.Deflater\.deflateBytesBytes$/);
-      return i > 0 && s.frames[i - 1].kind === 'native' && /libz\.so/.test(s.frames[i - 1].module ?? '') && fnIndex(s, /^AgentSplit\.compressLoop$/) > i;
+      // zlib under the JNI method (not just the JNI wrapper Java_java_util_zip_*), and the Java callers above it.
+      const jni = result.stacks.filter((s) => {
+        const i = fnIndex(s, /^java\.util\.zip\.Deflater\.deflateBytesBytes$/);
+        const zlib = s.frames.slice(0, Math.max(0, i)).some((f) => f.kind === 'native' && jdk.zlib.test(f.module ?? '') && !/^Java_/.test(f.function ?? ''));
+        return i > 0 && s.frames[i - 1].kind === 'native' && zlib && fnIndex(s, /^AgentSplit\.compressLoop$/) > i;
+      });
+      const jniSamples = jni.reduce((n, s) => n + s.count, 0);
+      t.diagnostic(`${jniSamples} samples in zlib (${jdk.zlib.source}) under Deflater.deflateBytesBytes under AgentSplit.compressLoop`);
+      assert.ok(jniSamples >= 20, `only ${jniSamples} samples show zlib under the JNI call`);
+      const labels = result.stacks.filter((s) => s.frames.some((f) => /^\[Java stack not walked/.test(f.function ?? ''))).reduce((n, s) => n + s.count, 0);
+      t.diagnostic(`${labels} samples labelled "Java stack not walked"`);
+      assert.ok(labels <= 0.1 * result.samples, `${labels} of ${result.samples} samples have no Java stack`);
+      assert.equal(fs.readdirSync('/proc/' + jvm.pid + '/root/tmp').filter((f) => f.startsWith(`.ebpf-studio-jvm-${jvm.pid}-`)).length, 0, "the agent's sample file is removed");
+      jvm.kill('SIGKILL');
+      cleanup(jvm.pid);
     });
-    const jniSamples = jni.reduce((n, s) => n + s.count, 0);
-    t.diagnostic(`${jniSamples} samples in libz under Deflater.deflateBytesBytes under AgentSplit.compressLoop`);
-    assert.ok(jniSamples >= 20, `only ${jniSamples} samples show libz under the JNI call`);
-    const labels = result.stacks.filter((s) => s.frames.some((f) => /^\[Java stack not walked/.test(f.function ?? ''))).reduce((n, s) => n + s.count, 0);
-    t.diagnostic(`${labels} samples labelled "Java stack not walked"`);
-    assert.ok(labels <= 0.1 * result.samples, `${labels} of ${result.samples} samples have no Java stack`);
-    assert.equal(fs.readdirSync('/proc/' + jvm.pid + '/root/tmp').filter((f) => f.startsWith(`.ebpf-studio-jvm-${jvm.pid}-`)).length, 0, "the agent's sample file is removed");
-    jvm.kill('SIGKILL');
-    cleanup(jvm.pid);
-  });
+  }
 
   test('the JVM survives 20 profile start/stop cycles with threads starting and ending, and computes right', async (t) => {
     const { jvm, out } = startJvm(['300', 'churn']);
@@ -146,5 +161,21 @@ describe('profile --java agent (kernel)', { skip }, () => {
     const all = runCli(['profile', '--all', '--java', 'agent', '--duration', '1']);
     assert.equal(all.code, 2);
     assert.match(all.stderr, /--java agent needs --pid/);
+  });
+
+  const T25 = JDKS[1].home;
+  test('refusal: a JDK 21+ JVM with -XX:-EnableDynamicAgentLoading (exit 4, before anything is loaded, in auto mode too)', { skip: !fs.existsSync(`${T25}/bin/java`) ? `Temurin 25 is not installed at ${T25}` : undefined }, async () => {
+    const { jvm, out } = startJvm(['30'], ['-XX:-EnableDynamicAgentLoading'], T25);
+    await sleep(1500);
+    for (const mode of ['agent', 'auto']) {
+      const r = runCli(['profile', '--pid', String(jvm.pid), '--java', mode, '--duration', '1'], { timeoutMs: 30_000 });
+      assert.equal(r.code, 4, `${mode}: ${r.stderr}`);
+      assert.match(r.stderr, /runs with -XX:-EnableDynamicAgentLoading .*: start it with -XX:\+EnableDynamicAgentLoading, or use --java perfmap/);
+      assert.equal(r.stderr.trim().split('\n').length, 1, `one line, no stack trace: ${r.stderr}`);
+    }
+    assert.equal(jvm.exitCode, null, 'the JVM is untouched');
+    assert.doesNotMatch(out(), /agent/i, 'nothing was loaded');
+    jvm.kill('SIGKILL');
+    cleanup(jvm.pid);
   });
 });

@@ -43,8 +43,9 @@ test('decodeJavaSample mirrors struct profile_java_sample (24 bytes)', () => {
   b.writeUInt32LE(1234, 0);
   b.writeInt32LE(5, 4);
   b.writeInt32LE(-14, 8);
+  b.writeUInt32LE(7, 12);
   b.writeBigUInt64LE(987654321012n, 16);
-  assert.deepEqual(decodeJavaSample(b), { tid: 1234, userStackId: 5, kernStackId: -14, ktimeNs: 987654321012n });
+  assert.deepEqual(decodeJavaSample(b), { tid: 1234, nsTid: 7, userStackId: 5, kernStackId: -14, ktimeNs: 987654321012n });
   assert.throws(() => decodeJavaSample(Buffer.alloc(8)));
 });
 
@@ -59,6 +60,17 @@ test('pairSamples: same tid, first record at or after the sample and before the 
   assert.equal(p[2]?.tsNs, 160n);
   assert.equal(p[3]?.tsNs, 320n);
   assert.equal(p[4], undefined);
+});
+
+test('pairSamples: in a container the agent records namespace tids; samples join on their nsTid, unknown (0) falls back to the host tid', () => {
+  const s = (tid: number, nsTid: number, t: bigint): BpfJavaSample => ({ tid, nsTid, userStackId: 1, kernStackId: -14, ktimeNs: t });
+  const r = (tid: number, t: bigint): AgentRecord => ({ tid, tsNs: t, code: 1, frames: [] });
+  // host tids 5001/5002 are 7/8 inside the JVM's pid namespace; a sample of host tid 9 has no nsTid
+  const samples = [s(5001, 7, 100n), s(5002, 8, 150n), s(9, 0, 300n)];
+  const p = pairSamples(samples, [r(7, 110n), r(8, 160n), r(9, 305n), r(5001, 120n)]);
+  assert.equal(p[0]?.tsNs, 110n, 'host tid 5001 joins the record of ns tid 7');
+  assert.equal(p[1]?.tsNs, 160n);
+  assert.equal(p[2]?.tsNs, 305n, 'nsTid 0: joined on the host tid');
 });
 
 const kernel: ProfileFrame = { address: '0xffffffff81000000', module: '[kernel]', function: 'do_syscall_64', file: null, line: null, kind: 'kernel' };
