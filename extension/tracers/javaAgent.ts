@@ -78,6 +78,21 @@ export interface AgentRequester {
 }
 
 /**
+ * The owner's uid when `pid` belongs to another user than the requester and the requester is not
+ * root, else undefined. Every attach request (printflag, Compiler.perfmap, the agent) starts the
+ * JVM's attach listener and makes it act, so a root helper must not do it for another user.
+ */
+export function foreignOwner(pid: number, requester: AgentRequester = { uid: process.geteuid?.() ?? 0 }): number | undefined {
+  if (requester.uid === 0) return undefined;
+  try {
+    const { uid } = effectiveIds(pid);
+    return uid !== requester.uid ? uid : undefined;
+  } catch {
+    return undefined; // gone: nothing to attach to either
+  }
+}
+
+/**
  * Refusals that need no attach: run before anything is written into the target. `requester` is
  * whom we act for: a helper running as root for a user passes that user, so root's power is not
  * lent to load code into someone else's JVM; the CLI passes its own euid (root under sudo: allowed).

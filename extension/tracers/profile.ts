@@ -23,7 +23,7 @@ import { assemble, readStacks, symbolizeStacks, type RawStack } from './profileS
 import { DwarfAggregator, PROFILE_DEFAULT_STACK_COPY, PROFILE_MAX_STACK_COPY } from './profileDwarf';
 import { records } from './bpfObject';
 import { unwindModules } from './unwindModules';
-import { agentLibrary, agentUnavailableMessage, checkAgentTarget, JAVA_MODES, startJavaAgent, type JavaAgentSession } from './javaAgent';
+import { agentLibrary, agentUnavailableMessage, checkAgentTarget, foreignOwner, JAVA_MODES, startJavaAgent, type JavaAgentSession } from './javaAgent';
 
 export * from './profileDecode';
 
@@ -124,9 +124,15 @@ export const profileTracer: Tracer<'profile'> = {
       throw unsuitableError(`pid ${options.pid} is not a HotSpot JVM (no libjvm.so mapped): --java agent loads a JVMTI agent into a JVM; profile it without --java`);
     }
     if (cmdline?.jvm) {
-      jvmPids.add(options.pid);
-      const fp = options.java === 'agent' ? false : await jvmPreservesFramePointer(options.pid, cmdline.cmdline, env, options.javaPerfMap);
-      if (options.java === 'auto' && !fp && !agentLibrary(env.assetDir)) warnings.push(`${agentUnavailableMessage(env.assetDir)}. ${preserveFramePointerAdvice(options.pid, cmdline.cmdline)}`);
+      const owner = foreignOwner(options.pid, env.requester);
+      if (owner === undefined) jvmPids.add(options.pid);
+      const fp = options.java === 'agent' ? false : await jvmPreservesFramePointer(options.pid, cmdline.cmdline, env, options.javaPerfMap && owner === undefined);
+      // Where the agent would be used, refuse (checkAgentTarget names owner, requester and fix);
+      // otherwise native and kernel frames only: no attach request into another user's JVM.
+      if (owner !== undefined && (options.java === 'agent' || (options.java === 'auto' && !fp))) checkAgentTarget(options.pid, env.requester);
+      if (owner !== undefined) {
+        warnings.push(`pid ${options.pid} is a JVM of uid ${owner}, not yours (uid ${env.requester?.uid}): eBPF Studio sends no attach request into another user's JVM (no Java agent, no perf map), so its Java frames show as [unknown]. Profile it as root (sudo) or as uid ${owner}`);
+      } else if (options.java === 'auto' && !fp && !agentLibrary(env.assetDir)) warnings.push(`${agentUnavailableMessage(env.assetDir)}. ${preserveFramePointerAdvice(options.pid, cmdline.cmdline)}`);
       else if (options.java === 'agent' || (options.java === 'auto' && !fp)) java = await startJavaAgent(options.pid, env);
       else if (!fp) warnings.push(preserveFramePointerAdvice(options.pid, cmdline.cmdline));
     }
@@ -305,7 +311,7 @@ export const profileTracer: Tracer<'profile'> = {
         for (const pid of pids) {
           if (!pidAlive(pid)) continue;
           capture(pid);
-          if (options.javaPerfMap && !jvmPids.has(pid) && !options.pid && processInfo(pid)?.jvm) jvmPids.add(pid);
+          if (options.javaPerfMap && !jvmPids.has(pid) && !options.pid && processInfo(pid)?.jvm && foreignOwner(pid, env.requester) === undefined) jvmPids.add(pid);
         }
         if (options.javaPerfMap) {
           await Promise.all(

@@ -132,10 +132,20 @@ describe('profile --java agent: another user\'s JVM, a JVM in a container (kerne
           (e: unknown) => e as ResponseError<unknown>,
         );
         assert.equal(auto?.code, 1004, `auto: ${auto?.message}`);
+        // perf-map mode needs Compiler.perfmap, an attach request too: the profile runs with native
+        // and kernel frames only, and says why.
+        const pm = (await other.conn.sendRequest(proto.sessionStart, { tracer: 'profile', options: { pid: jvm.pid, java: 'perfmap', frequency: 99 } } as never)) as proto.SessionStartResult;
+        await sleep(1000);
+        const pmStopped = (await other.conn.sendRequest(proto.sessionStop, { sessionId: pm.sessionId })) as { result: ProfileResult };
+        const told = pm.warnings.join('\n');
+        t.diagnostic(`perfmap for uid ${OTHER}: ${pmStopped.result.samples} samples; ${told}`);
+        assert.match(told, new RegExp(`JVM of uid ${OWNER}, not yours.*no attach request`));
       } finally {
         await other.close();
       }
       assert.equal(fs.readFileSync(`/proc/${jvm.pid}/maps`, 'utf8').includes('ebpf-studio-jvmagent'), false, 'nothing was loaded into the JVM');
+      // Not even a printflag: the JVM's attach listener (its socket in /tmp) was never started.
+      assert.equal(fs.existsSync(`/tmp/.java_pid${jvm.pid}`), false, 'no attach request reached the JVM');
       assert.deepEqual(agentFiles(), []);
 
       // 3. Its owner through the same root helper: allowed, whole Java stacks.
