@@ -28,7 +28,8 @@ const volatile bool unwind_dwarf = false;
 /* bytes of user stack copied per sample in dwarf mode (<= PROFILE_MAX_STACK_COPY) */
 const volatile __u32 stack_copy_bytes = 16384;
 /* Java agent (issue 14): signal the sampled thread so the JVMTI agent's SIGPROF handler walks
- * its Java stack now, and emit (tid, ktime, stack ids) for the join. Only with target_pid set,
+ * its Java stack now, and emit (tid, ktime, stack ids) for the join (frame-pointer mode; in dwarf
+ * mode the sample record carries tid and ktime already). Only with target_pid set,
  * and only once the agent's handler is installed (extension/tracers/javaAgent.ts). */
 const volatile bool signal_target = false;
 
@@ -149,6 +150,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		if (stack_lost(kid))
 			stat_add(PROFILE_STAT_LOST_KSTACK);
 		emit_sample(tgid, tid, kid);
+		/* the sample record itself (tid, ts) is the join record: no java_samples entry */
+		if (signal_target && target_pid)
+			bpf_send_signal_thread(27 /* SIGPROF */);
 		return 0;
 	}
 

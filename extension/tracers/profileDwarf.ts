@@ -75,7 +75,8 @@ export class DwarfAggregator {
     return this.pool.modules(pid);
   }
 
-  add(rec: Buffer): void {
+  /** Unwinds and counts one ring-buffer record; returns the sample and its unwound user stack. */
+  add(rec: Buffer): { sample: DwarfSample; user: BigUint64Array; note?: string } {
     const s = decodeSample(rec);
     let user: BigUint64Array;
     let note: string | undefined;
@@ -91,6 +92,7 @@ export class DwarfAggregator {
     const b = this.buckets.get(key);
     if (b) b.count++;
     else this.buckets.set(key, { pid: s.pid, tid: s.tid, comm: s.comm, kernStackId: s.kernStackId, user, note, count: 1 });
+    return { sample: s, user, note };
   }
 
   /** The counted stacks so far, kernel stacks read by id through `readKernel`. */
