@@ -60,7 +60,7 @@ export async function benchJavaAgent(ctx: BenchContext): Promise<Row[]> {
         target: 1.01,
         better: 'lower',
         peer: { name: 'perf map + frame pointers', value: perfmap },
-        limit: 'per sample: one BPF stack walk, one signal, one AsyncGetCallTrace walk in the JVM; this shared VM\'s noise is of the same order',
+        limit: 'per sample: the kernel stack walk and a 16 KiB user-stack copy in BPF (the native part is unwound by CFI in the helper, --unwind auto), one signal, one AsyncGetCallTrace walk in the JVM; this shared VM\'s noise is of the same order',
         detail: `JIT-heavy JVM without -XX:+PreserveFramePointer, ${rounds} interleaved rounds of ${seconds} s, profiler attached for its rounds only${pin ? ', JVM on CPU 1 and profiler on CPU 0' : ''}; ${detail(r.plainOff, r.agent)}`,
       },
       {

@@ -28,7 +28,8 @@ const volatile bool unwind_dwarf = false;
 /* bytes of user stack copied per sample in dwarf mode (<= PROFILE_MAX_STACK_COPY) */
 const volatile __u32 stack_copy_bytes = 16384;
 /* Java agent (issue 14): signal the sampled thread so the JVMTI agent's SIGPROF handler walks
- * its Java stack now, and emit (tid, ktime, stack ids) for the join. Only with target_pid set,
+ * its Java stack now, and emit (tid, ktime, stack ids) for the join (frame-pointer mode; in dwarf
+ * mode the sample record carries tid and ktime already). Only with target_pid set,
  * and only once the agent's handler is installed (extension/tracers/javaAgent.ts). */
 const volatile bool signal_target = false;
 
@@ -89,6 +90,24 @@ static __always_inline bool stack_lost(long id)
 	return id == -EEXIST || id == -ENOMEM;
 }
 
+/* The current thread's id in its own (innermost) pid namespace: what gettid() returns inside a
+ * container. task->thread_pid->numbers[level].nr; 0 when it cannot be read. */
+static __always_inline __u32 current_ns_tid(void)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct pid *p = BPF_CORE_READ(task, thread_pid);
+	unsigned int level;
+	__u32 nr = 0;
+
+	if (!p)
+		return 0;
+	level = BPF_CORE_READ(p, level);
+	if (level > 31) /* MAX_PID_NS_LEVEL */
+		return 0;
+	bpf_core_read(&nr, sizeof(nr), &p->numbers[level].nr);
+	return nr;
+}
+
 static __always_inline void emit_sample(__u32 tgid, __u32 tid, __s32 kern_stack_id)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -106,6 +125,9 @@ static __always_inline void emit_sample(__u32 tgid, __u32 tid, __s32 kern_stack_
 	s->tid = tid;
 	s->kern_stack_id = kern_stack_id;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	/* the Java agent's join key (its records carry gettid() as seen in the JVM's namespace) */
+	s->ns_tid = signal_target ? current_ns_tid() : 0;
+	s->reserved = 0;
 	__builtin_memset(s->regs, 0, sizeof(s->regs));
 	if (user_stacks && BPF_CORE_READ(task, mm)) {
 		/* the user-mode registers saved on entry to the kernel, whether this sample
@@ -127,23 +149,6 @@ static __always_inline void emit_sample(__u32 tgid, __u32 tid, __s32 kern_stack_
 	}
 }
 
-/* The current thread's id in its own (innermost) pid namespace: what gettid() returns inside a
- * container. task->thread_pid->numbers[level].nr; 0 when it cannot be read. */
-static __always_inline __u32 current_ns_tid(void)
-{
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct pid *p = BPF_CORE_READ(task, thread_pid);
-	unsigned int level;
-	__u32 nr = 0;
-
-	if (!p)
-		return 0;
-	level = BPF_CORE_READ(p, level);
-	if (level > 31) /* MAX_PID_NS_LEVEL */
-		return 0;
-	bpf_core_read(&nr, sizeof(nr), &p->numbers[level].nr);
-	return nr;
-}
 
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
@@ -167,6 +172,9 @@ int on_sample(struct bpf_perf_event_data *ctx)
 		if (stack_lost(kid))
 			stat_add(PROFILE_STAT_LOST_KSTACK);
 		emit_sample(tgid, tid, kid);
+		/* the sample record itself (tid, ts) is the join record: no java_samples entry */
+		if (signal_target && target_pid)
+			bpf_send_signal_thread(27 /* SIGPROF */);
 		return 0;
 	}
 

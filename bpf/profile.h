@@ -47,9 +47,11 @@ struct profile_key {
 #define PROFILE_MAX_STACK_COPY 32768
 
 /* One ring-buffer record per sample in dwarf mode: this header, then stack_len bytes copied from
- * the user stack at regs[7] (rsp). 176 bytes, no implicit padding:
+ * the user stack at regs[7] (rsp). 184 bytes, no implicit padding:
  *   0 ts (u64, bpf_ktime_get_ns)  8 pid  12 tid  16 kern_stack_id (s32)  20 stack_len (u32)
- *  24 comm[16]  40 regs[17] (u64 each)  176 stack bytes */
+ *  24 comm[16]  40 regs[17] (u64 each)  176 ns_tid (u32: the tid in the thread's own pid
+ *  namespace, for the Java agent's join in a container; 0 = unknown)  180 reserved
+ *  184 stack bytes */
 struct profile_sample {
 	__u64 ts;
 	__u32 pid;
@@ -58,10 +60,12 @@ struct profile_sample {
 	__u32 stack_len;
 	char comm[PROFILE_COMM_LEN];
 	__u64 regs[PROFILE_NREGS];
+	__u32 ns_tid;
+	__u32 reserved;
 	__u8 stack[PROFILE_MAX_STACK_COPY];
 };
 
-#define PROFILE_SAMPLE_HEADER_SIZE 176
+#define PROFILE_SAMPLE_HEADER_SIZE 184
 
 /* Java agent join record (ring buffer java_samples), 24 bytes:
  *   0 tid (u32, host)   4 user_stack_id (s32)   8 kern_stack_id (s32)

@@ -48,6 +48,8 @@ export interface UnwindInfo {
   unwindNsPerSample?: number;
   /** dwarf, one process profiled: its modules and how each is unwound */
   modules?: UnwindModuleInfo[];
+  /** a JVM profiled with the Java agent: Java frames come from the agent, not from the unwind */
+  javaAgent?: boolean;
 }
 
 export interface ProfileUpdate {

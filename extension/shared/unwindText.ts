@@ -4,7 +4,8 @@ import type { UnwindInfo } from './profile';
 
 export function unwindSummary(u: UnwindInfo | undefined): string | undefined {
   if (!u) return undefined;
-  if (u.mode === 'fp') return 'User stacks: frame pointers walked in the kernel (--unwind fp). Callers of code built without frame pointers are missing.';
+  const agent = u.javaAgent ? ' · Java frames from the JVMTI agent (AsyncGetCallTrace), joined where the native stack reaches JIT or interpreter code' : '';
+  if (u.mode === 'fp') return `User stacks: frame pointers walked in the kernel (--unwind fp). Callers of code built without frame pointers are missing.${agent}`;
   const parts = ['User stacks: unwound by CFI (.eh_frame/.debug_frame, libdw)'];
   if (u.modules?.length) {
     const cfi = u.modules.filter((m) => m.cfi !== 'none').map((m) => base(m.module));
@@ -12,9 +13,9 @@ export function unwindSummary(u: UnwindInfo | undefined): string | undefined {
     parts.push(`CFI: ${cfi.join(', ') || 'none'}`);
     if (fpOnly.length) parts.push(`frame pointers only: ${fpOnly.join(', ')}`);
   }
-  parts.push('code without CFI (JIT) by frame pointers');
+  if (!u.javaAgent) parts.push('code without CFI (JIT) by frame pointers');
   if (u.truncated) parts.push(`${u.truncated} samples deeper than the stack copy`);
-  return parts.join(' · ');
+  return parts.join(' · ') + agent;
 }
 
 const base = (p: string) => (p.startsWith('[vdso') ? '[vdso]' : p.slice(p.lastIndexOf('/') + 1));

@@ -20,6 +20,19 @@
 // Who may: checkAgentTarget refuses, before anything is written into the target, a JVM with attach
 // or dynamic agent loading disabled, a JVM of another user unless the requester is root (the
 // helper passes its invoking user, not its own root), and a libjvm.so without AsyncGetCallTrace.
+// Join while sampling: the file is read every 500 ms and at each live snapshot (complete lines
+// only, from the last offset). Each BPF sample is paired with its record by tid and the first
+// following timestamp (./javaAgentDecode.ts IncrementalPairer) as soon as that pairing can no
+// longer change: the agent's T lines say up to when its records are all written, and the ring
+// buffers deliver samples in time order (give or take SAMPLE_SKEW_NS). Undecided samples wait
+// for a later snapshot, so a live graph never shows a sample unjoined that the next one joins,
+// and the final profile is the same as pairing everything at the end. Decided samples are
+// counted per (thread, native stack, record), so memory grows with distinct stacks.
+//
+// The native half comes from either unwind mode: frame-pointer stack ids through the
+// java_samples ring, or (--unwind dwarf/auto) the user stack unwound by CFI from the sample's
+// stack copy. joinStack keeps it up to the first JIT or interpreter frame (where CFI ends and
+// frame-pointer guesses through JIT code begin) and puts the agent's Java frames above.
 //
 // Lifecycle: JVMTI agents cannot be unloaded. The first profile loads the agent (a copy of our .so
 // inside the JVM's /tmp, named by its content hash, owned by the JVM's user, so a container's
@@ -37,7 +50,7 @@ import { withElf } from '../elf/elf';
 import { readMaps, type Mapping } from '../proc/maps';
 import type { TracerEnv } from './tracer';
 import type { RawStack } from './profileStacks';
-import { decodeJavaSample, emptyAgentLog, foldStacks, joinStack, pairSamples, parseAgentText, type AgentLog, type BpfJavaSample } from './javaAgentDecode';
+import { ALL_IN, decodeJavaSample, emptyAgentLog, foldStacks, IncrementalPairer, joinStack, parseAgentText, type AgentLog, type AgentRecord, type TimedSample } from './javaAgentDecode';
 
 export const JVMAGENT_FILE = 'libebpf-studio-jvmagent.so';
 export type JavaMode = 'agent' | 'perfmap' | 'auto';
@@ -252,23 +265,60 @@ async function agentCommand(pid: number, libInTarget: string, options: string, t
   return Number(m[1]);
 }
 
+/**
+ * The native half of one BPF sample of the JVM. Frame-pointer mode: ids into the stacks map (the
+ * java_samples ring of bpf/profile.bpf.c). CFI mode: the user stack unwound in user space from the
+ * sample's stack copy (./profileDwarf.ts), and the kernel stack's id.
+ */
+export type JavaNative = { userStackId: number; kernStackId: number } | { user: BigUint64Array; kernStackId: number; note?: string; comm: string };
+
+interface JoinSample extends TimedSample {
+  native: JavaNative;
+  /** identifies the native stack (same key, same frames) */
+  key: string;
+}
+
+/** Decided samples with the same thread, native stack and agent record, counted once. */
+interface Joined {
+  tid: number;
+  native: JavaNative;
+  nativeKey: string;
+  record: AgentRecord | undefined;
+  count: number;
+}
+
+/** How far the ring's samples may be out of time order (a program stamps, then copies and submits). */
+const SAMPLE_SKEW_NS = 20_000_000n;
+/** Margin under the agent's T watermark (clock reads vs the handler-count check in agent.c). */
+const RECORD_SKEW_NS = 2_000_000n;
+
 export interface JavaAgentSession {
   /** ms from the attach request to the agent's first Java sample (undefined until one came) */
   readonly firstSampleMs: number | undefined;
-  /** starts collecting the BPF join records; call right after the BPF object is loaded */
+  /** frame-pointer mode: starts collecting the BPF join records; call right after the BPF object is loaded */
   attachRing(obj: BpfObject): void;
-  /** records seen so far (live counters) */
-  counts(): { bpf: number; agent: number };
+  /** CFI mode: one sample of the JVM, its user stack already unwound (ts = bpf_ktime_get_ns) */
+  addCfiSample(tid: number, nsTid: number, ktimeNs: bigint, native: Extract<JavaNative, { user: BigUint64Array }>): void;
+  /** live counters: BPF samples and agent records seen, samples joined, samples still waiting for their record */
+  counts(): { bpf: number; agent: number; joined: number; pending: number };
   /**
-   * Stops the agent (after the BPF program is gone), reads its file, and replaces the target's
-   * stacks in `result` with joined kernel → native → Java stacks.
+   * While sampling: reads what the agent wrote since the last call, decides every sample whose
+   * record can no longer change, and replaces the target's stacks in `result` with the joined
+   * stacks so far. Samples whose record may still come are left out until a later call (never
+   * shown unjoined, never counted twice).
+   */
+  live(result: ProfileResult, raw: RawStack[], assemble: (raws: RawStack[]) => ProfileResult['stacks']): ProfileResult;
+  /**
+   * Stops the agent (after the BPF program is gone), reads the rest of its file, and replaces the
+   * target's stacks in `result` with joined kernel → native → Java stacks.
    */
   finish(result: ProfileResult, raw: RawStack[], assemble: (raws: RawStack[]) => ProfileResult['stacks']): Promise<ProfileResult>;
   /** best effort stop without a result (start failed half-way) */
   abort(): Promise<void>;
 }
 
-export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?: number } = {}): Promise<JavaAgentSession> {
+export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?: number; unwind?: 'fp' | 'dwarf' } = {}): Promise<JavaAgentSession> {
+  const cfi = opts.unwind === 'dwarf';
   const lib = agentLibrary(env.assetDir);
   if (!lib) throw unsuitableError(agentUnavailableMessage(env.assetDir));
   const ids = checkAgentTarget(pid, env.requester);
@@ -283,16 +333,26 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
   if (code !== 0) throw unsuitableError(`pid ${pid}: the Java agent did not start: ${AGENT_CODES[code] ?? `Agent_OnAttach returned ${code}`}`);
   env.log(`profile: Java agent started in pid ${pid} (${libInTarget}), writing ${outInTarget}`);
 
-  const samples: BpfJavaSample[] = [];
+  const pairer = new IncrementalPairer<JoinSample>();
+  const joined = new Map<string, Joined>();
   let ring: RingBufferHandle | undefined;
   let stopped = false;
   let firstSampleMs: number | undefined;
-  let firstTs: bigint | undefined;
+  let firstJavaTs: bigint | undefined;
+  let latestSampleTs: bigint | undefined;
+  const n = { bpf: 0, agent: 0, joined: 0 };
   const log: AgentLog = emptyAgentLog();
   let readOffset = 0;
   let tail = '';
 
-  // Reads what the agent appended since the last call (the file only grows until stop).
+  const addSample = (s: JoinSample) => {
+    n.bpf++;
+    if (latestSampleTs === undefined || s.ktimeNs > latestSampleTs) latestSampleTs = s.ktimeNs;
+    pairer.addSample(s);
+  };
+
+  // Reads what the agent appended since the last call (the file only grows until stop); complete
+  // lines only, the rest waits in `tail`. Records go to the pairer as they are parsed.
   const readMore = () => {
     let fd: number;
     try {
@@ -303,15 +363,77 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
     try {
       const buf = Buffer.alloc(1 << 20);
       for (;;) {
-        const n = fs.readSync(fd, buf, 0, buf.length, readOffset);
-        if (n <= 0) break;
-        readOffset += n;
-        tail = parseAgentText(tail + buf.subarray(0, n).toString('utf8'), log);
+        const got = fs.readSync(fd, buf, 0, buf.length, readOffset);
+        if (got <= 0) break;
+        readOffset += got;
+        tail = parseAgentText(tail + buf.subarray(0, got).toString('utf8'), log);
+        for (const r of log.records) {
+          pairer.addRecord(r);
+          if (r.code > 0 && (firstJavaTs === undefined || r.tsNs < firstJavaTs)) firstJavaTs = r.tsNs;
+        }
+        n.agent += log.records.length;
+        log.records.length = 0;
       }
     } finally {
       fs.closeSync(fd);
     }
-    if (firstSampleMs === undefined && log.records.some((r) => r.code > 0)) firstSampleMs = Date.now() - t0;
+    if (firstSampleMs === undefined && firstJavaTs !== undefined) firstSampleMs = Date.now() - t0;
+  };
+
+  // Decides what the watermarks allow and counts the decided samples by (thread, native stack,
+  // record): memory grows with distinct stacks, not with samples.
+  const advance = (all: boolean) => {
+    const samplesBefore = all ? ALL_IN : latestSampleTs === undefined ? 0n : latestSampleTs - SAMPLE_SKEW_NS;
+    const recordsBefore = all || log.ended ? ALL_IN : log.watermarkNs === undefined ? 0n : log.watermarkNs - RECORD_SKEW_NS;
+    for (const { sample, record } of pairer.advance(samplesBefore, recordsBefore)) {
+      if (record) n.joined++;
+      const recordKey = record ? `${record.code}:${record.frames.map((f) => `${f.method}.${f.bci}.${f.line}`).join(',')}` : '-';
+      const key = `${sample.tid}/${sample.key}/${recordKey}`;
+      const j = joined.get(key);
+      if (j) j.count++;
+      else joined.set(key, { tid: sample.tid, native: sample.native, nativeKey: sample.key, record, count: 1 });
+    }
+  };
+
+  const poll = () => {
+    try {
+      readMore();
+      advance(false);
+    } catch (e) {
+      env.log(`profile: reading the Java agent's file ${outHost} failed: ${(e as Error).message}`);
+    }
+  };
+
+  // The target's stacks in `result` replaced by the joined ones decided so far.
+  const render = (result: ProfileResult, raw: RawStack[], assemble: (raws: RawStack[]) => ProfileResult['stacks']): ProfileResult => {
+    if (!n.bpf) return result;
+    const stackOf = new Map<number, BigUint64Array>();
+    const commOf = new Map<number, string>();
+    for (const r of raw) {
+      if (r.entry.pid !== pid) continue;
+      // fp: user and kernel stacks share one id space (the stacks map); cfi: raw user stacks have no id
+      if (!cfi) stackOf.set(r.entry.userStackId, r.user);
+      stackOf.set(r.entry.kernStackId, r.kernel);
+      commOf.set(r.entry.tid, r.entry.comm);
+    }
+    const empty = new BigUint64Array(0);
+    const framesCache = new Map<string, ProfileFrame[]>();
+    const items = [...joined.values()].map((j) => {
+      const comm = 'comm' in j.native ? j.native.comm : (commOf.get(j.tid) ?? '');
+      const cacheKey = `${j.tid}/${j.nativeKey}`;
+      let frames = framesCache.get(cacheKey);
+      if (!frames) {
+        const nat = j.native;
+        const rs: RawStack =
+          'user' in nat
+            ? { entry: { pid, tid: j.tid, comm, userStackId: nat.user.length ? 0 : -14, kernStackId: nat.kernStackId, count: 1 }, user: nat.user, kernel: stackOf.get(nat.kernStackId) ?? empty, note: nat.note }
+            : { entry: { pid, tid: j.tid, comm, userStackId: nat.userStackId, kernStackId: nat.kernStackId, count: 1 }, user: stackOf.get(nat.userStackId) ?? empty, kernel: stackOf.get(nat.kernStackId) ?? empty };
+        frames = assemble([rs])[0]?.frames ?? [];
+        framesCache.set(cacheKey, frames);
+      }
+      return { pid, tid: j.tid, comm, frames: joinStack(frames, j.record, log.methods), count: j.count };
+    });
+    return { ...result, stacks: [...result.stacks.filter((s) => s.pid !== pid), ...foldStacks(items)].sort((a, b) => b.count - a.count) };
   };
 
   const stopAgent = async () => {
@@ -325,8 +447,8 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
     }
   };
 
-  const poll = setInterval(readMore, 500);
-  poll.unref?.();
+  const timer = setInterval(poll, 500);
+  timer.unref?.();
 
   return {
     get firstSampleMs() {
@@ -336,22 +458,28 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
       ring = obj.openRingBuffer('java_samples', (batch, offsets) => {
         for (let i = 0; i + 1 < offsets.length; i++) {
           const s = decodeJavaSample(batch.subarray(offsets[i], offsets[i + 1]));
-          if (firstTs === undefined) firstTs = s.ktimeNs;
-          samples.push(s);
+          addSample({ tid: s.tid, nsTid: s.nsTid, ktimeNs: s.ktimeNs, native: { userStackId: s.userStackId, kernStackId: s.kernStackId }, key: `${s.userStackId}/${s.kernStackId}` });
         }
       });
     },
+    addCfiSample(tid, nsTid, ktimeNs, native) {
+      addSample({ tid, nsTid, ktimeNs, native, key: `${native.kernStackId}/${native.user.join(',')}/${native.note ?? ''}` });
+    },
     counts() {
-      return { bpf: samples.length, agent: log.records.length };
+      return { bpf: n.bpf, agent: n.agent, joined: n.joined, pending: pairer.pending };
+    },
+    live(result, raw, assemble) {
+      poll();
+      return render(result, raw, assemble);
     },
     async abort() {
-      clearInterval(poll);
+      clearInterval(timer);
       ring?.close();
       await stopAgent();
       fs.rmSync(outHost, { force: true });
     },
     async finish(result, raw, assemble) {
-      clearInterval(poll);
+      clearInterval(timer);
       await stopAgent();
       try {
         readMore();
@@ -361,37 +489,10 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
       fs.rmSync(outHost, { force: true });
       if (!log.ended) env.log(`profile: the Java agent's file ended without its end mark; some Java samples may be missing`);
       if (log.dropped) env.log(`profile: the Java agent's buffer was full ${log.dropped} times`);
-      const stackOf = new Map<number, BigUint64Array>();
-      const commOf = new Map<number, string>();
-      for (const r of raw) {
-        if (r.entry.pid !== pid) continue;
-        stackOf.set(r.entry.userStackId, r.user);
-        stackOf.set(r.entry.kernStackId, r.kernel);
-        commOf.set(r.entry.tid, r.entry.comm);
-      }
-      const pairs = pairSamples(samples, log.records);
-      const bpfFramesCache = new Map<string, ProfileFrame[]>();
-      const items = samples.map((s, i) => {
-        const comm = commOf.get(s.tid) ?? '';
-        const key = `${s.tid}/${s.userStackId}/${s.kernStackId}`;
-        let frames = bpfFramesCache.get(key);
-        if (!frames) {
-          const rs: RawStack = {
-            entry: { pid, tid: s.tid, comm, userStackId: s.userStackId, kernStackId: s.kernStackId, count: 1 },
-            user: stackOf.get(s.userStackId) ?? new BigUint64Array(0),
-            kernel: stackOf.get(s.kernStackId) ?? new BigUint64Array(0),
-          };
-          frames = assemble([rs])[0]?.frames ?? [];
-          bpfFramesCache.set(key, frames);
-        }
-        return { pid, tid: s.tid, comm, frames: joinStack(frames, pairs[i], log.methods) };
-      });
-      const first = log.records.filter((r) => r.code > 0).reduce<bigint | undefined>((m, r) => (m === undefined || r.tsNs < m ? r.tsNs : m), undefined);
-      if (first !== undefined) env.log(`profile: Java agent: first Java sample ${Number((first - t0ns) / 1000n) / 1000} ms after the attach request`);
-      const paired = pairs.filter(Boolean).length;
-      env.log(`profile: Java agent: ${samples.length} BPF samples, ${log.records.length} agent records, ${paired} joined`);
-      if (!samples.length) return result;
-      return { ...result, stacks: [...result.stacks.filter((s) => s.pid !== pid), ...foldStacks(items)].sort((a, b) => b.count - a.count) };
+      advance(true);
+      if (firstJavaTs !== undefined) env.log(`profile: Java agent: first Java sample ${Number((firstJavaTs - t0ns) / 1000n) / 1000} ms after the attach request`);
+      env.log(`profile: Java agent: ${n.bpf} BPF samples, ${n.agent} agent records, ${n.joined} joined`);
+      return render(result, raw, assemble);
     },
   };
 }

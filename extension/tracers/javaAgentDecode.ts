@@ -85,6 +85,8 @@ export interface AgentLog {
   /** samples the agent's ring had no room for */
   dropped: number;
   signals: number;
+  /** the latest T line: no record stamped before it is still to come (undefined before the first) */
+  watermarkNs?: bigint;
 }
 
 export function emptyAgentLog(): AgentLog {
@@ -114,6 +116,11 @@ export function parseAgentText(text: string, log: AgentLog): string {
           frames.push({ method: m, bci, line });
         }
         log.records.push({ tid: Number(f[1]), tsNs: BigInt(f[2]), code, frames });
+        break;
+      }
+      case 'T': {
+        const t = BigInt(f[1] ?? '0');
+        if (log.watermarkNs === undefined || t > log.watermarkNs) log.watermarkNs = t;
         break;
       }
       case 'E':
@@ -149,8 +156,9 @@ export function javaFrame(ref: JavaFrameRef, methods: Map<number, JavaMethod>, k
 }
 
 /**
- * Pairs each BPF sample with the agent record its signal produced: same tid (the sample's
- * namespace tid when known: the agent's gettid() inside a container), the first record at
+ * The pairing rule over complete data (the reference IncrementalPairer must match; the profiler
+ * itself pairs incrementally). Pairs each BPF sample with the agent record its signal produced:
+ * same tid (the sample's namespace tid when known: the agent's gettid() inside a container), the first record at
  * or after the sample's time and before that thread's next sample (the handler runs when the
  * thread returns to user mode, microseconds later; a record that never came leaves the sample
  * unpaired). Returns, per BPF sample index, the record or undefined.
@@ -177,6 +185,97 @@ export function pairSamples(samples: BpfJavaSample[], records: AgentRecord[], ma
     }
   }
   return out;
+}
+
+/** A BPF sample as the pairing sees it: its thread and time (bpf_ktime_get_ns, CLOCK_MONOTONIC). */
+export interface TimedSample {
+  tid: number;
+  /** the tid in the thread's own pid namespace (what the agent's gettid() records in a container); 0 or absent = tid */
+  nsTid?: number;
+  ktimeNs: bigint;
+}
+
+/** Later than any timestamp: the watermark once every sample and record is in. */
+export const ALL_IN = 1n << 63n;
+
+/**
+ * pairSamples for data that arrives while sampling: BPF samples and agent records are added as
+ * they come, and advance() decides only the samples whose pairing can no longer change, so each
+ * sample is decided once and the decisions equal pairSamples over everything (test/unit checks
+ * this on random arrival orders). A sample stays pending while its record may still come.
+ *
+ * What is known is given by two watermarks: every sample stamped before `samplesBefore` and every
+ * record stamped before `recordsBefore` has been added. With both at ALL_IN (finish) every
+ * sample is decided.
+ */
+export class IncrementalPairer<S extends TimedSample> {
+  private readonly byTid = new Map<number, { s: S[]; r: AgentRecord[]; sSorted: boolean; rSorted: boolean }>();
+  private pendingCount = 0;
+
+  constructor(private readonly maxDelayNs = 1_000_000_000n) {}
+
+  private group(tid: number) {
+    let g = this.byTid.get(tid);
+    if (!g) this.byTid.set(tid, (g = { s: [], r: [], sSorted: true, rSorted: true }));
+    return g;
+  }
+
+  addSample(s: S): void {
+    const g = this.group(s.nsTid || s.tid);
+    if (g.s.length && g.s[g.s.length - 1].ktimeNs > s.ktimeNs) g.sSorted = false;
+    g.s.push(s);
+    this.pendingCount++;
+  }
+
+  addRecord(r: AgentRecord): void {
+    const g = this.group(r.tid);
+    if (g.r.length && g.r[g.r.length - 1].tsNs > r.tsNs) g.rSorted = false;
+    g.r.push(r);
+  }
+
+  /** samples added but not decided yet */
+  get pending(): number {
+    return this.pendingCount;
+  }
+
+  /** Decides what the watermarks allow; returns the newly decided samples with their record (or undefined). */
+  advance(samplesBefore: bigint, recordsBefore: bigint): { sample: S; record: AgentRecord | undefined }[] {
+    const out: { sample: S; record: AgentRecord | undefined }[] = [];
+    const byTime = <T>(key: (x: T) => bigint) => (a: T, b: T) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
+    for (const [tid, g] of this.byTid) {
+      if (!g.sSorted) g.s.sort(byTime((x: S) => x.ktimeNs));
+      if (!g.rSorted) g.r.sort(byTime((x: AgentRecord) => x.tsNs));
+      g.sSorted = g.rSorted = true;
+      let k = 0; // samples decided in this group
+      let j = 0; // records passed (skipped or consumed)
+      while (k < g.s.length) {
+        const t = g.s[k].ktimeNs;
+        if (t >= samplesBefore) break; // an earlier sample of this thread may still come
+        while (j < g.r.length && g.r[j].tsNs < t) j++;
+        const r = j < g.r.length ? g.r[j] : undefined;
+        const next = k + 1 < g.s.length ? g.s[k + 1].ktimeNs : undefined;
+        let decided: 'pair' | 'none' | undefined;
+        if (r && r.tsNs < recordsBefore) {
+          // r is surely the first record at or after t
+          if (r.tsNs - t > this.maxDelayNs) decided = 'none';
+          else if (next !== undefined && r.tsNs >= next) decided = 'none';
+          else if (r.tsNs < samplesBefore) decided = 'pair'; // no unseen sample of this thread before r
+        } else if (recordsBefore > t + this.maxDelayNs) decided = 'none';
+        else if (next !== undefined && recordsBefore >= next) decided = 'none'; // no record before the next sample
+        if (!decided) break;
+        out.push({ sample: g.s[k], record: decided === 'pair' ? g.r[j++] : undefined });
+        k++;
+      }
+      // A thread with nothing pending: records stamped before samplesBefore can pair with no
+      // sample still to come (those are stamped later), so they go.
+      if (k === g.s.length) while (j < g.r.length && g.r[j].tsNs < samplesBefore) j++;
+      if (k) g.s.splice(0, k);
+      if (j) g.r.splice(0, j);
+      this.pendingCount -= k;
+      if (!g.s.length && !g.r.length) this.byTid.delete(tid);
+    }
+    return out;
+  }
 }
 
 const isJavaCode = (f: ProfileFrame) => f.kind === 'jit' || f.kind === 'interpreted';
@@ -213,14 +312,14 @@ export function joinStack(bpfFrames: ProfileFrame[], record: AgentRecord | undef
   return [...kept, ...java];
 }
 
-/** Folds joined per-sample stacks into counted stacks (same pid/tid/comm and frames). */
-export function foldStacks(items: { pid: number; tid: number; comm: string; frames: ProfileFrame[] }[]): ProfileStack[] {
+/** Folds joined stacks (one sample each, or `count`) into counted stacks (same pid/tid/comm and frames). */
+export function foldStacks(items: { pid: number; tid: number; comm: string; frames: ProfileFrame[]; count?: number }[]): ProfileStack[] {
   const map = new Map<string, ProfileStack>();
   for (const it of items) {
     const key = `${it.pid}\0${it.tid}\0${it.comm}\0${it.frames.map((f) => `${f.address}|${f.function}|${f.file}|${f.line}|${f.kind}`).join('\0')}`;
     const s = map.get(key);
-    if (s) s.count++;
-    else map.set(key, { count: 1, pid: it.pid, tid: it.tid, comm: it.comm, frames: it.frames });
+    if (s) s.count += it.count ?? 1;
+    else map.set(key, { count: it.count ?? 1, pid: it.pid, tid: it.tid, comm: it.comm, frames: it.frames });
   }
   return [...map.values()].sort((a, b) => b.count - a.count);
 }

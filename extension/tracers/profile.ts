@@ -5,8 +5,11 @@
 //    stacks are whole through -O2 code, GCC leaf functions and Debian's libc;
 //  - fp: the kernel walks frame pointers and counts per (pid, tid, user stack, kernel stack);
 //    nothing is copied per sample (for very high frequencies, or to compare).
-// Symbolized once at the end. For a JVM, the perf map is requested through the HotSpot attach
-// socket at the end so methods compiled late are named. Map decoders: ./profileDecode.ts.
+// Symbolized at the end (live snapshots name what a background pass has reached). For a JVM, the
+// perf map is requested through the HotSpot attach socket at the end so methods compiled late are
+// named; with the Java agent (./javaAgent.ts) Java frames come from the agent instead, joined to
+// each sample's kernel and native stack (either unwind mode) live and at the end. Map decoders:
+// ./profileDecode.ts.
 import fs from 'node:fs';
 import type { BpfObject } from '../../native/index';
 import { Symbolizer, type ProcessImage } from '../symbolize';
@@ -20,7 +23,7 @@ import type { Tracer, TracerEnv } from './tracer';
 import { loadFirstWorking, setRodata } from './bpfObject';
 import { decodeCounts, parseCpuList, PROFILE_STAT, sumPerCpu, type CountEntry } from './profileDecode';
 import { assemble, readStacks, symbolizeStacks, type RawStack } from './profileStacks';
-import { DwarfAggregator, PROFILE_DEFAULT_STACK_COPY, PROFILE_MAX_STACK_COPY } from './profileDwarf';
+import { DwarfAggregator, PROFILE_DEFAULT_STACK_COPY, PROFILE_SAMPLE_HEADER_SIZE, PROFILE_MAX_STACK_COPY } from './profileDwarf';
 import { records } from './bpfObject';
 import { unwindModules } from './unwindModules';
 import { agentLibrary, agentUnavailableMessage, checkAgentTarget, foreignOwner, JAVA_MODES, startJavaAgent, type JavaAgentSession } from './javaAgent';
@@ -91,7 +94,7 @@ async function jvmPreservesFramePointer(pid: number, cmdline: string[], env: Tra
 
 /** Ring buffer bytes: half a second of full-size samples on every CPU, rounded up to a power of two (at least 1 MiB, at most 64 MiB). */
 export function ringBytes(frequency: number, stackCopyBytes: number, cpus: number): number {
-  const want = (frequency * cpus * (stackCopyBytes + 176 + 16)) / 2;
+  const want = (frequency * cpus * (stackCopyBytes + PROFILE_SAMPLE_HEADER_SIZE + 16)) / 2;
   let n = 1 << 20;
   while (n < want && n < 64 << 20) n *= 2;
   return n;
@@ -117,6 +120,16 @@ export const profileTracer: Tracer<'profile'> = {
     const cmdline = options.pid ? (checkPid(options.pid), processInfo(options.pid)) : undefined;
     const jvmPids = new Set<number>();
     let java: JavaAgentSession | undefined; // issue 14 hook (1/3): the JVMTI agent path
+    // auto is CFI: libdw uses each module's .eh_frame/.debug_frame and walks frame pointers only
+    // through code that has no CFI (JIT code), which is "frame pointers where they are all there is".
+    // A JVM profiled with the Java agent is unwound the same way: auto picks CFI for it too. Its
+    // Java frames come from the agent, not from the unwind, so what the unwind has to get right
+    // is the native part under the first JIT or interpreter frame (JNI libraries, libjvm's
+    // runtime, libc, the kernel entry), and there CFI keeps callers that frame pointers lose
+    // (Debian's libz and libc have no frame pointers). The cost is in the helper (~30 µs of
+    // unwinding per sample) plus a 16 KiB copy per sample in the kernel, nothing in the JVM.
+    // The join (./javaAgent.ts) is by tid and time either way; fp stays available (--unwind fp).
+    const mode: UnwindMode = options.unwind === 'fp' ? 'fp' : 'dwarf';
     if (options.pid && options.java === 'agent' && !cmdline?.jvm) {
       // Not seen as a JVM: maybe another user's, whose maps we cannot read. The target checks
       // (owner first) say why; a readable process without libjvm.so is no JVM at all.
@@ -133,15 +146,9 @@ export const profileTracer: Tracer<'profile'> = {
       if (owner !== undefined) {
         warnings.push(`pid ${options.pid} is a JVM of uid ${owner}, not yours (uid ${env.requester?.uid}): eBPF Studio sends no attach request into another user's JVM (no Java agent, no perf map), so its Java frames show as [unknown]. Profile it as root (sudo) or as uid ${owner}`);
       } else if (options.java === 'auto' && !fp && !agentLibrary(env.assetDir)) warnings.push(`${agentUnavailableMessage(env.assetDir)}. ${preserveFramePointerAdvice(options.pid, cmdline.cmdline)}`);
-      else if (options.java === 'agent' || (options.java === 'auto' && !fp)) java = await startJavaAgent(options.pid, env);
+      else if (options.java === 'agent' || (options.java === 'auto' && !fp)) java = await startJavaAgent(options.pid, env, { unwind: mode });
       else if (!fp) warnings.push(preserveFramePointerAdvice(options.pid, cmdline.cmdline));
     }
-    // auto is CFI: libdw uses each module's .eh_frame/.debug_frame and walks frame pointers only
-    // through code that has no CFI (JIT code), which is "frame pointers where they are all there is".
-    // The Java agent's join (./javaAgent.ts) matches its records to frame-pointer stack ids, so a
-    // JVM profiled with the agent keeps the kernel's frame-pointer walk for its native part.
-    const mode: UnwindMode = options.unwind === 'fp' || java ? 'fp' : 'dwarf';
-    if (java && options.unwind === 'dwarf') warnings.push('--unwind dwarf does not apply to a JVM profiled with the Java agent: its native frames are walked by frame pointer (HotSpot keeps them) and joined to the agent\'s Java stacks');
     const stackCopyBytes = options.stackCopyBytes ?? PROFILE_DEFAULT_STACK_COPY;
     let loaded: ReturnType<typeof loadFirstWorking>;
     try {
@@ -154,7 +161,9 @@ export const profileTracer: Tracer<'profile'> = {
         }
         setRodata(o, { target_pid: options.pid, include_idle: options.includeIdle, unwind_dwarf: mode === 'dwarf', stack_copy_bytes: stackCopyBytes, signal_target: Boolean(java) });
       });
-      java?.attachRing(loaded.obj); // issue 14 hook (2/3): signal_target + the java_samples ring
+      // issue 14 hook (2/3): signal_target, and in fp mode the java_samples ring (in dwarf mode
+      // the samples ring carries tid and time, forwarded below once unwound)
+      if (mode === 'fp') java?.attachRing(loaded.obj);
     } catch (e) {
       await java?.abort();
       throw e;
@@ -169,7 +178,8 @@ export const profileTracer: Tracer<'profile'> = {
         ring = obj.openRingBuffer('samples', (batch, offsets) => {
           for (const rec of records(batch, offsets)) {
             try {
-              dwarf.add(rec);
+              const u = dwarf.add(rec);
+              if (java && u.sample.pid === options.pid) java.addCfiSample(u.sample.tid, u.sample.nsTid, u.sample.ts, { user: u.user, kernStackId: u.sample.kernStackId, note: u.note, comm: u.sample.comm });
             } catch (e) {
               env.log(`profile: a sample could not be unwound: ${(e as Error).message}`);
             }
@@ -245,6 +255,9 @@ export const profileTracer: Tracer<'profile'> = {
     let rawLast: RawStack[] = [];
     let final: ProfileResult | undefined;
     let closed = false;
+    const liveKernelFrames = new Map<bigint, ProfileFrame[]>();
+    const liveUserFrames = new Map<number, Map<string, ProfileFrame[]>>();
+    let liveNaming: Promise<void> | undefined;
 
     const collect = (): RawStack[] => {
       totals = { samples: readStat(obj, PROFILE_STAT.samples), lost: readStat(obj, PROFILE_STAT.lost) };
@@ -255,10 +268,14 @@ export const profileTracer: Tracer<'profile'> = {
     };
     let unwindModuleInfo: UnwindInfo['modules'];
     const unwindInfo = (): UnwindInfo => {
-      if (!dwarf) return { mode };
+      if (!dwarf) return { mode, ...(java ? { javaAgent: true } : {}) };
       return {
         mode,
-        truncated: dwarf.stats.truncated,
+        ...(java ? { javaAgent: true } : {}),
+        // With the agent the unwind only has to reach the first JIT frame; what it does beyond
+        // (frame-pointer guesses through JIT code, often off the copied stack) is cut by the join,
+        // so "deeper than the copy" would blame the copy size for nothing.
+        truncated: java ? undefined : dwarf.stats.truncated,
         unwindNsPerSample: dwarf.pool.nsPerStack(),
         ...(unwindModuleInfo ? { modules: unwindModuleInfo } : {}),
       };
@@ -284,11 +301,22 @@ export const profileTracer: Tracer<'profile'> = {
         } catch {
           /* object closing: keep the last read */
         }
-        return result(assemble(rawLast, kernelFrames, userFrames));
+        // Frames are named by what a background pass has symbolized so far (one pass at a time,
+        // started by snapshots only: a CLI run never pays for it). Its caches are not the final
+        // ones: the final profile is symbolized afresh once the JVM's perf map is fetched.
+        if (!liveNaming && !closed) {
+          liveNaming = symbolizeStacks(rawLast, symbolizer, (pid) => images.get(pid), liveKernelFrames, liveUserFrames, () => undefined)
+            .catch(() => undefined)
+            .finally(() => (liveNaming = undefined));
+        }
+        const live = result(assemble(rawLast, liveKernelFrames, liveUserFrames));
+        // Java frames from the agent, joined as far as its records have come in.
+        return java ? java.live(live, rawLast, (raws) => assemble(raws, liveKernelFrames, liveUserFrames)) : live;
       },
       async stop() {
         if (final) return final;
         clearInterval(timer);
+        await liveNaming;
         if (!closed) {
           closed = true;
           try {

@@ -9,7 +9,7 @@ import { cString } from './bpfObject';
 import type { RawStack } from './profileStacks';
 
 export const PROFILE_NREGS = 17;
-export const PROFILE_SAMPLE_HEADER_SIZE = 176;
+export const PROFILE_SAMPLE_HEADER_SIZE = 184;
 export const PROFILE_MAX_STACK_COPY = 32768;
 /** What one sample copies by default: measured to reach main/thread start (issue 13 note, bench "profile unwind"). */
 export const PROFILE_DEFAULT_STACK_COPY = 16384;
@@ -23,6 +23,8 @@ export interface DwarfSample {
   tid: number;
   kernStackId: number;
   comm: string;
+  /** the tid in the thread's own pid namespace (0 = unknown): the Java agent's join key in a container */
+  nsTid: number;
   /** 17 u64, DWARF order, as a Buffer view (136 bytes) */
   regs: Buffer;
   stack: Buffer;
@@ -38,6 +40,7 @@ export function decodeSample(rec: Buffer): DwarfSample {
     kernStackId: rec.readInt32LE(16),
     comm: cString(rec, 24, 16),
     regs: rec.subarray(40, 40 + PROFILE_NREGS * 8),
+    nsTid: rec.readUInt32LE(176),
     stack: rec.subarray(PROFILE_SAMPLE_HEADER_SIZE, PROFILE_SAMPLE_HEADER_SIZE + Math.min(stackLen, rec.length - PROFILE_SAMPLE_HEADER_SIZE)),
   };
 }
@@ -75,7 +78,8 @@ export class DwarfAggregator {
     return this.pool.modules(pid);
   }
 
-  add(rec: Buffer): void {
+  /** Unwinds and counts one ring-buffer record; returns the sample and its unwound user stack. */
+  add(rec: Buffer): { sample: DwarfSample; user: BigUint64Array; note?: string } {
     const s = decodeSample(rec);
     let user: BigUint64Array;
     let note: string | undefined;
@@ -91,6 +95,7 @@ export class DwarfAggregator {
     const b = this.buckets.get(key);
     if (b) b.count++;
     else this.buckets.set(key, { pid: s.pid, tid: s.tid, comm: s.comm, kernStackId: s.kernStackId, user, note, count: 1 });
+    return { sample: s, user, note };
   }
 
   /** The counted stacks so far, kernel stacks read by id through `readKernel`. */

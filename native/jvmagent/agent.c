@@ -21,6 +21,9 @@
 // /proc/PID/root (works across mount and pid namespaces; see extension/tracers/javaAgent.ts for
 // why a file rather than a socket).
 //
+// File records, one a line, tab separated: A (agent ready), M (a method's names), S (one sample),
+// T (watermark: no S with an earlier timestamp follows), E (end: counters, file closed).
+//
 // Options (comma separated): start,out=<path>,depth=<n> | stop | probe
 // Return code of Agent_OnAttach: 0 ok; 100 no AsyncGetCallTrace; 101 SIGPROF has another handler;
 // 102 JVMTI unavailable; 103 cannot open the output file; 104 bad options; 105 out of memory;
@@ -290,10 +293,22 @@ static void *service_thread(void *arg) {
   pthread_setname_np(pthread_self(), "ebpf-studio-jvm"); // the OS name (15 chars); Java sees the attach name
   JavaVMAttachArgs aa = {JNI_VERSION_1_6, "ebpf-studio-jvmagent", NULL};
   if ((*g_vm)->AttachCurrentThreadAsDaemon(g_vm, (void **)&jni, &aa) != JNI_OK) return NULL;
+  int64_t last_mark = 0;
   pthread_mutex_lock(&g_lock);
   for (;;) {
     while (!g_out) pthread_cond_wait(&g_cond, &g_lock); // idle between profiles
-    drain(jni);
+    // Watermark for the helper's live join: every record stamped before `mark` is in the file
+    // once the T line is. A handler stamps its record after entering (g_in_handler > 0) and marks
+    // it ready before leaving, so when no handler is running after `mark` was read, every record
+    // stamped earlier is ready and this drain writes it. Otherwise no T line this round.
+    int64_t mark = now_ns();
+    int busy = atomic_load(&g_in_handler);
+    int drained = drain(jni);
+    if (!busy && (drained > 0 || mark - last_mark >= 200000000LL)) {
+      // T <ns>: no record with an earlier timestamp will follow (rounds without records: every 200 ms)
+      fprintf(g_out, "T\t%lld\n", (long long)mark);
+      last_mark = mark;
+    }
     if (g_stop_wanted) {
       // the caller has cleared g_active and waited for handlers: one last pass empties the ring
       drain(jni);

@@ -423,7 +423,7 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
   await step(
     t,
     s,
-    'Profile CPU on a JVM without -XX:+PreserveFramePointer: "Java: full stacks (agent)" is the default, the flame graph has the Java callers, a click opens the .java line',
+    'Profile CPU on a JVM without -XX:+PreserveFramePointer: "Java: full stacks (agent)" is the default, the live and the final flame graph have the Java callers, a click opens the .java line',
     async () => {
       // The fixture's source sits in the workspace, where the click must find it.
       const source = path.join(s.workspace, 'AgentSplit.java');
@@ -459,7 +459,15 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       const frame = await s.webviewFrame(`CPU: pid ${pid} (AgentSplit)`);
       const status = frame.locator('.toolbar > .status').last();
       await status.filter({ hasText: /Sampling… [1-9][\d,]* samples/ }).waitFor({ timeout: 30_000 });
-      await s.page.waitForTimeout(4000);
+      // While sampling, the live graph already has the agent's Java frames (joined as its records come in).
+      await status.filter({ hasText: /live graph of [1-9]/ }).waitFor({ timeout: 15_000 });
+      await frame.locator('#search').fill('AgentSplit.heavy');
+      const liveMatch = frame.locator('.toolbar .status', { hasText: /^matched [1-9]/ });
+      await liveMatch.waitFor({ timeout: 10_000 });
+      t.diagnostic(`before Stop: ${(await status.innerText()).trim()}; AgentSplit.heavy ${(await liveMatch.innerText()).trim()}`);
+      await s.screenshot('flamegraph-java-agent-live', await s.webviewElement(frame));
+      await frame.locator('#search').fill('');
+      await s.page.waitForTimeout(2000);
       await frame.locator('button', { hasText: /^Stop$/ }).click();
       await status.filter({ hasText: /samples(, [\d,]+ lost)? at \d+ Hz/ }).waitFor({ timeout: 60_000 });
       jvm.kill('SIGKILL');

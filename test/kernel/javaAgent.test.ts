@@ -1,8 +1,11 @@
 // `profile --java agent|auto` against real JVMs started WITHOUT -XX:+PreserveFramePointer (issue 14):
 // the JVMTI agent is loaded through the attach socket, and the profile must show whole Java stacks
 // (main → heavy/light → mix) in the fixture's 3:1 CPU split, with file:line, and zlib's native
-// frames under the JNI method Deflater.deflateBytesBytes. The JVM must survive 20 start/stop
-// cycles while threads start and end all the time, and keep computing right.
+// frames under the JNI method Deflater.deflateBytesBytes, with the native part unwound by CFI
+// (the default) or by frame pointers. Live snapshots taken while sampling (what the editor's
+// flame graph shows every second) already hold the joined Java stacks, and no sample is counted
+// twice on the way to the final profile. The JVM must survive 20 start/stop cycles while threads
+// start and end all the time, and keep computing right.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -12,6 +15,8 @@ import path from 'node:path';
 import type { ProfileResult, ProfileStack } from '../../extension/shared/profile';
 import { distDir, kernelSkipReason, repoRoot, runCli, sleep } from '../helpers';
 import { checkJvmHasAgct } from '../../extension/tracers/javaAgent';
+import { profileTracer } from '../../extension/tracers/profile';
+import { cliEnv } from '../../extension/cli/env';
 
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
 /**
@@ -73,6 +78,7 @@ describe('profile --java agent (kernel)', { skip }, () => {
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stderr, /Java agent started/, 'auto chose the agent for a JVM without -XX:+PreserveFramePointer');
       assert.doesNotMatch(r.stderr, /Restart it with the flag/, 'no restart advice when the agent gives whole stacks');
+      assert.equal((JSON.parse(r.stdout) as ProfileResult).unwind?.mode, 'dwarf', 'auto unwinds the native part of a JVM with the agent by CFI');
       const result = JSON.parse(r.stdout) as ProfileResult;
       const heavy = samplesWith(result, /^AgentSplit\.heavy$/);
       const light = samplesWith(result, /^AgentSplit\.light$/);
@@ -105,6 +111,98 @@ describe('profile --java agent (kernel)', { skip }, () => {
       t.diagnostic(`${labels} samples labelled "Java stack not walked"`);
       assert.ok(labels <= 0.1 * result.samples, `${labels} of ${result.samples} samples have no Java stack`);
       assert.equal(fs.readdirSync('/proc/' + jvm.pid + '/root/tmp').filter((f) => f.startsWith(`.ebpf-studio-jvm-${jvm.pid}-`)).length, 0, "the agent's sample file is removed");
+      jvm.kill('SIGKILL');
+      cleanup(jvm.pid);
+    });
+  }
+
+  test('--unwind dwarf --java agent: the native part unwound by CFI keeps zlib\'s callers under the JNI call, Java callers with file:line', async (t) => {
+    const { jvm } = startJvm(['60']);
+    await sleep(2000);
+    const r = runCli(['profile', '--pid', String(jvm.pid), '--java', 'agent', '--unwind', 'dwarf', '--frequency', '299', '--duration', '6', '--json', '--verbose'], { timeoutMs: 60_000 });
+    assert.equal(r.code, 0, r.stderr);
+    assert.doesNotMatch(r.stderr, /does not apply/, 'dwarf is not refused for a JVM with the agent');
+    const result = JSON.parse(r.stdout) as ProfileResult;
+    assert.equal(result.unwind?.mode, 'dwarf');
+    const m = /Java agent: (\d+) BPF samples, (\d+) agent records, (\d+) joined/.exec(r.stderr);
+    assert.ok(m, r.stderr.slice(-1000));
+    t.diagnostic(`CFI: ${m[3]} of ${m[1]} samples joined (${((100 * Number(m[3])) / Number(m[1])).toFixed(1)} %)`);
+    assert.ok(Number(m[3]) >= 0.9 * Number(m[1]), `only ${m[3]} of ${m[1]} samples joined`);
+    const heavy = samplesWith(result, /^AgentSplit\.heavy$/);
+    const light = samplesWith(result, /^AgentSplit\.light$/);
+    t.diagnostic(`heavy ${heavy}, light ${light}: heavy's share ${((100 * heavy) / (heavy + light)).toFixed(1)}%`);
+    assert.ok(heavy + light >= 200, `only ${heavy + light} samples in heavy/light`);
+    assert.ok(Math.abs(heavy / (heavy + light) - 0.75) <= 0.05);
+    const chain = result.stacks.find((s) => s.frames[0]?.function === 'AgentSplit.mix' && s.frames[1]?.function === 'AgentSplit.heavy');
+    assert.ok(chain, 'a stack with mix called from heavy');
+    assert.equal(chain.frames[2].function, 'AgentSplit.main');
+    assert.equal(chain.frames[1].file, 'AgentSplit.java');
+    assert.equal(chain.frames[1].line, 21, 'heavy calls mix on line 21');
+    assert.equal(result.stacks.find((s) => s.frames[1]?.function === 'AgentSplit.light')?.frames[1].line, 25, 'light calls mix on line 25');
+    // Under the JNI method: libzip's JNI function, and under it zlib's deflate calling its leaf;
+    // frame pointers lose both callers (Debian builds libz and libzip without them).
+    const jni = result.stacks.filter((s) => {
+      const i = fnIndex(s, /^java\.util\.zip\.Deflater\.deflateBytesBytes$/);
+      if (i < 2 || fnIndex(s, /^AgentSplit\.compressLoop$/) <= i) return false;
+      const native = s.frames.slice(0, i);
+      const z = native.findIndex((f) => f.kind === 'native' && /libz\.so/.test(f.module ?? ''));
+      return z >= 0 && native.slice(z + 1).some((f) => f.function === 'deflate' && /libz\.so/.test(f.module ?? '')) && native[i - 1].function === 'Java_java_util_zip_Deflater_deflateBytesBytes';
+    });
+    const jniSamples = jni.reduce((n, s) => n + s.count, 0);
+    t.diagnostic(`${jniSamples} samples: zlib → deflate → Java_java_util_zip_Deflater_deflateBytesBytes → Deflater.deflateBytesBytes → … → AgentSplit.compressLoop`);
+    assert.ok(jniSamples >= 20, `only ${jniSamples} samples show zlib's callers under the JNI call: ${JSON.stringify(result.stacks.find((s) => fnIndex(s, /deflateBytesBytes$/) >= 0)?.frames.slice(0, 6))}`);
+    assert.equal(result.stacks.reduce((n, s) => n + s.count, 0), Number(m[1]), 'every BPF sample is in the profile once');
+    jvm.kill('SIGKILL');
+    cleanup(jvm.pid);
+  });
+
+  for (const unwind of ['dwarf', 'fp'] as const) {
+    test(`live snapshots while sampling hold the joined Java stacks, each sample once (tracer API, --unwind ${unwind})`, async (t) => {
+      const { jvm } = startJvm(['60']);
+      await sleep(2000);
+      const logs: string[] = [];
+      const env = { ...cliEnv(false), log: (m: string) => void logs.push(m) };
+      const session = await profileTracer.start(profileTracer.validate({ pid: jvm.pid, frequency: 299, java: 'agent', unwind }), env, { update: () => undefined, ended: () => undefined });
+      // Only the Java part of each stack (and the "not walked" labels): native frames get their
+      // names later (live symbolization, then the perf map at the end), Java frames never change.
+      const javaKey = (s: ProfileStack) => s.frames.filter((f) => f.module === '[java]').map((f) => `${f.function}:${f.line}`).join(';');
+      const byJava = (r: ProfileResult) => {
+        const m = new Map<string, number>();
+        for (const s of r.stacks) m.set(javaKey(s), (m.get(javaKey(s)) ?? 0) + s.count);
+        return m;
+      };
+      const lives: ProfileResult[] = [];
+      let final: ProfileResult;
+      try {
+        for (let i = 0; i < 6; i++) {
+          await sleep(1000);
+          lives.push(session.snapshot());
+        }
+      } finally {
+        final = await session.stop();
+      }
+      const total = (r: ProfileResult) => r.stacks.reduce((n, s) => n + s.count, 0);
+      for (const [i, r] of lives.entries()) {
+        t.diagnostic(`live ${i + 1}: ${total(r)} of ${r.samples} samples shown (${((100 * total(r)) / Math.max(1, r.samples)).toFixed(1)} %), ${samplesWith(r, /^AgentSplit\.mix$/)} in mix, ${samplesWith(r, /^\[Java stack not walked/)} labelled`);
+      }
+      const early = lives.slice(0, -1).find((r) => r.stacks.some((s) => s.frames[0]?.function === 'AgentSplit.mix' && s.frames[1]?.function === 'AgentSplit.heavy' && s.frames[1].line === 21));
+      assert.ok(early, 'a live snapshot before Stop shows mix ← heavy (AgentSplit.java:21) from the agent');
+      assert.ok(lives.some((r) => samplesWith(r, /^AgentSplit\.light$/) > 0), 'light shows live too');
+      const last = lives.at(-1)!;
+      assert.ok(total(last) >= 0.8 * last.samples, `the last live snapshot shows only ${total(last)} of ${last.samples} samples`);
+      // Nothing shown unjoined and later joined, nothing counted twice: every Java stack's count
+      // only grows from one snapshot to the next and to the final profile.
+      const seq = [...lives, final].map(byJava);
+      for (let i = 1; i < seq.length; i++) {
+        for (const [k, n] of seq[i - 1]) assert.ok((seq[i].get(k) ?? 0) >= n, `"${k.slice(0, 200)}" went from ${n} to ${seq[i].get(k) ?? 0} samples (${i === seq.length - 1 ? 'final' : `live ${i + 1}`})`);
+      }
+      const m = /Java agent: (\d+) BPF samples, (\d+) agent records, (\d+) joined/.exec(logs.join('\n'));
+      assert.ok(m, logs.join('\n').slice(-1000));
+      t.diagnostic(`final: ${total(final)} samples in stacks, ${final.samples} sampled, ${final.lost} lost; ${m[3]} of ${m[1]} joined`);
+      assert.equal(total(final), Number(m[1]), 'the final profile holds every BPF sample once');
+      assert.ok(total(final) <= final.samples && total(final) >= 0.97 * final.samples, `${total(final)} samples in stacks of ${final.samples} sampled`);
+      assert.equal(final.unwind?.mode, unwind);
+      assert.ok(samplesWith(final, /^AgentSplit\.mix$/) > samplesWith(early, /^AgentSplit\.mix$/));
       jvm.kill('SIGKILL');
       cleanup(jvm.pid);
     });

@@ -253,7 +253,7 @@ describe('profile --java agent: another user\'s JVM, a JVM in a container (kerne
       assert.ok(inside.includes(`.java_pid${nspid}`), `the attach socket is in the JVM's /tmp: ${inside.join(' ')}`);
       assert.ok(inside.some((f) => /^ebpf-studio-jvmagent-[0-9a-f]+\.so$/.test(f)), 'the agent copy is in the JVM\'s /tmp');
       assert.equal(inside.filter((f) => f.startsWith('.ebpf-studio-jvm-')).length, 0, "the agent's sample file is removed");
-      const leaked = fs.readdirSync('/tmp').filter((f) => !hostTmpBefore.has(f) && (f.startsWith('.ebpf-studio-jvm-') || f === `.java_pid${nspid}`));
+      const leaked = fs.readdirSync('/tmp').filter((f) => !hostTmpBefore.has(f) && (f.startsWith(`.ebpf-studio-jvm-${nspid}-`) || f === `.java_pid${nspid}`)); // named by the JVM's own pid: other JVMs' files may come and go
       assert.deepEqual(leaked, [], 'nothing of this JVM in the host /tmp');
       assert.equal(unshare.exitCode, null, `the JVM is alive: ${out().slice(-1000)}`);
     } finally {

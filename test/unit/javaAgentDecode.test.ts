@@ -3,7 +3,8 @@
 // Java frames, AGCT failure codes as labelled frames, and the editor picker's default.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { agctLabel, decodeJavaSample, emptyAgentLog, foldStacks, JAVA_SAMPLE_SIZE, javaSourcePath, joinStack, NOT_JAVA_THREAD, pairSamples, parseAgentText, type AgentRecord, type BpfJavaSample } from '../../extension/tracers/javaAgentDecode';
+import { agctLabel, ALL_IN, decodeJavaSample, emptyAgentLog, foldStacks, IncrementalPairer, JAVA_SAMPLE_SIZE, javaSourcePath, joinStack, NOT_JAVA_THREAD, pairSamples, parseAgentText, type AgentRecord, type BpfJavaSample } from '../../extension/tracers/javaAgentDecode';
+import { unwindSummary } from '../../extension/shared/unwindText';
 import { profileTracer } from '../../extension/tracers/profile';
 import { installVscodeMock } from '../mocks/vscode';
 import type { ProfileFrame } from '../../extension/shared/profile';
@@ -107,10 +108,104 @@ test('joinStack never drops a sample: AGCT failures and missing records become l
   assert.deepEqual(joinStack([libc], vmThread, log.methods), [libc], 'a non-Java thread keeps its native stack as it is');
 });
 
+test('parseAgentText keeps the latest T watermark', () => {
+  const log = emptyAgentLog();
+  parseAgentText('T\t5000\nS\t7\t4000\t0\nT\t9000\nT\t8000\n', log);
+  assert.equal(log.watermarkNs, 9000n);
+  assert.equal(log.records.length, 1);
+});
+
+/** A small deterministic PRNG (mulberry32), so a failure is reproducible. */
+function rng(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+test('IncrementalPairer: samples and records arriving in any order, decided step by step, pair exactly as pairSamples over everything', () => {
+  const maxDelay = 1000n;
+  for (let seed = 1; seed <= 300; seed++) {
+    const rand = rng(seed);
+    const samples: BpfJavaSample[] = [];
+    const records: AgentRecord[] = [];
+    for (let tid = 1; tid <= 3; tid++) {
+      let t = BigInt(Math.floor(rand() * 100));
+      for (let i = 0; i < 25; i++) {
+        t += BigInt(1 + Math.floor(rand() * 400));
+        samples.push({ tid, userStackId: i, kernStackId: -14, ktimeNs: t });
+        const x = rand();
+        // mostly a record shortly after; sometimes none, a late one (after the next sample or
+        // beyond maxDelay), or a stray one before the sample
+        if (x < 0.7) records.push({ tid, tsNs: t + BigInt(Math.floor(rand() * 30)), code: 1, frames: [] });
+        else if (x < 0.8) records.push({ tid, tsNs: t + BigInt(200 + Math.floor(rand() * 1500)), code: 2, frames: [] });
+        else if (x < 0.9) records.push({ tid, tsNs: t - BigInt(1 + Math.floor(rand() * 50)), code: 3, frames: [] });
+      }
+    }
+    // one record per thread and nanosecond (real records of a thread are microseconds apart)
+    const seen = new Set<string>();
+    records.splice(0, records.length, ...records.filter((r) => !seen.has(`${r.tid}/${r.tsNs}`) && seen.add(`${r.tid}/${r.tsNs}`)));
+    const expected = pairSamples(samples, records, maxDelay);
+    // Arrival: samples in time order give or take a little skew, records later and shuffled
+    // within a drain; watermarks trail what has arrived.
+    type Ev = { at: number; s?: BpfJavaSample; r?: AgentRecord };
+    const events: Ev[] = [
+      ...samples.map((s) => ({ at: Number(s.ktimeNs) + Math.floor(rand() * 20), s })),
+      ...records.map((r) => ({ at: Number(r.tsNs) + 20 + Math.floor(rand() * 200), r })),
+    ].sort((a, b) => a.at - b.at);
+    const pairer = new IncrementalPairer<BpfJavaSample>(maxDelay);
+    const got = new Map<BpfJavaSample, AgentRecord | undefined>();
+    let maxSample = 0n;
+    let step = 0;
+    for (const ev of events) {
+      if (ev.s) {
+        pairer.addSample(ev.s);
+        if (ev.s.ktimeNs > maxSample) maxSample = ev.s.ktimeNs;
+      } else pairer.addRecord(ev.r!);
+      if (++step % 7 === 0) {
+        // every record stamped before at - 220 and every sample before the latest - 20 is in
+        for (const d of pairer.advance(maxSample - 20n, BigInt(ev.at - 220))) {
+          assert.ok(!got.has(d.sample), 'a sample is decided once');
+          got.set(d.sample, d.record);
+        }
+      }
+    }
+    const beforeEnd = got.size;
+    for (const d of pairer.advance(ALL_IN, ALL_IN)) got.set(d.sample, d.record);
+    assert.equal(pairer.pending, 0);
+    assert.equal(got.size, samples.length);
+    samples.forEach((s, i) => assert.equal(got.get(s), expected[i], `seed ${seed}: sample ${s.tid}@${s.ktimeNs}`));
+    assert.ok(beforeEnd >= 0.5 * samples.length, `seed ${seed}: only ${beforeEnd} of ${samples.length} decided before the end`);
+  }
+});
+
+test('IncrementalPairer keeps a sample pending while its record may still come', () => {
+  const p = new IncrementalPairer<BpfJavaSample>(1000n);
+  const s = { tid: 1, userStackId: 0, kernStackId: 0, ktimeNs: 100n };
+  p.addSample(s);
+  assert.deepEqual(p.advance(200n, 90n), [], 'records known only up to 90: the record of the sample at 100 may come');
+  assert.equal(p.pending, 1);
+  const r: AgentRecord = { tid: 1, tsNs: 110n, code: 1, frames: [] };
+  p.addRecord(r);
+  assert.deepEqual(p.advance(105n, 200n), [], 'a sample of the thread at 105..110 may be unseen: r may be its record');
+  assert.deepEqual(p.advance(200n, 200n), [{ sample: s, record: r }]);
+  const late = { tid: 1, userStackId: 0, kernStackId: 0, ktimeNs: 300n };
+  p.addSample(late);
+  assert.deepEqual(p.advance(400n, 1301n), [{ sample: late, record: undefined }], 'no record within the delay: decided without one');
+});
+
+test('unwindSummary says where Java frames come from for a JVM profiled with the agent', () => {
+  assert.match(unwindSummary({ mode: 'dwarf', javaAgent: true })!, /unwound by CFI.*Java frames from the JVMTI agent/);
+  assert.doesNotMatch(unwindSummary({ mode: 'dwarf', javaAgent: true })!, /JIT\) by frame pointers/);
+  assert.match(unwindSummary({ mode: 'fp', javaAgent: true })!, /Java frames from the JVMTI agent/);
+});
+
 test('foldStacks counts identical joined stacks once', () => {
   const a = { pid: 1, tid: 2, comm: 'java', frames: [libc] };
-  const folded = foldStacks([a, a, { ...a, tid: 3 }]);
-  assert.deepEqual(folded.map((s) => [s.tid, s.count]), [[2, 2], [3, 1]]);
+  const folded = foldStacks([a, a, { ...a, tid: 3 }, { ...a, count: 5 }]);
+  assert.deepEqual(folded.map((s) => [s.tid, s.count]), [[2, 7], [3, 1]]);
 });
 
 test('javaSourcePath puts the source file under its package folder', () => {
@@ -130,4 +225,22 @@ test('the editor offers the agent first for a JVM without -XX:+PreserveFramePoin
   assert.equal(javaModeItems(false)[0].label, 'Java: full stacks (agent)');
   assert.equal(javaModeItems(true)[0].mode, 'perfmap');
   assert.equal(javaModeItems(true).length, 2);
+});
+
+test('IncrementalPairer: in a container samples join on their namespace tid (what the agent records), unknown (0) on the host tid', () => {
+  const pairer = new IncrementalPairer<BpfJavaSample>();
+  const s = (tid: number, nsTid: number, t: bigint): BpfJavaSample => ({ tid, nsTid, userStackId: 1, kernStackId: -14, ktimeNs: t });
+  const rec = (tid: number, tsNs: bigint): AgentRecord => ({ tid, tsNs, code: 1, frames: [] });
+  // host tids 5001/5002 are 7/8 inside the JVM's pid namespace; host tid 9 has no nsTid
+  pairer.addSample(s(5001, 7, 100n));
+  pairer.addSample(s(5002, 8, 200n));
+  pairer.addSample(s(9, 0, 300n));
+  pairer.addRecord(rec(7, 101n));
+  pairer.addRecord(rec(8, 202n));
+  pairer.addRecord(rec(9, 305n));
+  pairer.addRecord(rec(5001, 102n)); // a host tid in the agent's file matches nothing of 5001
+  const out = pairer.advance(ALL_IN, ALL_IN);
+  const by = new Map(out.map((o) => [o.sample.tid, o.record?.tsNs]));
+  assert.deepEqual([by.get(5001), by.get(5002), by.get(9)], [101n, 202n, 305n]);
+  assert.equal(pairer.pending, 0);
 });

@@ -18,6 +18,7 @@ test('decodeSample reads the header by offset and the stack bytes that follow it
   rec.write('worker\0', 24, 'latin1');
   rec.writeBigUInt64LE(0x7ffc0000n, 40 + 7 * 8);
   rec.writeBigUInt64LE(0x401000n, 40 + 16 * 8);
+  rec.writeUInt32LE(17, 176);
   stack.copy(rec, PROFILE_SAMPLE_HEADER_SIZE);
   const s = decodeSample(rec);
   assert.equal(s.ts, 123456789n);
@@ -25,10 +26,11 @@ test('decodeSample reads the header by offset and the stack bytes that follow it
   assert.equal(s.tid, 4243);
   assert.equal(s.kernStackId, -14);
   assert.equal(s.comm, 'worker');
+  assert.equal(s.nsTid, 17);
   assert.equal(sampleSp(s), 0x7ffc0000n);
   assert.equal(sampleIp(s), 0x401000n);
   assert.deepEqual([...s.stack], [...stack]);
-  assert.throws(() => decodeSample(Buffer.alloc(100)), /shorter than its 176-byte header/);
+  assert.throws(() => decodeSample(Buffer.alloc(100)), /shorter than its 184-byte header/);
 });
 
 test('the ring buffer holds about half a second of full samples, as a power of two within bounds', () => {

@@ -30,7 +30,10 @@ const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duratio
                             through -O2 code, leaf functions and libraries without frame pointers;
                             code without CFI (JIT) is walked by frame pointer
                      fp:    frame pointers walked in the kernel; nothing copied per sample
-                   (a JVM profiled with the agent keeps frame pointers for its native part)
+                   a JVM profiled with the agent: auto = dwarf too. The agent gives the Java
+                   frames; the unwind gives the native part under the first JIT or interpreter
+                   frame (JNI libraries, libjvm, libc, often built without frame pointers),
+                   joined to the agent's stack by thread and time
   --stack-copy-kb N
                    dwarf: KiB of user stack copied per sample (default ${PROFILE_DEFAULT_STACK_COPY_KB}, 1..${PROFILE_MAX_STACK_COPY_KB});
                    deeper stacks end in a "[stack deeper than ...]" frame
