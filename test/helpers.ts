@@ -2,6 +2,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 
 export const repoRoot = path.resolve(__dirname, '..');
 export const distDir = path.join(repoRoot, 'dist');
@@ -42,6 +43,20 @@ export function startCli(args: string[], opts: { env?: NodeJS.ProcessEnv } = {})
     child.on('exit', (code) => resolve({ code, stdout, stderr, ms: Date.now() - t0 }));
   });
   return { child, done, stderr: () => stderr, stdout: () => stdout };
+}
+
+/**
+ * Starts the privileged helper as the extension does (a child on stdio, JSON-RPC over its
+ * stdin/stdout); `exited` resolves with how and when it ended, which the lifecycle tests check.
+ */
+export function startHelper() {
+  const child = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+  conn.listen();
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((r) => child.on('exit', (code, signal) => r({ code, signal, at: Date.now() })));
+  return { child, conn, exited, stderr: () => stderr };
 }
 
 /** BPF programs loaded right now (bpftool prog list). */

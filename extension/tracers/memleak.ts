@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { BpfObject } from '../../native/index';
 import { Symbolizer, type Frame, type ProcessImage } from '../symbolize';
-import { MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakFrame, type MemleakOptions, type MemleakResult, type MemleakStack, type MemleakUpdate } from '../shared/memleak';
+import { MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakOptions, type MemleakResult } from '../shared/memleak';
 import { asObject, bool, int, num, oneOf, str, strArray, PID_MAX, type Raw } from '../shared/validate';
 import { fromBpfError, inputError, StudioError, unsuitableError } from '../shared/errors';
 import { checkPid, mapsOrExplain, pidAlive, readStat } from '../proc/processes';
@@ -25,7 +25,8 @@ import type { Tracer } from './tracer';
 import { loadFirstWorking, records, setRodata } from './bpfObject';
 import { MEMLEAK_DEFAULT_STACK_COPY, MEMLEAK_MAX_STACK_COPY, MemleakDwarfStacks } from './memleakDwarf';
 import { launchStopped, type StoppedChild } from './launchStopped';
-import { aggregate, ageMs, CNT, finalUpdate, decodeAllocDump, decodeExitEvent, type StackAggregate } from './memleakDecode';
+import { aggregate, CNT, decodeAllocDump, decodeExitEvent } from './memleakDecode';
+import { exitMessage, LeakReports, liveUpdate, StackFrames, toStack } from './memleakReport';
 import { allocatorLibBlocker, glibcBlocker, preloadBlocker, preloadLibPath, startPreload } from './memleakPreload';
 import { MEMLEAK_MODES, type MemleakMode } from '../shared/memleak';
 import { resolveCommand } from './launchStopped';
@@ -96,21 +97,6 @@ function launchOptions(o: Raw): MemleakOptions['launch'] {
     gid: l.gid === undefined ? undefined : int(l, 'gid', 0, 0xfffffffe),
     output,
   };
-}
-
-function hex(a: bigint): string {
-  return '0x' + a.toString(16);
-}
-
-function toFrame(f: Frame): MemleakFrame {
-  const out: MemleakFrame = { address: f.address, module: f.module };
-  if (f.function) out.function = f.function;
-  else if (f.offset) out.offset = f.offset;
-  if (f.file) out.file = f.file;
-  if (f.line) out.line = f.line;
-  if (f.column) out.column = f.column;
-  if (f.inlined && f.inlined.length) out.inlined = f.inlined.map((i) => ({ function: i.function, file: i.file, line: i.line, column: i.column }));
-  return out;
 }
 
 /** A path libbpf can open for the file the target maps (through /proc/PID/root in containers). */
@@ -193,9 +179,20 @@ export const memleakTracer: Tracer<'memleak'> = {
     if (why === undefined) return startPreload(options, env, events, warnings);
     if (why) warnings.push(`${why}: tracing with uprobes instead`);
     const t0 = process.hrtime.bigint();
-    let output = '';
+    const reports = new LeakReports(events, () => {
+      const t = Date.now();
+      clearInterval(timer);
+      clearInterval(watch);
+      clearInterval(holdWatch);
+      rb.close();
+      copies?.close();
+      obj.close();
+      dwarf?.close();
+      sym.dispose();
+      env.log(`memleak: detached in ${Date.now() - t} ms`);
+    });
     let launched: StoppedChild | undefined;
-    if (options.launch) launched = await launchStopped(env.assetDir, options.launch, (t) => (output += t));
+    if (options.launch) launched = await launchStopped(env.assetDir, options.launch, (t) => (reports.output += t));
     const pid = launched?.pid ?? options.pid ?? 0;
     const abandon = () => launched?.child.kill('SIGKILL');
 
@@ -259,8 +256,7 @@ export const memleakTracer: Tracer<'memleak'> = {
     const sym = new Symbolizer({ log: env.log });
     let image: ProcessImage | undefined;
     let mapsText = '';
-    const frames = new Map<number, MemleakFrame[]>();
-    const provisional = new Map<number, MemleakFrame[]>();
+    const frames = new StackFrames();
     const refreshImage = () => {
       if (options.kernel || !pid) return;
       let text: string;
@@ -279,7 +275,7 @@ export const memleakTracer: Tracer<'memleak'> = {
       }
     };
     const symbolize = async (ids: number[]) => {
-      const todo = [...new Set(ids)].filter((id) => id >= 0 && !frames.has(id));
+      const todo = frames.todo(ids);
       if (!todo.length) return;
       const stacks = todo.map((id) => (dwarf?.isInterned(id) ? [...dwarf.stack(id)] : [...obj.readStack('stack_traces', id)]));
       const addrs = stacks.flat();
@@ -295,23 +291,8 @@ export const memleakTracer: Tracer<'memleak'> = {
         env.log(`memleak: symbolization failed: ${(e as Error).message}`);
       }
       env.log(`memleak: symbolized ${todo.length} stacks (${addrs.length} frames) in ${Date.now() - t} ms`);
-      let k = 0;
-      todo.forEach((id, i) => {
-        const list = stacks[i].map((a) => {
-          const f = resolved?.[k++];
-          return f ? toFrame(f) : { address: hex(a), module: '[unknown]' };
-        });
-        // Frames outside every known module may lie in a library loaded after the last
-        // capture: such stacks stay provisional and are tried again with the next image.
-        if (resolved && list.every((f) => f.module !== '[unknown]')) {
-          frames.set(id, list);
-          provisional.delete(id);
-        } else {
-          provisional.set(id, list);
-        }
-      });
+      frames.store(todo, stacks, resolved);
     };
-    const framesOf = (id: number): MemleakFrame[] => frames.get(id) ?? provisional.get(id) ?? [];
 
     const counter = (i: number): number => {
       const key = Buffer.alloc(4);
@@ -327,12 +308,7 @@ export const memleakTracer: Tracer<'memleak'> = {
       const aggs = aggregate(dwarf ? dwarf.remap(allocs) : allocs, nowNs, options.minAgeMs, options.sampleBytes ?? 0);
       const shown = options.top ? aggs.slice(0, options.top) : aggs;
       await symbolize((all ? aggs : shown).map((a) => a.stackId));
-      const toStack = (a: StackAggregate): MemleakStack => {
-        const s: MemleakStack = { bytes: a.bytes, allocations: a.allocations, oldestAgeMs: ageMs(nowNs, a.oldestNs), frames: framesOf(a.stackId) };
-        if (a.bytesStdErr !== undefined) Object.assign(s, { bytesStdErr: a.bytesStdErr, allocationsStdErr: a.allocationsStdErr });
-        return s;
-      };
-      return { aggs, stacks: shown.map(toStack) };
+      return { aggs, stacks: shown.map((a) => toStack(a, nowNs, frames.of(a.stackId))) };
     };
     const resultAt = async (nowNs: bigint): Promise<MemleakResult> => {
       const { stacks } = await measure(nowNs, false);
@@ -341,35 +317,13 @@ export const memleakTracer: Tracer<'memleak'> = {
       return r;
     };
 
-    // One report at a time: a slow symbolization must not overlap the next tick.
-    let chain: Promise<unknown> = Promise.resolve();
-    const serial = <T>(fn: () => Promise<T>): Promise<T> => {
-      const p = chain.then(fn);
-      chain = p.catch(() => undefined);
-      return p;
-    };
-
-    let closed = false;
-    let finalResult: MemleakResult | undefined;
     const tick = () =>
-      serial(async () => {
-        if (closed) return;
+      reports.serial(async () => {
+        if (reports.closed) return;
         refreshImage();
         const now = process.hrtime.bigint();
         const { aggs, stacks } = await measure(now, false);
-        const u: MemleakUpdate = {
-          atMs: Number((now - t0) / 1_000_000n),
-          totalBytes: aggs.reduce((s, a) => s + a.bytes, 0),
-          totalAllocations: aggs.reduce((s, a) => s + a.allocations, 0),
-          stacks,
-          dropped: dropped(),
-        };
-        if (options.sampleBytes) u.sampleBytes = options.sampleBytes;
-        if (output) {
-          u.output = output;
-          output = '';
-        }
-        events.update(u);
+        reports.update(liveUpdate(Number((now - t0) / 1_000_000n), aggs, stacks, dropped(), options.sampleBytes));
       }).catch((e) => env.log(`memleak: report failed: ${(e as Error).message}`));
     const timer = setInterval(() => void tick(), options.intervalS * 1000);
 
@@ -387,9 +341,9 @@ export const memleakTracer: Tracer<'memleak'> = {
     };
     const handleHold = (tgid: number) => {
       holdBusy = true;
-      holding = serial(async () => {
+      holding = reports.serial(async () => {
         try {
-          if (closed) return;
+          if (reports.closed) return;
           // The SIGSTOP is queued before the event; wait until it has taken effect (bounded).
           const until = Date.now() + 500;
           while (readStat(tgid)?.state !== 't' && readStat(tgid)?.state !== 'T' && Date.now() < until) await new Promise((r) => setTimeout(r, 2));
@@ -412,50 +366,21 @@ export const memleakTracer: Tracer<'memleak'> = {
     // ahead of its SIGSTOP, this notices the stopped state and lets the program go on.
     const holdWatch = launched
       ? setInterval(() => {
-          if (closed || holdBusy || readStat(pid)?.state !== 'T') return;
+          if (reports.closed || holdBusy || readStat(pid)?.state !== 'T') return;
           if (counter(CNT.exitHolds) > holdsHandled) handleHold(pid);
           else if (Date.now() - lastHoldAt < 3000) cont(pid);
         }, 100)
       : undefined;
 
-    const close = () => {
-      if (closed) return;
-      closed = true;
-      const t = Date.now();
-      clearInterval(timer);
-      clearInterval(watch);
-      clearInterval(holdWatch);
-      rb.close();
-      copies?.close();
-      obj.close();
-      dwarf?.close();
-      sym.dispose();
-      env.log(`memleak: detached in ${Date.now() - t} ms`);
-    };
     const finish = async (message: string) => {
-      if (closed || finalResult) return;
+      if (reports.closed || reports.result) return;
       const endNs = process.hrtime.bigint();
       await holding;
-      let r: MemleakResult | undefined;
-      try {
-        r = await serial(async () => (closed ? undefined : resultAt(endNs)));
-      } catch (e) {
-        close();
-        events.ended('error', `reading the final report failed: ${(e as Error).message}`);
-        return;
-      }
-      if (!r || finalResult) return;
-      finalResult = r;
-      close();
-      if (output) {
-        events.update(finalUpdate(r, Number((endNs - t0) / 1_000_000n), output));
-        output = '';
-      }
-      events.ended('target-exited', message);
+      await reports.finish(message, () => resultAt(endNs), () => Number((endNs - t0) / 1_000_000n));
     };
     let watch: NodeJS.Timeout | undefined;
     if (launched) {
-      void launched.exited.then(({ code, signal }) => finish(`${options.launch!.command[0]} exited ${signal ? `on signal ${signal}` : `with code ${code}`}`));
+      void launched.exited.then((exit) => finish(exitMessage(options.launch!.command[0], exit)));
     } else if (pid && !options.kernel) {
       watch = setInterval(() => {
         if (!pidAlive(pid)) void finish(`process ${pid} exited`);
@@ -465,29 +390,28 @@ export const memleakTracer: Tracer<'memleak'> = {
     refreshImage();
     if (launched) process.kill(pid, 'SIGCONT');
 
+    const empty = (): MemleakResult => ({ tracer: 'memleak', pid, stacks: [], dropped: 0, lost: 0 });
     return {
       targets: pid ? [pid] : [],
       warnings,
-      snapshot: () => finalResult ?? { tracer: 'memleak', pid, stacks: [], dropped: 0, lost: 0 },
+      snapshot: () => reports.result ?? empty(),
       async stop() {
-        if (finalResult) return finalResult;
-        if (closed) return { tracer: 'memleak', pid, stacks: [], dropped: 0, lost: 0 };
-        refreshImage();
-        const r = await serial(async () => (closed ? undefined : resultAt(process.hrtime.bigint())));
-        if (finalResult) return finalResult;
-        if (!r) return { tracer: 'memleak', pid, stacks: [], dropped: 0, lost: 0 };
-        finalResult = r;
-        close();
-        // Stop ends a launched program: it was started for this session.
-        if (launched && launched.child.exitCode === null && launched.child.signalCode === null) {
-          try {
-            process.kill(pid, 'SIGCONT');
-          } catch {
-            /* gone */
-          }
-          launched.child.kill('SIGTERM');
-        }
-        return r;
+        if (!reports.result && !reports.closed) refreshImage();
+        return reports.stop(
+          () => resultAt(process.hrtime.bigint()),
+          empty,
+          () => {
+            // Stop ends a launched program: it was started for this session.
+            if (launched && launched.child.exitCode === null && launched.child.signalCode === null) {
+              try {
+                process.kill(pid, 'SIGCONT');
+              } catch {
+                /* gone */
+              }
+              launched.child.kill('SIGTERM');
+            }
+          },
+        );
       },
     };
   },

@@ -20,12 +20,13 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Socket } from 'node:net';
 import { Symbolizer, type Frame, type ProcessImage } from '../symbolize';
-import type { MemleakFrame, MemleakOptions, MemleakResult, MemleakStack, MemleakUpdate } from '../shared/memleak';
+import type { MemleakOptions, MemleakResult } from '../shared/memleak';
 import { inputError, StudioError } from '../shared/errors';
 import { withElf } from '../elf/elf';
 import type { Session, SessionEvents, TracerEnv } from './tracer';
 import { resolveCommand } from './launchStopped';
-import { aggregate, ageMs, finalUpdate, type AllocRecord, type StackAggregate } from './memleakDecode';
+import { aggregate, type AllocRecord } from './memleakDecode';
+import { exitMessage, LeakReports, liveUpdate, StackFrames, toStack } from './memleakReport';
 import { decodeHeader, decodeSlots, HEADER_SIZE, stackOf, STATE, STATE_OFFSET, type LeakHeader } from './memleakPreloadDecode';
 
 const PT_INTERP = 3;
@@ -120,17 +121,6 @@ export function allocatorLibBlocker(lib: string, prefix: string | undefined): st
   } catch (e) {
     return `${lib} cannot be read as ELF (${(e as Error).message})`;
   }
-}
-
-function toFrame(f: Frame): MemleakFrame {
-  const out: MemleakFrame = { address: f.address, module: f.module };
-  if (f.function) out.function = f.function;
-  else if (f.offset) out.offset = f.offset;
-  if (f.file) out.file = f.file;
-  if (f.line) out.line = f.line;
-  if (f.column) out.column = f.column;
-  if (f.inlined && f.inlined.length) out.inlined = f.inlined.map((i) => ({ function: i.function, file: i.file, line: i.line, column: i.column }));
-  return out;
 }
 
 /** A private folder the target (possibly another uid) can write its report into; tmpfs first. */
@@ -248,10 +238,15 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
   if (options.sampleRate > 1) childEnv.EBPF_STUDIO_PRELOAD_SAMPLE_RATE = String(options.sampleRate);
   if (options.sampleBytes) childEnv.EBPF_STUDIO_PRELOAD_SAMPLE_BYTES = String(options.sampleBytes);
   const stdio: StdioOptions = launch.output === 'inherit' ? ['inherit', 'inherit', 'inherit', 'pipe'] : launch.output === 'stderr' ? ['inherit', 2, 2, 'pipe'] : ['ignore', 'pipe', 'pipe', 'pipe'];
-  let output = '';
+  const reports = new LeakReports(events, () => {
+    clearInterval(timer);
+    channel?.destroy();
+    sym.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
   const child = spawn(exe, launch.command.slice(1), { argv0: launch.command[0], cwd, env: childEnv, stdio, uid, gid });
-  child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
+  child.stdout?.on('data', (d: Buffer) => (reports.output += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (reports.output += d.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   const spawnFailed = await new Promise<Error | undefined>((resolve) => {
     child.once('spawn', () => resolve(undefined));
@@ -277,12 +272,9 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
       env.log(`memleak: capturing the modules of ${pid} failed: ${(e as Error).message}`);
     }
   };
-  // Stacks never change once interned: symbolized once each (kept provisional while a frame
-  // lies outside every known module, e.g. in a library not seen yet).
-  const frames = new Map<number, MemleakFrame[]>();
-  const provisional = new Map<number, MemleakFrame[]>();
+  const frames = new StackFrames();
   const symbolize = async (snap: Snapshot, ids: number[]) => {
-    const todo = [...new Set(ids)].filter((id) => id >= 0 && !frames.has(id));
+    const todo = frames.todo(ids);
     if (!todo.length) return;
     const stacks = todo.map((id) => snap.stack(id));
     const addrs = stacks.flat();
@@ -292,42 +284,19 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
     } catch (e) {
       env.log(`memleak: symbolization failed: ${(e as Error).message}`);
     }
-    let k = 0;
-    todo.forEach((id, i) => {
-      const list = stacks[i].map((a) => {
-        const f = resolved?.[k++];
-        return f ? toFrame(f) : { address: '0x' + a.toString(16), module: '[unknown]' };
-      });
-      if (resolved && list.every((f) => f.module !== '[unknown]')) {
-        frames.set(id, list);
-        provisional.delete(id);
-      } else provisional.set(id, list);
-    });
+    frames.store(todo, stacks, resolved);
   };
-  const framesOf = (id: number) => frames.get(id) ?? provisional.get(id) ?? [];
 
   const inRange = (r: AllocRecord) => r.size >= options.minSize && (!options.maxSize || r.size <= options.maxSize);
   const measure = async (snap: Snapshot, nowNs: bigint) => {
     const aggs = aggregate(snap.records.filter(inRange), nowNs, options.minAgeMs, options.sampleBytes ?? 0);
     const shown = options.top ? aggs.slice(0, options.top) : aggs;
     await symbolize(snap, shown.map((a) => a.stackId));
-    const toStack = (a: StackAggregate): MemleakStack => {
-      const s: MemleakStack = { bytes: a.bytes, allocations: a.allocations, oldestAgeMs: ageMs(nowNs, a.oldestNs), frames: framesOf(a.stackId) };
-      if (a.bytesStdErr !== undefined) Object.assign(s, { bytesStdErr: a.bytesStdErr, allocationsStdErr: a.allocationsStdErr });
-      return s;
-    };
-    return { aggs, stacks: shown.map(toStack) };
+    return { aggs, stacks: shown.map((a) => toStack(a, nowNs, frames.of(a.stackId))) };
   };
   const dropped = (h: LeakHeader) => h.tableFull + h.stackLost;
   const sampling = options.sampleBytes ? { sampleBytes: options.sampleBytes } : {};
   const empty = (): MemleakResult => ({ tracer: 'memleak', pid, stacks: [], dropped: 0, lost: 0, mode: 'preload', ...sampling });
-
-  let chain: Promise<unknown> = Promise.resolve();
-  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
-    const p = chain.then(fn);
-    chain = p.catch(() => undefined);
-    return p;
-  };
 
   // ---- the program's notices ---------------------------------------------------------------
   const owner = uid ?? process.getuid?.() ?? 0;
@@ -358,29 +327,15 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
   });
   channel?.on('error', () => undefined);
 
-  let closed = false;
-  let finalResult: MemleakResult | undefined;
   const tick = () =>
-    serial(async () => {
-      if (closed) return;
+    reports.serial(async () => {
+      if (reports.closed) return;
       const snap = readReport(file, owner);
       if (!snap) return;
       capture();
       const now = process.hrtime.bigint();
       const { aggs, stacks } = await measure(snap, now);
-      const u: MemleakUpdate = {
-        atMs: Number((now - t0) / 1_000_000n),
-        totalBytes: aggs.reduce((s, a) => s + a.bytes, 0),
-        totalAllocations: aggs.reduce((s, a) => s + a.allocations, 0),
-        stacks,
-        dropped: dropped(snap.header),
-        ...sampling,
-      };
-      if (output) {
-        u.output = output;
-        output = '';
-      }
-      events.update(u);
+      reports.update(liveUpdate(Number((now - t0) / 1_000_000n), aggs, stacks, dropped(snap.header), options.sampleBytes));
     }).catch((e) => env.log(`memleak: report failed: ${(e as Error).message}`));
   const timer = setInterval(() => void tick(), options.intervalS * 1000);
 
@@ -396,50 +351,16 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
     return { tracer: 'memleak', pid, stacks, dropped: dropped(snap.header), lost: 0, mode: 'preload', ...sampling };
   };
 
-  const close = () => {
-    if (closed) return;
-    closed = true;
-    clearInterval(timer);
-    channel?.destroy();
-    sym.dispose();
-    fs.rmSync(dir, { recursive: true, force: true });
-  };
-  const finish = async (message: string) => {
-    if (closed || finalResult) return;
-    let r: MemleakResult | undefined;
-    try {
-      r = await serial(async () => (closed ? undefined : resultNow()));
-    } catch (e) {
-      close();
-      events.ended('error', `reading the final report failed: ${(e as Error).message}`);
-      return;
-    }
-    if (!r || finalResult) return;
-    finalResult = r;
-    close();
-    if (output) {
-      events.update(finalUpdate(r, Number((process.hrtime.bigint() - t0) / 1_000_000n), output));
-      output = '';
-    }
-    events.ended('target-exited', message);
-  };
-  void exited.then(({ code, signal }) => finish(`${launch.command[0]} exited ${signal ? `on signal ${signal}` : `with code ${code}`}`));
+  void exited.then((exit) => reports.finish(exitMessage(launch.command[0], exit), resultNow, () => Number((process.hrtime.bigint() - t0) / 1_000_000n)));
 
   return {
     targets: [pid],
     warnings,
-    snapshot: () => finalResult ?? empty(),
-    async stop() {
-      if (finalResult) return finalResult;
-      if (closed) return empty();
-      const r = await serial(async () => (closed ? undefined : resultNow()));
-      if (finalResult) return finalResult;
-      if (!r) return empty();
-      finalResult = r;
-      close();
-      // Stop ends a launched program: it was started for this session.
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      return r;
-    },
+    snapshot: () => reports.result ?? empty(),
+    stop: () =>
+      reports.stop(resultNow, empty, () => {
+        // Stop ends a launched program: it was started for this session.
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      }),
   };
 }

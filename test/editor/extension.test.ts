@@ -10,13 +10,14 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { canvasColorPixels, EditorSession, repoRoot, skipReason } from './codeServer';
+import { canvasColorPixels, type EditorSession, repoRoot, skipReason } from './codeServer';
 import { buildCFixture, cursorLine, editorOf, lineOf, openWorkspaceFile, problemRows, waitForCodeLenses } from './editorDom';
 import { kernelSkipReason } from '../helpers';
 import { buildUnwindFixture } from '../peers/unwindFixture';
 import { findJdks } from '../../extension/proc/processes';
 import { findTool } from '../../extension/authoring/toolchain';
 import { compareProfilesStep } from './profileDiffStep';
+import { startSession, step } from './steps';
 
 const manifest = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8'));
 const commands: { command: string; title: string; category?: string }[] = manifest.contributes?.commands ?? [];
@@ -24,20 +25,6 @@ const paletteTitle = (id: string) => {
   const c = commands.find((x) => x.command === id);
   return c && (c.category ? `${c.category}: ${c.title}` : c.title);
 };
-
-/** Runs one step; on failure keeps a screenshot and the editor's logs in test-artifacts/ for CI. */
-async function step(t: TestContext, s: EditorSession, name: string, fn: () => Promise<void>, skip?: string): Promise<void> {
-  await t.test(name, { skip }, async () => {
-    try {
-      await fn();
-    } catch (e) {
-      const slug = name.replace(/[^a-z0-9]+/gi, '-').toLowerCase();
-      await s.screenshot(`failed-${slug}`).catch(() => {});
-      s.saveLogs(`failed-${slug}-logs`);
-      throw e;
-    }
-  });
-}
 
 const jdk = findJdks().find((j) => j.usdt && fs.existsSync(path.join(j.home, 'bin', 'javac')));
 const javaGcSkip = !paletteTitle('ebpfStudio.traceJavaGc')
@@ -121,8 +108,7 @@ async function activeEditorText(s: EditorSession): Promise<string> {
 }
 
 test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeout: 900_000 }, async (t) => {
-  const s = await EditorSession.start();
-  t.after(() => s.close());
+  const s = await startSession(t);
 
   await step(t, s, 'the command palette lists the eBPF commands', async () => {
     await s.waitForCommand('eBPF: Check This Machine (Doctor)');

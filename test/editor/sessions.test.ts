@@ -2,24 +2,12 @@
 // Sessions view and its panel comes back after "Reload Window" (and reopens from the view);
 // a `.folded` file double-clicked in the Explorer opens in the flame graph, which zooms and
 // resets with the keyboard alone.
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Frame } from 'playwright-core';
-import { canvasColorPixels, EditorSession, skipReason } from './codeServer';
+import { canvasColorPixels, type EditorSession, skipReason } from './codeServer';
 import { kernelSkipReason } from '../helpers';
-
-async function step(t: TestContext, s: EditorSession, name: string, fn: () => Promise<void>, skip?: string): Promise<void> {
-  await t.test(name, { skip }, async () => {
-    try {
-      await fn();
-    } catch (e) {
-      const slug = name.replace(/[^a-z0-9]+/gi, '-').toLowerCase();
-      await s.screenshot(`failed-${slug}`).catch(() => {});
-      s.saveLogs(`failed-${slug}-logs`);
-      throw e;
-    }
-  });
-}
+import { startSession, step } from './steps';
 
 const FOLDED = ['main;parse;lex 30', 'main;compute;hot 60', 'main 10', ''].join('\n');
 const RUNQLAT_TITLE = 'Run Queue Latency: whole system';
@@ -43,8 +31,7 @@ async function histogramBars(frame: Frame): Promise<number> {
 }
 
 test('Sessions view, reload and file editors in a real VS Code (code-server)', { skip: skipReason(), timeout: 400_000 }, async (t) => {
-  const s = await EditorSession.start({ files: { 'profiles/hot.folded': FOLDED } });
-  t.after(() => s.close());
+  const s = await startSession(t, { files: { 'profiles/hot.folded': FOLDED } });
 
   await step(
     t,

@@ -3,23 +3,12 @@
 // client, and leaves no program behind once its stdin closes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import { spawnSync } from 'node:child_process';
 import * as proto from '../../extension/shared/protocol';
 import type { SelftestUpdate } from '../../extension/shared/selftest';
-import { helperJs, kernelSkipReason, loadedProgramNames, loadedPrograms, newProgramIds, programIdsLoaded, runCli, waitFor } from '../helpers';
+import { kernelSkipReason, loadedProgramNames, loadedPrograms, newProgramIds, programIdsLoaded, runCli, startHelper, waitFor } from '../helpers';
 
 const skip = kernelSkipReason();
-
-function startHelper() {
-  const child = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d) => (stderr += d));
-  const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
-  conn.listen();
-  const exited = new Promise<{ code: number | null; at: number }>((r) => child.on('exit', (code) => r({ code, at: Date.now() })));
-  return { child, conn, exited, stderr: () => stderr };
-}
 
 for (const attach of ['tracepoint', 'raw_tp', 'tp_btf'] as const) {
   test(`helper streams exec events through a ring buffer (${attach}) and detaches on stdin close`, async (t) => {

@@ -9,13 +9,12 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import * as proto from '../../extension/shared/protocol';
 import { findJdks } from '../../extension/proc/processes';
 import type { JavaGcResult } from '../../extension/shared/javaGc';
 import type { MemleakResult } from '../../extension/shared/memleak';
 import type { ProfileResult } from '../../extension/shared/profile';
-import { cliJs, helperJs, kernelSkipReason, loadedPrograms, repoRoot, startCli, waitFor } from '../helpers';
+import { cliJs, kernelSkipReason, loadedPrograms, repoRoot, startCli, startHelper, waitFor } from '../helpers';
 
 const skip = kernelSkipReason();
 const jdk = findJdks().find((j) => j.usdt);
@@ -61,16 +60,6 @@ const NAMES: Record<string, RegExp> = {
   profile: /^on_sample$/,
   memleak: /^(malloc|calloc|realloc|free|alloc|mmap|munmap|exit|posix|aligned|pvalloc|reallocarray)_/,
 };
-
-function startHelper() {
-  const child = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d) => (stderr += d));
-  const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
-  conn.listen();
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((r) => child.on('exit', (code, signal) => r({ code, signal, at: Date.now() })));
-  return { child, conn, exited, stderr: () => stderr };
-}
 
 function startGcJvm(seconds: number): { child: ChildProcess; ready: Promise<boolean> } {
   const child = spawn(java!, ['-XX:+UseSerialGC', '-Xmx64m', path.join(repoRoot, 'test/fixtures/java/GcThenExit.java'), String(seconds)], { stdio: ['ignore', 'pipe', 'inherit'] });

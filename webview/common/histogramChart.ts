@@ -2,6 +2,7 @@
 // one bar per bucket, one stacked segment per series, labels under the bars, a count axis.
 // The layout is pure (unit-testable); drawHistogram only paints it. Theme colors come from
 // the --vscode-* variables, read by the caller (see themeColor).
+import { sizeCanvas } from './canvas';
 
 export interface HistogramSeries {
   name: string;
@@ -88,14 +89,7 @@ export function themeColor(name: string, fallback: string): string {
 
 /** Sizes the canvas for the device pixel ratio and paints the layout. */
 export function drawHistogram(canvas: HTMLCanvasElement, data: HistogramData, cssHeight = 220): HistogramLayout {
-  const dpr = window.devicePixelRatio || 1;
-  const width = canvas.clientWidth || 600;
-  canvas.style.height = `${cssHeight}px`;
-  canvas.width = Math.round(width * dpr);
-  canvas.height = Math.round(cssHeight * dpr);
-  const ctx = canvas.getContext('2d')!;
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.clearRect(0, 0, width, cssHeight);
+  const { ctx, width } = sizeCanvas(canvas, cssHeight);
   const layout = layoutHistogram(data, width, cssHeight);
   const fg = themeColor('--vscode-foreground', '#ccc');
   const muted = themeColor('--vscode-descriptionForeground', '#888');

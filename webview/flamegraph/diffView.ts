@@ -7,6 +7,7 @@ import type { FlameProfile } from '../../extension/shared/flamegraph/profileData
 import type { FlameCanvas } from './render';
 import { diffColor, diffScale, signedPoints } from './diffColors';
 import { formatCount } from '../../extension/shared/units';
+import { addStyle } from '../common/viewPage';
 
 interface DiffState {
   diff: ProfileDiff;
@@ -94,8 +95,6 @@ const CSS = `
 `;
 
 let styled = false;
-// read while this bundle's script runs: later, currentScript is null
-const NONCE = (document.currentScript as HTMLScriptElement | null)?.nonce;
 
 /**
  * Turns the main canvas into the diff of base → next (the canvas must already show diff.profile),
@@ -104,10 +103,7 @@ const NONCE = (document.currentScript as HTMLScriptElement | null)?.nonce;
 export function enterDiff(canvas: FlameCanvas, diff: ProfileDiff, titles: { base: string; next: string }, legend: HTMLElement, after: HTMLElement, onPick: (name: string) => void): void {
   leaveDiff(legend);
   if (!styled) {
-    const st = document.createElement('style');
-    if (NONCE) st.nonce = NONCE;
-    st.textContent = CSS;
-    document.head.appendChild(st);
+    addStyle(CSS);
     styled = true;
   }
   const scale = diffScale(diff.maxDelta);

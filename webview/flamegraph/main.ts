@@ -15,11 +15,10 @@ import { FlameCanvas } from './render';
 import { KIND_LABEL } from './colors';
 import { computeDiff, diffTooltip, enterDiff, leaveDiff } from './diffView';
 import { formatCount } from '../../extension/shared/units';
+import { addStyle, connectHost, elProps as el } from '../common/viewPage';
 
-declare function acquireVsCodeApi(): { postMessage(m: unknown): void; setState(s: unknown): void };
-const vscodeApi = typeof acquireVsCodeApi === 'function' ? acquireVsCodeApi() : { postMessage: (m: unknown) => window.dispatchEvent(new CustomEvent('flamegraph-out', { detail: m })), setState: () => {} };
-// The panel serializer finds this session's data by the key after a window reload.
-if (document.body.dataset.sessionKey) vscodeApi.setState({ sessionKey: document.body.dataset.sessionKey });
+// Outside VS Code (benchmarks) the messages go out as 'flamegraph-out' window events.
+const vscodeApi = connectHost<FromView>('flamegraph-out');
 const send = (m: FromView) => vscodeApi.postMessage(m);
 
 const CSS = `
@@ -43,17 +42,7 @@ canvas:focus { outline: 1px solid var(--vscode-focusBorder); outline-offset: -1p
 `;
 
 const app = document.getElementById('app')!;
-const nonce = (document.currentScript as HTMLScriptElement | null)?.nonce;
-const styleEl = document.createElement('style');
-if (nonce) styleEl.nonce = nonce;
-styleEl.textContent = CSS;
-document.head.appendChild(styleEl);
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<HTMLElementTagNameMap[K]> = {}, ...kids: (Node | string)[]): HTMLElementTagNameMap[K] {
-  const e = Object.assign(document.createElement(tag), props);
-  for (const k of kids) e.append(k);
-  return e;
-}
+addStyle(CSS);
 
 const stopBtn = el('button', { textContent: 'Stop', title: 'Stop sampling and show the profile' });
 const resetBtn = el('button', { textContent: 'Reset zoom', className: 'secondary' });

@@ -4,22 +4,13 @@
 import { formatDuration } from '../../extension/shared/log2hist';
 import { formatReclaim, formatSize } from '../../extension/shared/javaGcStats';
 import { bucketAt, drawHistogram, themeColor, type HistogramLayout } from '../common/histogramChart';
+import { connectHost, el, oncePerFrame } from '../common/viewPage';
 import { GcModel } from './model';
 import type { FromView, ToView } from './protocol';
 import { drawTimeline } from './timelineChart';
 
-declare function acquireVsCodeApi(): { postMessage(m: FromView): void; setState(s: unknown): void };
-const vscode = acquireVsCodeApi();
-// The panel serializer finds this session's data by the key after a window reload.
-if (document.body.dataset.sessionKey) vscode.setState({ sessionKey: document.body.dataset.sessionKey });
+const vscode = connectHost<FromView>();
 const model = new GcModel();
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text = ''): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  if (text) e.textContent = text;
-  return e;
-}
 
 const app = document.getElementById('app')!;
 const toolbar = el('div', { class: 'toolbar' });
@@ -141,15 +132,7 @@ function render(): void {
   poolTable.replaceChildren(head, ...rows);
 }
 
-let pending = false;
-function schedule(): void {
-  if (pending) return;
-  pending = true;
-  requestAnimationFrame(() => {
-    pending = false;
-    render();
-  });
-}
+const schedule = oncePerFrame(render);
 
 histCanvas.addEventListener('mousemove', (ev) => {
   const r = histCanvas.getBoundingClientRect();

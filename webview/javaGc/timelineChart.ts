@@ -1,6 +1,7 @@
 // The pause timeline: each GC a vertical mark at its start time, height proportional to its
 // pause, colored young/full. layoutTimeline is pure; drawTimeline paints.
 import { formatDuration } from '../../extension/shared/log2hist';
+import { sizeCanvas } from '../common/canvas';
 import { themeColor } from '../common/histogramChart';
 import type { TimelineMark } from './model';
 
@@ -35,14 +36,7 @@ export function layoutTimeline(marks: TimelineMark[], spanS: number, width: numb
 }
 
 export function drawTimeline(canvas: HTMLCanvasElement, marks: TimelineMark[], spanS: number, colors: { young: string; full: string; of?: (collector: string) => string }, cssHeight = 120): void {
-  const dpr = window.devicePixelRatio || 1;
-  const width = canvas.clientWidth || 600;
-  canvas.style.height = `${cssHeight}px`;
-  canvas.width = Math.round(width * dpr);
-  canvas.height = Math.round(cssHeight * dpr);
-  const ctx = canvas.getContext('2d')!;
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.clearRect(0, 0, width, cssHeight);
+  const { ctx, width } = sizeCanvas(canvas, cssHeight);
   const l = layoutTimeline(marks, spanS, width, cssHeight);
   const muted = themeColor('--vscode-descriptionForeground', '#888');
   const grid = themeColor('--vscode-panel-border', 'rgba(128,128,128,0.3)');

@@ -5,22 +5,16 @@
 import { formatDuration } from '../../extension/shared/log2hist';
 import { toSessionFile } from '../../extension/shared/jvmTimeline';
 import { GROUP_LABEL } from '../../extension/shared/jvmTimeline';
+import { sizeCanvas } from '../common/canvas';
 import { themeColor } from '../common/histogramChart';
+import { connectHost, el, oncePerFrame } from '../common/viewPage';
 import { buildTree, ROOT } from '../../extension/shared/flamegraph/model';
 import { FlameCanvas } from '../flamegraph/render';
 import { TimelineView, type Lane } from './model';
 import type { FromView, ToView } from './protocol';
 
-declare function acquireVsCodeApi(): { postMessage(m: FromView): void };
-const vscode = acquireVsCodeApi();
+const vscode = connectHost<FromView>();
 const view = new TimelineView();
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text = ''): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  if (text) e.textContent = text;
-  return e;
-}
 
 const app = document.getElementById('app')!;
 const stopBtn = el('button', { id: 'stop' }, 'Stop');
@@ -81,14 +75,7 @@ function plotWidth(): number {
 function drawLanes(): void {
   const lanes = view.lanes();
   const height = AXIS_H + lanes.length * LANE_H + 4;
-  const dpr = window.devicePixelRatio || 1;
-  const width = lanesCanvas.clientWidth || 800;
-  lanesCanvas.style.height = `${height}px`;
-  lanesCanvas.width = Math.round(width * dpr);
-  lanesCanvas.height = Math.round(height * dpr);
-  const ctx = lanesCanvas.getContext('2d')!;
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.clearRect(0, 0, width, height);
+  const { ctx, width } = sizeCanvas(lanesCanvas, height, 800);
   const fg = themeColor('--vscode-foreground', '#ccc');
   const muted = themeColor('--vscode-descriptionForeground', '#888');
   const grid = themeColor('--vscode-panel-border', 'rgba(128,128,128,0.3)');
@@ -218,15 +205,7 @@ function render(): void {
   rangeDirty = false;
 }
 
-let pending = false;
-function schedule(): void {
-  if (pending) return;
-  pending = true;
-  requestAnimationFrame(() => {
-    pending = false;
-    render();
-  });
-}
+const schedule = oncePerFrame(render);
 
 // ---- interaction -------------------------------------------------------------------------------
 let drag: { x0: number } | undefined;

@@ -2,22 +2,12 @@
 // frames; clicking a frame with a source line opens it. Drawing only; rows come from model.ts.
 import type { FromView, ToView } from './protocol';
 import { toRows, type Row } from './model';
+import { addStyle, connectHost, elProps as el } from '../common/viewPage';
 
-declare function acquireVsCodeApi(): { postMessage(m: FromView): void; setState(s: unknown): void };
-const vscode = acquireVsCodeApi();
-// The panel serializer finds this session's data by the key after a window reload.
-if (document.body.dataset.sessionKey) vscode.setState({ sessionKey: document.body.dataset.sessionKey });
-// The CSP admits styles by nonce only: reuse the one this script was loaded with.
-const nonce = (document.currentScript as HTMLScriptElement | null)?.nonce ?? '';
+const vscode = connectHost<FromView>();
 const app = document.getElementById('app')!;
 let focus: string | undefined;
 let last: Extract<ToView, { type: 'snapshot' }> | undefined;
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, props: Partial<HTMLElementTagNameMap[K]> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
-  const e = Object.assign(document.createElement(tag), props);
-  e.append(...children);
-  return e;
-}
 
 function sparkline(points: string): SVGSVGElement {
   const ns = 'http://www.w3.org/2000/svg';
@@ -70,9 +60,7 @@ function render(): void {
   document.querySelector('.focused')?.scrollIntoView({ block: 'center' });
 }
 
-const style = document.createElement('style');
-style.nonce = nonce;
-style.textContent = `polyline.spark { fill: none; stroke: var(--vscode-charts-orange, orange); stroke-width: 1.5; }
+addStyle(`polyline.spark { fill: none; stroke: var(--vscode-charts-orange, orange); stroke-width: 1.5; }
 details { border-bottom: 1px solid var(--vscode-panel-border); padding: 3px 0; }
 details.focused > summary { background: var(--vscode-editor-findMatchHighlightBackground); }
 summary { cursor: pointer; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
@@ -80,8 +68,7 @@ summary svg { vertical-align: middle; }
 .num { font-variant-numeric: tabular-nums; font-weight: bold; }
 ol.frames { margin: 2px 0 6px 0; font-family: var(--vscode-editor-font-family); }
 li.link { cursor: pointer; color: var(--vscode-textLink-foreground); }
-li.link:hover { text-decoration: underline; }`;
-document.head.append(style);
+li.link:hover { text-decoration: underline; }`);
 
 window.addEventListener('message', (ev: MessageEvent<ToView>) => {
   const m = ev.data;

@@ -1,5 +1,6 @@
 // Paints the latency heat map (x = interval, y = log2 bucket, color = count) on a canvas.
 // Geometry comes from model.ts (heatLayout), so hit-testing and drawing agree.
+import { sizeCanvas } from '../common/canvas';
 import { themeColor } from '../common/histogramChart';
 import { bucketLabel, heatIntensity, heatLayout, type HeatLayout, type HeatMap } from './model';
 import type { RunqlatUnit } from '../../extension/shared/runqlat';
@@ -15,14 +16,7 @@ export function heatColumnsFor(canvas: HTMLCanvasElement, intervals: number): nu
 }
 
 export function drawHeatMap(canvas: HTMLCanvasElement, map: HeatMap, maxColumns: number, unit: RunqlatUnit, selectedInterval: number | undefined): HeatLayout {
-  const dpr = window.devicePixelRatio || 1;
-  const width = canvas.clientWidth || 600;
-  canvas.style.height = `${HEAT_HEIGHT}px`;
-  canvas.width = Math.round(width * dpr);
-  canvas.height = Math.round(HEAT_HEIGHT * dpr);
-  const ctx = canvas.getContext('2d')!;
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.clearRect(0, 0, width, HEAT_HEIGHT);
+  const { ctx, width } = sizeCanvas(canvas, HEAT_HEIGHT);
   const layout = heatLayout(map, width, HEAT_HEIGHT, maxColumns);
   const { plot, cellW, cellH } = layout;
   const hot = themeColor('--vscode-charts-orange', '#d18616');

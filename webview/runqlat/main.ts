@@ -3,24 +3,15 @@
 // scopes, a sortable table of keys whose rows expand to their own histogram.
 import { formatDuration } from '../../extension/shared/log2hist';
 import { bucketAt, drawHistogram, themeColor, type HistogramLayout } from '../common/histogramChart';
+import { connectHost, el, oncePerFrame } from '../common/viewPage';
 import { drawHeatMap, heatColumnsFor } from './heatMapChart';
 import { bucketRange, heatCellAt, RunqlatModel, type HeatLayout, type HeatMap, type HistogramBars, type SortKey } from './model';
 import type { FromView, ToView } from './protocol';
 
-declare function acquireVsCodeApi(): { postMessage(m: FromView): void; setState(s: unknown): void };
-const vscode = acquireVsCodeApi();
-// The panel serializer finds this session's data by the key after a window reload.
-if (document.body.dataset.sessionKey) vscode.setState({ sessionKey: document.body.dataset.sessionKey });
+const vscode = connectHost<FromView>();
 const model = new RunqlatModel();
 /** Rows drawn in the key table; per-thread scopes can have thousands of keys. */
 const MAX_ROWS = 200;
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text = ''): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  if (text) e.textContent = text;
-  return e;
-}
 
 const app = document.getElementById('app')!;
 const stopBtn = el('button', { id: 'stop' }, 'Stop');
@@ -180,15 +171,7 @@ function render(): void {
   renderKeys();
 }
 
-let pending = false;
-function schedule(): void {
-  if (pending) return;
-  pending = true;
-  requestAnimationFrame(() => {
-    pending = false;
-    render();
-  });
-}
+const schedule = oncePerFrame(render);
 
 hoverHistogram(histCanvas, () => ({ bars: histBars, layout: histLayout }));
 

@@ -1,0 +1,19 @@
+// Canvas set-up shared by the views' charts (histogram, GC timeline, heat map, JVM lanes): every
+// redraw sizes the canvas for the device pixel ratio the same way, so they all stay sharp on
+// HiDPI screens and draw in CSS pixels.
+
+/**
+ * Sizes `canvas` to its CSS width (`fallbackWidth` while it has none, before layout) by
+ * `cssHeight` CSS pixels at the device pixel ratio, and clears it. Draw on `ctx` in CSS pixels.
+ */
+export function sizeCanvas(canvas: HTMLCanvasElement, cssHeight: number, fallbackWidth = 600): { ctx: CanvasRenderingContext2D; width: number } {
+  const dpr = window.devicePixelRatio || 1;
+  const width = canvas.clientWidth || fallbackWidth;
+  canvas.style.height = `${cssHeight}px`;
+  canvas.width = Math.round(width * dpr);
+  canvas.height = Math.round(cssHeight * dpr);
+  const ctx = canvas.getContext('2d')!;
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, width, cssHeight);
+  return { ctx, width };
+}
