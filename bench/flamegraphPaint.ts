@@ -40,7 +40,11 @@ export async function benchFlamegraphPaint(executablePath = '/usr/bin/chromium')
     // In VS Code the profile arrives after the view has loaded and said `ready` (a round trip
     // through the extension host): the empty view has been laid out and painted by then.
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0))));
-    await page.evaluate((json) => ((window as unknown as { benchProfile: unknown }).benchProfile = JSON.parse(json)), JSON.stringify(profile));
+    // Parsed in the page beforehand (VS Code hands the view a deserialised message); nothing is
+    // returned, or playwright would serialise the whole profile back out of the page.
+    await page.evaluate((json) => {
+      (window as unknown as { benchProfile: unknown }).benchProfile = JSON.parse(json);
+    }, JSON.stringify(profile));
     await browser.startTracing(page, { categories: ['toplevel'] });
     const firstRenderMs = await page.evaluate(() => {
       const data = { type: 'profile', profile: (window as unknown as { benchProfile: unknown }).benchProfile, title: 'bench', warnings: [] };
