@@ -3,6 +3,14 @@
 
 export type FrameKind = 'kernel' | 'native' | 'jit' | 'interpreted';
 
+/**
+ * How a Java frame ran (the agent path, issue 14): in the interpreter, in C1- or C2-compiled code,
+ * compiled at a tier we could not learn, or inlined into its caller's compiled code. See
+ * extension/tracers/javaFrameTypes.ts for what is observed and what is inferred.
+ */
+export type JavaFrameType = 'interpreted' | 'c1' | 'c2' | 'compiled' | 'inlined';
+export const JAVA_FRAME_TYPES: JavaFrameType[] = ['interpreted', 'c1', 'c2', 'compiled', 'inlined'];
+
 /** How user stacks are unwound: frame pointers in the kernel, or CFI (.eh_frame/.debug_frame) in user space from a stack copy. */
 export type UnwindMode = 'fp' | 'dwarf';
 export const UNWIND_CHOICES = ['auto', 'fp', 'dwarf'] as const;
@@ -74,6 +82,8 @@ export interface ProfileFrame {
   offset?: string;
   /** this frame was inlined into the next one: both sit at the same address */
   inlined?: boolean;
+  /** a Java frame from the agent whose type is known (absent: not Java, or not known) */
+  javaType?: JavaFrameType;
 }
 
 export interface ProfileStack {

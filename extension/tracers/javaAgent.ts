@@ -45,12 +45,13 @@ import path from 'node:path';
 import type { BpfObject, RingBufferHandle } from '../../native/index';
 import type { ProfileFrame, ProfileResult } from '../shared/profile';
 import { StudioError, unsuitableError } from '../shared/errors';
-import { attachCommand, namespacePid } from '../jvm/attach';
+import { attachCommand, jcmd, namespacePid } from '../jvm/attach';
 import { withElf } from '../elf/elf';
 import { readMaps, type Mapping } from '../proc/maps';
 import type { TracerEnv } from './tracer';
 import type { RawStack } from './profileStacks';
 import { ALL_IN, decodeJavaSample, emptyAgentLog, foldStacks, IncrementalPairer, joinStack, parseAgentText, type AgentLog, type AgentRecord, type TimedSample } from './javaAgentDecode';
+import { classesKey, CodeCache, frameClasses, parseCodelist, typesOf, type FrameClass } from './javaFrameTypes';
 
 export const JVMAGENT_FILE = 'libebpf-studio-jvmagent.so';
 export type JavaMode = 'agent' | 'perfmap' | 'auto';
@@ -284,6 +285,8 @@ interface Joined {
   native: JavaNative;
   nativeKey: string;
   record: AgentRecord | undefined;
+  /** the Java frames' classes (./javaFrameTypes.ts), decided with the code cache known at the join */
+  classes?: FrameClass[];
   count: number;
 }
 
@@ -342,6 +345,17 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
   let latestSampleTs: bigint | undefined;
   const n = { bpf: 0, agent: 0, joined: 0 };
   const log: AgentLog = emptyAgentLog();
+  const cache = new CodeCache(log.methods);
+  // C1 or C2 per nmethod (./javaFrameTypes.ts says why from Compiler.codelist): asked now for the
+  // live view, and again at the end for code compiled meanwhile. Without it: 'compiled', tier unknown.
+  const askCodelist = async (when: string) => {
+    try {
+      cache.addCodelist(parseCodelist(await jcmd(pid, 'Compiler.codelist', { timeoutMs: 15000 })));
+    } catch (e) {
+      env.log(`profile: Compiler.codelist ${when} failed in pid ${pid} (${(e as Error).message}): Java frames show compiled without C1/C2`);
+    }
+  };
+  await askCodelist('at the start');
   let readOffset = 0;
   let tail = '';
 
@@ -367,6 +381,7 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
         if (got <= 0) break;
         readOffset += got;
         tail = parseAgentText(tail + buf.subarray(0, got).toString('utf8'), log);
+        cache.take(log.code); // before the records: the agent writes a sample's code events first
         for (const r of log.records) {
           pairer.addRecord(r);
           if (r.code > 0 && (firstJavaTs === undefined || r.tsNs < firstJavaTs)) firstJavaTs = r.tsNs;
@@ -387,11 +402,12 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
     const recordsBefore = all || log.ended ? ALL_IN : log.watermarkNs === undefined ? 0n : log.watermarkNs - RECORD_SKEW_NS;
     for (const { sample, record } of pairer.advance(samplesBefore, recordsBefore)) {
       if (record) n.joined++;
-      const recordKey = record ? `${record.code}:${record.frames.map((f) => `${f.method}.${f.bci}.${f.line}`).join(',')}` : '-';
+      const classes = record && record.code > 0 ? frameClasses(record, log.methods, cache) : undefined;
+      const recordKey = record ? `${record.code}:${record.frames.map((f) => `${f.method}.${f.bci}.${f.line}`).join(',')}:${classes ? classesKey(classes) : ''}` : '-';
       const key = `${sample.tid}/${sample.key}/${recordKey}`;
       const j = joined.get(key);
       if (j) j.count++;
-      else joined.set(key, { tid: sample.tid, native: sample.native, nativeKey: sample.key, record, count: 1 });
+      else joined.set(key, { tid: sample.tid, native: sample.native, nativeKey: sample.key, record, classes, count: 1 });
     }
   };
 
@@ -431,7 +447,7 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
         frames = assemble([rs])[0]?.frames ?? [];
         framesCache.set(cacheKey, frames);
       }
-      return { pid, tid: j.tid, comm, frames: joinStack(frames, j.record, log.methods), count: j.count };
+      return { pid, tid: j.tid, comm, frames: joinStack(frames, j.record, log.methods, j.classes && typesOf(j.classes, cache)), count: j.count };
     });
     return { ...result, stacks: [...result.stacks.filter((s) => s.pid !== pid), ...foldStacks(items)].sort((a, b) => b.count - a.count) };
   };
@@ -480,6 +496,7 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
     },
     async finish(result, raw, assemble) {
       clearInterval(timer);
+      await askCodelist('at the end'); // before the stop, while the code the profile ran in is listed
       await stopAgent();
       try {
         readMore();
@@ -492,6 +509,17 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
       advance(true);
       if (firstJavaTs !== undefined) env.log(`profile: Java agent: first Java sample ${Number((firstJavaTs - t0ns) / 1000n) / 1000} ms after the attach request`);
       env.log(`profile: Java agent: ${n.bpf} BPF samples, ${n.agent} agent records, ${n.joined} joined`);
+      const tally: Record<string, number> = {};
+      for (const j of joined.values()) {
+        if (!j.record || !j.classes) continue;
+        const types = typesOf(j.classes, cache);
+        j.record.frames.forEach((f, i) => {
+          if (log.methods.get(f.method)?.native) return; // JNI methods are native frames, not typed Java
+          const k = types[i] ?? 'unknown';
+          tally[k] = (tally[k] ?? 0) + j.count;
+        });
+      }
+      env.log(`profile: Java agent: ${cache.nmethods.length} nmethods; Java frame types: ${Object.entries(tally).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`);
       return render(result, raw, assemble);
     },
   };

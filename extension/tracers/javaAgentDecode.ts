@@ -1,7 +1,7 @@
 // Pure half of the Java agent path (no I/O): parses what native/jvmagent/agent.c writes, decodes
 // the BPF join records of bpf/profile.h (struct profile_java_sample; this file mirrors it), and
 // joins both into profile stacks: kernel → native frames from BPF, Java frames from the agent.
-import type { FrameKind, ProfileFrame, ProfileStack } from '../shared/profile';
+import type { FrameKind, JavaFrameType, ProfileFrame, ProfileStack } from '../shared/profile';
 
 /** struct profile_java_sample: 24 bytes. */
 export const JAVA_SAMPLE_SIZE = 24;
@@ -47,6 +47,27 @@ export interface AgentRecord {
   code: number;
   /** leaf first */
   frames: JavaFrameRef[];
+  /** the interrupted instruction (ucontext), when the agent could read it */
+  pc?: bigint;
+}
+
+/** One `L` line: an nmethod (compiled code) the JVM installed, replayed at start or loaded during the profile. */
+export interface CodeLoad {
+  tsNs: bigint;
+  method: number;
+  addr: bigint;
+  size: number;
+  /** the nmethod's distinct inline chains (two frames or more), innermost first: method index and BCI */
+  chains: { method: number; bci: number }[][];
+}
+
+/** The agent's view of the code cache during the profile (L, U and D lines). */
+export interface CodeEvents {
+  loads: CodeLoad[];
+  /** nmethods freed (CompiledMethodUnload) */
+  unloads: { tsNs: bigint; method: number; addr: bigint }[];
+  /** other generated code (DynamicCodeGenerated): the interpreter, stubs, adapters */
+  dynamic: { tsNs: bigint; addr: bigint; size: number; name: string }[];
 }
 
 /** The agent's own code: the signalled thread is not attached to the JVM (GC, VM, launcher threads). */
@@ -87,11 +108,14 @@ export interface AgentLog {
   signals: number;
   /** the latest T line: no record stamped before it is still to come (undefined before the first) */
   watermarkNs?: bigint;
+  code: CodeEvents;
 }
 
 export function emptyAgentLog(): AgentLog {
-  return { methods: new Map(), records: [], ended: false, dropped: 0, signals: 0 };
+  return { methods: new Map(), records: [], ended: false, dropped: 0, signals: 0, code: { loads: [], unloads: [], dynamic: [] } };
 }
+
+const hex = (t: string | undefined) => BigInt(`0x${t && /^[0-9a-f]+$/i.test(t) ? t : '0'}`);
 
 /** Parses complete lines of the agent's file into `log`; returns the unparsed tail (a partial line). */
 export function parseAgentText(text: string, log: AgentLog): string {
@@ -111,11 +135,18 @@ export function parseAgentText(text: string, log: AgentLog): string {
       case 'S': {
         const code = Number(f[3]);
         const frames: JavaFrameRef[] = [];
+        let pc: bigint | undefined;
         for (let i = 4; i < f.length; i++) {
+          if (f[i].startsWith('@')) {
+            pc = hex(f[i].slice(1));
+            continue;
+          }
           const [m, bci, line] = f[i].split(':').map(Number);
           frames.push({ method: m, bci, line });
         }
-        log.records.push({ tid: Number(f[1]), tsNs: BigInt(f[2]), code, frames });
+        const rec: AgentRecord = { tid: Number(f[1]), tsNs: BigInt(f[2]), code, frames };
+        if (pc) rec.pc = pc;
+        log.records.push(rec);
         break;
       }
       case 'T': {
@@ -123,6 +154,26 @@ export function parseAgentText(text: string, log: AgentLog): string {
         if (log.watermarkNs === undefined || t > log.watermarkNs) log.watermarkNs = t;
         break;
       }
+      case 'L':
+        log.code.loads.push({
+          tsNs: BigInt(f[1]),
+          method: Number(f[2]),
+          addr: hex(f[3]),
+          size: Number(f[4]) || 0,
+          chains: f.slice(5).map((c) =>
+            c.split(',').map((mb) => {
+              const [m, bci] = mb.split(':').map(Number);
+              return { method: m, bci };
+            }),
+          ),
+        });
+        break;
+      case 'U':
+        log.code.unloads.push({ tsNs: BigInt(f[1]), method: Number(f[2]), addr: hex(f[3]) });
+        break;
+      case 'D':
+        log.code.dynamic.push({ tsNs: BigInt(f[1]), addr: hex(f[2]), size: Number(f[3]) || 0, name: f[4] ?? '?' });
+        break;
       case 'E':
         log.ended = true;
         log.dropped = Number(f[1]) || 0;
@@ -142,17 +193,24 @@ export function javaSourcePath(className: string, sourceFile: string | null): st
   return dot < 0 ? sourceFile : `${className.slice(0, dot).replace(/\./g, '/')}/${sourceFile}`;
 }
 
-export function javaFrame(ref: JavaFrameRef, methods: Map<number, JavaMethod>, kind: FrameKind): ProfileFrame {
+export function javaFrame(ref: JavaFrameRef, methods: Map<number, JavaMethod>, kind: FrameKind, javaType?: JavaFrameType): ProfileFrame {
   const m = methods.get(ref.method);
   if (!m) return { address: '0x0', module: '[java]', function: '[unknown Java method]', file: null, line: null, kind };
-  return {
+  const f: ProfileFrame = {
     address: '0x0',
     module: '[java]',
     function: `${m.className}.${m.method}`,
     file: javaSourcePath(m.className, m.sourceFile),
     line: m.native || ref.line < 0 ? null : ref.line,
-    kind: m.native ? 'native' : kind,
+    kind: m.native ? 'native' : javaType ? (javaType === 'interpreted' ? 'interpreted' : 'jit') : kind,
   };
+  if (javaType && !m.native) {
+    f.javaType = javaType;
+    // an inlined frame shares its caller's physical frame: the same meaning `inlined` has for
+    // native code, so pprof keeps it as an extra line of its caller's location
+    if (javaType === 'inlined') f.inlined = true;
+  }
+  return f;
 }
 
 /**
@@ -287,7 +345,7 @@ const isJavaCode = (f: ProfileFrame) => f.kind === 'jit' || f.kind === 'interpre
  * agent's Java frames take over from there. Without a usable record, the BPF stack stays whole
  * and a label frame at its root says why the Java part is missing.
  */
-export function joinStack(bpfFrames: ProfileFrame[], record: AgentRecord | undefined, methods: Map<number, JavaMethod>): ProfileFrame[] {
+export function joinStack(bpfFrames: ProfileFrame[], record: AgentRecord | undefined, methods: Map<number, JavaMethod>, types?: (JavaFrameType | undefined)[]): ProfileFrame[] {
   const label = (text: string): ProfileFrame => ({ address: '0x0', module: '[java]', function: text, file: null, line: null, kind: 'native' });
   if (!record) return [...bpfFrames, label('[Java stack not walked: no agent record for this sample]')];
   if (record.code === NOT_JAVA_THREAD || record.code === 0) return bpfFrames; // a thread with no Java frames: its native stack is the whole story
@@ -306,9 +364,10 @@ export function joinStack(bpfFrames: ProfileFrame[], record: AgentRecord | undef
     if (!f.module) break;
     kept.push(f);
   }
-  // JDK 17's AGCT gives no frame type (only BCI and method id): the leaf Java frame takes the
-  // type the perf map gives its address when known; callers are reported as compiled ('jit').
-  const java = record.frames.map((ref, i) => javaFrame(ref, methods, i === 0 ? leafKind : 'jit'));
+  // AGCT gives no frame type (only BCI and method id): `types` comes from the code cache
+  // (./javaFrameTypes.ts). Where it is unknown, the leaf keeps the kind the BPF stack gives its
+  // address, and callers count as Java code ('jit') without a type.
+  const java = record.frames.map((ref, i) => javaFrame(ref, methods, i === 0 ? leafKind : 'jit', types?.[i]));
   return [...kept, ...java];
 }
 
@@ -316,7 +375,7 @@ export function joinStack(bpfFrames: ProfileFrame[], record: AgentRecord | undef
 export function foldStacks(items: { pid: number; tid: number; comm: string; frames: ProfileFrame[]; count?: number }[]): ProfileStack[] {
   const map = new Map<string, ProfileStack>();
   for (const it of items) {
-    const key = `${it.pid}\0${it.tid}\0${it.comm}\0${it.frames.map((f) => `${f.address}|${f.function}|${f.file}|${f.line}|${f.kind}`).join('\0')}`;
+    const key = `${it.pid}\0${it.tid}\0${it.comm}\0${it.frames.map((f) => `${f.address}|${f.function}|${f.file}|${f.line}|${f.kind}|${f.javaType ?? ''}`).join('\0')}`;
     const s = map.get(key);
     if (s) s.count += it.count ?? 1;
     else map.set(key, { count: it.count ?? 1, pid: it.pid, tid: it.tid, comm: it.comm, frames: it.frames });

@@ -36,6 +36,7 @@
 #include <fcntl.h>
 #include <jni.h>
 #include <jvmti.h>
+#include <jvmticmlr.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -45,6 +46,7 @@
 #include <string.h>
 #include <limits.h>
 #include <sys/syscall.h>
+#include <sys/ucontext.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,6 +75,7 @@ typedef struct {
   _Atomic int state;
   int tid;
   int64_t ts;
+  uintptr_t pc; // the interrupted instruction: which code (an nmethod, the interpreter) the leaf ran in
   int num_frames;
   agct_frame frames[MAX_DEPTH];
 } slot_t;
@@ -92,6 +95,7 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; // service thread vs 
 static pthread_cond_t g_cond = PTHREAD_COND_INITIALIZER;
 static FILE *g_out;       // open while profiling
 static int g_stop_wanted; // under g_lock
+static int g_code_events; // the JVM granted can_generate_compiled_method_load_events
 
 static int64_t now_ns(void) {
   struct timespec t;
@@ -135,6 +139,19 @@ static int find_thread_key(JNIEnv *env) {
   return 0;
 }
 
+// Reading a register out of the signal's ucontext is a plain load: async-signal-safe.
+static uintptr_t interrupted_pc(void *ucontext) {
+  ucontext_t *uc = ucontext;
+#if defined(__x86_64__)
+  return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+  return (uintptr_t)uc->uc_mcontext.pc;
+#else
+  (void)uc;
+  return 0; // unknown: the helper then infers the leaf's frame type like any caller's
+#endif
+}
+
 static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
   (void)sig;
   (void)info;
@@ -152,6 +169,7 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
     atomic_fetch_add_explicit(&g_dropped, 1, memory_order_relaxed);
   } else {
     s->tid = (int)syscall(SYS_gettid);
+    s->pc = interrupted_pc(ucontext);
     JNIEnv *env = signal_safe_env();
     if (!env) {
       s->num_frames = NOT_JAVA_THREAD;
@@ -274,8 +292,8 @@ static int drain(JNIEnv *jni) {
       // resolve first so the M lines precede the S line that uses them
       for (int f = 0; f < nf; f++) lookup_method(jni, s->frames[f].method_id);
     }
-    // S <tid> <ts ns> <num_frames or error code> then per frame "<method index>:<bci>:<line>", leaf first
-    fprintf(g_out, "S\t%d\t%lld\t%d", s->tid, (long long)s->ts, nf);
+    // S <tid> <ts ns> <num_frames or error code> @<pc hex> then per frame "<method index>:<bci>:<line>", leaf first
+    fprintf(g_out, "S\t%d\t%lld\t%d\t@%llx", s->tid, (long long)s->ts, nf, (unsigned long long)s->pc);
     for (int f = 0; f < nf; f++) {
       method_info *m = lookup_method(jni, s->frames[f].method_id);
       jint bci = s->frames[f].lineno;
@@ -285,6 +303,202 @@ static int drain(JNIEnv *jni) {
     atomic_store_explicit(&s->state, SLOT_FREE, memory_order_release);
   }
   return n;
+}
+
+// ---- code cache: which compiled code exists, and what each nmethod inlined ----
+//
+// AsyncGetCallTrace gives a method and a BCI per frame, never whether that frame ran in the
+// interpreter or in compiled code, nor which frames a compiler inlined into one physical frame.
+// The helper rebuilds that from the code cache's history during the profile: every nmethod's
+// address range, its method, and its inline tree (the JVMTI_CMLR_INLINE_INFO records of
+// CompiledMethodLoad: for each PC with debug info, the chain of methods and BCIs inlined there),
+// plus when it was freed (CompiledMethodUnload), plus where the interpreter and the stubs sit
+// (DynamicCodeGenerated). GenerateEvents replays the code that existed before the profile.
+// The compile level (C1 or C2) is not in JVMTI; the helper asks `jcmd Compiler.codelist` for it
+// (extension/tracers/javaFrameTypes.ts says why).
+//
+// Events arrive on compiler threads, the ServiceThread (HotSpot defers most CompiledMethodLoad
+// posts to it) or the attach thread (the replay): never in a signal handler, so they may
+// allocate and lock. They are queued here and written to the file by the service thread, which
+// owns the method table. Only while a profile runs: between profiles the events are off.
+
+typedef struct code_event {
+  char type; // 'L' nmethod loaded, 'U' freed, 'D' other generated code (interpreter, stubs)
+  int64_t ts;
+  jmethodID method; // L, U
+  uintptr_t addr;
+  jint size;
+  char *name; // D
+  int nchains;
+  int *chain_len;   // per chain: frames, innermost first
+  jmethodID *chain_m; // all chains' frames, flattened
+  jint *chain_bci;
+  struct code_event *next;
+} code_event;
+
+static pthread_mutex_t g_code_lock = PTHREAD_MUTEX_INITIALIZER;
+static code_event *g_code_head, **g_code_tail = &g_code_head;
+static int g_code_on; // under g_code_lock: queue events (a profile runs)
+
+static void push_code_event(code_event *e) {
+  pthread_mutex_lock(&g_code_lock);
+  if (g_code_on) {
+    e->next = NULL;
+    *g_code_tail = e;
+    g_code_tail = &e->next;
+    e = NULL;
+  }
+  pthread_mutex_unlock(&g_code_lock);
+  if (e) {
+    free(e->name);
+    free(e->chain_len);
+    free(e->chain_m);
+    free(e->chain_bci);
+    free(e);
+  }
+}
+
+static int same_chain(const PCStackInfo *a, const PCStackInfo *b) {
+  if (a->numstackframes != b->numstackframes) return 0;
+  for (jint k = 0; k < a->numstackframes; k++)
+    if (a->methods[k] != b->methods[k] || a->bcis[k] != b->bcis[k]) return 0;
+  return 1;
+}
+
+static unsigned chain_hash(const PCStackInfo *p) {
+  unsigned h = 2166136261u;
+  for (jint k = 0; k < p->numstackframes; k++) h = (h ^ (unsigned)((uintptr_t)p->methods[k] >> 3) ^ ((unsigned)p->bcis[k] << 16)) * 16777619u;
+  return h;
+}
+
+// Copies the distinct inline chains (two frames or more) of one nmethod's PC records.
+static void copy_inline_chains(code_event *e, const void *compile_info) {
+  const jvmtiCompiledMethodLoadInlineRecord *rec = NULL;
+  for (const jvmtiCompiledMethodLoadRecordHeader *h = compile_info; h; h = h->next)
+    if (h->kind == JVMTI_CMLR_INLINE_INFO) rec = (const jvmtiCompiledMethodLoadInlineRecord *)h;
+  if (!rec || rec->numpcs <= 0 || !rec->pcinfo) return;
+  unsigned cap = 16;
+  while (cap < 2u * (unsigned)rec->numpcs) cap <<= 1;
+  int *seen = calloc(cap, sizeof(int)); // index+1 into pcinfo of a chain kept, 0 empty
+  const PCStackInfo **keep = calloc((size_t)rec->numpcs, sizeof(*keep));
+  if (!seen || !keep) goto out;
+  int n = 0, total = 0;
+  for (jint i = 0; i < rec->numpcs; i++) {
+    const PCStackInfo *p = &rec->pcinfo[i];
+    if (p->numstackframes < 2 || !p->methods || !p->bcis) continue;
+    unsigned j = chain_hash(p) & (cap - 1);
+    int dup = 0;
+    for (; seen[j]; j = (j + 1) & (cap - 1))
+      if (same_chain(&rec->pcinfo[seen[j] - 1], p)) {
+        dup = 1;
+        break;
+      }
+    if (dup) continue;
+    seen[j] = i + 1;
+    keep[n++] = p;
+    total += p->numstackframes;
+  }
+  if (n) {
+    e->chain_len = malloc((size_t)n * sizeof(int));
+    e->chain_m = malloc((size_t)total * sizeof(jmethodID));
+    e->chain_bci = malloc((size_t)total * sizeof(jint));
+    if (!e->chain_len || !e->chain_m || !e->chain_bci) goto out; // freed with the event; chains lost, not the nmethod
+    int at = 0;
+    for (int c = 0; c < n; c++) {
+      e->chain_len[c] = keep[c]->numstackframes;
+      memcpy(&e->chain_m[at], keep[c]->methods, (size_t)keep[c]->numstackframes * sizeof(jmethodID));
+      memcpy(&e->chain_bci[at], keep[c]->bcis, (size_t)keep[c]->numstackframes * sizeof(jint));
+      at += keep[c]->numstackframes;
+    }
+    e->nchains = n;
+  }
+out:
+  free(seen);
+  free(keep);
+}
+
+static void JNICALL on_compiled_method_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void *code_addr, jint map_length, const jvmtiAddrLocationMap *map, const void *compile_info) {
+  (void)jvmti, (void)map_length, (void)map;
+  code_event *e = calloc(1, sizeof(*e));
+  if (!e) return;
+  e->type = 'L';
+  e->ts = now_ns();
+  e->method = method;
+  e->addr = (uintptr_t)code_addr;
+  e->size = code_size;
+  copy_inline_chains(e, compile_info);
+  push_code_event(e);
+}
+
+static void JNICALL on_compiled_method_unload(jvmtiEnv *jvmti, jmethodID method, const void *code_addr) {
+  (void)jvmti;
+  code_event *e = calloc(1, sizeof(*e));
+  if (!e) return;
+  e->type = 'U';
+  e->ts = now_ns();
+  e->method = method;
+  e->addr = (uintptr_t)code_addr;
+  push_code_event(e);
+}
+
+static void JNICALL on_dynamic_code(jvmtiEnv *jvmti, const char *name, const void *address, jint length) {
+  (void)jvmti;
+  code_event *e = calloc(1, sizeof(*e));
+  if (!e) return;
+  e->type = 'D';
+  e->ts = now_ns();
+  e->addr = (uintptr_t)address;
+  e->size = length;
+  e->name = strdup(name ? name : "?");
+  if (e->name) clean_text(e->name);
+  push_code_event(e);
+}
+
+static void set_code_events(jvmtiEventMode mode) {
+  (*g_jvmti)->SetEventNotificationMode(g_jvmti, mode, JVMTI_EVENT_COMPILED_METHOD_LOAD, NULL);
+  (*g_jvmti)->SetEventNotificationMode(g_jvmti, mode, JVMTI_EVENT_COMPILED_METHOD_UNLOAD, NULL);
+  (*g_jvmti)->SetEventNotificationMode(g_jvmti, mode, JVMTI_EVENT_DYNAMIC_CODE_GENERATED, NULL);
+}
+
+// Writes the queued code events (service thread, under g_lock). An unload of an nmethod whose
+// method id no longer resolves still names the address, which is what the helper matches on.
+static void drain_code(JNIEnv *jni) {
+  pthread_mutex_lock(&g_code_lock);
+  code_event *list = g_code_head;
+  g_code_head = NULL;
+  g_code_tail = &g_code_head;
+  pthread_mutex_unlock(&g_code_lock);
+  while (list) {
+    code_event *e = list;
+    list = e->next;
+    if (e->type == 'D') {
+      // D <ts> <addr hex> <size> <name>
+      fprintf(g_out, "D\t%lld\t%llx\t%d\t%s\n", (long long)e->ts, (unsigned long long)e->addr, e->size, e->name ? e->name : "?");
+    } else {
+      method_info *m = lookup_method(jni, e->method);
+      for (int k = 0, at = 0; k < e->nchains; at += e->chain_len[k++])
+        for (int f = 0; f < e->chain_len[k]; f++) lookup_method(jni, e->chain_m[at + f]); // M lines first
+      // L <ts> <method index> <addr hex> <size> then per inline chain "m:bci,m:bci,..." innermost first
+      // U <ts> <method index> <addr hex>
+      if (e->type == 'U') fprintf(g_out, "U\t%lld\t%d\t%llx\n", (long long)e->ts, m ? m->index : 0, (unsigned long long)e->addr);
+      else {
+        fprintf(g_out, "L\t%lld\t%d\t%llx\t%d", (long long)e->ts, m ? m->index : 0, (unsigned long long)e->addr, e->size);
+        for (int k = 0, at = 0; k < e->nchains; at += e->chain_len[k++]) {
+          fputc('\t', g_out);
+          for (int f = 0; f < e->chain_len[k]; f++) {
+            method_info *cm = lookup_method(jni, e->chain_m[at + f]);
+            fprintf(g_out, "%s%d:%d", f ? "," : "", cm ? cm->index : 0, e->chain_bci[at + f]);
+          }
+        }
+        fputc('\n', g_out);
+      }
+    }
+    free(e->name);
+    free(e->chain_len);
+    free(e->chain_m);
+    free(e->chain_bci);
+    free(e);
+  }
 }
 
 static void *service_thread(void *arg) {
@@ -303,6 +517,7 @@ static void *service_thread(void *arg) {
     // stamped earlier is ready and this drain writes it. Otherwise no T line this round.
     int64_t mark = now_ns();
     int busy = atomic_load(&g_in_handler);
+    drain_code(jni); // code events first: a sample's code (an nmethod queued by then) precedes it in the file
     int drained = drain(jni);
     if (!busy && (drained > 0 || mark - last_mark >= 200000000LL)) {
       // T <ns>: no record with an earlier timestamp will follow (rounds without records: every 200 ms)
@@ -310,7 +525,9 @@ static void *service_thread(void *arg) {
       last_mark = mark;
     }
     if (g_stop_wanted) {
-      // the caller has cleared g_active and waited for handlers: one last pass empties the ring
+      // the caller has cleared g_active, waited for handlers and stopped queueing code events:
+      // one last pass empties the code queue and the ring
+      drain_code(jni);
       drain(jni);
       fprintf(g_out, "E\t%llu\t%llu\n", (unsigned long long)atomic_load(&g_dropped), (unsigned long long)atomic_load(&g_signals));
       fclose(g_out);
@@ -381,10 +598,16 @@ static int initialize(JavaVM *vm, JNIEnv *jni) {
   caps.can_get_line_numbers = 1;
   caps.can_get_source_file_name = 1;
   (*g_jvmti)->AddCapabilities(g_jvmti, &caps); // without them frames keep names but lose file:line
+  memset(&caps, 0, sizeof(caps));
+  caps.can_generate_compiled_method_load_events = 1;
+  g_code_events = (*g_jvmti)->AddCapabilities(g_jvmti, &caps) == JVMTI_ERROR_NONE; // without it frames carry no type
   jvmtiEventCallbacks cb;
   memset(&cb, 0, sizeof(cb));
   cb.ClassLoad = on_class_load;
   cb.ClassPrepare = on_class_prepare;
+  cb.CompiledMethodLoad = on_compiled_method_load;
+  cb.CompiledMethodUnload = on_compiled_method_unload;
+  cb.DynamicCodeGenerated = on_dynamic_code;
   (*g_jvmti)->SetEventCallbacks(g_jvmti, &cb, sizeof(cb));
   (*g_jvmti)->SetEventNotificationMode(g_jvmti, JVMTI_ENABLE, JVMTI_EVENT_CLASS_LOAD, NULL);
   (*g_jvmti)->SetEventNotificationMode(g_jvmti, JVMTI_ENABLE, JVMTI_EVENT_CLASS_PREPARE, NULL);
@@ -428,6 +651,16 @@ static int do_start(const char *out, int depth) {
   fflush(f);
   g_out = f;
   g_depth = depth;
+  if (g_code_events) {
+    // Queue first, then replay what exists: an nmethod loaded in between is reported twice (the
+    // helper keeps one), never missed. Before g_active, so every sample follows the replay.
+    pthread_mutex_lock(&g_code_lock);
+    g_code_on = 1;
+    pthread_mutex_unlock(&g_code_lock);
+    set_code_events(JVMTI_ENABLE);
+    (*g_jvmti)->GenerateEvents(g_jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
+    (*g_jvmti)->GenerateEvents(g_jvmti, JVMTI_EVENT_COMPILED_METHOD_LOAD);
+  }
   atomic_store(&g_dropped, 0);
   atomic_store(&g_signals, 0);
   atomic_store_explicit(&g_active, 1, memory_order_release);
@@ -440,6 +673,12 @@ static void do_stop(void) {
   atomic_store_explicit(&g_active, 0, memory_order_release);
   // handlers are short; never wait forever on one (a stuck one would be a bug, not a reason to hang the JVM's attach listener)
   for (int i = 0; i < 20000 && atomic_load(&g_in_handler) > 0; i++) usleep(100);
+  if (g_code_events) {
+    set_code_events(JVMTI_DISABLE);
+    pthread_mutex_lock(&g_code_lock);
+    g_code_on = 0; // an event already inside a callback is dropped, not queued after the end mark
+    pthread_mutex_unlock(&g_code_lock);
+  }
   pthread_mutex_lock(&g_lock);
   if (g_out) {
     g_stop_wanted = 1;
