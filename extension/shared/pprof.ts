@@ -3,15 +3,23 @@
 // there as extra lines (innermost first); mappings are per process and module, with the
 // module's build-id; sample types are samples/count and cpu/nanoseconds with the period taken
 // from the sampling frequency. Frame kinds travel in the mapping name ("[kernel.kallsyms]",
-// "[jit]"), so an exported profile opens back with its colours. The protobuf encoding is
+// "[jit]"), so an exported profile opens back with its colours; so do the Java agent's frame
+// types ("[java:c2]", ...), and a Java frame inlined into its caller is an extra line of the
+// caller's location, which is what pprof's inline lines mean. The protobuf encoding is
 // DataDog's pprof-format (pure JS, no dependencies); gzip is the caller's (./profileFile.ts).
 // Pure: no node modules.
 import { Function as PFunction, Label, Line, Location, Mapping, Profile, Sample, StringTable, ValueType } from 'pprof-format';
-import type { FrameKind, ProfileFrame, ProfileResult, ProfileStack } from './profile';
+import { JAVA_FRAME_TYPES, type FrameKind, type JavaFrameType, type ProfileFrame, type ProfileResult, type ProfileStack } from './profile';
 import { perfMapKind } from '../symbolize/perfMap';
 import type { FlameProfile } from './flamegraph/profileData';
 
 export const KERNEL_MAPPING = '[kernel.kallsyms]';
+/** Java frames from the agent: "[java]", or "[java:<type>]" when the frame type is known. */
+export const JAVA_MODULE = '[java]';
+const javaMappingType = (file: string): JavaFrameType | undefined => {
+  const m = /^\[java:([a-z0-9]+)\]$/.exec(file);
+  return m && (JAVA_FRAME_TYPES as string[]).includes(m[1]) ? (m[1] as JavaFrameType) : undefined;
+};
 const LOST_COMMENT = /(\d+) samples lost/;
 
 export class PprofError extends Error {}
@@ -68,7 +76,7 @@ export function toPprof(r: ProfileResult, opts: PprofOptions = {}): Uint8Array {
   }
   const mappings = new Map<string, MapAcc>();
   const mappingFor = (pid: number, f: ProfileFrame): MapAcc | undefined => {
-    const file = f.kind === 'kernel' ? KERNEL_MAPPING : f.module;
+    const file = f.kind === 'kernel' ? KERNEL_MAPPING : f.module === JAVA_MODULE && f.javaType ? `[java:${f.javaType}]` : f.module;
     if (!file) return undefined;
     const addr = addressOf(f);
     const bias = f.offset !== undefined ? addr - BigInt(f.offset) : undefined;
@@ -177,7 +185,8 @@ export function toPprof(r: ProfileResult, opts: PprofOptions = {}): Uint8Array {
 
 function kindOf(mappingFile: string, address: bigint, name: string | null): FrameKind {
   if (mappingFile.startsWith('[kernel') || mappingFile === '[vmlinux]') return 'kernel';
-  if (mappingFile === '[interpreter]') return 'interpreted';
+  if (mappingFile === '[interpreter]' || mappingFile === '[java:interpreted]') return 'interpreted';
+  if (mappingFile === JAVA_MODULE || javaMappingType(mappingFile)) return 'jit';
   if (mappingFile === '[jit]' || mappingFile === '[perf-map]' || /^\/tmp\/perf-\d+\.map$/.test(mappingFile)) return name ? perfMapKind(name) : 'jit';
   if (!mappingFile && address >= 0xffff800000000000n) return 'kernel';
   return 'native';
@@ -219,13 +228,16 @@ export function fromPprof(bytes: Uint8Array): ProfileResult {
     const file = m?.file ?? '';
     if (m?.buildId) buildIds[file === KERNEL_MAPPING ? '[kernel]' : file] = m.buildId;
     const address = `0x${big(l.address).toString(16)}`;
-    const module = file === KERNEL_MAPPING ? '[kernel]' : file || null;
+    const javaType = javaMappingType(file);
+    const module = file === KERNEL_MAPPING ? '[kernel]' : javaType ? JAVA_MODULE : file || null;
     const lines = l.line.length ? l.line : [undefined];
     const frames = lines.map((ln, i): ProfileFrame => {
       const fn = ln ? functions.get(String(ln.functionId)) : undefined;
       const name = fn?.name || null;
-      const frame: ProfileFrame = { address, module, function: name, file: fn?.file || null, line: ln && num(ln.line) > 0 ? num(ln.line) : null, kind: kindOf(file, big(l.address), name) };
-      if (i < lines.length - 1) frame.inlined = true;
+      const inner = i < lines.length - 1;
+      const frame: ProfileFrame = { address, module, function: name, file: fn?.file || null, line: ln && num(ln.line) > 0 ? num(ln.line) : null, kind: inner && javaType ? 'jit' : kindOf(file, big(l.address), name) };
+      if (inner) frame.inlined = true;
+      if (javaType) frame.javaType = inner ? 'inlined' : javaType;
       return frame;
     });
     locations.set(String(l.id), frames);
@@ -271,7 +283,12 @@ export function fromPprof(bytes: Uint8Array): ProfileResult {
  */
 export function resultFromFlame(p: FlameProfile): ProfileResult {
   const moduleOf = (f: FlameProfile['frames'][number]) => (f.kind === 'kernel' ? '[kernel]' : (f.module ?? (f.kind === 'jit' ? '[jit]' : f.kind === 'interpreted' ? '[interpreter]' : null)));
-  const frames = p.frames.map((f): ProfileFrame => ({ address: '0x0', module: moduleOf(f), function: f.name, file: f.file ?? null, line: f.line ?? null, kind: f.kind }));
+  const frames = p.frames.map((f): ProfileFrame => {
+    const out: ProfileFrame = { address: '0x0', module: f.javaType ? (f.module ?? JAVA_MODULE) : moduleOf(f), function: f.name, file: f.file ?? null, line: f.line ?? null, kind: f.kind };
+    if (f.javaType) out.javaType = f.javaType;
+    if (f.javaType === 'inlined') out.inlined = true;
+    return out;
+  });
   return {
     tracer: 'profile',
     frequency: p.frequency ?? 0,

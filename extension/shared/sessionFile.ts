@@ -8,6 +8,7 @@ import type { RunqlatPer, RunqlatUnit, RunqlatUpdate } from './runqlat';
 import type { FlameProfile } from './flamegraph/profileData';
 import type { LeakViewStack } from '../../webview/memleak/protocol';
 import { StudioError } from './errors';
+import { JAVA_FRAME_TYPES } from './profile';
 
 export const SESSION_FORMAT = 'ebpf-studio-session';
 export const SESSION_VERSION = 1;
@@ -76,6 +77,7 @@ function checkProfile(p: unknown, where: string): void {
   if (!Array.isArray(p.frames)) bad(`${where}.profile.frames must be an array`);
   p.frames.forEach((f, i) => {
     if (!isObj(f) || typeof f.name !== 'string' || typeof f.kind !== 'string') bad(`${where}.profile.frames[${i}] needs a name and a kind`);
+    if (f.javaType !== undefined && !(JAVA_FRAME_TYPES as unknown[]).includes(f.javaType)) bad(`${where}.profile.frames[${i}].javaType must be one of ${JAVA_FRAME_TYPES.join(', ')}`);
   });
   if (!Array.isArray(p.stacks)) bad(`${where}.profile.stacks must be an array`);
   const n = p.frames.length;

@@ -65,7 +65,7 @@ test('folded export writes root;...;leaf count with kind annotations', () => {
   const text = toFolded(fromProfileResult(result));
   assert.equal(
     text,
-    'main;Interpreter_[i];long HotMethod.hotLoop(long)_[j];do_syscall_64_[k] 4\n[libc.so.6];main;work,odd 3\n',
+    'main;Interpreter_[0];long HotMethod.hotLoop(long)_[j];do_syscall_64_[k] 4\n[libc.so.6];main;work,odd 3\n',
   );
 });
 
@@ -116,6 +116,55 @@ test('bad files say what was expected', () => {
 test('annotations parse back to kinds', () => {
   assert.deepEqual(parseAnnotation('schedule_[k]'), { name: 'schedule', kind: 'kernel' });
   assert.deepEqual(parseAnnotation('foo_[j]'), { name: 'foo', kind: 'jit' });
-  assert.deepEqual(parseAnnotation('Interpreter_[i]'), { name: 'Interpreter', kind: 'interpreted' });
+  assert.deepEqual(parseAnnotation('Interpreter_[0]'), { name: 'Interpreter', kind: 'interpreted' });
+  assert.deepEqual(parseAnnotation('Interpreter_[i]'), { name: 'Interpreter', kind: 'interpreted' }, 'files written before frame types marked the interpreter _[i]');
+  assert.deepEqual(parseAnnotation('Work.step_[i]'), { name: 'Work.step', kind: 'jit', javaType: 'inlined' });
+  assert.deepEqual(parseAnnotation('Work.run_[1]'), { name: 'Work.run', kind: 'jit', javaType: 'c1' });
   assert.deepEqual(parseAnnotation('plain'), { name: 'plain', kind: 'native' });
+});
+
+// Java frames of an agent profile, leaf first: step inlined into hot (C2), run C1, main interpreted.
+const javaResult: ProfileResult = {
+  tracer: 'profile',
+  frequency: 99,
+  samples: 5,
+  lost: 0,
+  stacks: [
+    {
+      count: 5,
+      pid: 10,
+      tid: 11,
+      comm: 'java',
+      frames: [
+        { address: '0x0', module: '[java]', function: 'Work.step', file: 'Work.java', line: 9, kind: 'jit', javaType: 'inlined', inlined: true },
+        { address: '0x0', module: '[java]', function: 'Work.hot', file: 'Work.java', line: 15, kind: 'jit', javaType: 'c2' },
+        { address: '0x0', module: '[java]', function: 'Work.run', file: 'Work.java', line: 21, kind: 'jit', javaType: 'c1' },
+        { address: '0x0', module: '[java]', function: 'Work.main', file: 'Work.java', line: 28, kind: 'interpreted', javaType: 'interpreted' },
+      ],
+    },
+  ],
+};
+
+test('Java frame types: async-profiler suffixes in folded stacks, kept through folded and speedscope round trips', () => {
+  const p = fromProfileResult(javaResult);
+  assert.deepEqual(
+    p.frames.map((f) => f.javaType),
+    ['interpreted', 'c1', 'c2', 'inlined'],
+  );
+  assert.equal(toFolded(p), 'Work.main_[0];Work.run_[1];Work.hot_[j];Work.step_[i] 5\n');
+  const types = (q: FlameProfile) => q.stacks[0].frames.map((i) => `${q.frames[i].name}:${q.frames[i].kind}:${q.frames[i].javaType ?? '-'}`);
+  // C2 and "compiled, tier unknown" share _[j]: read back, the frame is JIT code without a tier
+  assert.deepEqual(types(fromFolded(toFolded(p))), ['Work.main:interpreted:-', 'Work.run:jit:c1', 'Work.hot:jit:-', 'Work.step:jit:inlined']);
+  assert.deepEqual(types(fromSpeedscope(JSON.parse(JSON.stringify(toSpeedscope(p))))), ['Work.main:interpreted:-', 'Work.run:jit:c1', 'Work.hot:jit:-', 'Work.step:jit:inlined']);
+});
+
+test('the same method interpreted and compiled is two frames of the flame graph', () => {
+  const twice: ProfileResult = {
+    ...javaResult,
+    stacks: [
+      { ...javaResult.stacks[0], count: 1, frames: [{ address: '0x0', module: '[java]', function: 'Work.hot', file: null, line: null, kind: 'interpreted', javaType: 'interpreted' }] },
+      { ...javaResult.stacks[0], count: 1, frames: [{ address: '0x0', module: '[java]', function: 'Work.hot', file: null, line: null, kind: 'jit', javaType: 'c2' }] },
+    ],
+  };
+  assert.equal(fromProfileResult(twice).frames.length, 2);
 });

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import protobuf from 'protobufjs';
+import { Profile } from 'pprof-format';
 import type { ProfileFrame, ProfileResult } from '../../extension/shared/profile';
 import { fromPprof, resultFromFlame, toPprof, KERNEL_MAPPING, PprofError } from '../../extension/shared/pprof';
 import { checkOutputFile } from '../../extension/cli/commands/profile';
@@ -53,6 +54,32 @@ function shape(r: ProfileResult): string[] {
 }
 
 describe('pprof round trip', () => {
+  test("the Java agent's frame types survive: [java:<type>] mappings, inlined Java frames as lines of their caller's location", () => {
+    const j = (fn: string, javaType?: ProfileFrame['javaType'], extra: Partial<ProfileFrame> = {}): ProfileFrame => {
+      const f: ProfileFrame = { address: '0x0', module: '[java]', function: fn, file: 'Work.java', line: 3, kind: javaType === 'interpreted' ? 'interpreted' : 'jit', ...extra };
+      if (javaType) f.javaType = javaType;
+      if (javaType === 'inlined') f.inlined = true;
+      return f;
+    };
+    const r: ProfileResult = {
+      tracer: 'profile',
+      frequency: 99,
+      samples: 9,
+      lost: 0,
+      stacks: [
+        { count: 5, pid: 1, tid: 1, comm: 'java', frames: [j('Work.step', 'inlined'), j('Work.hot', 'inlined'), j('Work.run', 'c2'), j('Work.main', 'interpreted')] },
+        { count: 3, pid: 1, tid: 1, comm: 'java', frames: [j('Work.hot', 'c1'), j('Work.run', 'compiled'), j('Work.main')] },
+        { count: 1, pid: 1, tid: 1, comm: 'java', frames: [j('Work.hot', 'interpreted')] },
+      ],
+    };
+    const back = fromPprof(toPprof(r));
+    const types = (x: ProfileResult) => x.stacks.map((s) => `${s.count}: ${s.frames.map((f) => `${f.function}<${f.kind}/${f.javaType ?? '-'}${f.inlined ? '+inl' : ''}>@${f.module}`).join(' | ')}`).sort();
+    assert.deepEqual(types(back), types(r));
+    const raw = Profile.decode(toPprof(r));
+    const withLines = raw.location.filter((l) => l.line.length === 3);
+    assert.equal(withLines.length, 1, 'step and hot are extra lines of run\'s location');
+  });
+
   test('stacks, counts, pids, file:line, inlined frames and kinds survive', () => {
     const r = sample();
     const back = fromPprof(toPprof(r));
@@ -88,7 +115,7 @@ describe('pprof round trip', () => {
   });
 
   test('an imported folded profile exports to pprof and back unchanged (kinds and weights)', () => {
-    const folded = 'main;work;leaf 7\nmain;work;sys_read_[k] 3\nmain;Hot.loop_[j];Interpreter_[i] 2\n';
+    const folded = 'main;work;leaf 7\nmain;work;sys_read_[k] 3\nmain;Hot.loop_[j];Interpreter_[0] 2\nmain;Work.run_[1];Work.step_[i] 4\n';
     const back = loadProfileBytes(encodePprofGz(resultFromFlame(fromFolded(folded))), 'f.pb.gz');
     assert.deepEqual(toFolded(back.flame).trim().split('\n').sort(), folded.trim().split('\n').sort());
   });

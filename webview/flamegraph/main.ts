@@ -12,7 +12,7 @@ import { filterStacks, framePath, leftHeavy, move, NO_FILTER, nodeAtPath, remapF
 import type { FlameProfile } from '../../extension/shared/flamegraph/profileData';
 import type { FromView, ToView } from './protocol';
 import { FlameCanvas } from './render';
-import { KIND_LABEL } from './colors';
+import { frameLabel, LEGEND, swatchColor } from './colors';
 import { computeDiff, diffTooltip, enterDiff, leaveDiff } from './diffView';
 import { formatCount } from '../../extension/shared/units';
 import { addStyle, connectHost, elProps as el } from '../common/viewPage';
@@ -320,7 +320,7 @@ function attach(c: FlameCanvas, onClick: (node: number) => void): void {
       `${formatCount(t.total[n])} samples · ${pct(t.total[n], t.total[ROOT])} of total${parent >= 0 ? ` · ${pct(t.total[n], t.total[parent])} of parent` : ''}`,
       `self ${formatCount(t.self[n])} (${pct(t.self[n], t.total[ROOT])})`,
     ];
-    if (f) lines.push(`${KIND_LABEL[f.kind]}${f.module ? ` · ${f.module}` : ''}`);
+    if (f) lines.push(`${frameLabel(f)}${f.module ? ` · ${f.module}` : ''}`);
     if (f?.file) lines.push(`${f.file}:${f.line ?? '?'}  (click to open)`);
     lines.push(...diffTooltip(c, n));
     tooltip.textContent = lines.join('\n');
@@ -479,15 +479,10 @@ window.addEventListener('resize', () => {
 });
 
 legend.append('Colors:');
-for (const [kind, color] of [
-  ['native', 'hsl(14,75%,62%)'],
-  ['kernel', 'hsl(48,75%,62%)'],
-  ['JIT Java', 'hsl(112,75%,62%)'],
-  ['interpreted Java', 'hsl(185,75%,62%)'],
-]) {
+for (const [label, cls] of LEGEND) {
   const sw = el('span');
-  sw.style.background = color;
-  legend.append(sw, kind);
+  sw.style.background = swatchColor(cls);
+  legend.append(sw, label);
 }
 
 window.addEventListener('message', (ev: MessageEvent<ToView>) => {

@@ -102,7 +102,7 @@ export class FlameCanvas {
       const dim = m && (f < 0 || !m[f]);
       const a = dim ? DIM_ALPHA : 1;
       if (a !== alpha) ctx.globalAlpha = alpha = a;
-      ctx.fillStyle = m && f >= 0 && m[f] ? matchColor : (this.nodeColor?.(n, dark) ?? (frame ? (this.colors[f] ??= frameColor(frame.kind, name, dark)) : dark ? '#666' : '#bbb'));
+      ctx.fillStyle = m && f >= 0 && m[f] ? matchColor : (this.nodeColor?.(n, dark) ?? (frame ? (this.colors[f] ??= frameColor(frame.kind, name, dark, frame.javaType)) : dark ? '#666' : '#bbb'));
       ctx.fillRect(x, y, Math.max(1, w - 0.5), ROW_HEIGHT - 1);
       if ((f >= 0 && f === this.emphasized) || n === this.selected) {
         ctx.strokeStyle = outline;

@@ -41,7 +41,14 @@ const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duratio
                    distinct stacks the kernel keeps (default ${PROFILE_DEFAULT_STACK_STORAGE}, at most ${PROFILE_MAX_STACK_STORAGE});
                    samples whose stack finds no room are counted as lost
   --json           print the result document as JSON
-  --folded         print folded stacks ("root;...;leaf count") for flamegraph.pl or inferno
+  --folded         print folded stacks ("root;...;leaf count") for flamegraph.pl or inferno.
+                   Frames carry async-profiler's annotations (what its "ann" option writes):
+                   _[k] kernel, _[j] JIT-compiled Java (C2, or tier unknown), and with the agent
+                   (--java agent) _[1] C1-compiled, _[i] inlined into its caller, _[0] interpreted;
+                   native frames none. flamegraph.pl --color=java colours _[k]/_[j]/_[i] and
+                   strips them; _[0]/_[1] stay in the name, as with async-profiler's files.
+                   --json gives each Java frame a "javaType" (interpreted, c1, c2, compiled,
+                   inlined) where the agent could tell it; absent where it could not
   --pprof FILE     also write the profile as gzipped pprof (profile.proto) to FILE, for
                    go tool pprof, Pyroscope, Parca or Cloud Profiler`;
 
@@ -69,7 +76,7 @@ export function formatSummary(r: ProfileResult, top = 20): string {
     .filter((x) => x.self > 0)
     .sort((a, b) => b.self - a.self)
     .slice(0, top)
-    .map((x) => `${pct(x.self)}% ${pct(x.total)}%  ${x.f.name}${x.f.kind === 'native' ? '' : ` [${x.f.kind}]`}${x.f.file ? `  ${x.f.file}:${x.f.line}` : ''}`);
+    .map((x) => `${pct(x.self)}% ${pct(x.total)}%  ${x.f.name}${x.f.kind === 'native' ? '' : ` [${x.f.javaType ?? x.f.kind}]`}${x.f.file ? `  ${x.f.file}:${x.f.line}` : ''}`);
   const head = `${r.samples} samples at ${r.frequency} Hz, ${r.lost} lost, ${r.stacks.length} distinct stacks`;
   return [head, '', ' self%  total%  function', ...rows].join('\n');
 }

@@ -1,32 +1,48 @@
 // Export and import of flame profiles: folded stacks ("root;...;leaf count", the input of
 // flamegraph.pl and inferno) and speedscope's JSON file format. Frame kinds travel as the
-// annotation suffixes flamegraph.pl already understands (_[k] kernel, _[j] JIT; _[i] for the
-// interpreter), so an exported file opens back with its colors. Pure functions, no DOM.
+// annotation suffixes async-profiler writes with its `ann` option, a superset of flamegraph.pl's:
+// _[k] kernel, _[j] JIT-compiled Java (C2, or tier unknown), _[1] C1-compiled, _[i] inlined,
+// _[0] interpreted; native frames carry none. An exported file so opens back with its colors.
+// (Before frame types existed, _[i] marked HotSpot's "Interpreter" perf-map frame; such files
+// still read that frame as interpreted.) Pure functions, no DOM.
 import type { ProfileResult } from '../profile';
-import { FrameTable, fromProfileResult, type FlameProfile, type FlameStack, type FrameKind } from './profileData';
+import { FrameTable, fromProfileResult, type FlameProfile, type FlameStack, type FrameKind, type JavaFrameType } from './profileData';
 
-const SUFFIX: Record<FrameKind, string> = { kernel: '_[k]', jit: '_[j]', interpreted: '_[i]', native: '' };
+const SUFFIX: Record<FrameKind, string> = { kernel: '_[k]', jit: '_[j]', interpreted: '_[0]', native: '' };
+const JAVA_SUFFIX: Record<JavaFrameType, string> = { interpreted: '_[0]', c1: '_[1]', c2: '_[j]', compiled: '_[j]', inlined: '_[i]' };
 
-export function annotate(name: string, kind: FrameKind): string {
-  return name + SUFFIX[kind];
+export function annotate(name: string, kind: FrameKind, javaType?: JavaFrameType): string {
+  return name + (javaType && kind !== 'native' ? JAVA_SUFFIX[javaType] : SUFFIX[kind]);
 }
 
-export function parseAnnotation(text: string): { name: string; kind: FrameKind } {
-  const m = /^(.*)_\[([kji])\]$/.exec(text);
+export function parseAnnotation(text: string): { name: string; kind: FrameKind; javaType?: JavaFrameType } {
+  const m = /^(.*)_\[([kji01])\]$/.exec(text);
   if (!m) return { name: text, kind: 'native' };
-  return { name: m[1], kind: m[2] === 'k' ? 'kernel' : m[2] === 'j' ? 'jit' : 'interpreted' };
+  const name = m[1];
+  switch (m[2]) {
+    case 'k':
+      return { name, kind: 'kernel' };
+    case 'j':
+      return { name, kind: 'jit' };
+    case '0':
+      return { name, kind: 'interpreted' };
+    case '1':
+      return { name, kind: 'jit', javaType: 'c1' };
+    default:
+      return name === 'Interpreter' ? { name, kind: 'interpreted' } : { name, kind: 'jit', javaType: 'inlined' };
+  }
 }
 
 /** Folded names cannot hold the separator or line breaks. */
-function foldedName(name: string, kind: FrameKind): string {
-  return annotate(name.replace(/;/g, ',').replace(/[\r\n]+/g, ' '), kind);
+function foldedName(name: string, kind: FrameKind, javaType?: JavaFrameType): string {
+  return annotate(name.replace(/;/g, ',').replace(/[\r\n]+/g, ' '), kind, javaType);
 }
 
 export function toFolded(p: FlameProfile): string {
   const lines = new Map<string, number>();
   for (const s of p.stacks) {
     if (s.frames.length === 0 || s.weight <= 0) continue;
-    const key = s.frames.map((i) => foldedName(p.frames[i].name, p.frames[i].kind)).join(';');
+    const key = s.frames.map((i) => foldedName(p.frames[i].name, p.frames[i].kind, p.frames[i].javaType)).join(';');
     lines.set(key, (lines.get(key) ?? 0) + s.weight);
   }
   return [...lines].map(([k, w]) => `${k} ${w}\n`).join('');
@@ -54,7 +70,7 @@ export function fromFolded(text: string, name = 'folded'): FlameProfile {
         let id = seen.get(f);
         if (id === undefined) {
           const a = parseAnnotation(f);
-          seen.set(f, (id = table.intern(a.name, a.kind)));
+          seen.set(f, (id = table.intern(a.name, a.kind, undefined, undefined, undefined, 0, a.javaType)));
         }
         return id;
       });
@@ -103,7 +119,7 @@ export const SPEEDSCOPE_SCHEMA = 'https://www.speedscope.app/file-format-schema.
 
 export function toSpeedscope(p: FlameProfile): SpeedscopeFile {
   const frames: SpeedscopeFrame[] = p.frames.map((f) => {
-    const out: SpeedscopeFrame = { name: annotate(f.name, f.kind) };
+    const out: SpeedscopeFrame = { name: annotate(f.name, f.kind, f.javaType) };
     if (f.file) out.file = f.file;
     if (f.line) out.line = f.line;
     return out;
@@ -124,7 +140,7 @@ function speedscopeFrames(file: SpeedscopeFile, table: FrameTable): ((weight: nu
   return file.shared.frames.map((f) => {
     if (!f || typeof f.name !== 'string') throw new ImportError('a speedscope frame has no name');
     const a = parseAnnotation(f.name);
-    return (w: number) => table.intern(a.name, a.kind, undefined, f.file, f.line, w);
+    return (w: number) => table.intern(a.name, a.kind, undefined, f.file, f.line, w, a.javaType);
   });
 }
 

@@ -1,12 +1,14 @@
 // The one profile shape every importer produces and the flame-graph model consumes: distinct
 // frames plus weighted stacks of frame indices, root first. Pure (no DOM, no node).
-import type { FrameKind, ProfileResult } from '../profile';
+import type { FrameKind, JavaFrameType, ProfileResult } from '../profile';
 
-export type { FrameKind };
+export type { FrameKind, JavaFrameType };
 
 export interface FlameFrame {
   name: string;
   kind: FrameKind;
+  /** a Java frame's type when known (agent profiles): the same method run interpreted and compiled are two frames */
+  javaType?: JavaFrameType;
   module?: string;
   /** source of the frame's hottest sampled line */
   file?: string;
@@ -41,14 +43,15 @@ export class FrameTable {
   private readonly index = new Map<string, number>();
   private readonly lineWeights: Map<string, number>[] = [];
 
-  intern(name: string, kind: FrameKind, module?: string, file?: string, line?: number, weight = 0): number {
-    const key = `${kind}\u0000${module ?? ''}\u0000${name}`;
+  intern(name: string, kind: FrameKind, module?: string, file?: string, line?: number, weight = 0, javaType?: JavaFrameType): number {
+    const key = `${kind}\u0000${module ?? ''}\u0000${name}\u0000${javaType ?? ''}`;
     let id = this.index.get(key);
     if (id === undefined) {
       id = this.frames.length;
       this.index.set(key, id);
       const f: FlameFrame = { name, kind };
       if (module) f.module = module;
+      if (javaType) f.javaType = javaType;
       this.frames.push(f);
       this.lineWeights.push(new Map());
     }
@@ -96,7 +99,7 @@ export function fromProfileResult(r: ProfileResult, opts: FromResultOptions = {}
       const f = s.frames[i];
       const module = f.module && f.module !== '[unknown]' ? f.module : undefined;
       const name = f.function ?? (module ? `[${basename(module)}]` : '[unknown]');
-      ids.push(table.intern(name, f.kind, module, f.file ?? undefined, f.line ?? undefined, s.count));
+      ids.push(table.intern(name, f.kind, module, f.file ?? undefined, f.line ?? undefined, s.count, f.javaType));
     }
     stacks.push({ frames: ids, weight: s.count });
     total += s.count;

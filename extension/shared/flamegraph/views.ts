@@ -193,9 +193,9 @@ export function nodeAtPath(tree: FlameTree, path: number[]): number {
   return node;
 }
 
-/** Frame ids of `from` in `to`, matched by name, kind and module (ids differ between profiles); -1 where absent. */
+/** Frame ids of `from` in `to`, matched by name, kind, module and Java frame type (ids differ between profiles); -1 where absent. */
 export function remapFrames(from: Pick<FlameProfile, 'frames'>, to: Pick<FlameProfile, 'frames'>, ids: number[]): number[] {
-  const key = (f: { name: string; kind: string; module?: string }) => `${f.kind}\u0000${f.module ?? ''}\u0000${f.name}`;
+  const key = (f: { name: string; kind: string; module?: string; javaType?: string }) => `${f.kind}\u0000${f.module ?? ''}\u0000${f.name}\u0000${f.javaType ?? ''}`;
   const index = new Map<string, number>();
   to.frames.forEach((f, i) => index.set(key(f), i));
   return ids.map((id) => (id >= 0 && id < from.frames.length ? (index.get(key(from.frames[id])) ?? -1) : -1));
