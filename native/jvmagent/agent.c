@@ -2,7 +2,8 @@
 // Loaded into a running JVM with the attach command `load <abs path> true <options>`; every later
 // `load` of the same file calls Agent_OnAttach again in the same copy (dlopen shares it), which is
 // how the helper starts and stops it. JVMTI agents cannot be unloaded: after `stop` the agent
-// stays, idle (no timer, no signal, its thread asleep), and the next profile reuses it.
+// stays, idle (no timer, no signal, its thread asleep; only the code-cache events stay enabled,
+// see "code cache" below for why), and the next profile reuses it.
 //
 // Sampling design (chosen over timers inside the agent): the profiler's BPF cpu-clock program,
 // for a sample of the target process, calls bpf_send_signal_thread(SIGPROF). The signal is taken
@@ -320,7 +321,16 @@ static int drain(JNIEnv *jni) {
 // Events arrive on compiler threads, the ServiceThread (HotSpot defers most CompiledMethodLoad
 // posts to it) or the attach thread (the replay): never in a signal handler, so they may
 // allocate and lock. They are queued here and written to the file by the service thread, which
-// owns the method table. Only while a profile runs: between profiles the events are off.
+// owns the method table; between profiles a callback returns at once.
+//
+// The events stay enabled from the first profile on, unlike everything else the agent does:
+// while CompiledMethodLoad is enabled, HotSpot's compilers record debug info at non-safepoint
+// PCs too (what -XX:+DebugNonSafepoints does), so code compiled after the first profile maps an
+// interrupted PC to the exact inlined method and line, where older code can only name the
+// nearest safepoint's scope (often the caller an inlined leaf was inlined into). The price,
+// paid per compilation and not per sample: slightly larger debug info, and HotSpot building
+// each new nmethod's inline record for us to ignore. Leaving them off between profiles would
+// save that and cost the next profile its precise leaf frames.
 
 typedef struct code_event {
   char type; // 'L' nmethod loaded, 'U' freed, 'D' other generated code (interpreter, stubs)
@@ -338,7 +348,8 @@ typedef struct code_event {
 
 static pthread_mutex_t g_code_lock = PTHREAD_MUTEX_INITIALIZER;
 static code_event *g_code_head, **g_code_tail = &g_code_head;
-static int g_code_on; // under g_code_lock: queue events (a profile runs)
+static _Atomic int g_code_on; // set under g_code_lock: queue events (a profile runs); read alone to skip work
+static int g_code_enabled;     // the JVMTI events are on (from the first profile on)
 
 static void push_code_event(code_event *e) {
   pthread_mutex_lock(&g_code_lock);
@@ -419,6 +430,7 @@ out:
 
 static void JNICALL on_compiled_method_load(jvmtiEnv *jvmti, jmethodID method, jint code_size, const void *code_addr, jint map_length, const jvmtiAddrLocationMap *map, const void *compile_info) {
   (void)jvmti, (void)map_length, (void)map;
+  if (!atomic_load(&g_code_on)) return; // no profile: nothing to record
   code_event *e = calloc(1, sizeof(*e));
   if (!e) return;
   e->type = 'L';
@@ -432,6 +444,7 @@ static void JNICALL on_compiled_method_load(jvmtiEnv *jvmti, jmethodID method, j
 
 static void JNICALL on_compiled_method_unload(jvmtiEnv *jvmti, jmethodID method, const void *code_addr) {
   (void)jvmti;
+  if (!atomic_load(&g_code_on)) return; // no profile: nothing to record
   code_event *e = calloc(1, sizeof(*e));
   if (!e) return;
   e->type = 'U';
@@ -443,6 +456,7 @@ static void JNICALL on_compiled_method_unload(jvmtiEnv *jvmti, jmethodID method,
 
 static void JNICALL on_dynamic_code(jvmtiEnv *jvmti, const char *name, const void *address, jint length) {
   (void)jvmti;
+  if (!atomic_load(&g_code_on)) return; // no profile: nothing to record
   code_event *e = calloc(1, sizeof(*e));
   if (!e) return;
   e->type = 'D';
@@ -657,7 +671,8 @@ static int do_start(const char *out, int depth) {
     pthread_mutex_lock(&g_code_lock);
     g_code_on = 1;
     pthread_mutex_unlock(&g_code_lock);
-    set_code_events(JVMTI_ENABLE);
+    if (!g_code_enabled) set_code_events(JVMTI_ENABLE);
+    g_code_enabled = 1;
     (*g_jvmti)->GenerateEvents(g_jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
     (*g_jvmti)->GenerateEvents(g_jvmti, JVMTI_EVENT_COMPILED_METHOD_LOAD);
   }
@@ -674,9 +689,8 @@ static void do_stop(void) {
   // handlers are short; never wait forever on one (a stuck one would be a bug, not a reason to hang the JVM's attach listener)
   for (int i = 0; i < 20000 && atomic_load(&g_in_handler) > 0; i++) usleep(100);
   if (g_code_events) {
-    set_code_events(JVMTI_DISABLE);
     pthread_mutex_lock(&g_code_lock);
-    g_code_on = 0; // an event already inside a callback is dropped, not queued after the end mark
+    g_code_on = 0; // the events stay enabled (see above); one already inside a callback is dropped, not queued after the end mark
     pthread_mutex_unlock(&g_code_lock);
   }
   pthread_mutex_lock(&g_lock);
