@@ -168,3 +168,20 @@ test('the same method interpreted and compiled is two frames of the flame graph'
   };
   assert.equal(fromProfileResult(twice).frames.length, 2);
 });
+
+test('frame colours and tooltip labels tell Java frame types apart; C2 and unknown-tier code share the JIT colour', async () => {
+  const { colorClass, frameColor, frameLabel, LEGEND } = await import('../../webview/flamegraph/colors');
+  assert.deepEqual(
+    (['interpreted', 'c1', 'c2', 'compiled', 'inlined'] as const).map((t) => colorClass('jit', t)),
+    ['interpreted', 'c1', 'jit', 'jit', 'inlined'],
+  );
+  assert.equal(colorClass('jit'), 'jit', 'a perf-map JIT frame without a type');
+  const hue = (c: string) => Number(/hsl\(([\d.]+)/.exec(c)![1]);
+  const c1 = hue(frameColor('jit', 'Work.run', false, 'c1'));
+  const c2 = hue(frameColor('jit', 'Work.run', false, 'c2'));
+  const inl = hue(frameColor('jit', 'Work.run', false, 'inlined'));
+  assert.ok(new Set([c1, c2, inl]).size === 3, 'the same method gets a different colour per type');
+  assert.equal(frameLabel({ kind: 'jit', javaType: 'inlined' }), 'Java, inlined into its caller');
+  assert.equal(frameLabel({ kind: 'kernel' }), 'kernel');
+  assert.deepEqual(LEGEND.map(([, c]) => c), ['native', 'kernel', 'jit', 'c1', 'inlined', 'interpreted'], 'every colour class has a legend entry');
+});

@@ -49,6 +49,17 @@ const sessions: AnySessionFile[] = [
   ),
   makeSession('profile', 'CPU: pid 9 (app)', { profile: { ...fromFolded('main;work;hot 30\nmain;idle 10\n', 'app'), frequency: 99, lost: 1 }, warnings: ['no -XX:+PreserveFramePointer'] }, t0, t1),
 ];
+// A Java agent profile: frame types (javaType) are part of the saved profile.
+const javaSession = makeSession('profile', 'CPU: pid 10 (java)', { profile: { ...fromFolded('Work.main_[0];Work.run_[1];Work.hot_[j];Work.step_[i] 5\n', 'java'), frequency: 99 }, warnings: [] }, t0, t1);
+
+test('a profile session keeps Java frame types, and refuses a type it does not know', () => {
+  const back = readSession(writeSession(javaSession), 'x.ebpf-session.json') as typeof javaSession;
+  assert.deepEqual(back, JSON.parse(JSON.stringify(javaSession)));
+  assert.deepEqual(back.data.profile.frames.map((f) => f.javaType ?? '-'), ['-', 'c1', '-', 'inlined']);
+  const bad = JSON.parse(writeSession(javaSession));
+  bad.data.profile.frames[1].javaType = 'c3';
+  assert.throws(() => readSession(JSON.stringify(bad), 'x.ebpf-session.json'), /javaType must be one of interpreted, c1, c2, compiled, inlined/);
+});
 
 for (const s of sessions) {
   test(`${s.tracer}: a session file round trips unchanged and replays into its view`, () => {
