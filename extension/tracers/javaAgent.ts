@@ -42,7 +42,7 @@
 // later profiles: agent.c says why). The next profile sends `start` to the same loaded copy.
 //
 // Java frame types (interpreted, C1, C2, inlined) come from the agent's code-cache records and
-// `jcmd Compiler.codelist`, asked at the end of the profile (./javaFrameTypes.ts).
+// `jcmd Compiler.codelist`, asked at the start and at the end of the profile (./javaFrameTypes.ts).
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';

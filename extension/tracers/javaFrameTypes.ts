@@ -31,8 +31,14 @@
 // (what async-profiler's own stack walker does). We use Compiler.codelist: it is a documented,
 // supported command we already speak through the attach socket (extension/jvm/attach.ts), it needs
 // no knowledge of HotSpot's struct layouts (which change between releases), and it runs in the
-// helper at the end of the profile, not in the target's signal path. Its limit: an nmethod freed
-// before the end of the profile is not listed, so its frames are 'compiled' (tier unknown).
+// helper at the start (for the live view) and at the end of the profile, not in the target's
+// signal path. Its limit: an nmethod compiled and freed between the two is listed by neither, so
+// its frames are 'compiled' (tier unknown). Live, code compiled since the start shows 'compiled'
+// until the end's codelist names its tier.
+//
+// Live profiles classify each sample when it is joined, with the code cache read so far (the
+// agent writes a sample's code events before the sample; a load HotSpot posts late may still be
+// missing then, and that sample's leaf is inferred like a caller).
 // Levels 1-3 are C1 (tiered: without, with limited, with full profiling), 4 is C2 (or the JVMCI
 // compiler where one is configured), 0 a native wrapper or method-handle intrinsic.
 import type { AgentRecord, CodeEvents, JavaFrameRef, JavaMethod } from './javaAgentDecode';

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { emptyAgentLog, joinStack, parseAgentText } from '../../extension/tracers/javaAgentDecode';
-import { buildCodeCache, classifyFrames, levelType, parseCodelist } from '../../extension/tracers/javaFrameTypes';
+import { buildCodeCache, classesKey, classifyFrames, CodeCache, frameClasses, levelType, parseCodelist, typesOf } from '../../extension/tracers/javaFrameTypes';
 
 const AGENT = [
   'A\t42\t1',
@@ -70,9 +70,9 @@ test('the code cache keeps one nmethod per load, ends it at its unload, and take
   assert.equal(cache.nmethods.length, 5, "main's nmethod reported twice is one");
   assert.equal(log.records[0].pc, 0x5010n);
   assert.equal(cache.byMethod.get(6)![0].unloadNs, 5000n);
-  assert.equal(cache.byMethod.get(2)![0].level, 4);
-  assert.equal(cache.byMethod.get(4)![0].level, 3);
-  assert.equal(cache.byMethod.get(3)!.find((n) => n.addr === 0x7000n)!.level, undefined, 'the codelist has other code at that address');
+  assert.equal(cache.levelOf(cache.byMethod.get(2)![0]), 4);
+  assert.equal(cache.levelOf(cache.byMethod.get(4)![0]), 3);
+  assert.equal(cache.levelOf(cache.byMethod.get(3)!.find((n) => n.addr === 0x7000n)!), undefined, 'the codelist has other code at that address');
   assert.deepEqual(cache.interpreter, [{ addr: 0x1000n, end: 0x2000n }]);
 });
 
@@ -99,6 +99,19 @@ test('no PC: a method without live compiled code is interpreted; of two live nme
 test('a PC in code whose load event came after the sample still counts (the code was running)', () => {
   const { types } = setup();
   assert.deepEqual(types(3), ['c1', 'c1']);
+});
+
+test('a codelist that comes later gives the tier of frames classified before it', () => {
+  const log = emptyAgentLog();
+  parseAgentText(AGENT, log);
+  const cache = new CodeCache(log.methods);
+  cache.take(log.code);
+  assert.equal(log.code.loads.length, 0, 'the events are taken');
+  const classes = frameClasses(log.records[0], log.methods, cache);
+  assert.deepEqual(typesOf(classes, cache), ['inlined', 'compiled', 'inlined', 'compiled']);
+  cache.addCodelist(parseCodelist(CODELIST));
+  assert.deepEqual(typesOf(classes, cache), ['inlined', 'c2', 'inlined', 'c1']);
+  assert.equal(classesKey(classes), `L,n${classes[1] && typeof classes[1] === 'object' ? classes[1].id : '?'},L,n${classes[3] && typeof classes[3] === 'object' ? classes[3].id : '?'}`);
 });
 
 test('native methods and frames that do not fit the PC stay without a type rather than a guess', () => {
