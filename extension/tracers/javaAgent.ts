@@ -38,8 +38,8 @@
 // inside the JVM's /tmp, named by its content hash, owned by the JVM's user, so a container's
 // JVM can open it and the same file is reused); `stop` switches it off: the handler stays
 // installed but records nothing, its thread sleeps, and no signal reaches the JVM any more because
-// the BPF program is gone (its code-cache events stay enabled, for exact inlined leaf frames in
-// later profiles: agent.c says why). The next profile sends `start` to the same loaded copy.
+// the BPF program is gone; its code-cache events are switched off too (agent.c says what that
+// costs in precision). The next profile sends `start` to the same loaded copy.
 //
 // Java frame types (interpreted, C1, C2, inlined) come from the agent's code-cache records and
 // `jcmd Compiler.codelist`, asked at the start and at the end of the profile (./javaFrameTypes.ts).

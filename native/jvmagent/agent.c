@@ -2,8 +2,8 @@
 // Loaded into a running JVM with the attach command `load <abs path> true <options>`; every later
 // `load` of the same file calls Agent_OnAttach again in the same copy (dlopen shares it), which is
 // how the helper starts and stops it. JVMTI agents cannot be unloaded: after `stop` the agent
-// stays, idle (no timer, no signal, its thread asleep; only the code-cache events stay enabled,
-// see "code cache" below for why), and the next profile reuses it.
+// stays, idle (no timer, no signal, no JVMTI event, its thread asleep), and the next profile
+// reuses it.
 //
 // Sampling design (chosen over timers inside the agent): the profiler's BPF cpu-clock program,
 // for a sample of the target process, calls bpf_send_signal_thread(SIGPROF). The signal is taken
@@ -321,16 +321,16 @@ static int drain(JNIEnv *jni) {
 // Events arrive on compiler threads, the ServiceThread (HotSpot defers most CompiledMethodLoad
 // posts to it) or the attach thread (the replay): never in a signal handler, so they may
 // allocate and lock. They are queued here and written to the file by the service thread, which
-// owns the method table; between profiles a callback returns at once.
+// owns the method table. Only while a profile runs: between profiles the events are off.
 //
-// The events stay enabled from the first profile on, unlike everything else the agent does:
-// while CompiledMethodLoad is enabled, HotSpot's compilers record debug info at non-safepoint
-// PCs too (what -XX:+DebugNonSafepoints does), so code compiled after the first profile maps an
-// interrupted PC to the exact inlined method and line, where older code can only name the
-// nearest safepoint's scope (often the caller an inlined leaf was inlined into). The price,
-// paid per compilation and not per sample: slightly larger debug info, and HotSpot building
-// each new nmethod's inline record for us to ignore. Leaving them off between profiles would
-// save that and cost the next profile its precise leaf frames.
+// While CompiledMethodLoad is enabled, HotSpot's compilers also record debug info at
+// non-safepoint PCs (what -XX:+DebugNonSafepoints does), so code compiled during a profile maps
+// an interrupted PC to the exact inlined method and line, where older code can only name the
+// nearest safepoint's scope (often the caller an inlined leaf was inlined into). Keeping the
+// events on after Stop would give later profiles that precision for code compiled in between,
+// at a cost per compilation for the rest of the JVM's life; a stopped agent costs nothing
+// instead (issue 14: "no further cost"). Users who want exact inlined leaves from the start run
+// the JVM with -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints.
 
 typedef struct code_event {
   char type; // 'L' nmethod loaded, 'U' freed, 'D' other generated code (interpreter, stubs)
@@ -349,7 +349,7 @@ typedef struct code_event {
 static pthread_mutex_t g_code_lock = PTHREAD_MUTEX_INITIALIZER;
 static code_event *g_code_head, **g_code_tail = &g_code_head;
 static _Atomic int g_code_on; // set under g_code_lock: queue events (a profile runs); read alone to skip work
-static int g_code_enabled;     // the JVMTI events are on (from the first profile on)
+static int g_code_enabled;     // the JVMTI events are on (while a profile runs)
 
 static void push_code_event(code_event *e) {
   pthread_mutex_lock(&g_code_lock);
@@ -671,7 +671,7 @@ static int do_start(const char *out, int depth) {
     pthread_mutex_lock(&g_code_lock);
     g_code_on = 1;
     pthread_mutex_unlock(&g_code_lock);
-    if (!g_code_enabled) set_code_events(JVMTI_ENABLE);
+    set_code_events(JVMTI_ENABLE);
     g_code_enabled = 1;
     (*g_jvmti)->GenerateEvents(g_jvmti, JVMTI_EVENT_DYNAMIC_CODE_GENERATED);
     (*g_jvmti)->GenerateEvents(g_jvmti, JVMTI_EVENT_COMPILED_METHOD_LOAD);
@@ -690,8 +690,10 @@ static void do_stop(void) {
   for (int i = 0; i < 20000 && atomic_load(&g_in_handler) > 0; i++) usleep(100);
   if (g_code_events) {
     pthread_mutex_lock(&g_code_lock);
-    g_code_on = 0; // the events stay enabled (see above); one already inside a callback is dropped, not queued after the end mark
+    g_code_on = 0; // one already inside a callback is dropped, not queued after the end mark
     pthread_mutex_unlock(&g_code_lock);
+    if (g_code_enabled) set_code_events(JVMTI_DISABLE); // a stopped agent costs nothing, per compilation either
+    g_code_enabled = 0;
   }
   pthread_mutex_lock(&g_lock);
   if (g_out) {

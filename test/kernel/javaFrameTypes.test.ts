@@ -4,7 +4,9 @@
 // interpreted frames; under -XX:TieredStopAtLevel=1 C1 frames and no C2. Each JVM is profiled
 // once its code is in the state the case is about, which the test learns from the JVM itself
 // (jcmd Compiler.codelist), not from a clock. The fixture's work starts after a first profile
-// has loaded the agent, so its code is compiled with the agent present (see startJvm).
+// has loaded the agent (see startJvm); the C2 case runs with -XX:+DebugNonSafepoints, so an
+// inlined leaf is named exactly (a stopped agent leaves HotSpot's code-cache events off, and
+// without them or the flag an interrupted PC maps only to the nearest safepoint's scope).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -41,8 +43,8 @@ let gates = 0;
 
 /**
  * Starts the fixture held at its gate, loads the agent with a short profile, then opens the
- * gate: the fixture's code is all compiled while the agent is loaded, as in a JVM profiled
- * before (agent.c: such code maps every PC to its exact inlined method).
+ * gate: the fixture's code is all compiled after the agent was loaded and stopped, as in a JVM
+ * profiled before.
  */
 async function startJvm(flags: string[]): Promise<ChildProcess> {
   const gate = path.join(work, `gate-${++gates}`);
@@ -115,7 +117,7 @@ function inlinedRunsEndCompiled(r: ProfileResult): void {
 
 describe('Java frame types through the agent (kernel)', { skip }, () => {
   test('C2-compiled code: C2 frames, and the small callees inlined into them', async (t) => {
-    const jvm = await startJvm([]);
+    const jvm = await startJvm(['-XX:+UnlockDiagnosticVMOptions', '-XX:+DebugNonSafepoints']);
     // main's loop in C2 code (OSR) with run, hot and step inlined into it, and hot's own C2 code
     await waitForCode(jvm.pid!, [{ method: 'FrameTypes.hot', levels: [4] }, { method: 'FrameTypes.main', levels: [4] }]);
     const { result, stderr } = profile(jvm.pid!);
