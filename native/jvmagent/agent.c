@@ -591,6 +591,20 @@ static void prepare_loaded_classes(JNIEnv *jni) {
   (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)classes);
 }
 
+// Whether SIGPROF's handler belongs to another copy of this agent: an older build, loaded by an
+// earlier version of the extension into this long-running JVM (copies are named by content hash,
+// so a new build is a new copy). That copy is idle (only its own `start` makes it record) and
+// cannot be unloaded; the new copy takes SIGPROF over from it rather than refuse the JVM for the
+// rest of its life.
+static int handler_is_older_agent(const struct sigaction *old) {
+  void *h = (old->sa_flags & SA_SIGINFO) ? (void *)old->sa_sigaction : (void *)old->sa_handler;
+  Dl_info info;
+  if (!dladdr(h, &info) || !info.dli_fname) return 0;
+  const char *base = strrchr(info.dli_fname, '/');
+  base = base ? base + 1 : info.dli_fname;
+  return h != (void *)on_sigprof && strncmp(base, "ebpf-studio-jvmagent-", strlen("ebpf-studio-jvmagent-")) == 0;
+}
+
 static int initialize(JavaVM *vm, JNIEnv *jni) {
   g_vm = vm;
   g_agct = (agct_fn)dlsym(RTLD_DEFAULT, "AsyncGetCallTrace");
@@ -601,7 +615,8 @@ static int initialize(JavaVM *vm, JNIEnv *jni) {
   if (!g_agct) return 100;
   if (!find_thread_key(jni)) return 106;
   struct sigaction old;
-  if (sigaction(SIGPROF, NULL, &old) == 0 && (old.sa_flags & SA_SIGINFO ? old.sa_sigaction != NULL : (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)))
+  if (sigaction(SIGPROF, NULL, &old) == 0 && (old.sa_flags & SA_SIGINFO ? old.sa_sigaction != NULL : (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)) &&
+      !handler_is_older_agent(&old))
     return 101; // another profiler (async-profiler, a JFR-less tool) owns SIGPROF: do not steal it
   if ((*vm)->GetEnv(vm, (void **)&g_jvmti, JVMTI_VERSION_1_2) != JNI_OK || !g_jvmti) return 102;
   g_slots = calloc(SLOTS, sizeof(slot_t));

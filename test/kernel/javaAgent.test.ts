@@ -14,7 +14,8 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ProfileResult, ProfileStack } from '../../extension/shared/profile';
 import { distDir, kernelSkipReason, repoRoot, runCli, sleep } from '../helpers';
-import { checkJvmHasAgct } from '../../extension/tracers/javaAgent';
+import { checkJvmHasAgct, placeAgent } from '../../extension/tracers/javaAgent';
+import { attachCommand } from '../../extension/jvm/attach';
 import { profileTracer } from '../../extension/tracers/profile';
 import { cliEnv } from '../../extension/cli/env';
 
@@ -241,6 +242,27 @@ describe('profile --java agent (kernel)', { skip }, () => {
       }
     });
     assert.equal(threads.length, 1, 'one agent thread, reused by every profile');
+    jvm.kill('SIGKILL');
+    cleanup(jvm.pid);
+  });
+
+  test('an older build of the agent already loaded (by an earlier version of the extension): the new build takes SIGPROF over and profiles', async (t) => {
+    const { jvm } = startJvm(['60']);
+    await sleep(1500);
+    // Another build is another copy (named by content hash): the same library with other bytes.
+    const older = path.join(work, 'older-build.so');
+    fs.writeFileSync(older, Buffer.concat([fs.readFileSync(AGENT), Buffer.from('\nan older build\n')]));
+    const olderInJvm = placeAgent(jvm.pid!, older, { uid: 0, gid: 0 });
+    const probe = await attachCommand(jvm.pid!, 'load', [olderInJvm, 'true', 'probe'], { timeoutMs: 20_000 });
+    assert.match(probe, /return code: 0/, `the older copy loaded and installed its SIGPROF handler: ${probe}`);
+    const r = runCli(['profile', '--pid', String(jvm.pid), '--java', 'agent', '--frequency', '299', '--duration', '3', '--json', '--verbose'], { timeoutMs: 60_000 });
+    assert.equal(r.code, 0, r.stderr);
+    const result = JSON.parse(r.stdout) as ProfileResult;
+    const heavy = samplesWith(result, /^AgentSplit\.heavy$/);
+    const copies = new Set(fs.readFileSync(`/proc/${jvm.pid}/maps`, 'utf8').match(/ebpf-studio-jvmagent-[0-9a-f]+\.so/g));
+    t.diagnostic(`${copies.size} agent copies mapped; ${heavy} of ${result.samples} samples in AgentSplit.heavy`);
+    assert.equal(copies.size, 2, 'both builds are in the JVM (neither can be unloaded)');
+    assert.ok(heavy > 0, `Java frames from the new build: ${r.stderr.slice(-1500)}`);
     jvm.kill('SIGKILL');
     cleanup(jvm.pid);
   });
