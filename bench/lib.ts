@@ -146,6 +146,8 @@ export interface Attached {
   /** ms from spawn to the "attached" signal */
   attachMs: number;
   stop(): Promise<void>;
+  /** the last 64 KiB the process printed (stdout and stderr) */
+  output(): string;
 }
 
 function startUntil(cmd: string, args: string[], stream: 'stdout' | 'stderr', ready: RegExp, timeoutMs = 60_000): Promise<Attached> {
@@ -181,7 +183,7 @@ function startUntil(cmd: string, args: string[], stream: 'stdout' | 'stderr', re
       if (!attached && from === stream && ready.test(text)) {
         attached = true;
         clearTimeout(timer);
-        resolve({ child, attachMs: performance.now() - t0, stop });
+        resolve({ child, attachMs: performance.now() - t0, stop, output: () => text });
       }
     };
     child.stdout!.on('data', onData('stdout'));

@@ -513,6 +513,7 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
       advance(true);
       if (firstJavaTs !== undefined) env.log(`profile: Java agent: first Java sample ${Number((firstJavaTs - t0ns) / 1000n) / 1000} ms after the attach request`);
       env.log(`profile: Java agent: ${n.bpf} BPF samples, ${n.agent} agent records, ${n.joined} joined`);
+      if (log.signals) env.log(`profile: Java agent: ${log.signals} signals handled in the JVM, ${(log.handlerNs / log.signals / 1000).toFixed(1)} µs each (the AsyncGetCallTrace walk included)`);
       const tally: Record<string, number> = {};
       for (const j of joined.values()) {
         if (!j.record || !j.classes) continue;

@@ -106,13 +106,15 @@ export interface AgentLog {
   /** samples the agent's ring had no room for */
   dropped: number;
   signals: number;
+  /** wall time the JVM's threads spent in the agent's signal handler (E record; 0 from older agents) */
+  handlerNs: number;
   /** the latest T line: no record stamped before it is still to come (undefined before the first) */
   watermarkNs?: bigint;
   code: CodeEvents;
 }
 
 export function emptyAgentLog(): AgentLog {
-  return { methods: new Map(), records: [], ended: false, dropped: 0, signals: 0, code: { loads: [], unloads: [], dynamic: [] } };
+  return { methods: new Map(), records: [], ended: false, dropped: 0, signals: 0, handlerNs: 0, code: { loads: [], unloads: [], dynamic: [] } };
 }
 
 const hex = (t: string | undefined) => BigInt(`0x${t && /^[0-9a-f]+$/i.test(t) ? t : '0'}`);
@@ -178,6 +180,7 @@ export function parseAgentText(text: string, log: AgentLog): string {
         log.ended = true;
         log.dropped = Number(f[1]) || 0;
         log.signals = Number(f[2]) || 0;
+        log.handlerNs = Number(f[3]) || 0;
         break;
       default:
         break; // unknown record: a newer agent; skip

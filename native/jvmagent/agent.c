@@ -90,6 +90,9 @@ static _Atomic int g_in_handler;    // handlers running now (stop waits for zero
 static _Atomic unsigned g_next;     // slot cursor
 static _Atomic uint64_t g_dropped;  // ring full
 static _Atomic uint64_t g_signals;
+// Wall time spent in the handler, summed: what each sample costs the sampled thread in the JVM
+// (the AsyncGetCallTrace walk included), reported at the end (E record) for the overhead figures.
+static _Atomic uint64_t g_handler_ns;
 static int g_depth = 128;
 static int g_initialized;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; // service thread vs start/stop
@@ -159,6 +162,7 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
   if (!atomic_load_explicit(&g_active, memory_order_acquire)) return;
   atomic_fetch_add(&g_in_handler, 1);
   int saved_errno = errno;
+  int64_t entered = now_ns();
   atomic_fetch_add_explicit(&g_signals, 1, memory_order_relaxed);
   slot_t *s = NULL;
   for (int tries = 0; tries < 8 && !s; tries++) {
@@ -182,6 +186,7 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
     s->ts = now_ns();
     atomic_store_explicit(&s->state, SLOT_READY, memory_order_release);
   }
+  atomic_fetch_add_explicit(&g_handler_ns, (uint64_t)(now_ns() - entered), memory_order_relaxed);
   errno = saved_errno;
   atomic_fetch_sub(&g_in_handler, 1);
 }
@@ -543,7 +548,7 @@ static void *service_thread(void *arg) {
       // one last pass empties the code queue and the ring
       drain_code(jni);
       drain(jni);
-      fprintf(g_out, "E\t%llu\t%llu\n", (unsigned long long)atomic_load(&g_dropped), (unsigned long long)atomic_load(&g_signals));
+      fprintf(g_out, "E\t%llu\t%llu\t%llu\n", (unsigned long long)atomic_load(&g_dropped), (unsigned long long)atomic_load(&g_signals), (unsigned long long)atomic_load(&g_handler_ns));
       fclose(g_out);
       g_out = NULL;
       g_stop_wanted = 0;
@@ -693,6 +698,7 @@ static int do_start(const char *out, int depth) {
   }
   atomic_store(&g_dropped, 0);
   atomic_store(&g_signals, 0);
+  atomic_store(&g_handler_ns, 0);
   atomic_store_explicit(&g_active, 1, memory_order_release);
   pthread_cond_broadcast(&g_cond);
   pthread_mutex_unlock(&g_lock);

@@ -21,7 +21,7 @@ const AGENT_TEXT = [
   'S\t7\t2000\t2\t1:5:14\t2:3:21',
   'S\t8\t2100\t-2',
   'S\t7\t3000\t2\t3:-3:-1\t2:3:21',
-  'E\t0\t3',
+  'E\t0\t3\t4500',
   'S\t9\t40', // partial line: kept as the tail
 ].join('\n');
 
@@ -37,6 +37,7 @@ test('parseAgentText reads methods, samples, failure codes and the end mark, kee
   assert.equal(log.records[1].code, -2);
   assert.equal(log.ended, true);
   assert.equal(log.signals, 3);
+  assert.equal(log.handlerNs, 4500);
 });
 
 test('decodeJavaSample mirrors struct profile_java_sample (24 bytes)', () => {
