@@ -83,8 +83,8 @@ export async function benchJavaAgent(ctx: BenchContext): Promise<Row[]> {
         target: null,
         better: 'lower',
         peer: { name: 'perf map + frame pointers', value: perfmap },
-        limit: `a cross-check without a verdict: 95 % interval of the median round ratio ${interval(r.plainOff, r.agent)} (perf map path: ${interval(r.fpOff, r.perfmap)}), wider than the 1 % target on this shared VM; per sample: the kernel stack walk and a 16 KiB user-stack copy in BPF, one signal, one AsyncGetCallTrace walk in the JVM`,
-        detail: `JIT-heavy JVM without -XX:+PreserveFramePointer, ${rounds} interleaved rounds of ${seconds} s, profiler attached for its rounds only (each measured from 1 s after the profile started)${pin ? ', JVM on CPU 1 and profiler on CPU 0' : ''}; ${detail(r.plainOff, r.agent)}`,
+        limit: 'per sample: the kernel stack walk and a 16 KiB user-stack copy in BPF, one signal, one AsyncGetCallTrace walk in the JVM',
+        detail: `a cross-check without a verdict: 95 % interval of the median round ratio ${interval(r.plainOff, r.agent)} (perf map path: ${interval(r.fpOff, r.perfmap)}), wider than the 1 % target on this shared VM; JIT-heavy JVM without -XX:+PreserveFramePointer, ${rounds} interleaved rounds of ${seconds} s, profiler attached for its rounds only (each measured from 1 s after the profile started)${pin ? ', JVM on CPU 1 and profiler on CPU 0' : ''}; ${detail(r.plainOff, r.agent)}`,
       },
       {
         name: 'java profile overhead, perf map + frame pointers (99 Hz, unprofiled / profiled throughput)',
