@@ -1,6 +1,7 @@
 // Shared by test files: paths, the CLI runner, and root/BPF checks that turn into skip reasons.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 
@@ -95,4 +96,29 @@ export async function waitFor(cond: () => boolean, timeoutMs: number, stepMs = 5
     await sleep(stepMs);
   }
   return cond();
+}
+
+/** A fresh temporary folder with test/fixtures/java/<source> compiled into its classes/ folder (JDK 17 by default). */
+export function compileJavaFixture(prefix: string, source: string, jdk = '/usr/lib/jvm/java-17-openjdk-amd64'): { work: string; classes: string } {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const classes = path.join(work, 'classes');
+  const jc = spawnSync(`${jdk}/bin/javac`, ['-d', classes, path.join(repoRoot, 'test/fixtures/java', source)], { encoding: 'utf8' });
+  if (jc.status !== 0) throw new Error(`javac ${source} failed: ${jc.stderr}`);
+  return { work, classes };
+}
+
+/** Kills the JVMs a test started and removes its folder. */
+export function removeJavaFixture(children: ChildProcess[], work: string): void {
+  for (const c of children) c.kill('SIGKILL');
+  if (work) fs.rmSync(work, { recursive: true, force: true });
+}
+
+/** Why the Java agent's kernel tests cannot run here (no BPF, no JDK 17, or the agent not built), or undefined. */
+export function javaAgentSkipReason(jdk = '/usr/lib/jvm/java-17-openjdk-amd64'): string | undefined {
+  const agent = path.join(distDir, 'libebpf-studio-jvmagent.so');
+  return (
+    kernelSkipReason() ??
+    (!fs.existsSync(`${jdk}/bin/javac`) ? `no JDK 17 at ${jdk} (apt-get install openjdk-17-jdk-headless)` : undefined) ??
+    (!fs.existsSync(agent) ? `the JVM agent is not built (${agent}): run npm run build with a JDK installed` : undefined)
+  );
 }

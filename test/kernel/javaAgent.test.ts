@@ -8,12 +8,11 @@
 // start and end all the time, and keep computing right.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { ProfileResult, ProfileStack } from '../../extension/shared/profile';
-import { distDir, kernelSkipReason, repoRoot, runCli, sleep } from '../helpers';
+import { compileJavaFixture, distDir, javaAgentSkipReason, removeJavaFixture, runCli, sleep } from '../helpers';
 import { checkJvmHasAgct, placeAgent } from '../../extension/tracers/javaAgent';
 import { attachCommand } from '../../extension/jvm/attach';
 import { profileTracer } from '../../extension/tracers/profile';
@@ -30,10 +29,7 @@ const JDKS = [
   { name: 'Temurin 25', home: '/usr/lib/jvm/temurin-25-jdk-amd64', zlib: /\/libzip\.so$/ },
 ];
 const AGENT = path.join(distDir, 'libebpf-studio-jvmagent.so');
-const skip =
-  kernelSkipReason() ??
-  (!fs.existsSync(`${JDK}/bin/javac`) ? `no JDK 17 at ${JDK} (apt-get install openjdk-17-jdk-headless)` : undefined) ??
-  (!fs.existsSync(AGENT) ? `the JVM agent is not built (${AGENT}): run npm run build with a JDK installed` : undefined);
+const skip = javaAgentSkipReason(JDK);
 const children: ChildProcess[] = [];
 let work = '';
 let classes = '';
@@ -56,17 +52,10 @@ function cleanup(pid: number | undefined) {
 }
 
 before(() => {
-  if (skip) return;
-  work = fs.mkdtempSync(path.join(os.tmpdir(), 'java-agent-test-'));
-  classes = path.join(work, 'classes');
-  const jc = spawnSync(`${JDK}/bin/javac`, ['-d', classes, path.join(repoRoot, 'test/fixtures/java/AgentSplit.java')], { encoding: 'utf8' });
-  assert.equal(jc.status, 0, jc.stderr);
+  if (!skip) ({ work, classes } = compileJavaFixture('java-agent-test-', 'AgentSplit.java'));
 });
 
-after(() => {
-  for (const c of children) c.kill('SIGKILL');
-  if (work) fs.rmSync(work, { recursive: true, force: true });
-});
+after(() => removeJavaFixture(children, work));
 
 describe('profile --java agent (kernel)', { skip }, () => {
   for (const jdk of JDKS) {

@@ -11,33 +11,21 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { JavaFrameType, ProfileFrame, ProfileResult } from '../../extension/shared/profile';
-import { distDir, kernelSkipReason, repoRoot, runCli, sleep } from '../helpers';
+import { compileJavaFixture, javaAgentSkipReason, removeJavaFixture, runCli, sleep } from '../helpers';
 
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
-const AGENT = path.join(distDir, 'libebpf-studio-jvmagent.so');
-const skip =
-  kernelSkipReason() ??
-  (!fs.existsSync(`${JDK}/bin/javac`) ? `no JDK 17 at ${JDK} (apt-get install openjdk-17-jdk-headless)` : undefined) ??
-  (!fs.existsSync(AGENT) ? `the JVM agent is not built (${AGENT}): run npm run build with a JDK installed` : undefined);
+const skip = javaAgentSkipReason(JDK);
 const children: ChildProcess[] = [];
 let work = '';
 let classes = '';
 
 before(() => {
-  if (skip) return;
-  work = fs.mkdtempSync(path.join(os.tmpdir(), 'java-frame-types-'));
-  classes = path.join(work, 'classes');
-  const jc = spawnSync(`${JDK}/bin/javac`, ['-d', classes, path.join(repoRoot, 'test/fixtures/java/FrameTypes.java')], { encoding: 'utf8' });
-  assert.equal(jc.status, 0, jc.stderr);
+  if (!skip) ({ work, classes } = compileJavaFixture('java-frame-types-', 'FrameTypes.java'));
 });
 
-after(() => {
-  for (const c of children) c.kill('SIGKILL');
-  if (work) fs.rmSync(work, { recursive: true, force: true });
-});
+after(() => removeJavaFixture(children, work));
 
 let gates = 0;
 
