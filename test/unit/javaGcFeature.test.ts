@@ -3,21 +3,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fakeContext, installVscodeMock, recorded } from '../mocks/vscode';
-import type { ProcessInfo } from '../../extension/shared/protocol';
+import { fakeJvm as jvm, listingHelper } from '../mocks/jvms';
 
 const vscode = installVscodeMock();
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const feature = require('../../extension/features/javaGc') as typeof import('../../extension/features/javaGc');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { setHelper } = require('../../extension/helperClient') as typeof import('../../extension/helperClient');
-
-function jvm(pid: number, usdt: boolean): ProcessInfo {
-  const home = usdt ? '/usr/lib/jvm/java-17-openjdk-amd64' : '/opt/vendor-jdk';
-  return {
-    pid, ppid: 1, user: 'alice', uid: 1000, comm: 'java', cmdline: ['java', '-jar', 'app.jar'], kernelThread: false,
-    jvm: { libjvm: `${home}/lib/server/libjvm.so`, usdt, main: 'app.jar', javaHome: home, preserveFramePointer: false },
-  };
-}
 
 test('quick pick items: pid, main, user, JDK; no-USDT JVM marked with the reason; all and enter-a-pid', () => {
   const items = feature.jvmItems([jvm(100, true), jvm(200, false)]);
@@ -36,13 +28,7 @@ test('quick pick items: pid, main, user, JDK; no-USDT JVM marked with the reason
 
 test('picking the JVM without USDT shows the reason as an error and starts nothing', async () => {
   const calls: string[] = [];
-  setHelper({
-    request: async (type: { method: string }) => {
-      calls.push(type.method);
-      if (type.method === 'listProcesses') return [jvm(100, true), jvm(200, false)];
-      throw new Error(`unexpected ${type.method}`);
-    },
-  } as never);
+  setHelper(listingHelper([jvm(100, true), jvm(200, false)], calls));
   feature.activate(fakeContext('/tmp') as never);
   vscode.window.showQuickPick = (async (items: { refuse?: string }[]) => items.find((i) => i.refuse)) as never;
   const before = recorded.errors.length;

@@ -7,21 +7,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fakeContext, installVscodeMock, recorded } from '../mocks/vscode';
-import type { ProcessInfo } from '../../extension/shared/protocol';
+import { fakeJvm as jvm, listingHelper } from '../mocks/jvms';
 
 const vscode = installVscodeMock();
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const feature = require('../../extension/features/jvmTimeline') as typeof import('../../extension/features/jvmTimeline');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { setHelper } = require('../../extension/helperClient') as typeof import('../../extension/helperClient');
-
-function jvm(pid: number, usdt: boolean): ProcessInfo {
-  const home = usdt ? '/usr/lib/jvm/java-17-openjdk-amd64' : '/opt/vendor-jdk';
-  return {
-    pid, ppid: 1, user: 'alice', uid: 1000, comm: 'java', cmdline: ['java', '-jar', 'app.jar'], kernelThread: false,
-    jvm: { libjvm: `${home}/lib/server/libjvm.so`, usdt, main: 'app.jar', javaHome: home, preserveFramePointer: false },
-  };
-}
 
 test('quick pick: JVMs with USDT, one without marked with the reason, enter a pid, open a saved session', () => {
   const items = feature.timelineItems([jvm(100, true), jvm(200, false), { ...jvm(300, true), jvm: undefined }]);
@@ -37,13 +29,7 @@ test('quick pick: JVMs with USDT, one without marked with the reason, enter a pi
 
 test('picking the JVM without USDT shows the reason and starts nothing; a bad session file names the file and the cause', async () => {
   const calls: string[] = [];
-  setHelper({
-    request: async (type: { method: string }) => {
-      calls.push(type.method);
-      if (type.method === 'listProcesses') return [jvm(100, true), jvm(200, false)];
-      throw new Error(`unexpected ${type.method}`);
-    },
-  } as never);
+  setHelper(listingHelper([jvm(100, true), jvm(200, false)], calls));
   feature.activate(fakeContext('/tmp') as never);
   vscode.window.showQuickPick = (async (items: { refuse?: string }[]) => items.find((i) => i.refuse)) as never;
   let before = recorded.errors.length;
