@@ -67,15 +67,20 @@ export interface JvmStack {
   frames: ProfileFrame[];
 }
 
-export interface JvmUpdate {
-  startNs: number;
-  nowNs: number;
+/** What a live update (what is new since the last one) and the final result both carry. */
+interface JvmEvents {
   gc: JavaGcEvent[];
   safepoints: JavaSafepoint[];
   safepointsAvailable: boolean;
   safepointsReason?: string;
   runq: JvmRunqSlice[];
   cpu: JvmCpuSlice[];
+  stacks: JvmStack[];
+}
+
+export interface JvmUpdate extends JvmEvents {
+  startNs: number;
+  nowNs: number;
   /** stacks first seen since the previous update, in index order (index = position in the session's list) */
   stacks: JvmStack[];
   /** threads first seen or renamed since the previous update */
@@ -85,7 +90,7 @@ export interface JvmUpdate {
   warnings?: string[];
 }
 
-export interface JvmResult {
+export interface JvmResult extends JvmEvents {
   tracer: 'jvm';
   pid: number;
   frequency: number;
@@ -93,13 +98,6 @@ export interface JvmResult {
   startNs: number;
   endNs: number;
   threads: JvmThread[];
-  gc: JavaGcEvent[];
-  safepoints: JavaSafepoint[];
-  safepointsAvailable: boolean;
-  safepointsReason?: string;
-  runq: JvmRunqSlice[];
-  cpu: JvmCpuSlice[];
-  stacks: JvmStack[];
   /** GC events, safepoints and CPU samples the kernel could not keep */
   lost: number;
   /** run-queue waits dropped (a kernel map full) */
