@@ -122,3 +122,15 @@ export function javaAgentSkipReason(jdk = '/usr/lib/jvm/java-17-openjdk-amd64'):
     (!fs.existsSync(agent) ? `the JVM agent is not built (${agent}): run npm run build with a JDK installed` : undefined)
   );
 }
+
+/** Line numbers (1-based) of the markers in a fixture source: `re`'s first group, in a comment, names each. */
+export function markerLines(src: string, re: RegExp): Map<string, number> {
+  const m = new Map<string, number>();
+  fs.readFileSync(src, 'utf8')
+    .split('\n')
+    .forEach((l, i) => {
+      const hit = re.exec(l);
+      if (hit) m.set(hit[1], i + 1);
+    });
+  return m;
+}

@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { MemleakResult, MemleakStack } from '../../extension/shared/memleak';
+import { markerLines } from '../helpers';
 
 const root = process.env.EBPF_STUDIO_ROOT ?? path.resolve(__dirname, '..', '..');
 const cli = path.join(root, 'dist', 'cli.js');
@@ -43,16 +44,7 @@ function build(src: string): string {
 }
 
 /** Line numbers of the markers ("LEAK-MALLOC", ...) in a fixture source. */
-function markers(src: string): Map<string, number> {
-  const m = new Map<string, number>();
-  fs.readFileSync(src, 'utf8')
-    .split('\n')
-    .forEach((l, i) => {
-      const hit = /(?:\/\*|\/\/) ((?:LEAK|FREED|REALLOC)[-A-Z0-9]*)/.exec(l);
-      if (hit) m.set(hit[1], i + 1);
-    });
-  return m;
-}
+const markers = (src: string) => markerLines(src, /(?:\/\*|\/\/) ((?:LEAK|FREED|REALLOC)[-A-Z0-9]*)/);
 
 function sitesIn(r: MemleakResult, src: string): Map<number, MemleakStack> {
   const out = new Map<number, MemleakStack>();

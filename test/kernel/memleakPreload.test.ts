@@ -17,7 +17,7 @@ import type { MemleakResult, MemleakStack } from '../../extension/shared/memleak
 import { spawn } from 'node:child_process';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import * as proto from '../../extension/shared/protocol';
-import { cliJs, distDir, helperJs, kernelSkipReason, repoRoot, runCli } from '../helpers';
+import { cliJs, distDir, helperJs, kernelSkipReason, repoRoot, markerLines, runCli } from '../helpers';
 
 const fx = (f: string) => path.join(repoRoot, 'test/fixtures', f);
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'memleak-preload-test-'));
@@ -48,16 +48,7 @@ function cc(src: string, out: string, flags: string[], libs: string[] = []): str
 const debugBuild = (src: string, out: string, libs: string[] = []) => cc(fx(src), out, ['-g', '-O0', '-fno-omit-frame-pointer'], libs);
 
 /** Line numbers of the markers (LEAK-..., FREED-..., ...) in a fixture source. */
-function markers(src: string): Map<string, number> {
-  const m = new Map<string, number>();
-  fs.readFileSync(src, 'utf8')
-    .split('\n')
-    .forEach((l, i) => {
-      const hit = /(?:\/\*|\/\/) ([A-Z][-A-Z0-9]+)/.exec(l);
-      if (hit) m.set(hit[1], i + 1);
-    });
-  return m;
-}
+const markers = (src: string) => markerLines(src, /(?:\/\*|\/\/) ([A-Z][-A-Z0-9]+)/);
 
 /** Stacks whose first frame (the allocating line) is in `src`, by line. */
 function sitesIn(r: MemleakResult, src: string): Map<number, MemleakStack> {
