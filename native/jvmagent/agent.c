@@ -585,6 +585,11 @@ static void JNICALL on_class_prepare(jvmtiEnv *jvmti, JNIEnv *jni, jthread threa
   prepare_class(jvmti, cls);
 }
 
+static void set_class_events(jvmtiEventMode mode) {
+  (*g_jvmti)->SetEventNotificationMode(g_jvmti, mode, JVMTI_EVENT_CLASS_LOAD, NULL);
+  (*g_jvmti)->SetEventNotificationMode(g_jvmti, mode, JVMTI_EVENT_CLASS_PREPARE, NULL);
+}
+
 static void prepare_loaded_classes(JNIEnv *jni) {
   jint n = 0;
   jclass *classes = NULL;
@@ -643,9 +648,7 @@ static int initialize(JavaVM *vm, JNIEnv *jni) {
   cb.CompiledMethodUnload = on_compiled_method_unload;
   cb.DynamicCodeGenerated = on_dynamic_code;
   (*g_jvmti)->SetEventCallbacks(g_jvmti, &cb, sizeof(cb));
-  (*g_jvmti)->SetEventNotificationMode(g_jvmti, JVMTI_ENABLE, JVMTI_EVENT_CLASS_LOAD, NULL);
-  (*g_jvmti)->SetEventNotificationMode(g_jvmti, JVMTI_ENABLE, JVMTI_EVENT_CLASS_PREPARE, NULL);
-  prepare_loaded_classes(jni);
+  (void)jni; // class events and method ids are set up per profile (do_start)
   // The handler stays installed for the life of the JVM: a SIGPROF reaching a thread with no
   // handler would kill the process, and a late BPF signal can still be in flight after stop.
   struct sigaction sa;
@@ -664,7 +667,13 @@ static int initialize(JavaVM *vm, JNIEnv *jni) {
   return 0;
 }
 
-static int do_start(const char *out, int depth) {
+static int do_start(JNIEnv *jni, const char *out, int depth) {
+  // Method ids for every class, then for each one prepared while the profile runs: AGCT names
+  // only methods whose ids exist. Events first, so a class prepared in between is not missed.
+  // Between profiles these events are off (a class load costs nothing extra), and the classes
+  // loaded meanwhile are picked up here: ids that exist already cost a lookup.
+  set_class_events(JVMTI_ENABLE);
+  prepare_loaded_classes(jni);
   pthread_mutex_lock(&g_lock);
   while (g_stop_wanted) pthread_cond_wait(&g_cond, &g_lock);
   if (g_out) { // a profile the helper never stopped (it died): start over in the new file
@@ -716,6 +725,7 @@ static void do_stop(void) {
     if (g_code_enabled) set_code_events(JVMTI_DISABLE); // a stopped agent costs nothing, per compilation either
     g_code_enabled = 0;
   }
+  set_class_events(JVMTI_DISABLE); // nor per class load
   pthread_mutex_lock(&g_lock);
   if (g_out) {
     g_stop_wanted = 1;
@@ -740,14 +750,14 @@ static int handle(JavaVM *vm, const char *options) {
     else return 104;
   }
   if (depth < 1 || depth > MAX_DEPTH || (start && (!out || out[0] != '/')) || (start && stop)) return 104;
+  JNIEnv *jni = NULL;
+  if ((*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK) return 102;
   if (!g_initialized) {
-    JNIEnv *jni = NULL;
-    if ((*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) != JNI_OK) return 102;
     int rc = initialize(vm, jni);
     if (rc) return rc;
   }
   if (stop) do_stop();
-  if (start) return do_start(out, depth);
+  if (start) return do_start(jni, out, depth);
   return 0;
 }
 
