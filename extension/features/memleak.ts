@@ -180,7 +180,7 @@ async function trace(context: vscode.ExtensionContext, options: MemleakOptions, 
       } else refresh();
       if (state === fresh) {
         void recordSession(
-          makeSession('memleak', `Leaks: ${fresh.title}`, { totalBytes: fresh.totalBytes, totalAllocations: fresh.totalAllocations, dropped: fresh.dropped, stacks: viewStacks(), sampleBytes: fresh.sampleBytes }, fresh.startedAt, new Date()),
+          makeSession('memleak', fresh.title, { totalBytes: fresh.totalBytes, totalAllocations: fresh.totalAllocations, dropped: fresh.dropped, stacks: viewStacks(), sampleBytes: fresh.sampleBytes }, fresh.startedAt, new Date()),
           fresh.key,
         );
       }
@@ -295,7 +295,7 @@ export function activate(context: vscode.ExtensionContext): void {
         // a running process cannot be preloaded: the preload setting means uprobes here
         const base = baseOptions();
         const sampleBytes = vscode.workspace.getConfiguration('ebpfStudio.memleak').get<number>('attachSampleBytes', MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES);
-        return await trace(context, { ...base, mode: base.mode === 'preload' ? 'auto' : base.mode, pid, sampleBytes }, `leaks of pid ${pid}`);
+        return await trace(context, { ...base, mode: base.mode === 'preload' ? 'auto' : base.mode, pid, sampleBytes }, `Leaks of pid ${pid}`);
       } catch (e) {
         showError(e);
         return undefined;
@@ -305,7 +305,7 @@ export function activate(context: vscode.ExtensionContext): void {
       try {
         const target = await pickLaunch();
         if (!target) return undefined;
-        return await trace(context, { ...baseOptions(), launch: target.launch }, `leaks of ${target.title}`);
+        return await trace(context, { ...baseOptions(), launch: target.launch }, `Leaks of ${target.title}`);
       } catch (e) {
         showError(e instanceof CommandLineError ? new Error(`${e.message}`) : e);
         return undefined;

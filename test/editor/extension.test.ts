@@ -17,6 +17,7 @@ import { buildUnwindFixture } from '../peers/unwindFixture';
 import { findJdks } from '../../extension/proc/processes';
 import { findTool } from '../../extension/authoring/toolchain';
 import { compareProfilesStep } from './profileDiffStep';
+import { sessionsRestoreStep } from './sessionsRestoreStep';
 import { startSession, step } from './steps';
 
 const manifest = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8'));
@@ -248,11 +249,13 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       const stats = await s.imageStats(png);
       assert.ok(stats.distinctColors > 20 && stats.nonBackground > 0.02, `the screenshot looks blank: ${JSON.stringify(stats)}`);
       t.diagnostic(`"${toast}"; lenses ${lenses.map((l) => `${l.line}: ${l.text}`).join(' | ')}`);
-      await s.runCommandFromPalette('eBPF: Clear Memory Leaks');
-      await s.runCommandFromPalette('View: Close All Editors');
+      // The GC and leak panels stay open for the next step, which reloads the window (it clears the leaks and closes them).
     },
     !paletteTitle('ebpfStudio.runWithLeakTracing') ? 'package.json has no ebpfStudio.runWithLeakTracing' : kernelSkipReason(),
   );
+
+  await step(t, s, 'the finished Java GC and leak sessions are in the Sessions view, and their panels come back drawn after Reload Window', () => sessionsRestoreStep(t, s, { gc: !javaGcSkip }),
+    !paletteTitle('ebpfStudio.runWithLeakTracing') ? 'package.json has no ebpfStudio.runWithLeakTracing' : kernelSkipReason());
 
   await step(
     t,

@@ -5,26 +5,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Frame } from 'playwright-core';
-import { canvasColorPixels, type EditorSession, skipReason } from './codeServer';
+import { canvasColorPixels, skipReason } from './codeServer';
 import { kernelSkipReason } from '../helpers';
 import { startSession, step } from './steps';
+import { sessionRow, showSessionsView } from './sessionsRestoreStep';
 
 const FOLDED = ['main;parse;lex 30', 'main;compute;hot 60', 'main 10', ''].join('\n');
 const RUNQLAT_TITLE = 'Run Queue Latency: whole system';
-
-/** The Sessions tree's row whose label contains `text`. */
-function sessionRow(s: EditorSession, text: string) {
-  return s.page.locator('.pane-body .monaco-list-row', { hasText: text }).first();
-}
-
-async function showSessionsView(s: EditorSession): Promise<void> {
-  // The eBPF item in the activity bar, as a user would (a click on a shown container hides it).
-  const item = s.page.locator('.activitybar .action-item a[aria-label^="eBPF"], .activitybar .action-item[aria-label^="eBPF"]').first();
-  await item.waitFor({ state: 'visible', timeout: 15_000 });
-  const title = s.page.locator('.sidebar .composite.title .title-label', { hasText: /eBPF/i });
-  if (!(await title.isVisible())) await item.click();
-  await title.waitFor({ state: 'visible', timeout: 15_000 });
-}
 
 async function histogramBars(frame: Frame): Promise<number> {
   return canvasColorPixels(frame, 'histogram', ['--vscode-charts-blue:#3794ff', '--vscode-charts-red:#f14c4c'], { skipTopPx: 20 });

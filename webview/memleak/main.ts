@@ -32,7 +32,7 @@ function rowElement(r: Row): HTMLElement {
     }
     frames.append(li);
   }
-  const details = el('details', { open: r.site !== undefined && r.site === focus }, el('summary', {}, el('span', { className: 'num' }, r.bytes), ` in ${r.count} allocations · oldest ${r.oldest} `, sparkline(r.sparkline), r.frames[0] ? `  ${r.frames[0].label}` : ''), frames);
+  const details = el('details', { open: r.site !== undefined && r.site === focus }, el('summary', {}, el('span', { className: 'num' }, r.bytes), ` in ${r.count} allocation${r.count === '1' ? '' : 's'} · oldest ${r.oldest} `, sparkline(r.sparkline), r.frames[0] ? `  ${r.frames[0].label}` : ''), frames);
   details.dataset.site = r.site ?? '';
   if (r.site && r.site === focus) details.classList.add('focused');
   return details;
