@@ -25,6 +25,9 @@ constexpr size_t kMaxBatchBytes = 1u << 20;
 // Two batches in flight: the poller keeps reading while JS handles one; beyond that it waits,
 // the kernel ring fills, and the BPF side counts drops instead of user space buffering forever.
 constexpr size_t kMaxQueuedBatches = 2;
+// The reused JS buffers (openRingBuffer's reuse option) start this large.
+constexpr size_t kFirstReusedBytes = 64u << 10;
+constexpr size_t kFirstReusedOffsets = 1024;
 
 }  // namespace
 
@@ -138,11 +141,13 @@ void RingPoller::Deliver(Napi::Env env, Napi::Function callback, RingPoller* sel
   Napi::Buffer<uint8_t> data;
   Napi::Uint32Array offsets;
   if (self->reuse_) {
-    // Grown by doubling, never shrunk: the high-water batch size of this ring.
-    if (self->reusedData_.IsEmpty() || self->reusedData_.Value().Length() < bytes)
-      self->reusedData_ = Napi::Persistent(Napi::Buffer<uint8_t>::New(env, std::max(bytes, self->reusedData_.IsEmpty() ? 0 : self->reusedData_.Value().Length() * 2)));
-    if (self->reusedOffsets_.IsEmpty() || self->reusedOffsets_.Value().ElementLength() < n)
-      self->reusedOffsets_ = Napi::Persistent(Napi::Uint32Array::New(env, std::max(n, self->reusedOffsets_.IsEmpty() ? 0 : self->reusedOffsets_.Value().ElementLength() * 2)));
+    // From 64 KiB, grown by doubling, never shrunk: about the high-water batch size of this ring.
+    size_t haveBytes = self->reusedData_.IsEmpty() ? 0 : self->reusedData_.Value().Length();
+    if (haveBytes < bytes)
+      self->reusedData_ = Napi::Persistent(Napi::Buffer<uint8_t>::New(env, std::max({bytes, haveBytes * 2, kFirstReusedBytes})));
+    size_t haveOffsets = self->reusedOffsets_.IsEmpty() ? 0 : self->reusedOffsets_.Value().ElementLength();
+    if (haveOffsets < n)
+      self->reusedOffsets_ = Napi::Persistent(Napi::Uint32Array::New(env, std::max({n, haveOffsets * 2, kFirstReusedOffsets})));
     Napi::Buffer<uint8_t> whole = self->reusedData_.Value();
     Napi::Uint32Array allOffsets = self->reusedOffsets_.Value();
     memcpy(whole.Data(), batch->data.data(), bytes);
