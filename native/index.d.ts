@@ -130,8 +130,13 @@ export class BpfObject {
   /** instruction pointers of a stack-trace map entry, leading non-zero ones; empty if the id is unknown */
   readStack(map: string, stackId: number): BigUint64Array;
 
-  /** polls the ring buffer map on its own native thread; batches reach JS through a ThreadSafeFunction */
-  openRingBuffer(map: string, callback: RingBufferCallback): RingBufferHandle;
+  /**
+   * polls the ring buffer map on its own native thread; batches reach JS through a ThreadSafeFunction.
+   * reuse: every batch lands in the same (grown as needed) Buffer and Uint32Array, valid only while
+   * the callback runs; for high-volume rings whose records the callback consumes at once (no
+   * garbage Buffer per batch for the GC to catch up with).
+   */
+  openRingBuffer(map: string, callback: RingBufferCallback, options?: { reuse?: boolean }): RingBufferHandle;
 
   /** closes ring buffers, destroys every link, closes the object; idempotent */
   close(): void;
@@ -164,6 +169,10 @@ export class Unwinder {
   constructor(pid: number | { maps: string });
   /** regs: 17 little-endian u64 in x86_64 DWARF order (rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip); stack: bytes copied from rsp */
   unwind(tid: number, regs: Buffer, stack: Buffer, maxFrames?: number): UnwindResult;
+  /** as unwind, but writes at most out.length frames into out and returns their number; nothing allocated per call */
+  unwindInto(tid: number, regs: Buffer, stack: Buffer, out: BigUint64Array): number;
+  /** whether the last unwind/unwindInto ran out of copied stack */
+  readonly truncated: boolean;
   /** re-reads the mappings (after dlopen/exec); false if the process is gone */
   refresh(): boolean;
   modules(): UnwindModule[];

@@ -249,7 +249,8 @@ export const memleakTracer: Tracer<'memleak'> = {
               env.log(`memleak: a stack copy could not be unwound: ${(e as Error).message}`);
             }
           }
-        })
+          // reuse: ~80 MB/s of copies at 10k allocations/s; add() keeps nothing of a record.
+        }, { reuse: true })
       : undefined;
 
     // ---- symbolization --------------------------------------------------------------------

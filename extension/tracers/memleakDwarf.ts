@@ -14,6 +14,14 @@ export const MEMLEAK_DEFAULT_STACK_COPY = 8192;
 const INTERNED_BASE = 2 ** 52;
 /** A dwarf id whose copy has not been unwound yet (still in the ring buffer): no stack to show. */
 export const PENDING_STACK_ID = -2;
+/** The deepest stack kept (the addon's unwind() default). */
+const MAX_FRAMES = 127;
+/**
+ * The BPF program stores an allocation's record microseconds after it sends the stack copy; a
+ * copy unwound this long ago whose allocation is not in a dump was freed, even when no newer
+ * allocation is outstanding (a program that frees everything between reports).
+ */
+const SETTLE_MS = 1000;
 
 export interface StackCopy {
   stackId: number;
@@ -37,28 +45,51 @@ export function decodeStackCopy(rec: Buffer): StackCopy {
 
 export class MemleakDwarfStacks {
   readonly pool: UnwinderPool;
-  /** per-allocation id → interned stack id */
+  /**
+   * per-allocation id − MEMLEAK_DWARF_ID_BASE → index into `frames`. Small integers on both
+   * sides: V8 stores them in the table itself, where ids near 2^40 and 2^52 would each be a heap
+   * object; 10k of those a second, each living until the next remap, kept growing V8's young
+   * generation (objects that survive a scavenge count towards its growth).
+   */
   private readonly byAlloc = new Map<number, number>();
+  /** stack (its frames' bytes) → index into `frames` */
   private readonly interned = new Map<string, number>();
   private readonly frames: BigUint64Array[] = [];
   /** copies unwound so far */
   added = 0;
+  /** the newest per-allocation id unwound so far (− MEMLEAK_DWARF_ID_BASE) */
+  private newestAdded = -1;
+  /** newestAdded as each remap began, until SETTLE_MS old */
+  private readonly marks: { seq: number; at: number }[] = [];
+  /** the newest id unwound at least SETTLE_MS before the current remap */
+  private settled = -1;
+  private readonly scratch = new BigUint64Array(MAX_FRAMES);
+  private readonly scratchBytes = Buffer.from(this.scratch.buffer);
 
-  constructor(addon: Addon, log: (m: string) => void) {
+  constructor(
+    addon: Addon,
+    log: (m: string) => void,
+    private readonly clock: () => number = Date.now,
+  ) {
     this.pool = new UnwinderPool(addon, (m) => log(`memleak: ${m}`));
   }
 
   add(rec: Buffer): void {
     const c = decodeStackCopy(rec);
-    const { frames } = this.pool.unwind(c.pid, c.tid, c.regs, c.stack);
-    const key = frames.join(',');
-    let id = this.interned.get(key);
-    if (id === undefined) {
-      id = INTERNED_BASE + this.frames.length;
-      this.frames.push(frames);
-      this.interned.set(key, id);
+    // At 10k copies a second, per-copy garbage (a result object, an off-heap typed array, a
+    // string of decimal BigInts) kept V8's young generation and the malloc heap growing; so
+    // frames land in one scratch array and the key is their raw bytes, one short string.
+    const n = this.pool.unwindInto(c.pid, c.tid, c.regs, c.stack, this.scratch);
+    const key = this.scratchBytes.toString('latin1', 0, n * 8);
+    let index = this.interned.get(key);
+    if (index === undefined) {
+      index = this.frames.length;
+      this.frames.push(this.scratch.slice(0, n));
+      this.interned.set(key, index);
     }
-    this.byAlloc.set(c.stackId, id);
+    const seq = c.stackId - MEMLEAK_DWARF_ID_BASE;
+    this.byAlloc.set(seq, index);
+    if (seq > this.newestAdded) this.newestAdded = seq;
     this.added++;
   }
 
@@ -69,16 +100,24 @@ export class MemleakDwarfStacks {
    */
   remap(records: AllocRecord[]): AllocRecord[] {
     const live = new Set<number>();
-    let newest = MEMLEAK_DWARF_ID_BASE;
+    let newest = 0;
     const out = records.map((r) => {
       if (r.stackId < MEMLEAK_DWARF_ID_BASE) return r;
-      live.add(r.stackId);
-      if (r.stackId > newest) newest = r.stackId;
-      return { ...r, stackId: this.byAlloc.get(r.stackId) ?? PENDING_STACK_ID };
+      const seq = r.stackId - MEMLEAK_DWARF_ID_BASE;
+      live.add(seq);
+      if (seq > newest) newest = seq;
+      const index = this.byAlloc.get(seq);
+      return { ...r, stackId: index === undefined ? PENDING_STACK_ID : INTERNED_BASE + index };
     });
     // Ids are handed out in order: a copy unwound after this dump was read is newer than every
-    // outstanding allocation in it, and must not be forgotten.
-    for (const id of this.byAlloc.keys()) if (!live.has(id) && id <= newest) this.byAlloc.delete(id);
+    // outstanding allocation in it, and must not be forgotten; nor one unwound just before it,
+    // whose record the kernel may not have stored yet. Copies older than that, not in the dump,
+    // were freed: forgetting them keeps the table as small as the outstanding allocations.
+    const now = this.clock();
+    this.marks.push({ seq: this.newestAdded, at: now });
+    while (this.marks.length && this.marks[0].at <= now - SETTLE_MS) this.settled = Math.max(this.settled, this.marks.shift()!.seq);
+    const cutoff = Math.max(newest, this.settled);
+    for (const id of this.byAlloc.keys()) if (!live.has(id) && id <= cutoff) this.byAlloc.delete(id);
     return out;
   }
 
@@ -89,6 +128,16 @@ export class MemleakDwarfStacks {
   /** The unwound stack (return addresses, leaf first) of an interned id. */
   stack(id: number): BigUint64Array {
     return this.frames[id - INTERNED_BASE] ?? new BigUint64Array(0);
+  }
+
+  /** Per-allocation ids remembered (outstanding, or unwound too recently to tell). */
+  get remembered(): number {
+    return this.byAlloc.size;
+  }
+
+  /** Distinct stacks interned. */
+  get stacks(): number {
+    return this.frames.length;
   }
 
   close(): void {

@@ -109,6 +109,39 @@ export class UnwinderPool {
     return { frames: r.frames, truncated: r.truncated, noProcess: false };
   }
 
+  /**
+   * unwind() without a result object or typed array per stack: writes at most out.length frames
+   * into out and returns their number (the pc alone, 1, without an unwinder for the process).
+   * For the tens of thousands of stacks a second memleak's dwarf mode unwinds.
+   */
+  unwindInto(pid: number, tid: number, regs: Buffer, stack: Buffer, out: BigUint64Array): number {
+    const e = this.entry(pid);
+    if (!e.u) {
+      this.stats.noProcess++;
+      out[0] = regs.readBigUInt64LE(16 * 8);
+      return 1;
+    }
+    const ip = regs.readBigUInt64LE(16 * 8);
+    if (!covered(e.starts, e.ends, ip) && Date.now() - e.refreshed > REFRESH_MS) {
+      e.refreshed = Date.now();
+      if (e.u.refresh()) index(e);
+    }
+    const t0 = process.hrtime.bigint();
+    let n = e.u.unwindInto(tid, regs, stack, out);
+    const last = out[n - 1];
+    if (!covered(e.starts, e.ends, last) && Date.now() - e.refreshed > REFRESH_MS) {
+      e.refreshed = Date.now();
+      if (e.u.refresh()) {
+        index(e);
+        if (covered(e.starts, e.ends, last)) n = e.u.unwindInto(tid, regs, stack, out);
+      }
+    }
+    this.stats.unwindNs += process.hrtime.bigint() - t0;
+    this.stats.unwound++;
+    if (e.u.truncated) this.stats.truncated++;
+    return n;
+  }
+
   /** Mean unwind time per stack, ns (undefined before the first). */
   nsPerStack(): number | undefined {
     return this.stats.unwound ? Number(this.stats.unwindNs / BigInt(this.stats.unwound)) : undefined;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,8 +20,11 @@ class RingPoller {
  public:
   // Throws a BpfError naming `what` if libbpf cannot set the ring buffer up. `owner` (the
   // BpfObject) is kept alive while polling, so a forgotten object does not stop the events.
+  // With reuse, every batch is copied into the same JS buffers (grown when a batch outgrows
+  // them), valid only while the callback runs: for high-volume rings whose records the
+  // callback consumes at once, so no garbage Buffer per batch waits for a GC.
   static std::shared_ptr<RingPoller> Start(Napi::Env env, int mapFd, Napi::Function callback, Napi::Object owner,
-                                           const std::string& what);
+                                           const std::string& what, bool reuse);
   ~RingPoller();
   RingPoller(const RingPoller&) = delete;
   RingPoller& operator=(const RingPoller&) = delete;
@@ -35,8 +39,12 @@ class RingPoller {
     std::vector<uint32_t> offsets{0};
     size_t records() const { return offsets.size() - 1; }
   };
-  static void Deliver(Napi::Env env, Napi::Function callback, std::nullptr_t* context, Batch* batch);
-  using Tsfn = Napi::TypedThreadSafeFunction<std::nullptr_t, Batch, &RingPoller::Deliver>;
+  static void Deliver(Napi::Env env, Napi::Function callback, RingPoller* self, Batch* batch);
+  using Tsfn = Napi::TypedThreadSafeFunction<RingPoller, Batch, &RingPoller::Deliver>;
+  // Batches are recycled, not freed: their vectors keep their capacity, so a busy ring reuses
+  // the same few MiB instead of allocating (and fragmenting the heap with) fresh ones per batch.
+  std::unique_ptr<Batch> TakeBatch();
+  void ReturnBatch(std::unique_ptr<Batch> batch);
 
   explicit RingPoller(napi_env env) : env_(env) {}
   static int OnRecord(void* ctx, void* data, size_t size);
@@ -55,6 +63,11 @@ class RingPoller {
   bool stopped_ = false;
   bool inEnvCleanup_ = false;
   std::unique_ptr<Batch> batch_ = std::make_unique<Batch>();
+  std::mutex spareMutex_;
+  std::vector<std::unique_ptr<Batch>> spare_;
+  bool reuse_ = false;
+  Napi::Reference<Napi::Buffer<uint8_t>> reusedData_;
+  Napi::Reference<Napi::Uint32Array> reusedOffsets_;
 };
 
 class RingBufferHandle : public Napi::ObjectWrap<RingBufferHandle> {

@@ -97,7 +97,7 @@ const Dwfl_Thread_Callbacks kThreadCallbacks = {
 };
 
 struct FrameCollector {
-  std::vector<uint64_t> pcs;
+  std::vector<uint64_t>& pcs;
   size_t max;
 };
 
@@ -142,6 +142,8 @@ void Unwinder::Init(Napi::Env env, Napi::Object exports) {
   Napi::Function ctor = DefineClass(env, "Unwinder",
                                     {
                                         InstanceMethod<&Unwinder::Unwind>("unwind"),
+                                        InstanceMethod<&Unwinder::UnwindInto>("unwindInto"),
+                                        InstanceAccessor<&Unwinder::Truncated>("truncated"),
                                         InstanceMethod<&Unwinder::Refresh>("refresh"),
                                         InstanceMethod<&Unwinder::Modules>("modules"),
                                         InstanceMethod<&Unwinder::Close>("close"),
@@ -210,22 +212,11 @@ bool Unwinder::Report() {
   return true;
 }
 
-// unwind(tid, regs: Buffer(17 * 8), stack: Buffer, maxFrames) →
-//   { frames: BigUint64Array (leaf first: the pc, then return addresses), error?: string, truncated: boolean }
-Napi::Value Unwinder::Unwind(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  if (!dwfl_) ThrowBpfError(env, "unwind()", EBADF, nullptr, "the unwinder is closed");
-  if (info.Length() < 3 || !info[0].IsNumber() || !info[1].IsBuffer() || !info[2].IsBuffer())
-    ThrowTypeError(env, "unwind(tid, regs, stack[, maxFrames])");
+// Checks (tid, regs, stack) and unwinds into pcs_ (at least the pc), at most `max` frames.
+void Unwinder::Walk(Napi::Env env, const Napi::CallbackInfo& info, size_t max, std::string& err) {
   auto regs = info[1].As<Napi::Buffer<uint8_t>>();
   auto stack = info[2].As<Napi::Buffer<uint8_t>>();
   if (regs.Length() < kNumRegs * 8) ThrowTypeError(env, "unwind(): regs must hold 17 little-endian u64 (DWARF order)");
-  size_t max = 127;
-  if (info.Length() > 3 && info[3].IsNumber()) {
-    int m = info[3].As<Napi::Number>().Int32Value();
-    if (m < 1 || m > kMaxFrames) ThrowTypeError(env, "unwind(): maxFrames must be 1..1024");
-    max = static_cast<size_t>(m);
-  }
   uint64_t regv[kNumRegs];
   memcpy(regv, regs.Data(), sizeof(regv));
 
@@ -236,25 +227,63 @@ Napi::Value Unwinder::Unwind(const Napi::CallbackInfo& info) {
   current.stack = stack.Data();
   current.stackLen = stack.Length();
 
-  FrameCollector c{{}, max};
+  pcs_.clear();
+  FrameCollector c{pcs_, max};
   active = this;
   int r = dwfl_getthread_frames(dwfl_, current.tid, OnFrame, &c);
   active = nullptr;
-  std::string err;
   if (r == -1) err = dwfl_errmsg(-1);
-  if (c.pcs.empty()) c.pcs.push_back(regv[16]);
-
-  Napi::Object out = Napi::Object::New(env);
-  auto frames = Napi::BigUint64Array::New(env, c.pcs.size());
-  for (size_t i = 0; i < c.pcs.size(); i++) frames[i] = c.pcs[i];
-  out.Set("frames", frames);
+  if (pcs_.empty()) pcs_.push_back(regv[16]);
   // libdw ends an unwind quietly (no error) when a read fails; a read past the copied bytes is
   // how we know the stack went on above what was copied.
-  out.Set("truncated", Napi::Boolean::New(env, current.readOutside));
-  if (!err.empty()) out.Set("error", Napi::String::New(env, err));
+  lastTruncated_ = current.readOutside;
   current = Sample{};
+}
+
+// unwind(tid, regs: Buffer(17 * 8), stack: Buffer, maxFrames) →
+//   { frames: BigUint64Array (leaf first: the pc, then return addresses), error?: string, truncated: boolean }
+Napi::Value Unwinder::Unwind(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!dwfl_) ThrowBpfError(env, "unwind()", EBADF, nullptr, "the unwinder is closed");
+  if (info.Length() < 3 || !info[0].IsNumber() || !info[1].IsBuffer() || !info[2].IsBuffer())
+    ThrowTypeError(env, "unwind(tid, regs, stack[, maxFrames])");
+  size_t max = 127;
+  if (info.Length() > 3 && info[3].IsNumber()) {
+    int m = info[3].As<Napi::Number>().Int32Value();
+    if (m < 1 || m > kMaxFrames) ThrowTypeError(env, "unwind(): maxFrames must be 1..1024");
+    max = static_cast<size_t>(m);
+  }
+  std::string err;
+  Walk(env, info, max, err);
+  Napi::Object out = Napi::Object::New(env);
+  auto frames = Napi::BigUint64Array::New(env, pcs_.size());
+  for (size_t i = 0; i < pcs_.size(); i++) frames[i] = pcs_[i];
+  out.Set("frames", frames);
+  out.Set("truncated", Napi::Boolean::New(env, lastTruncated_));
+  if (!err.empty()) out.Set("error", Napi::String::New(env, err));
   return out;
 }
+
+// unwindInto(tid, regs, stack, out: BigUint64Array) → the number of frames written to out (at
+// most its length; leaf first); `truncated` tells about this unwind. For callers that unwind
+// thousands of stacks a second (memleak --unwind dwarf): nothing is allocated per call, where
+// unwind() makes an object and an off-heap typed array that live until the next GC.
+Napi::Value Unwinder::UnwindInto(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!dwfl_) ThrowBpfError(env, "unwindInto()", EBADF, nullptr, "the unwinder is closed");
+  if (info.Length() < 4 || !info[0].IsNumber() || !info[1].IsBuffer() || !info[2].IsBuffer() || !info[3].IsTypedArray() ||
+      info[3].As<Napi::TypedArray>().TypedArrayType() != napi_biguint64_array)
+    ThrowTypeError(env, "unwindInto(tid, regs, stack, out: BigUint64Array)");
+  auto out = info[3].As<Napi::BigUint64Array>();
+  size_t max = out.ElementLength();
+  if (max < 1 || max > kMaxFrames) ThrowTypeError(env, "unwindInto(): out must hold 1..1024 frames");
+  std::string err;
+  Walk(env, info, max, err);
+  memcpy(out.Data(), pcs_.data(), pcs_.size() * sizeof(uint64_t));
+  return Napi::Number::New(env, static_cast<double>(pcs_.size()));
+}
+
+Napi::Value Unwinder::Truncated(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), lastTruncated_); }
 
 // After a dlopen or an exec: re-read the mappings. Modules already known keep their cached CFI.
 Napi::Value Unwinder::Refresh(const Napi::CallbackInfo& info) {

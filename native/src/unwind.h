@@ -34,6 +34,10 @@ class Unwinder : public Napi::ObjectWrap<Unwinder> {
 
  private:
   Napi::Value Unwind(const Napi::CallbackInfo& info);
+  Napi::Value UnwindInto(const Napi::CallbackInfo& info);
+  Napi::Value Truncated(const Napi::CallbackInfo& info);
+  // Shared by unwind() and unwindInto(): frames into pcs_, the error (if any) into err.
+  void Walk(Napi::Env env, const Napi::CallbackInfo& info, size_t max, std::string& err);
   Napi::Value Refresh(const Napi::CallbackInfo& info);
   Napi::Value Modules(const Napi::CallbackInfo& info);
   void Close(const Napi::CallbackInfo& info);
@@ -48,6 +52,9 @@ class Unwinder : public Napi::ObjectWrap<Unwinder> {
   Dwfl* dwfl_ = nullptr;
   bool attached_ = false;
   std::string error_;
+  // Reused across unwinds: the frame collector keeps its capacity.
+  std::vector<uint64_t> pcs_;
+  bool lastTruncated_ = false;
 };
 
 }  // namespace ebpf_studio

@@ -158,13 +158,20 @@ function loadExecObject(obj: BpfObject, mode: keyof typeof EXEC_PROGRAMS): strin
   return chosen;
 }
 
-async function checkExecEvents(obj: BpfObject, source: number): Promise<void> {
+async function checkExecEvents(obj: BpfObject, source: number, options?: { reuse?: boolean }): Promise<void> {
   const events: ExecEvent[] = [];
-  const rb = obj.openRingBuffer('events', (batch, offsets) => {
-    assert.ok(Buffer.isBuffer(batch));
-    assert.ok(offsets instanceof Uint32Array);
-    events.push(...decodeEvents(batch, offsets));
-  });
+  const backing = new Set<ArrayBufferLike>();
+  const rb = obj.openRingBuffer(
+    'events',
+    (batch, offsets) => {
+      assert.ok(Buffer.isBuffer(batch));
+      assert.ok(offsets instanceof Uint32Array);
+      assert.equal(batch.length, offsets[offsets.length - 1], 'the batch Buffer ends with its last record');
+      backing.add(batch.buffer);
+      events.push(...decodeEvents(batch, offsets));
+    },
+    options,
+  );
   try {
     const pids = await execTrue(5);
     assert.ok(await waitFor(() => events.length >= 5, 5000), `got ${events.length} of 5 events`);
@@ -177,6 +184,8 @@ async function checkExecEvents(obj: BpfObject, source: number): Promise<void> {
       assert.equal(e.source, source);
       assert.equal(e.comm, 'true');
     }
+    // reuse: every batch is a view of one Buffer (it only grows when a batch outgrows it)
+    if (options?.reuse) assert.equal(backing.size, 1, `${backing.size} backing buffers`);
   } finally {
     rb.close();
   }
@@ -371,6 +380,16 @@ test('tracepoint: the ring buffer delivers exactly our five execs, with the magi
     const prog = loadExecObject(obj, 'tracepoint');
     assert.equal(typeof obj.attachTracepoint(prog, 'sched', 'sched_process_exec'), 'number');
     await checkExecEvents(obj, 1);
+  });
+});
+
+test('ring buffer with reuse: the same five execs, each batch a view of one reused Buffer', async (t) => {
+  if (!skipUnlessKernel(t)) return;
+  await withObject(async (obj) => {
+    const prog = loadExecObject(obj, 'tracepoint');
+    obj.attachTracepoint(prog, 'sched', 'sched_process_exec');
+    assert.throws(() => obj.openRingBuffer('events', () => {}, 'yes' as unknown as { reuse: boolean }), /options must be an object/);
+    await checkExecEvents(obj, 1, { reuse: true });
   });
 });
 

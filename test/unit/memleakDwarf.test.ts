@@ -39,13 +39,15 @@ test('decodeStackCopy reads ids, registers and the copied bytes by offset', () =
   assert.throws(() => decodeStackCopy(Buffer.alloc(10)), /shorter than its 160-byte header/);
 });
 
-test('per-allocation ids group by unwound stack; unknown ones are pending; freed ones are forgotten', () => {
-  // An addon whose Unwinder returns the pc and a fixed caller: the grouping, not libdw, is under test.
-  const fake = {
+// An addon whose Unwinder returns the pc and a fixed caller: the grouping, not libdw, is under test.
+const fake = {
     Unwinder: class {
       constructor(readonly pid: number) {}
-      unwind(_tid: number, regs: Buffer) {
-        return { frames: BigUint64Array.of(regs.readBigUInt64LE(16 * 8), 0x9000n), truncated: false };
+      truncated = false;
+      unwindInto(_tid: number, regs: Buffer, _stack: Buffer, out: BigUint64Array) {
+        out[0] = regs.readBigUInt64LE(16 * 8);
+        out[1] = 0x9000n;
+        return 2;
       }
       refresh() {
         return true;
@@ -56,6 +58,8 @@ test('per-allocation ids group by unwound stack; unknown ones are pending; freed
       close() {}
     },
   } as unknown as Addon;
+
+test('per-allocation ids group by unwound stack; unknown ones are pending; freed ones are forgotten', () => {
   const d = new MemleakDwarfStacks(fake, () => {});
   const id = (n: number) => MEMLEAK_DWARF_ID_BASE + n;
   d.add(copyRecord(id(1), 10, 0x100n));
@@ -78,5 +82,33 @@ test('per-allocation ids group by unwound stack; unknown ones are pending; freed
   const again = d.remap([rec(1, 100), rec(5, 1)]);
   assert.equal(again[0].stackId, PENDING_STACK_ID, 'the id of a freed allocation is forgotten');
   assert.ok(d.isInterned(again[1].stackId), 'a copy newer than the dump is not forgotten');
+  d.close();
+});
+
+test('a program that frees everything between reports: the id table stays bounded, one interned stack', () => {
+  // mallocfree's bench mode: 10k malloc+free a second from one call site, nothing outstanding at
+  // any report. Every copy is remembered until a report SETTLE_MS (1 s) after it was unwound.
+  let now = 0;
+  const d = new MemleakDwarfStacks(fake, () => {}, () => now);
+  let seq = 0;
+  const sizes: number[] = [];
+  for (let second = 0; second < 30; second++) {
+    for (let i = 0; i < 10_000; i++) d.add(copyRecord(MEMLEAK_DWARF_ID_BASE + seq++, 10, 0x100n));
+    now += 1000;
+    d.remap([]);
+    sizes.push(d.remembered);
+  }
+  assert.equal(d.stacks, 1, 'identical stacks are interned once');
+  assert.ok(Math.max(...sizes) <= 20_000, `at most the last two seconds of ids are remembered (sizes ${sizes.join(' ')})`);
+  assert.equal(sizes[sizes.length - 1], 10_000, 'ids unwound in the last second are kept (their records may not be stored yet)');
+  // An allocation still outstanding keeps its stack across reports.
+  d.add(copyRecord(MEMLEAK_DWARF_ID_BASE + seq, 10, 0x200n));
+  const live: AllocRecord = { address: 1n, size: 8, timestampNs: 1n, stackId: MEMLEAK_DWARF_ID_BASE + seq };
+  for (let i = 0; i < 3; i++) {
+    now += 1000;
+    const [r] = d.remap([live]);
+    assert.deepEqual([...d.stack(r.stackId)], [0x200n, 0x9000n]);
+  }
+  assert.equal(d.remembered, 1, 'only the outstanding allocation remains');
   d.close();
 });

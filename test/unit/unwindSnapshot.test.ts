@@ -104,13 +104,42 @@ describe('CFI unwinder on recorded stack snapshots', () => {
     }
   });
 
+  test('unwindInto writes the frames unwind() returns, into the caller\'s array, with the same truncation', { skip }, () => {
+    const { doc } = loaded as Exclude<typeof loaded, string>;
+    const u = new addon!.Unwinder({ maps: doc.maps });
+    const out = new BigUint64Array(127);
+    try {
+      for (const s of doc.samples) {
+        const regs = Buffer.from(s.regs, 'hex');
+        const stack = Buffer.from(s.stack, 'base64');
+        for (const copy of [stack, stack.subarray(0, 16)]) {
+          const r = u.unwind(s.tid, regs, copy);
+          const n = u.unwindInto(s.tid, regs, copy, out);
+          assert.deepEqual([...out.subarray(0, n)], [...r.frames]);
+          assert.equal(u.truncated, r.truncated);
+        }
+      }
+      // A short array holds the innermost frames only.
+      const s = doc.samples[0];
+      const two = new BigUint64Array(2);
+      const full = u.unwind(s.tid, Buffer.from(s.regs, 'hex'), Buffer.from(s.stack, 'base64')).frames;
+      assert.equal(u.unwindInto(s.tid, Buffer.from(s.regs, 'hex'), Buffer.from(s.stack, 'base64'), two), Math.min(2, full.length));
+      assert.deepEqual([...two].slice(0, Math.min(2, full.length)), [...full.subarray(0, 2)]);
+    } finally {
+      u.close();
+    }
+  });
+
   test('bad arguments are type errors, never crashes', { skip }, () => {
     const { doc } = loaded as Exclude<typeof loaded, string>;
     const u = new addon!.Unwinder({ maps: doc.maps });
     assert.throws(() => u.unwind(1, Buffer.alloc(8), Buffer.alloc(0)), /17 little-endian u64/);
     assert.throws(() => u.unwind(1, Buffer.alloc(136), Buffer.alloc(0), 0), /maxFrames/);
+    assert.throws(() => u.unwindInto(1, Buffer.alloc(136), Buffer.alloc(0), new Float64Array(4) as unknown as BigUint64Array), /unwindInto\(tid, regs, stack, out: BigUint64Array\)/);
+    assert.throws(() => u.unwindInto(1, Buffer.alloc(136), Buffer.alloc(0), new BigUint64Array(0)), /1\.\.1024 frames/);
     u.close();
     assert.throws(() => u.unwind(1, Buffer.alloc(136), Buffer.alloc(0)), /closed/);
+    assert.throws(() => u.unwindInto(1, Buffer.alloc(136), Buffer.alloc(0), new BigUint64Array(4)), /closed/);
     assert.throws(() => new addon!.Unwinder({ maps: 42 } as unknown as { maps: string }), /maps must be a string/);
     assert.throws(() => new addon!.Unwinder(-3), /positive/);
   });
