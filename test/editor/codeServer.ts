@@ -275,6 +275,19 @@ export class EditorSession {
     }
   }
 
+  /**
+   * "Developer: Reload Window", returning once the new workbench is up. The old workbench stays
+   * visible until the page navigates, so waiting for it alone raced the reload (CI saw a lookup
+   * in the page being torn down).
+   */
+  async reloadWindow(): Promise<void> {
+    const navigated = this.page.waitForEvent('framenavigated', { predicate: (f) => f === this.page.mainFrame(), timeout: 60_000 });
+    await this.runCommandFromPalette('Developer: Reload Window');
+    await navigated;
+    await this.page.waitForLoadState('domcontentloaded', { timeout: 60_000 });
+    await this.page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+  }
+
   /** Runs a command by its palette title (e.g. "eBPF: Trace Java GC"). */
   async runCommandFromPalette(title: string): Promise<void> {
     await (await this.waitForCommand(title)).click();
@@ -287,7 +300,9 @@ export class EditorSession {
   async webviewFrame(title: string, timeoutMs = 20_000): Promise<Frame> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      for (const outer of await this.page.locator('iframe.webview').elementHandles()) {
+      // The page itself may be navigating (a reload): look again next round.
+      const outers = await this.page.locator('iframe.webview').elementHandles().catch(() => []);
+      for (const outer of outers) {
         // A webview that is still loading navigates its frames under us: look again next round.
         const frame = await (async () => {
           const outerFrame = await outer.contentFrame();

@@ -39,8 +39,7 @@ test('Sessions view, reload and file editors in a real VS Code (code-server)', {
       await row.waitFor({ state: 'visible', timeout: 15_000 });
       await s.screenshot('sessions-view-finished');
 
-      await s.runCommandFromPalette('Developer: Reload Window');
-      await s.page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+      await s.reloadWindow();
       // The serializer restores the panel from the stored session: same title, bars drawn again.
       frame = await s.webviewFrame(RUNQLAT_TITLE, 60_000);
       const again = Date.now() + 20_000;

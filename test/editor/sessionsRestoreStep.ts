@@ -103,8 +103,7 @@ export async function sessionsRestoreStep(t: TestContext, s: EditorSession, opts
   await s.screenshot('sessions-view-gc-and-leaks');
 
   const reloadStarted = Date.now();
-  await s.runCommandFromPalette('Developer: Reload Window');
-  await s.page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+  await s.reloadWindow();
 
   // After: each panel comes back (under its session's title) and shows the same data.
   if (opts.gc && gcBefore) {

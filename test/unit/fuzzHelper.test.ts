@@ -152,6 +152,18 @@ interface Rnd {
   nextInt(min: number, max: number): number;
 }
 
+/**
+ * A property name made from any generated value. String() throws on values such as an object
+ * with a non-callable toString or a null prototype, which the generators do produce (CI hit one).
+ */
+function keyOf(x: unknown): string {
+  try {
+    return (typeof x === 'string' ? x : JSON.stringify(x) ?? typeof x).slice(0, 20);
+  } catch {
+    return typeof x; // a BigInt, or a cycle
+  }
+}
+
 /** Applies one structural mutation at a random place in a JSON value. */
 function mutate(v: Json, rnd: Rnd, replacement: () => unknown, depth = 0): Json {
   const isObj = v !== null && typeof v === 'object';
@@ -169,7 +181,7 @@ function mutate(v: Json, rnd: Rnd, replacement: () => unknown, depth = 0): Json 
   }
   const o: Record<string, unknown> = { ...(v as Record<string, unknown>) };
   const keys = Object.keys(o);
-  if (keys.length === 0 || pick === 1) o[rnd.nextInt(0, 1) ? 'extra' : String(replacement()).slice(0, 20)] = replacement();
+  if (keys.length === 0 || pick === 1) o[rnd.nextInt(0, 1) ? 'extra' : keyOf(replacement())] = replacement();
   else if (pick === 2) delete o[keys[rnd.nextInt(0, keys.length - 1)]];
   else if (pick === 3) {
     // the same value as another type (number as string, object as array, ...)
