@@ -135,6 +135,7 @@ export const jvmTracer: Tracer<'jvm'> = {
       for (const s of started.reverse()) await s.stop().catch(() => undefined);
       throw e;
     }
+    env.log(`jvm: GC, run-queue and CPU tracers attached (pid ${options.pid})`);
     for (const s of started) warnings.push(...s.warnings);
     const startNs = monoNs();
     model.startNs = startNs;

@@ -41,7 +41,8 @@ describe('jvm timeline on a real JVM', { skip }, () => {
     const exited = new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
     assert.ok(await waitFor(() => out.includes('ready'), 60_000), 'GcPhases did not start');
     const cli = startCli(['jvm', '--pid', String(child.pid), '--frequency', '199', '--slice-ms', '100', '--range', '0:3600', '--json', '--verbose']);
-    assert.ok(await waitFor(() => /profile|attached/.test(cli.stderr()) && cli.stderr().split('\n').some((l) => /java-gc: attached/.test(l)), 20_000), `not attached: ${cli.stderr()}`);
+    // All three tracers, the CPU sampler last: a GC before it would have no samples in its range.
+    assert.ok(await waitFor(() => /jvm: GC, run-queue and CPU tracers attached/.test(cli.stderr()), 30_000), `not attached: ${cli.stderr()}`);
     await new Promise((r) => setTimeout(r, 1000));
     child.stdin!.write('go\n');
     assert.equal(await exited, 0, out);
