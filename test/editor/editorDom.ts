@@ -95,6 +95,22 @@ export async function cursorLine(editor: Locator): Promise<number> {
   return Number((await active.first().innerText()).trim());
 }
 
+/**
+ * The cursor line of `fileName`'s editor once a click has opened it: waits up to 10 s for the
+ * cursor to reach `line` (the reveal lands after the editor shows) and returns where it is.
+ */
+export async function cursorLineAfterOpen(s: EditorSession, fileName: string, line: number): Promise<number> {
+  const editor = editorOf(s, fileName);
+  await editor.locator('.view-lines').waitFor({ state: 'visible', timeout: 15_000 });
+  const deadline = Date.now() + 10_000;
+  let cursor = await cursorLine(editor);
+  while (cursor !== line && Date.now() < deadline) {
+    await s.page.waitForTimeout(200);
+    cursor = await cursorLine(editor);
+  }
+  return cursor;
+}
+
 /** Rows of the Problems panel as their accessible labels ("Error: … at line 8 column 10 …"). */
 export async function problemRows(s: EditorSession): Promise<string[]> {
   const rows = s.page.locator('.markers-panel .monaco-list-row');

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { canvasColorPixels, type EditorSession, repoRoot, skipReason } from './codeServer';
-import { buildCFixture, cursorLine, editorOf, lineOf, openWorkspaceFile, problemRows, waitForCodeLenses } from './editorDom';
+import { buildCFixture, cursorLineAfterOpen, lineOf, openWorkspaceFile, problemRows, waitForCodeLenses } from './editorDom';
 import { kernelSkipReason } from '../helpers';
 import { buildUnwindFixture } from '../peers/unwindFixture';
 import { findJdks } from '../../extension/proc/processes';
@@ -295,14 +295,7 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       await s.screenshot('flamegraph-search', await s.webviewElement(frame));
 
       await canvas.click({ position: { x: box.x, y: box.y } });
-      const editor = editorOf(s, 'cpusplit.c');
-      await editor.locator('.view-lines').waitFor({ state: 'visible', timeout: 15_000 });
-      const deadline = Date.now() + 10_000;
-      let cursor = await cursorLine(editor);
-      while (cursor !== line && Date.now() < deadline) {
-        await s.page.waitForTimeout(200);
-        cursor = await cursorLine(editor);
-      }
+      const cursor = await cursorLineAfterOpen(s, 'cpusplit.c', line);
       assert.equal(cursor, line, `the click opened cpusplit.c with the cursor on line ${cursor}, not on hot_a's line ${line}`);
       const png = await s.screenshot('flamegraph-click-opens-source');
       const stats = await s.imageStats(png);
@@ -471,14 +464,7 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       assert.ok(at, `the tooltip over the highlighted frame does not show AgentSplit.heavy with its source: ${tip}`);
       assert.equal(Number(at[1]), lineOf(source, 'return mix(s, 300_000);'), 'heavy\'s frame is on its call of mix');
       await canvas.click({ position: { x: box.x, y: box.y } });
-      const editor = editorOf(s, 'AgentSplit.java');
-      await editor.locator('.view-lines').waitFor({ state: 'visible', timeout: 15_000 });
-      const deadline = Date.now() + 10_000;
-      let cursor = await cursorLine(editor);
-      while (cursor !== Number(at[1]) && Date.now() < deadline) {
-        await s.page.waitForTimeout(200);
-        cursor = await cursorLine(editor);
-      }
+      const cursor = await cursorLineAfterOpen(s, 'AgentSplit.java', Number(at[1]));
       assert.equal(cursor, Number(at[1]), `the click opened AgentSplit.java with the cursor on line ${cursor}, not on line ${at[1]}`);
       await s.screenshot('flamegraph-java-agent-click-opens-source');
       t.diagnostic(`${(await status.innerText()).trim()}; AgentSplit.heavy ${Math.round(box.w)} px wide → AgentSplit.java:${at[1]}`);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { Frame } from 'playwright-core';
 import type { TestContext } from 'node:test';
 import { canvasColorPixels, type EditorSession } from './codeServer';
-import { cursorLine, editorOf, lineOf } from './editorDom';
+import { cursorLineAfterOpen, lineOf } from './editorDom';
 
 /** The Sessions tree's row whose label contains (or matches) `text`. */
 export function sessionRow(s: EditorSession, text: string | RegExp) {
@@ -137,14 +137,7 @@ export async function sessionsRestoreStep(t: TestContext, s: EditorSession, opts
   const line = Number(/:(\d+)$/.exec((await link.innerText()).trim())![1]);
   assert.equal(line, lineOf(path.join(s.workspace, 'leaky.c'), 'LEAK-MALLOC'), 'leak_malloc\'s frame is not on the leaking line');
   await link.click();
-  const editor = editorOf(s, 'leaky.c');
-  await editor.locator('.view-lines').waitFor({ state: 'visible', timeout: 15_000 });
-  const deadline = Date.now() + 10_000;
-  let cursor = await cursorLine(editor);
-  while (cursor !== line && Date.now() < deadline) {
-    await s.page.waitForTimeout(200);
-    cursor = await cursorLine(editor);
-  }
+  const cursor = await cursorLineAfterOpen(s, 'leaky.c', line);
   assert.equal(cursor, line, `a click on leak_malloc's frame in the restored panel left the cursor on leaky.c:${cursor}, not ${line}`);
   await s.page.keyboard.press('Escape');
   await s.page.locator('.monaco-workbench').first().click({ position: { x: 5, y: 5 } });
