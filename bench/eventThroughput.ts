@@ -4,7 +4,7 @@
 // record is split off with the tracers' records() helper and decoded, as a tracer would. Loss is
 // what the kernel counted when bpf_ringbuf_reserve found no room.
 import path from 'node:path';
-import { loadAddon } from '../extension/native/addon';
+import { loadAddon } from '../extension/sys/addon';
 import { loadFirstWorking, records, setRodata } from '../extension/tracers/bpfObject';
 import { LineProcess, median, root, round, sleep, type BenchContext, type Row } from './lib';
 

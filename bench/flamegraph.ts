@@ -2,10 +2,10 @@
 // layout (whole graph and zoomed, 1600 px wide), search, sandwich, folded export/import.
 // Layout is what runs on every zoom and resize; the renderer draws exactly its boxes.
 // Standalone: node --import tsx bench/flamegraph.ts
-import { buildTree, layout, ROOT, sandwich, search } from '../extension/shared/flamegraph/model';
-import { fromFolded, toFolded } from '../extension/shared/flamegraph/formats';
+import { buildTree, layout, ROOT, sandwich, search } from '../extension/model/flamegraph/model';
+import { fromFolded, toFolded } from '../extension/model/flamegraph/formats';
 import { programLike, worstCase } from './flamegraphProfile';
-import type { FlameProfile } from '../extension/shared/flamegraph/profileData';
+import type { FlameProfile } from '../extension/model/flamegraph/profileData';
 
 export interface FlamegraphBench {
   profile: string;

@@ -3,7 +3,7 @@
 //   helpers appear under many callers), depth ~50, each sample a root-to-site path;
 // - worstCase: every sample a unique random path below a few hundred shared trunks, so the call
 //   tree has millions of nodes (nothing merges).
-import type { FlameFrame, FlameProfile, FrameKind } from '../extension/shared/flamegraph/profileData';
+import type { FlameFrame, FlameProfile, FrameKind } from '../extension/model/flamegraph/profileData';
 
 function rng(seed: number): () => number {
   let s = seed >>> 0;

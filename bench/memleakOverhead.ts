@@ -9,13 +9,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { BpfObject } from '../native/index';
-import { loadAddon } from '../extension/native/addon';
+import { loadAddon } from '../extension/sys/addon';
 import { openObject } from '../extension/tracers/bpfObject';
-import { readMaps } from '../extension/proc/maps';
+import { readMaps } from '../extension/sys/proc/maps';
 import { have, interleave, LineProcess, median, ratioOfRounds, root, round, startCli, type Attached, type BenchContext, type Row } from './lib';
 
 /**
- * The probes extension/tracers/memleak.ts attaches in --pid mode to a C program (libc only;
+ * The probes extension/tracers/memleak/tracer.ts attaches in --pid mode to a C program (libc only;
  * libstdc++ is not mapped): [symbol, has a uretprobe]. Kept in step with ALLOCATOR_PROBES and
  * MMAP_PROBES there; free and munmap have no return probe.
  */

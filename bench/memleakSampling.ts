@@ -7,7 +7,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { MemleakResult } from '../extension/shared/memleak';
+import type { MemleakResult } from '../extension/protocol/memleak';
 import { cli, interleave, LineProcess, median, ratioOfRounds, root, round, startCli, type Attached, type BenchContext, type Row } from './lib';
 
 interface Accuracy {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { cli, interleave, LineProcess, median, ratioOfRounds, round, sleep, startCli, type Attached, type BenchContext, type Row } from './lib';
 import { callerShares, perfBinary, perfDwarf } from '../test/peers/perfDwarf';
 import { buildUnwindFixture } from '../test/peers/unwindFixture';
-import type { ProfileResult } from '../extension/shared/profile';
+import type { ProfileResult } from '../extension/protocol/profile';
 
 /** cpuloop built the way most programs are: -O2, no frame pointers. */
 function buildNoFp(ctx: BenchContext): string {

@@ -7,9 +7,9 @@ import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { Symbolizer } from '../extension/symbolize';
-import { ElfFile, PT_LOAD } from '../extension/elf/elf';
-import { readMaps, type Mapping } from '../extension/proc/maps';
+import { Symbolizer } from '../extension/sys/symbolize';
+import { ElfFile, PT_LOAD } from '../extension/sys/elf/elf';
+import { readMaps, type Mapping } from '../extension/sys/proc/maps';
 
 export interface SymbolizeBench {
   coldPerSec: number;

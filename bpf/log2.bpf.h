@@ -1,4 +1,4 @@
-/* Log2 histogram slots computed in the kernel, in the convention of extension/shared/log2hist.ts:
+/* Log2 histogram slots computed in the kernel, in the convention of extension/model/log2hist.ts:
  * slot 0 holds v == 0, slot i (i >= 1) holds 2^(i-1) <= v < 2^i. Branch-free binary search
  * because BPF has no count-leading-zeros instruction and loops cost verifier budget. */
 #ifndef EBPF_STUDIO_LOG2_BPF_H

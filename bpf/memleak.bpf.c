@@ -27,7 +27,7 @@ const volatile __u64 sample_rate = 1;
  * thread counts down bytes to its next sample point, drawn from an exponential distribution;
  * an allocation of size s that crosses one is recorded, which happens with probability
  * 1 - exp(-s/N) whatever came before (the exponential is memoryless). User space weighs each
- * recorded allocation by the inverse of that probability (extension/shared/memleakSampling.ts),
+ * recorded allocation by the inverse of that probability (extension/model/memleakSampling.ts),
  * as tcmalloc and Go's heap profiler do, so the estimates are unbiased. */
 const volatile __u64 sample_bytes = 0;
 const volatile __u64 page_size = 4096;

@@ -1,4 +1,4 @@
-/* Layout shared by bpf/memleak.bpf.c and the TypeScript decoder (extension/tracers/memleak.ts).
+/* Layout shared by bpf/memleak.bpf.c and the TypeScript decoder (extension/tracers/memleak/tracer.ts).
  * Fixed size, no implicit padding: the decoder reads these by offset. */
 #ifndef EBPF_STUDIO_MEMLEAK_H
 #define EBPF_STUDIO_MEMLEAK_H

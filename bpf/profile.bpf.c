@@ -30,7 +30,7 @@ const volatile __u32 stack_copy_bytes = 16384;
 /* Java agent (issue 14): signal the sampled thread so the JVMTI agent's SIGPROF handler walks
  * its Java stack now, and emit (tid, ktime, stack ids) for the join (frame-pointer mode; in dwarf
  * mode the sample record carries tid and ktime already). Only with target_pid set,
- * and only once the agent's handler is installed (extension/tracers/javaAgent.ts). */
+ * and only once the agent's handler is installed (extension/tracers/javaAgent/agent.ts). */
 const volatile bool signal_target = false;
 
 struct {

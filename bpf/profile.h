@@ -1,4 +1,4 @@
-/* Layout shared by bpf/profile.bpf.c and the TypeScript decoder (extension/tracers/profile.ts).
+/* Layout shared by bpf/profile.bpf.c and the TypeScript decoder (extension/tracers/profile/tracer.ts).
  * Fixed size, no implicit padding: the decoder reads it by offset. */
 #ifndef EBPF_STUDIO_PROFILE_H
 #define EBPF_STUDIO_PROFILE_H

@@ -1,10 +1,10 @@
 // Entry point: creates the helper client and wires the features. Each feature lives in its own
 // file under features/ and exports activate(context); nothing else happens here.
 import * as vscode from 'vscode';
-import { HelperClient, setHelper } from './helperClient';
-import * as sessions from './sessions';
-import * as sessionStore from './sessionStore';
-import { features } from './features';
+import { HelperClient, setHelper } from './editor/helperClient/helperClient';
+import * as sessions from './editor/sessions/liveSessions';
+import * as sessionStore from './editor/sessions/sessionStore';
+import { features } from './editor/features';
 
 export function activate(context: vscode.ExtensionContext): void {
   const output = vscode.window.createOutputChannel('eBPF Studio');

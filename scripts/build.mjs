@@ -190,5 +190,5 @@ if (!args.has('--skip-native')) buildNative();
 if (!args.has('--skip-native')) buildPreload();
 if (!args.has('--skip-native')) buildJvmAgent(root, dist);
 await bundle();
-if (!args.has('--skip-typecheck')) run(path.join(root, 'node_modules', '.bin', 'tsc'), ['--noEmit', '-p', '.']);
+if (!args.has('--skip-typecheck')) run(process.execPath, [path.join(root, 'node_modules', 'tsgo', 'bin', 'tsc'), '--noEmit', '-p', '.']);
 console.log('build: done');

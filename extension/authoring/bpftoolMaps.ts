@@ -2,7 +2,7 @@
 // /proc/PID/fdinfo "map_id:" lines: Debian's bpftool lists no owning pids) and the conversion of
 // `bpftool map dump -j` output (BTF-formatted when the map has BTF) into table views. The
 // parsing is pure; listing and dumping are done by the helper, which runs as root.
-import type { Json, MapView } from '../shared/bpfRun';
+import type { Json, MapView } from '../protocol/bpfRun';
 
 const RINGBUF_TYPE = 27;
 export const MAX_ROWS = 200;

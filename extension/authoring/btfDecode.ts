@@ -2,7 +2,7 @@
 // `bpftool -j btf dump file X.bpf.o` (we let bpftool parse .BTF rather than writing an ELF/BTF
 // parser of our own: it is the reference reader and it is already required for vmlinux.h).
 // This module is pure: JSON types in, JSON values out.
-import type { Json } from '../shared/bpfRun';
+import type { Json } from '../protocol/bpfRun';
 
 export interface BtfMember {
   name: string;

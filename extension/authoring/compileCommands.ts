@@ -6,7 +6,7 @@
 // half a file. Hand-written: no library does this merge (bear/compiledb generate from builds).
 import fs from 'node:fs';
 import path from 'node:path';
-import { inputError } from '../shared/errors';
+import { inputError } from '../protocol/errors';
 
 export interface CompileEntry {
   directory: string;

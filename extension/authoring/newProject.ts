@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { inputError, StudioError } from '../shared/errors';
+import { inputError, StudioError } from '../protocol/errors';
 import { archInfo } from './buildCommand';
 import { updateCompileCommands } from './compileCommands';
 import { projectBpfFlags, projectFiles, TEMPLATE_INFO, TEMPLATES, type TemplateName } from './projectTemplates';

@@ -5,8 +5,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { inputError, StudioError } from '../shared/errors';
-import { isElfHead, readRegularFileHead } from '../elf/fileCheck';
+import { inputError, StudioError } from '../protocol/errors';
+import { isElfHead, readRegularFileHead } from '../sys/elf/fileCheck';
 import { archInfo, buildCommand, parseClangDiagnostics, skeletonPath, type ClangDiagnostic } from './buildCommand';
 
 const SBIN = ['/usr/sbin', '/sbin', '/usr/local/sbin'];

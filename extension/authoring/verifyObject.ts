@@ -2,9 +2,9 @@
 // Runs where the kernel may be touched: the helper (for the editor) and the CLI (as root).
 import fs from 'node:fs';
 import path from 'node:path';
-import { readSourceOnce } from '../helper/userObject';
-import type { Addon } from '../native/addon';
-import { fromBpfError, StudioError } from '../shared/errors';
+import { readSourceOnce } from '../sys/userObject';
+import type { Addon } from '../sys/addon';
+import { fromBpfError, StudioError } from '../protocol/errors';
 import { hasVerifierLog, verifierDiagnostics, type SourceFile, type VerifierDiagnostic } from './verifierLog';
 import { checkBpfObject } from './toolchain';
 

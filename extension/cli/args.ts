@@ -1,8 +1,8 @@
 // Flag parsing shared by every CLI command: node's util.parseArgs (strict, so unknown flags are
 // usage errors) plus the checks of the common contract (--pid, --duration, numbers in range).
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { usageError } from '../shared/errors';
-import { PID_MAX } from '../shared/validate';
+import { usageError } from '../protocol/errors';
+import { PID_MAX } from '../protocol/validate';
 
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>;
 export type Values = Record<string, string | boolean | string[] | boolean[] | undefined>;

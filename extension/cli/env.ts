@@ -1,8 +1,8 @@
 // The in-process tracer environment for the CLI, with the privilege check done up front so a
 // user without it gets exit code 3 and the command to run, before anything is loaded.
-import { defaultAssetDir, loadAddon } from '../native/addon';
-import { privilegeError } from '../shared/errors';
-import { effectiveCapabilities } from '../helper/capabilities';
+import { defaultAssetDir, loadAddon } from '../sys/addon';
+import { privilegeError } from '../protocol/errors';
+import { effectiveCapabilities } from '../tracers/capabilities';
 import type { TracerEnv } from '../tracers/tracer';
 
 export function requireBpfPrivilege(needs: 'bpf' | 'uprobe'): void {

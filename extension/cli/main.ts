@@ -1,7 +1,7 @@
 // `ebpf-studio <command> [options]`: the tracers without VS Code, for scripts, servers, tests
 // and benchmarks. Exit codes: 0 ok, 2 bad usage or input, 3 missing privilege, 4 unsuitable
 // target, 1 anything else; the reason always goes to stderr, never a stack trace.
-import { exitCodes, StudioError } from '../shared/errors';
+import { exitCodes, StudioError } from '../protocol/errors';
 import type { Io } from './command';
 import { commands } from './commands';
 

@@ -1,6 +1,6 @@
 // Runs one tracer in-process until --duration, SIGINT/SIGTERM, or the target's exit, then
 // prints the final result (JSON or text). Live updates go to stdout as text lines when not --json.
-import type { OptionsOf, ResultOf, TracerName, UpdateOf } from '../shared/protocol';
+import type { OptionsOf, ResultOf, TracerName, UpdateOf } from '../protocol/protocol';
 import type { Tracer } from '../tracers/tracer';
 import type { Io } from './command';
 import { cliEnv, requireBpfPrivilege } from './env';

@@ -8,19 +8,19 @@ import {
   StreamMessageWriter,
   type MessageConnection,
 } from 'vscode-jsonrpc/node';
-import * as proto from '../shared/protocol';
-import { rpcErrorCodes, StudioError } from '../shared/errors';
-import { asObject, bool } from '../shared/validate';
-import { defaultAssetDir, loadAddon, type Addon } from '../native/addon';
-import { listProcesses } from '../proc/processes';
-import { gatherCapabilities } from './capabilities';
+import * as proto from '../protocol/protocol';
+import { rpcErrorCodes, StudioError } from '../protocol/errors';
+import { asObject, bool } from '../protocol/validate';
+import { defaultAssetDir, loadAddon, type Addon } from '../sys/addon';
+import { listProcesses } from '../sys/proc/processes';
+import { gatherCapabilities } from '../tracers/capabilities';
 import { SessionManager } from './sessions';
 import { LimitedReader, MAX_MESSAGE_BYTES } from './limitedReader';
 import { extraHandlers } from './handlers';
-import { invokingUser } from './identity';
-import { untrustedFiles } from './trustedPath';
+import { invokingUser } from '../sys/identity';
+import { untrustedFiles } from '../privilege/trustedPath';
 import path from 'node:path';
-import { addonCandidates } from '../native/addon';
+import { addonCandidates } from '../sys/addon';
 
 
 function toResponseError(e: unknown): ResponseError<unknown> {

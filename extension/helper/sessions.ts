@@ -1,8 +1,8 @@
 // Owns the running sessions of one helper (or one CLI run): starts them through the tracer
 // registry, forwards their updates, and stops them all on shutdown so nothing outlives us.
-import type { EndReason, ResultOf, SessionStartResult, TracerName } from '../shared/protocol';
-import { asObject } from '../shared/validate';
-import { inputError } from '../shared/errors';
+import type { EndReason, ResultOf, SessionStartResult, TracerName } from '../protocol/protocol';
+import { asObject } from '../protocol/validate';
+import { inputError } from '../protocol/errors';
 import { tracerByName } from '../tracers';
 import type { Session, TracerEnv } from '../tracers/tracer';
 import { recordLosses } from '../tracers/lossHistory';

@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { BpfObject } from '../../native/index';
-import { fromBpfError, StudioError } from '../shared/errors';
+import { fromBpfError, StudioError } from '../protocol/errors';
 import type { TracerEnv } from './tracer';
 
 export type RodataValue = number | bigint | boolean;

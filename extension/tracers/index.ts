@@ -1,13 +1,13 @@
 // Every tracer, by protocol name. Add one line per tracer.
-import type { TracerName } from '../shared/protocol';
+import type { TracerName } from '../protocol/protocol';
 import type { AnyTracer } from './tracer';
-import { selftestTracer } from './selftest';
-import { runqlatTracer } from './runqlat';
-import { javaGcTracer } from './javaGc';
-import { memleakTracer } from './memleak';
-import { profileTracer } from './profile';
-import { bpfRunTracer } from './bpfRun';
-import { jvmTracer } from './jvm';
+import { selftestTracer } from './selftest/tracer';
+import { runqlatTracer } from './runqlat/tracer';
+import { javaGcTracer } from './javaGc/tracer';
+import { memleakTracer } from './memleak/tracer';
+import { profileTracer } from './profile/tracer';
+import { bpfRunTracer } from './bpfRun/tracer';
+import { jvmTracer } from './jvm/tracer';
 
 export const tracers: Record<TracerName, AnyTracer> = {
   selftest: selftestTracer,

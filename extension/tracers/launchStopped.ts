@@ -3,10 +3,10 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { inputError, StudioError } from '../shared/errors';
-import type { MemleakLaunch } from '../shared/memleak';
-import { readStat } from '../proc/processes';
-import { launchIdentity } from '../helper/identity';
+import { inputError, StudioError } from '../protocol/errors';
+import type { MemleakLaunch } from '../protocol/memleak';
+import { readStat } from '../sys/proc/processes';
+import { launchIdentity } from '../sys/identity';
 
 export function launcherPath(assetDir: string): string {
   const candidates = [path.join(assetDir, 'ebpf-studio-launch'), path.resolve(assetDir, '..', 'native', 'build', 'Release', 'ebpf-studio-launch')];
@@ -53,7 +53,7 @@ export async function launchStopped(assetDir: string, launch: MemleakLaunch, onO
   if (!fs.existsSync(cwd) || !fs.statSync(cwd).isDirectory()) throw inputError(`the working directory ${cwd} does not exist`);
   const env = { ...process.env, ...(launch.env ?? {}) };
   const exe = resolveCommand(launch.command[0], env.PATH, cwd);
-  // Who the command runs as is the helper's decision (extension/helper/identity.ts), never the request's.
+  // Who the command runs as is the helper's decision (extension/sys/identity.ts), never the request's.
   const { uid, gid } = launchIdentity(launch);
   const stdio: StdioOptions = launch.output === 'inherit' ? 'inherit' : launch.output === 'stderr' ? ['inherit', 2, 2] : ['ignore', 'pipe', 'pipe'];
   const child = spawn(launcherPath(assetDir), launch.command, { cwd, env, stdio, uid, gid });

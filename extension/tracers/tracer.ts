@@ -1,7 +1,7 @@
 // The contract every tracer implements. A tracer runs in the helper (for the editor) and in the
 // CLI process (for scripts, tests, benchmarks): the same code, the same result document.
-import type { OptionsOf, ResultOf, TracerName, UpdateOf } from '../shared/protocol';
-import type { Addon } from '../native/addon';
+import type { OptionsOf, ResultOf, TracerName, UpdateOf } from '../protocol/protocol';
+import type { Addon } from '../sys/addon';
 
 export interface TracerEnv {
   addon: Addon;

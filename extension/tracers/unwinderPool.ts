@@ -4,7 +4,7 @@
 // falls outside every known module (dlopen), at most every REFRESH_MS.
 import fs from 'node:fs';
 import type { Unwinder, UnwindModule } from '../../native/index';
-import type { Addon } from '../native/addon';
+import type { Addon } from '../sys/addon';
 
 const REFRESH_MS = 500;
 

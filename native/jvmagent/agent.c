@@ -19,7 +19,7 @@
 // a ring preallocated at start. No malloc, no locks, no JNI functions. A service thread drains the
 // ring, resolves method ids to names and BCIs to lines with JVMTI (cached per jmethodID), and
 // appends text records to a file in the JVM's own /tmp, which the helper reads through
-// /proc/PID/root (works across mount and pid namespaces; see extension/tracers/javaAgent.ts for
+// /proc/PID/root (works across mount and pid namespaces; see extension/tracers/javaAgent/agent.ts for
 // why a file rather than a socket).
 //
 // File records, one a line, tab separated: A (agent ready), M (a method's names), S (one sample),
@@ -321,7 +321,7 @@ static int drain(JNIEnv *jni) {
 // plus when it was freed (CompiledMethodUnload), plus where the interpreter and the stubs sit
 // (DynamicCodeGenerated). GenerateEvents replays the code that existed before the profile.
 // The compile level (C1 or C2) is not in JVMTI; the helper asks `jcmd Compiler.codelist` for it
-// (extension/tracers/javaFrameTypes.ts says why).
+// (extension/tracers/javaAgent/frameTypes.ts says why).
 //
 // Events arrive on compiler threads, the ServiceThread (HotSpot defers most CompiledMethodLoad
 // posts to it) or the attach thread (the replay): never in a signal handler, so they may

@@ -1,5 +1,5 @@
 /* Layout of the report file the preload interposer (ebpf_studio_preload.c) keeps mapped
- * MAP_SHARED, and the helper reads (extension/tracers/memleakPreloadDecode.ts mirrors it).
+ * MAP_SHARED, and the helper reads (extension/tracers/memleak/preloadDecode.ts mirrors it).
  * Fixed size, little-endian, no implicit padding: the decoder reads by offset.
  *
  * The file lives in a directory the helper made (EBPF_STUDIO_PRELOAD_DIR) and is named PID.leak.

@@ -294,7 +294,7 @@ export class EditorSession {
   }
 
   /**
-   * The document frame of the webview whose <title> is `title` (extension/webviewPanel.ts sets it).
+   * The document frame of the webview whose <title> is `title` (extension/editor/ui/webviewPanel.ts sets it).
    * VS Code nests each webview: iframe.webview → iframe#active-frame (our HTML).
    */
   async webviewFrame(title: string, timeoutMs = 20_000): Promise<Frame> {

@@ -14,7 +14,7 @@ import { canvasColorPixels, type EditorSession, repoRoot, skipReason } from './c
 import { buildCFixture, cursorLineAfterOpen, lineOf, openWorkspaceFile, problemRows, waitForCodeLenses } from './editorDom';
 import { kernelSkipReason } from '../helpers';
 import { buildUnwindFixture } from '../peers/unwindFixture';
-import { findJdks } from '../../extension/proc/processes';
+import { findJdks } from '../../extension/sys/proc/processes';
 import { findTool } from '../../extension/authoring/toolchain';
 import { compareProfilesStep } from './profileDiffStep';
 import { sessionsRestoreStep } from './sessionsRestoreStep';

@@ -10,8 +10,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { codeServerBin, EditorSession, skipReason } from './codeServer';
-import { chooseNode, HELPER_LAUNCHER, INSTALL_ROOT, installPlan, POLKIT_POLICY } from '../../extension/helperInstall';
-import { untrustedReason } from '../../extension/helper/trustedPath';
+import { chooseNode, HELPER_LAUNCHER, INSTALL_ROOT, installPlan, POLKIT_POLICY } from '../../extension/privilege/installPlan';
+import { untrustedReason } from '../../extension/privilege/trustedPath';
 import { distDir, repoRoot } from '../helpers';
 
 const USER = 'ebpf-studio-edtest';

@@ -9,8 +9,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { kernelSkipReason, repoRoot, runCli, startCli, waitFor, type CliResult } from '../helpers';
-import { listProcesses } from '../../extension/proc/processes';
-import type { ProfileResult } from '../../extension/shared/profile';
+import { listProcesses } from '../../extension/sys/proc/processes';
+import type { ProfileResult } from '../../extension/protocol/profile';
 
 const skip = kernelSkipReason();
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';

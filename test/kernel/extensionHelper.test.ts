@@ -9,11 +9,11 @@ import { kernelSkipReason, repoRoot, waitFor } from '../helpers';
 
 installVscodeMock();
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { HelperClient, setHelper } = require('../../extension/helperClient') as typeof import('../../extension/helperClient');
+const { HelperClient, setHelper } = require('../../extension/editor/helperClient/helperClient') as typeof import('../../extension/editor/helperClient/helperClient');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const sessions = require('../../extension/sessions') as typeof import('../../extension/sessions');
+const sessions = require('../../extension/editor/sessions/liveSessions') as typeof import('../../extension/editor/sessions/liveSessions');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const proto = require('../../extension/shared/protocol') as typeof import('../../extension/shared/protocol');
+const proto = require('../../extension/protocol/protocol') as typeof import('../../extension/protocol/protocol');
 
 const skip = kernelSkipReason();
 

@@ -6,7 +6,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { findJdks } from '../../extension/proc/processes';
+import { findJdks } from '../../extension/sys/proc/processes';
 import { repoRoot, waitFor } from '../helpers';
 
 export const jdk = findJdks().find((j) => j.usdt && fs.existsSync(path.join(j.home, 'bin', 'javac')));

@@ -4,8 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import * as proto from '../../extension/shared/protocol';
-import type { SelftestUpdate } from '../../extension/shared/selftest';
+import * as proto from '../../extension/protocol/protocol';
+import type { SelftestUpdate } from '../../extension/protocol/selftest';
 import { kernelSkipReason, loadedProgramNames, loadedPrograms, newProgramIds, programIdsLoaded, runCli, startHelper, waitFor } from '../helpers';
 
 const skip = kernelSkipReason();

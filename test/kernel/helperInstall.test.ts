@@ -9,9 +9,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
-import * as proto from '../../extension/shared/protocol';
-import { chooseNode, installPlan, POLKIT_ACTION } from '../../extension/helperInstall';
-import { untrustedReason } from '../../extension/helper/trustedPath';
+import * as proto from '../../extension/protocol/protocol';
+import { chooseNode, installPlan, POLKIT_ACTION } from '../../extension/privilege/installPlan';
+import { untrustedReason } from '../../extension/privilege/trustedPath';
 import { distDir, kernelSkipReason, runCli } from '../helpers';
 
 const skip = kernelSkipReason();

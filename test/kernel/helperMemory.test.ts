@@ -15,8 +15,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
-import * as proto from '../../extension/shared/protocol';
-import type { MemleakUpdate } from '../../extension/shared/memleak';
+import * as proto from '../../extension/protocol/protocol';
+import type { MemleakUpdate } from '../../extension/protocol/memleak';
 import { helperJs, kernelSkipReason, repoRoot, sleep } from '../helpers';
 
 const kernelSkip = kernelSkipReason();

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
-import * as proto from '../../extension/shared/protocol';
+import * as proto from '../../extension/protocol/protocol';
 import { distDir, helperJs, kernelSkipReason } from '../helpers';
 
 const skip = kernelSkipReason();

@@ -11,11 +11,11 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ProfileResult, ProfileStack } from '../../extension/shared/profile';
+import type { ProfileResult, ProfileStack } from '../../extension/protocol/profile';
 import { compileJavaFixture, distDir, javaAgentSkipReason, removeJavaFixture, runCli, sleep } from '../helpers';
-import { checkJvmHasAgct, placeAgent } from '../../extension/tracers/javaAgent';
-import { attachCommand } from '../../extension/jvm/attach';
-import { profileTracer } from '../../extension/tracers/profile';
+import { checkJvmHasAgct, placeAgent } from '../../extension/tracers/javaAgent/agent';
+import { attachCommand } from '../../extension/sys/jvm/attach';
+import { profileTracer } from '../../extension/tracers/profile/tracer';
 import { cliEnv } from '../../extension/cli/env';
 
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';

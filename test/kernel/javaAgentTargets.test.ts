@@ -15,9 +15,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createMessageConnection, ResponseError, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
-import * as proto from '../../extension/shared/protocol';
-import type { ProfileResult, ProfileStack } from '../../extension/shared/profile';
-import { namespacePid } from '../../extension/jvm/attach';
+import * as proto from '../../extension/protocol/protocol';
+import type { ProfileResult, ProfileStack } from '../../extension/protocol/profile';
+import { namespacePid } from '../../extension/sys/jvm/attach';
 import { cliJs, distDir, helperJs, kernelSkipReason, repoRoot, runCli, sleep, waitFor } from '../helpers';
 
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';

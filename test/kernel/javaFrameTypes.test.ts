@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { JavaFrameType, ProfileFrame, ProfileResult } from '../../extension/shared/profile';
+import type { JavaFrameType, ProfileFrame, ProfileResult } from '../../extension/protocol/profile';
 import { compileJavaFixture, javaAgentSkipReason, removeJavaFixture, runCli, sleep } from '../helpers';
 
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';

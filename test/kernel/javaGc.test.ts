@@ -9,11 +9,11 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { JavaGcResult } from '../../extension/shared/javaGc';
-import { mappedFiles, readMaps } from '../../extension/proc/maps';
+import type { JavaGcResult } from '../../extension/protocol/javaGc';
+import { mappedFiles, readMaps } from '../../extension/sys/proc/maps';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
-import * as proto from '../../extension/shared/protocol';
-import type { JavaGcUpdate } from '../../extension/shared/javaGc';
+import * as proto from '../../extension/protocol/protocol';
+import type { JavaGcUpdate } from '../../extension/protocol/javaGc';
 import { helperJs, kernelSkipReason, repoRoot, runCli, sleep, startCli, waitFor } from '../helpers';
 import { GcWorkloads, jdk, noJdkReason } from './gcWorkload';
 

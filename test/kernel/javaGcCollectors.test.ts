@@ -9,7 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { JavaGcResult } from '../../extension/shared/javaGc';
+import type { JavaGcResult } from '../../extension/protocol/javaGc';
 import { kernelSkipReason, repoRoot, startCli, waitFor } from '../helpers';
 import { jdk, noJdkReason } from './gcWorkload';
 

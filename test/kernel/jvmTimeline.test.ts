@@ -10,11 +10,11 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fromSessionFile, JvmTimeline, toSessionFile, type JvmResult } from '../../extension/shared/jvmTimeline';
+import { fromSessionFile, JvmTimeline, toSessionFile, type JvmResult } from '../../extension/model/jvmTimeline';
 import { helperJs, kernelSkipReason, repoRoot, runCli, startCli, waitFor } from '../helpers';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
-import * as proto from '../../extension/shared/protocol';
-import type { JvmUpdate } from '../../extension/shared/jvmTimeline';
+import * as proto from '../../extension/protocol/protocol';
+import type { JvmUpdate } from '../../extension/model/jvmTimeline';
 import { jdk, noJdkReason } from './gcWorkload';
 
 const skip = kernelSkipReason() ?? noJdkReason;

@@ -9,11 +9,11 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import * as proto from '../../extension/shared/protocol';
-import { findJdks } from '../../extension/proc/processes';
-import type { JavaGcResult } from '../../extension/shared/javaGc';
-import type { MemleakResult } from '../../extension/shared/memleak';
-import type { ProfileResult } from '../../extension/shared/profile';
+import * as proto from '../../extension/protocol/protocol';
+import { findJdks } from '../../extension/sys/proc/processes';
+import type { JavaGcResult } from '../../extension/protocol/javaGc';
+import type { MemleakResult } from '../../extension/protocol/memleak';
+import type { ProfileResult } from '../../extension/protocol/profile';
 import { cliJs, kernelSkipReason, loadedPrograms, repoRoot, startCli, startHelper, waitFor } from '../helpers';
 
 const skip = kernelSkipReason();
@@ -119,8 +119,8 @@ test('extension host killed with -9: its helper sees stdin close, exits, and not
     script,
     `import { installVscodeMock } from ${JSON.stringify(path.join(repoRoot, 'test/mocks/vscode.ts'))};
 const vscode = installVscodeMock();
-const { HelperClient } = require(${JSON.stringify(path.join(repoRoot, 'extension/helperClient.ts'))});
-const proto = require(${JSON.stringify(path.join(repoRoot, 'extension/shared/protocol.ts'))});
+const { HelperClient } = require(${JSON.stringify(path.join(repoRoot, 'extension/editor/helperClient/helperClient.ts'))});
+const proto = require(${JSON.stringify(path.join(repoRoot, 'extension/protocol/protocol.ts'))});
 (async () => {
   const client = new HelperClient(${JSON.stringify(repoRoot)}, vscode.window.createOutputChannel('host'));
   await client.request(proto.sessionStart, { tracer: 'runqlat', options: { pid: 0, per: 'none', unit: 'us', intervalS: 1 } });

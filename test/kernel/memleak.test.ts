@@ -9,7 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { MemleakResult, MemleakStack } from '../../extension/shared/memleak';
+import type { MemleakResult, MemleakStack } from '../../extension/protocol/memleak';
 import { markerLines } from '../helpers';
 
 const root = process.env.EBPF_STUDIO_ROOT ?? path.resolve(__dirname, '..', '..');

@@ -13,10 +13,10 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { MemleakResult, MemleakStack } from '../../extension/shared/memleak';
+import type { MemleakResult, MemleakStack } from '../../extension/protocol/memleak';
 import { spawn } from 'node:child_process';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
-import * as proto from '../../extension/shared/protocol';
+import * as proto from '../../extension/protocol/protocol';
 import { cliJs, distDir, helperJs, kernelSkipReason, repoRoot, markerLines, runCli } from '../helpers';
 
 const fx = (f: string) => path.join(repoRoot, 'test/fixtures', f);

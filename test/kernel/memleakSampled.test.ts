@@ -9,7 +9,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { MemleakResult } from '../../extension/shared/memleak';
+import type { MemleakResult } from '../../extension/protocol/memleak';
 import { cliJs, distDir, kernelSkipReason, repoRoot, runCli, startCli } from '../helpers';
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'memleak-sampled-test-'));

@@ -8,10 +8,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import type { ProfileResult } from '../../extension/shared/profile';
-import { fromPprof } from '../../extension/shared/pprof';
-import { loadProfileBytes } from '../../extension/shared/profileFile';
-import { frameTotals } from '../../extension/shared/flamegraph/model';
+import type { ProfileResult } from '../../extension/protocol/profile';
+import { fromPprof } from '../../extension/model/pprof';
+import { loadProfileBytes } from '../../extension/sys/profileFile';
+import { frameTotals } from '../../extension/model/flamegraph/model';
 import { kernelSkipReason, repoRoot, runCli, sleep } from '../helpers';
 
 const skip = kernelSkipReason();

@@ -10,9 +10,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
 import { helperJs, kernelSkipReason, runCli } from '../helpers';
-import { runExited, runMaps, runOutput, runStart, type RunStartParams } from '../../extension/shared/privilegedRun';
-import { parseBpftraceMaps } from '../../extension/shared/bpftraceMaps';
-import type { HistogramView } from '../../extension/shared/bpfRun';
+import { runExited, runMaps, runOutput, runStart, type RunStartParams } from '../../extension/protocol/privilegedRun';
+import { parseBpftraceMaps } from '../../extension/model/bpftraceMaps';
+import type { HistogramView } from '../../extension/protocol/bpfRun';
 import { findTool } from '../../extension/authoring/toolchain';
 
 const skip = kernelSkipReason();

@@ -8,7 +8,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { ProfileResult, ProfileStack } from '../../extension/shared/profile';
+import type { ProfileResult, ProfileStack } from '../../extension/protocol/profile';
 import { kernelSkipReason, repoRoot, runCli, sleep } from '../helpers';
 
 const skip = kernelSkipReason();

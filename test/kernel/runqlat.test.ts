@@ -8,13 +8,13 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { bucketIndex, fromBuckets, toBuckets, total, type Bucket } from '../../extension/shared/log2hist';
-import { statsOf, type RunqlatResult, type RunqlatUpdate } from '../../extension/shared/runqlat';
+import { bucketIndex, fromBuckets, toBuckets, total, type Bucket } from '../../extension/model/log2hist';
+import { statsOf, type RunqlatResult, type RunqlatUpdate } from '../../extension/protocol/runqlat';
 import { cliEnv } from '../../extension/cli/env';
 import { openObject, onlyPrograms, setRodata } from '../../extension/tracers/bpfObject';
-import { decodeHistEntries } from '../../extension/tracers/runqlat';
+import { decodeHistEntries } from '../../extension/tracers/runqlat/tracer';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
-import * as proto from '../../extension/shared/protocol';
+import * as proto from '../../extension/protocol/protocol';
 import { helperJs, kernelSkipReason, repoRoot, sleep, startCli, waitFor } from '../helpers';
 
 const skip = kernelSkipReason();

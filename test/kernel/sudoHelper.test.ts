@@ -10,8 +10,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { buildSync } from 'esbuild';
-import { chooseNode, HELPER_LAUNCHER, INSTALL_ROOT, installedVersion, installPlan, POLKIT_POLICY } from '../../extension/helperInstall';
-import { untrustedReason } from '../../extension/helper/trustedPath';
+import { chooseNode, HELPER_LAUNCHER, INSTALL_ROOT, installedVersion, installPlan, POLKIT_POLICY } from '../../extension/privilege/installPlan';
+import { untrustedReason } from '../../extension/privilege/trustedPath';
 import { distDir, kernelSkipReason, repoRoot } from '../helpers';
 
 const USER = 'ebpf-studio-sudotest';

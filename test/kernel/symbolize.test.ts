@@ -7,8 +7,8 @@ import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_pr
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Symbolizer, type Frame, type ProcessImage } from '../../extension/symbolize';
-import { StudioError } from '../../extension/shared/errors';
+import { Symbolizer, type Frame, type ProcessImage } from '../../extension/sys/symbolize';
+import { StudioError } from '../../extension/protocol/errors';
 import { buildSymfix, haveTool, markerLines, nmFunctions, parsePrinted, SYMFIX_SRC, tempDir } from '../unit/symbolizeFixture';
 
 const skip =

@@ -10,10 +10,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
-import * as proto from '../../extension/shared/protocol';
-import { bpfVerify } from '../../extension/shared/authoring';
-import type { BpfRunUpdate, HistogramView, RingbufView, TableView } from '../../extension/shared/bpfRun';
-import { bpfRunTracer } from '../../extension/tracers/bpfRun';
+import * as proto from '../../extension/protocol/protocol';
+import { bpfVerify } from '../../extension/protocol/authoring';
+import type { BpfRunUpdate, HistogramView, RingbufView, TableView } from '../../extension/protocol/bpfRun';
+import { bpfRunTracer } from '../../extension/tracers/bpfRun/tracer';
 import { cliEnv } from '../../extension/cli/env';
 import { helperJs, kernelSkipReason, loadedPrograms, newProgramIds, programIdsLoaded, repoRoot, runCli, waitFor } from '../helpers';
 

@@ -1,6 +1,6 @@
 // Fake JVM processes and a fake helper that lists them, for the unit tests of the features that
 // pick a JVM (Trace Java GC, Open JVM Timeline): what the helper's listProcesses would return.
-import type { ProcessInfo } from '../../extension/shared/protocol';
+import type { ProcessInfo } from '../../extension/protocol/protocol';
 
 /** A JVM process; `usdt` false gives a vendor JDK whose libjvm.so has no USDT probes. */
 export function fakeJvm(pid: number, usdt: boolean): ProcessInfo {

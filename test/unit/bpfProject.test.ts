@@ -9,7 +9,7 @@ import path from 'node:path';
 import { archInfo, bpfClangArgs } from '../../extension/authoring/buildCommand';
 import { createProject, loaderFor, parseTemplate } from '../../extension/authoring/newProject';
 import { projectFiles, TEMPLATE_INFO, TEMPLATES } from '../../extension/authoring/projectTemplates';
-import { StudioError } from '../../extension/shared/errors';
+import { StudioError } from '../../extension/protocol/errors';
 
 const arch = archInfo('x64')!;
 

@@ -2,8 +2,8 @@
 // key), counts become tables, lhist() keeps its linear buckets as rows, printf lines are ignored.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseBound, parseBpftraceMaps } from '../../extension/shared/bpftraceMaps';
-import type { HistogramView, TableView } from '../../extension/shared/bpfRun';
+import { parseBound, parseBpftraceMaps } from '../../extension/model/bpftraceMaps';
+import type { HistogramView, TableView } from '../../extension/protocol/bpfRun';
 
 const DUMP = `Attaching 2 probes...
 hello from printf: 3

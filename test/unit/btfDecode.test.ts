@@ -10,7 +10,7 @@ import { Btf, histogramOf, sumJson } from '../../extension/authoring/btfDecode';
 import { readObjectBtf } from '../../extension/authoring/objectBtf';
 import { archInfo, buildCommand } from '../../extension/authoring/buildCommand';
 import { mapDeclarations, ringbufRecordTypes } from '../../extension/authoring/sourceFacts';
-import { attachProblem } from '../../extension/tracers/bpfRun';
+import { attachProblem } from '../../extension/tracers/bpfRun/tracer';
 import { bucketRange, histogramBuckets, tableModel } from '../../webview/bpfmaps/model';
 import { findTool } from '../../extension/authoring/toolchain';
 

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { cliJs, runCli } from '../helpers';
 import { durationFlag, numberFlag, parse, pidFlag } from '../../extension/cli/args';
-import { StudioError } from '../../extension/shared/errors';
+import { StudioError } from '../../extension/protocol/errors';
 
 const built = fs.existsSync(cliJs);
 

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { entryFor, mergeCompileCommands, updateCompileCommands } from '../../extension/authoring/compileCommands';
-import { StudioError } from '../../extension/shared/errors';
+import { StudioError } from '../../extension/protocol/errors';
 
 const cmd = (src: string) => ['/usr/bin/clang', '-target', 'bpf', '-D__TARGET_ARCH_x86', '-I/cache/vmlinux', '-c', src, '-o', src.replace(/\.c$/, '.o')];
 

@@ -1,9 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { ElfFile, ElfError, withElf } from '../../extension/elf/elf';
-import { libjvmUsdt } from '../../extension/proc/processes';
-import { findJdks } from '../../extension/proc/processes';
+import { ElfFile, ElfError, withElf } from '../../extension/sys/elf/elf';
+import { libjvmUsdt } from '../../extension/sys/proc/processes';
+import { findJdks } from '../../extension/sys/proc/processes';
 
 const jdks = findJdks();
 const withUsdt = jdks.find((j) => j.usdt);

@@ -2,9 +2,9 @@
 // bad files get errors that say what was expected.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fromFolded, fromSpeedscope, importProfile, ImportError, parseAnnotation, toFolded, toSpeedscope } from '../../extension/shared/flamegraph/formats';
-import { fromProfileResult, type FlameProfile } from '../../extension/shared/flamegraph/profileData';
-import type { ProfileResult } from '../../extension/shared/profile';
+import { fromFolded, fromSpeedscope, importProfile, ImportError, parseAnnotation, toFolded, toSpeedscope } from '../../extension/model/flamegraph/formats';
+import { fromProfileResult, type FlameProfile } from '../../extension/model/flamegraph/profileData';
+import type { ProfileResult } from '../../extension/protocol/profile';
 
 const result: ProfileResult = {
   tracer: 'profile',

@@ -2,8 +2,8 @@
 // hit testing, search with matched share, sandwich, per-function totals.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildTree, frameTotals, hitTest, layout, pathTo, ROOT, sandwich, search } from '../../extension/shared/flamegraph/model';
-import { fromFolded } from '../../extension/shared/flamegraph/formats';
+import { buildTree, frameTotals, hitTest, layout, pathTo, ROOT, sandwich, search } from '../../extension/model/flamegraph/model';
+import { fromFolded } from '../../extension/model/flamegraph/formats';
 
 const folded = ['main;a;b 30', 'main;a;c 10', 'main;d 50', 'main 10', 'other;a;b 0'].join('\n');
 

@@ -2,10 +2,10 @@
 // table, keyboard moves, the tree built in parts, and zoom kept across a rebuilt tree.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buildTree, ROOT, TreeBuilder, type FlameTree } from '../../extension/shared/flamegraph/model';
-import { fromFolded } from '../../extension/shared/flamegraph/formats';
-import { buildTimeTree, filterStacks, framePath, leftHeavy, move, nodeAtPath, remapFrames, rowOf, sortTop, topFunctions, viewTree } from '../../extension/shared/flamegraph/views';
-import type { FlameProfile } from '../../extension/shared/flamegraph/profileData';
+import { buildTree, ROOT, TreeBuilder, type FlameTree } from '../../extension/model/flamegraph/model';
+import { fromFolded } from '../../extension/model/flamegraph/formats';
+import { buildTimeTree, filterStacks, framePath, leftHeavy, move, nodeAtPath, remapFrames, rowOf, sortTop, topFunctions, viewTree } from '../../extension/model/flamegraph/views';
+import type { FlameProfile } from '../../extension/model/flamegraph/profileData';
 
 // main calls a (small) and zed (big); zed calls hot; idle sits beside.
 const p = fromFolded(['main;a;hot 2', 'main;zed;hot 7', 'main;zed 1', 'main;a 1', 'idle 3'].join('\n'), 't');

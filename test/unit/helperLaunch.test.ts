@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { helperEnv, LaunchRefused, planLaunch, type LaunchFacts } from '../../extension/helperLaunch';
-import { HELPER_LAUNCHER } from '../../extension/helperInstall';
+import { helperEnv, LaunchRefused, planLaunch, type LaunchFacts } from '../../extension/privilege/launch';
+import { HELPER_LAUNCHER } from '../../extension/privilege/installPlan';
 
 const base: LaunchFacts = {
   euid: 1000,

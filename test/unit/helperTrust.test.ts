@@ -7,13 +7,13 @@ import { installVscodeMock, recorded } from '../mocks/vscode';
 
 installVscodeMock();
 /* eslint-disable @typescript-eslint/no-require-imports */
-const { helperSettings } = require('../../extension/helperSettings') as typeof import('../../extension/helperSettings');
-const { planLaunch } = require('../../extension/helperLaunch') as typeof import('../../extension/helperLaunch');
-const { trustNeededFor } = require('../../extension/workspaceTrust') as typeof import('../../extension/workspaceTrust');
-const { obtainSudoPassword, MAX_TRIES } = require('../../extension/sudoPassword') as typeof import('../../extension/sudoPassword');
-const { rootRun } = require('../../extension/installHelperRun') as typeof import('../../extension/installHelperRun');
-const { chooseNode, launcherScript, shq } = require('../../extension/helperInstall') as typeof import('../../extension/helperInstall');
-const { invokingUser, launchIdentity, primaryGid } = require('../../extension/helper/identity') as typeof import('../../extension/helper/identity');
+const { helperSettings } = require('../../extension/editor/helperClient/helperSettings') as typeof import('../../extension/editor/helperClient/helperSettings');
+const { planLaunch } = require('../../extension/privilege/launch') as typeof import('../../extension/privilege/launch');
+const { trustNeededFor } = require('../../extension/editor/ui/workspaceTrust') as typeof import('../../extension/editor/ui/workspaceTrust');
+const { obtainSudoPassword, MAX_TRIES } = require('../../extension/editor/helperClient/sudoPassword') as typeof import('../../extension/editor/helperClient/sudoPassword');
+const { rootRun } = require('../../extension/privilege/installRun') as typeof import('../../extension/privilege/installRun');
+const { chooseNode, launcherScript, shq } = require('../../extension/privilege/installPlan') as typeof import('../../extension/privilege/installPlan');
+const { invokingUser, launchIdentity, primaryGid } = require('../../extension/sys/identity') as typeof import('../../extension/sys/identity');
 const pkg = require('../../package.json') as {
   contributes: { configuration: { properties: Record<string, { scope?: string }> } };
   capabilities: { untrustedWorkspaces: { supported: string; description: string } };

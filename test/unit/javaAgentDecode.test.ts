@@ -3,15 +3,15 @@
 // Java frames, AGCT failure codes as labelled frames, and the editor picker's default.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { agctLabel, ALL_IN, decodeJavaSample, emptyAgentLog, foldStacks, IncrementalPairer, JAVA_SAMPLE_SIZE, javaSourcePath, joinStack, NOT_JAVA_THREAD, pairSamples, parseAgentText, type AgentRecord, type BpfJavaSample } from '../../extension/tracers/javaAgentDecode';
-import { unwindSummary } from '../../extension/shared/unwindText';
-import { profileTracer } from '../../extension/tracers/profile';
+import { agctLabel, ALL_IN, decodeJavaSample, emptyAgentLog, foldStacks, IncrementalPairer, JAVA_SAMPLE_SIZE, javaSourcePath, joinStack, NOT_JAVA_THREAD, pairSamples, parseAgentText, type AgentRecord, type BpfJavaSample } from '../../extension/tracers/javaAgent/decode';
+import { unwindSummary } from '../../extension/model/unwindText';
+import { profileTracer } from '../../extension/tracers/profile/tracer';
 import { installVscodeMock } from '../mocks/vscode';
-import type { ProfileFrame } from '../../extension/shared/profile';
+import type { ProfileFrame } from '../../extension/protocol/profile';
 
 installVscodeMock();
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { javaModeItems } = require('../../extension/features/profileJavaMode') as typeof import('../../extension/features/profileJavaMode');
+const { javaModeItems } = require('../../extension/editor/features/profile/profileJavaMode') as typeof import('../../extension/editor/features/profile/profileJavaMode');
 
 const AGENT_TEXT = [
   'A\t42\t1000',

@@ -10,9 +10,9 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { withElf } from '../../extension/elf/elf';
-import { StudioError } from '../../extension/shared/errors';
-import { checkAgctLibrary, tmpIsNoexec } from '../../extension/tracers/javaAgent';
+import { withElf } from '../../extension/sys/elf/elf';
+import { StudioError } from '../../extension/protocol/errors';
+import { checkAgctLibrary, tmpIsNoexec } from '../../extension/tracers/javaAgent/agent';
 
 const JDKS = ['/usr/lib/jvm/java-17-openjdk-amd64', '/usr/lib/jvm/temurin-25-jdk-amd64'];
 const LIBC = ['/lib/x86_64-linux-gnu/libc.so.6', '/usr/lib/x86_64-linux-gnu/libc.so.6'].find((p) => fs.existsSync(p));

@@ -1,11 +1,11 @@
-// Java frame types from the agent's code-cache log (extension/tracers/javaFrameTypes.ts), over
+// Java frame types from the agent's code-cache log (extension/tracers/javaAgent/frameTypes.ts), over
 // agent text in the format native/jvmagent/agent.c writes (M, D, L, U and S lines) and a
 // `jcmd Compiler.codelist` reply in HotSpot 17's format: what the leaf's PC shows, what the
 // inline records and nmethod lifetimes imply for the callers, and where the type stays unknown.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { emptyAgentLog, joinStack, parseAgentText } from '../../extension/tracers/javaAgentDecode';
-import { buildCodeCache, classesKey, classifyFrames, CodeCache, frameClasses, levelType, parseCodelist, typesOf } from '../../extension/tracers/javaFrameTypes';
+import { emptyAgentLog, joinStack, parseAgentText } from '../../extension/tracers/javaAgent/decode';
+import { buildCodeCache, classesKey, classifyFrames, CodeCache, frameClasses, levelType, parseCodelist, typesOf } from '../../extension/tracers/javaAgent/frameTypes';
 
 const AGENT = [
   'A\t42\t1',

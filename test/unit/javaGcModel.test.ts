@@ -1,7 +1,7 @@
 // The Java GC view's model and the reusable histogram/timeline layouts (no DOM).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { JavaGcEvent, JavaGcResult } from '../../extension/shared/javaGc';
+import type { JavaGcEvent, JavaGcResult } from '../../extension/protocol/javaGc';
 import { csvField, formatBucketLabel, GcModel } from '../../webview/javaGc/model';
 import { bucketAt, layoutHistogram, niceTicks } from '../../webview/common/histogramChart';
 import { layoutTimeline } from '../../webview/javaGc/timelineChart';

@@ -1,8 +1,8 @@
 // Java GC figures: exact percentiles, the log2 µs histogram, pool reclaim, and the CLI's text.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { JavaGcEvent } from '../../extension/shared/javaGc';
-import { buildResult, formatReclaim, formatSize, overheadPercent, pauseCounts, poolReclaim, summarize } from '../../extension/shared/javaGcStats';
+import type { JavaGcEvent } from '../../extension/protocol/javaGc';
+import { buildResult, formatReclaim, formatSize, overheadPercent, pauseCounts, poolReclaim, summarize } from '../../extension/model/javaGcStats';
 import { formatGcLines, formatGcResult, formatSafepoints } from '../../extension/cli/commands/javaGc';
 
 function ev(durationUs: number, full = false, pools: JavaGcEvent['pools'] = [], t = 0): JavaGcEvent {

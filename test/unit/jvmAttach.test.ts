@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { attachCommand, encodeAttachRequest, namespacePid, parseAttachReply } from '../../extension/jvm/attach';
+import { attachCommand, encodeAttachRequest, namespacePid, parseAttachReply } from '../../extension/sys/jvm/attach';
 
 test('a jcmd request is version, command and exactly three NUL-terminated arguments', () => {
   assert.equal(encodeAttachRequest('jcmd', ['Compiler.perfmap']).toString('latin1'), '1\0jcmd\0Compiler.perfmap\0\0\0');

@@ -3,12 +3,12 @@
 // session file, the view's zoom/pan/selection and lanes, and the CLI's bad flags.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { JavaGcEvent } from '../../extension/shared/javaGc';
-import type { ProfileFrame, ProfileStack } from '../../extension/shared/profile';
-import { CpuSlicer, fromSessionFile, JvmTimeline, stackKey, threadGroup, toSessionFile, type JvmUpdate } from '../../extension/shared/jvmTimeline';
+import type { JavaGcEvent } from '../../extension/protocol/javaGc';
+import type { ProfileFrame, ProfileStack } from '../../extension/protocol/profile';
+import { CpuSlicer, fromSessionFile, JvmTimeline, stackKey, threadGroup, toSessionFile, type JvmUpdate } from '../../extension/model/jvmTimeline';
 import { TimelineView } from '../../webview/jvmTimeline/model';
 import { formatJvmResult, rangeFlag } from '../../extension/cli/commands/jvm';
-import { jvmTracer } from '../../extension/tracers/jvm';
+import { jvmTracer } from '../../extension/tracers/jvm/tracer';
 
 const MS = 1e6;
 const frame = (address: string, fn: string | null = null, kind: ProfileFrame['kind'] = 'native'): ProfileFrame => ({ address, module: null, function: fn, file: null, line: null, kind });

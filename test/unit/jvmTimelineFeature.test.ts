@@ -11,9 +11,9 @@ import { fakeJvm as jvm, listingHelper } from '../mocks/jvms';
 
 const vscode = installVscodeMock();
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const feature = require('../../extension/features/jvmTimeline') as typeof import('../../extension/features/jvmTimeline');
+const feature = require('../../extension/editor/features/jvmTimeline') as typeof import('../../extension/editor/features/jvmTimeline');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { setHelper } = require('../../extension/helperClient') as typeof import('../../extension/helperClient');
+const { setHelper } = require('../../extension/editor/helperClient/helperClient') as typeof import('../../extension/editor/helperClient/helperClient');
 
 test('quick pick: JVMs with USDT, one without marked with the reason, enter a pid, open a saved session', () => {
   const items = feature.timelineItems([jvm(100, true), jvm(200, false), { ...jvm(300, true), jvm: undefined }]);

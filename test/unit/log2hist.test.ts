@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { bucketIndex, bucketHigh, bucketLow, formatDuration, fromBuckets, quantileExact, quantileFromCounts, toBuckets } from '../../extension/shared/log2hist';
+import { bucketIndex, bucketHigh, bucketLow, formatDuration, fromBuckets, quantileExact, quantileFromCounts, toBuckets } from '../../extension/model/log2hist';
 
 test('bucket index matches the kernel side log2(v)+1', () => {
   assert.equal(bucketIndex(0), 0);

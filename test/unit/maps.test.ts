@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { findMapping, mappedFiles, parseMaps } from '../../extension/proc/maps';
+import { findMapping, mappedFiles, parseMaps } from '../../extension/sys/proc/maps';
 
 const sample = `55d4c0a00000-55d4c0a02000 r--p 00000000 fe:01 1234                       /usr/bin/cat
 55d4c0a02000-55d4c0a07000 r-xp 00002000 fe:01 1234                       /usr/bin/cat

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { aggregate, ageMs, ALLOC_SIZE, CNT, CNT_MAX, decodeAlloc, decodeAllocDump, decodeExitEvent, decodeTotals, EXIT_EVENT_SIZE, TOTALS_SIZE } from '../../extension/tracers/memleakDecode';
+import { aggregate, ageMs, ALLOC_SIZE, CNT, CNT_MAX, decodeAlloc, decodeAllocDump, decodeExitEvent, decodeTotals, EXIT_EVENT_SIZE, TOTALS_SIZE } from '../../extension/tracers/memleak/decode';
 
 function alloc(size: number, ts: bigint, stackId: number): Buffer {
   const b = Buffer.alloc(ALLOC_SIZE);

@@ -4,9 +4,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { decodeStackCopy, MEMLEAK_DWARF_ID_BASE, MEMLEAK_MAX_STACK_COPY, MEMLEAK_STACK_COPY_HEADER_SIZE, MemleakDwarfStacks, PENDING_STACK_ID } from '../../extension/tracers/memleakDwarf';
-import { aggregate, CNT, CNT_MAX, type AllocRecord } from '../../extension/tracers/memleakDecode';
-import type { Addon } from '../../extension/native/addon';
+import { decodeStackCopy, MEMLEAK_DWARF_ID_BASE, MEMLEAK_MAX_STACK_COPY, MEMLEAK_STACK_COPY_HEADER_SIZE, MemleakDwarfStacks, PENDING_STACK_ID } from '../../extension/tracers/memleak/dwarf';
+import { aggregate, CNT, CNT_MAX, type AllocRecord } from '../../extension/tracers/memleak/decode';
+import type { Addon } from '../../extension/sys/addon';
 
 const h = fs.readFileSync(path.join(__dirname, '../../bpf/memleak.h'), 'utf8');
 const def = (n: string) => new RegExp(`#define ${n}\\s+(\\([^)]*\\)|\\S+)`).exec(h)![1].replace(/^\((.*)\)$/, '$1');

@@ -2,10 +2,10 @@
 // launch-configuration handling of "Run with Leak Tracing".
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { MemleakStack } from '../../extension/shared/memleak';
-import { toFolded, reportText } from '../../extension/shared/memleakFormat';
+import type { MemleakStack } from '../../extension/protocol/memleak';
+import { toFolded, reportText } from '../../extension/model/memleakFormat';
 import { sparklinePoints, toRows } from '../../webview/memleak/model';
-import { CommandLineError, fromLaunchConfig, splitCommandLine } from '../../extension/features/leakLaunch';
+import { CommandLineError, fromLaunchConfig, splitCommandLine } from '../../extension/editor/features/memleak/leakLaunch';
 
 const frames = (...names: (string | undefined)[]) => names.map((n, i) => ({ address: `0x${((i + 1) * 16).toString(16)}`, module: '/opt/app/bin/app', function: n }));
 

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkPid, isKernelThread, javaMain, listProcesses, parseStat, readStat } from '../../extension/proc/processes';
-import { StudioError } from '../../extension/shared/errors';
+import { checkPid, isKernelThread, javaMain, listProcesses, parseStat, readStat } from '../../extension/sys/proc/processes';
+import { StudioError } from '../../extension/protocol/errors';
 
 test('parseStat handles comm with spaces and parentheses', () => {
   const s = parseStat('1234 (my (weird) prog) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 5555 1000 10');

@@ -5,15 +5,15 @@
 import { beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { installVscodeMock } from '../mocks/vscode';
-import type { ProcessInfo } from '../../extension/shared/protocol';
+import type { ProcessInfo } from '../../extension/protocol/protocol';
 
 const vscode = installVscodeMock();
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const feature = require('../../extension/features/profile') as typeof import('../../extension/features/profile');
+const feature = require('../../extension/editor/features/profile/profile') as typeof import('../../extension/editor/features/profile/profile');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const choices = require('../../extension/profileChoices') as typeof import('../../extension/profileChoices');
+const choices = require('../../extension/editor/features/profile/profileChoices') as typeof import('../../extension/editor/features/profile/profileChoices');
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { setHelper } = require('../../extension/helperClient') as typeof import('../../extension/helperClient');
+const { setHelper } = require('../../extension/editor/helperClient/helperClient') as typeof import('../../extension/editor/helperClient/helperClient');
 
 function proc(pid: number, comm: string, main?: string): ProcessInfo {
   return {

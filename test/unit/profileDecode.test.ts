@@ -4,12 +4,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { decodeCounts, decodeProfileKey, parseCpuList, PROFILE_KEY_SIZE, PROFILE_STAT, PROFILE_STAT_COUNT, stackIdLost, sumPerCpu } from '../../extension/tracers/profileDecode';
-import { assemble, readStacks } from '../../extension/tracers/profileStacks';
-import { PROFILE_MAX_STACK_COPY, PROFILE_NREGS, PROFILE_SAMPLE_HEADER_SIZE } from '../../extension/tracers/profileDwarf';
-import { profileTracer, preserveFramePointerAdvice } from '../../extension/tracers/profile';
+import { decodeCounts, decodeProfileKey, parseCpuList, PROFILE_KEY_SIZE, PROFILE_STAT, PROFILE_STAT_COUNT, stackIdLost, sumPerCpu } from '../../extension/tracers/profile/decode';
+import { assemble, readStacks } from '../../extension/tracers/profile/stacks';
+import { PROFILE_MAX_STACK_COPY, PROFILE_NREGS, PROFILE_SAMPLE_HEADER_SIZE } from '../../extension/tracers/profile/dwarf';
+import { profileTracer, preserveFramePointerAdvice } from '../../extension/tracers/profile/tracer';
 import { formatSummary } from '../../extension/cli/commands/profile';
-import type { ProfileFrame } from '../../extension/shared/profile';
+import type { ProfileFrame } from '../../extension/protocol/profile';
 
 function key(pid: number, tid: number, u: number, k: number, comm: string): Buffer {
   const b = Buffer.alloc(PROFILE_KEY_SIZE);

@@ -6,12 +6,12 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { diffProfiles, type ProfileDiff } from '../../extension/shared/profileDiff';
-import { fromFolded, toSpeedscope } from '../../extension/shared/flamegraph/formats';
-import { pathTo } from '../../extension/shared/flamegraph/model';
-import { encodePprofGz } from '../../extension/shared/profileFile';
+import { diffProfiles, type ProfileDiff } from '../../extension/model/profileDiff';
+import { fromFolded, toSpeedscope } from '../../extension/model/flamegraph/formats';
+import { pathTo } from '../../extension/model/flamegraph/model';
+import { encodePprofGz } from '../../extension/sys/profileFile';
 import { profileDiffCommand } from '../../extension/cli/commands/profileDiff';
-import type { ProfileResult } from '../../extension/shared/profile';
+import type { ProfileResult } from '../../extension/protocol/profile';
 
 const folded = (...lines: string[]) => fromFolded(lines.join('\n'));
 

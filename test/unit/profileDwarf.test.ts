@@ -2,9 +2,9 @@
 // bpf/profile.h), ring sizing, option validation, and what the view and the loss hint say.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { decodeSample, PROFILE_SAMPLE_HEADER_SIZE, sampleIp, sampleSp } from '../../extension/tracers/profileDwarf';
-import { profileTracer, ringBytes } from '../../extension/tracers/profile';
-import { unwindSummary } from '../../extension/shared/unwindText';
+import { decodeSample, PROFILE_SAMPLE_HEADER_SIZE, sampleIp, sampleSp } from '../../extension/tracers/profile/dwarf';
+import { profileTracer, ringBytes } from '../../extension/tracers/profile/tracer';
+import { unwindSummary } from '../../extension/model/unwindText';
 import { lostWhat } from '../../extension/tracers/lossHistory';
 
 test('decodeSample reads the header by offset and the stack bytes that follow it', () => {

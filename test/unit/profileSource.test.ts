@@ -2,8 +2,8 @@
 // self/total samples, and finding a function's definition line above its sampled lines.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { annotationsFromResult, definitionLine, shortFunctionName } from '../../extension/shared/profileSource';
-import type { ProfileFrame } from '../../extension/shared/profile';
+import { annotationsFromResult, definitionLine, shortFunctionName } from '../../extension/model/profileSource';
+import type { ProfileFrame } from '../../extension/protocol/profile';
 
 const f = (fn: string, line: number, file = '/src/a.c'): ProfileFrame => ({ address: '0x1', module: '/bin/a', function: fn, file, line, kind: 'native' });
 

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { createMessageConnection, ResponseError, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import { createHelperServer } from '../../extension/helper/main';
-import * as proto from '../../extension/shared/protocol';
-import { rpcErrorCodes } from '../../extension/shared/errors';
+import * as proto from '../../extension/protocol/protocol';
+import { rpcErrorCodes } from '../../extension/protocol/errors';
 
 function pair() {
   const toHelper = new PassThrough();

@@ -7,11 +7,11 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { bucketIndex, fromBuckets, toBuckets } from '../../extension/shared/log2hist';
-import { statsOf } from '../../extension/shared/runqlat';
-import { decodeHistEntries, RunqlatAggregate, RUNQLAT_HIST_SIZE, RUNQLAT_KEY_SIZE, RUNQLAT_MAX_SLOTS, runqlatTracer } from '../../extension/tracers/runqlat';
+import { bucketIndex, fromBuckets, toBuckets } from '../../extension/model/log2hist';
+import { statsOf } from '../../extension/protocol/runqlat';
+import { decodeHistEntries, RunqlatAggregate, RUNQLAT_HIST_SIZE, RUNQLAT_KEY_SIZE, RUNQLAT_MAX_SLOTS, runqlatTracer } from '../../extension/tracers/runqlat/tracer';
 import { formatHistograms } from '../../extension/cli/commands/runqlat';
-import { StudioError } from '../../extension/shared/errors';
+import { StudioError } from '../../extension/protocol/errors';
 import { repoRoot } from '../helpers';
 
 /** Builds a map dump the way the addon returns it: keys and values back to back. */

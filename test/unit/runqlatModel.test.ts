@@ -2,8 +2,8 @@
 // percentages, the heat-map grid and its hit-testing, the key table, Clear and Export.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { toBuckets } from '../../extension/shared/log2hist';
-import type { RunqlatUpdate } from '../../extension/shared/runqlat';
+import { toBuckets } from '../../extension/model/log2hist';
+import type { RunqlatUpdate } from '../../extension/protocol/runqlat';
 import { bucketRange, heatCellAt, heatIntensity, heatLayout, heatMap, histogramBars, MAX_INTERVALS, RunqlatModel } from '../../webview/runqlat/model';
 
 function update(ts: number, counts: number[], keys: { key: number; comm: string; counts: number[] }[] = [], dropped = 0): RunqlatUpdate {

@@ -3,12 +3,12 @@
 // Also the .cpuprofile importer the profile editor uses.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeSession, peekTracer, readSession, replayMessages, sessionFileName, viewOf, writeSession, SESSION_SUFFIX, type AnySessionFile } from '../../extension/shared/sessionFile';
-import { StudioError } from '../../extension/shared/errors';
-import { fromFolded } from '../../extension/shared/flamegraph/formats';
-import { fromCpuProfile } from '../../extension/shared/flamegraph/cpuprofile';
-import type { JavaGcUpdate } from '../../extension/shared/javaGc';
-import type { RunqlatUpdate } from '../../extension/shared/runqlat';
+import { makeSession, peekTracer, readSession, replayMessages, sessionFileName, viewOf, writeSession, SESSION_SUFFIX, type AnySessionFile } from '../../extension/model/sessionFile';
+import { StudioError } from '../../extension/protocol/errors';
+import { fromFolded } from '../../extension/model/flamegraph/formats';
+import { fromCpuProfile } from '../../extension/model/flamegraph/cpuprofile';
+import type { JavaGcUpdate } from '../../extension/protocol/javaGc';
+import type { RunqlatUpdate } from '../../extension/protocol/runqlat';
 
 const t0 = new Date('2026-11-23T08:00:00.000Z');
 const t1 = new Date('2026-11-23T08:01:30.000Z');

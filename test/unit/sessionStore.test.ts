@@ -7,12 +7,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { installVscodeMock, Uri } from '../mocks/vscode';
-import { makeSession } from '../../extension/shared/sessionFile';
-import { fromFolded } from '../../extension/shared/flamegraph/formats';
+import { makeSession } from '../../extension/model/sessionFile';
+import { fromFolded } from '../../extension/model/flamegraph/formats';
 
 installVscodeMock();
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const store = require('../../extension/sessionStore') as typeof import('../../extension/sessionStore');
+const store = require('../../extension/editor/sessions/sessionStore') as typeof import('../../extension/editor/sessions/sessionStore');
 
 function context(storage: string, state: Map<string, unknown>) {
   return {

@@ -5,9 +5,9 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Symbolizer, parseKallsyms, parsePerfMap } from '../../extension/symbolize';
-import { AddressTable } from '../../extension/symbolize/addressTable';
-import { parseAnswer } from '../../extension/symbolize/llvmSymbolizer';
+import { Symbolizer, parseKallsyms, parsePerfMap } from '../../extension/sys/symbolize';
+import { AddressTable } from '../../extension/sys/symbolize/addressTable';
+import { parseAnswer } from '../../extension/sys/symbolize/llvmSymbolizer';
 import { buildSymfix, haveTool, markerLines, nmFunctions, parsePrinted, SYMFIX_SRC, tempDir } from './symbolizeFixture';
 
 const noGcc = haveTool('gcc') ? false : 'gcc is not installed (apt-get install gcc)';

@@ -2,7 +2,7 @@
 // keep ICU's number formatting off a flame graph's first paint).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { formatCount } from '../../extension/shared/units';
+import { formatCount } from '../../extension/model/units';
 
 test('formatCount groups thousands like en-US toLocaleString', () => {
   for (const n of [0, 7, 999, 1000, 12_345, 999_999, 1_000_000, 123_456_789, -1, -1234, -1_000_000, 2 ** 40]) {

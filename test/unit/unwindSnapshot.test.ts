@@ -7,9 +7,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { describe, test } from 'node:test';
-import { loadAddon } from '../../extension/native/addon';
-import { ElfFile } from '../../extension/elf/elf';
-import { findMapping, parseMaps, type Mapping } from '../../extension/proc/maps';
+import { loadAddon } from '../../extension/sys/addon';
+import { ElfFile } from '../../extension/sys/elf/elf';
+import { findMapping, parseMaps, type Mapping } from '../../extension/sys/proc/maps';
 import { distDir } from '../helpers';
 
 const SNAP = path.join(__dirname, '..', 'fixtures', 'c', 'unwind', 'snapshot');

@@ -10,8 +10,8 @@ import { installVscodeMock } from '../mocks/vscode';
 
 const vscode = installVscodeMock();
 /* eslint-disable @typescript-eslint/no-require-imports */
-const { openUserObject, readRegularOnce, readSourceOnce, notBpfElf, MAX_SOURCE_BYTES } = require('../../extension/helper/userObject') as typeof import('../../extension/helper/userObject');
-const { confirmObject, initObjectConfirm } = require('../../extension/objectConfirm') as typeof import('../../extension/objectConfirm');
+const { openUserObject, readRegularOnce, readSourceOnce, notBpfElf, MAX_SOURCE_BYTES } = require('../../extension/sys/userObject') as typeof import('../../extension/sys/userObject');
+const { confirmObject, initObjectConfirm } = require('../../extension/editor/helperClient/objectConfirm') as typeof import('../../extension/editor/helperClient/objectConfirm');
 /* eslint-enable @typescript-eslint/no-require-imports */
 
 function bpfElf(extra = ''): Buffer {

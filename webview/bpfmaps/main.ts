@@ -1,7 +1,7 @@
 // The map view of "Run BPF Program": one section per map — tables for hashes/arrays, log2
 // histograms (canvas, via webview/common/histogramChart) for maps annotated `@sample log2_hist`
 // or shaped like bcc's struct hist, and the newest ring-buffer records as a table.
-import type { HistogramView, MapView, RingbufView, TableView } from '../../extension/shared/bpfRun';
+import type { HistogramView, MapView, RingbufView, TableView } from '../../extension/protocol/bpfRun';
 import { drawHistogram, themeColor } from '../common/histogramChart';
 import { connectHost, el } from '../common/viewPage';
 import type { FromView, ToView } from './protocol';

@@ -1,6 +1,6 @@
 // Pure presentation of the run view's maps: bucket labels of bcc-style log2 histograms, table
 // columns from decoded keys/values, and compact value text. No DOM.
-import type { Json, MapView } from '../../extension/shared/bpfRun';
+import type { Json, MapView } from '../../extension/protocol/bpfRun';
 
 /** bcc's print_log2_hist ranges: bucket i holds [2^i, 2^(i+1)), bucket 0 holds 0 and 1. */
 export function bucketRange(i: number): { low: number; high: number } {

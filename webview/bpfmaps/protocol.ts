@@ -1,6 +1,6 @@
-// Messages between "Run BPF Program" (extension/features/bpfRun.ts) and its map view: one union
+// Messages between "Run BPF Program" (extension/editor/features/bpf/bpfRun.ts) and its map view: one union
 // per direction, string-literal `type` tags.
-import type { BpfRunUpdate, ProgramState } from '../../extension/shared/bpfRun';
+import type { BpfRunUpdate, ProgramState } from '../../extension/protocol/bpfRun';
 
 export type ToView =
   /** once the view said `ready`: what runs */

@@ -1,6 +1,6 @@
 // What every view's main.ts starts from: the connection to VS Code, element builders, styles the
 // page's CSP admits, and redrawing once per frame. Each view had its own copy of these; one
-// module keeps the session-key and nonce rules (see extension/webviewPanel.ts) the same in all.
+// module keeps the session-key and nonce rules (see extension/editor/ui/webviewPanel.ts) the same in all.
 
 declare function acquireVsCodeApi(): { postMessage(m: unknown): void; setState(s: unknown): void };
 

@@ -2,7 +2,7 @@
 // palette flamegraph.pl uses for Java), and for Java frames of known type (agent profiles) C1
 // yellow-green and interpreted blue, as async-profiler tells its frame types apart; varied by a
 // name hash so neighbours differ, with lightness chosen for the current theme. Pure.
-import type { FrameKind, JavaFrameType } from '../../extension/shared/flamegraph/profileData';
+import type { FrameKind, JavaFrameType } from '../../extension/model/flamegraph/profileData';
 
 /** What decides a frame's color: its kind, refined by its Java frame type. */
 export type ColorClass = FrameKind | 'c1' | 'inlined';

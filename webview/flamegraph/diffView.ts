@@ -1,12 +1,12 @@
 // The flame-graph view's diff mode: colours the main canvas by the per-call-path change of self
-// share (model: extension/shared/profileDiff.ts), draws the red/blue legend, adds the diff to
+// share (model: extension/model/profileDiff.ts), draws the red/blue legend, adds the diff to
 // the tooltip, and lists the biggest movers by function in a sortable table (click a row to
 // search for the function). main.ts calls enterDiff/leaveDiff and diffTooltip.
-import { diffProfiles, type Mover, type ProfileDiff } from '../../extension/shared/profileDiff';
-import type { FlameProfile } from '../../extension/shared/flamegraph/profileData';
+import { diffProfiles, type Mover, type ProfileDiff } from '../../extension/model/profileDiff';
+import type { FlameProfile } from '../../extension/model/flamegraph/profileData';
 import type { FlameCanvas } from './render';
 import { diffColor, diffScale, signedPoints } from './diffColors';
-import { formatCount } from '../../extension/shared/units';
+import { formatCount } from '../../extension/model/units';
 import { addStyle } from '../common/viewPage';
 
 interface DiffState {

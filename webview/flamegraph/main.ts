@@ -5,16 +5,16 @@
 // (click a row to focus on it), and the keyboard: arrows move the selection, Enter zooms, Esc
 // resets, `/` searches. Live profiles replace the tree in place, zoom and selection kept. A big
 // profile is painted from a fair part of its stacks first and completed in later tasks. Talks to
-// extension/features/profile.ts through ./protocol.ts. Works without VS Code too (benchmarks
+// extension/editor/features/profile/profile.ts through ./protocol.ts. Works without VS Code too (benchmarks
 // post the same messages to the window).
-import { pathTo, ROOT, sandwich, search, TreeBuilder, type FlameTree } from '../../extension/shared/flamegraph/model';
-import { filterStacks, framePath, leftHeavy, move, NO_FILTER, nodeAtPath, remapFrames, sortTop, topFunctions, viewTree, type Move, type Order, type TopKey, type TopRow, type ViewFilter } from '../../extension/shared/flamegraph/views';
-import type { FlameProfile } from '../../extension/shared/flamegraph/profileData';
+import { pathTo, ROOT, sandwich, search, TreeBuilder, type FlameTree } from '../../extension/model/flamegraph/model';
+import { filterStacks, framePath, leftHeavy, move, NO_FILTER, nodeAtPath, remapFrames, sortTop, topFunctions, viewTree, type Move, type Order, type TopKey, type TopRow, type ViewFilter } from '../../extension/model/flamegraph/views';
+import type { FlameProfile } from '../../extension/model/flamegraph/profileData';
 import type { FromView, ToView } from './protocol';
 import { FlameCanvas } from './render';
 import { frameLabel, LEGEND, swatchColor } from './colors';
 import { computeDiff, diffTooltip, enterDiff, leaveDiff } from './diffView';
-import { formatCount } from '../../extension/shared/units';
+import { formatCount } from '../../extension/model/units';
 import { addStyle, connectHost, elProps as el } from '../common/viewPage';
 
 // Outside VS Code (benchmarks) the messages go out as 'flamegraph-out' window events.

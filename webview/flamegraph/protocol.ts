@@ -1,6 +1,6 @@
 // Messages between the extension (features/profile.ts) and the flame-graph view (main.ts),
 // one union per direction.
-import type { FlameProfile } from '../../extension/shared/flamegraph/profileData';
+import type { FlameProfile } from '../../extension/model/flamegraph/profileData';
 
 export type ToView =
   /** a profile to show (replaces the current one); live = a session is still sampling */

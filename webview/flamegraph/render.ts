@@ -1,8 +1,8 @@
 // Canvas drawing of one flame tree: draws only the boxes layout() returned (each at least a
 // pixel wide), flame (root at the bottom) or icicle (root at the top), with search matches
 // highlighted. Hit testing goes back through the model.
-import { hitTest, layout, ROOT, type FlameTree, type Layout } from '../../extension/shared/flamegraph/model';
-import type { FlameProfile } from '../../extension/shared/flamegraph/profileData';
+import { hitTest, layout, ROOT, type FlameTree, type Layout } from '../../extension/model/flamegraph/model';
+import type { FlameProfile } from '../../extension/model/flamegraph/profileData';
 import { frameColor } from './colors';
 
 export const ROW_HEIGHT = 17;

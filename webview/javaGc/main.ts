@@ -1,8 +1,8 @@
 // The Java GC view: toolbar (Stop, Clear, Export JSON/CSV), summary cards, a duration histogram
 // stacked by collector, the timeline, a table per collector (the JVM's own counts), safepoints
 // and the per-pool table, redrawn at most once per frame.
-import { formatDuration } from '../../extension/shared/log2hist';
-import { formatReclaim, formatSize } from '../../extension/shared/javaGcStats';
+import { formatDuration } from '../../extension/model/log2hist';
+import { formatReclaim, formatSize } from '../../extension/model/javaGcStats';
 import { bucketAt, drawHistogram, themeColor, type HistogramLayout } from '../common/histogramChart';
 import { connectHost, el, oncePerFrame } from '../common/viewPage';
 import { GcModel } from './model';

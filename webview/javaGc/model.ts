@@ -1,9 +1,9 @@
 // The Java GC view's state and everything derived from it (summary cards, histogram stacked by
 // collector, timeline marks, collector and pool tables, safepoints, export files). Pure: no DOM,
 // unit-tested.
-import type { JavaGcCollectorSummary, JavaGcEvent, JavaGcKind, JavaGcSummary, JavaGcUpdate, JavaSafepoint, JavaSafepointSummary } from '../../extension/shared/javaGc';
-import { buildResult, collectorSummaries, overheadPercent, pauseCounts, poolReclaim, summarize, summarizeSafepoints, type PoolReclaim } from '../../extension/shared/javaGcStats';
-import { bucketLow } from '../../extension/shared/log2hist';
+import type { JavaGcCollectorSummary, JavaGcEvent, JavaGcKind, JavaGcSummary, JavaGcUpdate, JavaSafepoint, JavaSafepointSummary } from '../../extension/protocol/javaGc';
+import { buildResult, collectorSummaries, overheadPercent, pauseCounts, poolReclaim, summarize, summarizeSafepoints, type PoolReclaim } from '../../extension/model/javaGcStats';
+import { bucketLow } from '../../extension/model/log2hist';
 import type { SessionState } from './protocol';
 
 export interface StackedHistogram {

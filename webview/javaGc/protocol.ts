@@ -1,6 +1,6 @@
-// Messages between the Java GC feature (extension/features/javaGc.ts) and its webview: one
+// Messages between the Java GC feature (extension/editor/features/javaGc.ts) and its webview: one
 // union per direction, string-literal `type` tags.
-import type { JavaGcUpdate } from '../../extension/shared/javaGc';
+import type { JavaGcUpdate } from '../../extension/protocol/javaGc';
 
 export type SessionState = 'running' | 'stopped' | 'target-exited' | 'error';
 

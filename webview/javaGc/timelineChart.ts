@@ -1,6 +1,6 @@
 // The pause timeline: each GC a vertical mark at its start time, height proportional to its
 // pause, colored young/full. layoutTimeline is pure; drawTimeline paints.
-import { formatDuration } from '../../extension/shared/log2hist';
+import { formatDuration } from '../../extension/model/log2hist';
 import { sizeCanvas } from '../common/canvas';
 import { themeColor } from '../common/histogramChart';
 import type { TimelineMark } from './model';

@@ -2,13 +2,13 @@
 // canvas of lanes on one time axis (GC by collector, safepoints, per thread group CPU heat with
 // run-queue bars), drag to select a range, wheel to zoom, shift+wheel to pan; under it the
 // statistics of the range and its flame graph (the flame graph view's model and renderer).
-import { formatDuration } from '../../extension/shared/log2hist';
-import { toSessionFile } from '../../extension/shared/jvmTimeline';
-import { GROUP_LABEL } from '../../extension/shared/jvmTimeline';
+import { formatDuration } from '../../extension/model/log2hist';
+import { toSessionFile } from '../../extension/model/jvmTimeline';
+import { GROUP_LABEL } from '../../extension/model/jvmTimeline';
 import { sizeCanvas } from '../common/canvas';
 import { themeColor } from '../common/histogramChart';
 import { connectHost, el, oncePerFrame } from '../common/viewPage';
-import { buildTree, ROOT } from '../../extension/shared/flamegraph/model';
+import { buildTree, ROOT } from '../../extension/model/flamegraph/model';
 import { FlameCanvas } from '../flamegraph/render';
 import { TimelineView, type Lane } from './model';
 import type { FromView, ToView } from './protocol';

@@ -1,9 +1,9 @@
-// The JVM timeline view's state: the session's data (extension/shared/jvmTimeline.ts), the
+// The JVM timeline view's state: the session's data (extension/model/jvmTimeline.ts), the
 // visible time window (zoom, pan, follow the live edge), the selected range and what is drawn in
 // each lane. Pure: no DOM, unit-tested.
-import { GROUP_LABEL, JvmTimeline, type JvmResult, type JvmUpdate, type RangeStats, type ThreadGroup } from '../../extension/shared/jvmTimeline';
-import type { JavaGcEvent } from '../../extension/shared/javaGc';
-import { fromProfileResult, type FlameProfile } from '../../extension/shared/flamegraph/profileData';
+import { GROUP_LABEL, JvmTimeline, type JvmResult, type JvmUpdate, type RangeStats, type ThreadGroup } from '../../extension/model/jvmTimeline';
+import type { JavaGcEvent } from '../../extension/protocol/javaGc';
+import { fromProfileResult, type FlameProfile } from '../../extension/model/flamegraph/profileData';
 
 export type SessionState = 'running' | 'stopped' | 'target-exited' | 'error' | 'imported';
 

@@ -1,6 +1,6 @@
-// Messages between the JVM timeline feature (extension/features/jvmTimeline.ts) and its webview:
+// Messages between the JVM timeline feature (extension/editor/features/jvmTimeline.ts) and its webview:
 // one union per direction, string-literal `type` tags.
-import type { JvmResult, JvmUpdate } from '../../extension/shared/jvmTimeline';
+import type { JvmResult, JvmUpdate } from '../../extension/model/jvmTimeline';
 
 export type ToView =
   /** sent once the view said `ready`: what is traced */

@@ -1,5 +1,5 @@
-// Messages between the memleak feature (extension/features/memleak.ts) and the leak view.
-import type { MemleakStack } from '../../extension/shared/memleak';
+// Messages between the memleak feature (extension/editor/features/memleak/memleak.ts) and the leak view.
+import type { MemleakStack } from '../../extension/protocol/memleak';
 
 export interface LeakViewStack extends MemleakStack {
   /** stable identity across updates (the frames' addresses) */

@@ -3,7 +3,7 @@
 import { sizeCanvas } from '../common/canvas';
 import { themeColor } from '../common/histogramChart';
 import { bucketLabel, heatIntensity, heatLayout, type HeatLayout, type HeatMap } from './model';
-import type { RunqlatUnit } from '../../extension/shared/runqlat';
+import type { RunqlatUnit } from '../../extension/protocol/runqlat';
 
 export const HEAT_HEIGHT = 200;
 /** narrowest column in CSS pixels: sets how many intervals fit */

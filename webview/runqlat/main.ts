@@ -1,7 +1,7 @@
 // The run-queue latency view: toolbar (Stop, Clear, Export JSON), p50/p90/p99/max cards, the
 // session's (or a clicked interval's) log2 histogram, the latency heat map and, in per-key
 // scopes, a sortable table of keys whose rows expand to their own histogram.
-import { formatDuration } from '../../extension/shared/log2hist';
+import { formatDuration } from '../../extension/model/log2hist';
 import { bucketAt, drawHistogram, themeColor, type HistogramLayout } from '../common/histogramChart';
 import { connectHost, el, oncePerFrame } from '../common/viewPage';
 import { drawHeatMap, heatColumnsFor } from './heatMapChart';

@@ -1,7 +1,7 @@
 // The run-queue latency view's data, without DOM: cumulative and per-interval log2 counts,
 // per-key histograms, the histogram bars, the heat-map grid and the key table. Unit-tested.
-import { addCounts, bucketHigh, bucketLow, formatDuration, fromBuckets, toBuckets, total } from '../../extension/shared/log2hist';
-import { RUNQLAT_KEY_LABEL, statsOf, type RunqlatPer, type RunqlatResult, type RunqlatStats, type RunqlatUnit, type RunqlatUpdate } from '../../extension/shared/runqlat';
+import { addCounts, bucketHigh, bucketLow, formatDuration, fromBuckets, toBuckets, total } from '../../extension/model/log2hist';
+import { RUNQLAT_KEY_LABEL, statsOf, type RunqlatPer, type RunqlatResult, type RunqlatStats, type RunqlatUnit, type RunqlatUpdate } from '../../extension/protocol/runqlat';
 import type { SessionState } from './protocol';
 
 /** Heat-map columns kept (one per interval): an hour at the default 1 s interval. */

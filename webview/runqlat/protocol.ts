@@ -1,6 +1,6 @@
-// Messages between the run-queue latency feature (extension/features/runqlat.ts) and its
+// Messages between the run-queue latency feature (extension/editor/features/runqlat.ts) and its
 // webview: one union per direction, string-literal `type` tags.
-import type { RunqlatPer, RunqlatUnit, RunqlatUpdate } from '../../extension/shared/runqlat';
+import type { RunqlatPer, RunqlatUnit, RunqlatUpdate } from '../../extension/protocol/runqlat';
 
 export type SessionState = 'running' | 'stopped' | 'target-exited' | 'error';
 

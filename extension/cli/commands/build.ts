@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from '../command';
 import { parse } from '../args';
-import { usageError, inputError } from '../../shared/errors';
+import { usageError, inputError } from '../../protocol/errors';
 import { defaultOutput } from '../../authoring/buildCommand';
 import { updateCompileCommands, entryFor } from '../../authoring/compileCommands';
 import { checkSource, compileBpf, defaultCacheDir, ensureVmlinux, generateSkeleton } from '../../authoring/toolchain';

@@ -1,13 +1,13 @@
 // `ebpf-studio doctor [--pid P] [--json]`: what this machine allows, and what to fix.
 import fs from 'node:fs';
-import { defaultAssetDir, loadAddon } from '../../native/addon';
-import { gatherCapabilities } from '../../helper/capabilities';
-import { checkPid, mapsOrExplain } from '../../proc/processes';
-import { checkBinary, FRAME_POINTER_DISTROS, lacksFramePointers, type BinaryReport } from '../../elf/binaryChecks';
+import { defaultAssetDir, loadAddon } from '../../sys/addon';
+import { gatherCapabilities } from '../../tracers/capabilities';
+import { checkPid, mapsOrExplain } from '../../sys/proc/processes';
+import { checkBinary, FRAME_POINTER_DISTROS, lacksFramePointers, type BinaryReport } from '../../sys/elf/binaryChecks';
 import type { Command } from '../command';
 import { parse, pidFlag } from '../args';
-import { describeUnwind, unwindModules } from '../../tracers/unwindModules';
-import type { UnwindModuleInfo } from '../../shared/profile';
+import { describeUnwind, unwindModules } from '../../tracers/profile/unwindModules';
+import type { UnwindModuleInfo } from '../../protocol/profile';
 
 export const doctorCommand: Command = {
   name: 'doctor',

@@ -3,11 +3,11 @@
 // user, it asks sudo once and root runs only /bin/sh with the generated script (coreutils
 // install/sha256sum), never this CLI; --print shows that script instead.
 import { spawnSync } from 'node:child_process';
-import { defaultAssetDir } from '../../native/addon';
-import { planForDist } from '../../installHelperRun';
-import { which } from '../../helperLaunch';
-import { HELPER_LAUNCHER, sudoersLine } from '../../helperInstall';
-import { privilegeError, StudioError } from '../../shared/errors';
+import { defaultAssetDir } from '../../sys/addon';
+import { planForDist } from '../../privilege/installRun';
+import { which } from '../../privilege/launch';
+import { HELPER_LAUNCHER, sudoersLine } from '../../privilege/installPlan';
+import { privilegeError, StudioError } from '../../protocol/errors';
 import type { Command } from '../command';
 import { parse } from '../args';
 

@@ -4,11 +4,11 @@
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
-import { javaGcTracer } from '../../tracers/javaGc';
-import { usageError } from '../../shared/errors';
-import type { JavaGcResult, JavaGcUpdate } from '../../shared/javaGc';
-import { formatDuration, renderText } from '../../shared/log2hist';
-import { formatReclaim, formatSize, poolReclaim } from '../../shared/javaGcStats';
+import { javaGcTracer } from '../../tracers/javaGc/tracer';
+import { usageError } from '../../protocol/errors';
+import type { JavaGcResult, JavaGcUpdate } from '../../protocol/javaGc';
+import { formatDuration, renderText } from '../../model/log2hist';
+import { formatReclaim, formatSize, poolReclaim } from '../../model/javaGcStats';
 
 const HEADER = `${'TIME'.padEnd(12)} ${'PID'.padEnd(8)} ${'CPU'.padEnd(4)} ${'COLLECTOR'.padEnd(20)} ${'KIND'.padEnd(17)} DURATION`;
 

@@ -6,11 +6,11 @@
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
-import { jvmTracer } from '../../tracers/jvm';
-import { usageError } from '../../shared/errors';
-import { GROUP_LABEL, JvmTimeline, type JvmResult, type RangeStats } from '../../shared/jvmTimeline';
-import { formatDuration } from '../../shared/log2hist';
-import { PROFILE_MAX_FREQUENCY } from '../../shared/profile';
+import { jvmTracer } from '../../tracers/jvm/tracer';
+import { usageError } from '../../protocol/errors';
+import { GROUP_LABEL, JvmTimeline, type JvmResult, type RangeStats } from '../../model/jvmTimeline';
+import { formatDuration } from '../../model/log2hist';
+import { PROFILE_MAX_FREQUENCY } from '../../protocol/profile';
 import { formatGcLines } from './javaGc';
 
 /** "2.5:4" → seconds [2.5, 4]. */

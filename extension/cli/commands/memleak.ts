@@ -5,11 +5,11 @@
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
-import { memleakTracer, preloadRefusal } from '../../tracers/memleak';
-import { defaultAssetDir } from '../../native/addon';
-import { usageError } from '../../shared/errors';
-import { MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES, MEMLEAK_DEFAULT_MAX_OUTSTANDING, MEMLEAK_MODES, type MemleakMode, type MemleakOptions } from '../../shared/memleak';
-import { reportText, toFolded } from '../../shared/memleakFormat';
+import { memleakTracer, preloadRefusal } from '../../tracers/memleak/tracer';
+import { defaultAssetDir } from '../../sys/addon';
+import { usageError } from '../../protocol/errors';
+import { MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES, MEMLEAK_DEFAULT_MAX_OUTSTANDING, MEMLEAK_MODES, type MemleakMode, type MemleakOptions } from '../../protocol/memleak';
+import { reportText, toFolded } from '../../model/memleakFormat';
 
 const USAGE =
   'ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N] [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json | --folded] [--allocator-lib PATH] [--symbol-prefix P] [--mode preload|uprobe|auto] [--sample-bytes N] [--unwind auto|dwarf|fp] [--stack-copy-kb N]\n  --unwind MODE    uprobe mode: dwarf copies the stack at each recorded allocation and unwinds it by CFI,\n                   so callers survive code built without frame pointers; fp walks frame pointers in the kernel (cheaper);\n                   auto (default): dwarf when the program has no frame pointers, else fp\n                   (preload mode always unwinds by CFI, in the process)\n  --stack-copy-kb N  dwarf: KiB of stack copied per recorded allocation (default 8, 1..16)';

@@ -2,7 +2,7 @@
 // X.h, X.c loader on a skeleton, Makefile, VS Code tasks, compile_commands.json for clangd).
 import type { Command } from '../command';
 import { parse } from '../args';
-import { usageError } from '../../shared/errors';
+import { usageError } from '../../protocol/errors';
 import { createProject, parseTemplate } from '../../authoring/newProject';
 import { TEMPLATE_INFO } from '../../authoring/projectTemplates';
 import { defaultCacheDir, ensureVmlinux } from '../../authoring/toolchain';

@@ -7,13 +7,13 @@ import path from 'node:path';
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
-import { profileTracer } from '../../tracers/profile';
-import { inputError, usageError } from '../../shared/errors';
-import { encodePprofGz } from '../../shared/profileFile';
-import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_COPY_KB, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_COPY_KB, PROFILE_MAX_STACK_STORAGE, UNWIND_CHOICES, type ProfileResult, type UnwindChoice } from '../../shared/profile';
-import { fromProfileResult } from '../../shared/flamegraph/profileData';
-import { toFolded } from '../../shared/flamegraph/formats';
-import { frameTotals } from '../../shared/flamegraph/model';
+import { profileTracer } from '../../tracers/profile/tracer';
+import { inputError, usageError } from '../../protocol/errors';
+import { encodePprofGz } from '../../sys/profileFile';
+import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_COPY_KB, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_COPY_KB, PROFILE_MAX_STACK_STORAGE, UNWIND_CHOICES, type ProfileResult, type UnwindChoice } from '../../protocol/profile';
+import { fromProfileResult } from '../../model/flamegraph/profileData';
+import { toFolded } from '../../model/flamegraph/formats';
+import { frameTotals } from '../../model/flamegraph/model';
 
 const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duration S] [--java agent|perfmap|auto] [--unwind auto|dwarf|fp] [--stack-copy-kb N] [--stack-storage-size N] [--json | --folded] [--pprof FILE]
   --pid P          sample process P (all its threads)

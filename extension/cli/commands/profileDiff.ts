@@ -6,10 +6,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from '../command';
 import { numberFlag, parse } from '../args';
-import { inputError, usageError } from '../../shared/errors';
-import { loadProfileBytes } from '../../shared/profileFile';
-import { diffProfiles, formatMovers } from '../../shared/profileDiff';
-import type { FlameProfile } from '../../shared/flamegraph/profileData';
+import { inputError, usageError } from '../../protocol/errors';
+import { loadProfileBytes } from '../../sys/profileFile';
+import { diffProfiles, formatMovers } from '../../model/profileDiff';
+import type { FlameProfile } from '../../model/flamegraph/profileData';
 
 const USAGE = `ebpf-studio profile-diff BASE NEW [--json] [--top N]
   BASE, NEW   CPU profiles: folded stacks, speedscope JSON, pprof (.pb.gz) or profile --json output

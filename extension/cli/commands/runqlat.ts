@@ -4,10 +4,10 @@
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
-import { runqlatTracer } from '../../tracers/runqlat';
-import { usageError } from '../../shared/errors';
-import { renderText } from '../../shared/log2hist';
-import { RUNQLAT_KEY_LABEL, statsOf, type RunqlatHistogram, type RunqlatPer, type RunqlatUnit } from '../../shared/runqlat';
+import { runqlatTracer } from '../../tracers/runqlat/tracer';
+import { usageError } from '../../protocol/errors';
+import { renderText } from '../../model/log2hist';
+import { RUNQLAT_KEY_LABEL, statsOf, type RunqlatHistogram, type RunqlatPer, type RunqlatUnit } from '../../protocol/runqlat';
 
 const USAGE = `ebpf-studio runqlat [--pid P] [--per-process | --per-thread | --per-pidns] [--ms] [--interval S] [--duration S] [--json]
   --pid P          only threads of process P

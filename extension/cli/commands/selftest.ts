@@ -3,8 +3,8 @@
 import type { Command } from '../command';
 import { commonOptions, durationFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
-import { selftestTracer } from '../../tracers/selftest';
-import { usageError } from '../../shared/errors';
+import { selftestTracer } from '../../tracers/selftest/tracer';
+import { usageError } from '../../protocol/errors';
 
 export const selftestCommand: Command = {
   name: 'selftest',

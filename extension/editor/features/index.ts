@@ -1,0 +1,21 @@
+// Every feature module, one line each.
+import type * as vscode from 'vscode';
+import * as doctor from './doctor';
+import * as javaGc from './javaGc';
+import * as memleak from './memleak/memleak';
+import * as profile from './profile/profile';
+import * as runqlat from './runqlat';
+import * as bpfLanguage from './bpf/bpfLanguage';
+import * as bpfBuild from './bpf/bpfBuild';
+import * as bpfVerify from './bpf/bpfVerify';
+import * as bpfRun from './bpf/bpfRun';
+import * as sessionsView from '../sessions/sessionsView';
+import * as sessionEditors from '../sessions/sessionEditors';
+import * as jvmTimeline from './jvmTimeline';
+import * as installHelper from './installHelper';
+import * as profileDiff from './profile/profileDiff';
+import * as bpfNewProject from './bpf/bpfNewProject';
+import * as bpfLoaderRun from './bpf/bpfLoaderRun';
+import * as bpftraceRun from './bpf/bpftraceRun';
+
+export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff, bpfNewProject, bpfLoaderRun, bpftraceRun, sessionsView, sessionEditors];

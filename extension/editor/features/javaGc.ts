@@ -1,0 +1,143 @@
+// Commands: ebpfStudio.traceJavaGc ("Trace Java GC": pick a running JVM, every JVM, or a pid,
+// then watch GC pauses live in a webview). Context keys: none of its own (sessions.ts sets
+// ebpfStudio.sessionRunning while the session runs).
+import * as vscode from 'vscode';
+import { saveExport } from '../ui/exportFile';
+import * as proto from '../../protocol/protocol';
+import type { JavaGcOptions, JavaGcResult, JavaGcUpdate } from '../../protocol/javaGc';
+import { helper } from '../helperClient/helperClient';
+import { startSession, type ClientSession } from '../sessions/liveSessions';
+import { newSessionKey, recordSession } from '../sessions/sessionStore';
+import { makeSession } from '../../model/sessionFile';
+import { createViewPanel, type TypedPanel } from '../ui/webviewPanel';
+import { showError } from '../ui/errors';
+import { noUsdtMessage } from '../../sys/proc/processes';
+import type { FromView, ToView } from '../../../webview/javaGc/protocol';
+
+interface JvmItem extends vscode.QuickPickItem {
+  options?: JavaGcOptions;
+  /** why this JVM cannot be traced (shown instead of starting) */
+  refuse?: string;
+  askPid?: boolean;
+}
+
+export function jvmItems(processes: proto.ProcessInfo[]): JvmItem[] {
+  const items: JvmItem[] = [];
+  for (const p of processes) {
+    if (!p.jvm) continue;
+    const base = { description: `${p.user}`, detail: p.jvm.javaHome };
+    if (p.jvm.usdt) {
+      items.push({ ...base, label: `$(coffee) ${p.pid}  ${p.jvm.main}`, options: { pid: p.pid, all: false, minUs: 0 } });
+    } else {
+      items.push({ ...base, label: `$(circle-slash) ${p.pid}  ${p.jvm.main}`, detail: `Cannot trace: ${noUsdtMessage(p.jvm.libjvm)}`, refuse: noUsdtMessage(p.jvm.libjvm) });
+    }
+  }
+  items.push({ label: '', kind: vscode.QuickPickItemKind.Separator });
+  items.push({ label: '$(globe) All JVMs, including ones that start later', detail: 'Attaches to every libjvm.so with USDT probes (installed JDKs and running JVMs)', options: { pid: 0, all: true, minUs: 0 } });
+  items.push({ label: '$(edit) Enter a pid…', askPid: true });
+  return items;
+}
+
+async function pickTarget(): Promise<JavaGcOptions | undefined> {
+  const procs = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'Listing JVMs…' }, () =>
+    helper().request(proto.listProcesses, { jvmOnly: true }),
+  );
+  const items = jvmItems(procs);
+  const pick = await vscode.window.showQuickPick(items, {
+    title: 'Trace Java GC',
+    placeHolder: procs.length ? 'Pick a JVM' : 'No JVM is running: trace every JVM that starts, or enter a pid',
+    matchOnDescription: true,
+    matchOnDetail: true,
+  });
+  if (!pick) return undefined;
+  if (pick.refuse) {
+    void vscode.window.showErrorMessage(`eBPF Studio: ${pick.refuse}`);
+    return undefined;
+  }
+  if (pick.askPid) {
+    const text = await vscode.window.showInputBox({
+      title: 'Trace Java GC',
+      prompt: 'Process id of a running JVM',
+      validateInput: (v) => (/^\s*\d+\s*$/.test(v) && Number(v) > 0 ? undefined : 'A pid is a positive whole number'),
+    });
+    if (!text) return undefined;
+    return { pid: Number(text.trim()), all: false, minUs: 0 };
+  }
+  return pick.options;
+}
+
+async function trace(context: vscode.ExtensionContext, options: JavaGcOptions): Promise<ClientSession<'java-gc'> | undefined> {
+  const target = options.all ? 'every JVM' : `pid ${options.pid}`;
+  let view: TypedPanel<ToView, FromView> | undefined;
+  let ready = false;
+  const queue: ToView[] = [];
+  const send = (m: ToView) => {
+    if (ready && view) view.post(m);
+    else queue.push(m);
+  };
+  // Every update is kept: the finished session is listed in the Sessions view and reopens from them.
+  const updates: JavaGcUpdate[] = [];
+  const key = newSessionKey();
+  const startedAt = new Date();
+  // The session starts before the panel opens, so a refused target shows an error, not an empty view.
+  const session = await startSession('java-gc', options, `Java GC ${target}`, {
+    onUpdate: (u) => {
+      updates.push(u);
+      send({ type: 'update', update: u });
+    },
+    onEnded: (reason, _result: JavaGcResult | undefined, message) => {
+      send({ type: 'ended', reason, message });
+      void recordSession(makeSession('java-gc', `Java GC: ${target}`, { target, updates, ended: { reason, message } }, startedAt, new Date()), key);
+    },
+  });
+  view = createViewPanel<ToView, FromView>(context, 'javaGc', `Java GC: ${target}`, undefined, key);
+  for (const w of session.info.warnings) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
+  const disposables: vscode.Disposable[] = [];
+  disposables.push(
+    view.onMessage(async (m) => {
+      switch (m.type) {
+        case 'ready':
+          ready = true;
+          view!.post({ type: 'init', target });
+          for (const q of queue.splice(0)) view!.post(q);
+          break;
+        case 'stop':
+          await session.stop();
+          break;
+        case 'export': {
+          const outcome = await saveExport({
+            title: `Export Java GC data as ${m.format.toUpperCase()}`,
+            baseName: 'java-gc',
+            extension: m.format,
+            filters: m.format === 'json' ? { JSON: ['json'] } : { CSV: ['csv'] },
+            content: () => m.content,
+          });
+          if (outcome) view!.post({ type: 'exported', ...outcome });
+          break;
+        }
+      }
+    }),
+  );
+  view.panel.onDidDispose(() => {
+    disposables.forEach((d) => d.dispose());
+    void session.stop();
+  });
+  return session;
+}
+
+export function activate(context: vscode.ExtensionContext): void {
+  context.subscriptions.push(
+    vscode.commands.registerCommand('ebpfStudio.traceJavaGc', async (given?: Partial<JavaGcOptions>) => {
+      try {
+        // Tests and other commands may pass the target directly.
+        const options = given && (given.pid || given.all) ? { pid: given.pid ?? 0, all: Boolean(given.all), minUs: given.minUs ?? 0 } : await pickTarget();
+        if (!options) return undefined;
+        const s = await trace(context, options);
+        return s?.id;
+      } catch (e) {
+        showError(e);
+        return undefined;
+      }
+    }),
+  );
+}

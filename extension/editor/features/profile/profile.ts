@@ -1,0 +1,366 @@
+// Commands: ebpfStudio.profileCpu ("Profile CPU": one process — JVMs labeled — or the whole
+// system, a frequency, a duration or until Stop, remembered per workspace (../profileChoices.ts);
+// opens the flame graph), ebpfStudio.openProfile (opens a folded-stacks, speedscope, pprof or
+// `profile --json` file in the flame graph; the view exports all but JSON),
+// ebpfStudio.hideProfileAnnotations (removes the CodeLens and line heat). Context keys: none of
+// its own (sessions.ts sets ebpfStudio.sessionRunning). The last profile annotates workspace
+// source files: a CodeLens with self/total CPU share on each sampled function, heat on hot lines.
+import fs from 'node:fs';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import { saveExport } from '../../ui/exportFile';
+import * as proto from '../../../protocol/protocol';
+import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, UNWIND_CHOICES, type ProfileOptions, type ProfileResult, type UnwindChoice } from '../../../protocol/profile';
+import { unwindSummary } from '../../../model/unwindText';
+import { helper } from '../../helperClient/helperClient';
+import { startSession } from '../../sessions/liveSessions';
+import { newSessionKey, recordSession } from '../../sessions/sessionStore';
+import { makeSession } from '../../../model/sessionFile';
+import { createViewPanel, type TypedPanel } from '../../ui/webviewPanel';
+import { errorText, showError } from '../../ui/errors';
+import type { FromView, ToView } from '../../../../webview/flamegraph/protocol';
+import { fromProfileResult, type FlameProfile } from '../../../model/flamegraph/profileData';
+import { toFolded, toSpeedscope } from '../../../model/flamegraph/formats';
+import { pickJavaMode, type JavaMode } from './profileJavaMode';
+import { annotationsFromFlame, annotationsFromResult, definitionLine, type SourceAnnotations } from '../../../model/profileSource';
+import { encodePprofGz, loadProfileBytes } from '../../../sys/profileFile';
+import { resultFromFlame } from '../../../model/pprof';
+import { describeSampling, loadLast, orderTargets, samplingPlan, saveLast, type LastTarget, type SamplingPlan, type TargetKind } from './profileChoices';
+
+/** The file kinds the open dialogs offer (the content decides the format). */
+export const PROFILE_FILTER_NAME = 'Profiles (folded, speedscope, pprof, profile --json)';
+export const PROFILE_EXTENSIONS = ['folded', 'txt', 'json', 'collapsed', 'gz', 'pb', 'pprof'];
+
+interface Target {
+  pid: number;
+  label: string;
+  kind?: TargetKind;
+  /** JVM main class or comm, so a restarted program is found again */
+  name?: string;
+  /** JVM targets: whether it runs with -XX:+PreserveFramePointer (decides the Java step's default) */
+  preserveFramePointer?: boolean;
+}
+
+interface TargetItem extends vscode.QuickPickItem {
+  target?: Target;
+  askPid?: boolean;
+  /** change the remembered frequency and duration */
+  changeSampling?: boolean;
+}
+
+export function targetItems(processes: proto.ProcessInfo[]): TargetItem[] {
+  const items: TargetItem[] = [{ label: '$(globe) Whole system', detail: 'Every process on every CPU (the idle task excluded)', target: { pid: 0, label: 'whole system', kind: 'system', name: '' } }];
+  const jvms = processes.filter((p) => p.jvm);
+  const others = processes.filter((p) => !p.jvm && !p.kernelThread);
+  if (jvms.length) items.push({ label: 'JVMs', kind: vscode.QuickPickItemKind.Separator });
+  for (const p of jvms) {
+    items.push({
+      label: `$(coffee) ${p.pid}  ${p.jvm!.main}`,
+      description: `JVM · ${p.user}`,
+      detail: p.jvm!.preserveFramePointer ? p.jvm!.javaHome : `${p.jvm!.javaHome} · no -XX:+PreserveFramePointer: whole Java stacks through the agent`,
+      target: { pid: p.pid, label: `pid ${p.pid} (${p.jvm!.main})`, kind: 'jvm', name: p.jvm!.main, preserveFramePointer: p.jvm!.preserveFramePointer },
+    });
+  }
+  items.push({ label: 'Processes', kind: vscode.QuickPickItemKind.Separator });
+  for (const p of others) {
+    items.push({ label: `${p.pid}  ${p.comm}`, description: p.user, detail: p.cmdline.join(' ').slice(0, 200), target: { pid: p.pid, label: `pid ${p.pid} (${p.comm})`, kind: 'process', name: p.comm } });
+  }
+  items.push({ label: '$(edit) Enter a pid…', askPid: true });
+  return items;
+}
+
+async function pickTarget(last: LastTarget | undefined, plan: SamplingPlan, offerChange: boolean): Promise<Target | 'change' | undefined> {
+  const procs = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'Listing processes…' }, () => helper().request(proto.listProcesses, {}));
+  const items: TargetItem[] = orderTargets(targetItems(procs), last);
+  if (offerChange && plan.frequency !== undefined && plan.durationS !== undefined) {
+    const fixed = plan.frequencyFrom === 'setting' && plan.durationFrom === 'setting';
+    items.push({
+      label: `$(settings-gear) Sampling: ${describeSampling(plan.frequency, plan.durationS)}`,
+      description: fixed ? 'from settings (ebpfStudio.profile.frequency, .duration)' : 'remembered for this workspace — change…',
+      changeSampling: !fixed,
+      alwaysShow: true,
+    });
+  }
+  const pick = await vscode.window.showQuickPick(items, { title: 'Profile CPU: what to sample', matchOnDescription: true, matchOnDetail: true });
+  if (!pick) return undefined;
+  if (pick.changeSampling) return 'change';
+  if (pick.label.startsWith('$(settings-gear)')) {
+    await vscode.commands.executeCommand('workbench.action.openSettings', 'ebpfStudio.profile');
+    return undefined;
+  }
+  if (pick.askPid) {
+    const text = await vscode.window.showInputBox({ title: 'Profile CPU', prompt: 'Process id', validateInput: (v) => (/^\s*\d+\s*$/.test(v) && Number(v) > 0 ? undefined : 'A pid is a positive whole number') });
+    if (!text) return undefined;
+    const pid = Number(text.trim());
+    const known = procs.find((p) => p.pid === pid);
+    return { pid, label: `pid ${pid}`, kind: known?.jvm ? 'jvm' : 'process', name: known ? (known.jvm?.main ?? known.comm) : '' };
+  }
+  return pick.target;
+}
+
+async function pickFrequency(initial: number): Promise<number | undefined> {
+  const text = await vscode.window.showInputBox({
+    title: 'Profile CPU: samples per second per CPU',
+    value: String(initial),
+    validateInput: (v) => (/^\s*\d+\s*$/.test(v) && Number(v) >= 1 && Number(v) <= PROFILE_MAX_FREQUENCY ? undefined : `A whole number from 1 to ${PROFILE_MAX_FREQUENCY} (99 avoids lockstep with timers)`),
+  });
+  return text ? Number(text.trim()) : undefined;
+}
+
+/** Seconds, 0 = until Stop; undefined = cancelled. */
+async function pickDuration(initial: number): Promise<number | undefined> {
+  const items = [
+    { label: 'Until I press Stop', seconds: 0 },
+    { label: '10 seconds', seconds: 10 },
+    { label: '30 seconds', seconds: 30 },
+    { label: '60 seconds', seconds: 60 },
+  ];
+  if (!items.some((i) => i.seconds === initial)) items.push({ label: `${initial} seconds`, seconds: initial });
+  const first = items.find((i) => i.seconds === initial)!;
+  const pick = await vscode.window.showQuickPick([first, ...items.filter((i) => i !== first)], { title: 'Profile CPU: for how long' });
+  return pick ? pick.seconds : undefined;
+}
+
+/** Target, frequency and duration: asks only what neither the settings nor this workspace's last run answer. */
+export async function askProfile(state: vscode.Memento): Promise<{ target: Target; frequency: number; durationS: number } | undefined> {
+  const last = loadLast(state);
+  const plan = samplingPlan(vscode.workspace.getConfiguration('ebpfStudio.profile'), last);
+  let picked = await pickTarget(last.target, plan, true);
+  let frequency = plan.frequency;
+  let durationS = plan.durationS;
+  const change = picked === 'change';
+  if (change) picked = await pickTarget(last.target, plan, false);
+  if (!picked || picked === 'change') return undefined;
+  if (frequency === undefined || (change && plan.frequencyFrom !== 'setting')) frequency = await pickFrequency(frequency ?? plan.defaultFrequency);
+  if (!frequency) return undefined;
+  if (durationS === undefined || (change && plan.durationFrom !== 'setting')) durationS = await pickDuration(durationS ?? plan.defaultDurationS);
+  if (durationS === undefined) return undefined;
+  await saveLast(state, { target: { kind: picked.kind ?? (picked.pid ? 'process' : 'system'), pid: picked.pid, name: picked.name ?? '' }, frequency, durationS });
+  return { target: picked, frequency, durationS };
+}
+
+// ---- source annotations -------------------------------------------------------------------
+
+let annotations: SourceAnnotations | undefined;
+const lensChanged = new vscode.EventEmitter<void>();
+/** Line heat, four levels of CPU share; created in activate(). */
+let HEAT: vscode.TextEditorDecorationType[] = [];
+
+function pct(n: number, d: number): string {
+  return d > 0 ? `${((100 * n) / d).toFixed(1)}%` : '0%';
+}
+
+function decorate(editor: vscode.TextEditor): void {
+  const perLine = annotations?.lines.get(editor.document.uri.fsPath);
+  const buckets: vscode.DecorationOptions[][] = HEAT.map(() => []);
+  if (annotations && perLine) {
+    for (const [line, s] of perLine) {
+      if (line < 1 || line > editor.document.lineCount) continue;
+      const share = s.total / annotations.samples;
+      const level = share >= 0.25 ? 3 : share >= 0.1 ? 2 : share >= 0.02 ? 1 : 0;
+      buckets[level].push({ range: new vscode.Range(line - 1, 0, line - 1, 0), hoverMessage: `CPU: ${pct(s.self, annotations.samples)} self, ${pct(s.total, annotations.samples)} total (${s.total} samples on this line)` });
+    }
+  }
+  HEAT.forEach((d, i) => editor.setDecorations(d, buckets[i]));
+}
+
+function setAnnotations(a: SourceAnnotations | undefined): void {
+  annotations = a;
+  lensChanged.fire();
+  for (const e of vscode.window.visibleTextEditors) decorate(e);
+}
+
+const lensProvider: vscode.CodeLensProvider = {
+  onDidChangeCodeLenses: lensChanged.event,
+  provideCodeLenses(doc) {
+    const fns = annotations?.functions.get(doc.uri.fsPath);
+    if (!annotations || !fns) return [];
+    const text = doc.getText().split(/\r?\n/);
+    return fns
+      .filter((f) => f.total > 0)
+      .map((f) => {
+        const line = definitionLine(text, f.name, f.line) - 1;
+        return new vscode.CodeLens(new vscode.Range(line, 0, line, 0), {
+          title: `CPU ${pct(f.total, annotations!.samples)} total · ${pct(f.self, annotations!.samples)} self (${f.name})`,
+          command: 'ebpfStudio.hideProfileAnnotations',
+          tooltip: `${f.total} of ${annotations!.samples} samples had ${f.name} on the stack; ${f.self} were in it. Click to hide.`,
+        });
+      });
+  },
+};
+
+// ---- the flame graph panel ------------------------------------------------------------------
+
+export interface Shown {
+  panel: TypedPanel<ToView, FromView>;
+  /** posts now, or once the view said it is ready */
+  post(m: ToView): void;
+  profile?: FlameProfile;
+  /** the result document behind profile, when there is one (exact pprof export) */
+  result?: ProfileResult;
+}
+
+export function openPanel(context: vscode.ExtensionContext, title: string, onStop?: () => void, sessionKey?: string): Shown {
+  const panel = createViewPanel<ToView, FromView>(context, 'flamegraph', title, undefined, sessionKey);
+  let ready = false;
+  const queue: ToView[] = [];
+  const shown: Shown = { panel, post: (m) => (ready ? panel.post(m) : queue.push(m)) };
+  panel.onMessage(async (m) => {
+    switch (m.type) {
+      case 'ready':
+        ready = true;
+        for (const q of queue.splice(0)) panel.post(q);
+        break;
+      case 'stop':
+        onStop?.();
+        break;
+      case 'openSource':
+        await openSource(m.file, m.line);
+        break;
+      case 'open':
+        await vscode.commands.executeCommand('ebpfStudio.openProfile');
+        break;
+      case 'export':
+        if (shown.profile) await exportProfile(shown.profile, m.format, shown);
+        break;
+    }
+  });
+  return shown;
+}
+
+async function openSource(given: string, line: number): Promise<void> {
+  // Java frames carry a source-root-relative path ("com/x/Foo.java"): find it in the workspace.
+  const file = path.isAbsolute(given) ? given : ((await vscode.workspace.findFiles(`**/${given}`, '**/node_modules/**', 1))[0]?.fsPath ?? given);
+  if (!fs.existsSync(file)) {
+    void vscode.window.showWarningMessage(`eBPF Studio: ${file} does not exist here (was the binary built on another machine or in a container?)`);
+    return;
+  }
+  const pos = new vscode.Position(Math.max(0, line - 1), 0);
+  await vscode.window.showTextDocument(vscode.Uri.file(file), { selection: new vscode.Range(pos, pos), viewColumn: vscode.ViewColumn.Beside, preserveFocus: true, preview: true });
+}
+
+const EXPORTS: Record<'folded' | 'speedscope' | 'pprof', { title: string; extension: string; filters: Record<string, string[]> }> = {
+  folded: { title: 'Export folded stacks (flamegraph.pl, inferno)', extension: 'folded', filters: { 'Folded stacks': ['folded', 'txt'] } },
+  speedscope: { title: 'Export speedscope JSON', extension: 'speedscope.json', filters: { Speedscope: ['json'] } },
+  pprof: { title: 'Export pprof (go tool pprof, Pyroscope, Parca)', extension: 'pb.gz', filters: { 'pprof (gzipped profile.proto)': ['gz', 'pb'] } },
+};
+
+async function exportProfile(p: FlameProfile, format: 'folded' | 'speedscope' | 'pprof', panel: Shown): Promise<void> {
+  const e = EXPORTS[format];
+  const outcome = await saveExport({
+    title: e.title,
+    baseName: 'cpu-profile',
+    extension: e.extension,
+    filters: e.filters,
+    content: () => (format === 'folded' ? toFolded(p) : format === 'speedscope' ? JSON.stringify(toSpeedscope(p)) : encodePprofGz(panel.result ?? resultFromFlame(p))),
+  });
+  if (outcome?.file) panel.post({ type: 'status', text: `Exported to ${outcome.file}` });
+  if (outcome?.error) panel.post({ type: 'status', text: `Export failed: ${outcome.error}`, error: true });
+}
+
+function showProfile(shown: Shown, p: FlameProfile, title: string, warnings: string[], ann: SourceAnnotations, result?: ProfileResult): void {
+  shown.profile = p;
+  shown.result = result;
+  shown.post({ type: 'profile', profile: p, title, warnings, unwind: unwindSummary(result?.unwind) });
+  setAnnotations(ann);
+}
+
+async function profile(context: vscode.ExtensionContext, target: Target, frequency: number, durationS: number | null, java: JavaMode = 'auto'): Promise<string> {
+  const stackStorageSize = vscode.workspace.getConfiguration('ebpfStudio.profile').get<number>('stackStorageSize', PROFILE_DEFAULT_STACK_STORAGE);
+  const unwind = vscode.workspace.getConfiguration('ebpfStudio.profile').get<UnwindChoice>('unwind', 'auto');
+  const options: ProfileOptions = { pid: target.pid, frequency, includeIdle: false, javaPerfMap: true, stackStorageSize, unwind: UNWIND_CHOICES.includes(unwind) ? unwind : 'auto', java };
+  let shown: Shown | undefined;
+  const warnings: string[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let live: ReturnType<typeof setInterval> | undefined;
+  const title = `CPU: ${target.label}`;
+  const key = newSessionKey();
+  const startedAt = new Date();
+  const finish = (result: ProfileResult | undefined, message?: string) => {
+    if (timer) clearTimeout(timer);
+    if (live) clearInterval(live);
+    live = undefined;
+    if (!shown) return;
+    if (!result) {
+      shown.post({ type: 'status', text: `The session ended without a result${message ? `: ${message}` : ''}`, error: true });
+      return;
+    }
+    if (result.samples === 0) warnings.push(`No samples: ${target.pid ? `pid ${target.pid} did not run on a CPU while sampled` : 'nothing ran'}.`);
+    // A whole-system profile is rooted by process even when only one process ran.
+    const p = fromProfileResult(result, { name: title, groupByProcess: target.pid === 0 });
+    showProfile(shown, p, title, warnings, annotationsFromResult(result), result);
+    void recordSession(makeSession('profile', title, { profile: p, warnings: [...warnings], unwind: unwindSummary(result.unwind) }, startedAt, new Date()), key);
+  };
+  const session = await startSession('profile', options, `CPU profile ${target.label}`, {
+    onUpdate: (u) => {
+      if (u.warnings) warnings.push(...u.warnings);
+      shown?.post({ type: 'progress', samples: u.samples, lost: u.lost, elapsedMs: u.elapsedMs, warnings: u.warnings ? [...warnings] : undefined });
+    },
+    onEnded: (_reason, result, message) => finish(result, message),
+  });
+  warnings.push(...session.info.warnings);
+  shown = openPanel(context, title, () => void session.stop(), key);
+  // The graph grows while sampling: a snapshot at most once a second, never two in flight.
+  let inFlight = false;
+  live = setInterval(() => {
+    if (inFlight || !shown) return;
+    inFlight = true;
+    session
+      .snapshot()
+      .then((r) => {
+        if (r && live && shown && r.samples > 0) shown.post({ type: 'profile', profile: fromProfileResult(r, { name: title, groupByProcess: target.pid === 0 }), title, warnings: [...warnings], unwind: unwindSummary(r.unwind), live: true });
+      })
+      .catch(() => {
+        /* the session is ending: the final profile follows */
+      })
+      .finally(() => (inFlight = false));
+  }, 1000);
+  shown.post({ type: 'progress', samples: 0, lost: 0, elapsedMs: 0, warnings: [...warnings] });
+  for (const w of session.info.warnings) if (/PreserveFramePointer/.test(w)) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
+  if (durationS) timer = setTimeout(() => void session.stop(), durationS * 1000);
+  shown.panel.panel.onDidDispose(() => void session.stop());
+  return session.id;
+}
+
+export function activate(context: vscode.ExtensionContext): void {
+  HEAT = [0.08, 0.16, 0.28, 0.42].map((alpha) =>
+    vscode.window.createTextEditorDecorationType({ isWholeLine: true, backgroundColor: `rgba(255, 90, 30, ${alpha})`, overviewRulerColor: `rgba(255, 90, 30, ${alpha + 0.3})`, overviewRulerLane: vscode.OverviewRulerLane.Right }),
+  );
+  context.subscriptions.push(
+    lensChanged,
+    ...HEAT,
+    vscode.languages.registerCodeLensProvider({ scheme: 'file' }, lensProvider),
+    vscode.window.onDidChangeVisibleTextEditors((eds) => eds.forEach(decorate)),
+    vscode.commands.registerCommand('ebpfStudio.profileCpu', async (given?: { pid?: number; all?: boolean; frequency?: number; durationS?: number; java?: JavaMode }) => {
+      try {
+        // Tests and other commands may pass everything directly.
+        if (given && (given.pid || given.all)) {
+          const target = { pid: given.pid ?? 0, label: given.pid ? `pid ${given.pid}` : 'whole system' };
+          return await profile(context, target, given.frequency ?? PROFILE_DEFAULT_FREQUENCY, given.durationS ?? null, given.java ?? 'auto');
+        }
+        const asked = await askProfile(context.workspaceState);
+        if (!asked) return undefined;
+        const java = asked.target.preserveFramePointer !== undefined ? await pickJavaMode(asked.target.preserveFramePointer) : 'auto';
+        if (!java) return undefined;
+        return await profile(context, asked.target, asked.frequency, asked.durationS || null, java);
+      } catch (e) {
+        showError(e);
+        return undefined;
+      }
+    }),
+    vscode.commands.registerCommand('ebpfStudio.openProfile', async (given?: vscode.Uri) => {
+      const uri =
+        given ??
+        (await vscode.window.showOpenDialog({ title: 'Open a CPU profile', canSelectMany: false, filters: { [PROFILE_FILTER_NAME]: PROFILE_EXTENSIONS, 'All files': ['*'] } }))?.[0];
+      if (!uri) return;
+      try {
+        const loaded = loadProfileBytes(await vscode.workspace.fs.readFile(uri), path.basename(uri.fsPath));
+        const title = `CPU: ${path.basename(uri.fsPath)}`;
+        showProfile(openPanel(context, title), loaded.flame, title, [], loaded.result ? annotationsFromResult(loaded.result) : annotationsFromFlame(loaded.flame), loaded.result);
+      } catch (e) {
+        showError(new Error(`cannot open ${uri.fsPath} as a profile: ${errorText(e)}`));
+      }
+    }),
+    vscode.commands.registerCommand('ebpfStudio.hideProfileAnnotations', () => setAnnotations(undefined)),
+  );
+}

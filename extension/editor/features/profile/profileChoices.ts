@@ -1,0 +1,103 @@
+// What Profile CPU remembers per workspace (workspaceState) so it asks fewer questions: the last
+// target (kind, pid and name, so a restarted JVM with the same main class comes first again),
+// the frequency and the duration. The settings ebpfStudio.profile.frequency and .duration,
+// when the user set them, win and are never asked; otherwise the first run asks and later runs
+// reuse the answers, offering "Change…" in the target list.
+import type * as vscode from 'vscode';
+import { PROFILE_DEFAULT_FREQUENCY, PROFILE_MAX_FREQUENCY } from '../../../protocol/profile';
+
+export const LAST_KEY = 'ebpfStudio.profile.last';
+
+export type TargetKind = 'system' | 'jvm' | 'process';
+
+export interface LastTarget {
+  kind: TargetKind;
+  pid: number;
+  /** JVM main class or process comm: matched when the pid changed (a restarted program) */
+  name: string;
+}
+
+export interface LastChoices {
+  target?: LastTarget;
+  frequency?: number;
+  /** seconds; 0 = until Stop */
+  durationS?: number;
+}
+
+type Config = Pick<vscode.WorkspaceConfiguration, 'get'> & Partial<Pick<vscode.WorkspaceConfiguration, 'inspect'>>;
+
+/** The value the user set (any scope), or undefined when only the default applies. */
+function userSetting(cfg: Config, key: string): number | undefined {
+  const i = cfg.inspect?.<number>(key);
+  const v = i ? (i.workspaceFolderValue ?? i.workspaceValue ?? i.globalValue) : undefined;
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+
+export function validFrequency(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= PROFILE_MAX_FREQUENCY ? v : undefined;
+}
+
+export function validDuration(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 7 * 24 * 3600 ? v : undefined;
+}
+
+export interface SamplingPlan {
+  /** known without asking (setting or remembered), else undefined = ask */
+  frequency?: number;
+  durationS?: number;
+  /** defaults to offer when asking */
+  defaultFrequency: number;
+  defaultDurationS: number;
+  /** where each known value came from, for the "Change…" item's description */
+  frequencyFrom?: 'setting' | 'last';
+  durationFrom?: 'setting' | 'last';
+}
+
+/** Settings the user set win; then this workspace's last answers; else ask (prefilled from the settings' defaults). */
+export function samplingPlan(cfg: Config, last: LastChoices): SamplingPlan {
+  const setF = validFrequency(userSetting(cfg, 'frequency'));
+  const setD = validDuration(userSetting(cfg, 'duration'));
+  const lastF = validFrequency(last.frequency);
+  const lastD = validDuration(last.durationS);
+  return {
+    frequency: setF ?? lastF,
+    durationS: setD ?? lastD,
+    frequencyFrom: setF !== undefined ? 'setting' : lastF !== undefined ? 'last' : undefined,
+    durationFrom: setD !== undefined ? 'setting' : lastD !== undefined ? 'last' : undefined,
+    defaultFrequency: validFrequency(cfg.get<number>('frequency')) ?? PROFILE_DEFAULT_FREQUENCY,
+    defaultDurationS: validDuration(cfg.get<number>('duration')) ?? 0,
+  };
+}
+
+export function describeSampling(frequency: number, durationS: number): string {
+  return `${frequency} Hz, ${durationS > 0 ? `${durationS} s` : 'until Stop'}`;
+}
+
+export interface TargetLike extends vscode.QuickPickItem {
+  target?: { pid: number; label: string; kind?: TargetKind; name?: string };
+}
+
+/**
+ * Puts the last target first: the same pid when it still runs with the same name, else a
+ * process of the same kind and name (a restarted JVM), else nothing moves.
+ */
+export function orderTargets<T extends TargetLike>(items: T[], last: LastTarget | undefined): T[] {
+  if (!last) return items;
+  const same = (i: T) => i.target && (i.target.kind ?? (i.target.pid === 0 ? 'system' : 'process')) === last.kind;
+  const pick =
+    (last.kind === 'system' ? items.find((i) => i.target?.pid === 0) : undefined) ??
+    items.find((i) => same(i) && i.target!.pid === last.pid && i.target!.name === last.name) ??
+    items.find((i) => same(i) && i.target!.name === last.name);
+  if (!pick) return items;
+  const moved = { ...pick, description: [pick.description, 'last used'].filter(Boolean).join(' · ') };
+  return [moved, ...items.filter((i) => i !== pick)];
+}
+
+export function loadLast(state: vscode.Memento): LastChoices {
+  const v = state.get<LastChoices>(LAST_KEY);
+  return v && typeof v === 'object' ? v : {};
+}
+
+export async function saveLast(state: vscode.Memento, choices: LastChoices): Promise<void> {
+  await state.update(LAST_KEY, { ...loadLast(state), ...choices });
+}

@@ -1,0 +1,125 @@
+// Commands: ebpfStudio.showRunQueueLatency ("Show Run Queue Latency": choose a scope — whole
+// system, one process, per process, per thread, per PID namespace — and a unit, then watch
+// run-queue latency live: histogram, heat map, per-key table). Context keys: none of its own
+// (sessions.ts sets ebpfStudio.sessionRunning while the session runs).
+import * as vscode from 'vscode';
+import { saveExport } from '../ui/exportFile';
+import * as proto from '../../protocol/protocol';
+import type { RunqlatOptions, RunqlatPer, RunqlatUnit, RunqlatUpdate } from '../../protocol/runqlat';
+import { helper } from '../helperClient/helperClient';
+import { startSession, type ClientSession } from '../sessions/liveSessions';
+import { newSessionKey, recordSession } from '../sessions/sessionStore';
+import { makeSession } from '../../model/sessionFile';
+import { createViewPanel, type TypedPanel } from '../ui/webviewPanel';
+import { showError } from '../ui/errors';
+import type { FromView, ToView } from '../../../webview/runqlat/protocol';
+
+interface ScopeItem extends vscode.QuickPickItem {
+  per: RunqlatPer;
+  pickProcess?: boolean;
+}
+
+const SCOPES: ScopeItem[] = [
+  { label: '$(globe) Whole system', detail: 'One histogram of every thread’s waits', per: 'none' },
+  { label: '$(symbol-method) One process…', detail: 'Only the threads of a process you pick', per: 'none', pickProcess: true },
+  { label: '$(list-tree) Per process', detail: 'A histogram per process, in a table sortable by p99 or count', per: 'process' },
+  { label: '$(list-flat) Per thread', detail: 'A histogram per thread id', per: 'thread' },
+  { label: '$(package) Per PID namespace', detail: 'A histogram per PID namespace (containers)', per: 'pidns' },
+];
+
+export function processItems(processes: proto.ProcessInfo[]): (vscode.QuickPickItem & { pid: number })[] {
+  return processes.map((p) => ({ label: `${p.pid}  ${p.comm}`, description: p.user, detail: p.cmdline.join(' ').slice(0, 200) || undefined, pid: p.pid }));
+}
+
+async function pickOptions(): Promise<RunqlatOptions | undefined> {
+  const scope = await vscode.window.showQuickPick(SCOPES, { title: 'Show Run Queue Latency: scope' });
+  if (!scope) return undefined;
+  let pid = 0;
+  if (scope.pickProcess) {
+    const procs = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'Listing processes…' }, () => helper().request(proto.listProcesses, {}));
+    const pick = await vscode.window.showQuickPick(processItems(procs), { title: 'Show Run Queue Latency: process', matchOnDescription: true, matchOnDetail: true });
+    if (!pick) return undefined;
+    pid = pick.pid;
+  }
+  const unit = await vscode.window.showQuickPick(
+    [
+      { label: 'Microseconds (µs)', unit: 'us' as RunqlatUnit },
+      { label: 'Milliseconds (ms)', unit: 'ms' as RunqlatUnit },
+    ],
+    { title: 'Show Run Queue Latency: unit' },
+  );
+  if (!unit) return undefined;
+  return { pid, per: scope.per, unit: unit.unit, intervalS: 1 };
+}
+
+export function scopeLabel(o: RunqlatOptions): string {
+  const who = o.pid ? `pid ${o.pid}` : 'whole system';
+  return o.per === 'none' ? who : `${who}, per ${o.per === 'pidns' ? 'PID namespace' : o.per}`;
+}
+
+async function show(context: vscode.ExtensionContext, options: RunqlatOptions): Promise<ClientSession<'runqlat'>> {
+  const scope = scopeLabel(options);
+  let view: TypedPanel<ToView, FromView> | undefined;
+  let ready = false;
+  const queue: ToView[] = [];
+  const send = (m: ToView) => {
+    if (ready && view) view.post(m);
+    else queue.push(m);
+  };
+  // Every update is kept: the finished session is listed in the Sessions view and reopens from them.
+  const updates: RunqlatUpdate[] = [];
+  const key = newSessionKey();
+  const startedAt = new Date();
+  // The session starts before the panel opens, so a refused target shows an error, not an empty view.
+  const session = await startSession('runqlat', options, `Run queue latency (${scope})`, {
+    onUpdate: (u) => {
+      updates.push(u);
+      send({ type: 'update', update: u });
+    },
+    onEnded: (reason, _result, message) => {
+      send({ type: 'ended', reason, message });
+      void recordSession(makeSession('runqlat', `Run Queue Latency: ${scope}`, { scope, per: options.per, unit: options.unit, updates, ended: { reason, message } }, startedAt, new Date()), key);
+    },
+  });
+  view = createViewPanel<ToView, FromView>(context, 'runqlat', `Run Queue Latency: ${scope}`, undefined, key);
+  for (const w of session.info.warnings) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
+  const sub = view.onMessage(async (m) => {
+    switch (m.type) {
+      case 'ready':
+        ready = true;
+        view!.post({ type: 'init', scope, per: options.per, unit: options.unit });
+        for (const q of queue.splice(0)) view!.post(q);
+        break;
+      case 'stop':
+        await session.stop();
+        break;
+      case 'export': {
+        const outcome = await saveExport({ title: 'Export run-queue latency as JSON', baseName: 'runqlat', extension: 'json', filters: { JSON: ['json'] }, content: () => m.content });
+        if (outcome) view!.post({ type: 'exported', ...outcome });
+        break;
+      }
+    }
+  });
+  view.panel.onDidDispose(() => {
+    sub.dispose();
+    void session.stop();
+  });
+  return session;
+}
+
+export function activate(context: vscode.ExtensionContext): void {
+  context.subscriptions.push(
+    vscode.commands.registerCommand('ebpfStudio.showRunQueueLatency', async (given?: Partial<RunqlatOptions>) => {
+      try {
+        // Tests and other commands may pass the options directly.
+        const options = given ? { pid: given.pid ?? 0, per: given.per ?? 'none', unit: given.unit ?? 'us', intervalS: given.intervalS ?? 1 } : await pickOptions();
+        if (!options) return undefined;
+        const s = await show(context, options);
+        return s.id;
+      } catch (e) {
+        showError(e);
+        return undefined;
+      }
+    }),
+  );
+}

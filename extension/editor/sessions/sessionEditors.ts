@@ -1,0 +1,90 @@
+// Opening sessions without a command: read-only custom editors (double-click a file) for saved
+// sessions (*.ebpf-session.json → its tracer's view) and CPU profiles (*.folded,
+// *.speedscope.json, *.cpuprofile, *.pb.gz → the flame graph), and a webview panel serializer
+// per view so open panels come back after a window reload. Commands: none. Context keys: none.
+// View types: ebpfStudio.sessionFile, ebpfStudio.profileFile (editors); ebpfStudio.javaGc,
+// ebpfStudio.runqlat, ebpfStudio.memleak, ebpfStudio.flamegraph (serializers).
+import path from 'node:path';
+import * as vscode from 'vscode';
+import { loadSession } from './sessionStore';
+import { showSession } from './sessionViews';
+import { makeSession, peekTracer, readSession, type AnySessionFile } from '../../model/sessionFile';
+import { errorText } from '../ui/errors';
+import { importProfile } from '../../model/flamegraph/formats';
+import { fromCpuProfile } from '../../model/flamegraph/cpuprofile';
+import type { FlameProfile } from '../../model/flamegraph/profileData';
+import { loadProfileBytes } from '../../sys/profileFile';
+
+/** Any profile file we read, by its name: pprof, .cpuprofile, or what importProfile knows. */
+export async function profileFromFile(uri: vscode.Uri): Promise<FlameProfile> {
+  const bytes = await vscode.workspace.fs.readFile(uri);
+  const name = path.basename(uri.fsPath);
+  if (/\.pb(\.gz)?$/.test(name)) return loadProfileBytes(bytes, name).flame;
+  const text = Buffer.from(bytes).toString('utf8');
+  if (name.endsWith('.cpuprofile')) {
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (e) {
+      throw new Error(`${name} is not JSON: ${(e as Error).message}`);
+    }
+    return fromCpuProfile(json, name);
+  }
+  return importProfile(text, name);
+}
+
+async function documentFor(uri: vscode.Uri): Promise<AnySessionFile> {
+  const name = path.basename(uri.fsPath);
+  if (name.endsWith('.ebpf-session.json')) return readSession(Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8'), name);
+  const p = await profileFromFile(uri);
+  return makeSession('profile', `CPU: ${name}`, { profile: p, warnings: [] }, new Date());
+}
+
+function showFailure(panel: vscode.WebviewPanel, what: string, why: string): void {
+  const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+  panel.webview.options = { enableScripts: false };
+  panel.webview.html = `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8"><meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'"></head>
+<body style="font-family: var(--vscode-font-family); color: var(--vscode-foreground); padding: 1em">
+<h3>${esc(what)}</h3><p role="alert">${esc(why)}</p></body></html>`;
+}
+
+class ReadonlyEditor implements vscode.CustomReadonlyEditorProvider {
+  constructor(private readonly context: vscode.ExtensionContext) {}
+  openCustomDocument(uri: vscode.Uri): vscode.CustomDocument {
+    return { uri, dispose: () => {} };
+  }
+  async resolveCustomEditor(document: vscode.CustomDocument, panel: vscode.WebviewPanel): Promise<void> {
+    try {
+      if (document.uri.fsPath.endsWith('.ebpf-session.json') && peekTracer(Buffer.from(await vscode.workspace.fs.readFile(document.uri)).toString('utf8')) === 'jvm') {
+        // The JVM timeline has its own view and reader: hand the file over, close this tab.
+        await vscode.commands.executeCommand('ebpfStudio.openJvmTimeline', { file: document.uri.fsPath });
+        panel.dispose();
+        return;
+      }
+      showSession(this.context, await documentFor(document.uri), undefined, panel);
+    } catch (e) {
+      showFailure(panel, `Cannot open ${path.basename(document.uri.fsPath)}`, errorText(e));
+    }
+  }
+}
+
+const SERIALIZED_VIEWS = ['javaGc', 'runqlat', 'memleak', 'flamegraph'];
+
+export function activate(context: vscode.ExtensionContext): void {
+  const editor = new ReadonlyEditor(context);
+  const options = { webviewOptions: { retainContextWhenHidden: true }, supportsMultipleEditorsPerDocument: true };
+  context.subscriptions.push(
+    vscode.window.registerCustomEditorProvider('ebpfStudio.sessionFile', editor, options),
+    vscode.window.registerCustomEditorProvider('ebpfStudio.profileFile', editor, options),
+    ...SERIALIZED_VIEWS.map((view) =>
+      vscode.window.registerWebviewPanelSerializer(`ebpfStudio.${view}`, {
+        async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: unknown) {
+          const key = (state as { sessionKey?: string } | undefined)?.sessionKey;
+          const file = key ? loadSession(key) : undefined;
+          if (file) showSession(context, file, key, panel);
+          else showFailure(panel, panel.title, key ? 'This session was still running when the window reloaded, or its data left the bounded storage: nothing to show. Sessions that finished are kept in the Sessions view.' : 'This panel has no saved data to restore. Finished sessions are listed in the Sessions view (eBPF in the activity bar).');
+        },
+      }),
+    ),
+  );
+}

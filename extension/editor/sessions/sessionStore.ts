@@ -1,0 +1,129 @@
+// Finished sessions of this window: each is kept as a session document in the extension's
+// global storage (sessions/<key>.ebpf-session.json) so its panel comes back after a reload and
+// the Sessions view can reopen it. Storage is bounded: a session over MAX_ONE_BYTES is listed
+// but not stored (the user can still Export it while the window lives), and the oldest files
+// go once the folder passes MAX_TOTAL_BYTES. The list itself is per workspace and holds at most
+// MAX_LISTED entries; Delete removes an entry and its file.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import { readSession, writeSession, SESSION_SUFFIX, type AnySessionFile, type SessionTracer } from '../../model/sessionFile';
+
+export const MAX_ONE_BYTES = 32 * 1024 * 1024;
+export const MAX_TOTAL_BYTES = 128 * 1024 * 1024;
+export const MAX_LISTED = 50;
+
+export interface FinishedEntry {
+  key: string;
+  title: string;
+  tracer: SessionTracer;
+  startedAt: string;
+  endedAt?: string;
+  /** false when the session was too large for storage (kept in memory only) */
+  stored: boolean;
+}
+
+const LIST_KEY = 'ebpfStudio.finishedSessions';
+let ctx: Pick<vscode.ExtensionContext, 'globalStorageUri' | 'workspaceState' | 'subscriptions'> | undefined;
+let limits = { one: MAX_ONE_BYTES, total: MAX_TOTAL_BYTES };
+/** sessions of this window, including those too big to store */
+const inMemory = new Map<string, AnySessionFile>();
+const changed = new vscode.EventEmitter<void>();
+export const onDidChangeFinished = changed.event;
+
+export function newSessionKey(): string {
+  return crypto.randomBytes(8).toString('hex');
+}
+
+function dir(): string {
+  if (!ctx) throw new Error('session store used before activation');
+  return path.join(ctx.globalStorageUri.fsPath, 'sessions');
+}
+
+const fileOf = (key: string) => path.join(dir(), `${key}${SESSION_SUFFIX}`);
+
+export function finishedSessions(): FinishedEntry[] {
+  return ctx?.workspaceState.get<FinishedEntry[]>(LIST_KEY, []) ?? [];
+}
+
+async function setList(list: FinishedEntry[]): Promise<void> {
+  await ctx?.workspaceState.update(LIST_KEY, list);
+  changed.fire();
+}
+
+/** Removes the oldest stored documents until the folder fits MAX_TOTAL_BYTES. */
+function prune(): void {
+  let files: { f: string; size: number; mtime: number }[];
+  try {
+    files = fs.readdirSync(dir()).map((n) => {
+      const f = path.join(dir(), n);
+      const st = fs.statSync(f);
+      return { f, size: st.size, mtime: st.mtimeMs };
+    });
+  } catch {
+    return;
+  }
+  let total = files.reduce((s, x) => s + x.size, 0);
+  files.sort((a, b) => a.mtime - b.mtime);
+  for (const x of files) {
+    if (total <= limits.total) break;
+    fs.rmSync(x.f, { force: true });
+    total -= x.size;
+  }
+}
+
+/** Keeps a finished session (under the key its panel was opened with) and lists it. */
+export async function recordSession(file: AnySessionFile, key = newSessionKey()): Promise<string> {
+  inMemory.set(key, file);
+  const text = writeSession(file);
+  let stored = false;
+  if (Buffer.byteLength(text) <= limits.one) {
+    try {
+      fs.mkdirSync(dir(), { recursive: true });
+      fs.writeFileSync(fileOf(key), text);
+      stored = true;
+      prune();
+    } catch {
+      /* storage full or read-only: the session stays in memory for this window */
+    }
+  }
+  const entry: FinishedEntry = { key, title: file.title, tracer: file.tracer, startedAt: file.startedAt, endedAt: file.endedAt, stored };
+  const list = [entry, ...finishedSessions().filter((e) => e.key !== key)].slice(0, MAX_LISTED);
+  await setList(list);
+  return key;
+}
+
+/** The session under a key: from this window's memory, else from storage. */
+export function loadSession(key: string): AnySessionFile | undefined {
+  const m = inMemory.get(key);
+  if (m) return m;
+  try {
+    const f = readSession(fs.readFileSync(fileOf(key), 'utf8'), 'the stored session');
+    inMemory.set(key, f);
+    return f;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function forgetSession(key: string): Promise<void> {
+  inMemory.delete(key);
+  try {
+    fs.rmSync(fileOf(key), { force: true });
+  } catch {
+    /* already gone */
+  }
+  await setList(finishedSessions().filter((e) => e.key !== key));
+}
+
+/** Once per extension host (window); tests pass smaller limits. */
+export function activate(context: Pick<vscode.ExtensionContext, 'globalStorageUri' | 'workspaceState' | 'subscriptions'>, bounds = { one: MAX_ONE_BYTES, total: MAX_TOTAL_BYTES }): void {
+  ctx = context;
+  limits = bounds;
+  inMemory.clear();
+  context.subscriptions.push(changed);
+  // Entries whose document left storage (pruned, or too big for it in an earlier window) cannot reopen: drop them.
+  const list = finishedSessions().filter((e) => e.stored && fs.existsSync(fileOf(e.key)));
+  if (list.length !== finishedSessions().length) void setList(list);
+}

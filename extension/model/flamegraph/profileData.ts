@@ -1,0 +1,108 @@
+// The one profile shape every importer produces and the flame-graph model consumes: distinct
+// frames plus weighted stacks of frame indices, root first. Pure (no DOM, no node).
+import type { FrameKind, JavaFrameType, ProfileResult } from '../../protocol/profile';
+
+export type { FrameKind, JavaFrameType };
+
+export interface FlameFrame {
+  name: string;
+  kind: FrameKind;
+  /** a Java frame's type when known (agent profiles): the same method run interpreted and compiled are two frames */
+  javaType?: JavaFrameType;
+  module?: string;
+  /** source of the frame's hottest sampled line */
+  file?: string;
+  line?: number;
+}
+
+export interface FlameStack {
+  /** indices into frames, root first */
+  frames: number[];
+  weight: number;
+}
+
+export interface FlameProfile {
+  name: string;
+  frames: FlameFrame[];
+  stacks: FlameStack[];
+  /** sum of stack weights */
+  total: number;
+  /** samples lost in the kernel, when known */
+  lost?: number;
+  frequency?: number;
+}
+
+function basename(p: string): string {
+  const i = p.lastIndexOf('/');
+  return i < 0 ? p : p.slice(i + 1);
+}
+
+/** Interns frames by (name, kind, module) and tallies the weight of each source line. */
+export class FrameTable {
+  readonly frames: FlameFrame[] = [];
+  private readonly index = new Map<string, number>();
+  private readonly lineWeights: Map<string, number>[] = [];
+
+  intern(name: string, kind: FrameKind, module?: string, file?: string, line?: number, weight = 0, javaType?: JavaFrameType): number {
+    const key = `${kind}\u0000${module ?? ''}\u0000${name}\u0000${javaType ?? ''}`;
+    let id = this.index.get(key);
+    if (id === undefined) {
+      id = this.frames.length;
+      this.index.set(key, id);
+      const f: FlameFrame = { name, kind };
+      if (module) f.module = module;
+      if (javaType) f.javaType = javaType;
+      this.frames.push(f);
+      this.lineWeights.push(new Map());
+    }
+    if (file && line) {
+      const lk = `${line}\u0000${file}`;
+      const m = this.lineWeights[id];
+      m.set(lk, (m.get(lk) ?? 0) + weight);
+    }
+    return id;
+  }
+
+  /** Sets each frame's file:line to its most sampled line. */
+  finish(): FlameFrame[] {
+    this.frames.forEach((f, i) => {
+      let best = -1;
+      for (const [lk, w] of this.lineWeights[i]) {
+        if (w > best) {
+          best = w;
+          const sep = lk.indexOf('\u0000');
+          f.line = Number(lk.slice(0, sep));
+          f.file = lk.slice(sep + 1);
+        }
+      }
+    });
+    return this.frames;
+  }
+}
+
+export interface FromResultOptions {
+  /** put a "comm [pid]" frame at the root of each stack (default: when several processes were sampled) */
+  groupByProcess?: boolean;
+  name?: string;
+}
+
+/** The profiler's result document (CLI --json) as a flame profile. */
+export function fromProfileResult(r: ProfileResult, opts: FromResultOptions = {}): FlameProfile {
+  const table = new FrameTable();
+  const group = opts.groupByProcess ?? new Set(r.stacks.map((s) => s.pid)).size > 1;
+  const stacks: FlameStack[] = [];
+  let total = 0;
+  for (const s of r.stacks) {
+    const ids: number[] = [];
+    if (group) ids.push(table.intern(`${s.comm} [${s.pid}]`, 'native'));
+    for (let i = s.frames.length - 1; i >= 0; i--) {
+      const f = s.frames[i];
+      const module = f.module && f.module !== '[unknown]' ? f.module : undefined;
+      const name = f.function ?? (module ? `[${basename(module)}]` : '[unknown]');
+      ids.push(table.intern(name, f.kind, module, f.file ?? undefined, f.line ?? undefined, s.count, f.javaType));
+    }
+    stacks.push({ frames: ids, weight: s.count });
+    total += s.count;
+  }
+  return { name: opts.name ?? 'profile', frames: table.finish(), stacks, total, lost: r.lost, frequency: r.frequency };
+}

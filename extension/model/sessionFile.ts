@@ -1,0 +1,174 @@
+// Saved sessions: one versioned JSON document per finished session, one shape per tracer
+// ({"format":"ebpf-studio-session","version":1,"tracer":...}). Files end in `.ebpf-session.json`
+// so the editor can claim them without claiming every JSON file. The same document is what
+// panels keep in storage to come back after a reload, and what the Sessions view lists.
+// Pure: no vscode, no fs; shared with tests and any future CLI reader.
+import type { JavaGcUpdate } from '../protocol/javaGc';
+import type { RunqlatPer, RunqlatUnit, RunqlatUpdate } from '../protocol/runqlat';
+import type { FlameProfile } from './flamegraph/profileData';
+import type { LeakViewStack } from '../../webview/memleak/protocol';
+import { StudioError } from '../protocol/errors';
+import { JAVA_FRAME_TYPES } from '../protocol/profile';
+
+export const SESSION_FORMAT = 'ebpf-studio-session';
+export const SESSION_VERSION = 1;
+/** The file name suffix of saved sessions (and the custom editor's pattern). */
+export const SESSION_SUFFIX = '.ebpf-session.json';
+
+export type SessionTracer = 'java-gc' | 'runqlat' | 'memleak' | 'profile';
+export const SESSION_TRACERS: readonly SessionTracer[] = ['java-gc', 'runqlat', 'memleak', 'profile'];
+
+export type EndedState = { reason: 'stopped' | 'target-exited' | 'error'; message?: string };
+
+export interface SessionData {
+  /** every update in order (each holds the GCs since the previous one) */
+  'java-gc': { target: string; updates: JavaGcUpdate[]; ended?: EndedState };
+  /** every interval in order (histograms are per interval) */
+  runqlat: { scope: string; per: RunqlatPer; unit: RunqlatUnit; updates: RunqlatUpdate[]; ended?: EndedState };
+  /** the last snapshot of outstanding allocations, with each stack's history */
+  memleak: { totalBytes: number; totalAllocations: number; dropped: number; stacks: LeakViewStack[]; /** a sampled session: figures are estimates */ sampleBytes?: number };
+  /** unwind: how user stacks were unwound, as the view's note says it */
+  profile: { profile: FlameProfile; warnings: string[]; unwind?: string };
+}
+
+export interface SessionFile<T extends SessionTracer = SessionTracer> {
+  format: typeof SESSION_FORMAT;
+  version: typeof SESSION_VERSION;
+  tracer: T;
+  /** what the panel's tab and the Sessions view show, e.g. "CPU: pid 42 (java)" */
+  title: string;
+  /** ISO 8601 */
+  startedAt: string;
+  endedAt?: string;
+  data: SessionData[T];
+}
+
+export type AnySessionFile = { [T in SessionTracer]: SessionFile<T> }[SessionTracer];
+
+export function makeSession<T extends SessionTracer>(tracer: T, title: string, data: SessionData[T], startedAt: Date, endedAt?: Date): SessionFile<T> {
+  return { format: SESSION_FORMAT, version: SESSION_VERSION, tracer, title, startedAt: startedAt.toISOString(), endedAt: endedAt?.toISOString(), data };
+}
+
+export function writeSession(file: SessionFile): string {
+  return JSON.stringify(file);
+}
+
+function bad(message: string): never {
+  throw new StudioError('input', message);
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
+function checkEnded(v: unknown, where: string): void {
+  if (v === undefined) return;
+  if (!isObj(v) || !['stopped', 'target-exited', 'error'].includes(v.reason as string)) bad(`${where}.ended must be {"reason":"stopped"|"target-exited"|"error"}`);
+}
+
+function checkUpdates(v: unknown, where: string, field: string): void {
+  if (!Array.isArray(v)) bad(`${where}.updates must be an array`);
+  v.forEach((u, i) => {
+    if (!isObj(u) || !(field in u)) bad(`${where}.updates[${i}] has no "${field}"`);
+  });
+}
+
+function checkProfile(p: unknown, where: string): void {
+  if (!isObj(p)) bad(`${where}.profile must be an object`);
+  if (!Array.isArray(p.frames)) bad(`${where}.profile.frames must be an array`);
+  p.frames.forEach((f, i) => {
+    if (!isObj(f) || typeof f.name !== 'string' || typeof f.kind !== 'string') bad(`${where}.profile.frames[${i}] needs a name and a kind`);
+    if (f.javaType !== undefined && !(JAVA_FRAME_TYPES as unknown[]).includes(f.javaType)) bad(`${where}.profile.frames[${i}].javaType must be one of ${JAVA_FRAME_TYPES.join(', ')}`);
+  });
+  if (!Array.isArray(p.stacks)) bad(`${where}.profile.stacks must be an array`);
+  const n = p.frames.length;
+  p.stacks.forEach((s, i) => {
+    if (!isObj(s) || !isNum(s.weight) || !Array.isArray(s.frames)) bad(`${where}.profile.stacks[${i}] needs frames and a weight`);
+    for (const f of s.frames) if (!Number.isInteger(f) || (f as number) < 0 || (f as number) >= n) bad(`${where}.profile.stacks[${i}] refers to frame ${String(f)}, which does not exist (${n} frames)`);
+  });
+  if (!isNum(p.total)) bad(`${where}.profile.total must be a number`);
+}
+
+/**
+ * Session files of other views share the envelope ({"format":"ebpf-studio-session","tracer":…});
+ * the JVM timeline's (tracer "jvm", extension/model/jvmTimeline.ts) opens in its own view.
+ * Returns the tracer of a session document without validating the rest, or undefined.
+ */
+export function peekTracer(text: string): string | undefined {
+  try {
+    const j = JSON.parse(text) as { format?: unknown; tracer?: unknown };
+    return j && j.format === SESSION_FORMAT && typeof j.tracer === 'string' ? j.tracer : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Reads and validates a session document. Errors name what is wrong and what to do; a newer
+ * version says to update the extension rather than guessing at fields it does not know.
+ */
+export function readSession(text: string, name = 'the file'): AnySessionFile {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    bad(`${name} is not JSON (${(e as Error).message}); an eBPF Studio session file is written by "Export" in the Sessions view`);
+  }
+  if (!isObj(json) || json.format !== SESSION_FORMAT) bad(`${name} is not an eBPF Studio session (its "format" is not "${SESSION_FORMAT}"); open profiles with "Open CPU Profile" instead`);
+  const v = json.version;
+  if (!Number.isInteger(v) || (v as number) < 1) bad(`${name} has an invalid version ${JSON.stringify(v)}; session files have version ${SESSION_VERSION}`);
+  if ((v as number) > SESSION_VERSION) bad(`${name} is a version ${String(v)} session, written by a newer eBPF Studio; this one reads version ${SESSION_VERSION}. Update the extension to open it.`);
+  if (json.tracer === 'jvm') bad(`${name} is a JVM timeline session: open it with "eBPF: Open JVM Timeline" (double-click and the Sessions view do that for you)`);
+  if (!SESSION_TRACERS.includes(json.tracer as SessionTracer)) bad(`${name} holds a session of an unknown tracer ${JSON.stringify(json.tracer)}; known: ${SESSION_TRACERS.join(', ')}`);
+  if (typeof json.title !== 'string') bad(`${name} has no "title"`);
+  if (typeof json.startedAt !== 'string' || Number.isNaN(Date.parse(json.startedAt))) bad(`${name} has no valid "startedAt" date`);
+  const d = json.data;
+  const where = `${name}: data`;
+  if (!isObj(d)) bad(`${name} has no "data" object`);
+  switch (json.tracer as SessionTracer) {
+    case 'java-gc':
+      if (typeof d.target !== 'string') bad(`${where}.target must be a string`);
+      checkUpdates(d.updates, where, 'events');
+      checkEnded(d.ended, where);
+      break;
+    case 'runqlat':
+      if (typeof d.scope !== 'string' || !['none', 'process', 'thread', 'pidns'].includes(d.per as string) || !['us', 'ms'].includes(d.unit as string)) bad(`${where} needs a scope, per ("none"|"process"|"thread"|"pidns") and unit ("us"|"ms")`);
+      checkUpdates(d.updates, where, 'interval');
+      checkEnded(d.ended, where);
+      break;
+    case 'memleak':
+      if (!isNum(d.totalBytes) || !isNum(d.totalAllocations) || !isNum(d.dropped) || !Array.isArray(d.stacks)) bad(`${where} needs totalBytes, totalAllocations, dropped and stacks`);
+      break;
+    case 'profile':
+      checkProfile(d.profile, where);
+      if (!Array.isArray(d.warnings)) bad(`${where}.warnings must be an array`);
+      break;
+  }
+  return json as unknown as AnySessionFile;
+}
+
+/** The bundled view that shows a tracer's sessions (dist/webview/<view>.js). */
+export function viewOf(tracer: SessionTracer): 'javaGc' | 'runqlat' | 'memleak' | 'flamegraph' {
+  return ({ 'java-gc': 'javaGc', runqlat: 'runqlat', memleak: 'memleak', profile: 'flamegraph' } as const)[tracer];
+}
+
+/**
+ * The messages that rebuild a finished session in its view, in order: the same ones the live
+ * session sent, so a reopened view is the view the user had.
+ */
+export function replayMessages(f: AnySessionFile): unknown[] {
+  switch (f.tracer) {
+    case 'java-gc':
+      return [{ type: 'init', target: f.data.target }, ...f.data.updates.map((update) => ({ type: 'update', update })), { type: 'ended', reason: f.data.ended?.reason ?? 'stopped', message: f.data.ended?.message }];
+    case 'runqlat':
+      return [{ type: 'init', scope: f.data.scope, per: f.data.per, unit: f.data.unit }, ...f.data.updates.map((update) => ({ type: 'update', update })), { type: 'ended', reason: f.data.ended?.reason ?? 'stopped', message: f.data.ended?.message }];
+    case 'memleak':
+      return [{ type: 'snapshot', title: f.title, running: false, ...f.data }];
+    case 'profile':
+      return [{ type: 'profile', profile: f.data.profile, title: f.title, warnings: f.data.warnings, unwind: f.data.unwind }];
+  }
+}
+
+/** A file name for a session: tracer, then the start time, then the suffix. */
+export function sessionFileName(f: Pick<SessionFile, 'tracer' | 'startedAt'>): string {
+  return `${f.tracer}-${f.startedAt.replace(/[:.]/g, '-').slice(0, 19)}${SESSION_SUFFIX}`;
+}

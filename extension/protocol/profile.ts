@@ -1,0 +1,116 @@
+// JSON shapes of the CPU profiler (perf_event cpu-clock sampling with user and kernel stacks).
+// ProfileResult is exactly the document `ebpf-studio profile --json` prints (issue 7).
+
+export type FrameKind = 'kernel' | 'native' | 'jit' | 'interpreted';
+
+/**
+ * How a Java frame ran (the agent path, issue 14): in the interpreter, in C1- or C2-compiled code,
+ * compiled at a tier we could not learn, or inlined into its caller's compiled code. See
+ * extension/tracers/javaAgent/frameTypes.ts for what is observed and what is inferred.
+ */
+export type JavaFrameType = 'interpreted' | 'c1' | 'c2' | 'compiled' | 'inlined';
+export const JAVA_FRAME_TYPES: JavaFrameType[] = ['interpreted', 'c1', 'c2', 'compiled', 'inlined'];
+
+/** How user stacks are unwound: frame pointers in the kernel, or CFI (.eh_frame/.debug_frame) in user space from a stack copy. */
+export type UnwindMode = 'fp' | 'dwarf';
+export const UNWIND_CHOICES = ['auto', 'fp', 'dwarf'] as const;
+export type UnwindChoice = (typeof UNWIND_CHOICES)[number];
+
+export interface ProfileOptions {
+  /** process to profile; 0 = the whole system */
+  pid: number;
+  /** samples per second per CPU */
+  frequency: number;
+  /** system-wide only: count the idle task (pid 0) too */
+  includeIdle: boolean;
+  /** for a JVM: fetch its perf map through the attach socket at the end (Compiler.perfmap) */
+  javaPerfMap: boolean;
+  /** distinct stacks the kernel can keep (user and kernel together); a sample whose stack finds no room is lost */
+  stackStorageSize?: number;
+  /**
+   * For a JVM target: 'agent' loads eBPF Studio's JVMTI agent (AsyncGetCallTrace) for whole Java
+   * stacks; 'perfmap' names JIT frames from the perf map (whole stacks need -XX:+PreserveFramePointer);
+   * 'auto' (default) = agent when the JVM lacks -XX:+PreserveFramePointer.
+   */
+  java?: 'agent' | 'perfmap' | 'auto';
+  /** user-stack unwinding; auto = CFI (frame pointers only for code without CFI, e.g. JIT) */
+  unwind?: UnwindChoice;
+  /** dwarf mode: bytes of user stack copied per sample */
+  stackCopyBytes?: number;
+}
+
+/** Where a module's frames come from in this profile (doctor --pid and the view show it). */
+export interface UnwindModuleInfo {
+  module: string;
+  /** 'eh_frame' / 'debug_frame': unwound by CFI; 'none': frame pointers only */
+  cfi: 'eh_frame' | 'debug_frame' | 'none';
+  /** share of functions with a frame-pointer prologue, when measured */
+  framePointers?: number;
+}
+
+export interface UnwindInfo {
+  mode: UnwindMode;
+  /** dwarf: samples whose stack was deeper than the copy */
+  truncated?: number;
+  /** dwarf: mean user-space unwind time per sample, ns */
+  unwindNsPerSample?: number;
+  /** dwarf, one process profiled: its modules and how each is unwound */
+  modules?: UnwindModuleInfo[];
+  /** a JVM profiled with the Java agent: Java frames come from the agent, not from the unwind */
+  javaAgent?: boolean;
+}
+
+export interface ProfileUpdate {
+  /** samples taken so far (after the pid filter) */
+  samples: number;
+  lost: number;
+  elapsedMs: number;
+  /** said during the session (e.g. at the end: the JVM's perf map could not be fetched) */
+  warnings?: string[];
+}
+
+export interface ProfileFrame {
+  /** instruction address, hex ("0xffffffff81000000") */
+  address: string;
+  /** binary, "[kernel]" or "[perf-map]"/"[jit]"; null when no mapping covers the address */
+  module: string | null;
+  function: string | null;
+  file: string | null;
+  line: number | null;
+  kind: FrameKind;
+  /** hex offset of the address inside module's file, when known (pprof mappings need it) */
+  offset?: string;
+  /** this frame was inlined into the next one: both sit at the same address */
+  inlined?: boolean;
+  /** a Java frame from the agent whose type is known (absent: not Java, or not known) */
+  javaType?: JavaFrameType;
+}
+
+export interface ProfileStack {
+  count: number;
+  pid: number;
+  tid: number;
+  comm: string;
+  /** leaf first: kernel frames, then user frames */
+  frames: ProfileFrame[];
+}
+
+export interface ProfileResult {
+  tracer: 'profile';
+  frequency: number;
+  samples: number;
+  lost: number;
+  stacks: ProfileStack[];
+  /** how user stacks were unwound (absent in documents written before issue 13) */
+  unwind?: UnwindInfo;
+  /** GNU build-id (hex) of each module path that had one: pprof mappings carry it */
+  buildIds?: Record<string, string>;
+}
+
+export const PROFILE_DEFAULT_FREQUENCY = 99;
+export const PROFILE_MAX_FREQUENCY = 10000;
+/** bcc profile's default; each slot holds 127 frames (~1 KiB of kernel memory) */
+export const PROFILE_DEFAULT_STACK_STORAGE = 16384;
+export const PROFILE_MAX_STACK_STORAGE = 262144;
+export const PROFILE_DEFAULT_STACK_COPY_KB = 16;
+export const PROFILE_MAX_STACK_COPY_KB = 32;

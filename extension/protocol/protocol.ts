@@ -1,0 +1,140 @@
+// The JSON-RPC protocol between the extension host (client) and the privileged helper (server),
+// imported by both sides. vscode-jsonrpc carries it over the helper's stdin/stdout. The CLI runs
+// the same tracers in-process and prints the same result shapes.
+import { NotificationType, RequestType, RequestType0 } from 'vscode-jsonrpc';
+import type { SelftestOptions, SelftestResult, SelftestUpdate } from './selftest';
+import type { RunqlatOptions, RunqlatResult, RunqlatUpdate } from './runqlat';
+import type { JavaGcOptions, JavaGcResult, JavaGcUpdate } from './javaGc';
+import type { MemleakOptions, MemleakResult, MemleakUpdate } from './memleak';
+import type { ProfileOptions, ProfileResult, ProfileUpdate } from './profile';
+import type { BpfRunOptions, BpfRunResult, BpfRunUpdate } from './bpfRun';
+import type { JvmOptions, JvmResult, JvmUpdate } from '../model/jvmTimeline';
+
+// ---- tracers -------------------------------------------------------------------------------
+// One entry per tracer: its start options, the live updates it streams, and its final result
+// (the same document the CLI prints with --json). Each tracer's shapes live in shared/<name>.ts.
+export interface TracerTypes {
+  selftest: { options: SelftestOptions; update: SelftestUpdate; result: SelftestResult };
+  runqlat: { options: RunqlatOptions; update: RunqlatUpdate; result: RunqlatResult };
+  'java-gc': { options: JavaGcOptions; update: JavaGcUpdate; result: JavaGcResult };
+  memleak: { options: MemleakOptions; update: MemleakUpdate; result: MemleakResult };
+  profile: { options: ProfileOptions; update: ProfileUpdate; result: ProfileResult };
+  'bpf-run': { options: BpfRunOptions; update: BpfRunUpdate; result: BpfRunResult };
+  jvm: { options: JvmOptions; update: JvmUpdate; result: JvmResult };
+}
+export type TracerName = keyof TracerTypes;
+export type OptionsOf<N extends TracerName> = TracerTypes[N]['options'];
+export type UpdateOf<N extends TracerName> = TracerTypes[N]['update'];
+export type ResultOf<N extends TracerName> = TracerTypes[N]['result'];
+
+// ---- machine facts --------------------------------------------------------------------------
+export type AttachKind = 'tracepoint' | 'raw_tp' | 'tp_btf' | 'uprobe' | 'usdt' | 'perf_event' | 'kprobe' | 'fentry';
+
+export interface AttachProbe {
+  ok: boolean;
+  /** why it does not work here (errno text and what it means) */
+  error?: string;
+}
+
+export interface JdkInfo {
+  /** JDK home, e.g. /usr/lib/jvm/java-17-openjdk-amd64 */
+  home: string;
+  libjvm: string;
+  usdt: boolean;
+  /** number of hotspot USDT probes in libjvm.so */
+  probeCount: number;
+}
+
+export interface Capabilities {
+  kernelRelease: string;
+  arch: string;
+  btf: boolean;
+  root: boolean;
+  /** effective capabilities by name, e.g. ["CAP_BPF", "CAP_PERFMON"] */
+  capabilities: string[];
+  libbpf: string;
+  attach: Record<AttachKind, AttachProbe>;
+  jdks: JdkInfo[];
+  tracefs: boolean;
+  /** things the user should fix, each a sentence naming the cause and the fix */
+  advice: string[];
+}
+
+export interface ProcessInfo {
+  pid: number;
+  ppid: number;
+  user: string;
+  uid: number;
+  comm: string;
+  cmdline: string[];
+  exe?: string;
+  kernelThread: boolean;
+  jvm?: {
+    libjvm: string;
+    usdt: boolean;
+    /** main class, jar or module from the command line */
+    main: string;
+    javaHome: string;
+    /** -XX:+PreserveFramePointer present */
+    preserveFramePointer: boolean;
+  };
+}
+
+export interface ListProcessesParams {
+  jvmOnly?: boolean;
+}
+
+// ---- sessions -------------------------------------------------------------------------------
+export interface SessionStartParams<N extends TracerName = TracerName> {
+  tracer: N;
+  options: OptionsOf<N>;
+}
+
+export interface SessionStartResult {
+  sessionId: string;
+  tracer: TracerName;
+  /** pids the session attached to (empty for system-wide) */
+  targets: number[];
+  /** said once at start, e.g. "libc has no frame pointers: stacks above it are truncated" */
+  warnings: string[];
+  startedAtMs: number;
+}
+
+export interface SessionRef {
+  sessionId: string;
+}
+
+export interface SessionResult<N extends TracerName = TracerName> {
+  sessionId: string;
+  tracer: N;
+  result: ResultOf<N>;
+}
+
+export interface SessionDataParams<N extends TracerName = TracerName> {
+  sessionId: string;
+  tracer: N;
+  update: UpdateOf<N>;
+}
+
+export type EndReason = 'stopped' | 'target-exited' | 'error';
+
+export interface SessionEndedParams<N extends TracerName = TracerName> {
+  sessionId: string;
+  tracer: N;
+  reason: EndReason;
+  message?: string;
+  result: ResultOf<N>;
+}
+
+export const capabilities = new RequestType0<Capabilities, void>('capabilities');
+export const listProcesses = new RequestType<ListProcessesParams, ProcessInfo[], void>('listProcesses');
+export const sessionStart = new RequestType<SessionStartParams, SessionStartResult, void>('session/start');
+export const sessionStop = new RequestType<SessionRef, SessionResult, void>('session/stop');
+export const sessionSnapshot = new RequestType<SessionRef, SessionResult, void>('session/snapshot');
+export const sessionData = new NotificationType<SessionDataParams>('session/data');
+export const sessionEnded = new NotificationType<SessionEndedParams>('session/ended');
+/** helper → client: a line for the output channel (never on stdout, which carries the protocol) */
+export const helperLog = new NotificationType<{ message: string }>('helper/log');
+
+/** Anything vscode-jsonrpc accepts as a request type with these params and result. */
+export type RequestTypeLike<P, R> = RequestType<P, R, void> | RequestType0<R, void>;

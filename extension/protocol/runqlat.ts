@@ -1,0 +1,75 @@
+// JSON shapes of the run-queue latency tracer (runqlat): options, the live update sent each
+// interval, and the result, which is exactly the CLI's --json document.
+import { bucketHigh, fromBuckets, quantileFromCounts, total, type Bucket } from '../model/log2hist';
+
+/** What a histogram is kept per: one for everything (key -1, comm "all"), or per key. */
+export type RunqlatPer = 'none' | 'process' | 'thread' | 'pidns';
+export type RunqlatUnit = 'us' | 'ms';
+
+export interface RunqlatOptions {
+  /** only threads of this process (tgid); 0 = the whole system */
+  pid: number;
+  per: RunqlatPer;
+  unit: RunqlatUnit;
+  /** seconds between reads of the kernel histograms (one heat-map column each) */
+  intervalS: number;
+}
+
+export interface RunqlatHistogram {
+  /** tgid, tid or pid-namespace inode number; -1 without a per-key mode */
+  key: number;
+  /** thread or process name ("all" without a per-key mode) */
+  comm: string;
+  count: number;
+  buckets: Bucket[];
+}
+
+export interface RunqlatInterval {
+  /** end of the interval, CLOCK_MONOTONIC nanoseconds (the clock of bpf_ktime_get_ns) */
+  timestampNs: number;
+  /** all keys together */
+  buckets: Bucket[];
+}
+
+export interface RunqlatUpdate {
+  interval: RunqlatInterval;
+  /** per-key histograms of this interval only (empty without a per-key mode) */
+  keys: RunqlatHistogram[];
+  /** waits lost so far because a kernel map was full */
+  dropped: number;
+}
+
+export interface RunqlatResult {
+  tracer: 'runqlat';
+  unit: RunqlatUnit;
+  /** cumulative over the session, ascending by key */
+  histograms: RunqlatHistogram[];
+  intervals: RunqlatInterval[];
+  /** waits lost because a kernel map was full (enqueue timestamps or histograms) */
+  dropped: number;
+}
+
+export const RUNQLAT_KEY_LABEL: Record<RunqlatPer, string> = { none: '', process: 'pid', thread: 'tid', pidns: 'pidns' };
+
+export interface RunqlatStats {
+  count: number;
+  /** estimates from the buckets (log2hist.quantileFromCounts), in the histogram's unit */
+  p50: number;
+  p90: number;
+  p99: number;
+  /** upper bound of the highest non-empty bucket: the true maximum is at most this */
+  max: number;
+}
+
+export function statsOf(buckets: Bucket[]): RunqlatStats {
+  const counts = fromBuckets(buckets);
+  let top = counts.length - 1;
+  while (top >= 0 && counts[top] === 0) top--;
+  return {
+    count: total(counts),
+    p50: quantileFromCounts(counts, 0.5),
+    p90: quantileFromCounts(counts, 0.9),
+    p99: quantileFromCounts(counts, 0.99),
+    max: top < 0 ? 0 : bucketHigh(top),
+  };
+}

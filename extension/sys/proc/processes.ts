@@ -1,0 +1,260 @@
+// What /proc says about processes: listing, pid checks with user-facing reasons, and which
+// processes are JVMs (libjvm.so mapped) and whether their libjvm carries USDT probes.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { JdkInfo, ProcessInfo } from '../../protocol/protocol';
+import { inputError, privilegeError, unsuitableError } from '../../protocol/errors';
+import { PID_MAX } from '../../protocol/validate';
+import { mappedFiles, readMaps } from './maps';
+import { ElfFile } from '../elf/elf';
+
+const PF_KTHREAD = 0x00200000;
+
+export interface Stat {
+  pid: number;
+  comm: string;
+  state: string;
+  ppid: number;
+  flags: number;
+  /** process start time in clock ticks since boot */
+  startTime: number;
+}
+
+export function parseStat(text: string): Stat {
+  // comm may contain spaces and parentheses: it runs from the first '(' to the last ')'.
+  const open = text.indexOf('(');
+  const close = text.lastIndexOf(')');
+  const rest = text.slice(close + 2).split(' ');
+  return {
+    pid: Number(text.slice(0, open).trim()),
+    comm: text.slice(open + 1, close),
+    state: rest[0],
+    ppid: Number(rest[1]),
+    flags: Number(rest[6]),
+    startTime: Number(rest[19]),
+  };
+}
+
+export function readStat(pid: number): Stat | undefined {
+  try {
+    return parseStat(fs.readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+export function isKernelThread(stat: Stat): boolean {
+  return (stat.flags & PF_KTHREAD) !== 0 || stat.pid === 2 || stat.ppid === 2;
+}
+
+export function pidAlive(pid: number): boolean {
+  return fs.existsSync(`/proc/${pid}`);
+}
+
+/**
+ * Checks a pid given by a user: in range, exists, not a kernel thread. Returns its stat.
+ * Throws input errors (exit 2) with the reason.
+ */
+export function checkPid(pid: number): Stat {
+  if (!Number.isInteger(pid) || pid <= 0 || pid > PID_MAX) {
+    throw inputError(`pid ${pid} is not valid: a pid is a whole number from 1 to ${PID_MAX}`);
+  }
+  const stat = readStat(pid);
+  if (!stat) throw inputError(`no process with pid ${pid} is running (check with: ps -p ${pid})`);
+  if (isKernelThread(stat)) throw unsuitableError(`pid ${pid} (${stat.comm}) is a kernel thread: it has no user-space code to trace`);
+  return stat;
+}
+
+/** Reads /proc/PID/maps or explains that ptrace access is missing. */
+export function mapsOrExplain(pid: number) {
+  try {
+    return readMaps(pid);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EACCES' || code === 'EPERM') {
+      if (process.geteuid?.() === 0) {
+        throw unsuitableError(`cannot read /proc/${pid}/maps (${code}) even as root: the process is protected from ptrace access (another user namespace, or the sandbox's init); trace a process started inside this namespace`);
+      }
+      throw privilegeError(`cannot read /proc/${pid}/maps (${code}): reading another user's process needs root or CAP_SYS_PTRACE`);
+    }
+    if (code === 'ENOENT' || code === 'ESRCH') throw inputError(`process ${pid} exited`);
+    throw e;
+  }
+}
+
+let passwd: Map<number, string> | undefined;
+function userName(uid: number): string {
+  if (!passwd) {
+    passwd = new Map();
+    try {
+      for (const line of fs.readFileSync('/etc/passwd', 'utf8').split('\n')) {
+        const f = line.split(':');
+        if (f.length > 2) passwd.set(Number(f[2]), f[0]);
+      }
+    } catch {
+      /* no passwd: numeric uids */
+    }
+  }
+  return passwd.get(uid) ?? String(uid);
+}
+
+function readUid(pid: number): number {
+  try {
+    const m = /^Uid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : -1;
+  } catch {
+    return -1;
+  }
+}
+
+function readCmdline(pid: number): string[] {
+  try {
+    const raw = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    return raw.split('\0').filter((s, i, a) => s.length > 0 || i < a.length - 1);
+  } catch {
+    return [];
+  }
+}
+
+const usdtCache = new Map<string, { key: string; usdt: boolean; count: number }>();
+
+/** Whether a libjvm.so has hotspot USDT probes, cached by path + inode + mtime. */
+export function libjvmUsdt(libjvm: string): { usdt: boolean; count: number } {
+  let key = '';
+  try {
+    const st = fs.statSync(libjvm);
+    key = `${st.ino}:${st.mtimeMs}:${st.size}`;
+  } catch {
+    return { usdt: false, count: 0 };
+  }
+  const hit = usdtCache.get(libjvm);
+  if (hit && hit.key === key) return hit;
+  let usdt = false;
+  let count = 0;
+  try {
+    const elf = new ElfFile(libjvm);
+    try {
+      const probes = elf.usdtProbes().filter((p) => p.provider === 'hotspot');
+      count = probes.length;
+      usdt = count > 0;
+    } finally {
+      elf.close();
+    }
+  } catch {
+    /* unreadable: no probes */
+  }
+  const v = { key, usdt, count };
+  usdtCache.set(libjvm, v);
+  return v;
+}
+
+/** The main class, -jar file or -m module of a java command line. */
+export function javaMain(cmdline: string[]): string {
+  const withArg = new Set(['-cp', '-classpath', '--class-path', '-p', '--module-path', '--add-opens', '--add-exports', '--add-modules', '--add-reads', '-d']);
+  for (let i = 1; i < cmdline.length; i++) {
+    const a = cmdline[i];
+    if (a === '-jar') return cmdline[i + 1] ?? 'jar';
+    if (a === '-m' || a === '--module') return cmdline[i + 1] ?? 'module';
+    if (a.startsWith('--module=')) return a.slice('--module='.length);
+    if (withArg.has(a)) {
+      i++;
+      continue;
+    }
+    if (a.startsWith('-')) continue;
+    return a;
+  }
+  return path.basename(cmdline[0] ?? 'java');
+}
+
+export function jvmInfo(pid: number, cmdline: string[]): ProcessInfo['jvm'] {
+  let maps;
+  try {
+    maps = readMaps(pid);
+  } catch {
+    return undefined;
+  }
+  const libjvm = mappedFiles(maps, /^libjvm\.so$/)[0];
+  if (!libjvm) return undefined;
+  const { usdt } = libjvmUsdt(libjvm);
+  // .../<home>/lib/server/libjvm.so
+  const javaHome = path.dirname(path.dirname(path.dirname(libjvm)));
+  return {
+    libjvm,
+    usdt,
+    main: javaMain(cmdline),
+    javaHome,
+    preserveFramePointer: cmdline.includes('-XX:+PreserveFramePointer'),
+  };
+}
+
+export function processInfo(pid: number): ProcessInfo | undefined {
+  const stat = readStat(pid);
+  if (!stat) return undefined;
+  const kernelThread = isKernelThread(stat);
+  const cmdline = kernelThread ? [] : readCmdline(pid);
+  const uid = readUid(pid);
+  let exe: string | undefined;
+  try {
+    exe = fs.readlinkSync(`/proc/${pid}/exe`);
+  } catch {
+    exe = undefined;
+  }
+  const info: ProcessInfo = { pid, ppid: stat.ppid, user: userName(uid), uid, comm: stat.comm, cmdline, exe, kernelThread };
+  if (!kernelThread && (/java/.test(stat.comm) || (exe && /\/java$/.test(exe)) || /java/.test(cmdline[0] ?? ''))) {
+    info.jvm = jvmInfo(pid, cmdline);
+  } else if (!kernelThread && exe && !/^(bash|sh|zsh|dash)$/.test(stat.comm)) {
+    // Launchers may embed the JVM under another name (e.g. an IDE): check the maps lazily only
+    // for processes whose command line mentions a JDK.
+    if (cmdline.some((a) => a.includes('/jvm/') || a.includes('jdk'))) info.jvm = jvmInfo(pid, cmdline);
+  }
+  return info;
+}
+
+export function listProcesses(opts: { jvmOnly?: boolean; includeKernelThreads?: boolean } = {}): ProcessInfo[] {
+  const out: ProcessInfo[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const info = processInfo(Number(name));
+    if (!info) continue;
+    if (info.kernelThread && !opts.includeKernelThreads) continue;
+    if (opts.jvmOnly && !info.jvm) continue;
+    out.push(info);
+  }
+  return out.sort((a, b) => a.pid - b.pid);
+}
+
+/** JDKs installed in the usual places, with whether their libjvm.so carries USDT probes. */
+export function findJdks(roots = ['/usr/lib/jvm', '/opt', '/usr/local']): JdkInfo[] {
+  const out: JdkInfo[] = [];
+  const seen = new Set<string>();
+  for (const root of roots) {
+    let entries: string[] = [];
+    try {
+      entries = fs.readdirSync(root);
+    } catch {
+      continue;
+    }
+    for (const e of entries) {
+      const home = path.join(root, e);
+      for (const rel of ['lib/server/libjvm.so', 'jre/lib/amd64/server/libjvm.so']) {
+        const libjvm = path.join(home, rel);
+        let real: string;
+        try {
+          real = fs.realpathSync(libjvm);
+        } catch {
+          continue;
+        }
+        if (seen.has(real)) continue;
+        seen.add(real);
+        const { usdt, count } = libjvmUsdt(real);
+        out.push({ home, libjvm: real, usdt, probeCount: count });
+      }
+    }
+  }
+  return out;
+}
+
+/** Names the JDK build problem when a libjvm.so has no USDT notes. */
+export function noUsdtMessage(libjvm: string): string {
+  return `${libjvm} has no .note.stapsdt section: this JDK was built without DTrace/USDT probes (configure --enable-dtrace), so its GC cannot be traced this way. Use a JDK that has them, e.g. Debian/Ubuntu's openjdk-17-jdk (check with: readelf -n ${libjvm} | grep -c stapsdt).`;
+}

@@ -1,0 +1,531 @@
+// `profile --java agent`: loads eBPF Studio's JVMTI agent (native/jvmagent/agent.c) into a running
+// JVM through the HotSpot attach socket, lets the profiler's BPF program signal each sampled
+// thread (bpf/profile.bpf.c, signal_target), and joins the agent's Java stacks with the BPF
+// kernel/native stacks (./javaAgentDecode.ts).
+//
+// Channel agent → helper: a text file the agent writes in the JVM's own /tmp, read here through
+// /proc/PID/root/tmp. Chosen over a Unix socket because (1) it needs no server or accept loop in
+// the JVM, so nothing in the target blocks on us and a helper that dies leaves no stuck thread;
+// (2) /proc/PID/root reaches the JVM's mount namespace from the host, while a socket bound inside a
+// container's /tmp would need setns or a path translation on connect; (3) the file is flushed by
+// the agent's own service thread, never by the signal handler, so the handler stays lock-free.
+// The file is removed at the end of the profile.
+//
+// Containers: the agent, the attach socket and the sample file live in the JVM's /tmp, reached
+// through /proc/PID/root. The agent records gettid(), which inside a pid namespace is the
+// namespace's tid, while BPF sees host tids: the BPF join record carries both (bpf/profile.h,
+// ns_tid, read from the task's struct pid in the kernel), so the join is exact even for threads
+// that ended before user space could have looked their NSpid up in /proc.
+//
+// Who may: checkAgentTarget refuses, before anything is written into the target, a JVM with attach
+// or dynamic agent loading disabled, a JVM of another user unless the requester is root (the
+// helper passes its invoking user, not its own root), and a libjvm.so without AsyncGetCallTrace.
+// Join while sampling: the file is read every 500 ms and at each live snapshot (complete lines
+// only, from the last offset). Each BPF sample is paired with its record by tid and the first
+// following timestamp (./javaAgentDecode.ts IncrementalPairer) as soon as that pairing can no
+// longer change: the agent's T lines say up to when its records are all written, and the ring
+// buffers deliver samples in time order (give or take SAMPLE_SKEW_NS). Undecided samples wait
+// for a later snapshot, so a live graph never shows a sample unjoined that the next one joins,
+// and the final profile is the same as pairing everything at the end. Decided samples are
+// counted per (thread, native stack, record), so memory grows with distinct stacks.
+//
+// The native half comes from either unwind mode: frame-pointer stack ids through the
+// java_samples ring, or (--unwind dwarf/auto) the user stack unwound by CFI from the sample's
+// stack copy. joinStack keeps it up to the first JIT or interpreter frame (where CFI ends and
+// frame-pointer guesses through JIT code begin) and puts the agent's Java frames above.
+//
+// Lifecycle: JVMTI agents cannot be unloaded. The first profile loads the agent (a copy of our .so
+// inside the JVM's /tmp, named by its content hash, owned by the JVM's user, so a container's
+// JVM can open it and the same file is reused); `stop` switches it off: the handler stays
+// installed but records nothing, its thread sleeps, and no signal reaches the JVM any more because
+// the BPF program is gone; its code-cache events are switched off too (agent.c says what that
+// costs in precision). The next profile sends `start` to the same loaded copy.
+//
+// Java frame types (interpreted, C1, C2, inlined) come from the agent's code-cache records and
+// `jcmd Compiler.codelist`, asked at the start and at the end of the profile (./javaFrameTypes.ts).
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { BpfObject, RingBufferHandle } from '../../../native/index';
+import type { ProfileFrame, ProfileResult } from '../../protocol/profile';
+import { StudioError, unsuitableError } from '../../protocol/errors';
+import { attachCommand, jcmd, namespacePid } from '../../sys/jvm/attach';
+import { withElf } from '../../sys/elf/elf';
+import { readMaps, type Mapping } from '../../sys/proc/maps';
+import type { TracerEnv } from '../tracer';
+import type { RawStack } from '../profile/stacks';
+import { ALL_IN, decodeJavaSample, emptyAgentLog, foldStacks, IncrementalPairer, joinStack, parseAgentText, type AgentLog, type AgentRecord, type TimedSample } from './decode';
+import { classesKey, CodeCache, frameClasses, parseCodelist, typesOf, type FrameClass } from './frameTypes';
+
+export const JVMAGENT_FILE = 'libebpf-studio-jvmagent.so';
+export type JavaMode = 'agent' | 'perfmap' | 'auto';
+export const JAVA_MODES: JavaMode[] = ['agent', 'perfmap', 'auto'];
+
+/** Agent_OnAttach's return codes (agent.c) as user-facing reasons. */
+const AGENT_CODES: Record<number, string> = {
+  100: 'this JVM has no AsyncGetCallTrace (not a HotSpot JDK, or a build without it): use --java perfmap with -XX:+PreserveFramePointer',
+  101: 'another profiler already handles SIGPROF in this JVM (async-profiler or similar): stop it, or use --java perfmap',
+  102: 'the JVM refused a JVMTI environment to the agent',
+  103: "the agent could not create its output file in the JVM's /tmp (read-only or full /tmp?)",
+  104: 'the agent rejected its options (a mismatched agent build?)',
+  105: 'the JVM is out of memory for the agent\'s sample buffers',
+  106: "the agent does not recognise this JVM's thread layout (not a HotSpot JVM?): use --java perfmap",
+};
+
+export function agentLibrary(assetDir: string): string | undefined {
+  const p = path.join(assetDir, JVMAGENT_FILE);
+  return fs.existsSync(p) ? p : undefined;
+}
+
+export function agentUnavailableMessage(assetDir: string): string {
+  return `the JVM agent is not built (${path.join(assetDir, JVMAGENT_FILE)} is missing: the build found no JDK headers). Install a JDK (apt-get install openjdk-17-jdk-headless) and run \`npm run build\`, or use --java perfmap with a JVM started with -XX:+PreserveFramePointer`;
+}
+
+function effectiveIds(pid: number): { uid: number; gid: number } {
+  const text = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const uid = /^Uid:\s+\d+\s+(\d+)/m.exec(text);
+  const gid = /^Gid:\s+\d+\s+(\d+)/m.exec(text);
+  return { uid: uid ? Number(uid[1]) : -1, gid: gid ? Number(gid[1]) : -1 };
+}
+
+/** Who asks for the agent: the helper's invoking user (pkexec/sudo), or the CLI's own euid. */
+export interface AgentRequester {
+  uid: number;
+  /** how the helper decided it (e.g. "SUDO_UID"), for the message */
+  source?: string;
+}
+
+/**
+ * The owner's uid when `pid` belongs to another user than the requester and the requester is not
+ * root, else undefined. Every attach request (printflag, Compiler.perfmap, the agent) starts the
+ * JVM's attach listener and makes it act, so a root helper must not do it for another user.
+ */
+export function foreignOwner(pid: number, requester: AgentRequester = { uid: process.geteuid?.() ?? 0 }): number | undefined {
+  if (requester.uid === 0) return undefined;
+  try {
+    const { uid } = effectiveIds(pid);
+    return uid !== requester.uid ? uid : undefined;
+  } catch {
+    return undefined; // gone: nothing to attach to either
+  }
+}
+
+/**
+ * Refusals that need no attach: run before anything is written into the target. `requester` is
+ * whom we act for: a helper running as root for a user passes that user, so root's power is not
+ * lent to load code into someone else's JVM; the CLI passes its own euid (root under sudo: allowed).
+ */
+export function checkAgentTarget(pid: number, requester: AgentRequester = { uid: process.geteuid?.() ?? 0 }): { uid: number; gid: number } {
+  let cmdline: string[];
+  try {
+    cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch {
+    throw new StudioError('input', `no process with pid ${pid} is running`);
+  }
+  if (cmdline.includes('-XX:+DisableAttachMechanism')) throw unsuitableError(`pid ${pid} runs with -XX:+DisableAttachMechanism, so no agent can be loaded into it: remove that flag, or use --java perfmap (with -XX:+PreserveFramePointer)`);
+  if (cmdline.includes('-XX:-EnableDynamicAgentLoading')) throw unsuitableError(dynamicLoadingOffMessage(pid));
+  const ids = effectiveIds(pid);
+  const me = requester.uid;
+  if (me !== 0 && ids.uid !== me) {
+    const who = requester.source && requester.source !== 'self' ? `uid ${me}, from ${requester.source}` : `uid ${me}`;
+    throw unsuitableError(
+      `pid ${pid} is a JVM of uid ${ids.uid}, not yours (${who}): loading the Java agent into another user's JVM needs root. Profile it as root (sudo) or as uid ${ids.uid}, or profile your own JVM`,
+    );
+  }
+  checkJvmHasAgct(pid);
+  if (tmpIsNoexec(pid)) throw unsuitableError(noexecMessage(pid));
+  return ids;
+}
+
+function noexecMessage(pid: number): string {
+  return `pid ${pid}'s /tmp is mounted noexec, so the JVM cannot load the Java agent from there: give its /tmp exec (e.g. docker run --tmpfs /tmp:exec), or use --java perfmap (with -XX:+PreserveFramePointer)`;
+}
+
+/** Whether the mount holding /tmp in the JVM's mount namespace has the noexec flag (/proc/PID/mountinfo). */
+export function tmpIsNoexec(pid: number, mountinfo?: string): boolean {
+  let text = mountinfo;
+  if (text === undefined) {
+    try {
+      text = fs.readFileSync(`/proc/${pid}/mountinfo`, 'utf8');
+    } catch {
+      return false; // cannot tell: the JVM's own reply says so later
+    }
+  }
+  // "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw": field 5 is the mount point,
+  // field 6 its per-mount options. The last mount on the longest prefix of /tmp is the one in effect.
+  let best: { point: string; noexec: boolean } | undefined;
+  for (const line of text.split('\n')) {
+    const f = line.split(' ');
+    if (f.length < 6) continue;
+    const point = f[4].replace(/\\040/g, ' ');
+    if (!(point === '/' || point === '/tmp' || '/tmp'.startsWith(point + '/'))) continue;
+    if (!best || point.length >= best.point.length) best = { point, noexec: f[5].split(',').includes('noexec') };
+  }
+  return best?.noexec ?? false;
+}
+
+/** The JVM's libjvm.so as mapped ("/usr/lib/jvm/.../libjvm.so") and a path that opens it from here (through /proc/PID/root: containers). */
+export function jvmLibrary(pid: number): { mapped: string; open: string[] } | undefined {
+  let maps: Mapping[];
+  try {
+    maps = readMaps(pid);
+  } catch {
+    return undefined;
+  }
+  const lib = maps.find((m) => m.path.startsWith('/') && /\/libjvm\.so$/.test(m.path));
+  if (!lib) return undefined;
+  // /proc/PID/root reaches the JVM's mount namespace; map_files reaches the very inode it mapped
+  // (a JDK upgraded under a running JVM leaves a deleted file).
+  const byRange = `/proc/${pid}/map_files/${lib.start.toString(16)}-${lib.end.toString(16)}`;
+  return { mapped: lib.path, open: lib.deleted ? [byRange, `/proc/${pid}/root${lib.path}`] : [`/proc/${pid}/root${lib.path}`, byRange] };
+}
+
+export function noAgctMessage(what: string): string {
+  return `${what} does not export AsyncGetCallTrace, which the Java agent needs to walk Java stacks (not a HotSpot JDK, or a build without it): use --java perfmap with the JVM started with -XX:+PreserveFramePointer`;
+}
+
+/**
+ * Refuses (exit 4) a library that positively lacks an exported AsyncGetCallTrace. Returns false
+ * when that cannot be told (unreadable, no .dynsym): the agent's own code 100 is then the check.
+ */
+export function checkAgctLibrary(file: string, shownAs = file): boolean {
+  let exported: boolean | undefined;
+  try {
+    exported = withElf(file, (elf) => elf.exportsDynamic('AsyncGetCallTrace'));
+  } catch {
+    return false;
+  }
+  if (exported === false) throw unsuitableError(noAgctMessage(shownAs));
+  return exported === true;
+}
+
+/** The target's libjvm, read through /proc/PID/root, must export AsyncGetCallTrace. */
+export function checkJvmHasAgct(pid: number): boolean {
+  const lib = jvmLibrary(pid);
+  if (!lib) return false;
+  for (const file of lib.open) {
+    try {
+      fs.accessSync(file, fs.constants.R_OK);
+    } catch {
+      continue;
+    }
+    return checkAgctLibrary(file, `pid ${pid}'s JVM library ${lib.mapped}`);
+  }
+  return false;
+}
+
+/** Copies the agent into the JVM's /tmp (its mount namespace) unless an identical copy is there; returns its path as the JVM sees it. */
+export function placeAgent(pid: number, lib: string, ids: { uid: number; gid: number }): string {
+  const bytes = fs.readFileSync(lib);
+  const hash = crypto.createHash('sha256').update(bytes).digest('hex').slice(0, 16);
+  const name = `ebpf-studio-jvmagent-${hash}.so`;
+  const host = `/proc/${pid}/root/tmp/${name}`;
+  let st: fs.Stats | undefined;
+  try {
+    st = fs.lstatSync(host);
+  } catch {
+    st = undefined;
+  }
+  if (st) {
+    // /tmp is world-writable: only a file that is ours byte for byte, owned by root or the JVM's
+    // user and writable by nobody else, is ever loaded. A loaded copy is never rewritten (a
+    // mapped shared object must not change under the JVM).
+    const trusted = st.isFile() && (st.uid === 0 || st.uid === ids.uid) && (st.mode & 0o022) === 0 && fs.readFileSync(host).equals(bytes);
+    if (!trusted) throw unsuitableError(`${host} exists but is not eBPF Studio's agent (or others can write it): remove it and retry`);
+    return `/tmp/${name}`;
+  }
+  const tmp = `${host}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, bytes, { mode: 0o644, flag: 'wx' });
+  try {
+    if ((process.geteuid?.() ?? 0) === 0 && ids.uid >= 0) fs.chownSync(tmp, ids.uid, ids.gid);
+    fs.renameSync(tmp, host);
+  } catch (e) {
+    fs.rmSync(tmp, { force: true });
+    throw e;
+  }
+  return `/tmp/${name}`;
+}
+
+function dynamicLoadingOffMessage(pid: number): string {
+  return `pid ${pid} runs with -XX:-EnableDynamicAgentLoading (JDK 21+), so no agent can be loaded into it: start it with -XX:+EnableDynamicAgentLoading, or use --java perfmap (with -XX:+PreserveFramePointer)`;
+}
+
+/** Sends one command to the agent (`load <lib> true <options>`); returns Agent_OnAttach's code. */
+async function agentCommand(pid: number, libInTarget: string, options: string, timeoutMs: number): Promise<number> {
+  let out: string;
+  try {
+    out = await attachCommand(pid, 'load', [libInTarget, 'true', options], { timeoutMs });
+  } catch (e) {
+    // HotSpot's refusal spans lines ("... was not loaded.\n<dlerror>"): one line, and the cause when known.
+    if (!(e instanceof StudioError)) throw e;
+    if (/failed to map segment/.test(e.message)) throw unsuitableError(noexecMessage(pid));
+    throw new StudioError(e.kind, e.message.trim().replace(/\s*\n\s*/g, ' '), e.detail);
+  }
+  // JDK 9+ prints "return code: N"; JDK 8 printed the bare number.
+  // JDK 21+ with -XX:-EnableDynamicAgentLoading (also when set through JAVA_TOOL_OPTIONS or a
+  // flags file, which the command-line check cannot see) answers with status 0 and this text.
+  if (/Dynamic agent loading is not enabled/.test(out)) throw unsuitableError(dynamicLoadingOffMessage(pid));
+  const m = /return code:\s*(-?\d+)/.exec(out) ?? /^\s*(-?\d+)\s*$/m.exec(out);
+  if (!m) throw new StudioError('internal', `the JVM (pid ${pid}) answered the agent load without a return code: ${JSON.stringify(out.slice(0, 200))}`);
+  return Number(m[1]);
+}
+
+/**
+ * The native half of one BPF sample of the JVM. Frame-pointer mode: ids into the stacks map (the
+ * java_samples ring of bpf/profile.bpf.c). CFI mode: the user stack unwound in user space from the
+ * sample's stack copy (./profileDwarf.ts), and the kernel stack's id.
+ */
+export type JavaNative = { userStackId: number; kernStackId: number } | { user: BigUint64Array; kernStackId: number; note?: string; comm: string };
+
+interface JoinSample extends TimedSample {
+  native: JavaNative;
+  /** identifies the native stack (same key, same frames) */
+  key: string;
+}
+
+/** Decided samples with the same thread, native stack and agent record, counted once. */
+interface Joined {
+  tid: number;
+  native: JavaNative;
+  nativeKey: string;
+  record: AgentRecord | undefined;
+  /** the Java frames' classes (./javaFrameTypes.ts), decided with the code cache known at the join */
+  classes?: FrameClass[];
+  count: number;
+}
+
+/** How far the ring's samples may be out of time order (a program stamps, then copies and submits). */
+const SAMPLE_SKEW_NS = 20_000_000n;
+/** Margin under the agent's T watermark (clock reads vs the handler-count check in agent.c). */
+const RECORD_SKEW_NS = 2_000_000n;
+
+export interface JavaAgentSession {
+  /** ms from the attach request to the agent's first Java sample (undefined until one came) */
+  readonly firstSampleMs: number | undefined;
+  /** frame-pointer mode: starts collecting the BPF join records; call right after the BPF object is loaded */
+  attachRing(obj: BpfObject): void;
+  /** CFI mode: one sample of the JVM, its user stack already unwound (ts = bpf_ktime_get_ns) */
+  addCfiSample(tid: number, nsTid: number, ktimeNs: bigint, native: Extract<JavaNative, { user: BigUint64Array }>): void;
+  /** live counters: BPF samples and agent records seen, samples joined, samples still waiting for their record */
+  counts(): { bpf: number; agent: number; joined: number; pending: number };
+  /**
+   * While sampling: reads what the agent wrote since the last call, decides every sample whose
+   * record can no longer change, and replaces the target's stacks in `result` with the joined
+   * stacks so far. Samples whose record may still come are left out until a later call (never
+   * shown unjoined, never counted twice).
+   */
+  live(result: ProfileResult, raw: RawStack[], assemble: (raws: RawStack[]) => ProfileResult['stacks']): ProfileResult;
+  /**
+   * Stops the agent (after the BPF program is gone), reads the rest of its file, and replaces the
+   * target's stacks in `result` with joined kernel → native → Java stacks.
+   */
+  finish(result: ProfileResult, raw: RawStack[], assemble: (raws: RawStack[]) => ProfileResult['stacks']): Promise<ProfileResult>;
+  /** best effort stop without a result (start failed half-way) */
+  abort(): Promise<void>;
+}
+
+export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?: number; unwind?: 'fp' | 'dwarf' } = {}): Promise<JavaAgentSession> {
+  const cfi = opts.unwind === 'dwarf';
+  const lib = agentLibrary(env.assetDir);
+  if (!lib) throw unsuitableError(agentUnavailableMessage(env.assetDir));
+  const ids = checkAgentTarget(pid, env.requester);
+  const nspid = namespacePid(pid);
+  const libInTarget = placeAgent(pid, lib, ids);
+  const outName = `.ebpf-studio-jvm-${nspid}-${crypto.randomBytes(4).toString('hex')}.txt`;
+  const outInTarget = `/tmp/${outName}`;
+  const outHost = `/proc/${pid}/root/tmp/${outName}`;
+  const t0 = Date.now();
+  const t0ns = process.hrtime.bigint(); // CLOCK_MONOTONIC, the clock of the agent's timestamps
+  const code = await agentCommand(pid, libInTarget, `start,out=${outInTarget},depth=${opts.depth ?? 128}`, 15000);
+  if (code !== 0) throw unsuitableError(`pid ${pid}: the Java agent did not start: ${AGENT_CODES[code] ?? `Agent_OnAttach returned ${code}`}`);
+  env.log(`profile: Java agent started in pid ${pid} (${libInTarget}), writing ${outInTarget}`);
+
+  const pairer = new IncrementalPairer<JoinSample>();
+  const joined = new Map<string, Joined>();
+  let ring: RingBufferHandle | undefined;
+  let stopped = false;
+  let firstSampleMs: number | undefined;
+  let firstJavaTs: bigint | undefined;
+  let latestSampleTs: bigint | undefined;
+  const n = { bpf: 0, agent: 0, joined: 0 };
+  const log: AgentLog = emptyAgentLog();
+  const cache = new CodeCache(log.methods);
+  // C1 or C2 per nmethod (./javaFrameTypes.ts says why from Compiler.codelist): asked now for the
+  // live view, and again at the end for code compiled meanwhile. Without it: 'compiled', tier unknown.
+  const askCodelist = async (when: string) => {
+    try {
+      cache.addCodelist(parseCodelist(await jcmd(pid, 'Compiler.codelist', { timeoutMs: 15000 })));
+    } catch (e) {
+      env.log(`profile: Compiler.codelist ${when} failed in pid ${pid} (${(e as Error).message}): Java frames show compiled without C1/C2`);
+    }
+  };
+  await askCodelist('at the start');
+  let readOffset = 0;
+  let tail = '';
+
+  const addSample = (s: JoinSample) => {
+    n.bpf++;
+    if (latestSampleTs === undefined || s.ktimeNs > latestSampleTs) latestSampleTs = s.ktimeNs;
+    pairer.addSample(s);
+  };
+
+  // Reads what the agent appended since the last call (the file only grows until stop); complete
+  // lines only, the rest waits in `tail`. Records go to the pairer as they are parsed.
+  const readMore = () => {
+    let fd: number;
+    try {
+      fd = fs.openSync(outHost, 'r');
+    } catch {
+      return;
+    }
+    try {
+      const buf = Buffer.alloc(1 << 20);
+      for (;;) {
+        const got = fs.readSync(fd, buf, 0, buf.length, readOffset);
+        if (got <= 0) break;
+        readOffset += got;
+        tail = parseAgentText(tail + buf.subarray(0, got).toString('utf8'), log);
+        cache.take(log.code); // before the records: the agent writes a sample's code events first
+        for (const r of log.records) {
+          pairer.addRecord(r);
+          if (r.code > 0 && (firstJavaTs === undefined || r.tsNs < firstJavaTs)) firstJavaTs = r.tsNs;
+        }
+        n.agent += log.records.length;
+        log.records.length = 0;
+      }
+    } finally {
+      fs.closeSync(fd);
+    }
+    if (firstSampleMs === undefined && firstJavaTs !== undefined) firstSampleMs = Date.now() - t0;
+  };
+
+  // Decides what the watermarks allow and counts the decided samples by (thread, native stack,
+  // record): memory grows with distinct stacks, not with samples.
+  const advance = (all: boolean) => {
+    const samplesBefore = all ? ALL_IN : latestSampleTs === undefined ? 0n : latestSampleTs - SAMPLE_SKEW_NS;
+    const recordsBefore = all || log.ended ? ALL_IN : log.watermarkNs === undefined ? 0n : log.watermarkNs - RECORD_SKEW_NS;
+    for (const { sample, record } of pairer.advance(samplesBefore, recordsBefore)) {
+      if (record) n.joined++;
+      const classes = record && record.code > 0 ? frameClasses(record, log.methods, cache) : undefined;
+      const recordKey = record ? `${record.code}:${record.frames.map((f) => `${f.method}.${f.bci}.${f.line}`).join(',')}:${classes ? classesKey(classes) : ''}` : '-';
+      const key = `${sample.tid}/${sample.key}/${recordKey}`;
+      const j = joined.get(key);
+      if (j) j.count++;
+      else joined.set(key, { tid: sample.tid, native: sample.native, nativeKey: sample.key, record, classes, count: 1 });
+    }
+  };
+
+  const poll = () => {
+    try {
+      readMore();
+      advance(false);
+    } catch (e) {
+      env.log(`profile: reading the Java agent's file ${outHost} failed: ${(e as Error).message}`);
+    }
+  };
+
+  // The target's stacks in `result` replaced by the joined ones decided so far.
+  const render = (result: ProfileResult, raw: RawStack[], assemble: (raws: RawStack[]) => ProfileResult['stacks']): ProfileResult => {
+    if (!n.bpf) return result;
+    const stackOf = new Map<number, BigUint64Array>();
+    const commOf = new Map<number, string>();
+    for (const r of raw) {
+      if (r.entry.pid !== pid) continue;
+      // fp: user and kernel stacks share one id space (the stacks map); cfi: raw user stacks have no id
+      if (!cfi) stackOf.set(r.entry.userStackId, r.user);
+      stackOf.set(r.entry.kernStackId, r.kernel);
+      commOf.set(r.entry.tid, r.entry.comm);
+    }
+    const empty = new BigUint64Array(0);
+    const framesCache = new Map<string, ProfileFrame[]>();
+    const items = [...joined.values()].map((j) => {
+      const comm = 'comm' in j.native ? j.native.comm : (commOf.get(j.tid) ?? '');
+      const cacheKey = `${j.tid}/${j.nativeKey}`;
+      let frames = framesCache.get(cacheKey);
+      if (!frames) {
+        const nat = j.native;
+        const rs: RawStack =
+          'user' in nat
+            ? { entry: { pid, tid: j.tid, comm, userStackId: nat.user.length ? 0 : -14, kernStackId: nat.kernStackId, count: 1 }, user: nat.user, kernel: stackOf.get(nat.kernStackId) ?? empty, note: nat.note }
+            : { entry: { pid, tid: j.tid, comm, userStackId: nat.userStackId, kernStackId: nat.kernStackId, count: 1 }, user: stackOf.get(nat.userStackId) ?? empty, kernel: stackOf.get(nat.kernStackId) ?? empty };
+        frames = assemble([rs])[0]?.frames ?? [];
+        framesCache.set(cacheKey, frames);
+      }
+      return { pid, tid: j.tid, comm, frames: joinStack(frames, j.record, log.methods, j.classes && typesOf(j.classes, cache)), count: j.count };
+    });
+    return { ...result, stacks: [...result.stacks.filter((s) => s.pid !== pid), ...foldStacks(items)].sort((a, b) => b.count - a.count) };
+  };
+
+  const stopAgent = async () => {
+    if (stopped) return;
+    stopped = true;
+    try {
+      const c = await agentCommand(pid, libInTarget, 'stop', 15000);
+      if (c !== 0) env.log(`profile: the Java agent's stop returned ${c}`);
+    } catch (e) {
+      env.log(`profile: stopping the Java agent in pid ${pid} failed: ${(e as Error).message}`);
+    }
+  };
+
+  const timer = setInterval(poll, 500);
+  timer.unref?.();
+
+  return {
+    get firstSampleMs() {
+      return firstSampleMs;
+    },
+    attachRing(obj) {
+      ring = obj.openRingBuffer('java_samples', (batch, offsets) => {
+        for (let i = 0; i + 1 < offsets.length; i++) {
+          const s = decodeJavaSample(batch.subarray(offsets[i], offsets[i + 1]));
+          addSample({ tid: s.tid, nsTid: s.nsTid, ktimeNs: s.ktimeNs, native: { userStackId: s.userStackId, kernStackId: s.kernStackId }, key: `${s.userStackId}/${s.kernStackId}` });
+        }
+      });
+    },
+    addCfiSample(tid, nsTid, ktimeNs, native) {
+      addSample({ tid, nsTid, ktimeNs, native, key: `${native.kernStackId}/${native.user.join(',')}/${native.note ?? ''}` });
+    },
+    counts() {
+      return { bpf: n.bpf, agent: n.agent, joined: n.joined, pending: pairer.pending };
+    },
+    live(result, raw, assemble) {
+      poll();
+      return render(result, raw, assemble);
+    },
+    async abort() {
+      clearInterval(timer);
+      ring?.close();
+      await stopAgent();
+      fs.rmSync(outHost, { force: true });
+    },
+    async finish(result, raw, assemble) {
+      clearInterval(timer);
+      await askCodelist('at the end'); // before the stop, while the code the profile ran in is listed
+      await stopAgent();
+      try {
+        readMore();
+      } catch (e) {
+        env.log(`profile: reading the Java agent's file ${outHost} failed: ${(e as Error).message}`);
+      }
+      fs.rmSync(outHost, { force: true });
+      if (!log.ended) env.log(`profile: the Java agent's file ended without its end mark; some Java samples may be missing`);
+      if (log.dropped) env.log(`profile: the Java agent's buffer was full ${log.dropped} times`);
+      advance(true);
+      if (firstJavaTs !== undefined) env.log(`profile: Java agent: first Java sample ${Number((firstJavaTs - t0ns) / 1000n) / 1000} ms after the attach request`);
+      env.log(`profile: Java agent: ${n.bpf} BPF samples, ${n.agent} agent records, ${n.joined} joined`);
+      if (log.signals) env.log(`profile: Java agent: ${log.signals} signals handled in the JVM, ${(log.handlerNs / log.signals / 1000).toFixed(1)} µs each (the AsyncGetCallTrace walk included)`);
+      const tally: Record<string, number> = {};
+      for (const j of joined.values()) {
+        if (!j.record || !j.classes) continue;
+        const types = typesOf(j.classes, cache);
+        j.record.frames.forEach((f, i) => {
+          if (log.methods.get(f.method)?.native) return; // JNI methods are native frames, not typed Java
+          const k = types[i] ?? 'unknown';
+          tally[k] = (tally[k] ?? 0) + j.count;
+        });
+      }
+      env.log(`profile: Java agent: ${cache.nmethods.length} nmethods; Java frame types: ${Object.entries(tally).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`);
+      return render(result, raw, assemble);
+    },
+  };
+}

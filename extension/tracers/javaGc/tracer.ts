@@ -1,0 +1,356 @@
+// The Java GC tracer: HotSpot's gc__begin/gc__end pause bracket and the memory-pool probes
+// (which name the memory manager), from the JVM's own libjvm.so (or every USDT-capable
+// libjvm.so, pid -1, in "all" mode). The kernel emits one event per collection as the JVM counts
+// it (one memory manager's run; see bpf/java-gc.bpf.c for what fires under each collector) and
+// one per safepoint; both arrive through ring buffers. Decoder mirrors bpf/java-gc.h.
+import fs from 'node:fs';
+import type { BpfObject } from '../../../native/index';
+import type { JavaGcEvent, JavaGcOptions, JavaGcPool, JavaSafepoint } from '../../protocol/javaGc';
+import { classify } from '../../model/javaGcKinds';
+import { buildResult } from '../../model/javaGcStats';
+import { fromBpfError, inputError, unsuitableError } from '../../protocol/errors';
+import { asObject, bool, int } from '../../protocol/validate';
+import { checkPid, findJdks, libjvmUsdt, listProcesses, mapsOrExplain, noUsdtMessage, pidAlive, readStat } from '../../sys/proc/processes';
+import { mappedFiles } from '../../sys/proc/maps';
+import { ElfFile } from '../../sys/elf/elf';
+import type { Tracer } from '../tracer';
+import { cString, loadFirstWorking, records, setRodata } from '../bpfObject';
+
+// ---- struct java_gc_event (bpf/java-gc.h) --------------------------------------------------
+export const JAVA_GC_MAX_POOLS = 16;
+export const JAVA_GC_POOL_NAME_LEN = 48;
+export const JAVA_GC_POOL_SIZE = 88;
+export const JAVA_GC_HEADER_SIZE = 144;
+export const JAVA_GC_MANAGER_LEN = 32;
+export const JAVA_GC_VMOP_LEN = 48;
+export const JAVA_SAFEPOINT_EVENT_SIZE = 80;
+export const EV_CYCLE = 1;
+export const JAVA_GC_EVENT_SIZE = JAVA_GC_HEADER_SIZE + JAVA_GC_MAX_POOLS * JAVA_GC_POOL_SIZE;
+export const POOL_HAS_BEFORE = 1;
+export const POOL_HAS_AFTER = 2;
+/** indexes of the `counters` array map */
+export const CTR_RINGBUF_FULL = 0;
+export const CTR_INFLIGHT_FULL = 1;
+export const CTR_POOLS_FULL = 2;
+export const CTR_SAFEPOINT_LOST = 3;
+
+export interface RawGcPool {
+  namePtr: bigint;
+  usedBefore: bigint;
+  usedAfter: bigint;
+  committedAfter: bigint;
+  flags: number;
+  name: string;
+}
+
+export interface RawGcEvent {
+  startNs: bigint;
+  durationNs: bigint;
+  pid: number;
+  tid: number;
+  cpu: number;
+  full: boolean;
+  cycle: boolean;
+  seq: number;
+  pauseStartNs: bigint;
+  manager: string;
+  vmop: string;
+  pools: RawGcPool[];
+}
+
+export function decodeRawGcEvent(b: Buffer): RawGcEvent {
+  if (b.length < JAVA_GC_EVENT_SIZE) throw new Error(`java-gc record is ${b.length} bytes, expected ${JAVA_GC_EVENT_SIZE}: dist/bpf/java-gc.bpf.o and the decoder disagree (rebuild)`);
+  const npools = Math.min(b.readUInt32LE(48), JAVA_GC_MAX_POOLS);
+  const pools: RawGcPool[] = [];
+  for (let i = 0; i < npools; i++) {
+    const o = JAVA_GC_HEADER_SIZE + i * JAVA_GC_POOL_SIZE;
+    pools.push({
+      namePtr: b.readBigUInt64LE(o),
+      usedBefore: b.readBigUInt64LE(o + 8),
+      usedAfter: b.readBigUInt64LE(o + 16),
+      committedAfter: b.readBigUInt64LE(o + 24),
+      flags: b.readUInt32LE(o + 32),
+      name: cString(b, o + 40, JAVA_GC_POOL_NAME_LEN),
+    });
+  }
+  return {
+    startNs: b.readBigUInt64LE(0),
+    durationNs: b.readBigUInt64LE(8),
+    pauseStartNs: b.readBigUInt64LE(16),
+    pid: b.readUInt32LE(32),
+    tid: b.readUInt32LE(36),
+    cpu: b.readUInt32LE(40),
+    full: b.readUInt8(44) !== 0,
+    cycle: (b.readUInt8(45) & EV_CYCLE) !== 0,
+    seq: b.readUInt8(46),
+    manager: cString(b, 64, JAVA_GC_MANAGER_LEN),
+    vmop: cString(b, 96, JAVA_GC_VMOP_LEN),
+    pools,
+  };
+}
+
+/** The JSON event; pools seen only half (begin or end missing) are left out. */
+export function decodeJavaGcEvent(b: Buffer): JavaGcEvent {
+  const r = decodeRawGcEvent(b);
+  const pools: JavaGcPool[] = r.pools
+    .filter((p) => (p.flags & (POOL_HAS_BEFORE | POOL_HAS_AFTER)) === (POOL_HAS_BEFORE | POOL_HAS_AFTER))
+    .map((p) => ({ name: p.name || '?', usedBefore: Number(p.usedBefore), usedAfter: Number(p.usedAfter), committedAfter: Number(p.committedAfter) }));
+  const { collector, kind } = classify(r.manager, r.vmop, r.cycle);
+  return {
+    pid: r.pid,
+    tid: r.tid,
+    cpu: r.cpu,
+    timestampNs: Number(r.startNs),
+    durationNs: Number(r.durationNs),
+    collector,
+    kind,
+    operation: r.cycle ? '' : r.vmop,
+    escalated: r.seq > 0,
+    full: kind === 'full',
+    pools,
+  };
+}
+
+export function decodeSafepoint(b: Buffer): JavaSafepoint {
+  if (b.length < JAVA_SAFEPOINT_EVENT_SIZE) throw new Error(`java-gc safepoint record is ${b.length} bytes, expected ${JAVA_SAFEPOINT_EVENT_SIZE}: dist/bpf/java-gc.bpf.o and the decoder disagree (rebuild)`);
+  return {
+    timestampNs: Number(b.readBigUInt64LE(0)),
+    timeToSafepointNs: Number(b.readBigUInt64LE(8)),
+    durationNs: Number(b.readBigUInt64LE(16)),
+    pid: b.readUInt32LE(24),
+    tid: b.readUInt32LE(28),
+    operation: cString(b, 32, JAVA_GC_VMOP_LEN),
+  };
+}
+
+// ---- targets ----------------------------------------------------------------------------------
+const PROBES = [
+  ['handle_gc_begin', 'gc__begin'],
+  ['handle_gc_end', 'gc__end'],
+  ['handle_pool_begin', 'mem__pool__gc__begin'],
+  ['handle_pool_end', 'mem__pool__gc__end'],
+  // No vmops__end: every uprobe costs ~0.1 s to detach on a busy machine, and a GC pause always
+  // runs inside the VM operation named last on its thread.
+  ['handle_gc_vmop_begin', 'vmops__begin'],
+] as const;
+/** HotSpot keeps these under its private provider; some builds may lack them. */
+const SAFEPOINT_PROBES = [
+  ['handle_gc_sp_begin', 'safepoint__begin'],
+  ['handle_gc_sp_end', 'safepoint__end'],
+] as const;
+
+/** Whether a libjvm.so has hs_private:safepoint__begin/end. */
+export function hasSafepointProbes(lib: string): boolean {
+  try {
+    const elf = new ElfFile(lib);
+    try {
+      const names = new Set(elf.usdtProbes().map((p) => `${p.provider}:${p.name}`));
+      return names.has('hs_private:safepoint__begin') && names.has('hs_private:safepoint__end');
+    } finally {
+      elf.close();
+    }
+  } catch {
+    return false;
+  }
+}
+
+/** The libjvm.so a JVM runs, or the reason it cannot be traced (pid errors come from checkPid). */
+export function libjvmOf(pid: number): string {
+  const stat = checkPid(pid);
+  const libjvm = mappedFiles(mapsOrExplain(pid), /^libjvm\.so$/)[0];
+  if (!libjvm) throw unsuitableError(`pid ${pid} (${stat.comm}) has no libjvm.so mapped: is it a JVM?`);
+  // A JVM in another mount namespace (container) maps a path that is only valid from its root.
+  const file = fs.existsSync(libjvm) ? libjvm : `/proc/${pid}/root${libjvm}`;
+  if (!libjvmUsdt(file).usdt) throw unsuitableError(noUsdtMessage(libjvm));
+  return file;
+}
+
+/** Every USDT-capable libjvm.so: installed JDKs plus those running JVMs map. */
+export function allLibjvms(): { libs: string[]; skipped: string[] } {
+  const libs = new Map<string, string>();
+  const skipped: string[] = [];
+  const add = (p: string) => {
+    let real = p;
+    try {
+      real = fs.realpathSync(p);
+    } catch {
+      return;
+    }
+    if (libs.has(real) || skipped.includes(real)) return;
+    if (libjvmUsdt(real).usdt) libs.set(real, real);
+    else skipped.push(real);
+  };
+  for (const j of findJdks()) add(j.libjvm);
+  for (const p of listProcesses({ jvmOnly: true })) if (p.jvm) add(p.jvm.libjvm);
+  return { libs: [...libs.keys()], skipped };
+}
+
+// ---- the session ------------------------------------------------------------------------------
+const TICK_MS = 500;
+/** The ring buffer thread polls every 100 ms: let it hand over what is left after detaching. */
+const DRAIN_MS = 250;
+
+function monoNs(): number {
+  return Number(process.hrtime.bigint());
+}
+
+function readCounter(obj: BpfObject, index: number): number {
+  const key = Buffer.alloc(4);
+  key.writeUInt32LE(index);
+  const v = obj.mapLookup('counters', key);
+  return v ? Number(v.readBigUInt64LE(0)) : 0;
+}
+
+export const javaGcTracer: Tracer<'java-gc'> = {
+  name: 'java-gc',
+  validate(raw): JavaGcOptions {
+    const o = asObject(raw, 'options');
+    const all = bool(o, 'all', false);
+    return {
+      all,
+      pid: all ? int(o, 'pid', 0, 4194304, 0) : int(o, 'pid', 1, 4194304),
+      minUs: int(o, 'minUs', 0, 3_600_000_000, 0),
+    };
+  },
+  async start(options, env, events) {
+    const warnings: string[] = [];
+    let libs: string[];
+    const attachPid = options.all ? -1 : options.pid;
+    const startTime = options.all ? undefined : checkPid(options.pid).startTime;
+    if (options.all) {
+      const found = allLibjvms();
+      libs = found.libs;
+      for (const s of found.skipped) warnings.push(`${s} has no USDT probes: JVMs running it are not traced`);
+      if (libs.length === 0) {
+        throw unsuitableError('no JDK with hotspot USDT probes was found (looked in /usr/lib/jvm, /opt, /usr/local and in running JVMs). Install one that has them, e.g. Debian/Ubuntu\'s openjdk-17-jdk.');
+      }
+    } else {
+      libs = [libjvmOf(options.pid)];
+    }
+
+    const spLibs = libs.filter(hasSafepointProbes);
+    const safepointsAvailable = spLibs.length > 0;
+    const safepointsReason = safepointsAvailable
+      ? undefined
+      : `${libs.length === 1 ? libs[0] : 'no traced libjvm.so'} has no hs_private:safepoint__begin/end USDT probes: safepoints cannot be timed with this JDK`;
+    const progs = [...PROBES.map(([p]) => p), ...(safepointsAvailable ? SAFEPOINT_PROBES.map(([p]) => p) : [])];
+    const { obj } = loadFirstWorking(env, 'java-gc', [progs], (o) => setRodata(o, { min_duration_ns: BigInt(options.minUs) * 1000n }));
+    const links: number[] = [];
+    try {
+      for (const lib of libs) {
+        for (const [prog, probe] of PROBES) links.push(obj.attachUsdt(prog, { binary: lib, provider: 'hotspot', name: probe, pid: attachPid }));
+        if (spLibs.includes(lib)) for (const [prog, probe] of SAFEPOINT_PROBES) links.push(obj.attachUsdt(prog, { binary: lib, provider: 'hs_private', name: probe, pid: attachPid }));
+        env.log(`java-gc: attached to ${lib} (pid ${attachPid})${spLibs.includes(lib) ? ', safepoints too' : ''}`);
+      }
+    } catch (e) {
+      obj.close();
+      if (!options.all && !pidAlive(options.pid)) throw inputError(`process ${options.pid} exited before the probes were attached`);
+      throw fromBpfError(`attaching hotspot USDT probes in ${libs.join(', ')}`, e);
+    }
+    if (!safepointsAvailable) env.log(`java-gc: ${safepointsReason}`);
+
+    const startNs = monoNs();
+    const all: JavaGcEvent[] = [];
+    const allSafepoints: JavaSafepoint[] = [];
+    const pids = new Set<number>(options.all ? [] : [options.pid]);
+    let fresh: JavaGcEvent[] = [];
+    let freshSafepoints: JavaSafepoint[] = [];
+    let lost = 0;
+    let safepointsLost = 0;
+    let closed = false;
+    const onBatch = (batch: Buffer, offsets: Uint32Array) => {
+      for (const r of records(batch, offsets)) {
+        let e: JavaGcEvent;
+        try {
+          e = decodeJavaGcEvent(r);
+        } catch (err) {
+          // A stale object file: say so rather than throwing on the addon's callback.
+          env.log(`java-gc: ${(err as Error).message}`);
+          return;
+        }
+        pids.add(e.pid);
+        all.push(e);
+        fresh.push(e);
+      }
+    };
+    const onSafepoints = (batch: Buffer, offsets: Uint32Array) => {
+      for (const r of records(batch, offsets)) {
+        try {
+          const sp = decodeSafepoint(r);
+          allSafepoints.push(sp);
+          freshSafepoints.push(sp);
+        } catch (err) {
+          env.log(`java-gc: ${(err as Error).message}`);
+          return;
+        }
+      }
+    };
+    const rbs: ReturnType<BpfObject['openRingBuffer']>[] = [];
+    try {
+      rbs.push(obj.openRingBuffer('events', onBatch));
+      if (safepointsAvailable) rbs.push(obj.openRingBuffer('safepoints', onSafepoints));
+    } catch (e) {
+      for (const rb of rbs) rb.close();
+      obj.close();
+      throw fromBpfError('opening the java-gc ring buffers', e);
+    }
+    const readLost = () => {
+      if (closed) return;
+      lost = readCounter(obj, CTR_RINGBUF_FULL) + readCounter(obj, CTR_INFLIGHT_FULL);
+      safepointsLost = readCounter(obj, CTR_SAFEPOINT_LOST);
+    };
+    const pidList = () => [...pids].sort((a, b) => a - b);
+    const flush = () => {
+      readLost();
+      const u = { events: fresh, safepoints: freshSafepoints, safepointsAvailable, safepointsReason, lost, pids: pidList(), startNs, nowNs: monoNs() };
+      fresh = [];
+      freshSafepoints = [];
+      events.update(u);
+    };
+    let shutting: Promise<void> | undefined;
+    const shutdown = () => (shutting ??= detachAndClose());
+    const detachAndClose = async () => {
+      clearInterval(timer);
+      for (const l of links.splice(0)) {
+        try {
+          obj.detach(l);
+        } catch {
+          /* already gone */
+        }
+      }
+      await new Promise((r) => setTimeout(r, DRAIN_MS));
+      readLost();
+      const poolsDropped = readCounter(obj, CTR_POOLS_FULL);
+      if (poolsDropped) env.log(`java-gc: ${poolsDropped} pool records did not fit (more than ${JAVA_GC_MAX_POOLS} pools per GC)`);
+      // What arrived since the last tick still goes out live, so a view matches the result.
+      if (fresh.length || freshSafepoints.length) flush();
+      closed = true;
+      for (const rb of rbs) rb.close();
+      obj.close();
+    };
+    let ending = false;
+    const timer = setInterval(() => {
+      flush();
+      if (options.all || ending) return;
+      // Same pid but another start time: the JVM exited and the pid was reused.
+      const alive = pidAlive(options.pid) && readStat(options.pid)?.startTime === startTime;
+      if (!alive) {
+        ending = true;
+        void shutdown().then(() => {
+          events.ended('target-exited', `pid ${options.pid} exited; ${all.length} GCs traced`);
+        });
+      }
+    }, TICK_MS);
+
+    const result = () => buildResult(pidList(), all, lost, { available: safepointsAvailable, reason: safepointsReason, events: allSafepoints, lost: safepointsLost });
+    return {
+      targets: options.all ? [] : [options.pid],
+      warnings,
+      snapshot: result,
+      async stop() {
+        await shutdown();
+        return result();
+      },
+    };
+  },
+};

@@ -1,0 +1,519 @@
+// The memleak tracer: outstanding allocations per allocation stack, for a running process
+// (attach), a command started under tracing (launch), or the kernel (kmem tracepoints).
+// Decoders mirror bpf/memleak.h (see memleakDecode.ts). Reports read the whole allocs map, so
+// the numbers (and the minimum-age filter) are exact rather than estimated from totals.
+//
+// Symbolizing a process that has exited: stacks are symbolized at every report while the
+// target lives (cached by stack id), and in launch mode the target is held at libc's exit()
+// (a uprobe sends it SIGSTOP, announced through a ring buffer) until its maps are captured and
+// every outstanding stack is symbolized; then it continues with SIGCONT, its atexit handlers and
+// destructors still traced, and the final report is read from the maps once it is gone.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { BpfObject } from '../../../native/index';
+import { Symbolizer, type Frame, type ProcessImage } from '../../sys/symbolize';
+import { MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakOptions, type MemleakResult } from '../../protocol/memleak';
+import { asObject, bool, int, num, oneOf, str, strArray, PID_MAX, type Raw } from '../../protocol/validate';
+import { fromBpfError, inputError, StudioError, unsuitableError } from '../../protocol/errors';
+import { checkPid, mapsOrExplain, pidAlive, readStat } from '../../sys/proc/processes';
+import { ensureTracefs } from '../../sys/tracefs';
+import type { Mapping } from '../../sys/proc/maps';
+import { withElf } from '../../sys/elf/elf';
+import { checkBinary, lacksFramePointers } from '../../sys/elf/binaryChecks';
+import { requireElfFile } from '../../sys/elf/fileCheck';
+import type { Tracer } from '../tracer';
+import { loadFirstWorking, records, setRodata } from '../bpfObject';
+import { MEMLEAK_DEFAULT_STACK_COPY, MEMLEAK_MAX_STACK_COPY, MemleakDwarfStacks } from './dwarf';
+import { launchStopped, type StoppedChild } from '../launchStopped';
+import { aggregate, CNT, decodeAllocDump, decodeExitEvent } from './decode';
+import { exitMessage, LeakReports, liveUpdate, StackFrames, toStack } from './report';
+import { allocatorLibBlocker, glibcBlocker, preloadBlocker, preloadLibPath, startPreload } from './preload';
+import { MEMLEAK_MODES, type MemleakMode } from '../../protocol/memleak';
+import { resolveCommand } from '../launchStopped';
+
+interface Probe {
+  symbol: string;
+  program: string;
+  /** also attach the shared return program */
+  ret: boolean;
+  required?: boolean;
+}
+
+const ALLOCATOR_PROBES: Probe[] = [
+  { symbol: 'malloc', program: 'malloc_enter', ret: true, required: true },
+  { symbol: 'calloc', program: 'calloc_enter', ret: true, required: true },
+  { symbol: 'realloc', program: 'realloc_enter', ret: true, required: true },
+  { symbol: 'free', program: 'free_enter', ret: false, required: true },
+  { symbol: 'reallocarray', program: 'reallocarray_enter', ret: true },
+  { symbol: 'posix_memalign', program: 'posix_memalign_enter', ret: true },
+  { symbol: 'aligned_alloc', program: 'aligned_alloc_enter', ret: true },
+  { symbol: 'memalign', program: 'aligned_alloc_enter', ret: true },
+  { symbol: 'valloc', program: 'malloc_enter', ret: true },
+  { symbol: 'pvalloc', program: 'pvalloc_enter', ret: true },
+];
+const MMAP_PROBES: Probe[] = [
+  { symbol: 'mmap', program: 'mmap_enter', ret: true },
+  { symbol: 'munmap', program: 'munmap_enter', ret: false },
+];
+// operator new/new[] (plain, nothrow, aligned): their callers are the allocating lines. Without
+// these, the stack at malloc's return starts inside libstdc++ (no frame pointers), losing the
+// caller of `new`. Deletes reach free(), which the libc probes see.
+const CXX_PROBES: Probe[] = ['_Znwm', '_Znam', '_ZnwmRKSt9nothrow_t', '_ZnamRKSt9nothrow_t', '_ZnwmSt11align_val_t', '_ZnamSt11align_val_t'].map((symbol) => ({ symbol, program: 'malloc_enter', ret: true }));
+
+const USER_PROGRAMS = ['malloc_enter', 'calloc_enter', 'realloc_enter', 'reallocarray_enter', 'posix_memalign_enter', 'aligned_alloc_enter', 'pvalloc_enter', 'mmap_enter', 'alloc_exit', 'free_enter', 'munmap_enter', 'exit_enter'];
+const KERNEL_TRACEPOINTS: [string, string][] = [
+  ['kmalloc_tp', 'kmalloc'],
+  ['kmem_cache_alloc_tp', 'kmem_cache_alloc'],
+  ['mm_page_alloc_tp', 'mm_page_alloc'],
+  ['kfree_tp', 'kfree'],
+  ['kmem_cache_free_tp', 'kmem_cache_free'],
+  ['mm_page_free_tp', 'mm_page_free'],
+];
+
+const LIBC = /\/(libc\.so\.6|libc-[\d.]+\.so|libc\.musl-[^/]+\.so\.1|ld-musl-[^/]+\.so\.1)$/;
+const LIBSTDCXX = /\/libstdc\+\+\.so(\.\d+)*$/;
+const SYSTEM_LIBSTDCXX = ['/usr/lib/x86_64-linux-gnu/libstdc++.so.6', '/usr/lib/aarch64-linux-gnu/libstdc++.so.6', '/usr/lib64/libstdc++.so.6', '/lib64/libstdc++.so.6'];
+
+function launchOptions(o: Raw): MemleakOptions['launch'] {
+  const l = asObject(o.launch, 'launch');
+  const command = strArray(l, 'command', 4096);
+  if (command.length === 0 || command[0] === '') throw inputError('launch.command must name a program to run');
+  let env: Record<string, string> | undefined;
+  if (l.env !== undefined && l.env !== null) {
+    const e = asObject(l.env, 'launch.env');
+    env = {};
+    for (const [k, v] of Object.entries(e)) {
+      if (typeof v !== 'string' || k.includes('=') || k.includes('\0') || v.includes('\0')) throw inputError(`launch.env.${k} must be a string (no "=" in the name, no NUL)`);
+      env[k] = v;
+    }
+  }
+  const output = l.output ?? 'capture';
+  if (output !== 'inherit' && output !== 'stderr' && output !== 'capture') throw inputError('launch.output must be inherit, stderr or capture');
+  return {
+    command,
+    cwd: l.cwd === undefined ? undefined : str(l, 'cwd'),
+    env,
+    uid: l.uid === undefined ? undefined : int(l, 'uid', 0, 0xfffffffe),
+    gid: l.gid === undefined ? undefined : int(l, 'gid', 0, 0xfffffffe),
+    output,
+  };
+}
+
+/** A path libbpf can open for the file the target maps (through /proc/PID/root in containers). */
+function targetPath(pid: number, file: string): string {
+  try {
+    if (fs.realpathSync(`/proc/${pid}/root`) === '/') return file;
+  } catch {
+    return file;
+  }
+  return `/proc/${pid}/root${file}`;
+}
+
+function findMapped(maps: Mapping[], re: RegExp): string | undefined {
+  return maps.find((m) => re.test(m.path) && !m.deleted)?.path;
+}
+
+/**
+ * --unwind auto in uprobe mode: a stack copy per recorded allocation costs more than the
+ * frame-pointer walk in the target and tens of µs of unwinding in the tracer (bench "memleak CFI
+ * leak stacks"), which an exact, or finely sampled, trace of a malloc-heavy program cannot keep up
+ * with (copies the tracer falls behind on leave their allocations without a stack). So auto copies
+ * stacks only where they are needed: an executable without frame pointers, whose callers the walk
+ * would lose. One built with frame pointers keeps the cheap walk: its allocating functions call
+ * malloc, so they are no leaves and have their frames.
+ */
+function useDwarfStacks(options: MemleakOptions, exe: string): boolean {
+  if (options.unwind === 'dwarf') return true;
+  if (options.unwind === 'fp') return false;
+  try {
+    return lacksFramePointers(checkBinary(exe));
+  } catch {
+    return true;
+  }
+}
+
+export const memleakTracer: Tracer<'memleak'> = {
+  name: 'memleak',
+  validate(raw): MemleakOptions {
+    const o = asObject(raw, 'options');
+    const kernel = bool(o, 'kernel', false);
+    const pid = o.pid === undefined || o.pid === null ? undefined : int(o, 'pid', 1, PID_MAX);
+    const launch = o.launch === undefined || o.launch === null ? undefined : launchOptions(o);
+    if (pid !== undefined && launch) throw inputError('give either pid (attach to a running process) or launch (start a command), not both');
+    if (!kernel && pid === undefined && !launch) throw inputError('memleak needs a target: pid (a running process) or launch (a command to start), or kernel: true');
+    const minSize = int(o, 'minSize', 0, Number.MAX_SAFE_INTEGER, 0);
+    const maxSize = int(o, 'maxSize', 0, Number.MAX_SAFE_INTEGER, 0);
+    if (maxSize && maxSize < minSize) throw inputError(`maxSize (${maxSize}) is smaller than minSize (${minSize})`);
+    const allocatorLib = o.allocatorLib === undefined ? undefined : str(o, 'allocatorLib');
+    const symbolPrefix = o.symbolPrefix === undefined ? undefined : str(o, 'symbolPrefix', 64);
+    if (symbolPrefix !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(symbolPrefix)) throw inputError(`symbolPrefix "${symbolPrefix}" is not a C identifier prefix (e.g. je_)`);
+    if (allocatorLib !== undefined && !path.isAbsolute(allocatorLib)) throw inputError(`allocatorLib must be an absolute path, got "${allocatorLib}"`);
+    const mode = (o.mode === undefined || o.mode === null ? 'auto' : str(o, 'mode', 16)) as MemleakMode;
+    if (!MEMLEAK_MODES.includes(mode)) throw inputError(`mode must be one of ${MEMLEAK_MODES.join(', ')}, got "${mode}"`);
+    if (mode === 'preload' && !launch) throw inputError('mode preload needs a command to launch: a running process (pid) or the kernel cannot be preloaded; use mode uprobe or auto');
+    return {
+      mode,
+      pid,
+      launch,
+      kernel,
+      minAgeMs: num(o, 'minAgeMs', 0, 7 * 24 * 3600 * 1000, 0),
+      sampleRate: int(o, 'sampleRate', 1, 1 << 30, 1),
+      sampleBytes: int(o, 'sampleBytes', 0, 2 ** 40, 0),
+      minSize,
+      maxSize,
+      top: int(o, 'top', 0, 100000, 10),
+      intervalS: num(o, 'intervalS', 0.1, 3600, 5),
+      maxOutstanding: int(o, 'maxOutstanding', 1, 100_000_000, MEMLEAK_DEFAULT_MAX_OUTSTANDING),
+      allocatorLib,
+      symbolPrefix,
+      unwind: oneOf(o, 'unwind', ['auto', 'dwarf', 'fp'] as const, 'auto'),
+      stackCopyBytes: int(o, 'stackCopyBytes', 1024, MEMLEAK_MAX_STACK_COPY, MEMLEAK_DEFAULT_STACK_COPY),
+    };
+  },
+
+  async start(options, env, events) {
+    if (options.pid !== undefined) checkPid(options.pid);
+    if (options.allocatorLib) requireElfFile(options.allocatorLib, 'allocatorLib');
+    const warnings: string[] = [];
+    const why = preloadRefusal(options, env.assetDir);
+    if (why === undefined) return startPreload(options, env, events, warnings);
+    if (why) warnings.push(`${why}: tracing with uprobes instead`);
+    const t0 = process.hrtime.bigint();
+    const reports = new LeakReports(events, () => {
+      const t = Date.now();
+      clearInterval(timer);
+      clearInterval(watch);
+      clearInterval(holdWatch);
+      rb.close();
+      copies?.close();
+      obj.close();
+      dwarf?.close();
+      sym.dispose();
+      env.log(`memleak: detached in ${Date.now() - t} ms`);
+    });
+    let launched: StoppedChild | undefined;
+    if (options.launch) launched = await launchStopped(env.assetDir, options.launch, (t) => (reports.output += t));
+    const pid = launched?.pid ?? options.pid ?? 0;
+    const abandon = () => launched?.child.kill('SIGKILL');
+
+    // ---- load and attach ------------------------------------------------------------------
+    // A launched program is still the stopped launcher here: judge the binary it will exec.
+    const dwarfStacks = !options.kernel && useDwarfStacks(options, launched?.exe ?? `/proc/${pid}/exe`);
+    let obj: BpfObject;
+    try {
+      const programs = options.kernel ? KERNEL_TRACEPOINTS.map(([p]) => p) : USER_PROGRAMS;
+      ({ obj } = loadFirstWorking(env, 'memleak', [programs], (o) => {
+        o.setMaxEntries('allocs', options.maxOutstanding ?? MEMLEAK_DEFAULT_MAX_OUTSTANDING);
+        if (dwarfStacks) {
+          o.setMaxEntries('copy_scratch', env.addon.numPossibleCpus());
+          o.setMaxEntries('stack_copies', 16 << 20);
+          setRodata(o, { dwarf_stacks: true, stack_copy_bytes: options.stackCopyBytes ?? MEMLEAK_DEFAULT_STACK_COPY });
+        }
+        setRodata(o, {
+          target_pid: pid,
+          min_size: BigInt(options.minSize),
+          max_size: options.maxSize ? BigInt(options.maxSize) : (1n << 64n) - 1n,
+          sample_rate: BigInt(options.sampleRate),
+          sample_bytes: BigInt(options.sampleBytes ?? 0),
+          hold_at_exit: Boolean(launched),
+        });
+      }));
+    } catch (e) {
+      abandon();
+      throw e;
+    }
+    const tAttach = Date.now();
+    try {
+      if (options.kernel) {
+        ensureTracefs();
+        for (const [prog, tp] of KERNEL_TRACEPOINTS) obj.attachTracepoint(prog, 'kmem', tp);
+      } else {
+        attachUser(obj, pid, options, launched, warnings, env.log);
+      }
+    } catch (e) {
+      obj.close();
+      abandon();
+      throw e instanceof StudioError ? e : fromBpfError('attaching memleak probes', e);
+    }
+    env.log(`memleak: loaded and attached in ${Date.now() - tAttach} ms`);
+    const dwarf = dwarfStacks ? new MemleakDwarfStacks(env.addon, env.log) : undefined;
+    // Attach mode: the process may exit right after its last allocation. (A launched one is
+    // stopped before its loader ran, with no libraries mapped yet; its maps are read at the first copy.)
+    if (dwarf && pid && !launched) dwarf.pool.prime(pid);
+    const copies = dwarf
+      ? obj.openRingBuffer('stack_copies', (batch, offsets) => {
+          for (const rec of records(batch, offsets)) {
+            try {
+              dwarf.add(rec);
+            } catch (e) {
+              env.log(`memleak: a stack copy could not be unwound: ${(e as Error).message}`);
+            }
+          }
+          // reuse: ~80 MB/s of copies at 10k allocations/s; add() keeps nothing of a record.
+        }, { reuse: true })
+      : undefined;
+
+    // ---- symbolization --------------------------------------------------------------------
+    const sym = new Symbolizer({ log: env.log });
+    let image: ProcessImage | undefined;
+    let mapsText = '';
+    const frames = new StackFrames();
+    const refreshImage = () => {
+      if (options.kernel || !pid) return;
+      let text: string;
+      try {
+        text = fs.readFileSync(`/proc/${pid}/maps`, 'utf8');
+      } catch {
+        return; // gone: keep the last image
+      }
+      if (text === mapsText) return;
+      mapsText = text;
+      try {
+        image = sym.captureProcess(pid);
+        for (const w of sym.warnings(image, dwarfStacks ? { stacks: 'cfi' } : { stacks: 'fp', fpFix: 'or trace with --unwind dwarf (the default), which unwinds by CFI' })) if (!warnings.includes(w)) warnings.push(w);
+      } catch (e) {
+        env.log(`memleak: capturing the maps of ${pid} failed: ${(e as Error).message}`);
+      }
+    };
+    const symbolize = async (ids: number[]) => {
+      const todo = frames.todo(ids);
+      if (!todo.length) return;
+      const stacks = todo.map((id) => (dwarf?.isInterned(id) ? [...dwarf.stack(id)] : [...obj.readStack('stack_traces', id)]));
+      const addrs = stacks.flat();
+      const t = Date.now();
+      let resolved: Frame[] | undefined;
+      try {
+        // Every frame is a return address: user stacks are taken at the uretprobe, and kernel
+        // stacks at a tracepoint start at its caller.
+        const returnAddresses = addrs.map(() => true);
+        if (options.kernel) resolved = await sym.symbolizeKernel(addrs, { returnAddresses });
+        else if (image) resolved = await sym.symbolizeUser(image, addrs, { returnAddresses });
+      } catch (e) {
+        env.log(`memleak: symbolization failed: ${(e as Error).message}`);
+      }
+      env.log(`memleak: symbolized ${todo.length} stacks (${addrs.length} frames) in ${Date.now() - t} ms`);
+      frames.store(todo, stacks, resolved);
+    };
+
+    const counter = (i: number): number => {
+      const key = Buffer.alloc(4);
+      key.writeUInt32LE(i);
+      const v = obj.mapLookup('counters', key);
+      return v ? Number(v.readBigUInt64LE(0)) : 0;
+    };
+    const dropped = () => counter(CNT.allocsFull) + counter(CNT.stackLost) + counter(CNT.totalsFull) + counter(CNT.pendingFull);
+
+    /** Reads the allocs map and symbolizes the stacks to report (all of them when `all`). */
+    const measure = async (nowNs: bigint, all: boolean) => {
+      const allocs = decodeAllocDump(obj.mapDump('allocs'));
+      const aggs = aggregate(dwarf ? dwarf.remap(allocs) : allocs, nowNs, options.minAgeMs, options.sampleBytes ?? 0);
+      const shown = options.top ? aggs.slice(0, options.top) : aggs;
+      await symbolize((all ? aggs : shown).map((a) => a.stackId));
+      return { aggs, stacks: shown.map((a) => toStack(a, nowNs, frames.of(a.stackId))) };
+    };
+    const resultAt = async (nowNs: bigint): Promise<MemleakResult> => {
+      const { stacks } = await measure(nowNs, false);
+      const r: MemleakResult = { tracer: 'memleak', pid, stacks, dropped: dropped(), lost: counter(CNT.exitLost), mode: options.kernel ? 'kernel' : 'uprobe' };
+      if (options.sampleBytes) r.sampleBytes = options.sampleBytes;
+      return r;
+    };
+
+    const tick = () =>
+      reports.serial(async () => {
+        if (reports.closed) return;
+        refreshImage();
+        const now = process.hrtime.bigint();
+        const { aggs, stacks } = await measure(now, false);
+        reports.update(liveUpdate(Number((now - t0) / 1_000_000n), aggs, stacks, dropped(), options.sampleBytes));
+      }).catch((e) => env.log(`memleak: report failed: ${(e as Error).message}`));
+    const timer = setInterval(() => void tick(), options.intervalS * 1000);
+
+    // ---- the hold at exit (launch mode) ---------------------------------------------------
+    let holding: Promise<unknown> = Promise.resolve();
+    let holdBusy = false;
+    let holdsHandled = 0;
+    let lastHoldAt = 0;
+    const cont = (p: number) => {
+      try {
+        process.kill(p, 'SIGCONT');
+      } catch {
+        /* already gone */
+      }
+    };
+    const handleHold = (tgid: number) => {
+      holdBusy = true;
+      holding = reports.serial(async () => {
+        try {
+          if (reports.closed) return;
+          // The SIGSTOP is queued before the event; wait until it has taken effect (bounded).
+          const until = Date.now() + 500;
+          while (readStat(tgid)?.state !== 't' && readStat(tgid)?.state !== 'T' && Date.now() < until) await new Promise((r) => setTimeout(r, 2));
+          // Stack copies travel apart from the exit event: let those already sent be unwound.
+          while (dwarf && dwarf.added + counter(CNT.copyLost) < counter(CNT.allocs) && Date.now() < until + 500) await new Promise((r) => setTimeout(r, 5));
+          refreshImage();
+          await measure(process.hrtime.bigint(), true);
+        } finally {
+          holdsHandled++;
+          lastHoldAt = Date.now();
+          holdBusy = false;
+          cont(tgid);
+        }
+      }).catch((e) => env.log(`memleak: symbolizing at exit failed: ${(e as Error).message}`));
+    };
+    const rb = obj.openRingBuffer('exits', (batch, offsets) => {
+      if (offsets.length >= 2) handleHold(decodeExitEvent(batch.subarray(offsets[0], offsets[1])).tgid);
+    });
+    // A held program must never stay stopped: if an event went missing, or a SIGCONT raced
+    // ahead of its SIGSTOP, this notices the stopped state and lets the program go on.
+    const holdWatch = launched
+      ? setInterval(() => {
+          if (reports.closed || holdBusy || readStat(pid)?.state !== 'T') return;
+          if (counter(CNT.exitHolds) > holdsHandled) handleHold(pid);
+          else if (Date.now() - lastHoldAt < 3000) cont(pid);
+        }, 100)
+      : undefined;
+
+    const finish = async (message: string) => {
+      if (reports.closed || reports.result) return;
+      const endNs = process.hrtime.bigint();
+      await holding;
+      await reports.finish(message, () => resultAt(endNs), () => Number((endNs - t0) / 1_000_000n));
+    };
+    let watch: NodeJS.Timeout | undefined;
+    if (launched) {
+      void launched.exited.then((exit) => finish(exitMessage(options.launch!.command[0], exit)));
+    } else if (pid && !options.kernel) {
+      watch = setInterval(() => {
+        if (!pidAlive(pid)) void finish(`process ${pid} exited`);
+      }, 200);
+    }
+
+    refreshImage();
+    if (launched) process.kill(pid, 'SIGCONT');
+
+    const empty = (): MemleakResult => ({ tracer: 'memleak', pid, stacks: [], dropped: 0, lost: 0 });
+    return {
+      targets: pid ? [pid] : [],
+      warnings,
+      snapshot: () => reports.result ?? empty(),
+      async stop() {
+        if (!reports.result && !reports.closed) refreshImage();
+        return reports.stop(
+          () => resultAt(process.hrtime.bigint()),
+          empty,
+          () => {
+            // Stop ends a launched program: it was started for this session.
+            if (launched && launched.child.exitCode === null && launched.child.signalCode === null) {
+              try {
+                process.kill(pid, 'SIGCONT');
+              } catch {
+                /* gone */
+              }
+              launched.child.kill('SIGTERM');
+            }
+          },
+        );
+      },
+    };
+  },
+};
+
+/**
+ * undefined: trace this launch by preloading. '': uprobes, as asked (or an attach). Otherwise
+ * why a launch that would have been preloaded falls back to uprobes.
+ */
+export function preloadRefusal(options: MemleakOptions, assetDir: string): string | undefined {
+  if (!options.launch || options.kernel || options.mode === 'uprobe') return '';
+  const lib = preloadLibPath(assetDir);
+  if (!lib) return `the leak interposer (${assetDir}/libebpf-studio-preload.so) is not built`;
+  const glibc = glibcBlocker(lib);
+  if (glibc) return glibc;
+  const l = options.launch;
+  const exe = resolveCommand(l.command[0], { ...process.env, ...(l.env ?? {}) }.PATH, l.cwd ?? process.cwd());
+  const blocked = preloadBlocker(exe);
+  if (blocked) return `${blocked}, so it cannot be traced by preloading`;
+  if (options.allocatorLib) {
+    const lib = allocatorLibBlocker(options.allocatorLib, options.symbolPrefix);
+    if (lib) return `${lib}, so --allocator-lib needs uprobes`;
+  }
+  return undefined;
+}
+
+function isStaticExe(exe: string): boolean {
+  try {
+    return withElf(exe, (elf) => !elf.segments.some((seg) => seg.type === 3 /* PT_INTERP */));
+  } catch {
+    return false;
+  }
+}
+
+/** Whether an executable has its own malloc in its symbol table (a static glibc or musl program). */
+function definesMalloc(exe: string): boolean {
+  try {
+    return withElf(exe, (elf) => elf.symbols('best').some((s) => s.name === 'malloc' && s.value !== 0n));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether a program links libstdc++ directly (its .dynstr names it). Scripts and unreadable
+ * files say yes: probing a library the program never maps costs only detach time.
+ */
+function linksLibstdcxx(exe: string): boolean {
+  try {
+    return withElf(exe, (elf) => {
+      const d = elf.section('.dynstr');
+      return d ? elf.sectionData(d).includes('libstdc++.so') : false;
+    });
+  } catch {
+    return true;
+  }
+}
+
+function attachUser(obj: BpfObject, pid: number, options: MemleakOptions, launched: StoppedChild | undefined, warnings: string[], log: (m: string) => void): void {
+  const launch = Boolean(launched);
+  const maps = mapsOrExplain(pid);
+  // A static program carries its allocator: probe the executable itself (a launched one has not
+  // exec'd yet, so its maps still show the launcher's libc).
+  const exe = launched?.exe ?? fs.readlinkSync(`/proc/${pid}/exe`);
+  const ownMalloc = (launched ? isStaticExe(exe) : !findMapped(maps, LIBC)) && definesMalloc(exe);
+  if (launched && !ownMalloc && isStaticExe(exe)) {
+    throw unsuitableError(`${exe} is statically linked and has no malloc symbol to probe (stripped?): build it without -s, or dynamically linked`);
+  }
+  const libc = ownMalloc ? exe : findMapped(maps, LIBC);
+  if (!libc) {
+    throw unsuitableError(`process ${pid} maps no libc (${fs.readlinkSync(`/proc/${pid}/exe`)} may be statically linked or use its own allocator): give its allocator with --allocator-lib PATH [--symbol-prefix P]`);
+  }
+  // In launch mode the target has not exec'd yet: libstdc++ is not mapped, but a uprobe on its
+  // inode applies when the program maps it later.
+  // Each probe costs ~0.1 s at detach (the kernel synchronizes per uprobe), so C programs skip them.
+  const cxx = findMapped(maps, LIBSTDCXX) ?? (launched && linksLibstdcxx(launched.exe) ? SYSTEM_LIBSTDCXX.find((f) => fs.existsSync(f)) : undefined);
+  const attach = (binary: string, p: Probe, prefix = '') => {
+    const symbol = prefix + p.symbol;
+    try {
+      if (p.ret) obj.attachUprobe('alloc_exit', { binary, symbol, pid, retprobe: true });
+      obj.attachUprobe(p.program, { binary, symbol, pid, retprobe: false });
+      return true;
+    } catch (e) {
+      if (p.required) throw fromBpfError(`attaching to ${symbol} in ${binary}`, e);
+      log(`memleak: ${symbol} in ${binary} not probed: ${(e as Error).message}`);
+      return false;
+    }
+  };
+  const libcPath = targetPath(pid, libc);
+  for (const p of [...ALLOCATOR_PROBES, ...MMAP_PROBES]) attach(libcPath, p);
+  if (cxx) for (const p of CXX_PROBES) attach(targetPath(pid, cxx), p);
+  if (options.allocatorLib) {
+    let n = 0;
+    for (const p of ALLOCATOR_PROBES) if (attach(options.allocatorLib, { ...p, required: false }, options.symbolPrefix ?? '')) n++;
+    if (n === 0) throw inputError(`no allocator function (${options.symbolPrefix ?? ''}malloc, ...) could be probed in ${options.allocatorLib}: check the library and --symbol-prefix`);
+  }
+  if (launch) {
+    try {
+      obj.attachUprobe('exit_enter', { binary: libcPath, symbol: 'exit', pid, retprobe: false });
+    } catch (e) {
+      warnings.push(`exit() in ${libc} could not be probed (${(e as Error).message}): stacks allocated just before the program exits may stay unsymbolized`);
+    }
+  }
+}
