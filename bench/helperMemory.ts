@@ -1,4 +1,4 @@
-// `helper memory` (issue 10, bounded resources): the resident memory of a memleak session's
+// `helper memory` (bounded resources): the resident memory of a memleak session's
 // process (our CLI, which runs the same tracer code as the editor's helper) while it traces a
 // program that allocates and frees 10k times a second (bench/workloads/mallocfree.c churn),
 // reporting every second. Growth = RSS at the end minus RSS once the session settled (after

@@ -1,4 +1,4 @@
-// `java agent` rows (issue 14): a JIT-heavy JVM (bench/workloads/JitHeavy.java) profiled at 99 Hz.
+// `java agent` rows: a JIT-heavy JVM (bench/workloads/JitHeavy.java) profiled at 99 Hz.
 // First row, the one with the target: the agent path's CPU cost inside the JVM, measured by two
 // clocks (the kernel's BPF run-time accounting and the agent's own handler time) over a busy
 // profile, as a share of the busy thread's time. Then the end-to-end cross-check: throughput

@@ -1,4 +1,4 @@
-// `memleak CFI stacks`: what a leak stack unwound by CFI costs per allocation (issue 13), next to
+// `memleak CFI stacks`: what a leak stack unwound by CFI costs per allocation, next to
 // the frame-pointer walk, on the malloc/free loop (bench/workloads/mallocfree.c), in three
 // processes side by side: untraced, `memleak --pid --unwind fp`, `memleak --pid --unwind dwarf`.
 // In dwarf mode each recorded allocation copies registers and the top of the stack into a ring

@@ -1,4 +1,4 @@
-// Rows of issue 13 (CFI unwinding), each next to perf --call-graph dwarf in the same run:
+// Rows of CFI unwinding, each next to perf --call-graph dwarf in the same run:
 //  - profile overhead at 99 Hz with CFI unwinding on a CPU-bound loop built without frame pointers
 //  - user-space unwind cost per sample: ours (libdw, one Dwfl per process, CFI cached) vs perf
 //    script's (which unwinds every sample when it reads perf.data)

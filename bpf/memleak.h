@@ -1,4 +1,4 @@
-/* Layout shared by bpf/memleak.bpf.c and the TypeScript decoder (extension/tracers/memleak/tracer.ts).
+/* Layout shared by bpf/memleak.bpf.c and the TypeScript decoder (extension/tracers/memleak/decode.ts).
  * Fixed size, no implicit padding: the decoder reads these by offset. */
 #ifndef EBPF_STUDIO_MEMLEAK_H
 #define EBPF_STUDIO_MEMLEAK_H
@@ -34,7 +34,7 @@ struct memleak_totals {
 #define MEMLEAK_CNT_COPY_LOST 8    /* dwarf stacks: stack copy ring buffer full (recorded without a stack) */
 #define MEMLEAK_CNT_MAX 9
 
-/* CFI (dwarf) stacks for user allocations (issue 13): instead of a frame-pointer stack id, each
+/* CFI (dwarf) stacks for user allocations: instead of a frame-pointer stack id, each
  * recorded allocation gets an id MEMLEAK_DWARF_ID_BASE + n, and the user registers and a copy of
  * the top of the stack at the uretprobe go to the `stack_copies` ring buffer under that id; user
  * space unwinds them by CFI. Ids below the base are stack-map ids as before. */

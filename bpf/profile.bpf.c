@@ -27,7 +27,7 @@ const volatile bool kernel_stacks = true;
 const volatile bool unwind_dwarf = false;
 /* bytes of user stack copied per sample in dwarf mode (<= PROFILE_MAX_STACK_COPY) */
 const volatile __u32 stack_copy_bytes = 16384;
-/* Java agent (issue 14): signal the sampled thread so the JVMTI agent's SIGPROF handler walks
+/* Java agent: signal the sampled thread so the JVMTI agent's SIGPROF handler walks
  * its Java stack now, and emit (tid, ktime, stack ids) for the join (frame-pointer mode; in dwarf
  * mode the sample record carries tid and ktime already). Only with target_pid set,
  * and only once the agent's handler is installed (extension/tracers/javaAgent/agent.ts). */

@@ -1,4 +1,4 @@
-/* Layout shared by bpf/profile.bpf.c and the TypeScript decoder (extension/tracers/profile/tracer.ts).
+/* Layout shared by bpf/profile.bpf.c and the TypeScript decoder (extension/tracers/profile/decode.ts and dwarf.ts).
  * Fixed size, no implicit padding: the decoder reads it by offset. */
 #ifndef EBPF_STUDIO_PROFILE_H
 #define EBPF_STUDIO_PROFILE_H
@@ -33,7 +33,7 @@ struct profile_key {
 #define PROFILE_STAT_NO_USER_REGS 7  /* dwarf samples without user registers (kernel threads) */
 #define PROFILE_STAT_COUNT 8
 
-/* DWARF (CFI) unwinding, design (a) of issue 13: the kernel copies the user registers and the top
+/* DWARF (CFI) unwinding: the kernel copies the user registers and the top
  * of the user stack with each sample; user space unwinds it with elfutils libdw against the
  * .eh_frame/.debug_frame of each mapped module, as perf --call-graph dwarf does. */
 
@@ -41,7 +41,7 @@ struct profile_key {
  * 0 rax 1 rdx 2 rcx 3 rbx 4 rsi 5 rdi 6 rbp 7 rsp 8-15 r8-r15 16 rip (the return-address column). */
 #define PROFILE_NREGS 17
 
-/* Largest stack copy. Measured on this project's fixtures and a JDK 17 JVM (issue 13 note):
+/* Largest stack copy. Measured on this project's fixtures and a JDK 17 JVM (bench "profile unwind"):
  * C programs reach main within 1-3 KiB; JVM threads need ~10-14 KiB to reach thread start.
  * The copy size is rodata (stack_copy_bytes) up to this bound. */
 #define PROFILE_MAX_STACK_COPY 32768

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* User registers and a copy of the top of the user stack, for CFI unwinding in user space
- * (issue 13). Shared by every tracer that offers dwarf stacks (profile; memleak's uprobe mode).
+/* User registers and a copy of the top of the user stack, for CFI unwinding in user space.
+ * Shared by every tracer that offers dwarf stacks (profile; memleak's uprobe mode).
  * The layout user space reads is in each tracer's X.h; this only fills a regs array in x86_64
  * DWARF register order (STACKCOPY_NREGS u64) and a byte buffer. */
 #ifndef EBPF_STUDIO_STACKCOPY_BPF_H

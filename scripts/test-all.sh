@@ -9,4 +9,6 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci --no-audit --no-fund
 fi
 bash scripts/install-code-server.sh
+# Lint first: the process boundaries of the tree (eslint.config.mjs) fail the run like a test.
+npm run --silent lint
 node scripts/test.mjs "$@"

@@ -1,5 +1,5 @@
 // How a profile's user stacks were unwound, in one line for the flame-graph view and the CLI
-// (issue 13: "the view says which modules use which").
+// (the view says which modules use which).
 import type { UnwindInfo } from '../protocol/profile';
 
 export function unwindSummary(u: UnwindInfo | undefined): string | undefined {

@@ -1,5 +1,5 @@
 // JSON shapes of the memleak tracer: outstanding allocations grouped by allocation stack.
-// The result is the `ebpf-studio memleak --json` document of issue 6, plus `lost`/`dropped`.
+// The result is the `ebpf-studio memleak --json` document, plus `lost`/`dropped`.
 
 export interface MemleakLaunch {
   /** program and its arguments (argv[0] is looked up in PATH like execvp does) */

@@ -1,10 +1,10 @@
 // JSON shapes of the CPU profiler (perf_event cpu-clock sampling with user and kernel stacks).
-// ProfileResult is exactly the document `ebpf-studio profile --json` prints (issue 7).
+// ProfileResult is exactly the document `ebpf-studio profile --json` prints.
 
 export type FrameKind = 'kernel' | 'native' | 'jit' | 'interpreted';
 
 /**
- * How a Java frame ran (the agent path, issue 14): in the interpreter, in C1- or C2-compiled code,
+ * How a Java frame ran (the agent path): in the interpreter, in C1- or C2-compiled code,
  * compiled at a tier we could not learn, or inlined into its caller's compiled code. See
  * extension/tracers/javaAgent/frameTypes.ts for what is observed and what is inferred.
  */
@@ -101,7 +101,7 @@ export interface ProfileResult {
   samples: number;
   lost: number;
   stacks: ProfileStack[];
-  /** how user stacks were unwound (absent in documents written before issue 13) */
+  /** how user stacks were unwound (absent in documents written before CFI unwinding existed) */
   unwind?: UnwindInfo;
   /** GNU build-id (hex) of each module path that had one: pprof mappings carry it */
   buildIds?: Record<string, string>;

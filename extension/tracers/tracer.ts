@@ -11,7 +11,7 @@ export interface TracerEnv {
   log(message: string): void;
   /**
    * Whom the session acts for, when that is not this process's own euid: a helper raised to root
-   * through pkexec/sudo sets the invoking user (./helper/identity.ts) so that checks like "only
+   * through pkexec/sudo sets the invoking user (sys/identity.ts) so that checks like "only
    * your own JVM" hold for that user, not for root. Unset (the CLI): the process's euid.
    */
   requester?: { uid: number; source?: string };

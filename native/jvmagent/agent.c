@@ -334,7 +334,7 @@ static int drain(JNIEnv *jni) {
 // nearest safepoint's scope (often the caller an inlined leaf was inlined into). Keeping the
 // events on after Stop would give later profiles that precision for code compiled in between,
 // at a cost per compilation for the rest of the JVM's life; a stopped agent costs nothing
-// instead (issue 14: "no further cost"). Users who want exact inlined leaves from the start run
+// instead (a stopped agent costs nothing further). Users who want exact inlined leaves from the start run
 // the JVM with -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints.
 
 typedef struct code_event {

@@ -97,7 +97,7 @@ async function profileFromPalette(s: EditorSession, pid: number, comm: string) {
   await status.filter({ hasText: /samples at \d+ Hz/ }).waitFor({ timeout: 15_000 });
   return { frame, status };
 }
-// The Java-agent profile step (issue 14) needs a JDK with javac and the built agent.
+// The Java-agent profile step needs a JDK with javac and the built agent.
 const agentJdk = ['/usr/lib/jvm/java-17-openjdk-amd64'].find((h) => fs.existsSync(path.join(h, 'bin', 'javac')));
 const agentSkip = !agentJdk ? 'no JDK 17 with javac (apt-get install openjdk-17-jdk-headless)' : !fs.existsSync(path.join(repoRoot, 'dist', 'libebpf-studio-jvmagent.so')) ? 'the JVM agent is not built (npm run build with a JDK)' : undefined;
 

@@ -1,4 +1,4 @@
-// Editor step for issue 18's "a user never loses a session": the Java GC and the leak sessions
+// Editor step for "a user never loses a session": the Java GC and the leak sessions
 // that earlier steps of the same editor session ran to their end (a real JVM's GCs; leaky's leaks
 // under Run with Leak Tracing) are listed in the eBPF Sessions view, and their panels, left open,
 // come back after "Developer: Reload Window" showing what they showed before: the same GC count,

@@ -8,11 +8,11 @@ import { fakeContext, installVscodeMock, recorded } from '../mocks/vscode';
 import { kernelSkipReason, repoRoot, waitFor } from '../helpers';
 
 installVscodeMock();
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+ 
 const { HelperClient, setHelper } = require('../../extension/editor/helperClient/helperClient') as typeof import('../../extension/editor/helperClient/helperClient');
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+ 
 const sessions = require('../../extension/editor/sessions/liveSessions') as typeof import('../../extension/editor/sessions/liveSessions');
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+ 
 const proto = require('../../extension/protocol/protocol') as typeof import('../../extension/protocol/protocol');
 
 const skip = kernelSkipReason();

@@ -1,4 +1,4 @@
-// `profile --java agent|auto` against real JVMs started WITHOUT -XX:+PreserveFramePointer (issue 14):
+// `profile --java agent|auto` against real JVMs started WITHOUT -XX:+PreserveFramePointer:
 // the JVMTI agent is loaded through the attach socket, and the profile must show whole Java stacks
 // (main → heavy/light → mix) in the fixture's 3:1 CPU split, with file:line, and zlib's native
 // frames under the JNI method Deflater.deflateBytesBytes, with the native part unwound by CFI

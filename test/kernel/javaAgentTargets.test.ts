@@ -1,4 +1,4 @@
-// `profile --java agent` against JVMs that are not simply "ours, on the host" (issue 14, Safety and
+// `profile --java agent` against JVMs that are not simply "ours, on the host" (Safety and
 // containers):
 //  - a JVM owned by another user: refused (exit 4, both uids and the fix named) for a non-root
 //    CLI user (with CAP_BPF+CAP_PERFMON, so the privilege check passes and the owner check is what

@@ -1,4 +1,4 @@
-// Java frame types through the agent (issue 14), on real JVMs started without
+// Java frame types through the agent, on real JVMs started without
 // -XX:+PreserveFramePointer: the fixture FrameTypes (main → run → hot → step, step tiny) run
 // until C2 has compiled it shows C2 frames and frames inlined into them; under -Xint only
 // interpreted frames; under -XX:TieredStopAtLevel=1 C1 frames and no C2. Each JVM is profiled

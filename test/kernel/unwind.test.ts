@@ -1,4 +1,4 @@
-// CFI unwinding of user stacks (issue 13) against real programs built the way users build them:
+// CFI unwinding of user stacks against real programs built the way users build them:
 // -O2 without frame pointers, a PIE, leaf functions, recursion, a call back from libc's qsort and
 // our own shared library. Stacks must reach main, and the caller split of the shared leaf must
 // match both the known 3:1 work split and perf --call-graph dwarf on the same process.

@@ -1,6 +1,6 @@
 // The reference for our CFI unwinding: `perf record --call-graph dwarf` (Debian linux-perf) on the
 // same process in the same run, its stacks read back with `perf script`. Used by the kernel-tier
-// unwinding test and the bench rows of issue 13.
+// unwinding test and the bench rows.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { installVscodeMock, recorded } from '../mocks/vscode';
 
 installVscodeMock();
-/* eslint-disable @typescript-eslint/no-require-imports */
+ 
 const { helperSettings } = require('../../extension/editor/helperClient/helperSettings') as typeof import('../../extension/editor/helperClient/helperSettings');
 const { planLaunch } = require('../../extension/privilege/launch') as typeof import('../../extension/privilege/launch');
 const { trustNeededFor } = require('../../extension/editor/ui/workspaceTrust') as typeof import('../../extension/editor/ui/workspaceTrust');
@@ -18,7 +18,7 @@ const pkg = require('../../package.json') as {
   contributes: { configuration: { properties: Record<string, { scope?: string }> } };
   capabilities: { untrustedWorkspaces: { supported: string; description: string } };
 };
-/* eslint-enable @typescript-eslint/no-require-imports */
+ 
 
 const facts = { euid: 1000, capabilities: [], pkexec: '/usr/bin/pkexec', sudo: '/usr/bin/sudo', sudoNonInteractive: false, hasDisplay: true, execPath: '/usr/share/code/code', systemNode: '/usr/bin/node', installedVersion: '0.1.0' };
 

@@ -10,7 +10,7 @@ import { installVscodeMock } from '../mocks/vscode';
 import type { ProfileFrame } from '../../extension/protocol/profile';
 
 installVscodeMock();
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+ 
 const { javaModeItems } = require('../../extension/editor/features/profile/profileJavaMode') as typeof import('../../extension/editor/features/profile/profileJavaMode');
 
 const AGENT_TEXT = [

@@ -6,9 +6,9 @@ import { fakeContext, installVscodeMock, recorded } from '../mocks/vscode';
 import { fakeJvm as jvm, listingHelper } from '../mocks/jvms';
 
 const vscode = installVscodeMock();
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+ 
 const feature = require('../../extension/editor/features/javaGc') as typeof import('../../extension/editor/features/javaGc');
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+ 
 const { setHelper } = require('../../extension/editor/helperClient/helperClient') as typeof import('../../extension/editor/helperClient/helperClient');
 
 test('quick pick items: pid, main, user, JDK; no-USDT JVM marked with the reason; all and enter-a-pid', () => {

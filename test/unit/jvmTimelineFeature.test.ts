@@ -10,9 +10,9 @@ import { fakeContext, installVscodeMock, recorded } from '../mocks/vscode';
 import { fakeJvm as jvm, listingHelper } from '../mocks/jvms';
 
 const vscode = installVscodeMock();
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+ 
 const feature = require('../../extension/editor/features/jvmTimeline') as typeof import('../../extension/editor/features/jvmTimeline');
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+ 
 const { setHelper } = require('../../extension/editor/helperClient/helperClient') as typeof import('../../extension/editor/helperClient/helperClient');
 
 test('quick pick: JVMs with USDT, one without marked with the reason, enter a pid, open a saved session', () => {

@@ -1,9 +1,9 @@
-// CodeLens placement from a leak snapshot (extension/editor/features/memleak/leakLenses.ts): first workspace
+// CodeLens placement from a leak snapshot (extension/model/leakSites.ts): first workspace
 // frame, allocator wrappers skipped, inlined frames first, sites summed, the lens text.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { MemleakStack } from '../../extension/protocol/memleak';
-import { formatAge, formatBytesDecimal, growthRate, leakSites, lensText, placeLenses, siteOf } from '../../extension/editor/features/memleak/leakLenses';
+import { formatAge, formatBytesDecimal, growthRate, leakSites, lensText, placeLenses, siteOf } from '../../extension/model/leakSites';
 
 const ws = '/home/dev/project';
 const libc = { address: '0x7f0000001000', module: '/usr/lib/x86_64-linux-gnu/libc.so.6', function: '__libc_start_call_main', file: './csu/libc_start_call_main.h', line: 58 };

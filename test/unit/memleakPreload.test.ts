@@ -11,7 +11,7 @@ import { decodeHeader, decodeSlots, HEADER_SIZE, LEAK_MAGIC, SLOT_SIZE, stackOf,
 import { allocatorLibBlocker, glibcBlocker, preloadBlocker } from '../../extension/tracers/memleak/preload';
 import { aggregate } from '../../extension/tracers/memleak/decode';
 import { combineStdErr, sampleProbability, SampledTotals } from '../../extension/model/memleakSampling';
-import { lensText, leakSites } from '../../extension/editor/features/memleak/leakLenses';
+import { lensText, leakSites } from '../../extension/model/leakSites';
 import { toRows } from '../../webview/memleak/model';
 import { reportText } from '../../extension/model/memleakFormat';
 

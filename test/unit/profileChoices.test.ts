@@ -8,11 +8,11 @@ import { installVscodeMock } from '../mocks/vscode';
 import type { ProcessInfo } from '../../extension/protocol/protocol';
 
 const vscode = installVscodeMock();
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+ 
 const feature = require('../../extension/editor/features/profile/profile') as typeof import('../../extension/editor/features/profile/profile');
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+ 
 const choices = require('../../extension/editor/features/profile/profileChoices') as typeof import('../../extension/editor/features/profile/profileChoices');
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+ 
 const { setHelper } = require('../../extension/editor/helperClient/helperClient') as typeof import('../../extension/editor/helperClient/helperClient');
 
 function proc(pid: number, comm: string, main?: string): ProcessInfo {

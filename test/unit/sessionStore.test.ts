@@ -11,7 +11,7 @@ import { makeSession } from '../../extension/model/sessionFile';
 import { fromFolded } from '../../extension/model/flamegraph/formats';
 
 installVscodeMock();
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+ 
 const store = require('../../extension/editor/sessions/sessionStore') as typeof import('../../extension/editor/sessions/sessionStore');
 
 function context(storage: string, state: Map<string, unknown>) {

@@ -9,10 +9,10 @@ import path from 'node:path';
 import { installVscodeMock } from '../mocks/vscode';
 
 const vscode = installVscodeMock();
-/* eslint-disable @typescript-eslint/no-require-imports */
+ 
 const { openUserObject, readRegularOnce, readSourceOnce, notBpfElf, MAX_SOURCE_BYTES } = require('../../extension/sys/userObject') as typeof import('../../extension/sys/userObject');
 const { confirmObject, initObjectConfirm } = require('../../extension/editor/helperClient/objectConfirm') as typeof import('../../extension/editor/helperClient/objectConfirm');
-/* eslint-enable @typescript-eslint/no-require-imports */
+ 
 
 function bpfElf(extra = ''): Buffer {
   const b = Buffer.alloc(64 + extra.length);

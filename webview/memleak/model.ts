@@ -1,7 +1,7 @@
 // The leak view's pure model: rows sorted by outstanding bytes, sparkline geometry, labels.
 // No DOM here, so it is unit-tested directly.
 import type { MemleakFrame } from '../../extension/protocol/memleak';
-import { formatAge, formatBytesDecimal } from '../../extension/editor/features/memleak/leakLenses';
+import { formatAge, formatBytesDecimal } from '../../extension/model/leakSites';
 import type { LeakViewStack } from './protocol';
 
 export interface Row {

@@ -1,7 +1,7 @@
 // Helper side of "Run BPF Loader" and "Run bpftrace Script": starts the program as root (the
 // helper's own privileges), streams its output as run/output notifications and reports its end
 // as run/exited. Single entry point registerPrivilegedRunHandlers, so the rules for who may ask
-// (helper identity and confirmation, issue 15) can wrap it in one place. No shell: the program
+// (helper identity and confirmation) can wrap it in one place. No shell: the program
 // is exec'd directly with a fixed environment; every child is killed when the editor goes away.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';

@@ -2,7 +2,6 @@
 // libbpf can attach from its section name alone, and samples every map on a timer (the
 // @sample interval of a map wins), decoding keys and values with the object's BTF. Ring buffers
 // stream their records, decoded with the struct the source reserves/outputs.
-import fs from 'node:fs';
 import path from 'node:path';
 import type { BpfObject, MapInfo } from '../../../native/index';
 import type { BpfRunOptions, BpfRunResult, HistogramSeries, Json, MapView, ProgramState } from '../../protocol/bpfRun';

@@ -1,4 +1,4 @@
-// Java frame types for the agent path (issue 14): which Java frames of a sample ran in the
+// Java frame types for the agent path: which Java frames of a sample ran in the
 // interpreter, in C1- or C2-compiled code, or were inlined into their caller's compiled code.
 // Pure (no I/O): input is the agent's code-cache log (native/jvmagent/agent.c, the L/U/D lines)
 // and the JVM's `Compiler.codelist`; output is one type per AsyncGetCallTrace frame.

@@ -1,4 +1,4 @@
-// CFI (dwarf) leak stacks in uprobe mode (issue 13): decodes the `stack_copies` ring buffer of
+// CFI (dwarf) leak stacks in uprobe mode: decodes the `stack_copies` ring buffer of
 // bpf/memleak.bpf.c (mirrors struct memleak_stack_copy in bpf/memleak.h), unwinds each copy with
 // the shared UnwinderPool, and interns identical stacks, so the per-allocation ids the kernel
 // stores (>= MEMLEAK_DWARF_ID_BASE) can be grouped by real stack before aggregation.

@@ -11,7 +11,7 @@ import type { RawStack } from './stacks';
 export const PROFILE_NREGS = 17;
 export const PROFILE_SAMPLE_HEADER_SIZE = 184;
 export const PROFILE_MAX_STACK_COPY = 32768;
-/** What one sample copies by default: measured to reach main/thread start (issue 13 note, bench "profile unwind"). */
+/** What one sample copies by default: measured to reach main/thread start (bench "profile unwind"). */
 export const PROFILE_DEFAULT_STACK_COPY = 16384;
 const REG_IP = 16;
 const REG_SP = 7;

@@ -119,7 +119,7 @@ export const profileTracer: Tracer<'profile'> = {
     const warnings: string[] = [];
     const cmdline = options.pid ? (checkPid(options.pid), processInfo(options.pid)) : undefined;
     const jvmPids = new Set<number>();
-    let java: JavaAgentSession | undefined; // issue 14 hook (1/3): the JVMTI agent path
+    let java: JavaAgentSession | undefined; // the JVMTI agent path, when Java frames come from the agent
     // auto is CFI: libdw uses each module's .eh_frame/.debug_frame and walks frame pointers only
     // through code that has no CFI (JIT code), which is "frame pointers where they are all there is".
     // A JVM profiled with the Java agent is unwound the same way: auto picks CFI for it too. Its
@@ -161,7 +161,7 @@ export const profileTracer: Tracer<'profile'> = {
         }
         setRodata(o, { target_pid: options.pid, include_idle: options.includeIdle, unwind_dwarf: mode === 'dwarf', stack_copy_bytes: stackCopyBytes, signal_target: Boolean(java) });
       });
-      // issue 14 hook (2/3): signal_target, and in fp mode the java_samples ring (in dwarf mode
+      // Java agent: signal_target, and in fp mode the java_samples ring (in dwarf mode
       // the samples ring carries tid and time, forwarded below once unwound)
       if (mode === 'fp') java?.attachRing(loaded.obj);
     } catch (e) {
@@ -367,7 +367,7 @@ export const profileTracer: Tracer<'profile'> = {
         for (const w of late) env.log(`profile: ${w}`);
         if (late.length) events.update({ samples: totals.samples, lost: totals.lost, elapsedMs: Date.now() - started, warnings: late });
         final = result(assemble(rawLast, kernelFrames, userFrames));
-        // issue 14 hook (3/3): Java frames from the agent replace the target's truncated stacks
+        // Java agent: Java frames from the agent replace the target's truncated stacks
         if (java) final = await java.finish(final, rawLast, (raws) => assemble(raws, kernelFrames, userFrames));
         return final;
       },

@@ -1,5 +1,5 @@
 // Which modules of a process are unwound by CFI and which only by frame pointers: what the
-// profile view and `doctor --pid` show (issue 13). The CFI answer comes from libdw itself (the
+// profile view and `doctor --pid` show. The CFI answer comes from libdw itself (the
 // unwinder that does the work); the frame-pointer share from the prologue check.
 import type { UnwindModule } from '../../../native/index';
 import type { UnwindModuleInfo } from '../../protocol/profile';

@@ -17,7 +17,7 @@ import { newSessionKey, recordSession } from '../../sessions/sessionStore';
 import { makeSession } from '../../../model/sessionFile';
 import { createViewPanel, type TypedPanel } from '../../ui/webviewPanel';
 import { errorText, showError } from '../../ui/errors';
-import { leakSites, placeLenses, type LeakLens } from './leakLenses';
+import { leakSites, placeLenses, type LeakLens } from '../../../model/leakSites';
 import { CommandLineError, fromLaunchConfig, splitCommandLine, type LaunchConfigLike } from './leakLaunch';
 import type { FromView, LeakViewStack, ToView } from '../../../../webview/memleak/protocol';
 

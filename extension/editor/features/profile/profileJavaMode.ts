@@ -1,4 +1,4 @@
-// The "Profile CPU" picker's Java step (issue 14): for a JVM target, how Java frames are had.
+// The "Profile CPU" picker's Java step: for a JVM target, how Java frames are had.
 // "Java: full stacks (agent)" (the JVMTI agent, AsyncGetCallTrace) is the default for a JVM
 // without -XX:+PreserveFramePointer; the frame-pointer + perf-map path is the default with it.
 // No commands or context keys of its own: used by ./profile.ts.

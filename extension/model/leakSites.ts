@@ -1,9 +1,9 @@
 // Where the leak CodeLenses go, without VS Code: each stack's leak site is the first frame whose
 // source file lies in the workspace, skipping allocator wrappers (xmalloc-style helpers), with
 // inlined frames considered innermost first. Stacks sharing a site are summed.
-import { formatBytes } from '../../../model/units';
-import type { MemleakFrame, MemleakStack } from '../../../protocol/memleak';
-import { combineStdErr } from '../../../model/memleakSampling';
+import { formatBytes } from './units';
+import type { MemleakFrame, MemleakStack } from '../protocol/memleak';
+import { combineStdErr } from './memleakSampling';
 
 export interface LeakSite {
   /** "file:line", stable across updates */

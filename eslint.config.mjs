@@ -1,0 +1,50 @@
+// Lint: typescript-eslint's recommended rules, and the process boundaries the folder tree names
+// (extension/README.md): only editor code imports 'vscode'; nothing that runs as root or in the CLI
+// imports editor code; the pure layers (protocol/, model/, webview models) do no I/O; no cycles.
+import tseslint from 'typescript-eslint';
+import importX, { createNodeResolver } from 'eslint-plugin-import-x';
+
+// Node built-ins that do I/O or start processes: the pure layers import none of them.
+const ioModules = ['fs', 'child_process', 'net', 'http', 'https', 'os', 'worker_threads', 'dgram', 'tls', 'cluster', 'readline']
+  .flatMap((m) => [m, `node:${m}`, `${m}/*`, `node:${m}/*`]);
+
+/** no-restricted-imports for a folder: `groups` are glob patterns of forbidden specifiers. */
+function forbid(files, groups, why, paths = []) {
+  return {
+    files,
+    rules: {
+      'no-restricted-imports': ['error', { paths: paths.map((name) => ({ name, message: why })), patterns: [{ group: groups, message: why }] }],
+    },
+  };
+}
+
+const editorCode = ['**/editor/**', '**/extension/extension'];
+const rootSide = ['extension/helper/**', 'extension/tracers/**', 'extension/sys/**', 'extension/privilege/**', 'extension/authoring/**', 'extension/cli/**', 'extension/lsp/**'];
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'build/**', 'native/build/**', 'node_modules/**', 'test-artifacts/**', 'test/fixtures/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
+  ...tseslint.configs.recommended,
+  {
+    files: ['**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: {
+      'import-x/extensions': ['.ts', '.d.ts'],
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.d.ts', '.js'] })],
+    },
+    rules: {
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      // A panel's send() closure reads the panel variable before it is assigned (messages queue until then).
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+    },
+  },
+  forbid(rootSide, [...editorCode], 'runs outside the editor (as root, in the CLI or the language server): it may not import editor code', ['vscode']),
+  forbid(['extension/protocol/**', 'extension/model/**'], [...editorCode, '**/helper/**', '**/tracers/**', '**/sys/**', '**/privilege/**', '**/authoring/**', '**/cli/**', '**/lsp/**', ...ioModules], 'protocol/ and model/ are pure: no I/O, no process-specific code', ['vscode', 'zlib', 'node:zlib']),
+  forbid(['webview/**'], ['**/extension/editor/**', '**/extension/helper/**', '**/extension/tracers/**', '**/extension/sys/**', '**/extension/privilege/**', '**/extension/authoring/**', '**/extension/cli/**', '**/extension/lsp/**', ...ioModules], 'webviews run in the browser: they import protocol/, model/ and webview/ only', ['vscode']),
+  {
+    // Tests and benchmarks drive every layer; only the cycle and recommended rules apply.
+    files: ['test/**/*.ts', 'bench/**/*.ts'],
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+);
