@@ -14,7 +14,7 @@ import { checkPid, findJdks, libjvmUsdt, listProcesses, mapsOrExplain, noUsdtMes
 import { mappedFiles } from '../../sys/proc/maps';
 import { ElfFile } from '../../sys/elf/elf';
 import type { Tracer } from '../tracer';
-import { cString, loadFirstWorking, records, setRodata } from '../bpfObject';
+import { cString, loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
 
 // ---- struct java_gc_event (bpf/java-gc.h) --------------------------------------------------
 export const JAVA_GC_MAX_POOLS = 16;
@@ -194,13 +194,6 @@ function monoNs(): number {
   return Number(process.hrtime.bigint());
 }
 
-function readCounter(obj: BpfObject, index: number): number {
-  const key = Buffer.alloc(4);
-  key.writeUInt32LE(index);
-  const v = obj.mapLookup('counters', key);
-  return v ? Number(v.readBigUInt64LE(0)) : 0;
-}
-
 export const javaGcTracer: Tracer<'java-gc'> = {
   name: 'java-gc',
   validate(raw): JavaGcOptions {
@@ -296,8 +289,8 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     }
     const readLost = () => {
       if (closed) return;
-      lost = readCounter(obj, CTR_RINGBUF_FULL) + readCounter(obj, CTR_INFLIGHT_FULL);
-      safepointsLost = readCounter(obj, CTR_SAFEPOINT_LOST);
+      lost = readCounter(obj, 'counters', CTR_RINGBUF_FULL) + readCounter(obj, 'counters', CTR_INFLIGHT_FULL);
+      safepointsLost = readCounter(obj, 'counters', CTR_SAFEPOINT_LOST);
     };
     const pidList = () => [...pids].sort((a, b) => a - b);
     const flush = () => {
@@ -320,7 +313,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       }
       await new Promise((r) => setTimeout(r, DRAIN_MS));
       readLost();
-      const poolsDropped = readCounter(obj, CTR_POOLS_FULL);
+      const poolsDropped = readCounter(obj, 'counters', CTR_POOLS_FULL);
       if (poolsDropped) env.log(`java-gc: ${poolsDropped} pool records did not fit (more than ${JAVA_GC_MAX_POOLS} pools per GC)`);
       // What arrived since the last tick still goes out live, so a view matches the result.
       if (fresh.length || freshSafepoints.length) flush();

@@ -22,7 +22,7 @@ import { withElf } from '../../sys/elf/elf';
 import { checkBinary, lacksFramePointers } from '../../sys/elf/binaryChecks';
 import { requireElfFile } from '../../sys/elf/fileCheck';
 import type { Tracer } from '../tracer';
-import { loadFirstWorking, records, setRodata } from '../bpfObject';
+import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
 import { MEMLEAK_DEFAULT_STACK_COPY, MEMLEAK_MAX_STACK_COPY, MemleakDwarfStacks } from './dwarf';
 import { launchStopped, type StoppedChild } from '../launchStopped';
 import { aggregate, CNT, decodeAllocDump, decodeExitEvent } from './decode';
@@ -295,12 +295,7 @@ export const memleakTracer: Tracer<'memleak'> = {
       frames.store(todo, stacks, resolved);
     };
 
-    const counter = (i: number): number => {
-      const key = Buffer.alloc(4);
-      key.writeUInt32LE(i);
-      const v = obj.mapLookup('counters', key);
-      return v ? Number(v.readBigUInt64LE(0)) : 0;
-    };
+    const counter = (i: number): number => readCounter(obj, 'counters', i);
     const dropped = () => counter(CNT.allocsFull) + counter(CNT.stackLost) + counter(CNT.totalsFull) + counter(CNT.pendingFull);
 
     /** Reads the allocs map and symbolizes the stacks to report (all of them when `all`). */

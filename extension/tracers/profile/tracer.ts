@@ -27,8 +27,8 @@ import type { ProcessInfo } from '../../protocol/protocol';
 import { kernelBuildId } from '../../sys/elf/elf';
 import { boolFlag, writePerfMap } from '../../sys/jvm/attach';
 import type { Session, SessionEvents, Tracer, TracerEnv } from '../tracer';
-import { loadFirstWorking, records, setRodata } from '../bpfObject';
-import { decodeCounts, parseCpuList, PROFILE_STAT, sumPerCpu, type CountEntry } from './decode';
+import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
+import { decodeCounts, parseCpuList, PROFILE_STAT, type CountEntry } from './decode';
 import { assemble, readStacks, symbolizeStacks, type RawStack } from './stacks';
 import { DwarfAggregator, PROFILE_DEFAULT_STACK_COPY, PROFILE_SAMPLE_HEADER_SIZE, PROFILE_MAX_STACK_COPY } from './dwarf';
 import { unwindModules } from './unwindModules';
@@ -49,12 +49,6 @@ export function onlineCpus(): number[] {
 export function preserveFramePointerAdvice(pid: number, cmdline: string[]): string {
   const command = [cmdline[0] || 'java', '-XX:+PreserveFramePointer', ...cmdline.slice(1)].join(' ');
   return `pid ${pid} is a JVM running without -XX:+PreserveFramePointer: Java stacks will be truncated (the callers of compiled Java methods are lost). Restart it with the flag: "${command}", or set JAVA_TOOL_OPTIONS=-XX:+PreserveFramePointer in its environment.`;
-}
-
-function readStat(obj: BpfObject, index: number): number {
-  const key = Buffer.alloc(4);
-  key.writeUInt32LE(index);
-  return sumPerCpu(obj.mapLookup('stats', key));
 }
 
 /** Whether the JVM has -XX:+PreserveFramePointer: asked of the JVM itself, else read off its command line. */
@@ -282,8 +276,8 @@ class ProfileRun implements Session<'profile'> {
     let samples = 0;
     let lost = 0;
     try {
-      samples = readStat(obj, PROFILE_STAT.samples);
-      lost = readStat(obj, PROFILE_STAT.lost);
+      samples = readCounter(obj, 'stats', PROFILE_STAT.samples);
+      lost = readCounter(obj, 'stats', PROFILE_STAT.lost);
     } catch {
       return;
     }
@@ -310,7 +304,7 @@ class ProfileRun implements Session<'profile'> {
   /** The counted stacks so far (and the totals), from the unwinder or the counts map. */
   private collect(): RawStack[] {
     const { obj } = this;
-    this.totals = { samples: readStat(obj, PROFILE_STAT.samples), lost: readStat(obj, PROFILE_STAT.lost) };
+    this.totals = { samples: readCounter(obj, 'stats', PROFILE_STAT.samples), lost: readCounter(obj, 'stats', PROFILE_STAT.lost) };
     if (this.dwarf) return this.dwarf.raw((id) => obj.readStack('stacks', id));
     const d = obj.mapDump('counts');
     const entries: CountEntry[] = decodeCounts(d.keys, d.values, d.count);

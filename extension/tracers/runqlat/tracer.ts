@@ -8,7 +8,7 @@ import { asObject, int, num, oneOf, PID_MAX } from '../../protocol/validate';
 import { fromBpfError, inputError } from '../../protocol/errors';
 import { pidAlive, readStat } from '../../sys/proc/processes';
 import type { Tracer } from '../tracer';
-import { cString, loadFirstWorking, setRodata } from '../bpfObject';
+import { cString, loadFirstWorking, readCounter, setRodata } from '../bpfObject';
 
 // ---- bpf/runqlat.h --------------------------------------------------------------------------
 export const RUNQLAT_MAX_SLOTS = 32;
@@ -98,12 +98,7 @@ function u32(n: number): Buffer {
 }
 
 function readDropped(obj: BpfObject): number {
-  let n = 0;
-  for (const i of [CTR_START_FULL, CTR_HIST_FULL]) {
-    const v = obj.mapLookup('counters', u32(i));
-    if (v) n += Number(v.readBigUInt64LE(0));
-  }
-  return n;
+  return readCounter(obj, 'counters', CTR_START_FULL) + readCounter(obj, 'counters', CTR_HIST_FULL);
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
