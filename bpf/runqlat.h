@@ -1,4 +1,4 @@
-/* Layout shared by bpf/runqlat.bpf.c and the TypeScript decoder (extension/tracers/runqlat/tracer.ts).
+/* Layout shared by bpf/runqlat.bpf.c and the TypeScript decoder (extension/tracers/runqlat/decode.ts).
  * Fixed size, no implicit padding: the decoder reads it by offset. */
 #ifndef EBPF_STUDIO_RUNQLAT_H
 #define EBPF_STUDIO_RUNQLAT_H

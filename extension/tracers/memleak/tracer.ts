@@ -28,7 +28,7 @@ import { launchStopped, type StoppedChild } from '../launchStopped';
 import { aggregate, CNT, decodeAllocDump, decodeExitEvent } from './decode';
 import { exitMessage, LeakReports, liveUpdate, StackFrames, toStack } from './report';
 import { allocatorLibBlocker, glibcBlocker, preloadBlocker, preloadLibPath, startPreload } from './preload';
-import { MEMLEAK_MODES, type MemleakMode } from '../../protocol/memleak';
+import { MEMLEAK_MODES } from '../../protocol/memleak';
 import { resolveCommand } from '../launchStopped';
 
 interface Probe {
@@ -148,8 +148,7 @@ export const memleakTracer: Tracer<'memleak'> = {
     const symbolPrefix = o.symbolPrefix === undefined ? undefined : str(o, 'symbolPrefix', 64);
     if (symbolPrefix !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(symbolPrefix)) throw inputError(`symbolPrefix "${symbolPrefix}" is not a C identifier prefix (e.g. je_)`);
     if (allocatorLib !== undefined && !path.isAbsolute(allocatorLib)) throw inputError(`allocatorLib must be an absolute path, got "${allocatorLib}"`);
-    const mode = (o.mode === undefined || o.mode === null ? 'auto' : str(o, 'mode', 16)) as MemleakMode;
-    if (!MEMLEAK_MODES.includes(mode)) throw inputError(`mode must be one of ${MEMLEAK_MODES.join(', ')}, got "${mode}"`);
+    const mode = oneOf(o, 'mode', MEMLEAK_MODES, 'auto');
     if (mode === 'preload' && !launch) throw inputError('mode preload needs a command to launch: a running process (pid) or the kernel cannot be preloaded; use mode uprobe or auto');
     return {
       mode,
