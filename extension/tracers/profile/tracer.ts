@@ -18,7 +18,8 @@
 import fs from 'node:fs';
 import type { BpfObject, RingBufferHandle } from '../../../native/index';
 import { Symbolizer, type ProcessImage } from '../../sys/symbolize';
-import type { ProfileFrame, ProfileOptions, ProfileResult, ProfileStack } from '../../protocol/profile';
+import type { ProfileFrame } from '../../protocol/frames';
+import type { ProfileOptions, ProfileResult, ProfileStack } from '../../protocol/profile';
 import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE, UNWIND_CHOICES, type UnwindInfo, type UnwindMode } from '../../protocol/profile';
 import { asObject, bool, int, oneOf, PID_MAX } from '../../protocol/validate';
 import { fromBpfError, unsuitableError } from '../../protocol/errors';
