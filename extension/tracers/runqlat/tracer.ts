@@ -9,6 +9,7 @@ import { fromBpfError, inputError } from '../../protocol/errors';
 import { pidAlive, readStat } from '../../sys/proc/processes';
 import type { Tracer } from '../tracer';
 import { loadFirstWorking, readCounter, setRodata } from '../bpfObject';
+import { HistEpochs } from '../histEpochs';
 import { CTR_HIST_FULL, CTR_START_FULL, decodeHistEntries, KEY_MODE, RUNQLAT_KEY_SIZE, RunqlatAggregate } from './decode';
 
 const VARIANTS = [
@@ -16,17 +17,9 @@ const VARIANTS = [
   ['wakeup_raw', 'wakeup_new_raw', 'switch_raw'],
 ];
 
-function u32(n: number): Buffer {
-  const b = Buffer.alloc(4);
-  b.writeUInt32LE(n >>> 0);
-  return b;
-}
-
 function readDropped(obj: BpfObject): number {
   return readCounter(obj, 'counters', CTR_START_FULL) + readCounter(obj, 'counters', CTR_HIST_FULL);
 }
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 export const runqlatTracer: Tracer<'runqlat'> = {
   name: 'runqlat',
@@ -54,7 +47,7 @@ export const runqlatTracer: Tracer<'runqlat'> = {
     env.log(`runqlat: attached via ${variant === 0 ? 'tp_btf' : 'raw_tp'}`);
 
     const agg = new RunqlatAggregate(options.per, options.unit);
-    let epoch = 0;
+    const epochs = new HistEpochs(obj, RUNQLAT_KEY_SIZE);
     let dropped = 0;
     let closed = false;
     // Reads are serialized: the interval timer and stop() must not flip the epoch twice at once.
@@ -62,22 +55,12 @@ export const runqlatTracer: Tracer<'runqlat'> = {
 
     const collect = async (final: boolean) => {
       if (closed) return;
-      epoch = (epoch + 1) >>> 0;
-      obj.mapUpdate('ctl', u32(0), u32(epoch));
-      const timestampNs = Number(process.hrtime.bigint());
-      // A program that read the old epoch just before the flip finishes within microseconds.
-      await sleep(2);
-      if (closed) return;
-      const old = decodeHistEntries(obj.mapDump('hists'), options.per).filter((e) => e.epoch !== epoch);
-      for (const e of old) {
-        const key = Buffer.alloc(RUNQLAT_KEY_SIZE);
-        key.writeUInt32LE(e.key >>> 0, 0);
-        key.writeUInt32LE(e.epoch, 4);
-        obj.mapDelete('hists', key);
-      }
+      const taken = await epochs.take(() => closed);
+      if (!taken) return;
+      const old = decodeHistEntries(taken.dump, options.per);
       dropped = readDropped(obj);
       if (final && old.every((e) => total(e.slots) === 0)) return;
-      events.update(agg.addInterval(old, timestampNs, dropped));
+      events.update(agg.addInterval(old, taken.endedNs, dropped));
     };
     const serial = (final: boolean) => (reading = reading.then(() => collect(final)).catch((e) => env.log(`runqlat: reading histograms failed: ${(e as Error).message}`)));
 
