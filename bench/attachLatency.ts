@@ -5,6 +5,7 @@
 // start and bundle load. Runs alternate ours, bpftrace, ours, ...
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
+import type { TracingName } from '../extension/protocol/protocol';
 import { cli, JAVA_HOME, libc, libjvm, LineProcess, median, round, startBpftrace, startCli, type Attached, type BenchContext, type Row } from './lib';
 
 interface Case {
@@ -39,32 +40,32 @@ export async function benchAttach(ctx: BenchContext): Promise<Row[]> {
     // Same probe set as memleak on a C program: entry on 12 libc functions, return on 10.
     const entries = ['malloc', 'calloc', 'realloc', 'free', 'reallocarray', 'posix_memalign', 'aligned_alloc', 'memalign', 'valloc', 'pvalloc', 'mmap', 'munmap'];
     const rets = entries.filter((f) => f !== 'free' && f !== 'munmap');
-    const cases: Case[] = [
-      {
-        tracer: 'java-gc',
+    // Keyed by the registry: a new tracer gets a row here or says why not (a missing key fails the type check).
+    const byTracer: Record<TracingName, Omit<Case, 'tracer'> | null> = {
+      'java-gc': {
         ours: ['java-gc', '--pid', jvmPid],
         bpftrace: { program: ['gc__begin', 'gc__end', 'mem__pool__gc__begin', 'mem__pool__gc__end'].map((p) => `usdt:${lib}:hotspot:${p} { @[probe] = count(); }`).join(' '), args: ['-p', jvmPid] },
         probes: '4 USDT probes in libjvm.so',
       },
-      {
-        tracer: 'runqlat',
+      runqlat: {
         ours: ['runqlat'],
         bpftrace: { program: 'tracepoint:sched:sched_wakeup, tracepoint:sched:sched_wakeup_new { @qtime[args->pid] = nsecs; } tracepoint:sched:sched_switch { @ns = hist(nsecs); }', args: [] },
         probes: '3 sched tracepoints',
       },
-      {
-        tracer: 'memleak',
+      memleak: {
         ours: ['memleak', '--pid', cPid],
         bpftrace: { program: `${entries.map((f) => `uprobe:${lc}:${f}`).join(', ')} /pid == ${cPid}/ { @e[tid] = arg0; } ${rets.map((f) => `uretprobe:${lc}:${f}`).join(', ')} /pid == ${cPid}/ { @r[retval] = @e[tid]; }`, args: [] },
         probes: '12 uprobes + 10 uretprobes in libc',
       },
-      {
-        tracer: 'profile',
+      profile: {
         ours: ['profile', '--pid', cPid, '--frequency', '99'],
         bpftrace: { program: `profile:hz:99 /pid == ${cPid}/ { @[ustack, kstack] = count(); }`, args: [] },
         probes: 'cpu-clock perf event on each CPU',
       },
-    ];
+      // the JVM timeline attaches what java-gc, runqlat and profile attach (rows above) on one JVM; bpftrace has no counterpart
+      jvm: null,
+    };
+    const cases: Case[] = Object.entries(byTracer).flatMap(([tracer, k]) => (k ? [{ tracer, ...k }] : []));
     // The floor under every figure: starting Node and loading the CLI bundle, tracing nothing.
     const startup = median(
       Array.from({ length: rounds + 1 }, () => {

@@ -5,7 +5,7 @@
 // what the kernel counted when bpf_ringbuf_reserve found no room.
 import path from 'node:path';
 import { loadAddon } from '../extension/sys/addon';
-import { loadFirstWorking, records, setRodata } from '../extension/tracers/bpfObject';
+import { loadFirstWorking, readCounter, records, setRodata } from '../extension/tracers/bpfObject';
 import { LineProcess, median, root, round, sleep, type BenchContext, type Row } from './lib';
 
 const CTR_SUBMITTED = 0;
@@ -44,12 +44,7 @@ async function measure(ctx: BenchContext, gen: LineProcess, perHit: number, roun
       }
       lastAt = performance.now();
     });
-    const counter = (i: number) => {
-      const key = Buffer.alloc(4);
-      key.writeUInt32LE(i);
-      const v = obj.mapLookup('counters', key);
-      return v ? Number(v.readBigUInt64LE(0)) : 0;
-    };
+    const counter = (i: number) => readCounter(obj, 'counters', i);
     const runs: Run[] = [];
     try {
       for (let i = 0; i < rounds; i++) {

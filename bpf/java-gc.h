@@ -1,4 +1,4 @@
-/* Layout shared by bpf/java-gc.bpf.c and the TypeScript decoder (extension/tracers/javaGc/tracer.ts).
+/* Layout shared by bpf/java-gc.bpf.c and the TypeScript decoder (extension/tracers/javaGc/decode.ts).
  * Fixed size, no implicit padding: the decoder reads it by offset. The same struct is the
  * per-thread in-flight record (hash map value) and the ring-buffer event, so the kernel emits
  * it with one bpf_ringbuf_output and never builds a large copy on its 512-byte stack. */

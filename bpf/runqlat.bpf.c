@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Run-queue latency: the time from a thread becoming runnable (wakeup, new task, or preemption
  * while still runnable) to it getting a CPU. Histograms are built here, per key, so nothing is
- * sent per event; user space reads and resets them each interval through the epoch in `ctl`.
+ * sent per event; user space reads and resets them each interval through the epoch protocol of
+ * hist_epoch.bpf.h.
  * Each hook exists twice (tp_btf and raw_tp); user space loads whichever set the kernel takes. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "log2.bpf.h"
+#include "hist_epoch.bpf.h"
 #include "runqlat.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -35,14 +37,6 @@ struct {
 	__type(key, struct runqlat_key);
 	__type(value, struct runqlat_hist);
 } hists SEC(".maps");
-
-/* Slot 0: the current epoch, written by user space. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} ctl SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -113,26 +107,11 @@ static __always_inline __u32 hist_key(struct task_struct *t, __u32 tid)
 	}
 }
 
-static __always_inline struct runqlat_hist *hist_for(struct runqlat_key *k)
-{
-	struct runqlat_hist *h = bpf_map_lookup_elem(&hists, k);
-	long err;
-
-	if (h)
-		return h;
-	err = bpf_map_update_elem(&hists, k, &empty_hist, BPF_NOEXIST);
-	if (err && err != -17 /* EEXIST: another CPU created it first */) {
-		count(RUNQLAT_CTR_HIST_FULL);
-		return NULL;
-	}
-	return bpf_map_lookup_elem(&hists, k);
-}
-
 static __always_inline void on_switch(struct task_struct *prev, struct task_struct *next)
 {
 	struct runqlat_key k = {};
 	struct runqlat_hist *h;
-	__u32 tid, zero = 0, *epoch;
+	__u32 tid;
 	__u64 *tsp;
 	__s64 delta;
 
@@ -149,12 +128,13 @@ static __always_inline void on_switch(struct task_struct *prev, struct task_stru
 	if (delta < 0)
 		return;
 
-	epoch = bpf_map_lookup_elem(&ctl, &zero);
-	k.epoch = epoch ? *epoch : 0;
+	k.epoch = hist_epoch();
 	k.key = hist_key(next, tid);
-	h = hist_for(&k);
-	if (!h)
+	h = hist_entry(&hists, &k, &empty_hist);
+	if (!h) {
+		count(RUNQLAT_CTR_HIST_FULL);
 		return;
+	}
 	if (!h->comm[0]) {
 		/* Per process, name it after the main thread rather than whichever thread came first. */
 		if (key_mode == RUNQLAT_KEY_PROCESS)

@@ -1,4 +1,4 @@
-/* Layout shared by bpf/runqlat.bpf.c and the TypeScript decoder (extension/tracers/runqlat/tracer.ts).
+/* Layout shared by bpf/runqlat.bpf.c and the TypeScript decoder (extension/tracers/runqlat/decode.ts).
  * Fixed size, no implicit padding: the decoder reads it by offset. */
 #ifndef EBPF_STUDIO_RUNQLAT_H
 #define EBPF_STUDIO_RUNQLAT_H
@@ -20,9 +20,8 @@
 #define RUNQLAT_CTR_HIST_FULL 1  /* waits lost: the histogram map had no free entry */
 #define RUNQLAT_NR_COUNTERS 2
 
-/* Histogram map key, 8 bytes:  0 key (u32)  4 epoch (u32)
- * User space flips the epoch each interval (ctl map) and then reads and deletes the previous
- * epoch's entries, so no increment can land in an entry while it is being read. */
+/* Histogram map key, 8 bytes:  0 key (u32)  4 epoch (u32), the epoch last as hist_epoch.bpf.h
+ * wants: user space reads and deletes each interval's entries by it. */
 struct runqlat_key {
 	__u32 key;
 	__u32 epoch;

@@ -4,22 +4,7 @@
 // annotation names the line. Older kernels print "; *val += 1;" without "@ file:line": then the
 // text is searched for in the sources we were given. Pure: text in, diagnostics out.
 import path from 'node:path';
-
-export interface VerifierDiagnostic {
-  /** file as the log names it (a basename), or the matching source's path when sources were given */
-  file: string;
-  /** 1-based */
-  line: number;
-  /** 1-based; where the annotated source text starts on that line, else 1 */
-  column: number;
-  severity: 'error';
-  /** the verifier's error line(s), e.g. "R0 invalid mem access 'map_value_or_null'" */
-  message: string;
-  /** program (function) name the log belongs to, when known */
-  program?: string;
-  /** the last few log lines up to and including the error */
-  excerpt: string;
-}
+import type { VerifierDiagnostic } from '../protocol/authoring';
 
 export interface SourceFile {
   path: string;

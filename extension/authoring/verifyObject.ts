@@ -5,14 +5,9 @@ import path from 'node:path';
 import { readSourceOnce } from '../sys/userObject';
 import type { Addon } from '../sys/addon';
 import { fromBpfError, StudioError } from '../protocol/errors';
-import { hasVerifierLog, verifierDiagnostics, type SourceFile, type VerifierDiagnostic } from './verifierLog';
+import type { VerifyResponse } from '../protocol/authoring';
+import { hasVerifierLog, verifierDiagnostics, type SourceFile } from './verifierLog';
 import { checkBpfObject } from './toolchain';
-
-export interface VerifyResult {
-  ok: boolean;
-  diagnostics: VerifierDiagnostic[];
-  log: string;
-}
 
 function errText(e: unknown): { code?: string; message: string; log: string } {
   const x = e as { code?: string; message?: string; log?: string };
@@ -37,7 +32,7 @@ export function siblingSources(objectPath: string, extra: string[] = []): Source
   return out;
 }
 
-export function verifyObject(addon: Addon, objectPath: string, sources: SourceFile[] = []): VerifyResult {
+export function verifyObject(addon: Addon, objectPath: string, sources: SourceFile[] = []): VerifyResponse {
   checkBpfObject(objectPath);
   const open = () => {
     try {

@@ -109,3 +109,27 @@ export function renderText(buckets: Bucket[], unitLabel: string, width = 40): st
   }
   return lines.join('\n');
 }
+
+/** The figures every view and the CLI show for a log2 histogram. */
+export interface HistStats {
+  count: number;
+  /** estimates from the buckets (quantileFromCounts), in the histogram's unit */
+  p50: number;
+  p90: number;
+  p99: number;
+  /** upper bound of the highest non-empty bucket: the true maximum is at most this */
+  max: number;
+}
+
+export function statsOf(buckets: Bucket[]): HistStats {
+  const counts = fromBuckets(buckets);
+  let top = counts.length - 1;
+  while (top >= 0 && counts[top] === 0) top--;
+  return {
+    count: total(counts),
+    p50: quantileFromCounts(counts, 0.5),
+    p90: quantileFromCounts(counts, 0.9),
+    p99: quantileFromCounts(counts, 0.99),
+    max: top < 0 ? 0 : bucketHigh(top),
+  };
+}

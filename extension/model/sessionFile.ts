@@ -9,14 +9,24 @@ import type { FlameProfile } from './flamegraph/profileData';
 import type { LeakViewStack } from '../../webview/memleak/protocol';
 import { StudioError } from '../protocol/errors';
 import { JAVA_FRAME_TYPES } from '../protocol/profile';
+import type { TracingName } from '../protocol/protocol';
 
 export const SESSION_FORMAT = 'ebpf-studio-session';
 export const SESSION_VERSION = 1;
 /** The file name suffix of saved sessions (and the custom editor's pattern). */
 export const SESSION_SUFFIX = '.ebpf-session.json';
 
-export type SessionTracer = 'java-gc' | 'runqlat' | 'memleak' | 'profile';
-export const SESSION_TRACERS: readonly SessionTracer[] = ['java-gc', 'runqlat', 'memleak', 'profile'];
+/** Tracers whose sessions are saved in this format; the JVM timeline saves through its own panel. */
+export type SessionTracer = Exclude<TracingName, 'jvm'>;
+/**
+ * The bundled view that shows each tracer's sessions (dist/webview/<view>.js). Keyed by the
+ * tracer registry: a new tracer without a view here (and a shape in SessionData) fails the type check.
+ */
+const SESSION_VIEWS = { 'java-gc': 'javaGc', runqlat: 'runqlat', memleak: 'memleak', profile: 'flamegraph' } as const satisfies Record<SessionTracer, string>;
+export type SessionView = (typeof SESSION_VIEWS)[SessionTracer];
+export const SESSION_TRACERS = Object.keys(SESSION_VIEWS) as readonly SessionTracer[];
+/** Every view a saved or restored session opens in (each is restored after a window reload). */
+export const SESSION_VIEW_NAMES: readonly SessionView[] = [...new Set(Object.values(SESSION_VIEWS))];
 
 export type EndedState = { reason: 'stopped' | 'target-exited' | 'error'; message?: string };
 
@@ -147,8 +157,8 @@ export function readSession(text: string, name = 'the file'): AnySessionFile {
 }
 
 /** The bundled view that shows a tracer's sessions (dist/webview/<view>.js). */
-export function viewOf(tracer: SessionTracer): 'javaGc' | 'runqlat' | 'memleak' | 'flamegraph' {
-  return ({ 'java-gc': 'javaGc', runqlat: 'runqlat', memleak: 'memleak', profile: 'flamegraph' } as const)[tracer];
+export function viewOf(tracer: SessionTracer): SessionView {
+  return SESSION_VIEWS[tracer];
 }
 
 /**

@@ -10,19 +10,27 @@ export interface VerifyParams {
   confirmedSha256?: string;
 }
 
-export interface VerifyDiagnostic {
+/** Where and why the verifier rejected a program (authoring/verifierLog.ts reads it off the log). */
+export interface VerifierDiagnostic {
+  /** file as the log names it (a basename), or the matching source's path when sources were given */
   file: string;
+  /** 1-based */
   line: number;
+  /** 1-based; where the annotated source text starts on that line, else 1 */
   column: number;
   severity: 'error';
+  /** the verifier's error line(s), e.g. "R0 invalid mem access 'map_value_or_null'" */
   message: string;
+  /** program (function) name the log belongs to, when known */
   program?: string;
+  /** the last few log lines up to and including the error */
   excerpt: string;
 }
 
+/** The verdict on one object: the helper's bpf/verify answer and `ebpf-studio verify --json`. */
 export interface VerifyResponse {
   ok: boolean;
-  diagnostics: VerifyDiagnostic[];
+  diagnostics: VerifierDiagnostic[];
   log: string;
 }
 

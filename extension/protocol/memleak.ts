@@ -1,5 +1,9 @@
 // JSON shapes of the memleak tracer: outstanding allocations grouped by allocation stack.
 // The result is the `ebpf-studio memleak --json` document, plus `lost`/`dropped`.
+import type { MemleakFrame } from './frames';
+
+// The frame type is one of the family of ./frames.ts.
+export type { MemleakFrame } from './frames';
 
 export interface MemleakLaunch {
   /** program and its arguments (argv[0] is looked up in PATH like execvp does) */
@@ -72,20 +76,6 @@ export interface MemleakOptions {
   sampleBytes?: number;
 }
 
-export interface MemleakFrame {
-  /** hex, e.g. "0x55d0c0ffee12" */
-  address: string;
-  /** file name of the module (binary or library), "[kernel]" for kernel frames */
-  module: string;
-  /** hex file offset in the module; given only when the function is unknown (shown as module+offset) */
-  offset?: string;
-  function?: string;
-  file?: string;
-  line?: number;
-  column?: number;
-  /** functions inlined at this address, innermost first */
-  inlined?: { function?: string; file?: string; line?: number; column?: number }[];
-}
 
 export interface MemleakStack {
   bytes: number;

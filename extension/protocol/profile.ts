@@ -1,15 +1,11 @@
 // JSON shapes of the CPU profiler (perf_event cpu-clock sampling with user and kernel stacks).
 // ProfileResult is exactly the document `ebpf-studio profile --json` prints.
 
-export type FrameKind = 'kernel' | 'native' | 'jit' | 'interpreted';
+import type { ProfileFrame } from './frames';
 
-/**
- * How a Java frame ran (the agent path): in the interpreter, in C1- or C2-compiled code,
- * compiled at a tier we could not learn, or inlined into its caller's compiled code. See
- * extension/tracers/javaAgent/frameTypes.ts for what is observed and what is inferred.
- */
-export type JavaFrameType = 'interpreted' | 'c1' | 'c2' | 'compiled' | 'inlined';
-export const JAVA_FRAME_TYPES: JavaFrameType[] = ['interpreted', 'c1', 'c2', 'compiled', 'inlined'];
+// The frame types are one family, defined in ./frames.ts.
+export type { FrameKind, JavaFrameType, ProfileFrame } from './frames';
+export { JAVA_FRAME_TYPES } from './frames';
 
 /** How user stacks are unwound: frame pointers in the kernel, or CFI (.eh_frame/.debug_frame) in user space from a stack copy. */
 export type UnwindMode = 'fp' | 'dwarf';
@@ -67,23 +63,6 @@ export interface ProfileUpdate {
   elapsedMs: number;
   /** said during the session (e.g. at the end: the JVM's perf map could not be fetched) */
   warnings?: string[];
-}
-
-export interface ProfileFrame {
-  /** instruction address, hex ("0xffffffff81000000") */
-  address: string;
-  /** binary, "[kernel]" or "[perf-map]"/"[jit]"; null when no mapping covers the address */
-  module: string | null;
-  function: string | null;
-  file: string | null;
-  line: number | null;
-  kind: FrameKind;
-  /** hex offset of the address inside module's file, when known (pprof mappings need it) */
-  offset?: string;
-  /** this frame was inlined into the next one: both sit at the same address */
-  inlined?: boolean;
-  /** a Java frame from the agent whose type is known (absent: not Java, or not known) */
-  javaType?: JavaFrameType;
 }
 
 export interface ProfileStack {

@@ -23,6 +23,13 @@ export interface TracerTypes {
   jvm: { options: JvmOptions; update: JvmUpdate; result: JvmResult };
 }
 export type TracerName = keyof TracerTypes;
+/**
+ * The tracers a user runs to observe a system (a CLI command and an editor session each): the
+ * keys of every per-tracer table (loss advice, tests, benchmarks, views), typed so that a new
+ * tracer missing from one fails the type check. Not selftest (a self-check) nor bpf-run (the
+ * user's own BPF objects, whose maps say what they count).
+ */
+export type TracingName = Exclude<TracerName, 'selftest' | 'bpf-run'>;
 export type OptionsOf<N extends TracerName> = TracerTypes[N]['options'];
 export type UpdateOf<N extends TracerName> = TracerTypes[N]['update'];
 export type ResultOf<N extends TracerName> = TracerTypes[N]['result'];

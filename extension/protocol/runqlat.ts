@@ -1,6 +1,6 @@
 // JSON shapes of the run-queue latency tracer (runqlat): options, the live update sent each
 // interval, and the result, which is exactly the CLI's --json document.
-import { bucketHigh, fromBuckets, quantileFromCounts, total, type Bucket } from '../model/log2hist';
+import type { Bucket } from '../model/log2hist';
 
 /** What a histogram is kept per: one for everything (key -1, comm "all"), or per key. */
 export type RunqlatPer = 'none' | 'process' | 'thread' | 'pidns';
@@ -51,25 +51,5 @@ export interface RunqlatResult {
 
 export const RUNQLAT_KEY_LABEL: Record<RunqlatPer, string> = { none: '', process: 'pid', thread: 'tid', pidns: 'pidns' };
 
-export interface RunqlatStats {
-  count: number;
-  /** estimates from the buckets (log2hist.quantileFromCounts), in the histogram's unit */
-  p50: number;
-  p90: number;
-  p99: number;
-  /** upper bound of the highest non-empty bucket: the true maximum is at most this */
-  max: number;
-}
-
-export function statsOf(buckets: Bucket[]): RunqlatStats {
-  const counts = fromBuckets(buckets);
-  let top = counts.length - 1;
-  while (top >= 0 && counts[top] === 0) top--;
-  return {
-    count: total(counts),
-    p50: quantileFromCounts(counts, 0.5),
-    p90: quantileFromCounts(counts, 0.9),
-    p99: quantileFromCounts(counts, 0.99),
-    max: top < 0 ? 0 : bucketHigh(top),
-  };
-}
+// The bucket statistics are every log2 histogram's (model/log2hist.ts).
+export { statsOf, type HistStats as RunqlatStats } from '../model/log2hist';

@@ -70,6 +70,24 @@ export function loadFirstWorking(env: TracerEnv, name: string, variants: string[
   throw fromBpfError(`loading ${name}.bpf.o`, lastErr);
 }
 
+/** Sum of the u64 slots of a map value: one per possible CPU for a per-CPU map, the value itself otherwise. */
+export function sumU64(buf: Buffer | null): number {
+  if (!buf) return 0;
+  let n = 0n;
+  for (let o = 0; o + 8 <= buf.length; o += 8) n += buf.readBigUInt64LE(o);
+  return Number(n);
+}
+
+/**
+ * One u64 counter of an ARRAY or PERCPU_ARRAY map keyed by a u32 index (the loss and statistics
+ * counters every tracer keeps): per-CPU slots summed; 0 when the slot cannot be read.
+ */
+export function readCounter(obj: BpfObject, map: string, index: number): number {
+  const key = Buffer.alloc(4);
+  key.writeUInt32LE(index >>> 0);
+  return sumU64(obj.mapLookup(map, key));
+}
+
 export function cString(buf: Buffer, offset: number, len: number): string {
   const slice = buf.subarray(offset, offset + len);
   const end = slice.indexOf(0);

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import type { TracingName } from '../protocol/protocol';
 
 export interface LossRecord {
   tracer: string;
@@ -15,13 +16,18 @@ export interface LossRecord {
 }
 
 /** What makes each tracer lose less, in the CLI's words (the editor's pickers offer the same). */
-export const LOSS_ADVICE: Record<string, string> = {
+export const LOSS_ADVICE: Record<TracingName, string> = {
   'java-gc': 'trace one JVM (--pid) instead of --all, or drop short pauses in the kernel with --min-us N',
   runqlat: 'narrow it with --pid P, or use --per-process instead of --per-thread (fewer histogram keys)',
   memleak: 'record fewer allocations with --sample-rate N (e.g. 10) or --min-size BYTES, or allow more with --max-outstanding N',
   profile: 'sample less often (--frequency 49), copy less stack per sample (--stack-copy-kb 8), for a shorter --duration, or keep more stacks with --stack-storage-size N',
   jvm: 'sample less often (--frequency 49) or trace for a shorter --duration',
 };
+
+/** The advice for a tracer named in a result or a loss record (undefined for one without advice). */
+export function adviceFor(tracer: string): string | undefined {
+  return Object.prototype.hasOwnProperty.call(LOSS_ADVICE, tracer) ? LOSS_ADVICE[tracer as TracingName] : undefined;
+}
 
 /** What a tracer's `lost` counts and why: ring-buffer events, but samples for the profiler. */
 export function lostWhat(tracer: string, result?: unknown): { noun: string; cause: string } {
@@ -105,7 +111,7 @@ export function lossAdvice(records: LossRecord[], nowMs = Date.now()): string[] 
     const lost = rs.reduce((n, r) => n + r.lost, 0);
     const dropped = rs.reduce((n, r) => n + r.dropped, 0);
     const what = [lost ? `${lost} ${lostWhat(tracer).noun} lost` : '', dropped ? `${dropped} dropped` : ''].filter(Boolean).join(', ');
-    const fix = LOSS_ADVICE[tracer];
+    const fix = adviceFor(tracer);
     out.push(`${tracer} lost data in ${rs.length} sessions in the last 7 days (${what})${fix ? `: ${fix}` : ''}.`);
   }
   return out;

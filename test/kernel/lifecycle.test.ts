@@ -53,12 +53,15 @@ async function assertGone(o: Ours, what: string, ms = 2000) {
 }
 
 const progIds = () => new Set(loadedPrograms().map((p) => p.id));
-// Program names as the kernel truncates them (16 bytes).
-const NAMES: Record<string, RegExp> = {
+// Program names as the kernel truncates them (16 bytes), per tracer: keyed by the registry, so a
+// new tracer gets the kill -9 test below or fails the type check.
+const NAMES: Record<proto.TracingName, RegExp> = {
   'java-gc': /^handle_(gc|pool)_/,
   runqlat: /^(wakeup|wakeup_new|switch)_(btf|raw)$/,
   profile: /^on_sample$/,
   memleak: /^(malloc|calloc|realloc|free|alloc|mmap|munmap|exit|posix|aligned|pvalloc|reallocarray)_/,
+  // the JVM timeline runs the three above on one JVM
+  jvm: /^(handle_(gc|pool)_|(wakeup|wakeup_new|switch)_(btf|raw)$|on_sample$)/,
 };
 
 function startGcJvm(seconds: number): { child: ChildProcess; ready: Promise<boolean> } {
@@ -151,22 +154,32 @@ const proto = require(${JSON.stringify(path.join(repoRoot, 'extension/protocol/p
 });
 
 // ---- the CLI -------------------------------------------------------------------------------------
-for (const tracer of ['runqlat', 'profile', 'java-gc'] as const) {
+/** How each tracer is started for the kill -9 test: on a JVM, on a C process (sleep), or on the whole system. */
+const KILLED: Record<proto.TracingName, { target: 'jvm' | 'process' | 'system'; args: (pid: number) => string[] }> = {
+  runqlat: { target: 'system', args: () => ['runqlat'] },
+  profile: { target: 'system', args: () => ['profile', '--all', '--no-java'] },
+  'java-gc': { target: 'jvm', args: (pid) => ['java-gc', '--pid', String(pid)] },
+  memleak: { target: 'process', args: (pid) => ['memleak', '--pid', String(pid)] },
+  jvm: { target: 'jvm', args: (pid) => ['jvm', '--pid', String(pid)] },
+};
+
+for (const tracer of Object.keys(KILLED) as proto.TracingName[]) {
   test(`CLI: kill -9 of a running \`${tracer}\` leaves no program or link`, async (t) => {
     if (skip) return t.skip(skip);
-    if (tracer === 'java-gc' && !java) return t.skip('no JDK with USDT probes');
+    const how = KILLED[tracer];
+    if (how.target === 'jvm' && !java) return t.skip('no JDK with USDT probes');
     const before = progIds();
-    const jvm = tracer === 'java-gc' ? startGcJvm(30) : undefined;
+    const jvm = how.target === 'jvm' ? startGcJvm(60) : undefined;
+    const proc = how.target === 'process' ? spawn('sleep', ['60'], { stdio: 'ignore' }) : undefined;
     try {
       if (jvm) assert.ok(await jvm.ready, 'the JVM started');
-      const args = tracer === 'runqlat' ? ['runqlat'] : tracer === 'profile' ? ['profile', '--all', '--no-java'] : ['java-gc', '--pid', String(jvm!.child.pid)];
-      const run = startCli(args);
+      const run = startCli(how.args(jvm?.child.pid ?? proc?.pid ?? 0));
       let ours: Ours = { progs: [], links: [] };
       assert.ok(
         await waitFor(() => {
           ours = ourObjects(before, NAMES[tracer]);
           return ours.links.length > 0 || (tracer === 'profile' && ours.progs.length > 0);
-        }, 10_000),
+        }, 20_000),
         `${tracer} attached (stderr: ${run.stderr()})`,
       );
       await new Promise((r) => setTimeout(r, 300));
@@ -176,6 +189,7 @@ for (const tracer of ['runqlat', 'profile', 'java-gc'] as const) {
       await assertGone(ours, `after kill -9 of ebpf-studio ${tracer}`);
     } finally {
       jvm?.child.kill('SIGKILL');
+      proc?.kill('SIGKILL');
     }
   });
 }

@@ -12,7 +12,7 @@ import { bucketIndex, fromBuckets, toBuckets, total, type Bucket } from '../../e
 import { statsOf, type RunqlatResult, type RunqlatUpdate } from '../../extension/protocol/runqlat';
 import { cliEnv } from '../../extension/cli/env';
 import { openObject, onlyPrograms, setRodata } from '../../extension/tracers/bpfObject';
-import { decodeHistEntries } from '../../extension/tracers/runqlat/tracer';
+import { decodeHistEntries } from '../../extension/tracers/runqlat/decode';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import * as proto from '../../extension/protocol/protocol';
 import { helperJs, kernelSkipReason, repoRoot, sleep, startCli, waitFor } from '../helpers';

@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { ElfFile, ElfError, withElf } from '../../extension/sys/elf/elf';
+import { spawnSync } from 'node:child_process';
+import { ElfFile, ElfError, gnuBuildId, kernelBuildId, parseNotes, withElf } from '../../extension/sys/elf/elf';
 import { libjvmUsdt } from '../../extension/sys/proc/processes';
 import { findJdks } from '../../extension/sys/proc/processes';
 
@@ -63,4 +64,39 @@ test('symbols, segments and build-id of libc', () => {
 test('non-ELF files are refused with a clear error', () => {
   assert.throws(() => new ElfFile('/etc/hostname'), (e: unknown) => e instanceof ElfError && /not an ELF file/.test((e as Error).message));
   assert.throws(() => new ElfFile('/nonexistent/file'), /ENOENT/);
+});
+
+test('raw ELF notes: names and descriptors 4-aligned, the GNU build-id found among others', () => {
+  const note = (name: string, type: number, desc: Buffer) => {
+    const n = Buffer.from(name + '\0');
+    const pad = (b: Buffer) => Buffer.concat([b, Buffer.alloc((4 - (b.length % 4)) % 4)]);
+    const head = Buffer.alloc(12);
+    head.writeUInt32LE(n.length, 0);
+    head.writeUInt32LE(desc.length, 4);
+    head.writeUInt32LE(type, 8);
+    return Buffer.concat([head, pad(n), pad(desc)]);
+  };
+  const id = Buffer.from('48dc540c8b76393804ca8088dbfa7d42911a9444', 'hex');
+  const raw = Buffer.concat([note('Linux', 6, Buffer.from('x')), note('GNU', 1, Buffer.alloc(16)), note('GNU', 3, id)]);
+  const notes = parseNotes(raw, 'test');
+  assert.deepEqual(notes.map((n) => [n.name, n.type, n.desc.length]), [['Linux', 6, 1], ['GNU', 1, 16], ['GNU', 3, 20]]);
+  assert.equal(gnuBuildId(notes), id.toString('hex'));
+  assert.equal(gnuBuildId(notes.slice(0, 2)), undefined);
+});
+
+test("the running kernel's build-id comes from /sys/kernel/notes", (t) => {
+  let raw: Buffer;
+  try {
+    raw = fs.readFileSync('/sys/kernel/notes');
+  } catch (e) {
+    return t.skip(`/sys/kernel/notes is not readable here: ${(e as Error).message}`);
+  }
+  const id = kernelBuildId();
+  if (id === undefined) return t.skip('this kernel was built without a GNU build-id note');
+  assert.match(id, /^[0-9a-f]{40}$/);
+  assert.ok(raw.includes(Buffer.from(id, 'hex')), 'the descriptor bytes are in the file');
+  // perf (linux-perf), when installed, reads the same notes: the reference
+  const perf = spawnSync('perf', ['buildid-list', '-k'], { encoding: 'utf8' });
+  if (perf.status === 0 && perf.stdout.trim()) assert.equal(id, perf.stdout.trim());
+  else t.diagnostic('perf is not installed: checked against the raw file only');
 });

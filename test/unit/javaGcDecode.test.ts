@@ -4,7 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { decodeJavaGcEvent, decodeRawGcEvent, decodeSafepoint, EV_CYCLE, JAVA_SAFEPOINT_EVENT_SIZE, JAVA_GC_EVENT_SIZE, JAVA_GC_HEADER_SIZE, JAVA_GC_MAX_POOLS, JAVA_GC_POOL_NAME_LEN, JAVA_GC_POOL_SIZE, javaGcTracer, POOL_HAS_AFTER, POOL_HAS_BEFORE } from '../../extension/tracers/javaGc/tracer';
+import { decodeJavaGcEvent, decodeRawGcEvent, decodeSafepoint, EV_CYCLE, JAVA_SAFEPOINT_EVENT_SIZE, JAVA_GC_EVENT_SIZE, JAVA_GC_HEADER_SIZE, JAVA_GC_MAX_POOLS, JAVA_GC_POOL_NAME_LEN, JAVA_GC_POOL_SIZE, POOL_HAS_AFTER, POOL_HAS_BEFORE } from '../../extension/tracers/javaGc/decode';
+import { javaGcTracer } from '../../extension/tracers/javaGc/tracer';
 import { repoRoot } from '../helpers';
 
 interface PoolSpec {

@@ -10,7 +10,8 @@ import { inputError, usageError } from '../../protocol/errors';
 import { requireBpfPrivilege } from '../env';
 import { defaultAssetDir, loadAddon } from '../../sys/addon';
 import { checkBpfObject, compileBpf, defaultCacheDir, ensureVmlinux } from '../../authoring/toolchain';
-import { siblingSources, verifyObject, type VerifyResult } from '../../authoring/verifyObject';
+import { siblingSources, verifyObject } from '../../authoring/verifyObject';
+import type { VerifyResponse } from '../../protocol/authoring';
 import { defaultOutput } from '../../authoring/buildCommand';
 
 function isElf(file: string): boolean {
@@ -23,7 +24,7 @@ function isElf(file: string): boolean {
   }
 }
 
-function formatText(r: VerifyResult): string {
+function formatText(r: VerifyResponse): string {
   if (r.ok) return 'verified: the kernel accepted every program';
   const parts = r.diagnostics.map((d) => `${d.file}:${d.line}:${d.column}: error: ${d.message}${d.program ? ` [program ${d.program}]` : ''}\n${d.excerpt.replace(/^/gm, '    ')}`);
   return `${parts.join('\n\n')}\nrejected by the verifier (full log: --json, field "log")`;

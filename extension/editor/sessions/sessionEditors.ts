@@ -8,7 +8,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { loadSession } from './sessionStore';
 import { showSession } from './sessionViews';
-import { makeSession, peekTracer, readSession, type AnySessionFile } from '../../model/sessionFile';
+import { makeSession, peekTracer, readSession, SESSION_VIEW_NAMES, type AnySessionFile } from '../../model/sessionFile';
 import { errorText } from '../ui/errors';
 import { importProfile } from '../../model/flamegraph/formats';
 import { fromCpuProfile } from '../../model/flamegraph/cpuprofile';
@@ -68,15 +68,13 @@ class ReadonlyEditor implements vscode.CustomReadonlyEditorProvider {
   }
 }
 
-const SERIALIZED_VIEWS = ['javaGc', 'runqlat', 'memleak', 'flamegraph'];
-
 export function activate(context: vscode.ExtensionContext): void {
   const editor = new ReadonlyEditor(context);
   const options = { webviewOptions: { retainContextWhenHidden: true }, supportsMultipleEditorsPerDocument: true };
   context.subscriptions.push(
     vscode.window.registerCustomEditorProvider('ebpfStudio.sessionFile', editor, options),
     vscode.window.registerCustomEditorProvider('ebpfStudio.profileFile', editor, options),
-    ...SERIALIZED_VIEWS.map((view) =>
+    ...SESSION_VIEW_NAMES.map((view) =>
       vscode.window.registerWebviewPanelSerializer(`ebpfStudio.${view}`, {
         async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: unknown) {
           const key = (state as { sessionKey?: string } | undefined)?.sessionKey;

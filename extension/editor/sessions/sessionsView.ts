@@ -14,6 +14,7 @@ import { peekTracer, readSession, sessionFileName, writeSession, SESSION_SUFFIX,
 import { errorText, showError } from '../ui/errors';
 import { compareProfiles } from '../features/profile/profileDiff';
 import type { FlameProfile } from '../../model/flamegraph/profileData';
+import type { TracingName } from '../../protocol/protocol';
 
 export const SAVED_GLOB = `**/*${SESSION_SUFFIX}`;
 
@@ -23,7 +24,9 @@ type Node =
   | { kind: 'finished'; entry: FinishedEntry }
   | { kind: 'saved'; uri: vscode.Uri; tracer?: string; title?: string };
 
-const ICON: Record<string, string> = { jvm: 'timeline-open', 'java-gc': 'coffee', runqlat: 'watch', memleak: 'debug-breakpoint-data', profile: 'flame' };
+/** Codicon per tracer, keyed by the registry (a new tracer without one fails the type check). */
+const ICON: Record<TracingName, string> = { jvm: 'timeline-open', 'java-gc': 'coffee', runqlat: 'watch', memleak: 'debug-breakpoint-data', profile: 'flame' };
+const iconOf = (tracer: string | undefined, fallback: string): string => (tracer !== undefined && Object.prototype.hasOwnProperty.call(ICON, tracer) ? ICON[tracer as TracingName] : fallback);
 const GROUP_LABEL = { live: 'Running', finished: 'Finished in this window', saved: 'Saved in the workspace' };
 
 const when = (iso?: string) => (iso ? new Date(iso).toLocaleTimeString() : '');
@@ -58,7 +61,7 @@ class SessionsTree implements vscode.TreeDataProvider<Node> {
         t.id = `finished:${n.entry.key}`;
         t.description = `${when(n.entry.startedAt)}${n.entry.stored ? '' : ' · not kept across reloads (too large)'}`;
         t.tooltip = `${n.entry.tracer} session, ${n.entry.startedAt}${n.entry.endedAt ? ` – ${n.entry.endedAt}` : ''}. Click to open.`;
-        t.iconPath = new vscode.ThemeIcon(ICON[n.entry.tracer] ?? 'circle-outline');
+        t.iconPath = new vscode.ThemeIcon(iconOf(n.entry.tracer, 'circle-outline'));
         t.contextValue = `finishedSession.${n.entry.tracer}`;
         t.command = { command: 'ebpfStudio.sessions.open', title: 'Open', arguments: [n] };
         return t;
@@ -69,7 +72,7 @@ class SessionsTree implements vscode.TreeDataProvider<Node> {
         t.id = `saved:${n.uri.toString()}`;
         t.description = rel;
         t.resourceUri = n.uri;
-        t.iconPath = new vscode.ThemeIcon(ICON[n.tracer ?? ''] ?? 'file');
+        t.iconPath = new vscode.ThemeIcon(iconOf(n.tracer, 'file'));
         t.contextValue = `savedSession.${n.tracer ?? 'unknown'}`;
         t.command = { command: 'ebpfStudio.sessions.open', title: 'Open', arguments: [n] };
         return t;

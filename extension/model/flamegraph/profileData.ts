@@ -1,19 +1,10 @@
 // The one profile shape every importer produces and the flame-graph model consumes: distinct
 // frames plus weighted stacks of frame indices, root first. Pure (no DOM, no node).
-import type { FrameKind, JavaFrameType, ProfileResult } from '../../protocol/profile';
+import type { FlameFrame, FrameKind, JavaFrameType } from '../../protocol/frames';
+import type { ProfileResult } from '../../protocol/profile';
 
-export type { FrameKind, JavaFrameType };
-
-export interface FlameFrame {
-  name: string;
-  kind: FrameKind;
-  /** a Java frame's type when known (agent profiles): the same method run interpreted and compiled are two frames */
-  javaType?: JavaFrameType;
-  module?: string;
-  /** source of the frame's hottest sampled line */
-  file?: string;
-  line?: number;
-}
+// FlameFrame is one of the frame family of protocol/frames.ts.
+export type { FlameFrame, FrameKind, JavaFrameType };
 
 export interface FlameStack {
   /** indices into frames, root first */

@@ -51,6 +51,50 @@ export const SHT_NOBITS = 8;
 
 export class ElfError extends Error {}
 
+export interface ElfNote {
+  name: string;
+  type: number;
+  desc: Buffer;
+  section: string;
+}
+
+const NT_GNU_BUILD_ID = 3;
+
+/** The notes of one note section's bytes (Elf64_Nhdr records, name and desc each 4-aligned). */
+export function parseNotes(d: Buffer, section: string): ElfNote[] {
+  const out: ElfNote[] = [];
+  let o = 0;
+  while (o + 12 <= d.length) {
+    const namesz = d.readUInt32LE(o);
+    const descsz = d.readUInt32LE(o + 4);
+    const type = d.readUInt32LE(o + 8);
+    o += 12;
+    const name = d.toString('latin1', o, o + Math.max(0, namesz - 1));
+    o += align4(namesz);
+    const desc = d.subarray(o, o + descsz);
+    o += align4(descsz);
+    out.push({ name, type, desc, section });
+  }
+  return out;
+}
+
+/** The GNU build-id (hex) among notes, if one is there. */
+export function gnuBuildId(notes: ElfNote[]): string | undefined {
+  return notes.find((x) => x.name === 'GNU' && x.type === NT_GNU_BUILD_ID)?.desc.toString('hex');
+}
+
+/**
+ * The running kernel's GNU build-id: /sys/kernel/notes holds the kernel image's raw ELF notes
+ * (no ELF header around them). undefined when the file is unreadable or has no build-id.
+ */
+export function kernelBuildId(): string | undefined {
+  try {
+    return gnuBuildId(parseNotes(fs.readFileSync('/sys/kernel/notes'), '/sys/kernel/notes'));
+  } catch {
+    return undefined;
+  }
+}
+
 export class ElfFile {
   readonly sections: Section[] = [];
   readonly segments: Segment[] = [];
@@ -134,30 +178,17 @@ export class ElfFile {
   }
 
   /** All notes of the NOTE sections (or PT_NOTE segments when sections are stripped). */
-  notes(sectionName?: string): { name: string; type: number; desc: Buffer; section: string }[] {
-    const out: { name: string; type: number; desc: Buffer; section: string }[] = [];
+  notes(sectionName?: string): ElfNote[] {
+    const out: ElfNote[] = [];
     for (const s of this.sections) {
       if (s.type !== SHT_NOTE || (sectionName && s.name !== sectionName)) continue;
-      const d = this.sectionData(s);
-      let o = 0;
-      while (o + 12 <= d.length) {
-        const namesz = d.readUInt32LE(o);
-        const descsz = d.readUInt32LE(o + 4);
-        const type = d.readUInt32LE(o + 8);
-        o += 12;
-        const name = d.toString('latin1', o, o + Math.max(0, namesz - 1));
-        o += align4(namesz);
-        const desc = d.subarray(o, o + descsz);
-        o += align4(descsz);
-        out.push({ name, type, desc, section: s.name });
-      }
+      out.push(...parseNotes(this.sectionData(s), s.name));
     }
     return out;
   }
 
   buildId(): string | undefined {
-    const n = this.notes('.note.gnu.build-id').find((x) => x.name === 'GNU' && x.type === 3);
-    return n?.desc.toString('hex');
+    return gnuBuildId(this.notes('.note.gnu.build-id'));
   }
 
   hasUsdt(): boolean {

@@ -1,6 +1,6 @@
 // What the symbolizer keeps per process and per address; the frame shape it returns is
 // protocol/frames.ts.
-import type { InlinedFrame } from '../../protocol/frames';
+import type { Frame, InlinedFrame } from '../../protocol/frames';
 
 /** What a capture keeps; opaque to callers beyond the pid. */
 export interface ProcessImage {
@@ -8,11 +8,7 @@ export interface ProcessImage {
 }
 
 /** Symbol and line information of one address inside one module (cached per module identity). */
-export interface SymResult {
-  function?: string;
-  file?: string;
-  line?: number;
-  column?: number;
+export interface SymResult extends Pick<Frame, 'function' | 'file' | 'line' | 'column'> {
   inlined?: readonly InlinedFrame[];
 }
 

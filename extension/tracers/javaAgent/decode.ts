@@ -1,7 +1,8 @@
 // Pure half of the Java agent path (no I/O): parses what native/jvmagent/agent.c writes, decodes
 // the BPF join records of bpf/profile.h (struct profile_java_sample; this file mirrors it), and
 // joins both into profile stacks: kernel → native frames from BPF, Java frames from the agent.
-import type { FrameKind, JavaFrameType, ProfileFrame, ProfileStack } from '../../protocol/profile';
+import { isJavaKind, type FrameKind, type JavaFrameType, type ProfileFrame } from '../../protocol/frames';
+import type { ProfileStack } from '../../protocol/profile';
 
 /** struct profile_java_sample: 24 bytes. */
 export const JAVA_SAMPLE_SIZE = 24;
@@ -339,7 +340,7 @@ export class IncrementalPairer<S extends TimedSample> {
   }
 }
 
-const isJavaCode = (f: ProfileFrame) => f.kind === 'jit' || f.kind === 'interpreted';
+const isJavaCode = (f: ProfileFrame) => isJavaKind(f.kind);
 
 /**
  * One joined stack, leaf first. `bpfFrames` is the BPF stack (kernel frames, then user frames

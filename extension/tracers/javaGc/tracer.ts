@@ -2,126 +2,19 @@
 // (which name the memory manager), from the JVM's own libjvm.so (or every USDT-capable
 // libjvm.so, pid -1, in "all" mode). The kernel emits one event per collection as the JVM counts
 // it (one memory manager's run; see bpf/java-gc.bpf.c for what fires under each collector) and
-// one per safepoint; both arrive through ring buffers. Decoder mirrors bpf/java-gc.h.
+// one per safepoint; both arrive through ring buffers. Record decoders: ./decode.ts.
 import fs from 'node:fs';
 import type { BpfObject } from '../../../native/index';
-import type { JavaGcEvent, JavaGcOptions, JavaGcPool, JavaSafepoint } from '../../protocol/javaGc';
-import { classify } from '../../model/javaGcKinds';
+import type { JavaGcEvent, JavaGcOptions, JavaSafepoint } from '../../protocol/javaGc';
 import { buildResult } from '../../model/javaGcStats';
 import { fromBpfError, inputError, unsuitableError } from '../../protocol/errors';
-import { asObject, bool, int } from '../../protocol/validate';
+import { asObject, bool, int, PID_MAX } from '../../protocol/validate';
 import { checkPid, findJdks, libjvmUsdt, listProcesses, mapsOrExplain, noUsdtMessage, pidAlive, readStat } from '../../sys/proc/processes';
 import { mappedFiles } from '../../sys/proc/maps';
 import { ElfFile } from '../../sys/elf/elf';
 import type { Tracer } from '../tracer';
-import { cString, loadFirstWorking, records, setRodata } from '../bpfObject';
-
-// ---- struct java_gc_event (bpf/java-gc.h) --------------------------------------------------
-export const JAVA_GC_MAX_POOLS = 16;
-export const JAVA_GC_POOL_NAME_LEN = 48;
-export const JAVA_GC_POOL_SIZE = 88;
-export const JAVA_GC_HEADER_SIZE = 144;
-export const JAVA_GC_MANAGER_LEN = 32;
-export const JAVA_GC_VMOP_LEN = 48;
-export const JAVA_SAFEPOINT_EVENT_SIZE = 80;
-export const EV_CYCLE = 1;
-export const JAVA_GC_EVENT_SIZE = JAVA_GC_HEADER_SIZE + JAVA_GC_MAX_POOLS * JAVA_GC_POOL_SIZE;
-export const POOL_HAS_BEFORE = 1;
-export const POOL_HAS_AFTER = 2;
-/** indexes of the `counters` array map */
-export const CTR_RINGBUF_FULL = 0;
-export const CTR_INFLIGHT_FULL = 1;
-export const CTR_POOLS_FULL = 2;
-export const CTR_SAFEPOINT_LOST = 3;
-
-export interface RawGcPool {
-  namePtr: bigint;
-  usedBefore: bigint;
-  usedAfter: bigint;
-  committedAfter: bigint;
-  flags: number;
-  name: string;
-}
-
-export interface RawGcEvent {
-  startNs: bigint;
-  durationNs: bigint;
-  pid: number;
-  tid: number;
-  cpu: number;
-  full: boolean;
-  cycle: boolean;
-  seq: number;
-  pauseStartNs: bigint;
-  manager: string;
-  vmop: string;
-  pools: RawGcPool[];
-}
-
-export function decodeRawGcEvent(b: Buffer): RawGcEvent {
-  if (b.length < JAVA_GC_EVENT_SIZE) throw new Error(`java-gc record is ${b.length} bytes, expected ${JAVA_GC_EVENT_SIZE}: dist/bpf/java-gc.bpf.o and the decoder disagree (rebuild)`);
-  const npools = Math.min(b.readUInt32LE(48), JAVA_GC_MAX_POOLS);
-  const pools: RawGcPool[] = [];
-  for (let i = 0; i < npools; i++) {
-    const o = JAVA_GC_HEADER_SIZE + i * JAVA_GC_POOL_SIZE;
-    pools.push({
-      namePtr: b.readBigUInt64LE(o),
-      usedBefore: b.readBigUInt64LE(o + 8),
-      usedAfter: b.readBigUInt64LE(o + 16),
-      committedAfter: b.readBigUInt64LE(o + 24),
-      flags: b.readUInt32LE(o + 32),
-      name: cString(b, o + 40, JAVA_GC_POOL_NAME_LEN),
-    });
-  }
-  return {
-    startNs: b.readBigUInt64LE(0),
-    durationNs: b.readBigUInt64LE(8),
-    pauseStartNs: b.readBigUInt64LE(16),
-    pid: b.readUInt32LE(32),
-    tid: b.readUInt32LE(36),
-    cpu: b.readUInt32LE(40),
-    full: b.readUInt8(44) !== 0,
-    cycle: (b.readUInt8(45) & EV_CYCLE) !== 0,
-    seq: b.readUInt8(46),
-    manager: cString(b, 64, JAVA_GC_MANAGER_LEN),
-    vmop: cString(b, 96, JAVA_GC_VMOP_LEN),
-    pools,
-  };
-}
-
-/** The JSON event; pools seen only half (begin or end missing) are left out. */
-export function decodeJavaGcEvent(b: Buffer): JavaGcEvent {
-  const r = decodeRawGcEvent(b);
-  const pools: JavaGcPool[] = r.pools
-    .filter((p) => (p.flags & (POOL_HAS_BEFORE | POOL_HAS_AFTER)) === (POOL_HAS_BEFORE | POOL_HAS_AFTER))
-    .map((p) => ({ name: p.name || '?', usedBefore: Number(p.usedBefore), usedAfter: Number(p.usedAfter), committedAfter: Number(p.committedAfter) }));
-  const { collector, kind } = classify(r.manager, r.vmop, r.cycle);
-  return {
-    pid: r.pid,
-    tid: r.tid,
-    cpu: r.cpu,
-    timestampNs: Number(r.startNs),
-    durationNs: Number(r.durationNs),
-    collector,
-    kind,
-    operation: r.cycle ? '' : r.vmop,
-    escalated: r.seq > 0,
-    full: kind === 'full',
-    pools,
-  };
-}
-
-export function decodeSafepoint(b: Buffer): JavaSafepoint {
-  if (b.length < JAVA_SAFEPOINT_EVENT_SIZE) throw new Error(`java-gc safepoint record is ${b.length} bytes, expected ${JAVA_SAFEPOINT_EVENT_SIZE}: dist/bpf/java-gc.bpf.o and the decoder disagree (rebuild)`);
-  return {
-    timestampNs: Number(b.readBigUInt64LE(0)),
-    timeToSafepointNs: Number(b.readBigUInt64LE(8)),
-    durationNs: Number(b.readBigUInt64LE(16)),
-    pid: b.readUInt32LE(24),
-    tid: b.readUInt32LE(28),
-    operation: cString(b, 32, JAVA_GC_VMOP_LEN),
-  };
-}
+import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
+import { CTR_INFLIGHT_FULL, CTR_POOLS_FULL, CTR_RINGBUF_FULL, CTR_SAFEPOINT_LOST, decodeJavaGcEvent, decodeSafepoint, JAVA_GC_MAX_POOLS } from './decode';
 
 // ---- targets ----------------------------------------------------------------------------------
 const PROBES = [
@@ -194,13 +87,6 @@ function monoNs(): number {
   return Number(process.hrtime.bigint());
 }
 
-function readCounter(obj: BpfObject, index: number): number {
-  const key = Buffer.alloc(4);
-  key.writeUInt32LE(index);
-  const v = obj.mapLookup('counters', key);
-  return v ? Number(v.readBigUInt64LE(0)) : 0;
-}
-
 export const javaGcTracer: Tracer<'java-gc'> = {
   name: 'java-gc',
   validate(raw): JavaGcOptions {
@@ -208,7 +94,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     const all = bool(o, 'all', false);
     return {
       all,
-      pid: all ? int(o, 'pid', 0, 4194304, 0) : int(o, 'pid', 1, 4194304),
+      pid: all ? int(o, 'pid', 0, PID_MAX, 0) : int(o, 'pid', 1, PID_MAX),
       minUs: int(o, 'minUs', 0, 3_600_000_000, 0),
     };
   },
@@ -296,8 +182,8 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     }
     const readLost = () => {
       if (closed) return;
-      lost = readCounter(obj, CTR_RINGBUF_FULL) + readCounter(obj, CTR_INFLIGHT_FULL);
-      safepointsLost = readCounter(obj, CTR_SAFEPOINT_LOST);
+      lost = readCounter(obj, 'counters', CTR_RINGBUF_FULL) + readCounter(obj, 'counters', CTR_INFLIGHT_FULL);
+      safepointsLost = readCounter(obj, 'counters', CTR_SAFEPOINT_LOST);
     };
     const pidList = () => [...pids].sort((a, b) => a - b);
     const flush = () => {
@@ -320,7 +206,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       }
       await new Promise((r) => setTimeout(r, DRAIN_MS));
       readLost();
-      const poolsDropped = readCounter(obj, CTR_POOLS_FULL);
+      const poolsDropped = readCounter(obj, 'counters', CTR_POOLS_FULL);
       if (poolsDropped) env.log(`java-gc: ${poolsDropped} pool records did not fit (more than ${JAVA_GC_MAX_POOLS} pools per GC)`);
       // What arrived since the last tick still goes out live, so a view matches the result.
       if (fresh.length || freshSafepoints.length) flush();

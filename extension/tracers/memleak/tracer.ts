@@ -22,13 +22,13 @@ import { withElf } from '../../sys/elf/elf';
 import { checkBinary, lacksFramePointers } from '../../sys/elf/binaryChecks';
 import { requireElfFile } from '../../sys/elf/fileCheck';
 import type { Tracer } from '../tracer';
-import { loadFirstWorking, records, setRodata } from '../bpfObject';
+import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
 import { MEMLEAK_DEFAULT_STACK_COPY, MEMLEAK_MAX_STACK_COPY, MemleakDwarfStacks } from './dwarf';
 import { launchStopped, type StoppedChild } from '../launchStopped';
 import { aggregate, CNT, decodeAllocDump, decodeExitEvent } from './decode';
 import { exitMessage, LeakReports, liveUpdate, StackFrames, toStack } from './report';
 import { allocatorLibBlocker, glibcBlocker, preloadBlocker, preloadLibPath, startPreload } from './preload';
-import { MEMLEAK_MODES, type MemleakMode } from '../../protocol/memleak';
+import { MEMLEAK_MODES } from '../../protocol/memleak';
 import { resolveCommand } from '../launchStopped';
 
 interface Probe {
@@ -148,8 +148,7 @@ export const memleakTracer: Tracer<'memleak'> = {
     const symbolPrefix = o.symbolPrefix === undefined ? undefined : str(o, 'symbolPrefix', 64);
     if (symbolPrefix !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(symbolPrefix)) throw inputError(`symbolPrefix "${symbolPrefix}" is not a C identifier prefix (e.g. je_)`);
     if (allocatorLib !== undefined && !path.isAbsolute(allocatorLib)) throw inputError(`allocatorLib must be an absolute path, got "${allocatorLib}"`);
-    const mode = (o.mode === undefined || o.mode === null ? 'auto' : str(o, 'mode', 16)) as MemleakMode;
-    if (!MEMLEAK_MODES.includes(mode)) throw inputError(`mode must be one of ${MEMLEAK_MODES.join(', ')}, got "${mode}"`);
+    const mode = oneOf(o, 'mode', MEMLEAK_MODES, 'auto');
     if (mode === 'preload' && !launch) throw inputError('mode preload needs a command to launch: a running process (pid) or the kernel cannot be preloaded; use mode uprobe or auto');
     return {
       mode,
@@ -295,12 +294,7 @@ export const memleakTracer: Tracer<'memleak'> = {
       frames.store(todo, stacks, resolved);
     };
 
-    const counter = (i: number): number => {
-      const key = Buffer.alloc(4);
-      key.writeUInt32LE(i);
-      const v = obj.mapLookup('counters', key);
-      return v ? Number(v.readBigUInt64LE(0)) : 0;
-    };
+    const counter = (i: number): number => readCounter(obj, 'counters', i);
     const dropped = () => counter(CNT.allocsFull) + counter(CNT.stackLost) + counter(CNT.totalsFull) + counter(CNT.pendingFull);
 
     /** Reads the allocs map and symbolizes the stacks to report (all of them when `all`). */

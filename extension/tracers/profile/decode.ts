@@ -38,14 +38,6 @@ export function decodeCounts(keys: Buffer, values: Buffer, count: number): Count
   return out;
 }
 
-/** Sum of a per-CPU u64 value (one 8-byte slot per possible CPU). */
-export function sumPerCpu(buf: Buffer | null): number {
-  if (!buf) return 0;
-  let n = 0n;
-  for (let o = 0; o + 8 <= buf.length; o += 8) n += buf.readBigUInt64LE(o);
-  return Number(n);
-}
-
 /** A stack id < 0 is an errno: says whether a stack existed but was dropped (vs. never existed). */
 export function stackIdLost(id: number): boolean {
   return id === -EEXIST || id === -ENOMEM;

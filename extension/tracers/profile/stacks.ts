@@ -2,7 +2,8 @@
 // reads each stack once, symbolizes every distinct address once per process (kernel addresses
 // once overall), and marks frames kernel / native / jit / interpreted.
 import type { Frame, ProcessImage, Symbolizer } from '../../sys/symbolize';
-import type { FrameKind, ProfileFrame, ProfileStack } from '../../protocol/profile';
+import type { FrameKind, ProfileFrame } from '../../protocol/frames';
+import type { ProfileStack } from '../../protocol/profile';
 import { type CountEntry, hex, stackIdLost } from './decode';
 
 export type StackReader = (stackId: number) => BigUint64Array;

@@ -1,30 +1,37 @@
 // The CPU profiler: perf_event software cpu-clock at the chosen frequency on every online CPU
 // (bpf/profile.bpf.c). User stacks are unwound one of two ways:
 //  - dwarf (the default): each sample brings the user registers and a copy of the top of the user
-//    stack through a ring buffer, unwound here by CFI (./profileDwarf.ts, libdw in the addon), so
+//    stack through a ring buffer, unwound here by CFI (./dwarf.ts, libdw in the addon), so
 //    stacks are whole through -O2 code, GCC leaf functions and Debian's libc;
 //  - fp: the kernel walks frame pointers and counts per (pid, tid, user stack, kernel stack);
 //    nothing is copied per sample (for very high frequencies, or to compare).
 // Symbolized at the end (live snapshots name what a background pass has reached). For a JVM, the
 // perf map is requested through the HotSpot attach socket at the end so methods compiled late are
-// named; with the Java agent (./javaAgent.ts) Java frames come from the agent instead, joined to
-// each sample's kernel and native stack (either unwind mode) live and at the end. Map decoders:
-// ./profileDecode.ts.
+// named; with the Java agent (../javaAgent/agent.ts) Java frames come from the agent instead, joined
+// to each sample's kernel and native stack (either unwind mode) live and at the end. Map decoders:
+// ./decode.ts; stacks to frames: ./stacks.ts.
+//
+// start() runs named steps: javaPath (agent or perf map for a JVM target), loadProfiler (the BPF
+// object sized for the options), openSampleRing (dwarf mode: unwind samples as they arrive),
+// attachSamplers (one cpu-clock event per CPU); then a ProfileRun reads the counts every second,
+// answers snapshots and, at stop, detaches, names Java methods and symbolizes the final profile.
 import fs from 'node:fs';
-import type { BpfObject } from '../../../native/index';
+import type { BpfObject, RingBufferHandle } from '../../../native/index';
 import { Symbolizer, type ProcessImage } from '../../sys/symbolize';
-import type { ProfileFrame, ProfileOptions, ProfileResult, ProfileStack } from '../../protocol/profile';
+import type { ProfileFrame } from '../../protocol/frames';
+import type { ProfileOptions, ProfileResult, ProfileStack } from '../../protocol/profile';
 import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE, UNWIND_CHOICES, type UnwindInfo, type UnwindMode } from '../../protocol/profile';
 import { asObject, bool, int, oneOf, PID_MAX } from '../../protocol/validate';
 import { fromBpfError, unsuitableError } from '../../protocol/errors';
 import { checkPid, pidAlive, processInfo } from '../../sys/proc/processes';
+import type { ProcessInfo } from '../../protocol/protocol';
+import { kernelBuildId } from '../../sys/elf/elf';
 import { boolFlag, writePerfMap } from '../../sys/jvm/attach';
-import type { Tracer, TracerEnv } from '../tracer';
-import { loadFirstWorking, setRodata } from '../bpfObject';
-import { decodeCounts, parseCpuList, PROFILE_STAT, sumPerCpu, type CountEntry } from './decode';
+import type { Session, SessionEvents, Tracer, TracerEnv } from '../tracer';
+import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
+import { decodeCounts, parseCpuList, PROFILE_STAT, type CountEntry } from './decode';
 import { assemble, readStacks, symbolizeStacks, type RawStack } from './stacks';
 import { DwarfAggregator, PROFILE_DEFAULT_STACK_COPY, PROFILE_SAMPLE_HEADER_SIZE, PROFILE_MAX_STACK_COPY } from './dwarf';
-import { records } from '../bpfObject';
 import { unwindModules } from './unwindModules';
 import { agentLibrary, agentUnavailableMessage, checkAgentTarget, foreignOwner, JAVA_MODES, startJavaAgent, type JavaAgentSession } from '../javaAgent/agent';
 
@@ -43,33 +50,6 @@ export function onlineCpus(): number[] {
 export function preserveFramePointerAdvice(pid: number, cmdline: string[]): string {
   const command = [cmdline[0] || 'java', '-XX:+PreserveFramePointer', ...cmdline.slice(1)].join(' ');
   return `pid ${pid} is a JVM running without -XX:+PreserveFramePointer: Java stacks will be truncated (the callers of compiled Java methods are lost). Restart it with the flag: "${command}", or set JAVA_TOOL_OPTIONS=-XX:+PreserveFramePointer in its environment.`;
-}
-
-/** The running kernel's GNU build-id from /sys/kernel/notes (raw ELF notes), for pprof's kernel mapping. */
-function readKernelBuildId(): string | undefined {
-  let d: Buffer;
-  try {
-    d = fs.readFileSync('/sys/kernel/notes');
-  } catch {
-    return undefined;
-  }
-  const align4 = (n: number) => (n + 3) & ~3;
-  for (let o = 0; o + 12 <= d.length; ) {
-    const namesz = d.readUInt32LE(o);
-    const descsz = d.readUInt32LE(o + 4);
-    const type = d.readUInt32LE(o + 8);
-    const name = d.toString('latin1', o + 12, o + 12 + Math.max(0, namesz - 1));
-    const desc = o + 12 + align4(namesz);
-    if (name === 'GNU' && type === 3) return d.toString('hex', desc, desc + descsz);
-    o = desc + align4(descsz);
-  }
-  return undefined;
-}
-
-function readStat(obj: BpfObject, index: number): number {
-  const key = Buffer.alloc(4);
-  key.writeUInt32LE(index);
-  return sumPerCpu(obj.mapLookup('stats', key));
 }
 
 /** Whether the JVM has -XX:+PreserveFramePointer: asked of the JVM itself, else read off its command line. */
@@ -118,8 +98,6 @@ export const profileTracer: Tracer<'profile'> = {
   async start(options, env, events) {
     const warnings: string[] = [];
     const cmdline = options.pid ? (checkPid(options.pid), processInfo(options.pid)) : undefined;
-    const jvmPids = new Set<number>();
-    let java: JavaAgentSession | undefined; // the JVMTI agent path, when Java frames come from the agent
     // auto is CFI: libdw uses each module's .eh_frame/.debug_frame and walks frame pointers only
     // through code that has no CFI (JIT code), which is "frame pointers where they are all there is".
     // A JVM profiled with the Java agent is unwound the same way: auto picks CFI for it too. Its
@@ -128,250 +106,332 @@ export const profileTracer: Tracer<'profile'> = {
     // runtime, libc, the kernel entry), and there CFI keeps callers that frame pointers lose
     // (Debian's libz and libc have no frame pointers). The cost is in the helper (~30 µs of
     // unwinding per sample) plus a 16 KiB copy per sample in the kernel, nothing in the JVM.
-    // The join (./javaAgent.ts) is by tid and time either way; fp stays available (--unwind fp).
+    // The join (../javaAgent/agent.ts) is by tid and time either way; fp stays available (--unwind fp).
     const mode: UnwindMode = options.unwind === 'fp' ? 'fp' : 'dwarf';
-    if (options.pid && options.java === 'agent' && !cmdline?.jvm) {
-      // Not seen as a JVM: maybe another user's, whose maps we cannot read. The target checks
-      // (owner first) say why; a readable process without libjvm.so is no JVM at all.
-      checkAgentTarget(options.pid, env.requester);
-      throw unsuitableError(`pid ${options.pid} is not a HotSpot JVM (no libjvm.so mapped): --java agent loads a JVMTI agent into a JVM; profile it without --java`);
-    }
-    if (cmdline?.jvm) {
-      const owner = foreignOwner(options.pid, env.requester);
-      if (owner === undefined) jvmPids.add(options.pid);
-      const fp = options.java === 'agent' ? false : await jvmPreservesFramePointer(options.pid, cmdline.cmdline, env, options.javaPerfMap && owner === undefined);
-      // Where the agent would be used, refuse (checkAgentTarget names owner, requester and fix);
-      // otherwise native and kernel frames only: no attach request into another user's JVM.
-      if (owner !== undefined && (options.java === 'agent' || (options.java === 'auto' && !fp))) checkAgentTarget(options.pid, env.requester);
-      if (owner !== undefined) {
-        warnings.push(`pid ${options.pid} is a JVM of uid ${owner}, not yours (uid ${env.requester?.uid}): eBPF Studio sends no attach request into another user's JVM (no Java agent, no perf map), so its Java frames show as [unknown]. Profile it as root (sudo) or as uid ${owner}`);
-      } else if (options.java === 'auto' && !fp && !agentLibrary(env.assetDir)) warnings.push(`${agentUnavailableMessage(env.assetDir)}. ${preserveFramePointerAdvice(options.pid, cmdline.cmdline)}`);
-      else if (options.java === 'agent' || (options.java === 'auto' && !fp)) java = await startJavaAgent(options.pid, env, { unwind: mode });
-      else if (!fp) warnings.push(preserveFramePointerAdvice(options.pid, cmdline.cmdline));
-    }
+    const { java, jvmPids } = await javaPath(options, cmdline, mode, env, warnings);
     const stackCopyBytes = options.stackCopyBytes ?? PROFILE_DEFAULT_STACK_COPY;
-    let loaded: ReturnType<typeof loadFirstWorking>;
+    const obj = await loadProfiler(options, mode, stackCopyBytes, java, env);
+    const dwarf = mode === 'dwarf' ? new DwarfAggregator(env.addon, stackCopyBytes, env.log) : undefined;
+    if (dwarf && options.pid) dwarf.pool.prime(options.pid);
+    let ring: RingBufferHandle | undefined;
     try {
-      loaded = loadFirstWorking(env, 'profile', [['on_sample']], (o) => {
-        o.setMaxEntries('stacks', options.stackStorageSize ?? PROFILE_DEFAULT_STACK_STORAGE);
-        // ring buffer: ~half a second of the largest samples on every CPU, as a power of two
-        if (mode === 'dwarf') {
-          o.setMaxEntries('samples', ringBytes(options.frequency, stackCopyBytes, onlineCpus().length));
-          o.setMaxEntries('scratch', env.addon.numPossibleCpus());
-        }
-        setRodata(o, { target_pid: options.pid, include_idle: options.includeIdle, unwind_dwarf: mode === 'dwarf', stack_copy_bytes: stackCopyBytes, signal_target: Boolean(java) });
-      });
-      // Java agent: signal_target, and in fp mode the java_samples ring (in dwarf mode
-      // the samples ring carries tid and time, forwarded below once unwound)
-      if (mode === 'fp') java?.attachRing(loaded.obj);
+      if (dwarf) ring = openSampleRing(obj, dwarf, java, options.pid, env);
+      attachSamplers(obj, options.frequency);
     } catch (e) {
+      ring?.close();
+      obj.close();
+      dwarf?.close();
       await java?.abort();
       throw e;
     }
-    const { obj } = loaded;
-    const warnOpts = mode === 'dwarf' ? ({ stacks: 'cfi' } as const) : ({ stacks: 'fp', fpFix: 'or profile with --unwind dwarf (the default), which unwinds by CFI' } as const);
-    const dwarf = mode === 'dwarf' ? new DwarfAggregator(env.addon, stackCopyBytes, env.log) : undefined;
-    let ring: ReturnType<BpfObject['openRingBuffer']> | undefined;
-    if (dwarf && options.pid) dwarf.pool.prime(options.pid);
-    if (dwarf) {
-      try {
-        ring = obj.openRingBuffer('samples', (batch, offsets) => {
-          for (const rec of records(batch, offsets)) {
-            try {
-              const u = dwarf.add(rec);
-              if (java && u.sample.pid === options.pid) java.addCfiSample(u.sample.tid, u.sample.nsTid, u.sample.ts, { user: u.user, kernStackId: u.sample.kernStackId, note: u.note, comm: u.sample.comm });
-            } catch (e) {
-              env.log(`profile: a sample could not be unwound: ${(e as Error).message}`);
-            }
-          }
-        });
-      } catch (e) {
-        obj.close();
-        throw fromBpfError('opening the profiler ring buffer', e);
-      }
-    }
-    const cpus = onlineCpus();
-    try {
-      for (const cpu of cpus) obj.attachPerfEvent('on_sample', { type: 'cpu-clock', frequency: options.frequency, cpu });
-    } catch (e) {
-      obj.close();
-      await java?.abort();
-      throw fromBpfError(`opening cpu-clock perf events at ${options.frequency} Hz`, e);
-    }
-    const started = Date.now();
-    const symbolizer = new Symbolizer({ log: env.log });
-    const images = new Map<number, ProcessImage>();
-    const capture = (pid: number) => {
-      if (pid === 0 || !pidAlive(pid)) return;
-      try {
-        images.set(pid, symbolizer.captureProcess(pid));
-      } catch (e) {
-        env.log(`profile: cannot read the mappings of pid ${pid}: ${(e as Error).message}`);
-      }
-    };
-    if (options.pid) {
-      capture(options.pid);
-      const img = images.get(options.pid);
-      if (img) warnings.push(...symbolizer.warnings(img, warnOpts));
-    }
-
-    // Processes can exit or dlopen while we sample: their mappings are captured while alive.
-    let ticks = 0;
-    const seen = new Set<number>();
-    const tick = () => {
-      ticks++;
-      let samples = 0;
-      let lost = 0;
-      try {
-        samples = readStat(obj, PROFILE_STAT.samples);
-        lost = readStat(obj, PROFILE_STAT.lost);
-      } catch {
-        return;
-      }
-      events.update({ samples, lost, elapsedMs: Date.now() - started });
-      if (options.pid) {
-        if (!pidAlive(options.pid)) {
-          clearInterval(timer);
-          events.ended('target-exited', `pid ${options.pid} exited`);
-        } else if (ticks % 5 === 0) capture(options.pid);
-      } else if (ticks % 2 === 0) {
-        try {
-          const d = obj.mapDump('counts');
-          for (const e of decodeCounts(d.keys, d.values, d.count)) {
-            if (seen.has(e.pid)) continue;
-            seen.add(e.pid);
-            capture(e.pid);
-          }
-        } catch (e) {
-          env.log(`profile: reading counts: ${(e as Error).message}`);
-        }
-      }
-    };
-    const timer = setInterval(tick, TICK_MS);
-
-    const kernelFrames = new Map<bigint, ProfileFrame[]>();
-    const userFrames = new Map<number, Map<string, ProfileFrame[]>>();
-    let totals = { samples: 0, lost: 0 };
-    let rawLast: RawStack[] = [];
-    let final: ProfileResult | undefined;
-    let closed = false;
-    const liveKernelFrames = new Map<bigint, ProfileFrame[]>();
-    const liveUserFrames = new Map<number, Map<string, ProfileFrame[]>>();
-    let liveNaming: Promise<void> | undefined;
-
-    const collect = (): RawStack[] => {
-      totals = { samples: readStat(obj, PROFILE_STAT.samples), lost: readStat(obj, PROFILE_STAT.lost) };
-      if (dwarf) return dwarf.raw((id) => obj.readStack('stacks', id));
-      const d = obj.mapDump('counts');
-      const entries: CountEntry[] = decodeCounts(d.keys, d.values, d.count);
-      return readStacks(entries, (id) => obj.readStack('stacks', id));
-    };
-    let unwindModuleInfo: UnwindInfo['modules'];
-    const unwindInfo = (): UnwindInfo => {
-      if (!dwarf) return { mode, ...(java ? { javaAgent: true } : {}) };
-      return {
-        mode,
-        ...(java ? { javaAgent: true } : {}),
-        // With the agent the unwind only has to reach the first JIT frame; what it does beyond
-        // (frame-pointer guesses through JIT code, often off the copied stack) is cut by the join,
-        // so "deeper than the copy" would blame the copy size for nothing.
-        truncated: java ? undefined : dwarf.stats.truncated,
-        unwindNsPerSample: dwarf.pool.nsPerStack(),
-        ...(unwindModuleInfo ? { modules: unwindModuleInfo } : {}),
-      };
-    };
-    const buildIds = new Map<string, string>();
-    const result = (stacks: ProfileStack[]): ProfileResult => ({
-      tracer: 'profile',
-      frequency: options.frequency,
-      samples: totals.samples,
-      lost: totals.lost,
-      stacks,
-      unwind: unwindInfo(),
-      ...(buildIds.size ? { buildIds: Object.fromEntries(buildIds) } : {}),
-    });
-
-    return {
-      targets: options.pid ? [options.pid] : [],
-      warnings,
-      snapshot() {
-        if (final) return final;
-        try {
-          rawLast = collect();
-        } catch {
-          /* object closing: keep the last read */
-        }
-        // Frames are named by what a background pass has symbolized so far (one pass at a time,
-        // started by snapshots only: a CLI run never pays for it). Its caches are not the final
-        // ones: the final profile is symbolized afresh once the JVM's perf map is fetched.
-        if (!liveNaming && !closed) {
-          liveNaming = symbolizeStacks(rawLast, symbolizer, (pid) => images.get(pid), liveKernelFrames, liveUserFrames, () => undefined)
-            .catch(() => undefined)
-            .finally(() => (liveNaming = undefined));
-        }
-        const live = result(assemble(rawLast, liveKernelFrames, liveUserFrames));
-        // Java frames from the agent, joined as far as its records have come in.
-        return java ? java.live(live, rawLast, (raws) => assemble(raws, liveKernelFrames, liveUserFrames)) : live;
-      },
-      async stop() {
-        if (final) return final;
-        clearInterval(timer);
-        await liveNaming;
-        if (!closed) {
-          closed = true;
-          try {
-            ring?.close();
-            rawLast = collect();
-          } finally {
-            obj.close();
-          }
-          if (dwarf && options.pid && pidAlive(options.pid)) {
-            try {
-              unwindModuleInfo = unwindModules(dwarf.modules(options.pid));
-            } catch (e) {
-              env.log(`profile: listing the modules of pid ${options.pid}: ${(e as Error).message}`);
-            }
-          }
-          dwarf?.close();
-        }
-        const pids = new Set(rawLast.map((r) => r.entry.pid));
-        const late: string[] = [];
-        for (const pid of pids) {
-          if (!pidAlive(pid)) continue;
-          capture(pid);
-          if (options.javaPerfMap && !jvmPids.has(pid) && !options.pid && processInfo(pid)?.jvm && foreignOwner(pid, env.requester) === undefined) jvmPids.add(pid);
-        }
-        if (options.javaPerfMap) {
-          await Promise.all(
-            [...jvmPids].filter((p) => pids.has(p) && pidAlive(p)).map(async (pid) => {
-              try {
-                await writePerfMap(pid, { timeoutMs: 8000 });
-                const img = images.get(pid);
-                if (img) symbolizer.refreshPerfMap(img);
-              } catch (e) {
-                late.push(`Java methods of pid ${pid} are not named: fetching its perf map failed: ${(e as Error).message}`);
-              }
-            }),
-          );
-        }
-        await symbolizeStacks(rawLast, symbolizer, (pid) => images.get(pid), kernelFrames, userFrames, env.log, buildIds);
-        const kernelBuildId = readKernelBuildId();
-        if (kernelBuildId) buildIds.set('[kernel]', kernelBuildId);
-        // Debug-info and frame-pointer findings are known only once modules were touched.
-        const told = new Set(warnings);
-        for (const pid of options.pid ? [options.pid] : []) {
-          const img = images.get(pid);
-          for (const w of img ? symbolizer.warnings(img, warnOpts) : []) if (!told.has(w)) late.push(w);
-        }
-        symbolizer.dispose();
-        for (const w of late) env.log(`profile: ${w}`);
-        if (late.length) events.update({ samples: totals.samples, lost: totals.lost, elapsedMs: Date.now() - started, warnings: late });
-        final = result(assemble(rawLast, kernelFrames, userFrames));
-        // Java agent: Java frames from the agent replace the target's truncated stacks
-        if (java) final = await java.finish(final, rawLast, (raws) => assemble(raws, kernelFrames, userFrames));
-        return final;
-      },
-    };
+    return new ProfileRun(options, mode, obj, dwarf, ring, java, jvmPids, env, events, warnings);
   },
 };
 
+/**
+ * A JVM target: decides where its Java frames come from. The Java agent (started here) when
+ * asked for, or when the JVM lacks -XX:+PreserveFramePointer and the agent is built; otherwise
+ * the perf map at the end. Another user's JVM gets no attach request at all. Says what it
+ * decided through `warnings`; returns the agent session and the JVMs whose perf map to fetch.
+ */
+async function javaPath(options: ProfileOptions, cmdline: ProcessInfo | undefined, mode: UnwindMode, env: TracerEnv, warnings: string[]): Promise<{ java?: JavaAgentSession; jvmPids: Set<number> }> {
+  const jvmPids = new Set<number>();
+  if (options.pid && options.java === 'agent' && !cmdline?.jvm) {
+    // Not seen as a JVM: maybe another user's, whose maps we cannot read. The target checks
+    // (owner first) say why; a readable process without libjvm.so is no JVM at all.
+    checkAgentTarget(options.pid, env.requester);
+    throw unsuitableError(`pid ${options.pid} is not a HotSpot JVM (no libjvm.so mapped): --java agent loads a JVMTI agent into a JVM; profile it without --java`);
+  }
+  if (!cmdline?.jvm) return { jvmPids };
+  const owner = foreignOwner(options.pid, env.requester);
+  if (owner === undefined) jvmPids.add(options.pid);
+  const fp = options.java === 'agent' ? false : await jvmPreservesFramePointer(options.pid, cmdline.cmdline, env, options.javaPerfMap && owner === undefined);
+  // Where the agent would be used, refuse (checkAgentTarget names owner, requester and fix);
+  // otherwise native and kernel frames only: no attach request into another user's JVM.
+  if (owner !== undefined && (options.java === 'agent' || (options.java === 'auto' && !fp))) checkAgentTarget(options.pid, env.requester);
+  if (owner !== undefined) {
+    warnings.push(`pid ${options.pid} is a JVM of uid ${owner}, not yours (uid ${env.requester?.uid}): eBPF Studio sends no attach request into another user's JVM (no Java agent, no perf map), so its Java frames show as [unknown]. Profile it as root (sudo) or as uid ${owner}`);
+  } else if (options.java === 'auto' && !fp && !agentLibrary(env.assetDir)) warnings.push(`${agentUnavailableMessage(env.assetDir)}. ${preserveFramePointerAdvice(options.pid, cmdline.cmdline)}`);
+  else if (options.java === 'agent' || (options.java === 'auto' && !fp)) return { java: await startJavaAgent(options.pid, env, { unwind: mode }), jvmPids };
+  else if (!fp) warnings.push(preserveFramePointerAdvice(options.pid, cmdline.cmdline));
+  return { jvmPids };
+}
+
+/**
+ * Loads bpf/profile.bpf.o: stack map and (dwarf mode) sample ring sized for the options, the
+ * target and modes as rodata. With the Java agent in fp mode its java_samples ring is attached
+ * too (in dwarf mode the samples ring carries tid and time, forwarded once unwound). A failure
+ * stops the agent before it is thrown.
+ */
+async function loadProfiler(options: ProfileOptions, mode: UnwindMode, stackCopyBytes: number, java: JavaAgentSession | undefined, env: TracerEnv): Promise<BpfObject> {
+  try {
+    const { obj } = loadFirstWorking(env, 'profile', [['on_sample']], (o) => {
+      o.setMaxEntries('stacks', options.stackStorageSize ?? PROFILE_DEFAULT_STACK_STORAGE);
+      if (mode === 'dwarf') {
+        o.setMaxEntries('samples', ringBytes(options.frequency, stackCopyBytes, onlineCpus().length));
+        o.setMaxEntries('scratch', env.addon.numPossibleCpus());
+      }
+      setRodata(o, { target_pid: options.pid, include_idle: options.includeIdle, unwind_dwarf: mode === 'dwarf', stack_copy_bytes: stackCopyBytes, signal_target: Boolean(java) });
+    });
+    if (mode === 'fp') java?.attachRing(obj);
+    return obj;
+  } catch (e) {
+    await java?.abort();
+    throw e;
+  }
+}
+
+/** dwarf mode: each sample's copied user stack is unwound as it arrives; the target's go to the agent's join too. */
+function openSampleRing(obj: BpfObject, dwarf: DwarfAggregator, java: JavaAgentSession | undefined, pid: number, env: TracerEnv): RingBufferHandle {
+  try {
+    return obj.openRingBuffer('samples', (batch, offsets) => {
+      for (const rec of records(batch, offsets)) {
+        try {
+          const u = dwarf.add(rec);
+          if (java && u.sample.pid === pid) java.addCfiSample(u.sample.tid, u.sample.nsTid, u.sample.ts, { user: u.user, kernStackId: u.sample.kernStackId, note: u.note, comm: u.sample.comm });
+        } catch (e) {
+          env.log(`profile: a sample could not be unwound: ${(e as Error).message}`);
+        }
+      }
+    });
+  } catch (e) {
+    throw fromBpfError('opening the profiler ring buffer', e);
+  }
+}
+
+/** One cpu-clock perf event per online CPU, each running on_sample. */
+function attachSamplers(obj: BpfObject, frequency: number): void {
+  try {
+    for (const cpu of onlineCpus()) obj.attachPerfEvent('on_sample', { type: 'cpu-clock', frequency, cpu });
+  } catch (e) {
+    throw fromBpfError(`opening cpu-clock perf events at ${frequency} Hz`, e);
+  }
+}
+
+type FrameCache = { kernel: Map<bigint, ProfileFrame[]>; user: Map<number, Map<string, ProfileFrame[]>> };
+const frameCache = (): FrameCache => ({ kernel: new Map(), user: new Map() });
+
+/**
+ * A running profile: captures the mappings of sampled processes while they live (they can exit
+ * or dlopen while we sample), reports counts every second, answers snapshots from a background
+ * symbolization pass and, at stop, symbolizes the final profile afresh.
+ */
+class ProfileRun implements Session<'profile'> {
+  readonly targets: number[];
+  private readonly started = Date.now();
+  private readonly symbolizer: Symbolizer;
+  private readonly images = new Map<number, ProcessImage>();
+  private readonly warnOpts: Parameters<Symbolizer['warnings']>[1];
+  private readonly timer: ReturnType<typeof setInterval>;
+  private ticks = 0;
+  /** system-wide: pids whose mappings were captured */
+  private readonly seen = new Set<number>();
+  private totals = { samples: 0, lost: 0 };
+  private rawLast: RawStack[] = [];
+  private final: ProfileResult | undefined;
+  private closed = false;
+  /** frames of snapshots: named by what a background pass has reached */
+  private readonly live = frameCache();
+  private liveNaming: Promise<void> | undefined;
+  /** frames of the final profile */
+  private readonly named = frameCache();
+  private unwindModuleInfo: UnwindInfo['modules'];
+  private readonly buildIds = new Map<string, string>();
+
+  constructor(
+    private readonly options: ProfileOptions,
+    private readonly mode: UnwindMode,
+    private readonly obj: BpfObject,
+    private readonly dwarf: DwarfAggregator | undefined,
+    private readonly ring: RingBufferHandle | undefined,
+    private readonly java: JavaAgentSession | undefined,
+    private readonly jvmPids: Set<number>,
+    private readonly env: TracerEnv,
+    private readonly events: SessionEvents<'profile'>,
+    readonly warnings: string[],
+  ) {
+    this.targets = options.pid ? [options.pid] : [];
+    this.warnOpts = mode === 'dwarf' ? ({ stacks: 'cfi' } as const) : ({ stacks: 'fp', fpFix: 'or profile with --unwind dwarf (the default), which unwinds by CFI' } as const);
+    this.symbolizer = new Symbolizer({ log: env.log });
+    if (options.pid) {
+      this.capture(options.pid);
+      const img = this.images.get(options.pid);
+      if (img) warnings.push(...this.symbolizer.warnings(img, this.warnOpts));
+    }
+    this.timer = setInterval(() => this.tick(), TICK_MS);
+  }
+
+  private capture(pid: number): void {
+    if (pid === 0 || !pidAlive(pid)) return;
+    try {
+      this.images.set(pid, this.symbolizer.captureProcess(pid));
+    } catch (e) {
+      this.env.log(`profile: cannot read the mappings of pid ${pid}: ${(e as Error).message}`);
+    }
+  }
+
+  /** Every second: counts to the view; the target's mappings every 5 s, new pids' every 2 s system-wide. */
+  private tick(): void {
+    const { obj, options } = this;
+    this.ticks++;
+    let samples = 0;
+    let lost = 0;
+    try {
+      samples = readCounter(obj, 'stats', PROFILE_STAT.samples);
+      lost = readCounter(obj, 'stats', PROFILE_STAT.lost);
+    } catch {
+      return;
+    }
+    this.events.update({ samples, lost, elapsedMs: Date.now() - this.started });
+    if (options.pid) {
+      if (!pidAlive(options.pid)) {
+        clearInterval(this.timer);
+        this.events.ended('target-exited', `pid ${options.pid} exited`);
+      } else if (this.ticks % 5 === 0) this.capture(options.pid);
+    } else if (this.ticks % 2 === 0) {
+      try {
+        const d = obj.mapDump('counts');
+        for (const e of decodeCounts(d.keys, d.values, d.count)) {
+          if (this.seen.has(e.pid)) continue;
+          this.seen.add(e.pid);
+          this.capture(e.pid);
+        }
+      } catch (e) {
+        this.env.log(`profile: reading counts: ${(e as Error).message}`);
+      }
+    }
+  }
+
+  /** The counted stacks so far (and the totals), from the unwinder or the counts map. */
+  private collect(): RawStack[] {
+    const { obj } = this;
+    this.totals = { samples: readCounter(obj, 'stats', PROFILE_STAT.samples), lost: readCounter(obj, 'stats', PROFILE_STAT.lost) };
+    if (this.dwarf) return this.dwarf.raw((id) => obj.readStack('stacks', id));
+    const d = obj.mapDump('counts');
+    const entries: CountEntry[] = decodeCounts(d.keys, d.values, d.count);
+    return readStacks(entries, (id) => obj.readStack('stacks', id));
+  }
+
+  private unwindInfo(): UnwindInfo {
+    const { dwarf, java, mode } = this;
+    if (!dwarf) return { mode, ...(java ? { javaAgent: true } : {}) };
+    return {
+      mode,
+      ...(java ? { javaAgent: true } : {}),
+      // With the agent the unwind only has to reach the first JIT frame; what it does beyond
+      // (frame-pointer guesses through JIT code, often off the copied stack) is cut by the join,
+      // so "deeper than the copy" would blame the copy size for nothing.
+      truncated: java ? undefined : dwarf.stats.truncated,
+      unwindNsPerSample: dwarf.pool.nsPerStack(),
+      ...(this.unwindModuleInfo ? { modules: this.unwindModuleInfo } : {}),
+    };
+  }
+
+  private result(stacks: ProfileStack[]): ProfileResult {
+    return {
+      tracer: 'profile',
+      frequency: this.options.frequency,
+      samples: this.totals.samples,
+      lost: this.totals.lost,
+      stacks,
+      unwind: this.unwindInfo(),
+      ...(this.buildIds.size ? { buildIds: Object.fromEntries(this.buildIds) } : {}),
+    };
+  }
+
+  private assemble(raws: RawStack[], frames: FrameCache): ProfileStack[] {
+    return assemble(raws, frames.kernel, frames.user);
+  }
+
+  snapshot(): ProfileResult {
+    if (this.final) return this.final;
+    try {
+      this.rawLast = this.collect();
+    } catch {
+      /* object closing: keep the last read */
+    }
+    // Frames are named by what a background pass has symbolized so far (one pass at a time,
+    // started by snapshots only: a CLI run never pays for it). Its caches are not the final
+    // ones: the final profile is symbolized afresh once the JVM's perf map is fetched.
+    if (!this.liveNaming && !this.closed) {
+      this.liveNaming = symbolizeStacks(this.rawLast, this.symbolizer, (pid) => this.images.get(pid), this.live.kernel, this.live.user, () => undefined)
+        .catch(() => undefined)
+        .finally(() => (this.liveNaming = undefined));
+    }
+    const live = this.result(this.assemble(this.rawLast, this.live));
+    // Java frames from the agent, joined as far as its records have come in.
+    return this.java ? this.java.live(live, this.rawLast, (raws) => this.assemble(raws, this.live)) : live;
+  }
+
+  async stop(): Promise<ProfileResult> {
+    if (this.final) return this.final;
+    clearInterval(this.timer);
+    await this.liveNaming;
+    if (!this.closed) this.detach();
+    const late = await this.nameJavaMethods();
+    await symbolizeStacks(this.rawLast, this.symbolizer, (pid) => this.images.get(pid), this.named.kernel, this.named.user, this.env.log, this.buildIds);
+    const kernel = kernelBuildId();
+    if (kernel) this.buildIds.set('[kernel]', kernel);
+    // Debug-info and frame-pointer findings are known only once modules were touched.
+    const told = new Set(this.warnings);
+    for (const pid of this.targets) {
+      const img = this.images.get(pid);
+      for (const w of img ? this.symbolizer.warnings(img, this.warnOpts) : []) if (!told.has(w)) late.push(w);
+    }
+    this.symbolizer.dispose();
+    for (const w of late) this.env.log(`profile: ${w}`);
+    if (late.length) this.events.update({ samples: this.totals.samples, lost: this.totals.lost, elapsedMs: Date.now() - this.started, warnings: late });
+    this.final = this.result(this.assemble(this.rawLast, this.named));
+    // Java agent: Java frames from the agent replace the target's truncated stacks
+    if (this.java) this.final = await this.java.finish(this.final, this.rawLast, (raws) => this.assemble(raws, this.named));
+    return this.final;
+  }
+
+  /** Last read of the counts, then the BPF object closes; dwarf mode lists the target's modules before its unwinder goes. */
+  private detach(): void {
+    const { dwarf, options } = this;
+    this.closed = true;
+    try {
+      this.ring?.close();
+      this.rawLast = this.collect();
+    } finally {
+      this.obj.close();
+    }
+    if (dwarf && options.pid && pidAlive(options.pid)) {
+      try {
+        this.unwindModuleInfo = unwindModules(dwarf.modules(options.pid));
+      } catch (e) {
+        this.env.log(`profile: listing the modules of pid ${options.pid}: ${(e as Error).message}`);
+      }
+    }
+    dwarf?.close();
+  }
+
+  /**
+   * Captures every sampled process still alive and, with javaPerfMap, asks each of our JVMs
+   * among them for its perf map, so methods compiled late are named. Returns what could not be done.
+   */
+  private async nameJavaMethods(): Promise<string[]> {
+    const { options, env } = this;
+    const pids = new Set(this.rawLast.map((r) => r.entry.pid));
+    const late: string[] = [];
+    for (const pid of pids) {
+      if (!pidAlive(pid)) continue;
+      this.capture(pid);
+      if (options.javaPerfMap && !this.jvmPids.has(pid) && !options.pid && processInfo(pid)?.jvm && foreignOwner(pid, env.requester) === undefined) this.jvmPids.add(pid);
+    }
+    if (!options.javaPerfMap) return late;
+    await Promise.all(
+      [...this.jvmPids].filter((p) => pids.has(p) && pidAlive(p)).map(async (pid) => {
+        try {
+          await writePerfMap(pid, { timeoutMs: 8000 });
+          const img = this.images.get(pid);
+          if (img) this.symbolizer.refreshPerfMap(img);
+        } catch (e) {
+          late.push(`Java methods of pid ${pid} are not named: fetching its perf map failed: ${(e as Error).message}`);
+        }
+      }),
+    );
+    return late;
+  }
+}

@@ -2,7 +2,7 @@
 // the four layers (BPF → addon → helper/CLI → client) with nothing tracer-specific in the way.
 // Decoder mirrors bpf/selftest.h.
 import type { SelftestEvent, SelftestOptions, SelftestResult } from '../../protocol/selftest';
-import { asObject, int, oneOf } from '../../protocol/validate';
+import { asObject, int, oneOf, PID_MAX } from '../../protocol/validate';
 import { ensureTracefs } from '../../sys/tracefs';
 import { fromBpfError } from '../../protocol/errors';
 import type { Tracer } from '../tracer';
@@ -27,7 +27,7 @@ export const selftestTracer: Tracer<'selftest'> = {
   validate(raw): SelftestOptions {
     const o = asObject(raw, 'options');
     return {
-      parentPid: int(o, 'parentPid', 0, 4194304, 0),
+      parentPid: int(o, 'parentPid', 0, PID_MAX, 0),
       magic: int(o, 'magic', 0, Number.MAX_SAFE_INTEGER, 0),
       attach: oneOf(o, 'attach', ['tracepoint', 'raw_tp', 'tp_btf'] as const, 'tracepoint'),
     };
