@@ -32,22 +32,21 @@ interface Group {
 
 const needsRoot = () => (process.geteuid?.() === 0 ? undefined : 'needs root (BPF, uprobes)');
 const needsObject = (name: string) => () => needsRoot() ?? (fs.existsSync(path.join(root, 'dist', 'bpf', `${name}.bpf.o`)) ? undefined : `dist/bpf/${name}.bpf.o is not built (npm run build)`);
-const needsTracer = (name: string, source: string) => () =>
-  needsObject(name)() ?? (fs.existsSync(path.join(root, 'extension', 'tracers', source)) ? undefined : `the ${name} tracer (extension/tracers/${source}) does not exist yet`);
+const needsTracer = (name: string) => needsObject(name);
 
 const GROUPS: Group[] = [
-  { id: 'java-gc', run: benchJavaGc, missing: needsTracer('java-gc', 'javaGc.ts') },
-  { id: 'memleak', run: benchMemleak, missing: needsTracer('memleak', 'memleak.ts') },
-  { id: 'memleak-unwind', run: benchMemleakUnwind, missing: needsTracer('memleak', 'memleak.ts') },
-  { id: 'profile', run: benchProfile, missing: needsTracer('profile', 'profile.ts') },
-  { id: 'profile-unwind', run: benchProfileUnwind, missing: needsTracer('profile', 'profile.ts') },
+  { id: 'java-gc', run: benchJavaGc, missing: needsTracer('java-gc') },
+  { id: 'memleak', run: benchMemleak, missing: needsTracer('memleak') },
+  { id: 'memleak-unwind', run: benchMemleakUnwind, missing: needsTracer('memleak') },
+  { id: 'profile', run: benchProfile, missing: needsTracer('profile') },
+  { id: 'profile-unwind', run: benchProfileUnwind, missing: needsTracer('profile') },
   { id: 'attach', run: benchAttach, missing: needsRoot },
   { id: 'symbolize', run: benchSymbolizeRows },
   { id: 'flamegraph', run: benchFlamegraphRows },
   { id: 'events', run: benchEvents, missing: needsObject('bench_events') },
-  { id: 'helper-memory', run: benchHelperMemory, missing: needsTracer('memleak', 'memleak.ts') },
-  { id: 'memleak-sampling', run: benchMemleakSampling, missing: needsTracer('memleak', 'memleak.ts') },
-  { id: 'java-agent', run: benchJavaAgent, missing: () => needsTracer('profile', 'javaAgent.ts')() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
+  { id: 'helper-memory', run: benchHelperMemory, missing: needsTracer('memleak') },
+  { id: 'memleak-sampling', run: benchMemleakSampling, missing: needsTracer('memleak') },
+  { id: 'java-agent', run: benchJavaAgent, missing: () => needsTracer('profile')() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
 ];
 
 function usage(): never {
