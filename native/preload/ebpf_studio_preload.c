@@ -896,8 +896,9 @@ NEW_WRAPPER(_ZnamSt11align_val_tRKSt9nothrow_t, real_new_array_aligned_nothrow, 
  * wrappers above, after saving what they held; ebpf_studio_inject_stop() writes the saved values
  * back and leaves the library idle (it is never unloaded: a thread may still be inside a wrapper).
  * Modules loaded later are found by the loader's load counter (dlpi_adds), checked at most every
- * 100 ms from a recorded allocation, and patched the same way. Blocks allocated before the start
- * are unknown: their frees find no record and go straight to the allocator. */
+ * 100 ms from recorded allocations, and patched the same way. Blocks allocated before the start
+ * are unknown: their frees find no record and go straight to the allocator. A module loaded
+ * while nothing allocates is patched at the first recorded allocation after 1024 per thread. */
 
 #include <link.h>
 
@@ -1060,8 +1061,12 @@ static int count_adds(struct dl_phdr_info *info, size_t size, void *arg)
 /* Called from recorded allocations: patches modules loaded since the last pass. */
 static void rescan_modules(void)
 {
+	/* the clock is read once per 1024 recorded allocations of a thread, not on every one */
+	static __thread unsigned tick __attribute__((tls_model("initial-exec")));
+	if (LIKELY(!injected) || LIKELY(++tick & 1023))
+		return;
 	uint64_t now = now_coarse();
-	if (LIKELY(!injected || now < __atomic_load_n(&next_rescan_ns, __ATOMIC_RELAXED)))
+	if (now < __atomic_load_n(&next_rescan_ns, __ATOMIC_RELAXED))
 		return;
 	__atomic_store_n(&next_rescan_ns, now + 100000000ull, __ATOMIC_RELAXED);
 	unsigned long long adds = 0;

@@ -145,7 +145,7 @@ async function attachRun(src: string, end: 'target-exits' | 'sigint', extra: str
   target.stdout!.on('data', (d) => (out += d));
   try {
     await waitFor('the fixture to start', () => out.includes('ready'));
-    const run = runCli(['--pid', String(target.pid), '--json', '--top', '100', '--verbose', '--interval', '0.5', ...extra]);
+    const run = runCli(['--pid', String(target.pid), '--mode', 'uprobe', '--json', '--top', '100', '--verbose', '--interval', '0.5', ...extra]);
     await waitFor('the probes to attach', () => run.stderr.includes('attached in') || run.child.exitCode !== null);
     assert.equal(run.child.exitCode, null, run.stderr);
     target.stdin!.write('go\n');

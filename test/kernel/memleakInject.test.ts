@@ -2,7 +2,8 @@
 // built -O2 -g without frame pointers, 8 threads of malloc+free): the leak made after attach is
 // reported exactly (site, bytes, count, caller), the program keeps running and ends cleanly after
 // detach, 20 attach/detach cycles in a row while every thread allocates leave it working, a
-// tracer killed with SIGKILL mid-session leaves it running, and a static program falls back to
+// tracer killed with SIGKILL mid-session leaves it running, a JVM's native allocations are traced
+// and it collects garbage to the end after detach, and a static program falls back to
 // uprobes with the reason (and --mode inject refuses it with exit 4).
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { MemleakResult } from '../../extension/protocol/memleak';
-import { cliJs, distDir, kernelSkipReason, markerLines, repoRoot, runCli, startCli } from '../helpers';
+import { cliJs, compileJavaFixture, distDir, kernelSkipReason, markerLines, removeJavaFixture, repoRoot, runCli, startCli } from '../helpers';
 
 const src = path.join(repoRoot, 'test/fixtures/c/churnleak.c');
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'memleak-inject-test-'));
@@ -149,5 +150,36 @@ test('a static program cannot be injected: auto falls back to uprobes and says w
     assert.match(auto.stderr, /cannot be injected: tracing with uprobes instead/);
   } finally {
     target.child.kill('SIGKILL');
+  }
+});
+
+test("a JVM: libjvm's native allocations are traced by injection, and the JVM runs its GCs to the end after detach", async (t) => {
+  if (skip(t)) return;
+  const jdk = '/usr/lib/jvm/java-17-openjdk-amd64';
+  if (!fs.existsSync(`${jdk}/bin/javac`)) return t.skip(`no JDK 17 at ${jdk} (apt-get install openjdk-17-jdk-headless)`);
+  const { work: jwork, classes } = compileJavaFixture('memleak-inject-jvm-', 'GcWorkload.java', jdk);
+  const jvm = spawn(`${jdk}/bin/java`, ['-XX:+UseSerialGC', '-Xmx64m', '-cp', classes, 'GcWorkload', '2', '256'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  jvm.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  try {
+    const until = Date.now() + 30_000;
+    while (!/^ready/m.test(out) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    assert.match(out, /^ready/m);
+    const cli = startCli(['memleak', '--pid', String(jvm.pid), '--json', '--verbose', '--top', '0', '--duration', '6']);
+    const injected = Date.now() + 20_000;
+    while (!/memleak: injected /.test(cli.stderr()) && cli.child.exitCode === null && Date.now() < injected) await new Promise((r) => setTimeout(r, 50));
+    assert.match(cli.stderr(), /memleak: injected /);
+    // the workload runs while traced (its GCs and the JIT compilers allocate natively) and after
+    const exit = new Promise<number | null>((res) => jvm.once('exit', (code) => res(code)));
+    jvm.stdin.write('go\n');
+    const r = await cli.done;
+    assert.equal(r.code, 0, r.stderr);
+    const result = JSON.parse(r.stdout) as MemleakResult;
+    assert.equal(result.mode, 'inject', r.stderr);
+    assert.ok(result.stacks.some((s) => s.frames.some((f) => f.module.endsWith('libjvm.so'))), 'no allocation from libjvm.so was seen');
+    assert.equal(await exit, 0, out);
+    assert.match(out, /^done young=[1-9]\d* full=2/m);
+  } finally {
+    removeJavaFixture([jvm], jwork);
   }
 });
