@@ -183,3 +183,58 @@ test("a JVM: libjvm's native allocations are traced by injection, and the JVM ru
     removeJavaFixture([jvm], jwork);
   }
 });
+
+test('the same leaks as heaptrack -p on the same program, attached the same way (sites, calls, bytes)', { timeout: 120_000 }, async (t) => {
+  if (skip(t)) return;
+  for (const tool of ['heaptrack', 'heaptrack_print', 'gdb']) if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) return t.skip(`${tool} is not installed (apt-get install heaptrack gdb)`);
+  const leaky = path.join(repoRoot, 'test/fixtures/c/leaky.c');
+  const exe = path.join(work, 'leaky');
+  assert.equal(spawnSync('gcc', ['-g', '-O0', '-o', exe, leaky]).status, 0);
+  /** Starts leaky --wait, attaches with `attach` (resolves once attached), lets it leak and exit. */
+  const run = async (attach: (pid: number) => Promise<() => Promise<void>>) => {
+    const child = spawn(exe, ['--wait'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    while (!out.includes('ready')) await new Promise((r) => setTimeout(r, 20));
+    const finish = await attach(child.pid!);
+    child.stdin.write('go\n');
+    while (!out.includes('leaked')) await new Promise((r) => setTimeout(r, 20));
+    child.stdin.end('go\n');
+    await finish();
+  };
+  // heaptrack -p: injection through gdb; the data file is complete when the program has exited
+  const data = path.join(work, 'heaptrack-leaky');
+  await run(async (pid) => {
+    const ht = spawn('heaptrack', ['-o', data, '-p', String(pid)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let text = '';
+    ht.stdout.on('data', (d: Buffer) => (text += d.toString()));
+    const until = Date.now() + 60_000;
+    while (!/injection finished/.test(text) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    assert.match(text, /injection finished/);
+    return () => new Promise<void>((res) => ht.once('exit', () => res()));
+  });
+  const printed = spawnSync('heaptrack_print', ['--print-leaks', '1', `${data}.zst`], { encoding: 'utf8', maxBuffer: 64 << 20 }).stdout;
+  const theirs = new Map<number, number>();
+  for (const m of printed.matchAll(/^[\d.]+[KMG]? leaked over (\d+) calls from\n\S+\n\s+at \S*leaky\.c:(\d+)/gm)) theirs.set(Number(m[2]), Number(m[1]));
+  assert.ok(theirs.size >= 3, `heaptrack_print found no leaks in leaky.c:\n${printed.slice(0, 2000)}`);
+  // ours, by injection
+  let result: MemleakResult | undefined;
+  await run(async (pid) => {
+    const cli = startCli(['memleak', '--pid', String(pid), '--mode', 'inject', '--json', '--verbose', '--top', '0']);
+    const until = Date.now() + 20_000;
+    while (!/memleak: injected /.test(cli.stderr()) && cli.child.exitCode === null && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    assert.match(cli.stderr(), /memleak: injected /);
+    return async () => {
+      const r = await cli.done;
+      assert.equal(r.code, 0, r.stderr);
+      result = JSON.parse(r.stdout) as MemleakResult;
+    };
+  });
+  const ours = new Map<number, number>();
+  for (const s of result!.stacks) {
+    const f = s.frames[0];
+    if (f?.file?.endsWith('leaky.c') && f.line) ours.set(f.line, (ours.get(f.line) ?? 0) + s.allocations);
+  }
+  t.diagnostic(`heaptrack -p: ${[...theirs].map(([l, n]) => `leaky.c:${l} ×${n}`).join(', ')}; ours: ${[...ours].map(([l, n]) => `leaky.c:${l} ×${n}`).join(', ')}`);
+  assert.deepEqual(new Map([...ours].sort()), new Map([...theirs].sort()));
+});
