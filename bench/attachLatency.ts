@@ -53,7 +53,7 @@ export async function benchAttach(ctx: BenchContext): Promise<Row[]> {
         probes: '3 sched tracepoints',
       },
       memleak: {
-        ours: ['memleak', '--pid', cPid],
+        ours: ['memleak', '--pid', cPid, '--mode', 'uprobe'],
         bpftrace: { program: `${entries.map((f) => `uprobe:${lc}:${f}`).join(', ')} /pid == ${cPid}/ { @e[tid] = arg0; } ${rets.map((f) => `uretprobe:${lc}:${f}`).join(', ')} /pid == ${cPid}/ { @r[retval] = @e[tid]; }`, args: [] },
         probes: '12 uprobes + 10 uretprobes in libc',
       },

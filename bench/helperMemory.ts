@@ -27,7 +27,7 @@ async function measure(ctx: BenchContext, unwind: 'fp' | 'dwarf'): Promise<Row> 
   let tracer: Attached | undefined;
   try {
     await churn.next('ready');
-    tracer = await startCli(['memleak', '--pid', String(churn.pid), '--interval', '1', ...(unwind === 'dwarf' ? ['--unwind', 'dwarf'] : [])]);
+    tracer = await startCli(['memleak', '--pid', String(churn.pid), '--mode', 'uprobe', '--interval', '1', ...(unwind === 'dwarf' ? ['--unwind', 'dwarf'] : [])]);
     const pid = tracer.child.pid!;
     const samples: number[] = [];
     for (let s = 0; s <= seconds; s++) {

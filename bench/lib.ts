@@ -150,7 +150,7 @@ export interface Attached {
   output(): string;
 }
 
-function startUntil(cmd: string, args: string[], stream: 'stdout' | 'stderr', ready: RegExp, timeoutMs = 60_000): Promise<Attached> {
+export function startUntil(cmd: string, args: string[], stream: 'stdout' | 'stderr', ready: RegExp, timeoutMs = 60_000): Promise<Attached> {
   const t0 = performance.now();
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';

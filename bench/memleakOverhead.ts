@@ -5,6 +5,8 @@
 // ours/floor shows what our BPF logic adds on top of what the kernel charges per probe hit.
 // A fifth process runs with the preload interposer (dist/libebpf-studio-preload.so, set up as
 // `memleak --mode preload` sets it up: LD_PRELOAD and a report folder), the launch mode's default.
+// Two more are attached to while they run: one by `memleak --pid --mode inject` (the interposer
+// injected), one by `heaptrack -p` (heaptrack's own injection through gdb), the peer for attaching.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -12,7 +14,7 @@ import type { BpfObject } from '../native/index';
 import { loadAddon } from '../extension/sys/addon';
 import { openObject } from '../extension/tracers/bpfObject';
 import { readMaps } from '../extension/sys/proc/maps';
-import { have, interleave, LineProcess, median, ratioOfRounds, root, round, startCli, type Attached, type BenchContext, type Row } from './lib';
+import { have, interleave, LineProcess, median, ratioOfRounds, root, round, startCli, startUntil, type Attached, type BenchContext, type Row } from './lib';
 
 /**
  * The probes extension/tracers/memleak/tracer.ts attaches in --pid mode to a C program (libc only;
@@ -83,16 +85,24 @@ export async function benchMemleak(ctx: BenchContext): Promise<Row[]> {
     // as `memleak --sample-bytes 524288 -- COMMAND` sets it up
     procs.preloadSampled = new LineProcess(bin, ['bench'], { env: { ...process.env, LD_PRELOAD: preloadLib, EBPF_STUDIO_PRELOAD_DIR: preloadDir, EBPF_STUDIO_PRELOAD_SAMPLE_BYTES: '524288' } });
   }
+  const injectable = fs.existsSync(path.join(root, 'dist', 'ebpf-studio-inject'));
+  if (injectable) procs.inject = new LineProcess(bin, ['bench']);
+  const heaptrackAttach = withHeaptrack && have('gdb');
+  if (heaptrackAttach) procs.heaptrackAttach = new LineProcess(bin, ['bench']);
   let tracer: Attached | undefined;
+  let injected: Attached | undefined;
+  let heaptrackP: Attached | undefined;
   let floor: { obj: BpfObject; probes: number } | undefined;
   try {
     for (const p of Object.values(procs)) await p.next('ready');
+    if (procs.inject) injected = await startCli(['memleak', '--pid', String(procs.inject.pid), '--mode', 'inject', '--interval', '60']);
+    if (procs.heaptrackAttach) heaptrackP = await startUntil('heaptrack', ['-o', path.join(tmp, 'attached'), '-p', String(procs.heaptrackAttach.pid)], 'stdout', /injection finished/, 120_000);
     // The frame-pointer path: this row measures our probe logic against the floor (CFI stacks have their own row, ./memleakUnwind.ts).
-    tracer = await startCli(['memleak', '--pid', String(procs.ours.pid), '--unwind', 'fp']);
+    tracer = await startCli(['memleak', '--pid', String(procs.ours.pid), '--mode', 'uprobe', '--unwind', 'fp']);
     floor = attachFloor(procs.floor.pid, ctx.log);
     const run = (p: LineProcess, n: number) => () => p.ask(String(n), 'ns_per_op');
     // Warm caches and the allocator in every process (and fault in the probed pages) once.
-    for (const [k, p] of Object.entries(procs)) await p.ask(String(k === 'untraced' ? pairs.untraced : k === 'heaptrack' || k.startsWith('preload') ? pairs.heaptrack / 10 : pairs.probed / 10), 'ns_per_op');
+    for (const [k, p] of Object.entries(procs)) await p.ask(String(k === 'untraced' ? pairs.untraced : k.startsWith('heaptrack') || k.startsWith('preload') || k === 'inject' ? pairs.heaptrack / 10 : pairs.probed / 10), 'ns_per_op');
     const variants: Record<string, () => Promise<number>> = {
       untraced: run(procs.untraced, pairs.untraced),
       ours: run(procs.ours, pairs.probed),
@@ -101,6 +111,8 @@ export async function benchMemleak(ctx: BenchContext): Promise<Row[]> {
     if (procs.heaptrack) variants.heaptrack = run(procs.heaptrack, pairs.heaptrack);
     if (procs.preload) variants.preload = run(procs.preload, pairs.preload);
     if (procs.preloadSampled) variants.preloadSampled = run(procs.preloadSampled, pairs.untraced);
+    if (procs.inject) variants.inject = run(procs.inject, pairs.preload);
+    if (procs.heaptrackAttach) variants.heaptrackAttach = run(procs.heaptrackAttach, pairs.heaptrack);
     const r = await interleave(rounds, variants, ctx.log);
     const ns = (k: string) => round(median(r[k]), 1);
     const detail =
@@ -126,8 +138,26 @@ export async function benchMemleak(ctx: BenchContext): Promise<Row[]> {
           },
         ]
       : [];
+    const injectRows: Row[] = r.inject
+      ? [
+          {
+            name: 'memleak inject mode, attached (ns per malloc+free)',
+            value: ns('inject'),
+            unit: 'ns',
+            // attaching must cost no more than heaptrack -p, and at most 1.5x the launched preload mode
+            target: r.heaptrackAttach ? Math.min(ns('heaptrackAttach'), round(1.5 * median(r.preload), 1)) : round(1.5 * median(r.preload), 1),
+            better: 'lower',
+            peer: r.heaptrackAttach ? { name: 'heaptrack -p', value: ns('heaptrackAttach') } : null,
+            detail:
+              `same run, interleaved, median ns per malloc+free pair of processes attached to while running: memleak --pid --mode inject ${ns('inject')}, ` +
+              `heaptrack -p ${r.heaptrackAttach ? ns('heaptrackAttach') : 'not measured (heaptrack or gdb missing)'}; launched preload ${ns('preload')} (inject / preload ${round(median(r.inject) / median(r.preload), 2)}×), ` +
+              `uprobe attach ${ns('ours')}, untraced ${ns('untraced')}; attach took ${injected ? Math.round(injected.attachMs) : '?'} ms for ours (CLI start to "Ctrl-C to end"), ${heaptrackP ? Math.round(heaptrackP.attachMs) : '?'} ms for heaptrack -p`,
+          },
+        ]
+      : [];
     return [
       ...preloadRows,
+      ...injectRows,
       {
         name: 'memleak overhead (ours / untraced, per malloc+free)',
         value: round(ratioOfRounds(r.ours, r.untraced), 1),
@@ -150,6 +180,8 @@ export async function benchMemleak(ctx: BenchContext): Promise<Row[]> {
   } finally {
     floor?.obj.close();
     await tracer?.stop();
+    await injected?.stop();
+    await heaptrackP?.stop();
     for (const p of Object.values(procs)) await p.close();
     fs.rmSync(tmp, { recursive: true, force: true });
     fs.rmSync(preloadDir, { recursive: true, force: true });

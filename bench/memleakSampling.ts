@@ -21,7 +21,7 @@ async function accuracy(bin: string, sampleBytes: number): Promise<Accuracy> {
   const target = new LineProcess(bin, []);
   try {
     await target.next('ready');
-    const tracer = spawn(process.execPath, [cli, 'memleak', '--pid', String(target.child.pid), '--json', '--verbose', '--top', '0', '--interval', '60', '--sample-bytes', String(sampleBytes)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const tracer = spawn(process.execPath, [cli, 'memleak', '--pid', String(target.child.pid), '--mode', 'uprobe', '--json', '--verbose', '--top', '0', '--interval', '60', '--sample-bytes', String(sampleBytes)], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     tracer.stdout!.on('data', (d) => (out += d));
@@ -75,7 +75,7 @@ export async function benchMemleakSampling(ctx: BenchContext): Promise<Row[]> {
   const tracers: Attached[] = [];
   try {
     for (const p of Object.values(procs)) await p.next('ready');
-    for (const [k, n] of Object.entries(intervals)) tracers.push(await startCli(['memleak', '--pid', String(procs[k].pid), '--sample-bytes', String(n), '--interval', '60']));
+    for (const [k, n] of Object.entries(intervals)) tracers.push(await startCli(['memleak', '--pid', String(procs[k].pid), '--mode', 'uprobe', '--sample-bytes', String(n), '--interval', '60']));
     for (const [k, p] of Object.entries(procs)) await p.ask(String(k === 'untraced' ? pairs.untraced : pairs.probed / 10), 'ns_per_op');
     const variants: Record<string, () => Promise<number>> = {};
     for (const [k, p] of Object.entries(procs)) variants[k] = () => p.ask(String(k === 'untraced' ? pairs.untraced : pairs.probed), 'ns_per_op');

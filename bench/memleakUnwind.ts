@@ -16,8 +16,8 @@ export async function benchMemleakUnwind(ctx: BenchContext): Promise<Row[]> {
   const tracers: Attached[] = [];
   try {
     for (const p of Object.values(procs)) await p.next('ready');
-    tracers.push(await startCli(['memleak', '--pid', String(procs.fp.pid), '--unwind', 'fp']));
-    tracers.push(await startCli(['memleak', '--pid', String(procs.dwarf.pid), '--unwind', 'dwarf']));
+    tracers.push(await startCli(['memleak', '--pid', String(procs.fp.pid), '--mode', 'uprobe', '--unwind', 'fp']));
+    tracers.push(await startCli(['memleak', '--pid', String(procs.dwarf.pid), '--mode', 'uprobe', '--unwind', 'dwarf']));
     const run = (p: LineProcess, n: number) => () => p.ask(String(n), 'ns_per_op');
     for (const [k, p] of Object.entries(procs)) await p.ask(String(k === 'untraced' ? pairs.untraced : pairs.probed / 10), 'ns_per_op');
     const r = await interleave(rounds, { untraced: run(procs.untraced, pairs.untraced), fp: run(procs.fp, pairs.probed), dwarf: run(procs.dwarf, pairs.probed) }, ctx.log);

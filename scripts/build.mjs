@@ -159,6 +159,20 @@ function buildPreload() {
   console.log('build: leak interposer → dist/libebpf-studio-preload.so');
 }
 
+// Its injector (native/inject): loads the interposer into a running process (memleak --mode inject).
+function buildInjector() {
+  const src = path.join(root, 'native', 'inject', 'inject.c');
+  if (!fs.existsSync(src)) return;
+  const out = path.join(dist, 'ebpf-studio-inject');
+  if (fs.existsSync(out) && fs.statSync(out).mtimeMs > fs.statSync(src).mtimeMs) return;
+  fs.mkdirSync(dist, { recursive: true });
+  const tmp = `${out}.tmp${process.pid}`;
+  run('gcc', ['-O2', '-g', '-Wall', '-Wextra', '-o', tmp, src]);
+  run('strip', ['--strip-debug', tmp]);
+  fs.renameSync(tmp, out);
+  console.log('build: leak injector → dist/ebpf-studio-inject');
+}
+
 async function bundle() {
   const esbuild = await import('esbuild');
   const common = { bundle: true, sourcemap: 'linked', logLevel: 'warning', minify: false, target: 'es2022' };
@@ -188,6 +202,7 @@ fs.mkdirSync(dist, { recursive: true });
 if (!args.has('--skip-bpf')) buildBpf();
 if (!args.has('--skip-native')) buildNative();
 if (!args.has('--skip-native')) buildPreload();
+if (!args.has('--skip-native')) buildInjector();
 if (!args.has('--skip-native')) buildJvmAgent(root, dist);
 await bundle();
 if (!args.has('--skip-typecheck')) run(process.execPath, [path.join(root, 'node_modules', 'tsgo', 'bin', 'tsc'), '--noEmit', '-p', '.']);

@@ -7,7 +7,8 @@ set -euo pipefail
 
 build=(clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev make g++ python3 binutils gcc)
 test=(openjdk-17-jdk-headless libbpf-tools bpftrace clangd chromium ripgrep libkrb5-dev libsecret-1-dev libxkbfile-dev libx11-dev procps curl linux-perf libunwind8 sudo)
-bench=(heaptrack)
+# gdb: heaptrack -p attaches through it (the peer of memleak --pid --mode inject)
+bench=(heaptrack gdb)
 # go tool pprof reads our pprof exports in the kernel tier
 test+=(golang-go)
 

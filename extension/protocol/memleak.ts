@@ -32,12 +32,13 @@ export const MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES = 0;
 
 /**
  * How user-space allocations are seen. preload: our interposer library in LD_PRELOAD of a
- * launched command (no kernel trap per call); uprobe: BPF uprobes on the allocator (works for
- * running processes, static and setuid programs); auto: preload for a launched command, uprobes
- * for --pid (and for launched programs that cannot be preloaded).
+ * launched command (no kernel trap per call); inject: the same library loaded into a running
+ * process (--pid) and its allocator calls redirected to it; uprobe: BPF uprobes on the allocator
+ * (works for static and setuid programs too, at a kernel trap per call); auto: preload for a
+ * launched command, inject for --pid, uprobes where neither can be used (the reason is said).
  */
-export type MemleakMode = 'preload' | 'uprobe' | 'auto';
-export const MEMLEAK_MODES: readonly MemleakMode[] = ['preload', 'uprobe', 'auto'];
+export type MemleakMode = 'preload' | 'inject' | 'uprobe' | 'auto';
+export const MEMLEAK_MODES: readonly MemleakMode[] = ['preload', 'inject', 'uprobe', 'auto'];
 
 export interface MemleakOptions {
   /** attach to this running process (exactly one of pid / launch / kernel-only) */
@@ -98,7 +99,7 @@ export interface MemleakResult {
   /** exit-hold events that did not reach user space */
   lost: number;
   /** how allocations were seen (absent in documents from before preload mode: uprobe) */
-  mode?: 'preload' | 'uprobe' | 'kernel';
+  mode?: 'preload' | 'inject' | 'uprobe' | 'kernel';
   /** present when sampled: the mean interval in bytes; every figure is then an estimate (see bytesStdErr) */
   sampleBytes?: number;
 }

@@ -205,9 +205,26 @@ static char *put_u64(char *p, uint64_t v)
 	return p;
 }
 
+/* Injected into a running process (ebpf-studio-inject), the settings come from a file the
+ * tracer wrote, not from the environment the process started with. */
+static bool injected;
+static char conf_text[4096]; /* NAME=VALUE entries, each ending in a NUL */
+static size_t conf_len;
+
+static const char *conf(const char *name)
+{
+	if (!injected)
+		return getenv(name);
+	size_t n = strlen(name);
+	for (size_t at = 0; at < conf_len; at += strlen(conf_text + at) + 1)
+		if (strncmp(conf_text + at, name, n) == 0 && conf_text[at + n] == '=')
+			return conf_text + at + n + 1;
+	return NULL;
+}
+
 static uint64_t env_u64(const char *name, uint64_t dflt)
 {
-	const char *s = getenv(name);
+	const char *s = conf(name);
 	uint64_t v = 0;
 	if (!s || !*s)
 		return dflt;
@@ -424,10 +441,13 @@ static bool sampled(size_t size)
 	return true;
 }
 
+static void rescan_modules(void);
+
 static void record(void *p, size_t size)
 {
 	if (!p || size < min_size || size > max_size || !sampled(size))
 		return;
+	rescan_modules();
 	table_insert((uint64_t)p, size, current_stack());
 }
 
@@ -473,7 +493,7 @@ static bool notify(char what)
 
 static bool open_table(void)
 {
-	const char *dir = getenv("EBPF_STUDIO_PRELOAD_DIR");
+	const char *dir = conf("EBPF_STUDIO_PRELOAD_DIR");
 	char path[4096], *p;
 	size_t dl;
 	uint64_t max_out = env_u64("EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING", 1000000);
@@ -637,22 +657,28 @@ static void at_exit(void)
 	busy--;
 }
 
-__attribute__((constructor(101))) static void preload_start(void)
+static void open_unwinder(void)
 {
 	void *h;
+	const char *u = conf("EBPF_STUDIO_PRELOAD_UNWINDER"); /* "libgcc": for tests and the bench */
+	h = u && strcmp(u, "libgcc") == 0 ? NULL : dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+	if (h)
+		unw_bt = (unw_backtrace_fn)dlsym(h, "unw_backtrace");
+	hdr->unwinder = unw_bt ? 1 : 2;
+}
 
+__attribute__((constructor(101))) static void preload_start(void)
+{
+	/* Loaded by dlopen into a running process (ebpf-studio-inject): nothing happens until
+	 * ebpf_studio_inject_start; the wrappers are not reached before it patches the GOTs. */
+	if (!getenv("EBPF_STUDIO_PRELOAD_DIR"))
+		return;
 	ready();
 	if (!active)
 		return;
 	busy++;
 	/* libunwind: opened, not linked (see the header comment) */
-	{
-		const char *u = getenv("EBPF_STUDIO_PRELOAD_UNWINDER"); /* "libgcc": for tests and the bench */
-		h = u && strcmp(u, "libgcc") == 0 ? NULL : dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
-	}
-	if (h)
-		unw_bt = (unw_backtrace_fn)dlsym(h, "unw_backtrace");
-	hdr->unwinder = unw_bt ? 1 : 2;
+	open_unwinder();
 	resolve_cxx();
 	{
 		uint64_t fd = env_u64("EBPF_STUDIO_PRELOAD_FD", 0);
@@ -860,3 +886,301 @@ NEW_WRAPPER(_ZnwmSt11align_val_t, real_new_aligned, (size_t n, size_t a), (n, a)
 NEW_WRAPPER(_ZnamSt11align_val_t, real_new_array_aligned, (size_t n, size_t a), (n, a), n)
 NEW_WRAPPER(_ZnwmSt11align_val_tRKSt9nothrow_t, real_new_aligned_nothrow, (size_t n, size_t a, const void *t), (n, a, t), n)
 NEW_WRAPPER(_ZnamSt11align_val_tRKSt9nothrow_t, real_new_array_aligned_nothrow, (size_t n, size_t a, const void *t), (n, a, t), n)
+
+/* ---- injected into a running process ------------------------------------------------------
+ *
+ * ebpf-studio-inject dlopens this library into a running process, then calls
+ * ebpf_studio_inject_start(config). A dlopen'ed library interposes nothing by name: calls already
+ * bound to the C library stay bound. So the start rewrites, in every loaded module, the GOT
+ * entries (JUMP_SLOT and GLOB_DAT relocations) of the malloc family and C++ operator new to the
+ * wrappers above, after saving what they held; ebpf_studio_inject_stop() writes the saved values
+ * back and leaves the library idle (it is never unloaded: a thread may still be inside a wrapper).
+ * Modules loaded later are found by the loader's load counter (dlpi_adds), checked at most every
+ * 100 ms from recorded allocations, and patched the same way. Blocks allocated before the start
+ * are unknown: their frees find no record and go straight to the allocator. A module loaded
+ * while nothing allocates is patched at the first recorded allocation after 1024 per thread. */
+
+#include <link.h>
+
+struct got_patch {
+	uint64_t *slot;
+	uint64_t old;
+	bool relro;
+};
+static struct got_patch patches[16384];
+static unsigned npatches;
+static int patch_lock;
+static uintptr_t self_base;
+static unsigned long long seen_adds;
+static uint64_t next_rescan_ns;
+
+/* Our wrappers' own addresses. Inside this library a plain `malloc` names the global scope's
+ * definition (the C library's, once dlopen'ed), so the GOT entries get hidden aliases, which
+ * always mean the functions defined here. */
+#define OWN(fn) extern __typeof__(fn) own_##fn __attribute__((alias(#fn), copy(fn), visibility("hidden")));
+OWN(malloc)
+OWN(calloc)
+OWN(realloc)
+OWN(reallocarray)
+OWN(free)
+OWN(posix_memalign)
+OWN(aligned_alloc)
+OWN(memalign)
+OWN(valloc)
+OWN(pvalloc)
+OWN(_Znwm)
+OWN(_Znam)
+OWN(_ZnwmRKSt9nothrow_t)
+OWN(_ZnamRKSt9nothrow_t)
+OWN(_ZnwmSt11align_val_t)
+OWN(_ZnamSt11align_val_t)
+OWN(_ZnwmSt11align_val_tRKSt9nothrow_t)
+OWN(_ZnamSt11align_val_tRKSt9nothrow_t)
+
+static void *wrapper_of(const char *name)
+{
+#define W(fn) { #fn, (void *)own_##fn }
+	static const struct {
+		const char *name;
+		void *fn;
+	} table[] = {
+		W(malloc), W(calloc), W(realloc), W(reallocarray), W(free), W(posix_memalign), W(aligned_alloc), W(memalign), W(valloc), W(pvalloc),
+		W(_Znwm), W(_Znam), W(_ZnwmRKSt9nothrow_t), W(_ZnamRKSt9nothrow_t), W(_ZnwmSt11align_val_t), W(_ZnamSt11align_val_t),
+		W(_ZnwmSt11align_val_tRKSt9nothrow_t), W(_ZnamSt11align_val_tRKSt9nothrow_t),
+	};
+#undef W
+	if (name[0] != 'm' && name[0] != 'c' && name[0] != 'r' && name[0] != 'f' && name[0] != 'p' && name[0] != 'a' && name[0] != 'v' && name[0] != '_')
+		return NULL;
+	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+		if (strcmp(table[i].name, name) == 0)
+			return table[i].fn;
+	return NULL;
+}
+
+static void write_slot(uint64_t *slot, uint64_t value, uintptr_t relro_lo, uintptr_t relro_hi)
+{
+	if ((uintptr_t)slot >= relro_lo && (uintptr_t)slot < relro_hi) {
+		/* RELRO: read-only after the loader's relocations; writable just for this store */
+		uintptr_t page = (uintptr_t)slot & ~(uintptr_t)(page_size - 1);
+		if (mprotect((void *)page, page_size, PROT_READ | PROT_WRITE) != 0)
+			return;
+		__atomic_store_n(slot, value, __ATOMIC_RELEASE);
+		mprotect((void *)page, page_size, PROT_READ);
+		return;
+	}
+	__atomic_store_n(slot, value, __ATOMIC_RELEASE);
+}
+
+static uintptr_t dyn_ptr(uintptr_t base, uintptr_t v)
+{
+	/* the loader relocates most d_ptr entries in place; a small value is still an offset */
+	return v < base ? v + base : v;
+}
+
+static void patch_relocs(uintptr_t base, const Elf64_Rela *rel, size_t bytes, const Elf64_Sym *symtab, const char *strtab, uintptr_t relro_lo, uintptr_t relro_hi)
+{
+	for (size_t i = 0; rel && i < bytes / sizeof *rel; i++) {
+		unsigned type = ELF64_R_TYPE(rel[i].r_info);
+		if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+			continue;
+		const char *name = strtab + symtab[ELF64_R_SYM(rel[i].r_info)].st_name;
+		void *w = wrapper_of(name);
+		if (!w)
+			continue;
+		uint64_t *slot = (uint64_t *)(base + rel[i].r_offset);
+		uint64_t was = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+		if (was == (uint64_t)(uintptr_t)w || npatches >= sizeof patches / sizeof patches[0])
+			continue;
+		patches[npatches].slot = slot;
+		patches[npatches].old = was;
+		patches[npatches].relro = (uintptr_t)slot >= relro_lo && (uintptr_t)slot < relro_hi;
+		npatches++;
+		write_slot(slot, (uint64_t)(uintptr_t)w, relro_lo, relro_hi);
+	}
+}
+
+static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	seen_adds = info->dlpi_adds;
+	const char *name = info->dlpi_name ? info->dlpi_name : "";
+	if (info->dlpi_addr == self_base || strstr(name, "linux-vdso") || strstr(name, "/ld-linux"))
+		return 0;
+	const Elf64_Dyn *dyn = NULL;
+	uintptr_t base = info->dlpi_addr, relro_lo = 0, relro_hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const Elf64_Dyn *)(base + info->dlpi_phdr[i].p_vaddr);
+		else if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO) {
+			relro_lo = base + info->dlpi_phdr[i].p_vaddr;
+			relro_hi = relro_lo + info->dlpi_phdr[i].p_memsz;
+		}
+	}
+	if (!dyn)
+		return 0;
+	const Elf64_Sym *symtab = NULL;
+	const char *strtab = NULL;
+	const Elf64_Rela *jmprel = NULL, *rela = NULL;
+	size_t jmprel_sz = 0, rela_sz = 0;
+	long pltrel = DT_RELA;
+	for (; dyn->d_tag != DT_NULL; dyn++) {
+		switch (dyn->d_tag) {
+		case DT_SYMTAB: symtab = (const Elf64_Sym *)dyn_ptr(base, dyn->d_un.d_ptr); break;
+		case DT_STRTAB: strtab = (const char *)dyn_ptr(base, dyn->d_un.d_ptr); break;
+		case DT_JMPREL: jmprel = (const Elf64_Rela *)dyn_ptr(base, dyn->d_un.d_ptr); break;
+		case DT_PLTRELSZ: jmprel_sz = dyn->d_un.d_val; break;
+		case DT_RELA: rela = (const Elf64_Rela *)dyn_ptr(base, dyn->d_un.d_ptr); break;
+		case DT_RELASZ: rela_sz = dyn->d_un.d_val; break;
+		case DT_PLTREL: pltrel = (long)dyn->d_un.d_val; break;
+		}
+	}
+	if (!symtab || !strtab || pltrel != DT_RELA)
+		return 0;
+	patch_relocs(base, jmprel, jmprel_sz, symtab, strtab, relro_lo, relro_hi);
+	patch_relocs(base, rela, rela_sz, symtab, strtab, relro_lo, relro_hi);
+	return 0;
+}
+
+static void patch_all(void)
+{
+	spin_lock(&patch_lock);
+	busy++;
+	dl_iterate_phdr(patch_module, NULL);
+	busy--;
+	spin_unlock(&patch_lock);
+}
+
+static int count_adds(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	*(unsigned long long *)arg = info->dlpi_adds;
+	return 1;
+}
+
+/* Called from recorded allocations: patches modules loaded since the last pass. */
+static void rescan_modules(void)
+{
+	/* the clock is read once per 1024 recorded allocations of a thread, not on every one */
+	static __thread unsigned tick __attribute__((tls_model("initial-exec")));
+	if (LIKELY(!injected) || LIKELY(++tick & 1023))
+		return;
+	uint64_t now = now_coarse();
+	if (now < __atomic_load_n(&next_rescan_ns, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&next_rescan_ns, now + 100000000ull, __ATOMIC_RELAXED);
+	unsigned long long adds = 0;
+	busy++;
+	dl_iterate_phdr(count_adds, &adds);
+	busy--;
+	if (adds != seen_adds && __atomic_load_n(&active, __ATOMIC_ACQUIRE))
+		patch_all();
+}
+
+/* Reads the tracer's settings (KEY=VALUE lines, the names of the launch environment). */
+static bool read_conf(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, conf_text, sizeof conf_text - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	conf_text[n] = 0;
+	for (ssize_t i = 0; i < n; i++)
+		if (conf_text[i] == '\n')
+			conf_text[i] = 0;
+	conf_len = (size_t)n;
+	return true;
+}
+
+/* Results of ebpf_studio_inject_start: 0 tracing; others name what failed. */
+enum { INJECT_OK = 0, INJECT_NO_CONFIG = 2, INJECT_NO_ALLOCATOR = 3, INJECT_NO_TABLE = 4, INJECT_LAUNCHED = 5 };
+
+EXPORT int ebpf_studio_inject_start(const char *config_path)
+{
+	Dl_info self;
+
+	if (getenv("EBPF_STUDIO_PRELOAD_DIR"))
+		return INJECT_LAUNCHED; /* already traced from its start by the preload mode */
+	busy++;
+	injected = true;
+	if (!read_conf(config_path)) {
+		busy--;
+		return INJECT_NO_CONFIG;
+	}
+	/* The definitions every module is bound to: the global scope's (the program's own, an
+	 * allocator library such as jemalloc, or the C library's). This library is RTLD_LOCAL and
+	 * not in that scope. */
+	real_malloc = dlsym(RTLD_DEFAULT, "malloc");
+	real_calloc = dlsym(RTLD_DEFAULT, "calloc");
+	real_realloc = dlsym(RTLD_DEFAULT, "realloc");
+	real_reallocarray = dlsym(RTLD_DEFAULT, "reallocarray");
+	real_free = dlsym(RTLD_DEFAULT, "free");
+	real_posix_memalign = dlsym(RTLD_DEFAULT, "posix_memalign");
+	real_aligned_alloc = dlsym(RTLD_DEFAULT, "aligned_alloc");
+	real_memalign = dlsym(RTLD_DEFAULT, "memalign");
+	real_valloc = dlsym(RTLD_DEFAULT, "valloc");
+	real_pvalloc = dlsym(RTLD_DEFAULT, "pvalloc");
+	real_new = dlsym(RTLD_DEFAULT, "_Znwm");
+	real_new_array = dlsym(RTLD_DEFAULT, "_Znam");
+	real_new_nothrow = dlsym(RTLD_DEFAULT, "_ZnwmRKSt9nothrow_t");
+	real_new_array_nothrow = dlsym(RTLD_DEFAULT, "_ZnamRKSt9nothrow_t");
+	real_new_aligned = dlsym(RTLD_DEFAULT, "_ZnwmSt11align_val_t");
+	real_new_array_aligned = dlsym(RTLD_DEFAULT, "_ZnamSt11align_val_t");
+	real_new_aligned_nothrow = dlsym(RTLD_DEFAULT, "_ZnwmSt11align_val_tRKSt9nothrow_t");
+	real_new_array_aligned_nothrow = dlsym(RTLD_DEFAULT, "_ZnamSt11align_val_tRKSt9nothrow_t");
+	if (!real_malloc || !real_free || !real_calloc || !real_realloc) {
+		busy--;
+		return INJECT_NO_ALLOCATOR;
+	}
+	page_size = (size_t)sysconf(_SC_PAGESIZE);
+	self_lo = (uintptr_t)__ehdr_start;
+	self_hi = (uintptr_t)__etext;
+	if (dladdr((void *)ebpf_studio_inject_start, &self))
+		self_base = (uintptr_t)self.dli_fbase;
+	min_size = env_u64("EBPF_STUDIO_PRELOAD_MIN_SIZE", 0);
+	max_size = env_u64("EBPF_STUDIO_PRELOAD_MAX_SIZE", UINT64_MAX);
+	sample_rate = env_u64("EBPF_STUDIO_PRELOAD_SAMPLE_RATE", 1);
+	sample_bytes = (double)env_u64("EBPF_STUDIO_PRELOAD_SAMPLE_BYTES", 0);
+	/* A table of an earlier attach stays mapped (a thread could still have been inside a
+	 * wrapper then); it is released now, long after. */
+	if (hdr) {
+		munmap(hdr, hdr->frames_off + hdr->max_frames * 8);
+		hdr = NULL;
+	}
+	if (!open_table()) {
+		busy--;
+		return INJECT_NO_TABLE;
+	}
+	if (!unw_bt)
+		open_unwinder();
+	else
+		hdr->unwinder = 1;
+	__atomic_store_n(&init_state, INIT_DONE, __ATOMIC_RELEASE);
+	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
+	static bool atfork_set;
+	if (!atfork_set)
+		pthread_atfork(NULL, NULL, child_after_fork);
+	atfork_set = true;
+	busy--;
+	patch_all();
+	return INJECT_OK;
+}
+
+/* Puts every patched entry back; the library stays loaded and idle. Returns how many. */
+EXPORT int ebpf_studio_inject_stop(void)
+{
+	int n = 0;
+	spin_lock(&patch_lock);
+	__atomic_store_n(&active, 0, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < npatches; i++) {
+		uintptr_t at = (uintptr_t)patches[i].slot;
+		write_slot(patches[i].slot, patches[i].old, patches[i].relro ? at : 0, patches[i].relro ? at + 8 : 0);
+		n++;
+	}
+	npatches = 0;
+	spin_unlock(&patch_lock);
+	return n;
+}

@@ -32,6 +32,7 @@ const REQUIRED: { name: string; peer?: string; peerTool?: string }[] = [
   { name: 'flamegraph zoom' },
   { name: 'event throughput' },
   { name: 'memleak preload mode', peer: 'heaptrack', peerTool: 'heaptrack' },
+  { name: 'memleak inject mode', peer: 'heaptrack -p', peerTool: 'gdb' },
   { name: 'memleak sampled attach', peer: 'exact' },
   { name: 'memleak sampled estimate', peer: '512 KiB' },
 ];

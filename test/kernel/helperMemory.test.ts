@@ -62,7 +62,7 @@ async function session(args: string[], unwind: 'dwarf' | 'auto', seconds: number
     last = p.update as MemleakUpdate;
   });
   try {
-    const s = await conn.sendRequest(proto.sessionStart, { tracer: 'memleak', options: { pid: target.pid, kernel: false, minAgeMs: 0, sampleRate: 1, minSize: 0, maxSize: 0, top: 10, intervalS: 1, unwind } });
+    const s = await conn.sendRequest(proto.sessionStart, { tracer: 'memleak', options: { pid: target.pid, mode: 'uprobe', kernel: false, minAgeMs: 0, sampleRate: 1, minSize: 0, maxSize: 0, top: 10, intervalS: 1, unwind } });
     afterStart?.(target.pid!);
     // Every 5 s from the attach on; `start` is the sample at the end of the warm-up.
     const attached = Date.now();

@@ -139,14 +139,14 @@ test('launch mode: C++ leaks through new and new[], exact', { timeout: 60000 }, 
 });
 
 /** Starts a fixture with --wait, attaches, lets it allocate; `end` decides how the session ends. */
-async function attachRun(src: string, end: 'target-exits' | 'sigint', extra: string[] = []): Promise<MemleakResult> {
+async function attachRun(src: string, end: 'target-exits' | 'sigint', extra: string[] = [], mode: 'uprobe' | 'inject' = 'uprobe'): Promise<MemleakResult> {
   const target = spawn(build(src), ['--wait'], { stdio: ['pipe', 'pipe', 'inherit'] });
   let out = '';
   target.stdout!.on('data', (d) => (out += d));
   try {
     await waitFor('the fixture to start', () => out.includes('ready'));
-    const run = runCli(['--pid', String(target.pid), '--json', '--top', '100', '--verbose', '--interval', '0.5', ...extra]);
-    await waitFor('the probes to attach', () => run.stderr.includes('attached in') || run.child.exitCode !== null);
+    const run = runCli(['--pid', String(target.pid), '--mode', mode, '--json', '--top', '100', '--verbose', '--interval', '0.5', ...extra]);
+    await waitFor('the probes to attach', () => run.stderr.includes(mode === 'uprobe' ? 'attached in' : 'memleak: injected ') || run.child.exitCode !== null);
     assert.equal(run.child.exitCode, null, run.stderr);
     target.stdin!.write('go\n');
     await waitFor('the fixture to leak', () => out.includes('leaked'));
@@ -169,6 +169,20 @@ test('attach mode: C++ fixture, report on Ctrl-C while it lives', { timeout: 600
   const r = await attachRun(cxxSrc, 'sigint');
   expectCxx(r);
   for (const s of sitesIn(r, cxxSrc).values()) assert.ok(s.oldestAgeMs >= 0 && s.oldestAgeMs < 30000);
+});
+
+test('attach by injection (--mode inject): C fixture, report when it exits — the same sites, bytes and counts', { timeout: 60000 }, async (t) => {
+  if (skip(t)) return;
+  const r = await attachRun(cSrc, 'target-exits', [], 'inject');
+  assert.equal(r.mode, 'inject');
+  expectC(r);
+});
+
+test('attach by injection: C++ fixture (operator new and new[]), report on Ctrl-C while it lives', { timeout: 60000 }, async (t) => {
+  if (skip(t)) return;
+  const r = await attachRun(cxxSrc, 'sigint', [], 'inject');
+  assert.equal(r.mode, 'inject');
+  expectCxx(r);
 });
 
 test('attach mode: --min-age-ms hides allocations younger than the threshold', { timeout: 60000 }, async (t) => {

@@ -331,14 +331,17 @@ test('through the helper, as the editor runs it: preload by default, the program
   }
 });
 
-test('bad input: --mode preload without a command, and an unknown mode, exit 2 with the reason', (t) => {
+test('bad input: --mode preload without a command, --mode inject with one, and an unknown mode, exit 2 with the reason', (t) => {
   if (skip(t)) return;
   const a = runCli(['memleak', '--mode', 'preload', '--pid', String(process.pid)]);
   assert.equal(a.code, 2);
   assert.match(a.stderr, /--mode preload traces a command it starts/);
   const b = runCli(['memleak', '--mode', 'ptrace', '--', '/bin/true']);
   assert.equal(b.code, 2);
-  assert.match(b.stderr, /--mode must be preload, uprobe or auto/);
+  assert.match(b.stderr, /--mode must be preload, inject, uprobe or auto/);
+  const c = runCli(['memleak', '--mode', 'inject', '--', '/bin/true']);
+  assert.equal(c.code, 2);
+  assert.match(c.stderr, /--mode inject attaches to a running process \(--pid P\)/);
 });
 
 test.after(() => fs.rmSync(work, { recursive: true, force: true }));

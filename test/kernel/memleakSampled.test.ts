@@ -47,7 +47,7 @@ async function traceFixture(extra: string[]): Promise<{ r: MemleakResult; exact:
   target.stdout!.on('data', (d) => (out += d));
   try {
     await until('the fixture to start', () => out.includes('ready'));
-    const cli = startCli(['memleak', '--pid', String(target.pid), '--json', '--top', '0', '--verbose', '--interval', '30', ...extra]);
+    const cli = startCli(['memleak', '--pid', String(target.pid), '--mode', 'uprobe', '--json', '--top', '0', '--verbose', '--interval', '30', ...extra]);
     await until('the probes to attach', () => cli.stderr().includes('attached in') || cli.child.exitCode !== null);
     assert.equal(cli.child.exitCode, null, cli.stderr());
     target.stdin!.write('go\n');

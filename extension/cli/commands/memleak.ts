@@ -1,6 +1,6 @@
 // `ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N]
 // [--min-size N] [--max-size N] [--top N] [--interval S] [--max-outstanding N] [--kernel] [--duration S] [--json |
-// --folded] [--allocator-lib PATH --symbol-prefix P] [--mode preload|uprobe|auto] [--sample-bytes N]`: outstanding allocations by stack, reported
+// --folded] [--allocator-lib PATH --symbol-prefix P] [--mode preload|inject|uprobe|auto] [--sample-bytes N]`: outstanding allocations by stack, reported
 // every interval and at the end (duration, Ctrl-C, or the launched command exiting).
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
@@ -12,7 +12,7 @@ import { MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES, MEMLEAK_DEFAULT_MAX_OUTSTANDING, M
 import { reportText, toFolded } from '../../model/memleakFormat';
 
 const USAGE =
-  'ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N] [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json | --folded] [--allocator-lib PATH] [--symbol-prefix P] [--mode preload|uprobe|auto] [--sample-bytes N] [--unwind auto|dwarf|fp] [--stack-copy-kb N]\n  --unwind MODE    uprobe mode: dwarf copies the stack at each recorded allocation and unwinds it by CFI,\n                   so callers survive code built without frame pointers; fp walks frame pointers in the kernel (cheaper);\n                   auto (default): dwarf when the program has no frame pointers, else fp\n                   (preload mode always unwinds by CFI, in the process)\n  --stack-copy-kb N  dwarf: KiB of stack copied per recorded allocation (default 8, 1..16)';
+  'ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N] [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json | --folded] [--allocator-lib PATH] [--symbol-prefix P] [--mode preload|inject|uprobe|auto] [--sample-bytes N] [--unwind auto|dwarf|fp] [--stack-copy-kb N]\n  --unwind MODE    uprobe mode: dwarf copies the stack at each recorded allocation and unwinds it by CFI,\n                   so callers survive code built without frame pointers; fp walks frame pointers in the kernel (cheaper);\n                   auto (default): dwarf when the program has no frame pointers, else fp\n                   (preload mode always unwinds by CFI, in the process)\n  --stack-copy-kb N  dwarf: KiB of stack copied per recorded allocation (default 8, 1..16)';
 
 export const memleakCommand: Command = {
   name: 'memleak',
@@ -59,8 +59,9 @@ export const memleakCommand: Command = {
     if (values.json && values.folded) throw usageError('--json and --folded are two output formats: pick one');
     if (values['symbol-prefix'] !== undefined && values['allocator-lib'] === undefined) throw usageError('--symbol-prefix applies to --allocator-lib PATH');
     const mode = (values.mode ?? 'auto') as MemleakMode;
-    if (!MEMLEAK_MODES.includes(mode)) throw usageError(`--mode must be preload, uprobe or auto, got "${values.mode}"`);
-    if (mode === 'preload' && !command.length) throw usageError('--mode preload traces a command it starts (-- COMMAND): a running process or the kernel cannot be preloaded; use --mode uprobe or auto');
+    if (!MEMLEAK_MODES.includes(mode)) throw usageError(`--mode must be preload, inject, uprobe or auto, got "${values.mode}"`);
+    if (mode === 'inject' && command.length) throw usageError('--mode inject attaches to a running process (--pid P); a command it starts is preloaded (--mode preload or auto)');
+    if (mode === 'preload' && !command.length) throw usageError('--mode preload traces a command it starts (-- COMMAND): a running process or the kernel cannot be preloaded; use --mode inject, uprobe or auto');
     const machine = Boolean(values.json || values.folded);
     const unwind = (values.unwind ?? 'auto') as 'auto' | 'dwarf' | 'fp';
     if (!['auto', 'dwarf', 'fp'].includes(unwind)) throw usageError(`--unwind must be one of auto, dwarf, fp, not "${values.unwind}"`);

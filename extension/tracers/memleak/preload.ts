@@ -124,7 +124,7 @@ export function allocatorLibBlocker(lib: string, prefix: string | undefined): st
 }
 
 /** A private folder the target (possibly another uid) can write its report into; tmpfs first. */
-function reportDir(uid?: number, gid?: number): string {
+export function reportDir(uid?: number, gid?: number): string {
   const bases = ['/dev/shm', os.tmpdir()];
   for (const base of bases) {
     try {
@@ -150,7 +150,7 @@ function readAt(fd: number, offset: number, length: number): Buffer {
   return b.subarray(0, got);
 }
 
-interface Snapshot {
+export interface Snapshot {
   header: LeakHeader;
   records: AllocRecord[];
   /** stack id → return addresses */
@@ -162,7 +162,7 @@ interface Snapshot {
  * link owned by the uid the program runs as: the folder belongs to that user, and this side may
  * be root, so a link planted there must not make it read, or write, another file.
  */
-function openReport(file: string, uid: number, write: boolean): number | undefined {
+export function openReport(file: string, uid: number, write: boolean): number | undefined {
   let fd: number;
   try {
     fd = fs.openSync(file, (write ? fs.constants.O_RDWR : fs.constants.O_RDONLY) | fs.constants.O_NOFOLLOW);
@@ -180,7 +180,7 @@ function openReport(file: string, uid: number, write: boolean): number | undefin
 /** Bounds the interposer never exceeds (see open_table): a file claiming more is not ours. */
 const LIMITS = { slots: 1 << 28, stacks: 1 << 20, frames: 1 << 24 };
 
-function readReport(file: string, uid: number): Snapshot | undefined {
+export function readReport(file: string, uid: number): Snapshot | undefined {
   const fd = openReport(file, uid, false);
   if (fd === undefined) return undefined;
   try {
@@ -212,6 +212,50 @@ function readReport(file: string, uid: number): Snapshot | undefined {
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/**
+ * What a session does with the interposer's table, whichever way the library got into the
+ * process (preloaded at launch, or injected into a running one): capture its modules while it
+ * lives, aggregate and symbolize the outstanding records, and build the result document.
+ */
+export function leakTableReader(pid: number, options: MemleakOptions, env: TracerEnv, warnings: string[], mode: 'preload' | 'inject') {
+  const sym = new Symbolizer({ log: env.log });
+  let image: ProcessImage | undefined;
+  const capture = () => {
+    try {
+      if (!image) image = sym.captureProcess(pid);
+      else sym.refreshMaps(image);
+      for (const w of sym.warnings(image)) if (!warnings.includes(w)) warnings.push(w);
+    } catch (e) {
+      env.log(`memleak: capturing the modules of ${pid} failed: ${(e as Error).message}`);
+    }
+  };
+  const frames = new StackFrames();
+  const symbolize = async (snap: Snapshot, ids: number[]) => {
+    const todo = frames.todo(ids);
+    if (!todo.length) return;
+    const stacks = todo.map((id) => snap.stack(id));
+    const addrs = stacks.flat();
+    let resolved: Frame[] | undefined;
+    try {
+      if (image) resolved = await sym.symbolizeUser(image, addrs, { returnAddresses: addrs.map(() => true) });
+    } catch (e) {
+      env.log(`memleak: symbolization failed: ${(e as Error).message}`);
+    }
+    frames.store(todo, stacks, resolved);
+  };
+  const inRange = (r: AllocRecord) => r.size >= options.minSize && (!options.maxSize || r.size <= options.maxSize);
+  const measure = async (snap: Snapshot, nowNs: bigint) => {
+    const aggs = aggregate(snap.records.filter(inRange), nowNs, options.minAgeMs, options.sampleBytes ?? 0);
+    const shown = options.top ? aggs.slice(0, options.top) : aggs;
+    await symbolize(snap, shown.map((a) => a.stackId));
+    return { aggs, stacks: shown.map((a) => toStack(a, nowNs, frames.of(a.stackId))) };
+  };
+  const dropped = (h: LeakHeader) => h.tableFull + h.stackLost;
+  const sampling = options.sampleBytes ? { sampleBytes: options.sampleBytes } : {};
+  const empty = (): MemleakResult => ({ tracer: 'memleak', pid, stacks: [], dropped: 0, lost: 0, mode, ...sampling });
+  return { sym, capture, measure, dropped, sampling, empty };
 }
 
 export async function startPreload(options: MemleakOptions, env: TracerEnv, events: SessionEvents<'memleak'>, warnings: string[]): Promise<Session<'memleak'>> {
@@ -260,43 +304,7 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
   const file = path.join(dir, `${pid}.leak`);
   env.log(`memleak: ${launch.command[0]} (pid ${pid}) runs with ${lib} preloaded; report file ${file}`);
 
-  // ---- symbolization --------------------------------------------------------------------
-  const sym = new Symbolizer({ log: env.log });
-  let image: ProcessImage | undefined;
-  const capture = () => {
-    try {
-      if (!image) image = sym.captureProcess(pid);
-      else sym.refreshMaps(image);
-      for (const w of sym.warnings(image)) if (!warnings.includes(w)) warnings.push(w);
-    } catch (e) {
-      env.log(`memleak: capturing the modules of ${pid} failed: ${(e as Error).message}`);
-    }
-  };
-  const frames = new StackFrames();
-  const symbolize = async (snap: Snapshot, ids: number[]) => {
-    const todo = frames.todo(ids);
-    if (!todo.length) return;
-    const stacks = todo.map((id) => snap.stack(id));
-    const addrs = stacks.flat();
-    let resolved: Frame[] | undefined;
-    try {
-      if (image) resolved = await sym.symbolizeUser(image, addrs, { returnAddresses: addrs.map(() => true) });
-    } catch (e) {
-      env.log(`memleak: symbolization failed: ${(e as Error).message}`);
-    }
-    frames.store(todo, stacks, resolved);
-  };
-
-  const inRange = (r: AllocRecord) => r.size >= options.minSize && (!options.maxSize || r.size <= options.maxSize);
-  const measure = async (snap: Snapshot, nowNs: bigint) => {
-    const aggs = aggregate(snap.records.filter(inRange), nowNs, options.minAgeMs, options.sampleBytes ?? 0);
-    const shown = options.top ? aggs.slice(0, options.top) : aggs;
-    await symbolize(snap, shown.map((a) => a.stackId));
-    return { aggs, stacks: shown.map((a) => toStack(a, nowNs, frames.of(a.stackId))) };
-  };
-  const dropped = (h: LeakHeader) => h.tableFull + h.stackLost;
-  const sampling = options.sampleBytes ? { sampleBytes: options.sampleBytes } : {};
-  const empty = (): MemleakResult => ({ tracer: 'memleak', pid, stacks: [], dropped: 0, lost: 0, mode: 'preload', ...sampling });
+  const { sym, capture, measure, dropped, sampling, empty } = leakTableReader(pid, options, env, warnings, 'preload');
 
   // ---- the program's notices ---------------------------------------------------------------
   const owner = uid ?? process.getuid?.() ?? 0;

@@ -28,6 +28,7 @@ import { launchStopped, type StoppedChild } from '../launchStopped';
 import { aggregate, CNT, decodeAllocDump, decodeExitEvent } from './decode';
 import { exitMessage, LeakReports, liveUpdate, StackFrames, toStack } from './report';
 import { allocatorLibBlocker, glibcBlocker, preloadBlocker, preloadLibPath, startPreload } from './preload';
+import { injectRefusal, startInject } from './inject';
 import { MEMLEAK_MODES } from '../../protocol/memleak';
 import { resolveCommand } from '../launchStopped';
 
@@ -149,7 +150,8 @@ export const memleakTracer: Tracer<'memleak'> = {
     if (symbolPrefix !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(symbolPrefix)) throw inputError(`symbolPrefix "${symbolPrefix}" is not a C identifier prefix (e.g. je_)`);
     if (allocatorLib !== undefined && !path.isAbsolute(allocatorLib)) throw inputError(`allocatorLib must be an absolute path, got "${allocatorLib}"`);
     const mode = oneOf(o, 'mode', MEMLEAK_MODES, 'auto');
-    if (mode === 'preload' && !launch) throw inputError('mode preload needs a command to launch: a running process (pid) or the kernel cannot be preloaded; use mode uprobe or auto');
+    if (mode === 'preload' && !launch) throw inputError('mode preload needs a command to launch: a running process (pid) or the kernel cannot be preloaded; use mode inject, uprobe or auto');
+    if (mode === 'inject' && pid === undefined) throw inputError('mode inject attaches to a running process (pid); a launched command is preloaded (mode preload or auto)');
     return {
       mode,
       pid,
@@ -177,6 +179,10 @@ export const memleakTracer: Tracer<'memleak'> = {
     const why = preloadRefusal(options, env.assetDir);
     if (why === undefined) return startPreload(options, env, events, warnings);
     if (why) warnings.push(`${why}: tracing with uprobes instead`);
+    const noInject = injectRefusal(options, env);
+    if (noInject === undefined) return startInject(options, env, events, warnings);
+    if (noInject && options.mode === 'inject') throw new StudioError('unsuitable', `cannot inject the leak tracer: ${noInject}. Use --mode uprobe (or auto) to trace it with uprobes`);
+    if (noInject) warnings.push(`${noInject}, so the leak tracer cannot be injected: tracing with uprobes instead`);
     const t0 = process.hrtime.bigint();
     const reports = new LeakReports(events, () => {
       const t = Date.now();

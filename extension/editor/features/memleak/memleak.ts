@@ -186,7 +186,7 @@ async function trace(context: vscode.ExtensionContext, options: MemleakOptions, 
       }
       const n = fresh.lenses.length;
       const why = reason === 'error' ? `ended: ${message ?? 'error'}` : reason === 'target-exited' ? (message ?? 'the program exited') : 'stopped';
-      const how = result?.mode === 'preload' ? ' (preload mode)' : result?.mode === 'uprobe' ? ' (uprobes)' : '';
+      const how = result?.mode === 'preload' ? ' (preload mode)' : result?.mode === 'inject' ? ' (injected)' : result?.mode === 'uprobe' ? ' (uprobes)' : '';
       void vscode.window.showInformationMessage(`eBPF Studio: leak tracing${how} ${why}. ${n ? `${n} leak site${n === 1 ? '' : 's'} in the workspace (CodeLenses on the lines).` : 'No leak sites in workspace files.'}`, 'Show Leaks').then((c) => {
         if (c) openView(context);
       });
@@ -295,7 +295,7 @@ export function activate(context: vscode.ExtensionContext): void {
         // a running process cannot be preloaded: the preload setting means uprobes here
         const base = baseOptions();
         const sampleBytes = vscode.workspace.getConfiguration('ebpfStudio.memleak').get<number>('attachSampleBytes', MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES);
-        return await trace(context, { ...base, mode: base.mode === 'preload' ? 'auto' : base.mode, pid, sampleBytes }, `Leaks of pid ${pid}`);
+        return await trace(context, { ...base, mode: base.mode === 'preload' ? 'uprobe' : base.mode, pid, sampleBytes }, `Leaks of pid ${pid}`);
       } catch (e) {
         showError(e);
         return undefined;
@@ -305,7 +305,9 @@ export function activate(context: vscode.ExtensionContext): void {
       try {
         const target = await pickLaunch();
         if (!target) return undefined;
-        return await trace(context, { ...baseOptions(), launch: target.launch }, `Leaks of ${target.title}`);
+        // the setting's inject names how a running process is traced; a launch is preloaded then
+        const base = baseOptions();
+        return await trace(context, { ...base, mode: base.mode === 'inject' ? 'auto' : base.mode, launch: target.launch }, `Leaks of ${target.title}`);
       } catch (e) {
         showError(e instanceof CommandLineError ? new Error(`${e.message}`) : e);
         return undefined;

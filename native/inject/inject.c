@@ -1,0 +1,521 @@
+/* ebpf-studio-inject: loads the leak interposer into a running process and starts or stops it,
+ * by making one of the process's threads call functions through ptrace.
+ *
+ *   ebpf-studio-inject start PID LIBRARY CONFIG   dlopen(LIBRARY) in PID, then
+ *                                                 ebpf_studio_inject_start(CONFIG) (it rewrites the
+ *                                                 GOT entries of the malloc family to its wrappers)
+ *   ebpf-studio-inject stop PID LIBRARY           ebpf_studio_inject_stop(): the entries go back
+ *
+ * Prints one line "ok <result>" and exits 0, or a reason on stderr and exits 1 (2: bad usage).
+ *
+ * Why one thread and not all of them: the called code (dlopen, our setup) takes locks — the
+ * loader's, and malloc's arena locks through its own allocations. A thread stopped while it holds
+ * one of them would deadlock the call if every thread were held, so the others keep running and
+ * only one is borrowed. The borrowed thread itself must hold none of them: it is taken only when
+ * it was interrupted outside the C library and the dynamic loader (in the program's own code), or
+ * inside a blocking system call that malloc never makes (sleeps, poll/epoll, reads, waits).
+ * Otherwise it is let go for a moment and another thread, or the same one later, is tried.
+ *
+ * What the borrowed thread sees: its registers (general, and the whole x87/SSE/AVX state) are
+ * saved and restored, the call runs on its stack well below the red zone, and returns to address
+ * 0, where the SIGSEGV it takes is a ptrace stop that is never delivered. A system call it was
+ * interrupted in restarts as after any signal. Nothing here ever kills the target: no
+ * PTRACE_O_EXITKILL, and every exit path detaches. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef NT_X86_XSTATE
+#define NT_X86_XSTATE 0x202
+#endif
+
+static pid_t target;
+/* why borrowing attempts failed, for the message when none succeeds */
+static unsigned tries_unsafe, tries_signal, tries_failed;
+
+static void die(int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "ebpf-studio-inject: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(code);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- the target's modules ---------------------------------------------------------------- */
+
+struct mapping {
+	uint64_t start, end, offset;
+	char perms[5];
+	char path[512];
+};
+
+/* Calls fn for each line of /proc/PID/maps that names a file; stops when fn returns true. */
+static bool each_mapping(bool (*fn)(const struct mapping *, void *), void *arg)
+{
+	char file[64], line[1024];
+	snprintf(file, sizeof file, "/proc/%d/maps", target);
+	FILE *f = fopen(file, "re");
+	if (!f)
+		die(1, "cannot read %s: %s", file, strerror(errno));
+	bool stopped = false;
+	while (!stopped && fgets(line, sizeof line, f)) {
+		struct mapping m = { 0 };
+		int at = 0;
+		if (sscanf(line, "%lx-%lx %4s %lx %*s %*s %n", &m.start, &m.end, m.perms, &m.offset, &at) < 4 || at == 0)
+			continue;
+		char *p = line + at;
+		p[strcspn(p, "\n")] = 0;
+		if (*p != '/')
+			continue;
+		snprintf(m.path, sizeof m.path, "%s", p);
+		stopped = fn(&m, arg);
+	}
+	fclose(f);
+	return stopped;
+}
+
+struct find_module {
+	const char *suffix; /* a path ending, e.g. "/libc.so.6" */
+	bool exact;
+	struct mapping first; /* the mapping at file offset 0: its start is the load bias for DSOs */
+	uint64_t text_lo, text_hi;
+	bool found;
+};
+
+static bool find_module_fn(const struct mapping *m, void *arg)
+{
+	struct find_module *fm = arg;
+	size_t pl = strlen(m->path), sl = strlen(fm->suffix);
+	bool match = fm->exact ? strcmp(m->path, fm->suffix) == 0 : (pl >= sl && strcmp(m->path + pl - sl, fm->suffix) == 0);
+	if (!match)
+		return false;
+	if (!fm->found && m->offset == 0) {
+		fm->first = *m;
+		fm->found = true;
+	}
+	if (fm->found && strcmp(m->path, fm->first.path) == 0 && m->perms[2] == 'x') {
+		if (!fm->text_lo || m->start < fm->text_lo)
+			fm->text_lo = m->start;
+		if (m->end > fm->text_hi)
+			fm->text_hi = m->end;
+	}
+	return false;
+}
+
+static struct find_module find_module(const char *suffix, bool exact)
+{
+	struct find_module fm = { .suffix = suffix, .exact = exact };
+	each_mapping(find_module_fn, &fm);
+	return fm;
+}
+
+/* A defined function symbol's value in an ELF file's .dynsym, or 0. The file is read through
+ * /proc/PID/map_files, so it is the very file the target mapped. */
+static uint64_t dynsym_value(const struct mapping *m, const char *name)
+{
+	char file[96];
+	snprintf(file, sizeof file, "/proc/%d/map_files/%lx-%lx", target, m->start, m->end);
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	struct stat st;
+	uint64_t value = 0;
+	if (fstat(fd, &st) != 0 || st.st_size < (off_t)sizeof(Elf64_Ehdr)) {
+		close(fd);
+		return 0;
+	}
+	const uint8_t *img = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (img == MAP_FAILED)
+		return 0;
+	size_t size = (size_t)st.st_size;
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shoff == 0 || eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > size)
+		goto out;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
+	for (int i = 0; i < eh->e_shnum; i++) {
+		if (sh[i].sh_type != SHT_DYNSYM || sh[i].sh_link >= eh->e_shnum)
+			continue;
+		const Elf64_Shdr *strs = &sh[sh[i].sh_link];
+		if (sh[i].sh_offset + sh[i].sh_size > size || strs->sh_offset + strs->sh_size > size)
+			goto out;
+		const Elf64_Sym *sym = (const Elf64_Sym *)(img + sh[i].sh_offset);
+		size_t n = sh[i].sh_size / sizeof(Elf64_Sym);
+		for (size_t k = 0; k < n; k++) {
+			if (sym[k].st_name >= strs->sh_size || sym[k].st_shndx == SHN_UNDEF || sym[k].st_value == 0 || ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC)
+				continue;
+			if (strcmp((const char *)img + strs->sh_offset + sym[k].st_name, name) == 0) {
+				value = sym[k].st_value;
+				goto out;
+			}
+		}
+	}
+out:
+	munmap((void *)img, size);
+	return value;
+}
+
+/* ---- borrowing a thread ------------------------------------------------------------------ */
+
+struct ranges {
+	uint64_t lo[2], hi[2];
+};
+
+/* System calls malloc never makes, in which a thread holds none of its locks. */
+static bool blocking_syscall(long nr)
+{
+	switch (nr) {
+	case 0:	  /* read */
+	case 7:	  /* poll */
+	case 23:  /* select */
+	case 34:  /* pause */
+	case 35:  /* nanosleep */
+	case 43:  /* accept */
+	case 45:  /* recvfrom */
+	case 47:  /* recvmsg */
+	case 61:  /* wait4 */
+	case 128: /* rt_sigtimedwait */
+	case 130: /* rt_sigsuspend */
+	case 230: /* clock_nanosleep */
+	case 232: /* epoll_wait */
+	case 270: /* pselect6 */
+	case 271: /* ppoll */
+	case 281: /* epoll_pwait */
+	case 288: /* accept4 */
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool in_ranges(const struct ranges *r, uint64_t ip)
+{
+	for (int i = 0; i < 2; i++)
+		if (ip >= r->lo[i] && ip < r->hi[i])
+			return true;
+	return false;
+}
+
+/* Waits for tid's next stop; false when it exited. */
+static bool wait_stop(pid_t tid, int *status)
+{
+	for (;;) {
+		pid_t r = waitpid(tid, status, __WALL);
+		if (r == tid)
+			return WIFSTOPPED(*status);
+		if (r < 0 && errno != EINTR)
+			return false;
+	}
+}
+
+/* Waits up to ms for tid's next stop; past that interrupts it (a blocking system call) and waits
+ * for that stop. False when the thread exited. */
+static bool wait_stop_timed(pid_t tid, int *status, uint64_t ms)
+{
+	uint64_t until = now_ms() + ms;
+	for (;;) {
+		pid_t r = waitpid(tid, status, __WALL | WNOHANG);
+		if (r == tid)
+			return WIFSTOPPED(*status);
+		if (r < 0 && errno != EINTR)
+			return false;
+		if (now_ms() > until) {
+			ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+			return wait_stop(tid, status);
+		}
+		struct timespec ts = { 0, 50 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* A thread stopped inside the C library or the loader (malloc, free, ...): single-steps it until
+ * it is back in the program's own code, where it holds none of their locks. Gives up on a signal
+ * (its handler would run on top of the library's frame), a system call that blocks, or a long
+ * stretch of library code. */
+static bool step_out(pid_t tid, const struct ranges *unsafe, struct user_regs_struct *regs)
+{
+	for (int steps = 0; steps < 200000; steps++) {
+		if (!in_ranges(unsafe, regs->rip))
+			return true;
+		int status;
+		if (ptrace(PTRACE_SINGLESTEP, tid, 0, 0) != 0 || !wait_stop_timed(tid, &status, 20))
+			return false;
+		if (WSTOPSIG(status) != SIGTRAP || (status >> 16) != 0) {
+			/* a signal for the program, or our interrupt of a blocking call: not here */
+			if (WSTOPSIG(status) != SIGTRAP)
+				ptrace(PTRACE_DETACH, tid, 0, (void *)(long)WSTOPSIG(status));
+			return false;
+		}
+		if (ptrace(PTRACE_GETREGS, tid, 0, regs) != 0)
+			return false;
+	}
+	return false;
+}
+
+struct borrowed {
+	pid_t tid;
+	struct user_regs_struct regs;
+	uint8_t *xstate;
+	size_t xstate_len;
+};
+
+/* Tries to take tid: true with its state saved when it is at a safe point, else it runs on. */
+static bool try_borrow(pid_t tid, const struct ranges *unsafe, struct borrowed *b)
+{
+	int status;
+	if (ptrace(PTRACE_SEIZE, tid, 0, 0) != 0) {
+		tries_failed++;
+		return false;
+	}
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 || !wait_stop(tid, &status)) {
+		tries_failed++;
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+		return false;
+	}
+	/* A signal that was about to be delivered (not our interrupt's stop): let it be delivered and
+	 * try again another time. */
+	if (WSTOPSIG(status) != SIGTRAP || (status >> 16) != PTRACE_EVENT_STOP) {
+		tries_signal++;
+		ptrace(PTRACE_DETACH, tid, 0, (void *)(long)WSTOPSIG(status));
+		return false;
+	}
+	if (ptrace(PTRACE_GETREGS, tid, 0, &b->regs) != 0) {
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+		return false;
+	}
+	bool in_syscall = (long)b->regs.orig_rax >= 0;
+	if (in_syscall ? !blocking_syscall((long)b->regs.orig_rax) : !step_out(tid, unsafe, &b->regs)) {
+		tries_unsafe++;
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+		return false;
+	}
+	static uint8_t xs[64 * 1024] __attribute__((aligned(64)));
+	struct iovec iov = { xs, sizeof xs };
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_X86_XSTATE, &iov) != 0) {
+		/* no XSAVE: the FXSAVE area (x87 and SSE) */
+		iov.iov_len = sizeof(struct user_fpregs_struct);
+		if (ptrace(PTRACE_GETFPREGS, tid, 0, xs) != 0) {
+			ptrace(PTRACE_DETACH, tid, 0, 0);
+			return false;
+		}
+		b->xstate_len = 0;
+	} else {
+		b->xstate_len = iov.iov_len;
+	}
+	b->xstate = xs;
+	b->tid = tid;
+	return true;
+}
+
+static void give_back(struct borrowed *b)
+{
+	ptrace(PTRACE_SETREGS, b->tid, 0, &b->regs);
+	if (b->xstate_len) {
+		struct iovec iov = { b->xstate, b->xstate_len };
+		ptrace(PTRACE_SETREGSET, b->tid, (void *)NT_X86_XSTATE, &iov);
+	} else {
+		ptrace(PTRACE_SETFPREGS, b->tid, 0, b->xstate);
+	}
+	ptrace(PTRACE_DETACH, b->tid, 0, 0);
+}
+
+/* Borrows a thread of the target at a safe point, trying every thread for up to timeout_ms. */
+static bool borrow(const struct ranges *unsafe, struct borrowed *b, uint64_t timeout_ms)
+{
+	char dir[64];
+	uint64_t until = now_ms() + timeout_ms;
+	snprintf(dir, sizeof dir, "/proc/%d/task", target);
+	do {
+		DIR *d = opendir(dir);
+		if (!d)
+			die(1, "process %d is gone", target);
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			pid_t tid = (pid_t)atoi(e->d_name);
+			if (tid > 0 && try_borrow(tid, unsafe, b)) {
+				closedir(d);
+				return true;
+			}
+		}
+		closedir(d);
+		struct timespec ts = { 0, 2 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	} while (now_ms() < until);
+	return false;
+}
+
+static bool poke(pid_t tid, uint64_t addr, const void *data, size_t len)
+{
+	/* word by word, so no write permission of /proc/PID/mem is assumed */
+	for (size_t i = 0; i < len; i += 8) {
+		uint64_t word = 0;
+		if (len - i < 8) {
+			errno = 0;
+			word = (uint64_t)ptrace(PTRACE_PEEKDATA, tid, (void *)(addr + i), 0);
+			if (errno)
+				return false;
+		}
+		memcpy(&word, (const char *)data + i, len - i < 8 ? len - i : 8);
+		if (ptrace(PTRACE_POKEDATA, tid, (void *)(addr + i), (void *)word) != 0)
+			return false;
+	}
+	return true;
+}
+
+/* Calls fn(arg0 = a copy of str on the stack or num, arg1) in the borrowed thread; the function's
+ * return value, or -1 with *failed set when the call could not complete. */
+static uint64_t call(struct borrowed *b, uint64_t fn, const char *str, uint64_t arg1, bool *failed, uint64_t timeout_ms)
+{
+	struct user_regs_struct r = b->regs;
+	uint64_t sp = (b->regs.rsp - 1024) & ~(uint64_t)15; /* far below the red zone */
+	uint64_t arg0 = 0;
+	*failed = true;
+	if (str) {
+		size_t len = strlen(str) + 1;
+		sp -= (len + 15) & ~(size_t)15;
+		if (!poke(b->tid, sp, str, len))
+			return (uint64_t)-1;
+		arg0 = sp;
+	}
+	/* the return address: 0, so the return faults into a stop we catch */
+	uint64_t zero = 0;
+	sp -= 8;
+	if (!poke(b->tid, sp, &zero, 8))
+		return (uint64_t)-1;
+	r.rsp = sp;
+	r.rip = fn;
+	r.rdi = arg0;
+	r.rsi = arg1;
+	r.rax = 0;
+	/* not in a system call any more: the kernel must not restart one under our call */
+	r.orig_rax = (uint64_t)-1;
+	if (ptrace(PTRACE_SETREGS, b->tid, 0, &r) != 0 || ptrace(PTRACE_CONT, b->tid, 0, 0) != 0)
+		return (uint64_t)-1;
+	uint64_t until = now_ms() + timeout_ms;
+	for (;;) {
+		int status;
+		pid_t w = waitpid(b->tid, &status, __WALL | WNOHANG);
+		if (w == 0) {
+			if (now_ms() > until) {
+				fprintf(stderr, "ebpf-studio-inject: the call in thread %d did not return within %lu ms\n", b->tid, (unsigned long)timeout_ms);
+				return (uint64_t)-1;
+			}
+			struct timespec ts = { 0, 1000 * 1000 };
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 || !WIFSTOPPED(status))
+			die(1, "thread %d ended during the call", b->tid);
+		int sig = WSTOPSIG(status);
+		struct user_regs_struct now;
+		if (sig == SIGSEGV && ptrace(PTRACE_GETREGS, b->tid, 0, &now) == 0 && now.rip == 0) {
+			*failed = false;
+			return now.rax;
+		}
+		if ((status >> 16) == PTRACE_EVENT_STOP)
+			sig = 0; /* a group stop: go on */
+		/* any other signal is the program's: deliver it, the call continues after its handler */
+		if (ptrace(PTRACE_CONT, b->tid, 0, (void *)(long)sig) != 0)
+			return (uint64_t)-1;
+	}
+}
+
+/* ---- main ---------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+	if (argc < 4 || (strcmp(argv[1], "start") != 0 && strcmp(argv[1], "stop") != 0) || (strcmp(argv[1], "start") == 0 && argc != 5))
+		die(2, "usage: ebpf-studio-inject start PID LIBRARY CONFIG | stop PID LIBRARY");
+	bool start = strcmp(argv[1], "start") == 0;
+	target = (pid_t)atoi(argv[2]);
+	const char *lib = argv[3];
+	if (target <= 0)
+		die(2, "not a pid: %s", argv[2]);
+	if (lib[0] != '/')
+		die(2, "the library path must be absolute: %s", lib);
+
+	struct find_module libc = find_module("/libc.so.6", false);
+	struct find_module ld = find_module("/ld-linux-x86-64.so.2", false);
+	if (!libc.found)
+		die(1, "process %d has no libc.so.6 mapped: it is statically linked or not a glibc program", target);
+	struct ranges unsafe = { { libc.text_lo, ld.text_lo }, { libc.text_hi, ld.text_hi } };
+
+	uint64_t dlopen_at = 0;
+	if (start) {
+		uint64_t v = dynsym_value(&libc.first, "dlopen");
+		if (!v) {
+			/* glibc < 2.34 keeps dlopen in libdl */
+			struct find_module libdl = find_module("/libdl.so.2", false);
+			if (libdl.found && (v = dynsym_value(&libdl.first, "dlopen")))
+				dlopen_at = libdl.first.start + v;
+		} else {
+			dlopen_at = libc.first.start + v;
+		}
+		if (!dlopen_at)
+			die(1, "no dlopen in process %d's C library (glibc 2.34 or newer, or libdl, is needed)", target);
+	}
+
+	struct borrowed b;
+	if (!borrow(&unsafe, &b, 3000))
+		die(1, "no thread of process %d was at a safe point within 3 s: %u times inside the C library or the loader, %u times about to take a signal, %u times not stoppable", target, tries_unsafe, tries_signal, tries_failed);
+
+	bool failed;
+	uint64_t result;
+	if (start) {
+		uint64_t handle = call(&b, dlopen_at, lib, RTLD_NOW, &failed, 10000);
+		if (failed || handle == 0) {
+			give_back(&b);
+			if (failed)
+				die(1, "dlopen in process %d did not complete", target);
+			die(1, "dlopen of %s in process %d failed (is it readable by the process's user, and built for its C library?)", lib, target);
+		}
+	}
+	struct find_module ours = find_module(lib, true);
+	const char *fn = start ? "ebpf_studio_inject_start" : "ebpf_studio_inject_stop";
+	uint64_t v = ours.found ? dynsym_value(&ours.first, fn) : 0;
+	if (!v) {
+		give_back(&b);
+		if (start)
+			die(1, "%s is not a leak tracer library (it has no %s)", lib, fn);
+		die(1, "%s is not loaded in process %d: nothing to stop", lib, target);
+	}
+	result = call(&b, ours.first.start + v, start ? argv[4] : NULL, 0, &failed, 10000);
+	give_back(&b);
+	if (failed)
+		die(1, "%s in process %d did not complete", fn, target);
+	printf("ok %ld\n", (long)(int)result);
+	/* start: 0 is success, other values name what failed; stop: how many entries went back */
+	return start ? ((int)result == 0 ? 0 : 1) : ((int)result >= 0 ? 0 : 1);
+}

@@ -1,0 +1,240 @@
+// memleak --pid in inject mode against a running allocator-heavy program (test/fixtures/c/churnleak.c,
+// built -O2 -g without frame pointers, 8 threads of malloc+free): the leak made after attach is
+// reported exactly (site, bytes, count, caller), the program keeps running and ends cleanly after
+// detach, 20 attach/detach cycles in a row while every thread allocates leave it working, a
+// tracer killed with SIGKILL mid-session leaves it running, a JVM's native allocations are traced
+// and it collects garbage to the end after detach, and a static program falls back to
+// uprobes with the reason (and --mode inject refuses it with exit 4).
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { MemleakResult } from '../../extension/protocol/memleak';
+import { cliJs, compileJavaFixture, distDir, kernelSkipReason, markerLines, removeJavaFixture, repoRoot, runCli, startCli } from '../helpers';
+
+const src = path.join(repoRoot, 'test/fixtures/c/churnleak.c');
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'memleak-inject-test-'));
+const injector = path.join(distDir, 'ebpf-studio-inject');
+const lib = path.join(distDir, 'libebpf-studio-preload.so');
+const marks = markerLines(src, /\/\* ([A-Z][-A-Z]+) \*\//);
+
+function skip(t: TestContext): boolean {
+  const why = kernelSkipReason() ?? (!fs.existsSync(cliJs) || !fs.existsSync(injector) || !fs.existsSync(lib) ? 'not built: run node scripts/build.mjs' : undefined);
+  if (why) t.skip(why);
+  return Boolean(why);
+}
+
+function build(out: string, flags: string[]): string {
+  const file = path.join(work, out);
+  if (!fs.existsSync(file)) {
+    const r = spawnSync('gcc', [...flags, '-o', file, src, '-lpthread'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, `gcc failed: ${r.stderr}`);
+  }
+  return file;
+}
+const o2 = () => build('churnleak', ['-O2', '-g', '-fomit-frame-pointer']);
+
+/** Starts the fixture; resolves once it printed "ready". */
+async function startTarget(exe: string, args: string[] = []): Promise<{ child: ChildProcessWithoutNullStreams; out: () => string; waitFor: (re: RegExp, ms?: number) => Promise<void> }> {
+  const child = spawn(exe, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const waitFor = async (re: RegExp, ms = 20_000) => {
+    const until = Date.now() + ms;
+    while (!re.test(out)) {
+      if (Date.now() > until) throw new Error(`timed out waiting for ${re} in: ${out.slice(-500)}`);
+      if (child.exitCode !== null || child.signalCode) throw new Error(`the program ended (${child.exitCode ?? child.signalCode}): ${out.slice(-500)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  await waitFor(/^ready/m);
+  return { child, out: () => out, waitFor };
+}
+
+const roundsAfter = (out: string, from: number) => [...out.slice(from).matchAll(/^rounds (\d+)$/gm)].map((m) => Number(m[1]));
+
+async function endCleanly(child: ChildProcessWithoutNullStreams): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+  child.kill('SIGTERM');
+  return done;
+}
+
+test('memleak --pid injects the interposer: the leak made after attach is exact, and the program runs on after detach', async (t) => {
+  if (skip(t)) return;
+  const target = await startTarget(o2());
+  try {
+    const cli = startCli(['memleak', '--pid', String(target.child.pid), '--mode', 'auto', '--json', '--verbose', '--top', '0', '--duration', '8', '--interval', '1']);
+    // attached once the injection is logged; the leak is made only then
+    const until = Date.now() + 15_000;
+    while (!/memleak: injected /.test(cli.stderr()) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    assert.match(cli.stderr(), /memleak: injected /, cli.stderr());
+    t.diagnostic(cli.stderr().match(/memleak: injected .*/)![0]);
+    const mark = target.out().length;
+    target.child.kill('SIGUSR1');
+    await target.waitFor(/^leaked$/m);
+    const r = await cli.done;
+    assert.equal(r.code, 0, r.stderr);
+    const result = JSON.parse(r.stdout) as MemleakResult;
+    assert.equal(result.mode, 'inject');
+    const site = result.stacks.filter((s) => s.frames[0]?.file?.endsWith('churnleak.c') && s.frames[0].line === marks.get('LEAK-ON-SIGNAL'));
+    assert.equal(site.reduce((a, s) => a + s.allocations, 0), 16, JSON.stringify(result.stacks.slice(0, 5), null, 1));
+    assert.equal(site.reduce((a, s) => a + s.bytes, 0), 16_000);
+    // the caller line is on the stack, -O2 without frame pointers notwithstanding
+    assert.ok(site[0].frames.some((f) => f.line === marks.get('LEAK-CALLER') && f.function === 'main'), JSON.stringify(site[0].frames));
+    // detached: the program goes on allocating, and ends as it should
+    const after = target.out().length;
+    await new Promise((res) => setTimeout(res, 2500));
+    assert.ok(roundsAfter(target.out(), after).some((n) => n > 0), `no progress after detach: ${target.out().slice(after)}`);
+    t.diagnostic(`rounds/s before: ${roundsAfter(target.out().slice(0, mark), 0).slice(-2).join(', ')}; after detach: ${roundsAfter(target.out(), after).join(', ')}`);
+    const end = await endCleanly(target.child);
+    assert.deepEqual(end, { code: 0, signal: null }, target.out().slice(-300));
+  } finally {
+    target.child.kill('SIGKILL');
+  }
+});
+
+test('20 attach/detach cycles in a row while all 8 threads allocate, and a tracer killed mid-session, leave the program working', async (t) => {
+  if (skip(t)) return;
+  // the main thread waits in a futex: every cycle has to take a thread that is inside malloc/free
+  const target = await startTarget(o2(), ['8', 'join']);
+  const dir = fs.mkdtempSync('/dev/shm/ebpf-studio-inject-test-');
+  try {
+    const conf = path.join(dir, 'settings');
+    fs.writeFileSync(conf, `EBPF_STUDIO_PRELOAD_DIR=${dir}\nEBPF_STUDIO_PRELOAD_MAX_OUTSTANDING=100000\n`);
+    const pid = String(target.child.pid);
+    for (let i = 0; i < 20; i++) {
+      const start = spawnSync(injector, ['start', pid, fs.realpathSync(lib), conf], { encoding: 'utf8', timeout: 30_000 });
+      assert.equal(start.status, 0, `cycle ${i}: start: ${start.stderr}${start.stdout}`);
+      const stop = spawnSync(injector, ['stop', pid, fs.realpathSync(lib)], { encoding: 'utf8', timeout: 30_000 });
+      assert.equal(stop.status, 0, `cycle ${i}: stop: ${stop.stderr}${stop.stdout}`);
+      assert.equal(target.child.exitCode, null, `the program ended in cycle ${i}`);
+    }
+    // a tracer killed with SIGKILL while injected: the program keeps running (still tracing into
+    // its table, which nobody reads)
+    const cli = startCli(['memleak', '--pid', pid, '--mode', 'inject', '--duration', '30']);
+    const until = Date.now() + 15_000;
+    while (!/Tracing outstanding allocations/.test(cli.stderr()) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    assert.match(cli.stderr(), /Tracing outstanding allocations/, cli.stderr());
+    cli.child.kill('SIGKILL');
+    await cli.done;
+    await new Promise((res) => setTimeout(res, 1500));
+    assert.equal(target.child.exitCode, null, 'the program ended after the tracer was killed');
+    assert.equal(spawnSync('kill', ['-0', pid]).status, 0);
+    const end = await endCleanly(target.child);
+    assert.deepEqual(end, { code: 0, signal: null });
+  } finally {
+    target.child.kill('SIGKILL');
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a static program cannot be injected: auto falls back to uprobes and says why, --mode inject refuses with exit 4', async (t) => {
+  if (skip(t)) return;
+  let exe: string;
+  try {
+    exe = build('churnleak-static', ['-O2', '-g', '-static']);
+  } catch (e) {
+    t.skip(`gcc -static failed here (${(e as Error).message.split('\n')[0]})`);
+    return;
+  }
+  const target = await startTarget(exe, ['1']);
+  try {
+    const refused = runCli(['memleak', '--pid', String(target.child.pid), '--mode', 'inject', '--duration', '1']);
+    assert.equal(refused.code, 4, refused.stderr);
+    assert.match(refused.stderr, /no libc\.so\.6 mapped \(statically linked/);
+    const auto = runCli(['memleak', '--pid', String(target.child.pid), '--duration', '1', '--json'], { timeoutMs: 60_000 });
+    assert.equal(auto.code, 0, auto.stderr);
+    assert.equal((JSON.parse(auto.stdout) as MemleakResult).mode, 'uprobe');
+    assert.match(auto.stderr, /cannot be injected: tracing with uprobes instead/);
+  } finally {
+    target.child.kill('SIGKILL');
+  }
+});
+
+test("a JVM: libjvm's native allocations are traced by injection, and the JVM runs its GCs to the end after detach", async (t) => {
+  if (skip(t)) return;
+  const jdk = '/usr/lib/jvm/java-17-openjdk-amd64';
+  if (!fs.existsSync(`${jdk}/bin/javac`)) return t.skip(`no JDK 17 at ${jdk} (apt-get install openjdk-17-jdk-headless)`);
+  const { work: jwork, classes } = compileJavaFixture('memleak-inject-jvm-', 'GcWorkload.java', jdk);
+  const jvm = spawn(`${jdk}/bin/java`, ['-XX:+UseSerialGC', '-Xmx64m', '-cp', classes, 'GcWorkload', '2', '256'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  jvm.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  try {
+    const until = Date.now() + 30_000;
+    while (!/^ready/m.test(out) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    assert.match(out, /^ready/m);
+    const cli = startCli(['memleak', '--pid', String(jvm.pid), '--json', '--verbose', '--top', '0', '--duration', '6']);
+    const injected = Date.now() + 20_000;
+    while (!/memleak: injected /.test(cli.stderr()) && cli.child.exitCode === null && Date.now() < injected) await new Promise((r) => setTimeout(r, 50));
+    assert.match(cli.stderr(), /memleak: injected /);
+    // the workload runs while traced (its GCs and the JIT compilers allocate natively) and after
+    const exit = new Promise<number | null>((res) => jvm.once('exit', (code) => res(code)));
+    jvm.stdin.write('go\n');
+    const r = await cli.done;
+    assert.equal(r.code, 0, r.stderr);
+    const result = JSON.parse(r.stdout) as MemleakResult;
+    assert.equal(result.mode, 'inject', r.stderr);
+    assert.ok(result.stacks.some((s) => s.frames.some((f) => f.module.endsWith('libjvm.so'))), 'no allocation from libjvm.so was seen');
+    assert.equal(await exit, 0, out);
+    assert.match(out, /^done young=[1-9]\d* full=2/m);
+  } finally {
+    removeJavaFixture([jvm], jwork);
+  }
+});
+
+test('the same leaks as heaptrack -p on the same program, attached the same way (sites, calls, bytes)', { timeout: 120_000 }, async (t) => {
+  if (skip(t)) return;
+  for (const tool of ['heaptrack', 'heaptrack_print', 'gdb']) if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) return t.skip(`${tool} is not installed (apt-get install heaptrack gdb)`);
+  const leaky = path.join(repoRoot, 'test/fixtures/c/leaky.c');
+  const exe = path.join(work, 'leaky');
+  assert.equal(spawnSync('gcc', ['-g', '-O0', '-o', exe, leaky]).status, 0);
+  /** Starts leaky --wait, attaches with `attach` (resolves once attached), lets it leak and exit. */
+  const run = async (attach: (pid: number) => Promise<() => Promise<void>>) => {
+    const child = spawn(exe, ['--wait'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    while (!out.includes('ready')) await new Promise((r) => setTimeout(r, 20));
+    const finish = await attach(child.pid!);
+    child.stdin.write('go\n');
+    while (!out.includes('leaked')) await new Promise((r) => setTimeout(r, 20));
+    child.stdin.end('go\n');
+    await finish();
+  };
+  // heaptrack -p: injection through gdb; the data file is complete when the program has exited
+  const data = path.join(work, 'heaptrack-leaky');
+  await run(async (pid) => {
+    const ht = spawn('heaptrack', ['-o', data, '-p', String(pid)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let text = '';
+    ht.stdout.on('data', (d: Buffer) => (text += d.toString()));
+    const until = Date.now() + 60_000;
+    while (!/injection finished/.test(text) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    assert.match(text, /injection finished/);
+    return () => new Promise<void>((res) => ht.once('exit', () => res()));
+  });
+  const printed = spawnSync('heaptrack_print', ['--print-leaks', '1', `${data}.zst`], { encoding: 'utf8', maxBuffer: 64 << 20 }).stdout;
+  const theirs = new Map<number, number>();
+  for (const m of printed.matchAll(/^[\d.]+[KMG]? leaked over (\d+) calls from\n\S+\n\s+at \S*leaky\.c:(\d+)/gm)) theirs.set(Number(m[2]), Number(m[1]));
+  assert.ok(theirs.size >= 3, `heaptrack_print found no leaks in leaky.c:\n${printed.slice(0, 2000)}`);
+  // ours, by injection
+  let result: MemleakResult | undefined;
+  await run(async (pid) => {
+    const cli = startCli(['memleak', '--pid', String(pid), '--mode', 'inject', '--json', '--verbose', '--top', '0']);
+    const until = Date.now() + 20_000;
+    while (!/memleak: injected /.test(cli.stderr()) && cli.child.exitCode === null && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    assert.match(cli.stderr(), /memleak: injected /);
+    return async () => {
+      const r = await cli.done;
+      assert.equal(r.code, 0, r.stderr);
+      result = JSON.parse(r.stdout) as MemleakResult;
+    };
+  });
+  const ours = new Map<number, number>();
+  for (const s of result!.stacks) {
+    const f = s.frames[0];
+    if (f?.file?.endsWith('leaky.c') && f.line) ours.set(f.line, (ours.get(f.line) ?? 0) + s.allocations);
+  }
+  t.diagnostic(`heaptrack -p: ${[...theirs].map(([l, n]) => `leaky.c:${l} ×${n}`).join(', ')}; ours: ${[...ours].map(([l, n]) => `leaky.c:${l} ×${n}`).join(', ')}`);
+  assert.deepEqual(new Map([...ours].sort()), new Map([...theirs].sort()));
+});
