@@ -898,7 +898,8 @@ NEW_WRAPPER(_ZnamSt11align_val_tRKSt9nothrow_t, real_new_array_aligned_nothrow, 
  * Modules loaded later are found by the loader's load counter (dlpi_adds), checked at most every
  * 100 ms from recorded allocations, and patched the same way. Blocks allocated before the start
  * are unknown: their frees find no record and go straight to the allocator. A module loaded
- * while nothing allocates is patched at the first recorded allocation after 1024 per thread. */
+ * while nothing allocates is patched with the next recorded allocations (one in 64 per thread
+ * reads the clock): allocations a new module makes in its first ~100 ms can be missed. */
 
 #include <link.h>
 
@@ -1061,9 +1062,9 @@ static int count_adds(struct dl_phdr_info *info, size_t size, void *arg)
 /* Called from recorded allocations: patches modules loaded since the last pass. */
 static void rescan_modules(void)
 {
-	/* the clock is read once per 1024 recorded allocations of a thread, not on every one */
+	/* the clock is read once per 64 recorded allocations of a thread, not on every one */
 	static __thread unsigned tick __attribute__((tls_model("initial-exec")));
-	if (LIKELY(!injected) || LIKELY(++tick & 1023))
+	if (LIKELY(!injected) || LIKELY(++tick & 63))
 		return;
 	uint64_t now = now_coarse();
 	if (now < __atomic_load_n(&next_rescan_ns, __ATOMIC_RELAXED))
