@@ -10,10 +10,8 @@
 import fs from 'node:fs';
 import * as vscode from 'vscode';
 import { saveExport } from '../../ui/exportFile';
-import * as proto from '../../../protocol/protocol';
 import { MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES, MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakMode, type MemleakLaunch, type MemleakOptions, type MemleakResult, type MemleakStack, type MemleakUpdate } from '../../../protocol/memleak';
 import { toFolded } from '../../../model/memleakFormat';
-import { helper } from '../../helperClient/helperClient';
 import { startSession, type ClientSession } from '../../sessions/liveSessions';
 import { newSessionKey, recordSession } from '../../sessions/sessionStore';
 import { makeSession } from '../../../model/sessionFile';
@@ -21,6 +19,7 @@ import { createViewPanel, type TypedPanel } from '../../ui/webviewPanel';
 import { errorText, showError } from '../../ui/errors';
 import { leakSites, placeLenses, type LeakLens } from '../../../model/leakSites';
 import { readStat } from '../../../sys/proc/processes';
+import { pickProcess } from '../../ui/processPicker';
 import { CommandLineError, fromLaunchConfig, splitCommandLine, type LaunchConfigLike } from './leakLaunch';
 import type { FromView, LeakViewStack, ToView } from '../../../../webview/memleak/protocol';
 
@@ -262,13 +261,9 @@ async function trace(shared: Shared, options: MemleakOptions, name: string, pid?
   return s;
 }
 
-async function pickProcess(): Promise<{ pid: number; name: string } | undefined> {
-  const procs = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'Listing processes…' }, () => helper().request(proto.listProcesses, {}));
-  const items = procs
-    .filter((p) => !p.kernelThread && p.pid !== process.pid)
-    .map((p) => ({ label: `${p.pid}  ${p.comm}`, description: p.user, detail: p.cmdline.join(' ').slice(0, 200), pid: p.pid, name: p.comm }));
-  const pick = await vscode.window.showQuickPick(items, { title: 'Find Memory Leaks', placeHolder: 'Pick a process to trace its allocations', matchOnDescription: true, matchOnDetail: true });
-  return pick && { pid: pick.pid, name: pick.name };
+async function pickTarget(): Promise<{ pid: number; name: string } | undefined> {
+  const picked = await pickProcess({ command: 'Find Memory Leaks', placeHolder: 'Pick a process to trace its allocations, or type its pid' });
+  return picked && 'process' in picked ? { pid: picked.process.pid, name: picked.process.jvm?.main ?? picked.process.comm } : undefined;
 }
 
 /** The extension's environment minus what belongs to the editor itself. */
@@ -360,7 +355,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.window.onDidChangeVisibleTextEditors(() => decorateAll(shared)),
     vscode.commands.registerCommand('ebpfStudio.findMemoryLeaks', async (pidArg?: number) => {
       try {
-        const target = typeof pidArg === 'number' ? { pid: pidArg, name: readStat(pidArg)?.comm ?? `pid ${pidArg}` } : await pickProcess();
+        const target = typeof pidArg === 'number' ? { pid: pidArg, name: readStat(pidArg)?.comm ?? `pid ${pidArg}` } : await pickTarget();
         if (!target) return undefined;
         // a running process cannot be preloaded: the preload setting means uprobes here
         const base = baseOptions();
