@@ -29,7 +29,7 @@ export interface SessionData {
   /** the last snapshot of outstanding allocations, with each stack's history */
   memleak: { totalBytes: number; totalAllocations: number; dropped: number; stacks: LeakViewStack[]; /** a sampled session: figures are estimates */ sampleBytes?: number; /** the workspace lines that had a CodeLens */ sites?: LeakLens[] };
   /** unwind: how user stacks were unwound, as the view's note says it */
-  profile: { profile: FlameProfile; warnings: string[]; unwind?: string };
+  profile: { profile: FlameProfile; warnings: string[]; unwind?: string; /** the unwind line's tooltip */ unwindDetail?: string };
 }
 
 export interface SessionFile<T extends SessionTracer = SessionTracer> {
@@ -165,7 +165,7 @@ export function replayMessages(f: AnySessionFile): unknown[] {
     case 'memleak':
       return [{ type: 'snapshot', title: f.title, running: false, ...f.data }];
     case 'profile':
-      return [{ type: 'profile', profile: f.data.profile, title: f.title, warnings: f.data.warnings, unwind: f.data.unwind }];
+      return [{ type: 'profile', profile: f.data.profile, title: f.title, warnings: f.data.warnings, unwind: f.data.unwind, unwindDetail: f.data.unwindDetail }];
   }
 }
 

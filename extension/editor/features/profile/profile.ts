@@ -11,7 +11,7 @@ import * as vscode from 'vscode';
 import { saveExport } from '../../ui/exportFile';
 import * as proto from '../../../protocol/protocol';
 import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, UNWIND_CHOICES, type ProfileOptions, type ProfileResult, type UnwindChoice } from '../../../protocol/profile';
-import { unwindSummary } from '../../../model/unwindText';
+import { unwindDetails, unwindSummary } from '../../../model/unwindText';
 import { startSession } from '../../sessions/liveSessions';
 import { newSessionKey, recordSession } from '../../sessions/sessionStore';
 import { makeSession } from '../../../model/sessionFile';
@@ -223,9 +223,26 @@ export function openPanel(context: vscode.ExtensionContext, title: string, onSto
       case 'export':
         if (shown.profile) await exportProfile(shown.profile, m.format, shown);
         break;
+      case 'dismissWarning':
+        await dismissWarning(context, m.text);
+        break;
     }
   });
   return shown;
+}
+
+const DISMISSED_KEY = 'ebpfStudio.profile.dismissedWarnings';
+
+/** A warning the user dismissed in a flame graph (e.g. one module's debug-info advice) is not shown again. */
+async function dismissWarning(context: vscode.ExtensionContext, text: string): Promise<void> {
+  const list = context.globalState.get<string[]>(DISMISSED_KEY, []);
+  if (!list.includes(text)) await context.globalState.update(DISMISSED_KEY, [...list, text].slice(-200));
+}
+
+/** Each warning once, the dismissed ones left out. */
+export function visibleWarnings(state: Pick<vscode.Memento, 'get'>, warnings: string[]): string[] {
+  const dismissed = new Set(state.get<string[]>(DISMISSED_KEY, []));
+  return [...new Set(warnings)].filter((w) => !dismissed.has(w));
 }
 
 async function openSource(given: string, line: number): Promise<void> {
@@ -261,7 +278,7 @@ async function exportProfile(p: FlameProfile, format: 'folded' | 'speedscope' | 
 function showProfile(shown: Shown, p: FlameProfile, title: string, warnings: string[], ann: SourceAnnotations, result?: ProfileResult): void {
   shown.profile = p;
   shown.result = result;
-  shown.post({ type: 'profile', profile: p, title, warnings, unwind: unwindSummary(result?.unwind) });
+  shown.post({ type: 'profile', profile: p, title, warnings, unwind: unwindSummary(result?.unwind), unwindDetail: unwindDetails(result?.unwind) });
   setAnnotations(ann);
 }
 
@@ -288,13 +305,13 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
     if (result.samples === 0) warnings.push(`No samples: ${target.pid ? `pid ${target.pid} did not run on a CPU while sampled` : 'nothing ran'}.`);
     // A whole-system profile is rooted by process even when only one process ran.
     const p = fromProfileResult(result, { name: title, groupByProcess: target.pid === 0 });
-    showProfile(shown, p, title, warnings, annotationsFromResult(result), result);
-    void recordSession(makeSession('profile', title, { profile: p, warnings: [...warnings], unwind: unwindSummary(result.unwind) }, startedAt, new Date()), key);
+    showProfile(shown, p, title, visibleWarnings(context.globalState, warnings), annotationsFromResult(result), result);
+    void recordSession(makeSession('profile', title, { profile: p, warnings: [...new Set(warnings)], unwind: unwindSummary(result.unwind), unwindDetail: unwindDetails(result.unwind) }, startedAt, new Date()), key);
   };
   const session = await startSession('profile', options, `CPU profile ${target.label}`, {
     onUpdate: (u) => {
       if (u.warnings) warnings.push(...u.warnings);
-      shown?.post({ type: 'progress', samples: u.samples, lost: u.lost, elapsedMs: u.elapsedMs, warnings: u.warnings ? [...warnings] : undefined });
+      shown?.post({ type: 'progress', samples: u.samples, lost: u.lost, elapsedMs: u.elapsedMs, warnings: u.warnings ? visibleWarnings(context.globalState, warnings) : undefined });
     },
     onEnded: (_reason, result, message) => finish(result, message),
   });
@@ -308,14 +325,14 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
     session
       .snapshot()
       .then((r) => {
-        if (r && live && shown && r.samples > 0) shown.post({ type: 'profile', profile: fromProfileResult(r, { name: title, groupByProcess: target.pid === 0 }), title, warnings: [...warnings], unwind: unwindSummary(r.unwind), live: true });
+        if (r && live && shown && r.samples > 0) shown.post({ type: 'profile', profile: fromProfileResult(r, { name: title, groupByProcess: target.pid === 0 }), title, warnings: visibleWarnings(context.globalState, warnings), unwind: unwindSummary(r.unwind), unwindDetail: unwindDetails(r.unwind), live: true });
       })
       .catch(() => {
         /* the session is ending: the final profile follows */
       })
       .finally(() => (inFlight = false));
   }, 1000);
-  shown.post({ type: 'progress', samples: 0, lost: 0, elapsedMs: 0, warnings: [...warnings] });
+  shown.post({ type: 'progress', samples: 0, lost: 0, elapsedMs: 0, warnings: visibleWarnings(context.globalState, warnings) });
   for (const w of session.info.warnings) if (/PreserveFramePointer/.test(w)) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
   if (durationS) timer = setTimeout(() => void session.stop(), durationS * 1000);
   shown.panel.panel.onDidDispose(() => void session.stop());
