@@ -18,7 +18,7 @@ test('the walkthrough opens on the first activation, then never again', async ()
   recorded.commands.set('workbench.action.openWalkthrough', (...a: unknown[]) => opened.push(a));
   const { state, ctx } = context();
   assert.equal(await openWalkthroughOnce(ctx), true);
-  assert.deepEqual(opened, [['ebpf-studio.ebpf-studio#ebpfStudio.getStarted', false]]);
+  assert.deepEqual(opened, [['ebpf-studio.ebpf-studio#ebpfStudio.getStarted', { toSide: false, inactive: true }]]);
   assert.equal(state.get(SHOWN_KEY), true);
   assert.equal(await openWalkthroughOnce(ctx), false, 'a reload does not open it again');
   assert.equal(opened.length, 1);

@@ -1,6 +1,9 @@
 // Opens our walkthrough (package.json walkthroughs: ebpfStudio.getStarted) on the extension's
 // first activation, once: remembered in globalState, so neither a reload nor a second window
-// opens it again. VS Code's own setting workbench.welcomePage.walkthroughs.openOnInstall = false
+// opens it again. The extension activates for BPF work, its view and its commands only (no
+// startup activation), so the first activation may be a command whose process picker is about to
+// open: the walkthrough opens without taking focus (inactive; shown at once in an empty editor
+// area, and it replaces the page of a walkthrough already showing, such as VS Code's own). VS Code's own setting workbench.welcomePage.walkthroughs.openOnInstall = false
 // (the user's "no walkthroughs on install") is respected. The walkthrough stays reachable from
 // Help › Welcome and the command "eBPF: Get Started".
 import * as vscode from 'vscode';
@@ -13,7 +16,7 @@ export async function openWalkthroughOnce(context: Pick<vscode.ExtensionContext,
   if (context.globalState.get<boolean>(SHOWN_KEY)) return false;
   await context.globalState.update(SHOWN_KEY, true);
   if (!vscode.workspace.getConfiguration('workbench').get<boolean>('welcomePage.walkthroughs.openOnInstall', true)) return false;
-  await vscode.commands.executeCommand('workbench.action.openWalkthrough', `${context.extension.id}#${WALKTHROUGH}`, false);
+  await vscode.commands.executeCommand('workbench.action.openWalkthrough', `${context.extension.id}#${WALKTHROUGH}`, { toSide: false, inactive: true });
   return true;
 }
 
