@@ -1,5 +1,5 @@
 // Our walkthrough opens on the first activation only (remembered in globalState), and not when the
-// user turned walkthroughs-on-install off (with the `vscode` mock recording commands).
+// user turned it (or VS Code's walkthroughs-on-install) off (with the `vscode` mock recording commands).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { installVscodeMock, recorded } from '../mocks/vscode';
@@ -18,22 +18,24 @@ test('the walkthrough opens on the first activation, then never again', async ()
   recorded.commands.set('workbench.action.openWalkthrough', (...a: unknown[]) => opened.push(a));
   const { state, ctx } = context();
   assert.equal(await openWalkthroughOnce(ctx), true);
-  assert.deepEqual(opened, [['ebpf-studio.ebpf-studio#ebpfStudio.getStarted', { toSide: false, inactive: true }]]);
+  assert.deepEqual(opened, [['ebpf-studio.ebpf-studio#ebpfStudio.getStarted', false]]);
   assert.equal(state.get(SHOWN_KEY), true);
   assert.equal(await openWalkthroughOnce(ctx), false, 'a reload does not open it again');
   assert.equal(opened.length, 1);
 });
 
-test('workbench.welcomePage.walkthroughs.openOnInstall = false: not opened, and remembered', async () => {
-  const opened: unknown[][] = [];
-  recorded.commands.set('workbench.action.openWalkthrough', (...a: unknown[]) => opened.push(a));
-  recorded.config.set('workbench.welcomePage.walkthroughs.openOnInstall', false);
-  try {
-    const { state, ctx } = context();
-    assert.equal(await openWalkthroughOnce(ctx), false);
-    assert.equal(opened.length, 0);
-    assert.equal(state.get(SHOWN_KEY), true);
-  } finally {
-    recorded.config.delete('workbench.welcomePage.walkthroughs.openOnInstall');
-  }
-});
+for (const setting of ['ebpfStudio.openWalkthroughOnFirstRun', 'workbench.welcomePage.walkthroughs.openOnInstall']) {
+  test(`${setting} = false: not opened, and remembered`, async () => {
+    const opened: unknown[][] = [];
+    recorded.commands.set('workbench.action.openWalkthrough', (...a: unknown[]) => opened.push(a));
+    recorded.config.set(setting, false);
+    try {
+      const { state, ctx } = context();
+      assert.equal(await openWalkthroughOnce(ctx), false);
+      assert.equal(opened.length, 0);
+      assert.equal(state.get(SHOWN_KEY), true);
+    } finally {
+      recorded.config.delete(setting);
+    }
+  });
+}
