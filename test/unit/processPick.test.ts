@@ -122,6 +122,19 @@ describe('the picker', () => {
     assert.match(recorded.errors[0], /Profile CPU: No process with pid 99999 is running: it has exited, or the pid is mistyped/);
   });
 
+  test('a process the command cannot trace says why on its row and when picked', async () => {
+    recorded.errors.length = 0;
+    let rows: Row[] = [];
+    win.showQuickPick = async (items: Row[]) => ((rows = items), items.find((i) => i.process?.pid === 600));
+    const why = 'its libjvm.so has no USDT probes';
+    const r = await pickProcess({ command: 'Trace Java GC', jvmOnly: true, refuse: (p) => (p.pid === 600 ? why : undefined) });
+    assert.equal(r, undefined);
+    const row = rows.find((i) => i.process?.pid === 600) as Row & { detail?: string };
+    assert.match(row.label, /^\$\(circle-slash\) 600/);
+    assert.equal(row.detail, `Cannot trace: ${why}`);
+    assert.deepEqual(recorded.errors, [`eBPF Studio: Trace Java GC: ${why}`]);
+  });
+
   test('a typed pid of a running process picks it', async () => {
     win.showQuickPick = async (_items: Row[], o: { quickPick: { value: string; items: Row[] } }) => {
       o.quickPick.value = '45'; // systemd --user: hidden behind Show all, still accepted when typed

@@ -23,6 +23,8 @@ export interface PickProcessOptions<E extends vscode.QuickPickItem> {
   preferred?: (p: proto.ProcessInfo) => boolean;
   /** the label, description and detail of a process row; default: pid and name, user, command line */
   describe?: (p: proto.ProcessInfo) => Pick<vscode.QuickPickItem, 'label' | 'description' | 'detail'>;
+  /** why a listed process cannot be traced by this command (e.g. a JVM without USDT probes): shown on its row and said when it is picked */
+  refuse?: (p: proto.ProcessInfo) => string | undefined;
 }
 
 export type PickProcessResult<E> = { process: proto.ProcessInfo } | { extra: E } | undefined;
@@ -53,6 +55,16 @@ function selfPids(procs: proto.ProcessInfo[]): number[] {
   return out;
 }
 
+/** A picked process, or the message saying why this command cannot trace it. */
+function accept<E>(p: proto.ProcessInfo, o: PickProcessOptions<vscode.QuickPickItem>): PickProcessResult<E> {
+  const why = o.refuse?.(p);
+  if (why) {
+    void vscode.window.showErrorMessage(`eBPF Studio: ${o.command}: ${why}`);
+    return undefined;
+  }
+  return { process: p };
+}
+
 /** Checks a typed pid against a fresh listing (a program may have started or exited since the list opened). */
 async function resolvePid<E>(text: string, o: PickProcessOptions<vscode.QuickPickItem>): Promise<PickProcessResult<E>> {
   const check = checkTypedPid(text, await listProcesses(false), { jvmOnly: o.jvmOnly, command: o.command });
@@ -60,7 +72,7 @@ async function resolvePid<E>(text: string, o: PickProcessOptions<vscode.QuickPic
     void vscode.window.showErrorMessage(`eBPF Studio: ${o.command}: ${check.message}`);
     return undefined;
   }
-  return { process: check.process };
+  return accept(check.process, o);
 }
 
 export async function pickProcess<E extends vscode.QuickPickItem>(o: PickProcessOptions<E>): Promise<PickProcessResult<E>> {
@@ -68,7 +80,12 @@ export async function pickProcess<E extends vscode.QuickPickItem>(o: PickProcess
   const ordered = orderProcesses(procs, { uid: process.getuid?.() ?? 0, roots: (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath), selfPids: selfPids(procs) });
   const preferred = o.preferred ? ordered.find((x) => o.preferred!(x.process)) : undefined;
   const hidden = ordered.filter((x) => x.group === 'system' && x !== preferred).length;
-  const describe = o.describe ?? defaultDescribe;
+  const describeRow = o.describe ?? defaultDescribe;
+  const describe = (p: proto.ProcessInfo): Pick<vscode.QuickPickItem, 'label' | 'description' | 'detail'> => {
+    const d = describeRow(p);
+    const why = o.refuse?.(p);
+    return why ? { ...d, label: `$(circle-slash) ${d.label.replace(/^\$\([a-z-]+\)\s*/, '')}`, detail: `Cannot trace: ${why}` } : d;
+  };
 
   const rows = (showAll: boolean, filter: string): Row[] => {
     const out: Row[] = [];
@@ -122,7 +139,7 @@ export async function pickProcess<E extends vscode.QuickPickItem>(o: PickProcess
   qp.dispose();
   if (!chosen) return undefined;
   const { row, value } = chosen;
-  if (row?.process) return { process: row.process };
+  if (row?.process) return accept(row.process, o);
   if (row?.extra) return { extra: row.extra as E };
   // "Use pid N", or Enter on a filter that matched nothing: the typed pid
   if (typedPid(value) !== undefined && (row?.askPid || !row)) return resolvePid<E>(value, o);
