@@ -7,6 +7,7 @@ import type { JavaGcUpdate } from '../protocol/javaGc';
 import type { RunqlatPer, RunqlatUnit, RunqlatUpdate } from '../protocol/runqlat';
 import type { FlameProfile } from './flamegraph/profileData';
 import type { LeakViewStack } from '../../webview/memleak/protocol';
+import type { LeakLens } from './leakSites';
 import { StudioError } from '../protocol/errors';
 import { JAVA_FRAME_TYPES } from '../protocol/profile';
 import type { TracingName } from '../protocol/protocol';
@@ -36,9 +37,9 @@ export interface SessionData {
   /** every interval in order (histograms are per interval) */
   runqlat: { scope: string; per: RunqlatPer; unit: RunqlatUnit; updates: RunqlatUpdate[]; ended?: EndedState };
   /** the last snapshot of outstanding allocations, with each stack's history */
-  memleak: { totalBytes: number; totalAllocations: number; dropped: number; stacks: LeakViewStack[]; /** a sampled session: figures are estimates */ sampleBytes?: number };
+  memleak: { totalBytes: number; totalAllocations: number; dropped: number; stacks: LeakViewStack[]; /** a sampled session: figures are estimates */ sampleBytes?: number; /** the workspace lines that had a CodeLens */ sites?: LeakLens[] };
   /** unwind: how user stacks were unwound, as the view's note says it */
-  profile: { profile: FlameProfile; warnings: string[]; unwind?: string };
+  profile: { profile: FlameProfile; warnings: string[]; unwind?: string; /** the unwind line's tooltip */ unwindDetail?: string };
 }
 
 export interface SessionFile<T extends SessionTracer = SessionTracer> {
@@ -174,7 +175,7 @@ export function replayMessages(f: AnySessionFile): unknown[] {
     case 'memleak':
       return [{ type: 'snapshot', title: f.title, running: false, ...f.data }];
     case 'profile':
-      return [{ type: 'profile', profile: f.data.profile, title: f.title, warnings: f.data.warnings, unwind: f.data.unwind }];
+      return [{ type: 'profile', profile: f.data.profile, title: f.title, warnings: f.data.warnings, unwind: f.data.unwind, unwindDetail: f.data.unwindDetail }];
   }
 }
 

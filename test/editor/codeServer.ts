@@ -82,6 +82,8 @@ const baseSettings: Record<string, unknown> = {
   'security.workspace.trust.enabled': false,
   'workbench.startupEditor': 'none',
   'workbench.welcomePage.walkthroughs.openOnInstall': false,
+  // code-server does not pass the setting above to the extension host: our own switch for our walkthrough
+  'ebpfStudio.openWalkthroughOnFirstRun': false,
   'workbench.tips.enabled': false,
   'workbench.enableExperiments': false,
   'telemetry.telemetryLevel': 'off',

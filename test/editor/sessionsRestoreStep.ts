@@ -78,7 +78,7 @@ async function leaksShown(frame: Frame): Promise<LeaksShown> {
 }
 
 /**
- * Needs, open in the editor: the finished "Java GC: pid N" panel (when `gc`) and the "Memory Leaks"
+ * Needs, open in the editor: the finished "Java GC: pid N" panel (when `gc`) and the "Leaks of leaky (pid N)"
  * panel of a finished Run with Leak Tracing. Ends with every editor closed and the leaks cleared.
  */
 export async function sessionsRestoreStep(t: TestContext, s: EditorSession, opts: { gc: boolean }): Promise<void> {
@@ -97,8 +97,9 @@ export async function sessionsRestoreStep(t: TestContext, s: EditorSession, opts
     gcBefore = await gcShown(s, await s.webviewFrame(gcTitle));
     assert.match(gcBefore.status, /Process exited/, `the GC session has not ended: ${gcBefore.status}`);
   }
-  await showTab(s, 'Memory Leaks');
-  const leaksBefore = await leaksShown(await s.webviewFrame('Memory Leaks'));
+  // The leak panel's tab names the process: "Leaks of leaky (pid N)", the session's title.
+  await showTab(s, leakTitle);
+  const leaksBefore = await leaksShown(await s.webviewFrame(leakTitle));
   assert.match(leaksBefore.status, /· stopped ·/, `the leak session has not ended: ${leaksBefore.status}`);
   await s.screenshot('sessions-view-gc-and-leaks');
 
@@ -120,7 +121,7 @@ export async function sessionsRestoreStep(t: TestContext, s: EditorSession, opts
     await s.screenshot('sessions-restored-java-gc', await s.webviewElement(frame));
     t.diagnostic(`GC panel after the reload: ${gcAfter.count}; ${gcAfter.collectors.slice(1).join(' | ')}; histogram ${gcAfter.bars} bar pixels (before ${gcBefore.bars}), timeline ${gcAfter.timeline} (before ${gcBefore.timeline})`);
   }
-  // The leak panel had the generic "Memory Leaks" tab; restored, it carries the session's title.
+  // Restored, the leak panel carries the same title.
   await showTab(s, leakTitle);
   const frame = await s.webviewFrame(leakTitle, 60_000);
   const leaksAfter = await leaksShown(frame);

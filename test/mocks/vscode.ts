@@ -115,6 +115,54 @@ export const window = {
   createStatusBarItem: () => ({ text: '', tooltip: '', command: '', show() {}, hide() {}, dispose() {} }),
   withProgress: async <T>(_o: unknown, task: (p: { report(v: unknown): void }) => Promise<T>) => task({ report: () => undefined }),
   showQuickPick: async () => undefined,
+  /**
+   * A QuickPick whose show() asks window.showQuickPick(items, { title, quickPick }) — so one test hook
+   * answers both kinds of picker. The hook returns an item (accepted), undefined (hidden), or
+   * 'accept' to accept with no item selected (after setting quickPick.value, as a user typing would).
+   * A picker that stays open after an accept (re-rendered items) is shown again.
+   */
+  createQuickPick: () => {
+    const accept = new EventEmitter<void>();
+    const hide = new EventEmitter<void>();
+    const change = new EventEmitter<string>();
+    let hidden = false;
+    let value = '';
+    const qp = {
+      title: '',
+      placeholder: '',
+      matchOnDescription: false,
+      matchOnDetail: false,
+      items: [] as unknown[],
+      selectedItems: [] as unknown[],
+      activeItems: [] as unknown[],
+      get value() {
+        return value;
+      },
+      set value(v: string) {
+        value = v;
+        change.fire(v);
+      },
+      onDidAccept: accept.event,
+      onDidHide: hide.event,
+      onDidChangeValue: change.event,
+      show(): void {
+        void Promise.resolve((window.showQuickPick as (i: unknown[], o: unknown) => unknown)(qp.items, { title: qp.title, quickPick: qp })).then((pick) => {
+          if (hidden) return;
+          if (pick === undefined) return qp.hide();
+          qp.selectedItems = pick === 'accept' ? [] : [pick];
+          accept.fire();
+          if (!hidden) qp.show();
+        });
+      },
+      hide(): void {
+        if (hidden) return;
+        hidden = true;
+        hide.fire();
+      },
+      dispose(): void {},
+    };
+    return qp;
+  },
   showInputBox: async () => undefined,
   createTextEditorDecorationType: () => ({ dispose() {} }),
   visibleTextEditors: [] as unknown[],

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { agctLabel, ALL_IN, decodeJavaSample, emptyAgentLog, foldStacks, IncrementalPairer, JAVA_SAMPLE_SIZE, javaSourcePath, joinStack, NOT_JAVA_THREAD, pairSamples, parseAgentText, type AgentRecord, type BpfJavaSample } from '../../extension/tracers/javaAgent/decode';
-import { unwindSummary } from '../../extension/model/unwindText';
+import { unwindDetails, unwindSummary } from '../../extension/model/unwindText';
 import { profileTracer } from '../../extension/tracers/profile/tracer';
 import { installVscodeMock } from '../mocks/vscode';
 import type { ProfileFrame } from '../../extension/protocol/profile';
@@ -198,9 +198,10 @@ test('IncrementalPairer keeps a sample pending while its record may still come',
 });
 
 test('unwindSummary says where Java frames come from for a JVM profiled with the agent', () => {
-  assert.match(unwindSummary({ mode: 'dwarf', javaAgent: true })!, /unwound by CFI.*Java frames from the JVMTI agent/);
-  assert.doesNotMatch(unwindSummary({ mode: 'dwarf', javaAgent: true })!, /JIT\) by frame pointers/);
-  assert.match(unwindSummary({ mode: 'fp', javaAgent: true })!, /Java frames from the JVMTI agent/);
+  assert.match(unwindSummary({ mode: 'dwarf', javaAgent: true })!, /^stacks: CFI .*Java by the JVMTI agent/);
+  assert.doesNotMatch(unwindSummary({ mode: 'dwarf', javaAgent: true })!, /perf map/);
+  assert.match(unwindDetails({ mode: 'dwarf', javaAgent: true })!, /unwound by CFI[\s\S]*Java frames from the JVMTI agent/);
+  assert.match(unwindDetails({ mode: 'fp', javaAgent: true })!, /Java frames from the JVMTI agent/);
 });
 
 test('foldStacks counts identical joined stacks once', () => {

@@ -26,7 +26,7 @@ test('view rows: sorted by bytes, sparkline geometry, clickable frames only with
     { key: 'a', bytes: 10, allocations: 1, oldestAgeMs: 5, history: [10], frames: [{ address: '0x1', module: '/x/lib.so' }] },
     { key: 'b', bytes: 409600, allocations: 100, oldestAgeMs: 12000, history: [0, 409600], frames: [{ address: '0x2', module: '/x/app', function: 'f', file: '/src/f.c', line: 3 }] },
   ]);
-  assert.deepEqual(rows.map((r) => [r.key, r.bytes, r.oldest]), [['b', '409.6 KB', '12 s'], ['a', '10 B', '5 ms']]);
+  assert.deepEqual(rows.map((r) => [r.key, r.bytes, r.oldest]), [['b', '400 KB', '12 s'], ['a', '10 B', '5 ms']]);
   assert.deepEqual(rows[0].frames[0].location, { file: '/src/f.c', line: 3, column: undefined });
   assert.equal(rows[1].frames[0].location, undefined);
   assert.equal(rows[1].frames[0].label, 'lib.so+0x1');

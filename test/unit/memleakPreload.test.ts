@@ -201,7 +201,7 @@ test('aggregate with meanBytes: per-stack estimates with standard errors; exact 
 test('estimates read as estimates: CodeLens, leak view rows, text report', () => {
   assert.equal(
     lensText({ bytes: 409600, allocations: 100, oldestAgeMs: 12000, bytesStdErr: 20480 }),
-    '⚠ ≈409.6 KB ± 20.5 KB outstanding in ≈100 allocations (sampled estimate) · oldest 12 s',
+    '⚠ ≈400 KB ± 20 KB outstanding in ≈100 allocations (sampled estimate) · oldest 12 s',
   );
   assert.equal(lensText({ bytes: 248, allocations: 1, oldestAgeMs: 80 }), '⚠ 248 B outstanding in 1 allocation · oldest 80 ms');
   const frame = { address: '0x1', module: '/w/a.out', function: 'f', file: '/w/a.c', line: 3 };
@@ -213,7 +213,7 @@ test('estimates read as estimates: CodeLens, leak view rows, text report', () =>
   assert.equal(site.bytes, 7000);
   assert.equal(site.bytesStdErr, 500, 'two stacks at one line: errors add in quadrature');
   const [row] = toRows(stacks.map((s, i) => ({ ...s, key: String(i), history: [s.bytes] })));
-  assert.equal(row.bytes, '≈4 KB ± 400 B');
+  assert.equal(row.bytes, '≈3.9 KB ± 400 B');
   assert.equal(row.count, '≈4 ± 0.5');
   const text = reportText(stacks, 'final', 524288);
   assert.match(text, /estimates from sampling every ~524288 bytes; ± is one standard error/);

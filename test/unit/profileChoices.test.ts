@@ -39,8 +39,11 @@ interface Item {
   label: string;
   description?: string;
   target?: { pid: number };
+  /** a process row of the shared process picker */
+  process?: { pid: number };
   changeSampling?: boolean;
 }
+const pidOf = (i: Item | undefined) => i?.target?.pid ?? i?.process?.pid;
 
 let processes: ProcessInfo[] = [];
 let settings: Record<string, number> = {};
@@ -72,7 +75,7 @@ beforeEach(() => {
 describe('Profile CPU remembers choices per workspace', () => {
   test('first run asks three questions; the next asks one, with the restarted JVM first', async () => {
     const state = new Memento();
-    onPick = (title, items) => (title.includes('what to sample') ? items.find((i) => i.target?.pid === 100) : items.find((i) => i.label === '30 seconds'));
+    onPick = (title, items) => (title.includes('what to sample') ? items.find((i) => pidOf(i) === 100) : items.find((i) => i.label === '30 seconds'));
     onInput = () => '199';
     const first = await feature.askProfile(state as never);
     assert.deepEqual(asked, ['Profile CPU: what to sample', 'Profile CPU: samples per second per CPU', 'Profile CPU: for how long']);
@@ -88,7 +91,7 @@ describe('Profile CPU remembers choices per workspace', () => {
     onPick = (_t, items) => ((shown = items), items[0]);
     const second = await feature.askProfile(state as never);
     assert.deepEqual(asked, ['Profile CPU: what to sample'], 'only the target is asked');
-    assert.equal(shown[0].target?.pid, 300, 'the same main class comes first');
+    assert.equal(pidOf(shown[0]), 300, 'the same main class comes first');
     assert.match(shown[0].description!, /last used/);
     assert.ok(shown.some((i) => /Sampling: 199 Hz, 30 s/.test(i.label) && i.changeSampling), 'the remembered sampling is shown with a way to change it');
     assert.equal(second?.target.pid, 300);
@@ -117,7 +120,7 @@ describe('Profile CPU remembers choices per workspace', () => {
     settings = { frequency: 49, duration: 10 };
     const state = new Memento();
     let shown: Item[] = [];
-    onPick = (_t, items) => ((shown = items), items.find((i) => i.target?.pid === 200));
+    onPick = (_t, items) => ((shown = items), items.find((i) => pidOf(i) === 200));
     const r = await feature.askProfile(state as never);
     assert.deepEqual(asked, ['Profile CPU: what to sample']);
     assert.equal(r?.frequency, 49);
@@ -136,10 +139,5 @@ describe('Profile CPU remembers choices per workspace', () => {
     onPick = () => undefined;
     assert.equal(await feature.askProfile(state as never), undefined);
     assert.equal(state.get(choices.LAST_KEY), undefined);
-  });
-
-  test('orderTargets: nothing moves without a match', () => {
-    const items = [{ label: 'a', target: { pid: 1, label: 'a', kind: 'process' as const, name: 'a' } }];
-    assert.deepEqual(choices.orderTargets(items, { kind: 'jvm', pid: 9, name: 'gone' }), items);
   });
 });

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { decodeSample, PROFILE_SAMPLE_HEADER_SIZE, sampleIp, sampleSp } from '../../extension/tracers/profile/dwarf';
 import { profileTracer, ringBytes } from '../../extension/tracers/profile/tracer';
-import { unwindSummary } from '../../extension/model/unwindText';
+import { unwindDetails, unwindSummary } from '../../extension/model/unwindText';
 import { lostWhat } from '../../extension/tracers/lossHistory';
 
 test('decodeSample reads the header by offset and the stack bytes that follow it', () => {
@@ -52,20 +52,23 @@ test('unwind options: auto by default, the three choices, copy size bounds', () 
 });
 
 test('the view says how stacks were unwound, module by module', () => {
-  assert.match(unwindSummary({ mode: 'fp' })!, /frame pointers walked in the kernel/);
-  const s = unwindSummary({
-    mode: 'dwarf',
+  assert.match(unwindSummary({ mode: 'fp' })!, /^stacks: frame pointers \(--unwind fp\)/);
+  assert.match(unwindDetails({ mode: 'fp' })!, /frame pointers walked in the kernel/);
+  const u = {
+    mode: 'dwarf' as const,
     truncated: 3,
     modules: [
-      { module: '/usr/lib/x86_64-linux-gnu/libc.so.6', cfi: 'eh_frame', framePointers: 0.04 },
-      { module: '[vdso: 77]', cfi: 'eh_frame' },
-      { module: '/opt/app/stripped', cfi: 'none' },
+      { module: '/usr/lib/x86_64-linux-gnu/libc.so.6', cfi: 'eh_frame' as const, framePointers: 0.04 },
+      { module: '[vdso: 77]', cfi: 'eh_frame' as const },
+      { module: '/opt/app/stripped', cfi: 'none' as const },
     ],
-  })!;
-  assert.match(s, /unwound by CFI/);
-  assert.match(s, /CFI: libc\.so\.6, \[vdso\]/);
-  assert.match(s, /frame pointers only: stripped/);
-  assert.match(s, /3 samples deeper than the stack copy/);
+  };
+  assert.equal(unwindSummary(u), 'stacks: CFI for 2 modules, frame pointers for 1, JIT by perf map, 3 samples cut short');
+  const d = unwindDetails(u)!;
+  assert.match(d, /unwound by CFI/);
+  assert.match(d, /CFI \(2\): libc\.so\.6, \[vdso\]/);
+  assert.match(d, /Frame pointers only \(1\): stripped/);
+  assert.match(d, /3 samples deeper than the stack copy/);
   assert.equal(unwindSummary(undefined), undefined);
 });
 

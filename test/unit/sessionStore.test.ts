@@ -72,3 +72,18 @@ test('storage is bounded: oldest files go first; a session over the per-session 
   // After the reload only sessions whose data survived are listed.
   assert.deepEqual(store.finishedSessions().map((e) => e.title).sort(), ['CPU: run 3', 'CPU: run 4']);
 });
+
+test('a session whose workspaceState write never landed (the window hung or reloaded first) is still listed after the reload', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-store-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const state = new Map<string, unknown>();
+  store.activate(context(dir, state));
+  const first = await store.recordSession(profile(1));
+  // The Java GC session ends while the window is frozen: its workspaceState update is lost.
+  const before = new Map(state);
+  const gc = makeSession('java-gc', 'Java GC: pid 4242', { target: 'pid 4242', updates: [], ended: { reason: 'stopped' } }, new Date(Date.UTC(2026, 10, 23, 9, 0)), new Date(Date.UTC(2026, 10, 23, 9, 2)));
+  const gcKey = await store.recordSession(gc);
+  store.activate(context(dir, before));
+  assert.deepEqual(store.finishedSessions().map((e) => [e.key, e.title]), [[gcKey, 'Java GC: pid 4242'], [first, 'CPU: run 1']]);
+  assert.equal(store.loadSession(gcKey)?.title, 'Java GC: pid 4242');
+});

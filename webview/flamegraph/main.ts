@@ -37,8 +37,10 @@ const CSS = `
 .top td.name { max-width: 60vw; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 canvas:focus { outline: 1px solid var(--vscode-focusBorder); outline-offset: -1px; }
 .sr-only { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
-.unwind { margin: 0 0 6px; color: var(--vscode-descriptionForeground); font-size: 0.9em; }
+.unwind { margin: 0 0 6px; color: var(--vscode-descriptionForeground); font-size: 0.9em; cursor: help; }
 .unwind:empty { display: none; }
+.warnings > div { display: flex; gap: 6px; align-items: baseline; }
+.warnings button.dismiss { padding: 0 6px; min-width: 0; background: none; color: inherit; border: none; cursor: pointer; }
 `;
 
 const app = document.getElementById('app')!;
@@ -76,6 +78,25 @@ app.append(toolbar, warningsBox, unwindBox, crumbs, scroll, topBox, legend, tool
 stopBtn.style.display = 'none';
 
 let profile: FlameProfile | undefined;
+/** warnings the user dismissed here (the extension also remembers them across sessions) */
+const dismissed = new Set<string>();
+
+/** One row per warning, each said once, each with a button that dismisses it for good. */
+function showWarnings(warnings: string[]): void {
+  warningsBox.replaceChildren();
+  for (const w of new Set(warnings)) {
+    if (dismissed.has(w)) continue;
+    const close = el('button', { className: 'dismiss', textContent: '×', title: 'Dismiss: do not show this again' });
+    close.setAttribute('aria-label', 'Dismiss this warning');
+    const row = el('div', {}, el('span', { textContent: w }), close);
+    close.addEventListener('click', () => {
+      dismissed.add(w);
+      row.remove();
+      send({ type: 'dismissWarning', text: w });
+    });
+    warningsBox.append(row);
+  }
+}
 let tree: FlameTree | undefined;
 let main: FlameCanvas | undefined;
 let sand: { frame: number; callers: FlameCanvas; callees: FlameCanvas } | undefined;
@@ -407,8 +428,7 @@ function show(p: FlameProfile, warnings: string[], isLive = false): void {
     rebuild({ progressive: true });
   }
   live = isLive;
-  warningsBox.textContent = warnings.join('\n');
-  warningsBox.style.whiteSpace = 'pre-wrap';
+  showWarnings(warnings);
   stopBtn.style.display = isLive ? '' : 'none';
   redraw();
   if (!main!.icicle && (!keep || atBottom)) scroll.scrollTop = scroll.scrollHeight;
@@ -492,12 +512,14 @@ window.addEventListener('message', (ev: MessageEvent<ToView>) => {
     leaveDiff(legend);
     show(m.profile, m.warnings, m.live);
     unwindBox.textContent = m.unwind ?? '';
+    unwindBox.title = m.unwindDetail ?? '';
   } else if (m.type === 'diff') {
     document.title = m.title;
     leaveDiff(legend);
     const d = computeDiff(m.base, m.next);
     show(d.profile, []);
     unwindBox.textContent = '';
+    unwindBox.title = '';
     enterDiff(main!, d, { base: m.baseTitle, next: m.nextTitle }, legend, scroll, (name) => {
       searchBox.value = name;
       redraw();
@@ -507,7 +529,7 @@ window.addEventListener('message', (ev: MessageEvent<ToView>) => {
     stopBtn.style.display = '';
     progressText = `Sampling… ${formatCount(m.samples)} samples, ${m.lost} lost, ${(m.elapsedMs / 1000).toFixed(0)} s`;
     status.textContent = progressText;
-    if (m.warnings?.length) warningsBox.textContent = m.warnings.join('\n');
+    if (m.warnings?.length) showWarnings(m.warnings);
   } else if (m.type === 'status') {
     status.textContent = m.text;
     status.className = m.error ? 'status error' : 'status';

@@ -4,7 +4,8 @@ import type { FlameProfile } from '../../extension/model/flamegraph/profileData'
 
 export type ToView =
   /** a profile to show (replaces the current one); live = a session is still sampling */
-  | { type: 'profile'; profile: FlameProfile; title: string; warnings: string[]; unwind?: string; live?: boolean }
+  /** unwind: one line on how stacks were unwound; unwindDetail: its tooltip (model/unwindText.ts) */
+  | { type: 'profile'; profile: FlameProfile; title: string; warnings: string[]; unwind?: string; unwindDetail?: string; live?: boolean }
   /** the session is running: counters for the status line */
   | { type: 'progress'; samples: number; lost: number; elapsedMs: number; warnings?: string[] }
   | { type: 'status'; text: string; error?: boolean }
@@ -17,4 +18,6 @@ export type FromView =
   | { type: 'openSource'; file: string; line: number }
   | { type: 'export'; format: 'folded' | 'speedscope' | 'pprof' }
   | { type: 'open' }
-  | { type: 'stop' };
+  | { type: 'stop' }
+  /** the user dismissed a warning: not shown again */
+  | { type: 'dismissWarning'; text: string };

@@ -1,7 +1,9 @@
-// The leak view: stacks by outstanding bytes with count, oldest age, a growth sparkline and
-// frames; clicking a frame with a source line opens it. Drawing only; rows come from model.ts.
+// The leak view: the workspace lines with a CodeLens (allocation lines and their callers, inclusive
+// figures, as the lenses read), then the stacks by outstanding bytes with count, oldest age, a
+// growth sparkline and frames; clicking a line or a frame with a source line opens it; Stop while
+// tracing. Drawing only; rows come from model.ts.
 import type { FromView, ToView } from './protocol';
-import { toRows, type Row } from './model';
+import { siteLabel, toRows, totalsText, type Row } from './model';
 import { addStyle, connectHost, elProps as el } from '../common/viewPage';
 
 const vscode = connectHost<FromView>();
@@ -32,9 +34,10 @@ function rowElement(r: Row): HTMLElement {
     }
     frames.append(li);
   }
-  const details = el('details', { open: r.site !== undefined && r.site === focus }, el('summary', {}, el('span', { className: 'num' }, r.bytes), ` in ${r.count} allocation${r.count === '1' ? '' : 's'} · oldest ${r.oldest} `, sparkline(r.sparkline), r.frames[0] ? `  ${r.frames[0].label}` : ''), frames);
+  const focused = focus !== undefined && r.lines.includes(focus);
+  const details = el('details', { open: focused }, el('summary', {}, el('span', { className: 'num', title: r.bytesTitle }, r.bytes), ` in ${r.count} allocation${r.count === '1' ? '' : 's'} · oldest ${r.oldest} `, sparkline(r.sparkline), r.frames[0] ? `  ${r.frames[0].label}` : ''), frames);
   details.dataset.site = r.site ?? '';
-  if (r.site && r.site === focus) details.classList.add('focused');
+  if (focused) details.classList.add('focused');
   return details;
 }
 
@@ -45,16 +48,40 @@ function render(): void {
   exportJson.addEventListener('click', () => vscode.postMessage({ type: 'export', format: 'json' }));
   const exportFolded = el('button', { textContent: 'Export Folded Stacks', className: 'secondary' });
   exportFolded.addEventListener('click', () => vscode.postMessage({ type: 'export', format: 'folded' }));
+  if (last?.running) {
+    const stop = el('button', { textContent: 'Stop', id: 'stop', title: 'Stop tracing; the figures and CodeLenses stay until Clear Leaks' });
+    stop.addEventListener('click', () => {
+      stop.disabled = true;
+      stop.textContent = 'Stopping…';
+      vscode.postMessage({ type: 'stop' });
+    });
+    bar.append(stop);
+  }
   bar.append(exportJson, exportFolded);
   if (last) {
-    const est = last.sampleBytes ? '≈' : '';
+    const totals = totalsText(last.totalBytes, last.totalAllocations, Boolean(last.sampleBytes));
     const sampled = last.sampleBytes ? ` · estimates from sampling every ~${last.sampleBytes} bytes (± one standard error)` : '';
-    bar.append(el('span', { className: 'status' }, `${last.title} · ${last.running ? 'tracing' : 'stopped'} · ${est}${last.totalBytes} bytes in ${est}${last.totalAllocations} allocations${last.dropped ? ` · ${last.dropped} not recorded` : ''}${sampled}`));
+    bar.append(el('span', { className: 'status', title: totals.title }, `${last.title} · ${last.running ? 'tracing' : 'stopped'} · ${totals.text}${last.dropped ? ` · ${last.dropped} not recorded` : ''}${sampled}`));
   }
   app.append(bar);
   if (!last || last.stacks.length === 0) {
     app.append(el('p', { className: 'status' }, last ? 'No outstanding allocations.' : 'Waiting for the first report…'));
     return;
+  }
+  if (last.sites?.length) {
+    const list = el('ul', { className: 'sites' });
+    for (const s of last.sites) {
+      const li = el('li', { className: `link site ${s.kind}${s.key === focus ? ' focused' : ''}`, title: s.tooltip }, el('span', { className: 'where' }, siteLabel(s.key)), ` ${s.text}`);
+      li.dataset.site = s.key;
+      li.addEventListener('click', () => {
+        focus = s.key;
+        vscode.postMessage({ type: 'openFrame', file: s.file, line: s.line });
+        render();
+      });
+      list.append(li);
+    }
+    app.append(el('h4', { textContent: 'Workspace lines' }), list);
+    app.append(el('h4', { textContent: 'Stacks' }));
   }
   for (const r of toRows(last.stacks)) app.append(rowElement(r));
   document.querySelector('.focused')?.scrollIntoView({ block: 'center' });
@@ -68,7 +95,11 @@ summary svg { vertical-align: middle; }
 .num { font-variant-numeric: tabular-nums; font-weight: bold; }
 ol.frames { margin: 2px 0 6px 0; font-family: var(--vscode-editor-font-family); }
 li.link { cursor: pointer; color: var(--vscode-textLink-foreground); }
-li.link:hover { text-decoration: underline; }`);
+li.link:hover { text-decoration: underline; }
+ul.sites { margin: 2px 0 6px 0; padding-left: 1em; list-style: none; }
+ul.sites li.focused { background: var(--vscode-editor-findMatchHighlightBackground); }
+ul.sites .where { font-family: var(--vscode-editor-font-family); display: inline-block; min-width: 12ch; }
+h4 { margin: 8px 0 2px 0; }`);
 
 window.addEventListener('message', (ev: MessageEvent<ToView>) => {
   const m = ev.data;

@@ -1,5 +1,6 @@
 // Messages between the memleak feature (extension/editor/features/memleak/memleak.ts) and the leak view.
 import type { MemleakStack } from '../../extension/protocol/memleak';
+import type { LeakLens } from '../../extension/model/leakSites';
 
 export interface LeakViewStack extends MemleakStack {
   /** stable identity across updates (the frames' addresses) */
@@ -8,6 +9,8 @@ export interface LeakViewStack extends MemleakStack {
   history: number[];
   /** the workspace leak site ("file:line") of this stack, if any */
   site?: string;
+  /** every workspace line of this stack ("file:line"), the allocation line first */
+  lines?: string[];
 }
 
 export type ToView =
@@ -19,6 +22,8 @@ export type ToView =
       totalAllocations: number;
       dropped: number;
       stacks: LeakViewStack[];
+      /** the workspace lines with a CodeLens: the allocation lines and their callers, inclusive figures */
+      sites?: LeakLens[];
       /** present when sampled: every figure is an estimate (mean sampling interval in bytes) */
       sampleBytes?: number;
       /** the session shown: one panel shows each new session, and a reload must restore the last */
@@ -30,4 +35,5 @@ export type ToView =
 export type FromView =
   | { type: 'ready' }
   | { type: 'openFrame'; file: string; line: number; column?: number }
-  | { type: 'export'; format: 'json' | 'folded' };
+  | { type: 'export'; format: 'json' | 'folded' }
+  | { type: 'stop' };

@@ -3,7 +3,10 @@
 // the Sessions view can reopen it. Storage is bounded: a session over MAX_ONE_BYTES is listed
 // but not stored (the user can still Export it while the window lives), and the oldest files
 // go once the folder passes MAX_TOTAL_BYTES. The list itself is per workspace and holds at most
-// MAX_LISTED entries; Delete removes an entry and its file.
+// MAX_LISTED entries; Delete removes an entry and its file. The list is written to a file next to
+// the documents (session-lists/<workspace hash>.json) as well as to workspaceState: workspaceState
+// writes travel to the window (the renderer) and are lost when it hangs or reloads before they
+// land — a session finished in a frozen window had its document stored and its entry lost.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -43,13 +46,45 @@ function dir(): string {
 
 const fileOf = (key: string) => path.join(dir(), `${key}${SESSION_SUFFIX}`);
 
-export function finishedSessions(): FinishedEntry[] {
-  return ctx?.workspaceState.get<FinishedEntry[]>(LIST_KEY, []) ?? [];
+/** This workspace's list file: one per workspace (or folder-less window), beside the documents. */
+function listFile(): string {
+  if (!ctx) throw new Error('session store used before activation');
+  const id = vscode.workspace.workspaceFile?.toString() ?? (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.toString()).join('\n');
+  const hash = crypto.createHash('sha256').update(id || 'no-workspace').digest('hex').slice(0, 16);
+  return path.join(ctx.globalStorageUri.fsPath, 'session-lists', `${hash}.json`);
 }
 
-async function setList(list: FinishedEntry[]): Promise<void> {
-  await ctx?.workspaceState.update(LIST_KEY, list);
+function readListFile(): FinishedEntry[] {
+  try {
+    const v = JSON.parse(fs.readFileSync(listFile(), 'utf8')) as unknown;
+    return Array.isArray(v) ? (v as FinishedEntry[]).filter((e) => e && typeof e.key === 'string' && typeof e.title === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+function writeListFile(list: FinishedEntry[]): void {
+  try {
+    const f = listFile();
+    fs.mkdirSync(path.dirname(f), { recursive: true });
+    fs.writeFileSync(`${f}.tmp`, JSON.stringify(list));
+    fs.renameSync(`${f}.tmp`, f);
+  } catch {
+    /* read-only storage: workspaceState still has the list */
+  }
+}
+
+let list: FinishedEntry[] = [];
+
+export function finishedSessions(): FinishedEntry[] {
+  return list;
+}
+
+async function setList(next: FinishedEntry[]): Promise<void> {
+  list = next;
+  writeListFile(next);
   changed.fire();
+  await ctx?.workspaceState.update(LIST_KEY, next);
 }
 
 /** Removes the oldest stored documents until the folder fits MAX_TOTAL_BYTES. */
@@ -89,8 +124,7 @@ export async function recordSession(file: AnySessionFile, key = newSessionKey())
     }
   }
   const entry: FinishedEntry = { key, title: file.title, tracer: file.tracer, startedAt: file.startedAt, endedAt: file.endedAt, stored };
-  const list = [entry, ...finishedSessions().filter((e) => e.key !== key)].slice(0, MAX_LISTED);
-  await setList(list);
+  await setList([entry, ...finishedSessions().filter((e) => e.key !== key)].slice(0, MAX_LISTED));
   return key;
 }
 
@@ -123,7 +157,13 @@ export function activate(context: Pick<vscode.ExtensionContext, 'globalStorageUr
   limits = bounds;
   inMemory.clear();
   context.subscriptions.push(changed);
-  // Entries whose document left storage (pruned, or too big for it in an earlier window) cannot reopen: drop them.
-  const list = finishedSessions().filter((e) => e.stored && fs.existsSync(fileOf(e.key)));
-  if (list.length !== finishedSessions().length) void setList(list);
+  // Both copies of the list, newest first; entries whose document left storage (pruned, or too big
+  // for it in an earlier window) cannot reopen: drop them.
+  const seen = new Set<string>();
+  const merged = [...readListFile(), ...(context.workspaceState.get<FinishedEntry[]>(LIST_KEY, []) ?? [])]
+    .filter((e) => !seen.has(e.key) && Boolean(seen.add(e.key)))
+    .sort((a, b) => (b.endedAt ?? b.startedAt).localeCompare(a.endedAt ?? a.startedAt));
+  list = merged.filter((e) => e.stored && fs.existsSync(fileOf(e.key))).slice(0, MAX_LISTED);
+  writeListFile(list);
+  void context.workspaceState.update(LIST_KEY, list);
 }

@@ -22,7 +22,9 @@ type Node =
   | { kind: 'group'; group: 'live' | 'finished' | 'saved' }
   | { kind: 'live'; id: string; label: string; tracer: string; stop(): Promise<unknown> }
   | { kind: 'finished'; entry: FinishedEntry }
-  | { kind: 'saved'; uri: vscode.Uri; tracer?: string; title?: string };
+  | { kind: 'saved'; uri: vscode.Uri; tracer?: string; title?: string }
+  /** shown under "Saved in the workspace" while it is empty: how to save a session */
+  | { kind: 'hint' };
 
 /** Codicon per tracer, keyed by the registry (a new tracer without one fails the type check). */
 const ICON: Record<TracingName, string> = { jvm: 'timeline-open', 'java-gc': 'coffee', runqlat: 'watch', memleak: 'debug-breakpoint-data', profile: 'flame' };
@@ -30,6 +32,19 @@ const iconOf = (tracer: string | undefined, fallback: string): string => (tracer
 const GROUP_LABEL = { live: 'Running', finished: 'Finished in this window', saved: 'Saved in the workspace' };
 
 const when = (iso?: string) => (iso ? new Date(iso).toLocaleTimeString() : '');
+
+/** What each tracer's sessions are called, keyed by the registry like ICON. */
+const TRACER_NAME: Record<TracingName, string> = { jvm: 'JVM timeline', 'java-gc': 'Java GC', runqlat: 'Run-queue latency', memleak: 'Memory leaks', profile: 'CPU profile' };
+
+/** Labels are cut to the view's width: the tooltip has the whole label and what the item is. */
+function tooltip(label: string, lines: string[]): vscode.MarkdownString {
+  const md = new vscode.MarkdownString('', true);
+  md.appendText(label);
+  for (const l of lines) md.appendMarkdown('  \n').appendText(l);
+  return md;
+}
+
+export const SAVE_HINT = 'Nothing saved yet: save a finished session with $(save) (or right-click › Export Session File…) as *.ebpf-session.json in the workspace to keep it, share it or commit it.';
 
 class SessionsTree implements vscode.TreeDataProvider<Node> {
   private readonly emitter = new vscode.EventEmitter<Node | undefined>();
@@ -52,6 +67,7 @@ class SessionsTree implements vscode.TreeDataProvider<Node> {
         const t = new vscode.TreeItem(n.label);
         t.id = `live:${n.id}`;
         t.description = 'running';
+        t.tooltip = tooltip(n.label, [`${TRACER_NAME[n.tracer as TracingName] ?? n.tracer}, running. Stop it with ■ (inline) or from its panel.`]);
         t.iconPath = new vscode.ThemeIcon('pulse');
         t.contextValue = `liveSession.${n.tracer}`;
         return t;
@@ -60,7 +76,8 @@ class SessionsTree implements vscode.TreeDataProvider<Node> {
         const t = new vscode.TreeItem(n.entry.title);
         t.id = `finished:${n.entry.key}`;
         t.description = `${when(n.entry.startedAt)}${n.entry.stored ? '' : ' · not kept across reloads (too large)'}`;
-        t.tooltip = `${n.entry.tracer} session, ${n.entry.startedAt}${n.entry.endedAt ? ` – ${n.entry.endedAt}` : ''}. Click to open.`;
+        const span = `${new Date(n.entry.startedAt).toLocaleString()}${n.entry.endedAt ? ` – ${new Date(n.entry.endedAt).toLocaleTimeString()}` : ''}`;
+        t.tooltip = tooltip(n.entry.title, [`${TRACER_NAME[n.entry.tracer as TracingName] ?? n.entry.tracer}, ${span}`, `Click to open; $(save) saves it in the workspace.`]);
         t.iconPath = new vscode.ThemeIcon(iconOf(n.entry.tracer, 'circle-outline'));
         t.contextValue = `finishedSession.${n.entry.tracer}`;
         t.command = { command: 'ebpfStudio.sessions.open', title: 'Open', arguments: [n] };
@@ -71,10 +88,19 @@ class SessionsTree implements vscode.TreeDataProvider<Node> {
         const t = new vscode.TreeItem(n.title ?? path.basename(n.uri.fsPath));
         t.id = `saved:${n.uri.toString()}`;
         t.description = rel;
+        t.tooltip = tooltip(n.title ?? path.basename(n.uri.fsPath), [`${n.tracer ? `${TRACER_NAME[n.tracer as TracingName] ?? n.tracer}, ` : ''}${rel}`, 'Click to open.']);
         t.resourceUri = n.uri;
         t.iconPath = new vscode.ThemeIcon(iconOf(n.tracer, 'file'));
         t.contextValue = `savedSession.${n.tracer ?? 'unknown'}`;
         t.command = { command: 'ebpfStudio.sessions.open', title: 'Open', arguments: [n] };
+        return t;
+      }
+      case 'hint': {
+        const t = new vscode.TreeItem('No saved sessions: save a finished one (right-click › Export Session File…)');
+        t.id = 'hint:saved';
+        t.tooltip = new vscode.MarkdownString(SAVE_HINT, true);
+        t.iconPath = new vscode.ThemeIcon('info');
+        t.contextValue = 'hint';
         return t;
       }
     }
@@ -86,7 +112,7 @@ class SessionsTree implements vscode.TreeDataProvider<Node> {
     if (n.group === 'live') return liveSessions().map((l) => ({ kind: 'live', ...l }));
     if (n.group === 'finished') return finishedSessions().map((entry) => ({ kind: 'finished', entry }));
     this.saved ??= await findSaved();
-    return this.saved;
+    return this.saved.length ? this.saved : [{ kind: 'hint' }];
   }
 }
 

@@ -13,6 +13,8 @@ import { StudioError, inputError } from '../../protocol/errors';
 import { readKallsyms, type Kallsyms } from './kallsyms';
 import { LlvmSymbolizer, findLlvmSymbolizer, type LlvmRequest } from './llvmSymbolizer';
 import { ModuleFile } from './moduleFile';
+import { ownerPackage } from './packageOwner';
+import { debugInfoRemedy } from '../../model/debugAdvice';
 import { CapturedProcess, type ModuleRegistry } from './processImage';
 import { hex, type ProcessImage, type SymResult } from './types';
 import type { Frame } from '../../protocol/frames';
@@ -176,10 +178,13 @@ export class Symbolizer implements ModuleRegistry {
       if (mod.problem || mod.displayPath === '[vdso]') continue;
       const name = mod.displayPath;
       if (!mod.hasDebugInfo()) {
+        // a system library gets the package that carries its symbols, never "rebuild with -g"
+        const own = name === img.exePath || /^\/(home|root|tmp|work|srv)\//.test(name);
+        const remedy = debugInfoRemedy({ path: name, own, ownerPackage: own ? undefined : ownerPackage(name) });
         out.push(
           mod.hasSymbols()
-            ? `no debug info in ${name}: its frames show function names but no file:line (rebuild with -g, or install its debug-symbols package)`
-            : `no debug info or symbols in ${name}: its frames show module+offset (rebuild with -g, or install its debug-symbols package)`,
+            ? `no debug info in ${name}: its frames show function names but no file:line (${remedy})`
+            : `no debug info or symbols in ${name}: its frames show module+offset (${remedy})`,
         );
       }
       if (mod.lacksFramePointers()) {

@@ -3,21 +3,23 @@
 // configuration, started under tracing), ebpfStudio.clearLeaks, ebpfStudio.showLeakSite (what a
 // leak CodeLens runs: opens the leak view focused on that site). Context keys:
 // ebpfStudio.leaksShown (lenses are on screen). CodeLenses, a gutter icon and an overview-ruler
-// mark sit on each leak site (see leakLenses.ts); they follow live updates and stay after Stop
-// as a snapshot until Clear.
+// mark sit on every workspace line of a leaking stack — the allocation line and each caller, with
+// inclusive figures (model/leakSites.ts); they follow live updates and stay after Stop as a
+// snapshot until Clear. Each session keeps its own figures and panel ("Leaks of leaky (pid 1234)",
+// with Stop); sessions run side by side, the newest one's lens wins a line both have.
 import fs from 'node:fs';
 import * as vscode from 'vscode';
 import { saveExport } from '../../ui/exportFile';
-import * as proto from '../../../protocol/protocol';
 import { MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES, MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakMode, type MemleakLaunch, type MemleakOptions, type MemleakResult, type MemleakStack, type MemleakUpdate } from '../../../protocol/memleak';
 import { toFolded } from '../../../model/memleakFormat';
-import { helper } from '../../helperClient/helperClient';
 import { startSession, type ClientSession } from '../../sessions/liveSessions';
 import { newSessionKey, recordSession } from '../../sessions/sessionStore';
 import { makeSession } from '../../../model/sessionFile';
 import { createViewPanel, type TypedPanel } from '../../ui/webviewPanel';
 import { errorText, showError } from '../../ui/errors';
 import { leakSites, placeLenses, type LeakLens } from '../../../model/leakSites';
+import { readStat } from '../../../sys/proc/processes';
+import { pickProcess } from '../../ui/processPicker';
 import { CommandLineError, fromLaunchConfig, splitCommandLine, type LaunchConfigLike } from './leakLaunch';
 import type { FromView, LeakViewStack, ToView } from '../../../../webview/memleak/protocol';
 
@@ -41,13 +43,15 @@ interface State {
   sampleBytes?: number;
 }
 
-let state: State | undefined;
-let session: ClientSession<'memleak'> | undefined;
-let view: TypedPanel<ToView, FromView> | undefined;
-let viewReady = false;
-const lensesChanged = new vscode.EventEmitter<void>();
-let decoration: vscode.TextEditorDecorationType | undefined;
-let output: vscode.OutputChannel | undefined;
+/** What the feature shares between its sessions: the lens provider, the decoration, the output channel. */
+interface Shared {
+  context: vscode.ExtensionContext;
+  lensesChanged: vscode.EventEmitter<void>;
+  decoration: vscode.TextEditorDecorationType;
+  output(): vscode.OutputChannel;
+  /** the sessions whose lenses are on screen, newest last */
+  traces: Set<LeakTrace>;
+}
 
 const stackKey = (s: MemleakStack) => s.frames.map((f) => f.address).join(',') || `empty:${s.bytes}`;
 const roots = () => (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
@@ -59,75 +63,164 @@ function push<T>(map: Map<string, T[]>, key: string, v: T): void {
   map.set(key, list);
 }
 
-function absorb(stacks: MemleakStack[], atMs: number, totals?: { bytes: number; allocations: number; dropped: number }): void {
-  if (!state) return;
-  state.stacks = stacks;
-  state.totalBytes = totals?.bytes ?? stacks.reduce((s, x) => s + x.bytes, 0);
-  state.totalAllocations = totals?.allocations ?? stacks.reduce((s, x) => s + x.allocations, 0);
-  state.dropped = totals?.dropped ?? state.dropped;
-  for (const s of stacks) push(state.stackHistory, stackKey(s), s.bytes);
-  for (const site of leakSites(stacks, roots())) push(state.siteHistory, site.key, { atMs, bytes: site.bytes });
-  state.lenses = placeLenses(stacks, roots(), state.siteHistory);
-  refresh();
+/** One leak-tracing session: its figures, its panel and its lenses, from start until Clear Leaks. */
+interface LeakTrace {
+  readonly state: State;
+  lenses(): LeakLens[];
+  openView(focusSite?: string): void;
+  stop(): Promise<void>;
+  /** stops tracing, removes its lenses and empties its panel */
+  clear(): Promise<void>;
 }
 
-function viewStacks(): LeakViewStack[] {
-  if (!state) return [];
-  const sites = leakSites(state.stacks, roots());
-  const siteOfStack = new Map<number, string>();
-  for (const s of sites) for (const i of s.stacks) siteOfStack.set(i, s.key);
-  return state.stacks.map((s, i) => ({ ...s, key: stackKey(s), history: state!.stackHistory.get(stackKey(s)) ?? [s.bytes], site: siteOfStack.get(i) }));
+function newLeakTrace(shared: Shared, title: string, sampleBytes: number | undefined): LeakTrace & { start(options: MemleakOptions): Promise<ClientSession<'memleak'>>; retitle(t: string): void } {
+  const { context } = shared;
+  const state: State = { title, running: true, stacks: [], totalBytes: 0, totalAllocations: 0, dropped: 0, stackHistory: new Map(), siteHistory: new Map(), lenses: [], sampleBytes, key: newSessionKey(), startedAt: new Date() };
+  let session: ClientSession<'memleak'> | undefined;
+  let view: TypedPanel<ToView, FromView> | undefined;
+  let viewReady = false;
+  let cleared = false;
+
+  function absorb(stacks: MemleakStack[], atMs: number, totals?: { bytes: number; allocations: number; dropped: number }): void {
+    state.stacks = stacks;
+    state.totalBytes = totals?.bytes ?? stacks.reduce((s, x) => s + x.bytes, 0);
+    state.totalAllocations = totals?.allocations ?? stacks.reduce((s, x) => s + x.allocations, 0);
+    state.dropped = totals?.dropped ?? state.dropped;
+    for (const s of stacks) push(state.stackHistory, stackKey(s), s.bytes);
+    for (const site of leakSites(stacks, roots())) push(state.siteHistory, site.key, { atMs, bytes: site.bytes });
+    state.lenses = placeLenses(stacks, roots(), state.siteHistory);
+    refresh();
+  }
+
+  function viewStacks(): LeakViewStack[] {
+    const sites = leakSites(state.stacks, roots());
+    const siteOfStack = new Map<number, string>();
+    const linesOfStack = new Map<number, string[]>();
+    for (const s of sites) {
+      for (const i of s.stacks) {
+        if (s.key === s.allocatedAt || (s.kind === 'allocation' && !siteOfStack.has(i))) siteOfStack.set(i, s.key);
+        linesOfStack.set(i, [...(linesOfStack.get(i) ?? []), s.key]);
+      }
+    }
+    return state.stacks.map((s, i) => ({ ...s, key: stackKey(s), history: state.stackHistory.get(stackKey(s)) ?? [s.bytes], site: siteOfStack.get(i), lines: linesOfStack.get(i) ?? [] }));
+  }
+
+  function postSnapshot(): void {
+    if (!view || !viewReady) return;
+    view.post({ type: 'snapshot', title: state.title, running: state.running, totalBytes: state.totalBytes, totalAllocations: state.totalAllocations, dropped: state.dropped, stacks: viewStacks(), sites: state.lenses, sampleBytes: state.sampleBytes, sessionKey: state.key });
+  }
+
+  function refresh(): void {
+    shared.lensesChanged.fire();
+    decorateAll(shared);
+    postSnapshot();
+  }
+
+  function openView(focusSite?: string): void {
+    if (!view) {
+      viewReady = false;
+      view = createViewPanel<ToView, FromView>(context, 'memleak', state.title, undefined, state.key);
+      view.panel.onDidDispose(() => {
+        view = undefined;
+        viewReady = false;
+      });
+      let pendingFocus = focusSite;
+      view.onMessage(async (m) => {
+        if (m.type === 'ready') {
+          viewReady = true;
+          if (pendingFocus) view?.post({ type: 'focus', site: pendingFocus });
+          pendingFocus = undefined;
+          postSnapshot();
+        } else if (m.type === 'openFrame') {
+          await openLocation(m.file, m.line, m.column);
+        } else if (m.type === 'export') {
+          await exportLeaks(currentDocument(), m.format);
+        } else if (m.type === 'stop') {
+          await self.stop();
+        }
+      });
+      return;
+    }
+    view.panel.reveal();
+    if (focusSite && viewReady) view.post({ type: 'focus', site: focusSite });
+    postSnapshot();
+  }
+
+  function currentDocument(): MemleakResult {
+    return state.result ?? { tracer: 'memleak', pid: session?.info.targets[0] ?? 0, stacks: state.stacks, dropped: state.dropped, lost: 0 };
+  }
+
+  const self = {
+    state,
+    lenses: () => (cleared ? [] : state.lenses),
+    openView,
+    retitle(t: string): void {
+      state.title = t;
+      if (view) view.panel.title = t;
+      postSnapshot();
+    },
+    async stop(): Promise<void> {
+      await session?.stop();
+    },
+    async clear(): Promise<void> {
+      cleared = true;
+      await session?.stop();
+      state.lenses = [];
+      shared.traces.delete(self);
+      refresh();
+      view?.post({ type: 'cleared' });
+    },
+    async start(options: MemleakOptions): Promise<ClientSession<'memleak'>> {
+      const s = await startSession('memleak', options, state.title, {
+        onUpdate: (u: MemleakUpdate) => {
+          if (u.output) shared.output().append(u.output);
+          if (!cleared) absorb(u.stacks, u.atMs, { bytes: u.totalBytes, allocations: u.totalAllocations, dropped: u.dropped });
+        },
+        onEnded: (reason, result, message) => {
+          state.running = false;
+          if (cleared) return;
+          if (result) {
+            state.result = result;
+            absorb(result.stacks, Date.now(), { bytes: result.stacks.reduce((a, x) => a + x.bytes, 0), allocations: result.stacks.reduce((a, x) => a + x.allocations, 0), dropped: result.dropped });
+          } else refresh();
+          void recordSession(
+            makeSession('memleak', state.title, { totalBytes: state.totalBytes, totalAllocations: state.totalAllocations, dropped: state.dropped, stacks: viewStacks(), sites: state.lenses, sampleBytes: state.sampleBytes }, state.startedAt, new Date()),
+            state.key,
+          );
+          const n = state.lenses.filter((l) => l.kind === 'allocation').length;
+          const callers = state.lenses.length - n;
+          const why = reason === 'error' ? `ended: ${message ?? 'error'}` : reason === 'target-exited' ? (message ?? 'the program exited') : 'stopped';
+          const how = result?.mode === 'preload' ? ' (preload mode)' : result?.mode === 'inject' ? ' (injected)' : result?.mode === 'uprobe' ? ' (uprobes)' : '';
+          const where = n ? `${n} leak site${n === 1 ? '' : 's'}${callers ? ` and ${callers} calling line${callers === 1 ? '' : 's'}` : ''} in the workspace (CodeLenses on the lines).` : 'No leak sites in workspace files.';
+          void vscode.window.showInformationMessage(`eBPF Studio: leak tracing${how} ${why}. ${where}`, 'Show Leaks').then((c) => {
+            if (c) openView();
+          });
+        },
+      });
+      session = s;
+      return s;
+    },
+  };
+  return self;
 }
 
-function postSnapshot(): void {
-  if (!view || !viewReady || !state) return;
-  view.post({ type: 'snapshot', title: state.title, running: state.running, totalBytes: state.totalBytes, totalAllocations: state.totalAllocations, dropped: state.dropped, stacks: viewStacks(), sampleBytes: state.sampleBytes, sessionKey: state.key });
+function lensesOnScreen(shared: Shared): LeakLens[] {
+  // The newest session with lenses wins a line, so two sessions never stack lenses on one line.
+  const byLine = new Map<string, LeakLens>();
+  for (const t of shared.traces) for (const l of t.lenses()) byLine.set(l.key, l);
+  return [...byLine.values()];
 }
 
-function refresh(): void {
-  lensesChanged.fire();
-  decorate();
-  postSnapshot();
-  void vscode.commands.executeCommand('setContext', 'ebpfStudio.leaksShown', Boolean(state?.lenses.length));
-}
-
-function decorate(): void {
-  if (!decoration) return;
+function decorateAll(shared: Shared): void {
+  const lenses = lensesOnScreen(shared);
   for (const editor of vscode.window.visibleTextEditors) {
     const file = editor.document.uri.fsPath;
-    const ranges = (state?.lenses ?? [])
+    const ranges = lenses
       .filter((l) => l.file === file && l.line <= editor.document.lineCount)
-      .map((l) => ({ range: editor.document.lineAt(l.line - 1).range, hoverMessage: l.text }));
-    editor.setDecorations(decoration, ranges);
+      .map((l) => ({ range: editor.document.lineAt(l.line - 1).range, hoverMessage: `${l.text}\n\n${l.tooltip}` }));
+    editor.setDecorations(shared.decoration, ranges);
   }
-}
-
-function openView(context: vscode.ExtensionContext, focusSite?: string): void {
-  if (!view) {
-    viewReady = false;
-    view = createViewPanel<ToView, FromView>(context, 'memleak', 'Memory Leaks', undefined, state?.key);
-    view.panel.onDidDispose(() => {
-      view = undefined;
-      viewReady = false;
-    });
-    let pendingFocus = focusSite;
-    view.onMessage(async (m) => {
-      if (m.type === 'ready') {
-        viewReady = true;
-        if (pendingFocus) view?.post({ type: 'focus', site: pendingFocus });
-        pendingFocus = undefined;
-        postSnapshot();
-      } else if (m.type === 'openFrame') {
-        await openLocation(m.file, m.line, m.column);
-      } else if (m.type === 'export') {
-        await exportLeaks(m.format);
-      }
-    });
-    return;
-  }
-  view.panel.reveal();
-  if (focusSite && viewReady) view.post({ type: 'focus', site: focusSite });
-  postSnapshot();
+  void vscode.commands.executeCommand('setContext', 'ebpfStudio.leaksShown', lenses.length > 0);
 }
 
 async function openLocation(file: string, line: number, column?: number): Promise<void> {
@@ -140,14 +233,7 @@ async function openLocation(file: string, line: number, column?: number): Promis
   await vscode.window.showTextDocument(doc, { selection: new vscode.Range(pos, pos), viewColumn: vscode.ViewColumn.One });
 }
 
-function currentDocument(): MemleakResult | undefined {
-  if (!state) return undefined;
-  return state.result ?? { tracer: 'memleak', pid: 0, stacks: state.stacks, dropped: state.dropped, lost: 0 };
-}
-
-async function exportLeaks(format: 'json' | 'folded'): Promise<void> {
-  const doc = currentDocument();
-  if (!doc) return;
+async function exportLeaks(doc: MemleakResult, format: 'json' | 'folded'): Promise<void> {
   const outcome = await saveExport({
     title: format === 'json' ? 'Export leaks as JSON' : 'Export folded stacks (flamegraph.pl input, weighted by bytes)',
     baseName: `memleak-${doc.pid}`,
@@ -158,54 +244,26 @@ async function exportLeaks(format: 'json' | 'folded'): Promise<void> {
   if (outcome?.error) void vscode.window.showErrorMessage(`eBPF Studio: export failed: ${outcome.error}`);
 }
 
-async function trace(context: vscode.ExtensionContext, options: MemleakOptions, title: string): Promise<ClientSession<'memleak'> | undefined> {
-  if (session) await session.stop();
-  const fresh: State = { title, running: true, stacks: [], totalBytes: 0, totalAllocations: 0, dropped: 0, stackHistory: new Map(), siteHistory: new Map(), lenses: [], sampleBytes: options.sampleBytes || undefined, key: newSessionKey(), startedAt: new Date() };
-  state = fresh;
-  const s = await startSession('memleak', options, title, {
-    onUpdate: (u: MemleakUpdate) => {
-      if (u.output) {
-        output ??= vscode.window.createOutputChannel('eBPF Studio: Leak Tracing');
-        output.append(u.output);
-      }
-      if (state === fresh) absorb(u.stacks, u.atMs, { bytes: u.totalBytes, allocations: u.totalAllocations, dropped: u.dropped });
-    },
-    onEnded: (reason, result, message) => {
-      if (session === s) session = undefined;
-      if (state !== fresh) return;
-      fresh.running = false;
-      if (result) {
-        fresh.result = result;
-        absorb(result.stacks, Date.now(), { bytes: result.stacks.reduce((a, x) => a + x.bytes, 0), allocations: result.stacks.reduce((a, x) => a + x.allocations, 0), dropped: result.dropped });
-      } else refresh();
-      if (state === fresh) {
-        void recordSession(
-          makeSession('memleak', fresh.title, { totalBytes: fresh.totalBytes, totalAllocations: fresh.totalAllocations, dropped: fresh.dropped, stacks: viewStacks(), sampleBytes: fresh.sampleBytes }, fresh.startedAt, new Date()),
-          fresh.key,
-        );
-      }
-      const n = fresh.lenses.length;
-      const why = reason === 'error' ? `ended: ${message ?? 'error'}` : reason === 'target-exited' ? (message ?? 'the program exited') : 'stopped';
-      const how = result?.mode === 'preload' ? ' (preload mode)' : result?.mode === 'inject' ? ' (injected)' : result?.mode === 'uprobe' ? ' (uprobes)' : '';
-      void vscode.window.showInformationMessage(`eBPF Studio: leak tracing${how} ${why}. ${n ? `${n} leak site${n === 1 ? '' : 's'} in the workspace (CodeLenses on the lines).` : 'No leak sites in workspace files.'}`, 'Show Leaks').then((c) => {
-        if (c) openView(context);
-      });
-    },
-  });
-  session = s;
-  for (const w of s.info.warnings) output?.appendLine(`warning: ${w}`);
+/** "Leaks of leaky (pid 1234)": the panel's tab, the Sessions view's label, the saved session's title. */
+export function leakTitle(name: string, pid?: number): string {
+  return pid ? `Leaks of ${name} (pid ${pid})` : `Leaks of ${name}`;
+}
+
+async function trace(shared: Shared, options: MemleakOptions, name: string, pid?: number): Promise<ClientSession<'memleak'>> {
+  const t = newLeakTrace(shared, leakTitle(name, pid), options.sampleBytes || undefined);
+  const s = await t.start(options);
+  // a launched program's pid is known once it runs
+  if (!pid && s.info.targets[0]) t.retitle(leakTitle(name, s.info.targets[0]));
+  shared.traces.add(t);
+  for (const w of s.info.warnings) shared.output().appendLine(`warning: ${w}`);
   if (s.info.warnings.length) void vscode.window.showWarningMessage(`eBPF Studio: ${s.info.warnings.join(' ')}`);
-  openView(context);
+  t.openView();
   return s;
 }
 
-async function pickProcess(): Promise<number | undefined> {
-  const procs = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'Listing processes…' }, () => helper().request(proto.listProcesses, {}));
-  const items = procs
-    .filter((p) => !p.kernelThread && p.pid !== process.pid)
-    .map((p) => ({ label: `${p.pid}  ${p.comm}`, description: p.user, detail: p.cmdline.join(' ').slice(0, 200), pid: p.pid }));
-  const pick = await vscode.window.showQuickPick(items, { title: 'Find Memory Leaks', placeHolder: 'Pick a process to trace its allocations', matchOnDescription: true, matchOnDetail: true });
-  return pick?.pid;
+async function pickTarget(): Promise<{ pid: number; name: string } | undefined> {
+  const picked = await pickProcess({ command: 'Find Memory Leaks', placeHolder: 'Pick a process to trace its allocations, or type its pid' });
+  return picked && 'process' in picked ? { pid: picked.process.pid, name: picked.process.jvm?.main ?? picked.process.comm } : undefined;
 }
 
 /** The extension's environment minus what belongs to the editor itself. */
@@ -265,37 +323,44 @@ function baseOptions(): Omit<MemleakOptions, 'pid' | 'launch'> {
 }
 
 export function activate(context: vscode.ExtensionContext): void {
-  decoration = vscode.window.createTextEditorDecorationType({
-    gutterIconPath: vscode.Uri.joinPath(context.extensionUri, 'media', 'memleak-gutter.svg'),
-    gutterIconSize: 'contain',
-    overviewRulerColor: new vscode.ThemeColor('editorWarning.foreground'),
-    overviewRulerLane: vscode.OverviewRulerLane.Right,
-    isWholeLine: true,
-  });
+  let output: vscode.OutputChannel | undefined;
+  const shared: Shared = {
+    context,
+    lensesChanged: new vscode.EventEmitter<void>(),
+    decoration: vscode.window.createTextEditorDecorationType({
+      gutterIconPath: vscode.Uri.joinPath(context.extensionUri, 'media', 'memleak-gutter.svg'),
+      gutterIconSize: 'contain',
+      overviewRulerColor: new vscode.ThemeColor('editorWarning.foreground'),
+      overviewRulerLane: vscode.OverviewRulerLane.Right,
+      isWholeLine: true,
+    }),
+    output: () => (output ??= vscode.window.createOutputChannel('eBPF Studio: Leak Tracing')),
+    traces: new Set(),
+  };
   context.subscriptions.push(
-    decoration,
-    lensesChanged,
+    shared.decoration,
+    shared.lensesChanged,
     vscode.languages.registerCodeLensProvider(
       { scheme: 'file' },
       {
-        onDidChangeCodeLenses: lensesChanged.event,
+        onDidChangeCodeLenses: shared.lensesChanged.event,
         provideCodeLenses(doc) {
           const file = doc.uri.fsPath;
-          return (state?.lenses ?? [])
+          return lensesOnScreen(shared)
             .filter((l) => l.file === file && l.line <= doc.lineCount)
-            .map((l) => new vscode.CodeLens(doc.lineAt(l.line - 1).range, { title: l.text, command: 'ebpfStudio.showLeakSite', arguments: [l.key], tooltip: 'Show this leak site in the leak view' }));
+            .map((l) => new vscode.CodeLens(doc.lineAt(l.line - 1).range, { title: l.text, command: 'ebpfStudio.showLeakSite', arguments: [l.key], tooltip: l.tooltip }));
         },
       },
     ),
-    vscode.window.onDidChangeVisibleTextEditors(() => decorate()),
+    vscode.window.onDidChangeVisibleTextEditors(() => decorateAll(shared)),
     vscode.commands.registerCommand('ebpfStudio.findMemoryLeaks', async (pidArg?: number) => {
       try {
-        const pid = typeof pidArg === 'number' ? pidArg : await pickProcess();
-        if (!pid) return undefined;
+        const target = typeof pidArg === 'number' ? { pid: pidArg, name: readStat(pidArg)?.comm ?? `pid ${pidArg}` } : await pickTarget();
+        if (!target) return undefined;
         // a running process cannot be preloaded: the preload setting means uprobes here
         const base = baseOptions();
         const sampleBytes = vscode.workspace.getConfiguration('ebpfStudio.memleak').get<number>('attachSampleBytes', MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES);
-        return await trace(context, { ...base, mode: base.mode === 'preload' ? 'uprobe' : base.mode, pid, sampleBytes }, `Leaks of pid ${pid}`);
+        return await trace(shared, { ...base, mode: base.mode === 'preload' ? 'uprobe' : base.mode, pid: target.pid, sampleBytes }, target.name, target.pid);
       } catch (e) {
         showError(e);
         return undefined;
@@ -307,20 +372,21 @@ export function activate(context: vscode.ExtensionContext): void {
         if (!target) return undefined;
         // the setting's inject names how a running process is traced; a launch is preloaded then
         const base = baseOptions();
-        return await trace(context, { ...base, mode: base.mode === 'inject' ? 'auto' : base.mode, launch: target.launch }, `Leaks of ${target.title}`);
+        return await trace(shared, { ...base, mode: base.mode === 'inject' ? 'auto' : base.mode, launch: target.launch }, target.title);
       } catch (e) {
         showError(e instanceof CommandLineError ? new Error(`${e.message}`) : e);
         return undefined;
       }
     }),
     vscode.commands.registerCommand('ebpfStudio.clearLeaks', async () => {
-      if (session) await session.stop();
-      session = undefined;
-      state = undefined;
-      refresh();
-      view?.post({ type: 'cleared' });
+      await Promise.all([...shared.traces].map((t) => t.clear()));
+      decorateAll(shared);
     }),
-    vscode.commands.registerCommand('ebpfStudio.showLeakSite', (key?: string) => openView(context, key)),
-    { dispose: () => void session?.stop() },
+    vscode.commands.registerCommand('ebpfStudio.showLeakSite', (key?: string) => {
+      const all = [...shared.traces];
+      const owner = [...all].reverse().find((t) => key !== undefined && t.lenses().some((l) => l.key === key)) ?? all[all.length - 1];
+      owner?.openView(key);
+    }),
+    { dispose: () => void Promise.all([...shared.traces].map((t) => t.stop())) },
   );
 }

@@ -11,8 +11,7 @@ import * as vscode from 'vscode';
 import { saveExport } from '../../ui/exportFile';
 import * as proto from '../../../protocol/protocol';
 import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, UNWIND_CHOICES, type ProfileOptions, type ProfileResult, type UnwindChoice } from '../../../protocol/profile';
-import { unwindSummary } from '../../../model/unwindText';
-import { helper } from '../../helperClient/helperClient';
+import { unwindDetails, unwindSummary } from '../../../model/unwindText';
 import { startSession } from '../../sessions/liveSessions';
 import { newSessionKey, recordSession } from '../../sessions/sessionStore';
 import { makeSession } from '../../../model/sessionFile';
@@ -25,7 +24,8 @@ import { pickJavaMode, type JavaMode } from './profileJavaMode';
 import { annotationsFromFlame, annotationsFromResult, definitionLine, type SourceAnnotations } from '../../../model/profileSource';
 import { encodePprofGz, loadProfileBytes } from '../../../sys/profileFile';
 import { resultFromFlame } from '../../../model/pprof';
-import { describeSampling, loadLast, orderTargets, samplingPlan, saveLast, type LastTarget, type SamplingPlan, type TargetKind } from './profileChoices';
+import { pickProcess } from '../../ui/processPicker';
+import { describeSampling, loadLast, samplingPlan, saveLast, type LastTarget, type SamplingPlan, type TargetKind } from './profileChoices';
 
 /** The file kinds the open dialogs offer (the content decides the format). */
 export const PROFILE_FILTER_NAME = 'Profiles (folded, speedscope, pprof, profile --json)';
@@ -43,57 +43,57 @@ interface Target {
 
 interface TargetItem extends vscode.QuickPickItem {
   target?: Target;
-  askPid?: boolean;
   /** change the remembered frequency and duration */
   changeSampling?: boolean;
 }
 
-export function targetItems(processes: proto.ProcessInfo[]): TargetItem[] {
-  const items: TargetItem[] = [{ label: '$(globe) Whole system', detail: 'Every process on every CPU (the idle task excluded)', target: { pid: 0, label: 'whole system', kind: 'system', name: '' } }];
-  const jvms = processes.filter((p) => p.jvm);
-  const others = processes.filter((p) => !p.jvm && !p.kernelThread);
-  if (jvms.length) items.push({ label: 'JVMs', kind: vscode.QuickPickItemKind.Separator });
-  for (const p of jvms) {
-    items.push({
-      label: `$(coffee) ${p.pid}  ${p.jvm!.main}`,
-      description: `JVM · ${p.user}`,
-      detail: p.jvm!.preserveFramePointer ? p.jvm!.javaHome : `${p.jvm!.javaHome} · no -XX:+PreserveFramePointer: whole Java stacks through the agent`,
-      target: { pid: p.pid, label: `pid ${p.pid} (${p.jvm!.main})`, kind: 'jvm', name: p.jvm!.main, preserveFramePointer: p.jvm!.preserveFramePointer },
-    });
-  }
-  items.push({ label: 'Processes', kind: vscode.QuickPickItemKind.Separator });
-  for (const p of others) {
-    items.push({ label: `${p.pid}  ${p.comm}`, description: p.user, detail: p.cmdline.join(' ').slice(0, 200), target: { pid: p.pid, label: `pid ${p.pid} (${p.comm})`, kind: 'process', name: p.comm } });
-  }
-  items.push({ label: '$(edit) Enter a pid…', askPid: true });
-  return items;
+function targetOf(p: proto.ProcessInfo): Target {
+  if (p.jvm) return { pid: p.pid, label: `pid ${p.pid} (${p.jvm.main})`, kind: 'jvm', name: p.jvm.main, preserveFramePointer: p.jvm.preserveFramePointer };
+  return { pid: p.pid, label: `pid ${p.pid} (${p.comm})`, kind: 'process', name: p.comm };
+}
+
+/** A JVM row says whether Java stacks need the agent (no -XX:+PreserveFramePointer). */
+function describeTarget(p: proto.ProcessInfo): Pick<vscode.QuickPickItem, 'label' | 'description' | 'detail'> {
+  if (!p.jvm) return { label: `${p.pid}  ${p.comm}`, description: p.user, detail: p.cmdline.join(' ').slice(0, 200) || undefined };
+  return {
+    label: `$(coffee) ${p.pid}  ${p.jvm.main}`,
+    description: `JVM · ${p.user}`,
+    detail: p.jvm.preserveFramePointer ? p.jvm.javaHome : `${p.jvm.javaHome} · no -XX:+PreserveFramePointer: whole Java stacks through the agent`,
+  };
 }
 
 async function pickTarget(last: LastTarget | undefined, plan: SamplingPlan, offerChange: boolean): Promise<Target | 'change' | undefined> {
-  const procs = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'Listing processes…' }, () => helper().request(proto.listProcesses, {}));
-  const items: TargetItem[] = orderTargets(targetItems(procs), last);
+  const whole: TargetItem = { label: '$(globe) Whole system', detail: 'Every process on every CPU (the idle task excluded)', target: { pid: 0, label: 'whole system', kind: 'system', name: '' } };
+  const bottom: TargetItem[] = [];
   if (offerChange && plan.frequency !== undefined && plan.durationS !== undefined) {
     const fixed = plan.frequencyFrom === 'setting' && plan.durationFrom === 'setting';
-    items.push({
+    bottom.push({
       label: `$(settings-gear) Sampling: ${describeSampling(plan.frequency, plan.durationS)}`,
       description: fixed ? 'from settings (ebpfStudio.profile.frequency, .duration)' : 'remembered for this workspace — change…',
       changeSampling: !fixed,
       alwaysShow: true,
     });
   }
-  const pick = await vscode.window.showQuickPick(items, { title: 'Profile CPU: what to sample', matchOnDescription: true, matchOnDetail: true });
-  if (!pick) return undefined;
+  // the last target first: the same pid under the same name, else a restarted program of that name
+  const lastKind = last?.kind;
+  const samePid = (p: proto.ProcessInfo) => targetOf(p).kind === lastKind && p.pid === last?.pid && targetOf(p).name === last?.name;
+  const sameName = (p: proto.ProcessInfo) => targetOf(p).kind === lastKind && targetOf(p).name === last?.name;
+  const picked = await pickProcess<TargetItem>({
+    command: 'Profile CPU',
+    title: 'Profile CPU: what to sample',
+    placeHolder: 'What to sample: the whole system, a process or a JVM (or type a pid)',
+    top: [lastKind === 'system' ? { ...whole, description: 'last used' } : whole],
+    bottom,
+    describe: describeTarget,
+    preferred: last && lastKind !== 'system' ? (p) => samePid(p) || sameName(p) : undefined,
+  });
+  if (!picked) return undefined;
+  if ('process' in picked) return targetOf(picked.process);
+  const pick = picked.extra;
   if (pick.changeSampling) return 'change';
   if (pick.label.startsWith('$(settings-gear)')) {
     await vscode.commands.executeCommand('workbench.action.openSettings', 'ebpfStudio.profile');
     return undefined;
-  }
-  if (pick.askPid) {
-    const text = await vscode.window.showInputBox({ title: 'Profile CPU', prompt: 'Process id', validateInput: (v) => (/^\s*\d+\s*$/.test(v) && Number(v) > 0 ? undefined : 'A pid is a positive whole number') });
-    if (!text) return undefined;
-    const pid = Number(text.trim());
-    const known = procs.find((p) => p.pid === pid);
-    return { pid, label: `pid ${pid}`, kind: known?.jvm ? 'jvm' : 'process', name: known ? (known.jvm?.main ?? known.comm) : '' };
   }
   return pick.target;
 }
@@ -223,9 +223,26 @@ export function openPanel(context: vscode.ExtensionContext, title: string, onSto
       case 'export':
         if (shown.profile) await exportProfile(shown.profile, m.format, shown);
         break;
+      case 'dismissWarning':
+        await dismissWarning(context, m.text);
+        break;
     }
   });
   return shown;
+}
+
+const DISMISSED_KEY = 'ebpfStudio.profile.dismissedWarnings';
+
+/** A warning the user dismissed in a flame graph (e.g. one module's debug-info advice) is not shown again. */
+async function dismissWarning(context: vscode.ExtensionContext, text: string): Promise<void> {
+  const list = context.globalState.get<string[]>(DISMISSED_KEY, []);
+  if (!list.includes(text)) await context.globalState.update(DISMISSED_KEY, [...list, text].slice(-200));
+}
+
+/** Each warning once, the dismissed ones left out. */
+export function visibleWarnings(state: Pick<vscode.Memento, 'get'>, warnings: string[]): string[] {
+  const dismissed = new Set(state.get<string[]>(DISMISSED_KEY, []));
+  return [...new Set(warnings)].filter((w) => !dismissed.has(w));
 }
 
 async function openSource(given: string, line: number): Promise<void> {
@@ -261,7 +278,7 @@ async function exportProfile(p: FlameProfile, format: 'folded' | 'speedscope' | 
 function showProfile(shown: Shown, p: FlameProfile, title: string, warnings: string[], ann: SourceAnnotations, result?: ProfileResult): void {
   shown.profile = p;
   shown.result = result;
-  shown.post({ type: 'profile', profile: p, title, warnings, unwind: unwindSummary(result?.unwind) });
+  shown.post({ type: 'profile', profile: p, title, warnings, unwind: unwindSummary(result?.unwind), unwindDetail: unwindDetails(result?.unwind) });
   setAnnotations(ann);
 }
 
@@ -288,13 +305,13 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
     if (result.samples === 0) warnings.push(`No samples: ${target.pid ? `pid ${target.pid} did not run on a CPU while sampled` : 'nothing ran'}.`);
     // A whole-system profile is rooted by process even when only one process ran.
     const p = fromProfileResult(result, { name: title, groupByProcess: target.pid === 0 });
-    showProfile(shown, p, title, warnings, annotationsFromResult(result), result);
-    void recordSession(makeSession('profile', title, { profile: p, warnings: [...warnings], unwind: unwindSummary(result.unwind) }, startedAt, new Date()), key);
+    showProfile(shown, p, title, visibleWarnings(context.globalState, warnings), annotationsFromResult(result), result);
+    void recordSession(makeSession('profile', title, { profile: p, warnings: [...new Set(warnings)], unwind: unwindSummary(result.unwind), unwindDetail: unwindDetails(result.unwind) }, startedAt, new Date()), key);
   };
   const session = await startSession('profile', options, `CPU profile ${target.label}`, {
     onUpdate: (u) => {
       if (u.warnings) warnings.push(...u.warnings);
-      shown?.post({ type: 'progress', samples: u.samples, lost: u.lost, elapsedMs: u.elapsedMs, warnings: u.warnings ? [...warnings] : undefined });
+      shown?.post({ type: 'progress', samples: u.samples, lost: u.lost, elapsedMs: u.elapsedMs, warnings: u.warnings ? visibleWarnings(context.globalState, warnings) : undefined });
     },
     onEnded: (_reason, result, message) => finish(result, message),
   });
@@ -308,14 +325,14 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
     session
       .snapshot()
       .then((r) => {
-        if (r && live && shown && r.samples > 0) shown.post({ type: 'profile', profile: fromProfileResult(r, { name: title, groupByProcess: target.pid === 0 }), title, warnings: [...warnings], unwind: unwindSummary(r.unwind), live: true });
+        if (r && live && shown && r.samples > 0) shown.post({ type: 'profile', profile: fromProfileResult(r, { name: title, groupByProcess: target.pid === 0 }), title, warnings: visibleWarnings(context.globalState, warnings), unwind: unwindSummary(r.unwind), unwindDetail: unwindDetails(r.unwind), live: true });
       })
       .catch(() => {
         /* the session is ending: the final profile follows */
       })
       .finally(() => (inFlight = false));
   }, 1000);
-  shown.post({ type: 'progress', samples: 0, lost: 0, elapsedMs: 0, warnings: [...warnings] });
+  shown.post({ type: 'progress', samples: 0, lost: 0, elapsedMs: 0, warnings: visibleWarnings(context.globalState, warnings) });
   for (const w of session.info.warnings) if (/PreserveFramePointer/.test(w)) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
   if (durationS) timer = setTimeout(() => void session.stop(), durationS * 1000);
   shown.panel.panel.onDidDispose(() => void session.stop());

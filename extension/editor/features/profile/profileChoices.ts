@@ -73,26 +73,6 @@ export function describeSampling(frequency: number, durationS: number): string {
   return `${frequency} Hz, ${durationS > 0 ? `${durationS} s` : 'until Stop'}`;
 }
 
-export interface TargetLike extends vscode.QuickPickItem {
-  target?: { pid: number; label: string; kind?: TargetKind; name?: string };
-}
-
-/**
- * Puts the last target first: the same pid when it still runs with the same name, else a
- * process of the same kind and name (a restarted JVM), else nothing moves.
- */
-export function orderTargets<T extends TargetLike>(items: T[], last: LastTarget | undefined): T[] {
-  if (!last) return items;
-  const same = (i: T) => i.target && (i.target.kind ?? (i.target.pid === 0 ? 'system' : 'process')) === last.kind;
-  const pick =
-    (last.kind === 'system' ? items.find((i) => i.target?.pid === 0) : undefined) ??
-    items.find((i) => same(i) && i.target!.pid === last.pid && i.target!.name === last.name) ??
-    items.find((i) => same(i) && i.target!.name === last.name);
-  if (!pick) return items;
-  const moved = { ...pick, description: [pick.description, 'last used'].filter(Boolean).join(' · ') };
-  return [moved, ...items.filter((i) => i !== pick)];
-}
-
 export function loadLast(state: vscode.Memento): LastChoices {
   const v = state.get<LastChoices>(LAST_KEY);
   return v && typeof v === 'object' ? v : {};
