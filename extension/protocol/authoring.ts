@@ -16,6 +16,8 @@ export interface VerifyDiagnostic {
   column: number;
   severity: 'error';
   message: string;
+  /** one line on the common cause and fix, beside the raw message */
+  hint?: string;
   program?: string;
   excerpt: string;
 }
@@ -24,6 +26,8 @@ export interface VerifyResponse {
   ok: boolean;
   diagnostics: VerifyDiagnostic[];
   log: string;
+  /** accepted programs: instructions processed and verification time (µs) */
+  stats?: { program?: string; insns: number; timeUs?: number; totalStates?: number; peakStates?: number }[];
 }
 
 export const bpfVerify = new RequestType<VerifyParams, VerifyResponse, void>('bpf/verify');
