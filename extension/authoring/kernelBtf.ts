@@ -6,6 +6,7 @@
 // produces ~100 MB of JSON for the few facts we need. The parser is pure (bytes in); the file
 // read is loadKernelBtf's.
 import fs from 'node:fs';
+import type { BtfType } from './btfDecode';
 
 const MAGIC = 0xeb9f;
 
@@ -251,4 +252,101 @@ export function loadKernelBtf(file = KERNEL_BTF_PATH): { btf?: KernelBtf; proble
   } catch (e) {
     return { problem: `cannot read the kernel's BTF at ${file}: ${(e as Error).message} (a kernel built with CONFIG_DEBUG_INFO_BTF=y has it)` };
   }
+}
+
+const KIND_NAMES = ['UNKN', 'INT', 'PTR', 'ARRAY', 'STRUCT', 'UNION', 'ENUM', 'FWD', 'TYPEDEF', 'VOLATILE', 'CONST', 'RESTRICT', 'FUNC', 'FUNC_PROTO', 'VAR', 'DATASEC', 'FLOAT', 'DECL_TAG', 'TYPE_TAG', 'ENUM64'];
+
+/**
+ * Every type of a standalone raw BTF blob (a program's BTF, as the kernel returns it by id) in the
+ * shape `bpftool -j btf dump` prints, so btfDecode's Btf decodes map keys and values with it
+ * without running bpftool.
+ */
+export function rawBtfTypes(buf: Buffer): BtfType[] {
+  if (buf.length < 24 || buf.readUInt16LE(0) !== MAGIC) throw new Error('not a BTF blob (bad magic)');
+  const hdrLen = buf.readUInt32LE(4);
+  const typeOff = buf.readUInt32LE(8);
+  const typeLen = buf.readUInt32LE(12);
+  const strOff = buf.readUInt32LE(16);
+  const strLen = buf.readUInt32LE(20);
+  const strBase = hdrLen + strOff;
+  const str = (off: number) => {
+    if (off >= strLen) return '';
+    const end = buf.indexOf(0, strBase + off);
+    return buf.toString('latin1', strBase + off, end < 0 ? strBase + strLen : end);
+  };
+  const named = (off: number) => str(off) || '(anon)';
+  const out: BtfType[] = [];
+  let p = hdrLen + typeOff;
+  const end = p + typeLen;
+  for (let id = 1; p + 12 <= end; id++) {
+    const name = named(buf.readUInt32LE(p));
+    const info = buf.readUInt32LE(p + 4);
+    const sizeOrType = buf.readUInt32LE(p + 8);
+    p += 12;
+    const vlen = info & 0xffff;
+    const kind = (info >>> 24) & 0x1f;
+    const kindFlag = info >>> 31 === 1;
+    const t: BtfType = { id, kind: KIND_NAMES[kind] ?? `KIND${kind}`, name };
+    switch (kind) {
+      case KIND.INT: {
+        const v = buf.readUInt32LE(p);
+        p += 4;
+        const enc = (v >>> 24) & 0xf;
+        t.size = sizeOrType;
+        t.encoding = enc & 1 ? 'SIGNED' : enc & 2 ? 'CHAR' : enc & 4 ? 'BOOL' : '(none)';
+        t.nr_bits = v & 0xff;
+        break;
+      }
+      case KIND.ARRAY:
+        t.type_id = buf.readUInt32LE(p);
+        t.nr_elems = buf.readUInt32LE(p + 8);
+        p += 12;
+        break;
+      case KIND.STRUCT:
+      case KIND.UNION:
+        t.size = sizeOrType;
+        t.members = [];
+        for (let i = 0; i < vlen; i++, p += 12) {
+          const off = buf.readUInt32LE(p + 8);
+          const m: BtfType['members'] extends (infer M)[] | undefined ? M : never = { name: named(buf.readUInt32LE(p)), type_id: buf.readUInt32LE(p + 4), bits_offset: kindFlag ? off & 0xffffff : off };
+          if (kindFlag && off >>> 24) m.bitfield_size = off >>> 24;
+          t.members.push(m);
+        }
+        break;
+      case KIND.ENUM:
+        t.size = sizeOrType;
+        t.encoding = kindFlag ? 'SIGNED' : 'UNSIGNED';
+        t.values = [];
+        for (let i = 0; i < vlen; i++, p += 8) t.values.push({ name: str(buf.readUInt32LE(p)), val: kindFlag ? buf.readInt32LE(p + 4) : buf.readUInt32LE(p + 4) });
+        break;
+      case KIND.ENUM64:
+        t.size = sizeOrType;
+        t.values = [];
+        for (let i = 0; i < vlen; i++, p += 12) t.values.push({ name: str(buf.readUInt32LE(p)), val: buf.readUInt32LE(p + 4) + buf.readUInt32LE(p + 8) * 2 ** 32 });
+        break;
+      case KIND.FUNC_PROTO:
+        t.type_id = sizeOrType;
+        p += 8 * vlen;
+        break;
+      case KIND.VAR:
+      case KIND.DECL_TAG:
+        t.type_id = sizeOrType;
+        p += 4;
+        break;
+      case KIND.DATASEC:
+        t.size = sizeOrType;
+        t.vars = [];
+        for (let i = 0; i < vlen; i++, p += 12) t.vars.push({ type_id: buf.readUInt32LE(p), offset: buf.readUInt32LE(p + 4), size: buf.readUInt32LE(p + 8) });
+        break;
+      case KIND.FLOAT:
+        t.size = sizeOrType;
+        break;
+      default:
+        // PTR, FWD, TYPEDEF, qualifiers, FUNC, TYPE_TAG reference another type.
+        t.type_id = sizeOrType;
+        break;
+    }
+    out.push(t);
+  }
+  return out;
 }

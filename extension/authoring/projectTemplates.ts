@@ -237,8 +237,11 @@ int main(int argc, char **argv)
 	printf("execwatch: printing every exec, Ctrl-C to stop\\n");
 	while (!stopping && (seconds <= 0 || time(NULL) < end)) {
 		err = ring_buffer__poll(rb, 100);
-		if (err == -EINTR)
+		if (err == -EINTR) {
+			/* Ctrl-C interrupted the wait: a normal way to stop, not a failure. */
+			err = 0;
 			break;
+		}
 		if (err < 0) {
 			fprintf(stderr, "execwatch: polling failed: %s\\n", strerror(-err));
 			break;
@@ -261,7 +264,8 @@ BPFTOOL ?= bpftool
 CC ?= cc
 # The same flags eBPF Studio's build uses (and compile_commands.json records for clangd).
 BPF_CFLAGS := ${flags.filter((f) => !f.startsWith('-I')).join(' ')} -I. ${flags.filter((f) => f.startsWith('-I/usr/include')).join(' ')}
-CFLAGS ?= -O2 -g -Wall
+# An undeclared function (a misspelt helper or libbpf call) is an error, not a warning.
+CFLAGS ?= -O2 -g -Wall -Werror=implicit-function-declaration
 LDLIBS := -lbpf -lelf -lz
 
 all: $(APP)
