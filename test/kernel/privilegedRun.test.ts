@@ -165,3 +165,32 @@ test('Stop escalates to SIGTERM when the program ignores SIGINT, and says so', {
   });
   fs.rmSync(dir, { recursive: true, force: true });
 });
+
+test('bpftrace printing a map every second: the map view has each key once, equal to the exit dump', { timeout: 120_000 }, async (t) => {
+  if (skip) return t.skip(skip);
+  if (!findTool('bpftrace')) return t.skip('bpftrace is not installed (apt-get install bpftrace)');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-bt-'));
+  const script = path.join(dir, 'execs.bt');
+  // END runs before bpftrace prints its maps at exit, so the marker splits the exit dump off.
+  fs.writeFileSync(script, 'tracepoint:sched:sched_process_exec { @execs[comm] = count(); }\ninterval:s:1 { print(@execs); printf("tick\\n"); }\ninterval:s:4 { exit(); }\nEND { printf("exit dump follows\\n"); }\n');
+  await withHelper(async (conn) => {
+    const r = await run(conn, { kind: 'bpftrace', script, cwd: dir }, async (stdout) => {
+      await waitFor(() => /Attaching/.test(stdout()), 30_000);
+      for (let i = 0; i < 20; i++) {
+        spawnSync('/bin/true');
+        await new Promise((res) => setTimeout(res, 100));
+      }
+    });
+    assert.equal(r.code, 0, r.stderr);
+    const printings = r.stdout.split('\n').filter((l) => /^@execs\[true\]:/.test(l)).length;
+    assert.ok(printings >= 2, `expected @execs printed more than once:\n${r.stdout}`);
+    const view = parseBpftraceMaps(r.stdout).find((m) => m.name === '@execs');
+    const dump = parseBpftraceMaps(r.stdout.slice(r.stdout.indexOf('exit dump follows'))).find((m) => m.name === '@execs');
+    assert.ok(view?.kind === 'table' && dump?.kind === 'table', r.stdout);
+    const keys = view.rows.map((row) => row.key);
+    assert.equal(new Set(keys).size, keys.length, `keys repeat: ${JSON.stringify(keys)}`);
+    assert.deepEqual(new Map(view.rows.map((row) => [row.key, row.value])), new Map(dump.rows.map((row) => [row.key, row.value])));
+    assert.ok(Number(view.rows.find((row) => row.key === 'true')?.value) >= 20);
+  });
+  fs.rmSync(dir, { recursive: true, force: true });
+});
