@@ -95,7 +95,16 @@ export function loadedPrograms(addon: Pick<Addon, 'progInfoById'>, pid: number, 
     }
   }
   let declared: { name: string; section: string }[] = [];
-  if (objectPath && fs.existsSync(objectPath)) {
+  // Regular files only: a FIFO or a device in the object's place would block or feed the reader forever.
+  const regular = (() => {
+    try {
+      const st = objectPath ? fs.statSync(objectPath) : undefined;
+      return !!st && st.isFile() && st.size < 256 << 20;
+    } catch {
+      return false;
+    }
+  })();
+  if (objectPath && regular) {
     try {
       declared = objectPrograms(objectPath);
     } catch {

@@ -92,7 +92,10 @@ test('completion after task-> offers the same task_struct members as clangd (sam
   const vmDir = built.command.find((a) => a.startsWith('-I') && fs.existsSync(path.join(a.slice(2), 'vmlinux.h')))!.slice(2);
   // The reference: clangd over LSP, reading the compile_commands.json the build wrote.
   const child = (await import('node:child_process')).spawn(clangd!, ['--log=error', '--limit-results=0'], { cwd: dir, stdio: ['pipe', 'pipe', 'ignore'] });
+  // A write racing clangd's exit must not crash the test process (EPIPE on its stdin).
+  child.stdin.on('error', () => undefined);
   const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+  conn.onError(() => undefined);
   conn.listen();
   try {
     await conn.sendRequest('initialize', { processId: process.pid, rootUri: `file://${dir}`, capabilities: {} });
@@ -120,8 +123,14 @@ test('completion after task-> offers the same task_struct members as clangd (sam
     assert.deepEqual([...ours].filter((f) => !theirs.has(f)), [], 'we offer fields clangd does not');
     assert.deepEqual([...theirs].filter((f) => !ours.has(f)), [], 'clangd offers fields we do not');
   } finally {
+    // LSP shutdown, then exit; SIGKILL if clangd does not go within 10 s.
+    await conn.sendRequest('shutdown').catch(() => undefined);
+    conn.sendNotification('exit').catch(() => undefined);
+    const gone = new Promise((res) => child.once('exit', res));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await gone;
+    clearTimeout(timer);
     conn.dispose();
-    child.kill();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
