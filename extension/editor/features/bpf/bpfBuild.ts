@@ -193,6 +193,14 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(
     buildDiagnostics,
     vscode.workspace.onDidSaveTextDocument(checkOnSave),
+    // A build task reports clang's findings through its problem matcher: ours would list them twice.
+    vscode.tasks.onDidStartTask((e) => {
+      const t = e.execution.task;
+      const exec = t.execution;
+      const command = exec instanceof vscode.ShellExecution ? (exec.commandLine ?? (typeof exec.command === 'string' ? exec.command : exec.command?.value) ?? '') : '';
+      const make = /^\s*make\b/.test(command);
+      if (t.definition.type === 'ebpf' || t.definition.type === 'ebpf-make' || make) buildDiagnostics?.clear();
+    }),
     vscode.tasks.registerTaskProvider('ebpf', {
       provideTasks() {
         const src = targetSource();
