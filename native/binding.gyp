@@ -12,6 +12,7 @@
         "src/object.cc",
         "src/attach.cc",
         "src/maps.cc",
+        "src/byid.cc",
         "src/ringbuf.cc",
         "src/unwind.cc"
       ],

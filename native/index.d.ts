@@ -181,3 +181,31 @@ export class Unwinder {
 
 export function libbpfVersion(): string;
 export function numPossibleCpus(): number;
+
+/** A map another process created, read by id through BPF syscalls (nothing is changed). */
+export interface MapById {
+  id: number;
+  name: string;
+  /** enum bpf_map_type */
+  type: number;
+  keySize: number;
+  valueSize: number;
+  maxEntries: number;
+  /** 0 when the map has no BTF */
+  btfId: number;
+  btfKeyTypeId: number;
+  btfValueTypeId: number;
+  perCpu: boolean;
+  /** false for ring buffers, perf event arrays, program arrays and stack traces: no entries read */
+  readable: boolean;
+  keys: Buffer;
+  /** `count` values of valueBytes each (per-CPU: numPossibleCpus() * round_up(valueSize, 8)) */
+  values: Buffer;
+  valueBytes: number;
+  count: number;
+}
+
+export function mapReadById(id: number, maxEntries: number): MapById;
+export function progInfoById(id: number): { id: number; name: string; type: number; tag: string; runCount: number };
+/** the raw BTF blob (as in /sys/kernel/btf/vmlinux) the kernel holds under `id` */
+export function btfRawById(id: number): Buffer | null;

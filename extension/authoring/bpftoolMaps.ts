@@ -1,7 +1,7 @@
-// The maps of a running loader for the map view: which BPF maps a process holds (from its
-// /proc/PID/fdinfo "map_id:" lines: Debian's bpftool lists no owning pids) and the conversion of
-// `bpftool map dump -j` output (BTF-formatted when the map has BTF) into table views. The
-// parsing is pure; listing and dumping are done by the helper, which runs as root.
+// Which BPF maps a process holds (from its /proc/PID/fdinfo "map_id:" lines: Debian's bpftool
+// lists no owning pids), used by loaderMaps.ts, and the conversion of `bpftool map dump -j` output
+// (BTF-formatted when the map has BTF) into table views, for dumps made outside a traced run (the
+// helper reads a running loader's maps in-process instead: bpftool's execs would be traced). Pure.
 import type { Json, MapView } from '../protocol/bpfRun';
 
 const RINGBUF_TYPE = 27;

@@ -59,6 +59,9 @@ export function bpfClangArgs(spec: Omit<BuildSpec, 'source' | 'output' | 'clang'
     '-fno-color-diagnostics',
     '-Wall',
     '-Wno-unused-function',
+    // A misspelt helper is otherwise only a warning, and the object then fails to load with a
+    // misleading "failed to find BTF for extern" from libbpf.
+    '-Werror=implicit-function-declaration',
   ];
 }
 

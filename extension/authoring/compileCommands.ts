@@ -69,3 +69,31 @@ export function updateCompileCommands(dir: string, entries: CompileEntry[]): str
   fs.renameSync(tmp, file);
   return file;
 }
+
+/**
+ * Where a build of `source` records its command: the nearest folder between the source and the
+ * workspace root that already holds a compile_commands.json, else the source's folder when it is
+ * a project (has a Makefile), else the workspace root. One database per project, never a second
+ * one at the root for a project in a subfolder. `projectEntry`: that database already has an
+ * entry for the source (written by New BPF Project for its Makefile).
+ */
+export function compileCommandsDir(source: string, workspaceRoot: string): { dir: string; projectEntry: boolean } {
+  const file = path.resolve(source);
+  const root = path.resolve(workspaceRoot);
+  for (let dir = path.dirname(file); ; dir = path.dirname(dir)) {
+    const db = path.join(dir, COMPILE_COMMANDS);
+    if (fs.existsSync(db)) {
+      let projectEntry = false;
+      try {
+        const list = JSON.parse(fs.readFileSync(db, 'utf8')) as { directory?: unknown; file?: unknown }[];
+        projectEntry = Array.isArray(list) && fs.existsSync(path.join(dir, 'Makefile')) && list.some((e) => e && entryFile(e) === file);
+      } catch {
+        /* unreadable: updateCompileCommands reports it */
+      }
+      return { dir, projectEntry };
+    }
+    if (dir === root || !dir.startsWith(root + path.sep) || dir === path.dirname(dir)) break;
+  }
+  if (fs.existsSync(path.join(path.dirname(file), 'Makefile'))) return { dir: path.dirname(file), projectEntry: false };
+  return { dir: root, projectEntry: false };
+}

@@ -36,7 +36,7 @@ export function createProject(dir: string, template: TemplateName, vmlinuxDir: s
   const app = TEMPLATE_INFO[template].app;
   updateCompileCommands(root, [
     { directory: root, file: path.join(root, `${app}.bpf.c`), arguments: ['clang', ...projectBpfFlags(root, arch), '-c', `${app}.bpf.c`, '-o', `${app}.bpf.o`], output: `${app}.bpf.o` },
-    { directory: root, file: path.join(root, `${app}.c`), arguments: ['cc', '-O2', '-g', '-Wall', `-I${root}`, '-c', `${app}.c`, '-o', `${app}.o`], output: `${app}.o` },
+    { directory: root, file: path.join(root, `${app}.c`), arguments: ['cc', '-O2', '-g', '-Wall', '-Werror=implicit-function-declaration', `-I${root}`, '-c', `${app}.c`, '-o', `${app}.o`], output: `${app}.o` },
   ]);
   return { dir: root, app, files: [...files.map((f) => f.path), 'vmlinux.h', 'compile_commands.json'] };
 }

@@ -1,7 +1,9 @@
 // The files of a new libbpf-style BPF project (command "eBPF: New BPF Project" and
 // `ebpf-studio new-project`): X.bpf.c (kernel half), X.h (structs both halves share), X.c
 // (user-space loader built on the skeleton `bpftool gen skeleton` makes), a Makefile that builds
-// both against the system's libbpf (libbpf-dev), and VS Code tasks that run it. Pure: the caller
+// both against the system's libbpf (libbpf-dev), and VS Code tasks that run it (used when the
+// project is opened as the workspace folder; below the root the extension's task provider offers
+// the same tasks, see PROJECT_TASKS). Pure: the caller
 // writes the files. The Makefile's clang flags are bpfClangArgs', so the compile_commands.json
 // entry written with the project describes exactly what `make` runs.
 import path from 'node:path';
@@ -237,8 +239,11 @@ int main(int argc, char **argv)
 	printf("execwatch: printing every exec, Ctrl-C to stop\\n");
 	while (!stopping && (seconds <= 0 || time(NULL) < end)) {
 		err = ring_buffer__poll(rb, 100);
-		if (err == -EINTR)
+		if (err == -EINTR) {
+			/* Ctrl-C interrupted the wait: a normal way to stop, not a failure. */
+			err = 0;
 			break;
+		}
 		if (err < 0) {
 			fprintf(stderr, "execwatch: polling failed: %s\\n", strerror(-err));
 			break;
@@ -261,7 +266,8 @@ BPFTOOL ?= bpftool
 CC ?= cc
 # The same flags eBPF Studio's build uses (and compile_commands.json records for clangd).
 BPF_CFLAGS := ${flags.filter((f) => !f.startsWith('-I')).join(' ')} -I. ${flags.filter((f) => f.startsWith('-I/usr/include')).join(' ')}
-CFLAGS ?= -O2 -g -Wall
+# An undeclared function (a misspelt helper or libbpf call) is an error, not a warning.
+CFLAGS ?= -O2 -g -Wall -Werror=implicit-function-declaration
 LDLIBS := -lbpf -lelf -lz
 
 all: $(APP)
@@ -289,17 +295,20 @@ clean:
 `;
 }
 
+/** The make tasks of a project: label suffix, make target, and whether it is the default build. */
+export const PROJECT_TASKS: { suffix: string; target: string; isDefault: boolean }[] = [
+  { suffix: 'build BPF object', target: 'bpf', isDefault: false },
+  { suffix: 'build loader', target: 'loader', isDefault: false },
+  { suffix: 'build both halves', target: 'all', isDefault: true },
+];
+
 function tasksJson(app: string): string {
-  const make = (label: string, target: string, group?: object) => ({ label, type: 'shell', command: 'make', args: [target], problemMatcher: ['$gcc'], ...(group ? { group } : {}) });
+  const make = (label: string, target: string, group?: object) => ({ label, type: 'shell', command: 'make', args: [target], problemMatcher: ['$gcc'], presentation: { reveal: 'always' }, ...(group ? { group } : {}) });
   return (
     JSON.stringify(
       {
         version: '2.0.0',
-        tasks: [
-          make(`${app}: build BPF object`, 'bpf'),
-          make(`${app}: build loader`, 'loader'),
-          make(`${app}: build both halves`, 'all', { kind: 'build', isDefault: true }),
-        ],
+        tasks: PROJECT_TASKS.map((t) => make(`${app}: ${t.suffix}`, t.target, t.isDefault ? { kind: 'build', isDefault: true } : undefined)),
       },
       null,
       2,

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { inputError, StudioError } from '../protocol/errors';
 import { isElfHead, readRegularFileHead } from '../sys/elf/fileCheck';
+import { explainClangMessage } from './unresolvedFunctions';
 import { archInfo, buildCommand, parseClangDiagnostics, skeletonPath, type ClangDiagnostic } from './buildCommand';
 
 const SBIN = ['/usr/sbin', '/sbin', '/usr/local/sbin'];
@@ -106,7 +107,9 @@ export async function compileBpf(source: string, output: string, vmlinuxDir: str
     child.on('error', (e) => reject(new StudioError('unsuitable', `could not run ${cmd.command}: ${e.message}. Install clang: sudo apt-get install -y clang`)));
     child.on('close', (code) => resolve({ code, stderr }));
   });
-  return { ok: r.code === 0, output, command: [cmd.command, ...cmd.args], stderr: r.stderr, diagnostics: parseClangDiagnostics(r.stderr) };
+  // An undeclared function (a helper typo) gets its cause and the closest helper in the message.
+  const diagnostics = parseClangDiagnostics(r.stderr).map((d) => ({ ...d, message: explainClangMessage(d.message) }));
+  return { ok: r.code === 0, output, command: [cmd.command, ...cmd.args], stderr: r.stderr, diagnostics };
 }
 
 /** bpftool gen skeleton OBJ > X.skel.h; returns the header's path. */

@@ -21,6 +21,51 @@ const STATE = /^(\d+:|from \d+ to \d+:)\s*R\d/;
 const ANNOTATION = /^;\s?(.*?)(?:\s@\s(\S+):(\d+))?\s*$/;
 const TRAILER = /^(processed \d+ insns|verification time|stack depth|-- END PROG LOAD LOG --|libbpf: )/;
 const NOISE = /^(mark_precise:|last_idx|regs=|parent (didn't|already)|frame\d+:|propagating |caller:|callee:|returning from callee|\s*$)/;
+/** a line-info annotation without a line ("; @ prog.bpf.c:0"): compiler-made code, it names nothing */
+const EMPTY_ANNOTATION = /^;\s*(@\s*\S+:0)?\s*$/;
+
+const HINTS: [RegExp, string][] = [
+  [/_or_null'|invalid mem access 'scalar'.*or_null|R\d+ is ptr_\w+_or_null/, 'The pointer may be NULL (bpf_map_lookup_elem, bpf_ringbuf_reserve and similar return NULL on failure): test it, e.g. "if (!val) return 0;", before using it.'],
+  [/back-edge|infinite loop detected|loop is not bounded|unreachable insn|BPF program is too large|too many states|complexity limit/, 'The verifier cannot prove the loop ends (or the paths are too many): give the loop a constant bound (for (int i = 0; i < N && i < len; i++)), or use bpf_loop()/bpf_for().'],
+  [/GPL-incompatible|cannot call GPL-restricted function/, 'This helper is GPL-only: declare char LICENSE[] SEC("license") = "GPL";'],
+  [/unknown func|program of this type cannot use helper|helper call is not allowed|not allowed in (?:this|non-sleepable)|calling kernel function .* is not allowed|cannot be called from/, 'This helper or kfunc is not allowed in this program type (its SEC()): use one the type allows (see the helper\'s documentation on hover), or change the section.'],
+  [/invalid access to (?:map value|packet|memory)|outside of the allowed memory range|min value is negative|unbounded memory access|out of bounds|invalid (?:variable-offset|read|write) .*stack|value_size=\d+ off=|invalid access to|max value is outside/, 'An access the verifier cannot prove is in bounds: check the index or length against the buffer size right before the access (e.g. "if (i >= N) return 0;"), and keep sizes unsigned.'],
+  [/!read_ok|invalid indirect read from stack|uninitialized/, 'A register or stack slot is read before it is written: initialise the variable or buffer (e.g. "= {}") before passing it to a helper.'],
+  [/R\d+ invalid mem access 'scalar'|invalid mem access 'inv'/, 'A plain number is dereferenced as a pointer: read kernel memory with BPF_CORE_READ() or bpf_probe_read_kernel() instead of "->" on an untyped pointer.'],
+];
+
+/** A one-line explanation of a common verifier rejection, or undefined. */
+export function verifierHint(message: string): string | undefined {
+  return HINTS.find(([re]) => re.test(message))?.[1];
+}
+
+export interface ProgramStats {
+  program?: string;
+  /** instructions the verifier processed (over all paths) */
+  insns: number;
+  /** verification time in microseconds, when the kernel printed it (log level with BPF_LOG_STATS) */
+  timeUs?: number;
+  totalStates?: number;
+  peakStates?: number;
+}
+
+/** "processed N insns ... total_states T peak_states P" and "verification time X usec" per program. */
+export function verifierStats(log: string): ProgramStats[] {
+  const out: ProgramStats[] = [];
+  for (const p of splitPrograms(log)) {
+    const text = p.lines.join('\n');
+    const m = /processed (\d+) insns(?:.*?total_states (\d+))?(?:.*?peak_states (\d+))?/.exec(text);
+    if (!m) continue;
+    const time = /verification time (\d+) usec/.exec(text);
+    out.push({ program: p.program, insns: Number(m[1]), timeUs: time ? Number(time[1]) : undefined, totalStates: m[2] ? Number(m[2]) : undefined, peakStates: m[3] ? Number(m[3]) : undefined });
+  }
+  return out;
+}
+
+/** "on_exec: 42 instructions processed, verified in 310 µs" lines for an accepted object. */
+export function formatStats(stats: ProgramStats[]): string {
+  return stats.map((s) => `${s.program ?? 'program'}: ${s.insns} instructions processed${s.timeUs !== undefined ? `, verified in ${s.timeUs} µs` : ''}${s.peakStates !== undefined ? ` (peak ${s.peakStates} states)` : ''}`).join('\n');
+}
 
 /** Splits libbpf's "-- BEGIN PROG LOAD LOG --" blocks, the addon's "== program X ==" blocks, or a bare log. */
 export function splitPrograms(log: string): ProgramLog[] {
@@ -136,14 +181,16 @@ export function diagnoseProgram(p: ProgramLog, sources: SourceFile[] = []): Veri
   const excerptStart = Math.max(0, (lastInsn >= 0 ? lastInsn : end) - 6);
   const excerpt = lines
     .slice(excerptStart, Math.min(lines.length, Math.max(end, lastInsn + 1 + errorLines.length)))
-    .filter((l) => l.trim() !== '')
+    .filter((l) => l.trim() !== '' && !EMPTY_ANNOTATION.test(l) && !TRAILER.test(l))
     .join('\n');
   const fallback = sources[0] ? { file: sources[0].path, line: 1, column: 1 } : { file: '', line: 1, column: 1 };
   const loc = where ?? fallback;
+  const message = errorLines.join('\n');
   return {
     ...loc,
     severity: 'error',
-    message: errorLines.join('\n') + (where ? '' : annotationText ? '' : ' (the log names no source line: was the object built with -g?)'),
+    message: message + (where ? '' : annotationText ? '' : ' (the log names no source line: was the object built with -g?)'),
+    hint: verifierHint(message),
     program: p.program,
     excerpt,
   };

@@ -6,7 +6,8 @@ import { readSourceOnce } from '../sys/userObject';
 import type { Addon } from '../sys/addon';
 import { fromBpfError, StudioError } from '../protocol/errors';
 import type { VerifyResponse } from '../protocol/authoring';
-import { hasVerifierLog, verifierDiagnostics, type SourceFile } from './verifierLog';
+import { hasVerifierLog, verifierDiagnostics, verifierStats, type SourceFile } from './verifierLog';
+import { unresolvedExternDiagnostics, unresolvedExterns } from './unresolvedFunctions';
 import { checkBpfObject } from './toolchain';
 
 function errText(e: unknown): { code?: string; message: string; log: string } {
@@ -34,26 +35,28 @@ export function siblingSources(objectPath: string, extra: string[] = []): Source
 
 export function verifyObject(addon: Addon, objectPath: string, sources: SourceFile[] = []): VerifyResponse {
   checkBpfObject(objectPath);
-  const open = () => {
-    try {
-      return new addon.BpfObject(objectPath);
-    } catch (e) {
-      const t = errText(e);
-      throw new StudioError('input', `libbpf cannot open ${objectPath}: ${t.message}. Was it built with clang -target bpf -g?`, t.log);
-    }
-  };
-  const obj = open();
+  let obj: InstanceType<Addon['BpfObject']>;
+  try {
+    obj = new addon.BpfObject(objectPath);
+  } catch (e) {
+    const t = errText(e);
+    // libbpf reports a call to a function nothing declares (a helper typo) as ENOENT from open.
+    if (unresolvedExterns(t.log + t.message).length) return { ok: false, diagnostics: unresolvedExternDiagnostics(t.log + '\n' + t.message, sources, objectPath), log: t.log };
+    throw new StudioError('input', `libbpf cannot open ${objectPath}: ${t.message}. Was it built with clang -target bpf -g?`, t.log);
+  }
   if (obj.programs().length === 0) {
     obj.close();
     throw new StudioError('input', `${objectPath} holds no BPF programs: add a function with SEC("...")`);
   }
   try {
-    const r = obj.load({ logLevel: 1 });
-    return { ok: true, diagnostics: [], log: r.log };
+    // Level 1 | BPF_LOG_STATS (4): the log ends with the instruction count and verification time.
+    const r = obj.load({ logLevel: 5 });
+    return { ok: true, diagnostics: [], log: r.log, stats: verifierStats(r.log) };
   } catch (e) {
     // The addon puts each program's verifier log (from our log buffer) into the error's log.
     const t = errText(e);
     obj.close();
+    if (unresolvedExterns(t.log + t.message).length) return { ok: false, diagnostics: unresolvedExternDiagnostics(t.log + '\n' + t.message, sources, objectPath), log: t.log };
     if (t.code === 'EPERM' || (t.code === 'EACCES' && !hasVerifierLog(t.log) && !/BPF program load failed/.test(t.log))) throw fromBpfError(`loading ${objectPath}`, e);
     const diagnostics = verifierDiagnostics(t.log, sources);
     if (diagnostics.length === 0) {

@@ -1,10 +1,13 @@
 // What the BPF language server says about a .bpf.c at a given offset: completions, hover and
 // diagnostics. Pure (text and knowledge in, plain objects out) so it is unit-tested without a
-// client; server.ts only converts offsets to LSP positions. It stays out of clangd's way: it
-// completes only BPF-specific things (helpers with their docs, SEC() names, map types/flags,
-// kernel struct fields inside BPF_CORE_READ) and diagnoses only what clang cannot see.
+// client; server.ts only converts offsets to LSP positions. It completes what needs the kernel
+// (helpers with their docs, SEC() names and attach targets, map types/flags, kernel struct
+// members after "->", "." and inside BPF_CORE_READ, with offsets from the kernel's BTF on hover)
+// and diagnoses only what clang cannot see (sections, attach targets missing on this kernel).
+import { checkAttachTarget, completeAttachTarget, type AttachTargets } from '../authoring/attachTargets';
 import { helperMarkdown, type HelperDef } from '../authoring/helperDefs';
-import type { KernelStructs } from '../authoring/kernelStructs';
+import type { KernelBtf } from '../authoring/kernelBtf';
+import type { KernelStructs, StructDef } from '../authoring/kernelStructs';
 import { checkSection, DATA_SECTIONS, SECTION_DEFS } from '../authoring/sections';
 import { mapDeclarations } from '../authoring/sourceFacts';
 import { MAP_FLAGS, UPDATE_FLAGS, type NamedConstant } from './mapTypes';
@@ -14,6 +17,10 @@ export interface Knowledge {
   mapTypes: NamedConstant[];
   /** loaded on first use (vmlinux.h is large) */
   structs(): KernelStructs | undefined;
+  /** the running kernel's BTF, for member offsets and sizes on hover */
+  btf?(): KernelBtf | undefined;
+  /** what SEC() can attach to on this kernel */
+  targets?(): AttachTargets | undefined;
 }
 
 export type ItemKind = 'function' | 'field' | 'enum' | 'constant' | 'module' | 'keyword' | 'variable';
@@ -30,6 +37,8 @@ export interface Item {
 
 export interface Completion {
   items: Item[];
+  /** more items exist than were sent: the client asks again as the user types */
+  incomplete?: boolean;
   /** offset where the text the items replace starts (the cursor is the end) */
   replaceStart: number;
 }
@@ -140,6 +149,46 @@ function fieldItems(k: Knowledge, text: string, offset: number, call: CallContex
   };
 }
 
+/** `task->real_parent->` before the cursor → the root variable, the member path and the partial word. */
+export function memberAccess(text: string, offset: number): { root: string; path: string[]; partial: string } | undefined {
+  const line = text.slice(text.lastIndexOf('\n', offset - 1) + 1, offset);
+  const m = /([A-Za-z_]\w*)((?:\s*(?:->|\.)\s*[A-Za-z_]\w*)*)\s*(?:->|\.)\s*(\w*)$/.exec(line);
+  if (!m) return undefined;
+  const path = m[2].split(/->|\./).map((x) => x.trim()).filter(Boolean);
+  return { root: m[1], path, partial: m[3] };
+}
+
+/** The kernel struct the member access before the cursor lands in, e.g. task_struct for `task->real_parent->`. */
+function memberTarget(k: Knowledge, text: string, offset: number): { def: StructDef; partial: string; structs: KernelStructs } | undefined {
+  const acc = memberAccess(text, offset);
+  if (!acc) return undefined;
+  const structs = k.structs();
+  if (!structs) return undefined;
+  const root = declaredStruct(text, acc.root, offset - acc.partial.length);
+  if (!root) return undefined;
+  const def = structs.walk(root, acc.path);
+  return def ? { def, partial: acc.partial, structs } : undefined;
+}
+
+function fieldDoc(k: Knowledge, owner: string, field: string): string | undefined {
+  const f = k.btf?.()?.field(owner, field);
+  if (!f) return undefined;
+  const where = f.bitSize ? `bits ${f.offset * 8 + f.bitOffset}..${f.offset * 8 + f.bitOffset + f.bitSize - 1} (a ${f.bitSize}-bit bitfield)` : `offset ${f.offset}, size ${f.size}`;
+  const core = f.bitSize
+    ? 'CO-RE: read it with BPF_CORE_READ_BITFIELD_PROBED (its bit position relocates).'
+    : 'CO-RE: relocatable (vmlinux.h marks kernel structs with preserve_access_index, so the offset is fixed up at load time on other kernels).';
+  return `\`${f.type} ${f.name}\` in \`${f.owner}\`: ${where} on this kernel.\n\n${core}`;
+}
+
+function memberItems(k: Knowledge, text: string, offset: number): Completion | undefined {
+  const t = memberTarget(k, text, offset);
+  if (!t) return undefined;
+  return {
+    replaceStart: offset - t.partial.length,
+    items: t.def.members.map((m) => ({ label: m.name, kind: 'field' as const, detail: `${m.type} (${t.def.kind} ${t.def.name})`, documentation: fieldDoc(k, t.def.name, m.name) })),
+  };
+}
+
 function sectionItems(partialStart: number): Completion {
   const items: Item[] = [
     ...SECTION_DEFS.map((s) => ({
@@ -160,11 +209,22 @@ function constantItems(list: NamedConstant[], kind: ItemKind): Item[] {
 export function complete(text: string, offset: number, k: Knowledge): Completion | undefined {
   const line = text.slice(text.lastIndexOf('\n', offset - 1) + 1, offset);
   const sec = /\bSEC\(\s*"([^"]*)$/.exec(line);
-  if (sec) return sectionItems(offset - sec[1].length);
+  if (sec) {
+    const targets = sec[1].includes('/') ? k.targets?.() : undefined;
+    const t = targets ? completeAttachTarget(sec[1], targets) : undefined;
+    if (t) {
+      const start = offset - sec[1].length;
+      const kind: ItemKind = sec[1].startsWith('tp') || sec[1].startsWith('tracepoint') || sec[1].startsWith('raw_') ? 'module' : 'function';
+      return { replaceStart: start + t.replaceFrom, incomplete: t.incomplete, items: t.items.map((i) => ({ label: i.label, kind: i.category ? 'module' : kind, detail: `${sec[1].slice(0, sec[1].indexOf('/'))} target on ${targets!.release}` })) };
+    }
+    return sectionItems(offset - sec[1].length);
+  }
   const word = /(\w*)$/.exec(line)![1];
   const replaceStart = offset - word.length;
   const call = enclosingCall(text, offset);
   if (call && CORE_READ.test(call.callee)) return fieldItems(k, text, offset, call);
+  const members = memberItems(k, text, offset);
+  if (members) return members;
   if (call?.callee === '__uint') {
     const key = call.args[0]?.trim();
     if (call.args.length === 2 && key === 'type') return { replaceStart, items: constantItems(k.mapTypes, 'enum') };
@@ -226,17 +286,34 @@ export function hover(text: string, offset: number, k: Knowledge): Hover | undef
   if (h) return { markdown: helperMarkdown(h), start: w.start, end: w.end };
   const c = [...k.mapTypes, ...MAP_FLAGS, ...UPDATE_FLAGS].find((x) => x.name === w.word);
   if (c) return { markdown: `**${c.name}**\n\n${c.doc}`, start: w.start, end: w.end };
-  // A field name inside BPF_CORE_READ: show its kernel type.
+  // A field name inside BPF_CORE_READ or after -> / .: its kernel type, offset and size.
   const call = enclosingCall(text, w.end);
   if (call && CORE_READ.test(call.callee)) {
     const fc = fieldItems(k, text, w.end, call);
     const item = fc?.items.find((i) => i.label === w.word);
-    if (item) return { markdown: `\`\`\`c\n${item.detail}\n\`\`\``, start: w.start, end: w.end };
+    const owner = item?.detail ? /\((?:struct|union) (\w+)\)$/.exec(item.detail)?.[1] : undefined;
+    if (item) return { markdown: `\`\`\`c\n${item.detail}\n\`\`\`${owner ? `\n\n${fieldDoc(k, owner, w.word) ?? ''}` : ''}`, start: w.start, end: w.end };
+  }
+  const member = memberTarget(k, text, w.end);
+  const m = member?.def.members.find((x) => x.name === w.word);
+  if (member && m) {
+    return { markdown: `\`\`\`c\n${m.type} ${m.name}; /* ${member.def.kind} ${member.def.name} */\n\`\`\`\n\n${fieldDoc(k, member.def.name, m.name) ?? ''}`, start: w.start, end: w.end };
+  }
+  // A kernel type name: struct task_struct, or a typedef of one.
+  if (/\b(?:struct|union)\s+$/.test(text.slice(Math.max(0, w.start - 16), w.start))) {
+    const def = k.structs()?.get(w.word);
+    const b = k.btf?.()?.struct(w.word);
+    if (def || b) {
+      const size = b ? `, ${b.size} bytes on this kernel` : '';
+      const n = def ? `${def.members.length} members` : '';
+      return { markdown: `**${b?.kind ?? def?.kind} ${w.word}**: kernel type (${[n, size.slice(2)].filter(Boolean).join(', ')}).\n\nCO-RE: member offsets are relocated at load time, so the program runs on other kernels with BTF.`, start: w.start, end: w.end };
+    }
   }
   return undefined;
 }
 
-export function diagnose(text: string): Diagnostic[] {
+export function diagnose(text: string, k?: Pick<Knowledge, 'targets'>): Diagnostic[] {
+  const targets = k?.targets?.();
   const out: Diagnostic[] = [];
   const clean = blankCommentsAndStrings(text);
   // Only real SEC() uses: the scan runs on comment-free text, the strings are read from the original.
@@ -248,6 +325,8 @@ export function diagnose(text: string): Diagnostic[] {
     const name = text.slice(s, e);
     const c = checkSection(name);
     if (!c.ok) out.push({ start: s, end: e, severity: 'error', message: c.message, code: 'unknown-section' });
+    const missing = c.ok && targets ? checkAttachTarget(name, targets) : undefined;
+    if (missing) out.push({ start: s, end: e, severity: 'warning', message: missing, code: 'missing-attach-target' });
   }
   for (const decl of mapDeclarations(text)) {
     if (!decl.sampleError) continue;

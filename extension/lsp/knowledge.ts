@@ -1,9 +1,12 @@
 // Loads what the server knows about BPF from this machine: helper docs from the installed
 // libbpf header and kernel structs/map types from a vmlinux.h (given by the client, or generated
-// with bpftool into the cache folder once). Each piece loads lazily and is kept for the session.
+// with bpftool into the cache folder once), the kernel's raw BTF (offsets, functions) and its
+// attach targets (kallsyms, tracefs). Each piece loads lazily and is kept for the session.
 import fs from 'node:fs';
 import path from 'node:path';
+import { loadAttachTargets, type AttachTargets } from '../authoring/attachTargets';
 import { parseHelperDefs, type HelperDef } from '../authoring/helperDefs';
+import { loadKernelBtf, type KernelBtf } from '../authoring/kernelBtf';
 import { KernelStructs } from '../authoring/kernelStructs';
 import { ensureVmlinux } from '../authoring/toolchain';
 import type { Knowledge } from './analysis';
@@ -35,6 +38,8 @@ export class MachineKnowledge implements Knowledge {
   private structsCache?: KernelStructs;
   private vmlinuxText?: string;
   private generating = false;
+  private btfCache?: KernelBtf | null;
+  private targetsCache?: AttachTargets;
 
   constructor(private readonly opts: KnowledgeOptions) {
     this.helpers = loadHelpers(opts.helperDefsPath, opts.log);
@@ -56,6 +61,21 @@ export class MachineKnowledge implements Knowledge {
     } catch (e) {
       this.opts.log(`no kernel struct completion: ${(e as Error).message}`);
     }
+  }
+
+  /** The running kernel's BTF (read once, ~0.2 s), or undefined when the kernel has none. */
+  btf(): KernelBtf | undefined {
+    if (this.btfCache === undefined) {
+      const r = loadKernelBtf();
+      if (r.problem) this.opts.log(`no member offsets on hover: ${r.problem}`);
+      this.btfCache = r.btf ?? null;
+    }
+    return this.btfCache ?? undefined;
+  }
+
+  targets(): AttachTargets {
+    this.targetsCache ??= loadAttachTargets(this.btf());
+    return this.targetsCache;
   }
 
   structs(): KernelStructs | undefined {

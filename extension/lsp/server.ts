@@ -1,6 +1,7 @@
 // The BPF language server (bundled to dist/server.js): helper completion/hover with libbpf's
-// docs, SEC() names checked against libbpf's section table, map types/flags, kernel struct
-// fields inside BPF_CORE_READ(...), and bpftrace probes/builtins. It only serves BPF-specific
+// docs, SEC() names checked against libbpf's section table and their attach targets against this
+// kernel, map types/flags, kernel struct members after "->"/"." and inside BPF_CORE_READ(...)
+// (hover: offset, size, CO-RE), and bpftrace probes/builtins. It only serves BPF-specific
 // answers so it can run next to clangd or cpptools without duplicating their C features.
 import {
   CompletionItemKind,
@@ -45,7 +46,7 @@ connection.onInitialize((params) => {
   return {
     capabilities: {
       textDocumentSync: TextDocumentSyncKind.Incremental,
-      completionProvider: { triggerCharacters: ['"', '/', ',', ' ', '(', '.', ':'] },
+      completionProvider: { triggerCharacters: ['"', '/', ',', ' ', '(', '.', ':', '>'] },
       hoverProvider: true,
     },
     serverInfo: { name: 'ebpf-studio-bpf' },
@@ -71,7 +72,9 @@ connection.onCompletion((p) => {
   const offset = doc.offsetAt(p.position);
   const text = doc.getText();
   const c = isBpftrace(doc) ? bpftraceComplete(text, offset) : complete(text, offset, knowledge);
-  return c ? toItems(doc, c, offset) : [];
+  if (!c) return [];
+  // A capped list (kernel functions) is marked incomplete so the client asks again as the user types.
+  return c.incomplete ? { isIncomplete: true, items: toItems(doc, c, offset) } : toItems(doc, c, offset);
 });
 
 connection.onHover((p) => {
@@ -87,7 +90,7 @@ const SEVERITY = { error: DiagnosticSeverity.Error, warning: DiagnosticSeverity.
 
 documents.onDidChangeContent(({ document }) => {
   if (isBpftrace(document)) return;
-  const diagnostics = diagnose(document.getText()).map((d) => ({
+  const diagnostics = diagnose(document.getText(), knowledge).map((d) => ({
     range: { start: document.positionAt(d.start), end: document.positionAt(d.end) },
     severity: SEVERITY[d.severity],
     message: d.message,

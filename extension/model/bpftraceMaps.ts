@@ -50,7 +50,13 @@ export function log2Counts(buckets: Bucket[]): { counts: number[]; negative: num
   return { counts, negative };
 }
 
-/** Every @map in bpftrace's exit output, in the order printed; other lines (the script's printf) are skipped. */
+/**
+ * Every @map in bpftrace's output, in the order first printed, with the values of its last
+ * printing: a map printed more than once (print(@m) in an interval probe, then bpftrace's exit
+ * dump) shows each key once, as the final dump has it. A printing ends at the first line that is
+ * neither blank nor part of that map (the script's printf output); within one, a repeated key
+ * keeps its last value. Other lines are skipped.
+ */
 export function parseBpftraceMaps(text: string): MapView[] {
   const hists = new Map<string, { series: { key: Json; label: string; buckets: Bucket[] }[] }>();
   const tables = new Map<string, TableView>();
@@ -58,12 +64,21 @@ export function parseBpftraceMaps(text: string): MapView[] {
   const seen = (name: string) => {
     if (!order.includes(name)) order.push(name);
   };
+  /** the map whose printing the previous non-blank line belonged to */
+  let current: string | undefined;
+  const startPrinting = (name: string) => {
+    if (current === name) return;
+    current = name;
+    hists.delete(name);
+    tables.delete(name);
+  };
   const lines = text.split('\n');
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i].replace(/\r$/, '');
     const head = HEADER.exec(line);
     if (head && BUCKET.test(lines[i + 1] ?? '')) {
       const [, name, key] = head;
+      startPrinting(name);
       const buckets: Bucket[] = [];
       for (let m = BUCKET.exec(lines[i + 1] ?? ''); m; m = BUCKET.exec(lines[i + 1] ?? '')) {
         i++;
@@ -72,7 +87,9 @@ export function parseBpftraceMaps(text: string): MapView[] {
         else buckets.push({ label: m[1], lo: parseBound(m[2]), hi: m[3] === undefined ? undefined : parseBound(m[3]), count });
       }
       const h = hists.get(name) ?? { series: [] };
-      h.series.push({ key: keyJson(key), label: key ?? 'all', buckets });
+      const label = key ?? 'all';
+      h.series = h.series.filter((x) => x.label !== label);
+      h.series.push({ key: keyJson(key), label, buckets });
       hists.set(name, h);
       seen(name);
       continue;
@@ -80,13 +97,18 @@ export function parseBpftraceMaps(text: string): MapView[] {
     const s = SCALAR.exec(line);
     if (s) {
       const [, name, key, value] = s;
+      startPrinting(name);
       const t = tables.get(name) ?? { kind: 'table' as const, name, mapType: 'bpftrace', rows: [], entries: 0 };
       const n = Number(value);
-      t.rows.push({ key: keyJson(key), value: /^-?\d+$/.test(value) && Number.isSafeInteger(n) ? n : value });
+      const k = keyJson(key);
+      t.rows = t.rows.filter((r) => r.key !== k);
+      t.rows.push({ key: k, value: /^-?\d+$/.test(value) && Number.isSafeInteger(n) ? n : value });
       t.entries = t.rows.length;
       tables.set(name, t);
       seen(name);
+      continue;
     }
+    if (line.trim() !== '') current = undefined;
   }
   const out: MapView[] = [];
   for (const name of order) {

@@ -21,6 +21,8 @@ export interface VerifierDiagnostic {
   severity: 'error';
   /** the verifier's error line(s), e.g. "R0 invalid mem access 'map_value_or_null'" */
   message: string;
+  /** one line on the common cause and fix, beside the raw message */
+  hint?: string;
   /** program (function) name the log belongs to, when known */
   program?: string;
   /** the last few log lines up to and including the error */
@@ -32,6 +34,8 @@ export interface VerifyResponse {
   ok: boolean;
   diagnostics: VerifierDiagnostic[];
   log: string;
+  /** accepted programs: instructions processed and verification time (µs) */
+  stats?: { program?: string; insns: number; timeUs?: number; totalStates?: number; peakStates?: number }[];
 }
 
 export const bpfVerify = new RequestType<VerifyParams, VerifyResponse, void>('bpf/verify');

@@ -21,6 +21,8 @@ export interface ProgramState {
   attached: boolean;
   /** why it is not attached, e.g. "bare uprobe sections need a binary: write SEC(\"uprobe/PATH:FUNC\")" */
   reason?: string;
+  /** how it is attached, e.g. "prog id 812, perf_event link" */
+  detail?: string;
 }
 
 interface MapBase {

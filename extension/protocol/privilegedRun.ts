@@ -34,10 +34,12 @@ export interface RunExitedParams {
 }
 
 export const runStart = new RequestType<RunStartParams, RunStartResult, void>('run/start');
-/** SIGINT first (bpftrace prints its maps, loaders clean up); SIGKILL 3 s later if still alive */
+/** SIGINT first (bpftrace prints its maps, loaders clean up); SIGTERM 2 s later, SIGKILL 2 s after that; the outcome is reported as run/output on stderr */
 export const runStop = new RequestType<RunRef, { stopping: boolean }, void>('run/stop');
 export const runOutput = new NotificationType<RunOutputParams>('run/output');
 export const runExited = new NotificationType<RunExitedParams>('run/exited');
 
-/** The BPF maps the running program holds, dumped with bpftool (tables; ring buffers named only). */
+/** The BPF maps the running program holds, read through BPF syscalls in the helper (tables; ring buffers named only). */
 export const runMaps = new RequestType<RunRef, import('./bpfRun').MapView[], void>('run/maps');
+/** The programs the running loader loaded (from its fds) with their sections and whether a link attaches them. */
+export const runPrograms = new RequestType<RunRef, import('./bpfRun').ProgramState[], void>('run/programs');

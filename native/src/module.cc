@@ -12,6 +12,8 @@
 
 namespace ebpf_studio {
 
+void InitById(Napi::Env env, Napi::Object exports);
+
 namespace {
 
 Napi::Value LibbpfVersion(const Napi::CallbackInfo& info) {
@@ -35,6 +37,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   Unwinder::Init(env, exports);
   exports.Set("libbpfVersion", Napi::Function::New<LibbpfVersion>(env, "libbpfVersion"));
   exports.Set("numPossibleCpus", Napi::Function::New<NumPossibleCpus>(env, "numPossibleCpus"));
+  InitById(env, exports);
   return exports;
 }
 

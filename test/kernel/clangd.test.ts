@@ -76,3 +76,61 @@ test('after ebpf-studio build, clangd has zero errors on a tracepoint program wi
   assert.match(errors[0], /undeclared identifier 'exec_cuont'/);
   fs.rmSync(dir, { recursive: true, force: true });
 });
+
+test('completion after task-> offers the same task_struct members as clangd (same compile_commands.json)', { timeout: 300_000 }, async (t) => {
+  if (skip) return t.skip(skip);
+  const { createMessageConnection, StreamMessageReader, StreamMessageWriter } = await import('vscode-jsonrpc/node');
+  const { complete } = await import('../../extension/lsp/analysis');
+  const { KernelStructs } = await import('../../extension/authoring/kernelStructs');
+  const { mapTypes } = await import('../../extension/lsp/mapTypes');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-clangd-'));
+  const src = path.join(dir, 'task.bpf.c');
+  const text = PROGRAM.replace('\treturn 0;\n}', '\tstruct task_struct *task = (struct task_struct *)bpf_get_current_task();\n\treturn task->\n}');
+  fs.writeFileSync(src, text);
+  const r = spawnSync(process.execPath, [cliJs, 'build', 'task.bpf.c', '--json'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+  const built = JSON.parse(r.stdout) as { command: string[] };
+  const vmDir = built.command.find((a) => a.startsWith('-I') && fs.existsSync(path.join(a.slice(2), 'vmlinux.h')))!.slice(2);
+  // The reference: clangd over LSP, reading the compile_commands.json the build wrote.
+  const child = (await import('node:child_process')).spawn(clangd!, ['--log=error', '--limit-results=0'], { cwd: dir, stdio: ['pipe', 'pipe', 'ignore'] });
+  // A write racing clangd's exit must not crash the test process (EPIPE on its stdin).
+  child.stdin.on('error', () => undefined);
+  const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+  conn.onError(() => undefined);
+  conn.listen();
+  try {
+    await conn.sendRequest('initialize', { processId: process.pid, rootUri: `file://${dir}`, capabilities: {} });
+    conn.sendNotification('initialized', {});
+    const uri = `file://${src}`;
+    conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'c', version: 1, text } });
+    const lines = text.split('\n');
+    const line = lines.findIndex((l) => l.includes('return task->'));
+    const position = { line, character: lines[line].length };
+    type Item = { filterText?: string; label: string; kind?: number };
+    let items: Item[] = [];
+    // Until its preamble (vmlinux.h) is built clangd answers with plain words: ask until fields come.
+    for (let i = 0; i < 120 && !items.some((x) => x.kind === 5); i++) {
+      if (i) await new Promise((res) => setTimeout(res, 1000));
+      const res = (await conn.sendRequest('textDocument/completion', { textDocument: { uri }, position })) as { items: Item[] } | Item[] | null;
+      items = Array.isArray(res) ? res : (res?.items ?? []);
+    }
+    // clangd lists fields (kind 5); names from filterText, or the label without clangd's leading marker.
+    const theirs = new Set(items.filter((i) => i.kind === 5).map((i) => i.filterText ?? i.label.trim()));
+    assert.ok(theirs.size > 50, `clangd offered ${theirs.size} fields: ${JSON.stringify(items.slice(0, 5))}`);
+    const structs = new KernelStructs(fs.readFileSync(path.join(vmDir, 'vmlinux.h'), 'utf8'));
+    const offset = text.indexOf('return task->') + 'return task->'.length;
+    const ours = new Set(complete(text, offset, { helpers: new Map(), mapTypes: mapTypes(), structs: () => structs })!.items.map((i) => i.label));
+    for (const f of ['pid', 'tgid', 'comm']) assert.ok(ours.has(f), `ours lacks ${f}`);
+    assert.deepEqual([...ours].filter((f) => !theirs.has(f)), [], 'we offer fields clangd does not');
+    assert.deepEqual([...theirs].filter((f) => !ours.has(f)), [], 'clangd offers fields we do not');
+  } finally {
+    // LSP shutdown, then exit; SIGKILL if clangd does not go within 10 s.
+    await conn.sendRequest('shutdown').catch(() => undefined);
+    conn.sendNotification('exit').catch(() => undefined);
+    const gone = new Promise((res) => child.once('exit', res));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await gone;
+    clearTimeout(timer);
+    conn.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

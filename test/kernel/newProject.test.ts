@@ -60,6 +60,28 @@ for (const template of ['minimal', 'ringbuf'] as const) {
       assert.equal(ours.length, 5, `expected 5 exec records of ${r.marker}:\n${r.stdout}`);
       assert.match(ours[0], /^exec pid=\d+ ppid=\d+ comm=/);
     }
+
+    // Ctrl-C (SIGINT) is the normal way to stop a loader started without a duration: exit code 0.
+    const loader = spawn(path.join(dir, app), [], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    loader.stdout.on('data', (d) => (out += d));
+    loader.stderr.on('data', (d) => (out += d));
+    for (let i = 0; i < 200 && !/Ctrl-C/.test(out) && loader.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.match(out, /Ctrl-C/);
+    loader.kill('SIGINT');
+    const sigintCode = await new Promise<number | null>((resolve) => loader.on('exit', (c) => resolve(c)));
+    assert.equal(sigintCode, 0, `the loader exited ${sigintCode} on SIGINT: ${out}`);
+
+    // Implicit declarations are errors in the generated Makefile: a misspelt helper fails the build at its line.
+    assert.match(fs.readFileSync(path.join(dir, 'Makefile'), 'utf8'), /-Werror=implicit-function-declaration/);
+    const src = path.join(dir, `${app}.bpf.c`);
+    const text = fs.readFileSync(src, 'utf8');
+    const helper = template === 'ringbuf' ? 'bpf_ringbuf_reserve' : 'bpf_get_current_pid_tgid';
+    fs.writeFileSync(src, text.replace(`${helper}(`, `${helper.slice(0, -1)}(`));
+    const line = text.split('\n').findIndex((l) => l.includes(`${helper}(`)) + 1;
+    const broken = spawnSync('make', ['-C', dir, 'bpf'], { encoding: 'utf8', timeout: 120_000 });
+    assert.notEqual(broken.status, 0, 'the build with a misspelt helper must fail');
+    assert.match(broken.stderr, new RegExp(`${app}\\.bpf\\.c:${line}:\\d+: error: .*'${helper.slice(0, -1)}'`));
     fs.rmSync(path.dirname(dir), { recursive: true, force: true });
   });
 }

@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
 import { helperJs, kernelSkipReason, runCli } from '../helpers';
-import { runExited, runMaps, runOutput, runStart, type RunStartParams } from '../../extension/protocol/privilegedRun';
+import { runExited, runMaps, runOutput, runPrograms, runStart, runStop, type RunStartParams } from '../../extension/protocol/privilegedRun';
 import { parseBpftraceMaps } from '../../extension/model/bpftraceMaps';
 import type { HistogramView } from '../../extension/protocol/bpfRun';
 import { findTool } from '../../extension/authoring/toolchain';
@@ -110,4 +110,87 @@ test('a New BPF Project loader runs as root through the helper and reports our e
     await assert.rejects(conn.sendRequest(runStart, { kind: 'bpftrace', script: path.join(dir, 'x.bt'), cwd: 'rel' }), /cwd must be/);
   });
   fs.rmSync(path.dirname(dir), { recursive: true, force: true });
+});
+
+test('the execwatch loader through the helper: its programs and links listed, maps read without any exec, Stop ends it with code 0', { timeout: 180_000 }, async (t) => {
+  if (skip) return t.skip(skip);
+  const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-loader-')), 'proj');
+  assert.equal(runCli(['new-project', dir, '--template', 'ringbuf']).code, 0);
+  const make = spawnSync('make', ['-C', dir], { encoding: 'utf8', timeout: 120_000 });
+  assert.equal(make.status, 0, make.stderr);
+  await withHelper(async (conn) => {
+    let stopMs = 0;
+    const r = await run(conn, { kind: 'loader', executable: path.join(dir, 'execwatch'), args: [], cwd: dir }, async (stdout, runId) => {
+      await waitFor(() => /Ctrl-C/.test(stdout()), 30_000);
+      const programs = await conn.sendRequest(runPrograms, { runId });
+      assert.deepEqual(
+        programs.map((p) => ({ name: p.name, section: p.section, attached: p.attached })),
+        [{ name: 'on_exec', section: 'tp/sched/sched_process_exec', attached: true }],
+      );
+      assert.match(programs[0].detail ?? '', /prog id \d+, \w+ link/);
+      // Ten map reads while the loader prints every exec: none of them may exec anything (bpftool did).
+      const before = stdout().length;
+      for (let i = 0; i < 10; i++) {
+        const maps = await conn.sendRequest(runMaps, { runId });
+        assert.deepEqual(maps.map((m) => [m.name, m.kind]), [['events', 'other']]);
+      }
+      await new Promise((res) => setTimeout(res, 500));
+      const during = stdout().slice(before);
+      assert.doesNotMatch(during, /comm=bpftool/, `map reads exec'd bpftool:\n${during}`);
+      stopMs = Date.now();
+      await conn.sendRequest(runStop, { runId });
+    });
+    // From run/stop to run/exited.
+    stopMs = Date.now() - stopMs;
+    assert.equal(r.code, 0, `the loader exited ${r.code}/${r.signal} after Stop: ${r.stderr}`);
+    assert.ok(stopMs < 2000, `Stop took ${stopMs} ms`);
+    assert.match(r.stderr, /stopped by SIGINT after \d+\.\d s/);
+  });
+  fs.rmSync(path.dirname(dir), { recursive: true, force: true });
+});
+
+test('Stop escalates to SIGTERM when the program ignores SIGINT, and says so', { timeout: 60_000 }, async (t) => {
+  if (skip) return t.skip(skip);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-stop-'));
+  const prog = path.join(dir, 'stubborn');
+  fs.writeFileSync(prog, `#!${process.execPath}\nprocess.on('SIGINT', () => console.log('ignoring SIGINT'));\nconsole.log('ready');\nsetInterval(() => {}, 1000);\n`, { mode: 0o755 });
+  await withHelper(async (conn) => {
+    const r = await run(conn, { kind: 'loader', executable: prog, args: [], cwd: dir }, async (stdout, runId) => {
+      await waitFor(() => /ready/.test(stdout()), 20_000);
+      await conn.sendRequest(runStop, { runId });
+    });
+    assert.equal(r.signal, 'SIGTERM');
+    assert.match(r.stdout, /ignoring SIGINT/);
+    assert.match(r.stderr, /ignored SIGINT for 2\.0 s; stopped by SIGTERM/);
+  });
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('bpftrace printing a map every second: the map view has each key once, equal to the exit dump', { timeout: 120_000 }, async (t) => {
+  if (skip) return t.skip(skip);
+  if (!findTool('bpftrace')) return t.skip('bpftrace is not installed (apt-get install bpftrace)');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-bt-'));
+  const script = path.join(dir, 'execs.bt');
+  // END runs before bpftrace prints its maps at exit, so the marker splits the exit dump off.
+  fs.writeFileSync(script, 'tracepoint:sched:sched_process_exec { @execs[comm] = count(); }\ninterval:s:1 { print(@execs); printf("tick\\n"); }\ninterval:s:4 { exit(); }\nEND { printf("exit dump follows\\n"); }\n');
+  await withHelper(async (conn) => {
+    const r = await run(conn, { kind: 'bpftrace', script, cwd: dir }, async (stdout) => {
+      await waitFor(() => /Attaching/.test(stdout()), 30_000);
+      for (let i = 0; i < 20; i++) {
+        spawnSync('/bin/true');
+        await new Promise((res) => setTimeout(res, 100));
+      }
+    });
+    assert.equal(r.code, 0, r.stderr);
+    const printings = r.stdout.split('\n').filter((l) => /^@execs\[true\]:/.test(l)).length;
+    assert.ok(printings >= 2, `expected @execs printed more than once:\n${r.stdout}`);
+    const view = parseBpftraceMaps(r.stdout).find((m) => m.name === '@execs');
+    const dump = parseBpftraceMaps(r.stdout.slice(r.stdout.indexOf('exit dump follows'))).find((m) => m.name === '@execs');
+    assert.ok(view?.kind === 'table' && dump?.kind === 'table', r.stdout);
+    const keys = view.rows.map((row) => row.key);
+    assert.equal(new Set(keys).size, keys.length, `keys repeat: ${JSON.stringify(keys)}`);
+    assert.deepEqual(new Map(view.rows.map((row) => [row.key, row.value])), new Map(dump.rows.map((row) => [row.key, row.value])));
+    assert.ok(Number(view.rows.find((row) => row.key === 'true')?.value) >= 20);
+  });
+  fs.rmSync(dir, { recursive: true, force: true });
 });

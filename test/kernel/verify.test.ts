@@ -77,6 +77,49 @@ test('verify prints the rejection as file:line:col: error in text mode', (t) => 
   const r = runCli(['verify', bad]);
   assert.equal(r.code, 1);
   assert.ok(r.stderr.includes(`${bad}:${badLine}:2: error: R0 invalid mem access 'map_value_or_null'`), r.stderr);
+  assert.match(r.stderr, /hint: The pointer may be NULL/);
+  assert.doesNotMatch(r.stderr, /bad_null\.bpf\.c:0/, 'no line-0 annotation in the excerpt');
+});
+
+test('verify of an accepted program reports instructions processed and verification time', (t) => {
+  if (skip) return t.skip(skip);
+  const r = runCli(['verify', good, '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const out = JSON.parse(r.stdout) as VerifyJson & { stats: { program: string; insns: number; timeUs: number }[] };
+  // The figures are the kernel's own: the same log's "processed N insns" line.
+  const insns = Number(/processed (\d+) insns/.exec(out.log)![1]);
+  assert.equal(out.stats.length, 1);
+  assert.equal(out.stats[0].insns, insns);
+  assert.ok(out.stats[0].timeUs > 0, JSON.stringify(out.stats));
+});
+
+const typo = path.join(fixtures, 'typo_helper.bpf.c');
+const typoLine = fs.readFileSync(typo, 'utf8').split('\n').findIndex((l) => l.includes('/* TYPO */')) + 1;
+
+test('verify names a misspelt helper at its line: clang error from source, unresolved extern from an object built without -Werror', (t) => {
+  if (skip) return t.skip(skip);
+  const r = runCli(['verify', typo]);
+  assert.equal(r.code, 1);
+  assert.ok(r.stderr.includes(`${typo}:${typoLine}:`), r.stderr);
+  assert.match(r.stderr, /'bpf_ringbuf_reserv' is not a known helper or kfunc.*Did you mean 'bpf_ringbuf_reserve'\?/);
+  const dir = tmpdir();
+  try {
+    // An object someone built with clang's default flags (the typo only a warning) still loads to a named cause, not ENOENT.
+    const obj = path.join(dir, 'typo_helper.bpf.o');
+    const vm = path.join(repoRoot, 'build');
+    const c = spawnSync('clang', ['-O2', '-g', '-target', 'bpf', '-D__TARGET_ARCH_x86', `-I${vm}`, `-I/usr/include/${process.arch === 'arm64' ? 'aarch64' : 'x86_64'}-linux-gnu`, '-c', typo, '-o', obj], { encoding: 'utf8' });
+    if (c.status !== 0) return t.skip(`clang could not build the object without -Werror: ${c.stderr}`);
+    fs.copyFileSync(typo, path.join(dir, 'typo_helper.bpf.c'));
+    const v = runCli(['verify', obj, '--json']);
+    assert.equal(v.code, 1, v.stderr);
+    const out = JSON.parse(v.stdout) as VerifyJson;
+    assert.equal(out.diagnostics.length, 1, JSON.stringify(out.diagnostics));
+    assert.deepEqual({ file: out.diagnostics[0].file, line: out.diagnostics[0].line }, { file: path.join(dir, 'typo_helper.bpf.c'), line: typoLine });
+    assert.match(out.diagnostics[0].message, /unresolved function 'bpf_ringbuf_reserv'.*Did you mean 'bpf_ringbuf_reserve'/);
+    assert.doesNotMatch(v.stdout + v.stderr, /ENOENT|No such file/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('helper bpf/verify maps the rejection to the source given, and leaves nothing loaded', async (t) => {

@@ -73,3 +73,42 @@ test('counts become table rows; lhist() keeps its linear buckets; printf lines a
   assert.deepEqual(parseBpftraceMaps('no maps here\n'), []);
   assert.deepEqual(parseBpftraceMaps(''), []);
 });
+
+test('a map printed more than once (print() in an interval, then the exit dump) shows each key once, with the final values', () => {
+  const out = [
+    'Attaching 3 probes...',
+    '@[node, 15129]: 3',
+    '@[ls, 6966]: 1',
+    '',
+    'tick',
+    '@[node, 15129]: 9',
+    '@[ls, 6966]: 2',
+    '@[bash, 100]: 1',
+    '',
+    '@h:',
+    '[0]                    1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|',
+    '',
+    'tick',
+    '',
+    '',
+    '@[node, 15129]: 12',
+    '@[ls, 6966]: 2',
+    '@[bash, 100]: 4',
+    '',
+    '@h:',
+    '[0]                    2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|',
+    '[1]                    1 |@@@@@@@@@@@@@@@@@@@@@@@@@                         |',
+    '',
+  ].join('\n');
+  const maps = parseBpftraceMaps(out);
+  const t = maps.find((m) => m.name === '@') as TableView;
+  assert.deepEqual(t.rows, [
+    { key: 'node, 15129', value: 12 },
+    { key: 'ls, 6966', value: 2 },
+    { key: 'bash, 100', value: 4 },
+  ]);
+  assert.equal(t.entries, 3);
+  const h = maps.find((m) => m.name === '@h') as HistogramView;
+  assert.equal(h.series.length, 1);
+  assert.deepEqual(h.series[0].counts, [3]);
+});

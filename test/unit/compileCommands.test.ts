@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { entryFor, mergeCompileCommands, updateCompileCommands } from '../../extension/authoring/compileCommands';
+import { compileCommandsDir, entryFor, mergeCompileCommands, updateCompileCommands } from '../../extension/authoring/compileCommands';
 import { StudioError } from '../../extension/protocol/errors';
 
 const cmd = (src: string) => ['/usr/bin/clang', '-target', 'bpf', '-D__TARGET_ARCH_x86', '-I/cache/vmlinux', '-c', src, '-o', src.replace(/\.c$/, '.o')];
@@ -47,4 +47,27 @@ test('updateCompileCommands writes valid JSON in place and leaves no temp file; 
   assert.throws(() => updateCompileCommands(dir, [entryFor(cmd(`${dir}/a.bpf.c`), `${dir}/a.bpf.c`, `${dir}/a.bpf.o`, dir)]), /not valid JSON/);
   assert.equal(fs.readFileSync(file, 'utf8'), 'not json');
   fs.rmSync(dir, { recursive: true });
+});
+
+test('compileCommandsDir: one database per project, never a second one at the workspace root', () => {
+  const ws = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-ccdir-'));
+  try {
+    // A loose .bpf.c: the workspace root.
+    fs.writeFileSync(path.join(ws, 'loose.bpf.c'), '');
+    assert.deepEqual(compileCommandsDir(path.join(ws, 'loose.bpf.c'), ws), { dir: ws, projectEntry: false });
+    // A New BPF Project one folder down: its own database, which already describes the source.
+    const proj = path.join(ws, 'execwatch');
+    fs.mkdirSync(proj);
+    fs.writeFileSync(path.join(proj, 'Makefile'), 'all:\n');
+    fs.writeFileSync(path.join(proj, 'execwatch.bpf.c'), '');
+    assert.deepEqual(compileCommandsDir(path.join(proj, 'execwatch.bpf.c'), ws), { dir: proj, projectEntry: false });
+    updateCompileCommands(proj, [{ directory: proj, file: 'execwatch.bpf.c', arguments: ['clang'] }]);
+    assert.deepEqual(compileCommandsDir(path.join(proj, 'execwatch.bpf.c'), ws), { dir: proj, projectEntry: true });
+    // A source in a subfolder of a project uses the project's database, without an entry for it yet.
+    fs.mkdirSync(path.join(proj, 'extra'));
+    assert.deepEqual(compileCommandsDir(path.join(proj, 'extra', 'x.bpf.c'), ws), { dir: proj, projectEntry: false });
+    assert.ok(!fs.existsSync(path.join(ws, 'compile_commands.json')));
+  } finally {
+    fs.rmSync(ws, { recursive: true, force: true });
+  }
 });

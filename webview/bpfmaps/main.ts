@@ -94,7 +94,7 @@ window.addEventListener('message', (e: MessageEvent<ToView>) => {
     programsBox.replaceChildren(
       table(
         ['program', 'section', 'attached'],
-        m.programs.map((p) => [p.name, p.section, p.attached ? 'yes' : `no — ${p.reason ?? ''}`]),
+        m.programs.map((p) => [p.name, p.section, p.attached ? `yes${p.detail ? ` — ${p.detail}` : ''}` : `no — ${p.reason ?? ''}`]),
       ),
       ...m.warnings.map((w) => el('div', { class: 'warning' }, w)),
     );

@@ -13,6 +13,7 @@ import { checkBpfObject, compileBpf, defaultCacheDir, ensureVmlinux } from '../.
 import { siblingSources, verifyObject } from '../../authoring/verifyObject';
 import type { VerifyResponse } from '../../protocol/authoring';
 import { defaultOutput } from '../../authoring/buildCommand';
+import { formatStats } from '../../authoring/verifierLog';
 
 function isElf(file: string): boolean {
   const head = Buffer.alloc(4);
@@ -25,9 +26,10 @@ function isElf(file: string): boolean {
 }
 
 function formatText(r: VerifyResponse): string {
-  if (r.ok) return 'verified: the kernel accepted every program';
-  const parts = r.diagnostics.map((d) => `${d.file}:${d.line}:${d.column}: error: ${d.message}${d.program ? ` [program ${d.program}]` : ''}\n${d.excerpt.replace(/^/gm, '    ')}`);
-  return `${parts.join('\n\n')}\nrejected by the verifier (full log: --json, field "log")`;
+  if (r.ok) return `verified: the kernel accepted every program${r.stats?.length ? `\n${formatStats(r.stats)}` : ''}`;
+  const parts = r.diagnostics.map((d) => `${d.file}:${d.line}:${d.column}: error: ${d.message}${d.program ? ` [program ${d.program}]` : ''}${d.hint ? `\n  hint: ${d.hint}` : ''}\n${d.excerpt.replace(/^/gm, '    ')}`);
+  const unresolved = r.diagnostics.every((d) => d.message.startsWith('unresolved function'));
+  return `${parts.join('\n\n')}\n${unresolved ? 'not loaded: libbpf could not resolve every function the program calls' : 'rejected by the verifier'} (full log: --json, field "log")`;
 }
 
 export const verifyCommand: Command = {
@@ -60,14 +62,18 @@ export const verifyCommand: Command = {
         if (!c.ok) {
           const diagnostics = c.diagnostics.filter((d) => d.severity !== 'note');
           if (values.json) io.out(JSON.stringify({ ok: false, diagnostics, log: c.stderr }, null, 2));
-          else io.err(`${c.stderr.trimEnd()}\nebpf-studio verify: ${file} does not compile, so it was not loaded`);
+          else {
+            // clang's own output, then each undeclared function named with its likely fix.
+            const explained = diagnostics.filter((d) => d.message.includes(' — ')).map((d) => `${d.file}:${d.line}:${d.column}: ${d.message.slice(d.message.indexOf(' — ') + 3)}`);
+            io.err(`${c.stderr.trimEnd()}${explained.length ? `\n${explained.join('\n')}` : ''}\nebpf-studio verify: ${file} does not compile, so it was not loaded`);
+          }
           return 1;
         }
         sources = siblingSources(path.resolve(file), [path.resolve(file)]);
       }
       const r = verifyObject(loadAddon(defaultAssetDir()), object, sources);
-      const diagnostics = r.diagnostics.map((d) => ({ file: d.file, line: d.line, column: d.column, severity: d.severity, message: d.message, program: d.program, excerpt: d.excerpt }));
-      if (values.json) io.out(JSON.stringify({ ok: r.ok, diagnostics, log: r.log }, null, 2));
+      const diagnostics = r.diagnostics.map((d) => ({ file: d.file, line: d.line, column: d.column, severity: d.severity, message: d.message, hint: d.hint, program: d.program, excerpt: d.excerpt }));
+      if (values.json) io.out(JSON.stringify({ ok: r.ok, diagnostics, log: r.log, stats: r.stats }, null, 2));
       else (r.ok ? io.out : io.err)(formatText(r));
       return r.ok ? 0 : 1;
     } finally {

@@ -3,13 +3,14 @@
 // as run/exited. Single entry point registerPrivilegedRunHandlers, so the rules for who may ask
 // (helper identity and confirmation) can wrap it in one place. No shell: the program
 // is exec'd directly with a fixed environment; every child is killed when the editor goes away.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { MessageConnection } from 'vscode-jsonrpc/node';
-import { mapIdsFromFdinfo, mapViewFromDump } from '../../authoring/bpftoolMaps';
-import type { MapView } from '../../protocol/bpfRun';
-import { runExited, runMaps, runOutput, runStart, runStop, type RunStartParams, type RunStartResult } from '../../protocol/privilegedRun';
+import { LoaderMapReader } from '../../authoring/loaderMaps';
+import { loadedPrograms } from '../../authoring/loaderPrograms';
+import { stopProcess, type StopOutcome } from '../../authoring/processStop';
+import { runExited, runMaps, runOutput, runPrograms, runStart, runStop, type RunStartParams, type RunStartResult } from '../../protocol/privilegedRun';
 import { asObject, str } from '../../protocol/validate';
 import { inputError, StudioError } from '../../protocol/errors';
 import { findTool } from '../../authoring/toolchain';
@@ -53,40 +54,13 @@ export function commandFor(raw: unknown): { command: string; args: string[]; cwd
   throw inputError(`kind must be "loader" or "bpftrace", got "${kind}"`);
 }
 
-/** The maps process `pid` holds, dumped through bpftool (the helper is root, so it may). */
-function mapsOf(pid: number): MapView[] {
-  const fdDir = `/proc/${pid}/fdinfo`;
-  let fds: string[];
-  try {
-    fds = fs.readdirSync(fdDir);
-  } catch {
-    return [];
-  }
-  const infos = fds.map((fd) => {
-    try {
-      return fs.readFileSync(path.join(fdDir, fd), 'utf8');
-    } catch {
-      return '';
-    }
-  });
-  const bpftool = findTool('bpftool');
-  if (!bpftool) throw new StudioError('unsuitable', 'bpftool is not installed, and it reads the loader\'s maps: sudo apt-get install -y bpftool');
-  const json = (args: string[]): unknown => {
-    const r = spawnSync(bpftool, [...args, '-j'], { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 10_000 });
-    try {
-      return JSON.parse(r.stdout);
-    } catch {
-      return undefined;
-    }
-  };
-  return mapIdsFromFdinfo(infos).map(({ id, type }) => {
-    const show = (json(['map', 'show', 'id', String(id)]) ?? { id }) as { id: number; name?: string; type?: string };
-    return mapViewFromDump(show, type, type === 27 ? undefined : json(['map', 'dump', 'id', String(id)]));
-  });
-}
-
 export function registerPrivilegedRunHandlers(conn: MessageConnection, ctx: HandlerContext): void {
   const runs = new Map<number, ChildProcess>();
+  // Maps and programs are read in this process through BPF syscalls (authoring/loaderMaps.ts):
+  // no bpftool exec()s that the traced program would see.
+  const readers = new Map<number, LoaderMapReader>();
+  const objects = new Map<number, string>();
+  const stops = new Map<number, Promise<StopOutcome>>();
   let nextId = 1;
   const killAll = () => {
     for (const child of runs.values()) child.kill('SIGKILL');
@@ -103,6 +77,8 @@ export function registerPrivilegedRunHandlers(conn: MessageConnection, ctx: Hand
       const child = spawn(command, args, { cwd, env: helperEnv(false), stdio: ['ignore', 'pipe', 'pipe'] });
       if (child.pid === undefined) throw new StudioError('internal', `could not start ${command}`);
       runs.set(runId, child);
+      // A project's loader X sits next to the X.bpf.o it loads: its sections name the attach points.
+      if ((raw as { kind?: string }).kind === 'loader') objects.set(runId, `${command}.bpf.o`);
       for (const stream of ['stdout', 'stderr'] as const) {
         child[stream]!.setEncoding('utf8');
         child[stream]!.on('data', (data: string) => void conn.sendNotification(runOutput, { runId, stream, data }));
@@ -110,8 +86,16 @@ export function registerPrivilegedRunHandlers(conn: MessageConnection, ctx: Hand
       // 'close' comes after the pipes drained, so the last output arrives before the exit.
       child.on('close', (code, signal) => {
         runs.delete(runId);
+        readers.delete(runId);
+        objects.delete(runId);
         ctx.log(`run ${runId} (${path.basename(command)}) exited: ${signal ?? code}`);
-        void conn.sendNotification(runExited, { runId, code, signal });
+        // After a Stop, its outcome ("stopped by SIGINT after 0.2 s") is the last output line.
+        const stopping = stops.get(runId);
+        stops.delete(runId);
+        void (stopping ?? Promise.resolve(undefined)).then((o) => {
+          if (o) void conn.sendNotification(runOutput, { runId, stream: 'stderr', data: `\n[eBPF Studio: ${o.report}]\n` });
+          void conn.sendNotification(runExited, { runId, code, signal });
+        });
       });
       child.on('error', (e) => void conn.sendNotification(runOutput, { runId, stream: 'stderr', data: `could not run ${command}: ${e.message}\n` }));
       ctx.log(`run ${runId}: ${command} ${args.join(' ')} (pid ${child.pid})`);
@@ -121,8 +105,22 @@ export function registerPrivilegedRunHandlers(conn: MessageConnection, ctx: Hand
   conn.onRequest(
     runMaps,
     ctx.guard((raw: unknown) => {
-      const child = runs.get(Number(asObject(raw).runId));
-      return child?.pid === undefined ? [] : mapsOf(child.pid);
+      const runId = Number(asObject(raw).runId);
+      const child = runs.get(runId);
+      const addon = ctx.addon();
+      if (child?.pid === undefined || !addon) return [];
+      let reader = readers.get(runId);
+      if (!reader) readers.set(runId, (reader = new LoaderMapReader(addon)));
+      return reader.read(child.pid);
+    }),
+  );
+  conn.onRequest(
+    runPrograms,
+    ctx.guard((raw: unknown) => {
+      const runId = Number(asObject(raw).runId);
+      const child = runs.get(runId);
+      const addon = ctx.addon();
+      return child?.pid === undefined || !addon ? [] : loadedPrograms(addon, child.pid, objects.get(runId));
     }),
   );
   conn.onRequest(
@@ -131,10 +129,8 @@ export function registerPrivilegedRunHandlers(conn: MessageConnection, ctx: Hand
       const runId = Number(asObject(raw).runId);
       const child = runs.get(runId);
       if (!child) return { stopping: false };
-      child.kill('SIGINT');
-      setTimeout(() => {
-        if (runs.get(runId) === child) child.kill('SIGKILL');
-      }, 3000).unref();
+      // SIGINT, then SIGTERM and SIGKILL after grace periods; the terminal is told which one worked.
+      if (!stops.has(runId)) stops.set(runId, stopProcess(child).then((o) => (ctx.log(`run ${runId}: ${o.report}`), o)));
       return { stopping: true };
     }),
   );

@@ -1,11 +1,14 @@
 // Command ebpfStudio.newBpfProject ("New BPF Project"): asks for a template (minimal tracepoint
 // counter or ring-buffer exec watcher), a parent folder and a name, writes the libbpf-style
 // project there (authoring/newProject.ts) and opens its X.bpf.c, or the folder when it is outside
-// the workspace. Build both halves with the project's tasks or "Run BPF Loader". Context keys: none.
+// the workspace. Build both halves with the project's tasks or "Run BPF Loader". VS Code reads
+// .vscode/tasks.json only at a workspace folder's root, so the task provider "ebpf-make" offers
+// the same make tasks for every project below a root. Context keys: none.
+import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { createProject } from '../../../authoring/newProject';
-import { TEMPLATE_INFO, TEMPLATES, type TemplateName } from '../../../authoring/projectTemplates';
+import { createProject, loaderFor } from '../../../authoring/newProject';
+import { PROJECT_TASKS, TEMPLATE_INFO, TEMPLATES, type TemplateName } from '../../../authoring/projectTemplates';
 import { showError } from '../../ui/errors';
 import { vmlinuxFolder } from './bpfBuild';
 
@@ -37,8 +40,53 @@ async function ask(): Promise<NewProjectArgs | undefined> {
   return { template: pick.template, dir: path.join(parent[0].fsPath, name) };
 }
 
+interface MakeTaskDefinition extends vscode.TaskDefinition {
+  type: 'ebpf-make';
+  dir: string;
+  target: string;
+}
+
+function makeTask(def: MakeTaskDefinition, app: string, scope: vscode.WorkspaceFolder | vscode.TaskScope): vscode.Task {
+  const spec = PROJECT_TASKS.find((t) => t.target === def.target);
+  const task = new vscode.Task(def, scope, `${app}: ${spec?.suffix ?? `make ${def.target}`}`, 'ebpf', new vscode.ShellExecution('make', [def.target], { cwd: def.dir }), ['$gcc']);
+  task.group = vscode.TaskGroup.Build;
+  task.detail = `make ${def.target} in ${def.dir}`;
+  task.presentationOptions = { reveal: vscode.TaskRevealKind.Always };
+  return task;
+}
+
+/** Make tasks for every BPF project (X.bpf.c + X.c + Makefile) below a workspace folder's root. */
+async function projectTasks(): Promise<vscode.Task[]> {
+  const out: vscode.Task[] = [];
+  const seen = new Set<string>();
+  for (const uri of await vscode.workspace.findFiles('**/*.bpf.c', '**/node_modules/**', 200)) {
+    const p = loaderFor(uri.fsPath);
+    const folder = vscode.workspace.getWorkspaceFolder(uri);
+    if (!p || !folder || seen.has(p.dir) || !fs.existsSync(path.join(p.dir, `${p.app}.c`))) continue;
+    seen.add(p.dir);
+    // At the root, the project's own .vscode/tasks.json already gives these tasks.
+    if (path.resolve(p.dir) === path.resolve(folder.uri.fsPath)) continue;
+    for (const t of PROJECT_TASKS) out.push(makeTask({ type: 'ebpf-make', dir: p.dir, target: t.target }, p.app, folder));
+  }
+  return out;
+}
+
 export function activate(_context: vscode.ExtensionContext): void {
   _context.subscriptions.push(
+    vscode.tasks.registerTaskProvider('ebpf-make', {
+      provideTasks: () => projectTasks(),
+      resolveTask(task) {
+        const def = task.definition as MakeTaskDefinition;
+        if (!def.dir || !def.target) return undefined;
+        let app = path.basename(def.dir);
+        try {
+          app = fs.readdirSync(def.dir).find((f) => f.endsWith('.bpf.c'))?.slice(0, -'.bpf.c'.length) ?? app;
+        } catch {
+          /* the folder is gone: make says so when the task runs */
+        }
+        return makeTask(def, app, task.scope ?? vscode.TaskScope.Workspace);
+      },
+    }),
     vscode.commands.registerCommand('ebpfStudio.newBpfProject', async (given?: NewProjectArgs) => {
       try {
         const args = given && typeof given.dir === 'string' ? given : await ask();

@@ -26,7 +26,7 @@ export function toDiagnostics(r: VerifyResponse, link: vscode.Uri): Map<string, 
   for (const d of r.diagnostics) {
     const pos = new vscode.Position(Math.max(0, d.line - 1), Math.max(0, d.column - 1));
     const line = new vscode.Range(pos, pos.translate(0, 0));
-    const diag = new vscode.Diagnostic(line, `${d.message}${d.program ? ` (program ${d.program})` : ''}\n\n${d.excerpt}`, vscode.DiagnosticSeverity.Error);
+    const diag = new vscode.Diagnostic(line, `${d.message}${d.program ? ` (program ${d.program})` : ''}${d.hint ? `\n→ ${d.hint}` : ''}${d.excerpt ? `\n\n${d.excerpt}` : ''}`, vscode.DiagnosticSeverity.Error);
     diag.source = 'BPF verifier';
     diag.code = { value: 'full log', target: link };
     out.set(d.file, [...(out.get(d.file) ?? []), diag]);
@@ -51,7 +51,10 @@ export async function loadAndVerify(source: vscode.Uri, collection: vscode.Diagn
   logs.set(link.toString(), r.log || '(the kernel returned no log)');
   changed.fire(link);
   for (const [file, diags] of toDiagnostics(r, link)) collection.set(path.isAbsolute(file) ? vscode.Uri.file(file) : source, diags);
-  if (r.ok) void vscode.window.showInformationMessage(`eBPF Studio: the verifier accepted ${path.basename(source.fsPath)}.`);
+  if (r.ok) {
+    const stats = (r.stats ?? []).map((s) => `${s.program ?? 'program'}: ${s.insns} instructions${s.timeUs !== undefined ? `, ${s.timeUs} µs` : ''}`).join('; ');
+    void vscode.window.showInformationMessage(`eBPF Studio: the verifier accepted ${path.basename(source.fsPath)}${stats ? ` (${stats})` : ''}.`);
+  }
   else {
     const first = r.diagnostics[0];
     const pick = await vscode.window.showErrorMessage(
