@@ -88,6 +88,8 @@ export interface ProfileFrame {
 
 export interface ProfileStack {
   count: number;
+  /** the stack's weight in the result's `unit` (e.g. bytes allocated); absent: the weight is `count` */
+  value?: number;
   pid: number;
   tid: number;
   comm: string;
@@ -97,6 +99,8 @@ export interface ProfileStack {
 
 export interface ProfileResult {
   tracer: 'profile';
+  /** what each stack's `value` measures (e.g. "bytes"); absent: stacks are weighted by `count` samples */
+  unit?: string;
   frequency: number;
   samples: number;
   lost: number;

@@ -9,6 +9,7 @@ import type { MemleakOptions, MemleakResult, MemleakUpdate } from './memleak';
 import type { ProfileOptions, ProfileResult, ProfileUpdate } from './profile';
 import type { BpfRunOptions, BpfRunResult, BpfRunUpdate } from './bpfRun';
 import type { JvmOptions, JvmResult, JvmUpdate } from '../model/jvmTimeline';
+import type { JavaHeapOptions, JavaHeapResult, JavaHeapUpdate } from './javaHeap';
 
 // ---- tracers -------------------------------------------------------------------------------
 // One entry per tracer: its start options, the live updates it streams, and its final result
@@ -21,6 +22,7 @@ export interface TracerTypes {
   profile: { options: ProfileOptions; update: ProfileUpdate; result: ProfileResult };
   'bpf-run': { options: BpfRunOptions; update: BpfRunUpdate; result: BpfRunResult };
   jvm: { options: JvmOptions; update: JvmUpdate; result: JvmResult };
+  'java-heap': { options: JavaHeapOptions; update: JavaHeapUpdate; result: JavaHeapResult };
 }
 export type TracerName = keyof TracerTypes;
 export type OptionsOf<N extends TracerName> = TracerTypes[N]['options'];
