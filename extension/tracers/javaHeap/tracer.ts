@@ -197,8 +197,7 @@ export const javaHeapTracer: Tracer<'java-heap'> = {
         lastUpdate = Date.now();
         events.update(update());
       }
-    }, 250);
-    timer.unref?.();
+    }, 250); // keeps the process alive while sampling (no BPF handle does): stop clears it
 
     return {
       targets: [pid],
