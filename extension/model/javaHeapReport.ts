@@ -81,3 +81,47 @@ export function allocReportText(r: JavaHeapResult, top = 20): string {
   });
   return [head, '', ' share   bytes      class  allocated at', ...rows].join('\n');
 }
+
+/** A Java leak site in the workspace: where its CodeLens goes and what it says. */
+export interface JavaLeakLens {
+  /** absolute path of the workspace file */
+  file: string;
+  /** 1-based */
+  line: number;
+  /** "file:line", stable across updates */
+  key: string;
+  text: string;
+  leakCandidate: boolean;
+  /** indexes of the stacks summed here */
+  stacks: number[];
+}
+
+/**
+ * Live Java sites → CodeLenses. A stack's site is its first frame whose source `resolve` finds in
+ * the workspace (Java frames name "com/x/Foo.java", relative to a source root); stacks sharing a
+ * line are summed (bytes, objects, growth; the most GCs survived; the class of the biggest).
+ */
+export function javaLeakLenses(stacks: JavaHeapStack[], resolve: (relative: string) => string | undefined): JavaLeakLens[] {
+  const by = new Map<string, { lens: JavaLeakLens; sum: JavaHeapStack }>();
+  stacks.forEach((s, i) => {
+    for (const f of s.frames) {
+      const file = f.file && f.line ? resolve(f.file) : undefined;
+      if (!file) continue;
+      const key = `${file}:${f.line}`;
+      const at = by.get(key);
+      if (!at) by.set(key, { lens: { file, line: f.line!, key, text: '', leakCandidate: s.leakCandidate, stacks: [i] }, sum: { ...s } });
+      else {
+        at.lens.stacks.push(i);
+        at.lens.leakCandidate ||= s.leakCandidate;
+        at.sum.bytes += s.bytes;
+        at.sum.allocations += s.allocations;
+        at.sum.growthBytesPerSecond += s.growthBytesPerSecond;
+        at.sum.survivedGcs = Math.max(at.sum.survivedGcs, s.survivedGcs);
+      }
+      return;
+    }
+  });
+  return [...by.values()]
+    .map(({ lens, sum }) => ({ ...lens, text: `${lens.leakCandidate ? '⚠ ' : ''}${liveSiteText(sum)}` }))
+    .sort((a, b) => a.key.localeCompare(b.key));
+}

@@ -133,3 +133,20 @@ test('allocation profile: bytes as value with unit, class as leaf; folded by byt
   assert.deepEqual(prof.sample.map((s) => s.value.map(Number)), [[300, 3_000_000], [10, 1_000_000]]);
   assert.equal(Number(prof.period), 524288);
 });
+
+test('Java leak lenses: the first frame found in the workspace, lines summed, the leak marked', async () => {
+  const { javaLeakLenses } = await import('../../extension/model/javaHeapReport');
+  const frame = (fn: string, file: string, line: number) => ({ address: '0x0', module: '[java]', function: fn, file, line });
+  const base = { bytesStdErr: 0, allocationsStdErr: 0, oldestAgeMs: 1, allocatedBytes: 0, allocatedObjects: 0, allocatedBytesStdErr: 0 };
+  const stacks = [
+    { ...base, bytes: 48e6, allocations: 12_000, class: 'byte[]', survivedGcs: 9, growthBytesPerSecond: 2.1e6, leakCandidate: true, frames: [frame('java.util.ArrayList.grow', 'java/util/ArrayList.java', 237), frame('com.x.Cache.put', 'com/x/Cache.java', 40)] },
+    { ...base, bytes: 1e6, allocations: 10, class: 'byte[]', survivedGcs: 2, growthBytesPerSecond: 0, leakCandidate: false, frames: [frame('com.x.Cache.put', 'com/x/Cache.java', 40)] },
+    { ...base, bytes: 5e5, allocations: 1, class: 'int[]', survivedGcs: 1, growthBytesPerSecond: 0, leakCandidate: false, frames: [frame('org.lib.X.y', 'org/lib/X.java', 3)] },
+  ];
+  const lenses = javaLeakLenses(stacks, (rel) => (rel.startsWith('com/') ? `/ws/src/main/java/${rel}` : undefined));
+  assert.equal(lenses.length, 1, 'JDK and library frames are skipped (not in the workspace)');
+  assert.equal(lenses[0].file, '/ws/src/main/java/com/x/Cache.java');
+  assert.equal(lenses[0].line, 40);
+  assert.deepEqual(lenses[0].stacks, [0, 1]);
+  assert.equal(lenses[0].text, '⚠ ≈ 49 MB live in 12 k byte[] · survived 9 GCs · +2.1 MB/s');
+});

@@ -19,6 +19,7 @@ import { createViewPanel, type TypedPanel } from '../../ui/webviewPanel';
 import { errorText, showError } from '../../ui/errors';
 import { leakSites, placeLenses, type LeakLens } from '../../../model/leakSites';
 import { CommandLineError, fromLaunchConfig, splitCommandLine, type LaunchConfigLike } from './leakLaunch';
+import { isJvmTarget, traceJavaHeap } from './javaHeapLeaks';
 import type { FromView, LeakViewStack, ToView } from '../../../../webview/memleak/protocol';
 
 const HISTORY = 60;
@@ -292,6 +293,7 @@ export function activate(context: vscode.ExtensionContext): void {
       try {
         const pid = typeof pidArg === 'number' ? pidArg : await pickProcess();
         if (!pid) return undefined;
+        if (await isJvmTarget(pid)) return await traceJavaHeap(context, pid); // a JVM: Java heap leaks
         // a running process cannot be preloaded: the preload setting means uprobes here
         const base = baseOptions();
         const sampleBytes = vscode.workspace.getConfiguration('ebpfStudio.memleak').get<number>('attachSampleBytes', MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES);
