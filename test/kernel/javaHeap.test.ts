@@ -254,6 +254,33 @@ describe('Java heap sampling (kernel tier: real JVMs)', { skip }, () => {
     fx.send('exit');
   });
 
+  test('bad input: a JDK older than 11 exits 4 naming the JDK and the fix (both commands); --native still traces it', async () => {
+    // No JDK 8 here: JDK 17's launcher and libjvm in a home whose release file says 1.8.0_392,
+    // which is what the version check reads (through /proc/PID/root, from the mapped libjvm's home).
+    const home = path.join(work, 'jdk8-release');
+    fs.mkdirSync(path.join(home, 'bin'), { recursive: true });
+    fs.mkdirSync(path.join(home, 'lib', 'server'), { recursive: true });
+    fs.copyFileSync(`${JDK}/bin/java`, path.join(home, 'bin', 'java'));
+    fs.chmodSync(path.join(home, 'bin', 'java'), 0o755);
+    for (const f of fs.readdirSync(`${JDK}/lib`)) if (f !== 'server') fs.symlinkSync(`${JDK}/lib/${f}`, path.join(home, 'lib', f));
+    for (const f of fs.readdirSync(`${JDK}/lib/server`)) {
+      if (f === 'libjvm.so') fs.copyFileSync(`${JDK}/lib/server/${f}`, path.join(home, 'lib', 'server', f)); // mapped from here, not from JDK 17's home
+      else fs.symlinkSync(`${JDK}/lib/server/${f}`, path.join(home, 'lib', 'server', f));
+    }
+    fs.symlinkSync(`${JDK}/conf`, path.join(home, 'conf'));
+    fs.writeFileSync(path.join(home, 'release'), 'JAVA_VERSION="1.8.0_392"\n');
+    const fx = await startFixture(home);
+    for (const args of [['memleak', '--pid', String(fx.pid)], ['profile', '--pid', String(fx.pid), '--event', 'alloc']]) {
+      const r = runCli([...args, '--duration', '1']);
+      assert.equal(r.code, 4, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /runs JDK 1\.8\.0_392 .*JDK 11 or newer.*memleak --native --pid/);
+    }
+    const n = runCli(['memleak', '--pid', String(fx.pid), '--native', '--duration', '1', '--json'], { timeoutMs: 60_000 });
+    assert.equal(n.code, 0, n.stderr);
+    assert.equal((JSON.parse(n.stdout) as { tracer: string }).tracer, 'memleak', '--native keeps malloc tracing');
+    fx.send('exit');
+  });
+
   test('bad input: --event alloc on a non-JVM exits 2 and points to native memleak', () => {
     const r = runCli(['profile', '--pid', String(process.pid), '--event', 'alloc', '--duration', '1']);
     assert.equal(r.code, 2, r.stderr);
