@@ -8,8 +8,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
-import { interleave, JAVA_HOME, LineProcess, median, round, startCli, type BenchContext, type Row } from './lib';
+import { spawn, spawnSync } from 'node:child_process';
+import { cli, interleave, JAVA_HOME, LineProcess, median, round, startCli, type BenchContext, type Row } from './lib';
 
 const JFC = `<?xml version="1.0" encoding="UTF-8"?>
 <configuration version="2.0" label="allocation samples only">
@@ -78,6 +78,25 @@ export async function benchJavaHeap(ctx: BenchContext): Promise<Row[]> {
       },
     };
     const r = await interleave(rounds, variants, ctx.log);
+    // command → first figures: spawn `memleak --pid` and wait for its first report line
+    const firstMs: number[] = [];
+    for (let i = 0; i < (ctx.quick ? 2 : 5); i++) {
+      const t0 = performance.now();
+      const child = spawn(process.execPath, [cli, 'memleak', '--pid', String(p.pid), '--duration', '4'], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const busy = measure(); // the JVM keeps allocating meanwhile
+      const ms = await new Promise<number>((resolve) => {
+        let out = '';
+        child.stdout.on('data', (d) => {
+          out += d;
+          if (/bytes live/.test(out)) resolve(performance.now() - t0);
+        });
+        child.once('exit', () => resolve(NaN));
+      });
+      await new Promise<void>((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', () => resolve())));
+      await busy;
+      firstMs.push(ms);
+    }
+    ctx.log(`  command → first figures: ${firstMs.map((x) => round(x, 0)).join(', ')} ms`);
     const cost = (xs: number[]) => median(xs.map((x, i) => ((x - r.plain[i]) / 1e9) * 100));
     const ours = cost(r.ebpfStudio);
     const jfr = cost(r.jfr);
@@ -92,6 +111,15 @@ export async function benchJavaHeap(ctx: BenchContext): Promise<Row[]> {
         better: 'lower',
         peer: { name: 'JFR jdk.ObjectAllocationSample 300/s', value: round(jfr, 2) },
         detail: `extra CPU of the allocating thread per wall second, median of ${rounds} interleaved rounds of ${seconds} s; unsampled it used ${round(plainMs, 1)} ms/s; JVM on CPU 1, CLI on CPU 0`,
+      },
+      {
+        name: 'java heap leaks: command → first figures (memleak --pid on a running JVM)',
+        value: round(median(firstMs), 0),
+        unit: 'ms',
+        target: 2000,
+        better: 'lower',
+        peer: null,
+        detail: `median of ${firstMs.length} runs: CLI start-up, agent load through the attach socket, then the first report once a GC has judged samples (or after 1 s)`,
       },
       {
         name: 'java heap sampling: agent callback per sample',

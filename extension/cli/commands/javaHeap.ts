@@ -150,7 +150,7 @@ export async function runJavaLeaks(argv: string[], io: Io): Promise<number> {
       json: Boolean(values.json),
       verbose: Boolean(values.verbose),
       durationS: durationFlag(values.duration),
-      formatUpdate: (u) => heapReportText(u.stacks, `[${clock()}] ≈${u.totalBytes} bytes live (sampled objects not yet collected) after ${u.gcs} GCs; top`, u.sampleBytes),
+      formatUpdate: (u) => heapReportText(u.stacks, `[${clock()}] ≈${u.totalBytes} bytes live (sampled objects that survived a GC) after ${u.gcs} GCs; top`, u.sampleBytes),
       formatResult: (r) => heapReportText(r.stacks.slice(0, options.top || undefined), `[${clock()}] final report for pid ${r.pid} (${r.gcs} GCs in ${(r.durationMs / 1000).toFixed(1)} s)`, r.sampleBytes),
       banner: () => `Tracing Java heap leaks of pid ${pid} (sampling every ~${options.intervalBytes} bytes)... Ctrl-C to end.`,
     },

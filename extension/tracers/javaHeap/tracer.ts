@@ -116,6 +116,7 @@ export const javaHeapTracer: Tracer<'java-heap'> = {
     let stopped = false;
     let final: JavaHeapResult | undefined;
     let lastUpdate = Date.now();
+    let updates = 0;
 
     const readMore = () => {
       let fd: number;
@@ -193,8 +194,11 @@ export const javaHeapTracer: Tracer<'java-heap'> = {
       } catch (e) {
         env.log(`java-heap: reading ${outHost} failed: ${(e as Error).message}`);
       }
-      if (Date.now() - lastUpdate >= (options.intervalS ?? 2) * 1000) {
+      // the first figures as soon as a GC has judged some samples (or after 1 s), then every interval
+      const first = updates === 0 && (model.sessionGcs > 0 || Date.now() - t0 >= 1000) && model.samples > 0;
+      if (first || (updates > 0 && Date.now() - lastUpdate >= (options.intervalS ?? 2) * 1000)) {
         lastUpdate = Date.now();
+        updates++;
         events.update(update());
       }
     }, 250); // keeps the process alive while sampling (no BPF handle does): stop clears it
