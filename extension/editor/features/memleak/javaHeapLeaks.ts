@@ -162,7 +162,7 @@ export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(
     lensesChanged,
     vscode.languages.registerCodeLensProvider(
-      { scheme: 'file', language: 'java' },
+      { scheme: 'file' },
       {
         onDidChangeCodeLenses: lensesChanged.event,
         provideCodeLenses(doc) {
