@@ -150,3 +150,13 @@ test('Java leak lenses: the first frame found in the workspace, lines summed, th
   assert.deepEqual(lenses[0].stacks, [0, 1]);
   assert.equal(lenses[0].text, '⚠ ≈ 49 MB live in 12 k byte[] · survived 9 GCs · +2.1 MB/s');
 });
+
+test('CLI dispatch: --event alloc goes to the heap sampler; memleak --pid goes to Java only for a JVM without --native', async () => {
+  const { wantsAllocEvent, javaLeakTarget } = await import('../../extension/cli/commands/javaHeap');
+  assert.equal(wantsAllocEvent(['--pid', '1', '--event', 'alloc']), true);
+  assert.equal(wantsAllocEvent(['--pid', '1', '--event=alloc']), true);
+  assert.equal(wantsAllocEvent(['--pid', '1']), false);
+  assert.equal(javaLeakTarget(['--pid', String(process.pid)]), undefined, 'node is not a JVM: native memleak');
+  assert.equal(javaLeakTarget(['--pid', String(process.pid), '--native']), undefined);
+  assert.equal(javaLeakTarget(['--', 'java', '-version']), undefined, 'a launched command stays native');
+});
