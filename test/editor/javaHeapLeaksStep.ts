@@ -34,7 +34,22 @@ export async function javaHeapLeaksStep(t: TestContext, s: EditorSession, jdk: s
   await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Find Memory Leaks' }).waitFor({ timeout: 30_000 });
   await input.fill(String(pid));
   await s.pickQuickPickItem(new RegExp(`^${pid}\\s+java`));
+  try {
+    await checkLenses(t, s, source);
+    jvm.kill('SIGKILL'); // the session ends with the JVM
+    await s.page.locator('.notifications-toasts .notification-list-item-message', { hasText: /Java heap tracing/ }).first().waitFor({ timeout: 30_000 });
+  } finally {
+    jvm.kill('SIGKILL');
+    await s.page.keyboard.press('Escape');
+    await s.runCommandFromPalette('View: Close All Editors');
+  }
+}
 
+async function checkLenses(t: TestContext, s: EditorSession, source: string): Promise<void> {
+  // The leak view opens with the session: wait for it, then bring the focus back to the workbench.
+  await s.webviewFrame('Java Heap Leaks');
+  await s.page.keyboard.press('Escape');
+  await s.page.locator('.monaco-workbench').first().click({ position: { x: 5, y: 5 } });
   const editor = await openWorkspaceFile(s, 'HeapSites.java');
   const leakLine = lineOf(source, '// site L');
   const churn = [lineOf(source, '// site A'), lineOf(source, '// site B'), lineOf(source, '// site C')];
@@ -46,7 +61,4 @@ export async function javaHeapLeaksStep(t: TestContext, s: EditorSession, jdk: s
   for (const l of live(lenses)) if (churn.includes(l.line)) assert.doesNotMatch(l.text, /^⚠/, `a churn line is marked as a leak: ${JSON.stringify(l)}`);
   await s.screenshot('java-heap-codelens');
   t.diagnostic(`lenses ${live(lenses).map((l) => `${l.line}: ${l.text}`).join(' | ')}`);
-  jvm.kill('SIGKILL'); // the session ends with the JVM
-  await s.page.locator('.notifications-toasts .notification-list-item-message', { hasText: /Java heap tracing/ }).first().waitFor({ timeout: 30_000 });
-  await s.runCommandFromPalette('View: Close All Editors');
 }
