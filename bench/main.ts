@@ -22,6 +22,7 @@ import { benchEvents } from './eventThroughput';
 import { benchHelperMemory } from './helperMemory';
 import { benchMemleakSampling } from './memleakSampling';
 import { benchJavaAgent } from './javaAgentOverhead';
+import { benchJavaHeap } from './javaHeapOverhead';
 
 interface Group {
   id: string;
@@ -46,6 +47,7 @@ const GROUPS: Group[] = [
   { id: 'events', run: benchEvents, missing: needsObject('bench_events') },
   { id: 'helper-memory', run: benchHelperMemory, missing: needsTracer('memleak') },
   { id: 'memleak-sampling', run: benchMemleakSampling, missing: needsTracer('memleak') },
+  { id: 'java-heap', run: benchJavaHeap, missing: () => needsRoot() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
   { id: 'java-agent', run: benchJavaAgent, missing: () => needsTracer('profile')() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
 ];
 

@@ -67,6 +67,8 @@ export interface ProfileUpdate {
 
 export interface ProfileStack {
   count: number;
+  /** the stack's weight in the result's `unit` (e.g. bytes allocated); absent: the weight is `count` */
+  value?: number;
   pid: number;
   tid: number;
   comm: string;
@@ -76,6 +78,8 @@ export interface ProfileStack {
 
 export interface ProfileResult {
   tracer: 'profile';
+  /** what each stack's `value` measures (e.g. "bytes"); absent: stacks are weighted by `count` samples */
+  unit?: string;
   frequency: number;
   samples: number;
   lost: number;

@@ -9,6 +9,7 @@ import type { MemleakOptions, MemleakResult, MemleakUpdate } from './memleak';
 import type { ProfileOptions, ProfileResult, ProfileUpdate } from './profile';
 import type { BpfRunOptions, BpfRunResult, BpfRunUpdate } from './bpfRun';
 import type { JvmOptions, JvmResult, JvmUpdate } from '../model/jvmTimeline';
+import type { JavaHeapOptions, JavaHeapResult, JavaHeapUpdate } from './javaHeap';
 
 // ---- tracers -------------------------------------------------------------------------------
 // One entry per tracer: its start options, the live updates it streams, and its final result
@@ -21,15 +22,18 @@ export interface TracerTypes {
   profile: { options: ProfileOptions; update: ProfileUpdate; result: ProfileResult };
   'bpf-run': { options: BpfRunOptions; update: BpfRunUpdate; result: BpfRunResult };
   jvm: { options: JvmOptions; update: JvmUpdate; result: JvmResult };
+  'java-heap': { options: JavaHeapOptions; update: JavaHeapUpdate; result: JavaHeapResult };
 }
 export type TracerName = keyof TracerTypes;
 /**
  * The tracers a user runs to observe a system (a CLI command and an editor session each): the
  * keys of every per-tracer table (loss advice, tests, benchmarks, views), typed so that a new
  * tracer missing from one fails the type check. Not selftest (a self-check) nor bpf-run (the
- * user's own BPF objects, whose maps say what they count).
+ * user's own BPF objects, whose maps say what they count), nor java-heap: it has no CLI command
+ * of its own (memleak and profile --event alloc reach it for a JVM), runs no BPF program, and its
+ * sessions are not saved yet.
  */
-export type TracingName = Exclude<TracerName, 'selftest' | 'bpf-run'>;
+export type TracingName = Exclude<TracerName, 'selftest' | 'bpf-run' | 'java-heap'>;
 export type OptionsOf<N extends TracerName> = TracerTypes[N]['options'];
 export type UpdateOf<N extends TracerName> = TracerTypes[N]['update'];
 export type ResultOf<N extends TracerName> = TracerTypes[N]['result'];

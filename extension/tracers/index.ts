@@ -8,6 +8,7 @@ import { memleakTracer } from './memleak/tracer';
 import { profileTracer } from './profile/tracer';
 import { bpfRunTracer } from './bpfRun/tracer';
 import { jvmTracer } from './jvm/tracer';
+import { javaHeapTracer } from './javaHeap/tracer';
 
 export const tracers: Record<TracerName, AnyTracer> = {
   selftest: selftestTracer,
@@ -17,6 +18,7 @@ export const tracers: Record<TracerName, AnyTracer> = {
   profile: profileTracer,
   'bpf-run': bpfRunTracer,
   jvm: jvmTracer,
+  'java-heap': javaHeapTracer,
 };
 
 export function tracerByName(name: unknown): AnyTracer | undefined {

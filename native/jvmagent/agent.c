@@ -735,7 +735,10 @@ static void do_stop(void) {
   pthread_mutex_unlock(&g_lock);
 }
 
+static int handle_heap(JavaVM *vm, const char *options);
+
 static int handle(JavaVM *vm, const char *options) {
+  if (options && !strncmp(options, "heap", 4)) return handle_heap(vm, options); // the heap sampler's own commands (below)
   char opts[1024];
   snprintf(opts, sizeof(opts), "%s", options ? options : "");
   int start = 0, stop = 0, depth = 128;
@@ -758,6 +761,404 @@ static int handle(JavaVM *vm, const char *options) {
   }
   if (stop) do_stop();
   if (start) return do_start(jni, out, depth);
+  return 0;
+}
+
+// ---- heap sampler: sampled allocations and which of them are still alive ----
+//
+// `heap,out=<path>,interval=<bytes>,depth=<n>` starts it, `heapstop` stops it; `heapprobe` only
+// answers whether this JVM can sample its heap. Independent of the CPU profiler above: its own
+// JVMTI environment (own capabilities and callbacks, so neither side's SetEventCallbacks replaces
+// the other's), own service thread, own output file and method table. Needs no AsyncGetCallTrace
+// and no signal.
+//
+// JVMTI's SampledObjectAlloc (JDK 11+) fires on the allocating thread for one object per
+// `interval` bytes on average (HotSpot draws each gap from an exponential distribution, so an
+// object of s bytes is sampled with probability 1 - exp(-s/interval); the helper weights by its
+// inverse). The callback takes the Java stack with GetStackTrace (method ids and BCIs of the
+// thread's own frames, safe there), the class signature, and a JNI weak global reference to the
+// object, and queues them; nothing is resolved or written on the allocating thread.
+//
+// Liveness: a weak reference is cleared by the GC that finds its object unreachable. The
+// GarbageCollectionFinish callback (inside the GC pause, where JNI and most of JVMTI are
+// forbidden) only counts; the service thread notices the count moved and checks every tracked
+// reference with IsSameObject(ref, NULL), reports the cleared ones (F) and the scan (G). Objects
+// a young GC promoted stay "live" until a collection of the old generation finds them dead, which
+// is what "survived N GCs" means for a leak. Weak references rather than tags + ObjectFree: since
+// JDK 17 ObjectFree is posted lazily (when the tag map is next used), so a scan after the GC
+// would not know yet; the weak reference answers at once.
+//
+// Idle costs nothing: on stop the events are disabled (HotSpot then stops sampling TLABs), every
+// weak reference is deleted, the method table and queue are freed and the thread sleeps.
+//
+// File records, one a line, tab separated: H (ready: pid, clock, interval), M (a method, as for
+// the CPU profiler), O (one sampled object), F (an object found collected), G (a scan after N GCs),
+// T (heartbeat), E (end: counters, file closed).
+// Return codes besides the shared ones (103, 104, 105): 110 JVMTI 11 unavailable (JDK < 11: no heap
+// sampling); 111 the JVM refused the sampling capability.
+
+#define HEAP_MAX_TRACKED 262144 // weak references kept; further samples are reported, not tracked
+#define HEAP_MAX_QUEUED 65536   // samples waiting for the service thread; beyond that they are dropped
+
+typedef struct heap_sample {
+  struct heap_sample *next;
+  int64_t ts;
+  int tid;
+  jlong size;
+  unsigned gc; // GCs finished before the allocation
+  jweak ref;
+  char cls[200];
+  jint nframes;
+  jvmtiFrameInfo frames[]; // leaf first
+} heap_sample;
+
+typedef struct heap_method {
+  jmethodID id;
+  int index;
+  jint nlines;
+  jvmtiLineNumberEntry *lines;
+  struct heap_method *next;
+} heap_method;
+
+typedef struct {
+  jweak ref;
+  long id;
+} heap_tracked;
+
+static jvmtiEnv *g_heap_jvmti;
+static int g_heap_initialized;
+static _Atomic int g_heap_on;      // the callback records only while set
+static _Atomic int g_heap_in_cb;   // callbacks running now (stop waits for zero)
+static _Atomic unsigned g_heap_gcs; // GarbageCollectionFinish count since the JVM's first heap start
+static _Atomic uint64_t g_heap_samples, g_heap_dropped, g_heap_cb_ns;
+static _Atomic int g_heap_queued;
+static int g_heap_depth = 64;
+static pthread_mutex_t g_heap_qlock = PTHREAD_MUTEX_INITIALIZER; // the queue only; never held across a JNI/JVMTI call
+static heap_sample *g_heap_qhead, **g_heap_qtail = &g_heap_qhead;
+static pthread_mutex_t g_heap_lock = PTHREAD_MUTEX_INITIALIZER; // service thread vs start/stop
+static pthread_cond_t g_heap_cond = PTHREAD_COND_INITIALIZER;
+static FILE *g_heap_out;
+static int g_heap_stop_wanted;
+// service thread only:
+static heap_method *g_heap_methods[BUCKETS];
+static int g_heap_method_count;
+static heap_tracked *g_heap_tracked;
+static long g_heap_ntracked, g_heap_next_id;
+
+static void JNICALL on_sampled_alloc(jvmtiEnv *jvmti, JNIEnv *jni, jthread thread, jobject object, jclass klass, jlong size) {
+  (void)thread;
+  if (!atomic_load_explicit(&g_heap_on, memory_order_acquire)) return;
+  atomic_fetch_add(&g_heap_in_cb, 1);
+  int64_t entered = now_ns();
+  atomic_fetch_add_explicit(&g_heap_samples, 1, memory_order_relaxed);
+  heap_sample *s = NULL;
+  if (atomic_load(&g_heap_on) && atomic_fetch_add(&g_heap_queued, 1) < HEAP_MAX_QUEUED)
+    s = malloc(sizeof(heap_sample) + (size_t)g_heap_depth * sizeof(jvmtiFrameInfo));
+  else
+    atomic_fetch_sub(&g_heap_queued, 1);
+  if (!s) {
+    atomic_fetch_add_explicit(&g_heap_dropped, 1, memory_order_relaxed);
+  } else {
+    s->next = NULL;
+    s->tid = (int)syscall(SYS_gettid);
+    s->size = size;
+    s->gc = atomic_load(&g_heap_gcs);
+    if ((*jvmti)->GetStackTrace(jvmti, NULL, 0, g_heap_depth, s->frames, &s->nframes) != JVMTI_ERROR_NONE) s->nframes = 0;
+    char *sig = NULL;
+    if ((*jvmti)->GetClassSignature(jvmti, klass, &sig, NULL) == JVMTI_ERROR_NONE && sig) {
+      snprintf(s->cls, sizeof(s->cls), "%s", sig);
+      (*jvmti)->Deallocate(jvmti, (unsigned char *)sig);
+    } else {
+      snprintf(s->cls, sizeof(s->cls), "?");
+    }
+    s->ref = (*jni)->NewWeakGlobalRef(jni, object);
+    s->ts = now_ns();
+    pthread_mutex_lock(&g_heap_qlock);
+    *g_heap_qtail = s;
+    g_heap_qtail = &s->next;
+    pthread_mutex_unlock(&g_heap_qlock);
+  }
+  atomic_fetch_add_explicit(&g_heap_cb_ns, (uint64_t)(now_ns() - entered), memory_order_relaxed);
+  atomic_fetch_sub(&g_heap_in_cb, 1);
+}
+
+// Inside the GC pause: count only (no JNI, no locks the service thread could hold across JNI).
+static void JNICALL on_gc_finish(jvmtiEnv *jvmti) {
+  (void)jvmti;
+  atomic_fetch_add(&g_heap_gcs, 1);
+}
+
+static heap_method *heap_lookup_method(jmethodID id) {
+  unsigned h = (unsigned)(((uintptr_t)id >> 3) * 2654435761u) & (BUCKETS - 1);
+  for (heap_method *m = g_heap_methods[h]; m; m = m->next)
+    if (m->id == id) return m;
+  heap_method *m = calloc(1, sizeof(*m));
+  if (!m) return NULL;
+  m->id = id;
+  m->index = ++g_heap_method_count;
+  jvmtiEnv *jv = g_heap_jvmti;
+  char *name = NULL, *csig = NULL, *file = NULL;
+  jclass cls = NULL;
+  jboolean is_native = JNI_FALSE;
+  if ((*jv)->GetMethodName(jv, id, &name, NULL, NULL) != JVMTI_ERROR_NONE) name = NULL;
+  if (name && (*jv)->GetMethodDeclaringClass(jv, id, &cls) == JVMTI_ERROR_NONE) {
+    (*jv)->GetClassSignature(jv, cls, &csig, NULL);
+    if ((*jv)->GetSourceFileName(jv, cls, &file) != JVMTI_ERROR_NONE) file = NULL;
+  }
+  if (name) {
+    (*jv)->IsMethodNative(jv, id, &is_native);
+    if (!is_native && (*jv)->GetLineNumberTable(jv, id, &m->nlines, &m->lines) != JVMTI_ERROR_NONE) {
+      m->nlines = 0;
+      m->lines = NULL;
+    }
+  }
+  clean_text(name);
+  clean_text(csig);
+  clean_text(file);
+  fprintf(g_heap_out, "M\t%d\t%s\t%s\t%s\t%d\n", m->index, csig ? class_name(csig) : "[unknown class]", name ? name : "[unknown method]", file ? file : "-", is_native == JNI_TRUE);
+  if (name) (*jv)->Deallocate(jv, (unsigned char *)name);
+  if (csig) (*jv)->Deallocate(jv, (unsigned char *)csig);
+  if (file) (*jv)->Deallocate(jv, (unsigned char *)file);
+  if (cls && g_vm) {
+    JNIEnv *jni = NULL;
+    if ((*g_vm)->GetEnv(g_vm, (void **)&jni, JNI_VERSION_1_6) == JNI_OK) (*jni)->DeleteLocalRef(jni, cls);
+  }
+  m->next = g_heap_methods[h];
+  g_heap_methods[h] = m;
+  return m;
+}
+
+static int heap_line_of(const heap_method *m, jlocation bci) {
+  int line = -1;
+  if (bci < 0) return -1;
+  for (jint i = 0; i < m->nlines; i++) {
+    if (m->lines[i].start_location > bci) break;
+    line = m->lines[i].line_number;
+  }
+  return line;
+}
+
+// Writes the queued samples and starts tracking their objects (service thread, under g_heap_lock).
+static void heap_drain(JNIEnv *jni) {
+  pthread_mutex_lock(&g_heap_qlock);
+  heap_sample *list = g_heap_qhead;
+  g_heap_qhead = NULL;
+  g_heap_qtail = &g_heap_qhead;
+  pthread_mutex_unlock(&g_heap_qlock);
+  while (list) {
+    heap_sample *s = list;
+    list = s->next;
+    atomic_fetch_sub(&g_heap_queued, 1);
+    for (jint f = 0; f < s->nframes; f++) heap_lookup_method(s->frames[f].method); // M lines first
+    long id = 0;
+    if (s->ref && g_heap_ntracked < HEAP_MAX_TRACKED && g_heap_tracked) {
+      id = ++g_heap_next_id;
+      g_heap_tracked[g_heap_ntracked].ref = s->ref;
+      g_heap_tracked[g_heap_ntracked].id = id;
+      g_heap_ntracked++;
+    } else if (s->ref) {
+      (*jni)->DeleteWeakGlobalRef(jni, s->ref);
+    }
+    clean_text(s->cls);
+    // O <id, 0 = not tracked> <ts> <tid> <size> <GCs before> <class signature> then per frame "<method index>:<bci>:<line>", leaf first
+    fprintf(g_heap_out, "O\t%ld\t%lld\t%d\t%lld\t%u\t%s", id, (long long)s->ts, s->tid, (long long)s->size, s->gc, s->cls);
+    for (jint f = 0; f < s->nframes; f++) {
+      heap_method *m = heap_lookup_method(s->frames[f].method);
+      fprintf(g_heap_out, "\t%d:%lld:%d", m ? m->index : 0, (long long)s->frames[f].location, m ? heap_line_of(m, s->frames[f].location) : -1);
+    }
+    fputc('\n', g_heap_out);
+    free(s);
+  }
+}
+
+// Which tracked objects the GCs so far have collected (service thread, under g_heap_lock).
+static void heap_scan(JNIEnv *jni, unsigned gcs) {
+  long kept = 0;
+  for (long i = 0; i < g_heap_ntracked; i++) {
+    heap_tracked t = g_heap_tracked[i];
+    if ((*jni)->IsSameObject(jni, t.ref, NULL)) {
+      (*jni)->DeleteWeakGlobalRef(jni, t.ref);
+      fprintf(g_heap_out, "F\t%ld\t%u\n", t.id, gcs); // F <id> <GCs by the scan>
+    } else {
+      g_heap_tracked[kept++] = t;
+    }
+  }
+  g_heap_ntracked = kept;
+  fprintf(g_heap_out, "G\t%u\t%lld\t%ld\n", gcs, (long long)now_ns(), kept); // G <GCs> <ts> <objects still tracked>
+}
+
+static void heap_forget(JNIEnv *jni) {
+  for (long i = 0; i < g_heap_ntracked; i++) (*jni)->DeleteWeakGlobalRef(jni, g_heap_tracked[i].ref);
+  g_heap_ntracked = 0;
+  free(g_heap_tracked);
+  g_heap_tracked = NULL;
+  for (int b = 0; b < BUCKETS; b++) {
+    for (heap_method *m = g_heap_methods[b], *next; m; m = next) {
+      next = m->next;
+      if (m->lines) (*g_heap_jvmti)->Deallocate(g_heap_jvmti, (unsigned char *)m->lines);
+      free(m);
+    }
+    g_heap_methods[b] = NULL;
+  }
+  g_heap_method_count = 0;
+}
+
+static void *heap_thread(void *arg) {
+  (void)arg;
+  JNIEnv *jni = NULL;
+  pthread_setname_np(pthread_self(), "ebpf-studio-hp");
+  JavaVMAttachArgs aa = {JNI_VERSION_1_6, "ebpf-studio-heap", NULL};
+  if ((*g_vm)->AttachCurrentThreadAsDaemon(g_vm, (void **)&jni, &aa) != JNI_OK) return NULL;
+  unsigned scanned = 0;
+  int64_t last_beat = 0;
+  pthread_mutex_lock(&g_heap_lock);
+  for (;;) {
+    while (!g_heap_out) {
+      pthread_cond_wait(&g_heap_cond, &g_heap_lock); // idle between sessions
+      scanned = atomic_load(&g_heap_gcs);
+    }
+    heap_drain(jni);
+    unsigned gcs = atomic_load(&g_heap_gcs);
+    if (gcs != scanned) {
+      heap_scan(jni, gcs);
+      scanned = gcs;
+    }
+    if (g_heap_stop_wanted) {
+      // the caller has disabled the events and waited for callbacks: empty the queue, let go of every object
+      heap_drain(jni);
+      heap_forget(jni);
+      fprintf(g_heap_out, "E\t%llu\t%llu\t%llu\t%u\n", (unsigned long long)atomic_load(&g_heap_samples), (unsigned long long)atomic_load(&g_heap_dropped), (unsigned long long)atomic_load(&g_heap_cb_ns), atomic_load(&g_heap_gcs));
+      fclose(g_heap_out);
+      g_heap_out = NULL;
+      g_heap_stop_wanted = 0;
+      pthread_cond_broadcast(&g_heap_cond);
+      continue;
+    }
+    int64_t now = now_ns();
+    if (now - last_beat >= 200000000LL) {
+      fprintf(g_heap_out, "T\t%lld\t%u\n", (long long)now, gcs); // T <ts> <GCs>
+      last_beat = now;
+    }
+    fflush(g_heap_out);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 50 * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&g_heap_cond, &g_heap_lock, &until);
+  }
+  return NULL;
+}
+
+static int heap_initialize(JavaVM *vm) {
+  jvmtiEnv *jv = NULL;
+  if ((*vm)->GetEnv(vm, (void **)&jv, JVMTI_VERSION_11) != JNI_OK || !jv) return 110;
+  jvmtiCapabilities caps;
+  memset(&caps, 0, sizeof(caps));
+  caps.can_generate_sampled_object_alloc_events = 1;
+  caps.can_generate_garbage_collection_events = 1;
+  if ((*jv)->AddCapabilities(jv, &caps) != JVMTI_ERROR_NONE) {
+    (*jv)->DisposeEnvironment(jv);
+    return 111;
+  }
+  memset(&caps, 0, sizeof(caps));
+  caps.can_get_line_numbers = 1;
+  caps.can_get_source_file_name = 1;
+  (*jv)->AddCapabilities(jv, &caps); // without them frames keep names but lose file:line
+  jvmtiEventCallbacks cb;
+  memset(&cb, 0, sizeof(cb));
+  cb.SampledObjectAlloc = on_sampled_alloc;
+  cb.GarbageCollectionFinish = on_gc_finish;
+  (*jv)->SetEventCallbacks(jv, &cb, sizeof(cb));
+  g_vm = vm;
+  g_heap_jvmti = jv;
+  pthread_t t;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_create(&t, &attr, heap_thread, NULL);
+  pthread_attr_destroy(&attr);
+  g_heap_initialized = 1;
+  return 0;
+}
+
+static void heap_set_events(jvmtiEventMode mode) {
+  (*g_heap_jvmti)->SetEventNotificationMode(g_heap_jvmti, mode, JVMTI_EVENT_SAMPLED_OBJECT_ALLOC, NULL);
+  (*g_heap_jvmti)->SetEventNotificationMode(g_heap_jvmti, mode, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH, NULL);
+}
+
+static void heap_stop(void) {
+  atomic_store_explicit(&g_heap_on, 0, memory_order_release);
+  heap_set_events(JVMTI_DISABLE);
+  for (int i = 0; i < 20000 && atomic_load(&g_heap_in_cb) > 0; i++) usleep(100);
+  pthread_mutex_lock(&g_heap_lock);
+  if (g_heap_out) {
+    g_heap_stop_wanted = 1;
+    pthread_cond_broadcast(&g_heap_cond);
+    while (g_heap_stop_wanted) pthread_cond_wait(&g_heap_cond, &g_heap_lock);
+  }
+  pthread_mutex_unlock(&g_heap_lock);
+}
+
+static int heap_start(const char *out, jlong interval, int depth) {
+  heap_stop(); // a session the helper never stopped (it died): end it, start over in the new file
+  pthread_mutex_lock(&g_heap_lock);
+  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f) {
+    if (fd >= 0) close(fd);
+    pthread_mutex_unlock(&g_heap_lock);
+    return 103;
+  }
+  g_heap_tracked = calloc(HEAP_MAX_TRACKED, sizeof(heap_tracked));
+  if (!g_heap_tracked) {
+    fclose(f);
+    pthread_mutex_unlock(&g_heap_lock);
+    return 105;
+  }
+  setvbuf(f, NULL, _IOFBF, 1 << 16);
+  g_heap_next_id = 0;
+  g_heap_depth = depth;
+  atomic_store(&g_heap_samples, 0);
+  atomic_store(&g_heap_dropped, 0);
+  atomic_store(&g_heap_cb_ns, 0);
+  fprintf(f, "H\t%d\t%lld\t%lld\t%u\n", (int)getpid(), (long long)now_ns(), (long long)interval, atomic_load(&g_heap_gcs)); // H <pid> <clock> <interval> <GCs>
+  fflush(f);
+  g_heap_out = f;
+  (*g_heap_jvmti)->SetHeapSamplingInterval(g_heap_jvmti, (jint)interval);
+  atomic_store_explicit(&g_heap_on, 1, memory_order_release);
+  heap_set_events(JVMTI_ENABLE);
+  pthread_cond_broadcast(&g_heap_cond);
+  pthread_mutex_unlock(&g_heap_lock);
+  return 0;
+}
+
+static int handle_heap(JavaVM *vm, const char *options) {
+  char opts[1024];
+  snprintf(opts, sizeof(opts), "%s", options);
+  int start = 0, stop = 0, depth = 64;
+  long long interval = 512 * 1024;
+  const char *out = NULL;
+  char *save = NULL;
+  for (char *tok = strtok_r(opts, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (!strcmp(tok, "heap")) start = 1;
+    else if (!strcmp(tok, "heapstop")) stop = 1;
+    else if (!strcmp(tok, "heapprobe")) ;
+    else if (!strncmp(tok, "out=", 4)) out = tok + 4;
+    else if (!strncmp(tok, "interval=", 9)) interval = atoll(tok + 9);
+    else if (!strncmp(tok, "depth=", 6)) depth = atoi(tok + 6);
+    else return 104;
+  }
+  if (depth < 1 || depth > MAX_DEPTH || interval < 1 || interval > INT_MAX || (start && (!out || out[0] != '/')) || (start && stop)) return 104;
+  if (!g_heap_initialized) {
+    if (stop) return 0; // nothing ever started
+    int rc = heap_initialize(vm);
+    if (rc) return rc;
+  }
+  if (stop) heap_stop();
+  if (start) return heap_start(out, (jlong)interval, depth);
   return 0;
 }
 

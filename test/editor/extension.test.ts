@@ -18,6 +18,7 @@ import { findJdks } from '../../extension/sys/proc/processes';
 import { findTool } from '../../extension/authoring/toolchain';
 import { compareProfilesStep } from './profileDiffStep';
 import { sessionsRestoreStep } from './sessionsRestoreStep';
+import { javaHeapLeaksStep } from './javaHeapLeaksStep';
 import { startSession, step } from './steps';
 
 const manifest = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8'));
@@ -273,6 +274,9 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
 
   await step(t, s, 'the finished Java GC and leak sessions are in the Sessions view, and their panels come back drawn after Reload Window', () => sessionsRestoreStep(t, s, { gc: !javaGcSkip }),
     !paletteTitle('ebpfStudio.runWithLeakTracing') ? 'package.json has no ebpfStudio.runWithLeakTracing' : kernelSkipReason());
+
+  await step(t, s, 'Find Memory Leaks on a JVM: a CodeLens on the Java line that leaks (live bytes, class, GCs survived, growth)', () => javaHeapLeaksStep(t, s, agentJdk!),
+    !paletteTitle('ebpfStudio.findMemoryLeaks') ? 'package.json has no ebpfStudio.findMemoryLeaks' : (kernelSkipReason() ?? agentSkip));
 
   await step(
     t,

@@ -165,7 +165,7 @@ test("a JVM: libjvm's native allocations are traced by injection, and the JVM ru
     const until = Date.now() + 30_000;
     while (!/^ready/m.test(out) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
     assert.match(out, /^ready/m);
-    const cli = startCli(['memleak', '--pid', String(jvm.pid), '--json', '--verbose', '--top', '0', '--duration', '6']);
+    const cli = startCli(['memleak', '--pid', String(jvm.pid), '--native', '--json', '--verbose', '--top', '0', '--duration', '6']);
     const injected = Date.now() + 20_000;
     while (!/memleak: injected /.test(cli.stderr()) && cli.child.exitCode === null && Date.now() < injected) await new Promise((r) => setTimeout(r, 50));
     assert.match(cli.stderr(), /memleak: injected /);

@@ -10,15 +10,18 @@ import { defaultAssetDir } from '../../sys/addon';
 import { usageError } from '../../protocol/errors';
 import { MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES, MEMLEAK_DEFAULT_MAX_OUTSTANDING, MEMLEAK_MODES, type MemleakMode, type MemleakOptions } from '../../protocol/memleak';
 import { reportText, toFolded } from '../../model/memleakFormat';
+import { javaLeakTarget, runJavaLeaks } from './javaHeap';
 
 const USAGE =
-  'ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--min-age-ms N] [--sample-rate N] [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json | --folded] [--allocator-lib PATH] [--symbol-prefix P] [--mode preload|inject|uprobe|auto] [--sample-bytes N] [--unwind auto|dwarf|fp] [--stack-copy-kb N]\n  --unwind MODE    uprobe mode: dwarf copies the stack at each recorded allocation and unwinds it by CFI,\n                   so callers survive code built without frame pointers; fp walks frame pointers in the kernel (cheaper);\n                   auto (default): dwarf when the program has no frame pointers, else fp\n                   (preload mode always unwinds by CFI, in the process)\n  --stack-copy-kb N  dwarf: KiB of stack copied per recorded allocation (default 8, 1..16)';
+  'ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--native] [--min-age-ms N] [--sample-rate N] [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json | --folded] [--allocator-lib PATH] [--symbol-prefix P] [--mode preload|inject|uprobe|auto] [--sample-bytes N] [--unwind auto|dwarf|fp] [--stack-copy-kb N]\n  --unwind MODE    uprobe mode: dwarf copies the stack at each recorded allocation and unwinds it by CFI,\n                   so callers survive code built without frame pointers; fp walks frame pointers in the kernel (cheaper);\n                   auto (default): dwarf when the program has no frame pointers, else fp\n                   (preload mode always unwinds by CFI, in the process)\n  --native         a JVM (--pid): trace its malloc/free (JNI, direct buffers, libjvm) instead of its Java heap\n                   (without --native, a JVM gets Java heap leaks: memleak --pid P --help on a JVM)\n  --stack-copy-kb N  dwarf: KiB of stack copied per recorded allocation (default 8, 1..16)';
 
 export const memleakCommand: Command = {
   name: 'memleak',
   summary: 'outstanding allocations by stack, on source lines (attach to --pid or launch -- COMMAND)',
   usage: USAGE,
   async run(argv, io) {
+    // a JVM: Java heap leaks unless --native asks for its malloc/free
+    if (javaLeakTarget(argv) !== undefined) return runJavaLeaks(argv, io);
     const dashes = argv.indexOf('--');
     const flags = dashes < 0 ? argv : argv.slice(0, dashes);
     const command = dashes < 0 ? [] : argv.slice(dashes + 1);
@@ -42,6 +45,7 @@ export const memleakCommand: Command = {
         'stack-copy-kb': { type: 'string' },
         mode: { type: 'string' },
         'sample-bytes': { type: 'string' },
+        native: { type: 'boolean' },
       },
       true,
     );

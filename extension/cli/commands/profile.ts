@@ -14,6 +14,7 @@ import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_COPY_KB, PROFILE_DEFAU
 import { fromProfileResult } from '../../model/flamegraph/profileData';
 import { toFolded } from '../../model/flamegraph/formats';
 import { frameTotals } from '../../model/flamegraph/model';
+import { runAllocProfile, wantsAllocEvent } from './javaHeap';
 
 const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duration S] [--java agent|perfmap|auto] [--unwind auto|dwarf|fp] [--stack-copy-kb N] [--stack-storage-size N] [--json | --folded] [--pprof FILE]
   --pid P          sample process P (all its threads)
@@ -50,7 +51,8 @@ const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duratio
                    --json gives each Java frame a "javaType" (interpreted, c1, c2, compiled,
                    inlined) where the agent could tell it; absent where it could not
   --pprof FILE     also write the profile as gzipped pprof (profile.proto) to FILE, for
-                   go tool pprof, Pyroscope, Parca or Cloud Profiler`;
+                   go tool pprof, Pyroscope, Parca or Cloud Profiler
+  --event alloc    a JVM's Java allocations by stack instead of CPU (profile --event alloc --help)`;
 
 /** Fails before sampling when the pprof file could not be written afterwards. */
 export function checkOutputFile(file: string, flag: string): string {
@@ -86,6 +88,7 @@ export const profileCommand: Command = {
   summary: 'CPU profile: sampled on-CPU stacks with Java frames (folded stacks, JSON, or the hottest functions)',
   usage: USAGE,
   async run(argv, io) {
+    if (wantsAllocEvent(argv)) return runAllocProfile(argv, io);
     const { values } = parse(argv, {
       ...commonOptions,
       pid: { type: 'string' },

@@ -3,6 +3,7 @@ import type * as vscode from 'vscode';
 import * as doctor from './doctor';
 import * as javaGc from './javaGc';
 import * as memleak from './memleak/memleak';
+import * as javaHeapLeaks from './memleak/javaHeapLeaks';
 import * as profile from './profile/profile';
 import * as runqlat from './runqlat';
 import * as bpfLanguage from './bpf/bpfLanguage';
@@ -19,4 +20,4 @@ import * as bpfLoaderRun from './bpf/bpfLoaderRun';
 import * as bpftraceRun from './bpf/bpftraceRun';
 import * as welcome from './welcome';
 
-export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff, bpfNewProject, bpfLoaderRun, bpftraceRun, sessionsView, sessionEditors, welcome];
+export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, javaHeapLeaks, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff, bpfNewProject, bpfLoaderRun, bpftraceRun, sessionsView, sessionEditors, welcome];

@@ -251,7 +251,7 @@ function dynamicLoadingOffMessage(pid: number): string {
 }
 
 /** Sends one command to the agent (`load <lib> true <options>`); returns Agent_OnAttach's code. */
-async function agentCommand(pid: number, libInTarget: string, options: string, timeoutMs: number): Promise<number> {
+export async function agentCommand(pid: number, libInTarget: string, options: string, timeoutMs: number): Promise<number> {
   let out: string;
   try {
     out = await attachCommand(pid, 'load', [libInTarget, 'true', options], { timeoutMs });

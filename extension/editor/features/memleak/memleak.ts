@@ -21,6 +21,7 @@ import { leakSites, placeLenses, type LeakLens } from '../../../model/leakSites'
 import { readStat } from '../../../sys/proc/processes';
 import { pickProcess } from '../../ui/processPicker';
 import { CommandLineError, fromLaunchConfig, splitCommandLine, type LaunchConfigLike } from './leakLaunch';
+import { isJvmTarget, traceJavaHeap } from './javaHeapLeaks';
 import type { FromView, LeakViewStack, ToView } from '../../../../webview/memleak/protocol';
 
 const HISTORY = 60;
@@ -357,6 +358,7 @@ export function activate(context: vscode.ExtensionContext): void {
       try {
         const target = typeof pidArg === 'number' ? { pid: pidArg, name: readStat(pidArg)?.comm ?? `pid ${pidArg}` } : await pickTarget();
         if (!target) return undefined;
+        if (await isJvmTarget(target.pid)) return await traceJavaHeap(context, target.pid); // a JVM: Java heap leaks
         // a running process cannot be preloaded: the preload setting means uprobes here
         const base = baseOptions();
         const sampleBytes = vscode.workspace.getConfiguration('ebpfStudio.memleak').get<number>('attachSampleBytes', MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES);

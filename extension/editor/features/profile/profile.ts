@@ -21,6 +21,7 @@ import type { FromView, ToView } from '../../../../webview/flamegraph/protocol';
 import { fromProfileResult, type FlameProfile } from '../../../model/flamegraph/profileData';
 import { toFolded, toSpeedscope } from '../../../model/flamegraph/formats';
 import { pickJavaMode, type JavaMode } from './profileJavaMode';
+import { profileAllocations } from './profileAlloc';
 import { annotationsFromFlame, annotationsFromResult, definitionLine, type SourceAnnotations } from '../../../model/profileSource';
 import { encodePprofGz, loadProfileBytes } from '../../../sys/profileFile';
 import { resultFromFlame } from '../../../model/pprof';
@@ -359,6 +360,7 @@ export function activate(context: vscode.ExtensionContext): void {
         if (!asked) return undefined;
         const java = asked.target.preserveFramePointer !== undefined ? await pickJavaMode(asked.target.preserveFramePointer) : 'auto';
         if (!java) return undefined;
+        if (java === 'alloc') return await profileAllocations(context, asked.target, asked.durationS || null, openPanel);
         return await profile(context, asked.target, asked.frequency, asked.durationS || null, java);
       } catch (e) {
         showError(e);

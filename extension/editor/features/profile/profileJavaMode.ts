@@ -30,8 +30,16 @@ export function javaModeItems(preserveFramePointer: boolean): JavaModeItem[] {
   return preserveFramePointer ? [perfmap, agent] : [agent, perfmap];
 }
 
+/** Not CPU: the JVM's Java allocations by stack (./profileAlloc.ts). */
+const ALLOCATIONS = {
+  mode: 'alloc' as const,
+  label: 'Allocations',
+  description: 'Java heap, bytes by stack',
+  detail: 'Samples the JVM\'s Java allocations through the same agent (JVMTI heap sampling, JDK 11+): a flame graph of bytes allocated, the allocated class as the leaf.',
+};
+
 /** Asks; undefined when dismissed. */
-export async function pickJavaMode(preserveFramePointer: boolean): Promise<JavaMode | undefined> {
-  const pick = await vscode.window.showQuickPick(javaModeItems(preserveFramePointer), { title: 'Profile CPU: Java stacks' });
+export async function pickJavaMode(preserveFramePointer: boolean): Promise<JavaMode | 'alloc' | undefined> {
+  const pick = await vscode.window.showQuickPick([...javaModeItems(preserveFramePointer), ALLOCATIONS], { title: 'Profile CPU: Java stacks' });
   return pick?.mode;
 }
