@@ -14,8 +14,9 @@ import * as sessionEditors from '../sessions/sessionEditors';
 import * as jvmTimeline from './jvmTimeline';
 import * as installHelper from './installHelper';
 import * as profileDiff from './profile/profileDiff';
+import * as profileUrl from './profile/profileUrl';
 import * as bpfNewProject from './bpf/bpfNewProject';
 import * as bpfLoaderRun from './bpf/bpfLoaderRun';
 import * as bpftraceRun from './bpf/bpftraceRun';
 
-export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff, bpfNewProject, bpfLoaderRun, bpftraceRun, sessionsView, sessionEditors];
+export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff, profileUrl, bpfNewProject, bpfLoaderRun, bpftraceRun, sessionsView, sessionEditors];

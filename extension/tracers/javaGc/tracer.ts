@@ -210,6 +210,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       all,
       pid: all ? int(o, 'pid', 0, 4194304, 0) : int(o, 'pid', 1, 4194304),
       minUs: int(o, 'minUs', 0, 3_600_000_000, 0),
+      retain: bool(o, 'retain', true),
     };
   },
   async start(options, env, events) {
@@ -268,8 +269,10 @@ export const javaGcTracer: Tracer<'java-gc'> = {
           env.log(`java-gc: ${(err as Error).message}`);
           return;
         }
-        pids.add(e.pid);
-        all.push(e);
+        if (options.retain !== false) {
+          pids.add(e.pid);
+          all.push(e);
+        }
         fresh.push(e);
       }
     };
@@ -277,7 +280,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       for (const r of records(batch, offsets)) {
         try {
           const sp = decodeSafepoint(r);
-          allSafepoints.push(sp);
+          if (options.retain !== false) allSafepoints.push(sp);
           freshSafepoints.push(sp);
         } catch (err) {
           env.log(`java-gc: ${(err as Error).message}`);

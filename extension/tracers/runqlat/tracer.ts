@@ -4,7 +4,7 @@
 import type { BpfObject, MapDump } from '../../../native/index';
 import type { RunqlatHistogram, RunqlatInterval, RunqlatOptions, RunqlatPer, RunqlatResult, RunqlatUnit, RunqlatUpdate } from '../../protocol/runqlat';
 import { addCounts, toBuckets, total } from '../../model/log2hist';
-import { asObject, int, num, oneOf, PID_MAX } from '../../protocol/validate';
+import { asObject, bool, int, num, oneOf, PID_MAX } from '../../protocol/validate';
 import { fromBpfError, inputError } from '../../protocol/errors';
 import { pidAlive, readStat } from '../../sys/proc/processes';
 import type { Tracer } from '../tracer';
@@ -51,6 +51,8 @@ export class RunqlatAggregate {
   constructor(
     readonly per: RunqlatPer,
     readonly unit: RunqlatUnit,
+    /** false: no interval columns are kept for the result */
+    readonly keepIntervals = true,
   ) {}
 
   /** Folds one interval's entries in and returns that interval's update. */
@@ -69,7 +71,7 @@ export class RunqlatAggregate {
       this.byKey.set(e.key, acc);
     }
     const interval = { timestampNs, buckets: toBuckets(sum) };
-    this.intervals.push(interval);
+    if (this.keepIntervals) this.intervals.push(interval);
     const keys = this.per === 'none' ? [] : [...fresh].map(([key, f]) => this.histogram(key, f)).sort((a, b) => a.key - b.key);
     return { interval, keys, dropped };
   }
@@ -117,6 +119,7 @@ export const runqlatTracer: Tracer<'runqlat'> = {
       per: oneOf(o, 'per', ['none', 'process', 'thread', 'pidns'] as const, 'none'),
       unit: oneOf(o, 'unit', ['us', 'ms'] as const, 'us'),
       intervalS: num(o, 'intervalS', 0.1, 3600, 1),
+      retain: bool(o, 'retain', true),
     };
   },
   async start(options, env, events) {
@@ -133,7 +136,7 @@ export const runqlatTracer: Tracer<'runqlat'> = {
     }
     env.log(`runqlat: attached via ${variant === 0 ? 'tp_btf' : 'raw_tp'}`);
 
-    const agg = new RunqlatAggregate(options.per, options.unit);
+    const agg = new RunqlatAggregate(options.per, options.unit, options.retain !== false);
     let epoch = 0;
     let dropped = 0;
     let closed = false;
