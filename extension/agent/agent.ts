@@ -64,6 +64,8 @@ export class Agent {
     readonly cfg: AgentConfig,
     private readonly env: TracerEnv,
     private readonly log: (m: string) => void,
+    /** failures and restarts: said whether or not --verbose */
+    private readonly warn: (m: string) => void = log,
   ) {
     if (cfg.jvm.enabled) this.health.set('java-gc', fresh());
     if (cfg.runqueue.enabled) this.health.set('runqlat', fresh());
@@ -252,7 +254,7 @@ export class Agent {
     h.up = false;
     h.attachFailures++;
     h.lastError = (e as Error).message ?? String(e);
-    this.log(`agent: ${id} could not start: ${h.lastError} (retrying every ${RETRY_MS / 1000} s)`);
+    this.warn(`ebpf-studio agent: ${id} could not start: ${h.lastError} (retrying every ${RETRY_MS / 1000} s; the other tracers run on)`);
     if (!this.stopping) this.timers.push(setTimeout(() => void retry(), RETRY_MS));
   }
 
@@ -264,7 +266,7 @@ export class Agent {
     h.lastError = message;
     if (id === 'java-gc') this.gcSession = undefined;
     if (id === 'runqlat') this.runqSession = undefined;
-    this.log(`agent: ${id} ended: ${message} (restarting in ${RETRY_MS / 1000} s)`);
+    this.warn(`ebpf-studio agent: ${id} ended: ${message} (restarting in ${RETRY_MS / 1000} s)`);
     if (!this.stopping) this.timers.push(setTimeout(() => void retry(), RETRY_MS));
   }
 

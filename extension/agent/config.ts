@@ -92,7 +92,8 @@ export function parseConfig(text: string, file: string): AgentConfig {
   const top = obj(raw, []);
   only(top, [], ['listen', 'tls', 'auth', 'jvm', 'runqueue', 'profile', 'forgetExitedAfterSeconds']);
   const cfg: AgentConfig = structuredClone(DEFAULT_CONFIG);
-  cfg.listen = str(top, [], 'listen');
+  const listen = str(top, [], 'listen');
+  if (listen) cfg.listen = listen;
   if (top.tls !== undefined) {
     const t = obj(top.tls, ['tls']);
     only(t, ['tls'], ['certFile', 'keyFile']);

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { kernelSkipReason, programIdsLoaded, runCli, sleep, startCli, waitFor } from '../helpers';
+import { cliJs, kernelSkipReason, programIdsLoaded, runCli, sleep, startCli, waitFor } from '../helpers';
 import { GcWorkloads, jdk, noJdkReason } from './gcWorkload';
 
 const prometheus = ['/usr/bin/prometheus'].find((p) => fs.existsSync(p));
@@ -184,6 +184,32 @@ describe('ebpf-studio agent', { skip }, () => {
     } finally {
       workloads.dispose();
     }
+  });
+
+  test('one tracer failing does not stop the others: without CAP_SYS_ADMIN java-gc is down and says why, run-queue latency flows', { timeout: 60_000 }, async (t) => {
+    if (!fs.existsSync('/usr/sbin/capsh')) return t.skip('capsh (libcap2-bin) is not installed');
+    const child = spawn('/usr/sbin/capsh', ['--drop=cap_sys_admin', '--', '-c', `exec "${process.execPath}" "${cliJs}" agent --listen 127.0.0.1:0`], { stdio: ['ignore', 'ignore', 'pipe'] });
+    children.push(child);
+    let err = '';
+    child.stderr!.on('data', (d) => (err += d));
+    const exited = new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+    assert.ok(await waitFor(() => /serving (http:\/\/[^/]+)\/metrics/.test(err), 30_000), err);
+    const base = /serving (http:\/\/[^/]+)\/metrics/.exec(err)![1];
+    assert.match(err, /java-gc could not start: .*Permission denied/);
+    let text = '';
+    assert.ok(
+      await waitFor(() => {
+        void fetch(`${base}/metrics`).then(async (r) => (text = await r.text()), () => undefined);
+        return /ebpf_studio_runqueue_latency_seconds_count [1-9]/.test(text);
+      }, 20_000, 500),
+      `no run-queue latency while java-gc is down:\n${text}`,
+    );
+    assert.match(text, /ebpf_studio_tracer_up\{tracer="java-gc"\} 0/);
+    assert.match(text, /ebpf_studio_tracer_up\{tracer="runqlat"\} 1/);
+    assert.match(text, /ebpf_studio_attach_failures_total\{tracer="java-gc"\} [1-9]/);
+    assert.match(text, /ebpf_studio_tracer_error_info\{tracer="java-gc",error="[^"]*Permission denied/);
+    child.kill('SIGTERM');
+    assert.equal(await exited, 0, err);
   });
 
   test('bad input: port in use, unreadable or invalid config (line named), non-loopback without TLS', { timeout: 60_000 }, async () => {

@@ -38,7 +38,7 @@ export const agentCommand: Command = {
       if (verbose) io.err(m);
     };
     const env = cliEnv(verbose);
-    const agent = new Agent(cfg, env, log);
+    const agent = new Agent(cfg, env, log, (m) => io.err(m));
 
     let wake: () => void = () => undefined;
     const done = new Promise<void>((r) => (wake = r));
