@@ -22,6 +22,7 @@ import { benchEvents } from './eventThroughput';
 import { benchHelperMemory } from './helperMemory';
 import { benchMemleakSampling } from './memleakSampling';
 import { benchJavaAgent } from './javaAgentOverhead';
+import { benchAgent } from './agentOverhead';
 
 interface Group {
   id: string;
@@ -47,6 +48,7 @@ const GROUPS: Group[] = [
   { id: 'events', run: benchEvents, missing: needsObject('bench_events') },
   { id: 'helper-memory', run: benchHelperMemory, missing: needsTracer('memleak', 'memleak.ts') },
   { id: 'memleak-sampling', run: benchMemleakSampling, missing: needsTracer('memleak', 'memleak.ts') },
+  { id: 'agent', run: benchAgent, missing: () => needsObject('java-gc')() ?? needsObject('runqlat')() ?? (fs.existsSync('/usr/lib/jvm/java-17-openjdk-amd64/bin/java') ? undefined : 'no JDK 17 (apt-get install openjdk-17-jdk-headless)') },
   { id: 'java-agent', run: benchJavaAgent, missing: () => needsTracer('profile', 'javaAgent.ts')() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
 ];
 

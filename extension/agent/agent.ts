@@ -1,8 +1,8 @@
 // The fleet agent's core: runs the tracers in-process for as long as the service lives and keeps
 // what Prometheus and pprof scrapers pull from it.
 //  - java-gc in "all" mode (uprobes on every USDT-capable libjvm.so with pid -1) sees every JVM,
-//    those that start later included; a JDK that appears later restarts the session so its
-//    libjvm.so is attached too. Each pause lands in a histogram labelled by the JVM's main class
+//    those that start later included; a JDK that appears later (looked for every minute) restarts the
+//    session so its libjvm.so is attached too. Each pause lands in a histogram labelled by the JVM's main class
 //    and pid; the series of a JVM that exited are dropped a while later (forgetExitedAfterSeconds).
 //  - runqlat reads the kernel's log2 histograms every intervalSeconds and adds them up.
 //  - the CPU profiler runs only while a /debug/pprof/profile request waits: requests that arrive
@@ -17,14 +17,17 @@ import { profileTracer } from '../tracers/profile/tracer';
 import type { JavaGcUpdate } from '../protocol/javaGc';
 import type { RunqlatUpdate } from '../protocol/runqlat';
 import { fromBuckets } from '../model/log2hist';
-import { processInfo, readStat, javaMain } from '../sys/proc/processes';
+import fs from 'node:fs';
+import { readStat, javaMain } from '../sys/proc/processes';
 import { encodePprofGz } from '../sys/profileFile';
 import type { AgentConfig } from './config';
 import { Exposition, Histograms, PAUSE_BUCKETS_S, RUNQ_BUCKETS_S, RUNQ_SLOTS, type Labels } from './exposition';
 
 const RETRY_MS = 30_000;
-/** how often new JDKs and exited JVMs are looked for */
+/** how often exited JVMs are looked for */
 const SWEEP_MS = 15_000;
+/** how often a newly installed JDK is looked for (a scan of every process's maps: ~10 ms of CPU) */
+const JDK_SCAN_MS = 60_000;
 
 type TracerId = 'java-gc' | 'runqlat' | 'profile';
 
@@ -43,6 +46,8 @@ interface JvmInfo {
   startTime: number;
   /** whether the config covers it (mainClasses) */
   covered: boolean;
+  /** Date.now() of the last pid-reuse check */
+  checkedAt: number;
   exitedAt?: number;
 }
 
@@ -59,6 +64,7 @@ export class Agent {
   private readonly timers: NodeJS.Timeout[] = [];
   private stopping = false;
   private readonly startedAt = Date.now();
+  private lastJdkScan = Date.now();
 
   constructor(
     readonly cfg: AgentConfig,
@@ -116,13 +122,25 @@ export class Agent {
   /** Who a pid is: read once per process (a reused pid has another start time). */
   private jvm(pid: number): JvmInfo {
     const known = this.jvms.get(pid);
+    // A JVM makes up to hundreds of GCs a second: its pid is checked for reuse at most once a second.
+    const now = Date.now();
+    if (known && now - known.checkedAt < 1000) return known;
     const stat = readStat(pid);
-    if (known && (!stat || stat.startTime === known.startTime)) return known;
-    const info = processInfo(pid);
-    const main = info?.jvm?.main ?? (info ? javaMain(info.cmdline) : 'unknown');
+    if (known && (!stat || stat.startTime === known.startTime)) {
+      known.checkedAt = now;
+      return known;
+    }
+    // The command line names the main class; processInfo() would also parse libjvm.so's ELF notes.
+    let main = 'unknown';
+    try {
+      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      if (cmdline.length) main = javaMain(cmdline);
+    } catch {
+      /* exited before its first event was read */
+    }
     const mains = this.cfg.jvm.mainClasses;
     const covered = !mains || mains.some((m) => m === main || main.endsWith(`/${m}`) || main.endsWith(`.${m}`));
-    const j: JvmInfo = { pid, main, startTime: stat?.startTime ?? 0, covered };
+    const j: JvmInfo = { pid, main, startTime: stat?.startTime ?? 0, covered, checkedAt: now };
     if (known) this.forgetPid(pid);
     this.jvms.set(pid, j);
     return j;
@@ -143,7 +161,8 @@ export class Agent {
       if (!stat || stat.startTime !== j.startTime) j.exitedAt ??= now;
       if (j.exitedAt !== undefined && now - j.exitedAt >= this.cfg.forgetExitedAfterSeconds * 1000) this.forgetPid(j.pid);
     }
-    if (!this.gcSession || this.stopping) return;
+    if (!this.gcSession || this.stopping || now - this.lastJdkScan < JDK_SCAN_MS) return;
+    this.lastJdkScan = now;
     let libs: string[];
     try {
       libs = allLibjvms().libs;
