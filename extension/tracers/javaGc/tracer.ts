@@ -210,7 +210,8 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       all,
       pid: all ? int(o, 'pid', 0, 4194304, 0) : int(o, 'pid', 1, 4194304),
       minUs: int(o, 'minUs', 0, 3_600_000_000, 0),
-      retain: bool(o, 'retain', true),
+      // Only when asked (the agent): the options document stays as it was for everyone else.
+      ...(o.retain !== undefined ? { retain: bool(o, 'retain', true) } : {}),
     };
   },
   async start(options, env, events) {

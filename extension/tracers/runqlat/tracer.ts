@@ -119,7 +119,8 @@ export const runqlatTracer: Tracer<'runqlat'> = {
       per: oneOf(o, 'per', ['none', 'process', 'thread', 'pidns'] as const, 'none'),
       unit: oneOf(o, 'unit', ['us', 'ms'] as const, 'us'),
       intervalS: num(o, 'intervalS', 0.1, 3600, 1),
-      retain: bool(o, 'retain', true),
+      // Only when asked (the agent): the options document stays as it was for everyone else.
+      ...(o.retain !== undefined ? { retain: bool(o, 'retain', true) } : {}),
     };
   },
   async start(options, env, events) {

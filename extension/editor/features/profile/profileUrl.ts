@@ -96,7 +96,8 @@ export async function openProfileUrl(context: vscode.ExtensionContext, text: str
   await vscode.commands.executeCommand('ebpfStudio.openProfile', file);
   const title = `CPU: ${name} (${startedAt.toLocaleTimeString()})`;
   const flame = { ...loaded.flame, name: title };
-  void recordSession(makeSession('profile', title, { profile: flame, warnings: [], unwind: unwindSummary(loaded.result?.unwind) }, startedAt, new Date()));
+  // Kept in the Sessions view, where Compare With… works on it too; the flame graph is open already.
+  await recordSession(makeSession('profile', title, { profile: flame, warnings: [], unwind: unwindSummary(loaded.result?.unwind) }, startedAt, new Date())).catch(() => undefined);
   void vscode.window.showInformationMessage(`eBPF Studio: opened ${loaded.flame.total} samples from ${url.host}.`, 'Compare with…').then(async (choice) => {
     if (choice) await compareWithLocal(file).catch(showError);
   });
