@@ -150,8 +150,15 @@ describe('ebpf-studio agent', { skip }, () => {
       } else console.log('go is not installed: go tool pprof was not run');
 
       // promtool on a scrape of /metrics that holds the JVM's series.
-      const metrics = await (await fetch(`${base}/metrics`)).text();
-      assert.match(metrics, new RegExp(`ebpf_studio_jvm_gc_pause_seconds_count\\{main_class="GcWorkload",pid="${jvm.pid}"`));
+      // The tracer hands events over every 500 ms: the JVM's last GCs reach /metrics shortly after it exits.
+      const series = new RegExp(`ebpf_studio_jvm_gc_pause_seconds_count\\{main_class="GcWorkload",pid="${jvm.pid}",collector="[^"]+",kind="[^"]+"\\} (\\d+)`, 'g');
+      const countIn = (text: string) => [...text.matchAll(series)].reduce((a, m) => a + Number(m[1]), 0);
+      let metrics = '';
+      const seen = await waitFor(() => {
+        void fetch(`${base}/metrics`).then(async (r) => (metrics = await r.text()), () => undefined);
+        return countIn(metrics) === logged.length;
+      }, 15_000, 250);
+      assert.ok(seen, `/metrics counts ${countIn(metrics)} pauses of pid ${jvm.pid}, -Xlog:gc logged ${logged.length}`);
       const check = spawnSync(promtool!, ['check', 'metrics'], { input: metrics, encoding: 'utf8' });
       assert.equal(check.status, 0, `promtool check metrics failed: ${check.stdout}${check.stderr}`);
       assert.equal(`${check.stdout}${check.stderr}`.trim(), '', `promtool check metrics reported: ${check.stdout}${check.stderr}`);
