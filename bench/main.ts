@@ -23,6 +23,7 @@ import { benchHelperMemory } from './helperMemory';
 import { benchMemleakSampling } from './memleakSampling';
 import { benchJavaAgent } from './javaAgentOverhead';
 import { benchJavaHeap } from './javaHeapOverhead';
+import { benchAgent } from './agentOverhead';
 
 interface Group {
   id: string;
@@ -48,6 +49,7 @@ const GROUPS: Group[] = [
   { id: 'helper-memory', run: benchHelperMemory, missing: needsTracer('memleak') },
   { id: 'memleak-sampling', run: benchMemleakSampling, missing: needsTracer('memleak') },
   { id: 'java-heap', run: benchJavaHeap, missing: () => needsRoot() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
+  { id: 'agent', run: benchAgent, missing: () => needsObject('java-gc')() ?? needsObject('runqlat')() ?? (fs.existsSync('/usr/lib/jvm/java-17-openjdk-amd64/bin/java') ? undefined : 'no JDK 17 (apt-get install openjdk-17-jdk-headless)') },
   { id: 'java-agent', run: benchJavaAgent, missing: () => needsTracer('profile')() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
 ];
 

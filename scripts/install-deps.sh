@@ -11,6 +11,8 @@ test=(openjdk-17-jdk-headless libbpf-tools bpftrace clangd chromium ripgrep libk
 bench=(heaptrack gdb)
 # go tool pprof reads our pprof exports in the kernel tier
 test+=(golang-go)
+# the fleet agent's kernel test scrapes it with Debian's Prometheus and checks it with promtool
+test+=(prometheus)
 
 want=("${build[@]}")
 for a in "$@"; do

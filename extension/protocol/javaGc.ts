@@ -8,6 +8,8 @@ export interface JavaGcOptions {
   all: boolean;
   /** GCs shorter than this (µs) are dropped in the kernel */
   minUs: number;
+  /** false: updates only, no event kept for the result (a long-running agent's memory stays flat) */
+  retain?: boolean;
 }
 
 export interface JavaGcPool {

@@ -13,6 +13,8 @@ export interface RunqlatOptions {
   unit: RunqlatUnit;
   /** seconds between reads of the kernel histograms (one heat-map column each) */
   intervalS: number;
+  /** false: updates only, the result keeps no interval columns (a long-running agent's memory stays flat) */
+  retain?: boolean;
 }
 
 export interface RunqlatHistogram {

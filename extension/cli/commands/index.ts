@@ -12,5 +12,6 @@ import { jvmCommand } from './jvm';
 import { installHelperCommand } from './installHelper';
 import { profileDiffCommand } from './profileDiff';
 import { newProjectCommand } from './newProject';
+import { agentCommand } from './agent';
 
-export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand, javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand, installHelperCommand, profileDiffCommand, newProjectCommand];
+export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand, javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand, installHelperCommand, profileDiffCommand, newProjectCommand, agentCommand];

@@ -15,9 +15,10 @@ import * as sessionEditors from '../sessions/sessionEditors';
 import * as jvmTimeline from './jvmTimeline';
 import * as installHelper from './installHelper';
 import * as profileDiff from './profile/profileDiff';
+import * as profileUrl from './profile/profileUrl';
 import * as bpfNewProject from './bpf/bpfNewProject';
 import * as bpfLoaderRun from './bpf/bpfLoaderRun';
 import * as bpftraceRun from './bpf/bpftraceRun';
 import * as welcome from './welcome';
 
-export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, javaHeapLeaks, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff, bpfNewProject, bpfLoaderRun, bpftraceRun, sessionsView, sessionEditors, welcome];
+export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, javaHeapLeaks, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff, profileUrl, bpfNewProject, bpfLoaderRun, bpftraceRun, sessionsView, sessionEditors, welcome];

@@ -96,6 +96,8 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       all,
       pid: all ? int(o, 'pid', 0, PID_MAX, 0) : int(o, 'pid', 1, PID_MAX),
       minUs: int(o, 'minUs', 0, 3_600_000_000, 0),
+      // Only when asked (the agent): the options document stays as it was for everyone else.
+      ...(o.retain !== undefined ? { retain: bool(o, 'retain', true) } : {}),
     };
   },
   async start(options, env, events) {
@@ -154,8 +156,10 @@ export const javaGcTracer: Tracer<'java-gc'> = {
           env.log(`java-gc: ${(err as Error).message}`);
           return;
         }
-        pids.add(e.pid);
-        all.push(e);
+        if (options.retain !== false) {
+          pids.add(e.pid);
+          all.push(e);
+        }
         fresh.push(e);
       }
     };
@@ -163,7 +167,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       for (const r of records(batch, offsets)) {
         try {
           const sp = decodeSafepoint(r);
-          allSafepoints.push(sp);
+          if (options.retain !== false) allSafepoints.push(sp);
           freshSafepoints.push(sp);
         } catch (err) {
           env.log(`java-gc: ${(err as Error).message}`);

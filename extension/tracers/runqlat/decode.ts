@@ -45,6 +45,8 @@ export class RunqlatAggregate {
   constructor(
     readonly per: RunqlatPer,
     readonly unit: RunqlatUnit,
+    /** false: no interval columns are kept for the result */
+    readonly keepIntervals = true,
   ) {}
 
   /** Folds one interval's entries in and returns that interval's update. */
@@ -63,7 +65,7 @@ export class RunqlatAggregate {
       this.byKey.set(e.key, acc);
     }
     const interval = { timestampNs, buckets: toBuckets(sum) };
-    this.intervals.push(interval);
+    if (this.keepIntervals) this.intervals.push(interval);
     const keys = this.per === 'none' ? [] : [...fresh].map(([key, f]) => this.histogram(key, f)).sort((a, b) => a.key - b.key);
     return { interval, keys, dropped };
   }

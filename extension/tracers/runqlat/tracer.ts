@@ -4,7 +4,7 @@
 import type { BpfObject } from '../../../native/index';
 import type { RunqlatOptions } from '../../protocol/runqlat';
 import { total } from '../../model/log2hist';
-import { asObject, int, num, oneOf, PID_MAX } from '../../protocol/validate';
+import { asObject, bool, int, num, oneOf, PID_MAX } from '../../protocol/validate';
 import { fromBpfError, inputError } from '../../protocol/errors';
 import { pidAlive, readStat } from '../../sys/proc/processes';
 import type { Tracer } from '../tracer';
@@ -30,6 +30,8 @@ export const runqlatTracer: Tracer<'runqlat'> = {
       per: oneOf(o, 'per', ['none', 'process', 'thread', 'pidns'] as const, 'none'),
       unit: oneOf(o, 'unit', ['us', 'ms'] as const, 'us'),
       intervalS: num(o, 'intervalS', 0.1, 3600, 1),
+      // Only when asked (the agent): the options document stays as it was for everyone else.
+      ...(o.retain !== undefined ? { retain: bool(o, 'retain', true) } : {}),
     };
   },
   async start(options, env, events) {
@@ -46,7 +48,7 @@ export const runqlatTracer: Tracer<'runqlat'> = {
     }
     env.log(`runqlat: attached via ${variant === 0 ? 'tp_btf' : 'raw_tp'}`);
 
-    const agg = new RunqlatAggregate(options.per, options.unit);
+    const agg = new RunqlatAggregate(options.per, options.unit, options.retain !== false);
     const epochs = new HistEpochs(obj, RUNQLAT_KEY_SIZE);
     let dropped = 0;
     let closed = false;

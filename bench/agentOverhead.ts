@@ -1,0 +1,210 @@
+// `agent`: the fleet agent as a service. (1) Its own CPU and RSS over a run with a GC-heavy JVM
+// (bench/workloads/GcHeavy.java, SerialGC, paced at 50 young GCs a second) and short-lived JVMs
+// starting and stopping every 10 s while /metrics is scraped every 14 s, next to bpftrace on the
+// same GC and safepoint probes of every JVM in the same window (the peer). The issue's run is
+// 10 minutes with a JVM start/stop every 30 s; this one is 60 s (30 s with --quick) with one every
+// 10 s, so RSS growth is measured over a shorter span. (2) /metrics latency with 20 JVMs traced,
+// interleaved with Prometheus's own /metrics (client_golang) as the peer when prometheus is installed.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { cli, JAVA_HOME, libjvm, LineProcess, median, round, startBpftrace, type BenchContext, type Row } from './lib';
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const TICK = 100; // USER_HZ
+const GC_RATE = 50;
+const SMALL_JVM = ['-XX:+UseSerialGC', '-Xmx24m', '-Xss256k', '-XX:TieredStopAtLevel=1', '-XX:CICompilerCount=1'];
+
+function cpuSeconds(pid: number): number {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(rest[11]) + Number(rest[12])) / TICK;
+}
+
+function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const p = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
+}
+
+async function startAgent(): Promise<{ child: ChildProcess; base: string }> {
+  const child = spawn(process.execPath, [cli, 'agent', '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr!.on('data', (d) => (err += d));
+  const t0 = Date.now();
+  while (!/serving (http:\/\/[^/]+)\/metrics/.test(err)) {
+    if (child.exitCode !== null || Date.now() - t0 > 60_000) throw new Error(`the agent did not start: ${err}`);
+    await sleep(100);
+  }
+  return { child, base: /serving (http:\/\/[^/]+)\/metrics/.exec(err)![1] };
+}
+
+async function stop(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const done = new Promise<void>((r) => child.once('exit', () => r()));
+  child.kill(signal);
+  await Promise.race([done, sleep(30_000)]);
+}
+
+async function timedGet(url: string): Promise<number> {
+  const t0 = performance.now();
+  const res = await fetch(url);
+  await res.text();
+  return performance.now() - t0;
+}
+
+export async function benchAgent(ctx: BenchContext): Promise<Row[]> {
+  const rows: Row[] = [];
+  const runS = ctx.quick ? 30 : 60;
+  const java = path.join(JAVA_HOME, 'bin', 'java');
+  const agent = await startAgent();
+  const jvms: LineProcess[] = [];
+  const others: ChildProcess[] = [];
+  try {
+    // ---- (1) CPU and RSS over a run ---------------------------------------------------------
+    const heavy = new LineProcess(java, ['-XX:+UseSerialGC', '-Xmx128m', '-Xmn32m', '-cp', ctx.buildDir, 'GcHeavy']);
+    jvms.push(heavy);
+    await heavy.next('ready');
+    // The peer: bpftrace on the same USDT probes of every JVM (no -p), pauses and safepoints kept
+    // as in-kernel histograms per pid. (libbpf-tools javagc does not attach to this JDK: it
+    // resolves the probe's binary through [vsyscall].)
+    const peerProgram = [
+      `usdt:${libjvm()}:hotspot:gc__begin { @gs[tid] = nsecs; }`,
+      `usdt:${libjvm()}:hotspot:gc__end /@gs[tid]/ { @gc[pid] = hist(nsecs - @gs[tid]); delete(@gs[tid]); }`,
+      `usdt:${libjvm()}:hs_private:safepoint__begin { @ss[tid] = nsecs; }`,
+      `usdt:${libjvm()}:hs_private:safepoint__end /@ss[tid]/ { @sp[pid] = hist(nsecs - @ss[tid]); delete(@ss[tid]); }`,
+    ].join(' ');
+    const bpftrace = fs.existsSync('/usr/bin/bpftrace') || fs.existsSync('/usr/sbin/bpftrace') ? await startBpftrace(peerProgram).catch((e) => (ctx.log(`  bpftrace peer: ${(e as Error).message}`), undefined)) : undefined;
+    const peerChild = bpftrace?.child;
+    await sleep(2000);
+    let gcs = 0;
+    let running = true;
+    // Paced at the issue's 50 GCs a second: small rounds, a pause whenever ahead of the pace.
+    const loadStart = performance.now();
+    const load = (async () => {
+      while (running) {
+        heavy.send('64');
+        const [, , , n] = (await heavy.next('ms')).split(/\s+/);
+        gcs += Number(n);
+        while (running && gcs > (GC_RATE * (performance.now() - loadStart)) / 1000) await sleep(20);
+      }
+    })();
+    // Short-lived JVMs: one starts every 10 s, makes a few GCs and exits.
+    const churn = (async () => {
+      let i = 0;
+      while (running) {
+        const j = new LineProcess(java, [...SMALL_JVM, '-cp', ctx.buildDir, 'GcHeavy']);
+        jvms.push(j);
+        await j.next('ready');
+        j.send('200');
+        await j.next('ms');
+        j.child.kill('SIGTERM');
+        i++;
+        for (let s = 0; s < 100 && running; s++) await sleep(100);
+      }
+      return i;
+    })();
+    const a0 = cpuSeconds(agent.child.pid!);
+    const p0 = peerChild ? cpuSeconds(peerChild.pid!) : 0;
+    const t0 = performance.now();
+    const rss: number[] = [];
+    const scrapeMs: number[] = [];
+    while (performance.now() - t0 < runS * 1000) {
+      // Prometheus's default scrape interval; RSS is sampled every 2 s.
+      if (rss.length % 7 === 0) scrapeMs.push(await timedGet(`${agent.base}/metrics`));
+      rss.push(rssMiB(agent.child.pid!));
+      await sleep(2000);
+    }
+    const wallS = (performance.now() - t0) / 1000;
+    const agentCpu = (100 * (cpuSeconds(agent.child.pid!) - a0)) / wallS;
+    const peerCpu = peerChild ? (100 * (cpuSeconds(peerChild.pid!) - p0)) / wallS : NaN;
+    running = false;
+    await load;
+    const started = await churn;
+    const gcRate = gcs / ((performance.now() - loadStart) / 1000);
+    const settled = rss.slice(Math.floor(rss.length / 4));
+    const growth = settled.length ? settled[settled.length - 1] - settled[0] : NaN;
+    ctx.log(`  agent: ${round(agentCpu, 2)} % CPU, RSS ${round(rss[0], 1)} → ${round(rss[rss.length - 1], 1)} MiB over ${round(wallS, 1)} s, ${round(gcRate, 0)} GCs/s, ${started} short-lived JVMs; bpftrace: ${round(peerCpu, 2)} % CPU`);
+    rows.push({
+      name: 'agent CPU (JVM at 50 GCs/s + JVM churn, scraped every 14 s)',
+      value: round(agentCpu, 2),
+      unit: '% of one core',
+      target: 1,
+      better: 'lower',
+      peer: peerChild ? { name: 'bpftrace, same GC and safepoint probes, in-kernel histograms', value: round(peerCpu, 2) } : null,
+      detail: `${round(wallS, 0)} s run (the issue asks 10 min; shortened for the suite), ${round(gcRate, 0)} GCs/s in the GC-heavy JVM, ${started} JVMs started and stopped (one every 10 s; the issue: every 30 s). The agent also runs system-wide run-queue latency and serves /metrics every 14 s; bpftrace keeps its histograms in the kernel and prints only at exit, so its figure is the floor for this probe set.`,
+      limit: 'each GC and safepoint is a ring-buffer record decoded in JavaScript plus a histogram update; a scrape renders every series',
+    });
+    rows.push({
+      name: 'agent RSS growth after warm-up',
+      value: round(growth, 1),
+      unit: 'MiB',
+      target: 10,
+      better: 'lower',
+      peer: null,
+      detail: `RSS ${round(settled[0], 1)} MiB after the first quarter of the run, ${round(rss[rss.length - 1], 1)} MiB at its end (max ${round(Math.max(...rss), 1)} MiB); sampled every 2 s`,
+    });
+    rows.push({ name: 'agent /metrics latency during the run (median)', value: round(median(scrapeMs), 2), unit: 'ms', target: 50, better: 'lower', peer: null });
+    for (const j of jvms) j.child.kill('SIGKILL');
+    if (bpftrace) await bpftrace.stop();
+
+    // ---- (2) /metrics latency with 20 JVMs -----------------------------------------------------
+    const n = 20;
+    const many: LineProcess[] = [];
+    for (let i = 0; i < n; i++) many.push(new LineProcess(java, [...SMALL_JVM, '-cp', ctx.buildDir, 'GcHeavy']));
+    jvms.push(...many);
+    for (const j of many) await j.next('ready');
+    for (const j of many) j.send('100');
+    for (const j of many) await j.next('ms');
+    await sleep(1500);
+    const text = await (await fetch(`${agent.base}/metrics`)).text();
+    const series = new Set(many.map((j) => j.pid).filter((p) => text.includes(`pid="${p}"`))).size;
+    let prom: ChildProcess | undefined;
+    let promBase: string | undefined;
+    const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-bench-agent-'));
+    if (fs.existsSync('/usr/bin/prometheus')) {
+      const port = await freePort();
+      fs.writeFileSync(path.join(work, 'p.yml'), `global:\n  scrape_interval: 60s\nscrape_configs: []\n`);
+      prom = spawn('/usr/bin/prometheus', [`--config.file=${path.join(work, 'p.yml')}`, `--storage.tsdb.path=${path.join(work, 'tsdb')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: 'ignore' });
+      others.push(prom);
+      promBase = `http://127.0.0.1:${port}`;
+      const t = Date.now();
+      while (Date.now() - t < 20_000 && !(await fetch(`${promBase}/metrics`).then((r) => r.ok, () => false))) await sleep(200);
+    }
+    const ours: number[] = [];
+    const peer: number[] = [];
+    const reps = ctx.quick ? 20 : 50;
+    for (let i = 0; i < reps; i++) {
+      ours.push(await timedGet(`${agent.base}/metrics`));
+      if (promBase) peer.push(await timedGet(`${promBase}/metrics`));
+    }
+    ctx.log(`  /metrics with ${series} of ${n} JVMs exported (${text.length} bytes): median ${round(median(ours), 2)} ms, max ${round(Math.max(...ours), 2)} ms; prometheus's own /metrics median ${round(median(peer), 2)} ms`);
+    rows.push({
+      name: `agent /metrics latency with ${n} JVMs (median)`,
+      value: round(median(ours), 2),
+      unit: 'ms',
+      target: 50,
+      better: 'lower',
+      peer: promBase ? { name: "Prometheus 2.42's own /metrics (client_golang), same machine", value: round(median(peer), 2) } : null,
+      detail: `${reps} sequential GETs from Node's fetch, interleaved with the peer's; ${series} of the ${n} JVMs had GC series; max ${round(Math.max(...ours), 2)} ms; ${text.length} bytes per scrape`,
+    });
+    if (prom) await stop(prom);
+    fs.rmSync(work, { recursive: true, force: true });
+  } finally {
+    for (const j of jvms) j.child.kill('SIGKILL');
+    for (const o of others) if (o.exitCode === null) o.kill('SIGKILL');
+    await stop(agent.child);
+  }
+  return rows;
+}

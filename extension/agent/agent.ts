@@ -1,0 +1,332 @@
+// The fleet agent's core: runs the tracers in-process for as long as the service lives and keeps
+// what Prometheus and pprof scrapers pull from it.
+//  - java-gc in "all" mode (uprobes on every USDT-capable libjvm.so with pid -1) sees every JVM,
+//    those that start later included; a JDK that appears later (looked for every minute) restarts the
+//    session so its libjvm.so is attached too. Each pause lands in a histogram labelled by the JVM's main class
+//    and pid; the series of a JVM that exited are dropped a while later (forgetExitedAfterSeconds).
+//  - runqlat reads the kernel's log2 histograms every intervalSeconds and adds them up.
+//  - the CPU profiler runs only while a /debug/pprof/profile request waits: requests that arrive
+//    while a profile is being taken join it and get the same profile.
+// A tracer that fails to start is retried (RETRY_MS) and reported by ebpf_studio_tracer_up and
+// ebpf_studio_attach_failures_total; the others keep running.
+import type { TracerEnv } from '../tracers/tracer';
+import type { Session } from '../tracers/tracer';
+import { javaGcTracer, allLibjvms } from '../tracers/javaGc/tracer';
+import { runqlatTracer } from '../tracers/runqlat/tracer';
+import { profileTracer } from '../tracers/profile/tracer';
+import type { JavaGcUpdate } from '../protocol/javaGc';
+import type { RunqlatUpdate } from '../protocol/runqlat';
+import { fromBuckets } from '../model/log2hist';
+import fs from 'node:fs';
+import { readStat, javaMain } from '../sys/proc/processes';
+import { encodePprofGz } from '../sys/profileFile';
+import type { AgentConfig } from './config';
+import { Exposition, Histograms, PAUSE_BUCKETS_S, RUNQ_BUCKETS_S, RUNQ_SLOTS, type Labels } from './exposition';
+
+const RETRY_MS = 30_000;
+/** how often exited JVMs are looked for */
+const SWEEP_MS = 15_000;
+/** how often a newly installed JDK is looked for (a scan of every process's maps: ~10 ms of CPU) */
+const JDK_SCAN_MS = 60_000;
+
+type TracerId = 'java-gc' | 'runqlat' | 'profile';
+
+interface TracerHealth {
+  up: boolean;
+  attachFailures: number;
+  /** lost by sessions that ended, plus the running session's own count */
+  lostBefore: number;
+  lostNow: number;
+  lastError?: string;
+}
+
+interface JvmInfo {
+  pid: number;
+  main: string;
+  startTime: number;
+  /** whether the config covers it (mainClasses) */
+  covered: boolean;
+  /** Date.now() of the last pid-reuse check */
+  checkedAt: number;
+  exitedAt?: number;
+}
+
+export class Agent {
+  private readonly health = new Map<TracerId, TracerHealth>();
+  private readonly gcPause = new Histograms(PAUSE_BUCKETS_S);
+  private readonly safepoint = new Histograms(PAUSE_BUCKETS_S);
+  private readonly runq = new Histograms(RUNQ_BUCKETS_S);
+  private readonly jvms = new Map<number, JvmInfo>();
+  private gcSession?: Session<'java-gc'>;
+  private gcLibs: string[] = [];
+  private runqSession?: Session<'runqlat'>;
+  private profileRun?: Promise<Buffer>;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private stopping = false;
+  private readonly startedAt = Date.now();
+  private lastJdkScan = Date.now();
+
+  constructor(
+    readonly cfg: AgentConfig,
+    private readonly env: TracerEnv,
+    private readonly log: (m: string) => void,
+    /** failures and restarts: said whether or not --verbose */
+    private readonly warn: (m: string) => void = log,
+  ) {
+    if (cfg.jvm.enabled) this.health.set('java-gc', fresh());
+    if (cfg.runqueue.enabled) this.health.set('runqlat', fresh());
+    if (cfg.profile.enabled) this.health.set('profile', { ...fresh(), up: true });
+  }
+
+  async start(): Promise<void> {
+    await Promise.all([this.cfg.jvm.enabled ? this.startGc() : undefined, this.cfg.runqueue.enabled ? this.startRunq() : undefined]);
+    this.timers.push(setInterval(() => void this.sweep(), SWEEP_MS));
+  }
+
+  // ---- JVMs ---------------------------------------------------------------------------------
+  private async startGc(): Promise<void> {
+    if (this.stopping) return;
+    const h = this.health.get('java-gc')!;
+    try {
+      const libs = allLibjvms().libs;
+      this.gcSession = await javaGcTracer.start(javaGcTracer.validate({ all: true, minUs: this.cfg.jvm.minPauseUs, retain: false }), this.env, {
+        update: (u) => this.onGc(u),
+        ended: (_reason, message) => this.tracerEnded('java-gc', message ?? 'the session ended', () => this.startGc()),
+      });
+      this.gcLibs = libs;
+      h.up = true;
+      h.lastError = undefined;
+      this.log(`agent: java-gc attached to ${libs.join(', ')}`);
+    } catch (e) {
+      this.tracerFailed('java-gc', e, () => this.startGc());
+    }
+  }
+
+  private onGc(u: JavaGcUpdate): void {
+    const h = this.health.get('java-gc')!;
+    h.lostNow = u.lost;
+    for (const e of u.events) {
+      // A ZGC/Shenandoah cycle runs beside the application: it is not a pause.
+      if (e.kind === 'concurrent-cycle') continue;
+      const jvm = this.jvm(e.pid);
+      if (!jvm.covered) continue;
+      this.gcPause.observe({ main_class: jvm.main, pid: String(e.pid), collector: e.collector, kind: e.kind }, e.durationNs / 1e9);
+    }
+    for (const s of u.safepoints ?? []) {
+      const jvm = this.jvm(s.pid);
+      if (!jvm.covered) continue;
+      this.safepoint.observe({ main_class: jvm.main, pid: String(s.pid) }, s.durationNs / 1e9);
+    }
+  }
+
+  /** Who a pid is: read once per process (a reused pid has another start time). */
+  private jvm(pid: number): JvmInfo {
+    const known = this.jvms.get(pid);
+    // A JVM makes up to hundreds of GCs a second: its pid is checked for reuse at most once a second.
+    const now = Date.now();
+    if (known && now - known.checkedAt < 1000) return known;
+    const stat = readStat(pid);
+    if (known && (!stat || stat.startTime === known.startTime)) {
+      known.checkedAt = now;
+      return known;
+    }
+    // The command line names the main class; processInfo() would also parse libjvm.so's ELF notes.
+    let main = 'unknown';
+    try {
+      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+      if (cmdline.length) main = javaMain(cmdline);
+    } catch {
+      /* exited before its first event was read */
+    }
+    const mains = this.cfg.jvm.mainClasses;
+    const covered = !mains || mains.some((m) => m === main || main.endsWith(`/${m}`) || main.endsWith(`.${m}`));
+    const j: JvmInfo = { pid, main, startTime: stat?.startTime ?? 0, covered, checkedAt: now };
+    if (known) this.forgetPid(pid);
+    this.jvms.set(pid, j);
+    return j;
+  }
+
+  private forgetPid(pid: number): void {
+    const p = String(pid);
+    this.gcPause.forget((l) => l.pid === p);
+    this.safepoint.forget((l) => l.pid === p);
+    this.jvms.delete(pid);
+  }
+
+  /** Drops exited JVMs' series after the grace period; restarts java-gc when a new JDK appears. */
+  private async sweep(): Promise<void> {
+    const now = Date.now();
+    for (const j of [...this.jvms.values()]) {
+      const stat = readStat(j.pid);
+      if (!stat || stat.startTime !== j.startTime) j.exitedAt ??= now;
+      if (j.exitedAt !== undefined && now - j.exitedAt >= this.cfg.forgetExitedAfterSeconds * 1000) this.forgetPid(j.pid);
+    }
+    if (!this.gcSession || this.stopping || now - this.lastJdkScan < JDK_SCAN_MS) return;
+    this.lastJdkScan = now;
+    let libs: string[];
+    try {
+      libs = allLibjvms().libs;
+    } catch {
+      return;
+    }
+    const added = libs.filter((l) => !this.gcLibs.includes(l));
+    if (added.length === 0) return;
+    this.log(`agent: new JDK ${added.join(', ')}: attaching java-gc to it too`);
+    const old = this.gcSession;
+    this.gcSession = undefined;
+    const h = this.health.get('java-gc')!;
+    await old.stop().catch(() => undefined);
+    h.lostBefore += h.lostNow;
+    h.lostNow = 0;
+    await this.startGc();
+  }
+
+  // ---- run queue --------------------------------------------------------------------------
+  private async startRunq(): Promise<void> {
+    if (this.stopping) return;
+    const h = this.health.get('runqlat')!;
+    const per = this.cfg.runqueue.per === 'pidns' ? 'pidns' : 'none';
+    try {
+      this.runqSession = await runqlatTracer.start(runqlatTracer.validate({ pid: 0, per, unit: 'us', intervalS: this.cfg.runqueue.intervalSeconds, retain: false }), this.env, {
+        update: (u) => this.onRunq(u, per),
+        ended: (_reason, message) => this.tracerEnded('runqlat', message ?? 'the session ended', () => this.startRunq()),
+      });
+      h.up = true;
+      h.lastError = undefined;
+    } catch (e) {
+      this.tracerFailed('runqlat', e, () => this.startRunq());
+    }
+  }
+
+  private onRunq(u: RunqlatUpdate, per: 'none' | 'pidns'): void {
+    this.health.get('runqlat')!.lostNow = u.dropped;
+    const add = (labels: Labels, buckets: RunqlatUpdate['interval']['buckets']) => {
+      const slots = fromBuckets(buckets);
+      const counts = slots.slice(0, RUNQ_SLOTS);
+      const over = slots.slice(RUNQ_SLOTS).reduce((a, b) => a + b, 0);
+      // The kernel keeps counts only: the sum is estimated at each bucket's middle (1.5 × 2^(i-1) µs).
+      const sum = slots.reduce((acc, c, i) => acc + c * (i === 0 ? 0.5 : 1.5 * 2 ** (i - 1)), 0) * 1e-6;
+      this.runq.add(labels, counts, over, sum);
+    };
+    if (per === 'none') add({}, u.interval.buckets);
+    else for (const k of u.keys) add({ pidns: String(k.key) }, k.buckets);
+  }
+
+  // ---- CPU profiles on request --------------------------------------------------------------
+  /**
+   * A gzipped pprof CPU profile of the whole machine over `seconds`. A request that comes while a
+   * profile is being taken gets that one: one sampling session, however many scrapers ask.
+   */
+  profile(seconds: number): Promise<Buffer> {
+    if (this.profileRun) return this.profileRun;
+    const run = this.takeProfile(seconds).finally(() => {
+      if (this.profileRun === run) this.profileRun = undefined;
+    });
+    this.profileRun = run;
+    return run;
+  }
+
+  get profiling(): boolean {
+    return this.profileRun !== undefined;
+  }
+
+  private async takeProfile(seconds: number): Promise<Buffer> {
+    const h = this.health.get('profile')!;
+    const startMs = Date.now();
+    let session: Session<'profile'>;
+    try {
+      // Frame-pointer stacks: system-wide CFI unwinding in a process that also holds the GC and
+      // run-queue sessions hit a libdw assertion (dwfl_thread_getframes, state_alloc nregs) and
+      // aborted the agent; a service must not die on a scrape. JIT frames walk by frame pointer
+      // with -XX:+PreserveFramePointer; Java methods are named from each JVM's perf map.
+      session = await profileTracer.start(profileTracer.validate({ pid: 0, frequency: this.cfg.profile.frequency, java: 'perfmap', javaPerfMap: true, unwind: 'fp' }), this.env, {
+        update: () => undefined,
+        ended: () => undefined,
+      });
+      h.up = true;
+      h.lastError = undefined;
+    } catch (e) {
+      h.up = false;
+      h.attachFailures++;
+      h.lastError = (e as Error).message;
+      throw e;
+    }
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, seconds * 1000);
+      this.cancelProfile = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+    this.cancelProfile = undefined;
+    const result = await session.stop();
+    h.lostBefore += result.lost;
+    return encodePprofGz(result, { startMs, durationMs: Date.now() - startMs });
+  }
+
+  /** ends the profile being taken now (the agent stops) */
+  private cancelProfile?: () => void;
+
+  // ---- failures -----------------------------------------------------------------------------
+  private tracerFailed(id: TracerId, e: unknown, retry: () => Promise<void>): void {
+    const h = this.health.get(id)!;
+    h.up = false;
+    h.attachFailures++;
+    h.lastError = (e as Error).message ?? String(e);
+    this.warn(`ebpf-studio agent: ${id} could not start: ${h.lastError} (retrying every ${RETRY_MS / 1000} s; the other tracers run on)`);
+    if (!this.stopping) this.timers.push(setTimeout(() => void retry(), RETRY_MS));
+  }
+
+  private tracerEnded(id: TracerId, message: string, retry: () => Promise<void>): void {
+    const h = this.health.get(id)!;
+    h.up = false;
+    h.lostBefore += h.lostNow;
+    h.lostNow = 0;
+    h.lastError = message;
+    if (id === 'java-gc') this.gcSession = undefined;
+    if (id === 'runqlat') this.runqSession = undefined;
+    this.warn(`ebpf-studio agent: ${id} ended: ${message} (restarting in ${RETRY_MS / 1000} s)`);
+    if (!this.stopping) this.timers.push(setTimeout(() => void retry(), RETRY_MS));
+  }
+
+  // ---- exposition ---------------------------------------------------------------------------
+  metrics(): string {
+    const x = new Exposition();
+    x.histogram('ebpf_studio_jvm_gc_pause_seconds', 'Stop-the-world GC pauses of each JVM, from HotSpot USDT gc__begin/gc__end (one per collection as the JVM counts it).', this.gcPause);
+    x.histogram('ebpf_studio_jvm_safepoint_seconds', 'Safepoints of each JVM (every Java thread stopped), from hs_private:safepoint__begin/end.', this.safepoint);
+    x.histogram('ebpf_studio_runqueue_latency_seconds', 'Time runnable threads waited for a CPU (sched_wakeup to sched_switch), kernel log2 buckets; _sum estimated at bucket middles.', this.runq);
+    x.family('ebpf_studio_jvms_traced', 'gauge', 'JVMs whose GC pauses are exported (running or exited within forgetExitedAfterSeconds).');
+    x.sample('ebpf_studio_jvms_traced', {}, [...this.jvms.values()].filter((j) => j.covered).length);
+    x.family('ebpf_studio_tracer_up', 'gauge', '1 while the tracer is attached (profile: ready to sample on request), 0 after it failed.');
+    for (const [id, h] of this.health) x.sample('ebpf_studio_tracer_up', { tracer: id }, h.up ? 1 : 0);
+    x.family('ebpf_studio_attach_failures_total', 'counter', 'Times a tracer failed to load or attach.');
+    for (const [id, h] of this.health) x.sample('ebpf_studio_attach_failures_total', { tracer: id }, h.attachFailures);
+    x.family('ebpf_studio_tracer_error_info', 'gauge', 'The last error of a tracer that is down.');
+    for (const [id, h] of this.health) if (!h.up && h.lastError) x.sample('ebpf_studio_tracer_error_info', { tracer: id, error: h.lastError.slice(0, 300) }, 1);
+    x.family('ebpf_studio_lost_events_total', 'counter', 'Events the kernel could not hand over (ring buffer or map full).');
+    for (const [id, h] of this.health) x.sample('ebpf_studio_lost_events_total', { tracer: id }, h.lostBefore + h.lostNow);
+    const cpu = process.cpuUsage();
+    x.family('process_cpu_seconds_total', 'counter', "The agent's own user and system CPU time.");
+    x.sample('process_cpu_seconds_total', {}, (cpu.user + cpu.system) / 1e6);
+    x.family('process_resident_memory_bytes', 'gauge', "The agent's resident set size.");
+    x.sample('process_resident_memory_bytes', {}, process.memoryUsage.rss());
+    x.family('process_start_time_seconds', 'gauge', 'When the agent started, seconds since the epoch.');
+    x.sample('process_start_time_seconds', {}, Math.floor(this.startedAt / 1000));
+    return x.text();
+  }
+
+  /** Detaches everything: no BPF program of the agent stays loaded. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.cancelProfile?.();
+    const running = this.profileRun;
+    await Promise.all([this.gcSession?.stop(), this.runqSession?.stop(), running?.catch(() => undefined)]);
+    this.gcSession = undefined;
+    this.runqSession = undefined;
+  }
+}
+
+function fresh(): TracerHealth {
+  return { up: false, attachFailures: 0, lostBefore: 0, lostNow: 0 };
+}

