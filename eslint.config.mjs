@@ -19,7 +19,7 @@ function forbid(files, groups, why, paths = []) {
 }
 
 const editorCode = ['**/editor/**', '**/extension/extension'];
-const rootSide = ['extension/helper/**', 'extension/tracers/**', 'extension/sys/**', 'extension/privilege/**', 'extension/authoring/**', 'extension/cli/**', 'extension/lsp/**'];
+const rootSide = ['extension/helper/**', 'extension/runner/**', 'extension/tracers/**', 'extension/sys/**', 'extension/privilege/**', 'extension/authoring/**', 'extension/cli/**', 'extension/lsp/**'];
 
 export default tseslint.config(
   { ignores: ['dist/**', 'build/**', 'native/build/**', 'node_modules/**', 'test-artifacts/**', 'test/fixtures/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
@@ -40,8 +40,9 @@ export default tseslint.config(
     },
   },
   forbid(rootSide, [...editorCode], 'runs outside the editor (as root, in the CLI or the language server): it may not import editor code', ['vscode']),
-  forbid(['extension/protocol/**', 'extension/model/**'], [...editorCode, '**/helper/**', '**/tracers/**', '**/sys/**', '**/privilege/**', '**/authoring/**', '**/cli/**', '**/lsp/**', ...ioModules], 'protocol/ and model/ are pure: no I/O, no process-specific code', ['vscode', 'zlib', 'node:zlib']),
-  forbid(['webview/**'], ['**/extension/editor/**', '**/extension/helper/**', '**/extension/tracers/**', '**/extension/sys/**', '**/extension/privilege/**', '**/extension/authoring/**', '**/extension/cli/**', '**/extension/lsp/**', ...ioModules], 'webviews run in the browser: they import protocol/, model/ and webview/ only', ['vscode']),
+  forbid(['extension/helper/**', 'extension/tracers/**', 'extension/sys/**', 'extension/privilege/**', 'extension/authoring/**', 'extension/cli/**', 'extension/lsp/**'], [...editorCode, '**/runner/**'], 'runs outside the editor and never runs user code as root (that is extension/runner/): it may not import editor or runner code', ['vscode']),
+  forbid(['extension/protocol/**', 'extension/model/**'], [...editorCode, '**/helper/**', '**/runner/**', '**/tracers/**', '**/sys/**', '**/privilege/**', '**/authoring/**', '**/cli/**', '**/lsp/**', ...ioModules], 'protocol/ and model/ are pure: no I/O, no process-specific code', ['vscode', 'zlib', 'node:zlib']),
+  forbid(['webview/**'], ['**/extension/editor/**', '**/extension/helper/**', '**/extension/runner/**', '**/extension/tracers/**', '**/extension/sys/**', '**/extension/privilege/**', '**/extension/authoring/**', '**/extension/cli/**', '**/extension/lsp/**', ...ioModules], 'webviews run in the browser: they import protocol/, model/ and webview/ only', ['vscode']),
   {
     // Tests and benchmarks drive every layer; only the cycle and recommended rules apply.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
