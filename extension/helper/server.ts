@@ -19,6 +19,7 @@ import { SessionManager } from './sessions';
 import { LimitedReader, MAX_MESSAGE_BYTES } from './limitedReader';
 import type { HandlerContext } from './context';
 import { invokingUser } from '../sys/identity';
+import { setRequester } from '../sys/ownership';
 import { untrustedFiles } from '../privilege/trustedPath';
 import { addonCandidates } from '../sys/addon';
 import path from 'node:path';
@@ -58,6 +59,8 @@ export interface HelperIo {
 /** The JSON-RPC server on the given streams; runHelper() binds it to stdin/stdout. */
 export function createHelperServer(io: HelperIo, role: ServerRole): { connection: MessageConnection; shutdown(why: string): void } {
   const assetDir = defaultAssetDir();
+  // Whom every attach request, perf map and private file read is checked against (sys/ownership.ts).
+  setRequester(invokingUser());
   let addon: Addon | undefined;
   let addonError: string | undefined;
   try {

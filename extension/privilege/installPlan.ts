@@ -200,6 +200,33 @@ export function installedVersion(): string | undefined {
   }
 }
 
+export interface InstallReport {
+  root: string;
+  version?: string;
+  dir?: string;
+  /** files the features need that the install lacks (REQUIRED_FILES, the BPF objects, both launchers) */
+  missing: string[];
+}
+
+/** What the root-owned install holds, for doctor: a feature whose file is missing silently falls back otherwise. */
+export function installReport(root = INSTALL_ROOT, distDir?: string): InstallReport {
+  let version: string | undefined;
+  try {
+    version = fs.readFileSync(`${root}/VERSION`, 'utf8').trim() || undefined;
+  } catch {
+    return { root, missing: [] };
+  }
+  const dir = `${root}/${version}`;
+  const want = [...REQUIRED_FILES];
+  // The BPF objects this build ships (when known), else at least one.
+  const objs = distDir && fs.existsSync(path.join(distDir, 'bpf')) ? fs.readdirSync(path.join(distDir, 'bpf')).filter((n) => n.endsWith('.bpf.o')) : [];
+  const missing = want.filter((f) => !fs.existsSync(path.join(dir, f)));
+  for (const o of objs) if (!fs.existsSync(path.join(dir, 'bpf', o))) missing.push(`bpf/${o}`);
+  if (!objs.length && !(fs.existsSync(path.join(dir, 'bpf')) && fs.readdirSync(path.join(dir, 'bpf')).some((n) => n.endsWith('.bpf.o')))) missing.push('bpf/*.bpf.o');
+  for (const l of ['ebpf-studio-helper', 'ebpf-studio-runner']) if (!fs.existsSync(path.join(root, l))) missing.push(`../${l}`);
+  return { root, version, dir, missing };
+}
+
 /** The sudoers line that lets `user` start the installed helper without a password. */
 export function sudoersLine(user: string): string {
   return `${user} ALL=(root) NOPASSWD: ${HELPER_LAUNCHER}`;
