@@ -214,8 +214,8 @@ export function placeAgent(pid: number, lib: string, ids: { uid: number; gid: nu
   const hash = crypto.createHash('sha256').update(bytes).digest('hex').slice(0, 16);
   const owner: FileOwner = { uid: ids.uid, gid: ids.gid, pid };
   // A shared /tmp may already hold another user's copy (or a planted file) under the common name:
-  // then the JVM owner's own name.
-  const names = [`/tmp/ebpf-studio-jvmagent-${hash}.so`, `/tmp/ebpf-studio-jvmagent-${hash}-u${ids.uid}.so`];
+  // then the JVM owner's own name (the hash followed by the uid in 8 hex digits).
+  const names = [`/tmp/ebpf-studio-jvmagent-${hash}.so`, `/tmp/ebpf-studio-jvmagent-${hash}${ids.uid.toString(16).padStart(8, '0')}.so`];
   const refused: string[] = [];
   for (const name of names) {
     const why = placeAgentAs(owner, name, bytes);
