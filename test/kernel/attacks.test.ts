@@ -165,7 +165,6 @@ describe('attacks by an unprivileged user on the root-owned install (kernel)', {
   after(() => {
     for (const c of children) c.kill('SIGKILL');
     if (createdUser) spawnSync('userdel', [USER]);
-    spawnSync('sh', ['-c', `rm -f /tmp/.attach_pid* 2>/dev/null; true`]);
     if (base) fs.rmSync(base, { recursive: true, force: true });
   });
 
@@ -179,7 +178,7 @@ describe('attacks by an unprivileged user on the root-owned install (kernel)', {
     }
   });
 
-  test('attack 1: root command, bpftrace and the user\'s own BPF object through the helper are refused; its NOPASSWD rule does not reach the runner', async () => {
+  test('attack 1: root command, bpftrace and the user\'s own BPF object through the helper are refused; its NOPASSWD rule does not reach the runner', async (t) => {
     const marker = path.join(base, 'root-only', 'ran-as-root');
     const shadowCopy = path.join(base, 'shadow-copy');
     const h = installedHelper();
@@ -197,7 +196,8 @@ describe('attacks by an unprivileged user on the root-owned install (kernel)', {
     assert.equal(fs.existsSync(marker), false, 'no command ran as root');
     assert.equal(fs.existsSync(shadowCopy), false, 'no shadow file was copied');
     // The suggested sudoers rule for the helper, then sudo -n for the runner: it asks for a password.
-    if (fs.existsSync('/usr/bin/sudo')) {
+    if (!fs.existsSync('/usr/bin/sudo')) t.diagnostic('sudo is not installed: the NOPASSWD part is not tried (apt-get install sudo)');
+    else {
       const sudoers = `/etc/sudoers.d/${USER}`;
       fs.writeFileSync(sudoers, `${USER} ALL=(root) NOPASSWD: ${launcher}\n`, { mode: 0o440 });
       try {
@@ -246,9 +246,7 @@ describe('attacks by an unprivileged user on the root-owned install (kernel)', {
       jvm.child.kill('SIGKILL');
       for (const f of [perfMap, tmpTrigger]) fs.rmSync(f, { force: true });
     }
-    assert.deepEqual(fingerprint(), before, 'root\'s files kept content, owner, mode and link count');
-    const copies = fs.readdirSync('/tmp').filter((f) => f.startsWith('ebpf-studio-jvmagent-'));
-    for (const c of copies) assert.notEqual(fs.statSync(path.join('/tmp', c)).uid === 0 && fs.statSync(path.join('/tmp', c)).mode & 0o022, true);
+    assert.deepEqual(fingerprint(), before, 'root\'s files kept content, owner, mode and existence');
   });
 
   test('attack 3: a JVM in its own user and mount namespace, chrooted, with /tmp an absolute symlink to a root folder: the agent lands inside its root, not on the host', { timeout: 90_000 }, async (t) => {

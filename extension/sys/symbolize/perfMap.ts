@@ -42,6 +42,14 @@ export function namespacePid(pid: number): number {
   }
 }
 
+function isLink(p: string): boolean {
+  try {
+    return fs.lstatSync(p).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
 /** Where the process's perf map is, inside its own root (and mount namespace). */
 export function perfMapPath(pid: number): string {
   return `/tmp/perf-${namespacePid(pid)}.map`;
@@ -56,6 +64,9 @@ export function readPerfMap(pid: number): { path: string; table: AddressTable<Pe
   // Another user's perf map is private to them unless we act for root (extension/sys/ownership.ts).
   if (foreignOwner(pid) !== undefined) return undefined;
   const file = perfMapPath(pid);
+  // Most processes have none: a cheap look first, so only a real perf map costs the as-owner read
+  // (unless its /tmp is a link, which only the read inside its root resolves right).
+  if (!fs.existsSync(`/proc/${pid}/root${file}`) && !isLink(`/proc/${pid}/root/tmp`)) return undefined;
   let bytes: Buffer | undefined;
   try {
     bytes = readAs(processOwner(pid), file, 256 << 20);
