@@ -158,7 +158,6 @@ Napi::Value UserFile(const Napi::CallbackInfo& info) {
     // Not root (a CLI run by the user): no chroot, so relative names go through /proc/PID/root as
     // the user, with the user's own permissions.
     const char* p = path.c_str();
-    std::string viaProc;
     int fd = -1;
     switch (op) {
       case kOpen:
