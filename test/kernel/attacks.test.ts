@@ -212,7 +212,7 @@ describe('attacks by an unprivileged user on the root-owned install (kernel)', {
     }
   });
 
-  test('attacks 2 and variants: .attach_pid as a symlink and a hardlink to root\'s file, perf map as a symlink to a root-only file; the owner\'s --java agent profile still works', { timeout: 90_000 }, async (t) => {
+  test('attacks 2 and variants: .attach_pid as a symlink and a hardlink to root\'s file, the agent\'s output swapped for a link, perf map as a symlink to a root-only file; the owner\'s --java agent profile still works', { timeout: 90_000 }, async (t) => {
     const truncMe = victim('truncate-me', 'root data that must keep its bytes\n', 0o644);
     const secret = victim('perf-secret', '7f0000000000 1000 SECRET_ROOT_SYMBOL\n', 0o600);
     const before = fingerprint();
@@ -237,6 +237,18 @@ describe('attacks by an unprivileged user on the root-owned install (kernel)', {
       const heavy = samplesWith(r, /^AgentSplit\.heavy$/);
       t.diagnostic(`owner's --java agent profile through the installed helper: ${r.samples} samples, ${heavy} in AgentSplit.heavy`);
       assert.ok(heavy > 0, `Java frames for the JVM's owner: ${h.stderr().slice(-1500)}`);
+      // The agent's output file swapped for a link to root's file while the profile runs: read and
+      // removed as the user, so root's file keeps its bytes and only the link goes.
+      const started = (await h.conn.sendRequest(proto.sessionStart, { tracer: 'profile', options: { pid: jvm.pid, java: 'agent', frequency: 199 } } as never)) as proto.SessionStartResult;
+      let out = '';
+      await waitFor(() => (out = fs.readdirSync('/tmp').find((f) => f.startsWith(`.ebpf-studio-jvm-${nspid}-`)) ?? '') !== '', 10_000);
+      assert.ok(out, 'the agent writes its output file in the JVM\'s /tmp');
+      assert.equal(asUser(['sh', '-c', `mv /tmp/${out} /tmp/${out}.moved && ln -s ${truncMe} /tmp/${out}`]).status, 0);
+      await sleep(800);
+      await h.conn.sendRequest(proto.sessionStop, { sessionId: started.sessionId });
+      assert.equal(fs.existsSync(`/tmp/${out}`), false, 'the link was removed (as the user)');
+      fs.rmSync(`/tmp/${out}.moved`, { force: true });
+      assert.deepEqual(fingerprint(), before, 'root\'s file behind the swapped agent output is unchanged');
       // perf map mode: the JVM (as the user) and root both refuse the planted link; no root secret comes back.
       const pm = await profileThrough(h, jvm.pid, 'perfmap', 1500);
       assert.ok(!JSON.stringify(pm).includes('SECRET_ROOT_SYMBOL'), 'the root-only file behind the perf map link was not read');
