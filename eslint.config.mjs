@@ -19,7 +19,7 @@ function forbid(files, groups, why, paths = []) {
 }
 
 const editorCode = ['**/editor/**', '**/extension/extension'];
-const rootSide = ['extension/helper/**', 'extension/tracers/**', 'extension/sys/**', 'extension/privilege/**', 'extension/authoring/**', 'extension/cli/**', 'extension/lsp/**', 'extension/agent/**'];
+const rootSide = ['extension/helper/**', 'extension/runner/**', 'extension/tracers/**', 'extension/sys/**', 'extension/privilege/**', 'extension/authoring/**', 'extension/cli/**', 'extension/lsp/**', 'extension/agent/**'];
 
 export default tseslint.config(
   { ignores: ['dist/**', 'build/**', 'native/build/**', 'node_modules/**', 'test-artifacts/**', 'test/fixtures/**', '**/*.js', '**/*.mjs', '**/*.cjs'] },
@@ -39,11 +39,19 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
     },
   },
-  forbid(rootSide, [...editorCode], 'runs outside the editor (as root, in the CLI or the language server): it may not import editor code', ['vscode']),
-  // The fleet agent is a service of its own: only the CLI command that starts it imports it.
-  forbid(rootSide.filter((f) => f !== 'extension/cli/**' && f !== 'extension/agent/**'), [...editorCode, '**/extension/agent/**', '../agent/*', '../../agent/*'], 'the fleet agent (extension/agent/) is imported only by cli/commands/agent.ts', ['vscode']),
-  forbid(['extension/protocol/**', 'extension/model/**'], [...editorCode, '**/helper/**', '**/tracers/**', '**/sys/**', '**/privilege/**', '**/authoring/**', '**/cli/**', '**/lsp/**', '**/agent/**', ...ioModules], 'protocol/ and model/ are pure: no I/O, no process-specific code', ['vscode', 'zlib', 'node:zlib']),
-  forbid(['webview/**'], ['**/extension/editor/**', '**/extension/helper/**', '**/extension/tracers/**', '**/extension/sys/**', '**/extension/privilege/**', '**/extension/authoring/**', '**/extension/cli/**', '**/extension/lsp/**', ...ioModules], 'webviews run in the browser: they import protocol/, model/ and webview/ only', ['vscode']),
+  forbid(['extension/runner/**'], [...editorCode], 'runs outside the editor (as root): it may not import editor code', ['vscode']),
+  // The CLI starts the fleet agent (cli/commands/agent.ts) but never runs user code as root.
+  forbid(['extension/cli/**'], [...editorCode, '**/runner/**'], 'the CLI imports no editor code and never runs user code as root (that is extension/runner/)', ['vscode']),
+  // Everything else outside the editor: no editor code, no runner (user code as root is its own
+  // authenticated process), and the fleet agent is a service of its own, imported only by its CLI command.
+  forbid(
+    rootSide.filter((f) => f !== 'extension/cli/**' && f !== 'extension/runner/**'),
+    [...editorCode, '**/runner/**', '**/extension/agent/**', '../agent/*', '../../agent/*'],
+    'runs outside the editor: no editor code, no extension/runner/ (user code as root), and extension/agent/ only from cli/commands/agent.ts',
+    ['vscode'],
+  ),
+  forbid(['extension/protocol/**', 'extension/model/**'], [...editorCode, '**/helper/**', '**/runner/**', '**/tracers/**', '**/sys/**', '**/privilege/**', '**/authoring/**', '**/cli/**', '**/lsp/**', '**/agent/**', ...ioModules], 'protocol/ and model/ are pure: no I/O, no process-specific code', ['vscode', 'zlib', 'node:zlib']),
+  forbid(['webview/**'], ['**/extension/editor/**', '**/extension/helper/**', '**/extension/runner/**', '**/extension/tracers/**', '**/extension/sys/**', '**/extension/privilege/**', '**/extension/authoring/**', '**/extension/cli/**', '**/extension/lsp/**', '**/extension/agent/**', ...ioModules], 'webviews run in the browser: they import protocol/, model/ and webview/ only', ['vscode']),
   {
     // Tests and benchmarks drive every layer; only the cycle and recommended rules apply.
     files: ['test/**/*.ts', 'bench/**/*.ts'],

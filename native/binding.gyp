@@ -14,7 +14,8 @@
         "src/maps.cc",
         "src/byid.cc",
         "src/ringbuf.cc",
-        "src/unwind.cc"
+        "src/unwind.cc",
+        "src/asuser.cc"
       ],
       "dependencies": ["<!(node -p \"require('node-addon-api').targets\"):node_addon_api_except"],
       "defines": ["NAPI_VERSION=8", "NODE_API_NO_EXTERNAL_BUFFERS_ALLOWED"],

@@ -180,6 +180,28 @@ export class Unwinder {
 }
 
 export function libbpfVersion(): string;
+
+/**
+ * One file operation done by a short-lived child as uid/gid (no groups), chrooted into
+ * /proc/rootPid/root when rootPid is given and the caller is root; relative to the target's cwd
+ * with base 'cwd'. The last path component is never followed. open/connect return the opened fd
+ * (owned by the caller now); the others return 0. Throws a BpfError with errno/code on failure.
+ */
+export function userFile(spec: {
+  op: 'open' | 'unlink' | 'rmdir' | 'mkdir' | 'rename' | 'connect';
+  uid: number;
+  gid: number;
+  rootPid?: number;
+  base?: 'root' | 'cwd';
+  path: string;
+  /** rename's new name */
+  path2?: string;
+  /** open(2) flags (O_NOFOLLOW and O_CLOEXEC are always added) */
+  flags?: number;
+  mode?: number;
+  /** connect: the socket's peer must be this pid (SO_PEERCRED) */
+  peerPid?: number;
+}): number;
 export function numPossibleCpus(): number;
 
 /** A map another process created, read by id through BPF syscalls (nothing is changed). */

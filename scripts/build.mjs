@@ -180,6 +180,7 @@ async function bundle() {
   const entries = [
     { entryPoints: { extension: 'extension/extension.ts' }, external: ['vscode'] },
     { entryPoints: { helper: 'extension/helper/main.ts' } },
+    { entryPoints: { runner: 'extension/runner/main.ts' } },
     { entryPoints: { cli: 'extension/cli/main.ts' } },
   ];
   if (fs.existsSync(path.join(root, 'extension/lsp/server.ts'))) entries.push({ entryPoints: { server: 'extension/lsp/server.ts' } });

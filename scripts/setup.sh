@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job on a fresh Debian/Ubuntu machine: install what is missing, build, package the
 # extension, install it into VS Code for the desktop user (a local `code` CLI if present,
-# otherwise code-server from npm, started on 127.0.0.1), install the root-owned privileged
+# otherwise code-server from npm, started on 127.0.0.1 with a generated password), install the root-owned privileged
 # helper, and start demo workloads ready to trace.
 #
 # Run it as yourself (`bash scripts/setup.sh`): it asks sudo only for apt and the helper install.
@@ -81,14 +81,26 @@ else
   data=$cache/code-server-data
   port=${EBPF_STUDIO_PORT:-8080}
   as_user mkdir -p "$data"
+  as_user chmod 0700 "$data"
   as_user "$cs" --extensions-dir "$data/extensions" --install-extension "$vsix" --force >/dev/null
+  # Loopback only, and a password: any local user can reach 127.0.0.1, and this editor runs as
+  # $user (root when set-up ran as root). The password is generated once, kept in a file only
+  # $user can read (code-server's config), and printed below.
+  config=$data/config.yaml
+  if ! as_user test -s "$config"; then
+    password=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
+    as_user bash -c 'umask 077; printf "bind-addr: 127.0.0.1:%s\nauth: password\npassword: %s\ncert: false\n" "$1" "$2" > "$0"' "$config" "$port" "$password"
+  fi
+  as_user chmod 0600 "$config"
+  password=$(as_user sed -n 's/^password: //p' "$config")
   if ! curl -fs "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then
     as_user bash -c 'nohup "$@" >"$0/code-server.log" 2>&1 & echo $! >"$0/code-server.pid"' "$data" \
-      "$cs" --auth none --bind-addr "127.0.0.1:$port" --user-data-dir "$data/user" --extensions-dir "$data/extensions" \
+      "$cs" --config "$config" --auth password --bind-addr "127.0.0.1:$port" --user-data-dir "$data/user" --extensions-dir "$data/extensions" \
       --disable-telemetry --disable-update-check "$PWD"
     sleep 2
   fi
   echo "code-server with eBPF Studio (user $user): http://127.0.0.1:$port/  (log: $data/code-server.log)"
+  echo "Its password (in $config, readable only by $user): $password"
   echo "Open it in a browser and run \"eBPF: Trace Java GC\" from the command palette (F1)."
 fi
 

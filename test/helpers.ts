@@ -9,6 +9,8 @@ export const repoRoot = path.resolve(__dirname, '..');
 export const distDir = path.join(repoRoot, 'dist');
 export const cliJs = path.join(distDir, 'cli.js');
 export const helperJs = path.join(distDir, 'helper.js');
+/** The runner of a user's own code (run/*, bpf/verify, the bpf-run session); the helper refuses those. */
+export const runnerJs = path.join(distDir, 'runner.js');
 
 /** Why kernel tests cannot run here, or undefined when they can. */
 export function kernelSkipReason(): string | undefined {

@@ -5,7 +5,7 @@
 // (headless / Remote-SSH). Never for a file the user can write. Pure, so it is unit-tested.
 import fs from 'node:fs';
 import path from 'node:path';
-import { HELPER_LAUNCHER, sudoersLine } from './installPlan';
+import { HELPER_LAUNCHER, RUNNER_LAUNCHER, sudoersLine } from './installPlan';
 
 export type PrivilegeMethod = 'auto' | 'direct' | 'pkexec' | 'sudo';
 
@@ -94,6 +94,24 @@ export function planLaunch(facts: LaunchFacts, helperJs: string, method: Privile
         `eBPF tracing needs root and there is no way to ask for it here: pkexec needs a desktop session with a polkit agent and sudo is ${facts.sudo ? 'not usable' : 'not installed'}. Either start the editor as root, or install sudo and allow the helper (sudoers: "${nopasswd}").`,
       );
   }
+}
+
+/**
+ * How to start the runner of a user's own code (extension/runner/): directly when the editor is
+ * root (or has CAP_BPF+CAP_PERFMON+CAP_SYS_ADMIN); otherwise only the root-owned runner launcher,
+ * through pkexec (its polkit action is auth_admin: asked every time) or `sudo -S -k` with the
+ * password typed for this run. Never `sudo -n`: a NOPASSWD rule (the helper's, or any other) must
+ * not let code run as root without the password. The `privilege` setting does not change this.
+ */
+export function planRunnerLaunch(facts: LaunchFacts, runnerJs: string, nodeSetting: string): LaunchPlan {
+  const node = nodeSetting || facts.systemNode || facts.execPath;
+  const electron = node === facts.execPath && !facts.systemNode && !nodeSetting;
+  const fullCaps = ['CAP_BPF', 'CAP_PERFMON', 'CAP_SYS_ADMIN'].every((c) => facts.capabilities.includes(c));
+  if (facts.euid === 0 || fullCaps) return { method: 'direct', command: node, args: [runnerJs], env: helperEnv(electron) };
+  if (!facts.installedVersion) throw new LaunchRefused(`running your own code as root goes through the root-owned runner, which is not installed: ${INSTALL_HINT}.`);
+  if (facts.pkexec && facts.hasDisplay) return { method: 'pkexec', command: facts.pkexec, args: [RUNNER_LAUNCHER], env: helperEnv(false) };
+  if (facts.sudo) return { method: 'sudo-password', command: facts.sudo, args: ['-S', '-k', '-p', '', RUNNER_LAUNCHER], env: helperEnv(false), password: true };
+  throw new LaunchRefused('running your own code as root needs authentication, and there is no way to ask here: pkexec needs a desktop session with a polkit agent and sudo is not installed. Start the editor as root, or install sudo.');
 }
 
 export function which(cmd: string, pathVar = process.env.PATH ?? SAFE_PATH): string | undefined {

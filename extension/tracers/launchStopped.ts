@@ -56,7 +56,8 @@ export async function launchStopped(assetDir: string, launch: MemleakLaunch, onO
   // Who the command runs as is the helper's decision (extension/sys/identity.ts), never the request's.
   const { uid, gid } = launchIdentity(launch);
   const stdio: StdioOptions = launch.output === 'inherit' ? 'inherit' : launch.output === 'stderr' ? ['inherit', 2, 2] : ['ignore', 'pipe', 'pipe'];
-  const child = spawn(launcherPath(assetDir), launch.command, { cwd, env, stdio, uid, gid });
+  // The launcher enters cwd itself, after libuv dropped to uid/gid (libuv would chdir as root).
+  const child = spawn(launcherPath(assetDir), ['--cwd', cwd, '--', ...launch.command], { cwd: '/', env, stdio, uid, gid });
   child.stdout?.on('data', (d: Buffer) => onOutput(d.toString()));
   child.stderr?.on('data', (d: Buffer) => onOutput(d.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "addon_data.h"
+#include "asuser.h"
 #include "errors.h"
 #include "object.h"
 #include "ringbuf.h"
@@ -36,6 +37,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   BpfObject::Init(env, exports);
   Unwinder::Init(env, exports);
   exports.Set("libbpfVersion", Napi::Function::New<LibbpfVersion>(env, "libbpfVersion"));
+  exports.Set("userFile", Napi::Function::New<UserFile>(env, "userFile"));
   exports.Set("numPossibleCpus", Napi::Function::New<NumPossibleCpus>(env, "numPossibleCpus"));
   InitById(env, exports);
   return exports;

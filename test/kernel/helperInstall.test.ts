@@ -91,22 +91,27 @@ test('a file changed after it was hashed is not installed', { timeout: 60000 }, 
     assert.notEqual(r.status, 0);
     assert.match(r.stderr + r.stdout, /helper\.js: FAILED/);
     assert.equal(fs.existsSync(plan.dir), false, 'nothing is installed');
+    assert.equal(fs.existsSync(`${plan.dir}.new`), false, 'the staging folder is removed');
     assert.equal(fs.existsSync(path.join(root, 'ebpf-studio-helper')), false);
   } finally {
     fs.rmSync(base, { recursive: true, force: true });
   }
 });
 
-test('ebpf-studio install-helper --print shows the root script: install(1) lines and a sha256sum check, nothing from the user folder run', () => {
+test('ebpf-studio install-helper --print shows the root script: each source read once (by its folder\'s owner when not root) into a root-only staging file, a sha256sum check of what was written, nothing from the user folder run', () => {
   const r = runCli(['install-helper', '--print']);
   assert.equal(r.code, 0, r.stderr);
   assert.match(r.stdout, /^set -eu$/m);
-  assert.match(r.stdout, /^install -m 0644 -o root -g root '.*\/dist\/helper\.js' '\/usr\/local\/lib\/ebpf-studio\/[^/]+\.new\/helper\.js'$/m);
+  assert.match(r.stdout, /^(cat|\/usr\/bin\/setpriv --reuid=\d+ --regid=\d+ --clear-groups -- cat) -- '.*\/dist\/helper\.js' > '\/usr\/local\/lib\/ebpf-studio\/[^/]+\.new\/helper\.js'$/m);
+  assert.match(r.stdout, /^umask 077$/m);
+  assert.match(r.stdout, /^trap .*ebpf_studio_unstage/m);
+  for (const f of ['runner.js', 'libebpf-studio-jvmagent.so', 'libebpf-studio-preload.so', 'ebpf-studio-launch']) assert.match(r.stdout, new RegExp(`^[0-9a-f]{64} {2}${f.replace(/\./g, '\\.')}$`, 'm'), f);
+  assert.match(r.stdout, /org\.freedesktop\.policykit\.exec\.path">\/usr\/local\/lib\/ebpf-studio\/ebpf-studio-runner</);
   assert.match(r.stdout, /^sha256sum --quiet --strict -c - <<'EBPF_STUDIO_EOF'$/m);
   assert.match(r.stdout, /^[0-9a-f]{64} {2}helper\.js$/m);
   assert.match(r.stdout, /org\.freedesktop\.policykit\.exec\.path">\/usr\/local\/lib\/ebpf-studio\/ebpf-studio-helper</);
-  // Every command root runs is a system tool; dist/ files appear only as install(1) sources.
-  for (const line of r.stdout.split('\n').filter((l) => l.includes('/dist/'))) assert.match(line, /^install -m 0(644|755) -o root -g root '/);
+  // Every command root runs is a system tool; dist/ files appear only as what cat reads.
+  for (const line of r.stdout.split('\n').filter((l) => l.includes('/dist/'))) assert.match(line, /^(cat|\/usr\/bin\/setpriv --reuid=\d+ --regid=\d+ --clear-groups -- cat) -- '/);
   const bad = runCli(['install-helper', '--bogus']);
   assert.equal(bad.code, 2, bad.stderr);
   assert.doesNotMatch(bad.stderr, /^\s+at /m, 'no stack trace');

@@ -1,4 +1,4 @@
-// The helper's run/start, behind "Run bpftrace Script" and "Run BPF Loader": bpftrace on a .bt
+// The runner's run/start (the tracing helper refuses it), behind "Run bpftrace Script" and "Run BPF Loader": bpftrace on a .bt
 // with hist() streams its output and its exit dump parses into a histogram with non-zero
 // buckets; a loader built from a New BPF Project runs as root and reports our execs; bad
 // requests are refused with the reason.
@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
-import { helperJs, kernelSkipReason, runCli } from '../helpers';
+import { helperJs, kernelSkipReason, runCli, runnerJs } from '../helpers';
 import { runExited, runMaps, runOutput, runPrograms, runStart, runStop, type RunStartParams } from '../../extension/protocol/privilegedRun';
 import { parseBpftraceMaps } from '../../extension/model/bpftraceMaps';
 import type { HistogramView } from '../../extension/protocol/bpfRun';
@@ -17,8 +17,8 @@ import { findTool } from '../../extension/authoring/toolchain';
 
 const skip = kernelSkipReason();
 
-async function withHelper(fn: (conn: MessageConnection) => Promise<void>): Promise<void> {
-  const child = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'] });
+async function withHelper(fn: (conn: MessageConnection) => Promise<void>, script = runnerJs): Promise<void> {
+  const child = spawn(process.execPath, [script], { stdio: ['pipe', 'pipe', 'pipe'] });
   const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
   conn.listen();
   try {
@@ -56,7 +56,7 @@ const waitFor = async (pred: () => boolean, ms: number) => {
   for (const t0 = Date.now(); !pred() && Date.now() - t0 < ms; ) await new Promise((r) => setTimeout(r, 50));
 };
 
-test('bpftrace through the helper: a hist() script gives a histogram with non-zero buckets', { timeout: 120_000 }, async (t) => {
+test('bpftrace through the runner: a hist() script gives a histogram with non-zero buckets', { timeout: 120_000 }, async (t) => {
   if (skip) return t.skip(skip);
   if (!findTool('bpftrace')) return t.skip('bpftrace is not installed (apt-get install bpftrace)');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-bt-'));
@@ -82,7 +82,7 @@ test('bpftrace through the helper: a hist() script gives a histogram with non-ze
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-test('a New BPF Project loader runs as root through the helper and reports our execs', { timeout: 180_000 }, async (t) => {
+test('a New BPF Project loader runs as root through the runner and reports our execs', { timeout: 180_000 }, async (t) => {
   if (skip) return t.skip(skip);
   const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-loader-')), 'proj');
   assert.equal(runCli(['new-project', dir, '--template', 'minimal']).code, 0);
@@ -112,7 +112,7 @@ test('a New BPF Project loader runs as root through the helper and reports our e
   fs.rmSync(path.dirname(dir), { recursive: true, force: true });
 });
 
-test('the execwatch loader through the helper: its programs and links listed, maps read without any exec, Stop ends it with code 0', { timeout: 180_000 }, async (t) => {
+test('the execwatch loader through the runner: its programs and links listed, maps read without any exec, Stop ends it with code 0', { timeout: 180_000 }, async (t) => {
   if (skip) return t.skip(skip);
   const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-loader-')), 'proj');
   assert.equal(runCli(['new-project', dir, '--template', 'ringbuf']).code, 0);
@@ -192,5 +192,18 @@ test('bpftrace printing a map every second: the map view has each key once, equa
     assert.deepEqual(new Map(view.rows.map((row) => [row.key, row.value])), new Map(dump.rows.map((row) => [row.key, row.value])));
     assert.ok(Number(view.rows.find((row) => row.key === 'true')?.value) >= 20);
   });
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('the tracing helper refuses run/start (loader and bpftrace): user code as root goes through the runner', { timeout: 60_000 }, async (t) => {
+  if (skip) return t.skip(skip);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-refuse-'));
+  const marker = path.join(dir, 'ran-as-root');
+  await withHelper(async (conn) => {
+    await assert.rejects(conn.sendRequest(runStart, { kind: 'loader', executable: '/bin/touch', args: [marker], cwd: dir }), /refused: run\/start .*never does.*runner/);
+    await assert.rejects(conn.sendRequest(runStart, { kind: 'bpftrace', script: '/etc/hostname', cwd: dir }), /refused: run\/start/);
+    await assert.rejects(conn.sendRequest(runMaps, { runId: 1 }), /refused: run\/maps/);
+  }, helperJs);
+  assert.equal(fs.existsSync(marker), false, 'the helper ran nothing');
   fs.rmSync(dir, { recursive: true, force: true });
 });

@@ -15,7 +15,7 @@ import { bpfVerify } from '../../extension/protocol/authoring';
 import type { BpfRunUpdate, HistogramView, RingbufView, TableView } from '../../extension/protocol/bpfRun';
 import { bpfRunTracer } from '../../extension/tracers/bpfRun/tracer';
 import { cliEnv } from '../../extension/cli/env';
-import { helperJs, kernelSkipReason, loadedPrograms, newProgramIds, programIdsLoaded, repoRoot, runCli, waitFor } from '../helpers';
+import { helperJs, runnerJs, kernelSkipReason, loadedPrograms, newProgramIds, programIdsLoaded, repoRoot, runCli, waitFor } from '../helpers';
 
 const skip = kernelSkipReason();
 const sha = (f: string) => crypto.createHash('sha256').update(fs.readFileSync(f)).digest('hex');
@@ -122,12 +122,12 @@ test('verify names a misspelt helper at its line: clang error from source, unres
   }
 });
 
-test('helper bpf/verify maps the rejection to the source given, and leaves nothing loaded', async (t) => {
+test('runner bpf/verify maps the rejection to the source given, and leaves nothing loaded', async (t) => {
   if (skip) return t.skip(skip);
   const dir = tmpdir();
   const obj = path.join(dir, 'bad_null.bpf.o');
   assert.equal(runCli(['build', bad, '-o', obj], { cwd: path.dirname(obj) }).code, 0);
-  const child = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [runnerJs], { stdio: ['pipe', 'pipe', 'pipe'] });
   const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
   conn.listen();
   try {
@@ -201,12 +201,12 @@ test('Run on the histogram example: non-zero buckets, a table, and decoded exec 
   }
 });
 
-test('the helper runs the bpf-run session for the editor', async (t) => {
+test('the runner runs the bpf-run session for the editor', async (t) => {
   if (skip) return t.skip(skip);
   const dir = tmpdir();
   const obj = path.join(dir, 'hist.bpf.o');
   assert.equal(runCli(['build', hist, '-o', obj], { cwd: path.dirname(obj) }).code, 0);
-  const child = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [runnerJs], { stdio: ['pipe', 'pipe', 'pipe'] });
   const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
   const updates: BpfRunUpdate[] = [];
   // By method name: protocol.ts's NotificationType comes from another vscode-jsonrpc entry point.
@@ -227,12 +227,12 @@ test('the helper runs the bpf-run session for the editor', async (t) => {
   }
 });
 
-test('the helper refuses a user object without confirmation, changed since confirmed, or not BPF', async (t) => {
+test('the runner refuses a user object without confirmation, changed since confirmed, or not BPF', async (t) => {
   if (skip) return t.skip(skip);
   const dir = tmpdir();
   const obj = path.join(dir, 'good.bpf.o');
   assert.equal(runCli(['build', good, '-o', obj], { cwd: path.dirname(obj) }).code, 0);
-  const child = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [runnerJs], { stdio: ['pipe', 'pipe', 'pipe'] });
   const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
   conn.listen();
   const before = loadedPrograms();
@@ -252,6 +252,30 @@ test('the helper refuses a user object without confirmation, changed since confi
     const fifo = path.join(dir, 'fifo.o');
     spawnSync('mkfifo', [fifo]);
     await assert.rejects(conn.sendRequest(bpfVerify, { objectPath: fifo, confirmedSha256: 'a'.repeat(64) }), /is not a regular file/);
+    assert.equal(newProgramIds(before, (n) => n === 'count_switches').length, 0, 'nothing was loaded');
+  } finally {
+    conn.dispose();
+    child.stdin.end();
+    await new Promise((r) => child.on('exit', r));
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('the tracing helper refuses bpf/verify and the bpf-run session, naming the runner', async (t) => {
+  if (skip) return t.skip(skip);
+  const dir = tmpdir();
+  const obj = path.join(dir, 'good.bpf.o');
+  assert.equal(runCli(['build', good, '-o', obj], { cwd: path.dirname(obj) }).code, 0);
+  const child = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+  conn.listen();
+  const before = loadedPrograms();
+  try {
+    await assert.rejects(conn.sendRequest(bpfVerify, { objectPath: obj, confirmedSha256: sha(obj) }), /refused: bpf\/verify .*never does.*runner/);
+    await assert.rejects(
+      conn.sendRequest(proto.sessionStart, { tracer: 'bpf-run', options: { objectPath: obj, intervalMs: 1000, confirmedSha256: sha(obj) } }),
+      /refused: session\/start of the bpf-run tracer .*runner/,
+    );
     assert.equal(newProgramIds(before, (n) => n === 'count_switches').length, 0, 'nothing was loaded');
   } finally {
     conn.dispose();

@@ -15,7 +15,7 @@ import { spawnSync } from 'node:child_process';
 import { PassThrough } from 'node:stream';
 import fc from 'fast-check';
 import { StreamMessageReader, type Message } from 'vscode-jsonrpc/node';
-import { createHelperServer } from '../../extension/helper/main';
+import { createHelperServer, helperRole } from '../../extension/helper/main';
 import { contentLength, LimitedReader, MAX_MESSAGE_BYTES } from '../../extension/helper/limitedReader';
 import { distDir } from '../helpers';
 
@@ -35,7 +35,7 @@ function startHelper() {
   const toHelper = new PassThrough();
   const fromHelper = new PassThrough();
   let exitCode: number | undefined;
-  const server = createHelperServer({ input: toHelper, output: fromHelper, exit: (c) => (exitCode = c) });
+  const server = createHelperServer({ input: toHelper, output: fromHelper, exit: (c) => (exitCode = c) }, helperRole);
   const waiting = new Map<string, (r: Response) => void>();
   const early = new Map<string, Response>();
   const notifications: { method: string; params: unknown }[] = [];

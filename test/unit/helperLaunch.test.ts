@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { helperEnv, LaunchRefused, planLaunch, type LaunchFacts } from '../../extension/privilege/launch';
-import { HELPER_LAUNCHER } from '../../extension/privilege/installPlan';
+import { helperEnv, LaunchRefused, planLaunch, planRunnerLaunch, type LaunchFacts } from '../../extension/privilege/launch';
+import { HELPER_LAUNCHER, polkitPolicy, RUNNER_LAUNCHER, runnerPolkitPolicy } from '../../extension/privilege/installPlan';
 
 const base: LaunchFacts = {
   euid: 1000,
@@ -78,4 +78,22 @@ test('explicit methods are honored or refused with the reason', () => {
 test('the helper environment carries nothing that can inject code', () => {
   const env = helperEnv(false);
   assert.deepEqual(Object.keys(env).sort(), ['LANG', 'PATH']);
+});
+
+test('the runner of user code: directly as root, else only its own launcher, authenticated every time (never sudo -n)', () => {
+  const runner = '/home/alice/.vscode/extensions/ebpf-studio/dist/runner.js';
+  assert.deepEqual(planRunnerLaunch({ ...base, euid: 0 }, runner, '').args, [runner]);
+  const pk = planRunnerLaunch(base, runner, '');
+  assert.deepEqual([pk.method, pk.args], ['pkexec', [RUNNER_LAUNCHER]]);
+  // A NOPASSWD rule (the helper's) does not carry over: sudo always asks, -k drops a cached ticket.
+  const su = planRunnerLaunch({ ...base, hasDisplay: false, sudoNonInteractive: true }, runner, '');
+  assert.deepEqual([su.method, su.args, su.password], ['sudo-password', ['-S', '-k', '-p', '', RUNNER_LAUNCHER], true]);
+  assert.throws(() => planRunnerLaunch({ ...base, installedVersion: undefined }, runner, ''), LaunchRefused);
+  assert.throws(() => planRunnerLaunch({ ...base, hasDisplay: false, sudo: undefined }, runner, ''), /no way to ask/);
+  // Its polkit action asks every time; the helper's may keep the authentication for a while.
+  const policy = runnerPolkitPolicy();
+  assert.match(policy, /<allow_active>auth_admin<\/allow_active>/);
+  assert.doesNotMatch(policy, /auth_admin_keep|yes<\/allow/);
+  assert.match(policy, new RegExp(`exec.path">${RUNNER_LAUNCHER}<`));
+  assert.match(polkitPolicy(), /dev\.ebpfstudio\.helper\.run/);
 });

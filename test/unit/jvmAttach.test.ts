@@ -1,9 +1,8 @@
-// The HotSpot attach protocol: request framing, reply parsing, namespace pids, and one full
-// exchange against a unix socket that answers the way HotSpot's attach listener does.
+// The HotSpot attach protocol: request framing, reply parsing, namespace pids, and refusals of
+// processes that are not JVMs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { attachCommand, encodeAttachRequest, namespacePid, parseAttachReply } from '../../extension/sys/jvm/attach';
@@ -34,34 +33,8 @@ test('namespace pid is the last NSpid field', () => {
   assert.equal(namespacePid(4242, 'Name:\tjava\n'), 4242);
 });
 
-test('a full exchange with a listener that speaks the protocol', async (t) => {
-  // A stand-in /proc for pid 4242 (namespace pid 7) whose /tmp already holds the socket, so
-  // no signal is sent: the listener below plays HotSpot's part.
-  const proc = fs.mkdtempSync(path.join(os.tmpdir(), 'att-'));
-  t.after(() => fs.rmSync(proc, { recursive: true, force: true }));
-  const dir = path.join(proc, '4242');
-  fs.mkdirSync(path.join(dir, 'root', 'tmp'), { recursive: true });
-  fs.writeFileSync(path.join(dir, 'maps'), '7f00-7f10 r-xp 00000000 08:01 1 /usr/lib/jvm/x/lib/server/libjvm.so\n');
-  fs.writeFileSync(path.join(dir, 'cmdline'), 'java\0-cp\0.\0Main\0');
-  fs.writeFileSync(path.join(dir, 'status'), 'Name:\tjava\nNSpid:\t4242\t7\n');
-  const received: Buffer[] = [];
-  const server = net.createServer((c) => {
-    const chunks: Buffer[] = [];
-    c.on('data', (d) => {
-      chunks.push(d);
-      const all = Buffer.concat(chunks);
-      if (all.toString('latin1').split('\0').length - 1 >= 5) {
-        received.push(all);
-        c.end('0\nCompiler.perfmap written\n');
-      }
-    });
-  });
-  await new Promise<void>((r) => server.listen(path.join(dir, 'root', 'tmp', '.java_pid7'), r));
-  t.after(() => server.close());
-  const out = await attachCommand(4242, 'jcmd', ['Compiler.perfmap'], { procRoot: proc, timeoutMs: 3000 });
-  assert.equal(out, 'Compiler.perfmap written\n');
-  assert.equal(received[0].toString('latin1'), '1\0jcmd\0Compiler.perfmap\0\0\0');
-});
+// The exchange itself (trigger file, socket, reply) needs a real JVM: it is done as the JVM's owner
+// inside its root (extension/sys/asUser.ts), tested in test/kernel/javaAgent*.test.ts and attacks.test.ts.
 
 test('processes that are not JVMs are refused (no SIGQUIT to them)', async (t) => {
   const proc = fs.mkdtempSync(path.join(os.tmpdir(), 'att-'));

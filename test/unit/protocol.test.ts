@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { createMessageConnection, ResponseError, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
-import { createHelperServer } from '../../extension/helper/main';
+import { createHelperServer, helperRole } from '../../extension/helper/main';
 import * as proto from '../../extension/protocol/protocol';
 import { rpcErrorCodes } from '../../extension/protocol/errors';
 
@@ -12,7 +12,7 @@ function pair() {
   const toHelper = new PassThrough();
   const fromHelper = new PassThrough();
   let exitCode: number | undefined;
-  const server = createHelperServer({ input: toHelper, output: fromHelper, exit: (c) => (exitCode = c) });
+  const server = createHelperServer({ input: toHelper, output: fromHelper, exit: (c) => (exitCode = c) }, helperRole);
   const client = createMessageConnection(new StreamMessageReader(fromHelper), new StreamMessageWriter(toHelper));
   client.listen();
   return { client, server, toHelper, exitCode: () => exitCode };

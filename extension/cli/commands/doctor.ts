@@ -2,6 +2,18 @@
 import fs from 'node:fs';
 import { defaultAssetDir, loadAddon } from '../../sys/addon';
 import { gatherCapabilities } from '../../tracers/capabilities';
+import { INSTALL_ROOT, installReport } from '../../privilege/installPlan';
+
+function describeMissing(missing: string[]): string {
+  const what: string[] = [];
+  if (missing.some((m) => m.includes('jvmagent'))) what.push('--java agent (Java frames through the JVM agent)');
+  if (missing.some((m) => m.includes('preload'))) what.push('preload leak mode');
+  if (missing.some((m) => m.includes('inject'))) what.push('leak tracing of a running process by injection');
+  if (missing.some((m) => m.includes('runner'))) what.push('Run BPF Loader / bpftrace / Run BPF Program / Load and Verify');
+  if (missing.some((m) => m.includes('helper') || m.includes('.node') || m.includes('bpf'))) what.push('tracing');
+  if (missing.some((m) => m.includes('launch'))) what.push('Run with Leak Tracing');
+  return what.join(', ') || 'features';
+}
 import { checkPid, mapsOrExplain } from '../../sys/proc/processes';
 import { checkBinary, FRAME_POINTER_DISTROS, lacksFramePointers, type BinaryReport } from '../../sys/elf/binaryChecks';
 import type { Command } from '../command';
@@ -29,6 +41,11 @@ export const doctorCommand: Command = {
       addonError = (e as Error).message;
     }
     const caps = gatherCapabilities(addon, assetDir, addonError);
+    // The root-owned install a non-root editor reaches root through: what it lacks silently falls back.
+    const install = installReport(INSTALL_ROOT, assetDir);
+    if (install.version && install.missing.length) {
+      caps.advice.push(`the root-owned install ${install.dir} lacks ${install.missing.join(', ')}: without them a non-root user gets no ${describeMissing(install.missing)}. Build with a JDK and a C compiler (npm run build), then install again: sudo ebpf-studio install-helper`);
+    }
     const binaries: BinaryReport[] = [];
     let unwind: UnwindModuleInfo[] | undefined;
     if (pid !== undefined) {
@@ -72,7 +89,7 @@ export const doctorCommand: Command = {
       }
     }
     if (values.json) {
-      io.out(JSON.stringify(pid !== undefined ? { ...caps, pid, binaries, unwind } : caps, null, 2));
+      io.out(JSON.stringify(pid !== undefined ? { ...caps, install, pid, binaries, unwind } : { ...caps, install }, null, 2));
       return 0;
     }
     const yes = (b: boolean) => (b ? 'yes' : 'no');
@@ -81,6 +98,7 @@ export const doctorCommand: Command = {
       `BTF           ${yes(caps.btf)}`,
       `root          ${yes(caps.root)}${caps.root ? '' : `  capabilities: ${caps.capabilities.join(', ') || 'none'}`}`,
       `libbpf        ${caps.libbpf}`,
+      `install       ${install.version ? `${install.dir}: ${install.missing.length ? `missing ${install.missing.join(', ')}` : 'complete (helper, runner, addon, launcher, Java agent, leak interposer and its injector, BPF objects)'}` : `none in ${INSTALL_ROOT} (needed only when the editor is not root: sudo ebpf-studio install-helper)`}`,
       `tracefs       ${caps.tracefs ? 'mounted' : 'not mounted'}`,
       'attach kinds:',
       ...Object.entries(caps.attach).map(([k, v]) => `  ${k.padEnd(11)} ${v.ok ? 'works' : `no — ${v.error}`}`),

@@ -7,7 +7,7 @@ import { createMessageConnection, ResponseError, StreamMessageReader, StreamMess
 import * as proto from '../../protocol/protocol';
 import { kindFromRpcCode, StudioError } from '../../protocol/errors';
 import { effectiveCapabilities } from '../../tracers/capabilities';
-import { LaunchRefused, planLaunch, which, type LaunchFacts } from '../../privilege/launch';
+import { LaunchRefused, planLaunch, planRunnerLaunch, which, type LaunchFacts } from '../../privilege/launch';
 import { helperSettings } from './helperSettings';
 import { installedVersion } from '../../privilege/installPlan';
 import { checkSudoPassword, obtainSudoPassword } from './sudoPassword';
@@ -37,10 +37,20 @@ export class HelperClient implements vscode.Disposable {
   readonly onSessionEnded = this.endedEmitter.event;
   readonly onDidDie = this.deathEmitter.event;
 
+  /**
+   * `runner`: the root process for a user's own code (extension/runner/), started for one run and
+   * authenticated every time (its password is never kept); `helper`: the tracing helper.
+   */
   constructor(
     private readonly extensionPath: string,
     private readonly output: vscode.OutputChannel,
+    private readonly role: 'helper' | 'runner' = 'helper',
   ) {}
+
+  /** A new runner client (not started yet): one per run of the user's own code; dispose it when the run is over. */
+  newRunner(): HelperClient {
+    return new HelperClient(this.extensionPath, this.output, 'runner');
+  }
 
   get running(): boolean {
     return this.conn !== undefined;
@@ -70,11 +80,13 @@ export class HelperClient implements vscode.Disposable {
 
   private async start(): Promise<MessageConnection> {
     const settings = helperSettings();
-    const helperJs = path.join(this.extensionPath, 'dist', 'helper.js');
+    const runner = this.role === 'runner';
+    const helperJs = path.join(this.extensionPath, 'dist', runner ? 'runner.js' : 'helper.js');
+    const plan1 = (f: LaunchFacts) => (runner ? planRunnerLaunch(f, helperJs, settings.nodePath) : planLaunch(f, helperJs, settings.privilege, settings.nodePath));
     let plan;
     let facts = this.facts();
     try {
-      plan = planLaunch(facts, helperJs, settings.privilege, settings.nodePath);
+      plan = plan1(facts);
       const ours = this.version();
       if (plan.method !== 'direct' && facts.installedVersion && ours && facts.installedVersion !== ours) {
         const pick = await vscode.window.showWarningMessage(
@@ -85,7 +97,7 @@ export class HelperClient implements vscode.Disposable {
         if (pick === 'Update') {
           await vscode.commands.executeCommand('ebpfStudio.installHelper');
           facts = this.facts();
-          plan = planLaunch(facts, helperJs, settings.privilege, settings.nodePath);
+          plan = plan1(facts);
         }
       }
     } catch (e) {
@@ -104,16 +116,19 @@ export class HelperClient implements vscode.Disposable {
                 password: true,
                 ignoreFocusOut: true,
                 title: 'eBPF Studio: sudo password',
-                prompt: `${previous ? `${previous}; try ${attempt} of 3. ` : ''}Tracing needs root: the password of ${facts.user ?? 'your user'} for sudo (kept in memory for this window only).`,
+                prompt: runner
+                  ? `${previous ? `${previous}; try ${attempt} of 3. ` : ''}Running your own code as root: the password of ${facts.user ?? 'your user'} for sudo (asked for every run, never kept).`
+                  : `${previous ? `${previous}; try ${attempt} of 3. ` : ''}Tracing needs root: the password of ${facts.user ?? 'your user'} for sudo (kept in memory for this window only).`,
               }),
             (pw) => checkSudoPassword(sudo, pw),
           ));
       } catch (e) {
         throw new StudioError('privilege', (e as Error).message);
       }
-      this.sudoPassword = password;
+      // The runner authenticates every run: its password is used once and never kept.
+      if (!runner) this.sudoPassword = password;
     }
-    this.output.appendLine(`starting helper (${plan.method}): ${plan.command} ${plan.args.join(' ')}`);
+    this.output.appendLine(`starting ${this.role} (${plan.method}): ${plan.command} ${plan.args.join(' ')}`);
     const child = spawn(plan.command, plan.args, { env: plan.env, stdio: ['pipe', 'pipe', 'pipe'] });
     // sudo -S reads the password byte by byte up to the newline, so nothing after it is lost.
     if (password !== undefined) child.stdin!.write(`${password}\n`);
@@ -158,7 +173,7 @@ export class HelperClient implements vscode.Disposable {
       }
       throw new StudioError(
         plan.method === 'direct' ? 'internal' : 'privilege',
-        `the helper did not start (${describeDeath(outcome)}). ${plan.method === 'pkexec' ? 'Authentication was refused or no polkit agent is running.' : ''}`.trim(),
+        `the ${runner ? 'runner' : 'helper'} did not start (${describeDeath(outcome)}). ${plan.method === 'pkexec' ? 'Authentication was refused or no polkit agent is running.' : ''}`.trim(),
       );
     }
     this.conn = conn;
@@ -212,6 +227,16 @@ function safeUserName(): string | undefined {
 export function describeDeath(d: HelperDeath): string {
   const how = d.signal ? `killed by ${d.signal}` : `exit code ${d.code}`;
   return d.stderr ? `${how}; last output: ${d.stderr.split('\n').slice(-5).join(' | ')}` : how;
+}
+
+/** Runs `fn` with a runner started for it (authenticated for this one act), then ends the runner. */
+export async function withRunner<T>(fn: (runner: HelperClient) => Promise<T>): Promise<T> {
+  const runner = helper().newRunner();
+  try {
+    return await fn(runner);
+  } finally {
+    runner.dispose();
+  }
 }
 
 let instance: HelperClient | undefined;

@@ -13,36 +13,43 @@ interface Listener {
   exited(p: RunExitedParams): void;
 }
 
-const listeners = new Map<number, Listener>();
-/** notifications that arrived before run/start's answer told us the run id */
-const early = new Map<number, (RunOutputParams | RunExitedParams)[]>();
-const wired = new WeakSet<MessageConnection>();
+interface RunState {
+  listeners: Map<number, Listener>;
+  /** notifications that arrived before run/start's answer told us the run id */
+  early: Map<number, (RunOutputParams | RunExitedParams)[]>;
+}
 
-function dispatch(p: RunOutputParams | RunExitedParams): void {
-  const l = listeners.get(p.runId);
+/** Run ids are per runner process, so the listeners are kept per connection. */
+const states = new WeakMap<MessageConnection, RunState>();
+
+function dispatch(st: RunState, p: RunOutputParams | RunExitedParams): void {
+  const l = st.listeners.get(p.runId);
   if (!l) {
-    early.set(p.runId, [...(early.get(p.runId) ?? []), p]);
+    st.early.set(p.runId, [...(st.early.get(p.runId) ?? []), p]);
     return;
   }
   if ('stream' in p) l.output(p);
   else {
-    listeners.delete(p.runId);
+    st.listeners.delete(p.runId);
     l.exited(p);
   }
 }
 
-function wire(conn: MessageConnection): void {
-  if (wired.has(conn)) return;
-  wired.add(conn);
-  conn.onNotification(runOutput, dispatch);
-  conn.onNotification(runExited, dispatch);
+function wire(conn: MessageConnection): RunState {
+  const known = states.get(conn);
+  if (known) return known;
+  const st: RunState = { listeners: new Map(), early: new Map() };
+  states.set(conn, st);
+  conn.onNotification(runOutput, (p) => dispatch(st, p));
+  conn.onNotification(runExited, (p) => dispatch(st, p));
+  return st;
 }
 
 /** Modal confirmation; true only when the user chose to run as root. */
 export async function confirmRoot(what: string): Promise<boolean> {
   const choice = await vscode.window.showWarningMessage(
     `Run ${what} as root?`,
-    { modal: true, detail: 'It runs with the privileged helper\'s rights (root): it can do anything on this machine. Run only code you trust.' },
+    { modal: true, detail: 'It runs as root (the eBPF Studio runner asks for authentication for this run): it can do anything on this machine. Run only code you trust.' },
     'Run as Root',
   );
   return choice === 'Run as Root';
@@ -56,8 +63,19 @@ export interface RunOutcome {
 
 /** Starts the run and a terminal named `name` showing it; resolves when the program exits. */
 export async function runInTerminal(params: RunStartParams, name: string, onStarted?: (runId: number, conn: MessageConnection) => void): Promise<RunOutcome> {
-  const conn = await helper().connection();
-  wire(conn);
+  // Restricted Mode: the same rule as every other request that hands workspace content to root.
+  const why = vscode.workspace.isTrusted === false ? trustNeededFor(runStart.method, params) : undefined;
+  if (why) throw new Error(restrictedModeMessage(why));
+  // One runner per run (extension/runner/): authenticated for this run, gone when it ends.
+  const runner = helper().newRunner();
+  let conn: MessageConnection;
+  try {
+    conn = await runner.connection();
+  } catch (e) {
+    runner.dispose();
+    throw e;
+  }
+  const st = wire(conn);
   const write = new vscode.EventEmitter<string>();
   let opened = false;
   let pending = '';
@@ -85,15 +103,12 @@ export async function runInTerminal(params: RunStartParams, name: string, onStar
       },
     };
     void (async () => {
-      // Restricted Mode: the same rule as every other request that hands workspace content to the helper.
-      const why = vscode.workspace.isTrusted === false ? trustNeededFor(runStart.method, params) : undefined;
-      if (why) throw new Error(restrictedModeMessage(why));
       const started = await conn.sendRequest(runStart, params);
       runId = started.runId;
       say(`# ${started.command.join(' ')}   (pid ${started.pid}, as root; Ctrl-C stops it)\n`);
-      listeners.set(runId, listener);
-      for (const p of early.get(runId) ?? []) dispatch(p);
-      early.delete(runId);
+      st.listeners.set(runId, listener);
+      for (const p of st.early.get(runId) ?? []) dispatch(st, p);
+      st.early.delete(runId);
       if (!exitedAlready) onStarted?.(runId, conn);
     })().catch((e: unknown) => {
       say(`error: ${(e as Error).message}\n`);
@@ -113,5 +128,7 @@ export async function runInTerminal(params: RunStartParams, name: string, onStar
     },
   };
   vscode.window.createTerminal({ name, pty }).show(true);
+  // The runner exits (closing its stdin) once its run is over.
+  void outcome.finally(() => runner.dispose());
   return outcome;
 }

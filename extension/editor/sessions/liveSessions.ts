@@ -51,35 +51,62 @@ function refreshStatus(): void {
   statusItem.show();
 }
 
+let runnerSessions = 0;
+
 export async function startSession<N extends proto.TracerName>(tracer: N, options: proto.OptionsOf<N>, label: string, handlers: SessionHandlers<N>): Promise<ClientSession<N>> {
-  const h = helper();
-  const info = await h.request(proto.sessionStart, { tracer, options } as proto.SessionStartParams);
+  // A session that loads the user's own BPF object runs in a runner of its own (authenticated for
+  // it, ended with it); every other session in the window's tracing helper.
+  const runner = tracer === 'bpf-run' ? helper().newRunner() : undefined;
+  const h = runner ?? helper();
+  let info: proto.SessionStartResult;
+  try {
+    info = await h.request(proto.sessionStart, { tracer, options } as proto.SessionStartParams);
+  } catch (e) {
+    runner?.dispose();
+    throw e;
+  }
   const id = info.sessionId;
+  // Runner session ids restart at s1 in each runner: keyed apart from the helper's.
+  const key = runner ? `runner${++runnerSessions}-${id}` : id;
+  if (runner) {
+    const subs = [
+      runner.onSessionData((p) => live.get(key)?.handlers.onUpdate(p.update)),
+      runner.onSessionEnded((p) => finish(key, p.reason, p.result, p.message)),
+      runner.onDidDie((d) => finish(key, 'error', undefined, `the runner died (${describeDeath(d)}); data so far is kept`)),
+    ];
+    ended.set(key, () => {
+      subs.forEach((d) => d.dispose());
+      runner.dispose();
+    });
+  }
   const stop = async () => {
-    if (!live.has(id)) return undefined;
+    if (!live.has(key)) return undefined;
     try {
       const r = await h.request(proto.sessionStop, { sessionId: id });
       return r.result as proto.ResultOf<N>;
     } catch {
       // The helper may have died or ended the session already; the ended path reports it.
-      finish(id, 'error', undefined, 'the helper is gone');
+      finish(key, 'error', undefined, 'the helper is gone');
       return undefined;
     }
   };
-  live.set(id, { label, tracer, handlers: handlers as unknown as SessionHandlers<proto.TracerName>, stop });
+  live.set(key, { label, tracer, handlers: handlers as unknown as SessionHandlers<proto.TracerName>, stop });
   refreshStatus();
   return {
-    id,
+    id: key,
     info,
     label,
     stop,
     async snapshot() {
-      if (!live.has(id)) return undefined;
+      if (!live.has(key)) return undefined;
       const r = await h.request(proto.sessionSnapshot, { sessionId: id });
       return r.result as proto.ResultOf<N>;
     },
   };
 }
+
+/** Per runner session: unsubscribes and ends its runner once the session has ended. */
+const ended = new Map<string, () => void>();
 
 function finish(id: string, reason: proto.EndReason, result: unknown, message?: string): void {
   const l = live.get(id);
@@ -87,6 +114,9 @@ function finish(id: string, reason: proto.EndReason, result: unknown, message?: 
   live.delete(id);
   refreshStatus();
   l.handlers.onEnded(reason, result as never, message);
+  const end = ended.get(id);
+  ended.delete(id);
+  end?.();
 }
 
 export function activate(context: vscode.ExtensionContext): void {
@@ -99,7 +129,7 @@ export function activate(context: vscode.ExtensionContext): void {
     h.onSessionData((p) => live.get(p.sessionId)?.handlers.onUpdate(p.update)),
     h.onSessionEnded((p) => finish(p.sessionId, p.reason, p.result, p.message)),
     h.onDidDie((d) => {
-      const ids = [...live.keys()];
+      const ids = [...live.keys()].filter((k) => !ended.has(k)); // runner sessions live in their own process
       for (const id of ids) finish(id, 'error', undefined, `the helper died (${describeDeath(d)}); data so far is kept`);
       if (ids.length) void vscode.window.showErrorMessage(`eBPF Studio: the privileged helper died (${describeDeath(d)}). Sessions were ended with their data kept; the next command restarts it.`);
     }),

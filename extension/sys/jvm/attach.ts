@@ -12,6 +12,8 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import { inputError, privilegeError, StudioError, unsuitableError } from '../../protocol/errors';
+import { assertOwnProcess } from '../ownership';
+import { connectAs, createAs, openAs, processOwner, unlinkAs, type FileOwner } from '../asUser';
 
 export const ATTACH_PROTOCOL_VERSION = '1';
 export const ATTACH_ARG_COUNT = 3;
@@ -63,11 +65,22 @@ export interface AttachOptions {
   procRoot?: string;
 }
 
-function isSocket(p: string): boolean {
+/** open(2)'s O_PATH (Linux; not in fs.constants): an fd to look at a socket file without opening it. */
+const O_PATH = 0o10000000;
+
+/** Whether `/tmp/.java_pidN` in the JVM's root is a socket of the JVM's owner (looked at as that owner, never followed). */
+function ownSocket(owner: FileOwner, sock: string): boolean {
+  let fd: number;
   try {
-    return fs.statSync(p).isSocket();
+    fd = openAs(owner, sock, O_PATH);
   } catch {
     return false;
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    return st.isSocket() && st.uid === owner.uid;
+  } finally {
+    fs.closeSync(fd);
   }
 }
 
@@ -94,35 +107,46 @@ function checkAttachable(pid: number, proc: string): void {
   if (cmdline.includes('-XX:+DisableAttachMechanism')) throw unsuitableError(`pid ${pid} runs with -XX:+DisableAttachMechanism: remove that flag to let tools attach`);
 }
 
-/** Starts the JVM's attach listener if it is not running yet; returns the socket path. */
-async function startListener(pid: number, nspid: number, proc: string, deadline: number): Promise<string> {
-  const sock = `${proc}/${pid}/root/tmp/.java_pid${nspid}`;
-  if (isSocket(sock)) return sock;
-  const triggers = [`${proc}/${pid}/cwd/.attach_pid${nspid}`, `${proc}/${pid}/root/tmp/.attach_pid${nspid}`];
-  let trigger: string | undefined;
+/**
+ * Starts the JVM's attach listener if it is not running yet; returns the socket's path inside the
+ * JVM's root. The trigger file is created, and removed, as the JVM's owner inside its root
+ * (extension/sys/asUser.ts): exclusively and never through a link, so a planted symlink or
+ * hardlink named .attach_pidN makes the attach fail instead of root truncating its target.
+ */
+async function startListener(pid: number, nspid: number, owner: FileOwner, deadline: number): Promise<string> {
+  const sock = `/tmp/.java_pid${nspid}`;
+  if (ownSocket(owner, sock)) return sock;
+  const name = `.attach_pid${nspid}`;
+  const triggers: { base: 'cwd' | 'root'; file: string }[] = [
+    { base: 'cwd', file: name },
+    { base: 'root', file: `/tmp/${name}` },
+  ];
+  let trigger: { base: 'cwd' | 'root'; file: string } | undefined;
+  const failures: string[] = [];
   for (const t of triggers) {
     try {
-      fs.writeFileSync(t, '', { mode: 0o660, flag: 'w' });
+      fs.closeSync(createAs(owner, t.file, 0o660, t.base));
       trigger = t;
       break;
-    } catch {
-      /* read-only cwd: try /tmp */
+    } catch (e) {
+      // read-only cwd, or a name already taken (by a link someone planted): try /tmp
+      failures.push(`${t.base === 'cwd' ? `${name} in its working directory` : t.file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
     }
   }
-  if (!trigger) throw privilegeError(`cannot create ${triggers.join(' or ')}: attaching to pid ${pid} needs root or the JVM's own user`);
+  if (!trigger) throw privilegeError(`cannot create the attach trigger of pid ${pid} as its owner uid ${owner.uid} (${failures.join('; ')}): remove what is in the way, or start the JVM with -XX:+StartAttachListener`);
   try {
     process.kill(pid, 'SIGQUIT');
     // The listener thread starts within milliseconds on an idle JVM; a busy one (or one in a
     // long safepoint) may take seconds. Re-signal now and then, as jattach does.
     let n = 0;
     while (Date.now() < deadline) {
-      await sleep(20);
-      if (isSocket(sock)) return sock;
-      if (++n % 50 === 0) process.kill(pid, 'SIGQUIT');
+      await sleep(25);
+      if (ownSocket(owner, sock)) return sock;
+      if (++n % 40 === 0) process.kill(pid, 'SIGQUIT');
     }
   } finally {
     try {
-      fs.unlinkSync(trigger);
+      unlinkAs(owner, trigger.file, trigger.base);
     } catch {
       /* already gone */
     }
@@ -130,20 +154,32 @@ async function startListener(pid: number, nspid: number, proc: string, deadline:
   throw new StudioError('unsuitable', `the JVM (pid ${pid}) did not open its attach socket ${sock}: it may still be starting, or run with -XX:+DisableAttachMechanism`);
 }
 
-function exchange(sock: string, request: Buffer, deadline: number): Promise<string> {
+/**
+ * Talks to the attach socket as the JVM's owner: the socket must be that owner's and the process
+ * listening on it must be the JVM itself (SO_PEERCRED), so a socket planted in its /tmp, or a
+ * /tmp that leads elsewhere, is never spoken to.
+ */
+function exchange(owner: FileOwner, pid: number, sock: string, request: Buffer, deadline: number): Promise<string> {
+  let fd: number;
+  try {
+    fd = connectAs(owner, sock, pid);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EPERM' || code === 'EACCES') return Promise.reject(privilegeError(`refused to talk to ${sock} of pid ${pid}: it is not a socket of uid ${owner.uid} opened by that JVM (${(e as Error).message})`));
+    return Promise.reject(new StudioError('unsuitable', `connecting to the JVM's attach socket ${sock} (pid ${pid}): ${(e as Error).message}`));
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    const s = net.createConnection({ path: sock });
+    const s = new net.Socket({ fd, readable: true, writable: true });
     const timer = setTimeout(() => {
       s.destroy();
       reject(new StudioError('unsuitable', `the JVM did not answer on ${sock} in time`));
     }, Math.max(100, deadline - Date.now()));
-    s.on('connect', () => s.end(request));
+    s.end(request);
     s.on('data', (d: Buffer) => chunks.push(d));
     s.on('error', (e: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      if (e.code === 'EACCES' || e.code === 'EPERM') reject(privilegeError(`connecting to ${sock}: ${e.code}. The attach socket belongs to the JVM's user: run as root or as that user`));
-      else reject(new StudioError('unsuitable', `connecting to the JVM's attach socket ${sock}: ${e.message}`));
+      reject(new StudioError('unsuitable', `talking to the JVM's attach socket ${sock}: ${e.message}`));
     });
     s.on('close', () => {
       clearTimeout(timer);
@@ -157,10 +193,14 @@ export async function attachCommand(pid: number, command: string, args: string[]
   const proc = opts.procRoot ?? '/proc';
   const deadline = Date.now() + (opts.timeoutMs ?? 10000);
   const request = encodeAttachRequest(command, args);
+  // Every attach request makes the JVM act (start a listener, write a perf map, load a library):
+  // never for another user's JVM unless we act for root.
+  assertOwnProcess(pid, `the JVM attach request "${command}"`);
   checkAttachable(pid, proc);
   const nspid = namespacePid(pid, fs.readFileSync(`${proc}/${pid}/status`, 'utf8'));
-  const sock = await startListener(pid, nspid, proc, deadline);
-  const reply = parseAttachReply(await exchange(sock, request, deadline));
+  const owner = processOwner(pid);
+  const sock = await startListener(pid, nspid, owner, deadline);
+  const reply = parseAttachReply(await exchange(owner, pid, sock, request, deadline));
   if (reply.status !== 0) throw new StudioError('unsuitable', `the JVM (pid ${pid}) refused "${command} ${args.join(' ')}" (status ${reply.status}): ${reply.output.trim() || 'no message'}`);
   return reply.output;
 }

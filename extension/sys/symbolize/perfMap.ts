@@ -2,6 +2,8 @@
 // without 0x (HotSpot's Compiler.perfmap writes 0x-prefixed, perf-map-agent and Node do not).
 // Later lines win where ranges overlap, because a JIT reuses freed code-cache addresses.
 import fs from 'node:fs';
+import { processOwner, readAs } from '../asUser';
+import { foreignOwner } from '../ownership';
 import { AddressTable, type Range } from './addressTable';
 import { perfMapKind, type FrameKind } from '../../protocol/frames';
 
@@ -40,24 +42,37 @@ export function namespacePid(pid: number): number {
   }
 }
 
-/** Candidate locations of the perf map, the process's own mount namespace first. */
-export function perfMapPaths(pid: number): string[] {
-  const nsPid = namespacePid(pid);
-  const paths = [`/proc/${pid}/root/tmp/perf-${nsPid}.map`];
-  if (nsPid === pid) paths.push(`/tmp/perf-${pid}.map`);
-  return paths;
+function isLink(p: string): boolean {
+  try {
+    return fs.lstatSync(p).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }
 
-/** Reads the first perf map found; undefined when there is none. */
+/** Where the process's perf map is, inside its own root (and mount namespace). */
+export function perfMapPath(pid: number): string {
+  return `/tmp/perf-${namespacePid(pid)}.map`;
+}
+
+/**
+ * Reads the process's perf map as the process's owner, inside its root (extension/sys/asUser.ts):
+ * a /tmp that is a link back to the host, or a perf map that is a link to a file the owner cannot
+ * read, gives nothing. Undefined when there is none.
+ */
 export function readPerfMap(pid: number): { path: string; table: AddressTable<PerfMapEntry> } | undefined {
-  for (const p of perfMapPaths(pid)) {
-    let text: string;
-    try {
-      text = fs.readFileSync(p, 'utf8');
-    } catch {
-      continue;
-    }
-    return { path: p, table: parsePerfMap(text) };
+  // Another user's perf map is private to them unless we act for root (extension/sys/ownership.ts).
+  if (foreignOwner(pid) !== undefined) return undefined;
+  const file = perfMapPath(pid);
+  // Most processes have none: a cheap look first, so only a real perf map costs the as-owner read
+  // (unless its /tmp is a link, which only the read inside its root resolves right).
+  if (!fs.existsSync(`/proc/${pid}/root${file}`) && !isLink(`/proc/${pid}/root/tmp`)) return undefined;
+  let bytes: Buffer | undefined;
+  try {
+    bytes = readAs(processOwner(pid), file, 256 << 20);
+  } catch {
+    return undefined;
   }
-  return undefined;
+  if (!bytes) return undefined;
+  return { path: `/proc/${pid}/root${file}`, table: parsePerfMap(bytes.toString('utf8')) };
 }

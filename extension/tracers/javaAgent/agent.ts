@@ -50,6 +50,8 @@ import type { BpfObject, RingBufferHandle } from '../../../native/index';
 import type { ProfileFrame, ProfileResult } from '../../protocol/profile';
 import { StudioError, unsuitableError } from '../../protocol/errors';
 import { attachCommand, jcmd, namespacePid } from '../../sys/jvm/attach';
+import { createAs, openAs, renameAs, unlinkAs, writeAllAndClose, type FileOwner } from '../../sys/asUser';
+import { effectiveIds, foreignOwner as ownerIfForeign } from '../../sys/ownership';
 import { withElf } from '../../sys/elf/elf';
 import { readMaps, type Mapping } from '../../sys/proc/maps';
 import type { TracerEnv } from '../tracer';
@@ -81,13 +83,6 @@ export function agentUnavailableMessage(assetDir: string): string {
   return `the JVM agent is not built (${path.join(assetDir, JVMAGENT_FILE)} is missing: the build found no JDK headers). Install a JDK (apt-get install openjdk-17-jdk-headless) and run \`npm run build\`, or use --java perfmap with a JVM started with -XX:+PreserveFramePointer`;
 }
 
-function effectiveIds(pid: number): { uid: number; gid: number } {
-  const text = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const uid = /^Uid:\s+\d+\s+(\d+)/m.exec(text);
-  const gid = /^Gid:\s+\d+\s+(\d+)/m.exec(text);
-  return { uid: uid ? Number(uid[1]) : -1, gid: gid ? Number(gid[1]) : -1 };
-}
-
 /** Who asks for the agent: the helper's invoking user (pkexec/sudo), or the CLI's own euid. */
 export interface AgentRequester {
   uid: number;
@@ -97,17 +92,10 @@ export interface AgentRequester {
 
 /**
  * The owner's uid when `pid` belongs to another user than the requester and the requester is not
- * root, else undefined. Every attach request (printflag, Compiler.perfmap, the agent) starts the
- * JVM's attach listener and makes it act, so a root helper must not do it for another user.
+ * root, else undefined (extension/sys/ownership.ts, the one check every tracer goes through).
  */
 export function foreignOwner(pid: number, requester: AgentRequester = { uid: process.geteuid?.() ?? 0 }): number | undefined {
-  if (requester.uid === 0) return undefined;
-  try {
-    const { uid } = effectiveIds(pid);
-    return uid !== requester.uid ? uid : undefined;
-  } catch {
-    return undefined; // gone: nothing to attach to either
-  }
+  return ownerIfForeign(pid, requester);
 }
 
 /**
@@ -126,7 +114,7 @@ export function checkAgentTarget(pid: number, requester: AgentRequester = { uid:
   if (cmdline.includes('-XX:-EnableDynamicAgentLoading')) throw unsuitableError(dynamicLoadingOffMessage(pid));
   const ids = effectiveIds(pid);
   const me = requester.uid;
-  if (me !== 0 && ids.uid !== me) {
+  if (ownerIfForeign(pid, requester) !== undefined) {
     const who = requester.source && requester.source !== 'self' ? `uid ${me}, from ${requester.source}` : `uid ${me}`;
     throw unsuitableError(
       `pid ${pid} is a JVM of uid ${ids.uid}, not yours (${who}): loading the Java agent into another user's JVM needs root. Profile it as root (sudo) or as uid ${ids.uid}, or profile your own JVM`,
@@ -214,36 +202,63 @@ export function checkJvmHasAgct(pid: number): boolean {
   return false;
 }
 
-/** Copies the agent into the JVM's /tmp (its mount namespace) unless an identical copy is there; returns its path as the JVM sees it. */
+/**
+ * Copies the agent into the JVM's /tmp unless an identical copy is there; returns its path as the
+ * JVM sees it. Done as the JVM's owner inside the JVM's root (extension/sys/asUser.ts): the copy is
+ * created exclusively under a fresh name and renamed into place, and an existing file is looked at
+ * through an fd opened without following links, so neither a /tmp that leads back to the host nor
+ * a link planted under either name lets root create or read a file outside the JVM's reach.
+ */
 export function placeAgent(pid: number, lib: string, ids: { uid: number; gid: number }): string {
   const bytes = fs.readFileSync(lib);
   const hash = crypto.createHash('sha256').update(bytes).digest('hex').slice(0, 16);
-  const name = `ebpf-studio-jvmagent-${hash}.so`;
-  const host = `/proc/${pid}/root/tmp/${name}`;
-  let st: fs.Stats | undefined;
-  try {
-    st = fs.lstatSync(host);
-  } catch {
-    st = undefined;
+  const owner: FileOwner = { uid: ids.uid, gid: ids.gid, pid };
+  // A shared /tmp may already hold another user's copy (or a planted file) under the common name:
+  // then the JVM owner's own name (the hash followed by the uid in 8 hex digits).
+  const names = [`/tmp/ebpf-studio-jvmagent-${hash}.so`, `/tmp/ebpf-studio-jvmagent-${hash}${ids.uid.toString(16).padStart(8, '0')}.so`];
+  const refused: string[] = [];
+  for (const name of names) {
+    const why = placeAgentAs(owner, name, bytes);
+    if (why === undefined) return name;
+    refused.push(why);
   }
-  if (st) {
-    // /tmp is world-writable: only a file that is ours byte for byte, owned by root or the JVM's
-    // user and writable by nobody else, is ever loaded. A loaded copy is never rewritten (a
-    // mapped shared object must not change under the JVM).
-    const trusted = st.isFile() && (st.uid === 0 || st.uid === ids.uid) && (st.mode & 0o022) === 0 && fs.readFileSync(host).equals(bytes);
-    if (!trusted) throw unsuitableError(`${host} exists but is not eBPF Studio's agent (or others can write it): remove it and retry`);
-    return `/tmp/${name}`;
-  }
-  const tmp = `${host}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, bytes, { mode: 0o644, flag: 'wx' });
+  throw unsuitableError(`cannot place the Java agent in pid ${pid}'s /tmp: ${refused.join('; ')}: remove them and retry`);
+}
+
+/** Undefined when `name` (in the JVM's root) is, or now is, our agent; else why not. */
+function placeAgentAs(owner: FileOwner, name: string, bytes: Buffer): string | undefined {
+  let existing: number | undefined;
   try {
-    if ((process.geteuid?.() ?? 0) === 0 && ids.uid >= 0) fs.chownSync(tmp, ids.uid, ids.gid);
-    fs.renameSync(tmp, host);
+    existing = openAs(owner, name, fs.constants.O_RDONLY);
   } catch (e) {
-    fs.rmSync(tmp, { force: true });
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT') return `${name} exists but cannot be opened as uid ${owner.uid} without following a link (${code})`;
+  }
+  if (existing !== undefined) {
+    // /tmp is world-writable: only a file that is ours byte for byte, owned by root or the JVM's
+    // user, with one link and writable by nobody else, is ever loaded. A loaded copy is never
+    // rewritten (a mapped shared object must not change under the JVM).
+    try {
+      const st = fs.fstatSync(existing);
+      const trusted = st.isFile() && st.nlink === 1 && (st.uid === 0 || st.uid === owner.uid) && (st.mode & 0o022) === 0 && st.size === bytes.length && fs.readFileSync(existing).equals(bytes);
+      return trusted ? undefined : `${name} exists but is not eBPF Studio's agent of uid ${owner.uid} or root (or others can write it, or it has other links)`;
+    } finally {
+      fs.closeSync(existing);
+    }
+  }
+  const tmp = `${name}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
+  writeAllAndClose(createAs(owner, tmp, 0o644), bytes);
+  try {
+    renameAs(owner, tmp, name);
+  } catch (e) {
+    try {
+      unlinkAs(owner, tmp);
+    } catch {
+      /* already gone */
+    }
     throw e;
   }
-  return `/tmp/${name}`;
+  return undefined;
 }
 
 function dynamicLoadingOffMessage(pid: number): string {
@@ -334,6 +349,18 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
   const outName = `.ebpf-studio-jvm-${nspid}-${crypto.randomBytes(4).toString('hex')}.txt`;
   const outInTarget = `/tmp/${outName}`;
   const outHost = `/proc/${pid}/root/tmp/${outName}`;
+  const owner: FileOwner = { uid: ids.uid, gid: ids.gid, pid };
+  let outFd: number | undefined;
+  // Closes the agent's file and removes it by name, as the JVM's owner inside its root.
+  const removeOut = () => {
+    if (outFd !== undefined) fs.closeSync(outFd);
+    outFd = undefined;
+    try {
+      unlinkAs(owner, outInTarget);
+    } catch {
+      /* not created, or gone with the JVM */
+    }
+  };
   const t0 = Date.now();
   const t0ns = process.hrtime.bigint(); // CLOCK_MONOTONIC, the clock of the agent's timestamps
   const code = await agentCommand(pid, libInTarget, `start,out=${outInTarget},depth=${opts.depth ?? 128}`, 15000);
@@ -371,14 +398,22 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
 
   // Reads what the agent appended since the last call (the file only grows until stop); complete
   // lines only, the rest waits in `tail`. Records go to the pairer as they are parsed.
+  // The file is opened once, as the JVM's owner inside its root, never through a link.
   const readMore = () => {
-    let fd: number;
-    try {
-      fd = fs.openSync(outHost, 'r');
-    } catch {
-      return;
+    if (outFd === undefined) {
+      try {
+        const fd = openAs(owner, outInTarget, fs.constants.O_RDONLY);
+        if (!fs.fstatSync(fd).isFile()) {
+          fs.closeSync(fd);
+          return;
+        }
+        outFd = fd;
+      } catch {
+        return;
+      }
     }
-    try {
+    const fd = outFd;
+    {
       const buf = Buffer.alloc(1 << 20);
       for (;;) {
         const got = fs.readSync(fd, buf, 0, buf.length, readOffset);
@@ -393,8 +428,6 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
         n.agent += log.records.length;
         log.records.length = 0;
       }
-    } finally {
-      fs.closeSync(fd);
     }
     if (firstSampleMs === undefined && firstJavaTs !== undefined) firstSampleMs = Date.now() - t0;
   };
@@ -496,7 +529,7 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
       clearInterval(timer);
       ring?.close();
       await stopAgent();
-      fs.rmSync(outHost, { force: true });
+      removeOut();
     },
     async finish(result, raw, assemble) {
       clearInterval(timer);
@@ -507,7 +540,7 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
       } catch (e) {
         env.log(`profile: reading the Java agent's file ${outHost} failed: ${(e as Error).message}`);
       }
-      fs.rmSync(outHost, { force: true });
+      removeOut();
       if (!log.ended) env.log(`profile: the Java agent's file ended without its end mark; some Java samples may be missing`);
       if (log.dropped) env.log(`profile: the Java agent's buffer was full ${log.dropped} times`);
       advance(true);

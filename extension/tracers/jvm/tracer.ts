@@ -14,6 +14,7 @@ import { javaGcTracer, libjvmOf } from '../javaGc/tracer';
 import { runqlatTracer } from '../runqlat/tracer';
 import { profileTracer } from '../profile/tracer';
 import { writePerfMap } from '../../sys/jvm/attach';
+import { foreignOwner } from '../../sys/ownership';
 import { pidAlive } from '../../sys/proc/processes';
 import type { TracerName } from '../../protocol/protocol';
 
@@ -191,7 +192,13 @@ export const jvmTracer: Tracer<'jvm'> = {
     // The profiler names JIT-compiled methods from the JVM's perf map, which it asks for at Stop;
     // a JVM that exits first would leave them unnamed. Asking now and then keeps a recent map on
     // disk for the profiler's periodic re-reads of the process (same file, same names).
-    let perfMapFailed = false;
+    // Another user's JVM (and we do not act for root): no attach request, no perf map, no private
+    // file of it (extension/sys/ownership.ts, the check writePerfMap goes through as well).
+    const owner = foreignOwner(options.pid, env.requester);
+    if (owner !== undefined) {
+      warnings.push(`pid ${options.pid} is a JVM of uid ${owner}, not yours (uid ${env.requester?.uid}): eBPF Studio sends no attach request into another user's JVM (no perf map), so its JIT-compiled Java methods show as [unknown]. Run as root (sudo) or as uid ${owner} to name them`);
+    }
+    let perfMapFailed = owner !== undefined;
     const refreshPerfMap = () => {
       if (perfMapFailed || !pidAlive(options.pid)) return;
       writePerfMap(options.pid, { timeoutMs: 3000 }).catch((e) => {

@@ -13,14 +13,16 @@
 // it does not expect could kill it), one in another mount namespace (a container: the library
 // and the table would have to be placed inside it), and another user's process unless the
 // requester is root.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { MemleakOptions, MemleakResult } from '../../protocol/memleak';
 import { StudioError } from '../../protocol/errors';
+import { foreignOwner } from '../../sys/ownership';
 import { namespacePid } from '../../sys/symbolize/perfMap';
 import type { Session, SessionEvents, TracerEnv } from '../tracer';
-import { glibcBlocker, leakTableReader, preloadLibPath, readReport, reportDir } from './preload';
+import { createAs, writeAllAndClose, type FileOwner } from '../../sys/asUser';
+import { glibcBlocker, leakTableReader, preloadLibPath, readReport, removeReportDir, reportDir } from './preload';
 import { LeakReports, liveUpdate } from './report';
 
 export const INJECTOR = 'ebpf-studio-inject';
@@ -64,8 +66,8 @@ export function injectRefusal(options: MemleakOptions, env: TracerEnv): string |
   if (st.tracerPid) return `process ${pid} is already being traced (by pid ${st.tracerPid}, a debugger or another tracer)`;
   if (new Set(st.uid).size > 1 || new Set(st.gid).size > 1) return `process ${pid} runs with changed ids (setuid or setgid)`;
   if (st.seccomp === 2) return `process ${pid} runs under a seccomp filter, which could kill it for a system call the injected code makes`;
-  const requester = env.requester?.uid ?? process.geteuid?.() ?? 0;
-  if (requester !== 0 && st.uid[0] !== requester) return `process ${pid} belongs to another user`;
+  const foreign = foreignOwner(pid);
+  if (foreign !== undefined) return `process ${pid} belongs to uid ${foreign}, not to you (only root may load code into another user's process)`;
   try {
     if (fs.readlinkSync(`/proc/${pid}/ns/mnt`) !== fs.readlinkSync('/proc/self/ns/mnt')) return `process ${pid} runs in another mount namespace (a container)`;
   } catch {
@@ -99,11 +101,6 @@ function readableBy(file: string, uid: number): boolean {
   }
 }
 
-/** Runs a command as the process's owner: root never writes or deletes in the owner's folders itself. */
-function asOwner(uid: number, gid: number, command: string, args: string[]): boolean {
-  return spawnSync(command, args, { uid, gid, stdio: 'ignore', timeout: 10_000 }).status === 0;
-}
-
 function runInjector(injector: string, args: string[], log: (m: string) => void): Promise<{ ok: boolean; out: string }> {
   return new Promise((resolve) => {
     const child = spawn(injector, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -135,7 +132,10 @@ export async function startInject(options: MemleakOptions, env: TracerEnv, event
   if (!readableBy(lib, uid)) {
     throw new StudioError('unsuitable', `${lib} is not readable by the owner of process ${pid} (uid ${uid}): install the helper (ebpf-studio install-helper) so the library sits in a world-readable root-owned folder, or use --mode uprobe`);
   }
-  const dir = reportDir(uid, gid);
+  // The report folder and the settings file are made by the process's owner (sys/asUser.ts): root
+  // never creates, writes or deletes in a folder that user controls.
+  const owner: FileOwner = { uid, gid };
+  const dir = reportDir(owner);
   const conf = path.join(dir, 'settings');
   const lines = [`EBPF_STUDIO_PRELOAD_DIR=${dir}`, `EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING=${options.maxOutstanding ?? 1_000_000}`];
   if (options.minSize) lines.push(`EBPF_STUDIO_PRELOAD_MIN_SIZE=${options.minSize}`);
@@ -143,13 +143,10 @@ export async function startInject(options: MemleakOptions, env: TracerEnv, event
   if (options.sampleRate > 1) lines.push(`EBPF_STUDIO_PRELOAD_SAMPLE_RATE=${options.sampleRate}`);
   if (options.sampleBytes) lines.push(`EBPF_STUDIO_PRELOAD_SAMPLE_BYTES=${options.sampleBytes}`);
   if (process.env.EBPF_STUDIO_PRELOAD_UNWINDER) lines.push(`EBPF_STUDIO_PRELOAD_UNWINDER=${process.env.EBPF_STUDIO_PRELOAD_UNWINDER}`);
-  // The folder is new and empty: 'wx' creates the file or fails, it never follows a planted link.
-  fs.writeFileSync(conf, lines.join('\n') + '\n', { flag: 'wx', mode: 0o644 });
+  // created exclusively: never an existing file or a planted link
+  writeAllAndClose(createAs(owner, conf, 0o600), Buffer.from(lines.join('\n') + '\n'));
   const file = path.join(dir, `${namespacePid(pid)}.leak`);
-  const cleanup = () => {
-    asOwner(uid, gid, '/bin/rm', ['-f', '--', file, conf]);
-    asOwner(uid, gid, '/bin/rmdir', ['--', dir]);
-  };
+  const cleanup = () => removeReportDir(dir, owner, env.log);
   const t0 = process.hrtime.bigint();
   const started = await runInjector(injector, ['start', String(pid), lib, conf], env.log);
   if (!started.ok) {
@@ -180,7 +177,7 @@ export async function startInject(options: MemleakOptions, env: TracerEnv, event
     reports
       .serial(async () => {
         if (reports.closed) return;
-        const snap = readReport(file, uid);
+        const snap = readReport(file, owner);
         if (!snap) return;
         capture();
         const now = process.hrtime.bigint();
@@ -192,7 +189,7 @@ export async function startInject(options: MemleakOptions, env: TracerEnv, event
 
   const resultNow = async (): Promise<MemleakResult> => {
     await detach();
-    const snap = readReport(file, uid);
+    const snap = readReport(file, owner);
     if (!snap) return empty();
     const { stacks } = await measure(snap, process.hrtime.bigint());
     env.log(`memleak: inject report: ${snap.header.allocs} allocations, ${snap.header.frees} frees recorded since attach, ${snap.header.stacksUsed} stacks`);

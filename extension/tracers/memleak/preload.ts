@@ -24,7 +24,9 @@ import type { MemleakOptions, MemleakResult } from '../../protocol/memleak';
 import { inputError, StudioError } from '../../protocol/errors';
 import { withElf } from '../../sys/elf/elf';
 import type { Session, SessionEvents, TracerEnv } from '../tracer';
-import { resolveCommand } from '../launchStopped';
+import { launcherPath, resolveCommand } from '../launchStopped';
+import { mkdirAs, openAs, rmdirAs, unlinkAs, type FileOwner } from '../../sys/asUser';
+import crypto from 'node:crypto';
 import { aggregate, type AllocRecord } from './decode';
 import { exitMessage, LeakReports, liveUpdate, StackFrames, toStack } from './report';
 import { decodeHeader, decodeSlots, HEADER_SIZE, stackOf, STATE, STATE_OFFSET, type LeakHeader } from './preloadDecode';
@@ -123,19 +125,54 @@ export function allocatorLibBlocker(lib: string, prefix: string | undefined): st
   }
 }
 
-/** A private folder the target (possibly another uid) can write its report into; tmpfs first. */
-export function reportDir(uid?: number, gid?: number): string {
+/**
+ * A private folder the target can write its report into, tmpfs first: made by the user the
+ * program runs as (extension/sys/asUser.ts), mode 0700, under a random name, so root never creates
+ * or chowns anything in a shared folder.
+ */
+export function reportDir(owner: FileOwner): string {
   const bases = ['/dev/shm', os.tmpdir()];
+  const failures: string[] = [];
   for (const base of bases) {
+    const dir = path.join(base, `ebpf-studio-leak-${crypto.randomBytes(8).toString('hex')}`);
     try {
-      const dir = fs.mkdtempSync(path.join(base, 'ebpf-studio-leak-'));
-      if (uid !== undefined) fs.chownSync(dir, uid, gid ?? -1);
+      mkdirAs(owner, dir, 0o700);
       return dir;
-    } catch {
-      /* next */
+    } catch (e) {
+      failures.push(`${dir}: ${(e as Error).message}`);
     }
   }
-  throw new StudioError('internal', `cannot make a folder for the leak report in ${bases.join(' or ')}`);
+  throw new StudioError('internal', `cannot make a folder for the leak report as uid ${owner.uid}: ${failures.join('; ')}`);
+}
+
+/** The files a session puts in its report folder: the interposer's reports (PID.leak, one per
+ * traced process) and, in inject mode, the settings file the injected library reads. */
+const REPORT_NAME = /^(\d{1,10}\.leak|settings)$/;
+
+/**
+ * Removes the report folder as its user, and nothing but the interposer's report files in it, by
+ * name: no recursive delete, so a folder swapped for a link (or a sub-folder planted in it) costs
+ * only what its owner could delete anyway, and then the folder stays.
+ */
+export function removeReportDir(dir: string, owner: FileOwner, log: (m: string) => void): void {
+  let names: string[] = [];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    /* gone */
+  }
+  for (const n of names.filter((n) => REPORT_NAME.test(n))) {
+    try {
+      unlinkAs(owner, path.join(dir, n));
+    } catch (e) {
+      log(`memleak: could not remove ${path.join(dir, n)} as uid ${owner.uid}: ${(e as Error).message}`);
+    }
+  }
+  try {
+    rmdirAs(owner, dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') log(`memleak: left ${dir} in place (${(e as Error).message}): it holds files eBPF Studio did not make`);
+  }
 }
 
 /** Reads one region of the report file. */
@@ -162,15 +199,15 @@ export interface Snapshot {
  * link owned by the uid the program runs as: the folder belongs to that user, and this side may
  * be root, so a link planted there must not make it read, or write, another file.
  */
-export function openReport(file: string, uid: number, write: boolean): number | undefined {
+export function openReport(file: string, owner: FileOwner, write: boolean): number | undefined {
   let fd: number;
   try {
-    fd = fs.openSync(file, (write ? fs.constants.O_RDWR : fs.constants.O_RDONLY) | fs.constants.O_NOFOLLOW);
+    fd = openAs(owner, file, write ? fs.constants.O_RDWR : fs.constants.O_RDONLY);
   } catch {
     return undefined;
   }
   const st = fs.fstatSync(fd);
-  if (!st.isFile() || st.nlink !== 1 || st.uid !== uid) {
+  if (!st.isFile() || st.nlink !== 1 || st.uid !== owner.uid) {
     fs.closeSync(fd);
     return undefined;
   }
@@ -180,8 +217,8 @@ export function openReport(file: string, uid: number, write: boolean): number | 
 /** Bounds the interposer never exceeds (see open_table): a file claiming more is not ours. */
 const LIMITS = { slots: 1 << 28, stacks: 1 << 20, frames: 1 << 24 };
 
-export function readReport(file: string, uid: number): Snapshot | undefined {
-  const fd = openReport(file, uid, false);
+export function readReport(file: string, owner: FileOwner): Snapshot | undefined {
+  const fd = openReport(file, owner, false);
   if (fd === undefined) return undefined;
   try {
     const header = decodeHeader(readAt(fd, 0, HEADER_SIZE));
@@ -268,11 +305,13 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
   const exe = resolveCommand(launch.command[0], baseEnv.PATH, cwd);
   // Who the command runs as is the helper's decision (extension/sys/identity.ts), never the request's.
   const { uid, gid } = launchIdentity(launch);
-  const dir = reportDir(uid, gid);
+  const owner: FileOwner = { uid, gid };
+  const dir = reportDir(owner);
   const t0 = process.hrtime.bigint();
   const childEnv: NodeJS.ProcessEnv = {
     ...baseEnv,
-    LD_PRELOAD: baseEnv.LD_PRELOAD ? `${lib}:${baseEnv.LD_PRELOAD}` : lib,
+    // The launcher moves this into LD_PRELOAD right before the exec (not into itself).
+    EBPF_STUDIO_LAUNCH_PRELOAD: baseEnv.LD_PRELOAD ? `${lib}:${baseEnv.LD_PRELOAD}` : lib,
     EBPF_STUDIO_PRELOAD_DIR: dir,
     EBPF_STUDIO_PRELOAD_FD: '3',
     EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING: String(options.maxOutstanding ?? 1_000_000),
@@ -286,9 +325,11 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
     clearInterval(timer);
     channel?.destroy();
     sym.dispose();
-    fs.rmSync(dir, { recursive: true, force: true });
+    removeReportDir(dir, owner, env.log);
   });
-  const child = spawn(exe, launch.command.slice(1), { argv0: launch.command[0], cwd, env: childEnv, stdio, uid, gid });
+  // The launcher enters cwd after libuv dropped to uid/gid (libuv itself would chdir as root),
+  // then execs exe with the command's own argv[0] and the interposer preloaded; same pid.
+  const child = spawn(launcherPath(env.assetDir), ['--cwd', cwd, '--no-stop', '--exec', exe, '--preload', '--', ...launch.command], { cwd: '/', env: childEnv, stdio, uid, gid });
   child.stdout?.on('data', (d: Buffer) => (reports.output += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (reports.output += d.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
@@ -297,7 +338,7 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
     child.once('error', (e) => resolve(e));
   });
   if (spawnFailed || !child.pid) {
-    fs.rmSync(dir, { recursive: true, force: true });
+    removeReportDir(dir, owner, env.log);
     throw new StudioError('internal', `cannot start ${launch.command[0]}: ${spawnFailed?.message ?? 'no pid'}`);
   }
   const pid = child.pid;
@@ -307,7 +348,6 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
   const { sym, capture, measure, dropped, sampling, empty } = leakTableReader(pid, options, env, warnings, 'preload');
 
   // ---- the program's notices ---------------------------------------------------------------
-  const owner = uid ?? process.getuid?.() ?? 0;
   const release = () => {
     try {
       const fd = openReport(file, owner, true);

@@ -9,7 +9,7 @@ import os from 'node:os';
 import * as vscode from 'vscode';
 import { bpfVerify, type VerifyResponse } from '../../../protocol/authoring';
 import { defaultOutput } from '../../../authoring/buildCommand';
-import { helper } from '../../helperClient/helperClient';
+import { withRunner } from '../../helperClient/helperClient';
 import { showError } from '../../ui/errors';
 import { buildSource, targetSource } from './bpfBuild';
 
@@ -45,7 +45,7 @@ export async function loadAndVerify(source: vscode.Uri, collection: vscode.Diagn
   const confirmedSha256 = await confirmObject(object, 'Load and Verify');
   if (!confirmedSha256) return undefined;
   const r = await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Loading ${path.basename(object)} into the kernel…` }, () =>
-    helper().request(bpfVerify, { objectPath: object, sourcePaths: [source.fsPath], confirmedSha256 }),
+    withRunner((runner) => runner.request(bpfVerify, { objectPath: object, sourcePaths: [source.fsPath], confirmedSha256 })),
   );
   const link = logUri(source.fsPath);
   logs.set(link.toString(), r.log || '(the kernel returned no log)');

@@ -2,12 +2,12 @@
 // returns the verifier's verdict mapped to source lines. ("Run" is the bpf-run tracer.)
 import type { MessageConnection } from 'vscode-jsonrpc/node';
 import path from 'node:path';
-import { bpfVerify, type VerifyResponse } from '../../protocol/authoring';
-import { asObject, str } from '../../protocol/validate';
-import { inputError, StudioError } from '../../protocol/errors';
-import { siblingSources, verifyObject } from '../../authoring/verifyObject';
-import type { HandlerContext } from '../context';
-import { openUserObject } from '../../sys/userObject';
+import { bpfVerify, type VerifyResponse } from '../protocol/authoring';
+import { asObject, str } from '../protocol/validate';
+import { inputError, StudioError } from '../protocol/errors';
+import { siblingSources, verifyObject } from '../authoring/verifyObject';
+import type { HandlerContext } from '../helper/context';
+import { openUserObject } from '../sys/userObject';
 
 export function registerAuthoringHandlers(conn: MessageConnection, ctx: HandlerContext): void {
   conn.onRequest(
