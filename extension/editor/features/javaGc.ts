@@ -69,12 +69,9 @@ async function pickTarget(): Promise<JavaGcOptions | undefined> {
 async function trace(context: vscode.ExtensionContext, options: JavaGcOptions): Promise<ClientSession<'java-gc'> | undefined> {
   const target = options.all ? 'every JVM' : `pid ${options.pid}`;
   let view: TypedPanel<ToView, FromView> | undefined;
-  let ready = false;
-  const queue: ToView[] = [];
-  const send = (m: ToView) => {
-    if (ready && view) view.post(m);
-    else queue.push(m);
-  };
+  // The session starts before the panel exists: what it sends until then waits here.
+  const early: ToView[] = [];
+  const send = (m: ToView) => (view ? view.post(m) : early.push(m));
   // Every update is kept: the finished session is listed in the Sessions view and reopens from them.
   const updates: JavaGcUpdate[] = [];
   const key = newSessionKey();
@@ -92,15 +89,12 @@ async function trace(context: vscode.ExtensionContext, options: JavaGcOptions): 
   });
   view = createViewPanel<ToView, FromView>(context, 'javaGc', `Java GC: ${target}`, undefined, key);
   for (const w of session.info.warnings) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
+  view.onReady(() => [{ type: 'init', target }]);
+  for (const e of early.splice(0)) view.post(e);
   const disposables: vscode.Disposable[] = [];
   disposables.push(
     view.onMessage(async (m) => {
       switch (m.type) {
-        case 'ready':
-          ready = true;
-          view!.post({ type: 'init', target });
-          for (const q of queue.splice(0)) view!.post(q);
-          break;
         case 'stop':
           await session.stop();
           break;

@@ -60,12 +60,9 @@ export function scopeLabel(o: RunqlatOptions): string {
 async function show(context: vscode.ExtensionContext, options: RunqlatOptions): Promise<ClientSession<'runqlat'>> {
   const scope = scopeLabel(options);
   let view: TypedPanel<ToView, FromView> | undefined;
-  let ready = false;
-  const queue: ToView[] = [];
-  const send = (m: ToView) => {
-    if (ready && view) view.post(m);
-    else queue.push(m);
-  };
+  // The session starts before the panel exists: what it sends until then waits here.
+  const early: ToView[] = [];
+  const send = (m: ToView) => (view ? view.post(m) : early.push(m));
   // Every update is kept: the finished session is listed in the Sessions view and reopens from them.
   const updates: RunqlatUpdate[] = [];
   const key = newSessionKey();
@@ -83,13 +80,10 @@ async function show(context: vscode.ExtensionContext, options: RunqlatOptions): 
   });
   view = createViewPanel<ToView, FromView>(context, 'runqlat', `Run Queue Latency: ${scope}`, undefined, key);
   for (const w of session.info.warnings) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
-  const sub = view.onMessage(async (m) => {
+  view.onReady(() => [{ type: 'init', scope, per: options.per, unit: options.unit }]);
+  for (const e of early.splice(0)) view.post(e);
+  view.onMessage(async (m) => {
     switch (m.type) {
-      case 'ready':
-        ready = true;
-        view!.post({ type: 'init', scope, per: options.per, unit: options.unit });
-        for (const q of queue.splice(0)) view!.post(q);
-        break;
       case 'stop':
         await session.stop();
         break;
@@ -100,10 +94,7 @@ async function show(context: vscode.ExtensionContext, options: RunqlatOptions): 
       }
     }
   });
-  view.panel.onDidDispose(() => {
-    sub.dispose();
-    void session.stop();
-  });
+  view.panel.onDidDispose(() => void session.stop());
   return session;
 }
 

@@ -55,12 +55,9 @@ async function runLoader(context: vscode.ExtensionContext, file: string, output:
       }
     };
     context.subscriptions.push(
-      v.onMessage((m) => {
-        if (m.type === 'ready') init();
-      }),
+      v.onReady(init),
       v.panel.onDidDispose(() => clearInterval(timer)),
     );
-    init();
     timer = setInterval(() => void poll(), 1000);
   });
   clearInterval(timer);
