@@ -4,6 +4,7 @@
 // panels keep in storage to come back after a reload, and what the Sessions view lists.
 // Pure: no vscode, no fs; shared with tests and any future CLI reader.
 import type { JavaGcUpdate } from '../protocol/javaGc';
+import { isGcLiveState, type GcLiveState } from './javaGcLive';
 import type { RunqlatPer, RunqlatUnit, RunqlatUpdate } from '../protocol/runqlat';
 import type { FlameProfile } from './flamegraph/profileData';
 import type { LeakViewStack } from '../../webview/memleak/protocol';
@@ -21,8 +22,12 @@ export const SESSION_TRACERS: readonly SessionTracer[] = ['java-gc', 'runqlat', 
 export type EndedState = { reason: 'stopped' | 'target-exited' | 'error'; message?: string };
 
 export interface SessionData {
-  /** every update in order (each holds the GCs since the previous one) */
-  'java-gc': { target: string; updates: JavaGcUpdate[]; ended?: EndedState };
+  /**
+   * `state`: the figures over the whole session and the most recent events (what the view
+   * draws, bounded however long the session ran). Files written before it have `updates`
+   * instead: every update in order, each with the GCs since the previous one.
+   */
+  'java-gc': { target: string; state?: GcLiveState; updates?: JavaGcUpdate[]; ended?: EndedState };
   /** every interval in order (histograms are per interval) */
   runqlat: { scope: string; per: RunqlatPer; unit: RunqlatUnit; updates: RunqlatUpdate[]; ended?: EndedState };
   /** the last snapshot of outstanding allocations, with each stack's history */
@@ -127,7 +132,9 @@ export function readSession(text: string, name = 'the file'): AnySessionFile {
   switch (json.tracer as SessionTracer) {
     case 'java-gc':
       if (typeof d.target !== 'string') bad(`${where}.target must be a string`);
-      checkUpdates(d.updates, where, 'events');
+      if (d.state !== undefined) {
+        if (!isGcLiveState(d.state)) bad(`${where}.state is not the Java GC view's figures (version 1 with collectors, recent events and a timeline)`);
+      } else checkUpdates(d.updates, where, 'events');
       checkEnded(d.ended, where);
       break;
     case 'runqlat':
@@ -158,7 +165,12 @@ export function viewOf(tracer: SessionTracer): 'javaGc' | 'runqlat' | 'memleak' 
 export function replayMessages(f: AnySessionFile): unknown[] {
   switch (f.tracer) {
     case 'java-gc':
-      return [{ type: 'init', target: f.data.target }, ...f.data.updates.map((update) => ({ type: 'update', update })), { type: 'ended', reason: f.data.ended?.reason ?? 'stopped', message: f.data.ended?.message }];
+      return [
+        { type: 'init', target: f.data.target },
+        ...(f.data.state ? [{ type: 'restore', state: f.data.state }] : []),
+        ...(f.data.updates ?? []).map((update) => ({ type: 'update', update })),
+        { type: 'ended', reason: f.data.ended?.reason ?? 'stopped', message: f.data.ended?.message },
+      ];
     case 'runqlat':
       return [{ type: 'init', scope: f.data.scope, per: f.data.per, unit: f.data.unit }, ...f.data.updates.map((update) => ({ type: 'update', update })), { type: 'ended', reason: f.data.ended?.reason ?? 'stopped', message: f.data.ended?.message }];
     case 'memleak':

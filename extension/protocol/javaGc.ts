@@ -8,6 +8,12 @@ export interface JavaGcOptions {
   all: boolean;
   /** GCs shorter than this (µs) are dropped in the kernel */
   minUs: number;
+  /**
+   * The result keeps the figures over the whole session but only the most recent events
+   * (model/javaGcLive.ts RECENT_EVENTS): for a client that drew the live updates (the editor).
+   * Unset, the result holds every event (the CLI's --json).
+   */
+  boundedResult?: boolean;
 }
 
 export interface JavaGcPool {

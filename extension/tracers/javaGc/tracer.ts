@@ -8,6 +8,7 @@ import type { BpfObject } from '../../../native/index';
 import type { JavaGcEvent, JavaGcOptions, JavaGcPool, JavaSafepoint } from '../../protocol/javaGc';
 import { classify } from '../../model/javaGcKinds';
 import { buildResult } from '../../model/javaGcStats';
+import { GcLive } from '../../model/javaGcLive';
 import { fromBpfError, inputError, unsuitableError } from '../../protocol/errors';
 import { asObject, bool, int } from '../../protocol/validate';
 import { checkPid, findJdks, libjvmUsdt, listProcesses, mapsOrExplain, noUsdtMessage, pidAlive, readStat } from '../../sys/proc/processes';
@@ -210,6 +211,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       all,
       pid: all ? int(o, 'pid', 0, 4194304, 0) : int(o, 'pid', 1, 4194304),
       minUs: int(o, 'minUs', 0, 3_600_000_000, 0),
+      ...(bool(o, 'boundedResult', false) ? { boundedResult: true } : {}),
     };
   },
   async start(options, env, events) {
@@ -250,8 +252,12 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     if (!safepointsAvailable) env.log(`java-gc: ${safepointsReason}`);
 
     const startNs = monoNs();
+    // Every event for the CLI's document; a client that drew the live updates (the editor) asks
+    // for a bounded result instead: running figures and the most recent events, so the helper's
+    // memory and the size of what Stop sends back do not grow with the session.
     const all: JavaGcEvent[] = [];
     const allSafepoints: JavaSafepoint[] = [];
+    const bounded = options.boundedResult ? new GcLive() : undefined;
     const pids = new Set<number>(options.all ? [] : [options.pid]);
     let fresh: JavaGcEvent[] = [];
     let freshSafepoints: JavaSafepoint[] = [];
@@ -269,7 +275,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
           return;
         }
         pids.add(e.pid);
-        all.push(e);
+        if (!bounded) all.push(e);
         fresh.push(e);
       }
     };
@@ -277,7 +283,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       for (const r of records(batch, offsets)) {
         try {
           const sp = decodeSafepoint(r);
-          allSafepoints.push(sp);
+          if (!bounded) allSafepoints.push(sp);
           freshSafepoints.push(sp);
         } catch (err) {
           env.log(`java-gc: ${(err as Error).message}`);
@@ -305,6 +311,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       const u = { events: fresh, safepoints: freshSafepoints, safepointsAvailable, safepointsReason, lost, pids: pidList(), startNs, nowNs: monoNs() };
       fresh = [];
       freshSafepoints = [];
+      bounded?.apply(u);
       events.update(u);
     };
     let shutting: Promise<void> | undefined;
@@ -337,12 +344,16 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       if (!alive) {
         ending = true;
         void shutdown().then(() => {
-          events.ended('target-exited', `pid ${options.pid} exited; ${all.length} GCs traced`);
+          events.ended('target-exited', `pid ${options.pid} exited; ${bounded ? bounded.count : all.length} GCs traced`);
         });
       }
     }, TICK_MS);
 
-    const result = () => buildResult(pidList(), all, lost, { available: safepointsAvailable, reason: safepointsReason, events: allSafepoints, lost: safepointsLost });
+    const result = () => {
+      if (!bounded) return buildResult(pidList(), all, lost, { available: safepointsAvailable, reason: safepointsReason, events: allSafepoints, lost: safepointsLost });
+      const r = bounded.toResult();
+      return { ...r, pids: pidList(), lost, safepoints: { ...r.safepoints, available: safepointsAvailable, ...(safepointsReason ? { reason: safepointsReason } : {}), lost: safepointsLost } };
+    };
     return {
       targets: options.all ? [] : [options.pid],
       warnings,
