@@ -63,3 +63,41 @@ export function drawHeatMap(canvas: HTMLCanvasElement, map: HeatMap, maxColumns:
   }
   return layout;
 }
+
+/**
+ * The heat map's color scale: what a cell's shade means, from one wait to the busiest cell's
+ * count (logarithmic, as heatIntensity shades them), with the counts at both ends and between.
+ */
+export function drawHeatScale(canvas: HTMLCanvasElement, max: number, unit: RunqlatUnit): void {
+  const height = 30;
+  const { ctx, width } = sizeCanvas(canvas, height);
+  const hot = themeColor('--vscode-charts-orange', '#d18616');
+  const muted = themeColor('--vscode-descriptionForeground', '#888');
+  ctx.font = `11px ${themeColor('--vscode-font-family', 'sans-serif')}`;
+  ctx.fillStyle = muted;
+  ctx.textBaseline = 'middle';
+  ctx.textAlign = 'left';
+  const title = `waits per cell (one interval × one latency bucket, ${unit === 'ms' ? 'ms' : 'µs'}):`;
+  ctx.fillText(title, 0, 10);
+  const x0 = Math.min(width - 120, ctx.measureText(title).width + 8);
+  const w = Math.max(60, Math.min(240, width - x0 - 8));
+  const steps = 48;
+  ctx.fillStyle = hot;
+  for (let i = 0; i < steps; i++) {
+    // Cell i stands for the count at a log-spaced point between 1 and max.
+    const count = max <= 1 ? 1 : Math.round(Math.exp((i / (steps - 1)) * Math.log(max)));
+    ctx.globalAlpha = heatIntensity(count, Math.max(1, max));
+    ctx.fillRect(x0 + (i * w) / steps, 2, Math.ceil(w / steps), 14);
+  }
+  ctx.globalAlpha = 1;
+  ctx.fillStyle = muted;
+  ctx.textBaseline = 'top';
+  ctx.textAlign = 'left';
+  ctx.fillText('1', x0, 18);
+  ctx.textAlign = 'right';
+  ctx.fillText(max > 0 ? String(max) : '–', x0 + w, 18);
+  if (max >= 100) {
+    ctx.textAlign = 'center';
+    ctx.fillText(String(Math.round(Math.sqrt(max))), x0 + w / 2, 18);
+  }
+}

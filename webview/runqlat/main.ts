@@ -4,7 +4,8 @@
 import { formatDuration } from '../../extension/model/log2hist';
 import { bucketAt, drawHistogram, themeColor, type HistogramLayout } from '../common/histogramChart';
 import { connectHost, el, oncePerFrame } from '../common/viewPage';
-import { drawHeatMap, heatColumnsFor } from './heatMapChart';
+import { drawHeatMap, drawHeatScale, heatColumnsFor } from './heatMapChart';
+import { formatCount } from '../../extension/model/units';
 import { bucketRange, heatCellAt, RunqlatModel, type HeatLayout, type HeatMap, type HistogramBars, type SortKey } from './model';
 import type { FromView, ToView } from './protocol';
 
@@ -28,6 +29,9 @@ const histHead = el('div', { class: 'toolbar' });
 histHead.append(histTitle, backBtn);
 const histCanvas = el('canvas', { id: 'histogram', 'aria-label': 'run-queue latency histogram' });
 const heatCanvas = el('canvas', { id: 'heatmap', 'aria-label': 'run-queue latency heat map' });
+const heatScale = el('canvas', { id: 'heat-scale', 'aria-label': 'heat map color scale' });
+const heatLegend = el('div', { class: 'legend', id: 'heat-legend' }, 'x: time (one column per interval, newest right); y: how long a thread waited for a CPU (log2 buckets); shade: how many waits fell in the cell (log scale, above).');
+const histLegend = el('div', { class: 'legend', id: 'hist-legend' }, 'Bars: waits (a thread runnable but not running) per latency bucket; each bucket spans twice the one before. Hover a bar for its range and share.');
 const keySection = el('div', { id: 'keys' });
 const sortSelect = el('select', { id: 'sort' });
 sortSelect.append(el('option', { value: 'p99' }, 'sort by p99'), el('option', { value: 'count' }, 'sort by count'));
@@ -38,9 +42,16 @@ keyHead.append(el('h2', { id: 'keys-title' }), sortSelect);
 keySection.append(keyHead, keyTable, keyNote);
 const tooltip = el('div', { class: 'tooltip' });
 tooltip.style.display = 'none';
-app.append(toolbar, lostLine, cards, histHead, histCanvas, el('h2', {}, 'Heat map (click a column for its histogram)'), heatCanvas, keySection, tooltip);
+app.append(toolbar, lostLine, cards, histHead, histCanvas, histLegend, el('h2', {}, 'Heat map (click a column for its histogram)'), heatScale, heatCanvas, heatLegend, keySection, tooltip);
 
-stopBtn.onclick = () => vscode.postMessage({ type: 'stop' });
+stopBtn.onclick = () => {
+  // Says at once that the click landed; the status changes again when the session has ended.
+  stopping = true;
+  stopBtn.disabled = true;
+  status.textContent = 'Stopping…';
+  vscode.postMessage({ type: 'stop' });
+};
+let stopping = false;
 clearBtn.onclick = () => {
   model.clear();
   schedule();
@@ -60,24 +71,24 @@ const fmt = (v: number) => formatDuration(v, model.unit);
 function statusText(): string {
   switch (model.state) {
     case 'running':
-      return `Tracing ${model.scope}`;
+      return stopping ? 'Stopping…' : `Tracing ${model.scope}`;
     case 'target-exited':
       return `Process exited${model.message ? `: ${model.message}` : ''} (data kept)`;
     case 'stopped':
-      return `Stopped (${model.scope})`;
+      return `Stopped (${model.scope})${model.message ? `: ${model.message}` : ''}`;
     case 'error':
       return `Ended: ${model.message || 'error'} (data kept)`;
   }
 }
 
-function card(label: string, value: string, id: string): HTMLElement {
-  const c = el('div', { class: 'card', id: `card-${id}` });
+function card(label: string, value: string, id: string, meaning: string): HTMLElement {
+  const c = el('div', { class: 'card', id: `card-${id}`, title: meaning });
   c.append(el('div', { class: 'label' }, label), el('div', { class: 'value' }, value));
   return c;
 }
 
 function paintHistogram(canvas: HTMLCanvasElement, bars: HistogramBars, height: number): HistogramLayout {
-  return drawHistogram(canvas, { labels: bars.labels, series: [{ name: 'waits', color: themeColor('--vscode-charts-blue', '#3794ff'), counts: bars.counts }] }, height);
+  return drawHistogram(canvas, { yTitle: 'waits', xTitle: 'time waiting for a CPU (log2 buckets, lower bound shown)', labels: bars.labels, series: [{ name: 'waits', color: themeColor('--vscode-charts-blue', '#3794ff'), counts: bars.counts }] }, height);
 }
 
 function showTip(ev: MouseEvent, text: string): void {
@@ -150,11 +161,18 @@ function renderKeys(): void {
 
 function render(): void {
   status.textContent = exportNote ? `${statusText()} — ${exportNote}` : statusText();
-  stopBtn.disabled = model.state !== 'running';
+  stopBtn.disabled = model.state !== 'running' || stopping;
   lostLine.textContent = model.dropped > 0 ? `${model.dropped} events lost (a kernel map was full: too many threads waiting or keys at once)` : '';
   const s = model.stats();
   const d = (v: number) => (s.count ? fmt(v) : '–');
-  cards.replaceChildren(card('waits', String(s.count), 'count'), card('p50', d(s.p50), 'p50'), card('p90', d(s.p90), 'p90'), card('p99', d(s.p99), 'p99'), card('max ≤', d(s.max), 'max'));
+  const est = 'estimated from the log2 buckets (the kernel counts waits per bucket, not each wait)';
+  cards.replaceChildren(
+    card('waits', formatCount(s.count), 'count', 'Times a thread became runnable and then waited for a CPU'),
+    card('p50 wait', d(s.p50), 'p50', `Half of the waits were shorter than this; ${est}`),
+    card('p90 wait', d(s.p90), 'p90', `90 % of the waits were shorter than this; ${est}`),
+    card('p99 wait', d(s.p99), 'p99', `99 % of the waits were shorter than this; ${est}`),
+    card('max ≤', d(s.max), 'max', 'The longest wait was at most this (the upper bound of the highest non-empty bucket)'),
+  );
   const sel = model.selected;
   if (sel === undefined) {
     histTitle.textContent = `Run-queue latency, whole session (${model.intervals.length} intervals)`;
@@ -168,6 +186,7 @@ function render(): void {
   const cols = heatColumnsFor(heatCanvas, model.intervals.length);
   heat = model.heatMap(cols);
   heatGeom = drawHeatMap(heatCanvas, heat, cols, model.unit, model.selected);
+  drawHeatScale(heatScale, heat.max, model.unit);
   renderKeys();
 }
 
@@ -209,7 +228,11 @@ window.addEventListener('message', (ev: MessageEvent<ToView>) => {
     case 'update':
       model.apply(m.update);
       break;
+    case 'restore':
+      model.restore(m.state);
+      break;
     case 'ended':
+      stopping = false;
       model.end(m.reason, m.message);
       break;
     case 'exported':
