@@ -125,15 +125,19 @@ function renderKeys(): void {
   if (model.per === 'none') return;
   const label = model.keyLabel();
   document.getElementById('keys-title')!.textContent = `Per ${model.per === 'pidns' ? 'PID namespace' : model.per} (${model.keys.size})`;
-  const head = el('tr');
-  for (const [t, cls] of [['', ''], [label, 'num'], ['comm', ''], ['count', 'num'], ['p50', 'num'], ['p90', 'num'], ['p99', 'num'], ['max ≤', 'num']]) head.append(el('th', cls ? { class: cls } : {}, t));
   const rows = model.keyRows();
-  const body: HTMLElement[] = [head];
+  keyNote.textContent = rows.length > MAX_ROWS ? `Showing ${MAX_ROWS} of ${rows.length}; export for all.` : '';
+  if (model.expanded.size === 0) {
+    renderPlainKeys(rows.slice(0, MAX_ROWS), label);
+    return;
+  }
+  plain = undefined;
+  const body: HTMLElement[] = [keyHeadRow(label)];
   for (const r of rows.slice(0, MAX_ROWS)) {
     const open = model.expanded.has(r.key);
     const tr = el('tr', { class: 'key-row', 'data-key': String(r.key) });
     tr.style.cursor = 'pointer';
-    tr.append(el('td', {}, open ? '▾' : '▸'), el('td', { class: 'num' }, String(r.key)), el('td', {}, r.comm), el('td', { class: 'num' }, String(r.count)), el('td', { class: 'num' }, fmt(r.p50)), el('td', { class: 'num' }, fmt(r.p90)), el('td', { class: 'num' }, fmt(r.p99)), el('td', { class: 'num' }, fmt(r.max)));
+    tr.append(el('td', {}, open ? '▾' : '▸'), el('td', { class: 'num' }, String(r.key)), el('td', {}, r.comm), el('td', { class: 'num' }, formatCount(r.count)), el('td', { class: 'num' }, fmt(r.p50)), el('td', { class: 'num' }, fmt(r.p90)), el('td', { class: 'num' }, fmt(r.p99)), el('td', { class: 'num' }, fmt(r.max)));
     tr.onclick = () => {
       if (open) model.expanded.delete(r.key);
       else model.expanded.add(r.key);
@@ -156,7 +160,52 @@ function renderKeys(): void {
     }
   }
   keyTable.replaceChildren(...body);
-  keyNote.textContent = rows.length > MAX_ROWS ? `Showing ${MAX_ROWS} of ${rows.length}; export for all.` : '';
+}
+
+function keyHeadRow(label: string): HTMLTableRowElement {
+  const head = el('tr');
+  const cols: [string, string, string][] = [
+    ['', '', 'Click a row for its histogram'],
+    [label, 'num', `The ${label} the waits were counted under`],
+    ['comm', '', 'Its command name'],
+    ['count', 'num', 'Waits for a CPU'],
+    ['p50', 'num', 'Half of its waits were shorter (estimated from log2 buckets)'],
+    ['p90', 'num', '90 % of its waits were shorter (estimated from log2 buckets)'],
+    ['p99', 'num', '99 % of its waits were shorter (estimated from log2 buckets)'],
+    ['max ≤', 'num', 'Its longest wait was at most this (upper bound of its highest bucket)'],
+  ];
+  for (const [t, cls, title] of cols) head.append(el('th', cls ? { class: cls, title } : { title }, t));
+  return head;
+}
+
+/** The table while no row is expanded: rows and cells are reused and only changed text is set,
+ * so a live update does not rebuild (and lay out again) the whole table every second. */
+let plain: { label: string; head: HTMLTableRowElement; rows: { tr: HTMLTableRowElement; cells: HTMLTableCellElement[] }[] } | undefined;
+
+function renderPlainKeys(rows: ReturnType<typeof model.keyRows>, label: string): void {
+  if (!plain || plain.label !== label) plain = { label, head: keyHeadRow(label), rows: [] };
+  const p = plain;
+  while (p.rows.length < rows.length) {
+    const tr = el('tr', { class: 'key-row' });
+    tr.style.cursor = 'pointer';
+    const cells = ['', 'num', '', 'num', 'num', 'num', 'num', 'num'].map((cls) => el('td', cls ? { class: cls } : {}));
+    tr.append(...cells);
+    tr.onclick = () => {
+      model.expanded.add(Number(tr.dataset.key));
+      schedule();
+    };
+    p.rows.push({ tr, cells });
+  }
+  rows.forEach((r, i) => {
+    const { tr, cells } = p.rows[i];
+    if (tr.dataset.key !== String(r.key)) tr.dataset.key = String(r.key);
+    const texts = ['▸', String(r.key), r.comm, formatCount(r.count), fmt(r.p50), fmt(r.p90), fmt(r.p99), fmt(r.max)];
+    texts.forEach((t, k) => {
+      if (cells[k].textContent !== t) cells[k].textContent = t;
+    });
+  });
+  const want = rows.length + 1;
+  if (keyTable.firstChild !== p.head || keyTable.childElementCount !== want) keyTable.replaceChildren(p.head, ...p.rows.slice(0, rows.length).map((r) => r.tr));
 }
 
 function render(): void {
