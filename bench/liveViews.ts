@@ -9,7 +9,7 @@
 //   - page memory: the JS heap after a forced garbage collection (Chrome DevTools Protocol),
 //   - Stop: from the click's input event to the view showing "Stopped" (the stand-in host
 //     answers at once, so this is the page's own latency while updates keep arriving).
-// Standalone: node --import tsx bench/liveViews.ts
+// Standalone: node --import tsx bench/liveViews.ts [--quick] [javaGc runqlat jvmTimeline]
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -53,6 +53,47 @@ window.benchUpdate = {
         ] });
     }
     return { type: 'update', update: { events, safepoints: [], safepointsAvailable: false, safepointsReason: 'bench', lost: 0, pids: [4242], startNs, nowNs: startNs + (i + 1) * 5e8 } };
+  },
+  jvmTimeline(i) {
+    // 250 ms slices: 50 GCs/s (each at a safepoint; a full GC a minute), run-queue waits of 20
+    // threads, CPU samples at 99 Hz spread over the stacks seen; 200 stacks at first, a new one
+    // every 10 slices.
+    const startNs = 1e12, sliceNs = 2.5e8, s0 = startNs + i * sliceNs, s1 = s0 + sliceNs;
+    const gc = [], safepoints = [], runq = [], stacks = [], threads = [];
+    const comms = ['main', 'worker-1', 'worker-2', 'worker-3', 'worker-4', 'worker-5', 'worker-6', 'worker-7', 'worker-8', 'pool-1-thread-1', 'pool-1-thread-2', 'pool-1-thread-3', 'GC Thread#0', 'GC Thread#1', 'G1 Conc#0', 'G1 Refine#0', 'VM Thread', 'C2 CompilerThre', 'C1 CompilerThre', 'Signal Dispatch'];
+    if (i === 0) comms.forEach((comm, k) => threads.push({ tid: 5000 + k, comm, group: comm === 'VM Thread' ? 'vm' : /^(GC|G1)/.test(comm) ? 'gc' : /Compiler/.test(comm) ? 'compiler' : comm === 'Signal Dispatch' ? 'jvm' : 'application' }));
+    const fresh = i === 0 ? 200 : i % 10 === 0 ? 1 : 0;
+    const before = i === 0 ? 0 : 200 + Math.floor((i - 1) / 10);
+    for (let k = 0; k < fresh; k++) {
+      const n = before + k;
+      const frames = [];
+      for (let f = 0; f < 12; f++) frames.push({ address: '0x' + (0x400000 + n * 64 + f).toString(16), module: null, function: 'com.example.Service.method' + ((n * 7 + f) % 300), file: null, line: null, kind: 'jit' });
+      stacks.push({ tid: 5000 + (n % 12), comm: comms[n % 12], frames });
+    }
+    const total = before + fresh;
+    for (let k = 0; k < 12 + (i % 2); k++) {
+      const n = i * 12.5 + k;
+      const t = s0 + k * 2e7;
+      const full = Math.floor(n) % 3000 === 0 && k === 0;
+      const d = full ? 80e6 : 150000 + ((Math.floor(n) * 7919) % 400000);
+      const eden = 50e6 + (k % 13) * 1e6;
+      gc.push({ pid: 4242, tid: 5016, cpu: 1, timestampNs: t, durationNs: d, collector: full ? 'G1 Old Generation' : 'G1 Young Generation', kind: full ? 'full' : 'young', operation: 'G1CollectForAllocation', escalated: false, full,
+        pools: [
+          { name: 'G1 Eden Space', usedBefore: eden, usedAfter: 0, committedAfter: 64e6 },
+          { name: 'G1 Survivor Space', usedBefore: 4e6, usedAfter: 4e6, committedAfter: 8e6 },
+          { name: 'G1 Old Gen', usedBefore: 200e6, usedAfter: full ? 120e6 : 200e6 + 2e5, committedAfter: 512e6 },
+          { name: 'Metaspace', usedBefore: 30e6, usedAfter: 30e6, committedAfter: 32e6 },
+        ] });
+      safepoints.push({ pid: 4242, tid: 5016, timestampNs: t - 20000, timeToSafepointNs: 20000 + (k % 5) * 3000, durationNs: d + 40000, operation: 'G1CollectForAllocation' });
+    }
+    for (let k = 0; k < 20; k++) {
+      const buckets = [];
+      for (let b = 3; b < 9; b++) buckets.push({ low: 2 ** (b - 1), high: 2 ** b - 1, count: ((i + k + b) % 4) + 1 });
+      runq.push({ startNs: s0, endNs: s1, tid: 5000 + k, buckets });
+    }
+    const samples = [];
+    for (let k = 0; k < 25; k++) samples.push([(i * 31 + k * 17) % total, 1 + (k % 3)]);
+    return { type: 'update', update: { startNs, nowNs: s1, gc, safepoints, safepointsAvailable: true, runq, cpu: [{ startNs: s0, endNs: s1, samples }], stacks, threads, lost: 0, dropped: 0 } };
   },
   runqlat(i) {
     // one interval a second, per process: 60 processes, waits across 12 buckets.
@@ -103,6 +144,9 @@ async function heapMb(page: Page): Promise<number> {
 
 async function benchView(browser: Browser, view: Feeder, init: unknown, hourTicks: number, tickMs: number, liveTicks: number, fed: string): Promise<LiveViewBench> {
   const page = await openView(browser, view);
+  // A view that throws would draw nothing and look fast: any page error fails the row.
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.stack ?? e.message));
   try {
     await page.evaluate((m) => window.dispatchEvent(new MessageEvent('message', { data: m })), init);
     // The hour, in chunks of 30 s of data, a frame drawn after each (as a busy view would).
@@ -168,20 +212,25 @@ async function benchView(browser: Browser, view: Feeder, init: unknown, hourTick
       clearInterval(w.benchFeed);
       return w.benchStoppedAt - w.benchClickTs;
     });
+    if (errors.length) throw new Error(`the ${view} view threw: ${errors.slice(0, 3).join('; ')}`);
     return { view, fed, ingestMs: round(ingestMs, 0), redrawMedianMs: round(median(frames), 1), redrawMaxMs: round(Math.max(...frames), 1), frames: frames.length, heapMb: round(heap, 1), stopMs: round(stopMs, 1) };
   } finally {
     await page.close();
   }
 }
 
-export async function benchLiveViews(quick: boolean, executablePath = '/usr/bin/chromium'): Promise<LiveViewBench[]> {
+export async function benchLiveViews(quick: boolean, only?: string[], executablePath = '/usr/bin/chromium'): Promise<LiveViewBench[]> {
   const browser = await chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-gpu', '--headless'] });
   try {
     const live = quick ? 8 : 20;
-    return [
-      await benchView(browser, 'javaGc', { type: 'init', target: 'pid 4242' }, 7200, 500, live, '180,000 GCs (an hour at 50/s, 500 ms updates; a full GC a minute), then 50/s'),
-      await benchView(browser, 'runqlat', { type: 'init', scope: 'whole system, per process', per: 'process', unit: 'us' }, 3600, 1000, live, '3,600 one-second intervals per process (60 processes), then one a second'),
+    const views: [Feeder, unknown, number, number, string][] = [
+      ['javaGc', { type: 'init', target: 'pid 4242' }, 7200, 500, '180,000 GCs (an hour at 50/s, 500 ms updates; a full GC a minute), then 50/s'],
+      ['runqlat', { type: 'init', scope: 'whole system, per process', per: 'process', unit: 'us' }, 3600, 1000, '3,600 one-second intervals per process (60 processes), then one a second'],
+      ['jvmTimeline', { type: 'init', target: 'pid 4242' }, 14400, 250, '14,400 slices of 250 ms (180,000 GCs with 4 pools each and as many safepoints, run-queue waits of 20 threads, 99 Hz CPU samples over 1,640 stacks), then one slice every 250 ms'],
     ];
+    const out: LiveViewBench[] = [];
+    for (const [view, init, ticks, tickMs, fed] of views) if (!only || only.includes(view)) out.push(await benchView(browser, view, init, ticks, tickMs, live, fed));
+    return out;
   } finally {
     await browser.close();
   }
@@ -190,7 +239,7 @@ export async function benchLiveViews(quick: boolean, executablePath = '/usr/bin/
 const TITLES: Record<string, string> = { javaGc: 'Java GC view', runqlat: 'run-queue view', jvmTimeline: 'JVM timeline view' };
 
 export async function benchLiveViewRows(ctx: BenchContext): Promise<Row[]> {
-  const need = ['javaGc', 'runqlat'].map((v) => path.join(root, 'dist', 'webview', `${v}.js`));
+  const need = ['javaGc', 'runqlat', 'jvmTimeline'].map((v) => path.join(root, 'dist', 'webview', `${v}.js`));
   if (!fs.existsSync('/usr/bin/chromium') || need.some((f) => !fs.existsSync(f))) {
     ctx.log('  live view rows left out: needs /usr/bin/chromium and the bundled views (npm run build)');
     return [];
@@ -211,7 +260,8 @@ export async function benchLiveViewRows(ctx: BenchContext): Promise<Row[]> {
 }
 
 if (require.main === module) {
-  benchLiveViews(process.argv.includes('--quick')).then(
+  const only = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+  benchLiveViews(process.argv.includes('--quick'), only.length ? only : undefined).then(
     (r) => console.log(JSON.stringify(r, null, 2)),
     (e) => {
       console.error(e instanceof Error ? e.stack : e);
