@@ -2,6 +2,7 @@
 // visible time window (zoom, pan, follow the live edge), the selected range and what is drawn in
 // each lane. Pure: no DOM, unit-tested.
 import type { TimeBins } from '../../extension/model/timeBins';
+import { formatBucketBound } from '../../extension/model/units';
 import { GROUP_LABEL, JvmTimeline, type JvmResult, type JvmUpdate, type RangeStats, type ThreadGroup } from '../../extension/model/jvmTimeline';
 import type { JavaGcEvent } from '../../extension/protocol/javaGc';
 import { fromProfileResult, type FlameProfile } from '../../extension/model/flamegraph/profileData';
@@ -304,6 +305,7 @@ function ms(ns: number): string {
   return ns >= 1e6 ? `${(ns / 1e6).toFixed(ns >= 1e8 ? 0 : 1)} ms` : `${(ns / 1e3).toFixed(0)} µs`;
 }
 
+/** A run-queue bucket bound in µs, in the one bucket-label format of every view. */
 function us(v: number): string {
-  return v >= 1000 ? `${(v / 1000).toFixed(v >= 1e5 ? 0 : 1)} ms` : `${v} µs`;
+  return formatBucketBound(v, 'us');
 }
