@@ -81,17 +81,25 @@ async function trace(context: vscode.ExtensionContext, options: JavaGcOptions): 
   const title = `Java GC: ${target}`;
   const document = (ended: { reason: 'stopped' | 'target-exited' | 'error'; message?: string }) => makeSession('java-gc', title, { target, state: live.toJSON(), ended }, startedAt, new Date());
   let checkpoint: { done(): void } | undefined;
+  // Ended once: by Stop (at the click), or by the session itself (target exited, error).
+  let finished = false;
+  const finish = (reason: 'stopped' | 'target-exited' | 'error', message?: string) => {
+    if (finished) return;
+    finished = true;
+    checkpoint?.done();
+    send({ type: 'ended', reason, message });
+    void recordSession(document({ reason, message }), key);
+  };
   // The session starts before the panel opens, so a refused target shows an error, not an empty view.
   const session = await startSession('java-gc', { ...options, boundedResult: true }, `Java GC ${target}`, {
     onUpdate: (u) => {
+      // After Stop the probes take a moment to detach (about a second for USDT probes); what
+      // arrives meanwhile is after the click, and not counted.
+      if (finished) return;
       live.apply(u);
       send({ type: 'update', update: u });
     },
-    onEnded: (reason, _result: JavaGcResult | undefined, message) => {
-      checkpoint?.done();
-      send({ type: 'ended', reason, message });
-      void recordSession(document({ reason, message }), key);
-    },
+    onEnded: (reason, _result: JavaGcResult | undefined, message) => finish(reason, message),
   });
   checkpoint = checkpointWhileRunning(key, () => document({ reason: 'stopped', message: 'the window reloaded or closed while tracing, which ended the session; these are its figures up to then' }));
   view = createViewPanel<ToView, FromView>(context, 'javaGc', `Java GC: ${target}`, undefined, key);
@@ -103,6 +111,8 @@ async function trace(context: vscode.ExtensionContext, options: JavaGcOptions): 
     view.onMessage(async (m) => {
       switch (m.type) {
         case 'stop':
+          // The view says "Stopped" at once, with the figures as of the click; the helper detaches after.
+          finish('stopped');
           await session.stop();
           break;
         case 'export': {
