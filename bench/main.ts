@@ -18,6 +18,7 @@ import { benchProfileUnwind } from './profileUnwind';
 import { benchAttach } from './attachLatency';
 import { benchSymbolizeRows } from './symbolizeRows';
 import { benchFlamegraphRows } from './flamegraphRows';
+import { benchLiveViewRows } from './liveViews';
 import { benchEvents } from './eventThroughput';
 import { benchHelperMemory } from './helperMemory';
 import { benchMemleakSampling } from './memleakSampling';
@@ -45,6 +46,7 @@ const GROUPS: Group[] = [
   { id: 'attach', run: benchAttach, missing: needsRoot },
   { id: 'symbolize', run: benchSymbolizeRows },
   { id: 'flamegraph', run: benchFlamegraphRows },
+  { id: 'live-views', run: benchLiveViewRows },
   { id: 'events', run: benchEvents, missing: needsObject('bench_events') },
   { id: 'helper-memory', run: benchHelperMemory, missing: needsTracer('memleak') },
   { id: 'memleak-sampling', run: benchMemleakSampling, missing: needsTracer('memleak') },

@@ -140,7 +140,10 @@ export interface PoolReclaim {
   lastCommitted: number;
   /** sum over all GCs of usedBefore − usedAfter (negative when a pool grew, e.g. old gen on promotion) */
   totalReclaimed: number;
+  /** GCs that reported this pool (a collector reports every pool it manages, changed or not) */
   gcs: number;
+  /** GCs after which the pool's usage differed from before (Eden: every young GC; old gen: promotions and full GCs) */
+  changed: number;
 }
 
 /** HotSpot's non-heap pools: GC reports them too, but they rarely change across a GC. */
@@ -154,12 +157,13 @@ export function poolReclaim(events: readonly JavaGcEvent[]): PoolReclaim[] {
   for (const e of events) {
     for (const p of e.pools) {
       let r = byName.get(p.name);
-      if (!r) byName.set(p.name, (r = { name: p.name, lastBefore: 0, lastAfter: 0, lastCommitted: 0, totalReclaimed: 0, gcs: 0 }));
+      if (!r) byName.set(p.name, (r = { name: p.name, lastBefore: 0, lastAfter: 0, lastCommitted: 0, totalReclaimed: 0, gcs: 0, changed: 0 }));
       r.lastBefore = p.usedBefore;
       r.lastAfter = p.usedAfter;
       r.lastCommitted = p.committedAfter;
       r.totalReclaimed += p.usedBefore - p.usedAfter;
       r.gcs++;
+      if (p.usedBefore !== p.usedAfter) r.changed++;
     }
   }
   const all = [...byName.values()];

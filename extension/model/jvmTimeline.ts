@@ -5,8 +5,11 @@
 // document `ebpf-studio jvm --json` prints and the view exports. JvmTimeline is the pure model
 // over it (thread groups, lanes, range selection and per-range aggregation), shared by the
 // tracer, the CLI and the webview; unit-tested.
-import type { JavaGcCollectorSummary, JavaGcEvent, JavaSafepoint, JavaSafepointSummary } from '../protocol/javaGc';
+import type { JavaGcCollectorSummary, JavaGcEvent, JavaGcKind, JavaSafepoint, JavaSafepointSummary } from '../protocol/javaGc';
 import { collectorSummaries, summarizeSafepoints } from './javaGcStats';
+import { GcLive } from './javaGcLive';
+import { QuantileSketch } from './quantileSketch';
+import { TimeBins } from './timeBins';
 import { isPause } from './javaGcKinds';
 import { addCounts, fromBuckets, toBuckets, type Bucket } from './log2hist';
 import { statsOf, type RunqlatStats } from '../protocol/runqlat';
@@ -168,6 +171,21 @@ export interface HeatCell {
 
 const overlaps = (a0: number, a1: number, b0: number, b1: number) => a0 < b1 && b0 < a1;
 
+interface RunqLaneRow {
+  startNs: number;
+  endNs: number;
+  maxUs: number;
+  p99Us: number;
+  count: number;
+}
+
+/**
+ * The session model. Lanes (collectors, CPU heat, run-queue bars) and the whole session's
+ * statistics are kept up to date as updates arrive, so a live view's redraw costs O(what is new),
+ * not O(session): per-group caches extend from where they stopped, and the whole-session
+ * aggregates (per collector, per thread, per stack) are running sums. A thread that changes group
+ * (renamed) or symbolized stacks drop the caches, which rebuild once.
+ */
 export class JvmTimeline {
   pid = 0;
   frequency = 0;
@@ -179,12 +197,57 @@ export class JvmTimeline {
   safepoints: JavaSafepoint[] = [];
   safepointsAvailable = false;
   safepointsReason = '';
-  runq: JvmRunqSlice[] = [];
-  cpu: JvmCpuSlice[] = [];
+  // Run-queue waits and CPU samples are the bulk of a long session: kept compact (dense counts,
+  // flat [stack, samples, ...] pairs) and turned back into the wire shapes only for export.
+  /** per slice: [tid, first bucket, n, n counts, tid, ...] for every thread that waited in it */
+  private runqStore: { startNs: number; endNs: number; packed: Uint32Array }[] = [];
+  private cpuStore: { startNs: number; endNs: number; flat: number[] }[] = [];
+
+  get runq(): JvmRunqSlice[] {
+    const out: JvmRunqSlice[] = [];
+    this.eachRunq(0, this.runqStore.length, (startNs, endNs, tid, counts) => out.push({ startNs, endNs, tid, buckets: toBuckets(counts).filter((b) => b.count > 0) }));
+    return out;
+  }
+
+  /** Each thread's waits in slices [from, to) of runqStore, as dense log2 counts. */
+  private eachRunq(from: number, to: number, fn: (startNs: number, endNs: number, tid: number, counts: number[]) => void): void {
+    for (let i = from; i < to; i++) {
+      const { startNs, endNs, packed } = this.runqStore[i];
+      for (let k = 0; k < packed.length; ) {
+        const tid = packed[k];
+        const first = packed[k + 1];
+        const n = packed[k + 2];
+        const counts: number[] = new Array<number>(first + n).fill(0);
+        for (let j = 0; j < n; j++) counts[first + j] = packed[k + 3 + j];
+        fn(startNs, endNs, tid, counts);
+        k += 3 + n;
+      }
+    }
+  }
+
+  get cpu(): JvmCpuSlice[] {
+    return this.cpuStore.map((c) => {
+      const samples: [number, number][] = [];
+      for (let k = 0; k < c.flat.length; k += 2) samples.push([c.flat[k], c.flat[k + 1]]);
+      return { startNs: c.startNs, endNs: c.endNs, samples };
+    });
+  }
   stacks: JvmStack[] = [];
   lost = 0;
   dropped = 0;
   warnings: string[] = [];
+  private gcKinds = new Map<string, Map<JavaGcKind, number>>();
+  private gcByCollector = new Map<string, JavaGcEvent[]>();
+  private gcBins = new Map<string, TimeBins>();
+  private spBins = new TimeBins();
+  private heatCache = new Map<ThreadGroup, { upTo: number; cells: HeatCell[]; bins: TimeBins }>();
+  private runqCache = new Map<ThreadGroup, { upTo: number; slices: Map<number, { startNs: number; counts: number[]; pos: number }>; rows: RunqLaneRow[]; dirty: Set<number>; bins: TimeBins }>();
+  /** whole-session running figures (range() over the whole session reads these) */
+  private wholeGc = new GcLive();
+  private wholeSpDurations = new QuantileSketch();
+  private wholeSpTts = new QuantileSketch();
+  private runqByTid = new Map<number, number[]>();
+  private cpuByStack = new Map<number, number>();
 
   static fromResult(r: JvmResult): JvmTimeline {
     const t = new JvmTimeline();
@@ -199,14 +262,63 @@ export class JvmTimeline {
   apply(u: JvmUpdate | (Omit<JvmUpdate, 'nowNs'> & { nowNs: number })): void {
     if (!this.startNs) this.startNs = u.startNs;
     this.endNs = Math.max(this.endNs, u.nowNs);
-    for (const th of u.threads) this.threads.set(th.tid, th);
-    this.gc.push(...u.gc);
-    this.safepoints.push(...u.safepoints);
+    for (const th of u.threads) {
+      const was = this.threads.get(th.tid);
+      if (was && was.group !== th.group) this.dropCaches();
+      this.threads.set(th.tid, th);
+    }
+    // Names repeat in every event but arrive as fresh strings (each message is a copy): one copy
+    // of each is kept, which is most of a long session's GC memory.
+    for (const e of u.gc) {
+      e.collector = this.intern(e.collector);
+      e.operation = this.intern(e.operation);
+      for (const p of e.pools) p.name = this.intern(p.name);
+      this.gc.push(e);
+    }
+    for (const e of u.gc) {
+      let l = this.gcByCollector.get(e.collector);
+      if (!l) this.gcByCollector.set(e.collector, (l = []));
+      let bins = this.gcBins.get(e.collector);
+      if (!bins) this.gcBins.set(e.collector, (bins = new TimeBins()));
+      bins.add(l.length, e.timestampNs, e.timestampNs + e.durationNs, e.durationNs);
+      l.push(e);
+      let k = this.gcKinds.get(e.collector);
+      if (!k) this.gcKinds.set(e.collector, (k = new Map()));
+      k.set(e.kind, (k.get(e.kind) ?? 0) + 1);
+    }
+    this.wholeGc.addEvents(u.gc);
+    for (const sp of u.safepoints) {
+      sp.operation = this.intern(sp.operation);
+      this.spBins.add(this.safepoints.length, sp.timestampNs, sp.timestampNs + sp.durationNs, sp.durationNs);
+      this.safepoints.push(sp);
+      this.wholeSpDurations.add(sp.durationNs);
+      this.wholeSpTts.add(sp.timeToSafepointNs);
+    }
     this.safepointsAvailable = u.safepointsAvailable;
     this.safepointsReason = u.safepointsReason ?? '';
-    this.runq.push(...u.runq);
-    this.cpu.push(...u.cpu);
-    this.stacks.push(...u.stacks);
+    // Packed per slice: a long session holds hundreds of thousands of (thread, slice) histograms.
+    for (let i = 0; i < u.runq.length; ) {
+      const { startNs, endNs } = u.runq[i];
+      const words: number[] = [];
+      for (; i < u.runq.length && u.runq[i].startNs === startNs && u.runq[i].endNs === endNs; i++) {
+        const r = u.runq[i];
+        const counts = fromBuckets(r.buckets);
+        this.runqByTid.set(r.tid, addCounts(this.runqByTid.get(r.tid) ?? [], counts));
+        let first = 0;
+        while (first < counts.length && !counts[first]) first++;
+        words.push(r.tid, first, counts.length - first, ...counts.slice(first));
+      }
+      this.runqStore.push({ startNs, endNs, packed: Uint32Array.from(words) });
+    }
+    for (const c of u.cpu) {
+      const flat: number[] = [];
+      for (const [i, n] of c.samples) {
+        flat.push(i, n);
+        this.cpuByStack.set(i, (this.cpuByStack.get(i) ?? 0) + n);
+      }
+      this.cpuStore.push({ startNs: c.startNs, endNs: c.endNs, flat });
+    }
+    for (const st of u.stacks) this.stacks.push(st);
     this.lost = u.lost;
     this.dropped = u.dropped;
     for (const w of u.warnings ?? []) if (!this.warnings.includes(w)) this.warnings.push(w);
@@ -215,6 +327,20 @@ export class JvmTimeline {
   /** The symbolized stacks of the final result replace the live (address-only) ones. */
   replaceStacks(stacks: JvmStack[]): void {
     this.stacks = stacks;
+    this.dropCaches();
+  }
+
+  private names = new Map<string, string>();
+  private intern(s: string): string {
+    const had = this.names.get(s);
+    if (had !== undefined) return had;
+    this.names.set(s, s);
+    return s;
+  }
+
+  private dropCaches(): void {
+    this.heatCache.clear();
+    this.runqCache.clear();
   }
 
   toResult(): JvmResult {
@@ -252,54 +378,139 @@ export class JvmTimeline {
 
   /** Collectors with a lane: pauses by collector, concurrent cycles last. */
   collectors(): string[] {
-    return collectorSummaries(this.gc)
-      .sort((a, b) => Number(a.kind === 'concurrent-cycle') - Number(b.kind === 'concurrent-cycle'))
-      .map((c) => c.collector);
-  }
-
-  /** CPU samples of one group per slice: the heat strip of its lane. */
-  cpuHeat(group: ThreadGroup): HeatCell[] {
-    return this.cpu.map((c) => {
-      let n = 0;
-      for (const [i, count] of c.samples) if (this.groupOf(this.stacks[i]?.tid ?? -1) === group) n += count;
-      return { startNs: c.startNs, endNs: c.endNs, samples: n };
+    // First-seen order, concurrent cycles last; a collector's kind is its most frequent one.
+    const rows = [...this.gcKinds].map(([collector, kinds]) => {
+      let kind: JavaGcKind | undefined;
+      let n = -1;
+      for (const [k, c] of kinds) if (c > n) [kind, n] = [k, c];
+      return { collector, cycle: kind === 'concurrent-cycle' };
     });
+    return rows.sort((a, b) => Number(a.cycle) - Number(b.cycle)).map((c) => c.collector);
   }
 
-  /** The worst run-queue wait of a group per slice (upper bound of the highest bucket, µs). */
-  runqLane(group: ThreadGroup): { startNs: number; endNs: number; maxUs: number; p99Us: number; count: number }[] {
-    const bySlice = new Map<number, { startNs: number; counts: number[] }>();
-    for (const r of this.runq) {
-      if (this.groupOf(r.tid) !== group) continue;
-      let s = bySlice.get(r.endNs);
-      if (!s) bySlice.set(r.endNs, (s = { startNs: r.startNs, counts: [] }));
-      addCounts(s.counts, fromBuckets(r.buckets));
+  /** One collector's events, in arrival order (kept as they arrive: a lane reads only its own). */
+  gcOf(collector: string): readonly JavaGcEvent[] {
+    return this.gcByCollector.get(collector) ?? [];
+  }
+
+  /** Time bins of a lane's items (indices into gcOf, safepoints, cpuHeat, runqLane): for drawing wide windows. */
+  gcBinsOf(collector: string): TimeBins | undefined {
+    return this.gcBins.get(collector);
+  }
+  safepointBins(): TimeBins {
+    return this.spBins;
+  }
+  heatBins(group: ThreadGroup): TimeBins {
+    this.cpuHeat(group);
+    return this.heatCache.get(group)!.bins;
+  }
+  runqBins(group: ThreadGroup): TimeBins {
+    this.runqLane(group);
+    return this.runqCache.get(group)!.bins;
+  }
+
+  /** CPU samples of one group per slice: the heat strip of its lane (extended as slices arrive). */
+  cpuHeat(group: ThreadGroup): HeatCell[] {
+    let c = this.heatCache.get(group);
+    if (!c) this.heatCache.set(group, (c = { upTo: 0, cells: [], bins: new TimeBins() }));
+    for (; c.upTo < this.cpuStore.length; c.upTo++) {
+      const slice = this.cpuStore[c.upTo];
+      let n = 0;
+      for (let k = 0; k < slice.flat.length; k += 2) if (this.groupOf(this.stacks[slice.flat[k]]?.tid ?? -1) === group) n += slice.flat[k + 1];
+      if (n) c.bins.add(c.cells.length, slice.startNs, slice.endNs, n);
+      c.cells.push({ startNs: slice.startNs, endNs: slice.endNs, samples: n });
     }
-    return [...bySlice]
-      .sort((a, b) => a[0] - b[0])
-      .map(([endNs, s]) => {
-        const st = statsOf(toBuckets(s.counts));
-        return { startNs: s.startNs, endNs, maxUs: st.max, p99Us: st.p99, count: st.count };
-      });
+    return c.cells;
+  }
+
+  /** The worst run-queue wait of a group per slice (upper bound of the highest bucket, µs), by slice end. */
+  runqLane(group: ThreadGroup): RunqLaneRow[] {
+    let c = this.runqCache.get(group);
+    if (!c) this.runqCache.set(group, (c = { upTo: 0, slices: new Map(), rows: [], dirty: new Set(), bins: new TimeBins() }));
+    let unsorted = false;
+    const cache = c;
+    this.eachRunq(c.upTo, this.runqStore.length, (startNs, endNs, tid, counts) => {
+      if (this.groupOf(tid) !== group) return;
+      let s = cache.slices.get(endNs);
+      if (!s) {
+        const last = cache.rows[cache.rows.length - 1];
+        if (last && last.endNs > endNs) unsorted = true;
+        cache.slices.set(endNs, (s = { startNs, counts: [], pos: cache.rows.length }));
+        cache.rows.push({ startNs, endNs, maxUs: 0, p99Us: 0, count: 0 });
+      }
+      addCounts(s.counts, counts);
+      cache.dirty.add(endNs);
+    });
+    c.upTo = this.runqStore.length;
+    for (const endNs of c.dirty) {
+      const s = c.slices.get(endNs)!;
+      const st = statsOf(toBuckets(s.counts));
+      c.rows[s.pos] = { startNs: s.startNs, endNs, maxUs: st.max, p99Us: st.p99, count: st.count };
+      if (!unsorted && st.count) c.bins.add(s.pos, s.startNs, endNs, st.max);
+    }
+    c.dirty.clear();
+    // A slice's waits arrive together; only the latest slices can still grow. Older ones keep
+    // their row and bin, not their counts.
+    if (c.slices.size > 64 && !unsorted) {
+      for (const endNs of c.slices.keys()) {
+        if (c.slices.size <= 32) break;
+        c.slices.delete(endNs);
+      }
+    }
+    if (unsorted) {
+      // Out of order (rare): sort, and bin again from the rows.
+      c.rows.sort((x, y) => x.endNs - y.endNs);
+      c.rows.forEach((row, i) => (c.slices.get(row.endNs)!.pos = i));
+      c.bins = new TimeBins();
+      c.rows.forEach((row, i) => row.count && c.bins.add(i, row.startNs, row.endNs, row.maxUs));
+    }
+    return c.rows;
   }
 
   /** Everything that happened in [startNs, endNs): GC, safepoints, run-queue waits, CPU samples and their stacks. */
   range(startNs: number, endNs: number): RangeStats {
     const [a, b] = startNs <= endNs ? [startNs, endNs] : [endNs, startNs];
+    // The whole session (a live view's default window): from the running figures.
+    if (a <= this.startNs && b >= this.endNs) return this.wholeRange(a, b);
+    return this.scanRange(a, b);
+  }
+
+  /** range() over the whole session from the running figures: O(collectors + threads + stacks). */
+  wholeRange(a: number, b: number): RangeStats {
+    const rq = new Map<ThreadGroup, number[]>();
+    for (const [tid, counts] of this.runqByTid) {
+      const g = this.groupOf(tid);
+      rq.set(g, addCounts(rq.get(g) ?? [], counts));
+    }
+    return this.finishRange(a, b, this.gc, this.wholeGc.collectors(), this.wholeGc.pauses.sum, this.wholeSafepoints(), rq, this.cpuByStack);
+  }
+
+  private wholeSafepoints(): JavaSafepointSummary {
+    const d = this.wholeSpDurations;
+    const t = this.wholeSpTts;
+    return { count: d.n, totalNs: d.sum, ttsP50Ns: t.quantile(0.5), ttsP99Ns: t.quantile(0.99), ttsMaxNs: t.max, p50Ns: d.quantile(0.5), p99Ns: d.quantile(0.99), maxNs: d.max };
+  }
+
+  /** range() by a pass over the session's events (a zoomed window or a selection). */
+  scanRange(a: number, b: number): RangeStats {
     const gc = this.gc.filter((e) => overlaps(e.timestampNs, e.timestampNs + Math.max(1, e.durationNs), a, b));
     const pauseNs = gc.filter((e) => isPause(e.kind)).reduce((s, e) => s + Math.min(b, e.timestampNs + e.durationNs) - Math.max(a, e.timestampNs), 0);
     const sps = this.safepoints.filter((s) => overlaps(s.timestampNs, s.timestampNs + Math.max(1, s.durationNs), a, b));
     const rq = new Map<ThreadGroup, number[]>();
-    for (const r of this.runq) {
-      if (!overlaps(r.startNs, r.endNs, a, b)) continue;
-      const g = this.groupOf(r.tid);
-      rq.set(g, addCounts(rq.get(g) ?? [], fromBuckets(r.buckets)));
-    }
+    this.eachRunq(0, this.runqStore.length, (s0, s1, tid, counts) => {
+      if (!overlaps(s0, s1, a, b)) return;
+      const g = this.groupOf(tid);
+      rq.set(g, addCounts(rq.get(g) ?? [], counts));
+    });
     const perStack = new Map<number, number>();
-    for (const c of this.cpu) {
+    for (const c of this.cpuStore) {
       if (!overlaps(c.startNs, c.endNs, a, b)) continue;
-      for (const [i, n] of c.samples) perStack.set(i, (perStack.get(i) ?? 0) + n);
+      for (let k = 0; k < c.flat.length; k += 2) perStack.set(c.flat[k], (perStack.get(c.flat[k]) ?? 0) + c.flat[k + 1]);
     }
+    return this.finishRange(a, b, gc, collectorSummaries(gc), pauseNs, summarizeSafepoints(sps), rq, perStack);
+  }
+
+  private finishRange(a: number, b: number, gc: JavaGcEvent[], collectors: JavaGcCollectorSummary[], pauseNs: number, safepoints: JavaSafepointSummary, rq: Map<ThreadGroup, number[]>, perStack: Map<number, number>): RangeStats {
     const perGroup = new Map<ThreadGroup, number>();
     const perThread = new Map<number, number>();
     const stacks: ProfileStack[] = [];
@@ -318,9 +529,9 @@ export class JvmTimeline {
       startNs: a,
       endNs: b,
       gc,
-      collectors: collectorSummaries(gc),
+      collectors,
       pauseNs,
-      safepoints: summarizeSafepoints(sps),
+      safepoints,
       runq: THREAD_GROUPS.filter((g) => rq.has(g)).map((g) => {
         const buckets = toBuckets(rq.get(g)!);
         return { group: g, stats: statsOf(buckets), buckets };

@@ -12,6 +12,11 @@ export interface Bucket {
 
 /** Index of the bucket holding v, the same as the BPF side's log2l(v) + 1 for v > 0. */
 export function bucketIndex(v: number | bigint): number {
+  if (typeof v === 'number' && v < 2 ** 32) {
+    // The common case without BigInt: live views call this for every bucket of every update.
+    const n = Math.floor(v);
+    return n <= 0 ? 0 : 32 - Math.clz32(n);
+  }
   let x = typeof v === 'bigint' ? v : BigInt(Math.max(0, Math.floor(v)));
   if (x <= 0n) return 0;
   let i = 0;

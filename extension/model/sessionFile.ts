@@ -4,6 +4,8 @@
 // panels keep in storage to come back after a reload, and what the Sessions view lists.
 // Pure: no vscode, no fs; shared with tests and any future CLI reader.
 import type { JavaGcUpdate } from '../protocol/javaGc';
+import { isGcLiveState, type GcLiveState } from './javaGcLive';
+import { isRunqlatLiveState, type RunqlatLiveState } from './runqlatLive';
 import type { RunqlatPer, RunqlatUnit, RunqlatUpdate } from '../protocol/runqlat';
 import type { FlameProfile } from './flamegraph/profileData';
 import type { LeakViewStack } from '../../webview/memleak/protocol';
@@ -32,10 +34,17 @@ export const SESSION_VIEW_NAMES: readonly SessionView[] = [...new Set(Object.val
 export type EndedState = { reason: 'stopped' | 'target-exited' | 'error'; message?: string };
 
 export interface SessionData {
-  /** every update in order (each holds the GCs since the previous one) */
-  'java-gc': { target: string; updates: JavaGcUpdate[]; ended?: EndedState };
-  /** every interval in order (histograms are per interval) */
-  runqlat: { scope: string; per: RunqlatPer; unit: RunqlatUnit; updates: RunqlatUpdate[]; ended?: EndedState };
+  /**
+   * `state`: the figures over the whole session and the most recent events (what the view
+   * draws, bounded however long the session ran). Files written before it have `updates`
+   * instead: every update in order, each with the GCs since the previous one.
+   */
+  'java-gc': { target: string; state?: GcLiveState; updates?: JavaGcUpdate[]; ended?: EndedState };
+  /**
+   * `state`: the session's cumulative and per-key counts and its most recent intervals (bounded).
+   * Files written before it have `updates` instead: every interval in order.
+   */
+  runqlat: { scope: string; per: RunqlatPer; unit: RunqlatUnit; state?: RunqlatLiveState; updates?: RunqlatUpdate[]; ended?: EndedState };
   /** the last snapshot of outstanding allocations, with each stack's history */
   memleak: { totalBytes: number; totalAllocations: number; dropped: number; stacks: LeakViewStack[]; /** a sampled session: figures are estimates */ sampleBytes?: number; /** the workspace lines that had a CodeLens */ sites?: LeakLens[] };
   /** unwind: how user stacks were unwound, as the view's note says it */
@@ -138,12 +147,16 @@ export function readSession(text: string, name = 'the file'): AnySessionFile {
   switch (json.tracer as SessionTracer) {
     case 'java-gc':
       if (typeof d.target !== 'string') bad(`${where}.target must be a string`);
-      checkUpdates(d.updates, where, 'events');
+      if (d.state !== undefined) {
+        if (!isGcLiveState(d.state)) bad(`${where}.state is not the Java GC view's figures (version 1 with collectors, recent events and a timeline)`);
+      } else checkUpdates(d.updates, where, 'events');
       checkEnded(d.ended, where);
       break;
     case 'runqlat':
       if (typeof d.scope !== 'string' || !['none', 'process', 'thread', 'pidns'].includes(d.per as string) || !['us', 'ms'].includes(d.unit as string)) bad(`${where} needs a scope, per ("none"|"process"|"thread"|"pidns") and unit ("us"|"ms")`);
-      checkUpdates(d.updates, where, 'interval');
+      if (d.state !== undefined) {
+        if (!isRunqlatLiveState(d.state)) bad(`${where}.state is not the run-queue view's figures (version 1 with counts, intervals and keys)`);
+      } else checkUpdates(d.updates, where, 'interval');
       checkEnded(d.ended, where);
       break;
     case 'memleak':
@@ -169,9 +182,19 @@ export function viewOf(tracer: SessionTracer): SessionView {
 export function replayMessages(f: AnySessionFile): unknown[] {
   switch (f.tracer) {
     case 'java-gc':
-      return [{ type: 'init', target: f.data.target }, ...f.data.updates.map((update) => ({ type: 'update', update })), { type: 'ended', reason: f.data.ended?.reason ?? 'stopped', message: f.data.ended?.message }];
+      return [
+        { type: 'init', target: f.data.target },
+        ...(f.data.state ? [{ type: 'restore', state: f.data.state }] : []),
+        ...(f.data.updates ?? []).map((update) => ({ type: 'update', update })),
+        { type: 'ended', reason: f.data.ended?.reason ?? 'stopped', message: f.data.ended?.message },
+      ];
     case 'runqlat':
-      return [{ type: 'init', scope: f.data.scope, per: f.data.per, unit: f.data.unit }, ...f.data.updates.map((update) => ({ type: 'update', update })), { type: 'ended', reason: f.data.ended?.reason ?? 'stopped', message: f.data.ended?.message }];
+      return [
+        { type: 'init', scope: f.data.scope, per: f.data.per, unit: f.data.unit },
+        ...(f.data.state ? [{ type: 'restore', state: f.data.state }] : []),
+        ...(f.data.updates ?? []).map((update) => ({ type: 'update', update })),
+        { type: 'ended', reason: f.data.ended?.reason ?? 'stopped', message: f.data.ended?.message },
+      ];
     case 'memleak':
       return [{ type: 'snapshot', title: f.title, running: false, ...f.data }];
     case 'profile':

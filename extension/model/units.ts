@@ -30,3 +30,21 @@ export function formatCount(n: number): string {
   for (let i = s.length; i > 0; i -= 3) out = (i > 3 ? ',' : '') + s.slice(Math.max(0, i - 3), i) + out;
   return n < 0 && s !== '0' ? `-${out}` : out;
 }
+
+/**
+ * A log2 histogram bucket bound, the one label format of every histogram and heat map: "0",
+ * "512 µs", "1.02 ms", "16.4 ms", "1.05 s". Below 1000 of the unit the bound is a whole
+ * number (it is one: 2^k); above, three significant digits in the next unit up.
+ */
+export function formatBucketBound(value: number, unit: 'us' | 'ms'): string {
+  if (value === 0) return '0';
+  const names = unit === 'us' ? ['µs', 'ms', 's'] : ['ms', 's'];
+  let v = value;
+  let i = 0;
+  while (v >= 1000 && i < names.length - 1) {
+    v /= 1000;
+    i++;
+  }
+  const text = i === 0 ? String(Math.round(v)) : v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2);
+  return `${text} ${names[i]}`;
+}

@@ -10,6 +10,12 @@ export interface JavaGcOptions {
   minUs: number;
   /** false: updates only, no event kept for the result (a long-running agent's memory stays flat) */
   retain?: boolean;
+  /**
+   * The result keeps the figures over the whole session but only the most recent events
+   * (model/javaGcLive.ts RECENT_EVENTS): for a client that drew the live updates (the editor).
+   * Unset, the result holds every event (the CLI's --json).
+   */
+  boundedResult?: boolean;
 }
 
 export interface JavaGcPool {

@@ -47,7 +47,7 @@ const SERIES = ['--vscode-charts-blue:#3794ff', '--vscode-charts-red:#f14c4c'];
 
 /** What the Java GC panel shows, once it shows at least one GC (a restored view replays its updates). */
 async function gcShown(s: EditorSession, frame: Frame): Promise<GcShown> {
-  await frame.locator('#card-count .value').filter({ hasText: /^[1-9]\d* \(/ }).waitFor({ timeout: 20_000 });
+  await frame.locator('#card-count .value').filter({ hasText: /^[1-9][\d,]*$/ }).waitFor({ timeout: 20_000 });
   await s.page.waitForTimeout(300); // one more frame: the view draws once per animation frame
   return {
     count: (await frame.locator('#card-count .value').innerText()).trim(),

@@ -50,7 +50,7 @@ test('stacked histogram covers the occupied buckets, split by collector, labelle
   const h = fed().histogram();
   // 100 µs → 64..127, 900 µs → 512..1023, 3000 µs → 2048..4095
   assert.deepEqual(h.lowUs, [64, 128, 256, 512, 1024, 2048]);
-  assert.deepEqual(h.labels, ['64 µs', '128 µs', '256 µs', '512 µs', '1.0 ms', '2.0 ms']);
+  assert.deepEqual(h.labels, ['64 µs', '128 µs', '256 µs', '512 µs', '1.02 ms', '2.05 ms']);
   assert.deepEqual(h.series.map((x) => [x.collector, x.kind, x.counts]), [
     ['Copy', 'young', [2, 0, 0, 1, 0, 0]],
     ['MarkSweepCompact', 'full', [0, 0, 0, 0, 0, 1]],
@@ -63,8 +63,8 @@ test('stacked histogram covers the occupied buckets, split by collector, labelle
 test('bucket labels', () => {
   assert.equal(formatBucketLabel(0), '0');
   assert.equal(formatBucketLabel(512), '512 µs');
-  assert.equal(formatBucketLabel(16384), '16 ms');
-  assert.equal(formatBucketLabel(1048576), '1.0 s');
+  assert.equal(formatBucketLabel(16384), '16.4 ms');
+  assert.equal(formatBucketLabel(1048576), '1.05 s');
 });
 
 test('end keeps data and freezes the wall clock; clear restarts the axis', () => {
@@ -84,16 +84,21 @@ test('end keeps data and freezes the wall clock; clear restarts the axis', () =>
   assert.equal(m.wallNs, 0);
 });
 
-test('timeline marks sit at seconds since the origin', () => {
+test('timeline marks sit at seconds since the origin; full collections get a lane of their own', () => {
   const m = fed();
-  assert.deepEqual(m.timeline().map((t) => [t.t, t.full]), [[1, false], [2, false], [3, true], [5, false]]);
-  const l = layoutTimeline(m.timeline(), m.wallNs / 1e9, 664, 128);
-  // plot is 600 px wide from x=56, 100 px tall from y=8; span 10 s
+  const tl = m.timeline();
+  assert.deepEqual(tl.pauses.map((t) => [Math.round(t.t * 1000) / 1000, t.count, t.collector]), [[1, 1, 'Copy'], [2, 1, 'Copy'], [5, 1, 'Copy']]);
+  assert.deepEqual(tl.full.map((t) => [Math.round(t.t * 1000) / 1000, t.durationNs]), [[3, 3e6]]);
+  const l = layoutTimeline(tl, m.wallNs / 1e9, 664, 128);
+  // plot is 584 px wide from x=72, 100 px tall from y=8; span 10 s; lanes 54 px (pauses) and 36 px (full) with a 10 px gap
   assert.equal(l.spanS, 10);
-  assert.equal(l.marks[0].x, 56 + 60);
-  assert.equal(l.marks[2].h, 100); // the longest pause fills the height
-  assert.equal(l.marks[2].y, 8);
-  assert.ok(Math.abs(l.marks[0].h - 100 / 30) < 1e-9);
+  assert.deepEqual(l.lanes.map((x) => [x.name, x.y, x.h]), [['young & other', 8, 54], ['full', 72, 36]]);
+  assert.ok(Math.abs(l.marks[0].x - (72 + 58.4)) < 1e-9);
+  const full = l.marks.find((x) => x.full)!;
+  assert.equal(full.h, 36); // the one full GC fills its own lane, however short the young ones are
+  assert.equal(full.y, 72);
+  assert.equal(l.marks[2].h, 54); // the longest young pause fills the other lane
+  assert.ok(Math.abs(l.marks[0].h - (54 * 100) / 900) < 1e-9);
 });
 
 test('CSV: a row per GC, before/after columns per pool, quoted names', () => {
@@ -145,6 +150,7 @@ test('the pause timeline leaves concurrent cycles out', () => {
   const cycle: JavaGcEvent = { ...ev(1, 50_000), collector: 'ZGC Cycles', kind: 'concurrent-cycle', full: false };
   const pause: JavaGcEvent = { ...ev(1.01, 40), collector: 'ZGC Pauses', kind: 'concurrent-pause', full: false };
   m.apply({ events: [cycle, pause], lost: 0, pids: [7], startNs: 100 * S, nowNs: 102 * S });
-  assert.deepEqual(m.timeline().map((x) => x.collector), ['ZGC Pauses']);
+  assert.deepEqual(m.timeline().pauses.map((x) => x.collector), ['ZGC Pauses']);
+  assert.deepEqual(m.timeline().full, []);
   assert.equal(m.summary().count, 2);
 });

@@ -204,3 +204,29 @@ test('CLI text: the whole session, or one range with its busiest threads and hot
   const noSp = formatJvmResult({ ...t.toResult(), safepointsAvailable: false, safepointsReason: 'no probes in this JDK' });
   assert.match(noSp, /Safepoints: not available \(no probes in this JDK\)/);
 });
+
+test('the whole session from running figures equals a pass over the events, however the updates came; lanes extend incrementally', () => {
+  const u = update();
+  // Split into one update per item, as a live session streams it.
+  const t = new JvmTimeline();
+  t.pid = 100;
+  const rest = { ...u, gc: [], safepoints: [], runq: [], cpu: [], stacks: [], threads: [] };
+  t.apply({ ...rest, threads: u.threads, stacks: u.stacks, nowNs: 0 });
+  for (const g of u.gc) t.apply({ ...rest, gc: [g], nowNs: g.timestampNs });
+  for (const sp of u.safepoints) t.apply({ ...rest, safepoints: [sp], nowNs: sp.timestampNs });
+  const heatBefore = t.cpuHeat('application').length;
+  const laneBefore = t.runqLane('application').length;
+  for (const r of u.runq) t.apply({ ...rest, runq: [r], nowNs: r.endNs });
+  for (const c of u.cpu) t.apply({ ...rest, cpu: [c], nowNs: c.endNs });
+  t.apply({ ...rest, nowNs: u.nowNs });
+  const batch = JvmTimeline.fromResult({ ...u, tracer: 'jvm', pid: 100, frequency: 99, sliceMs: 250, endNs: u.nowNs, warnings: [] });
+  assert.deepEqual(t.range(t.startNs, t.endNs), t.scanRange(t.startNs, t.endNs));
+  assert.deepEqual(t.range(t.startNs, t.endNs), batch.scanRange(batch.startNs, batch.endNs));
+  assert.deepEqual(t.collectors(), batch.collectors());
+  assert.equal(heatBefore, 0);
+  assert.equal(laneBefore, 0);
+  for (const g of ['application', 'gc', 'vm'] as const) {
+    assert.deepEqual(t.cpuHeat(g), batch.cpuHeat(g));
+    assert.deepEqual(t.runqLane(g), batch.runqLane(g));
+  }
+});

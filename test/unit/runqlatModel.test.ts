@@ -121,3 +121,35 @@ test('intervals are capped; the selection follows its column', () => {
   assert.equal(m.intervals[m.selected!].timestampNs, 10);
   assert.equal(m.counts[1], MAX_INTERVALS + 1, 'the cumulative histogram keeps every interval');
 });
+
+test('the saved figures restore the same view, and go on as if never saved; the kept state is bounded', async () => {
+  const fc = (await import('fast-check')).default;
+  const { RunqlatLive } = await import('../../extension/model/runqlatLive');
+  fc.assert(
+    fc.property(
+      fc.array(fc.record({ counts: fc.array(fc.nat(50), { maxLength: 20 }), key: fc.integer({ min: 1, max: 6 }) }), { minLength: 1, maxLength: 60 }),
+      fc.nat(),
+      (ivs, cut) => {
+        const ups = ivs.map((iv, i) => update((i + 1) * 1e9, iv.counts, [{ key: iv.key, comm: `t${iv.key}`, counts: iv.counts }]));
+        const k = cut % ups.length;
+        const whole = new RunqlatModel();
+        ups.forEach((u) => whole.apply(u));
+        const first = new RunqlatLive();
+        ups.slice(0, k).forEach((u) => first.apply(u));
+        const restored = new RunqlatModel();
+        restored.restore(JSON.parse(JSON.stringify(first.toJSON())));
+        ups.slice(k).forEach((u) => restored.apply(u));
+        assert.deepEqual(restored.toJSON(), whole.toJSON());
+        assert.deepEqual(restored.stats(), whole.stats());
+        assert.deepEqual(restored.keyRows(), whole.keyRows());
+      },
+    ),
+    { numRuns: 100 },
+  );
+  const long = new RunqlatLive();
+  for (let i = 0; i < MAX_INTERVALS + 500; i++) long.apply(update(i * 1e9, [0, 1, 2], [{ key: 1, comm: 'x', counts: [0, 1, 2] }]));
+  const state = long.toJSON();
+  assert.equal(state.intervals.length, MAX_INTERVALS);
+  assert.equal(state.droppedIntervals, 500);
+  assert.deepEqual(state.counts, [0, MAX_INTERVALS + 500, 2 * (MAX_INTERVALS + 500)], 'cumulative counts keep the intervals that left the heat map');
+});

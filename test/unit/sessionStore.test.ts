@@ -87,3 +87,26 @@ test('a session whose workspaceState write never landed (the window hung or relo
   assert.deepEqual(store.finishedSessions().map((e) => [e.key, e.title]), [[gcKey, 'Java GC: pid 4242'], [first, 'CPU: run 1']]);
   assert.equal(store.loadSession(gcKey)?.title, 'Java GC: pid 4242');
 });
+
+test('a session running at a reload: its figures as they were when the window went, stopped and saying why, not listed', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-store-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const { GcLive } = await import('../../extension/model/javaGcLive');
+  const state = new Map<string, unknown>();
+  const ctx = context(dir, state) as unknown as { subscriptions: { dispose(): void }[] };
+  store.activate(ctx as never);
+  const live = new GcLive();
+  const gc = (i: number) => ({ pid: 7, tid: 8, cpu: 0, timestampNs: 1e9 + i * 1e7, durationNs: 1e5 + i, collector: 'Copy', kind: 'young' as const, operation: 'op', escalated: false, full: false, pools: [] });
+  const key = store.newSessionKey();
+  const doc = () => makeSession('java-gc', 'Java GC: pid 7', { target: 'pid 7', state: live.toJSON(), ended: { reason: 'stopped', message: 'the window reloaded' } }, new Date());
+  store.checkpointWhileRunning(key, doc);
+  live.apply({ events: [gc(1), gc(2), gc(3)], lost: 0, pids: [7], startNs: 1e9, nowNs: 2e9 });
+  // The window goes: the extension's subscriptions are disposed, the checkpoint is written then.
+  for (const d of ctx.subscriptions) d.dispose();
+  store.activate(context(dir, state));
+  const back = store.loadSession(key);
+  assert.ok(back && back.tracer === 'java-gc');
+  assert.equal(back.data.state?.count, 3, 'the restored figures are those at the moment the window went');
+  assert.deepEqual(back.data.ended, { reason: 'stopped', message: 'the window reloaded' });
+  assert.deepEqual(store.finishedSessions(), [], 'a session that did not finish is not listed as finished');
+});

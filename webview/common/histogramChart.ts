@@ -15,6 +15,10 @@ export interface HistogramData {
   /** one label per bucket, e.g. "64 µs" */
   labels: string[];
   series: HistogramSeries[];
+  /** what the bars count, drawn at the top of the count axis, e.g. "pauses" */
+  yTitle?: string;
+  /** what the buckets are, drawn under their labels, e.g. "pause duration (log2 buckets)" */
+  xTitle?: string;
 }
 
 export interface BarRect {
@@ -119,6 +123,12 @@ export function drawHistogram(canvas: HTMLCanvasElement, data: HistogramData, cs
   data.labels.forEach((l, i) => {
     if (i % every === 0) ctx.fillText(l, layout.labelX[i], layout.plot.y + layout.plot.h + 6);
   });
+  ctx.fillStyle = muted;
+  if (data.xTitle) ctx.fillText(data.xTitle, layout.plot.x + layout.plot.w / 2, layout.plot.y + layout.plot.h + 20);
+  if (data.yTitle) {
+    ctx.textAlign = 'left';
+    ctx.fillText(data.yTitle, 2, 2);
+  }
   // Legend, top right.
   ctx.textAlign = 'right';
   let lx = layout.plot.x + layout.plot.w;

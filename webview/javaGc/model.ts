@@ -1,9 +1,12 @@
-// The Java GC view's state and everything derived from it (summary cards, histogram stacked by
-// collector, timeline marks, collector and pool tables, safepoints, export files). Pure: no DOM,
-// unit-tested.
-import type { JavaGcCollectorSummary, JavaGcEvent, JavaGcKind, JavaGcSummary, JavaGcUpdate, JavaSafepoint, JavaSafepointSummary } from '../../extension/protocol/javaGc';
-import { buildResult, collectorSummaries, overheadPercent, pauseCounts, poolReclaim, summarize, summarizeSafepoints, type PoolReclaim } from '../../extension/model/javaGcStats';
+// The Java GC view's data: what is drawn (summary, stacked duration histogram, two-lane timeline,
+// collector and pool tables, safepoints, export files). The figures live in GcLive (model/
+// javaGcLive.ts), kept incrementally, so a redraw costs the same after an hour as after a minute.
+// Pure: no DOM, unit-tested.
+import type { JavaGcCollectorSummary, JavaGcKind, JavaGcSummary, JavaGcUpdate, JavaSafepointSummary } from '../../extension/protocol/javaGc';
+import { GcLive, type GcLiveState } from '../../extension/model/javaGcLive';
+import type { PoolReclaim } from '../../extension/model/javaGcStats';
 import { bucketLow } from '../../extension/model/log2hist';
+import { formatBucketBound } from '../../extension/model/units';
 import type { SessionState } from './protocol';
 
 export interface StackedHistogram {
@@ -15,40 +18,41 @@ export interface StackedHistogram {
 }
 
 export interface TimelineMark {
-  /** seconds since the view's time origin */
+  /** seconds since the view's time origin (the bin's start) */
   t: number;
+  /** the longest pause in the bin */
   durationNs: number;
+  /** pauses in the bin */
+  count: number;
   full: boolean;
   collector: string;
-  kind: JavaGcKind;
+}
+
+export interface GcTimeline {
+  /** seconds per bin (marks are at most one per bin and lane) */
+  binS: number;
+  /** young and other pauses */
+  pauses: TimelineMark[];
+  /** full collections, drawn in a lane of their own */
+  full: TimelineMark[];
 }
 
 export class GcModel {
-  events: JavaGcEvent[] = [];
-  safepoints: JavaSafepoint[] = [];
-  /** undefined until the tracer said */
-  safepointsAvailable: boolean | undefined;
-  safepointsReason = '';
-  pids: number[] = [];
-  lost = 0;
+  live = new GcLive();
   state: SessionState = 'running';
   message = '';
   target = '';
-  /** CLOCK_MONOTONIC ns: the start of the time axis (session start, or the last Clear) */
-  originNs = 0;
-  nowNs = 0;
 
   apply(u: JavaGcUpdate): void {
-    if (this.originNs === 0) this.originNs = u.startNs;
-    if (this.state === 'running') this.nowNs = Math.max(this.nowNs, u.nowNs);
-    this.events.push(...u.events);
-    if (u.safepoints) this.safepoints.push(...u.safepoints);
-    if (u.safepointsAvailable !== undefined) {
-      this.safepointsAvailable = u.safepointsAvailable;
-      this.safepointsReason = u.safepointsReason ?? '';
-    }
-    this.pids = u.pids;
-    this.lost = u.lost;
+    // Once ended, the wall clock stays where it stopped (late updates bring no new time).
+    const now = this.live.nowNs;
+    this.live.apply(u);
+    if (this.state !== 'running' && now) this.live.nowNs = now;
+  }
+
+  /** Loads the figures of a session kept elsewhere (a restored or reopened view). */
+  restore(state: GcLiveState): void {
+    this.live = GcLive.from(state);
   }
 
   end(reason: Exclude<SessionState, 'running'>, message?: string): void {
@@ -58,71 +62,93 @@ export class GcModel {
 
   /** Forget what was shown; the time axis restarts now. The session keeps running. */
   clear(): void {
-    this.events = [];
-    this.safepoints = [];
-    if (this.nowNs) this.originNs = this.nowNs;
+    this.live.clear();
   }
 
+  get pids(): number[] {
+    return this.live.pids;
+  }
+  get lost(): number {
+    return this.live.lost;
+  }
+  get safepointsAvailable(): boolean | undefined {
+    return this.live.safepointsAvailable;
+  }
+  get safepointsReason(): string {
+    return this.live.safepointsReason;
+  }
   get wallNs(): number {
-    return Math.max(0, this.nowNs - this.originNs);
+    return this.live.wallNs;
+  }
+  /** true while p50/p90/p99 are exact; after that they come from fine buckets (within 1.6 %) */
+  get exactQuantiles(): boolean {
+    return this.live.exactQuantiles;
   }
 
   summary(): JavaGcSummary & { overheadPercent: number; youngCount: number } {
-    const s = summarize(this.events);
-    return { ...s, youngCount: this.events.filter((e) => e.kind === 'young').length, overheadPercent: overheadPercent(s.totalPauseNs, this.wallNs) };
+    return { ...this.live.summary(), youngCount: this.live.youngCount, overheadPercent: this.live.overheadPercent() };
   }
 
   collectors(): JavaGcCollectorSummary[] {
-    return collectorSummaries(this.events);
+    return this.live.collectors();
   }
 
   safepointSummary(): JavaSafepointSummary {
-    return summarizeSafepoints(this.safepoints);
+    return this.live.safepointSummary();
   }
 
   /** Counts per log2 µs bucket and collector, over the occupied range (at least `minBars` bars). */
   histogram(minBars = 6): StackedHistogram {
-    const cols = this.collectors();
-    const per = cols.map((c) => pauseCounts(this.events, (e) => e.collector === c.collector));
-    const n = Math.max(0, ...per.map((c) => c.length));
+    const per = this.live.collectorCounts();
+    const n = Math.max(0, ...per.map((c) => c.counts.length));
     let first = 0;
-    while (first < n && !per.some((c) => c[first])) first++;
+    while (first < n && !per.some((c) => c.counts[first])) first++;
     if (first >= n) first = Math.max(0, n - 1);
     let last = Math.max(n - 1, first);
     while (last - first + 1 < minBars) {
       if (first > 0) first--;
       else last++;
     }
-    const out: StackedHistogram = { lowUs: [], labels: [], series: cols.map((c) => ({ collector: c.collector, kind: c.kind, counts: [] })) };
+    const out: StackedHistogram = { lowUs: [], labels: [], series: per.map((c) => ({ collector: c.collector, kind: c.kind, counts: [] })) };
     for (let i = first; i <= last; i++) {
       out.lowUs.push(bucketLow(i));
       out.labels.push(formatBucketLabel(bucketLow(i)));
-      per.forEach((c, k) => out.series[k].counts.push(c[i] ?? 0));
+      per.forEach((c, k) => out.series[k].counts.push(c.counts[i] ?? 0));
     }
     return out;
   }
 
-  timeline(): TimelineMark[] {
-    // Pauses only: a concurrent cycle runs beside the application, and its length (often 1000× a
-    // pause) would flatten every pause mark.
-    return this.events.filter((e) => e.kind !== 'concurrent-cycle').map((e) => ({ t: (e.timestampNs - this.originNs) / 1e9, durationNs: e.durationNs, full: e.full, collector: e.collector, kind: e.kind }));
+  /** The timeline's marks: one per non-empty bin and lane (bounded by TIMELINE_BINS, not by events). */
+  timeline(): GcTimeline {
+    const t = this.live.timeline;
+    const names = this.live.collectorNames();
+    const off = (t.originNs - this.live.startNs) / 1e9;
+    const marks = (lane: typeof t.pauses, full: boolean): TimelineMark[] => {
+      const out: TimelineMark[] = [];
+      for (let i = 0; i < lane.count.length; i++) {
+        if (!lane.count[i]) continue;
+        out.push({ t: off + (i * t.binNs) / 1e9, durationNs: lane.maxNs[i], count: lane.count[i], full, collector: names[lane.who[i]] ?? '' });
+      }
+      return out;
+    };
+    return { binS: t.binNs / 1e9, pauses: marks(t.pauses, false), full: marks(t.full, true) };
   }
 
   pools(): PoolReclaim[] {
-    return poolReclaim(this.events);
+    return this.live.pools();
   }
 
+  /** The result document: figures over the whole session; events are the most recent ones kept. */
   toJson(): string {
-    const sp = { available: Boolean(this.safepointsAvailable), reason: this.safepointsReason || undefined, events: this.safepoints, lost: 0 };
-    return JSON.stringify(buildResult(this.pids, this.events, this.lost, sp), null, 2);
+    return JSON.stringify(this.live.toResult(), null, 2);
   }
 
-  /** One row per GC; two columns (used before, used after) per pool seen. */
+  /** One row per GC kept (the most recent ones); two columns (used before, used after) per pool seen. */
   toCsv(): string {
     const pools = this.pools().map((p) => p.name);
     const head = ['pid', 'tid', 'cpu', 'timestampNs', 'durationNs', 'collector', 'kind', 'escalated', 'operation', 'full', ...pools.flatMap((p) => [`${p} usedBefore`, `${p} usedAfter`])];
     const rows = [head.map(csvField).join(',')];
-    for (const e of this.events) {
+    for (const e of this.live.recent) {
       const byName = new Map(e.pools.map((p) => [p.name, p]));
       const cells: (string | number)[] = [e.pid, e.tid, e.cpu, e.timestampNs, e.durationNs, e.collector, e.kind, e.escalated ? 'yes' : 'no', e.operation, e.full ? 'full' : 'no'];
       for (const p of pools) {
@@ -140,9 +166,7 @@ export function csvField(v: string | number): string {
   return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
-/** Axis label of a log2 bucket's lower bound: "0", "64 µs", "1.0 ms", "16 ms", "1.0 s". */
+/** Axis label of a log2 bucket's lower bound (µs), in the one format every histogram uses. */
 export function formatBucketLabel(lowUs: number): string {
-  if (lowUs < 1000) return `${lowUs}${lowUs === 0 ? '' : ' µs'}`;
-  const [v, unit] = lowUs < 1e6 ? [lowUs / 1e3, 'ms'] : [lowUs / 1e6, 's'];
-  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${unit}`;
+  return formatBucketBound(lowUs, 'us');
 }

@@ -1,64 +1,114 @@
-// The pause timeline: each GC a vertical mark at its start time, height proportional to its
-// pause, colored young/full. layoutTimeline is pure; drawTimeline paints.
+// The pause timeline: x is seconds since the start, each mark the longest pause of a time bin
+// (height proportional to it), colored by collector. Full collections get a lane of their own
+// under the others, with its own scale, so six full GCs stay visible beside 250 young ones.
+// Marks are one per bin and lane (at most TIMELINE_BINS), so drawing costs the same at any
+// event rate. layoutTimeline is pure; drawTimeline paints.
 import { formatDuration } from '../../extension/model/log2hist';
 import { sizeCanvas } from '../common/canvas';
 import { themeColor } from '../common/histogramChart';
-import type { TimelineMark } from './model';
+import type { GcTimeline, TimelineMark } from './model';
 
 export interface TimelineRect {
   x: number;
   y: number;
+  w: number;
   h: number;
   full: boolean;
   collector: string;
+  mark: TimelineMark;
+}
+
+export interface TimelineLaneLayout {
+  name: string;
+  y: number;
+  h: number;
+  maxNs: number;
 }
 
 export interface TimelineLayout {
   marks: TimelineRect[];
   plot: { x: number; y: number; w: number; h: number };
+  lanes: TimelineLaneLayout[];
   /** seconds covered by the x axis */
   spanS: number;
+  /** the longest pause shown (both lanes) */
   maxNs: number;
 }
 
-const PAD = { left: 56, right: 8, top: 8, bottom: 20 };
+const PAD = { left: 72, right: 8, top: 8, bottom: 20 };
+const LANE_GAP = 10;
 
-export function layoutTimeline(marks: TimelineMark[], spanS: number, width: number, height: number): TimelineLayout {
+export function layoutTimeline(timeline: GcTimeline, spanS: number, width: number, height: number): TimelineLayout {
   const plot = { x: PAD.left, y: PAD.top, w: Math.max(10, width - PAD.left - PAD.right), h: Math.max(10, height - PAD.top - PAD.bottom) };
-  const span = Math.max(1, spanS, ...marks.map((m) => m.t));
-  const maxNs = Math.max(0, ...marks.map((m) => m.durationNs));
-  const out: TimelineRect[] = marks.map((m) => {
-    // At least 2 px so the shortest pause is still visible next to the longest.
-    const h = maxNs > 0 ? Math.max(2, (m.durationNs / maxNs) * plot.h) : 2;
-    return { x: plot.x + (Math.max(0, m.t) / span) * plot.w, y: plot.y + plot.h - h, h, full: m.full, collector: m.collector };
-  });
-  return { marks: out, plot, spanS: span, maxNs };
+  let last = 0;
+  for (const m of timeline.pauses) last = Math.max(last, m.t + timeline.binS);
+  for (const m of timeline.full) last = Math.max(last, m.t + timeline.binS);
+  const span = Math.max(1, spanS, last);
+  const laneMax = (ms: TimelineMark[]) => ms.reduce((x, m) => Math.max(x, m.durationNs), 0);
+  const lanes: TimelineLaneLayout[] = [];
+  const hasFull = timeline.full.length > 0;
+  const fullH = hasFull ? Math.round((plot.h - LANE_GAP) * 0.4) : 0;
+  lanes.push({ name: hasFull ? 'young & other' : 'pauses', y: plot.y, h: hasFull ? plot.h - LANE_GAP - fullH : plot.h, maxNs: laneMax(timeline.pauses) });
+  if (hasFull) lanes.push({ name: 'full', y: plot.y + plot.h - fullH, h: fullH, maxNs: laneMax(timeline.full) });
+  const w = Math.max(2, (timeline.binS / span) * plot.w);
+  const marks: TimelineRect[] = [];
+  const place = (ms: TimelineMark[], lane: TimelineLaneLayout) => {
+    for (const m of ms) {
+      // At least 2 px so the shortest pause is still visible next to the longest.
+      const h = lane.maxNs > 0 ? Math.max(2, (m.durationNs / lane.maxNs) * lane.h) : 2;
+      marks.push({ x: plot.x + (Math.max(0, m.t) / span) * plot.w, y: lane.y + lane.h - h, w, h, full: m.full, collector: m.collector, mark: m });
+    }
+  };
+  place(timeline.pauses, lanes[0]);
+  if (hasFull) place(timeline.full, lanes[1]);
+  return { marks, plot, lanes, spanS: span, maxNs: Math.max(0, ...lanes.map((l) => l.maxNs)) };
 }
 
-export function drawTimeline(canvas: HTMLCanvasElement, marks: TimelineMark[], spanS: number, colors: { young: string; full: string; of?: (collector: string) => string }, cssHeight = 120): void {
+/** The mark under a point, or undefined. */
+export function markAt(l: TimelineLayout, x: number, y: number): TimelineRect | undefined {
+  let best: TimelineRect | undefined;
+  for (const m of l.marks) {
+    const lane = l.lanes.find((ln) => y >= ln.y && y <= ln.y + ln.h);
+    if (!lane || m.y < lane.y || m.y > lane.y + lane.h) continue;
+    if (x >= m.x - 2 && x <= m.x + m.w + 2 && (!best || Math.abs(m.x - x) < Math.abs(best.x - x))) best = m;
+  }
+  return best;
+}
+
+export function drawTimeline(canvas: HTMLCanvasElement, timeline: GcTimeline, spanS: number, colors: { young: string; full: string; of?: (collector: string) => string }, cssHeight = 140): TimelineLayout {
   const { ctx, width } = sizeCanvas(canvas, cssHeight);
-  const l = layoutTimeline(marks, spanS, width, cssHeight);
+  const l = layoutTimeline(timeline, spanS, width, cssHeight);
   const muted = themeColor('--vscode-descriptionForeground', '#888');
   const grid = themeColor('--vscode-panel-border', 'rgba(128,128,128,0.3)');
   ctx.font = `11px ${themeColor('--vscode-font-family', 'sans-serif')}`;
   ctx.strokeStyle = grid;
   ctx.beginPath();
-  ctx.moveTo(l.plot.x, l.plot.y + l.plot.h + 0.5);
-  ctx.lineTo(l.plot.x + l.plot.w, l.plot.y + l.plot.h + 0.5);
+  for (const lane of l.lanes) {
+    ctx.moveTo(l.plot.x, lane.y + lane.h + 0.5);
+    ctx.lineTo(l.plot.x + l.plot.w, lane.y + lane.h + 0.5);
+  }
   ctx.stroke();
   for (const m of l.marks) {
     ctx.fillStyle = colors.of ? colors.of(m.collector) : m.full ? colors.full : colors.young;
-    ctx.fillRect(Math.round(m.x), m.y, 2, m.h);
+    ctx.fillRect(Math.round(m.x), m.y, Math.max(2, Math.round(m.w)), m.h);
   }
   ctx.fillStyle = muted;
   ctx.textAlign = 'right';
-  ctx.textBaseline = 'top';
-  if (l.maxNs > 0) ctx.fillText(formatDuration(l.maxNs, 'ns'), l.plot.x - 6, l.plot.y);
-  ctx.textBaseline = 'bottom';
-  ctx.fillText('0', l.plot.x - 6, l.plot.y + l.plot.h);
+  for (const lane of l.lanes) {
+    // Each lane's scale: its longest pause at the top, 0 at the bottom, the lane's name between.
+    ctx.textBaseline = 'top';
+    if (lane.maxNs > 0) ctx.fillText(formatDuration(lane.maxNs, 'ns'), l.plot.x - 6, lane.y);
+    ctx.textBaseline = 'middle';
+    if (lane.h >= 36) ctx.fillText(lane.name, l.plot.x - 6, lane.y + lane.h / 2);
+    ctx.textBaseline = 'bottom';
+    ctx.fillText('0', l.plot.x - 6, lane.y + lane.h);
+  }
   ctx.textBaseline = 'top';
   ctx.textAlign = 'left';
   ctx.fillText('0 s', l.plot.x, l.plot.y + l.plot.h + 4);
+  ctx.textAlign = 'center';
+  ctx.fillText('time since the start (s); each mark: the longest pause in its interval', l.plot.x + l.plot.w / 2, l.plot.y + l.plot.h + 4);
   ctx.textAlign = 'right';
   ctx.fillText(`${l.spanS.toFixed(l.spanS < 10 ? 1 : 0)} s`, l.plot.x + l.plot.w, l.plot.y + l.plot.h + 4);
+  return l;
 }

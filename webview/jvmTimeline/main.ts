@@ -28,20 +28,32 @@ const toolbar = el('div', { class: 'toolbar' });
 toolbar.append(stopBtn, zoomSelBtn, resetBtn, clearSelBtn, exportBtn, importBtn, status);
 const notes = el('div', { class: 'warning', id: 'notes' });
 const lanesCanvas = el('canvas', { id: 'lanes', 'aria-label': 'JVM timeline lanes' });
+const lanesLegend = el(
+  'div',
+  { class: 'legend', id: 'lanes-legend' },
+  'GC and safepoint lanes: a bar per collection or safepoint, as wide as it lasted (where many share a pixel, the longest is described). Thread-group lanes: the shade is CPU use (samples as a share of one CPU); bars from the bottom are the worst run-queue wait of each slice, on a log scale from 1 µs (empty) to 1 s (full height). Drag to select a range; wheel to zoom, shift+wheel to pan.',
+);
 const rangeTitle = el('h2', { id: 'range-title' }, 'Range');
 const stats = el('div', { id: 'range-stats' });
 const flameTitle = el('h2', {}, 'CPU flame graph of the range');
 const flameBox = el('div', { id: 'flame' });
 const tooltip = el('div', { class: 'tooltip' });
 tooltip.style.display = 'none';
-app.append(toolbar, notes, lanesCanvas, rangeTitle, stats, flameTitle, flameBox, tooltip);
+app.append(toolbar, notes, lanesCanvas, lanesLegend, rangeTitle, stats, flameTitle, flameBox, tooltip);
 
 const LABEL_W = 150;
 const AXIS_H = 18;
 const LANE_H = 22;
 const send = (m: FromView) => vscode.postMessage(m);
 
-stopBtn.onclick = () => send({ type: 'stop' });
+stopBtn.onclick = () => {
+  // Says at once that the click landed; the status changes again when the session has ended.
+  stopping = true;
+  stopBtn.disabled = true;
+  status.textContent = 'Stopping…';
+  send({ type: 'stop' });
+};
+let stopping = false;
 zoomSelBtn.onclick = () => {
   view.zoomToSelection();
   schedule();
@@ -158,7 +170,13 @@ function renderRange(): void {
   row('CPU samples', r.cpuTotal ? `${r.cpuTotal}: ${r.cpu.map((g) => `${GROUP_LABEL[g.group]} ${((100 * g.samples) / r.cpuTotal).toFixed(0)} %`).join(', ')}` : 'none', 'cpu');
   row('Busiest threads', r.cpuThreads.slice(0, 5).map((t) => `${t.comm} [${t.tid}] ${t.samples}`).join(', ') || '–', 'threads');
   stats.replaceChildren(table);
-  const profile = view.rangeProfile();
+  if (view.selection) send({ type: 'selected', startS: (r.startNs - view.data.startNs) / 1e9, endS: (r.endNs - view.data.startNs) / 1e9, samples: r.cpuTotal, gcs: r.gc.length });
+  // Following a live session, the flame graph is rebuilt every few seconds only: it is built
+  // from every distinct stack, more than a frame's budget once the session is long.
+  const now = performance.now();
+  if (!rangeDirty && !view.selection && view.state === 'running' && flame && now - flameAt < FLAME_EVERY_MS) return;
+  flameAt = now;
+  const profile = view.rangeProfile(r);
   const tree = buildTree(profile, profile.stacks);
   if (!flame) {
     flame = new FlameCanvas(flameBox, tree, profile);
@@ -168,15 +186,16 @@ function renderRange(): void {
   flame.focus = ROOT;
   flame.canvas.dataset.samples = String(profile.total);
   flame.draw();
-  if (view.selection) send({ type: 'selected', startS: (r.startNs - view.data.startNs) / 1e9, endS: (r.endNs - view.data.startNs) / 1e9, samples: r.cpuTotal, gcs: r.gc.length });
 }
+const FLAME_EVERY_MS = 5000;
+let flameAt = -Infinity;
 
 function statusText(): string {
   const who = view.target || `pid ${view.data.pid}`;
   const len = `${((view.data.endNs - view.data.startNs) / 1e9).toFixed(1)} s`;
   switch (view.state) {
     case 'running':
-      return `Tracing ${who} · ${len}`;
+      return stopping ? 'Stopping…' : `Tracing ${who} · ${len}`;
     case 'stopped':
       return `Stopped (${who}) · ${len}`;
     case 'target-exited':
@@ -191,7 +210,7 @@ function statusText(): string {
 let note = '';
 function render(): void {
   status.textContent = note ? `${statusText()} — ${note}` : statusText();
-  stopBtn.disabled = view.state !== 'running';
+  stopBtn.disabled = view.state !== 'running' || stopping;
   zoomSelBtn.disabled = !view.selection;
   clearSelBtn.disabled = !view.selection;
   const n: string[] = [];
@@ -200,10 +219,23 @@ function render(): void {
   if (view.state === 'running') n.push('Function names appear when the session stops (the profiler symbolizes at the end).');
   notes.textContent = n.join(' · ');
   drawLanes();
-  // The range panel follows the live edge only while nothing is selected; it is cheap enough.
-  if (rangeDirty || !view.selection) renderRange();
-  rangeDirty = false;
+  // The range panel follows the live edge while nothing is selected, at most once a second: its
+  // flame graph is rebuilt from every distinct stack, more than a frame's budget in a long session.
+  const now = performance.now();
+  if (rangeDirty || (!view.selection && now - rangeAt >= RANGE_EVERY_MS)) {
+    renderRange();
+    rangeAt = now;
+    rangeDirty = false;
+  } else if (!view.selection && !rangeTimer) {
+    rangeTimer = setTimeout(() => {
+      rangeTimer = undefined;
+      schedule();
+    }, RANGE_EVERY_MS - (now - rangeAt));
+  }
 }
+const RANGE_EVERY_MS = 1000;
+let rangeAt = -Infinity;
+let rangeTimer: ReturnType<typeof setTimeout> | undefined;
 
 const schedule = oncePerFrame(render);
 
@@ -280,8 +312,15 @@ window.addEventListener('message', (ev: MessageEvent<ToView>) => {
       view.apply(m.update);
       break;
     case 'ended':
+      stopping = false;
       view.end(m.reason, m.message, m.result);
-      rangeDirty = true;
+      // The status says "Stopped" in the next frame; the range panel (its flame graph) follows
+      // in a task of its own, so that frame is not held up by it.
+      rangeAt = performance.now();
+      setTimeout(() => {
+        rangeDirty = true;
+        schedule();
+      }, 50);
       break;
     case 'load':
       view.load(m.result);

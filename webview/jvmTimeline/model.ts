@@ -1,6 +1,8 @@
 // The JVM timeline view's state: the session's data (extension/model/jvmTimeline.ts), the
 // visible time window (zoom, pan, follow the live edge), the selected range and what is drawn in
 // each lane. Pure: no DOM, unit-tested.
+import type { TimeBins } from '../../extension/model/timeBins';
+import { formatBucketBound } from '../../extension/model/units';
 import { GROUP_LABEL, JvmTimeline, type JvmResult, type JvmUpdate, type RangeStats, type ThreadGroup } from '../../extension/model/jvmTimeline';
 import type { JavaGcEvent } from '../../extension/protocol/javaGc';
 import { fromProfileResult, type FlameProfile } from '../../extension/model/flamegraph/profileData';
@@ -19,7 +21,22 @@ export interface Mark {
   /** 0..1: the heat of a CPU cell, the height of a run-queue bar */
   level: number;
   /** what the tooltip says */
-  label: string;
+  readonly label: string;
+}
+
+/** A mark whose label is written only when read (a tooltip), not for every mark drawn. */
+class LazyMark<T> implements Mark {
+  constructor(
+    public x: number,
+    public w: number,
+    public level: number,
+    private readonly best: T,
+    private readonly n: number,
+    private readonly describe: (best: T, n: number) => string,
+  ) {}
+  get label(): string {
+    return this.describe(this.best, this.n);
+  }
 }
 
 /** The smallest window one can zoom into. */
@@ -119,54 +136,152 @@ export class TimelineView {
     return out;
   }
 
-  private clip(a: number, b: number, width: number): { x: number; w: number } | undefined {
+  /**
+   * Marks of time-ordered items in the visible window, at most one per pixel column: items that
+   * fall in the same pixel merge into one mark (its level the highest, its label saying how many).
+   * So a lane costs the same to draw after an hour as after a minute, and labels are built only
+   * for the marks drawn. `start` must be (nearly) ascending: a binary search skips what lies
+   * before the window (allowing `slackNs` of disorder and of items reaching into it).
+   */
+  private binned<T>(items: readonly T[], width: number, start: (t: T) => number, end: (t: T) => number, level: (t: T) => number, describe: (best: T, n: number) => string, slackNs = 10e9, bins?: TimeBins): Mark[] {
     const [v0, v1] = this.visible();
-    if (b < v0 || a > v1) return undefined;
-    const x = this.nsToX(Math.max(a, v0), width);
-    return { x, w: Math.max(1, this.nsToX(Math.min(b, v1), width) - x) };
+    // A window wider than a bin per pixel: read the bins, not the items.
+    if (bins && (v1 - v0) / Math.max(1, width) >= bins.binNs) return this.fromBins(items, bins, width, level, describe, slackNs);
+    let lo = 0;
+    let hi = items.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (start(items[mid]) < v0 - slackNs) lo = mid + 1;
+      else hi = mid;
+    }
+    const out: Mark[] = [];
+    let cur: { x: number; end: number; lastX: number; realEnd: number; level: number; best: T; n: number } | undefined;
+    const flush = () => {
+      if (cur) out.push(new LazyMark(cur.x, Math.max(1, cur.end - cur.x), cur.level, cur.best, cur.n, describe));
+    };
+    for (let i = lo; i < items.length; i++) {
+      const it = items[i];
+      const a = start(it);
+      if (a > v1 + slackNs) break;
+      const b = end(it);
+      if (b < v0 || a > v1) continue;
+      const x = this.nsToX(Math.max(a, v0), width);
+      // Where it really ends, and where its mark ends (at least a pixel wide).
+      const xr = this.nsToX(Math.min(b, v1), width);
+      const xe = Math.max(x + 1, xr);
+      const lv = level(it);
+      if (cur && Math.floor(x) <= Math.floor(Math.max(cur.lastX, cur.realEnd - 1e-6))) {
+        cur.lastX = x;
+        cur.realEnd = Math.max(cur.realEnd, xr);
+        cur.end = Math.max(cur.end, xe);
+        cur.n++;
+        if (lv > cur.level) {
+          cur.level = lv;
+          cur.best = it;
+        }
+        continue;
+      }
+      flush();
+      cur = { x, end: xe, lastX: x, realEnd: xr, level: lv, best: it, n: 1 };
+    }
+    flush();
+    return out;
   }
 
-  private gcMarks(events: JavaGcEvent[], width: number): Mark[] {
+  /**
+   * binned() from a lane's TimeBins: bins in the window, merged per pixel column. A bin's level
+   * is its highest item's raw figure (duration, samples, worst wait), which the lane's `level`
+   * maps monotonically, so the best item is chosen on it and mapped once per mark.
+   */
+  private fromBins<T>(items: readonly T[], bins: TimeBins, width: number, level: (t: T) => number, describe: (best: T, n: number) => string, reachNs: number): Mark[] {
+    const [v0, v1] = this.visible();
+    const [first, last] = bins.span(v0, v1, reachNs);
+    const scale = width / Math.max(1, v1 - v0);
     const out: Mark[] = [];
-    for (const e of events) {
-      const c = this.clip(e.timestampNs, e.timestampNs + e.durationNs, width);
-      if (c) out.push({ ...c, level: 1, label: `${e.collector} ${e.kind}${e.escalated ? ' (escalated)' : ''}: ${ms(e.durationNs)}${e.operation ? ` (${e.operation})` : ''}` });
+    let on = false;
+    let x0 = 0;
+    let end = 0;
+    let lastX = 0;
+    let realEnd = 0;
+    let raw = -Infinity;
+    let best = -1;
+    let n = 0;
+    const flush = () => {
+      const it = items[best];
+      if (on && it !== undefined) out.push(new LazyMark(x0, Math.max(1, end - x0), level(it), it, n, describe));
+    };
+    for (let i = first; i <= last; i++) {
+      const c = bins.count[i];
+      if (!c) continue;
+      const a = bins.start[i];
+      const b = bins.end[i];
+      if (b < v0 || a > v1) continue;
+      const x = (Math.max(a, v0) - v0) * scale;
+      const xr = (Math.min(b, v1) - v0) * scale;
+      const xe = Math.max(x + 1, xr);
+      if (on && Math.floor(x) <= Math.floor(Math.max(lastX, realEnd - 1e-6))) {
+        lastX = x;
+        realEnd = Math.max(realEnd, xr);
+        end = Math.max(end, xe);
+        n += c;
+        if (bins.level[i] > raw) [raw, best] = [bins.level[i], bins.best[i]];
+        continue;
+      }
+      flush();
+      [on, x0, end, lastX, realEnd, raw, best, n] = [true, x, xe, x, xr, bins.level[i], bins.best[i], c];
     }
+    flush();
     return out;
+  }
+
+  private gcMarks(events: readonly JavaGcEvent[], width: number, bins?: TimeBins): Mark[] {
+    const describe = (e: JavaGcEvent, n: number) =>
+      `${n > 1 ? `${n} collections here, the longest: ` : ''}${e.collector} ${e.kind}${e.escalated ? ' (escalated: followed another collection in the same pause)' : ''}: ${ms(e.durationNs)}${e.operation ? ` (${e.operation})` : ''}`;
+    return this.binned(events, width, (e) => e.timestampNs, (e) => e.timestampNs + e.durationNs, (e) => e.durationNs, describe, 10e9, bins);
   }
 
   /** What a lane shows in the visible window: GC bars, safepoint bars, or CPU heat cells. */
   marks(lane: Lane, width: number): Mark[] {
-    if (lane.kind === 'gc') return this.gcMarks(this.data.gc.filter((e) => e.collector === lane.collector), width);
+    if (lane.kind === 'gc') return this.gcMarks(this.data.gcOf(lane.collector), width, this.data.gcBinsOf(lane.collector));
     if (lane.kind === 'safepoint') {
-      const out: Mark[] = [];
-      for (const s of this.data.safepoints) {
-        const c = this.clip(s.timestampNs, s.timestampNs + s.durationNs, width);
-        if (c) out.push({ ...c, level: 1, label: `safepoint ${ms(s.durationNs)}, time to safepoint ${ms(s.timeToSafepointNs)}${s.operation ? ` (${s.operation})` : ''}` });
-      }
-      return out;
+      return this.binned(
+        this.data.safepoints,
+        width,
+        (s) => s.timestampNs,
+        (s) => s.timestampNs + s.durationNs,
+        (s) => s.durationNs,
+        (s, n) => `${n > 1 ? `${n} safepoints here, the longest: ` : 'safepoint '}${ms(s.durationNs)}, time to safepoint ${ms(s.timeToSafepointNs)}${s.operation ? ` (${s.operation})` : ''}`,
+        10e9,
+        this.data.safepointBins(),
+      );
     }
     const heat = this.data.cpuHeat(lane.group);
     // Samples per slice per CPU-second: a full CPU is frequency × slice length.
     const full = Math.max(1, (this.data.frequency || 99) * ((this.data.sliceMs || 250) / 1000));
-    const out: Mark[] = [];
-    for (const h of heat) {
-      if (!h.samples) continue;
-      const c = this.clip(h.startNs, h.endNs, width);
-      if (c) out.push({ ...c, level: Math.min(1, h.samples / full), label: `${h.samples} CPU samples (${((100 * h.samples) / full).toFixed(0)} % of a CPU)` });
-    }
-    return out;
+    return this.binned(
+      heat,
+      width,
+      (h) => h.startNs,
+      (h) => (h.samples ? h.endNs : -Infinity),
+      (h) => Math.min(1, h.samples / full),
+      (h, n) => `${n > 1 ? `busiest of ${n} slices here: ` : ''}${h.samples} CPU samples (${((100 * h.samples) / full).toFixed(0)} % of a CPU)`,
+      0,
+      this.data.heatBins(lane.group),
+    );
   }
 
   /** The run-queue bars of a thread-group lane: height by the worst wait in the slice (log scale, 1 µs .. 1 s). */
   runqMarks(group: ThreadGroup, width: number): Mark[] {
-    const out: Mark[] = [];
-    for (const r of this.data.runqLane(group)) {
-      if (!r.count) continue;
-      const c = this.clip(r.startNs, r.endNs, width);
-      if (c) out.push({ ...c, level: Math.min(1, Math.log10(Math.max(1, r.maxUs)) / 6), label: `${r.count} run-queue waits, max ≤ ${us(r.maxUs)}, p99 ≤ ${us(r.p99Us)}` });
-    }
-    return out;
+    return this.binned(
+      this.data.runqLane(group),
+      width,
+      (r) => r.startNs,
+      (r) => (r.count ? r.endNs : -Infinity),
+      (r) => Math.min(1, Math.log10(Math.max(1, r.maxUs)) / 6),
+      (r, n) => `${n > 1 ? `worst of ${n} slices here: ` : ''}${r.count} run-queue waits, max ≤ ${us(r.maxUs)}, p99 ≤ ${us(r.p99Us)}`,
+      0,
+      this.data.runqBins(group),
+    );
   }
 
   /** Statistics of the selection, or of the visible window when nothing is selected. */
@@ -176,8 +291,7 @@ export class TimelineView {
   }
 
   /** The flame graph of the selection (or of the visible window), rooted by thread ("name [tid]"). */
-  rangeProfile(): FlameProfile {
-    const r = this.rangeStats();
+  rangeProfile(r: RangeStats = this.rangeStats()): FlameProfile {
     return fromProfileResult({ tracer: 'profile', frequency: this.data.frequency, samples: r.cpuTotal, lost: 0, stacks: r.stacks.map((s) => ({ ...s, pid: s.tid })) }, { groupByProcess: true, name: 'range' });
   }
 
@@ -191,6 +305,7 @@ function ms(ns: number): string {
   return ns >= 1e6 ? `${(ns / 1e6).toFixed(ns >= 1e8 ? 0 : 1)} ms` : `${(ns / 1e3).toFixed(0)} µs`;
 }
 
+/** A run-queue bucket bound in µs, in the one bucket-label format of every view. */
 function us(v: number): string {
-  return v >= 1000 ? `${(v / 1000).toFixed(v >= 1e5 ? 0 : 1)} ms` : `${v} µs`;
+  return formatBucketBound(v, 'us');
 }

@@ -6,6 +6,8 @@ import { bucketLabel, heatIntensity, heatLayout, type HeatLayout, type HeatMap }
 import type { RunqlatUnit } from '../../extension/protocol/runqlat';
 
 export const HEAT_HEIGHT = 200;
+/** Shades of the heat map's color (alpha steps). */
+const SHADES = 32;
 /** narrowest column in CSS pixels: sets how many intervals fit */
 const MIN_COLUMN_PX = 6;
 
@@ -28,13 +30,22 @@ export function drawHeatMap(canvas: HTMLCanvasElement, map: HeatMap, maxColumns:
   ctx.strokeStyle = border;
   ctx.strokeRect(plot.x + 0.5, plot.y + 0.5, plot.w - 1, plot.h - 1);
   ctx.fillStyle = hot;
+  // Cells are grouped by shade (SHADES steps, finer than the eye tells apart) and each group is
+  // filled under one alpha: a canvas state change per cell is most of a frame's cost.
+  const byShade: number[][] = Array.from({ length: SHADES + 1 }, () => []);
   map.columns.forEach((col, c) => {
     for (let b = map.minBucket; b <= map.maxBucket; b++) {
       const a = heatIntensity(col.counts[b] ?? 0, map.max);
       if (a === 0) continue;
-      ctx.globalAlpha = a;
-      ctx.fillRect(plot.x + c * cellW, plot.y + plot.h - (b - map.minBucket + 1) * cellH, Math.max(1, cellW - 0.5), Math.max(1, cellH - 0.5));
+      byShade[Math.round(a * SHADES)].push(c, b);
     }
+  });
+  const w = Math.max(1, cellW - 0.5);
+  const h = Math.max(1, cellH - 0.5);
+  byShade.forEach((cells, shade) => {
+    if (!cells.length) return;
+    ctx.globalAlpha = shade / SHADES;
+    for (let k = 0; k < cells.length; k += 2) ctx.fillRect(plot.x + cells[k] * cellW, plot.y + plot.h - (cells[k + 1] - map.minBucket + 1) * cellH, w, h);
   });
   ctx.globalAlpha = 1;
 
@@ -62,4 +73,42 @@ export function drawHeatMap(canvas: HTMLCanvasElement, map: HeatMap, maxColumns:
     ctx.lineWidth = 1;
   }
   return layout;
+}
+
+/**
+ * The heat map's color scale: what a cell's shade means, from one wait to the busiest cell's
+ * count (logarithmic, as heatIntensity shades them), with the counts at both ends and between.
+ */
+export function drawHeatScale(canvas: HTMLCanvasElement, max: number, unit: RunqlatUnit): void {
+  const height = 30;
+  const { ctx, width } = sizeCanvas(canvas, height);
+  const hot = themeColor('--vscode-charts-orange', '#d18616');
+  const muted = themeColor('--vscode-descriptionForeground', '#888');
+  ctx.font = `11px ${themeColor('--vscode-font-family', 'sans-serif')}`;
+  ctx.fillStyle = muted;
+  ctx.textBaseline = 'middle';
+  ctx.textAlign = 'left';
+  const title = `waits per cell (one interval × one latency bucket, ${unit === 'ms' ? 'ms' : 'µs'}):`;
+  ctx.fillText(title, 0, 10);
+  const x0 = Math.min(width - 120, ctx.measureText(title).width + 8);
+  const w = Math.max(60, Math.min(240, width - x0 - 8));
+  const steps = 48;
+  ctx.fillStyle = hot;
+  for (let i = 0; i < steps; i++) {
+    // Cell i stands for the count at a log-spaced point between 1 and max.
+    const count = max <= 1 ? 1 : Math.round(Math.exp((i / (steps - 1)) * Math.log(max)));
+    ctx.globalAlpha = heatIntensity(count, Math.max(1, max));
+    ctx.fillRect(x0 + (i * w) / steps, 2, Math.ceil(w / steps), 14);
+  }
+  ctx.globalAlpha = 1;
+  ctx.fillStyle = muted;
+  ctx.textBaseline = 'top';
+  ctx.textAlign = 'left';
+  ctx.fillText('1', x0, 18);
+  ctx.textAlign = 'right';
+  ctx.fillText(max > 0 ? String(max) : '–', x0 + w, 18);
+  if (max >= 100) {
+    ctx.textAlign = 'center';
+    ctx.fillText(String(Math.round(Math.sqrt(max))), x0 + w / 2, 18);
+  }
 }

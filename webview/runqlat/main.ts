@@ -4,7 +4,8 @@
 import { formatDuration } from '../../extension/model/log2hist';
 import { bucketAt, drawHistogram, themeColor, type HistogramLayout } from '../common/histogramChart';
 import { connectHost, el, oncePerFrame } from '../common/viewPage';
-import { drawHeatMap, heatColumnsFor } from './heatMapChart';
+import { drawHeatMap, drawHeatScale, heatColumnsFor } from './heatMapChart';
+import { formatCount } from '../../extension/model/units';
 import { bucketRange, heatCellAt, RunqlatModel, type HeatLayout, type HeatMap, type HistogramBars, type SortKey } from './model';
 import type { FromView, ToView } from './protocol';
 
@@ -28,6 +29,9 @@ const histHead = el('div', { class: 'toolbar' });
 histHead.append(histTitle, backBtn);
 const histCanvas = el('canvas', { id: 'histogram', 'aria-label': 'run-queue latency histogram' });
 const heatCanvas = el('canvas', { id: 'heatmap', 'aria-label': 'run-queue latency heat map' });
+const heatScale = el('canvas', { id: 'heat-scale', 'aria-label': 'heat map color scale' });
+const heatLegend = el('div', { class: 'legend', id: 'heat-legend' }, 'x: time (one column per interval, newest right); y: how long a thread waited for a CPU (log2 buckets); shade: how many waits fell in the cell (log scale, above).');
+const histLegend = el('div', { class: 'legend', id: 'hist-legend' }, 'Bars: waits (a thread runnable but not running) per latency bucket; each bucket spans twice the one before. Hover a bar for its range and share.');
 const keySection = el('div', { id: 'keys' });
 const sortSelect = el('select', { id: 'sort' });
 sortSelect.append(el('option', { value: 'p99' }, 'sort by p99'), el('option', { value: 'count' }, 'sort by count'));
@@ -38,9 +42,16 @@ keyHead.append(el('h2', { id: 'keys-title' }), sortSelect);
 keySection.append(keyHead, keyTable, keyNote);
 const tooltip = el('div', { class: 'tooltip' });
 tooltip.style.display = 'none';
-app.append(toolbar, lostLine, cards, histHead, histCanvas, el('h2', {}, 'Heat map (click a column for its histogram)'), heatCanvas, keySection, tooltip);
+app.append(toolbar, lostLine, cards, histHead, histCanvas, histLegend, el('h2', {}, 'Heat map (click a column for its histogram)'), heatScale, heatCanvas, heatLegend, keySection, tooltip);
 
-stopBtn.onclick = () => vscode.postMessage({ type: 'stop' });
+stopBtn.onclick = () => {
+  // Says at once that the click landed; the status changes again when the session has ended.
+  stopping = true;
+  stopBtn.disabled = true;
+  status.textContent = 'Stopping…';
+  vscode.postMessage({ type: 'stop' });
+};
+let stopping = false;
 clearBtn.onclick = () => {
   model.clear();
   schedule();
@@ -60,24 +71,24 @@ const fmt = (v: number) => formatDuration(v, model.unit);
 function statusText(): string {
   switch (model.state) {
     case 'running':
-      return `Tracing ${model.scope}`;
+      return stopping ? 'Stopping…' : `Tracing ${model.scope}`;
     case 'target-exited':
       return `Process exited${model.message ? `: ${model.message}` : ''} (data kept)`;
     case 'stopped':
-      return `Stopped (${model.scope})`;
+      return `Stopped (${model.scope})${model.message ? `: ${model.message}` : ''}`;
     case 'error':
       return `Ended: ${model.message || 'error'} (data kept)`;
   }
 }
 
-function card(label: string, value: string, id: string): HTMLElement {
-  const c = el('div', { class: 'card', id: `card-${id}` });
+function card(label: string, value: string, id: string, meaning: string): HTMLElement {
+  const c = el('div', { class: 'card', id: `card-${id}`, title: meaning });
   c.append(el('div', { class: 'label' }, label), el('div', { class: 'value' }, value));
   return c;
 }
 
 function paintHistogram(canvas: HTMLCanvasElement, bars: HistogramBars, height: number): HistogramLayout {
-  return drawHistogram(canvas, { labels: bars.labels, series: [{ name: 'waits', color: themeColor('--vscode-charts-blue', '#3794ff'), counts: bars.counts }] }, height);
+  return drawHistogram(canvas, { yTitle: 'waits', xTitle: 'time waiting for a CPU (log2 buckets, lower bound shown)', labels: bars.labels, series: [{ name: 'waits', color: themeColor('--vscode-charts-blue', '#3794ff'), counts: bars.counts }] }, height);
 }
 
 function showTip(ev: MouseEvent, text: string): void {
@@ -114,15 +125,19 @@ function renderKeys(): void {
   if (model.per === 'none') return;
   const label = model.keyLabel();
   document.getElementById('keys-title')!.textContent = `Per ${model.per === 'pidns' ? 'PID namespace' : model.per} (${model.keys.size})`;
-  const head = el('tr');
-  for (const [t, cls] of [['', ''], [label, 'num'], ['comm', ''], ['count', 'num'], ['p50', 'num'], ['p90', 'num'], ['p99', 'num'], ['max ≤', 'num']]) head.append(el('th', cls ? { class: cls } : {}, t));
   const rows = model.keyRows();
-  const body: HTMLElement[] = [head];
+  keyNote.textContent = rows.length > MAX_ROWS ? `Showing ${MAX_ROWS} of ${rows.length}; export for all.` : '';
+  if (model.expanded.size === 0) {
+    renderPlainKeys(rows.slice(0, MAX_ROWS), label);
+    return;
+  }
+  plain = undefined;
+  const body: HTMLElement[] = [keyHeadRow(label)];
   for (const r of rows.slice(0, MAX_ROWS)) {
     const open = model.expanded.has(r.key);
     const tr = el('tr', { class: 'key-row', 'data-key': String(r.key) });
     tr.style.cursor = 'pointer';
-    tr.append(el('td', {}, open ? '▾' : '▸'), el('td', { class: 'num' }, String(r.key)), el('td', {}, r.comm), el('td', { class: 'num' }, String(r.count)), el('td', { class: 'num' }, fmt(r.p50)), el('td', { class: 'num' }, fmt(r.p90)), el('td', { class: 'num' }, fmt(r.p99)), el('td', { class: 'num' }, fmt(r.max)));
+    tr.append(el('td', {}, open ? '▾' : '▸'), el('td', { class: 'num' }, String(r.key)), el('td', {}, r.comm), el('td', { class: 'num' }, formatCount(r.count)), el('td', { class: 'num' }, fmt(r.p50)), el('td', { class: 'num' }, fmt(r.p90)), el('td', { class: 'num' }, fmt(r.p99)), el('td', { class: 'num' }, fmt(r.max)));
     tr.onclick = () => {
       if (open) model.expanded.delete(r.key);
       else model.expanded.add(r.key);
@@ -145,16 +160,68 @@ function renderKeys(): void {
     }
   }
   keyTable.replaceChildren(...body);
-  keyNote.textContent = rows.length > MAX_ROWS ? `Showing ${MAX_ROWS} of ${rows.length}; export for all.` : '';
+}
+
+function keyHeadRow(label: string): HTMLTableRowElement {
+  const head = el('tr');
+  const cols: [string, string, string][] = [
+    ['', '', 'Click a row for its histogram'],
+    [label, 'num', `The ${label} the waits were counted under`],
+    ['comm', '', 'Its command name'],
+    ['count', 'num', 'Waits for a CPU'],
+    ['p50', 'num', 'Half of its waits were shorter (estimated from log2 buckets)'],
+    ['p90', 'num', '90 % of its waits were shorter (estimated from log2 buckets)'],
+    ['p99', 'num', '99 % of its waits were shorter (estimated from log2 buckets)'],
+    ['max ≤', 'num', 'Its longest wait was at most this (upper bound of its highest bucket)'],
+  ];
+  for (const [t, cls, title] of cols) head.append(el('th', cls ? { class: cls, title } : { title }, t));
+  return head;
+}
+
+/** The table while no row is expanded: rows and cells are reused and only changed text is set,
+ * so a live update does not rebuild (and lay out again) the whole table every second. */
+let plain: { label: string; head: HTMLTableRowElement; rows: { tr: HTMLTableRowElement; cells: HTMLTableCellElement[] }[] } | undefined;
+
+function renderPlainKeys(rows: ReturnType<typeof model.keyRows>, label: string): void {
+  if (!plain || plain.label !== label) plain = { label, head: keyHeadRow(label), rows: [] };
+  const p = plain;
+  while (p.rows.length < rows.length) {
+    const tr = el('tr', { class: 'key-row' });
+    tr.style.cursor = 'pointer';
+    const cells = ['', 'num', '', 'num', 'num', 'num', 'num', 'num'].map((cls) => el('td', cls ? { class: cls } : {}));
+    tr.append(...cells);
+    tr.onclick = () => {
+      model.expanded.add(Number(tr.dataset.key));
+      schedule();
+    };
+    p.rows.push({ tr, cells });
+  }
+  rows.forEach((r, i) => {
+    const { tr, cells } = p.rows[i];
+    if (tr.dataset.key !== String(r.key)) tr.dataset.key = String(r.key);
+    const texts = ['▸', String(r.key), r.comm, formatCount(r.count), fmt(r.p50), fmt(r.p90), fmt(r.p99), fmt(r.max)];
+    texts.forEach((t, k) => {
+      if (cells[k].textContent !== t) cells[k].textContent = t;
+    });
+  });
+  const want = rows.length + 1;
+  if (keyTable.firstChild !== p.head || keyTable.childElementCount !== want) keyTable.replaceChildren(p.head, ...p.rows.slice(0, rows.length).map((r) => r.tr));
 }
 
 function render(): void {
   status.textContent = exportNote ? `${statusText()} — ${exportNote}` : statusText();
-  stopBtn.disabled = model.state !== 'running';
+  stopBtn.disabled = model.state !== 'running' || stopping;
   lostLine.textContent = model.dropped > 0 ? `${model.dropped} events lost (a kernel map was full: too many threads waiting or keys at once)` : '';
   const s = model.stats();
   const d = (v: number) => (s.count ? fmt(v) : '–');
-  cards.replaceChildren(card('waits', String(s.count), 'count'), card('p50', d(s.p50), 'p50'), card('p90', d(s.p90), 'p90'), card('p99', d(s.p99), 'p99'), card('max ≤', d(s.max), 'max'));
+  const est = 'estimated from the log2 buckets (the kernel counts waits per bucket, not each wait)';
+  cards.replaceChildren(
+    card('waits', formatCount(s.count), 'count', 'Times a thread became runnable and then waited for a CPU'),
+    card('p50 wait', d(s.p50), 'p50', `Half of the waits were shorter than this; ${est}`),
+    card('p90 wait', d(s.p90), 'p90', `90 % of the waits were shorter than this; ${est}`),
+    card('p99 wait', d(s.p99), 'p99', `99 % of the waits were shorter than this; ${est}`),
+    card('max ≤', d(s.max), 'max', 'The longest wait was at most this (the upper bound of the highest non-empty bucket)'),
+  );
   const sel = model.selected;
   if (sel === undefined) {
     histTitle.textContent = `Run-queue latency, whole session (${model.intervals.length} intervals)`;
@@ -168,6 +235,7 @@ function render(): void {
   const cols = heatColumnsFor(heatCanvas, model.intervals.length);
   heat = model.heatMap(cols);
   heatGeom = drawHeatMap(heatCanvas, heat, cols, model.unit, model.selected);
+  drawHeatScale(heatScale, heat.max, model.unit);
   renderKeys();
 }
 
@@ -209,7 +277,11 @@ window.addEventListener('message', (ev: MessageEvent<ToView>) => {
     case 'update':
       model.apply(m.update);
       break;
+    case 'restore':
+      model.restore(m.state);
+      break;
     case 'ended':
+      stopping = false;
       model.end(m.reason, m.message);
       break;
     case 'exported':

@@ -1,16 +1,12 @@
 // The run-queue latency view's data, without DOM: cumulative and per-interval log2 counts,
 // per-key histograms, the histogram bars, the heat-map grid and the key table. Unit-tested.
-import { addCounts, bucketHigh, bucketLow, formatDuration, fromBuckets, toBuckets, total } from '../../extension/model/log2hist';
+import { bucketHigh, bucketLow, toBuckets, total } from '../../extension/model/log2hist';
+import { RunqlatLive, MAX_INTERVALS, type IntervalCounts, type RunqlatLiveState } from '../../extension/model/runqlatLive';
+import { formatBucketBound } from '../../extension/model/units';
 import { RUNQLAT_KEY_LABEL, statsOf, type RunqlatPer, type RunqlatResult, type RunqlatStats, type RunqlatUnit, type RunqlatUpdate } from '../../extension/protocol/runqlat';
 import type { SessionState } from './protocol';
 
-/** Heat-map columns kept (one per interval): an hour at the default 1 s interval. */
-export const MAX_INTERVALS = 3600;
-
-export interface IntervalCounts {
-  timestampNs: number;
-  counts: number[];
-}
+export { MAX_INTERVALS, type IntervalCounts };
 
 export interface HistogramBars {
   /** one per bucket from 0 to the highest non-empty one */
@@ -50,40 +46,28 @@ export interface KeyRow extends RunqlatStats {
   counts: number[];
 }
 
-export class RunqlatModel {
+/** The figures (RunqlatLive, kept incrementally) plus what the view shows of them. */
+export class RunqlatModel extends RunqlatLive {
   scope = '';
   per: RunqlatPer = 'none';
   unit: RunqlatUnit = 'us';
   state: SessionState = 'running';
   message = '';
-  dropped = 0;
-  counts: number[] = [];
-  intervals: IntervalCounts[] = [];
-  /** intervals dropped from the front once MAX_INTERVALS was reached */
-  droppedIntervals = 0;
-  keys = new Map<number, { comm: string; counts: number[] }>();
   /** index into intervals of the column whose histogram is shown; undefined = cumulative */
   selected: number | undefined;
   sortBy: SortKey = 'p99';
   expanded = new Set<number>();
 
-  apply(u: RunqlatUpdate): void {
-    const counts = fromBuckets(u.interval.buckets);
-    addCounts(this.counts, counts);
-    this.intervals.push({ timestampNs: u.interval.timestampNs, counts });
-    if (this.intervals.length > MAX_INTERVALS) {
-      const n = this.intervals.length - MAX_INTERVALS;
-      this.intervals.splice(0, n);
-      this.droppedIntervals += n;
-      if (this.selected !== undefined) this.selected = this.selected >= n ? this.selected - n : undefined;
-    }
-    for (const h of u.keys) {
-      const k = this.keys.get(h.key) ?? { comm: '', counts: [] };
-      addCounts(k.counts, fromBuckets(h.buckets));
-      if (h.comm) k.comm = h.comm;
-      this.keys.set(h.key, k);
-    }
-    this.dropped = u.dropped;
+  override apply(u: RunqlatUpdate): number {
+    const n = super.apply(u);
+    if (n && this.selected !== undefined) this.selected = this.selected >= n ? this.selected - n : undefined;
+    return n;
+  }
+
+  /** Loads the figures of a session kept elsewhere (a restored or reopened view). */
+  restore(state: RunqlatLiveState): void {
+    this.load(state);
+    this.selected = undefined;
   }
 
   end(reason: Exclude<SessionState, 'running'>, message?: string): void {
@@ -93,10 +77,7 @@ export class RunqlatModel {
 
   /** Forgets the data shown so far; the session (if running) keeps adding to a fresh view. */
   clear(): void {
-    this.counts = [];
-    this.intervals = [];
-    this.droppedIntervals = 0;
-    this.keys.clear();
+    this.reset();
     this.selected = undefined;
     this.expanded.clear();
   }
@@ -167,17 +148,15 @@ export function histogramBars(counts: number[], unit: RunqlatUnit): HistogramBar
   return bars;
 }
 
-/** Bucket low bounds are whole numbers of the unit: "64 µs", then "1.02 ms" from 1000 up. */
+/** A bucket's lower bound in the one bucket-label format (units.formatBucketBound): "64 µs", "1.02 ms". */
 export function bucketLabel(i: number, unit: RunqlatUnit): string {
-  const low = bucketLow(i);
-  return low < 1000 ? `${low} ${unit === 'ms' ? 'ms' : 'µs'}` : formatDuration(low, unit);
+  return formatBucketBound(bucketLow(i), unit);
 }
 
 /** "64 µs – 127 µs" */
 export function bucketRange(i: number, unit: RunqlatUnit): string {
   if (i === 0) return `< 1 ${unit === 'ms' ? 'ms' : 'µs'}`;
-  const high = bucketHigh(i);
-  return `${bucketLabel(i, unit)} – ${high < 1000 ? `${high} ${unit === 'ms' ? 'ms' : 'µs'}` : formatDuration(high, unit)}`;
+  return `${bucketLabel(i, unit)} – ${formatBucketBound(bucketHigh(i), unit)}`;
 }
 
 /** The last maxColumns intervals, with the bucket range that holds any of their waits. */

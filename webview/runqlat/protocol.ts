@@ -1,6 +1,7 @@
 // Messages between the run-queue latency feature (extension/editor/features/runqlat.ts) and its
 // webview: one union per direction, string-literal `type` tags.
 import type { RunqlatPer, RunqlatUnit, RunqlatUpdate } from '../../extension/protocol/runqlat';
+import type { RunqlatLiveState } from '../../extension/model/runqlatLive';
 
 export type SessionState = 'running' | 'stopped' | 'target-exited' | 'error';
 
@@ -9,6 +10,8 @@ export type ToView =
   | { type: 'init'; scope: string; per: RunqlatPer; unit: RunqlatUnit }
   /** one interval's data (histograms are of that interval only) */
   | { type: 'update'; update: RunqlatUpdate }
+  /** the figures so far, kept by the extension (a reopened or restored view); updates follow */
+  | { type: 'restore'; state: RunqlatLiveState }
   /** the session ended; data stays and export keeps working */
   | { type: 'ended'; reason: Exclude<SessionState, 'running'>; message?: string }
   /** the outcome of an export request, shown in the status line */

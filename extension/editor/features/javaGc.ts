@@ -4,10 +4,11 @@
 import * as vscode from 'vscode';
 import { saveExport } from '../ui/exportFile';
 import * as proto from '../../protocol/protocol';
-import type { JavaGcOptions, JavaGcResult, JavaGcUpdate } from '../../protocol/javaGc';
+import type { JavaGcOptions, JavaGcResult } from '../../protocol/javaGc';
+import { GcLive } from '../../model/javaGcLive';
 import { helper } from '../helperClient/helperClient';
 import { startSession, type ClientSession } from '../sessions/liveSessions';
-import { newSessionKey, recordSession } from '../sessions/sessionStore';
+import { checkpointWhileRunning, newSessionKey, recordSession } from '../sessions/sessionStore';
 import { makeSession } from '../../model/sessionFile';
 import { createViewPanel, type TypedPanel } from '../ui/webviewPanel';
 import { showError } from '../ui/errors';
@@ -69,39 +70,49 @@ async function pickTarget(): Promise<JavaGcOptions | undefined> {
 async function trace(context: vscode.ExtensionContext, options: JavaGcOptions): Promise<ClientSession<'java-gc'> | undefined> {
   const target = options.all ? 'every JVM' : `pid ${options.pid}`;
   let view: TypedPanel<ToView, FromView> | undefined;
-  let ready = false;
-  const queue: ToView[] = [];
-  const send = (m: ToView) => {
-    if (ready && view) view.post(m);
-    else queue.push(m);
-  };
-  // Every update is kept: the finished session is listed in the Sessions view and reopens from them.
-  const updates: JavaGcUpdate[] = [];
+  // The session starts before the panel exists: what it sends until then waits here.
+  const early: ToView[] = [];
+  const send = (m: ToView) => (view ? view.post(m) : early.push(m));
+  // The figures are kept as running aggregates plus the most recent events (bounded however long
+  // the session runs): the finished session is listed in the Sessions view and reopens from them.
+  const live = new GcLive();
   const key = newSessionKey();
   const startedAt = new Date();
+  const title = `Java GC: ${target}`;
+  const document = (ended: { reason: 'stopped' | 'target-exited' | 'error'; message?: string }) => makeSession('java-gc', title, { target, state: live.toJSON(), ended }, startedAt, new Date());
+  let checkpoint: { done(): void } | undefined;
+  // Ended once: by Stop (at the click), or by the session itself (target exited, error).
+  let finished = false;
+  const finish = (reason: 'stopped' | 'target-exited' | 'error', message?: string) => {
+    if (finished) return;
+    finished = true;
+    checkpoint?.done();
+    send({ type: 'ended', reason, message });
+    void recordSession(document({ reason, message }), key);
+  };
   // The session starts before the panel opens, so a refused target shows an error, not an empty view.
-  const session = await startSession('java-gc', options, `Java GC ${target}`, {
+  const session = await startSession('java-gc', { ...options, boundedResult: true }, `Java GC ${target}`, {
     onUpdate: (u) => {
-      updates.push(u);
+      // After Stop the probes take a moment to detach (about a second for USDT probes); what
+      // arrives meanwhile is after the click, and not counted.
+      if (finished) return;
+      live.apply(u);
       send({ type: 'update', update: u });
     },
-    onEnded: (reason, _result: JavaGcResult | undefined, message) => {
-      send({ type: 'ended', reason, message });
-      void recordSession(makeSession('java-gc', `Java GC: ${target}`, { target, updates, ended: { reason, message } }, startedAt, new Date()), key);
-    },
+    onEnded: (reason, _result: JavaGcResult | undefined, message) => finish(reason, message),
   });
+  checkpoint = checkpointWhileRunning(key, () => document({ reason: 'stopped', message: 'the window reloaded or closed while tracing, which ended the session; these are its figures up to then' }));
   view = createViewPanel<ToView, FromView>(context, 'javaGc', `Java GC: ${target}`, undefined, key);
   for (const w of session.info.warnings) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
+  view.onReady(() => [{ type: 'init', target }]);
+  for (const e of early.splice(0)) view.post(e);
   const disposables: vscode.Disposable[] = [];
   disposables.push(
     view.onMessage(async (m) => {
       switch (m.type) {
-        case 'ready':
-          ready = true;
-          view!.post({ type: 'init', target });
-          for (const q of queue.splice(0)) view!.post(q);
-          break;
         case 'stop':
+          // The view says "Stopped" at once, with the figures as of the click; the helper detaches after.
+          finish('stopped');
           await session.stop();
           break;
         case 'export': {

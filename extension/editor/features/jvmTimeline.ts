@@ -47,17 +47,8 @@ async function readSessionFile(uri?: vscode.Uri): Promise<{ result: JvmResult; n
 
 function openPanel(context: vscode.ExtensionContext, title: string, onMessage: (m: FromView, view: TypedPanel<ToView, FromView>) => void | Promise<void>) {
   const view = createViewPanel<ToView, FromView>(context, 'jvmTimeline', title);
-  let ready = false;
-  const queue: ToView[] = [];
-  const send = (m: ToView) => {
-    if (ready) view.post(m);
-    else queue.push(m);
-  };
-  const sub = view.onMessage(async (m) => {
-    if (m.type === 'ready') {
-      ready = true;
-      for (const q of queue.splice(0)) view.post(q);
-    }
+  const send = (m: ToView) => view.post(m);
+  view.onMessage(async (m) => {
     if (m.type === 'export') {
       const outcome = await saveExport({ title: 'Export the JVM timeline session', baseName: 'jvm-timeline', extension: 'json', filters: { JSON: ['json'] }, content: () => m.content });
       if (outcome) send({ type: 'note', text: outcome.error ? `export failed: ${outcome.error}` : `exported to ${outcome.file}`, error: Boolean(outcome.error) });
@@ -72,7 +63,6 @@ function openPanel(context: vscode.ExtensionContext, title: string, onMessage: (
     }
     await onMessage(m, view);
   });
-  view.panel.onDidDispose(() => sub.dispose());
   return { view, send };
 }
 

@@ -5,10 +5,11 @@
 import * as vscode from 'vscode';
 import { saveExport } from '../ui/exportFile';
 import * as proto from '../../protocol/protocol';
-import type { RunqlatOptions, RunqlatPer, RunqlatUnit, RunqlatUpdate } from '../../protocol/runqlat';
+import type { RunqlatOptions, RunqlatPer, RunqlatUnit } from '../../protocol/runqlat';
+import { RunqlatLive } from '../../model/runqlatLive';
 import { helper } from '../helperClient/helperClient';
 import { startSession, type ClientSession } from '../sessions/liveSessions';
-import { newSessionKey, recordSession } from '../sessions/sessionStore';
+import { checkpointWhileRunning, newSessionKey, recordSession } from '../sessions/sessionStore';
 import { makeSession } from '../../model/sessionFile';
 import { createViewPanel, type TypedPanel } from '../ui/webviewPanel';
 import { showError } from '../ui/errors';
@@ -60,37 +61,47 @@ export function scopeLabel(o: RunqlatOptions): string {
 async function show(context: vscode.ExtensionContext, options: RunqlatOptions): Promise<ClientSession<'runqlat'>> {
   const scope = scopeLabel(options);
   let view: TypedPanel<ToView, FromView> | undefined;
-  let ready = false;
-  const queue: ToView[] = [];
-  const send = (m: ToView) => {
-    if (ready && view) view.post(m);
-    else queue.push(m);
-  };
-  // Every update is kept: the finished session is listed in the Sessions view and reopens from them.
-  const updates: RunqlatUpdate[] = [];
+  // The session starts before the panel exists: what it sends until then waits here.
+  const early: ToView[] = [];
+  const send = (m: ToView) => (view ? view.post(m) : early.push(m));
+  // The figures are kept as cumulative counts plus the most recent intervals (bounded however long
+  // the session runs): the finished session is listed in the Sessions view and reopens from them.
+  const live = new RunqlatLive();
   const key = newSessionKey();
   const startedAt = new Date();
+  const document = (ended: { reason: 'stopped' | 'target-exited' | 'error'; message?: string }) =>
+    makeSession('runqlat', `Run Queue Latency: ${scope}`, { scope, per: options.per, unit: options.unit, state: live.toJSON(), ended }, startedAt, new Date());
+  let checkpoint: { done(): void } | undefined;
+  // Ended once: by Stop (at the click), or by the session itself (target exited, error).
+  let finished = false;
+  const finish = (reason: 'stopped' | 'target-exited' | 'error', message?: string) => {
+    if (finished) return;
+    finished = true;
+    checkpoint?.done();
+    send({ type: 'ended', reason, message });
+    void recordSession(document({ reason, message }), key);
+  };
   // The session starts before the panel opens, so a refused target shows an error, not an empty view.
   const session = await startSession('runqlat', options, `Run queue latency (${scope})`, {
     onUpdate: (u) => {
-      updates.push(u);
+      // After Stop the probes take a moment to detach (about a second for USDT probes); what
+      // arrives meanwhile is after the click, and not counted.
+      if (finished) return;
+      live.apply(u);
       send({ type: 'update', update: u });
     },
-    onEnded: (reason, _result, message) => {
-      send({ type: 'ended', reason, message });
-      void recordSession(makeSession('runqlat', `Run Queue Latency: ${scope}`, { scope, per: options.per, unit: options.unit, updates, ended: { reason, message } }, startedAt, new Date()), key);
-    },
+    onEnded: (reason, _result, message) => finish(reason, message),
   });
+  checkpoint = checkpointWhileRunning(key, () => document({ reason: 'stopped', message: 'the window reloaded or closed while tracing, which ended the session; these are its figures up to then' }));
   view = createViewPanel<ToView, FromView>(context, 'runqlat', `Run Queue Latency: ${scope}`, undefined, key);
   for (const w of session.info.warnings) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
-  const sub = view.onMessage(async (m) => {
+  view.onReady(() => [{ type: 'init', scope, per: options.per, unit: options.unit }]);
+  for (const e of early.splice(0)) view.post(e);
+  view.onMessage(async (m) => {
     switch (m.type) {
-      case 'ready':
-        ready = true;
-        view!.post({ type: 'init', scope, per: options.per, unit: options.unit });
-        for (const q of queue.splice(0)) view!.post(q);
-        break;
       case 'stop':
+        // The view says "Stopped" at once, with the figures as of the click; the helper detaches after.
+        finish('stopped');
         await session.stop();
         break;
       case 'export': {
@@ -100,10 +111,7 @@ async function show(context: vscode.ExtensionContext, options: RunqlatOptions): 
       }
     }
   });
-  view.panel.onDidDispose(() => {
-    sub.dispose();
-    void session.stop();
-  });
+  view.panel.onDidDispose(() => void session.stop());
   return session;
 }
 

@@ -128,6 +128,41 @@ export async function recordSession(file: AnySessionFile, key = newSessionKey())
   return key;
 }
 
+/** How often a running session's document is written for a window reload to find. */
+export const CHECKPOINT_MS = 15_000;
+
+/**
+ * While a session runs, writes its document as it stands (not listed in the Sessions view)
+ * every CHECKPOINT_MS and once more, synchronously, when the window closes or reloads. The
+ * helper's sessions end with the window, so the panel serializer then brings the panel back as
+ * a stopped session with the figures it had, saying why it stopped (the `snapshot`'s ended).
+ * done() once the session is recorded the ordinary way.
+ */
+export function checkpointWhileRunning(key: string, snapshot: () => AnySessionFile): { done(): void } {
+  let finished = false;
+  const write = () => {
+    if (finished || !ctx) return;
+    try {
+      const text = writeSession(snapshot());
+      if (Buffer.byteLength(text) > limits.one) return;
+      fs.mkdirSync(dir(), { recursive: true });
+      fs.writeFileSync(fileOf(key), text);
+    } catch {
+      /* storage full or read-only: a reload then shows the panel without data, as before */
+    }
+  };
+  const timer = setInterval(write, CHECKPOINT_MS);
+  timer.unref?.();
+  const onClose = { dispose: write };
+  ctx?.subscriptions.push(onClose);
+  return {
+    done() {
+      finished = true;
+      clearInterval(timer);
+    },
+  };
+}
+
 /** The session under a key: from this window's memory, else from storage. */
 export function loadSession(key: string): AnySessionFile | undefined {
   const m = inMemory.get(key);

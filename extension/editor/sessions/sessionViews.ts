@@ -19,11 +19,9 @@ export function showSession(context: vscode.ExtensionContext, file: AnySessionFi
   const view = viewOf(file.tracer);
   const typed = panel ? fillViewPanel<AnyMessage, AnyMessage>(context, panel, view, file.title, sessionKey) : createViewPanel<AnyMessage, AnyMessage>(context, view, file.title, undefined, sessionKey);
   typed.panel.title = file.title;
-  const sub = typed.onMessage(async (m) => {
+  typed.onReady(() => replayMessages(file) as AnyMessage[]);
+  typed.onMessage(async (m) => {
     switch (m.type) {
-      case 'ready':
-        for (const r of replayMessages(file)) typed.post(r as AnyMessage);
-        break;
       case 'export':
         await exportFrom(file, m, typed);
         break;
@@ -36,7 +34,6 @@ export function showSession(context: vscode.ExtensionContext, file: AnySessionFi
         break;
     }
   });
-  typed.panel.onDidDispose(() => sub.dispose());
   return typed;
 }
 

@@ -1,12 +1,25 @@
 // Creates a webview panel for one of the bundled views (dist/webview/<view>.js): strict CSP
 // with a nonce, theme through --vscode-* variables, and typed messages in both directions.
+// The panel owns the handshake every view follows: the page loads, says {type:'ready'}, and only
+// then can it receive messages (a message posted earlier is lost). So posts wait in a queue until
+// the view is ready; what a view needs first (its init message) comes from onReady.
 import crypto from 'node:crypto';
 import * as vscode from 'vscode';
+import { showError } from './errors';
 
 export interface TypedPanel<ToView, FromView> {
   readonly panel: vscode.WebviewPanel;
+  /** true once the view said it is ready (and until the panel is disposed) */
+  readonly ready: boolean;
+  /** delivers now when the view is ready, else once it is (in order); dropped after dispose */
   post(message: ToView): void;
-  onMessage(handler: (message: FromView) => void): vscode.Disposable;
+  /**
+   * Runs each time the view says ready (its page loaded), before the queued messages go out:
+   * the place for the message that sets the view up. Messages it returns are posted first.
+   */
+  onReady(first: () => ToView[] | void): vscode.Disposable;
+  /** Every message but the handshake's 'ready'; a handler's error is shown, not lost. */
+  onMessage(handler: (message: FromView) => void | Promise<void>): vscode.Disposable;
 }
 
 export function createViewPanel<ToView, FromView>(
@@ -54,10 +67,59 @@ export function fillViewPanel<ToView, FromView>(context: vscode.ExtensionContext
 <div id="app"></div>
 <script nonce="${nonce}" src="${script}"></script>
 </body></html>`;
+  return hostView<ToView, FromView>(panel);
+}
+
+/** The ready/queue handshake and message dispatch of one panel (see the file's header). */
+function hostView<ToView, FromView>(panel: vscode.WebviewPanel): TypedPanel<ToView, FromView> {
+  let ready = false;
+  let disposed = false;
+  const queue: ToView[] = [];
+  const readyHooks = new Set<() => ToView[] | void>();
+  const handlers = new Set<(m: FromView) => void | Promise<void>>();
+  const deliver = (m: ToView) => void panel.webview.postMessage(m);
+  const sub = panel.webview.onDidReceiveMessage(async (m: unknown) => {
+    if ((m as { type?: unknown } | null)?.type === 'ready') {
+      ready = true;
+      for (const hook of readyHooks) for (const first of hook() ?? []) deliver(first);
+      for (const q of queue.splice(0)) deliver(q);
+      return;
+    }
+    for (const h of handlers) {
+      try {
+        await h(m as FromView);
+      } catch (e) {
+        showError(e);
+      }
+    }
+  });
+  panel.onDidDispose(() => {
+    disposed = true;
+    ready = false;
+    queue.length = 0;
+    readyHooks.clear();
+    handlers.clear();
+    sub.dispose();
+  });
+  const remove = <T>(set: Set<T>, x: T) => new vscode.Disposable(() => set.delete(x));
   return {
     panel,
-    post: (m) => void panel.webview.postMessage(m),
-    onMessage: (h) => panel.webview.onDidReceiveMessage(h as (m: unknown) => void),
+    get ready() {
+      return ready;
+    },
+    post: (m) => {
+      if (disposed) return;
+      if (ready) deliver(m);
+      else queue.push(m);
+    },
+    onReady: (hook) => {
+      readyHooks.add(hook);
+      return remove(readyHooks, hook);
+    },
+    onMessage: (h) => {
+      handlers.add(h);
+      return remove(handlers, h);
+    },
   };
 }
 

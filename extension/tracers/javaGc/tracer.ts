@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import type { BpfObject } from '../../../native/index';
 import type { JavaGcEvent, JavaGcOptions, JavaSafepoint } from '../../protocol/javaGc';
 import { buildResult } from '../../model/javaGcStats';
+import { GcLive } from '../../model/javaGcLive';
 import { fromBpfError, inputError, unsuitableError } from '../../protocol/errors';
 import { asObject, bool, int, PID_MAX } from '../../protocol/validate';
 import { checkPid, findJdks, libjvmUsdt, listProcesses, mapsOrExplain, noUsdtMessage, pidAlive, readStat } from '../../sys/proc/processes';
@@ -98,6 +99,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       minUs: int(o, 'minUs', 0, 3_600_000_000, 0),
       // Only when asked (the agent): the options document stays as it was for everyone else.
       ...(o.retain !== undefined ? { retain: bool(o, 'retain', true) } : {}),
+      ...(bool(o, 'boundedResult', false) ? { boundedResult: true } : {}),
     };
   },
   async start(options, env, events) {
@@ -138,8 +140,12 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     if (!safepointsAvailable) env.log(`java-gc: ${safepointsReason}`);
 
     const startNs = monoNs();
+    // Every event for the CLI's document; a client that drew the live updates (the editor) asks
+    // for a bounded result instead: running figures and the most recent events, so the helper's
+    // memory and the size of what Stop sends back do not grow with the session.
     const all: JavaGcEvent[] = [];
     const allSafepoints: JavaSafepoint[] = [];
+    const bounded = options.boundedResult ? new GcLive() : undefined;
     const pids = new Set<number>(options.all ? [] : [options.pid]);
     let fresh: JavaGcEvent[] = [];
     let freshSafepoints: JavaSafepoint[] = [];
@@ -156,10 +162,8 @@ export const javaGcTracer: Tracer<'java-gc'> = {
           env.log(`java-gc: ${(err as Error).message}`);
           return;
         }
-        if (options.retain !== false) {
-          pids.add(e.pid);
-          all.push(e);
-        }
+        pids.add(e.pid);
+        if (!bounded && options.retain !== false) all.push(e);
         fresh.push(e);
       }
     };
@@ -167,7 +171,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       for (const r of records(batch, offsets)) {
         try {
           const sp = decodeSafepoint(r);
-          if (options.retain !== false) allSafepoints.push(sp);
+          if (!bounded && options.retain !== false) allSafepoints.push(sp);
           freshSafepoints.push(sp);
         } catch (err) {
           env.log(`java-gc: ${(err as Error).message}`);
@@ -195,6 +199,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       const u = { events: fresh, safepoints: freshSafepoints, safepointsAvailable, safepointsReason, lost, pids: pidList(), startNs, nowNs: monoNs() };
       fresh = [];
       freshSafepoints = [];
+      bounded?.apply(u);
       events.update(u);
     };
     let shutting: Promise<void> | undefined;
@@ -227,12 +232,16 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       if (!alive) {
         ending = true;
         void shutdown().then(() => {
-          events.ended('target-exited', `pid ${options.pid} exited; ${all.length} GCs traced`);
+          events.ended('target-exited', `pid ${options.pid} exited; ${bounded ? bounded.count : all.length} GCs traced`);
         });
       }
     }, TICK_MS);
 
-    const result = () => buildResult(pidList(), all, lost, { available: safepointsAvailable, reason: safepointsReason, events: allSafepoints, lost: safepointsLost });
+    const result = () => {
+      if (!bounded) return buildResult(pidList(), all, lost, { available: safepointsAvailable, reason: safepointsReason, events: allSafepoints, lost: safepointsLost });
+      const r = bounded.toResult();
+      return { ...r, pids: pidList(), lost, safepoints: { ...r.safepoints, available: safepointsAvailable, ...(safepointsReason ? { reason: safepointsReason } : {}), lost: safepointsLost } };
+    };
     return {
       targets: options.all ? [] : [options.pid],
       warnings,

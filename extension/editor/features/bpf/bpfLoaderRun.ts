@@ -88,13 +88,12 @@ async function runLoader(context: vscode.ExtensionContext, file: string, output:
       }
     };
     context.subscriptions.push(
+      v.onReady(init),
       v.onMessage((m) => {
-        if (m.type === 'ready') init();
-        else if (m.type === 'stop') void conn.sendRequest(runStop, { runId }).catch(() => undefined);
+        if (m.type === 'stop') void conn.sendRequest(runStop, { runId }).catch(() => undefined);
       }),
       v.panel.onDidDispose(() => clearInterval(timer)),
     );
-    init();
     void poll();
     timer = setInterval(() => void poll(), 1000);
   });

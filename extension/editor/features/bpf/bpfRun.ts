@@ -37,17 +37,17 @@ async function run(context: vscode.ExtensionContext, source: vscode.Uri): Promis
   const snapshot = await session.snapshot();
   const init = () => view.post({ type: 'init', object: path.basename(object), programs: snapshot?.programs ?? [], warnings: session.info.warnings });
   context.subscriptions.push(
+    view.onReady(() => {
+      init();
+      if (snapshot) view.post({ type: 'update', update: { atMs: snapshot.durationMs, maps: snapshot.maps } });
+    }),
     view.onMessage((m) => {
-      if (m.type === 'ready') {
-        init();
-        if (snapshot) view.post({ type: 'update', update: { atMs: snapshot.durationMs, maps: snapshot.maps } });
-      } else if (m.type === 'stop') void session.stop();
+      if (m.type === 'stop') void session.stop();
     }),
     view.panel.onDidDispose(() => {
       if (!ended) void session.stop();
     }),
   );
-  init();
 }
 
 export function activate(context: vscode.ExtensionContext): void {

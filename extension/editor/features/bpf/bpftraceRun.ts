@@ -24,8 +24,7 @@ async function runScript(context: vscode.ExtensionContext, doc: vscode.TextDocum
     view.post({ type: 'update', update: { atMs: Date.now() - t0, maps } });
     view.post({ type: 'ended', reason: 'stopped', message: `bpftrace ${r.signal ? `stopped by ${r.signal}` : `exited with code ${r.code}`}` });
   };
-  context.subscriptions.push(view.onMessage((m) => m.type === 'ready' && show()));
-  show();
+  context.subscriptions.push(view.onReady(show));
 }
 
 export function activate(context: vscode.ExtensionContext): void {

@@ -107,13 +107,14 @@ function openView(context: vscode.ExtensionContext, focusSite?: string): void {
     viewReady = false;
   });
   let pendingFocus = focusSite;
+  view.onReady(() => {
+    viewReady = true;
+    if (pendingFocus) view?.post({ type: 'focus', site: pendingFocus });
+    pendingFocus = undefined;
+    postSnapshot();
+  });
   view.onMessage(async (m) => {
-    if (m.type === 'ready') {
-      viewReady = true;
-      if (pendingFocus) view?.post({ type: 'focus', site: pendingFocus });
-      pendingFocus = undefined;
-      postSnapshot();
-    } else if (m.type === 'openFrame') {
+    if (m.type === 'openFrame') {
       await openSource(m.file, m.line);
     } else if (m.type === 'export' && state) {
       const doc = state.result ?? { stacks: state.stacks };

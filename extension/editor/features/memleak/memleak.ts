@@ -126,13 +126,14 @@ function newLeakTrace(shared: Shared, title: string, sampleBytes: number | undef
         viewReady = false;
       });
       let pendingFocus = focusSite;
+      view.onReady(() => {
+        viewReady = true;
+        if (pendingFocus) view?.post({ type: 'focus', site: pendingFocus });
+        pendingFocus = undefined;
+        postSnapshot();
+      });
       view.onMessage(async (m) => {
-        if (m.type === 'ready') {
-          viewReady = true;
-          if (pendingFocus) view?.post({ type: 'focus', site: pendingFocus });
-          pendingFocus = undefined;
-          postSnapshot();
-        } else if (m.type === 'openFrame') {
+        if (m.type === 'openFrame') {
           await openLocation(m.file, m.line, m.column);
         } else if (m.type === 'export') {
           await exportLeaks(currentDocument(), m.format);

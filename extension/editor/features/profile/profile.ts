@@ -203,15 +203,9 @@ export interface Shown {
 
 export function openPanel(context: vscode.ExtensionContext, title: string, onStop?: () => void, sessionKey?: string): Shown {
   const panel = createViewPanel<ToView, FromView>(context, 'flamegraph', title, undefined, sessionKey);
-  let ready = false;
-  const queue: ToView[] = [];
-  const shown: Shown = { panel, post: (m) => (ready ? panel.post(m) : queue.push(m)) };
+  const shown: Shown = { panel, post: (m) => panel.post(m) };
   panel.onMessage(async (m) => {
     switch (m.type) {
-      case 'ready':
-        ready = true;
-        for (const q of queue.splice(0)) panel.post(q);
-        break;
       case 'stop':
         onStop?.();
         break;

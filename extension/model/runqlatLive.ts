@@ -1,0 +1,88 @@
+// The run-queue latency figures a live view and its saved session keep: the session's cumulative
+// log2 counts, the most recent intervals (one heat-map column each, at most MAX_INTERVALS) and
+// each key's cumulative counts. Each update adds one interval: O(its buckets and keys), never a
+// pass over the session. The state is plain JSON: the extension host keeps one for the saved
+// session, the webview one for drawing; a restored view loads the same figures. Pure.
+import { addCounts, fromBuckets } from './log2hist';
+import type { RunqlatUpdate } from '../protocol/runqlat';
+
+/** Heat-map columns kept (one per interval): an hour at the default 1 s interval. */
+export const MAX_INTERVALS = 3600;
+
+export interface IntervalCounts {
+  timestampNs: number;
+  counts: number[];
+}
+
+export interface RunqlatLiveState {
+  version: 1;
+  counts: number[];
+  intervals: IntervalCounts[];
+  droppedIntervals: number;
+  keys: [number, { comm: string; counts: number[] }][];
+  dropped: number;
+}
+
+export class RunqlatLive {
+  counts: number[] = [];
+  intervals: IntervalCounts[] = [];
+  /** intervals dropped from the front once MAX_INTERVALS was reached (their waits stay in `counts`) */
+  droppedIntervals = 0;
+  keys = new Map<number, { comm: string; counts: number[] }>();
+  dropped = 0;
+
+  /** Adds one interval; returns how many old intervals left the front. */
+  apply(u: RunqlatUpdate): number {
+    const counts = fromBuckets(u.interval.buckets);
+    addCounts(this.counts, counts);
+    this.intervals.push({ timestampNs: u.interval.timestampNs, counts });
+    let trimmed = 0;
+    if (this.intervals.length > MAX_INTERVALS) {
+      trimmed = this.intervals.length - MAX_INTERVALS;
+      this.intervals.splice(0, trimmed);
+      this.droppedIntervals += trimmed;
+    }
+    for (const h of u.keys) {
+      const k = this.keys.get(h.key) ?? { comm: '', counts: [] };
+      addCounts(k.counts, fromBuckets(h.buckets));
+      if (h.comm) k.comm = h.comm;
+      this.keys.set(h.key, k);
+    }
+    this.dropped = u.dropped;
+    return trimmed;
+  }
+
+  /** Forgets the figures (the view's Clear). */
+  reset(): void {
+    this.counts = [];
+    this.intervals = [];
+    this.droppedIntervals = 0;
+    this.keys.clear();
+  }
+
+  toJSON(): RunqlatLiveState {
+    return {
+      version: 1,
+      counts: [...this.counts],
+      intervals: this.intervals.map((i) => ({ timestampNs: i.timestampNs, counts: [...i.counts] })),
+      droppedIntervals: this.droppedIntervals,
+      keys: [...this.keys].map(([k, v]) => [k, { comm: v.comm, counts: [...v.counts] }]),
+      dropped: this.dropped,
+    };
+  }
+
+  /** Replaces the figures with a saved state's. */
+  load(s: RunqlatLiveState): void {
+    this.counts = [...s.counts];
+    this.intervals = s.intervals.map((i) => ({ timestampNs: i.timestampNs, counts: [...i.counts] }));
+    this.droppedIntervals = s.droppedIntervals;
+    this.keys = new Map(s.keys.map(([k, v]) => [k, { comm: v.comm, counts: [...v.counts] }]));
+    this.dropped = s.dropped;
+  }
+}
+
+/** Whether a value is a RunqlatLiveState (a saved session's `state`), without checking every field. */
+export function isRunqlatLiveState(v: unknown): v is RunqlatLiveState {
+  const s = v as Partial<RunqlatLiveState> | null;
+  return typeof s === 'object' && s !== null && s.version === 1 && Array.isArray(s.counts) && Array.isArray(s.intervals) && Array.isArray(s.keys);
+}
