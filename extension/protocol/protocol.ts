@@ -7,6 +7,7 @@ import type { RunqlatOptions, RunqlatResult, RunqlatUpdate } from './runqlat';
 import type { JavaGcOptions, JavaGcResult, JavaGcUpdate } from './javaGc';
 import type { MemleakOptions, MemleakResult, MemleakUpdate } from './memleak';
 import type { ProfileOptions, ProfileResult, ProfileUpdate } from './profile';
+import type { OffcpuOptions } from './offcpu';
 import type { BpfRunOptions, BpfRunResult, BpfRunUpdate } from './bpfRun';
 import type { JvmOptions, JvmResult, JvmUpdate } from '../model/jvmTimeline';
 
@@ -19,6 +20,7 @@ export interface TracerTypes {
   'java-gc': { options: JavaGcOptions; update: JavaGcUpdate; result: JavaGcResult };
   memleak: { options: MemleakOptions; update: MemleakUpdate; result: MemleakResult };
   profile: { options: ProfileOptions; update: ProfileUpdate; result: ProfileResult };
+  offcpu: { options: OffcpuOptions; update: ProfileUpdate; result: ProfileResult };
   'bpf-run': { options: BpfRunOptions; update: BpfRunUpdate; result: BpfRunResult };
   jvm: { options: JvmOptions; update: JvmUpdate; result: JvmResult };
 }

@@ -451,7 +451,7 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
         frames = assemble([rs])[0]?.frames ?? [];
         framesCache.set(cacheKey, frames);
       }
-      return { pid, tid: j.tid, comm, frames: joinStack(frames, j.record, log.methods, j.classes && typesOf(j.classes, cache)), count: j.count };
+      return { pid, tid: j.tid, comm, frames: joinStack(frames, j.record, log.methods, j.classes && typesOf(j.classes, cache)), count: j.count, value: j.count };
     });
     return { ...result, stacks: [...result.stacks.filter((s) => s.pid !== pid), ...foldStacks(items)].sort((a, b) => b.count - a.count) };
   };

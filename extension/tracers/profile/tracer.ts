@@ -283,6 +283,7 @@ export const profileTracer: Tracer<'profile'> = {
     const buildIds = new Map<string, string>();
     const result = (stacks: ProfileStack[]): ProfileResult => ({
       tracer: 'profile',
+      unit: 'samples',
       frequency: options.frequency,
       samples: totals.samples,
       lost: totals.lost,
