@@ -22,6 +22,7 @@ import { benchEvents } from './eventThroughput';
 import { benchHelperMemory } from './helperMemory';
 import { benchMemleakSampling } from './memleakSampling';
 import { benchJavaAgent } from './javaAgentOverhead';
+import { benchOffcpu } from './offcpuOverhead';
 
 interface Group {
   id: string;
@@ -40,6 +41,7 @@ const GROUPS: Group[] = [
   { id: 'memleak', run: benchMemleak, missing: needsTracer('memleak', 'memleak.ts') },
   { id: 'memleak-unwind', run: benchMemleakUnwind, missing: needsTracer('memleak', 'memleak.ts') },
   { id: 'profile', run: benchProfile, missing: needsTracer('profile', 'profile.ts') },
+  { id: 'offcpu', run: benchOffcpu, missing: needsTracer('offcpu', 'offcpu/tracer.ts') },
   { id: 'profile-unwind', run: benchProfileUnwind, missing: needsTracer('profile', 'profile.ts') },
   { id: 'attach', run: benchAttach, missing: needsRoot },
   { id: 'symbolize', run: benchSymbolizeRows },
