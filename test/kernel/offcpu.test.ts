@@ -16,7 +16,7 @@ import { kernelSkipReason, repoRoot, runCli, startCli, waitFor } from '../helper
 
 const skip = kernelSkipReason();
 const SRC = path.join(repoRoot, 'test/fixtures/c/offcpuwait.c');
-const WORKERS = 5; // sleeper, reader, feeder, holder, waiter (main only pauses)
+const THREADS = 6; // sleeper, reader, feeder, holder, waiter, and main (paused throughout)
 const DURATION_S = 6;
 
 let work = '';
@@ -117,9 +117,15 @@ describe('off-CPU profile', { skip, timeout: 120_000 }, () => {
 
     // total against wall × threads − CPU
     const totalUs = sumUs(doc.stacks);
-    const truthUs = WORKERS * DURATION_S * 1e6 - (cpu1 - cpu0) / 1e3;
-    t.diagnostic(`total off-CPU ${(totalUs / 1e6).toFixed(3)} s; wall × ${WORKERS} threads − CPU = ${(truthUs / 1e6).toFixed(3)} s (${((100 * (totalUs - truthUs)) / truthUs).toFixed(1)} %)`);
+    const truthUs = THREADS * DURATION_S * 1e6 - (cpu1 - cpu0) / 1e3;
+    t.diagnostic(`total off-CPU ${(totalUs / 1e6).toFixed(3)} s; wall × ${THREADS} threads − CPU = ${(truthUs / 1e6).toFixed(3)} s (${((100 * (totalUs - truthUs)) / truthUs).toFixed(1)} %)`);
     assert.ok(Math.abs(totalUs - truthUs) <= 0.05 * truthUs, `total ${totalUs} µs vs ${truthUs} µs`);
+
+    // main, paused since before tracing began: counted for the whole window from /proc
+    const SINCE = '[off CPU since before tracing began: user stack not seen]';
+    const throughout = doc.stacks.filter((s) => has(s, SINCE));
+    assert.deepEqual(throughout.map((s) => s.tid), [pid], 'the paused main thread is the one blocked throughout');
+    assert.ok(throughout[0].frames.some((f) => /pause/.test(f.function ?? '')), `main's kernel stack: ${throughout[0].frames.map((f) => f.function).join(';')}`);
 
     // pprof carries the same weights
     const loaded = loadProfileBytes(fs.readFileSync(pprof), 'off');
@@ -130,7 +136,8 @@ describe('off-CPU profile', { skip, timeout: 120_000 }, () => {
     assert.equal(bt.status, 0, `bpftrace failed: ${bt.stderr}`);
     const peer = parseBpftrace(bt.stdout);
     const peerRate = peer.totalNs / 1e9 / (DURATION_S - 2);
-    const ourRate = totalUs / 1e6 / DURATION_S;
+    // bpftrace sees intervals that end while it runs: compare those (ours less main's window)
+    const ourRate = sumUs(doc.stacks.filter((s) => !has(s, SINCE))) / 1e6 / DURATION_S;
     const pl = peer.byFn.get('wait_long') ?? 0;
     const ps = peer.byFn.get('wait_short') ?? 0;
     t.diagnostic(`bpftrace: ${peerRate.toFixed(3)} off-CPU s per s (ours ${ourRate.toFixed(3)}), wait_long share ${((100 * pl) / (pl + ps)).toFixed(1)} %`);
@@ -144,13 +151,13 @@ describe('off-CPU profile', { skip, timeout: 120_000 }, () => {
     const doc = JSON.parse(r.stdout) as ProfileResult;
     assert.equal(doc.event, 'wall');
     const offUs = sumUs(doc.stacks.filter((s) => s.state !== 'oncpu'));
-    assert.ok(offUs > 0.8 * WORKERS * 3e6, `off-CPU ${offUs} µs of ${WORKERS} threads × 3 s`);
+    assert.ok(offUs > 0.8 * THREADS * 3e6, `off-CPU ${offUs} µs of ${THREADS} threads × 3 s`);
     const folded = runCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--duration', '2', '--folded'], { timeoutMs: 60_000 });
     assert.equal(folded.code, 0, folded.stderr);
     const lines = folded.stdout.trim().split('\n');
     assert.ok(lines.every((l) => /^\[off-CPU: [^\]]+\];.* \d+$/.test(l)), 'folded lines start at the state and weigh µs');
     const sum = lines.reduce((a, l) => a + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
-    assert.ok(sum > 0.8 * WORKERS * 2e6, `folded µs ${sum}`);
+    assert.ok(sum > 0.8 * THREADS * 2e6, `folded µs ${sum}`);
   });
 
   test('bad input: unknown event, --min-block-us with cpu, --frequency with offcpu', () => {

@@ -2,7 +2,7 @@
 // totals, and time weights kept through the flame model, folded stacks and pprof.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { decodeTotals, OFFCPU_KEY_SIZE, OFFCPU_VAL_SIZE, stateTotals } from '../../extension/tracers/offcpu/tracer';
+import { addOpenIntervals, decodeTotals, OFFCPU_KEY_SIZE, OFFCPU_VAL_SIZE, parseProcStack, stateTotals } from '../../extension/tracers/offcpu/tracer';
 import type { ProfileFrame, ProfileResult } from '../../extension/protocol/profile';
 import { fromPprof, toPprof } from '../../extension/model/pprof';
 import { fromProfileResult } from '../../extension/model/flamegraph/profileData';
@@ -39,6 +39,22 @@ describe('off-CPU profile documents', () => {
     const [a, b] = decodeTotals(keys, vals, 2);
     assert.deepEqual(a, { pid: 100, tid: 101, userStackId: 5, kernStackId: -14, state: 'lock', comm: 'worker', totalNs: 2_500_000, count: 4 });
     assert.equal(b.state, 'preempted');
+  });
+
+  test('open intervals at the end join their stack or add one; /proc stacks parse to names', () => {
+    const base = { pid: 1, tid: 2, userStackId: 3, kernStackId: 4, comm: 'a', state: 'sleep' as const };
+    const merged = addOpenIntervals([{ ...base, totalNs: 100, count: 2 }], [
+      { ...base, ns: 50 },
+      { ...base, state: 'io', ns: 7 },
+    ]);
+    assert.deepEqual(
+      merged.map((e) => [e.state, e.totalNs, e.count]),
+      [
+        ['sleep', 150, 3],
+        ['io', 7, 1],
+      ],
+    );
+    assert.deepEqual(parseProcStack('[<0>] do_sys_pause+0x2a/0x50\n[<0>] __x64_sys_pause+0x11/0x20\n'), ['do_sys_pause', '__x64_sys_pause']);
   });
 
   test('per-state totals and the flame model weigh µs, rooted at the state', () => {

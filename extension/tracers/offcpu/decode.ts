@@ -36,3 +36,51 @@ export function decodeTotals(keys: Buffer, values: Buffer, count: number): Offcp
   }
   return out;
 }
+
+export const OFFCPU_START_SIZE = 24;
+
+/** struct offcpu_start of each dumped entry of the start map (key: the thread id). */
+export function decodeStarts(keys: Buffer, values: Buffer, count: number): { tid: number; ts: bigint; userStackId: number; kernStackId: number; state: ThreadState }[] {
+  const out = [];
+  for (let i = 0; i < count; i++) {
+    const v = i * OFFCPU_START_SIZE;
+    out.push({ tid: keys.readUInt32LE(i * 4), ts: values.readBigUInt64LE(v), userStackId: values.readInt32LE(v + 8), kernStackId: values.readInt32LE(v + 12), state: OFFCPU_STATES[values.readUInt32LE(v + 16)] ?? 'sleep' });
+  }
+  return out;
+}
+
+/** Adds the intervals still open when tracing stops (a thread off CPU since its last switch-out) to the totals. */
+export function addOpenIntervals(entries: OffcpuEntry[], open: { tid: number; pid: number; comm: string; ns: number; userStackId: number; kernStackId: number; state: ThreadState }[]): OffcpuEntry[] {
+  const key = (e: { pid: number; tid: number; userStackId: number; kernStackId: number; state: ThreadState }) => `${e.pid}/${e.tid}/${e.userStackId}/${e.kernStackId}/${e.state}`;
+  const byKey = new Map(entries.map((e) => [key(e), e]));
+  const out = [...entries];
+  for (const o of open) {
+    const e = byKey.get(key(o));
+    if (e) {
+      e.totalNs += o.ns;
+      e.count++;
+    } else {
+      const n: OffcpuEntry = { pid: o.pid, tid: o.tid, userStackId: o.userStackId, kernStackId: o.kernStackId, comm: o.comm, state: o.state, totalNs: o.ns, count: 1 };
+      byKey.set(key(n), n);
+      out.push(n);
+    }
+  }
+  return out;
+}
+
+/** A thread's state letter (/proc/T/stat) as why it is off CPU; undefined when it runs. */
+export function stateOfLetter(letter: string): ThreadState | undefined {
+  if (letter === 'R') return undefined;
+  if (letter === 'D') return 'io';
+  return 'sleep';
+}
+
+/** /proc/P/task/T/stack ("[<0>] do_nanosleep+0x6c/0x170" per line, leaf first) → function names. */
+export function parseProcStack(text: string): string[] {
+  const out: string[] = [];
+  for (const line of text.split('\n')) {
+    const m = /\]\s+([^+\s]+)/.exec(line);
+    if (m) out.push(m[1]);
+  }
+  return out;
+}

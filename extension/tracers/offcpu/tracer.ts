@@ -25,7 +25,8 @@ import { sumPerCpu } from '../profile/decode';
 import { onlineCpus } from '../profile/tracer';
 import { assemble, readStacks, symbolizeStacks, type RawStack } from '../profile/stacks';
 import { foreignOwner } from '../javaAgent/agent';
-import { decodeTotals, OFFCPU_STAT, type OffcpuEntry } from './decode';
+import fs from 'node:fs';
+import { addOpenIntervals, decodeStarts, decodeTotals, OFFCPU_STAT, parseProcStack, stateOfLetter, type OffcpuEntry } from './decode';
 
 export * from './decode';
 
@@ -60,6 +61,55 @@ export function stateTotals(stacks: ProfileStack[]): Partial<Record<ThreadState,
   const t: Partial<Record<ThreadState, number>> = {};
   for (const s of stacks) if (s.state) t[s.state] = (t[s.state] ?? 0) + (s.value ?? s.count);
   return t;
+}
+
+const readText = (file: string): string | undefined => {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+};
+
+function threadIds(pid: number): number[] {
+  try {
+    return fs.readdirSync(`/proc/${pid}/task`).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** A thread's process and name, from /proc/TID/status (undefined once it exited). */
+function threadOwner(tid: number): { pid: number; comm: string } | undefined {
+  const st = readText(`/proc/${tid}/status`);
+  const tgid = st && /^Tgid:\s+(\d+)/m.exec(st);
+  const name = st && /^Name:\s+(.*)$/m.exec(st);
+  return tgid ? { pid: Number(tgid[1]), comm: name ? name[1] : '' } : undefined;
+}
+
+/**
+ * Threads of pid that were off CPU for the whole session (never switched out while traced, so
+ * the kernel has no interval for them), as stacks weighing the whole window: their kernel stack
+ * and state as /proc tells it now; their user stack was never walked.
+ */
+function blockedThroughout(pid: number, tids: number[], seen: Set<number>, windowUs: number): ProfileStack[] {
+  const out: ProfileStack[] = [];
+  for (const tid of tids) {
+    if (seen.has(tid)) continue;
+    const stat = readText(`/proc/${pid}/task/${tid}/stat`);
+    if (!stat) continue; // exited
+    const close = stat.lastIndexOf(')');
+    const comm = stat.slice(stat.indexOf('(') + 1, close);
+    let state = stateOfLetter(stat.slice(close + 2, close + 3));
+    if (!state) continue; // running now: it was on a CPU without being switched out (a busy loop)
+    const nr = Number((readText(`/proc/${pid}/task/${tid}/syscall`) ?? '').split(' ')[0]);
+    if (state === 'sleep' && (nr === 202 || nr === 449)) state = 'lock';
+    const kernel = parseProcStack(readText(`/proc/${pid}/task/${tid}/stack`) ?? '');
+    const frames: ProfileFrame[] = kernel.map((fn) => ({ address: '0x0', module: '[kernel]', function: fn, file: null, line: null, kind: 'kernel' }));
+    frames.push({ address: '0x0', module: null, function: '[off CPU since before tracing began: user stack not seen]', file: null, line: null, kind: 'native' });
+    out.push({ count: 1, value: windowUs, pid, tid, comm, state, frames });
+  }
+  return out;
 }
 
 export const offcpuTracer: Tracer<'offcpu'> = {
@@ -99,6 +149,8 @@ export const offcpuTracer: Tracer<'offcpu'> = {
         throw fromBpfError(`opening cpu-clock perf events at ${options.frequency} Hz`, e);
       }
     }
+    const attachedAt = process.hrtime.bigint();
+    const tidsAtStart = options.pid ? threadIds(options.pid) : [];
     env.log(`offcpu: attached via ${variant === 0 ? 'tp_btf' : 'raw_tp'}${wall ? ` with on-CPU samples at ${options.frequency} Hz` : ''}`);
     const jvm = info?.jvm && foreignOwner(options.pid, env.requester) === undefined;
     if (info?.jvm && !info.jvm.preserveFramePointer)
@@ -121,10 +173,25 @@ export const offcpuTracer: Tracer<'offcpu'> = {
     const counts = () => ({ samples: readStat(obj, OFFCPU_STAT.blocks) + readStat(obj, OFFCPU_STAT.samples), lost: readStat(obj, OFFCPU_STAT.lost) + readStat(obj, OFFCPU_STAT.lostStart) + readStat(obj, OFFCPU_STAT.lostTotals) });
     let totals = { samples: 0, lost: 0 };
     let entries: OffcpuEntry[] = [];
-    const collect = () => {
+    const collect = (final = false) => {
       totals = counts();
       const d = obj.mapDump('totals');
       entries = decodeTotals(d.keys, d.values, d.count);
+      if (final) {
+        // Intervals still open: off CPU from the last switch-out until now (the same clock as
+        // bpf_ktime_get_ns: CLOCK_MONOTONIC), so a thread asleep at the end is not left out.
+        const s = obj.mapDump('start');
+        const now = process.hrtime.bigint();
+        const open = [];
+        for (const o of decodeStarts(s.keys, s.values, s.count)) {
+          const ns = Number(now - o.ts);
+          if (ns < options.minBlockUs * 1000 || ns < 0) continue;
+          const owner = threadOwner(o.tid);
+          if (!owner || (options.pid && owner.pid !== options.pid)) continue;
+          open.push({ ...o, ...owner, ns });
+        }
+        entries = addOpenIntervals(entries, open);
+      }
       return readStacks(entries, (id) => obj.readStack('stacks', id));
     };
     const seen = new Set<number>();
@@ -171,6 +238,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
     });
     let final: ProfileResult | undefined;
     let raw: RawStack[] = [];
+    let stoppedAt = 0n;
     const liveKernel = new Map<bigint, ProfileFrame[]>();
     const liveUser = new Map<number, Map<string, ProfileFrame[]>>();
 
@@ -192,10 +260,11 @@ export const offcpuTracer: Tracer<'offcpu'> = {
         if (!closed) {
           closed = true;
           try {
-            raw = collect();
+            raw = collect(true);
           } finally {
             obj.close();
           }
+          stoppedAt = process.hrtime.bigint();
         }
         const pids = new Set(raw.map((r) => r.entry.pid));
         for (const pid of pids) capture(pid);
@@ -212,7 +281,12 @@ export const offcpuTracer: Tracer<'offcpu'> = {
         const userFrames = new Map<number, Map<string, ProfileFrame[]>>();
         await symbolizeStacks(raw, symbolizer, (pid) => images.get(pid), kernelFrames, userFrames, env.log);
         symbolizer.dispose();
-        final = result(offcpuStacks(raw, entries.map((e) => e.state), entries.map((e) => e.totalNs), kernelFrames, userFrames));
+        const stacks = offcpuStacks(raw, entries.map((e) => e.state), entries.map((e) => e.totalNs), kernelFrames, userFrames);
+        if (options.pid) {
+          const windowUs = Number((stoppedAt - attachedAt) / 1000n);
+          stacks.push(...blockedThroughout(options.pid, tidsAtStart, new Set(entries.map((e) => e.tid)), windowUs));
+        }
+        final = result(stacks);
         return final;
       },
     };
