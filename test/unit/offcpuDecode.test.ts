@@ -7,6 +7,9 @@ import type { ProfileFrame, ProfileResult } from '../../extension/protocol/profi
 import { fromPprof, toPprof } from '../../extension/model/pprof';
 import { fromProfileResult } from '../../extension/model/flamegraph/profileData';
 import { toFolded } from '../../extension/model/flamegraph/formats';
+import { buildTree } from '../../extension/model/flamegraph/model';
+import { formatUs, nodeStates } from '../../webview/flamegraph/stateView';
+import { THREAD_STATES } from '../../extension/protocol/profile';
 
 const frame = (fn: string, kind: ProfileFrame['kind'] = 'native'): ProfileFrame => ({ address: '0x1000', module: '/bin/x', function: fn, file: null, line: null, kind });
 
@@ -64,6 +67,19 @@ describe('off-CPU profile documents', () => {
     assert.equal(p.unit, 'us');
     const folded = toFolded(p).trim().split('\n').sort();
     assert.deepEqual(folded, ['[off-CPU: lock (futex wait)];main;wait_short;futex_wait_[k] 10000', '[off-CPU: sleeping];main;wait_long;schedule_[k] 30000']);
+  });
+
+  test('the flame graph colours every box by the state at its root', () => {
+    const p = fromProfileResult(doc);
+    const tree = buildTree(p, p.stacks);
+    const frameState = Int8Array.from(p.frames, (f) => (f.name === '[off-CPU: sleeping]' ? THREAD_STATES.indexOf('sleep') : f.name === '[off-CPU: lock (futex wait)]' ? THREAD_STATES.indexOf('lock') : -1));
+    const states = nodeStates(tree, frameState);
+    const byName = new Map<string, string>();
+    for (let n = 1; n < tree.size; n++) byName.set(p.frames[tree.frame[n]].name, THREAD_STATES[states[n]]);
+    assert.equal(byName.get('wait_long'), 'sleep');
+    assert.equal(byName.get('futex_wait'), 'lock');
+    assert.equal(formatUs(30_000), '30.0 ms');
+    assert.equal(formatUs(2_500_000), '2.50 s');
   });
 
   test('pprof: off_cpu/microseconds is the default sample type; µs, counts and states survive', () => {
