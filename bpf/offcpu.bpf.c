@@ -32,6 +32,22 @@ const volatile bool user_stacks = true;
 const volatile bool kernel_stacks = true;
 /* Wall clock: the weight of one cpu-clock sample (1e9 / frequency). */
 const volatile __u64 sample_ns = 0;
+/* JVM target with the JVMTI agent loaded: hold each interval that blocked in a system call until
+ * the thread returns to user space, then signal it (SIGPROF) so the agent walks its Java stack
+ * there, and send the interval for the join. A sleeping thread is never signalled. */
+const volatile bool java_join = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct offcpu_java);
+} pending SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} java_samples SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -88,23 +104,44 @@ static __always_inline bool stack_lost(long id)
 	return id == -EEXIST || id == -ENOMEM;
 }
 
+/* The system call the current thread is in: orig_ax of its user registers (-1 outside one). */
+static __always_inline long current_syscall(void)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	return BPF_CORE_READ(regs, orig_ax);
+}
+
 /* Why the current thread (prev, being switched out) leaves the CPU. */
-static __always_inline __u32 classify(struct task_struct *prev)
+static __always_inline __u32 classify(struct task_struct *prev, long nr)
 {
 	long state = task_state(prev);
-	struct pt_regs *regs;
-	long nr;
 
 	if (state == TASK_RUNNING)
 		return OFFCPU_STATE_PREEMPTED;
 	if (state & TASK_UNINTERRUPTIBLE)
 		return OFFCPU_STATE_IO;
-	/* the system call it is in: orig_ax of the user registers (-1 outside a system call) */
-	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	nr = BPF_CORE_READ(regs, orig_ax);
 	if (nr == NR_futex || nr == NR_futex_waitv)
 		return OFFCPU_STATE_LOCK;
 	return OFFCPU_STATE_SLEEP;
+}
+
+/* The current thread's id in its own (innermost) pid namespace: what gettid() returns inside a
+ * container, the Java agent's join key. 0 when it cannot be read. */
+static __always_inline __u32 current_ns_tid(void)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct pid *p = BPF_CORE_READ(task, thread_pid);
+	unsigned int level;
+	__u32 nr = 0;
+
+	if (!p)
+		return 0;
+	level = BPF_CORE_READ(p, level);
+	if (level > 31) /* MAX_PID_NS_LEVEL */
+		return 0;
+	bpf_core_read(&nr, sizeof(nr), &p->numbers[level].nr);
+	return nr;
 }
 
 static __always_inline void add_total(struct offcpu_key *k, __u64 ns)
@@ -131,18 +168,99 @@ static __always_inline void add_total(struct offcpu_key *k, __u64 ns)
 	__sync_fetch_and_add(&v->count, 1);
 }
 
+/* Java join: keeps the interval until the thread is back at sys_exit. A thread that blocks again
+ * before it gets there (a futex retry loop) adds to the held interval when the stacks are the
+ * same; otherwise the held one goes to the totals without Java frames. */
+static __always_inline bool hold_for_java(struct offcpu_key *k, __u64 delta)
+{
+	struct offcpu_java *p = bpf_map_lookup_elem(&pending, &k->tid), j = {};
+	struct offcpu_key old = {};
+
+	if (p) {
+		if (p->user_stack_id == k->user_stack_id && p->kern_stack_id == k->kern_stack_id && p->state == k->state) {
+			p->total_ns += delta;
+			p->count++;
+			return true;
+		}
+		old = *k;
+		old.user_stack_id = p->user_stack_id;
+		old.kern_stack_id = p->kern_stack_id;
+		old.state = p->state;
+		add_total(&old, p->total_ns);
+	}
+	j.total_ns = delta;
+	j.tid = k->tid;
+	j.user_stack_id = k->user_stack_id;
+	j.kern_stack_id = k->kern_stack_id;
+	j.state = k->state;
+	j.count = 1;
+	return bpf_map_update_elem(&pending, &k->tid, &j, BPF_ANY) == 0;
+}
+
+/* Java join: the thread returns to user space with the user stack it blocked with; signal it
+ * now (delivered on the way out, after the system call finished) and send the interval. */
+static __always_inline void on_sys_exit(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct offcpu_java *p, *r;
+	struct offcpu_key k = {};
+
+	if ((id >> 32) != target_tgid)
+		return;
+	p = bpf_map_lookup_elem(&pending, &tid);
+	if (!p)
+		return;
+	r = bpf_ringbuf_reserve(&java_samples, sizeof(*r), 0);
+	if (!r) {
+		k.pid = target_tgid;
+		k.tid = tid;
+		k.user_stack_id = p->user_stack_id;
+		k.kern_stack_id = p->kern_stack_id;
+		k.state = p->state;
+		bpf_get_current_comm(k.comm, sizeof(k.comm));
+		add_total(&k, p->total_ns);
+		bpf_map_delete_elem(&pending, &tid);
+		return;
+	}
+	*r = *p;
+	r->ns_tid = current_ns_tid();
+	r->ktime_ns = bpf_ktime_get_ns();
+	bpf_map_delete_elem(&pending, &tid);
+	bpf_send_signal_thread(27 /* SIGPROF */);
+	bpf_ringbuf_submit(r, 0);
+	stat_add(OFFCPU_STAT_JAVA);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit_btf)
+{
+	on_sys_exit();
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(sys_exit_raw)
+{
+	on_sys_exit();
+	return 0;
+}
+
 static __always_inline void on_switch(void *ctx, struct task_struct *prev, struct task_struct *next)
 {
 	struct offcpu_start s = {}, *sp;
 	struct offcpu_key k = {};
-	__u32 tid = BPF_CORE_READ(prev, pid);
+	__u32 tid = BPF_CORE_READ(prev, pid), in_syscall;
 	__u64 now = bpf_ktime_get_ns(), delta;
 
 	/* prev is the current task here: its stacks are the ones bpf_get_stackid reads */
 	if (tid && (!target_tgid || BPF_CORE_READ(prev, tgid) == target_tgid)) {
 		stat_add(OFFCPU_STAT_SWITCHES);
+		long nr = current_syscall();
+
 		s.ts = now;
-		s.state = classify(prev);
+		s.state = classify(prev, nr);
+		s.in_syscall = nr >= 0;
 		s.kern_stack_id = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
 		s.user_stack_id = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
 		if (bpf_map_update_elem(&start, &tid, &s, BPF_ANY))
@@ -159,6 +277,7 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev, struc
 	k.user_stack_id = sp->user_stack_id;
 	k.kern_stack_id = sp->kern_stack_id;
 	k.state = sp->state;
+	in_syscall = sp->in_syscall;
 	bpf_map_delete_elem(&start, &tid);
 	if ((__s64)delta < 0)
 		return;
@@ -176,6 +295,8 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev, struc
 		stat_add(OFFCPU_STAT_LOST_KSTACK);
 	if (stack_lost(k.user_stack_id) || stack_lost(k.kern_stack_id))
 		stat_add(OFFCPU_STAT_LOST);
+	if (java_join && in_syscall && k.state != OFFCPU_STATE_PREEMPTED && hold_for_java(&k, delta))
+		return;
 	add_total(&k, delta);
 }
 

@@ -38,14 +38,34 @@ struct offcpu_val {
 	__u64 count;
 };
 
-/* Per thread while it is off CPU: when and how it left, 24 bytes. */
+/* Per thread while it is off CPU: when and how it left, 24 bytes. in_syscall: it left from inside
+ * a system call, so it returns to user space through sys_exit with the user stack it had. */
 struct offcpu_start {
 	__u64 ts;
 	__s32 user_stack_id;
 	__s32 kern_stack_id;
 	__u32 state;
-	__u32 reserved;
+	__u32 in_syscall;
 };
+
+/* Java join (java_join): an off-CPU interval of a JVM thread that blocked in a system call, held
+ * until the thread returns to user space (sys_exit), then sent through the java_samples ring as
+ * the thread is signalled, so the JVMTI agent's handler walks its Java stack then: the stack it
+ * blocked with, the sleep itself never interrupted. 40 bytes:
+ *   0 ktime_ns (u64: when the signal was sent)   8 total_ns (u64)   16 tid (host)   20 ns_tid
+ *  24 user_stack_id   28 kern_stack_id   32 state   36 count (intervals joined into this one) */
+struct offcpu_java {
+	__u64 ktime_ns;
+	__u64 total_ns;
+	__u32 tid;
+	__u32 ns_tid;
+	__s32 user_stack_id;
+	__s32 kern_stack_id;
+	__u32 state;
+	__u32 count;
+};
+
+#define OFFCPU_JAVA_SIZE 40
 
 /* Indices of the per-CPU "stats" array (u64 each). */
 #define OFFCPU_STAT_SWITCHES 0   /* switch-outs of traced threads */
@@ -57,6 +77,7 @@ struct offcpu_start {
 #define OFFCPU_STAT_LOST_START 6  /* switch-out not recorded: start map full */
 #define OFFCPU_STAT_SAMPLES 7     /* wall clock: on-CPU samples counted */
 #define OFFCPU_STAT_LOST 8        /* intervals or samples that lost anything above (each once) */
-#define OFFCPU_STAT_COUNT 9
+#define OFFCPU_STAT_JAVA 9        /* Java join: intervals sent with a signal at sys_exit */
+#define OFFCPU_STAT_COUNT 10
 
 #endif

@@ -14,6 +14,13 @@ export interface OffcpuOptions {
   stackStorageSize: number;
   /** for a JVM: fetch its perf map through the attach socket at the end, to name JIT frames */
   javaPerfMap: boolean;
+  /**
+   * For a JVM target: 'agent' loads eBPF Studio's JVMTI agent and takes each blocked thread's Java
+   * stack when it returns to user space (never signalling a sleeping thread); 'perfmap' names JIT
+   * frames from the perf map only (whole Java stacks need -XX:+PreserveFramePointer);
+   * 'auto' (default) = agent when the JVM runs without -XX:+PreserveFramePointer.
+   */
+  java?: 'agent' | 'perfmap' | 'auto';
 }
 
 export const OFFCPU_DEFAULT_MIN_BLOCK_US = 1;

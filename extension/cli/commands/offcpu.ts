@@ -19,7 +19,10 @@ export const OFFCPU_USAGE = `  --event E        cpu (default): on-CPU samples;
                    offcpu: time threads spent off CPU (blocked or preempted), exact, by stack and
                            state (sleeping, I/O, lock = futex wait, preempted); stacks weigh µs;
                    wall: on-CPU samples (each 1/frequency s) and off-CPU time in one profile
-  --min-block-us N offcpu/wall: leave out off-CPU intervals shorter than N µs (default ${OFFCPU_DEFAULT_MIN_BLOCK_US})`;
+  --min-block-us N offcpu/wall: leave out off-CPU intervals shorter than N µs (default ${OFFCPU_DEFAULT_MIN_BLOCK_US})
+                   a JVM (--java agent, or auto without -XX:+PreserveFramePointer): each blocked
+                   thread's Java stack is taken by the agent when it returns from the blocking
+                   system call (a sleeping thread is never signalled)`;
 
 const ms = (us: number) => (us >= 10_000_000 ? `${(us / 1e6).toFixed(1)} s` : `${(us / 1000).toFixed(1)} ms`);
 
@@ -41,11 +44,15 @@ export function formatTimeSummary(r: ProfileResult, top = 20): string {
 }
 
 export async function runOffcpuProfile(event: 'offcpu' | 'wall', values: Values, pid: number | undefined, pprofFile: string | undefined, io: Io): Promise<number> {
-  for (const flag of ['java', 'unwind', 'stack-copy-kb', 'idle'] as const) {
-    if (values[flag] !== undefined) throw usageError(`--${flag} applies to --event cpu only: off-CPU and wall stacks are walked by frame pointers in the kernel`);
+  for (const flag of ['unwind', 'stack-copy-kb', 'idle'] as const) {
+    if (values[flag] !== undefined) throw usageError(`--${flag} applies to --event cpu only: off-CPU and wall stacks are walked by frame pointers in the kernel (Java frames: --java)`);
   }
   if (event === 'offcpu' && values.frequency !== undefined) throw usageError('--frequency applies to --event cpu and wall: off-CPU time is measured at every context switch, not sampled');
   const minBlockUs = numberFlag(values['min-block-us'], '--min-block-us', 0, OFFCPU_MAX_MIN_BLOCK_US, { integer: true }) ?? OFFCPU_DEFAULT_MIN_BLOCK_US;
+  const java = values.java as string | undefined;
+  if (java !== undefined && !['agent', 'perfmap', 'auto'].includes(java)) throw usageError(`--java takes agent, perfmap or auto, not "${java}"`);
+  if (java !== undefined && values['no-java']) throw usageError('--java and --no-java exclude each other: give one');
+  if (java === 'agent' && pid === undefined) throw usageError('--java agent needs --pid: the agent is loaded into one JVM');
   const frequency = numberFlag(values.frequency, '--frequency', 1, PROFILE_MAX_FREQUENCY, { integer: true }) ?? WALL_DEFAULT_FREQUENCY;
   const folded = Boolean(values.folded);
   const startMs = Date.now();
@@ -59,6 +66,7 @@ export async function runOffcpuProfile(event: 'offcpu' | 'wall', values: Values,
         frequency,
         stackStorageSize: numberFlag(values['stack-storage-size'], '--stack-storage-size', 1, PROFILE_MAX_STACK_STORAGE, { integer: true }) ?? PROFILE_DEFAULT_STACK_STORAGE,
         javaPerfMap: !values['no-java'],
+        java: values['no-java'] ? 'perfmap' : ((java as 'agent' | 'perfmap' | 'auto' | undefined) ?? 'auto'),
       },
       privilege: 'bpf',
       json: Boolean(values.json),

@@ -6,7 +6,7 @@ import type { CountEntry } from '../profile/decode';
 
 export const OFFCPU_KEY_SIZE = 40;
 export const OFFCPU_VAL_SIZE = 16;
-export const OFFCPU_STAT = { switches: 0, blocks: 1, short: 2, lostUserStack: 3, lostKernelStack: 4, lostTotals: 5, lostStart: 6, samples: 7, lost: 8 } as const;
+export const OFFCPU_STAT = { switches: 0, blocks: 1, short: 2, lostUserStack: 3, lostKernelStack: 4, lostTotals: 5, lostStart: 6, samples: 7, lost: 8, java: 9 } as const;
 /** OFFCPU_STATE_* by value */
 export const OFFCPU_STATES: ThreadState[] = ['oncpu', 'sleep', 'io', 'lock', 'preempted'];
 
@@ -83,4 +83,32 @@ export function parseProcStack(text: string): string[] {
     if (m) out.push(m[1]);
   }
   return out;
+}
+
+export const OFFCPU_JAVA_SIZE = 40;
+
+/** struct offcpu_java: an interval held until sys_exit and sent with the thread's signal. */
+export interface OffcpuJavaRecord {
+  ktimeNs: bigint;
+  totalNs: number;
+  tid: number;
+  nsTid: number;
+  userStackId: number;
+  kernStackId: number;
+  state: ThreadState;
+  count: number;
+}
+
+export function decodeJavaRecord(b: Buffer): OffcpuJavaRecord {
+  if (b.length < OFFCPU_JAVA_SIZE) throw new Error(`offcpu Java record of ${b.length} bytes is shorter than ${OFFCPU_JAVA_SIZE}`);
+  return {
+    ktimeNs: b.readBigUInt64LE(0),
+    totalNs: Number(b.readBigUInt64LE(8)),
+    tid: b.readUInt32LE(16),
+    nsTid: b.readUInt32LE(20),
+    userStackId: b.readInt32LE(24),
+    kernStackId: b.readInt32LE(28),
+    state: OFFCPU_STATES[b.readUInt32LE(32)] ?? 'sleep',
+    count: b.readUInt32LE(36),
+  };
 }

@@ -10,6 +10,16 @@
 // tracer may cost at ~50k switches/s, and the time is summed in the kernel so that nothing
 // crosses to user space per switch. The price: a function that calls a libc routine built
 // without frame pointers is skipped (its caller shows; the libc frame shows as the leaf).
+//
+// Java frames of a blocked JVM thread (--java agent, or auto for a JVM without
+// -XX:+PreserveFramePointer): the JVMTI agent (../javaAgent/agent.ts) is loaded as for the CPU
+// profile, but no sleeping thread is ever signalled. An interval that blocked inside a system
+// call is held in the kernel until the thread is back at sys_exit, on its way to user space with
+// the stack it blocked with; only then is it signalled (SIGPROF, delivered after the call
+// finished) and the interval sent through a ring buffer. The agent's handler walks the Java
+// stack there (AsyncGetCallTrace from the last Java frame), and the interval joins that record by
+// thread and time like a CPU sample, weighing its µs. Intervals that did not block in a system
+// call (preempted, page faults) keep their kernel and native stacks only.
 import type { BpfObject } from '../../../native/index';
 import { Symbolizer, type ProcessImage } from '../../sys/symbolize';
 import type { ProfileFrame, ProfileResult, ProfileStack, ThreadState } from '../../protocol/profile';
@@ -24,14 +34,20 @@ import { loadFirstWorking, setRodata } from '../bpfObject';
 import { sumPerCpu } from '../profile/decode';
 import { onlineCpus } from '../profile/tracer';
 import { assemble, readStacks, symbolizeStacks, type RawStack } from '../profile/stacks';
-import { foreignOwner } from '../javaAgent/agent';
+import { agentLibrary, agentUnavailableMessage, checkAgentTarget, foreignOwner, startJavaAgent, type JavaAgentSession } from '../javaAgent/agent';
+import type { RingBufferHandle } from '../../../native/index';
 import fs from 'node:fs';
-import { addOpenIntervals, decodeStarts, decodeTotals, OFFCPU_STAT, parseProcStack, stateOfLetter, type OffcpuEntry } from './decode';
+import { addOpenIntervals, decodeJavaRecord, decodeStarts, decodeTotals, OFFCPU_JAVA_SIZE, OFFCPU_STAT, parseProcStack, stateOfLetter, type OffcpuEntry } from './decode';
+import { unsuitableError } from '../../protocol/errors';
+import type { CountEntry } from '../profile/decode';
 
 export * from './decode';
 
 const TICK_MS = 1000;
-const VARIANTS = (wall: boolean) => [['switch_btf', ...(wall ? ['on_cpu_sample'] : [])], ['switch_raw', ...(wall ? ['on_cpu_sample'] : [])]];
+const VARIANTS = (wall: boolean, java: boolean) => [
+  ['switch_btf', ...(java ? ['sys_exit_btf'] : []), ...(wall ? ['on_cpu_sample'] : [])],
+  ['switch_raw', ...(java ? ['sys_exit_raw'] : []), ...(wall ? ['on_cpu_sample'] : [])],
+];
 
 function readStat(obj: BpfObject, index: number): number {
   const key = Buffer.alloc(4);
@@ -41,7 +57,7 @@ function readStat(obj: BpfObject, index: number): number {
 
 /** Result stacks from the totals: each stack's value is its time in µs, and it carries its state. */
 /** Kernel frames of the tracing itself at the leaf (the BPF trampoline, bpf_trace_run*): not where the thread waited. */
-function dropTracingFrames(frames: ProfileFrame[]): ProfileFrame[] {
+export function dropTracingFrames(frames: ProfileFrame[]): ProfileFrame[] {
   for (let i = Math.min(frames.length, 4) - 1; i >= 0; i--) {
     if (frames[i].kind === 'kernel' && /^(bpf_trace_run\d|__bpf_trace_|__traceiter_)/.test(frames[i].function ?? '')) return frames.slice(i + 1);
   }
@@ -54,6 +70,18 @@ export function offcpuStacks(raw: RawStack[], states: ThreadState[], totalsNs: n
     return { ...s, frames: dropTracingFrames(s.frames), value: Math.round(totalsNs[i] / 1000), state: states[i] };
   });
   return out.sort((a, b) => (b.value ?? 0) - (a.value ?? 0));
+}
+
+/**
+ * In a JVM every sleep, park and monitor wait is a futex wait; the Java frames the agent joined
+ * say which: a stack whose innermost Java frame is Thread.sleep was sleeping, not waiting for a lock.
+ */
+export function refineJavaStates(stacks: ProfileStack[]): ProfileStack[] {
+  return stacks.map((s) => {
+    if (s.state !== 'lock') return s;
+    const java = s.frames.find((f) => f.javaType !== undefined || f.module === '[java]' || f.kind === 'interpreted');
+    return java && /^java\.lang\.Thread\.sleep/.test(java.function ?? '') ? { ...s, state: 'sleep' } : s;
+  });
 }
 
 /** µs per state over the stacks. */
@@ -123,6 +151,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
       frequency: int(o, 'frequency', 1, PROFILE_MAX_FREQUENCY, WALL_DEFAULT_FREQUENCY),
       stackStorageSize: int(o, 'stackStorageSize', 1, PROFILE_MAX_STACK_STORAGE, PROFILE_DEFAULT_STACK_STORAGE),
       javaPerfMap: bool(o, 'javaPerfMap', true),
+      java: oneOf(o, 'java', ['agent', 'perfmap', 'auto'] as const, 'auto'),
     };
   },
   async start(options, env, events) {
@@ -130,30 +159,76 @@ export const offcpuTracer: Tracer<'offcpu'> = {
     const warnings: string[] = [];
     const info = options.pid ? (checkPid(options.pid), processInfo(options.pid)) : undefined;
     if (options.pid && !info) throw inputError(`no process with pid ${options.pid} is running (check with: ps -p ${options.pid})`);
-    const variants = VARIANTS(wall);
-    const { obj, variant } = loadFirstWorking(env, 'offcpu', variants, (o) => {
-      o.setMaxEntries('stacks', options.stackStorageSize);
-      setRodata(o, { target_tgid: options.pid, min_block_ns: BigInt(options.minBlockUs) * 1000n, sample_ns: wall ? BigInt(Math.round(1e9 / options.frequency)) : 0n });
-    });
+    const javaMode = options.java ?? 'auto';
+    if (options.pid && javaMode === 'agent' && !info?.jvm) {
+      checkAgentTarget(options.pid, env.requester);
+      throw unsuitableError(`pid ${options.pid} is not a HotSpot JVM (no libjvm.so mapped): --java agent loads a JVMTI agent into a JVM; trace it without --java`);
+    }
+    let java: JavaAgentSession | undefined;
+    if (info?.jvm && (javaMode === 'agent' || (javaMode === 'auto' && !info.jvm.preserveFramePointer))) {
+      const owner = foreignOwner(options.pid, env.requester);
+      if (owner !== undefined || !agentLibrary(env.assetDir)) {
+        if (javaMode === 'agent') checkAgentTarget(options.pid, env.requester);
+        if (javaMode === 'agent') throw unsuitableError(agentUnavailableMessage(env.assetDir));
+        warnings.push(owner !== undefined ? `pid ${options.pid} is a JVM of uid ${owner}, not yours: no Java agent is loaded into it, so its Java frames stay unnamed` : `${agentUnavailableMessage(env.assetDir)}: blocked threads keep their kernel and native stacks only`);
+      } else java = await startJavaAgent(options.pid, env, { unwind: 'fp', keepStacks: true });
+    }
+    const variants = VARIANTS(wall, Boolean(java));
+    let loaded: ReturnType<typeof loadFirstWorking>;
     try {
-      obj.attach(variants[variant][0]);
+      loaded = loadFirstWorking(env, 'offcpu', variants, (o) => {
+        o.setMaxEntries('stacks', options.stackStorageSize);
+        setRodata(o, { target_tgid: options.pid, min_block_ns: BigInt(options.minBlockUs) * 1000n, sample_ns: wall ? BigInt(Math.round(1e9 / options.frequency)) : 0n, java_join: Boolean(java) });
+      });
     } catch (e) {
+      await java?.abort();
+      throw e;
+    }
+    const { obj, variant } = loaded;
+    // Java join: intervals held until sys_exit come through this ring, with the thread's signal
+    const javaIds = new Map<string, CountEntry>();
+    const commOf = new Map<number, string>();
+    let ring: RingBufferHandle | undefined;
+    if (java) {
+      const session = java;
+      ring = obj.openRingBuffer('java_samples', (batch, offsets) => {
+        for (let i = 0; i + 1 < offsets.length; i++) {
+          const rec = batch.subarray(offsets[i], offsets[i + 1]);
+          if (rec.length < OFFCPU_JAVA_SIZE) continue;
+          const r = decodeJavaRecord(rec);
+          const ids = `${r.tid}/${r.userStackId}/${r.kernStackId}`;
+          if (!javaIds.has(ids)) {
+            let comm = commOf.get(r.tid);
+            if (comm === undefined) commOf.set(r.tid, (comm = threadOwner(r.tid)?.comm ?? ''));
+            javaIds.set(ids, { pid: options.pid, tid: r.tid, userStackId: r.userStackId, kernStackId: r.kernStackId, comm, count: 0 });
+          }
+          session.addOffcpuSample(r.tid, r.nsTid, r.ktimeNs, { userStackId: r.userStackId, kernStackId: r.kernStackId }, Math.round(r.totalNs / 1000), r.state, r.count);
+        }
+      });
+    }
+    try {
+      for (const p of variants[variant].filter((p) => p !== 'on_cpu_sample')) obj.attach(p);
+    } catch (e) {
+      ring?.close();
       obj.close();
-      throw fromBpfError(`attaching the sched_switch tracepoint (${variant === 0 ? 'tp_btf' : 'raw_tp'})`, e);
+      await java?.abort();
+      throw fromBpfError(`attaching the scheduler tracepoints (${variant === 0 ? 'tp_btf' : 'raw_tp'})`, e);
     }
     if (wall) {
       try {
         for (const cpu of onlineCpus()) obj.attachPerfEvent('on_cpu_sample', { type: 'cpu-clock', frequency: options.frequency, cpu });
       } catch (e) {
+        ring?.close();
         obj.close();
+        await java?.abort();
         throw fromBpfError(`opening cpu-clock perf events at ${options.frequency} Hz`, e);
       }
     }
     const attachedAt = process.hrtime.bigint();
     const tidsAtStart = options.pid ? threadIds(options.pid) : [];
-    env.log(`offcpu: attached via ${variant === 0 ? 'tp_btf' : 'raw_tp'}${wall ? ` with on-CPU samples at ${options.frequency} Hz` : ''}`);
+    env.log(`offcpu: attached via ${variant === 0 ? 'tp_btf' : 'raw_tp'}${wall ? ` with on-CPU samples at ${options.frequency} Hz` : ''}${java ? ', Java stacks from the agent at each return to user space' : ''}`);
     const jvm = info?.jvm && foreignOwner(options.pid, env.requester) === undefined;
-    if (info?.jvm && !info.jvm.preserveFramePointer)
+    if (info?.jvm && !info.jvm.preserveFramePointer && !java)
       warnings.push(`pid ${options.pid} is a JVM without -XX:+PreserveFramePointer: off-CPU stacks are walked by frame pointers, so Java callers above the first compiled frame are lost. Restart it with -XX:+PreserveFramePointer for whole Java stacks`);
 
     const started = Date.now();
@@ -190,10 +265,22 @@ export const offcpuTracer: Tracer<'offcpu'> = {
           if (!owner || (options.pid && owner.pid !== options.pid)) continue;
           open.push({ ...o, ...owner, ns });
         }
+        // Java join: intervals held for a sys_exit that did not come before the end
+        if (java) {
+          const p = obj.mapDump('pending');
+          for (let i = 0; i < p.count; i++) {
+            const r = decodeJavaRecord(p.values.subarray(i * OFFCPU_JAVA_SIZE, (i + 1) * OFFCPU_JAVA_SIZE));
+            const owner = threadOwner(r.tid);
+            open.push({ tid: r.tid, pid: options.pid, comm: owner?.comm ?? '', ns: r.totalNs, userStackId: r.userStackId, kernStackId: r.kernStackId, state: r.state, ts: 0n });
+          }
+        }
         entries = addOpenIntervals(entries, open);
       }
-      return readStacks(entries, (id) => obj.readStack('stacks', id));
+      const stacks = readStacks(entries, (id) => obj.readStack('stacks', id));
+      javaRaw = readStacks([...javaIds.values()], (id) => obj.readStack('stacks', id));
+      return stacks;
     };
+    let javaRaw: RawStack[] = [];
     const seen = new Set<number>();
     let ticks = 0;
     const timer = setInterval(() => {
@@ -252,7 +339,11 @@ export const offcpuTracer: Tracer<'offcpu'> = {
         } catch {
           /* closing: keep the last read */
         }
-        return result(offcpuStacks(raw, entries.map((e) => e.state), entries.map((e) => e.totalNs), liveKernel, liveUser));
+        const live = result(offcpuStacks(raw, entries.map((e) => e.state), entries.map((e) => e.totalNs), liveKernel, liveUser));
+        if (!java) return live;
+        const joined = java.live(live, [...raw, ...javaRaw], (raws) => assemble(raws, liveKernel, liveUser).map((st) => ({ ...st, frames: dropTracingFrames(st.frames) })));
+        const refined = refineJavaStates(joined.stacks);
+        return { ...joined, stacks: refined, states: stateTotals(refined) };
       },
       async stop() {
         if (final) return final;
@@ -261,6 +352,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
           closed = true;
           try {
             raw = collect(true);
+            ring?.close();
           } finally {
             obj.close();
           }
@@ -279,7 +371,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
         }
         const kernelFrames = new Map<bigint, ProfileFrame[]>();
         const userFrames = new Map<number, Map<string, ProfileFrame[]>>();
-        await symbolizeStacks(raw, symbolizer, (pid) => images.get(pid), kernelFrames, userFrames, env.log);
+        await symbolizeStacks([...raw, ...javaRaw], symbolizer, (pid) => images.get(pid), kernelFrames, userFrames, env.log);
         symbolizer.dispose();
         const stacks = offcpuStacks(raw, entries.map((e) => e.state), entries.map((e) => e.totalNs), kernelFrames, userFrames);
         if (options.pid) {
@@ -287,6 +379,11 @@ export const offcpuTracer: Tracer<'offcpu'> = {
           stacks.push(...blockedThroughout(options.pid, tidsAtStart, new Set(entries.map((e) => e.tid)), windowUs));
         }
         final = result(stacks);
+        if (java) {
+          const joined = await java.finish(final, [...raw, ...javaRaw], (raws) => assemble(raws, kernelFrames, userFrames).map((st) => ({ ...st, frames: dropTracingFrames(st.frames) })));
+          const refined = refineJavaStates(joined.stacks);
+          final = { ...joined, stacks: refined, states: stateTotals(refined) };
+        }
         return final;
       },
     };
