@@ -194,9 +194,13 @@ const lensProvider: vscode.CodeLensProvider = {
       .map((f) => {
         const line = definitionLine(text, f.name, f.line) - 1;
         return new vscode.CodeLens(new vscode.Range(line, 0, line, 0), {
-          title: `CPU ${pct(f.total, annotations!.samples)} total · ${pct(f.self, annotations!.samples)} self (${f.name})`,
+          title: annotations!.event
+            ? `${annotations!.event === 'wall' ? 'Wall' : 'Waits'} ${pct(f.total, annotations!.samples)} total (${(f.total / 1000).toFixed(1)} ms) · ${pct(f.self, annotations!.samples)} self (${f.name})`
+            : `CPU ${pct(f.total, annotations!.samples)} total · ${pct(f.self, annotations!.samples)} self (${f.name})`,
           command: 'ebpfStudio.hideProfileAnnotations',
-          tooltip: `${f.total} of ${annotations!.samples} samples had ${f.name} on the stack; ${f.self} were in it. Click to hide.`,
+          tooltip: annotations!.event
+            ? `${(f.total / 1000).toFixed(1)} ms of ${(annotations!.samples / 1000).toFixed(1)} ms ${annotations!.event === 'wall' ? 'wall-clock' : 'off-CPU'} time had ${f.name} on the stack. Click to hide.`
+            : `${f.total} of ${annotations!.samples} samples had ${f.name} on the stack; ${f.self} were in it. Click to hide.`,
         });
       });
   },
