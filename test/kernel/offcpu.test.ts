@@ -1,5 +1,5 @@
 // Off-CPU profile against a program whose threads wait for known times: a sleeper and a pipe
-// reader block 30 ms in wait_long() for every 10 ms in wait_short() (3:1), and a waiter blocks
+// reader block 90 ms in wait_long() for every 30 ms in wait_short() (3:1), and a waiter blocks
 // on a mutex a holder keeps ~20 ms of every ~22 ms. Checked: the 3:1 share, the futex wait seen
 // as "lock", the total off-CPU time against wall × threads minus CPU time, and both against
 // bpftrace's off-CPU script (sched_switch tracepoint, the same definition) run at the same time.
@@ -16,7 +16,7 @@ import { kernelSkipReason, repoRoot, runCli, startCli, waitFor } from '../helper
 
 const skip = kernelSkipReason();
 const SRC = path.join(repoRoot, 'test/fixtures/c/offcpuwait.c');
-const THREADS = 6; // sleeper, reader, feeder, holder, waiter, and main (paused throughout)
+const THREADS = 7; // sleeper, reader, feeder, holder, waiter, spinner, and main (paused throughout)
 const DURATION_S = 6;
 
 let work = '';
@@ -145,13 +145,23 @@ describe('off-CPU profile', { skip, timeout: 120_000 }, () => {
     assert.ok(Math.abs(pl / (pl + ps) - share) <= 0.05, 'bpftrace sees the same split');
   });
 
-  test('wall clock: on-CPU samples and off-CPU time in one profile, folded in µs', () => {
-    const r = runCli(['profile', '--pid', String(pid), '--event', 'wall', '--duration', '3', '--json'], { timeoutMs: 60_000 });
+  test("wall clock: every thread's on-CPU samples plus off-CPU time add up to the wall time; folded in µs", (t) => {
+    const cpu0 = cpuNs(pid);
+    const r = runCli(['profile', '--pid', String(pid), '--event', 'wall', '--frequency', '499', '--duration', '4', '--json'], { timeoutMs: 60_000 });
+    const cpuS = (cpuNs(pid) - cpu0) / 1e9;
     assert.equal(r.code, 0, r.stderr);
     const doc = JSON.parse(r.stdout) as ProfileResult;
     assert.equal(doc.event, 'wall');
-    const offUs = sumUs(doc.stacks.filter((s) => s.state !== 'oncpu'));
-    assert.ok(offUs > 0.8 * THREADS * 3e6, `off-CPU ${offUs} µs of ${THREADS} threads × 3 s`);
+    const byTid = new Map<number, number>();
+    for (const s of doc.stacks) byTid.set(s.tid, (byTid.get(s.tid) ?? 0) + (s.value ?? 0));
+    t.diagnostic(`per thread (s): ${[...byTid.values()].map((v) => (v / 1e6).toFixed(2)).join(', ')}; on CPU ${((doc.states?.oncpu ?? 0) / 1e6).toFixed(2)} s sampled vs ${cpuS.toFixed(2)} s CPU time`);
+    assert.equal(byTid.size, THREADS, 'every thread is in the wall profile');
+    for (const [tid, us] of byTid) assert.ok(Math.abs(us - 4e6) <= 0.15 * 4e6, `thread ${tid}: ${us} µs of a 4 s run`);
+    const spin = doc.stacks.filter((s) => has(s, 'spin_some') && s.state === 'oncpu');
+    assert.ok(sumUs(spin) > 0.05 * 4e6, `the spinner shows on CPU: ${sumUs(spin)} µs`);
+    // a sample is lost when the CPU is inside another BPF program (other tracers on a shared machine)
+    const onS = (doc.states?.oncpu ?? 0) / 1e6;
+    assert.ok(onS >= 0.5 * cpuS && onS <= 1.3 * cpuS + 0.1, `on-CPU samples × period ${onS} s vs CPU time ${cpuS} s`);
     const folded = runCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--duration', '2', '--folded'], { timeoutMs: 60_000 });
     assert.equal(folded.code, 0, folded.stderr);
     const lines = folded.stdout.trim().split('\n');
