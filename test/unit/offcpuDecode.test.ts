@@ -10,6 +10,7 @@ import { toFolded } from '../../extension/model/flamegraph/formats';
 import { buildTree } from '../../extension/model/flamegraph/model';
 import { formatUs, nodeStates } from '../../webview/flamegraph/stateView';
 import { THREAD_STATES } from '../../extension/protocol/profile';
+import { formatTimeSummary } from '../../extension/cli/commands/offcpu';
 
 const frame = (fn: string, kind: ProfileFrame['kind'] = 'native'): ProfileFrame => ({ address: '0x1000', module: '/bin/x', function: fn, file: null, line: null, kind });
 
@@ -88,6 +89,15 @@ describe('off-CPU profile documents', () => {
     assert.equal(back.event, 'offcpu');
     const byState = Object.fromEntries(back.stacks.map((s) => [s.state, { count: s.count, value: s.value }]));
     assert.deepEqual(byState, { sleep: { count: 3, value: 30_000 }, lock: { count: 1, value: 10_000 } });
+  });
+
+  test('the text summary counts self time where the program waits, with per-state totals', () => {
+    const text = formatTimeSummary({ ...doc, states: stateTotals(doc.stacks) });
+    assert.match(text, /sleeping\s+30\.0 ms\s+75\.0%/);
+    assert.match(text, /lock \(futex wait\)\s+10\.0 ms\s+25\.0%/);
+    const rows = text.split('\n').filter((l) => /^\s*\d+\.\d%/.test(l));
+    assert.match(rows[0], /75\.0%\s+75\.0%\s+30\.0 ms\s+wait_long/);
+    assert.ok(!rows.some((l) => /schedule|futex_wait/.test(l)), 'scheduler frames are not where the program waits');
   });
 
   test('CPU documents: value is the sample count', () => {

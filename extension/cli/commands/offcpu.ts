@@ -9,7 +9,7 @@ import { runTracer } from '../runTracer';
 import { offcpuTracer } from '../../tracers/offcpu/tracer';
 import { inputError, usageError } from '../../protocol/errors';
 import { encodePprofGz } from '../../sys/profileFile';
-import { PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE, THREAD_STATE_LABEL, THREAD_STATES, type ProfileResult } from '../../protocol/profile';
+import { PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE, THREAD_STATE_LABEL, THREAD_STATES, type ProfileFrame, type ProfileResult } from '../../protocol/profile';
 import { OFFCPU_DEFAULT_MIN_BLOCK_US, OFFCPU_MAX_MIN_BLOCK_US, WALL_DEFAULT_FREQUENCY } from '../../protocol/offcpu';
 import { fromProfileResult } from '../../model/flamegraph/profileData';
 import { toFolded } from '../../model/flamegraph/formats';
@@ -26,9 +26,20 @@ export const OFFCPU_USAGE = `  --event E        cpu (default): on-CPU samples;
 
 const ms = (us: number) => (us >= 10_000_000 ? `${(us / 1e6).toFixed(1)} s` : `${(us / 1000).toFixed(1)} ms`);
 
-/** The text report of a time profile: per-state totals, then the functions with the most time. */
+/**
+ * The text report of a time profile: per-state totals, then the functions with the most time.
+ * Every off-CPU stack ends in the scheduler, so "self" is counted where the program waits: its
+ * innermost user frame (kernel frames left out), or for a kernel thread its innermost frame
+ * outside the scheduler.
+ */
 export function formatTimeSummary(r: ProfileResult, top = 20): string {
-  const p = fromProfileResult(r, { groupByProcess: false });
+  const waitingIn = (frames: ProfileFrame[]) => {
+    const user = frames.filter((f) => f.kind !== 'kernel');
+    if (user.length) return user;
+    const i = frames.findIndex((f) => !/^(__)?schedule|^preempt_schedule|^schedule_/.test(f.function ?? ''));
+    return i < 0 ? frames : frames.slice(i);
+  };
+  const p = fromProfileResult({ ...r, stacks: r.stacks.map((s) => (s.state === 'oncpu' ? s : { ...s, frames: waitingIn(s.frames) })) }, { groupByProcess: false });
   const { self, total } = frameTotals(p);
   const pct = (n: number) => (p.total ? ((100 * n) / p.total).toFixed(1).padStart(5) : '  0.0');
   const rows = p.frames
@@ -40,7 +51,7 @@ export function formatTimeSummary(r: ProfileResult, top = 20): string {
   const states = THREAD_STATES.filter((s) => r.states?.[s]).map((s) => `  ${THREAD_STATE_LABEL[s].padEnd(24)} ${ms(r.states![s]!).padStart(10)}  ${pct(r.states![s]!)}%`);
   const what = r.event === 'wall' ? `wall clock (on-CPU samples at ${r.frequency} Hz and off-CPU time)` : 'off-CPU time';
   const head = `${what}: ${ms(p.total)} in ${r.samples} intervals/samples, ${r.lost} lost, ${r.stacks.length} distinct stacks`;
-  return [head, '', ...states, '', ' self%  total%       self  function', ...rows].join('\n');
+  return [head, '', ...states, '', ' self%  total%       self  function (self: the innermost frame of the program, where it waits)', ...rows].join('\n');
 }
 
 export async function runOffcpuProfile(event: 'offcpu' | 'wall', values: Values, pid: number | undefined, pprofFile: string | undefined, io: Io): Promise<number> {
