@@ -25,6 +25,7 @@ import { benchMemleakSampling } from './memleakSampling';
 import { benchJavaAgent } from './javaAgentOverhead';
 import { benchJavaHeap } from './javaHeapOverhead';
 import { benchAgent } from './agentOverhead';
+import { benchOffcpu } from './offcpuOverhead';
 
 interface Group {
   id: string;
@@ -42,6 +43,7 @@ const GROUPS: Group[] = [
   { id: 'memleak', run: benchMemleak, missing: needsTracer('memleak') },
   { id: 'memleak-unwind', run: benchMemleakUnwind, missing: needsTracer('memleak') },
   { id: 'profile', run: benchProfile, missing: needsTracer('profile') },
+  { id: 'offcpu', run: benchOffcpu, missing: needsTracer('offcpu') },
   { id: 'profile-unwind', run: benchProfileUnwind, missing: needsTracer('profile') },
   { id: 'attach', run: benchAttach, missing: needsRoot },
   { id: 'symbolize', run: benchSymbolizeRows },

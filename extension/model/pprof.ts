@@ -9,7 +9,7 @@
 // DataDog's pprof-format (pure JS, no dependencies); gzip is the caller's (./profileFile.ts).
 // Pure: no node modules.
 import { Function as PFunction, Label, Line, Location, Mapping, Profile, Sample, StringTable, ValueType } from 'pprof-format';
-import { JAVA_FRAME_TYPES, type FrameKind, type JavaFrameType, type ProfileFrame, type ProfileResult, type ProfileStack } from '../protocol/profile';
+import { JAVA_FRAME_TYPES, stackValue, type FrameKind, type JavaFrameType, type ProfileFrame, type ProfileResult, type ProfileStack, THREAD_STATES, type ThreadState } from '../protocol/profile';
 import { perfMapKind } from '../protocol/frames';
 import type { FlameProfile } from './flamegraph/profileData';
 
@@ -139,14 +139,23 @@ export function toPprof(r: ProfileResult, opts: PprofOptions = {}): Uint8Array {
   const pidKey = s('pid');
   const tidKey = s('tid');
   const commKey = s('comm');
+  const stateKey = s('state');
+  // Time profiles (off-CPU, wall) carry their µs as the second value: off_cpu/microseconds or
+  // wall/microseconds, the default sample type; the first stays the count of intervals or samples.
+  const timed = r.unit === 'us';
   const samples = r.stacks
     .filter((st) => st.count > 0)
     .map(
       (st) =>
         new Sample({
           locationId: locationsOf(st.frames).map((g) => locationId(st.pid, g)),
-          value: [st.count, st.count * periodNs],
-          label: [new Label({ key: pidKey, num: st.pid }), new Label({ key: tidKey, num: st.tid }), new Label({ key: commKey, str: s(st.comm) })],
+          value: [st.count, timed ? stackValue(st) : st.count * periodNs],
+          label: [
+            new Label({ key: pidKey, num: st.pid }),
+            new Label({ key: tidKey, num: st.tid }),
+            new Label({ key: commKey, str: s(st.comm) }),
+            ...(st.state ? [new Label({ key: stateKey, str: s(st.state) })] : []),
+          ],
         }),
     );
 
@@ -166,9 +175,13 @@ export function toPprof(r: ProfileResult, opts: PprofOptions = {}): Uint8Array {
         hasInlineFrames: m.inline,
       }),
   );
-  const comment = [s(`ebpf-studio profile at ${r.frequency} Hz: ${r.samples} samples, ${r.lost} samples lost`)];
+  const comment = [s(timed ? `ebpf-studio ${r.event ?? 'offcpu'} profile: ${r.samples} samples, ${r.lost} samples lost` : `ebpf-studio profile at ${r.frequency} Hz: ${r.samples} samples, ${r.lost} samples lost`)];
+  const timeType = r.event === 'wall' ? 'wall' : 'off_cpu';
   const profile = new Profile({
-    sampleType: [new ValueType({ type: s('samples'), unit: s('count') }), new ValueType({ type: s('cpu'), unit: s('nanoseconds') })],
+    sampleType: timed
+      ? [new ValueType({ type: s(r.event === 'wall' ? 'samples' : 'intervals'), unit: s('count') }), new ValueType({ type: s(timeType), unit: s('microseconds') })]
+      : [new ValueType({ type: s('samples'), unit: s('count') }), new ValueType({ type: s('cpu'), unit: s('nanoseconds') })],
+    ...(timed ? { defaultSampleType: s(timeType) } : {}),
     sample: samples,
     mapping: mappingRows,
     location: locationRows,
@@ -176,8 +189,8 @@ export function toPprof(r: ProfileResult, opts: PprofOptions = {}): Uint8Array {
     stringTable: strings,
     timeNanos: opts.startMs ? BigInt(Math.round(opts.startMs)) * 1000000n : 0,
     durationNanos: opts.durationMs ? BigInt(Math.round(opts.durationMs)) * 1000000n : 0,
-    periodType: new ValueType({ type: s('cpu'), unit: s('nanoseconds') }),
-    period: periodNs,
+    periodType: timed ? new ValueType({ type: s(timeType), unit: s('microseconds') }) : new ValueType({ type: s('cpu'), unit: s('nanoseconds') }),
+    period: timed ? 1 : periodNs,
     comment,
   });
   return profile.encode();
@@ -209,7 +222,10 @@ export function fromPprof(bytes: Uint8Array): ProfileResult {
   if (types.length === 0) throw new PprofError('the pprof profile has no sample types: it holds no samples we could show');
   const period = num(p.period);
   const periodType = p.periodType ? { type: str(p.periodType.type), unit: str(p.periodType.unit) } : undefined;
-  let vi = types.findIndex((t) => t.type === 'samples' && t.unit === 'count');
+  // Time profiles (ours: off_cpu or wall in microseconds): the weight is the time, the count stays
+  const ti = types.findIndex((t) => t.unit === 'microseconds');
+  const timeType = ti >= 0 ? types[ti].type : undefined;
+  let vi = types.findIndex((t) => (t.type === 'samples' || t.type === 'intervals') && t.unit === 'count');
   let divide = 1;
   if (vi < 0) {
     const def = str(p.defaultSampleType);
@@ -246,7 +262,8 @@ export function fromPprof(bytes: Uint8Array): ProfileResult {
   let samples = 0;
   for (const sm of p.sample) {
     const count = Math.round(num(sm.value[vi]) / divide);
-    if (count <= 0) continue;
+    const value = ti >= 0 ? num(sm.value[ti]) : count;
+    if (count <= 0 && value <= 0) continue;
     const frames: ProfileFrame[] = [];
     for (const id of sm.locationId) {
       const loc = locations.get(String(id));
@@ -256,13 +273,15 @@ export function fromPprof(bytes: Uint8Array): ProfileResult {
     let pid = 0;
     let tid = 0;
     let comm = '';
+    let state: ThreadState | undefined;
     for (const lb of sm.label) {
       const key = str(lb.key);
-      if (key === 'pid') pid = num(lb.num);
+      if (key === 'state' && (THREAD_STATES as string[]).includes(str(lb.str))) state = str(lb.str) as ThreadState;
+      else if (key === 'pid') pid = num(lb.num);
       else if (key === 'tid' || key === 'thread_id') tid = num(lb.num);
       else if (key === 'comm' || key === 'thread_name') comm = str(lb.str);
     }
-    stacks.push({ count, pid, tid, comm, frames });
+    stacks.push({ count, ...(ti >= 0 ? { value } : {}), pid, tid, comm, ...(state ? { state } : {}), frames });
     samples += count;
   }
   const lost = p.comment.map((c) => LOST_COMMENT.exec(str(c))).find(Boolean);
@@ -273,6 +292,10 @@ export function fromPprof(bytes: Uint8Array): ProfileResult {
     lost: lost ? Number(lost[1]) : 0,
     stacks,
   };
+  if (ti >= 0) {
+    out.unit = 'us';
+    out.event = timeType === 'wall' ? 'wall' : 'offcpu';
+  }
   if (Object.keys(buildIds).length) out.buildIds = buildIds;
   return out;
 }

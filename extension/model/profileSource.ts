@@ -1,7 +1,7 @@
 // Which lines of which source files a CPU profile touched, for CodeLens and line heat in the
 // editor: per function its self and total share with the lowest sampled line as its anchor,
 // per line its self (leaf) and total (on the stack) samples. Pure (no vscode).
-import type { ProfileResult } from '../protocol/profile';
+import { stackValue, type ProfileEvent, type ProfileResult } from '../protocol/profile';
 import type { FlameProfile } from './flamegraph/profileData';
 import { frameTotals } from './flamegraph/model';
 
@@ -19,8 +19,10 @@ export interface LineShare {
 }
 
 export interface SourceAnnotations {
-  /** samples in the profile (the 100%) */
+  /** samples in the profile (the 100%); off-CPU and wall profiles: µs */
   samples: number;
+  /** what the weights measure (absent: CPU samples) */
+  event?: ProfileEvent;
   functions: Map<string, FunctionShare[]>;
   lines: Map<string, Map<number, LineShare>>;
 }
@@ -31,7 +33,8 @@ export function annotationsFromResult(r: ProfileResult): SourceAnnotations {
   const lines = new Map<string, Map<number, LineShare>>();
   let samples = 0;
   for (const s of r.stacks) {
-    samples += s.count;
+    const w = stackValue(s);
+    samples += w;
     const seenFn = new Set<string>();
     const seenLine = new Set<string>();
     s.frames.forEach((f, i) => {
@@ -42,27 +45,27 @@ export function annotationsFromResult(r: ProfileResult): SourceAnnotations {
       let fn = perFile.get(fnName);
       if (!fn) perFile.set(fnName, (fn = { name: fnName, line: f.line, self: 0, total: 0 }));
       fn.line = Math.min(fn.line, f.line);
-      if (i === 0) fn.self += s.count;
+      if (i === 0) fn.self += w;
       const fk = `${f.file}\0${fnName}`;
       if (!seenFn.has(fk)) {
         seenFn.add(fk);
-        fn.total += s.count;
+        fn.total += w;
       }
       let perLine = lines.get(f.file);
       if (!perLine) lines.set(f.file, (perLine = new Map()));
       let ls = perLine.get(f.line);
       if (!ls) perLine.set(f.line, (ls = { self: 0, total: 0 }));
-      if (i === 0) ls.self += s.count;
+      if (i === 0) ls.self += w;
       const lk = `${f.file}\0${f.line}`;
       if (!seenLine.has(lk)) {
         seenLine.add(lk);
-        ls.total += s.count;
+        ls.total += w;
       }
     });
   }
   const out = new Map<string, FunctionShare[]>();
   for (const [file, m] of functions) out.set(file, [...m.values()]);
-  return { samples, functions: out, lines };
+  return { samples, ...(r.event && r.event !== 'cpu' ? { event: r.event } : {}), functions: out, lines };
 }
 
 /** From an imported profile: one line per function (its hottest), no per-line detail beyond that. */

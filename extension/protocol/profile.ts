@@ -65,10 +65,30 @@ export interface ProfileUpdate {
   warnings?: string[];
 }
 
+/** What a profile's `value`s measure: CPU samples, microseconds (off-CPU and wall time), bytes (allocations). */
+export type ProfileUnit = 'samples' | 'us' | 'bytes';
+
+/**
+ * Where a thread's time went (off-CPU and wall-clock profiles): on a CPU, asleep (interruptible:
+ * nanosleep, poll, a pipe or socket read), in uninterruptible sleep (disk I/O, page faults,
+ * kernel locks), asleep in a futex (a mutex, condition variable or Java park), or preempted
+ * while runnable (waiting in the run queue).
+ */
+export type ThreadState = 'oncpu' | 'sleep' | 'io' | 'lock' | 'preempted';
+export const THREAD_STATES: ThreadState[] = ['oncpu', 'sleep', 'io', 'lock', 'preempted'];
+export const THREAD_STATE_LABEL: Record<ThreadState, string> = { oncpu: 'on CPU', sleep: 'sleeping', io: 'I/O (uninterruptible)', lock: 'lock (futex wait)', preempted: 'preempted (run queue)' };
+
+/** The event a profile measures: CPU samples, off-CPU time, or both (wall clock). */
+export type ProfileEvent = 'cpu' | 'offcpu' | 'wall';
+export const PROFILE_EVENTS: ProfileEvent[] = ['cpu', 'offcpu', 'wall'];
+
 export interface ProfileStack {
+  /** samples (CPU), or off-CPU intervals */
   count: number;
-  /** the stack's weight in the result's `unit` (e.g. bytes allocated); absent: the weight is `count` */
+  /** the stack's weight in the profile's unit (ProfileResult.unit); absent in older documents: count */
   value?: number;
+  /** off-CPU and wall profiles: where the thread was */
+  state?: ThreadState;
   pid: number;
   tid: number;
   comm: string;
@@ -78,8 +98,12 @@ export interface ProfileStack {
 
 export interface ProfileResult {
   tracer: 'profile';
-  /** what each stack's `value` measures (e.g. "bytes"); absent: stacks are weighted by `count` samples */
-  unit?: string;
+  /** the unit of each stack's value (absent in older documents: samples) */
+  unit?: ProfileUnit;
+  /** what was measured (absent: cpu) */
+  event?: ProfileEvent;
+  /** off-CPU and wall profiles: the total value per thread state */
+  states?: Partial<Record<ThreadState, number>>;
   frequency: number;
   samples: number;
   lost: number;
@@ -97,3 +121,6 @@ export const PROFILE_DEFAULT_STACK_STORAGE = 16384;
 export const PROFILE_MAX_STACK_STORAGE = 262144;
 export const PROFILE_DEFAULT_STACK_COPY_KB = 16;
 export const PROFILE_MAX_STACK_COPY_KB = 32;
+
+/** A stack's weight in its profile's unit (documents before `value` existed: its count). */
+export const stackValue = (s: Pick<ProfileStack, 'count' | 'value'>): number => s.value ?? s.count;

@@ -7,6 +7,7 @@ import type { RunqlatOptions, RunqlatResult, RunqlatUpdate } from './runqlat';
 import type { JavaGcOptions, JavaGcResult, JavaGcUpdate } from './javaGc';
 import type { MemleakOptions, MemleakResult, MemleakUpdate } from './memleak';
 import type { ProfileOptions, ProfileResult, ProfileUpdate } from './profile';
+import type { OffcpuOptions } from './offcpu';
 import type { BpfRunOptions, BpfRunResult, BpfRunUpdate } from './bpfRun';
 import type { JvmOptions, JvmResult, JvmUpdate } from '../model/jvmTimeline';
 import type { JavaHeapOptions, JavaHeapResult, JavaHeapUpdate } from './javaHeap';
@@ -20,6 +21,7 @@ export interface TracerTypes {
   'java-gc': { options: JavaGcOptions; update: JavaGcUpdate; result: JavaGcResult };
   memleak: { options: MemleakOptions; update: MemleakUpdate; result: MemleakResult };
   profile: { options: ProfileOptions; update: ProfileUpdate; result: ProfileResult };
+  offcpu: { options: OffcpuOptions; update: ProfileUpdate; result: ProfileResult };
   'bpf-run': { options: BpfRunOptions; update: BpfRunUpdate; result: BpfRunResult };
   jvm: { options: JvmOptions; update: JvmUpdate; result: JvmResult };
   'java-heap': { options: JavaHeapOptions; update: JavaHeapUpdate; result: JavaHeapResult };
@@ -29,11 +31,11 @@ export type TracerName = keyof TracerTypes;
  * The tracers a user runs to observe a system (a CLI command and an editor session each): the
  * keys of every per-tracer table (loss advice, tests, benchmarks, views), typed so that a new
  * tracer missing from one fails the type check. Not selftest (a self-check) nor bpf-run (the
- * user's own BPF objects, whose maps say what they count), nor java-heap: it has no CLI command
- * of its own (memleak and profile --event alloc reach it for a JVM), runs no BPF program, and its
- * sessions are not saved yet.
+ * user's own BPF objects, whose maps say what they count), nor the tracers reached through another
+ * command: java-heap (memleak and profile --event alloc on a JVM; no BPF, its sessions not saved
+ * yet) and offcpu (profile --event offcpu|wall; its sessions are saved as profiles).
  */
-export type TracingName = Exclude<TracerName, 'selftest' | 'bpf-run' | 'java-heap'>;
+export type TracingName = Exclude<TracerName, 'selftest' | 'bpf-run' | 'java-heap' | 'offcpu'>;
 export type OptionsOf<N extends TracerName> = TracerTypes[N]['options'];
 export type UpdateOf<N extends TracerName> = TracerTypes[N]['update'];
 export type ResultOf<N extends TracerName> = TracerTypes[N]['result'];

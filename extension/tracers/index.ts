@@ -6,6 +6,7 @@ import { runqlatTracer } from './runqlat/tracer';
 import { javaGcTracer } from './javaGc/tracer';
 import { memleakTracer } from './memleak/tracer';
 import { profileTracer } from './profile/tracer';
+import { offcpuTracer } from './offcpu/tracer';
 import { bpfRunTracer } from './bpfRun/tracer';
 import { jvmTracer } from './jvm/tracer';
 import { javaHeapTracer } from './javaHeap/tracer';
@@ -16,6 +17,7 @@ export const tracers: Record<TracerName, AnyTracer> = {
   'java-gc': javaGcTracer,
   memleak: memleakTracer,
   profile: profileTracer,
+  offcpu: offcpuTracer,
   'bpf-run': bpfRunTracer,
   jvm: jvmTracer,
   'java-heap': javaHeapTracer,

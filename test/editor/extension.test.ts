@@ -397,6 +397,45 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
   await step(
     t,
     s,
+    'Profile CPU → Measure: Wall clock: the flame graph is rooted at and coloured by thread state, with each state\'s total in the legend',
+    async () => {
+      const { binary } = buildCFixture(s, 'offcpuwait');
+      const work = spawn(binary, [], { cwd: s.workspace, stdio: 'ignore' });
+      t.after(() => work.kill('SIGKILL'));
+      const pid = work.pid!;
+      await s.runCommandFromPalette('eBPF: Profile CPU');
+      const title = s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: what to sample' });
+      await title.waitFor({ timeout: 30_000 });
+      // the list renders only the rows that fit: filter it to the Measure item
+      await s.page.locator('.quick-input-widget .quick-input-box input').fill('Measure');
+      await s.pickQuickPickItem(/Measure: CPU/);
+      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile: what to measure' }).waitFor({ timeout: 15_000 });
+      await s.pickQuickPickItem(/^Wall clock/);
+      await s.page.waitForTimeout(500); // the target list opens again
+      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: what to sample' }).waitFor({ timeout: 30_000 });
+      await s.page.locator('.quick-input-widget .quick-input-box input').fill(String(pid));
+      await s.pickQuickPickItem(new RegExp(`\\b${pid}\\s+offcpuwait`));
+      await answerSampling(s);
+      const frame = await s.webviewFrame(`Wall clock: pid ${pid} (offcpuwait)`);
+      await s.page.waitForTimeout(4000);
+      await frame.locator('button', { hasText: /^Stop$/ }).click();
+      const legend = frame.locator('.legend');
+      await legend.filter({ hasText: /Where the time went:/ }).waitFor({ timeout: 30_000 });
+      const text = (await legend.innerText()).replace(/\s+/g, ' ');
+      work.kill('SIGKILL');
+      for (const state of ['on CPU', 'sleeping', 'lock \\(futex wait\\)']) assert.match(text, new RegExp(`${state} [\\d.]+ (µs|ms|s) \\([\\d.]+ %\\)`), `the legend lists ${state} with its time: ${text}`);
+      // the state frames are the roots: searching one highlights a box
+      await frame.locator('#search').fill('[off-CPU: sleeping]');
+      await frame.locator('.toolbar .status', { hasText: /^matched [1-9]/ }).waitFor({ timeout: 5000 });
+      await s.screenshot('flamegraph-wall-clock-states', await s.webviewElement(frame));
+      await s.runCommandFromPalette('View: Close All Editors');
+    },
+    !paletteTitle('ebpfStudio.profileCpu') ? 'package.json has no ebpfStudio.profileCpu' : kernelSkipReason(),
+  );
+
+  await step(
+    t,
+    s,
     'Open JVM Timeline: pick the test JVM, Stop, select a range, see its statistics and flame graph',
     async () => {
       const classDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-gcphases-'));

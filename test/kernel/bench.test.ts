@@ -19,6 +19,7 @@ const REQUIRED: { name: string; peer?: string; peerTool?: string }[] = [
   { name: 'memleak overhead (ours / floor', peer: 'floor' },
   { name: 'profile overhead' },
   { name: 'profile overhead, CFI unwinding' },
+  { name: 'offcpu overhead', peer: 'bpftrace', peerTool: 'bpftrace' },
   { name: 'memleak CFI leak stacks', peer: 'frame pointers' },
   { name: 'profile unwind cost per sample', peer: 'perf script', peerTool: 'perf' },
   { name: 'stack agreement with perf', peer: 'perf', peerTool: 'perf' },

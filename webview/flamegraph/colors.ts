@@ -3,6 +3,7 @@
 // yellow-green and interpreted blue, as async-profiler tells its frame types apart; varied by a
 // name hash so neighbours differ, with lightness chosen for the current theme. Pure.
 import type { FrameKind, JavaFrameType } from '../../extension/model/flamegraph/profileData';
+import type { ThreadState } from '../../extension/protocol/profile';
 
 /** What decides a frame's color: its kind, refined by its Java frame type. */
 export type ColorClass = FrameKind | 'c1' | 'inlined';
@@ -70,4 +71,28 @@ export const LEGEND: [string, ColorClass][] = [
 export function swatchColor(c: ColorClass): string {
   const [a, b] = HUES[c];
   return `hsl(${(a + b) / 2},75%,62%)`;
+}
+
+/**
+ * Off-CPU and wall profiles colour each box by where the thread was (the state at its root):
+ * on CPU warm red, sleeping blue, I/O purple, lock amber, preempted green; varied by name as above.
+ */
+const STATE_HUES: Record<ThreadState, [number, number]> = {
+  oncpu: [2, 24],
+  sleep: [198, 222],
+  io: [262, 288],
+  lock: [36, 52],
+  preempted: [140, 165],
+};
+
+export function stateColor(state: ThreadState, name: string, dark: boolean): string {
+  const [a, b] = STATE_HUES[state];
+  const t = nameHash(name);
+  const light = dark ? 36 + 12 * t : 60 + 12 * t;
+  return `hsl(${(a + (b - a) * t).toFixed(1)},${dark ? 50 : 70}%,${light.toFixed(1)}%)`;
+}
+
+export function stateSwatch(state: ThreadState): string {
+  const [a, b] = STATE_HUES[state];
+  return `hsl(${(a + b) / 2},70%,62%)`;
 }

@@ -13,6 +13,7 @@ import type { FlameProfile } from '../../extension/model/flamegraph/profileData'
 import type { FromView, ToView } from './protocol';
 import { FlameCanvas } from './render';
 import { frameLabel, LEGEND, swatchColor } from './colors';
+import { applyStates } from './stateView';
 import { computeDiff, diffTooltip, enterDiff, leaveDiff } from './diffView';
 import { formatCount } from '../../extension/model/units';
 import { addStyle, connectHost, elProps as el } from '../common/viewPage';
@@ -427,6 +428,7 @@ function show(p: FlameProfile, warnings: string[], isLive = false): void {
     attach(main, zoom);
     rebuild({ progressive: true });
   }
+  applyStates(main!, legend);
   live = isLive;
   showWarnings(warnings);
   stopBtn.style.display = isLive ? '' : 'none';

@@ -15,10 +15,12 @@ import { fromProfileResult } from '../../model/flamegraph/profileData';
 import { toFolded } from '../../model/flamegraph/formats';
 import { frameTotals } from '../../model/flamegraph/model';
 import { runAllocProfile, wantsAllocEvent } from './javaHeap';
+import { OFFCPU_USAGE, runOffcpuProfile } from './offcpu';
 
-const USAGE = `ebpf-studio profile (--pid P | --all) [--frequency HZ] [--duration S] [--java agent|perfmap|auto] [--unwind auto|dwarf|fp] [--stack-copy-kb N] [--stack-storage-size N] [--json | --folded] [--pprof FILE]
+const USAGE = `ebpf-studio profile (--pid P | --all) [--event cpu|offcpu|wall] [--min-block-us N] [--frequency HZ] [--duration S] [--java agent|perfmap|auto] [--unwind auto|dwarf|fp] [--stack-copy-kb N] [--stack-storage-size N] [--json | --folded] [--pprof FILE]
   --pid P          sample process P (all its threads)
   --all            sample every process (the idle task excluded; add --idle to include it)
+${OFFCPU_USAGE}
   --frequency HZ   samples per second per CPU (default ${PROFILE_DEFAULT_FREQUENCY}, at most ${PROFILE_MAX_FREQUENCY})
   --duration S     stop after S seconds (default: Ctrl-C or the target's exit)
   --no-java        do not attach to a JVM at all: no agent, no perf map (Java JIT frames stay unnamed)
@@ -102,6 +104,8 @@ export const profileCommand: Command = {
       unwind: { type: 'string' },
       'stack-copy-kb': { type: 'string' },
       pprof: { type: 'string' },
+      event: { type: 'string' },
+      'min-block-us': { type: 'string' },
     });
     if (values.help) {
       io.out(USAGE);
@@ -112,6 +116,11 @@ export const profileCommand: Command = {
     if (pid !== undefined && values.all) throw usageError('--pid and --all exclude each other: give one');
     if (values.idle && !values.all) throw usageError('--idle only applies with --all');
     if (values.json && values.folded) throw usageError('--json and --folded exclude each other: give one');
+    const event = (values.event as string | undefined) ?? 'cpu';
+    if (!['cpu', 'offcpu', 'wall'].includes(event)) throw usageError(`--event takes cpu, offcpu or wall, not "${event}"`);
+    if (values.pprof === '') throw usageError('--pprof takes a file name, e.g. --pprof cpu.pb.gz');
+    if (event === 'offcpu' || event === 'wall') return runOffcpuProfile(event, values, pid, typeof values.pprof === 'string' ? checkOutputFile(values.pprof, '--pprof') : undefined, io);
+    if (values['min-block-us'] !== undefined) throw usageError('--min-block-us applies to --event offcpu or wall');
     const frequency = numberFlag(values.frequency, '--frequency', 1, PROFILE_MAX_FREQUENCY, { integer: true }) ?? PROFILE_DEFAULT_FREQUENCY;
     const folded = Boolean(values.folded);
     const unwind = (values.unwind ?? 'auto') as UnwindChoice;

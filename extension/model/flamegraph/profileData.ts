@@ -1,7 +1,7 @@
 // The one profile shape every importer produces and the flame-graph model consumes: distinct
 // frames plus weighted stacks of frame indices, root first. Pure (no DOM, no node).
 import type { FlameFrame, FrameKind, JavaFrameType } from '../../protocol/frames';
-import type { ProfileResult } from '../../protocol/profile';
+import { stackValue, THREAD_STATE_LABEL, type ProfileResult, type ProfileUnit, type ThreadState } from '../../protocol/profile';
 
 // FlameFrame is one of the frame family of protocol/frames.ts.
 export type { FlameFrame, FrameKind, JavaFrameType };
@@ -21,6 +21,8 @@ export interface FlameProfile {
   /** samples lost in the kernel, when known */
   lost?: number;
   frequency?: number;
+  /** what weights measure (absent: samples) */
+  unit?: ProfileUnit;
 }
 
 function basename(p: string): string {
@@ -77,6 +79,18 @@ export interface FromResultOptions {
   name?: string;
 }
 
+/** The root frame of a thread state's stacks in off-CPU and wall profiles, e.g. "[off-CPU: sleeping]". */
+export function stateFrameName(state: ThreadState): string {
+  return state === 'oncpu' ? '[on CPU]' : `[off-CPU: ${THREAD_STATE_LABEL[state]}]`;
+}
+
+/** The thread state a root frame name stands for (stateFrameName's inverse), if it is one. */
+export function stateOfFrameName(name: string): ThreadState | undefined {
+  if (name === '[on CPU]') return 'oncpu';
+  for (const [k, v] of Object.entries(THREAD_STATE_LABEL)) if (name === `[off-CPU: ${v}]`) return k as ThreadState;
+  return undefined;
+}
+
 /** The profiler's result document (CLI --json) as a flame profile. */
 export function fromProfileResult(r: ProfileResult, opts: FromResultOptions = {}): FlameProfile {
   const table = new FrameTable();
@@ -85,15 +99,18 @@ export function fromProfileResult(r: ProfileResult, opts: FromResultOptions = {}
   let total = 0;
   for (const s of r.stacks) {
     const ids: number[] = [];
+    const w = stackValue(s);
+    // off-CPU and wall profiles: the state is the root, so each state's total is one box
+    if (s.state) ids.push(table.intern(stateFrameName(s.state), 'native'));
     if (group) ids.push(table.intern(`${s.comm} [${s.pid}]`, 'native'));
     for (let i = s.frames.length - 1; i >= 0; i--) {
       const f = s.frames[i];
       const module = f.module && f.module !== '[unknown]' ? f.module : undefined;
       const name = f.function ?? (module ? `[${basename(module)}]` : '[unknown]');
-      ids.push(table.intern(name, f.kind, module, f.file ?? undefined, f.line ?? undefined, s.count, f.javaType));
+      ids.push(table.intern(name, f.kind, module, f.file ?? undefined, f.line ?? undefined, w, f.javaType));
     }
-    stacks.push({ frames: ids, weight: s.count });
-    total += s.count;
+    stacks.push({ frames: ids, weight: w });
+    total += w;
   }
-  return { name: opts.name ?? 'profile', frames: table.finish(), stacks, total, lost: r.lost, frequency: r.frequency };
+  return { name: opts.name ?? 'profile', frames: table.finish(), stacks, total, lost: r.lost, frequency: r.frequency, ...(r.unit && r.unit !== 'samples' ? { unit: r.unit } : {}) };
 }

@@ -47,7 +47,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { BpfObject, RingBufferHandle } from '../../../native/index';
-import type { ProfileFrame, ProfileResult } from '../../protocol/profile';
+import type { ProfileFrame, ProfileResult, ThreadState } from '../../protocol/profile';
 import { StudioError, unsuitableError } from '../../protocol/errors';
 import { attachCommand, jcmd, namespacePid } from '../../sys/jvm/attach';
 import { createAs, openAs, renameAs, unlinkAs, writeAllAndClose, type FileOwner } from '../../sys/asUser';
@@ -296,6 +296,11 @@ interface JoinSample extends TimedSample {
   native: JavaNative;
   /** identifies the native stack (same key, same frames) */
   key: string;
+  /** off-CPU join: the interval's time (µs) and why the thread was off CPU; CPU samples weigh 1 */
+  weightUs?: number;
+  state?: ThreadState;
+  /** intervals this sample stands for (CPU samples: 1) */
+  count?: number;
 }
 
 /** Decided samples with the same thread, native stack and agent record, counted once. */
@@ -307,6 +312,9 @@ interface Joined {
   /** the Java frames' classes (./javaFrameTypes.ts), decided with the code cache known at the join */
   classes?: FrameClass[];
   count: number;
+  /** the summed weight: samples, or off-CPU µs */
+  value: number;
+  state?: ThreadState;
 }
 
 /** How far the ring's samples may be out of time order (a program stamps, then copies and submits). */
@@ -319,6 +327,12 @@ export interface JavaAgentSession {
   readonly firstSampleMs: number | undefined;
   /** frame-pointer mode: starts collecting the BPF join records; call right after the BPF object is loaded */
   attachRing(obj: BpfObject): void;
+  /**
+   * Off-CPU join: an interval a thread of the JVM spent off CPU, sent when the thread returned to
+   * user space and was signalled there (bpf/offcpu.bpf.c java_join); it joins the agent's record
+   * of that signal like a CPU sample, weighing its µs.
+   */
+  addOffcpuSample(tid: number, nsTid: number, ktimeNs: bigint, native: { userStackId: number; kernStackId: number }, weightUs: number, state: ThreadState, count: number): void;
   /** CFI mode: one sample of the JVM, its user stack already unwound (ts = bpf_ktime_get_ns) */
   addCfiSample(tid: number, nsTid: number, ktimeNs: bigint, native: Extract<JavaNative, { user: BigUint64Array }>): void;
   /** live counters: BPF samples and agent records seen, samples joined, samples still waiting for their record */
@@ -339,7 +353,8 @@ export interface JavaAgentSession {
   abort(): Promise<void>;
 }
 
-export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?: number; unwind?: 'fp' | 'dwarf' } = {}): Promise<JavaAgentSession> {
+/** keepStacks: the joined stacks are added to the target's stacks in the result (off-CPU: those are the intervals not joined) instead of replacing them */
+export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?: number; unwind?: 'fp' | 'dwarf'; keepStacks?: boolean } = {}): Promise<JavaAgentSession> {
   const cfi = opts.unwind === 'dwarf';
   const lib = agentLibrary(env.assetDir);
   if (!lib) throw unsuitableError(agentUnavailableMessage(env.assetDir));
@@ -441,10 +456,14 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
       if (record) n.joined++;
       const classes = record && record.code > 0 ? frameClasses(record, log.methods, cache) : undefined;
       const recordKey = record ? `${record.code}:${record.frames.map((f) => `${f.method}.${f.bci}.${f.line}`).join(',')}:${classes ? classesKey(classes) : ''}` : '-';
-      const key = `${sample.tid}/${sample.key}/${recordKey}`;
+      const key = `${sample.tid}/${sample.key}/${recordKey}/${sample.state ?? ''}`;
       const j = joined.get(key);
-      if (j) j.count++;
-      else joined.set(key, { tid: sample.tid, native: sample.native, nativeKey: sample.key, record, classes, count: 1 });
+      const count = sample.count ?? 1;
+      const value = sample.weightUs ?? count;
+      if (j) {
+        j.count += count;
+        j.value += value;
+      } else joined.set(key, { tid: sample.tid, native: sample.native, nativeKey: sample.key, record, classes, count, value, ...(sample.state ? { state: sample.state } : {}) });
     }
   };
 
@@ -484,9 +503,10 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
         frames = assemble([rs])[0]?.frames ?? [];
         framesCache.set(cacheKey, frames);
       }
-      return { pid, tid: j.tid, comm, frames: joinStack(frames, j.record, log.methods, j.classes && typesOf(j.classes, cache)), count: j.count };
+      return { pid, tid: j.tid, comm, frames: joinStack(frames, j.record, log.methods, j.classes && typesOf(j.classes, cache)), count: j.count, value: j.value, ...(j.state ? { state: j.state } : {}) };
     });
-    return { ...result, stacks: [...result.stacks.filter((s) => s.pid !== pid), ...foldStacks(items)].sort((a, b) => b.count - a.count) };
+    const others = opts.keepStacks ? result.stacks : result.stacks.filter((s) => s.pid !== pid);
+    return { ...result, stacks: [...others, ...foldStacks(items)].sort((a, b) => (b.value ?? b.count) - (a.value ?? a.count)) };
   };
 
   const stopAgent = async () => {
@@ -514,6 +534,9 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
           addSample({ tid: s.tid, nsTid: s.nsTid, ktimeNs: s.ktimeNs, native: { userStackId: s.userStackId, kernStackId: s.kernStackId }, key: `${s.userStackId}/${s.kernStackId}` });
         }
       });
+    },
+    addOffcpuSample(tid, nsTid, ktimeNs, native, weightUs, state, count) {
+      addSample({ tid, nsTid, ktimeNs, native, key: `${native.userStackId}/${native.kernStackId}`, weightUs, state, count });
     },
     addCfiSample(tid, nsTid, ktimeNs, native) {
       addSample({ tid, nsTid, ktimeNs, native, key: `${native.kernStackId}/${native.user.join(',')}/${native.note ?? ''}` });

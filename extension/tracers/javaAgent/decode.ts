@@ -2,7 +2,7 @@
 // the BPF join records of bpf/profile.h (struct profile_java_sample; this file mirrors it), and
 // joins both into profile stacks: kernel → native frames from BPF, Java frames from the agent.
 import { isJavaKind, type FrameKind, type JavaFrameType, type ProfileFrame } from '../../protocol/frames';
-import type { ProfileStack } from '../../protocol/profile';
+import type { ProfileStack, ThreadState } from '../../protocol/profile';
 
 /** struct profile_java_sample: 24 bytes. */
 export const JAVA_SAMPLE_SIZE = 24;
@@ -375,14 +375,20 @@ export function joinStack(bpfFrames: ProfileFrame[], record: AgentRecord | undef
   return [...kept, ...java];
 }
 
-/** Folds joined stacks (one sample each, or `count`) into counted stacks (same pid/tid/comm and frames). */
-export function foldStacks(items: { pid: number; tid: number; comm: string; frames: ProfileFrame[]; count?: number }[]): ProfileStack[] {
+/**
+ * Folds joined stacks (one sample each, or `count`) into counted stacks (same pid/tid/comm,
+ * state and frames); `value` (a weight, e.g. off-CPU µs) adds up too, and defaults to the count.
+ */
+export function foldStacks(items: { pid: number; tid: number; comm: string; frames: ProfileFrame[]; count?: number; value?: number; state?: ThreadState }[]): ProfileStack[] {
   const map = new Map<string, ProfileStack>();
   for (const it of items) {
-    const key = `${it.pid}\0${it.tid}\0${it.comm}\0${it.frames.map((f) => `${f.address}|${f.function}|${f.file}|${f.line}|${f.kind}|${f.javaType ?? ''}`).join('\0')}`;
+    const key = `${it.pid}\0${it.tid}\0${it.comm}\0${it.state ?? ''}\0${it.frames.map((f) => `${f.address}|${f.function}|${f.file}|${f.line}|${f.kind}|${f.javaType ?? ''}`).join('\0')}`;
     const s = map.get(key);
-    if (s) s.count += it.count ?? 1;
-    else map.set(key, { count: it.count ?? 1, pid: it.pid, tid: it.tid, comm: it.comm, frames: it.frames });
+    const count = it.count ?? 1;
+    if (s) {
+      s.count += count;
+      if (s.value !== undefined) s.value += it.value ?? count;
+    } else map.set(key, { count, ...(it.value !== undefined ? { value: it.value } : {}), pid: it.pid, tid: it.tid, comm: it.comm, ...(it.state ? { state: it.state } : {}), frames: it.frames });
   }
-  return [...map.values()].sort((a, b) => b.count - a.count);
+  return [...map.values()].sort((a, b) => (b.value ?? b.count) - (a.value ?? a.count));
 }

@@ -69,7 +69,7 @@ export function assemble(raw: RawStack[], kernelFrames: Map<bigint, ProfileFrame
     user.forEach((a, i) => frames.push(...(perPid?.get(userKey(a, i)) ?? [unresolvedFrame(a, 'native')])));
     if (stackIdLost(entry.userStackId)) frames.push(lostFrame('user'));
     if (note) frames.push({ ...lostFrame('user'), function: note });
-    out.push({ count: entry.count, pid: entry.pid, tid: entry.tid, comm: entry.comm, frames });
+    out.push({ count: entry.count, value: entry.count, pid: entry.pid, tid: entry.tid, comm: entry.comm, frames });
   }
   return out.sort((a, b) => b.count - a.count);
 }

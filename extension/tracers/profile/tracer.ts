@@ -330,6 +330,7 @@ class ProfileRun implements Session<'profile'> {
   private result(stacks: ProfileStack[]): ProfileResult {
     return {
       tracer: 'profile',
+      unit: 'samples',
       frequency: this.options.frequency,
       samples: this.totals.samples,
       lost: this.totals.lost,

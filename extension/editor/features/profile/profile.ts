@@ -10,7 +10,9 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { saveExport } from '../../ui/exportFile';
 import * as proto from '../../../protocol/protocol';
-import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, UNWIND_CHOICES, type ProfileOptions, type ProfileResult, type UnwindChoice } from '../../../protocol/profile';
+import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, UNWIND_CHOICES, type ProfileEvent, type ProfileOptions, type ProfileResult, type ProfileUpdate, type UnwindChoice } from '../../../protocol/profile';
+import { OFFCPU_DEFAULT_MIN_BLOCK_US } from '../../../protocol/offcpu';
+import { EVENT_LABEL, eventChangeItem, pickEvent } from './profileEvent';
 import { unwindDetails, unwindSummary } from '../../../model/unwindText';
 import { startSession } from '../../sessions/liveSessions';
 import { newSessionKey, recordSession } from '../../sessions/sessionStore';
@@ -46,6 +48,8 @@ interface TargetItem extends vscode.QuickPickItem {
   target?: Target;
   /** change the remembered frequency and duration */
   changeSampling?: boolean;
+  /** change what is measured (CPU, off-CPU, wall clock) */
+  changeEvent?: boolean;
 }
 
 function targetOf(p: proto.ProcessInfo): Target {
@@ -63,7 +67,7 @@ function describeTarget(p: proto.ProcessInfo): Pick<vscode.QuickPickItem, 'label
   };
 }
 
-async function pickTarget(last: LastTarget | undefined, plan: SamplingPlan, offerChange: boolean): Promise<Target | 'change' | undefined> {
+async function pickTarget(last: LastTarget | undefined, plan: SamplingPlan, offerChange: boolean, event: ProfileEvent = 'cpu'): Promise<Target | 'change' | 'event' | undefined> {
   const whole: TargetItem = { label: '$(globe) Whole system', detail: 'Every process on every CPU (the idle task excluded)', target: { pid: 0, label: 'whole system', kind: 'system', name: '' } };
   const bottom: TargetItem[] = [];
   if (offerChange && plan.frequency !== undefined && plan.durationS !== undefined) {
@@ -75,6 +79,7 @@ async function pickTarget(last: LastTarget | undefined, plan: SamplingPlan, offe
       alwaysShow: true,
     });
   }
+  bottom.push(eventChangeItem(event));
   // the last target first: the same pid under the same name, else a restarted program of that name
   const lastKind = last?.kind;
   const samePid = (p: proto.ProcessInfo) => targetOf(p).kind === lastKind && p.pid === last?.pid && targetOf(p).name === last?.name;
@@ -91,6 +96,7 @@ async function pickTarget(last: LastTarget | undefined, plan: SamplingPlan, offe
   if (!picked) return undefined;
   if ('process' in picked) return targetOf(picked.process);
   const pick = picked.extra;
+  if (pick.changeEvent) return 'event';
   if (pick.changeSampling) return 'change';
   if (pick.label.startsWith('$(settings-gear)')) {
     await vscode.commands.executeCommand('workbench.action.openSettings', 'ebpfStudio.profile');
@@ -123,21 +129,28 @@ async function pickDuration(initial: number): Promise<number | undefined> {
 }
 
 /** Target, frequency and duration: asks only what neither the settings nor this workspace's last run answer. */
-export async function askProfile(state: vscode.Memento): Promise<{ target: Target; frequency: number; durationS: number } | undefined> {
+export async function askProfile(state: vscode.Memento): Promise<{ target: Target; frequency: number; durationS: number; event: ProfileEvent } | undefined> {
   const last = loadLast(state);
   const plan = samplingPlan(vscode.workspace.getConfiguration('ebpfStudio.profile'), last);
-  let picked = await pickTarget(last.target, plan, true);
+  let event: ProfileEvent = 'cpu';
+  let picked = await pickTarget(last.target, plan, true, event);
+  while (picked === 'event') {
+    const e = await pickEvent(event);
+    if (!e) return undefined;
+    event = e;
+    picked = await pickTarget(last.target, plan, true, event);
+  }
   let frequency = plan.frequency;
   let durationS = plan.durationS;
   const change = picked === 'change';
   if (change) picked = await pickTarget(last.target, plan, false);
-  if (!picked || picked === 'change') return undefined;
+  if (!picked || picked === 'change' || picked === 'event') return undefined;
   if (frequency === undefined || (change && plan.frequencyFrom !== 'setting')) frequency = await pickFrequency(frequency ?? plan.defaultFrequency);
   if (!frequency) return undefined;
   if (durationS === undefined || (change && plan.durationFrom !== 'setting')) durationS = await pickDuration(durationS ?? plan.defaultDurationS);
   if (durationS === undefined) return undefined;
   await saveLast(state, { target: { kind: picked.kind ?? (picked.pid ? 'process' : 'system'), pid: picked.pid, name: picked.name ?? '' }, frequency, durationS });
-  return { target: picked, frequency, durationS };
+  return { target: picked, frequency, durationS, event };
 }
 
 // ---- source annotations -------------------------------------------------------------------
@@ -182,9 +195,13 @@ const lensProvider: vscode.CodeLensProvider = {
       .map((f) => {
         const line = definitionLine(text, f.name, f.line) - 1;
         return new vscode.CodeLens(new vscode.Range(line, 0, line, 0), {
-          title: `CPU ${pct(f.total, annotations!.samples)} total · ${pct(f.self, annotations!.samples)} self (${f.name})`,
+          title: annotations!.event
+            ? `${annotations!.event === 'wall' ? 'Wall' : 'Waits'} ${pct(f.total, annotations!.samples)} total (${(f.total / 1000).toFixed(1)} ms) · ${pct(f.self, annotations!.samples)} self (${f.name})`
+            : `CPU ${pct(f.total, annotations!.samples)} total · ${pct(f.self, annotations!.samples)} self (${f.name})`,
           command: 'ebpfStudio.hideProfileAnnotations',
-          tooltip: `${f.total} of ${annotations!.samples} samples had ${f.name} on the stack; ${f.self} were in it. Click to hide.`,
+          tooltip: annotations!.event
+            ? `${(f.total / 1000).toFixed(1)} ms of ${(annotations!.samples / 1000).toFixed(1)} ms ${annotations!.event === 'wall' ? 'wall-clock' : 'off-CPU'} time had ${f.name} on the stack. Click to hide.`
+            : `${f.total} of ${annotations!.samples} samples had ${f.name} on the stack; ${f.self} were in it. Click to hide.`,
         });
       });
   },
@@ -277,7 +294,7 @@ function showProfile(shown: Shown, p: FlameProfile, title: string, warnings: str
   setAnnotations(ann);
 }
 
-async function profile(context: vscode.ExtensionContext, target: Target, frequency: number, durationS: number | null, java: JavaMode = 'auto'): Promise<string> {
+async function profile(context: vscode.ExtensionContext, target: Target, frequency: number, durationS: number | null, java: JavaMode = 'auto', event: ProfileEvent = 'cpu'): Promise<string> {
   const stackStorageSize = vscode.workspace.getConfiguration('ebpfStudio.profile').get<number>('stackStorageSize', PROFILE_DEFAULT_STACK_STORAGE);
   const unwind = vscode.workspace.getConfiguration('ebpfStudio.profile').get<UnwindChoice>('unwind', 'auto');
   const options: ProfileOptions = { pid: target.pid, frequency, includeIdle: false, javaPerfMap: true, stackStorageSize, unwind: UNWIND_CHOICES.includes(unwind) ? unwind : 'auto', java };
@@ -285,7 +302,7 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
   const warnings: string[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
   let live: ReturnType<typeof setInterval> | undefined;
-  const title = `CPU: ${target.label}`;
+  const title = `${event === 'cpu' ? 'CPU' : event === 'offcpu' ? 'Off-CPU' : 'Wall clock'}: ${target.label}`;
   const key = newSessionKey();
   const startedAt = new Date();
   const finish = (result: ProfileResult | undefined, message?: string) => {
@@ -297,19 +314,24 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
       shown.post({ type: 'status', text: `The session ended without a result${message ? `: ${message}` : ''}`, error: true });
       return;
     }
-    if (result.samples === 0) warnings.push(`No samples: ${target.pid ? `pid ${target.pid} did not run on a CPU while sampled` : 'nothing ran'}.`);
+    if (result.samples === 0 && event === 'cpu') warnings.push(`No samples: ${target.pid ? `pid ${target.pid} did not run on a CPU while sampled` : 'nothing ran'}.`);
     // A whole-system profile is rooted by process even when only one process ran.
     const p = fromProfileResult(result, { name: title, groupByProcess: target.pid === 0 });
     showProfile(shown, p, title, visibleWarnings(context.globalState, warnings), annotationsFromResult(result), result);
     void recordSession(makeSession('profile', title, { profile: p, warnings: [...new Set(warnings)], unwind: unwindSummary(result.unwind), unwindDetail: unwindDetails(result.unwind) }, startedAt, new Date()), key);
   };
-  const session = await startSession('profile', options, `CPU profile ${target.label}`, {
-    onUpdate: (u) => {
+  const handlers = {
+    onUpdate: (u: ProfileUpdate) => {
       if (u.warnings) warnings.push(...u.warnings);
       shown?.post({ type: 'progress', samples: u.samples, lost: u.lost, elapsedMs: u.elapsedMs, warnings: u.warnings ? visibleWarnings(context.globalState, warnings) : undefined });
     },
-    onEnded: (_reason, result, message) => finish(result, message),
-  });
+    onEnded: (_reason: unknown, result: ProfileResult | undefined, message?: string) => finish(result, message),
+  };
+  // Off-CPU and wall clock: the offcpu tracer, whose result is the same profile document in µs
+  const session =
+    event === 'cpu'
+      ? await startSession('profile', options, `CPU profile ${target.label}`, handlers)
+      : await startSession('offcpu', { pid: target.pid, event, minBlockUs: OFFCPU_DEFAULT_MIN_BLOCK_US, frequency, stackStorageSize, javaPerfMap: true }, `${EVENT_LABEL[event]} ${target.label}`, handlers);
   warnings.push(...session.info.warnings);
   shown = openPanel(context, title, () => void session.stop(), key);
   // The graph grows while sampling: a snapshot at most once a second, never two in flight.
@@ -320,7 +342,7 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
     session
       .snapshot()
       .then((r) => {
-        if (r && live && shown && r.samples > 0) shown.post({ type: 'profile', profile: fromProfileResult(r, { name: title, groupByProcess: target.pid === 0 }), title, warnings: visibleWarnings(context.globalState, warnings), unwind: unwindSummary(r.unwind), unwindDetail: unwindDetails(r.unwind), live: true });
+        if (r && live && shown && (r.samples > 0 || r.stacks.length > 0)) shown.post({ type: 'profile', profile: fromProfileResult(r, { name: title, groupByProcess: target.pid === 0 }), title, warnings: visibleWarnings(context.globalState, warnings), unwind: unwindSummary(r.unwind), unwindDetail: unwindDetails(r.unwind), live: true });
       })
       .catch(() => {
         /* the session is ending: the final profile follows */
@@ -343,19 +365,20 @@ export function activate(context: vscode.ExtensionContext): void {
     ...HEAT,
     vscode.languages.registerCodeLensProvider({ scheme: 'file' }, lensProvider),
     vscode.window.onDidChangeVisibleTextEditors((eds) => eds.forEach(decorate)),
-    vscode.commands.registerCommand('ebpfStudio.profileCpu', async (given?: { pid?: number; all?: boolean; frequency?: number; durationS?: number; java?: JavaMode }) => {
+    vscode.commands.registerCommand('ebpfStudio.profileCpu', async (given?: { pid?: number; all?: boolean; frequency?: number; durationS?: number; java?: JavaMode; event?: ProfileEvent }) => {
       try {
         // Tests and other commands may pass everything directly.
         if (given && (given.pid || given.all)) {
           const target = { pid: given.pid ?? 0, label: given.pid ? `pid ${given.pid}` : 'whole system' };
-          return await profile(context, target, given.frequency ?? PROFILE_DEFAULT_FREQUENCY, given.durationS ?? null, given.java ?? 'auto');
+          return await profile(context, target, given.frequency ?? PROFILE_DEFAULT_FREQUENCY, given.durationS ?? null, given.java ?? 'auto', given.event ?? 'cpu');
         }
         const asked = await askProfile(context.workspaceState);
         if (!asked) return undefined;
-        const java = asked.target.preserveFramePointer !== undefined ? await pickJavaMode(asked.target.preserveFramePointer) : 'auto';
+        // the Java step chooses how CPU samples get Java frames (or allocations); off-CPU stacks are walked by frame pointers
+        const java = asked.event === 'cpu' && asked.target.preserveFramePointer !== undefined ? await pickJavaMode(asked.target.preserveFramePointer) : 'auto';
         if (!java) return undefined;
         if (java === 'alloc') return await profileAllocations(context, asked.target, asked.durationS || null, openPanel);
-        return await profile(context, asked.target, asked.frequency, asked.durationS || null, java);
+        return await profile(context, asked.target, asked.frequency, asked.durationS || null, java, asked.event);
       } catch (e) {
         showError(e);
         return undefined;

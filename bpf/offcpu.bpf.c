@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Off-CPU time by stack, from the scheduler: when a traced thread is switched out, its kernel and
+ * user stacks (frame pointers, as bcc's offcputime) and why it left (its state, or the futex
+ * system call it sleeps in) are kept per thread; when it is switched in again the interval is
+ * added, in nanoseconds, to a total per (thread, stacks, state). Nothing is sent per event: user
+ * space reads the totals once at the end. Intervals shorter than min_block_ns are only counted.
+ * Wall-clock mode adds a cpu-clock perf_event program that adds sample_ns per on-CPU sample of a
+ * traced thread to the same totals (state ONCPU), so one document holds where time went on and
+ * off the CPU. Each scheduler hook exists twice (tp_btf and raw_tp); user space loads the set
+ * the kernel takes. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "offcpu.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define EEXIST 17
+#define ENOMEM 12
+#define TASK_RUNNING 0
+#define TASK_UNINTERRUPTIBLE 0x2
+/* x86_64 system call numbers of the futex waits */
+#define NR_futex 202
+#define NR_futex_waitv 449
+
+/* 0 = every process; otherwise only threads of this tgid. */
+const volatile __u32 target_tgid = 0;
+/* Shorter off-CPU intervals are counted in stats but not added to the totals. */
+const volatile __u64 min_block_ns = 1000;
+const volatile bool user_stacks = true;
+const volatile bool kernel_stacks = true;
+/* Wall clock: the weight of one cpu-clock sample (1e9 / frequency). */
+const volatile __u64 sample_ns = 0;
+/* JVM target with the JVMTI agent loaded: hold each interval that blocked in a system call until
+ * the thread returns to user space, then signal it (SIGPROF) so the agent walks its Java stack
+ * there, and send the interval for the join. A sleeping thread is never signalled. */
+const volatile bool java_join = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct offcpu_java);
+} pending SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20);
+} java_samples SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 16384);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, OFFCPU_MAX_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);
+	__type(value, struct offcpu_start);
+} start SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 40960);
+	__type(key, struct offcpu_key);
+	__type(value, struct offcpu_val);
+} totals SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, OFFCPU_STAT_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} stats SEC(".maps");
+
+/* Kernels before 5.14 call the field `state` (a long); later ones `__state` (an unsigned int). */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline long task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
+static __always_inline void stat_add(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&stats, &idx);
+
+	if (v)
+		*v += 1; /* per-CPU slot: no other writer while this program runs on this CPU */
+}
+
+/* -EEXIST (hash-bucket collision) and -ENOMEM (map full) lose a stack that existed; -EFAULT
+ * only says there was none (user stack of a kernel thread). */
+static __always_inline bool stack_lost(long id)
+{
+	return id == -EEXIST || id == -ENOMEM;
+}
+
+/* The system call the current thread is in: orig_ax of its user registers (-1 outside one). */
+static __always_inline long current_syscall(void)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	return BPF_CORE_READ(regs, orig_ax);
+}
+
+/* Why the current thread (prev, being switched out) leaves the CPU. */
+static __always_inline __u32 classify(struct task_struct *prev, long nr)
+{
+	long state = task_state(prev);
+
+	if (state == TASK_RUNNING)
+		return OFFCPU_STATE_PREEMPTED;
+	if (state & TASK_UNINTERRUPTIBLE)
+		return OFFCPU_STATE_IO;
+	if (nr == NR_futex || nr == NR_futex_waitv)
+		return OFFCPU_STATE_LOCK;
+	return OFFCPU_STATE_SLEEP;
+}
+
+/* The current thread's id in its own (innermost) pid namespace: what gettid() returns inside a
+ * container, the Java agent's join key. 0 when it cannot be read. */
+static __always_inline __u32 current_ns_tid(void)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct pid *p = BPF_CORE_READ(task, thread_pid);
+	unsigned int level;
+	__u32 nr = 0;
+
+	if (!p)
+		return 0;
+	level = BPF_CORE_READ(p, level);
+	if (level > 31) /* MAX_PID_NS_LEVEL */
+		return 0;
+	bpf_core_read(&nr, sizeof(nr), &p->numbers[level].nr);
+	return nr;
+}
+
+static __always_inline void add_total(struct offcpu_key *k, __u64 ns)
+{
+	struct offcpu_val one = { .total_ns = ns, .count = 1 }, *v;
+	long ret;
+
+	v = bpf_map_lookup_elem(&totals, k);
+	if (!v) {
+		ret = bpf_map_update_elem(&totals, k, &one, BPF_NOEXIST);
+		if (!ret)
+			return;
+		if (ret != -EEXIST) {
+			stat_add(OFFCPU_STAT_LOST_TOTALS);
+			stat_add(OFFCPU_STAT_LOST);
+			return;
+		}
+		/* another CPU inserted the same key between our lookup and update */
+		v = bpf_map_lookup_elem(&totals, k);
+		if (!v)
+			return;
+	}
+	__sync_fetch_and_add(&v->total_ns, ns);
+	__sync_fetch_and_add(&v->count, 1);
+}
+
+/* Java join: keeps the interval until the thread is back at sys_exit. A thread that blocks again
+ * before it gets there (a futex retry loop) adds to the held interval when the stacks are the
+ * same; otherwise the held one goes to the totals without Java frames. */
+static __always_inline bool hold_for_java(struct offcpu_key *k, __u64 delta)
+{
+	struct offcpu_java *p = bpf_map_lookup_elem(&pending, &k->tid), j = {};
+	struct offcpu_key old = {};
+
+	if (p) {
+		if (p->user_stack_id == k->user_stack_id && p->kern_stack_id == k->kern_stack_id && p->state == k->state) {
+			p->total_ns += delta;
+			p->count++;
+			return true;
+		}
+		old = *k;
+		old.user_stack_id = p->user_stack_id;
+		old.kern_stack_id = p->kern_stack_id;
+		old.state = p->state;
+		add_total(&old, p->total_ns);
+	}
+	j.total_ns = delta;
+	j.tid = k->tid;
+	j.user_stack_id = k->user_stack_id;
+	j.kern_stack_id = k->kern_stack_id;
+	j.state = k->state;
+	j.count = 1;
+	return bpf_map_update_elem(&pending, &k->tid, &j, BPF_ANY) == 0;
+}
+
+/* Java join: the thread returns to user space with the user stack it blocked with; signal it
+ * now (delivered on the way out, after the system call finished) and send the interval. */
+static __always_inline void on_sys_exit(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id;
+	struct offcpu_java *p, *r;
+	struct offcpu_key k = {};
+
+	if ((id >> 32) != target_tgid)
+		return;
+	p = bpf_map_lookup_elem(&pending, &tid);
+	if (!p)
+		return;
+	r = bpf_ringbuf_reserve(&java_samples, sizeof(*r), 0);
+	if (!r) {
+		k.pid = target_tgid;
+		k.tid = tid;
+		k.user_stack_id = p->user_stack_id;
+		k.kern_stack_id = p->kern_stack_id;
+		k.state = p->state;
+		bpf_get_current_comm(k.comm, sizeof(k.comm));
+		add_total(&k, p->total_ns);
+		bpf_map_delete_elem(&pending, &tid);
+		return;
+	}
+	*r = *p;
+	r->ns_tid = current_ns_tid();
+	r->ktime_ns = bpf_ktime_get_ns();
+	bpf_map_delete_elem(&pending, &tid);
+	bpf_send_signal_thread(27 /* SIGPROF */);
+	bpf_ringbuf_submit(r, 0);
+	stat_add(OFFCPU_STAT_JAVA);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit_btf)
+{
+	on_sys_exit();
+	return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(sys_exit_raw)
+{
+	on_sys_exit();
+	return 0;
+}
+
+static __always_inline void on_switch(void *ctx, struct task_struct *prev, struct task_struct *next)
+{
+	struct offcpu_start s = {}, *sp;
+	struct offcpu_key k = {};
+	__u32 tid = BPF_CORE_READ(prev, pid), in_syscall;
+	__u64 now = bpf_ktime_get_ns(), delta;
+
+	/* prev is the current task here: its stacks are the ones bpf_get_stackid reads */
+	if (tid && (!target_tgid || BPF_CORE_READ(prev, tgid) == target_tgid)) {
+		stat_add(OFFCPU_STAT_SWITCHES);
+		long nr = current_syscall();
+
+		s.ts = now;
+		s.state = classify(prev, nr);
+		s.in_syscall = nr >= 0;
+		s.kern_stack_id = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
+		s.user_stack_id = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+		if (bpf_map_update_elem(&start, &tid, &s, BPF_ANY))
+			stat_add(OFFCPU_STAT_LOST_START);
+	}
+
+	tid = BPF_CORE_READ(next, pid);
+	if (!tid)
+		return;
+	sp = bpf_map_lookup_elem(&start, &tid);
+	if (!sp)
+		return;
+	delta = now - sp->ts;
+	k.user_stack_id = sp->user_stack_id;
+	k.kern_stack_id = sp->kern_stack_id;
+	k.state = sp->state;
+	in_syscall = sp->in_syscall;
+	bpf_map_delete_elem(&start, &tid);
+	if ((__s64)delta < 0)
+		return;
+	if (delta < min_block_ns) {
+		stat_add(OFFCPU_STAT_SHORT);
+		return;
+	}
+	k.pid = BPF_CORE_READ(next, tgid);
+	k.tid = tid;
+	BPF_CORE_READ_STR_INTO(&k.comm, next, comm);
+	stat_add(OFFCPU_STAT_BLOCKS);
+	if (stack_lost(k.user_stack_id))
+		stat_add(OFFCPU_STAT_LOST_USTACK);
+	if (stack_lost(k.kern_stack_id))
+		stat_add(OFFCPU_STAT_LOST_KSTACK);
+	if (stack_lost(k.user_stack_id) || stack_lost(k.kern_stack_id))
+		stat_add(OFFCPU_STAT_LOST);
+	if (java_join && in_syscall && k.state != OFFCPU_STATE_PREEMPTED && hold_for_java(&k, delta))
+		return;
+	add_total(&k, delta);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	on_switch(ctx, prev, next);
+	return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	on_switch(ctx, prev, next);
+	return 0;
+}
+
+/* Wall clock: an on-CPU sample of a traced thread weighs sample_ns. */
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct offcpu_key k = {};
+
+	if (!tid || (target_tgid && tgid != target_tgid))
+		return 0;
+	k.pid = tgid;
+	k.tid = tid;
+	k.state = OFFCPU_STATE_ONCPU;
+	bpf_get_current_comm(k.comm, sizeof(k.comm));
+	k.kern_stack_id = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
+	k.user_stack_id = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+	stat_add(OFFCPU_STAT_SAMPLES);
+	if (stack_lost(k.user_stack_id) || stack_lost(k.kern_stack_id))
+		stat_add(OFFCPU_STAT_LOST);
+	add_total(&k, sample_ns);
+	return 0;
+}

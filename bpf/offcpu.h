@@ -1,0 +1,83 @@
+/* Layout shared by bpf/offcpu.bpf.c and the TypeScript decoder (extension/tracers/offcpu/decode.ts).
+ * Fixed size, no implicit padding: the decoder reads it by offset. */
+#ifndef EBPF_STUDIO_OFFCPU_H
+#define EBPF_STUDIO_OFFCPU_H
+
+#define OFFCPU_COMM_LEN 16
+#define OFFCPU_MAX_DEPTH 127
+
+/* Why a thread was off CPU, from its state when it was switched out (and, for a futex wait, the
+ * system call it was in). ONCPU marks cpu-clock samples of the wall-clock mode. */
+#define OFFCPU_STATE_ONCPU 0
+#define OFFCPU_STATE_SLEEP 1     /* TASK_INTERRUPTIBLE and other sleeps (nanosleep, poll, pipe read) */
+#define OFFCPU_STATE_IO 2        /* TASK_UNINTERRUPTIBLE: disk I/O, page faults, kernel locks */
+#define OFFCPU_STATE_LOCK 3      /* asleep in futex() / futex_waitv(): mutexes, condition variables, parks */
+#define OFFCPU_STATE_PREEMPTED 4 /* still runnable when switched out: waited in the run queue */
+#define OFFCPU_STATE_COUNT 5
+
+/* Key of the totals map, 40 bytes:
+ *   0 pid (u32, tgid)   4 tid (u32)   8 user_stack_id (s32)   12 kern_stack_id (s32)
+ *  16 state (u32, OFFCPU_STATE_*)   20 reserved (u32, 0)   24 comm (char[16])
+ * A stack id < 0 is the errno bpf_get_stackid returned (no stack, or a dropped one). */
+struct offcpu_key {
+	__u32 pid;
+	__u32 tid;
+	__s32 user_stack_id;
+	__s32 kern_stack_id;
+	__u32 state;
+	__u32 reserved;
+	char comm[OFFCPU_COMM_LEN];
+};
+
+#define OFFCPU_KEY_SIZE 40
+
+/* Value of the totals map, 16 bytes: 0 total_ns (u64: off-CPU time, or on-CPU samples × period)
+ *  8 count (u64: intervals, or samples) */
+struct offcpu_val {
+	__u64 total_ns;
+	__u64 count;
+};
+
+/* Per thread while it is off CPU: when and how it left, 24 bytes. in_syscall: it left from inside
+ * a system call, so it returns to user space through sys_exit with the user stack it had. */
+struct offcpu_start {
+	__u64 ts;
+	__s32 user_stack_id;
+	__s32 kern_stack_id;
+	__u32 state;
+	__u32 in_syscall;
+};
+
+/* Java join (java_join): an off-CPU interval of a JVM thread that blocked in a system call, held
+ * until the thread returns to user space (sys_exit), then sent through the java_samples ring as
+ * the thread is signalled, so the JVMTI agent's handler walks its Java stack then: the stack it
+ * blocked with, the sleep itself never interrupted. 40 bytes:
+ *   0 ktime_ns (u64: when the signal was sent)   8 total_ns (u64)   16 tid (host)   20 ns_tid
+ *  24 user_stack_id   28 kern_stack_id   32 state   36 count (intervals joined into this one) */
+struct offcpu_java {
+	__u64 ktime_ns;
+	__u64 total_ns;
+	__u32 tid;
+	__u32 ns_tid;
+	__s32 user_stack_id;
+	__s32 kern_stack_id;
+	__u32 state;
+	__u32 count;
+};
+
+#define OFFCPU_JAVA_SIZE 40
+
+/* Indices of the per-CPU "stats" array (u64 each). */
+#define OFFCPU_STAT_SWITCHES 0   /* switch-outs of traced threads */
+#define OFFCPU_STAT_BLOCKS 1     /* off-CPU intervals counted (at least min_block_ns) */
+#define OFFCPU_STAT_SHORT 2      /* intervals shorter than min_block_ns, not counted */
+#define OFFCPU_STAT_LOST_USTACK 3 /* user stack dropped: stack map full or hash collision */
+#define OFFCPU_STAT_LOST_KSTACK 4 /* kernel stack dropped: same reasons */
+#define OFFCPU_STAT_LOST_TOTALS 5 /* interval dropped: totals map full */
+#define OFFCPU_STAT_LOST_START 6  /* switch-out not recorded: start map full */
+#define OFFCPU_STAT_SAMPLES 7     /* wall clock: on-CPU samples counted */
+#define OFFCPU_STAT_LOST 8        /* intervals or samples that lost anything above (each once) */
+#define OFFCPU_STAT_JAVA 9        /* Java join: intervals sent with a signal at sys_exit */
+#define OFFCPU_STAT_COUNT 10
+
+#endif

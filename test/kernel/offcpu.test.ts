@@ -1,0 +1,186 @@
+// Off-CPU profile against a program whose threads wait for known times: a sleeper and a pipe
+// reader block 90 ms in wait_long() for every 30 ms in wait_short() (3:1), and a waiter blocks
+// on a mutex a holder keeps ~20 ms of every ~22 ms. Checked: the 3:1 share, the futex wait seen
+// as "lock", the total off-CPU time against wall × threads minus CPU time, and both against
+// bpftrace's off-CPU script (sched_switch tracepoint, the same definition) run at the same time.
+// Then wall clock: on-CPU samples and off-CPU time in one document, and the pprof round trip.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ProfileResult, ProfileStack } from '../../extension/protocol/profile';
+import { loadProfileBytes } from '../../extension/sys/profileFile';
+import { kernelSkipReason, repoRoot, runCli, startCli, waitFor } from '../helpers';
+
+const skip = kernelSkipReason();
+const SRC = path.join(repoRoot, 'test/fixtures/c/offcpuwait.c');
+const THREADS = 7; // sleeper, reader, feeder, holder, waiter, spinner, and main (paused throughout)
+const DURATION_S = 6;
+
+let work = '';
+let child: ChildProcess | undefined;
+let pid = 0;
+
+/** On-CPU nanoseconds of every thread of pid (first field of /proc/P/task/T/schedstat). */
+function cpuNs(p: number): number {
+  let n = 0;
+  for (const t of fs.readdirSync(`/proc/${p}/task`)) {
+    try {
+      n += Number(fs.readFileSync(`/proc/${p}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      /* thread gone */
+    }
+  }
+  return n;
+}
+
+const has = (s: ProfileStack, fn: string) => s.frames.some((f) => f.function === fn);
+const sumUs = (stacks: ProfileStack[]) => stacks.reduce((a, s) => a + (s.value ?? 0), 0);
+
+/** bpftrace's off-CPU script: switch-out time and user stack per thread of pid, summed at switch-in. */
+const BT = `tracepoint:sched:sched_switch {
+  if (pid == $1) { @start[tid] = nsecs; @stk[tid] = ustack; }
+  $s = @start[args->next_pid];
+  if ($s) {
+    @total = sum(nsecs - $s);
+    @bystack[@stk[args->next_pid]] = sum(nsecs - $s);
+    delete(@start[args->next_pid]);
+    delete(@stk[args->next_pid]);
+  }
+}
+interval:s:$2 { exit(); }
+END { clear(@start); clear(@stk); }`;
+
+/** bpftrace's map output → total ns and ns per function name appearing in a stack. */
+function parseBpftrace(text: string): { totalNs: number; byFn: Map<string, number> } {
+  const total = /@total: (\d+)/.exec(text);
+  const byFn = new Map<string, number>();
+  for (const m of text.matchAll(/@bystack\[\n([\s\S]*?)\]: (\d+)/g)) {
+    const fns = new Set(m[1].split('\n').map((l) => l.trim().replace(/\+\d+$/, '')).filter(Boolean));
+    for (const f of fns) byFn.set(f, (byFn.get(f) ?? 0) + Number(m[2]));
+  }
+  return { totalNs: total ? Number(total[1]) : 0, byFn };
+}
+
+describe('off-CPU profile', { skip, timeout: 120_000 }, () => {
+  before(async () => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-offcpu-'));
+    const bin = path.join(work, 'offcpuwait');
+    const cc = spawnSync('gcc', ['-g', '-O1', '-fno-omit-frame-pointer', '-pthread', SRC, '-o', bin], { encoding: 'utf8' });
+    assert.equal(cc.status, 0, `gcc failed: ${cc.stderr}`);
+    child = spawn(bin, [], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    assert.ok(await waitFor(() => out.includes('ready'), 10_000), 'the fixture did not start');
+    pid = child.pid!;
+  });
+  after(() => {
+    child?.kill('SIGKILL');
+    if (work) fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  test('3:1 split, futex wait as lock, total = wall × threads − CPU, and bpftrace agrees', async (t) => {
+    const hasBpftrace = spawnSync('bpftrace', ['--version']).status === 0;
+    const pprof = path.join(work, 'off.pb.gz');
+    const cpu0 = cpuNs(pid);
+    const ours = startCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--min-block-us', '0', '--duration', String(DURATION_S), '--json', '--verbose', '--pprof', pprof]);
+    assert.ok(await waitFor(() => /attached via/.test(ours.stderr()), 20_000), `not attached: ${ours.stderr()}`);
+    const bt = hasBpftrace ? spawnSync('bpftrace', ['-e', BT, String(pid), String(DURATION_S - 2)], { encoding: 'utf8', timeout: 60_000 }) : undefined;
+    const r = await ours.done;
+    const cpu1 = cpuNs(pid);
+    assert.equal(r.code, 0, r.stderr);
+    const doc = JSON.parse(r.stdout) as ProfileResult;
+    assert.equal(doc.unit, 'us');
+    assert.equal(doc.event, 'offcpu');
+    for (const s of doc.stacks) assert.ok(s.state && typeof s.value === 'number', 'every stack has a state and a value');
+
+    // 3:1 in the sleeper and the pipe reader together, and in each alone
+    const long = doc.stacks.filter((s) => has(s, 'wait_long'));
+    const short = doc.stacks.filter((s) => has(s, 'wait_short'));
+    const share = sumUs(long) / (sumUs(long) + sumUs(short));
+    t.diagnostic(`wait_long share ${(100 * share).toFixed(1)} % (truth 75 %); wait_long ${(sumUs(long) / 1e3).toFixed(0)} ms, wait_short ${(sumUs(short) / 1e3).toFixed(0)} ms`);
+    assert.ok(Math.abs(share - 0.75) <= 0.05, `wait_long share ${share}`);
+    for (const via of ['block_sleep', 'clock_nanosleep', '__libc_read', '__GI___libc_read', '__read']) {
+      const l = sumUs(long.filter((s) => has(s, via)));
+      const sh = sumUs(short.filter((s) => has(s, via)));
+      if (l + sh > 0) assert.ok(Math.abs(l / (l + sh) - 0.75) <= 0.05, `share through ${via}: ${l / (l + sh)}`);
+    }
+    // the mutex waiter blocks in futex: state lock, most of its time
+    const lock = doc.stacks.filter((s) => has(s, 'lock_wait') && s.state === 'lock');
+    const waiterAll = doc.stacks.filter((s) => has(s, 'lock_wait'));
+    t.diagnostic(`lock_wait: ${(sumUs(lock) / 1e3).toFixed(0)} ms as lock of ${(sumUs(waiterAll) / 1e3).toFixed(0)} ms off CPU`);
+    assert.ok(sumUs(lock) > 0.6 * sumUs(waiterAll), 'the mutex wait is a futex (lock) wait');
+    assert.ok(doc.stacks.filter((s) => s.state === 'lock').every((s) => s.frames.some((f) => /futex/.test(f.function ?? ''))), 'lock stacks go through futex');
+    assert.ok((doc.states?.sleep ?? 0) > 0 && (doc.states?.lock ?? 0) > 0);
+
+    // total against wall × threads − CPU
+    const totalUs = sumUs(doc.stacks);
+    const truthUs = THREADS * DURATION_S * 1e6 - (cpu1 - cpu0) / 1e3;
+    t.diagnostic(`total off-CPU ${(totalUs / 1e6).toFixed(3)} s; wall × ${THREADS} threads − CPU = ${(truthUs / 1e6).toFixed(3)} s (${((100 * (totalUs - truthUs)) / truthUs).toFixed(1)} %)`);
+    assert.ok(Math.abs(totalUs - truthUs) <= 0.05 * truthUs, `total ${totalUs} µs vs ${truthUs} µs`);
+
+    // main, paused since before tracing began: counted for the whole window from /proc
+    const SINCE = '[off CPU since before tracing began: user stack not seen]';
+    const throughout = doc.stacks.filter((s) => has(s, SINCE));
+    assert.deepEqual(throughout.map((s) => s.tid), [pid], 'the paused main thread is the one blocked throughout');
+    assert.ok(throughout[0].frames.some((f) => /pause/.test(f.function ?? '')), `main's kernel stack: ${throughout[0].frames.map((f) => f.function).join(';')}`);
+
+    // pprof carries the same weights
+    const loaded = loadProfileBytes(fs.readFileSync(pprof), 'off');
+    assert.equal(loaded.result?.unit, 'us');
+    assert.ok(Math.abs(sumUs(loaded.result!.stacks) - totalUs) <= doc.stacks.length, 'pprof holds the same µs');
+
+    if (!bt) return t.diagnostic('bpftrace is not installed: no peer comparison');
+    assert.equal(bt.status, 0, `bpftrace failed: ${bt.stderr}`);
+    const peer = parseBpftrace(bt.stdout);
+    const peerRate = peer.totalNs / 1e9 / (DURATION_S - 2);
+    // bpftrace sees intervals that end while it runs: compare those (ours less main's window)
+    const ourRate = sumUs(doc.stacks.filter((s) => !has(s, SINCE))) / 1e6 / DURATION_S;
+    const pl = peer.byFn.get('wait_long') ?? 0;
+    const ps = peer.byFn.get('wait_short') ?? 0;
+    t.diagnostic(`bpftrace: ${peerRate.toFixed(3)} off-CPU s per s (ours ${ourRate.toFixed(3)}), wait_long share ${((100 * pl) / (pl + ps)).toFixed(1)} %`);
+    assert.ok(Math.abs(ourRate - peerRate) <= 0.05 * peerRate, `off-CPU rate ours ${ourRate} vs bpftrace ${peerRate}`);
+    assert.ok(Math.abs(pl / (pl + ps) - share) <= 0.05, 'bpftrace sees the same split');
+  });
+
+  test("wall clock: every thread's on-CPU samples plus off-CPU time add up to the wall time; folded in µs", (t) => {
+    const cpu0 = cpuNs(pid);
+    const r = runCli(['profile', '--pid', String(pid), '--event', 'wall', '--frequency', '499', '--duration', '4', '--json'], { timeoutMs: 60_000 });
+    const cpuS = (cpuNs(pid) - cpu0) / 1e9;
+    assert.equal(r.code, 0, r.stderr);
+    const doc = JSON.parse(r.stdout) as ProfileResult;
+    assert.equal(doc.event, 'wall');
+    const byTid = new Map<number, number>();
+    for (const s of doc.stacks) byTid.set(s.tid, (byTid.get(s.tid) ?? 0) + (s.value ?? 0));
+    t.diagnostic(`per thread (s): ${[...byTid.values()].map((v) => (v / 1e6).toFixed(2)).join(', ')}; on CPU ${((doc.states?.oncpu ?? 0) / 1e6).toFixed(2)} s sampled vs ${cpuS.toFixed(2)} s CPU time`);
+    assert.equal(byTid.size, THREADS, 'every thread is in the wall profile');
+    for (const [tid, us] of byTid) assert.ok(Math.abs(us - 4e6) <= 0.15 * 4e6, `thread ${tid}: ${us} µs of a 4 s run`);
+    const spin = doc.stacks.filter((s) => has(s, 'spin_some') && s.state === 'oncpu');
+    assert.ok(sumUs(spin) > 0.05 * 4e6, `the spinner shows on CPU: ${sumUs(spin)} µs`);
+    // a sample is lost when the CPU is inside another BPF program (other tracers on a shared machine)
+    const onS = (doc.states?.oncpu ?? 0) / 1e6;
+    assert.ok(onS >= 0.5 * cpuS && onS <= 1.3 * cpuS + 0.1, `on-CPU samples × period ${onS} s vs CPU time ${cpuS} s`);
+    const folded = runCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--duration', '2', '--folded'], { timeoutMs: 60_000 });
+    assert.equal(folded.code, 0, folded.stderr);
+    const lines = folded.stdout.trim().split('\n');
+    assert.ok(lines.every((l) => /^\[off-CPU: [^\]]+\];.* \d+$/.test(l)), 'folded lines start at the state and weigh µs');
+    const sum = lines.reduce((a, l) => a + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    assert.ok(sum > 0.8 * THREADS * 2e6, `folded µs ${sum}`);
+  });
+
+  test('bad input: unknown event, --min-block-us with cpu, --frequency with offcpu', () => {
+    const a = runCli(['profile', '--pid', String(pid), '--event', 'nope']);
+    assert.equal(a.code, 2);
+    assert.match(a.stderr, /--event takes cpu, offcpu or wall/);
+    const b = runCli(['profile', '--pid', String(pid), '--min-block-us', '10']);
+    assert.equal(b.code, 2);
+    assert.match(b.stderr, /--min-block-us applies to --event offcpu or wall/);
+    const c = runCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--frequency', '99']);
+    assert.equal(c.code, 2);
+    const d = runCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--min-block-us', '-1']);
+    assert.equal(d.code, 2);
+    assert.match(d.stderr, /--min-block-us/);
+  });
+});

@@ -1,0 +1,63 @@
+// Off-CPU profile of a JVM (JDK 17, no -XX:+PreserveFramePointer) with the Java agent: each blocked
+// thread's Java stack is taken when it returns from the blocking system call, so the 3:1 split
+// between sleepLong() and sleepShort() shows by Java method, Thread.sleep counts as sleeping (not
+// as the futex it is underneath), and a ReentrantLock waiter's time is a lock wait in takeLock()
+// under LockSupport.park. Every interval sent with a signal has the agent's record for it.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import type { ProfileResult, ProfileStack } from '../../extension/protocol/profile';
+import { compileJavaFixture, javaAgentSkipReason, removeJavaFixture, runCli, waitFor } from '../helpers';
+
+const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
+const skip = javaAgentSkipReason(JDK);
+
+let work = '';
+let child: ChildProcess | undefined;
+let pid = 0;
+
+const has = (s: ProfileStack, fn: string) => s.frames.some((f) => (f.function ?? '').includes(fn));
+const sumUs = (stacks: ProfileStack[]) => stacks.reduce((a, s) => a + (s.value ?? 0), 0);
+
+describe('off-CPU profile of a JVM with Java stacks', { skip, timeout: 120_000 }, () => {
+  before(async () => {
+    const c = compileJavaFixture('ebpf-offcpu-java-', 'OffcpuWaits.java', JDK);
+    work = c.work;
+    child = spawn(path.join(JDK, 'bin/java'), ['-cp', c.classes, 'OffcpuWaits', '90000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    assert.ok(await waitFor(() => out.includes('ready'), 20_000), 'the JVM did not start');
+    pid = child.pid!;
+  });
+  after(() => removeJavaFixture(child ? [child] : [], work));
+
+  test('sleep split 3:1 by Java method, sleeps as sleeping, ReentrantLock waits as lock in takeLock', (t) => {
+    const r = runCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--duration', '5', '--json', '--verbose'], { timeoutMs: 90_000 });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /Java stacks from the agent at each return to user space/);
+    const doc = JSON.parse(r.stdout) as ProfileResult;
+    const long = doc.stacks.filter((s) => has(s, 'OffcpuWaits.sleepLong'));
+    const short = doc.stacks.filter((s) => has(s, 'OffcpuWaits.sleepShort'));
+    const share = sumUs(long) / (sumUs(long) + sumUs(short));
+    t.diagnostic(`sleepLong share ${(100 * share).toFixed(1)} % (truth 75 %): ${(sumUs(long) / 1e3).toFixed(0)} ms vs ${(sumUs(short) / 1e3).toFixed(0)} ms`);
+    assert.ok(sumUs(long) + sumUs(short) > 2e6, 'the sleeper was off CPU most of 5 s, under Java frames');
+    assert.ok(Math.abs(share - 0.75) <= 0.05, `sleepLong share ${share}`);
+    assert.ok([...long, ...short].every((s) => s.state === 'sleep' && has(s, 'java.lang.Thread.sleep')), 'Thread.sleep is sleeping');
+    // Java frames sit above the native and kernel part of the same stack
+    const one = long[0].frames.map((f) => f.function ?? '');
+    assert.ok(one.findIndex((f) => /futex/.test(f)) < one.findIndex((f) => f.includes('OffcpuWaits.sleepLong')), `kernel futex frames under the Java ones: ${one.join(' < ')}`);
+
+    const lockWait = doc.stacks.filter((s) => s.comm === 'lock-waiter' && has(s, 'OffcpuWaits.takeLock'));
+    const lockAll = doc.stacks.filter((s) => s.comm === 'lock-waiter');
+    t.diagnostic(`lock-waiter: ${(sumUs(lockWait) / 1e3).toFixed(0)} ms in takeLock of ${(sumUs(lockAll) / 1e3).toFixed(0)} ms off CPU`);
+    assert.ok(sumUs(lockWait) > 0.5 * sumUs(lockAll), 'most of the lock waiter\'s time is in takeLock');
+    assert.ok(lockWait.filter((s) => s.state === 'lock').every((s) => has(s, 'LockSupport.park')), 'ReentrantLock waits park');
+    assert.ok(sumUs(lockWait.filter((s) => s.state === 'lock')) > 0.5 * sumUs(lockWait), 'ReentrantLock waits are lock waits');
+
+    const m = /(\d+) BPF samples, (\d+) agent records, (\d+) joined/.exec(r.stderr);
+    assert.ok(m, r.stderr);
+    t.diagnostic(`intervals sent at sys_exit ${m[1]}, agent records ${m[2]}, joined ${m[3]}`);
+    assert.ok(Number(m[3]) >= 0.95 * Number(m[1]), 'nearly every interval joined its Java stack');
+  });
+});
