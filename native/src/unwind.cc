@@ -1,6 +1,6 @@
 // CFI unwinding of user stacks copied by a BPF program (bpf/profile.bpf.c, dwarf mode).
 //
-// Why user space and libdw (design (a) of issue 13) rather than unwind tables in BPF maps (b):
+// Why user space and libdw rather than unwind tables in BPF maps (b):
 //  - libdw (elfutils, the library perf's --call-graph dwarf uses) already interprets every CFI
 //    form we meet: .eh_frame and .debug_frame, DWARF expressions (PLT entries, signal frames),
 //    remember/restore state in epilogues; and it falls back to the frame-pointer chain for code
