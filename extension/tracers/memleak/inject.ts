@@ -23,7 +23,7 @@ import { namespacePid } from '../../sys/symbolize/perfMap';
 import type { Session, SessionEvents, TracerEnv } from '../tracer';
 import { createAs, writeAllAndClose, type FileOwner } from '../../sys/asUser';
 import { glibcBlocker, leakTableReader, preloadLibPath, readReport, removeReportDir, reportDir } from './preload';
-import { LeakReports, liveUpdate } from './report';
+import { LeakReports } from './report';
 
 export const INJECTOR = 'ebpf-studio-inject';
 
@@ -155,7 +155,7 @@ export async function startInject(options: MemleakOptions, env: TracerEnv, event
     throw new StudioError('unsuitable', `cannot inject the leak tracer into process ${pid}: ${why}. Use --mode uprobe to trace it with uprobes instead`);
   }
   env.log(`memleak: injected ${lib} into pid ${pid} in ${Number((process.hrtime.bigint() - t0) / 1_000_000n)} ms; report file ${file}`);
-  const { sym, capture, measure, dropped, sampling, empty } = leakTableReader(pid, options, env, warnings, 'inject');
+  const { sym, capture, measure, dropped, sampling, empty, tick } = leakTableReader(pid, file, owner, t0, options, env, warnings, 'inject');
   capture();
 
   let detached = false;
@@ -173,19 +173,7 @@ export async function startInject(options: MemleakOptions, env: TracerEnv, event
     sym.dispose();
     cleanup();
   });
-  const tick = () =>
-    reports
-      .serial(async () => {
-        if (reports.closed) return;
-        const snap = readReport(file, owner);
-        if (!snap) return;
-        capture();
-        const now = process.hrtime.bigint();
-        const { aggs, stacks } = await measure(snap, now);
-        reports.update(liveUpdate(Number((now - t0) / 1_000_000n), aggs, stacks, dropped(snap.header), options.sampleBytes));
-      })
-      .catch((e) => env.log(`memleak: report failed: ${(e as Error).message}`));
-  const timer = setInterval(() => void tick(), options.intervalS * 1000);
+  const timer = setInterval(() => void tick(reports), options.intervalS * 1000);
 
   const resultNow = async (): Promise<MemleakResult> => {
     await detach();

@@ -256,7 +256,7 @@ export function readReport(file: string, owner: FileOwner): Snapshot | undefined
  * process (preloaded at launch, or injected into a running one): capture its modules while it
  * lives, aggregate and symbolize the outstanding records, and build the result document.
  */
-export function leakTableReader(pid: number, options: MemleakOptions, env: TracerEnv, warnings: string[], mode: 'preload' | 'inject') {
+export function leakTableReader(pid: number, file: string, owner: FileOwner, t0: bigint, options: MemleakOptions, env: TracerEnv, warnings: string[], mode: 'preload' | 'inject') {
   const sym = new Symbolizer({ log: env.log });
   let image: ProcessImage | undefined;
   const capture = () => {
@@ -292,7 +292,20 @@ export function leakTableReader(pid: number, options: MemleakOptions, env: Trace
   const dropped = (h: LeakHeader) => h.tableFull + h.stackLost;
   const sampling = options.sampleBytes ? { sampleBytes: options.sampleBytes } : {};
   const empty = (): MemleakResult => ({ tracer: 'memleak', pid, stacks: [], dropped: 0, lost: 0, mode, ...sampling });
-  return { sym, capture, measure, dropped, sampling, empty };
+  /** One live report: the table as it is now, while the session is open. */
+  const tick = (reports: LeakReports) =>
+    reports
+      .serial(async () => {
+        if (reports.closed) return;
+        const snap = readReport(file, owner);
+        if (!snap) return;
+        capture();
+        const now = process.hrtime.bigint();
+        const { aggs, stacks } = await measure(snap, now);
+        reports.update(liveUpdate(Number((now - t0) / 1_000_000n), aggs, stacks, dropped(snap.header), options.sampleBytes));
+      })
+      .catch((e) => env.log(`memleak: report failed: ${(e as Error).message}`));
+  return { sym, capture, measure, dropped, sampling, empty, tick };
 }
 
 export async function startPreload(options: MemleakOptions, env: TracerEnv, events: SessionEvents<'memleak'>, warnings: string[]): Promise<Session<'memleak'>> {
@@ -345,7 +358,7 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
   const file = path.join(dir, `${pid}.leak`);
   env.log(`memleak: ${launch.command[0]} (pid ${pid}) runs with ${lib} preloaded; report file ${file}`);
 
-  const { sym, capture, measure, dropped, sampling, empty } = leakTableReader(pid, options, env, warnings, 'preload');
+  const { sym, capture, measure, dropped, sampling, empty, tick } = leakTableReader(pid, file, owner, t0, options, env, warnings, 'preload');
 
   // ---- the program's notices ---------------------------------------------------------------
   const release = () => {
@@ -375,17 +388,7 @@ export async function startPreload(options: MemleakOptions, env: TracerEnv, even
   });
   channel?.on('error', () => undefined);
 
-  const tick = () =>
-    reports.serial(async () => {
-      if (reports.closed) return;
-      const snap = readReport(file, owner);
-      if (!snap) return;
-      capture();
-      const now = process.hrtime.bigint();
-      const { aggs, stacks } = await measure(snap, now);
-      reports.update(liveUpdate(Number((now - t0) / 1_000_000n), aggs, stacks, dropped(snap.header), options.sampleBytes));
-    }).catch((e) => env.log(`memleak: report failed: ${(e as Error).message}`));
-  const timer = setInterval(() => void tick(), options.intervalS * 1000);
+  const timer = setInterval(() => void tick(reports), options.intervalS * 1000);
 
   const resultNow = async (): Promise<MemleakResult> => {
     const snap = readReport(file, owner);
