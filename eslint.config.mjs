@@ -2,7 +2,7 @@
 // (extension/README.md): only editor code imports 'vscode'; nothing that runs as root or in the CLI
 // imports editor code; the pure layers (protocol/, model/, webview models) do no I/O; no cycles.
 import tseslint from 'typescript-eslint';
-import importX, { createNodeResolver } from 'eslint-plugin-import-x';
+import importPlugin from 'eslint-plugin-import';
 
 // Node built-ins that do I/O or start processes: the pure layers import none of them.
 const ioModules = ['fs', 'child_process', 'net', 'http', 'https', 'os', 'worker_threads', 'dgram', 'tls', 'cluster', 'readline']
@@ -26,14 +26,14 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],
-    plugins: { 'import-x': importX },
+    plugins: { import: importPlugin },
     settings: {
-      'import-x/extensions': ['.ts', '.d.ts'],
-      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
-      'import-x/resolver-next': [createNodeResolver({ extensions: ['.ts', '.d.ts', '.js'] })],
+      'import/extensions': ['.ts', '.d.ts'],
+      'import/parsers': { '@typescript-eslint/parser': ['.ts'] },
+      'import/resolver': { node: { extensions: ['.ts', '.d.ts', '.js'] } },
     },
     rules: {
-      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      'import/no-cycle': ['error', { ignoreExternal: true }],
       // A panel's send() closure reads the panel variable before it is assigned (messages queue until then).
       'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
