@@ -1,8 +1,10 @@
 // Renderings of a Java heap result (extension/protocol/javaHeap.ts) shared by the CLI and the
 // editor: the allocation flame graph as a profile (bytes by stack, the allocated class as the
-// leaf frame), folded stacks weighted by bytes, the leak report as text, and the CodeLens line.
+// leaf frame), folded stacks weighted by bytes, the leak report as text, the CodeLens line, and
+// the leak view's rows and message (the live view and a reopened session draw the same).
 // Pure: no node modules.
 import type { JavaAllocStack, JavaHeapResult, JavaHeapStack } from '../protocol/javaHeap';
+import type { LeakViewStack, ToView } from '../../webview/memleak/protocol';
 import type { ProfileFrame, ProfileResult } from '../protocol/profile';
 import type { MemleakFrame } from '../protocol/memleak';
 import { formatBytes } from './units';
@@ -124,4 +126,42 @@ export function javaLeakLenses(stacks: JavaHeapStack[], resolve: (relative: stri
   return [...by.values()]
     .map(({ lens, sum }) => ({ ...lens, text: `${lens.leakCandidate ? '⚠ ' : ''}${liveSiteText(sum)}` }))
     .sort((a, b) => a.key.localeCompare(b.key));
+}
+
+/** What identifies a live Java site across updates: the allocated class and the frames' lines. */
+export const javaHeapStackKey = (s: JavaHeapStack): string => `${s.class}|${s.frames.map((f) => `${f.function}:${f.line ?? ''}`).join(',')}`;
+
+/**
+ * The leak view's rows for live Java sites (webview/memleak): the view titles a stack by its first
+ * frame, so that frame names the allocated class ("Foo.bar → new long[]"); each row keeps its
+ * live bytes at each update (`history`, for the sparkline) and the workspace line of its lens.
+ */
+export function javaHeapViewStacks(stacks: JavaHeapStack[], history: ReadonlyMap<string, number[]>, lenses: readonly JavaLeakLens[]): (LeakViewStack & JavaHeapStack)[] {
+  const siteOf = new Map<number, string>();
+  for (const l of lenses) for (const i of l.stacks) siteOf.set(i, l.key);
+  return stacks.map((s, i) => ({
+    ...s,
+    frames: s.frames.map((f, k) => (k === 0 ? { ...f, function: `${f.function} → new ${s.class}` } : f)),
+    key: javaHeapStackKey(s),
+    history: history.get(javaHeapStackKey(s)) ?? [s.bytes],
+    site: siteOf.get(i),
+  }));
+}
+
+/** What a Java heap session keeps (its saved session's data): the view's rows and totals. */
+export interface JavaHeapViewData {
+  /** the JVM */
+  pid: number;
+  /** estimated live bytes and objects over every site */
+  totalBytes: number;
+  totalAllocations: number;
+  /** the mean sampling interval: every figure is an estimate */
+  sampleBytes: number;
+  /** as javaHeapViewStacks makes them */
+  stacks: (LeakViewStack & JavaHeapStack)[];
+}
+
+/** The leak view's snapshot message for a Java heap session (nothing is dropped: the agent keeps every sample). */
+export function javaHeapSnapshot(title: string, running: boolean, d: JavaHeapViewData): Extract<ToView, { type: 'snapshot' }> {
+  return { type: 'snapshot', title, running, totalBytes: d.totalBytes, totalAllocations: d.totalAllocations, dropped: 0, stacks: d.stacks, sampleBytes: d.sampleBytes };
 }

@@ -10,6 +10,7 @@ import type { RunqlatPer, RunqlatUnit, RunqlatUpdate } from '../protocol/runqlat
 import type { FlameProfile } from './flamegraph/profileData';
 import type { LeakViewStack } from '../../webview/memleak/protocol';
 import type { LeakLens } from './leakSites';
+import { javaHeapSnapshot, type JavaHeapViewData } from './javaHeapReport';
 import { StudioError } from '../protocol/errors';
 import { JAVA_FRAME_TYPES } from '../protocol/profile';
 import type { TracingName } from '../protocol/protocol';
@@ -19,13 +20,17 @@ export const SESSION_VERSION = 1;
 /** The file name suffix of saved sessions (and the custom editor's pattern). */
 export const SESSION_SUFFIX = '.ebpf-session.json';
 
-/** Tracers whose sessions are saved in this format; the JVM timeline saves through its own panel. */
-export type SessionTracer = Exclude<TracingName, 'jvm'>;
+/**
+ * Tracers whose sessions are saved in this format; the JVM timeline saves through its own panel.
+ * java-heap is not a TracingName (it is reached through memleak and profile on a JVM, and has no
+ * entry in the per-tracer test and benchmark tables), so it is added here by name.
+ */
+export type SessionTracer = Exclude<TracingName, 'jvm'> | 'java-heap';
 /**
  * The bundled view that shows each tracer's sessions (dist/webview/<view>.js). Keyed by the
  * tracer registry: a new tracer without a view here (and a shape in SessionData) fails the type check.
  */
-const SESSION_VIEWS = { 'java-gc': 'javaGc', runqlat: 'runqlat', memleak: 'memleak', profile: 'flamegraph' } as const satisfies Record<SessionTracer, string>;
+const SESSION_VIEWS = { 'java-gc': 'javaGc', runqlat: 'runqlat', memleak: 'memleak', profile: 'flamegraph', 'java-heap': 'memleak' } as const satisfies Record<SessionTracer, string>;
 export type SessionView = (typeof SESSION_VIEWS)[SessionTracer];
 export const SESSION_TRACERS = Object.keys(SESSION_VIEWS) as readonly SessionTracer[];
 /** Every view a saved or restored session opens in (each is restored after a window reload). */
@@ -49,6 +54,8 @@ export interface SessionData {
   memleak: { totalBytes: number; totalAllocations: number; dropped: number; stacks: LeakViewStack[]; /** a sampled session: figures are estimates */ sampleBytes?: number; /** the workspace lines that had a CodeLens */ sites?: LeakLens[] };
   /** unwind: how user stacks were unwound, as the view's note says it */
   profile: { profile: FlameProfile; warnings: string[]; unwind?: string; /** the unwind line's tooltip */ unwindDetail?: string };
+  /** the last live Java sites as the leak view shows them (Java frames, the allocated class, estimates) */
+  'java-heap': JavaHeapViewData;
 }
 
 export interface SessionFile<T extends SessionTracer = SessionTracer> {
@@ -166,6 +173,12 @@ export function readSession(text: string, name = 'the file'): AnySessionFile {
       checkProfile(d.profile, where);
       if (!Array.isArray(d.warnings)) bad(`${where}.warnings must be an array`);
       break;
+    case 'java-heap':
+      if (!isNum(d.pid) || !isNum(d.totalBytes) || !isNum(d.totalAllocations) || !isNum(d.sampleBytes) || !Array.isArray(d.stacks)) bad(`${where} needs pid, totalBytes, totalAllocations, sampleBytes and stacks`);
+      d.stacks.forEach((s, i) => {
+        if (!isObj(s) || !isNum(s.bytes) || !isNum(s.allocations) || typeof s.class !== 'string' || typeof s.key !== 'string' || !Array.isArray(s.frames) || !Array.isArray(s.history)) bad(`${where}.stacks[${i}] needs bytes, allocations, class, key, frames and history`);
+      });
+      break;
   }
   return json as unknown as AnySessionFile;
 }
@@ -199,6 +212,8 @@ export function replayMessages(f: AnySessionFile): unknown[] {
       return [{ type: 'snapshot', title: f.title, running: false, ...f.data }];
     case 'profile':
       return [{ type: 'profile', profile: f.data.profile, title: f.title, warnings: f.data.warnings, unwind: f.data.unwind, unwindDetail: f.data.unwindDetail }];
+    case 'java-heap':
+      return [javaHeapSnapshot(f.title, false, f.data)];
   }
 }
 

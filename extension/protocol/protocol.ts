@@ -32,8 +32,9 @@ export type TracerName = keyof TracerTypes;
  * keys of every per-tracer table (loss advice, tests, benchmarks, views), typed so that a new
  * tracer missing from one fails the type check. Not selftest (a self-check) nor bpf-run (the
  * user's own BPF objects, whose maps say what they count), nor the tracers reached through another
- * command: java-heap (memleak and profile --event alloc on a JVM; no BPF, its sessions not saved
- * yet) and offcpu (profile --event offcpu|wall; its sessions are saved as profiles).
+ * command: java-heap (memleak and profile --event alloc on a JVM; no BPF; its sessions are saved,
+ * SessionTracer in extension/model/sessionFile.ts names it besides these) and offcpu (profile
+ * --event offcpu|wall; its sessions are saved as profiles).
  */
 export type TracingName = Exclude<TracerName, 'selftest' | 'bpf-run' | 'java-heap' | 'offcpu'>;
 export type OptionsOf<N extends TracerName> = TracerTypes[N]['options'];

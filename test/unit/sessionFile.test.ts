@@ -9,6 +9,9 @@ import { fromFolded } from '../../extension/model/flamegraph/formats';
 import { fromCpuProfile } from '../../extension/model/flamegraph/cpuprofile';
 import type { JavaGcUpdate } from '../../extension/protocol/javaGc';
 import type { RunqlatUpdate } from '../../extension/protocol/runqlat';
+import type { JavaHeapStack } from '../../extension/protocol/javaHeap';
+import { javaHeapSnapshot, javaHeapStackKey, javaHeapViewStacks, javaLeakLenses } from '../../extension/model/javaHeapReport';
+import { toRows, totalsText } from '../../webview/memleak/model';
 
 const t0 = new Date('2026-11-23T08:00:00.000Z');
 const t1 = new Date('2026-11-23T08:01:30.000Z');
@@ -49,6 +52,19 @@ const sessions: AnySessionFile[] = [
   ),
   makeSession('profile', 'CPU: pid 9 (app)', { profile: { ...fromFolded('main;work;hot 30\nmain;idle 10\n', 'app'), frequency: 99, lost: 1 }, warnings: ['no -XX:+PreserveFramePointer'] }, t0, t1),
 ];
+// A Java heap session as the live view builds it: sites from the agent, lenses on workspace
+// lines, each site's live bytes at every update.
+const jframe = (fn: string, file: string, line: number) => ({ address: '0x0', module: '[java]', function: fn, file, line });
+const jbase = { bytesStdErr: 0, allocationsStdErr: 0, oldestAgeMs: 1, allocatedBytes: 0, allocatedObjects: 0, allocatedBytesStdErr: 0 };
+const heapStacks: JavaHeapStack[] = [
+  { ...jbase, bytes: 48e6, allocations: 12_000, bytesStdErr: 2.1e6, allocationsStdErr: 520, oldestAgeMs: 9000, class: 'long[]', survivedGcs: 9, growthBytesPerSecond: 2.1e6, leakCandidate: true, evidence: 'live bytes grew across 9 GCs', frames: [jframe('HeapSites.leak', 'HeapSites.java', 40), jframe('HeapSites.main', 'HeapSites.java', 12)] },
+  { ...jbase, bytes: 1.5e6, allocations: 3, class: 'byte[]', survivedGcs: 1, growthBytesPerSecond: 0, leakCandidate: false, frames: [jframe('java.util.ArrayList.grow', 'java/util/ArrayList.java', 237)] },
+];
+const heapHistory = new Map([[javaHeapStackKey(heapStacks[0]), [16e6, 32e6, 48e6]]]);
+const heapLenses = javaLeakLenses(heapStacks, (rel) => (rel === 'HeapSites.java' ? `/ws/${rel}` : undefined));
+const heapData = { pid: 4711, totalBytes: 49.5e6, totalAllocations: 12_003, sampleBytes: 524288, stacks: javaHeapViewStacks(heapStacks, heapHistory, heapLenses) };
+const heapSession = makeSession('java-heap', 'Java heap leaks of pid 4711', heapData, t0, t1);
+
 // A Java agent profile: frame types (javaType) are part of the saved profile.
 const javaSession = makeSession('profile', 'CPU: pid 10 (java)', { profile: { ...fromFolded('Work.main_[0];Work.run_[1];Work.hot_[j];Work.step_[i] 5\n', 'java'), frequency: 99 }, warnings: [] }, t0, t1);
 
@@ -61,7 +77,39 @@ test('a profile session keeps Java frame types, and refuses a type it does not k
   assert.throws(() => readSession(JSON.stringify(bad), 'x.ebpf-session.json'), /javaType must be one of interpreted, c1, c2, compiled, inlined/);
 });
 
-for (const s of sessions) {
+test('java-heap: a reopened session replays the snapshot the live view last drew, stopped: same rows, classes, figures', () => {
+  const back = readSession(writeSession(heapSession), 'x.ebpf-session.json');
+  assert.deepEqual(back, JSON.parse(JSON.stringify(heapSession)));
+  assert.equal(viewOf('java-heap'), 'memleak');
+  const messages = replayMessages(back);
+  assert.equal(messages.length, 1);
+  const live = javaHeapSnapshot('Java heap leaks of pid 4711', true, heapData);
+  assert.deepEqual(messages[0], JSON.parse(JSON.stringify({ ...live, running: false })), 'the live snapshot, only stopped');
+  const m = messages[0] as typeof live;
+  // What the view draws from it: the same rows as live, the allocated class in the stack title.
+  assert.deepEqual(toRows(m.stacks), toRows(live.stacks));
+  const rows = toRows(m.stacks);
+  assert.deepEqual(rows.map((r) => r.frames[0].label), ['HeapSites.leak → new long[] — HeapSites.java:40', 'java.util.ArrayList.grow → new byte[] — ArrayList.java:237']);
+  assert.equal(rows[0].bytes, '≈45.8 MB ± 2 MB', 'binary units, as the live view shows them');
+  assert.equal(rows[0].site, '/ws/HeapSites.java:40');
+  assert.equal(rows[1].site, undefined, 'a JDK line has no lens');
+  assert.deepEqual(m.stacks[0].history, [16e6, 32e6, 48e6]);
+  assert.deepEqual(m.stacks[1].history, [1.5e6], 'a site without history starts at its bytes');
+  assert.equal(m.sampleBytes, 524288);
+  assert.equal(m.dropped, 0);
+  assert.deepEqual(totalsText(m.totalBytes, m.totalAllocations, Boolean(m.sampleBytes)).text, totalsText(49.5e6, 12_003, true).text);
+  // The Java figures stay in the document (for Export and for the CodeLens text).
+  const saved = (back as typeof heapSession).data.stacks[0];
+  assert.deepEqual([saved.class, saved.survivedGcs, saved.growthBytesPerSecond, saved.leakCandidate, saved.evidence], ['long[]', 9, 2.1e6, true, 'live bytes grew across 9 GCs']);
+});
+
+test('java-heap: broken session data is refused, naming the field', () => {
+  const good = JSON.parse(writeSession(heapSession));
+  refuses(JSON.stringify({ ...good, data: { ...good.data, sampleBytes: undefined } }), /needs pid, totalBytes, totalAllocations, sampleBytes and stacks/);
+  refuses(JSON.stringify({ ...good, data: { ...good.data, stacks: [{ ...good.data.stacks[0], class: 7 }] } }), /data\.stacks\[0\] needs bytes, allocations, class, key, frames and history/);
+});
+
+for (const s of [...sessions, heapSession]) {
   test(`${s.tracer}: a session file round trips unchanged and replays into its view`, () => {
     const text = writeSession(s);
     const back = readSession(text, 'x.ebpf-session.json');
@@ -105,7 +153,7 @@ test('bad files: not JSON, another format, bad or future versions, unknown trace
   refuses(JSON.stringify({ ...good, version: 2 }), /version 2 session, written by a newer eBPF Studio; this one reads version 1\. Update the extension/);
   refuses(JSON.stringify({ ...good, version: 0 }), /invalid version 0/);
   refuses(JSON.stringify({ ...good, version: '1' }), /invalid version "1"/);
-  refuses(JSON.stringify({ ...good, tracer: 'biolatency' }), /unknown tracer "biolatency"; known: java-gc, runqlat, memleak, profile/);
+  refuses(JSON.stringify({ ...good, tracer: 'biolatency' }), /unknown tracer "biolatency"; known: java-gc, runqlat, memleak, profile, java-heap/);
   // The JVM timeline's sessions share the envelope and open in their own view.
   refuses(JSON.stringify({ format: 'ebpf-studio-session', version: 1, tracer: 'jvm', savedAt: t0.toISOString(), result: {} }), /JVM timeline session: open it with "eBPF: Open JVM Timeline"/);
   assert.equal(peekTracer(JSON.stringify({ format: 'ebpf-studio-session', version: 1, tracer: 'jvm' })), 'jvm');

@@ -110,3 +110,21 @@ test('a session running at a reload: its figures as they were when the window we
   assert.deepEqual(back.data.ended, { reason: 'stopped', message: 'the window reloaded' });
   assert.deepEqual(store.finishedSessions(), [], 'a session that did not finish is not listed as finished');
 });
+
+test('a Java heap session is listed as one and comes back after a reload with its rows', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-store-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const { javaHeapViewStacks } = await import('../../extension/model/javaHeapReport');
+  const state = new Map<string, unknown>();
+  store.activate(context(dir, state));
+  const frames = [{ address: '0x0', module: '[java]', function: 'HeapSites.leak', file: 'HeapSites.java', line: 40 }];
+  const site = { bytes: 3e7, allocations: 900, bytesStdErr: 1e6, allocationsStdErr: 30, oldestAgeMs: 5000, frames, class: 'long[]', survivedGcs: 4, allocatedBytes: 9e7, allocatedObjects: 2700, allocatedBytesStdErr: 2e6, growthBytesPerSecond: 1e6, leakCandidate: true };
+  const doc = makeSession('java-heap', 'Java heap leaks of pid 4711', { pid: 4711, totalBytes: 3e7, totalAllocations: 900, sampleBytes: 524288, stacks: javaHeapViewStacks([site], new Map(), []) }, new Date(Date.UTC(2026, 10, 23, 8, 0)), new Date(Date.UTC(2026, 10, 23, 8, 1)));
+  const key = await store.recordSession(doc);
+  store.activate(context(dir, state));
+  assert.deepEqual(store.finishedSessions().map((e) => [e.key, e.tracer, e.title]), [[key, 'java-heap', 'Java heap leaks of pid 4711']]);
+  const back = store.loadSession(key);
+  assert.ok(back && back.tracer === 'java-heap');
+  assert.deepEqual(back.data, JSON.parse(JSON.stringify(doc.data)));
+  assert.equal(back.data.stacks[0].frames[0].function, 'HeapSites.leak → new long[]');
+});

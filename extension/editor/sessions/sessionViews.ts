@@ -2,6 +2,7 @@
 // panel serializers after a reload, and the custom editors all come here. The view gets the
 // same messages the live session sent; its Export buttons keep working.
 import fs from 'node:fs';
+import path from 'node:path';
 import * as vscode from 'vscode';
 import { saveExport } from '../ui/exportFile';
 import { createViewPanel, fillViewPanel, type TypedPanel } from '../ui/webviewPanel';
@@ -37,13 +38,18 @@ export function showSession(context: vscode.ExtensionContext, file: AnySessionFi
   return typed;
 }
 
+/**
+ * Opens a frame's source. Java frames name their file relative to a source root
+ * ("com/x/Foo.java"): those are looked up in the workspace.
+ */
 async function openSource(file: string, line: number): Promise<void> {
-  if (!fs.existsSync(file)) {
-    void vscode.window.showWarningMessage(`eBPF Studio: ${file} does not exist here (was the session recorded on another machine?)`);
+  const abs = path.isAbsolute(file) ? (fs.existsSync(file) ? file : undefined) : (await vscode.workspace.findFiles(`**/${file}`, '**/node_modules/**', 1))[0]?.fsPath;
+  if (!abs) {
+    void vscode.window.showWarningMessage(path.isAbsolute(file) ? `eBPF Studio: ${file} does not exist here (was the session recorded on another machine?)` : `eBPF Studio: ${file} is not in this workspace (a JDK or library class?)`);
     return;
   }
   const pos = new vscode.Position(Math.max(0, line - 1), 0);
-  await vscode.window.showTextDocument(vscode.Uri.file(file), { selection: new vscode.Range(pos, pos), viewColumn: vscode.ViewColumn.Beside, preserveFocus: true, preview: true });
+  await vscode.window.showTextDocument(vscode.Uri.file(abs), { selection: new vscode.Range(pos, pos), viewColumn: vscode.ViewColumn.Beside, preserveFocus: true, preview: true });
 }
 
 async function exportFrom(file: AnySessionFile, m: AnyMessage, typed: TypedPanel<AnyMessage, AnyMessage>): Promise<void> {
@@ -56,6 +62,7 @@ async function exportFrom(file: AnySessionFile, m: AnyMessage, typed: TypedPanel
       content = () => (format === 'folded' ? toFolded(file.data.profile) : JSON.stringify(toSpeedscope(file.data.profile)));
       break;
     case 'memleak':
+    case 'java-heap':
       content = () => (format === 'folded' ? leaksFolded(file.data) + '\n' : JSON.stringify(file.data, null, 2));
       break;
     default:
@@ -65,6 +72,6 @@ async function exportFrom(file: AnySessionFile, m: AnyMessage, typed: TypedPanel
   const outcome = await saveExport({ title: `Export ${file.title}`, baseName: file.tracer, extension, filters: { [extension]: [extension.split('.').pop()!] }, content });
   if (!outcome) return;
   if (file.tracer === 'profile') typed.post(outcome.file ? { type: 'status', text: `Exported to ${outcome.file}` } : { type: 'status', text: `Export failed: ${outcome.error}`, error: true });
-  else if (file.tracer !== 'memleak') typed.post({ type: 'exported', ...outcome });
+  else if (file.tracer !== 'memleak' && file.tracer !== 'java-heap') typed.post({ type: 'exported', ...outcome });
   else if (outcome.error) void vscode.window.showErrorMessage(`eBPF Studio: export failed: ${outcome.error}`);
 }

@@ -3,6 +3,9 @@
 // each workspace Java line whose objects are still alive after GCs ("≈ 48 MB live in 12 k byte[] ·
 // survived 9 GCs · +2.1 MB/s", ⚠ on leak candidates), and shows the live sites in the leak view
 // (webview/memleak, its own panel). Commands: ebpfStudio.showJavaHeapSite (what a lens runs).
+// A finished session is recorded like the other tracers' (listed in the Sessions view, reopened
+// with the same rows); while it runs it is checkpointed, so a window reload brings the panel back
+// stopped with its figures (the panel is an ebpfStudio.memleak panel: that view's serializer).
 // Java frames name their source relative to a source root ("com/x/Foo.java"): the workspace is
 // searched for it once per file.
 import * as vscode from 'vscode';
@@ -11,12 +14,15 @@ import { JAVA_HEAP_DEFAULT_INTERVAL_BYTES, type JavaHeapResult, type JavaHeapSta
 import { helper } from '../../helperClient/helperClient';
 import { startSession, type ClientSession } from '../../sessions/liveSessions';
 import { createViewPanel, type TypedPanel } from '../../ui/webviewPanel';
-import { javaLeakLenses, type JavaLeakLens } from '../../../model/javaHeapReport';
-import type { FromView, LeakViewStack, ToView } from '../../../../webview/memleak/protocol';
+import { checkpointWhileRunning, newSessionKey, recordSession } from '../../sessions/sessionStore';
+import { makeSession } from '../../../model/sessionFile';
+import { javaHeapSnapshot, javaHeapStackKey as stackKey, javaHeapViewStacks, javaLeakLenses, type JavaHeapViewData, type JavaLeakLens } from '../../../model/javaHeapReport';
+import type { FromView, ToView } from '../../../../webview/memleak/protocol';
 
 const HISTORY = 60;
 
 interface State {
+  pid: number;
   title: string;
   running: boolean;
   stacks: JavaHeapStack[];
@@ -26,6 +32,9 @@ interface State {
   lenses: JavaLeakLens[];
   sampleBytes: number;
   result?: JavaHeapResult;
+  /** the key the Sessions view and the panel serializer know this session by */
+  key: string;
+  startedAt: Date;
 }
 
 let state: State | undefined;
@@ -35,8 +44,6 @@ let viewReady = false;
 const lensesChanged = new vscode.EventEmitter<void>();
 /** source-root-relative Java path → the workspace file, or null when the workspace has none */
 const found = new Map<string, string | null>();
-
-const stackKey = (s: JavaHeapStack) => `${s.class}|${s.frames.map((f) => `${f.function}:${f.line ?? ''}`).join(',')}`;
 
 async function findSources(stacks: JavaHeapStack[]): Promise<void> {
   const wanted = new Set<string>();
@@ -68,19 +75,15 @@ async function absorb(stacks: JavaHeapStack[], totals: { bytes: number; allocati
   postSnapshot();
 }
 
+/** The session as the view shows it: what postSnapshot sends and what a saved session keeps. */
+function viewData(s: State): JavaHeapViewData {
+  return { pid: s.pid, totalBytes: s.totalBytes, totalAllocations: s.totalAllocations, sampleBytes: s.sampleBytes, stacks: javaHeapViewStacks(s.stacks, s.history, s.lenses) };
+}
+
 function postSnapshot(): void {
   if (!view || !viewReady || !state) return;
-  const siteOf = new Map<number, string>();
-  for (const l of state.lenses) for (const i of l.stacks) siteOf.set(i, l.key);
-  const stacks: LeakViewStack[] = state.stacks.map((s, i) => ({
-    ...s,
-    // the view's stack title reads the first frame: name the allocated class there
-    frames: s.frames.map((f, k) => (k === 0 ? { ...f, function: `${f.function} → new ${s.class}` } : f)),
-    key: stackKey(s),
-    history: state!.history.get(stackKey(s)) ?? [s.bytes],
-    site: siteOf.get(i),
-  }));
-  view.post({ type: 'snapshot', title: state.title, running: state.running, totalBytes: state.totalBytes, totalAllocations: state.totalAllocations, dropped: 0, stacks, sampleBytes: state.sampleBytes });
+  // sessionKey: one panel shows each new session, and a reload must restore the last one
+  view.post({ ...javaHeapSnapshot(state.title, state.running, viewData(state)), sessionKey: state.key });
 }
 
 async function openSource(file: string, line: number): Promise<void> {
@@ -101,7 +104,7 @@ function openView(context: vscode.ExtensionContext, focusSite?: string): void {
     return;
   }
   viewReady = false;
-  view = createViewPanel<ToView, FromView>(context, 'memleak', 'Java Heap Leaks', 'ebpfStudio.javaHeapLeaks');
+  view = createViewPanel<ToView, FromView>(context, 'memleak', 'Java Heap Leaks', undefined, state?.key);
   view.panel.onDidDispose(() => {
     view = undefined;
     viewReady = false;
@@ -120,6 +123,8 @@ function openView(context: vscode.ExtensionContext, focusSite?: string): void {
       const doc = state.result ?? { stacks: state.stacks };
       const uri = await vscode.window.showSaveDialog({ title: 'Export Java heap leaks as JSON', filters: { JSON: ['json'] } });
       if (uri) await vscode.workspace.fs.writeFile(uri, Buffer.from(JSON.stringify(doc, null, 2)));
+    } else if (m.type === 'stop') {
+      await session?.stop();
     }
   });
 }
@@ -133,20 +138,31 @@ export async function isJvmTarget(pid: number): Promise<boolean> {
 export async function traceJavaHeap(context: vscode.ExtensionContext, pid: number): Promise<ClientSession<'java-heap'>> {
   if (session) await session.stop();
   const intervalBytes = JAVA_HEAP_DEFAULT_INTERVAL_BYTES;
-  const fresh: State = { title: `Java heap of pid ${pid}`, running: true, stacks: [], totalBytes: 0, totalAllocations: 0, history: new Map(), lenses: [], sampleBytes: intervalBytes };
+  const fresh: State = { pid, title: `Java heap leaks of pid ${pid}`, running: true, stacks: [], totalBytes: 0, totalAllocations: 0, history: new Map(), lenses: [], sampleBytes: intervalBytes, key: newSessionKey(), startedAt: new Date() };
   state = fresh;
-  const s = await startSession('java-heap', { pid, intervalBytes, top: 200, intervalS: 2 }, `Java heap leaks of pid ${pid}`, {
+  let checkpoint: { done(): void } | undefined;
+  const record = () => void recordSession(makeSession('java-heap', fresh.title, viewData(fresh), fresh.startedAt, new Date()), fresh.key);
+  const s = await startSession('java-heap', { pid, intervalBytes, top: 200, intervalS: 2 }, fresh.title, {
     onUpdate: (u) => {
       if (state === fresh) void absorb(u.stacks, { bytes: u.totalBytes, allocations: u.totalAllocations });
     },
     onEnded: (reason, result, message) => {
       if (session === s) session = undefined;
-      if (state !== fresh) return;
+      checkpoint?.done();
       fresh.running = false;
+      if (state !== fresh) {
+        // a newer session replaced this one in the view: keep this one's figures in the Sessions view
+        record();
+        return;
+      }
       if (result) {
         fresh.result = result;
-        void absorb(result.stacks, { bytes: result.stacks.reduce((a, x) => a + x.bytes, 0), allocations: result.stacks.reduce((a, x) => a + x.allocations, 0) });
-      } else postSnapshot();
+        // recorded once the final figures are in (absorb looks up the workspace sources first)
+        void absorb(result.stacks, { bytes: result.stacks.reduce((a, x) => a + x.bytes, 0), allocations: result.stacks.reduce((a, x) => a + x.allocations, 0) }).then(record, record);
+      } else {
+        postSnapshot();
+        record();
+      }
       const leaks = fresh.lenses.filter((l) => l.leakCandidate).length;
       const why = reason === 'error' ? `ended: ${message ?? 'error'}` : reason === 'target-exited' ? (message ?? 'the JVM exited') : 'stopped';
       void vscode.window.showInformationMessage(`eBPF Studio: Java heap tracing ${why}. ${fresh.lenses.length} live site${fresh.lenses.length === 1 ? '' : 's'} in the workspace, ${leaks} leak candidate${leaks === 1 ? '' : 's'} (CodeLenses on the lines).`, 'Show Leaks').then((c) => {
@@ -155,6 +171,8 @@ export async function traceJavaHeap(context: vscode.ExtensionContext, pid: numbe
     },
   });
   session = s;
+  // written while it runs (a session that failed to start has nothing to keep)
+  if (fresh.running) checkpoint = checkpointWhileRunning(fresh.key, () => makeSession('java-heap', fresh.title, viewData(fresh), fresh.startedAt, new Date()));
   openView(context);
   return s;
 }
