@@ -37,11 +37,13 @@ function requiredOutputs() {
     { file: 'dist/extension.js', from: ts },
     { file: 'dist/helper.js', from: ts },
     { file: 'dist/cli.js', from: ts },
+    { file: 'dist/runner.js', from: ts },
     { file: 'dist/webview/common.css', from: ['webview'] },
   ];
   if (exists('native/binding.gyp')) need.push({ file: 'dist/ebpf_studio.node', from: ['native/src', 'native/binding.gyp'] });
   if (exists('extension/lsp/server.ts')) need.push({ file: 'dist/server.js', from: ts });
   if (exists('native/preload')) need.push({ file: 'dist/libebpf-studio-preload.so', from: ['native/preload'] });
+  if (exists('native/inject/inject.c')) need.push({ file: 'dist/ebpf-studio-inject', from: ['native/inject'] });
   if (exists('native/jvmagent/agent.c') && findJdkHome()) need.push({ file: 'dist/libebpf-studio-jvmagent.so', from: ['native/jvmagent'] });
   // As scripts/build.mjs decides: an object is rebuilt from its own source and the headers in bpf/.
   const bpfFiles = fs.readdirSync(path.join(root, 'bpf'));
@@ -108,7 +110,7 @@ const ls = spawnSync(vsce, ['ls', '--no-dependencies'], { cwd: root, encoding: '
 if (ls.status !== 0) fail(`vsce ls exited with ${ls.status}`);
 const files = ls.stdout.split('\n').map((s) => s.trim()).filter(Boolean);
 const allowed = [/^package\.json$/, /^README\.md$/, /^LICENSE$/, /^CHANGELOG\.md$/, /^bin\//, /^media\//, /^syntaxes\//, /^snippets\//,
-  /^dist\/[^/]+\.js$/, /^dist\/bpf\/[^/]+\.bpf\.o$/, /^dist\/ebpf_studio\.node$/, /^dist\/ebpf-studio-launch$/, /^dist\/libebpf-studio-preload\.so$/, /^dist\/libebpf-studio-jvmagent\.so$/, /^dist\/webview\/[^/]+\.(js|css)$/];
+  /^dist\/[^/]+\.js$/, /^dist\/bpf\/[^/]+\.bpf\.o$/, /^dist\/ebpf_studio\.node$/, /^dist\/ebpf-studio-launch$/, /^dist\/libebpf-studio-preload\.so$/, /^dist\/ebpf-studio-inject$/, /^dist\/libebpf-studio-jvmagent\.so$/, /^dist\/webview\/[^/]+\.(js|css)$/];
 const stray = files.filter((f) => !allowed.some((re) => re.test(f)) || f.endsWith('.map') || f.endsWith('.ts'));
 if (stray.length) fail(`files outside the allow-list would be packed (fix .vscodeignore):\n  ${stray.join('\n  ')}`);
 const absent = requiredOutputs().map((o) => o.file).filter((f) => !files.includes(f));
