@@ -1,7 +1,7 @@
 // The "Trace Java GC" command's picker (with the `vscode` mock and a fake helper): the shared
 // process picker with "All JVMs" above the JVMs and "Enter a pid…" below; a JVM with USDT is
 // pickable, one without is shown with the reason and refused with it when picked; a typed pid
-// that is not running gets a message saying so and starts nothing.
+// that is not running (or is not a JVM) gets a message saying so and starts nothing.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fakeContext, installVscodeMock, recorded } from '../mocks/vscode';
@@ -73,4 +73,15 @@ test('"All JVMs" and a listed JVM start the session with the options the old pic
     assert.deepEqual(calls, ['listProcesses', 'session/start']);
     assert.deepEqual(params[1], { tracer: 'java-gc', options: { ...options, boundedResult: true } });
   }
+});
+
+test('a typed pid of a running process that is not a JVM: a message says so and nothing starts', async () => {
+  const calls: string[] = [];
+  setHelper(listingHelper([jvm(100, true), { ...jvm(300, true), comm: 'server', jvm: undefined }], calls));
+  win.showQuickPick = async (items: Row[]) => items.find((i) => i.askPid);
+  win.showInputBox = async () => '300';
+  const before = recorded.errors.length;
+  assert.equal(await vscode.commands.executeCommand('ebpfStudio.traceJavaGc'), undefined);
+  assert.match(recorded.errors.slice(before).join('\n'), /Trace Java GC: pid 300 \(server\) is not a JVM \(no libjvm\.so mapped\)/);
+  assert.deepEqual(calls, ['listProcesses', 'listProcesses']);
 });
