@@ -11,11 +11,15 @@ export function fakeJvm(pid: number, usdt: boolean): ProcessInfo {
   };
 }
 
-/** A helper that answers listProcesses with `processes`, records each method asked in `calls`, and refuses anything else. */
-export function listingHelper(processes: ProcessInfo[], calls: string[]): never {
+/**
+ * A helper that answers listProcesses with `processes`, records each method asked in `calls` (and its
+ * parameters in `params` when given), and refuses anything else (no session starts in unit tests).
+ */
+export function listingHelper(processes: ProcessInfo[], calls: string[], params?: unknown[]): never {
   return {
-    request: async (type: { method: string }) => {
+    request: async (type: { method: string }, p?: unknown) => {
       calls.push(type.method);
+      params?.push(p);
       if (type.method === 'listProcesses') return processes;
       throw new Error(`unexpected ${type.method}`);
     },

@@ -1,6 +1,7 @@
 // The "Open JVM Timeline" command (with the `vscode` mock and a fake helper): its picker lists
-// JVMs (one without USDT refused with the reason), a pid, and saved sessions; a file that is not
-// a JVM timeline session is refused with the file's name and what is wrong with it.
+// JVMs (one without USDT refused with the reason), "Enter a pid…" (an exited pid gets a message),
+// and saved sessions; a file that is not a JVM timeline session is refused with the file's name
+// and what is wrong with it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -15,27 +16,60 @@ const feature = require('../../extension/editor/features/jvmTimeline') as typeof
  
 const { setHelper } = require('../../extension/editor/helperClient/helperClient') as typeof import('../../extension/editor/helperClient/helperClient');
 
-test('quick pick: JVMs with USDT, one without marked with the reason, enter a pid, open a saved session', () => {
-  const items = feature.timelineItems([jvm(100, true), jvm(200, false), { ...jvm(300, true), jvm: undefined }]);
-  assert.equal(items.length, 5, 'a process that is not a JVM is not listed');
-  assert.equal(items[0].label, '$(coffee) 100  app.jar');
-  assert.equal(items[0].pid, 100);
-  assert.match(items[1].detail!, /Cannot trace: .*has no \.note\.stapsdt section/);
-  assert.equal(items[1].pid, undefined);
-  assert.equal(items[2].kind, vscode.QuickPickItemKind.Separator);
-  assert.equal(items[3].askPid, true);
-  assert.equal(items[4].open, true);
+type Row = { label: string; detail?: string; kind?: number; process?: { pid: number }; askPid?: boolean; open?: boolean };
+const win = vscode.window as unknown as Record<string, unknown>;
+
+test('picker: the JVMs (one without USDT marked with the reason), "Enter a pid…", open a saved session', async () => {
+  const calls: string[] = [];
+  setHelper(listingHelper([jvm(100, true), jvm(200, false)], calls));
+  feature.activate(fakeContext('/tmp') as never);
+  let rows: Row[] = [];
+  win.showQuickPick = async (items: Row[]) => ((rows = items), undefined);
+  assert.equal(await vscode.commands.executeCommand('ebpfStudio.openJvmTimeline'), undefined);
+  assert.equal(rows.find((r) => r.process?.pid === 100)!.label, '$(coffee) 100  app.jar');
+  assert.match(rows.find((r) => r.process?.pid === 200)!.detail!, /Cannot trace: .*has no \.note\.stapsdt section/);
+  const ask = rows.findIndex((r) => r.askPid);
+  assert.equal(rows[ask].label, '$(edit) Enter a pid…');
+  assert.ok(rows.findIndex((r) => r.open) > ask, '"Open a saved session…" comes after the processes and "Enter a pid…"');
+  assert.match(rows.find((r) => r.open)!.label, /Open a saved session…/);
+});
+
+test('"Enter a pid…" with a pid that has exited: a message says so and nothing starts', async () => {
+  const calls: string[] = [];
+  setHelper(listingHelper([jvm(100, true)], calls));
+  win.showQuickPick = async (items: Row[]) => items.find((i) => i.askPid);
+  win.showInputBox = async () => '4242';
+  const before = recorded.errors.length;
+  assert.equal(await vscode.commands.executeCommand('ebpfStudio.openJvmTimeline'), undefined);
+  assert.match(recorded.errors.slice(before).join('\n'), /Open JVM Timeline: No process with pid 4242 is running: it has exited, or the pid is mistyped/);
+  assert.deepEqual(calls, ['listProcesses', 'listProcesses'], 'the pid was checked against a fresh listing; no session was started');
+});
+
+test('"Open a saved session…" asks for a file; a listed JVM starts the timeline on its pid', async () => {
+  const calls: string[] = [];
+  const params: unknown[] = [];
+  setHelper(listingHelper([jvm(100, true)], calls, params));
+  let asked = '';
+  win.showOpenDialog = async (o: { title: string }) => ((asked = o.title), undefined);
+  win.showQuickPick = async (items: Row[]) => items.find((i) => i.open);
+  assert.equal(await vscode.commands.executeCommand('ebpfStudio.openJvmTimeline'), undefined);
+  assert.equal(asked, 'Open a JVM timeline session');
+  assert.deepEqual(calls, ['listProcesses']);
+
+  win.showQuickPick = async (items: Row[]) => items.find((i) => i.process?.pid === 100);
+  await vscode.commands.executeCommand('ebpfStudio.openJvmTimeline');
+  assert.deepEqual(calls, ['listProcesses', 'listProcesses', 'session/start']);
+  assert.deepEqual(params[2], { tracer: 'jvm', options: { pid: 100, frequency: 99, sliceMs: 250 } });
 });
 
 test('picking the JVM without USDT shows the reason and starts nothing; a bad session file names the file and the cause', async () => {
   const calls: string[] = [];
   setHelper(listingHelper([jvm(100, true), jvm(200, false)], calls));
-  feature.activate(fakeContext('/tmp') as never);
-  vscode.window.showQuickPick = (async (items: { refuse?: string }[]) => items.find((i) => i.refuse)) as never;
+  win.showQuickPick = async (items: Row[]) => items.find((i) => i.process?.pid === 200);
   let before = recorded.errors.length;
   assert.equal(await vscode.commands.executeCommand('ebpfStudio.openJvmTimeline'), undefined);
   assert.deepEqual(calls, ['listProcesses']);
-  assert.match(recorded.errors.slice(before).join('\n'), /has no \.note\.stapsdt section/);
+  assert.match(recorded.errors.slice(before).join('\n'), /Open JVM Timeline: .*has no \.note\.stapsdt section/);
 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-jvmt-'));
   try {

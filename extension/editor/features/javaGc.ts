@@ -6,7 +6,7 @@ import { saveExport } from '../ui/exportFile';
 import * as proto from '../../protocol/protocol';
 import type { JavaGcOptions, JavaGcResult } from '../../protocol/javaGc';
 import { GcLive } from '../../model/javaGcLive';
-import { helper } from '../helperClient/helperClient';
+import { pickProcess } from '../ui/processPicker';
 import { startSession, type ClientSession } from '../sessions/liveSessions';
 import { checkpointWhileRunning, newSessionKey, recordSession } from '../sessions/sessionStore';
 import { makeSession } from '../../model/sessionFile';
@@ -15,56 +15,33 @@ import { showError } from '../ui/errors';
 import { noUsdtMessage } from '../../sys/proc/processes';
 import type { FromView, ToView } from '../../../webview/javaGc/protocol';
 
-interface JvmItem extends vscode.QuickPickItem {
-  options?: JavaGcOptions;
-  /** why this JVM cannot be traced (shown instead of starting) */
-  refuse?: string;
-  askPid?: boolean;
+interface AllJvmsItem extends vscode.QuickPickItem {
+  options: JavaGcOptions;
 }
 
-export function jvmItems(processes: proto.ProcessInfo[]): JvmItem[] {
-  const items: JvmItem[] = [];
-  for (const p of processes) {
-    if (!p.jvm) continue;
-    const base = { description: `${p.user}`, detail: p.jvm.javaHome };
-    if (p.jvm.usdt) {
-      items.push({ ...base, label: `$(coffee) ${p.pid}  ${p.jvm.main}`, options: { pid: p.pid, all: false, minUs: 0 } });
-    } else {
-      items.push({ ...base, label: `$(circle-slash) ${p.pid}  ${p.jvm.main}`, detail: `Cannot trace: ${noUsdtMessage(p.jvm.libjvm)}`, refuse: noUsdtMessage(p.jvm.libjvm) });
-    }
-  }
-  items.push({ label: '', kind: vscode.QuickPickItemKind.Separator });
-  items.push({ label: '$(globe) All JVMs, including ones that start later', detail: 'Attaches to every libjvm.so with USDT probes (installed JDKs and running JVMs)', options: { pid: 0, all: true, minUs: 0 } });
-  items.push({ label: '$(edit) Enter a pid…', askPid: true });
-  return items;
+/** The choice above the JVMs: attach to every libjvm.so, so JVMs that start later are traced too. */
+export const ALL_JVMS: AllJvmsItem = {
+  label: '$(globe) All JVMs, including ones that start later',
+  detail: 'Attaches to every libjvm.so with USDT probes (installed JDKs and running JVMs)',
+  options: { pid: 0, all: true, minUs: 0 },
+};
+
+/** Why a JVM's GC pauses cannot be traced: its libjvm.so has no USDT probes (shown on its row and said when it is picked). */
+export function noUsdtRefusal(p: proto.ProcessInfo): string | undefined {
+  return p.jvm && !p.jvm.usdt ? noUsdtMessage(p.jvm.libjvm) : undefined;
 }
 
 async function pickTarget(): Promise<JavaGcOptions | undefined> {
-  const procs = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'Listing JVMs…' }, () =>
-    helper().request(proto.listProcesses, { jvmOnly: true }),
-  );
-  const items = jvmItems(procs);
-  const pick = await vscode.window.showQuickPick(items, {
-    title: 'Trace Java GC',
-    placeHolder: procs.length ? 'Pick a JVM' : 'No JVM is running: trace every JVM that starts, or enter a pid',
-    matchOnDescription: true,
-    matchOnDetail: true,
+  const picked = await pickProcess<AllJvmsItem>({
+    command: 'Trace Java GC',
+    jvmOnly: true,
+    placeHolder: 'Pick a JVM, trace every JVM, or type a pid',
+    top: [ALL_JVMS],
+    refuse: noUsdtRefusal,
   });
-  if (!pick) return undefined;
-  if (pick.refuse) {
-    void vscode.window.showErrorMessage(`eBPF Studio: ${pick.refuse}`);
-    return undefined;
-  }
-  if (pick.askPid) {
-    const text = await vscode.window.showInputBox({
-      title: 'Trace Java GC',
-      prompt: 'Process id of a running JVM',
-      validateInput: (v) => (/^\s*\d+\s*$/.test(v) && Number(v) > 0 ? undefined : 'A pid is a positive whole number'),
-    });
-    if (!text) return undefined;
-    return { pid: Number(text.trim()), all: false, minUs: 0 };
-  }
-  return pick.options;
+  if (!picked) return undefined;
+  if ('extra' in picked) return picked.extra.options;
+  return { pid: picked.process.pid, all: false, minUs: 0 };
 }
 
 async function trace(context: vscode.ExtensionContext, options: JavaGcOptions): Promise<ClientSession<'java-gc'> | undefined> {

@@ -6,32 +6,19 @@ import * as vscode from 'vscode';
 import { saveExport } from '../ui/exportFile';
 import * as proto from '../../protocol/protocol';
 import { fromSessionFile, type JvmOptions, type JvmResult } from '../../model/jvmTimeline';
-import { helper } from '../helperClient/helperClient';
+import { pickProcess } from '../ui/processPicker';
+import { noUsdtMessage } from '../../sys/proc/processes';
 import { startSession } from '../sessions/liveSessions';
 import { createViewPanel, type TypedPanel } from '../ui/webviewPanel';
 import { errorText, showError } from '../ui/errors';
-import { noUsdtMessage } from '../../sys/proc/processes';
 import type { FromView, ToView } from '../../../webview/jvmTimeline/protocol';
 
-interface Pick extends vscode.QuickPickItem {
-  pid?: number;
-  refuse?: string;
-  open?: boolean;
-  askPid?: boolean;
+interface OpenItem extends vscode.QuickPickItem {
+  open: true;
 }
 
-export function timelineItems(processes: proto.ProcessInfo[]): Pick[] {
-  const items: Pick[] = [];
-  for (const p of processes) {
-    if (!p.jvm) continue;
-    if (p.jvm.usdt) items.push({ label: `$(coffee) ${p.pid}  ${p.jvm.main}`, description: p.user, detail: p.jvm.javaHome, pid: p.pid });
-    else items.push({ label: `$(circle-slash) ${p.pid}  ${p.jvm.main}`, description: p.user, detail: `Cannot trace: ${noUsdtMessage(p.jvm.libjvm)}`, refuse: noUsdtMessage(p.jvm.libjvm) });
-  }
-  items.push({ label: '', kind: vscode.QuickPickItemKind.Separator });
-  items.push({ label: '$(edit) Enter a pid…', askPid: true });
-  items.push({ label: '$(folder-opened) Open a saved session…', detail: 'A file exported from this view (or written by "ebpf-studio jvm --json")', open: true });
-  return items;
-}
+/** The choice below the JVMs: a session saved from this view instead of a running JVM. */
+export const OPEN_SAVED: OpenItem = { label: '$(folder-opened) Open a saved session…', detail: 'A file exported from this view (or written by "ebpf-studio jvm --json")', open: true };
 
 /** Reads a session file chosen by the user; undefined when cancelled. Throws with the reason. */
 async function readSessionFile(uri?: vscode.Uri): Promise<{ result: JvmResult; name: string } | undefined> {
@@ -87,20 +74,21 @@ async function trace(context: vscode.ExtensionContext, options: JvmOptions): Pro
   return session.id;
 }
 
+/** Why a JVM cannot be traced here: its libjvm.so has no USDT probes (shown on its row and said when it is picked). */
+function noUsdtRefusal(p: proto.ProcessInfo): string | undefined {
+  return p.jvm && !p.jvm.usdt ? noUsdtMessage(p.jvm.libjvm) : undefined;
+}
+
 async function pickPid(): Promise<number | 'open' | undefined> {
-  const procs = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'Listing JVMs…' }, () => helper().request(proto.listProcesses, { jvmOnly: true }));
-  const pick = await vscode.window.showQuickPick(timelineItems(procs), { title: 'Open JVM Timeline', placeHolder: procs.length ? 'Pick a JVM, or open a saved session' : 'No JVM is running: enter a pid, or open a saved session', matchOnDescription: true, matchOnDetail: true });
-  if (!pick) return undefined;
-  if (pick.refuse) {
-    void vscode.window.showErrorMessage(`eBPF Studio: ${pick.refuse}`);
-    return undefined;
-  }
-  if (pick.open) return 'open';
-  if (pick.askPid) {
-    const text = await vscode.window.showInputBox({ title: 'Open JVM Timeline', prompt: 'Process id of a running JVM', validateInput: (v) => (/^\s*\d+\s*$/.test(v) && Number(v) > 0 ? undefined : 'A pid is a positive whole number') });
-    return text ? Number(text.trim()) : undefined;
-  }
-  return pick.pid;
+  const picked = await pickProcess<OpenItem>({
+    command: 'Open JVM Timeline',
+    jvmOnly: true,
+    placeHolder: 'Pick a JVM, type its pid, or open a saved session',
+    bottom: [OPEN_SAVED],
+    refuse: noUsdtRefusal,
+  });
+  if (!picked) return undefined;
+  return 'extra' in picked ? 'open' : picked.process.pid;
 }
 
 export function activate(context: vscode.ExtensionContext): void {

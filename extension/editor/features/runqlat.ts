@@ -4,10 +4,9 @@
 // (sessions.ts sets ebpfStudio.sessionRunning while the session runs).
 import * as vscode from 'vscode';
 import { saveExport } from '../ui/exportFile';
-import * as proto from '../../protocol/protocol';
 import type { RunqlatOptions, RunqlatPer, RunqlatUnit } from '../../protocol/runqlat';
 import { RunqlatLive } from '../../model/runqlatLive';
-import { helper } from '../helperClient/helperClient';
+import { pickProcess } from '../ui/processPicker';
 import { startSession, type ClientSession } from '../sessions/liveSessions';
 import { checkpointWhileRunning, newSessionKey, recordSession } from '../sessions/sessionStore';
 import { makeSession } from '../../model/sessionFile';
@@ -17,30 +16,25 @@ import type { FromView, ToView } from '../../../webview/runqlat/protocol';
 
 interface ScopeItem extends vscode.QuickPickItem {
   per: RunqlatPer;
-  pickProcess?: boolean;
+  oneProcess?: boolean;
 }
 
 const SCOPES: ScopeItem[] = [
   { label: '$(globe) Whole system', detail: 'One histogram of every thread’s waits', per: 'none' },
-  { label: '$(symbol-method) One process…', detail: 'Only the threads of a process you pick', per: 'none', pickProcess: true },
+  { label: '$(symbol-method) One process…', detail: 'Only the threads of a process you pick', per: 'none', oneProcess: true },
   { label: '$(list-tree) Per process', detail: 'A histogram per process, in a table sortable by p99 or count', per: 'process' },
   { label: '$(list-flat) Per thread', detail: 'A histogram per thread id', per: 'thread' },
   { label: '$(package) Per PID namespace', detail: 'A histogram per PID namespace (containers)', per: 'pidns' },
 ];
 
-export function processItems(processes: proto.ProcessInfo[]): (vscode.QuickPickItem & { pid: number })[] {
-  return processes.map((p) => ({ label: `${p.pid}  ${p.comm}`, description: p.user, detail: p.cmdline.join(' ').slice(0, 200) || undefined, pid: p.pid }));
-}
-
 async function pickOptions(): Promise<RunqlatOptions | undefined> {
   const scope = await vscode.window.showQuickPick(SCOPES, { title: 'Show Run Queue Latency: scope' });
   if (!scope) return undefined;
   let pid = 0;
-  if (scope.pickProcess) {
-    const procs = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: 'Listing processes…' }, () => helper().request(proto.listProcesses, {}));
-    const pick = await vscode.window.showQuickPick(processItems(procs), { title: 'Show Run Queue Latency: process', matchOnDescription: true, matchOnDetail: true });
-    if (!pick) return undefined;
-    pid = pick.pid;
+  if (scope.oneProcess) {
+    const picked = await pickProcess({ command: 'Show Run Queue Latency', title: 'Show Run Queue Latency: process' });
+    if (!picked || !('process' in picked)) return undefined;
+    pid = picked.process.pid;
   }
   const unit = await vscode.window.showQuickPick(
     [
