@@ -206,16 +206,21 @@ function constantItems(list: NamedConstant[], kind: ItemKind): Item[] {
   return list.map((c) => ({ label: c.name, kind, documentation: c.doc }));
 }
 
+/** Absolute binary paths the file already names in usdt sections, offered again after "usdt/". */
+function usdtBinariesIn(text: string): string[] {
+  return [...new Set([...text.matchAll(/\bSEC\(\s*"usdt(?:\.s)?\/(\/[^":\n]+):/g)].map((m) => m[1]))];
+}
+
 export function complete(text: string, offset: number, k: Knowledge): Completion | undefined {
   const line = text.slice(text.lastIndexOf('\n', offset - 1) + 1, offset);
   const sec = /\bSEC\(\s*"([^"]*)$/.exec(line);
   if (sec) {
     const targets = sec[1].includes('/') ? k.targets?.() : undefined;
-    const t = targets ? completeAttachTarget(sec[1], targets) : undefined;
+    const t = targets ? completeAttachTarget(sec[1], targets, usdtBinariesIn(text)) : undefined;
     if (t) {
       const start = offset - sec[1].length;
       const kind: ItemKind = sec[1].startsWith('tp') || sec[1].startsWith('tracepoint') || sec[1].startsWith('raw_') ? 'module' : 'function';
-      return { replaceStart: start + t.replaceFrom, incomplete: t.incomplete, items: t.items.map((i) => ({ label: i.label, kind: i.category ? 'module' : kind, detail: `${sec[1].slice(0, sec[1].indexOf('/'))} target on ${targets!.release}` })) };
+      return { replaceStart: start + t.replaceFrom, incomplete: t.incomplete, items: t.items.map((i) => ({ label: i.label, kind: i.category ? 'module' : kind, detail: i.detail ?? `${sec[1].slice(0, sec[1].indexOf('/'))} target on ${targets!.release}` })) };
     }
     return sectionItems(offset - sec[1].length);
   }

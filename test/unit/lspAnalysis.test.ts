@@ -2,6 +2,7 @@
 // from this machine (libbpf's bpf_helper_defs.h and build/vmlinux.h from `npm run build`).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { complete, diagnose, enclosingCall, hover, type Knowledge } from '../../extension/lsp/analysis';
@@ -10,6 +11,7 @@ import { loadHelpers, DEFAULT_HELPER_DEFS } from '../../extension/lsp/knowledge'
 import { mapTypes } from '../../extension/lsp/mapTypes';
 import { KernelStructs } from '../../extension/authoring/kernelStructs';
 import { checkSection } from '../../extension/authoring/sections';
+import { checkAttachTarget, machineUsdt, type AttachTargets } from '../../extension/authoring/attachTargets';
 import { parseHelperDefs } from '../../extension/authoring/helperDefs';
 
 const vmlinux = path.resolve(__dirname, '..', '..', 'build', 'vmlinux.h');
@@ -154,4 +156,92 @@ test('bpftrace: probe types at line start, builtins and functions, and hover', (
   assert.ok(!items.includes('tracepoint:'), 'probe types only at the start of a line');
   const [t3, o3] = at('{ @x = hi|st(arg0); }');
   assert.match(bpftraceHover(t3, o3)!.markdown, /log2/);
+});
+
+// USDT targets against a real binary with SystemTap notes, compared with binutils' readelf -n.
+const LIBJVM = '/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so';
+const usdtTargets: AttachTargets = { release: 'test', usdt: machineUsdt() };
+const kUsdt: Knowledge = { ...k, targets: () => usdtTargets };
+
+/** "provider:name" of every probe readelf -n prints for a file, or why it cannot be asked. */
+function readelfProbes(file: string): Set<string> | string {
+  if (!fs.existsSync(file)) return `${file} is absent (apt-get install openjdk-17-jdk-headless)`;
+  const r = spawnSync('readelf', ['-n', '--wide', file], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  if (r.error || r.status !== 0) return `readelf not runnable (${r.error?.message ?? r.stderr}); apt-get install binutils`;
+  const out = new Set<string>();
+  for (const m of r.stdout.matchAll(/Provider: (\S+)\s*\n\s*Name: (\S+)$/gm)) out.add(`${m[1]}:${m[2]}`);
+  return out;
+}
+
+test('usdt: after "usdt/PATH:" the probes offered are exactly those readelf -n lists for the binary', (t) => {
+  const want = readelfProbes(LIBJVM);
+  if (typeof want === 'string') return t.skip(want);
+  assert.ok(want.size > 100, `readelf lists ${want.size} probes`);
+  const [text, off] = at(`SEC("usdt/${LIBJVM}:|")`);
+  const c = complete(text, off, kUsdt)!;
+  assert.equal(text.slice(c.replaceStart, off), '');
+  assert.equal(c.replaceStart, text.indexOf(':') + 1);
+  assert.deepEqual(new Set(c.items.map((i) => i.label)), want);
+  assert.equal(c.incomplete, false);
+  // Narrowed by what is typed after the colon: all and only readelf's hotspot:gc* probes.
+  const [t2, o2] = at(`SEC("usdt/${LIBJVM}:hotspot:gc|")`);
+  const c2 = complete(t2, o2, kUsdt)!;
+  assert.deepEqual(c2.items.map((i) => i.label).sort(), [...want].filter((p) => p.startsWith('hotspot:gc')).sort());
+  assert.ok(c2.items.some((i) => i.label === 'hotspot:gc__begin'));
+  assert.equal(t2.slice(c2.replaceStart, o2), 'hotspot:gc');
+});
+
+test('usdt: after "usdt/" the JDK libjvm.so, binaries named in the file and the typed folder are offered', (t) => {
+  const want = readelfProbes(LIBJVM);
+  if (typeof want === 'string') return t.skip(want);
+  const real = fs.realpathSync(LIBJVM);
+  const [text, off] = at('SEC("usdt/|")');
+  const c = complete(text, off, kUsdt)!;
+  assert.equal(c.replaceStart, off);
+  const jvm = c.items.find((i) => i.label === real);
+  assert.ok(jvm, JSON.stringify(c.items.map((i) => i.label)));
+  assert.match(jvm.detail ?? '', new RegExp(`${want.size} USDT probes`));
+  // A binary typed elsewhere in the file is offered again; one without notes never is.
+  const copy = path.join(fs.mkdtempSync(path.join(process.env.TMPDIR ?? '/tmp', 'usdt-')), 'libcopy.so');
+  fs.copyFileSync(LIBJVM, copy);
+  try {
+    const [t2, o2] = at(`SEC("usdt/${copy}:hotspot:gc__begin") int a(void *c) { return 0; }\nSEC("usdt/|")`);
+    assert.ok(complete(t2, o2, kUsdt)!.items.some((i) => i.label === copy));
+    // Typing a folder lists its sub-folders and only the files that carry USDT notes.
+    fs.writeFileSync(path.join(path.dirname(copy), 'notes.txt'), 'not ELF');
+    const [t3, o3] = at(`SEC("usdt/${path.dirname(copy)}/|")`);
+    const c3 = complete(t3, o3, kUsdt)!;
+    assert.deepEqual(c3.items.map((i) => i.label), [copy]);
+    assert.equal(c3.incomplete, true, 'the client asks again as the path grows');
+    const [t4, o4] = at(`SEC("usdt/${path.dirname(path.dirname(LIBJVM))}/|")`);
+    assert.ok(complete(t4, o4, kUsdt)!.items.some((i) => i.label === `${path.dirname(path.dirname(LIBJVM))}/server/` && i.kind === 'module'));
+  } finally {
+    fs.rmSync(path.dirname(copy), { recursive: true, force: true });
+  }
+});
+
+test('usdt: a missing binary, one without notes and an unknown probe are warnings; a real probe is not', (t) => {
+  const want = readelfProbes(LIBJVM);
+  if (typeof want === 'string') return t.skip(want);
+  // An ELF binary that readelf shows without USDT notes.
+  const noNotes = ['/usr/bin/ls', '/bin/ls', '/usr/bin/env', process.execPath].find((f) => {
+    const p = readelfProbes(f);
+    return typeof p !== 'string' && p.size === 0;
+  });
+  if (!noNotes) return t.skip('no ELF binary without USDT notes found (ls, env, node)');
+  const text = [
+    `SEC("usdt/${LIBJVM}:hotspot:gc__begin") int a(void *c) { return 0; }`,
+    `SEC("usdt/${LIBJVM}:hotspot:gc_begin") int b(void *c) { return 0; }`,
+    'SEC("usdt//no/such/libfoo.so:p:n") int c(void *c) { return 0; }',
+    `SEC("usdt/${noNotes}:p:n") int d(void *c) { return 0; }`,
+    'SEC("usdt/libc.so.6:libc:setjmp") int e(void *c) { return 0; }',
+  ].join('\n');
+  const d = diagnose(text, kUsdt);
+  assert.deepEqual(d.map((x) => [x.code, x.severity]), Array(3).fill(['missing-attach-target', 'warning']), JSON.stringify(d));
+  assert.equal(text.slice(d[0].start, d[0].end), `usdt/${LIBJVM}:hotspot:gc_begin`);
+  assert.match(d[0].message, new RegExp(`no USDT probe "hotspot:gc_begin" in .*libjvm.so \\(it has ${want.size} probes.*Did you mean "usdt/${LIBJVM}:hotspot:gc__begin"\\?`));
+  assert.match(d[1].message, /\/no\/such\/libfoo.so does not exist/);
+  assert.match(d[2].message, /has no \.note\.stapsdt section/);
+  // Every probe readelf lists passes the check.
+  for (const p of want) assert.equal(checkAttachTarget(`usdt/${LIBJVM}:${p}`, usdtTargets), undefined, p);
 });

@@ -96,3 +96,23 @@ test('fixing the name clears the diagnostic', async () => {
   const d = await until(() => diagnostics.get(uri));
   assert.deepEqual(d, []);
 });
+
+test('USDT probes of a binary: completed after "usdt/PATH:" and an unknown one warned about', async (t) => {
+  const libjvm = '/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so';
+  if (!fs.existsSync(libjvm)) return t.skip(`${libjvm} is absent (apt-get install openjdk-17-jdk-headless)`);
+  const usdtUri = 'file:///work/usdt.bpf.c';
+  const src = [`SEC("usdt/${libjvm}:hotspot:gc__begn")`, 'int on_gc(void *ctx) { return 0; }', `SEC("usdt/${libjvm}:hotspot:gc__end")`, ''].join('\n');
+  await conn.sendNotification('textDocument/didOpen', { textDocument: { uri: usdtUri, languageId: 'c', version: 1, text: src } });
+  const d = await until(() => diagnostics.get(usdtUri), 30_000);
+  assert.equal(d.length, 1, JSON.stringify(d));
+  assert.match(d[0].message, /no USDT probe "hotspot:gc__begn" .*Did you mean ".*:hotspot:gc__begin"\?/);
+  const line2 = src.split('\n')[2];
+  const character = line2.indexOf('gc__end') + 'gc__'.length;
+  const res = (await conn.sendRequest('textDocument/completion', { textDocument: { uri: usdtUri }, position: { line: 2, character } })) as {
+    label: string;
+    textEdit?: { range: { start: { character: number } } };
+  }[];
+  assert.ok(Array.isArray(res), 'a binary\'s probes are sent whole, not as an incomplete list');
+  assert.deepEqual(res.map((i) => i.label).sort(), ['hotspot:gc__begin', 'hotspot:gc__end']);
+  assert.equal(res[0].textEdit?.range.start.character, line2.indexOf('hotspot:gc__'));
+});

@@ -6,7 +6,7 @@ import type { JdkInfo, ProcessInfo } from '../../protocol/protocol';
 import { inputError, privilegeError, unsuitableError } from '../../protocol/errors';
 import { PID_MAX } from '../../protocol/validate';
 import { mappedFiles, readMaps } from './maps';
-import { ElfFile } from '../elf/elf';
+import { ElfError, ElfFile, type UsdtProbe } from '../elf/elf';
 
 const PF_KTHREAD = 0x00200000;
 
@@ -116,36 +116,45 @@ function readCmdline(pid: number): string[] {
   }
 }
 
-const usdtCache = new Map<string, { key: string; usdt: boolean; count: number }>();
+type UsdtNotes = { probes: UsdtProbe[] } | { problem: string };
+const usdtCache = new Map<string, { key: string; notes: UsdtNotes }>();
 
-/** Whether a libjvm.so has hotspot USDT probes, cached by path + inode + mtime. */
-export function libjvmUsdt(libjvm: string): { usdt: boolean; count: number } {
+/**
+ * The USDT probes (.note.stapsdt) of a binary, or why it has none (missing, not a regular file,
+ * not ELF, no notes), cached by path + inode + mtime so callers may ask on every keystroke.
+ */
+export function usdtNotes(file: string): UsdtNotes {
   let key = '';
   try {
-    const st = fs.statSync(libjvm);
+    const st = fs.statSync(file);
+    if (!st.isFile()) return { problem: `${file} is not a regular file` };
     key = `${st.ino}:${st.mtimeMs}:${st.size}`;
-  } catch {
-    return { usdt: false, count: 0 };
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return { problem: code === 'ENOENT' ? `${file} does not exist` : `cannot read ${file} (${code ?? (e as Error).message})` };
   }
-  const hit = usdtCache.get(libjvm);
-  if (hit && hit.key === key) return hit;
-  let usdt = false;
-  let count = 0;
+  const hit = usdtCache.get(file);
+  if (hit && hit.key === key) return hit.notes;
+  let notes: UsdtNotes;
   try {
-    const elf = new ElfFile(libjvm);
+    const elf = new ElfFile(file);
     try {
-      const probes = elf.usdtProbes().filter((p) => p.provider === 'hotspot');
-      count = probes.length;
-      usdt = count > 0;
+      notes = elf.hasUsdt() ? { probes: elf.usdtProbes() } : { problem: `${file} has no .note.stapsdt section (it was built without USDT probes)` };
     } finally {
       elf.close();
     }
-  } catch {
-    /* unreadable: no probes */
+  } catch (e) {
+    notes = { problem: e instanceof ElfError ? e.message : `cannot read ${file} (${(e as Error).message})` };
   }
-  const v = { key, usdt, count };
-  usdtCache.set(libjvm, v);
-  return v;
+  usdtCache.set(file, { key, notes });
+  return notes;
+}
+
+/** Whether a libjvm.so has hotspot USDT probes. */
+export function libjvmUsdt(libjvm: string): { usdt: boolean; count: number } {
+  const notes = usdtNotes(libjvm);
+  const count = 'probes' in notes ? notes.probes.filter((p) => p.provider === 'hotspot').length : 0;
+  return { usdt: count > 0, count };
 }
 
 /** The main class, -jar file or -m module of a java command line. */
