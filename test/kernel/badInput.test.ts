@@ -81,7 +81,7 @@ test('out-of-range options and unknown flags are usage errors (exit 2)', (t) => 
     [['memleak', '--pid', me, '--sample-bytes', '-1'], /--sample-bytes -1 is out of range: it must be at least 0/],
     [['memleak', '--pid', me, '--sample-bytes', '1.5'], /--sample-bytes takes a whole number/],
     [['memleak', '--pid', me, '--mode', 'preload'], /--mode preload traces a command it starts/],
-    [['memleak', '--mode', 'fast', '--', '/bin/true'], /--mode must be preload, uprobe or auto, got "fast"/],
+    [['memleak', '--mode', 'fast', '--', '/bin/true'], /--mode must be preload, inject, uprobe or auto, got "fast"/],
     [['java-gc'], /give --pid PID \(one JVM\) or --all/],
     [['no-such-command'], /unknown command "no-such-command"/],
   ];
