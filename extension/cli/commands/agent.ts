@@ -45,12 +45,15 @@ export const agentCommand: Command = {
     process.once('SIGINT', () => wake());
     process.once('SIGTERM', () => wake());
 
-    const server = await listen(addr, prepared, {
-        metrics: () => agent.metrics(),
-        profile: (s) => agent.profile(s),
-        offcpu: cfg.profile.offcpu ? (s, event) => agent.offcpu(s, event) : undefined,
-        allocs: cfg.profile.allocs ? (s, pid) => agent.allocs(s, pid) : undefined,
-        maxProfileSeconds: cfg.profile.maxSeconds, profileEnabled: cfg.profile.enabled }, (m) => io.err(m));
+    const endpoints = {
+      metrics: () => agent.metrics(),
+      profile: (s: number) => agent.profile(s),
+      offcpu: cfg.profile.offcpu ? (s: number, event: 'offcpu' | 'wall') => agent.offcpu(s, event) : undefined,
+      allocs: cfg.profile.allocs ? (s: number, pid: number) => agent.allocs(s, pid) : undefined,
+      maxProfileSeconds: cfg.profile.maxSeconds,
+      profileEnabled: cfg.profile.enabled,
+    };
+    const server = await listen(addr, prepared, endpoints, (m) => io.err(m));
     await agent.start();
     const what = [cfg.jvm.enabled && `JVM GC pauses and safepoints (${cfg.jvm.mainClasses ? cfg.jvm.mainClasses.join(', ') : 'every JVM'})`, cfg.runqueue.enabled && `run-queue latency (${cfg.runqueue.per})`, cfg.profile.enabled && `CPU${cfg.profile.offcpu ? ', off-CPU' : ''}${cfg.profile.allocs ? ', Java allocation' : ''} profiles on request`].filter(Boolean);
     io.err(`ebpf-studio agent: serving ${server.url}/metrics${cfg.profile.enabled ? ` and ${server.url}/debug/pprof/profile?seconds=N` : ''}: ${what.join(', ')}`);
