@@ -286,7 +286,6 @@ export class Agent {
   }
 
   private async takeProfile(seconds: number): Promise<Buffer> {
-    const startMs = Date.now();
     // Frame-pointer stacks: system-wide CFI unwinding in a process that also holds the GC and
     // run-queue sessions hit a libdw assertion (dwfl_thread_getframes, state_alloc nregs) and
     // aborted the agent; a service must not die on a scrape. JIT frames walk by frame pointer
@@ -297,10 +296,14 @@ export class Agent {
         ended: () => undefined,
       }),
     );
+    // the profile's duration is the sampling time, not the time the probes took to attach
+    const startMs = Date.now();
     await this.hold(seconds);
+    // the profile's duration is the sampling time, not the time the probes took to attach or symbolize
+    const durationMs = Date.now() - startMs;
     const result = await session.stop();
     this.health.get('profile')!.lostBefore += result.lost;
-    return encodePprofGz(result, { startMs, durationMs: Date.now() - startMs });
+    return encodePprofGz(result, { startMs, durationMs });
   }
 
   /**
@@ -309,7 +312,6 @@ export class Agent {
    */
   offcpu(seconds: number, event: 'offcpu' | 'wall'): Promise<Buffer> {
     return this.shared(event, async () => {
-      const startMs = Date.now();
       // Java frames from the perf maps, as for CPU profiles: loading the JVMTI agent into every JVM
       // of the machine on a scrape is not something a pull endpoint should do.
       const session = await this.begin('offcpu', () =>
@@ -318,10 +320,13 @@ export class Agent {
           ended: () => undefined,
         }),
       );
+      const startMs = Date.now();
       await this.hold(seconds);
+      // the profile's duration is the sampling time, not the time the probes took to attach or symbolize
+      const durationMs = Date.now() - startMs;
       const result = await session.stop();
       this.health.get('offcpu')!.lostBefore += result.lost;
-      return encodePprofGz(result, { startMs, durationMs: Date.now() - startMs });
+      return encodePprofGz(result, { startMs, durationMs });
     });
   }
 
@@ -338,16 +343,18 @@ export class Agent {
     const main = info.jvm.main;
     if (!this.covers(main)) return Promise.reject(new RequestError(403, `pid ${pid} (${main}) is not a JVM this agent covers: add its main class to "jvm": {"mainClasses": [...]} in the config`));
     return this.shared(`alloc:${pid}:${readStat(pid)?.startTime ?? 0}`, async () => {
-      const startMs = Date.now();
       const session = await this.begin('java-heap', () =>
         javaHeapTracer.start(javaHeapTracer.validate({ pid }), this.env, {
           update: () => undefined,
           ended: () => undefined,
         }),
       );
+      const startMs = Date.now();
       await this.hold(seconds);
+      // the profile's duration is the sampling time, not the time the probes took to attach or symbolize
+      const durationMs = Date.now() - startMs;
       const result = await session.stop();
-      return gzipSync(toAllocPprof(toAllocProfile(result, info.comm), result.sampleBytes, { startMs, durationMs: Date.now() - startMs }));
+      return gzipSync(toAllocPprof(toAllocProfile(result, info.comm), result.sampleBytes, { startMs, durationMs }));
     });
   }
 
