@@ -5,8 +5,9 @@
 //    session so its libjvm.so is attached too. Each pause lands in a histogram labelled by the JVM's main class
 //    and pid; the series of a JVM that exited are dropped a while later (forgetExitedAfterSeconds).
 //  - runqlat reads the kernel's log2 histograms every intervalSeconds and adds them up.
-//  - the CPU profiler runs only while a /debug/pprof/profile request waits: requests that arrive
-//    while a profile is being taken join it and get the same profile.
+//  - the CPU, off-CPU/wall and Java allocation profilers run only while a /debug/pprof/profile,
+//    /debug/pprof/offcpu or /debug/pprof/allocs request waits: requests of the same kind (same event,
+//    same JVM) that arrive while a profile is being taken join it and get the same profile.
 // A tracer that fails to start is retried (RETRY_MS) and reported by ebpf_studio_tracer_up and
 // ebpf_studio_attach_failures_total; the others keep running.
 import type { TracerEnv } from '../tracers/tracer';
@@ -14,13 +15,19 @@ import type { Session } from '../tracers/tracer';
 import { javaGcTracer, allLibjvms } from '../tracers/javaGc/tracer';
 import { runqlatTracer } from '../tracers/runqlat/tracer';
 import { profileTracer } from '../tracers/profile/tracer';
+import { offcpuTracer } from '../tracers/offcpu/tracer';
+import { javaHeapTracer } from '../tracers/javaHeap/tracer';
+import { toAllocProfile } from '../model/javaHeapReport';
+import { toAllocPprof } from '../model/allocPprof';
+import { gzipSync } from 'node:zlib';
 import type { JavaGcUpdate } from '../protocol/javaGc';
 import type { RunqlatUpdate } from '../protocol/runqlat';
 import { fromBuckets } from '../model/log2hist';
 import fs from 'node:fs';
-import { readStat, javaMain } from '../sys/proc/processes';
+import { readStat, javaMain, processInfo } from '../sys/proc/processes';
 import { encodePprofGz } from '../sys/profileFile';
 import type { AgentConfig } from './config';
+import { RequestError } from './server';
 import { Exposition, Histograms, PAUSE_BUCKETS_S, RUNQ_BUCKETS_S, RUNQ_SLOTS, type Labels } from './exposition';
 
 const RETRY_MS = 30_000;
@@ -29,7 +36,7 @@ const SWEEP_MS = 15_000;
 /** how often a newly installed JDK is looked for (a scan of every process's maps: ~10 ms of CPU) */
 const JDK_SCAN_MS = 60_000;
 
-type TracerId = 'java-gc' | 'runqlat' | 'profile';
+type TracerId = 'java-gc' | 'runqlat' | 'profile' | 'offcpu' | 'java-heap';
 
 interface TracerHealth {
   up: boolean;
@@ -60,7 +67,10 @@ export class Agent {
   private gcSession?: Session<'java-gc'>;
   private gcLibs: string[] = [];
   private runqSession?: Session<'runqlat'>;
-  private profileRun?: Promise<Buffer>;
+  /** profiles being taken, by kind ("cpu", "offcpu", "wall", "alloc:PID") */
+  private readonly runs = new Map<string, Promise<Buffer>>();
+  /** ends the profiles being taken now (the agent stops) */
+  private readonly cancels = new Set<() => void>();
   private readonly timers: NodeJS.Timeout[] = [];
   private stopping = false;
   private readonly startedAt = Date.now();
@@ -76,6 +86,8 @@ export class Agent {
     if (cfg.jvm.enabled) this.health.set('java-gc', fresh());
     if (cfg.runqueue.enabled) this.health.set('runqlat', fresh());
     if (cfg.profile.enabled) this.health.set('profile', { ...fresh(), up: true });
+    if (cfg.profile.enabled && cfg.profile.offcpu) this.health.set('offcpu', { ...fresh(), up: true });
+    if (cfg.profile.enabled && cfg.profile.allocs) this.health.set('java-heap', { ...fresh(), up: true });
   }
 
   async start(): Promise<void> {
@@ -138,12 +150,17 @@ export class Agent {
     } catch {
       /* exited before its first event was read */
     }
-    const mains = this.cfg.jvm.mainClasses;
-    const covered = !mains || mains.some((m) => m === main || main.endsWith(`/${m}`) || main.endsWith(`.${m}`));
+    const covered = this.covers(main);
     const j: JvmInfo = { pid, main, startTime: stat?.startTime ?? 0, covered, checkedAt: now };
     if (known) this.forgetPid(pid);
     this.jvms.set(pid, j);
     return j;
+  }
+
+  /** Whether the config's jvm.mainClasses (none: every JVM) covers a JVM with this main class. */
+  private covers(main: string): boolean {
+    const mains = this.cfg.jvm.mainClasses;
+    return !mains || mains.some((m) => m === main || main.endsWith(`/${m}`) || main.endsWith(`.${m}`));
   }
 
   private forgetPid(pid: number): void {
@@ -212,60 +229,134 @@ export class Agent {
     else for (const k of u.keys) add({ pidns: String(k.key) }, k.buckets);
   }
 
-  // ---- CPU profiles on request --------------------------------------------------------------
+  // ---- profiles on request ----------------------------------------------------------------
   /**
-   * A gzipped pprof CPU profile of the whole machine over `seconds`. A request that comes while a
-   * profile is being taken gets that one: one sampling session, however many scrapers ask.
+   * One profile per kind at a time: a request that comes while a profile of its kind is being taken
+   * gets that one (one sampling session, however many scrapers ask), whatever seconds it asked for.
    */
-  profile(seconds: number): Promise<Buffer> {
-    if (this.profileRun) return this.profileRun;
-    const run = this.takeProfile(seconds).finally(() => {
-      if (this.profileRun === run) this.profileRun = undefined;
+  private shared(kind: string, take: () => Promise<Buffer>): Promise<Buffer> {
+    const running = this.runs.get(kind);
+    if (running) return running;
+    const run = take().finally(() => {
+      if (this.runs.get(kind) === run) this.runs.delete(kind);
     });
-    this.profileRun = run;
+    this.runs.set(kind, run);
     return run;
   }
 
   get profiling(): boolean {
-    return this.profileRun !== undefined;
+    return this.runs.size > 0;
   }
 
-  private async takeProfile(seconds: number): Promise<Buffer> {
-    const h = this.health.get('profile')!;
-    const startMs = Date.now();
-    let session: Session<'profile'>;
+  /** Waits `seconds`, or less if the agent stops meanwhile. */
+  private async hold(seconds: number): Promise<void> {
+    let cancel = () => undefined as void;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, seconds * 1000);
+      cancel = () => {
+        clearTimeout(t);
+        resolve();
+      };
+      this.cancels.add(cancel);
+    });
+    this.cancels.delete(cancel);
+  }
+
+  /** Starts a session, keeping the tracer's health up to date. */
+  private async begin<T>(id: TracerId, start: () => Promise<T>): Promise<T> {
+    const h = this.health.get(id)!;
     try {
-      // Frame-pointer stacks: system-wide CFI unwinding in a process that also holds the GC and
-      // run-queue sessions hit a libdw assertion (dwfl_thread_getframes, state_alloc nregs) and
-      // aborted the agent; a service must not die on a scrape. JIT frames walk by frame pointer
-      // with -XX:+PreserveFramePointer; Java methods are named from each JVM's perf map.
-      session = await profileTracer.start(profileTracer.validate({ pid: 0, frequency: this.cfg.profile.frequency, java: 'perfmap', javaPerfMap: true, unwind: 'fp' }), this.env, {
-        update: () => undefined,
-        ended: () => undefined,
-      });
+      const session = await start();
       h.up = true;
       h.lastError = undefined;
+      return session;
     } catch (e) {
+      // A refused target (not a JVM, an old JDK) is the request's fault, not the tracer's.
+      if ((e as { kind?: string }).kind === 'input' || (e as { kind?: string }).kind === 'unsuitable') throw new RequestError(400, (e as Error).message);
       h.up = false;
       h.attachFailures++;
       h.lastError = (e as Error).message;
       throw e;
     }
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, seconds * 1000);
-      this.cancelProfile = () => {
-        clearTimeout(t);
-        resolve();
-      };
-    });
-    this.cancelProfile = undefined;
-    const result = await session.stop();
-    h.lostBefore += result.lost;
-    return encodePprofGz(result, { startMs, durationMs: Date.now() - startMs });
   }
 
-  /** ends the profile being taken now (the agent stops) */
-  private cancelProfile?: () => void;
+  /** A gzipped pprof CPU profile of the whole machine over `seconds`. */
+  profile(seconds: number): Promise<Buffer> {
+    return this.shared('cpu', () => this.takeProfile(seconds));
+  }
+
+  private async takeProfile(seconds: number): Promise<Buffer> {
+    // Frame-pointer stacks: system-wide CFI unwinding in a process that also holds the GC and
+    // run-queue sessions hit a libdw assertion (dwfl_thread_getframes, state_alloc nregs) and
+    // aborted the agent; a service must not die on a scrape. JIT frames walk by frame pointer
+    // with -XX:+PreserveFramePointer; Java methods are named from each JVM's perf map.
+    const session = await this.begin('profile', () =>
+      profileTracer.start(profileTracer.validate({ pid: 0, frequency: this.cfg.profile.frequency, java: 'perfmap', javaPerfMap: true, unwind: 'fp' }), this.env, {
+        update: () => undefined,
+        ended: () => undefined,
+      }),
+    );
+    // the profile's duration is the sampling time, not the time the probes took to attach
+    const startMs = Date.now();
+    await this.hold(seconds);
+    // the profile's duration is the sampling time, not the time the probes took to attach or symbolize
+    const durationMs = Date.now() - startMs;
+    const result = await session.stop();
+    this.health.get('profile')!.lostBefore += result.lost;
+    return encodePprofGz(result, { startMs, durationMs });
+  }
+
+  /**
+   * A gzipped pprof off-CPU (off_cpu/microseconds: where threads waited, by stack) or wall-clock
+   * (wall/microseconds: on-CPU samples and off-CPU time together) profile of the machine.
+   */
+  offcpu(seconds: number, event: 'offcpu' | 'wall'): Promise<Buffer> {
+    return this.shared(event, async () => {
+      // Java frames from the perf maps, as for CPU profiles: loading the JVMTI agent into every JVM
+      // of the machine on a scrape is not something a pull endpoint should do.
+      const session = await this.begin('offcpu', () =>
+        offcpuTracer.start(offcpuTracer.validate({ pid: 0, event, frequency: this.cfg.profile.frequency, java: 'perfmap', javaPerfMap: true }), this.env, {
+          update: () => undefined,
+          ended: () => undefined,
+        }),
+      );
+      const startMs = Date.now();
+      await this.hold(seconds);
+      // the profile's duration is the sampling time, not the time the probes took to attach or symbolize
+      const durationMs = Date.now() - startMs;
+      const result = await session.stop();
+      this.health.get('offcpu')!.lostBefore += result.lost;
+      return encodePprofGz(result, { startMs, durationMs });
+    });
+  }
+
+  /**
+   * A gzipped pprof of the Java allocations of one JVM over `seconds` (alloc_objects/count,
+   * alloc_space/bytes, as Go's allocs profile), through the JVMTI heap sampler. Only a JVM the
+   * config covers (jvm.mainClasses) may be asked for: anything else is refused before the agent
+   * is loaded into it.
+   */
+  allocs(seconds: number, pid: number): Promise<Buffer> {
+    const info = processInfo(pid);
+    if (!info) return Promise.reject(new RequestError(404, `no process with pid ${pid} is running: give the pid of a running JVM (?pid=P)`));
+    if (!info.jvm) return Promise.reject(new RequestError(400, `pid ${pid} (${info.comm}) is not a JVM (no libjvm.so mapped): allocation profiles sample Java allocations; give the pid of a JVM`));
+    const main = info.jvm.main;
+    if (!this.covers(main)) return Promise.reject(new RequestError(403, `pid ${pid} (${main}) is not a JVM this agent covers: add its main class to "jvm": {"mainClasses": [...]} in the config`));
+    return this.shared(`alloc:${pid}:${readStat(pid)?.startTime ?? 0}`, async () => {
+      const session = await this.begin('java-heap', () =>
+        javaHeapTracer.start(javaHeapTracer.validate({ pid }), this.env, {
+          update: () => undefined,
+          ended: () => undefined,
+        }),
+      );
+      const startMs = Date.now();
+      await this.hold(seconds);
+      // the profile's duration is the sampling time, not the time the probes took to attach or symbolize
+      const durationMs = Date.now() - startMs;
+      const result = await session.stop();
+      return gzipSync(toAllocPprof(toAllocProfile(result, info.comm), result.sampleBytes, { startMs, durationMs }));
+    });
+  }
 
   // ---- failures -----------------------------------------------------------------------------
   private tracerFailed(id: TracerId, e: unknown, retry: () => Promise<void>): void {
@@ -319,9 +410,9 @@ export class Agent {
   async stop(): Promise<void> {
     this.stopping = true;
     for (const t of this.timers) clearTimeout(t);
-    this.cancelProfile?.();
-    const running = this.profileRun;
-    await Promise.all([this.gcSession?.stop(), this.runqSession?.stop(), running?.catch(() => undefined)]);
+    for (const cancel of [...this.cancels]) cancel();
+    const running = [...this.runs.values()].map((r) => r.catch(() => undefined));
+    await Promise.all([this.gcSession?.stop(), this.runqSession?.stop(), ...running]);
     this.gcSession = undefined;
     this.runqSession = undefined;
   }

@@ -7,7 +7,7 @@
 //   "auth": { "bearerTokenFile": "/etc/ebpf-studio/token" },          // or "basicAuthFile": lines user:password
 //   "jvm": { "enabled": true, "mainClasses": ["com.example.Main"], "minPauseUs": 0 },
 //   "runqueue": { "enabled": true, "per": "system", "intervalSeconds": 5 },  // per: system | pidns
-//   "profile": { "enabled": true, "frequency": 99, "maxSeconds": 60 },
+//   "profile": { "enabled": true, "frequency": 99, "maxSeconds": 60, "offcpu": true, "allocs": true },
 //   "forgetExitedAfterSeconds": 300
 // }
 import fs from 'node:fs';
@@ -19,7 +19,8 @@ export interface AgentConfig {
   auth?: { bearerTokenFile?: string; basicAuthFile?: string };
   jvm: { enabled: boolean; mainClasses?: string[]; minPauseUs: number };
   runqueue: { enabled: boolean; per: 'system' | 'pidns'; intervalSeconds: number };
-  profile: { enabled: boolean; frequency: number; maxSeconds: number };
+  /** enabled: profiles on request at all; offcpu: /debug/pprof/offcpu; allocs: /debug/pprof/allocs (loads the JVMTI agent into the JVM asked for) */
+  profile: { enabled: boolean; frequency: number; maxSeconds: number; offcpu: boolean; allocs: boolean };
   /** series of a JVM that exited are dropped this long after its exit */
   forgetExitedAfterSeconds: number;
 }
@@ -27,7 +28,7 @@ export interface AgentConfig {
 export const DEFAULT_CONFIG: AgentConfig = {
   jvm: { enabled: true, minPauseUs: 0 },
   runqueue: { enabled: true, per: 'system', intervalSeconds: 5 },
-  profile: { enabled: true, frequency: 99, maxSeconds: 60 },
+  profile: { enabled: true, frequency: 99, maxSeconds: 60, offcpu: true, allocs: true },
   forgetExitedAfterSeconds: 300,
 };
 
@@ -131,10 +132,12 @@ export function parseConfig(text: string, file: string): AgentConfig {
   }
   if (top.profile !== undefined) {
     const p = obj(top.profile, ['profile']);
-    only(p, ['profile'], ['enabled', 'frequency', 'maxSeconds']);
+    only(p, ['profile'], ['enabled', 'frequency', 'maxSeconds', 'offcpu', 'allocs']);
     cfg.profile.enabled = bool(p, ['profile'], 'enabled', true);
     cfg.profile.frequency = num(p, ['profile'], 'frequency', 99, 1, 10000);
     cfg.profile.maxSeconds = num(p, ['profile'], 'maxSeconds', 60, 1, 3600);
+    cfg.profile.offcpu = bool(p, ['profile'], 'offcpu', true);
+    cfg.profile.allocs = bool(p, ['profile'], 'allocs', true);
   }
   cfg.forgetExitedAfterSeconds = num(top, [], 'forgetExitedAfterSeconds', 300, 0, 7 * 24 * 3600);
   return cfg;

@@ -1,6 +1,8 @@
 // The agent's HTTP(S) endpoint: GET /metrics (Prometheus text format) and
 // GET /debug/pprof/profile?seconds=N (gzipped profile.proto, the contract of Go's net/http/pprof
-// that go tool pprof, Parca and Grafana Alloy pull from). Loopback by default; any other address
+// that go tool pprof, Parca and Grafana Alloy pull from), /debug/pprof/offcpu?seconds=N[&event=wall]
+// (off-CPU or wall-clock time; Go has no such endpoint, so the name is ours) and
+// /debug/pprof/allocs?seconds=N&pid=P (Java allocations of one JVM; Go's name for its allocation profile). Loopback by default; any other address
 // needs TLS and a bearer token or basic-auth file, because the endpoints show process names and
 // code paths of the whole machine.
 import crypto from 'node:crypto';
@@ -90,12 +92,31 @@ function authorized(auth: Auth, header: string | undefined): boolean {
   return false;
 }
 
+/** A request the agent refuses: answered with this HTTP status and message (no stack). */
+export class RequestError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 export interface Endpoints {
   metrics(): string;
   profile(seconds: number): Promise<Buffer>;
+  offcpu?(seconds: number, event: 'offcpu' | 'wall'): Promise<Buffer>;
+  allocs?(seconds: number, pid: number): Promise<Buffer>;
   maxProfileSeconds: number;
   profileEnabled: boolean;
 }
+
+const INDEX = `ebpf-studio agent
+/metrics                                   Prometheus metrics
+/debug/pprof/profile?seconds=N             gzipped pprof CPU profile of the machine
+/debug/pprof/offcpu?seconds=N[&event=wall] gzipped pprof off-CPU (off_cpu/microseconds) or wall-clock time of the machine
+/debug/pprof/allocs?seconds=N&pid=P        gzipped pprof of a covered JVM's Java allocations (alloc_objects, alloc_space)
+`;
 
 export interface Server {
   url: string;
@@ -146,25 +167,37 @@ export async function listen(addr: ListenAddress, prepared: ReturnType<typeof pr
     if (url.pathname === '/metrics') {
       return send(200, ep.metrics(), 'text/plain; version=0.0.4; charset=utf-8');
     }
-    if (url.pathname === '/debug/pprof/profile') {
-      if (!ep.profileEnabled) return send(404, 'CPU profiling is turned off in the config ("profile": {"enabled": false})\n');
+    const pprofKind = { '/debug/pprof/profile': 'CPU', '/debug/pprof/offcpu': 'off-CPU', '/debug/pprof/allocs': 'allocation' }[url.pathname];
+    if (pprofKind) {
+      if (!ep.profileEnabled) return send(404, 'profiling is turned off in the config ("profile": {"enabled": false})\n');
       const raw = url.searchParams.get('seconds');
       const seconds = raw === null || raw === '' ? DEFAULT_PROFILE_SECONDS : Number(raw);
       if (!Number.isInteger(seconds) || seconds <= 0) return send(400, `bad seconds "${raw}": give a whole number of seconds, e.g. ?seconds=10\n`);
       if (seconds > ep.maxProfileSeconds) return send(400, `profile duration ${seconds} s exceeds the agent's limit of ${ep.maxProfileSeconds} s ("profile": {"maxSeconds": N} in the config)\n`);
-      ep.profile(seconds).then(
-        (gz) => send(200, gz, 'application/octet-stream', { 'Content-Disposition': 'attachment; filename="profile"', 'X-Content-Type-Options': 'nosniff' }),
+      let taking: Promise<Buffer>;
+      if (url.pathname === '/debug/pprof/offcpu') {
+        if (!ep.offcpu) return send(404, 'off-CPU profiles are turned off in the config ("profile": {"offcpu": false})\n');
+        const event = url.searchParams.get('event') ?? 'offcpu';
+        if (event !== 'offcpu' && event !== 'wall') return send(400, `bad event "${event}": give event=offcpu (time off CPU, the default) or event=wall (on- and off-CPU time)\n`);
+        taking = ep.offcpu(seconds, event);
+      } else if (url.pathname === '/debug/pprof/allocs') {
+        if (!ep.allocs) return send(404, 'allocation profiles are turned off in the config ("profile": {"allocs": false})\n');
+        const rawPid = url.searchParams.get('pid');
+        if (rawPid === null || !/^[1-9]\d{0,6}$/.test(rawPid)) return send(400, `${rawPid === null ? 'no pid' : `bad pid "${rawPid}"`}: allocation profiles are of one JVM, give its process id, e.g. /debug/pprof/allocs?seconds=10&pid=1234\n`);
+        taking = ep.allocs(seconds, Number(rawPid));
+      } else taking = ep.profile(seconds);
+      taking.then(
+        (gz) => send(200, gz, 'application/octet-stream', { 'Content-Disposition': `attachment; filename="${url.pathname.slice('/debug/pprof/'.length)}"`, 'X-Content-Type-Options': 'nosniff' }),
         (e) => {
-          log(`agent: profile failed: ${(e as Error).message}`);
-          send(500, `could not profile: ${(e as Error).message}\n`);
+          if (e instanceof RequestError) return send(e.status, `${e.message}\n`);
+          log(`agent: ${pprofKind} profile failed: ${(e as Error).message}`);
+          send(500, `could not take the ${pprofKind} profile: ${(e as Error).message}\n`);
         },
       );
       return;
     }
-    if (url.pathname === '/' || url.pathname === '/debug/pprof/') {
-      return send(200, 'ebpf-studio agent\n/metrics                         Prometheus metrics\n/debug/pprof/profile?seconds=N   gzipped pprof CPU profile of the machine\n');
-    }
-    send(404, `no such endpoint ${url.pathname}: try /metrics or /debug/pprof/profile?seconds=N\n`);
+    if (url.pathname === '/' || url.pathname === '/debug/pprof/') return send(200, INDEX);
+    send(404, `no such endpoint ${url.pathname}: try /metrics, /debug/pprof/profile?seconds=N, /debug/pprof/offcpu?seconds=N or /debug/pprof/allocs?seconds=N&pid=P\n`);
   };
   const server = prepared.tls ? https.createServer({ cert: prepared.tls.cert, key: prepared.tls.key }, handler) : http.createServer(handler);
   // A profile request waits for its seconds: do not let Node's default request timeout cut it.

@@ -4,7 +4,11 @@
 // pauses the JVM logged, histogram_quantile must give a p99 near the log's own, promtool must find
 // nothing wrong with a scrape, and `go tool pprof -top` on the pull endpoint must name the hot
 // Java method of a second JVM (test/fixtures/java/HotMethod.java). SIGTERM must leave none of the
-// agent's BPF programs loaded. Bad input: a port in use, an unreadable or invalid config (exit 2,
+// agent's BPF programs loaded. The off-CPU and allocation pull endpoints: `go tool pprof -top` on
+// /debug/pprof/offcpu names the functions a C workload (test/fixtures/c/offcpuwait.c) sleeps in, with
+// three times the time in wait_long as in wait_short, as the workload does; /debug/pprof/allocs on a
+// JVM (test/fixtures/java/HeapSites.java) puts the fixture's line with the most allocations on top,
+// and refuses a JVM the config does not cover. Bad input: a port in use, an unreadable or invalid config (exit 2,
 // the line at fault), a non-loopback address without TLS (refused, with the fix).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,7 +17,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { cliJs, kernelSkipReason, programIdsLoaded, runCli, sleep, startCli, waitFor } from '../helpers';
+import { cliJs, javaAgentSkipReason, kernelSkipReason, markerLines, programIdsLoaded, repoRoot, runCli, sleep, startCli, waitFor } from '../helpers';
 import { GcWorkloads, jdk, noJdkReason } from './gcWorkload';
 
 const prometheus = ['/usr/bin/prometheus'].find((p) => fs.existsSync(p));
@@ -61,6 +65,24 @@ async function promQuery(base: string, q: string): Promise<number | undefined> {
   assert.equal(body.status, 'success', `query ${q} failed: ${JSON.stringify(body)}`);
   const v = body.data!.result[0]?.value[1];
   return v === undefined ? undefined : Number(v);
+}
+
+/** `go tool pprof ARGS URL`, with its own HOME so it writes its saved profiles into the test's folder. */
+function goPprof(args: string[], url: string, home: string): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(go!, ['tool', 'pprof', ...args, url], { env: { ...process.env, HOME: home, PPROF_TMPDIR: home } });
+    let o = '';
+    p.stdout.on('data', (d) => (o += d));
+    p.stderr.on('data', (d) => (o += d));
+    p.on('exit', (code) => resolve({ code, out: o }));
+  });
+}
+
+/** A -top row's value in seconds ("1.23s", "450ms", "2.5mins", "12us"). */
+function pprofSeconds(v: string): number {
+  const m = /^([\d.]+)(us|µs|ms|s|mins|hrs)$/.exec(v);
+  if (!m) return NaN;
+  return Number(m[1]) * { us: 1e-6, µs: 1e-6, ms: 1e-3, s: 1, mins: 60, hrs: 3600 }[m[2] as 'us']!;
 }
 
 /** Pauses in a -Xlog:gc file: "[0.123s][info][gc] GC(4) Pause Young (Allocation Failure) 17M->1M(61M) 2.345ms". */
@@ -191,6 +213,107 @@ describe('ebpf-studio agent', { skip }, () => {
     } finally {
       workloads.dispose();
     }
+  });
+
+  test('off-CPU and allocation pull endpoints: go tool pprof names where a workload sleeps and the top allocation line of a JVM; uncovered JVMs refused', { timeout: 90_000 }, async (t) => {
+    if (!go) return t.skip('go is not installed (golang-go): go tool pprof is the reference reader of these endpoints');
+    const heapSkip = javaAgentSkipReason(jdk!.home);
+    if (heapSkip) return t.skip(heapSkip);
+    // The sleeper: wait_long blocks 90 ms for each 30 ms wait_short blocks, in three threads.
+    const bin = path.join(work, 'offcpuwait');
+    const cc = spawnSync('gcc', ['-g', '-O1', '-fno-omit-frame-pointer', '-pthread', path.join(repoRoot, 'test/fixtures/c/offcpuwait.c'), '-o', bin], { encoding: 'utf8' });
+    assert.equal(cc.status, 0, `gcc failed: ${cc.stderr}`);
+    const sleeper = spawn(bin, [], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(sleeper);
+    let sleeperOut = '';
+    sleeper.stdout!.on('data', (d) => (sleeperOut += d));
+    // The allocator: one thread at 100 MB/s; per loop 1 byte[8192] (site A), 2 int[1024] (B), 10 char[100] (C): C makes 10/13 of the objects.
+    const hsClasses = path.join(work, 'hs');
+    const jc = spawnSync(path.join(jdk!.home, 'bin', 'javac'), ['-d', hsClasses, path.join(repoRoot, 'test/fixtures/java/HeapSites.java')], { encoding: 'utf8' });
+    assert.equal(jc.status, 0, jc.stderr);
+    const heap = spawn(path.join(jdk!.home, 'bin', 'java'), ['-Xmx256m', '-cp', hsClasses, 'HeapSites', '1', '100000000', '0'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    children.push(heap);
+    let heapOut = '';
+    heap.stdout!.on('data', (d) => (heapOut += d));
+    // A JVM the config does not cover (Java's source launcher: its main class is not HeapSites).
+    const idleSrc = path.join(work, 'Idle.java');
+    fs.writeFileSync(idleSrc, 'public class Idle { public static void main(String[] a) throws Exception { Thread.sleep(120_000); } }\n');
+    const idle = spawn(path.join(jdk!.home, 'bin', 'java'), ['-Xshare:auto', '-XX:TieredStopAtLevel=1', idleSrc], { stdio: 'ignore' });
+    children.push(idle);
+
+    const cfg = path.join(work, 'profiles.json');
+    // Only the pull endpoints matter here: the GC and run-queue tracers are off; HeapSites is the covered JVM.
+    fs.writeFileSync(cfg, JSON.stringify({ jvm: { enabled: false, mainClasses: ['HeapSites'] }, runqueue: { enabled: false } }));
+    const agent = startCli(['agent', '--listen', '127.0.0.1:0', '--config', cfg]);
+    children.push(agent.child);
+    assert.ok(await waitFor(() => /serving (http:\/\/[^/]+)\/metrics/.test(agent.stderr()), 30_000), `the agent did not start: ${agent.stderr()}`);
+    const base = /serving (http:\/\/[^/]+)\/metrics/.exec(agent.stderr())![1];
+    assert.ok(await waitFor(() => sleeperOut.includes('ready') && heapOut.includes('ready'), 20_000), `the workloads did not start: ${sleeperOut} ${heapOut}`);
+
+    // Refusals, before anything is loaded: no pid, not a JVM, a JVM outside the config, a bad event.
+    const get = async (u: string) => {
+      const r = await fetch(`${base}${u}`);
+      return { status: r.status, text: await r.text() };
+    };
+    const noPid = await get('/debug/pprof/allocs?seconds=1');
+    assert.equal(noPid.status, 400);
+    assert.match(noPid.text, /pid=/);
+    const notJvm = await get(`/debug/pprof/allocs?seconds=1&pid=${sleeper.pid}`);
+    assert.equal(notJvm.status, 400);
+    assert.match(notJvm.text, /is not a JVM/);
+    assert.ok(await waitFor(() => fs.readFileSync(`/proc/${idle.pid}/maps`, 'utf8').includes('libjvm.so'), 20_000), 'the uncovered JVM did not start');
+    const uncovered = await get(`/debug/pprof/allocs?seconds=1&pid=${idle.pid}`);
+    assert.equal(uncovered.status, 403, uncovered.text);
+    assert.match(uncovered.text, /not a JVM this agent covers.*mainClasses/);
+    const badEvent = await get('/debug/pprof/offcpu?seconds=1&event=idle');
+    assert.equal(badEvent.status, 400);
+    assert.match(badEvent.text, /event=wall/);
+
+    // Off-CPU (go tool pprof and two more scrapers: one session) and allocations at the same time.
+    const home = path.join(work, 'pprof-profiles');
+    fs.mkdirSync(home);
+    const offUrl = `${base}/debug/pprof/offcpu?seconds=4`;
+    const offRun = goPprof(['-top', '-cum', '-focus=wait_(long|short)', '-nodecount=40'], offUrl, home);
+    const allocRun = goPprof(['-sample_index=alloc_objects', '-top', '-lines', '-hide=\\[\\]$', '-nodecount=10'], `${base}/debug/pprof/allocs?seconds=4&pid=${heap.pid}`, home);
+    await sleep(300);
+    const bytes = (u: string) => fetch(u).then(async (r) => ({ status: r.status, bytes: Buffer.from(await r.arrayBuffer()) }));
+    const [a, b] = await Promise.all([bytes(offUrl), bytes(offUrl)]);
+    assert.equal(a.status, 200);
+    assert.equal(a.bytes[0], 0x1f, 'the off-CPU profile is gzipped');
+    assert.ok(a.bytes.equals(b.bytes), 'two concurrent off-CPU scrapes got different profiles: more than one session ran');
+
+    const off = await offRun;
+    console.log(`go tool pprof -top -cum on /debug/pprof/offcpu:\n${off.out.split('\n').slice(0, 24).join('\n')}`);
+    assert.equal(off.code, 0, off.out);
+    assert.match(off.out, /^Type: off_cpu$/m);
+    const cumOf = (fn: string) => {
+      const m = new RegExp(`^\\s*\\S+\\s+\\S+\\s+\\S+\\s+(\\S+)\\s+\\S+\\s+${fn}$`, 'm').exec(off.out);
+      return m ? pprofSeconds(m[1]) : 0;
+    };
+    const long = cumOf('wait_long');
+    const short = cumOf('wait_short');
+    assert.ok(long > 0 && short > 0, `go tool pprof does not name wait_long and wait_short:\n${off.out}`);
+    // The workload blocks 3:1; a loaded machine's wakeup latency counts as off-CPU time too.
+    console.log(`off-CPU by go tool pprof: wait_long ${long.toFixed(2)} s, wait_short ${short.toFixed(2)} s (${(long / short).toFixed(2)}:1; the workload blocks 3:1)`);
+    assert.ok(long / short > 2 && long / short < 4.5, `wait_long ${long} s vs wait_short ${short} s: not the workload's 3:1`);
+
+    const alloc = await allocRun;
+    console.log(`go tool pprof -sample_index=alloc_objects -top -lines on /debug/pprof/allocs:\n${alloc.out.split('\n').slice(0, 16).join('\n')}`);
+    assert.equal(alloc.code, 0, alloc.out);
+    assert.match(alloc.out, /^Type: alloc_objects$/m);
+    const top = /flat\s+flat%\s+sum%\s+cum\s+cum%\n\s*\S+\s+\S+\s+\S+\s+\S+\s+\S+\s+(.+)$/m.exec(alloc.out)?.[1];
+    const siteC = markerLines(path.join(repoRoot, 'test/fixtures/java/HeapSites.java'), /\/\/ site ([A-Z])\b/).get('C');
+    assert.equal(top, `HeapSites.churn HeapSites.java:${siteC}`, `the top allocation line is not HeapSites.java:${siteC} (site C, 10 of every 13 objects):\n${alloc.out}`);
+
+    const m = await get('/metrics');
+    assert.match(m.text, /ebpf_studio_tracer_up\{tracer="offcpu"\} 1/);
+    assert.match(m.text, /ebpf_studio_tracer_up\{tracer="java-heap"\} 1/);
+    const ours = progIdsOf(agent.child.pid!);
+    agent.child.kill('SIGTERM');
+    assert.equal((await agent.done).code, 0);
+    assert.deepEqual(programIdsLoaded(ours), [], 'BPF programs of the agent are still loaded after SIGTERM');
+    heap.stdin!.end();
+    for (const c of [sleeper, idle]) c.kill('SIGKILL');
   });
 
   test('one tracer failing does not stop the others: without CAP_SYS_ADMIN java-gc is down and says why, run-queue latency flows', { timeout: 60_000 }, async (t) => {

@@ -1,14 +1,15 @@
 // The fleet agent's pure parts: the config reader (every error names the line at fault and the
 // fix), the Prometheus exposition (cumulative buckets, escaping, a histogram_quantile-ready
 // shape; promtool, when installed, finds nothing to say about it), the listen address rules, and
-// the editor's URL check.
+// the editor's URL check, and the pull endpoints' parameters (a loopback server whose profilers
+// are stand-ins: which one a request reaches, with what, and how a refusal is answered).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { parseConfig, DEFAULT_CONFIG } from '../../extension/agent/config';
 import { Exposition, Histograms, PAUSE_BUCKETS_S, RUNQ_BUCKETS_S, escapeLabel } from '../../extension/agent/exposition';
-import { isLoopback, parseListen, prepareListen } from '../../extension/agent/server';
+import { isLoopback, listen, parseListen, prepareListen, RequestError, type Endpoints } from '../../extension/agent/server';
 import { StudioError } from '../../extension/protocol/errors';
 
 function configError(text: string): string {
@@ -24,10 +25,10 @@ function configError(text: string): string {
 
 test('config: defaults, every section, and errors that name their line', () => {
   assert.deepEqual(parseConfig('{}', 'a.json'), DEFAULT_CONFIG);
-  const c = parseConfig(JSON.stringify({ listen: '0.0.0.0:9435', jvm: { mainClasses: ['com.x.Main'], minPauseUs: 50 }, runqueue: { per: 'pidns', intervalSeconds: 2 }, profile: { frequency: 49, maxSeconds: 20 }, forgetExitedAfterSeconds: 0 }), 'a.json');
+  const c = parseConfig(JSON.stringify({ listen: '0.0.0.0:9435', jvm: { mainClasses: ['com.x.Main'], minPauseUs: 50 }, runqueue: { per: 'pidns', intervalSeconds: 2 }, profile: { frequency: 49, maxSeconds: 20, allocs: false }, forgetExitedAfterSeconds: 0 }), 'a.json');
   assert.deepEqual(c.jvm, { enabled: true, mainClasses: ['com.x.Main'], minPauseUs: 50 });
   assert.deepEqual(c.runqueue, { enabled: true, per: 'pidns', intervalSeconds: 2 });
-  assert.deepEqual(c.profile, { enabled: true, frequency: 49, maxSeconds: 20 });
+  assert.deepEqual(c.profile, { enabled: true, frequency: 49, maxSeconds: 20, offcpu: true, allocs: false });
   assert.equal(c.forgetExitedAfterSeconds, 0);
 
   assert.match(configError('{\n  "jvm": {\n    "enabled": true,\n  }\n}'), /^agent\.json:4: not valid JSON/);
@@ -90,5 +91,50 @@ test('exposition: cumulative buckets, +Inf equals _count, labels escaped', () =>
     const chk = spawnSync(promtool, ['check', 'metrics'], { input: text + rt, encoding: 'utf8' });
     assert.equal(chk.status, 0, chk.stdout + chk.stderr);
     assert.equal((chk.stdout + chk.stderr).trim(), '');
+  }
+});
+
+test('pull endpoints: each path reaches its profiler with its parameters; bad ones and refusals get 4xx with the fix', async () => {
+  const calls: string[] = [];
+  const ep: Endpoints = {
+    metrics: () => '',
+    profile: async (s) => (calls.push(`cpu ${s}`), Buffer.from('cpu')),
+    offcpu: async (s, e) => (calls.push(`${e} ${s}`), Buffer.from(e)),
+    allocs: async (s, pid) => {
+      if (pid === 7) throw new RequestError(403, 'pid 7 (X) is not a JVM this agent covers');
+      calls.push(`alloc ${s} ${pid}`);
+      return Buffer.from('alloc');
+    },
+    maxProfileSeconds: 60,
+    profileEnabled: true,
+  };
+  const server = await listen({ host: '127.0.0.1', port: 0 }, {}, ep, () => undefined);
+  const get = async (u: string) => {
+    const r = await fetch(`${server.url}${u}`);
+    return `${r.status} ${await r.text()}`;
+  };
+  try {
+    assert.equal(await get('/debug/pprof/offcpu?seconds=3'), '200 offcpu');
+    assert.equal(await get('/debug/pprof/offcpu?seconds=3&event=wall'), '200 wall');
+    assert.equal(await get('/debug/pprof/allocs?seconds=2&pid=42'), '200 alloc');
+    assert.equal(await get('/debug/pprof/profile?seconds=1'), '200 cpu');
+    assert.deepEqual(calls, ['offcpu 3', 'wall 3', 'alloc 2 42', 'cpu 1']);
+    assert.match(await get('/debug/pprof/offcpu?seconds=3&event=idle'), /^400 bad event "idle".*event=wall/);
+    assert.match(await get('/debug/pprof/allocs?seconds=2'), /^400 no pid:.*&pid=1234/);
+    assert.match(await get('/debug/pprof/allocs?seconds=2&pid=-1'), /^400 bad pid "-1"/);
+    assert.match(await get('/debug/pprof/allocs?seconds=2&pid=7'), /^403 pid 7 \(X\) is not a JVM this agent covers/);
+    assert.match(await get('/debug/pprof/allocs?seconds=61&pid=42'), /^400 profile duration 61 s exceeds .*maxSeconds/);
+    assert.match(await get('/debug/pprof/'), /allocs\?seconds=N&pid=P/);
+    assert.equal(calls.length, 4, 'a refused request reached a profiler');
+  } finally {
+    await server.close();
+  }
+  const off = await listen({ host: '127.0.0.1', port: 0 }, {}, { ...ep, offcpu: undefined, allocs: undefined }, () => undefined);
+  try {
+    const r = await fetch(`${off.url}/debug/pprof/allocs?seconds=1&pid=42`);
+    assert.equal(r.status, 404);
+    assert.match(await r.text(), /"allocs": false/);
+  } finally {
+    await off.close();
   }
 });

@@ -1,6 +1,6 @@
 // `ebpf-studio agent [--listen 127.0.0.1:9435] [--config FILE] [--verbose]`: the long-running
 // service that Prometheus scrapes (/metrics) and pprof scrapers pull CPU profiles from
-// (/debug/pprof/profile). Runs until SIGTERM/SIGINT, then detaches every BPF program and exits 0.
+// (/debug/pprof/profile, offcpu, allocs). Runs until SIGTERM/SIGINT, then detaches every BPF program and exits 0.
 import type { Command } from '../command';
 import { parse } from '../args';
 import { cliEnv, requireBpfPrivilege } from '../env';
@@ -9,12 +9,12 @@ import { Agent } from '../../agent/agent';
 import { DEFAULT_LISTEN, listen, parseListen, prepareListen } from '../../agent/server';
 
 const USAGE = `ebpf-studio agent [--listen HOST:PORT] [--config FILE] [--verbose]
-  --listen HOST:PORT  where to serve /metrics and /debug/pprof/profile (default ${DEFAULT_LISTEN};
+  --listen HOST:PORT  where to serve /metrics and /debug/pprof/{profile,offcpu,allocs} (default ${DEFAULT_LISTEN};
                       port 0 picks a free one). A non-loopback address needs "tls" and "auth"
                       in the config
   --config FILE       JSON: what to trace, TLS and authentication (README.md, "Fleet agent");
                       without it: GC and safepoint pauses of every JVM, system-wide run-queue
-                      latency, CPU profiles on request
+                      latency, CPU, off-CPU and JVM allocation profiles on request
   --verbose           log attaches, restarts and failures to stderr
 Runs as root (or with CAP_BPF+CAP_PERFMON: run-queue latency and profiles only; the Java GC
 probes are uprobes and need CAP_SYS_ADMIN). Ends on SIGTERM or SIGINT.`;
@@ -45,9 +45,17 @@ export const agentCommand: Command = {
     process.once('SIGINT', () => wake());
     process.once('SIGTERM', () => wake());
 
-    const server = await listen(addr, prepared, { metrics: () => agent.metrics(), profile: (s) => agent.profile(s), maxProfileSeconds: cfg.profile.maxSeconds, profileEnabled: cfg.profile.enabled }, (m) => io.err(m));
+    const endpoints = {
+      metrics: () => agent.metrics(),
+      profile: (s: number) => agent.profile(s),
+      offcpu: cfg.profile.offcpu ? (s: number, event: 'offcpu' | 'wall') => agent.offcpu(s, event) : undefined,
+      allocs: cfg.profile.allocs ? (s: number, pid: number) => agent.allocs(s, pid) : undefined,
+      maxProfileSeconds: cfg.profile.maxSeconds,
+      profileEnabled: cfg.profile.enabled,
+    };
+    const server = await listen(addr, prepared, endpoints, (m) => io.err(m));
     await agent.start();
-    const what = [cfg.jvm.enabled && `JVM GC pauses and safepoints (${cfg.jvm.mainClasses ? cfg.jvm.mainClasses.join(', ') : 'every JVM'})`, cfg.runqueue.enabled && `run-queue latency (${cfg.runqueue.per})`, cfg.profile.enabled && 'CPU profiles on request'].filter(Boolean);
+    const what = [cfg.jvm.enabled && `JVM GC pauses and safepoints (${cfg.jvm.mainClasses ? cfg.jvm.mainClasses.join(', ') : 'every JVM'})`, cfg.runqueue.enabled && `run-queue latency (${cfg.runqueue.per})`, cfg.profile.enabled && `CPU${cfg.profile.offcpu ? ', off-CPU' : ''}${cfg.profile.allocs ? ', Java allocation' : ''} profiles on request`].filter(Boolean);
     io.err(`ebpf-studio agent: serving ${server.url}/metrics${cfg.profile.enabled ? ` and ${server.url}/debug/pprof/profile?seconds=N` : ''}: ${what.join(', ')}`);
     await done;
     io.err('ebpf-studio agent: stopping (detaching every probe)');
