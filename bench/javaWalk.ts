@@ -12,7 +12,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import type { ProfileResult } from '../extension/protocol/profile';
+import { PROFILE_DEFAULT_STACK_COPY_KB, type ProfileResult } from '../extension/protocol/profile';
+import type { Row } from './lib';
 
 export const WALK_JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
 const THREAD = 'javac-loop';
@@ -24,6 +25,8 @@ export interface WalkMeasure {
   withJava: number;
   /** samples without a Java stack, per label ("[Java stack not walked: ...]" or "no label") */
   reasons: Record<string, number>;
+  /** samples without a Java stack, per leaf user-space frame (function or module), to see where walks fail */
+  missingLeaves: Record<string, number>;
   /** samples whose native part was cut by the stack copy ("[stack deeper than ...]") */
   cutByCopy: number;
   /** deepest native stack part seen above the first Java frame (frames) */
@@ -114,7 +117,7 @@ export async function measureJavaWalk(opts: { cli: string; seconds: number; freq
       jcmd('JFR.stop', 'name=ebpfwalk', `filename=${jfrFile}`);
       if (r.code !== 0) throw new Error(`profile exited ${r.code}: ${r.stderr.slice(-2000)}`);
       const result = JSON.parse(r.stdout) as ProfileResult;
-      const m: WalkMeasure = { samples: 0, withJava: 0, reasons: {}, cutByCopy: 0, maxNativeFrames: 0, jfrSamples: 0, jfrNominal: 0, seconds: opts.seconds, stackCopyKb: opts.stackCopyKb };
+      const m: WalkMeasure = { samples: 0, withJava: 0, reasons: {}, missingLeaves: {}, cutByCopy: 0, maxNativeFrames: 0, jfrSamples: 0, jfrNominal: 0, seconds: opts.seconds, stackCopyKb: opts.stackCopyKb };
       for (const s of result.stacks) {
         if (s.comm !== THREAD) continue;
         m.samples += s.count;
@@ -127,6 +130,9 @@ export async function measureJavaWalk(opts: { cli: string; seconds: number; freq
         } else {
           const why = reasonOf(fns);
           m.reasons[why] = (m.reasons[why] ?? 0) + s.count;
+          const leaf = s.frames.find((f) => f.kind !== 'kernel');
+          const at = leaf ? `${leaf.function ?? '?'} (${leaf.module ?? '?'})` : 'no user frame';
+          m.missingLeaves[at] = (m.missingLeaves[at] ?? 0) + s.count;
         }
       }
       // JFR: the same thread's execution samples over the window the recording covered.
@@ -143,4 +149,40 @@ export async function measureJavaWalk(opts: { cli: string; seconds: number; freq
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
+}
+
+/**
+ * `java-walk` rows: the share of javac's samples with a Java stack (target 97 %), and per sampling
+ * tick how many produced a Java stack, ours against JFR's execution samples in the same window.
+ */
+export async function benchJavaWalk(ctx: { quick: boolean; log(m: string): void }, cli: string): Promise<Row[]> {
+  const seconds = ctx.quick ? 5 : 15;
+  const frequency = 199;
+  const stackCopyKb = PROFILE_DEFAULT_STACK_COPY_KB;
+  const m = await measureJavaWalk({ cli, seconds, frequency, stackCopyKb, log: ctx.log });
+  const share = m.samples ? (100 * m.withJava) / m.samples : NaN;
+  const perTick = (100 * m.withJava) / (seconds * frequency);
+  const jfrPerTick = (100 * m.jfrSamples) / m.jfrNominal;
+  const missing = Object.entries(m.reasons)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${v}× ${k}`)
+    .join(', ');
+  const detail =
+    `javac (JDK 17, no -XX:+PreserveFramePointer) compiling generated sources on one thread, profile --java agent at ${frequency} Hz for ${seconds} s, --stack-copy-kb ${stackCopyKb}: ` +
+    `${m.withJava} of ${m.samples} samples of that thread with a Java stack; without: ${missing || 'none'}; ` +
+    `${m.cutByCopy} cut by the stack copy; at most ${m.maxNativeFrames} native frames above the first Java frame. ` +
+    `JFR (settings=profile, 10 ms) in the same JVM and window: ${m.jfrSamples} execution samples of the thread of ${m.jfrNominal} nominal ticks ` +
+    `(JFR drops the ticks it cannot walk or where the thread is not in Java, and says nothing about them)`;
+  return [
+    { name: 'java walk completeness on javac (share of samples with a Java stack)', value: Math.round(share * 10) / 10, unit: '%', target: 97, better: 'higher', peer: null, detail, ...(share < 97 ? { limit: 'samples taken in VM code whose last Java frame is not walkable (AGCT -3/-4) are not recovered' } : {}) },
+    {
+      name: 'java stacks per sampling tick on javac (ours / JFR execution samples, same run)',
+      value: Math.round(perTick * 10) / 10,
+      unit: '%',
+      target: null,
+      better: 'higher',
+      peer: { name: 'JFR', value: Math.round(jfrPerTick * 10) / 10 },
+      detail: `ours ${m.withJava} Java stacks over ${seconds} s × ${frequency} Hz; JFR ${m.jfrSamples} over ${seconds} s × 100 Hz; both count only ticks where the thread was on a CPU (a loaded machine lowers both alike)`,
+    },
+  ];
 }

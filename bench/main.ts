@@ -22,6 +22,7 @@ import { benchEvents } from './eventThroughput';
 import { benchHelperMemory } from './helperMemory';
 import { benchMemleakSampling } from './memleakSampling';
 import { benchJavaAgent } from './javaAgentOverhead';
+import { benchJavaWalk } from './javaWalk';
 
 interface Group {
   id: string;
@@ -47,6 +48,7 @@ const GROUPS: Group[] = [
   { id: 'helper-memory', run: benchHelperMemory, missing: needsTracer('memleak') },
   { id: 'memleak-sampling', run: benchMemleakSampling, missing: needsTracer('memleak') },
   { id: 'java-agent', run: benchJavaAgent, missing: () => needsTracer('profile')() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
+  { id: 'java-walk', run: (ctx) => benchJavaWalk(ctx, cli), missing: () => needsTracer('profile')() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
 ];
 
 function usage(): never {
