@@ -29,6 +29,8 @@ export interface WalkMeasure {
   missingLeaves: Record<string, number>;
   /** samples whose native part was cut by the stack copy ("[stack deeper than ...]") */
   cutByCopy: number;
+  /** of those, samples that do have a Java stack but whose native part above it was cut (a gap) */
+  cutWithJava: number;
   /** deepest native stack part seen above the first Java frame (frames) */
   maxNativeFrames: number;
   /** JFR's jdk.ExecutionSample events of the same thread over the same window */
@@ -117,13 +119,15 @@ export async function measureJavaWalk(opts: { cli: string; seconds: number; freq
       jcmd('JFR.stop', 'name=ebpfwalk', `filename=${jfrFile}`);
       if (r.code !== 0) throw new Error(`profile exited ${r.code}: ${r.stderr.slice(-2000)}`);
       const result = JSON.parse(r.stdout) as ProfileResult;
-      const m: WalkMeasure = { samples: 0, withJava: 0, reasons: {}, missingLeaves: {}, cutByCopy: 0, maxNativeFrames: 0, jfrSamples: 0, jfrNominal: 0, seconds: opts.seconds, stackCopyKb: opts.stackCopyKb };
+      const m: WalkMeasure = { samples: 0, withJava: 0, reasons: {}, missingLeaves: {}, cutByCopy: 0, cutWithJava: 0, maxNativeFrames: 0, jfrSamples: 0, jfrNominal: 0, seconds: opts.seconds, stackCopyKb: opts.stackCopyKb };
       for (const s of result.stacks) {
         if (s.comm !== THREAD) continue;
         m.samples += s.count;
         const fns = s.frames.map((f) => f.function ?? '');
-        if (fns.some((f) => f.startsWith('[stack deeper than'))) m.cutByCopy += s.count;
+        const cut = fns.some((f) => f.startsWith('[stack deeper than'));
         const firstJava = s.frames.findIndex((f) => f.module === '[java]' && !(f.function ?? '').startsWith('['));
+        if (cut) m.cutByCopy += s.count;
+        if (cut && firstJava >= 0) m.cutWithJava += s.count;
         if (firstJava >= 0) {
           m.withJava += s.count;
           m.maxNativeFrames = Math.max(m.maxNativeFrames, s.frames.slice(0, firstJava).filter((f) => f.kind !== 'kernel').length);
@@ -140,7 +144,7 @@ export async function measureJavaWalk(opts: { cli: string; seconds: number; freq
       if (p.status !== 0) throw new Error(`jfr print: ${p.stderr}`);
       m.jfrSamples = p.stdout.split('\n').filter((l) => l.includes(`sampledThread = "${THREAD}"`)).length;
       m.jfrNominal = opts.seconds * 100;
-      log(`  javac thread: ${m.withJava}/${m.samples} samples with a Java stack; missing: ${JSON.stringify(m.reasons)}; cut by the copy: ${m.cutByCopy}; JFR ${m.jfrSamples} execution samples (nominal ${m.jfrNominal})`);
+      log(`  javac thread: ${m.withJava}/${m.samples} samples with a Java stack; missing: ${JSON.stringify(m.reasons)}; cut by the copy: ${m.cutByCopy} (${m.cutWithJava} of them with a Java stack); native frames above Java ≤ ${m.maxNativeFrames}; JFR ${m.jfrSamples} execution samples (nominal ${m.jfrNominal})`);
       return m;
     } finally {
       jvm.kill('SIGKILL');
@@ -160,6 +164,16 @@ export async function benchJavaWalk(ctx: { quick: boolean; log(m: string): void 
   const frequency = 199;
   const stackCopyKb = PROFILE_DEFAULT_STACK_COPY_KB;
   const m = await measureJavaWalk({ cli, seconds, frequency, stackCopyKb, log: ctx.log });
+  // The default copy size is chosen from this: with the agent, the copy only has to reach the first
+  // Java frame (the Java part comes from AsyncGetCallTrace), so a copy is too small only where it
+  // cuts samples that have a Java stack. The full run measures the neighbours too.
+  let copies = '';
+  if (!ctx.quick) {
+    for (const kb of [8, 32]) {
+      const o = await measureJavaWalk({ cli, seconds: 10, frequency, stackCopyKb: kb, log: ctx.log });
+      copies += `At --stack-copy-kb ${kb}: ${o.withJava}/${o.samples} with a Java stack, ${o.cutWithJava} of those cut, ${o.cutByCopy} cut in all. `;
+    }
+  }
   const share = m.samples ? (100 * m.withJava) / m.samples : NaN;
   const perTick = (100 * m.withJava) / (seconds * frequency);
   const jfrPerTick = (100 * m.jfrSamples) / m.jfrNominal;
@@ -170,7 +184,8 @@ export async function benchJavaWalk(ctx: { quick: boolean; log(m: string): void 
   const detail =
     `javac (JDK 17, no -XX:+PreserveFramePointer) compiling generated sources on one thread, profile --java agent at ${frequency} Hz for ${seconds} s, --stack-copy-kb ${stackCopyKb}: ` +
     `${m.withJava} of ${m.samples} samples of that thread with a Java stack; without: ${missing || 'none'}; ` +
-    `${m.cutByCopy} cut by the stack copy; at most ${m.maxNativeFrames} native frames above the first Java frame. ` +
+    `${m.cutByCopy} cut by the stack copy (${m.cutWithJava} of them with a Java stack, the rest are samples the agent could not walk); at most ${m.maxNativeFrames} native frames above the first Java frame. ` +
+    copies +
     `JFR (settings=profile, 10 ms) in the same JVM and window: ${m.jfrSamples} execution samples of the thread of ${m.jfrNominal} nominal ticks ` +
     `(JFR drops the ticks it cannot walk or where the thread is not in Java, and says nothing about them)`;
   return [
