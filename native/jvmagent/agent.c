@@ -167,7 +167,7 @@ static uintptr_t interrupted_pc(void *ucontext) {
 // pointer (no frame pushed yet, or already popped), one slot above it (the saved frame pointer
 // was pushed, the frame not allocated yet), or behind the frame pointer (a stub or VM leaf with a
 // frame-pointer frame). Profilers that walk HotSpot from a signal (async-profiler among them)
-// retry AGCT from such a corrected context; this does the same with three guesses, each handed to
+// retry AGCT from such a corrected context; this does the same with four guesses, each handed to
 // AGCT, which validates the context it is given (the PC must be in code it knows, the frame safe
 // for its sender) and walks from there. The sample then starts at the caller: the leaf that was
 // being entered or left is lost, and the helper puts it back from the interrupted PC and the
@@ -176,7 +176,8 @@ static uintptr_t interrupted_pc(void *ucontext) {
 // Runs only after a failed walk (nothing more per sample otherwise). Async-signal-safe: the
 // interrupted stack is read with process_vm_readv, which fails instead of faulting on a bad
 // address, and the context is a copy on this stack.
-enum { RECOVER_NONE = 0, RECOVER_RET_AT_SP = 1, RECOVER_RET_ABOVE_FP_PUSH = 2, RECOVER_FP_CHAIN = 3 };
+enum { RECOVER_NONE = 0, RECOVER_RET_AT_SP = 1, RECOVER_RET_ABOVE_FP_PUSH = 2, RECOVER_FP_CHAIN = 3, RECOVER_STACK_SCAN = 4 };
+#define SCAN_WORDS 24
 
 static int read_word(uintptr_t addr, uintptr_t *out) {
   struct iovec local = {out, sizeof(*out)}, remote = {(void *)addr, sizeof(*out)};
@@ -225,6 +226,24 @@ static int walk_recovery(void *ucontext, agct_trace *trace) {
     g_agct(trace, g_depth, &uc);
     if (trace->num_frames > 0) return RECOVER_FP_CHAIN;
     f = saved_fp;
+  }
+  // 4: the nearest return address above the stack pointer, found by trying the words there in
+  // turn (the interpreter's method entry keeps the return address in a register while it lays
+  // out the locals, and adapters and stubs move the stack pointer before their frame exists).
+  // AGCT accepts a word only when it is a PC in code it knows and the frame it builds there has a
+  // safe sender, so data words fail; the walk then starts at a caller further up.
+  uintptr_t words[SCAN_WORDS];
+  struct iovec local = {words, sizeof(words)}, remote = {(void *)sp, sizeof(words)};
+  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof(words)) {
+    for (int i = 2; i < SCAN_WORDS; i++) { // words 0 and 1: tried by guesses 1 and 2
+      if (words[i] < 4096) continue;
+      g[REG_RIP] = (greg_t)words[i];
+      g[REG_RSP] = (greg_t)(sp + 8 * (uintptr_t)(i + 1));
+      g[REG_RBP] = (greg_t)fp;
+      trace->num_frames = 0;
+      g_agct(trace, g_depth, &uc);
+      if (trace->num_frames > 0) return RECOVER_STACK_SCAN;
+    }
   }
 #else
   (void)ucontext;

@@ -53,8 +53,8 @@ export interface AgentRecord {
   /**
    * set when AsyncGetCallTrace failed on the signal's context and a retry from a corrected
    * context walked it (native/jvmagent/agent.c walk_recovery): 1 return address at the stack
-   * pointer, 2 above a pushed frame pointer, 3 up the frame-pointer chain. The frames then start
-   * at the caller of the code the PC was in.
+   * pointer, 2 above a pushed frame pointer, 3 up the frame-pointer chain, 4 the nearest return
+   * address found above the stack pointer. The frames then start at a caller of the code the PC was in.
    */
   recovered?: number;
 }
