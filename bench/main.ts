@@ -26,6 +26,7 @@ import { benchJavaAgent } from './javaAgentOverhead';
 import { benchJavaHeap } from './javaHeapOverhead';
 import { benchAgent } from './agentOverhead';
 import { benchOffcpu } from './offcpuOverhead';
+import { benchJavaWalk } from './javaWalk';
 
 interface Group {
   id: string;
@@ -55,6 +56,7 @@ const GROUPS: Group[] = [
   { id: 'java-heap', run: benchJavaHeap, missing: () => needsRoot() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
   { id: 'agent', run: benchAgent, missing: () => needsObject('java-gc')() ?? needsObject('runqlat')() ?? (fs.existsSync('/usr/lib/jvm/java-17-openjdk-amd64/bin/java') ? undefined : 'no JDK 17 (apt-get install openjdk-17-jdk-headless)') },
   { id: 'java-agent', run: benchJavaAgent, missing: () => needsTracer('profile')() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
+  { id: 'java-walk', run: (ctx) => benchJavaWalk(ctx, cli), missing: () => needsTracer('profile')() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
 ];
 
 function usage(): never {

@@ -90,6 +90,31 @@ export interface FlameFrame extends Pick<FrameBase, 'kind' | 'module' | 'file' |
   name: string;
 }
 
+/**
+ * A perf-map name of compiled Java code as the agent names Java frames: `Class.method`.
+ * HotSpot's Compiler.perfmap writes a method's external signature, return type first and parameters
+ * after (`com.sun.tools.javac.util.List com.sun.tools.javac.comp.Attr.attribArgs(int, ...)`, newer
+ * JDKs may append a bracketed note such as `[c2]`); perf-map-agent writes JVM descriptors
+ * (`Lcom/x/Foo;::bar` or `Lcom/x/Foo;.bar`). Both become `com.sun.tools.javac.comp.Attr.attribArgs` /
+ * `com.x.Foo.bar`, so a frame named from the perf map and the same method named by the agent fold
+ * into one flame-graph frame. Names that are not a Java method (stubs, "Interpreter", native
+ * symbols, "StubRoutines (1)") come back unchanged. Written here because no library parses these.
+ */
+export function normalizeJavaMethodName(name: string): string {
+  let s = name.trim();
+  // perf-map-agent's descriptor form: "Lcom/x/Foo;::bar" / "Lcom/x/Foo;.bar"
+  const desc = /^L([\w$/]+);(?:::|\.)([\w$<>]+)/.exec(s);
+  if (desc) return `${desc[1].replace(/\//g, '.')}.${desc[2]}`;
+  s = s.replace(/\s*\[[^\]]*\]\s*$/, ''); // trailing "[c2]"-style notes
+  const open = s.indexOf('(');
+  if (open <= 0 || !s.endsWith(')')) return name;
+  const head = s.slice(0, open).trim();
+  // the qualified name is the last word before "(", the return type (if any) the words before it
+  const qualified = head.slice(head.lastIndexOf(' ') + 1);
+  if (!/^[\w$]+(?:\.[\w$]+)*\.(?:[\w$]+|<init>|<clinit>)$/.test(qualified)) return name;
+  return qualified;
+}
+
 /** How a perf-map entry ran: HotSpot names its interpreter stubs "Interpreter", the rest is JIT code. */
 export function perfMapKind(name: string): FrameKind {
   return /^Interpreter\b/.test(name) ? 'interpreted' : 'jit';

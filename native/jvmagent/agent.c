@@ -78,6 +78,7 @@ typedef struct {
   int64_t ts;
   uintptr_t pc; // the interrupted instruction: which code (an nmethod, the interpreter) the leaf ran in
   int num_frames;
+  int recovered; // 0: AGCT walked the signal's context; else the retry (walk_recovery) that walked it
   agct_frame frames[MAX_DEPTH];
 } slot_t;
 
@@ -156,6 +157,101 @@ static uintptr_t interrupted_pc(void *ucontext) {
 #endif
 }
 
+// ---- recovery of samples AsyncGetCallTrace could not walk ----
+//
+// AGCT gives up with "in Java code, unknown frame" (-5) when the interrupted PC is in compiled
+// code whose frame is not complete (the prologue before the frame is pushed, the epilogue after
+// it is popped) or in a stub without a frame of its own (vtable/itable stubs, StubRoutines
+// leaves), and with "stack not walkable" (-6) when the top frame it builds has no safe sender.
+// In all these the caller's frame is intact one step up: the return address sits at the stack
+// pointer (no frame pushed yet, or already popped), one slot above it (the saved frame pointer
+// was pushed, the frame not allocated yet), or behind the frame pointer (a stub or VM leaf with a
+// frame-pointer frame). Profilers that walk HotSpot from a signal (async-profiler among them)
+// retry AGCT from such a corrected context; this does the same with four guesses, each handed to
+// AGCT, which validates the context it is given (the PC must be in code it knows, the frame safe
+// for its sender) and walks from there. The sample then starts at the caller: the leaf that was
+// being entered or left is lost, and the helper puts it back from the interrupted PC and the
+// code cache where that PC is in a compiled method.
+//
+// Runs only after a failed walk (nothing more per sample otherwise). Async-signal-safe: the
+// interrupted stack is read with process_vm_readv, which fails instead of faulting on a bad
+// address, and the context is a copy on this stack.
+enum { RECOVER_NONE = 0, RECOVER_RET_AT_SP = 1, RECOVER_RET_ABOVE_FP_PUSH = 2, RECOVER_FP_CHAIN = 3, RECOVER_STACK_SCAN = 4 };
+#define SCAN_WORDS 24
+
+static int read_word(uintptr_t addr, uintptr_t *out) {
+  struct iovec local = {out, sizeof(*out)}, remote = {(void *)addr, sizeof(*out)};
+  return addr && process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof(*out);
+}
+
+// -5 and -6 only: in the other failures AGCT walks from the thread's last-Java-frame anchor, not
+// from the context, so a corrected context changes nothing.
+static int agct_failed_in_java(int code) { return code == -5 || code == -6; }
+
+static int walk_recovery(void *ucontext, agct_trace *trace) {
+#if defined(__x86_64__)
+  ucontext_t uc = *(ucontext_t *)ucontext;
+  greg_t *g = uc.uc_mcontext.gregs;
+  const uintptr_t sp = (uintptr_t)g[REG_RSP], fp = (uintptr_t)g[REG_RBP];
+  uintptr_t ret, saved_fp;
+  // 1: the return address at the stack pointer (a frameless stub; a prologue before `push rbp`;
+  // an epilogue after `pop rbp`, at the `ret` or the safepoint poll before it).
+  if (read_word(sp, &ret)) {
+    g[REG_RIP] = (greg_t)ret;
+    g[REG_RSP] = (greg_t)(sp + 8);
+    trace->num_frames = 0;
+    g_agct(trace, g_depth, &uc);
+    if (trace->num_frames > 0) return RECOVER_RET_AT_SP;
+  }
+  // 2: the caller's frame pointer pushed, then the return address (a prologue right after
+  // `push rbp`; an epilogue between freeing the frame and `pop rbp`).
+  if (read_word(sp, &saved_fp) && read_word(sp + 8, &ret)) {
+    g[REG_RIP] = (greg_t)ret;
+    g[REG_RSP] = (greg_t)(sp + 16);
+    g[REG_RBP] = (greg_t)saved_fp;
+    trace->num_frames = 0;
+    g_agct(trace, g_depth, &uc);
+    if (trace->num_frames > 0) return RECOVER_RET_ABOVE_FP_PUSH;
+  }
+  // 3: a few frame-pointer frames up (a stub or a VM leaf with a frame of its own). The frame
+  // pointer must lie above the stack pointer and near it, or it is a general register in JIT
+  // code, not a frame.
+  uintptr_t f = fp;
+  for (int depth = 0; depth < 4; depth++) {
+    if (f <= sp || f - sp > (1u << 20) || (f & 7) || !read_word(f, &saved_fp) || !read_word(f + 8, &ret)) break;
+    g[REG_RIP] = (greg_t)ret;
+    g[REG_RSP] = (greg_t)(f + 16);
+    g[REG_RBP] = (greg_t)saved_fp;
+    trace->num_frames = 0;
+    g_agct(trace, g_depth, &uc);
+    if (trace->num_frames > 0) return RECOVER_FP_CHAIN;
+    f = saved_fp;
+  }
+  // 4: the nearest return address above the stack pointer, found by trying the words there in
+  // turn (the interpreter's method entry keeps the return address in a register while it lays
+  // out the locals, and adapters and stubs move the stack pointer before their frame exists).
+  // AGCT accepts a word only when it is a PC in code it knows and the frame it builds there has a
+  // safe sender, so data words fail; the walk then starts at a caller further up.
+  uintptr_t words[SCAN_WORDS];
+  struct iovec local = {words, sizeof(words)}, remote = {(void *)sp, sizeof(words)};
+  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)sizeof(words)) {
+    for (int i = 2; i < SCAN_WORDS; i++) { // words 0 and 1: tried by guesses 1 and 2
+      if (words[i] < 4096) continue;
+      g[REG_RIP] = (greg_t)words[i];
+      g[REG_RSP] = (greg_t)(sp + 8 * (uintptr_t)(i + 1));
+      g[REG_RBP] = (greg_t)fp;
+      trace->num_frames = 0;
+      g_agct(trace, g_depth, &uc);
+      if (trace->num_frames > 0) return RECOVER_STACK_SCAN;
+    }
+  }
+#else
+  (void)ucontext;
+  (void)trace;
+#endif
+  return RECOVER_NONE;
+}
+
 static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
   (void)sig;
   (void)info;
@@ -178,9 +274,16 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
     JNIEnv *env = signal_safe_env();
     if (!env) {
       s->num_frames = NOT_JAVA_THREAD;
+      s->recovered = RECOVER_NONE;
     } else {
       agct_trace trace = {env, 0, s->frames};
       g_agct(&trace, g_depth, ucontext);
+      s->recovered = RECOVER_NONE;
+      if (agct_failed_in_java(trace.num_frames)) {
+        int failed = trace.num_frames;
+        s->recovered = walk_recovery(ucontext, &trace);
+        if (!s->recovered) trace.num_frames = failed; // the first answer says why
+      }
       s->num_frames = trace.num_frames;
     }
     s->ts = now_ns();
@@ -298,8 +401,10 @@ static int drain(JNIEnv *jni) {
       // resolve first so the M lines precede the S line that uses them
       for (int f = 0; f < nf; f++) lookup_method(jni, s->frames[f].method_id);
     }
-    // S <tid> <ts ns> <num_frames or error code> @<pc hex> then per frame "<method index>:<bci>:<line>", leaf first
+    // S <tid> <ts ns> <num_frames or error code> @<pc hex> [~<recovery>] then per frame
+    // "<method index>:<bci>:<line>", leaf first
     fprintf(g_out, "S\t%d\t%lld\t%d\t@%llx", s->tid, (long long)s->ts, nf, (unsigned long long)s->pc);
+    if (s->recovered) fprintf(g_out, "\t~%d", s->recovered);
     for (int f = 0; f < nf; f++) {
       method_info *m = lookup_method(jni, s->frames[f].method_id);
       jint bci = s->frames[f].lineno;

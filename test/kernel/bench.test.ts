@@ -36,6 +36,8 @@ const REQUIRED: { name: string; peer?: string; peerTool?: string }[] = [
   { name: 'memleak inject mode', peer: 'heaptrack -p', peerTool: 'gdb' },
   { name: 'memleak sampled attach', peer: 'exact' },
   { name: 'memleak sampled estimate', peer: '512 KiB' },
+  { name: 'java walk completeness on javac (share of samples in Java code' },
+  { name: 'java stacks per sampling tick on javac', peer: 'JFR' },
 ];
 
 test('bench --quick --json: every row of the benchmark issue, with its peer from the same run', { skip: kernelSkipReason(), timeout: 600_000 }, (t) => {

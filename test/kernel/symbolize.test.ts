@@ -205,10 +205,10 @@ describe('symbolize a live C process, then after it exits', { skip }, () => {
       assert.deepEqual(
         frames.map((f) => [f.module, f.function, f.kind]),
         [
-          ['[jit]', 'int Jitted.method(int)', 'jit'],
+          ['[jit]', 'Jitted.method', 'jit'],
           ['[jit]', 'Interpreter', 'interpreted'],
           ['[unknown]', undefined, 'native'],
-          ['[jit]', 'int Jitted.method(int)', 'jit'], // return address at the end of the blob: the call is inside it
+          ['[jit]', 'Jitted.method', 'jit'], // return address at the end of the blob: the call is inside it
         ],
       );
     } finally {
@@ -314,7 +314,7 @@ describe('JIT frames of a real JVM through Compiler.perfmap', { skip: skip ?? (h
         ],
       );
       assert.equal(frames[0].function, 'Interpreter');
-      assert.match(frames[1].function!, /SymfixJit\.spin\(long\)/);
+      assert.equal(frames[1].function, 'SymfixJit.spin', 'named Class.method like the agent names Java frames');
       const libjvm = mapsOf(pid).find((m) => m.path.endsWith('/libjvm.so') && m.perms[2] === 'x');
       if (libjvm) {
         const [f] = await sym.symbolizeUser(image, [libjvm.start + 0x1000n]);

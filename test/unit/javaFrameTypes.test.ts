@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { emptyAgentLog, joinStack, parseAgentText } from '../../extension/tracers/javaAgent/decode';
-import { buildCodeCache, classesKey, classifyFrames, CodeCache, frameClasses, levelType, parseCodelist, typesOf } from '../../extension/tracers/javaAgent/frameTypes';
+import { buildCodeCache, classesKey, classifyFrames, CodeCache, frameClasses, levelType, parseCodelist, restoreRecoveredLeaf, typesOf } from '../../extension/tracers/javaAgent/frameTypes';
 
 const AGENT = [
   'A\t42\t1',
@@ -134,4 +134,24 @@ test('native methods and frames that do not fit the PC stay without a type rathe
   const interp = joinStack([], log.records[1], log.methods, types(1));
   assert.equal(interp[0].kind, 'interpreted');
   assert.equal(joinStack([], log.records[0], log.methods)[1].javaType, undefined, 'without types, no javaType');
+});
+
+test('a sample walked after a retry gets back the compiled method its PC was entering or leaving; a stub PC adds nothing', () => {
+  const { log, cache } = setup();
+  // the PC 0x5004 is in hot's C2 code (its prologue); the retry walked from its caller run
+  const extra = emptyAgentLog();
+  extra.methods = log.methods;
+  parseAgentText(['S\t7\t140\t2\t@5004\t~1\t3:2:21\t4:20:28', 'S\t7\t150\t1\t@9010\t~1\t4:20:28', 'S\t7\t160\t2\t@5004\t3:2:21\t4:20:28', ''].join('\n'), extra);
+  const [inHot, inStub, notRecovered] = extra.records;
+  assert.equal(inHot.recovered, 1, 'the ~1 field is read');
+  assert.equal(restoreRecoveredLeaf(inHot, cache), true);
+  assert.deepEqual(inHot.frames[0], { method: 2, bci: -1, line: -1 }, 'hot is the leaf again');
+  assert.equal(inHot.code, 3);
+  assert.equal(restoreRecoveredLeaf(inHot, cache), false, 'once only');
+  assert.equal(classifyFrames(inHot, log.methods, cache)[0], 'c2', "the restored leaf is hot's C2 frame");
+  assert.equal(joinStack([], inHot, log.methods)[0].line, null, 'its line is unknown');
+  assert.equal(restoreRecoveredLeaf(inStub, cache), false, 'a stub PC names no method');
+  assert.equal(inStub.frames.length, 1);
+  assert.equal(restoreRecoveredLeaf(notRecovered, cache), false, 'a sample AGCT walked at once is left alone');
+  assert.equal(notRecovered.frames.length, 2);
 });

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Symbolizer, parseKallsyms, parsePerfMap } from '../../extension/sys/symbolize';
+import { normalizeJavaMethodName } from '../../extension/protocol/frames';
 import { AddressTable } from '../../extension/sys/symbolize/addressTable';
 import { parseAnswer } from '../../extension/sys/symbolize/llvmSymbolizer';
 import { buildSymfix, haveTool, markerLines, nmFunctions, parsePrinted, SYMFIX_SRC, tempDir } from './symbolizeFixture';
@@ -119,12 +120,34 @@ describe('perf map parsing', () => {
         '7fed3cec7180 10 long Hot.f(long)',
       ].join('\n'),
     );
-    assert.deepEqual(t.lookup(0x7fed3cec7181n)?.value, { name: 'long Hot.f(long)', kind: 'jit' });
-    assert.deepEqual(t.lookup(0x7fed3cec71a0n)?.value, { name: 'void java.lang.Object.<init>()', kind: 'jit' });
+    assert.deepEqual(t.lookup(0x7fed3cec7181n)?.value, { name: 'Hot.f', kind: 'jit' });
+    assert.deepEqual(t.lookup(0x7fed3cec71a0n)?.value, { name: 'java.lang.Object.<init>', kind: 'jit' });
     assert.deepEqual(t.lookup(0x7fed3c941000n)?.value, { name: 'Interpreter', kind: 'interpreted' });
     assert.equal(t.lookup(0x7fed3c958a00n + 0x1afn)?.value.name, 'I2C/C2I adapters');
     assert.equal(t.lookup(0x7fed3c958a00n + 0x1b0n), undefined);
     assert.equal(t.lookup(0x1000n), undefined);
+  });
+});
+
+describe('Java method names from perf maps', () => {
+  test('HotSpot signatures, perf-map-agent descriptors and notes become Class.method; other names stay', () => {
+    const cases: [string, string][] = [
+      ['com.sun.tools.javac.util.List com.sun.tools.javac.comp.Attr.attribArgs(com.sun.tools.javac.code.Kinds$KindSelector, com.sun.tools.javac.util.List, com.sun.tools.javac.comp.Env, com.sun.tools.javac.util.ListBuffer)', 'com.sun.tools.javac.comp.Attr.attribArgs'],
+      ['void java.lang.Object.<init>()', 'java.lang.Object.<init>'],
+      ['void Foo.<clinit>()', 'Foo.<clinit>'],
+      ['int[] a.b.C$D.f(int[][], java.lang.String)', 'a.b.C$D.f'],
+      ['java.util.Map$Entry java.util.HashMap$TreeNode.find(int, java.lang.Object, java.lang.Class) [c2]', 'java.util.HashMap$TreeNode.find'],
+      ['com.sun.tools.javac.comp.Attr.attribTree(com.sun.tools.javac.tree.JCTree)', 'com.sun.tools.javac.comp.Attr.attribTree'],
+      ['Lcom/x/Foo$Bar;::run', 'com.x.Foo$Bar.run'],
+      ['Ljava/lang/String;.hashCode', 'java.lang.String.hashCode'],
+      ['Interpreter', 'Interpreter'],
+      ['StubRoutines (1)', 'StubRoutines (1)'],
+      ['I2C/C2I adapters', 'I2C/C2I adapters'],
+      ['native method entry point (kind = native)', 'native method entry point (kind = native)'],
+      ['vtable chunks', 'vtable chunks'],
+      ['LazyCompile:*fib /app/x.js:3', 'LazyCompile:*fib /app/x.js:3'],
+    ];
+    for (const [raw, want] of cases) assert.equal(normalizeJavaMethodName(raw), want, raw);
   });
 });
 

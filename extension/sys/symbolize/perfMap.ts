@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import { processOwner, readAs } from '../asUser';
 import { foreignOwner } from '../ownership';
 import { AddressTable, type Range } from './addressTable';
-import { perfMapKind, type FrameKind } from '../../protocol/frames';
+import { normalizeJavaMethodName, perfMapKind, type FrameKind } from '../../protocol/frames';
 
 export interface PerfMapEntry {
   name: string;
@@ -14,7 +14,8 @@ export interface PerfMapEntry {
 
 const LINE = /^(?:0x)?([0-9a-fA-F]+)\s+(?:0x)?([0-9a-fA-F]+)\s+(.*)$/;
 
-/** HotSpot names its template interpreter blob "Interpreter"; everything else is compiled code or stubs. */
+/**
+ * Java methods come back as `Class.method` (normalizeJavaMethodName); HotSpot names its template interpreter blob "Interpreter"; everything else is compiled code or stubs. */
 export function parsePerfMap(text: string): AddressTable<PerfMapEntry> {
   const ranges: Range<PerfMapEntry>[] = [];
   for (const line of text.split('\n')) {
@@ -24,7 +25,8 @@ export function parsePerfMap(text: string): AddressTable<PerfMapEntry> {
     const size = BigInt('0x' + m[2]);
     if (size === 0n) continue;
     const name = m[3].trim();
-    ranges.push({ start, end: start + size, value: { name, kind: perfMapKind(name) } });
+    // compiled Java methods are named `Class.method`, as the JVMTI agent names them
+    ranges.push({ start, end: start + size, value: { name: normalizeJavaMethodName(name), kind: perfMapKind(name) } });
   }
   return new AddressTable(ranges, true);
 }

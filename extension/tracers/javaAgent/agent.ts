@@ -57,7 +57,7 @@ import { readMaps, type Mapping } from '../../sys/proc/maps';
 import type { TracerEnv } from '../tracer';
 import type { RawStack } from '../profile/stacks';
 import { ALL_IN, decodeJavaSample, emptyAgentLog, foldStacks, IncrementalPairer, joinStack, parseAgentText, type AgentLog, type AgentRecord, type TimedSample } from './decode';
-import { classesKey, CodeCache, frameClasses, parseCodelist, typesOf, type FrameClass } from './frameTypes';
+import { classesKey, CodeCache, frameClasses, parseCodelist, restoreRecoveredLeaf, typesOf, type FrameClass } from './frameTypes';
 
 export const JVMAGENT_FILE = 'libebpf-studio-jvmagent.so';
 export type JavaMode = 'agent' | 'perfmap' | 'auto';
@@ -454,6 +454,7 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
     const recordsBefore = all || log.ended ? ALL_IN : log.watermarkNs === undefined ? 0n : log.watermarkNs - RECORD_SKEW_NS;
     for (const { sample, record } of pairer.advance(samplesBefore, recordsBefore)) {
       if (record) n.joined++;
+      if (record) restoreRecoveredLeaf(record, cache);
       const classes = record && record.code > 0 ? frameClasses(record, log.methods, cache) : undefined;
       const recordKey = record ? `${record.code}:${record.frames.map((f) => `${f.method}.${f.bci}.${f.line}`).join(',')}:${classes ? classesKey(classes) : ''}` : '-';
       const key = `${sample.tid}/${sample.key}/${recordKey}/${sample.state ?? ''}`;

@@ -50,6 +50,13 @@ export interface AgentRecord {
   frames: JavaFrameRef[];
   /** the interrupted instruction (ucontext), when the agent could read it */
   pc?: bigint;
+  /**
+   * set when AsyncGetCallTrace failed on the signal's context and a retry from a corrected
+   * context walked it (native/jvmagent/agent.c walk_recovery): 1 return address at the stack
+   * pointer, 2 above a pushed frame pointer, 3 up the frame-pointer chain, 4 the nearest return
+   * address found above the stack pointer. The frames then start at a caller of the code the PC was in.
+   */
+  recovered?: number;
 }
 
 /** One `L` line: an nmethod (compiled code) the JVM installed, replayed at start or loaded during the profile. */
@@ -139,9 +146,14 @@ export function parseAgentText(text: string, log: AgentLog): string {
         const code = Number(f[3]);
         const frames: JavaFrameRef[] = [];
         let pc: bigint | undefined;
+        let recovered: number | undefined;
         for (let i = 4; i < f.length; i++) {
           if (f[i].startsWith('@')) {
             pc = hex(f[i].slice(1));
+            continue;
+          }
+          if (f[i].startsWith('~')) {
+            recovered = Number(f[i].slice(1)) || undefined;
             continue;
           }
           const [m, bci, line] = f[i].split(':').map(Number);
@@ -149,6 +161,7 @@ export function parseAgentText(text: string, log: AgentLog): string {
         }
         const rec: AgentRecord = { tid: Number(f[1]), tsNs: BigInt(f[2]), code, frames };
         if (pc) rec.pc = pc;
+        if (recovered) rec.recovered = recovered;
         log.records.push(rec);
         break;
       }

@@ -244,3 +244,21 @@ export function classesKey(classes: FrameClass[]): string {
 export function classifyFrames(rec: AgentRecord, methods: Map<number, JavaMethod>, cc: CodeCache): (JavaFrameType | undefined)[] {
   return typesOf(frameClasses(rec, methods, cc), cc);
 }
+
+/**
+ * A record the agent walked only after a retry from a corrected context (AgentRecord.recovered)
+ * starts at the caller of the code the thread was in: the method being entered or left (its
+ * prologue or epilogue, where AsyncGetCallTrace cannot walk) is missing. When the interrupted PC
+ * lies in an nmethod, that nmethod's method is put back as the leaf (BCI and line unknown);
+ * a PC in a stub or the interpreter names no Java method, so the record stays as it is.
+ * Applied once per record (it clears `recovered`); returns whether a frame was added.
+ */
+export function restoreRecoveredLeaf(rec: AgentRecord, cc: CodeCache): boolean {
+  if (!rec.recovered || !rec.pc || rec.code <= 0) return false;
+  rec.recovered = undefined;
+  const n = nmethodAt(cc, rec.pc, rec.tsNs);
+  if (!n) return false;
+  rec.frames.unshift({ method: n.method, bci: -1, line: -1 });
+  rec.code = rec.frames.length;
+  return true;
+}
