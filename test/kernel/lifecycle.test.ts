@@ -159,7 +159,8 @@ const KILLED: Record<proto.TracingName, { target: 'jvm' | 'process' | 'system'; 
   runqlat: { target: 'system', args: () => ['runqlat'] },
   profile: { target: 'system', args: () => ['profile', '--all', '--no-java'] },
   'java-gc': { target: 'jvm', args: (pid) => ['java-gc', '--pid', String(pid)] },
-  memleak: { target: 'process', args: (pid) => ['memleak', '--pid', String(pid)] },
+  // uprobes: this test is about BPF programs (inject mode loads none; memleakInject.test.ts kills its tracer too)
+  memleak: { target: 'process', args: (pid) => ['memleak', '--pid', String(pid), '--mode', 'uprobe'] },
   jvm: { target: 'jvm', args: (pid) => ['jvm', '--pid', String(pid)] },
 };
 
