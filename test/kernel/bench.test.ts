@@ -40,12 +40,12 @@ const REQUIRED: { name: string; peer?: string; peerTool?: string }[] = [
   { name: 'java stacks per sampling tick on javac', peer: 'JFR' },
 ];
 
-test('bench --quick --json: every row of the benchmark issue, with its peer from the same run', { skip: kernelSkipReason(), timeout: 600_000 }, (t) => {
+test('bench --quick --json: every row of the benchmark issue, with its peer from the same run', { skip: kernelSkipReason(), timeout: 900_000 }, (t) => {
   const artifacts = path.join(repoRoot, 'test-artifacts');
   fs.mkdirSync(artifacts, { recursive: true });
   const md = path.join(artifacts, 'bench-quick.md');
   const t0 = Date.now();
-  const r = spawnSync(process.execPath, [path.join(repoRoot, 'scripts', 'bench.mjs'), '--quick', '--json', '--out', md], { cwd: repoRoot, encoding: 'utf8', timeout: 540_000 });
+  const r = spawnSync(process.execPath, [path.join(repoRoot, 'scripts', 'bench.mjs'), '--quick', '--json', '--out', md], { cwd: repoRoot, encoding: 'utf8', timeout: 840_000 });
   const seconds = (Date.now() - t0) / 1000;
   assert.equal(r.status, 0, `bench exited with ${r.status}${r.signal ? ` (${r.signal})` : ''}:\n${r.stderr.slice(-3000)}`);
   const rows = JSON.parse(r.stdout) as Row[];
