@@ -33,7 +33,8 @@ export async function javaHeapLeaksStep(t: TestContext, s: EditorSession, jdk: s
   const input = s.page.locator('.quick-input-widget .quick-input-box input');
   await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Find Memory Leaks' }).waitFor({ timeout: 30_000 });
   await input.fill(String(pid));
-  await s.pickQuickPickItem(new RegExp(`^${pid}\\s+java`));
+  // the JVM row of the process picker: pid, then its main class
+  await s.pickQuickPickItem(new RegExp(`^${pid}\\s+HeapSites`));
   try {
     await checkLenses(t, s, source);
     jvm.kill('SIGKILL'); // the session ends with the JVM
