@@ -34,7 +34,7 @@ export async function javaHeapLeaksStep(t: TestContext, s: EditorSession, jdk: s
   await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Find Memory Leaks' }).waitFor({ timeout: 30_000 });
   await input.fill(String(pid));
   // the JVM row of the process picker: pid, then its main class
-  await s.pickQuickPickItem(new RegExp(`^${pid}\\s+HeapSites`));
+  await s.pickQuickPickItem(new RegExp(`\\b${pid}\\s+HeapSites`));
   try {
     await checkLenses(t, s, source);
     jvm.kill('SIGKILL'); // the session ends with the JVM
