@@ -9,7 +9,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from 'vscode-jsonrpc/node';
 import * as proto from '../../extension/protocol/protocol';
 import { bpfVerify } from '../../extension/protocol/authoring';
 import type { BpfRunUpdate, HistogramView, RingbufView, TableView } from '../../extension/protocol/bpfRun';
@@ -33,6 +33,34 @@ interface VerifyJson {
 
 function tmpdir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-verify-test-'));
+}
+
+/** Builds `src` into a temporary folder, starts `js` (the runner or the helper) on stdio
+ *  JSON-RPC, runs `body`, and always stops the process and removes the folder. */
+async function withBuiltObject(
+  src: string,
+  js: string,
+  body: (conn: MessageConnection, obj: string, dir: string) => Promise<void>,
+  onConnect?: (conn: MessageConnection) => void,
+): Promise<void> {
+  const dir = tmpdir();
+  const obj = path.join(dir, path.basename(src).replace(/\.c$/, '.o'));
+  try {
+    assert.equal(runCli(['build', src, '-o', obj], { cwd: dir }).code, 0);
+    const child = spawn(process.execPath, [js], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+    onConnect?.(conn);
+    conn.listen();
+    try {
+      await body(conn, obj, dir);
+    } finally {
+      conn.dispose();
+      child.stdin.end();
+      await new Promise((r) => child.on('exit', r));
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 test('verify --json: a map value used without a NULL check is rejected on its line', (t) => {
@@ -124,13 +152,7 @@ test('verify names a misspelt helper at its line: clang error from source, unres
 
 test('runner bpf/verify maps the rejection to the source given, and leaves nothing loaded', async (t) => {
   if (skip) return t.skip(skip);
-  const dir = tmpdir();
-  const obj = path.join(dir, 'bad_null.bpf.o');
-  assert.equal(runCli(['build', bad, '-o', obj], { cwd: path.dirname(obj) }).code, 0);
-  const child = spawn(process.execPath, [runnerJs], { stdio: ['pipe', 'pipe', 'pipe'] });
-  const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
-  conn.listen();
-  try {
+  await withBuiltObject(bad, runnerJs, async (conn, obj) => {
     const r = await conn.sendRequest(bpfVerify, { objectPath: obj, sourcePaths: [bad], confirmedSha256: sha(obj) });
     assert.equal(r.ok, false);
     assert.equal(r.diagnostics[0].file, bad);
@@ -142,12 +164,7 @@ test('runner bpf/verify maps the rejection to the source given, and leaves nothi
     await assert.rejects(conn.sendRequest(bpfVerify, { objectPath: 'relative.o' }), /must be absolute/);
     await assert.rejects(conn.sendRequest(bpfVerify, { objectPath: '/etc/passwd' }), /not an ELF object/);
     assert.equal(loadedPrograms().filter((p) => p.name === 'count_switches').length, 0, 'verify does not keep programs loaded');
-  } finally {
-    conn.dispose();
-    child.stdin.end();
-    await new Promise((r) => child.on('exit', r));
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('Run on the histogram example: non-zero buckets, a table, and decoded exec records', async (t) => {
@@ -203,40 +220,24 @@ test('Run on the histogram example: non-zero buckets, a table, and decoded exec 
 
 test('the runner runs the bpf-run session for the editor', async (t) => {
   if (skip) return t.skip(skip);
-  const dir = tmpdir();
-  const obj = path.join(dir, 'hist.bpf.o');
-  assert.equal(runCli(['build', hist, '-o', obj], { cwd: path.dirname(obj) }).code, 0);
-  const child = spawn(process.execPath, [runnerJs], { stdio: ['pipe', 'pipe', 'pipe'] });
-  const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
   const updates: BpfRunUpdate[] = [];
-  // By method name: protocol.ts's NotificationType comes from another vscode-jsonrpc entry point.
-  conn.onNotification('session/data', (p: proto.SessionDataParams) => void updates.push(p.update as BpfRunUpdate));
-  conn.listen();
-  try {
+  await withBuiltObject(hist, runnerJs, async (conn, obj) => {
     const s = await conn.sendRequest(proto.sessionStart, { tracer: 'bpf-run', options: { objectPath: obj, sourcePath: hist, intervalMs: 200, confirmedSha256: sha(obj) } });
     // The histogram honors its @sample interval (500 ms), the other maps the 200 ms default.
     const histOf = (u?: BpfRunUpdate) => u?.maps.find((m) => m.name === 'switch_gap_us') as HistogramView | undefined;
     assert.ok(await waitFor(() => (histOf(updates.at(-1))?.series[0]?.counts ?? []).some((c) => c > 0), 5000), 'histogram buckets fill while running');
     assert.ok(await waitFor(() => updates.length >= 3, 5000), `updates stream (${updates.length})`);
     await conn.sendRequest(proto.sessionStop, { sessionId: s.sessionId });
-  } finally {
-    conn.dispose();
-    child.stdin.end();
-    await new Promise((r) => child.on('exit', r));
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  }, (conn) => {
+    // By method name: protocol.ts's NotificationType comes from another vscode-jsonrpc entry point.
+    conn.onNotification('session/data', (p: proto.SessionDataParams) => void updates.push(p.update as BpfRunUpdate));
+  });
 });
 
 test('the runner refuses a user object without confirmation, changed since confirmed, or not BPF', async (t) => {
   if (skip) return t.skip(skip);
-  const dir = tmpdir();
-  const obj = path.join(dir, 'good.bpf.o');
-  assert.equal(runCli(['build', good, '-o', obj], { cwd: path.dirname(obj) }).code, 0);
-  const child = spawn(process.execPath, [runnerJs], { stdio: ['pipe', 'pipe', 'pipe'] });
-  const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
-  conn.listen();
   const before = loadedPrograms();
-  try {
+  await withBuiltObject(good, runnerJs, async (conn, obj, dir) => {
     const confirmed = sha(obj);
     await assert.rejects(conn.sendRequest(bpfVerify, { objectPath: obj }), /refused: loading .*good\.bpf\.o into the kernel needs your confirmation/);
     await assert.rejects(
@@ -253,34 +254,18 @@ test('the runner refuses a user object without confirmation, changed since confi
     spawnSync('mkfifo', [fifo]);
     await assert.rejects(conn.sendRequest(bpfVerify, { objectPath: fifo, confirmedSha256: 'a'.repeat(64) }), /is not a regular file/);
     assert.equal(newProgramIds(before, (n) => n === 'count_switches').length, 0, 'nothing was loaded');
-  } finally {
-    conn.dispose();
-    child.stdin.end();
-    await new Promise((r) => child.on('exit', r));
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('the tracing helper refuses bpf/verify and the bpf-run session, naming the runner', async (t) => {
   if (skip) return t.skip(skip);
-  const dir = tmpdir();
-  const obj = path.join(dir, 'good.bpf.o');
-  assert.equal(runCli(['build', good, '-o', obj], { cwd: path.dirname(obj) }).code, 0);
-  const child = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'] });
-  const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
-  conn.listen();
   const before = loadedPrograms();
-  try {
+  await withBuiltObject(good, helperJs, async (conn, obj) => {
     await assert.rejects(conn.sendRequest(bpfVerify, { objectPath: obj, confirmedSha256: sha(obj) }), /refused: bpf\/verify .*never does.*runner/);
     await assert.rejects(
       conn.sendRequest(proto.sessionStart, { tracer: 'bpf-run', options: { objectPath: obj, intervalMs: 1000, confirmedSha256: sha(obj) } }),
       /refused: session\/start of the bpf-run tracer .*runner/,
     );
     assert.equal(newProgramIds(before, (n) => n === 'count_switches').length, 0, 'nothing was loaded');
-  } finally {
-    conn.dispose();
-    child.stdin.end();
-    await new Promise((r) => child.on('exit', r));
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
