@@ -64,6 +64,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -491,6 +492,8 @@ static bool notify(char what)
 	return notify_fd >= 0 && send(notify_fd, &what, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1;
 }
 
+static void keep_watch_fd(int fd);
+
 static bool open_table(void)
 {
 	const char *dir = conf("EBPF_STUDIO_PRELOAD_DIR");
@@ -532,9 +535,11 @@ static bool open_table(void)
 		return false;
 	}
 	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED)
+	if (m == MAP_FAILED) {
+		close(fd);
 		return false;
+	}
+	keep_watch_fd(fd);
 	hdr = m;
 	slots = (struct leak_slot *)((char *)m + slots_off);
 	sindex = (struct leak_stack_slot *)((char *)m + index_off);
@@ -1059,7 +1064,71 @@ static int count_adds(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
-/* Called from recorded allocations: patches modules loaded since the last pass. */
+/* The tracer's liveness. The tracer holds a shared flock on the table file for as long as it
+ * runs (it took it before the start); the kernel drops that lock when the tracer's last copy of
+ * the file is closed, which SIGKILL does too. So the library probes it at the rescan point: an
+ * exclusive lock that can be taken means nobody reads the table any more, and the entries go back
+ * as ebpf_studio_inject_stop would put them. A flock needs no pid, clock or path, so it works
+ * from inside another pid or mount namespace (a container) as well, and a tracer that is merely
+ * slow (a long symbolization, a loaded machine) never looks gone. The probe fd is moved high,
+ * and checked to be still the table's file before each probe: a program that closes fds it did
+ * not open must never have us lock one of its own files. */
+static int watch_fd = -1;
+static dev_t watch_dev;
+static ino_t watch_ino;
+
+static void keep_watch_fd(int fd)
+{
+	struct stat st;
+	/* an earlier attach's probe fd, if it is still that file */
+	if (watch_fd >= 0 && fstat(watch_fd, &st) == 0 && st.st_dev == watch_dev && st.st_ino == watch_ino)
+		close(watch_fd);
+	watch_fd = -1;
+	const char *w = conf("EBPF_STUDIO_PRELOAD_WATCH");
+	if (!injected || !w || strcmp(w, "1") != 0 || fstat(fd, &st) != 0) {
+		close(fd);
+		return;
+	}
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, 1000);
+	if (high >= 0) {
+		close(fd);
+		fd = high;
+	}
+	watch_dev = st.st_dev;
+	watch_ino = st.st_ino;
+	watch_fd = fd;
+}
+
+static int restore_entries(void);
+
+/* True when the tracer is gone (its lock released); then the entries are back and the library idle. */
+static bool tracer_gone(void)
+{
+	static int probing;
+	struct stat st;
+	bool gone = false;
+	/* one thread probes; the others go on */
+	if (watch_fd < 0 || __atomic_exchange_n(&probing, 1, __ATOMIC_ACQUIRE))
+		return false;
+	if (watch_fd < 0) {
+		/* another thread found it gone meanwhile */
+	} else if (fstat(watch_fd, &st) != 0 || st.st_dev != watch_dev || st.st_ino != watch_ino) {
+		watch_fd = -1; /* closed by the program, or the number reused: never touched again */
+	} else if (flock(watch_fd, LOCK_EX | LOCK_NB) == 0) {
+		/* taken: the tracer's shared lock is gone */
+		flock(watch_fd, LOCK_UN);
+		close(watch_fd);
+		watch_fd = -1;
+		restore_entries();
+		__atomic_store_n(&hdr->state, LEAK_STATE_ORPHANED, __ATOMIC_RELEASE);
+		gone = true;
+	}
+	__atomic_store_n(&probing, 0, __ATOMIC_RELEASE);
+	return gone;
+}
+
+/* Called from recorded allocations: patches modules loaded since the last pass, and notices a
+ * tracer that is gone. */
 static void rescan_modules(void)
 {
 	/* the clock is read once per 64 recorded allocations of a thread, not on every one */
@@ -1070,6 +1139,8 @@ static void rescan_modules(void)
 	if (now < __atomic_load_n(&next_rescan_ns, __ATOMIC_RELAXED))
 		return;
 	__atomic_store_n(&next_rescan_ns, now + 100000000ull, __ATOMIC_RELAXED);
+	if (tracer_gone())
+		return;
 	unsigned long long adds = 0;
 	busy++;
 	dl_iterate_phdr(count_adds, &adds);
@@ -1094,6 +1165,46 @@ static bool read_conf(const char *path)
 			conf_text[i] = 0;
 	conf_len = (size_t)n;
 	return true;
+}
+
+/* The table of an earlier attach. A thread may still be inside a wrapper that passed its
+ * `active` check before the stop, and write into it at any time after: a thread preempted there
+ * on a loaded machine can stay for longer than a whole detach and re-attach. So the table is
+ * never simply unmapped: its range is replaced, in one mmap, by fresh anonymous pages (the file's
+ * pages are released, a late write lands in zeroes nobody reads), and that placeholder is
+ * unmapped only at a later start at least 10 s after. The pointers are never NULL in between:
+ * they go from the old range to the new table. */
+static struct {
+	void *at;
+	size_t len;
+	uint64_t since_ns;
+} retired[64];
+static unsigned nretired;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void retire_table(void)
+{
+	uint64_t now = now_ns();
+	unsigned kept = 0;
+	for (unsigned i = 0; i < nretired; i++) {
+		if (now - retired[i].since_ns >= 10000000000ull)
+			munmap(retired[i].at, retired[i].len);
+		else
+			retired[kept++] = retired[i];
+	}
+	nretired = kept;
+	size_t len = hdr->frames_off + hdr->max_frames * 8;
+	if (mmap(hdr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+		return; /* the old table stays as it is: mapped, only not released */
+	/* more than 64 attaches within 10 s: the oldest placeholder stays, address space only */
+	if (nretired < sizeof retired / sizeof retired[0])
+		retired[nretired++] = (typeof(retired[0])){ hdr, len, now };
 }
 
 /* Results of ebpf_studio_inject_start: 0 tracing; others name what failed. */
@@ -1145,12 +1256,8 @@ EXPORT int ebpf_studio_inject_start(const char *config_path)
 	max_size = env_u64("EBPF_STUDIO_PRELOAD_MAX_SIZE", UINT64_MAX);
 	sample_rate = env_u64("EBPF_STUDIO_PRELOAD_SAMPLE_RATE", 1);
 	sample_bytes = (double)env_u64("EBPF_STUDIO_PRELOAD_SAMPLE_BYTES", 0);
-	/* A table of an earlier attach stays mapped (a thread could still have been inside a
-	 * wrapper then); it is released now, long after. */
-	if (hdr) {
-		munmap(hdr, hdr->frames_off + hdr->max_frames * 8);
-		hdr = NULL;
-	}
+	if (hdr)
+		retire_table();
 	if (!open_table()) {
 		busy--;
 		return INJECT_NO_TABLE;
@@ -1172,6 +1279,11 @@ EXPORT int ebpf_studio_inject_start(const char *config_path)
 
 /* Puts every patched entry back; the library stays loaded and idle. Returns how many. */
 EXPORT int ebpf_studio_inject_stop(void)
+{
+	return restore_entries();
+}
+
+static int restore_entries(void)
 {
 	int n = 0;
 	spin_lock(&patch_lock);
