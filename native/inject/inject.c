@@ -6,6 +6,9 @@
  *                                                 GOT entries of the malloc family to its wrappers)
  *   ebpf-studio-inject stop PID LIBRARY           ebpf_studio_inject_stop(): the entries go back
  *
+ * LIBRARY and CONFIG are paths as the process sees them, inside its own root (a container's
+ * files, which the caller placed there); /proc/PID/maps shows its modules the same way.
+ *
  * Prints one line "ok <result>" and exits 0, or a reason on stderr and exits 1 (2: bad usage).
  *
  * Why one thread and not all of them: the called code (dlopen, our setup) takes locks — the
@@ -138,14 +141,18 @@ static struct find_module find_module(const char *suffix, bool exact)
 }
 
 /* A defined function symbol's value in an ELF file's .dynsym, or 0. The file is read through
- * /proc/PID/map_files, so it is the very file the target mapped. */
+ * /proc/PID/map_files, so it is the very file the target mapped; where that cannot be opened (it
+ * needs CAP_SYS_ADMIN), by its path inside the target's root: a process in a container maps
+ * its own libc, not the host's file of the same name. */
 static uint64_t dynsym_value(const struct mapping *m, const char *name)
 {
-	char file[96];
+	char file[640];
 	snprintf(file, sizeof file, "/proc/%d/map_files/%lx-%lx", target, m->start, m->end);
 	int fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(file, sizeof file, "/proc/%d/root%s", target, m->path);
+		fd = open(file, O_RDONLY | O_CLOEXEC);
+	}
 	if (fd < 0)
 		return 0;
 	struct stat st;
