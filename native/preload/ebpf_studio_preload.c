@@ -128,6 +128,11 @@ static __thread uint64_t rng __attribute__((tls_model("initial-exec")));
 
 static size_t page_size = 4096;
 
+/* The stack tables' sizes, the same in every table. */
+#define STACK_SLOTS (1ull << 17)
+#define MAX_STACKS (1ull << 16)
+#define MAX_FRAMES (1ull << 22)
+
 /* Locks live in private memory: a forked child must never see one held. */
 static struct {
 	int lock;
@@ -355,7 +360,9 @@ static int unwind(void **buf, int max)
 static int64_t intern(uint64_t *pcs, uint32_t depth)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ull ^ depth;
-	uint64_t mask = hdr->stack_slots - 1, i;
+	/* sizes are constants, never read from the table: a thread still in here after the table was
+	 * retired (zero pages) must stay inside it */
+	uint64_t mask = STACK_SLOTS - 1, i;
 
 	for (uint32_t k = 0; k < depth; k++)
 		h = mix(h ^ pcs[k]) + k;
@@ -378,7 +385,7 @@ static int64_t intern(uint64_t *pcs, uint32_t depth)
 		if (!locked)
 			continue;
 		/* still absent, and we hold the lock: append */
-		if (n > mask || hdr->stacks_used >= hdr->max_stacks || hdr->frames_used + depth > hdr->max_frames) {
+		if (n > mask || hdr->stacks_used >= MAX_STACKS || hdr->frames_used + depth > MAX_FRAMES) {
 			spin_unlock(&stack_lock);
 			return -1;
 		}
@@ -493,6 +500,10 @@ static bool notify(char what)
 }
 
 static void keep_watch_fd(int fd);
+static size_t table_len; /* of the table mapped at hdr; 0 once retired (inject mode) */
+static uint64_t retired_region_slots, retired_at_ns; /* the last retired table's (retire_table) */
+#define RETIRE_NS 10000000000ull
+static uint64_t now_ns(void);
 
 static bool open_table(void)
 {
@@ -501,7 +512,7 @@ static bool open_table(void)
 	size_t dl;
 	uint64_t max_out = env_u64("EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING", 1000000);
 	uint64_t per = pow2_at_least((max_out * 2 + LEAK_SHARDS - 1) / LEAK_SHARDS);
-	uint64_t nslots, stack_slots = 1 << 17, max_stacks = 1 << 16, max_frames = 1 << 22;
+	uint64_t nslots, stack_slots = STACK_SLOTS, max_stacks = MAX_STACKS, max_frames = MAX_FRAMES;
 	uint64_t off, size;
 	int fd;
 
@@ -509,6 +520,11 @@ static bool open_table(void)
 		return false;
 	if (per < 16)
 		per = 16;
+	/* Injected again soon after a stop: a thread may still be inside a wrapper of the last
+	 * session, with that table's slots (retire_table), so the regions do not grow past it for
+	 * as long as its placeholder is kept. */
+	if (injected && retired_region_slots && per > retired_region_slots && now_ns() - retired_at_ns < RETIRE_NS)
+		per = retired_region_slots;
 	region_slots = per;
 	nslots = per * LEAK_SHARDS;
 	memcpy(path, dir, dl);
@@ -539,6 +555,7 @@ static bool open_table(void)
 		close(fd);
 		return false;
 	}
+	table_len = size;
 	keep_watch_fd(fd);
 	hdr = m;
 	slots = (struct leak_slot *)((char *)m + slots_off);
@@ -1076,8 +1093,18 @@ static int count_adds(struct dl_phdr_info *info, size_t size, void *arg)
 static int watch_fd = -1;
 static dev_t watch_dev;
 static ino_t watch_ino;
+static int watch_lock; /* one thread at a time probes or replaces watch_fd */
+
+static void keep_watch_fd_locked(int fd);
 
 static void keep_watch_fd(int fd)
+{
+	spin_lock(&watch_lock);
+	keep_watch_fd_locked(fd);
+	spin_unlock(&watch_lock);
+}
+
+static void keep_watch_fd_locked(int fd)
 {
 	struct stat st;
 	/* an earlier attach's probe fd, if it is still that file */
@@ -1085,6 +1112,8 @@ static void keep_watch_fd(int fd)
 		close(watch_fd);
 	watch_fd = -1;
 	const char *w = conf("EBPF_STUDIO_PRELOAD_WATCH");
+	if (fd < 0)
+		return; /* only the earlier one dropped */
 	if (!injected || !w || strcmp(w, "1") != 0 || fstat(fd, &st) != 0) {
 		close(fd);
 		return;
@@ -1104,11 +1133,10 @@ static int restore_entries(void);
 /* True when the tracer is gone (its lock released); then the entries are back and the library idle. */
 static bool tracer_gone(void)
 {
-	static int probing;
 	struct stat st;
 	bool gone = false;
 	/* one thread probes; the others go on */
-	if (watch_fd < 0 || __atomic_exchange_n(&probing, 1, __ATOMIC_ACQUIRE))
+	if (watch_fd < 0 || __atomic_exchange_n(&watch_lock, 1, __ATOMIC_ACQUIRE))
 		return false;
 	if (watch_fd < 0) {
 		/* another thread found it gone meanwhile */
@@ -1119,11 +1147,10 @@ static bool tracer_gone(void)
 		flock(watch_fd, LOCK_UN);
 		close(watch_fd);
 		watch_fd = -1;
-		restore_entries();
-		__atomic_store_n(&hdr->state, LEAK_STATE_ORPHANED, __ATOMIC_RELEASE);
+		restore_entries(); /* and the table is released: nobody will read it */
 		gone = true;
 	}
-	__atomic_store_n(&probing, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&watch_lock, 0, __ATOMIC_RELEASE);
 	return gone;
 }
 
@@ -1167,10 +1194,11 @@ static bool read_conf(const char *path)
 	return true;
 }
 
-/* The table of an earlier attach. A thread may still be inside a wrapper that passed its
- * `active` check before the stop, and write into it at any time after: a thread preempted there
- * on a loaded machine can stay for longer than a whole detach and re-attach. So the table is
- * never simply unmapped: its range is replaced, in one mmap, by fresh anonymous pages (the file's
+/* The table, once the session is over (stop, or the tracer gone). The tracer reads it through
+ * its own fd, so the mapping here only costs the process memory. But a thread may still be inside
+ * a wrapper that passed its `active` check before the stop, and write into it at any time after:
+ * a thread preempted there on a loaded machine can stay for longer than a whole detach and
+ * re-attach. So the table is never simply unmapped: its range is replaced, in one mmap, by fresh anonymous pages (the file's
  * pages are released, a late write lands in zeroes nobody reads), and that placeholder is
  * unmapped only at a later start at least 10 s after. The pointers are never NULL in between:
  * they go from the old range to the new table. */
@@ -1190,16 +1218,21 @@ static uint64_t now_ns(void)
 
 static void retire_table(void)
 {
+	if (!hdr || !table_len)
+		return;
 	uint64_t now = now_ns();
 	unsigned kept = 0;
 	for (unsigned i = 0; i < nretired; i++) {
-		if (now - retired[i].since_ns >= 10000000000ull)
+		if (now - retired[i].since_ns >= RETIRE_NS)
 			munmap(retired[i].at, retired[i].len);
 		else
 			retired[kept++] = retired[i];
 	}
 	nretired = kept;
-	size_t len = hdr->frames_off + hdr->max_frames * 8;
+	size_t len = table_len;
+	table_len = 0;
+	retired_region_slots = region_slots;
+	retired_at_ns = now;
 	if (mmap(hdr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
 		return; /* the old table stays as it is: mapped, only not released */
 	/* more than 64 attaches within 10 s: the oldest placeholder stays, address space only */
@@ -1256,8 +1289,9 @@ EXPORT int ebpf_studio_inject_start(const char *config_path)
 	max_size = env_u64("EBPF_STUDIO_PRELOAD_MAX_SIZE", UINT64_MAX);
 	sample_rate = env_u64("EBPF_STUDIO_PRELOAD_SAMPLE_RATE", 1);
 	sample_bytes = (double)env_u64("EBPF_STUDIO_PRELOAD_SAMPLE_BYTES", 0);
-	if (hdr)
-		retire_table();
+	spin_lock(&patch_lock);
+	retire_table(); /* a table still mapped (a start without a stop) */
+	spin_unlock(&patch_lock);
 	if (!open_table()) {
 		busy--;
 		return INJECT_NO_TABLE;
@@ -1280,7 +1314,10 @@ EXPORT int ebpf_studio_inject_start(const char *config_path)
 /* Puts every patched entry back; the library stays loaded and idle. Returns how many. */
 EXPORT int ebpf_studio_inject_stop(void)
 {
-	return restore_entries();
+	int n = restore_entries();
+	/* the probe fd too: it alone would keep the unlinked table's pages once the tracer closed its own */
+	keep_watch_fd(-1);
+	return n;
 }
 
 static int restore_entries(void)
@@ -1294,6 +1331,8 @@ static int restore_entries(void)
 		n++;
 	}
 	npatches = 0;
+	/* The tracer reads the table through its own fd, which keeps the file: our mapping can go. */
+	retire_table();
 	spin_unlock(&patch_lock);
 	return n;
 }

@@ -19,7 +19,6 @@
 #define LEAK_STATE_RUNNING 0
 #define LEAK_STATE_EXITING 1 /* exit() reached; waiting (bounded) for RELEASED */
 #define LEAK_STATE_RELEASED 2 /* written by the helper once it has captured the process image */
-#define LEAK_STATE_ORPHANED 3 /* injected: the tracer was gone, so the library put the entries back */
 
 /* 256 bytes at offset 0. */
 struct leak_header {

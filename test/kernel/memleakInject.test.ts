@@ -56,7 +56,7 @@ async function startTarget(exe: string, args: string[] = []): Promise<{ child: C
 
 const roundsAfter = (out: string, from: number) => [...out.slice(from).matchAll(/^rounds (\d+)$/gm)].map((m) => Number(m[1]));
 
-/** The header of the session's leak table as the program has it mapped (a "…/ebpf-studio-leak-X/N.leak" mapping). */
+/** The header of the session's leak table as the program has it mapped (a "…/ebpf-studio-leak-X/N.leak" mapping), undefined when none is. */
 function tableHeader(pid: number): { allocs: bigint; state: number; file: string; deleted: boolean } | undefined {
   const m = /^([0-9a-f]+-[0-9a-f]+) \S+ \S+ \S+ \S+\s+(\S*\/ebpf-studio-leak-[0-9a-f]{16}\/\d+\.leak)( \(deleted\))?$/m.exec(fs.readFileSync(`/proc/${pid}/maps`, 'utf8'));
   if (!m) return undefined;
@@ -99,6 +99,7 @@ async function exactLeakAfterAttach(t: TestContext, pid: number, target: { out: 
   await target.waitFor(/^leaked$/m);
   const r = await cli.done;
   assert.equal(r.code, 0, r.stderr);
+  assert.equal(tableHeader(pid), undefined, 'detached: the library has released its table');
   const result = JSON.parse(r.stdout) as MemleakResult;
   assert.equal(result.mode, 'inject');
   const site = result.stacks.filter((s) => s.frames[0]?.file?.endsWith('churnleak.c') && s.frames[0].line === marks.get('LEAK-ON-SIGNAL'));
@@ -183,23 +184,18 @@ test('20 attach/detach cycles in a row while all 8 threads allocate, and a trace
     assert.equal(before.state, STATE.running);
     await new Promise((res) => setTimeout(res, 300));
     assert.ok(tableHeader(Number(pid))!.allocs > before.allocs, 'allocations are being recorded while the tracer lives');
+    // nothing of the session stays in any filesystem: the table is mapped from an unlinked file
+    assert.ok(before.deleted && !fs.existsSync(path.dirname(before.file)), `the session's table folder ${before.file} is left behind`);
     cli.child.kill('SIGKILL');
     await cli.done;
     const killedAt = Date.now();
-    let h = tableHeader(Number(pid));
-    while (h?.state !== STATE.orphaned && Date.now() - killedAt < 10_000) {
-      await new Promise((res) => setTimeout(res, 50));
-      h = tableHeader(Number(pid));
-    }
-    assert.equal(h?.state, STATE.orphaned, 'the library did not notice that its tracer was gone');
+    // the library puts the entries back and releases its table, which nobody reads any more
+    while (tableHeader(Number(pid)) && Date.now() - killedAt < 10_000) await new Promise((res) => setTimeout(res, 50));
+    assert.equal(tableHeader(Number(pid)), undefined, 'the library did not notice that its tracer was gone: its table is still mapped');
     t.diagnostic(`the library went idle ${Date.now() - killedAt} ms after the tracer was killed`);
-    // idle: the record counter stands still while the threads go on allocating
     const cpu0 = cpuTicks(Number(pid));
     await new Promise((res) => setTimeout(res, 1200));
-    assert.equal(tableHeader(Number(pid))!.allocs, h.allocs, 'the library still records');
     assert.ok(cpuTicks(Number(pid)) > cpu0, 'the threads go on running');
-    // nothing of the session stays in any filesystem: the table is mapped from an unlinked file
-    assert.ok(h.deleted && !fs.existsSync(path.dirname(h.file)), `the session's table folder ${h.file} is left behind`);
     assert.equal(target.child.exitCode, null, 'the program ended after the tracer was killed');
     assert.equal(spawnSync('kill', ['-0', pid]).status, 0);
     const end = await endCleanly(target.child);

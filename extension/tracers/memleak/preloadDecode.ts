@@ -8,7 +8,7 @@ export const LEAK_VERSION = 1;
 export const HEADER_SIZE = 256;
 export const SLOT_SIZE = 32;
 export const STATE_OFFSET = 152;
-export const STATE = { running: 0, exiting: 1, released: 2, orphaned: 3 } as const;
+export const STATE = { running: 0, exiting: 1, released: 2 } as const;
 
 export interface LeakHeader {
   version: number;
