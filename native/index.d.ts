@@ -202,6 +202,8 @@ export function userFile(spec: {
   /** connect: the socket's peer must be this pid (SO_PEERCRED) */
   peerPid?: number;
 }): number;
+/** A shared flock(2) on fd, taken without waiting; held until every copy of that file description is closed (or the process dies). */
+export function lockShared(fd: number): void;
 export function numPossibleCpus(): number;
 
 /** A map another process created, read by id through BPF syscalls (nothing is changed). */

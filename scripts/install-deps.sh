@@ -9,6 +9,8 @@ build=(clang llvm libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev make g++ py
 test=(openjdk-17-jdk-headless libbpf-tools bpftrace clangd chromium ripgrep libkrb5-dev libsecret-1-dev libxkbfile-dev libx11-dev procps curl linux-perf libunwind8 sudo)
 # gdb: heaptrack -p attaches through it (the peer of memleak --pid --mode inject)
 bench=(heaptrack gdb)
+# memleak --mode inject is tested on a program linking jemalloc
+test+=(libjemalloc-dev)
 # go tool pprof reads our pprof exports in the kernel tier
 test+=(golang-go)
 # the fleet agent's kernel test scrapes it with Debian's Prometheus and checks it with promtool

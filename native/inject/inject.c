@@ -6,6 +6,9 @@
  *                                                 GOT entries of the malloc family to its wrappers)
  *   ebpf-studio-inject stop PID LIBRARY           ebpf_studio_inject_stop(): the entries go back
  *
+ * LIBRARY and CONFIG are paths as the process sees them, inside its own root (a container's
+ * files, which the caller placed there); /proc/PID/maps shows its modules the same way.
+ *
  * Prints one line "ok <result>" and exits 0, or a reason on stderr and exits 1 (2: bad usage).
  *
  * Why one thread and not all of them: the called code (dlopen, our setup) takes locks — the
@@ -138,14 +141,18 @@ static struct find_module find_module(const char *suffix, bool exact)
 }
 
 /* A defined function symbol's value in an ELF file's .dynsym, or 0. The file is read through
- * /proc/PID/map_files, so it is the very file the target mapped. */
+ * /proc/PID/map_files, so it is the very file the target mapped; where that cannot be opened (it
+ * needs CAP_SYS_ADMIN), by its path inside the target's root: a process in a container maps
+ * its own libc, not the host's file of the same name. */
 static uint64_t dynsym_value(const struct mapping *m, const char *name)
 {
-	char file[96];
+	char file[640];
 	snprintf(file, sizeof file, "/proc/%d/map_files/%lx-%lx", target, m->start, m->end);
 	int fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(file, sizeof file, "/proc/%d/root%s", target, m->path);
+		fd = open(file, O_RDONLY | O_CLOEXEC);
+	}
 	if (fd < 0)
 		return 0;
 	struct stat st;
@@ -258,6 +265,33 @@ static bool wait_stop_timed(pid_t tid, int *status, uint64_t ms)
 	}
 }
 
+/* Detaches a thread that was being single-stepped and is now stopped for something else (our
+ * interrupt after a step that took too long, or a signal for the program). Its step may have
+ * trapped meanwhile: that SIGTRAP is then still queued, and a plain detach would deliver it to
+ * the program, whose default action is to die. So the queued signals are let come as stops first
+ * (each is reported before the thread gets back to user space, and the step's trap, a fault,
+ * comes before the others): the program's own are delivered, the step's trap is dropped. */
+static void detach_stepped(pid_t tid, int status)
+{
+	for (int k = 0; k < 16; k++) {
+		int sig = WSTOPSIG(status);
+		if ((status >> 16) != 0 || sig == SIGTRAP)
+			sig = 0; /* our interrupt's stop, or the step's trap */
+		struct __ptrace_peeksiginfo_args q = { .off = 0, .flags = 0, .nr = 8 };
+		siginfo_t queued[8];
+		long n = ptrace(PTRACE_PEEKSIGINFO, tid, &q, queued);
+		bool trap = false;
+		for (long i = 0; i < n; i++)
+			trap |= queued[i].si_signo == SIGTRAP;
+		if (!trap)
+			break;
+		if (ptrace(PTRACE_CONT, tid, 0, (void *)(long)sig) != 0 || !wait_stop(tid, &status))
+			return;
+	}
+	int sig = WSTOPSIG(status);
+	ptrace(PTRACE_DETACH, tid, 0, (void *)(long)((status >> 16) != 0 || sig == SIGTRAP ? 0 : sig));
+}
+
 /* A thread stopped inside the C library or the loader (malloc, free, ...): single-steps it until
  * it is back in the program's own code, where it holds none of their locks. Gives up on a signal
  * (its handler would run on top of the library's frame), a system call that blocks, or a long
@@ -272,8 +306,7 @@ static bool step_out(pid_t tid, const struct ranges *unsafe, struct user_regs_st
 			return false;
 		if (WSTOPSIG(status) != SIGTRAP || (status >> 16) != 0) {
 			/* a signal for the program, or our interrupt of a blocking call: not here */
-			if (WSTOPSIG(status) != SIGTRAP)
-				ptrace(PTRACE_DETACH, tid, 0, (void *)(long)WSTOPSIG(status));
+			detach_stepped(tid, status);
 			return false;
 		}
 		if (ptrace(PTRACE_GETREGS, tid, 0, regs) != 0)

@@ -64,6 +64,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -126,6 +127,11 @@ static __thread double countdown __attribute__((tls_model("initial-exec")));
 static __thread uint64_t rng __attribute__((tls_model("initial-exec")));
 
 static size_t page_size = 4096;
+
+/* The stack tables' sizes, the same in every table. */
+#define STACK_SLOTS (1ull << 17)
+#define MAX_STACKS (1ull << 16)
+#define MAX_FRAMES (1ull << 22)
 
 /* Locks live in private memory: a forked child must never see one held. */
 static struct {
@@ -354,7 +360,9 @@ static int unwind(void **buf, int max)
 static int64_t intern(uint64_t *pcs, uint32_t depth)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ull ^ depth;
-	uint64_t mask = hdr->stack_slots - 1, i;
+	/* sizes are constants, never read from the table: a thread still in here after the table was
+	 * retired (zero pages) must stay inside it */
+	uint64_t mask = STACK_SLOTS - 1, i;
 
 	for (uint32_t k = 0; k < depth; k++)
 		h = mix(h ^ pcs[k]) + k;
@@ -377,7 +385,7 @@ static int64_t intern(uint64_t *pcs, uint32_t depth)
 		if (!locked)
 			continue;
 		/* still absent, and we hold the lock: append */
-		if (n > mask || hdr->stacks_used >= hdr->max_stacks || hdr->frames_used + depth > hdr->max_frames) {
+		if (n > mask || hdr->stacks_used >= MAX_STACKS || hdr->frames_used + depth > MAX_FRAMES) {
 			spin_unlock(&stack_lock);
 			return -1;
 		}
@@ -491,6 +499,12 @@ static bool notify(char what)
 	return notify_fd >= 0 && send(notify_fd, &what, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1;
 }
 
+static void keep_watch_fd(int fd);
+static size_t table_len; /* of the table mapped at hdr; 0 once retired (inject mode) */
+static uint64_t retired_region_slots, retired_at_ns; /* the last retired table's (retire_table) */
+#define RETIRE_NS 10000000000ull
+static uint64_t now_ns(void);
+
 static bool open_table(void)
 {
 	const char *dir = conf("EBPF_STUDIO_PRELOAD_DIR");
@@ -498,7 +512,7 @@ static bool open_table(void)
 	size_t dl;
 	uint64_t max_out = env_u64("EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING", 1000000);
 	uint64_t per = pow2_at_least((max_out * 2 + LEAK_SHARDS - 1) / LEAK_SHARDS);
-	uint64_t nslots, stack_slots = 1 << 17, max_stacks = 1 << 16, max_frames = 1 << 22;
+	uint64_t nslots, stack_slots = STACK_SLOTS, max_stacks = MAX_STACKS, max_frames = MAX_FRAMES;
 	uint64_t off, size;
 	int fd;
 
@@ -506,6 +520,11 @@ static bool open_table(void)
 		return false;
 	if (per < 16)
 		per = 16;
+	/* Injected again soon after a stop: a thread may still be inside a wrapper of the last
+	 * session, with that table's slots (retire_table), so the regions do not grow past it for
+	 * as long as its placeholder is kept. */
+	if (injected && retired_region_slots && per > retired_region_slots && now_ns() - retired_at_ns < RETIRE_NS)
+		per = retired_region_slots;
 	region_slots = per;
 	nslots = per * LEAK_SHARDS;
 	memcpy(path, dir, dl);
@@ -532,9 +551,12 @@ static bool open_table(void)
 		return false;
 	}
 	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (m == MAP_FAILED)
+	if (m == MAP_FAILED) {
+		close(fd);
 		return false;
+	}
+	table_len = size;
+	keep_watch_fd(fd);
 	hdr = m;
 	slots = (struct leak_slot *)((char *)m + slots_off);
 	sindex = (struct leak_stack_slot *)((char *)m + index_off);
@@ -1059,7 +1081,81 @@ static int count_adds(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
-/* Called from recorded allocations: patches modules loaded since the last pass. */
+/* The tracer's liveness. The tracer holds a shared flock on the table file for as long as it
+ * runs (it took it before the start); the kernel drops that lock when the tracer's last copy of
+ * the file is closed, which SIGKILL does too. So the library probes it at the rescan point: an
+ * exclusive lock that can be taken means nobody reads the table any more, and the entries go back
+ * as ebpf_studio_inject_stop would put them. A flock needs no pid, clock or path, so it works
+ * from inside another pid or mount namespace (a container) as well, and a tracer that is merely
+ * slow (a long symbolization, a loaded machine) never looks gone. The probe fd is moved high,
+ * and checked to be still the table's file before each probe: a program that closes fds it did
+ * not open must never have us lock one of its own files. */
+static int watch_fd = -1;
+static dev_t watch_dev;
+static ino_t watch_ino;
+static int watch_lock; /* one thread at a time probes or replaces watch_fd */
+
+static void keep_watch_fd_locked(int fd);
+
+static void keep_watch_fd(int fd)
+{
+	spin_lock(&watch_lock);
+	keep_watch_fd_locked(fd);
+	spin_unlock(&watch_lock);
+}
+
+static void keep_watch_fd_locked(int fd)
+{
+	struct stat st;
+	/* an earlier attach's probe fd, if it is still that file */
+	if (watch_fd >= 0 && fstat(watch_fd, &st) == 0 && st.st_dev == watch_dev && st.st_ino == watch_ino)
+		close(watch_fd);
+	watch_fd = -1;
+	const char *w = conf("EBPF_STUDIO_PRELOAD_WATCH");
+	if (fd < 0)
+		return; /* only the earlier one dropped */
+	if (!injected || !w || strcmp(w, "1") != 0 || fstat(fd, &st) != 0) {
+		close(fd);
+		return;
+	}
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, 1000);
+	if (high >= 0) {
+		close(fd);
+		fd = high;
+	}
+	watch_dev = st.st_dev;
+	watch_ino = st.st_ino;
+	watch_fd = fd;
+}
+
+static int restore_entries(void);
+
+/* True when the tracer is gone (its lock released); then the entries are back and the library idle. */
+static bool tracer_gone(void)
+{
+	struct stat st;
+	bool gone = false;
+	/* one thread probes; the others go on */
+	if (watch_fd < 0 || __atomic_exchange_n(&watch_lock, 1, __ATOMIC_ACQUIRE))
+		return false;
+	if (watch_fd < 0) {
+		/* another thread found it gone meanwhile */
+	} else if (fstat(watch_fd, &st) != 0 || st.st_dev != watch_dev || st.st_ino != watch_ino) {
+		watch_fd = -1; /* closed by the program, or the number reused: never touched again */
+	} else if (flock(watch_fd, LOCK_EX | LOCK_NB) == 0) {
+		/* taken: the tracer's shared lock is gone */
+		flock(watch_fd, LOCK_UN);
+		close(watch_fd);
+		watch_fd = -1;
+		restore_entries(); /* and the table is released: nobody will read it */
+		gone = true;
+	}
+	__atomic_store_n(&watch_lock, 0, __ATOMIC_RELEASE);
+	return gone;
+}
+
+/* Called from recorded allocations: patches modules loaded since the last pass, and notices a
+ * tracer that is gone. */
 static void rescan_modules(void)
 {
 	/* the clock is read once per 64 recorded allocations of a thread, not on every one */
@@ -1070,6 +1166,8 @@ static void rescan_modules(void)
 	if (now < __atomic_load_n(&next_rescan_ns, __ATOMIC_RELAXED))
 		return;
 	__atomic_store_n(&next_rescan_ns, now + 100000000ull, __ATOMIC_RELAXED);
+	if (tracer_gone())
+		return;
 	unsigned long long adds = 0;
 	busy++;
 	dl_iterate_phdr(count_adds, &adds);
@@ -1094,6 +1192,52 @@ static bool read_conf(const char *path)
 			conf_text[i] = 0;
 	conf_len = (size_t)n;
 	return true;
+}
+
+/* The table, once the session is over (stop, or the tracer gone). The tracer reads it through
+ * its own fd, so the mapping here only costs the process memory. But a thread may still be inside
+ * a wrapper that passed its `active` check before the stop, and write into it at any time after:
+ * a thread preempted there on a loaded machine can stay for longer than a whole detach and
+ * re-attach. So the table is never simply unmapped: its range is replaced, in one mmap, by fresh anonymous pages (the file's
+ * pages are released, a late write lands in zeroes nobody reads), and that placeholder is
+ * unmapped only at a later start at least 10 s after. The pointers are never NULL in between:
+ * they go from the old range to the new table. */
+static struct {
+	void *at;
+	size_t len;
+	uint64_t since_ns;
+} retired[64];
+static unsigned nretired;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void retire_table(void)
+{
+	if (!hdr || !table_len)
+		return;
+	uint64_t now = now_ns();
+	unsigned kept = 0;
+	for (unsigned i = 0; i < nretired; i++) {
+		if (now - retired[i].since_ns >= RETIRE_NS)
+			munmap(retired[i].at, retired[i].len);
+		else
+			retired[kept++] = retired[i];
+	}
+	nretired = kept;
+	size_t len = table_len;
+	table_len = 0;
+	retired_region_slots = region_slots;
+	retired_at_ns = now;
+	if (mmap(hdr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+		return; /* the old table stays as it is: mapped, only not released */
+	/* more than 64 attaches within 10 s: the oldest placeholder stays, address space only */
+	if (nretired < sizeof retired / sizeof retired[0])
+		retired[nretired++] = (typeof(retired[0])){ hdr, len, now };
 }
 
 /* Results of ebpf_studio_inject_start: 0 tracing; others name what failed. */
@@ -1145,12 +1289,9 @@ EXPORT int ebpf_studio_inject_start(const char *config_path)
 	max_size = env_u64("EBPF_STUDIO_PRELOAD_MAX_SIZE", UINT64_MAX);
 	sample_rate = env_u64("EBPF_STUDIO_PRELOAD_SAMPLE_RATE", 1);
 	sample_bytes = (double)env_u64("EBPF_STUDIO_PRELOAD_SAMPLE_BYTES", 0);
-	/* A table of an earlier attach stays mapped (a thread could still have been inside a
-	 * wrapper then); it is released now, long after. */
-	if (hdr) {
-		munmap(hdr, hdr->frames_off + hdr->max_frames * 8);
-		hdr = NULL;
-	}
+	spin_lock(&patch_lock);
+	retire_table(); /* a table still mapped (a start without a stop) */
+	spin_unlock(&patch_lock);
 	if (!open_table()) {
 		busy--;
 		return INJECT_NO_TABLE;
@@ -1173,6 +1314,14 @@ EXPORT int ebpf_studio_inject_start(const char *config_path)
 /* Puts every patched entry back; the library stays loaded and idle. Returns how many. */
 EXPORT int ebpf_studio_inject_stop(void)
 {
+	int n = restore_entries();
+	/* the probe fd too: it alone would keep the unlinked table's pages once the tracer closed its own */
+	keep_watch_fd(-1);
+	return n;
+}
+
+static int restore_entries(void)
+{
 	int n = 0;
 	spin_lock(&patch_lock);
 	__atomic_store_n(&active, 0, __ATOMIC_RELEASE);
@@ -1182,6 +1331,8 @@ EXPORT int ebpf_studio_inject_stop(void)
 		n++;
 	}
 	npatches = 0;
+	/* The tracer reads the table through its own fd, which keeps the file: our mapping can go. */
+	retire_table();
 	spin_unlock(&patch_lock);
 	return n;
 }

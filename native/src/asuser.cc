@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -229,6 +230,21 @@ Napi::Value UserFile(const Napi::CallbackInfo& info) {
     ThrowBpfError(env, std::string("userFile ") + opName + " " + path + " as uid " + std::to_string(uid) + ": " + kSteps[r.step], r.err);
   }
   return Napi::Number::New(env, fd >= 0 ? fd : 0);
+}
+
+// lockShared(fd): a shared flock(2) on an open file, without waiting. The lock lives as long as
+// the file description, so it ends when the holder closes it or dies, however it dies: the leak
+// interposer injected into a running process probes it to learn that its tracer is gone. Node has
+// no flock, hence here. Throws a BpfError with errno on failure.
+Napi::Value LockShared(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber()) throw Napi::TypeError::New(env, "lockShared(fd): fd must be a number");
+  const int fd = info[0].As<Napi::Number>().Int32Value();
+  int r;
+  do r = flock(fd, LOCK_SH | LOCK_NB);
+  while (r < 0 && errno == EINTR);
+  if (r < 0) ThrowBpfError(env, "lockShared: flock", errno);
+  return env.Undefined();
 }
 
 }  // namespace ebpf_studio

@@ -6,5 +6,6 @@
 namespace ebpf_studio {
 
 Napi::Value UserFile(const Napi::CallbackInfo& info);
+Napi::Value LockShared(const Napi::CallbackInfo& info);
 
 }  // namespace ebpf_studio

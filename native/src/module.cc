@@ -38,6 +38,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   Unwinder::Init(env, exports);
   exports.Set("libbpfVersion", Napi::Function::New<LibbpfVersion>(env, "libbpfVersion"));
   exports.Set("userFile", Napi::Function::New<UserFile>(env, "userFile"));
+  exports.Set("lockShared", Napi::Function::New<LockShared>(env, "lockShared"));
   exports.Set("numPossibleCpus", Napi::Function::New<NumPossibleCpus>(env, "numPossibleCpus"));
   InitById(env, exports);
   return exports;

@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { MemleakResult } from '../../extension/protocol/memleak';
+import { HEADER_SIZE, STATE, STATE_OFFSET } from '../../extension/tracers/memleak/preloadDecode';
 import { cliJs, compileJavaFixture, distDir, kernelSkipReason, markerLines, removeJavaFixture, repoRoot, runCli, startCli } from '../helpers';
 
 const src = path.join(repoRoot, 'test/fixtures/c/churnleak.c');
@@ -29,7 +30,7 @@ function skip(t: TestContext): boolean {
 function build(out: string, flags: string[]): string {
   const file = path.join(work, out);
   if (!fs.existsSync(file)) {
-    const r = spawnSync('gcc', [...flags, '-o', file, src, '-lpthread'], { encoding: 'utf8' });
+    const r = spawnSync(flags.includes('c++') ? 'g++' : 'gcc', [...flags, '-o', file, src, '-lpthread'], { encoding: 'utf8' });
     assert.equal(r.status, 0, `gcc failed: ${r.stderr}`);
   }
   return file;
@@ -55,46 +56,105 @@ async function startTarget(exe: string, args: string[] = []): Promise<{ child: C
 
 const roundsAfter = (out: string, from: number) => [...out.slice(from).matchAll(/^rounds (\d+)$/gm)].map((m) => Number(m[1]));
 
+/** The header of the session's leak table as the program has it mapped (a "…/ebpf-studio-leak-X/N.leak" mapping), undefined when none is. */
+function tableHeader(pid: number): { allocs: bigint; state: number; file: string; deleted: boolean } | undefined {
+  const m = /^([0-9a-f]+-[0-9a-f]+) \S+ \S+ \S+ \S+\s+(\S*\/ebpf-studio-leak-[0-9a-f]{16}\/\d+\.leak)( \(deleted\))?$/m.exec(fs.readFileSync(`/proc/${pid}/maps`, 'utf8'));
+  if (!m) return undefined;
+  const fd = fs.openSync(`/proc/${pid}/map_files/${m[1]}`, 'r');
+  try {
+    const b = Buffer.alloc(HEADER_SIZE);
+    fs.readSync(fd, b, 0, HEADER_SIZE, 0);
+    return { allocs: b.readBigUInt64LE(120), state: b.readUInt32LE(STATE_OFFSET), file: m[2], deleted: Boolean(m[3]) };
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** utime + stime of a process, in clock ticks (/proc/PID/stat fields 14 and 15). */
+function cpuTicks(pid: number): number {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+  return Number(f[11]) + Number(f[12]);
+}
+
 async function endCleanly(child: ChildProcessWithoutNullStreams): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
   child.kill('SIGTERM');
   return done;
 }
 
+/**
+ * Injects into a running churnleak (`exe`, `pid`: its host pid when started in a container), makes
+ * it leak 16 x 1000 bytes after the attach, and checks the report is exact and the program goes
+ * on allocating after detach. Returns the CLI's stderr.
+ */
+async function exactLeakAfterAttach(t: TestContext, pid: number, target: { out: () => string; waitFor: (re: RegExp, ms?: number) => Promise<void> }): Promise<string> {
+  const cli = startCli(['memleak', '--pid', String(pid), '--mode', 'auto', '--json', '--verbose', '--top', '0', '--duration', '5', '--interval', '1']);
+  // attached once the injection is logged; the leak is made only then
+  const until = Date.now() + 15_000;
+  while (!/memleak: injected /.test(cli.stderr()) && cli.child.exitCode === null && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+  assert.match(cli.stderr(), /memleak: injected /, cli.stderr());
+  t.diagnostic(cli.stderr().match(/memleak: injected .*/)![0]);
+  const mark = target.out().length;
+  process.kill(pid, 'SIGUSR1');
+  await target.waitFor(/^leaked$/m);
+  const r = await cli.done;
+  assert.equal(r.code, 0, r.stderr);
+  assert.equal(tableHeader(pid), undefined, 'detached: the library has released its table');
+  const result = JSON.parse(r.stdout) as MemleakResult;
+  assert.equal(result.mode, 'inject');
+  const site = result.stacks.filter((s) => s.frames[0]?.file?.endsWith('churnleak.c') && s.frames[0].line === marks.get('LEAK-ON-SIGNAL'));
+  assert.equal(site.reduce((a, s) => a + s.allocations, 0), 16, JSON.stringify(result.stacks.slice(0, 5), null, 1));
+  assert.equal(site.reduce((a, s) => a + s.bytes, 0), 16_000);
+  // eight threads at well over a million malloc+free pairs a second: no record lost
+  assert.equal(result.dropped, 0, 'allocations were not recorded (tables full)');
+  // the caller line is on the stack, -O2 without frame pointers notwithstanding
+  assert.ok(site[0].frames.some((f) => f.line === marks.get('LEAK-CALLER') && f.function === 'main'), JSON.stringify(site[0].frames));
+  // detached: the program goes on allocating
+  const after = target.out().length;
+  await new Promise((res) => setTimeout(res, 2500));
+  assert.ok(roundsAfter(target.out(), after).some((n) => n > 0), `no progress after detach: ${target.out().slice(after)}`);
+  t.diagnostic(`rounds/s before: ${roundsAfter(target.out().slice(0, mark), 0).slice(-2).join(', ')}; after detach: ${roundsAfter(target.out(), after).join(', ')}`);
+  return r.stderr;
+}
+
 test('memleak --pid injects the interposer: the leak made after attach is exact, and the program runs on after detach', async (t) => {
   if (skip(t)) return;
   const target = await startTarget(o2());
   try {
-    const cli = startCli(['memleak', '--pid', String(target.child.pid), '--mode', 'auto', '--json', '--verbose', '--top', '0', '--duration', '8', '--interval', '1']);
-    // attached once the injection is logged; the leak is made only then
-    const until = Date.now() + 15_000;
-    while (!/memleak: injected /.test(cli.stderr()) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-    assert.match(cli.stderr(), /memleak: injected /, cli.stderr());
-    t.diagnostic(cli.stderr().match(/memleak: injected .*/)![0]);
-    const mark = target.out().length;
-    target.child.kill('SIGUSR1');
-    await target.waitFor(/^leaked$/m);
-    const r = await cli.done;
-    assert.equal(r.code, 0, r.stderr);
-    const result = JSON.parse(r.stdout) as MemleakResult;
-    assert.equal(result.mode, 'inject');
-    const site = result.stacks.filter((s) => s.frames[0]?.file?.endsWith('churnleak.c') && s.frames[0].line === marks.get('LEAK-ON-SIGNAL'));
-    assert.equal(site.reduce((a, s) => a + s.allocations, 0), 16, JSON.stringify(result.stacks.slice(0, 5), null, 1));
-    assert.equal(site.reduce((a, s) => a + s.bytes, 0), 16_000);
-    // eight threads at well over a million malloc+free pairs a second: no record lost
-    assert.equal(result.dropped, 0, 'allocations were not recorded (tables full)');
-    // the caller line is on the stack, -O2 without frame pointers notwithstanding
-    assert.ok(site[0].frames.some((f) => f.line === marks.get('LEAK-CALLER') && f.function === 'main'), JSON.stringify(site[0].frames));
-    // detached: the program goes on allocating, and ends as it should
-    const after = target.out().length;
-    await new Promise((res) => setTimeout(res, 2500));
-    assert.ok(roundsAfter(target.out(), after).some((n) => n > 0), `no progress after detach: ${target.out().slice(after)}`);
-    t.diagnostic(`rounds/s before: ${roundsAfter(target.out().slice(0, mark), 0).slice(-2).join(', ')}; after detach: ${roundsAfter(target.out(), after).join(', ')}`);
+    await exactLeakAfterAttach(t, target.child.pid!, target);
     const end = await endCleanly(target.child);
     assert.deepEqual(end, { code: 0, signal: null }, target.out().slice(-300));
   } finally {
     target.child.kill('SIGKILL');
   }
+});
+
+/** churnleak built another way: the leak after attach is exact, and it ends cleanly after detach. */
+async function variant(t: TestContext, exe: string): Promise<void> {
+  const target = await startTarget(exe);
+  try {
+    await exactLeakAfterAttach(t, target.child.pid!, target);
+    const end = await endCleanly(target.child);
+    assert.deepEqual(end, { code: 0, signal: null }, target.out().slice(-300));
+  } finally {
+    target.child.kill('SIGKILL');
+  }
+}
+
+test('a program linking jemalloc: its malloc is interposed by name, the leak is exact, detach is clean', async (t) => {
+  if (skip(t)) return;
+  const exe = path.join(work, 'churnleak-jemalloc');
+  const r = spawnSync('gcc', ['-O2', '-g', '-fomit-frame-pointer', '-o', exe, src, '-lpthread', '-ljemalloc'], { encoding: 'utf8' });
+  if (r.status !== 0) return t.skip(`cannot link with jemalloc here (apt-get install libjemalloc-dev): ${r.stderr.trim().split('\n').pop()}`);
+  assert.match(spawnSync('ldd', [exe], { encoding: 'utf8' }).stdout, /libjemalloc\.so/);
+  await variant(t, exe);
+});
+
+test('a C++ program whose 8 threads allocate with operator new[] and delete[]: the leak is exact, detach is clean', async (t) => {
+  if (skip(t)) return;
+  const exe = build('churnleak-cxx', ['-x', 'c++', '-O2', '-g', '-fomit-frame-pointer']);
+  assert.match(spawnSync('nm', ['-D', exe], { encoding: 'utf8' }).stdout, / U _Znam\b/, 'the C++ build calls operator new[]');
+  await variant(t, exe);
 });
 
 test('20 attach/detach cycles in a row while all 8 threads allocate, and a tracer killed mid-session, leave the program working', async (t) => {
@@ -113,15 +173,29 @@ test('20 attach/detach cycles in a row while all 8 threads allocate, and a trace
       assert.equal(stop.status, 0, `cycle ${i}: stop: ${stop.stderr}${stop.stdout}`);
       assert.equal(target.child.exitCode, null, `the program ended in cycle ${i}`);
     }
-    // a tracer killed with SIGKILL while injected: the program keeps running (still tracing into
-    // its table, which nobody reads)
-    const cli = startCli(['memleak', '--pid', pid, '--mode', 'inject', '--duration', '30']);
+    // a tracer killed with SIGKILL while injected: the library notices its lock on the table is
+    // gone, puts the GOT entries back and stops recording; the program keeps running
+    const cli = startCli(['memleak', '--pid', pid, '--mode', 'inject', '--duration', '60']);
     const until = Date.now() + 15_000;
     while (!/Tracing outstanding allocations/.test(cli.stderr()) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
     assert.match(cli.stderr(), /Tracing outstanding allocations/, cli.stderr());
+    const before = tableHeader(Number(pid));
+    assert.ok(before, 'the session table is mapped in the program');
+    assert.equal(before.state, STATE.running);
+    await new Promise((res) => setTimeout(res, 300));
+    assert.ok(tableHeader(Number(pid))!.allocs > before.allocs, 'allocations are being recorded while the tracer lives');
+    // nothing of the session stays in any filesystem: the table is mapped from an unlinked file
+    assert.ok(before.deleted && !fs.existsSync(path.dirname(before.file)), `the session's table folder ${before.file} is left behind`);
     cli.child.kill('SIGKILL');
     await cli.done;
-    await new Promise((res) => setTimeout(res, 1500));
+    const killedAt = Date.now();
+    // the library puts the entries back and releases its table, which nobody reads any more
+    while (tableHeader(Number(pid)) && Date.now() - killedAt < 10_000) await new Promise((res) => setTimeout(res, 50));
+    assert.equal(tableHeader(Number(pid)), undefined, 'the library did not notice that its tracer was gone: its table is still mapped');
+    t.diagnostic(`the library went idle ${Date.now() - killedAt} ms after the tracer was killed`);
+    const cpu0 = cpuTicks(Number(pid));
+    await new Promise((res) => setTimeout(res, 1200));
+    assert.ok(cpuTicks(Number(pid)) > cpu0, 'the threads go on running');
     assert.equal(target.child.exitCode, null, 'the program ended after the tracer was killed');
     assert.equal(spawnSync('kill', ['-0', pid]).status, 0);
     const end = await endCleanly(target.child);
@@ -269,5 +343,103 @@ test('a library the program loads after the attach is patched too: its leaks are
     assert.equal(site.reduce((a, s) => a + s.bytes, 0), n * 4321);
   } finally {
     target.child.kill('SIGKILL');
+  }
+});
+
+const containerSkip = () =>
+  spawnSync('unshare', ['--version']).status !== 0 ? 'unshare (util-linux) is missing' : !fs.existsSync('/var/tmp') ? 'no /var/tmp to hold the program outside /tmp' : undefined;
+
+/**
+ * churnleak as pid 1 of new mount + pid namespaces after `mounts` (shell commands run inside,
+ * e.g. a tmpfs of its own on /tmp). The program sits in a /var/tmp folder, since /tmp is replaced.
+ */
+async function startContainer(exe: string, mounts: string, threads = 8) {
+  const box = fs.mkdtempSync('/var/tmp/memleak-inject-container-');
+  const copy = path.join(box, path.basename(exe));
+  fs.copyFileSync(exe, copy);
+  fs.chmodSync(copy, 0o755);
+  const unshare = spawn('unshare', ['--mount', '--pid', '--fork', '--mount-proc', '--kill-child', 'sh', '-c', `${mounts} && exec ${copy} ${threads}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  unshare.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  unshare.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((r) => unshare.once('exit', (code) => r(code)));
+  const waitFor = async (re: RegExp, ms = 20_000) => {
+    const until = Date.now() + ms;
+    while (!re.test(out)) {
+      if (Date.now() > until) throw new Error(`timed out waiting for ${re} in: ${out.slice(-500)}`);
+      if (unshare.exitCode !== null) throw new Error(`the container ended (${unshare.exitCode}): ${out.slice(-500)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  await waitFor(/^ready/m);
+  const pid = Number(fs.readFileSync(`/proc/${unshare.pid}/task/${unshare.pid}/children`, 'utf8').trim().split(/\s+/)[0]);
+  return {
+    pid,
+    out: () => out,
+    waitFor,
+    exited,
+    stop() {
+      unshare.kill('SIGKILL'); // --kill-child: the program (its pid namespace's init) goes with it
+      fs.rmSync(box, { recursive: true, force: true });
+    },
+  };
+}
+
+const ours = (names: string[]) => names.filter((f) => f.includes('ebpf-studio'));
+
+test('a process in its own mount and pid namespaces with a private /tmp: the library is placed in its filesystem, the leak is exact, nothing stays on the host', { timeout: 90_000 }, async (t) => {
+  if (skip(t)) return;
+  const why = containerSkip();
+  if (why) return t.skip(why);
+  const hostTmp = new Set(fs.readdirSync('/tmp'));
+  const c = await startContainer(o2(), 'mount -t tmpfs -o mode=1777 ebpf-studio-test /tmp');
+  try {
+    assert.notEqual(fs.statSync(`/proc/${c.pid}/root/tmp`).dev, fs.statSync('/tmp').dev, "the program's /tmp is not the host's");
+    assert.match(fs.readFileSync(`/proc/${c.pid}/status`, 'utf8'), /^NSpid:\s+\d+\s+1$/m, 'pid 1 of its own pid namespace');
+    const log = await exactLeakAfterAttach(t, c.pid, c);
+    const placed = /the library is placed at (\/tmp\/libebpf-studio-preload-[0-9a-f]+\.so) in its filesystem/.exec(log);
+    assert.ok(placed, log);
+    const table = /table (\S+)\/1\.leak \(unlinked/.exec(log);
+    assert.ok(table, log);
+    // the copy is the container's (as the Java agent's is), the table folder is gone, and the
+    // host's /tmp got nothing
+    assert.ok(fs.existsSync(`/proc/${c.pid}/root${placed[1]}`), 'the library copy is in its /tmp');
+    assert.ok(!fs.existsSync(`/proc/${c.pid}/root${table[1]}`) && !fs.existsSync(table[1]), `the table folder ${table[1]} is left behind`);
+    assert.deepEqual(ours(fs.readdirSync('/tmp').filter((f) => !hostTmp.has(f) && f.startsWith('libebpf-studio-preload-'))), [], "nothing in the host's /tmp");
+    assert.deepEqual(ours(fs.readdirSync(`/proc/${c.pid}/root/tmp`)), [path.basename(placed[1])], "only the library copy in the program's /tmp");
+    // still running; it ends as it should
+    process.kill(c.pid, 'SIGTERM');
+    assert.equal(await c.exited, 0, c.out().slice(-300));
+    assert.match(c.out(), /^clean exit$/m);
+  } finally {
+    c.stop();
+  }
+});
+
+test('a container whose /tmp and /dev/shm are noexec and /var/tmp read-only: --mode inject refuses (exit 4) naming them, auto traces with uprobes', { timeout: 90_000 }, async (t) => {
+  if (skip(t)) return;
+  const why = containerSkip();
+  if (why) return t.skip(why);
+  const mounts = [
+    'mount -t tmpfs -o mode=1777,noexec ebpf-studio-test /tmp',
+    'mount -t tmpfs -o mode=1777,noexec ebpf-studio-test /dev/shm',
+    'mount --bind /var/tmp /var/tmp',
+    'mount -o remount,bind,ro /var/tmp',
+  ].join(' && ');
+  const c = await startContainer(o2(), mounts, 1);
+  try {
+    const refused = runCli(['memleak', '--pid', String(c.pid), '--mode', 'inject', '--duration', '1'], { timeoutMs: 30_000 });
+    t.diagnostic(refused.stderr.trim());
+    assert.equal(refused.code, 4, refused.stderr);
+    assert.match(refused.stderr, /filesystem cannot take the leak tracer library \(\/tmp is mounted noexec, \/var\/tmp is read-only, \/dev\/shm is mounted noexec\)/);
+    assert.equal(refused.stderr.trim().split('\n').length, 1, 'one line, no stack trace');
+    assert.deepEqual(ours(fs.readdirSync(`/proc/${c.pid}/root/tmp`)), [], 'nothing placed in its /tmp');
+    const auto = runCli(['memleak', '--pid', String(c.pid), '--duration', '1', '--json'], { timeoutMs: 60_000 });
+    assert.equal(auto.code, 0, auto.stderr);
+    assert.equal((JSON.parse(auto.stdout) as MemleakResult).mode, 'uprobe');
+    assert.match(auto.stderr, /cannot take the leak tracer library .*cannot be injected: tracing with uprobes instead/);
+    assert.equal(spawnSync('kill', ['-0', String(c.pid)]).status, 0, 'the program is untouched');
+  } finally {
+    c.stop();
   }
 });

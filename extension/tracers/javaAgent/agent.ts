@@ -50,10 +50,12 @@ import type { BpfObject, RingBufferHandle } from '../../../native/index';
 import type { ProfileFrame, ProfileResult, ThreadState } from '../../protocol/profile';
 import { StudioError, unsuitableError } from '../../protocol/errors';
 import { attachCommand, jcmd, namespacePid } from '../../sys/jvm/attach';
-import { createAs, openAs, renameAs, unlinkAs, writeAllAndClose, type FileOwner } from '../../sys/asUser';
+import { openAs, unlinkAs, type FileOwner } from '../../sys/asUser';
+import { contentTag, placeCopy } from '../../sys/placeCopy';
 import { effectiveIds, foreignOwner as ownerIfForeign } from '../../sys/ownership';
 import { withElf } from '../../sys/elf/elf';
 import { readMaps, type Mapping } from '../../sys/proc/maps';
+import { mountAt, readMountinfo } from '../../sys/proc/mounts';
 import type { TracerEnv } from '../tracer';
 import type { RawStack } from '../profile/stacks';
 import { ALL_IN, decodeJavaSample, emptyAgentLog, foldStacks, IncrementalPairer, joinStack, parseAgentText, type AgentLog, type AgentRecord, type TimedSample } from './decode';
@@ -131,25 +133,9 @@ function noexecMessage(pid: number): string {
 
 /** Whether the mount holding /tmp in the JVM's mount namespace has the noexec flag (/proc/PID/mountinfo). */
 export function tmpIsNoexec(pid: number, mountinfo?: string): boolean {
-  let text = mountinfo;
-  if (text === undefined) {
-    try {
-      text = fs.readFileSync(`/proc/${pid}/mountinfo`, 'utf8');
-    } catch {
-      return false; // cannot tell: the JVM's own reply says so later
-    }
-  }
-  // "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw": field 5 is the mount point,
-  // field 6 its per-mount options. The last mount on the longest prefix of /tmp is the one in effect.
-  let best: { point: string; noexec: boolean } | undefined;
-  for (const line of text.split('\n')) {
-    const f = line.split(' ');
-    if (f.length < 6) continue;
-    const point = f[4].replace(/\\040/g, ' ');
-    if (!(point === '/' || point === '/tmp' || '/tmp'.startsWith(point + '/'))) continue;
-    if (!best || point.length >= best.point.length) best = { point, noexec: f[5].split(',').includes('noexec') };
-  }
-  return best?.noexec ?? false;
+  const text = mountinfo ?? readMountinfo(pid);
+  if (text === undefined) return false; // cannot tell: the JVM's own reply says so later
+  return mountAt('/tmp', text)?.options.includes('noexec') ?? false;
 }
 
 /** The JVM's libjvm.so as mapped ("/usr/lib/jvm/.../libjvm.so") and a path that opens it from here (through /proc/PID/root: containers). */
@@ -211,54 +197,18 @@ export function checkJvmHasAgct(pid: number): boolean {
  */
 export function placeAgent(pid: number, lib: string, ids: { uid: number; gid: number }): string {
   const bytes = fs.readFileSync(lib);
-  const hash = crypto.createHash('sha256').update(bytes).digest('hex').slice(0, 16);
+  const hash = contentTag(bytes);
   const owner: FileOwner = { uid: ids.uid, gid: ids.gid, pid };
   // A shared /tmp may already hold another user's copy (or a planted file) under the common name:
   // then the JVM owner's own name (the hash followed by the uid in 8 hex digits).
   const names = [`/tmp/ebpf-studio-jvmagent-${hash}.so`, `/tmp/ebpf-studio-jvmagent-${hash}${ids.uid.toString(16).padStart(8, '0')}.so`];
   const refused: string[] = [];
   for (const name of names) {
-    const why = placeAgentAs(owner, name, bytes);
+    const why = placeCopy(owner, name, bytes);
     if (why === undefined) return name;
     refused.push(why);
   }
   throw unsuitableError(`cannot place the Java agent in pid ${pid}'s /tmp: ${refused.join('; ')}: remove them and retry`);
-}
-
-/** Undefined when `name` (in the JVM's root) is, or now is, our agent; else why not. */
-function placeAgentAs(owner: FileOwner, name: string, bytes: Buffer): string | undefined {
-  let existing: number | undefined;
-  try {
-    existing = openAs(owner, name, fs.constants.O_RDONLY);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code !== 'ENOENT') return `${name} exists but cannot be opened as uid ${owner.uid} without following a link (${code})`;
-  }
-  if (existing !== undefined) {
-    // /tmp is world-writable: only a file that is ours byte for byte, owned by root or the JVM's
-    // user, with one link and writable by nobody else, is ever loaded. A loaded copy is never
-    // rewritten (a mapped shared object must not change under the JVM).
-    try {
-      const st = fs.fstatSync(existing);
-      const trusted = st.isFile() && st.nlink === 1 && (st.uid === 0 || st.uid === owner.uid) && (st.mode & 0o022) === 0 && st.size === bytes.length && fs.readFileSync(existing).equals(bytes);
-      return trusted ? undefined : `${name} exists but is not eBPF Studio's agent of uid ${owner.uid} or root (or others can write it, or it has other links)`;
-    } finally {
-      fs.closeSync(existing);
-    }
-  }
-  const tmp = `${name}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
-  writeAllAndClose(createAs(owner, tmp, 0o644), bytes);
-  try {
-    renameAs(owner, tmp, name);
-  } catch (e) {
-    try {
-      unlinkAs(owner, tmp);
-    } catch {
-      /* already gone */
-    }
-    throw e;
-  }
-  return undefined;
 }
 
 function dynamicLoadingOffMessage(pid: number): string {

@@ -7,12 +7,27 @@
 // per call: this is what makes attaching cost what a launch costs instead of a uprobe trap per
 // malloc and free.
 //
+// The table file: made here, as the process's owner, in a fresh private folder, before the start
+// (the library opens it by name and maps it); this side keeps its fd, holds a shared flock on it
+// for the whole session, and unlinks it, the settings file and the folder as soon as the library
+// runs. So nothing of the session stays in any filesystem, however it ends, the table is read
+// through the fd (also after the process exited, also when /proc/PID/root is gone with it), and
+// the library learns that its tracer is gone when that lock is (a SIGKILL included): it puts the
+// entries back itself and goes idle (native/preload, tracer_gone).
+//
+// Containers (another mount namespace, or another root): the process cannot see the host's
+// files. The library is copied into its own filesystem (the first of /tmp, /var/tmp, /dev/shm
+// that its mounts let hold an executable, named by content hash and reused, as the Java agent's
+// copy is), and the folder for the table and the settings is made in its /dev/shm or /tmp; all
+// of it as the process's owner inside its root (sys/asUser.ts), with paths as the process sees
+// them. The table stays reachable from here through the fd, not through a path.
+//
 // Refused, with the reason, so the tracer falls back to uprobes (injectRefusal): no injector or
 // library built, a statically linked program (no libc.so.6 mapped), a process already being
 // traced, a setuid/setgid process (its ids differ), one that runs under a seccomp filter (a call
-// it does not expect could kill it), one in another mount namespace (a container: the library
-// and the table would have to be placed inside it), and another user's process unless the
-// requester is root.
+// it does not expect could kill it), a container whose /tmp, /var/tmp and /dev/shm are all
+// read-only or noexec (nowhere to place the library) or whose glibc is older than the library's,
+// and another user's process unless the requester is root.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,8 +36,12 @@ import { StudioError } from '../../protocol/errors';
 import { foreignOwner } from '../../sys/ownership';
 import { namespacePid } from '../../sys/symbolize/perfMap';
 import type { Session, SessionEvents, TracerEnv } from '../tracer';
-import { createAs, writeAllAndClose, type FileOwner } from '../../sys/asUser';
-import { glibcBlocker, leakTableReader, preloadLibPath, readReport, removeReportDir, reportDir } from './preload';
+import { createAs, openAs, rmdirAs, unlinkAs, writeAllAndClose, type FileOwner } from '../../sys/asUser';
+import { execBlocker, readMountinfo } from '../../sys/proc/mounts';
+import { contentTag, placeCopy } from '../../sys/placeCopy';
+import { readMaps } from '../../sys/proc/maps';
+import { withElf } from '../../sys/elf/elf';
+import { glibcBlocker, leakTableReader, PRELOAD_LIB, preloadLibPath, readReport, reportDir } from './preload';
 import { LeakReports } from './report';
 
 export const INJECTOR = 'ebpf-studio-inject';
@@ -59,8 +78,6 @@ export function injectRefusal(options: MemleakOptions, env: TracerEnv): string |
   const lib = preloadLibPath(env.assetDir);
   if (!lib) return `the leak interposer (${env.assetDir}/libebpf-studio-preload.so) is not built`;
   if (!injectorPath(env.assetDir)) return `the injector (${env.assetDir}/${INJECTOR}) is not built`;
-  const glibc = glibcBlocker(lib);
-  if (glibc) return glibc;
   const st = procStatus(pid);
   if (!st) return `process ${pid} cannot be read`;
   if (st.tracerPid) return `process ${pid} is already being traced (by pid ${st.tracerPid}, a debugger or another tracer)`;
@@ -68,10 +85,21 @@ export function injectRefusal(options: MemleakOptions, env: TracerEnv): string |
   if (st.seccomp === 2) return `process ${pid} runs under a seccomp filter, which could kill it for a system call the injected code makes`;
   const foreign = foreignOwner(pid);
   if (foreign !== undefined) return `process ${pid} belongs to uid ${foreign}, not to you (only root may load code into another user's process)`;
+  let container: boolean;
   try {
-    if (fs.readlinkSync(`/proc/${pid}/ns/mnt`) !== fs.readlinkSync('/proc/self/ns/mnt')) return `process ${pid} runs in another mount namespace (a container)`;
+    container = foreignRoot(pid);
   } catch {
     return `the mount namespace of process ${pid} cannot be read`;
+  }
+  if (container) {
+    const homes = libraryHomes(pid);
+    if ('why' in homes) return homes.why;
+    const version = targetGlibc(pid);
+    const glibc = version ? glibcBlocker(lib, version, `process ${pid}'s`, 'its container has an older C library') : undefined;
+    if (glibc) return glibc;
+  } else {
+    const glibc = glibcBlocker(lib);
+    if (glibc) return glibc;
   }
   let maps: string;
   try {
@@ -81,6 +109,78 @@ export function injectRefusal(options: MemleakOptions, env: TracerEnv): string |
   }
   if (!/\/libc\.so\.6$/m.test(maps)) return `process ${pid} has no libc.so.6 mapped (statically linked, or not a glibc program)`;
   return undefined;
+}
+
+/**
+ * Whether the process sees another filesystem than this one: another mount namespace (a
+ * container), or another root (a chroot). Then our paths mean nothing to it.
+ */
+export function foreignRoot(pid: number): boolean {
+  if (fs.readlinkSync(`/proc/${pid}/ns/mnt`) !== fs.readlinkSync('/proc/self/ns/mnt')) return true;
+  const theirs = fs.statSync(`/proc/${pid}/root`);
+  const ours = fs.statSync('/');
+  return theirs.dev !== ours.dev || theirs.ino !== ours.ino;
+}
+
+/** Where a copy of the library can go in a container, by its mounts: writable and not noexec. */
+export const LIBRARY_HOMES = ['/tmp', '/var/tmp', '/dev/shm'];
+
+export function libraryHomes(pid: number, mountinfo = readMountinfo(pid)): { dirs: string[] } | { why: string } {
+  if (mountinfo === undefined) return { why: `the mounts of process ${pid} cannot be read` };
+  const dirs: string[] = [];
+  const refused: string[] = [];
+  for (const dir of LIBRARY_HOMES) {
+    const why = execBlocker(dir, mountinfo);
+    if (why) refused.push(why);
+    else dirs.push(dir);
+  }
+  if (dirs.length) return { dirs };
+  return { why: `process ${pid} runs in a container whose filesystem cannot take the leak tracer library (${refused.join(', ')})` };
+}
+
+/** The glibc version ("2.36") of the C library the process has mapped, read in its own root; undefined when unknown. */
+function targetGlibc(pid: number): string | undefined {
+  try {
+    const libc = readMaps(pid).find((m) => /\/libc\.so\.6$/.test(m.path));
+    if (!libc) return undefined;
+    const names = withElf(`/proc/${pid}/root${libc.path}`, (elf) => {
+      const d = elf.section('.dynstr');
+      return d ? elf.sectionData(d).toString('latin1') : '';
+    });
+    let best: number[] | undefined;
+    for (const m of names.matchAll(/GLIBC_(\d+)\.(\d+)/g)) {
+      const v = [Number(m[1]), Number(m[2])];
+      if (!best || v[0] > best[0] || (v[0] === best[0] && v[1] > best[1])) best = v;
+    }
+    return best?.join('.');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Copies the library into the container's filesystem (the first folder of `dirs` that takes it),
+ * as the process's owner inside its root; returns its path as the process sees it.
+ */
+function placeLibrary(pid: number, owner: FileOwner, lib: string, dirs: string[]): string {
+  const bytes = fs.readFileSync(lib);
+  const base = PRELOAD_LIB.replace(/\.so$/, '');
+  const refused: string[] = [];
+  for (const dir of dirs) {
+    // a shared folder may already hold another user's copy (or a planted file) under the common
+    // name: then the owner's own name (the hash followed by the uid)
+    for (const name of [`${dir}/${base}-${contentTag(bytes)}.so`, `${dir}/${base}-${contentTag(bytes)}${owner.uid.toString(16).padStart(8, '0')}.so`]) {
+      try {
+        const why = placeCopy(owner, name, bytes);
+        if (why === undefined) return name;
+        refused.push(why);
+      } catch (e) {
+        refused.push(`${name}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+        break; // the folder itself refuses (not writable, missing)
+      }
+    }
+  }
+  throw new StudioError('unsuitable', `cannot place the leak tracer library in the container of process ${pid} as uid ${owner.uid}: ${refused.join('; ')}. Use --mode uprobe to trace it with uprobes instead`);
 }
 
 /** Whether uid can read `file` through its folders by the "other" permission bits (root: always). */
@@ -129,33 +229,77 @@ export async function startInject(options: MemleakOptions, env: TracerEnv, event
   const st = procStatus(pid);
   if (!st) throw new StudioError('unsuitable', `process ${pid} exited`);
   const [uid, gid] = [st.uid[0], st.gid[0]];
-  if (!readableBy(lib, uid)) {
+  const foreign = foreignRoot(pid);
+  // The report folder, the settings file and the table are made by the process's owner
+  // (sys/asUser.ts): root never creates, writes or deletes in a folder that user controls. In a
+  // container, inside the process's root, with paths as it sees them.
+  const owner: FileOwner = foreign ? { uid, gid, pid } : { uid, gid };
+  let libInTarget = lib;
+  if (foreign) {
+    const homes = libraryHomes(pid);
+    if ('why' in homes) throw new StudioError('unsuitable', `${homes.why}. Use --mode uprobe to trace it with uprobes instead`);
+    libInTarget = placeLibrary(pid, owner, lib, homes.dirs);
+    env.log(`memleak: process ${pid} runs in another mount namespace: the library is placed at ${libInTarget} in its filesystem`);
+  } else if (!readableBy(lib, uid)) {
     throw new StudioError('unsuitable', `${lib} is not readable by the owner of process ${pid} (uid ${uid}): install the helper (ebpf-studio install-helper) so the library sits in a world-readable root-owned folder, or use --mode uprobe`);
   }
-  // The report folder and the settings file are made by the process's owner (sys/asUser.ts): root
-  // never creates, writes or deletes in a folder that user controls.
-  const owner: FileOwner = { uid, gid };
-  const dir = reportDir(owner);
+  const dir = reportDir(owner, foreign ? ['/dev/shm', '/tmp'] : undefined);
   const conf = path.join(dir, 'settings');
+  const file = path.join(dir, `${namespacePid(pid)}.leak`);
+  const removeFiles = () => {
+    for (const f of [conf, file]) {
+      try {
+        unlinkAs(owner, f);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') env.log(`memleak: could not remove ${f} as uid ${uid}: ${(e as Error).message}`);
+      }
+    }
+    try {
+      rmdirAs(owner, dir);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') env.log(`memleak: left ${dir} in place (${(e as Error).message}): it holds files eBPF Studio did not make`);
+    }
+  };
+  // The table file, made exclusively (never an existing file or a planted link); the library
+  // opens it by name. Its fd stays here, with a shared lock the library watches.
+  let table: number;
+  try {
+    table = openAs(owner, file, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o600);
+  } catch (e) {
+    removeFiles();
+    throw new StudioError('internal', `cannot create the leak table ${file} as uid ${uid}: ${(e as Error).message}`);
+  }
+  let watched = true;
+  try {
+    env.addon.lockShared(table);
+  } catch (e) {
+    watched = false;
+    env.log(`memleak: no lock on the table (${(e as Error).message}): the library will not notice if this session dies`);
+  }
   const lines = [`EBPF_STUDIO_PRELOAD_DIR=${dir}`, `EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING=${options.maxOutstanding ?? 1_000_000}`];
+  if (watched) lines.push('EBPF_STUDIO_PRELOAD_WATCH=1');
   if (options.minSize) lines.push(`EBPF_STUDIO_PRELOAD_MIN_SIZE=${options.minSize}`);
   if (options.maxSize) lines.push(`EBPF_STUDIO_PRELOAD_MAX_SIZE=${options.maxSize}`);
   if (options.sampleRate > 1) lines.push(`EBPF_STUDIO_PRELOAD_SAMPLE_RATE=${options.sampleRate}`);
   if (options.sampleBytes) lines.push(`EBPF_STUDIO_PRELOAD_SAMPLE_BYTES=${options.sampleBytes}`);
   if (process.env.EBPF_STUDIO_PRELOAD_UNWINDER) lines.push(`EBPF_STUDIO_PRELOAD_UNWINDER=${process.env.EBPF_STUDIO_PRELOAD_UNWINDER}`);
-  // created exclusively: never an existing file or a planted link
-  writeAllAndClose(createAs(owner, conf, 0o600), Buffer.from(lines.join('\n') + '\n'));
-  const file = path.join(dir, `${namespacePid(pid)}.leak`);
-  const cleanup = () => removeReportDir(dir, owner, env.log);
   const t0 = process.hrtime.bigint();
-  const started = await runInjector(injector, ['start', String(pid), lib, conf], env.log);
+  let started: { ok: boolean; out: string };
+  try {
+    // created exclusively: never an existing file or a planted link
+    writeAllAndClose(createAs(owner, conf, 0o600), Buffer.from(lines.join('\n') + '\n'));
+    started = await runInjector(injector, ['start', String(pid), libInTarget, conf], env.log);
+  } finally {
+    // the library has read its settings and mapped its table (or never will): no name is needed any more
+    removeFiles();
+  }
   if (!started.ok) {
-    cleanup();
+    fs.closeSync(table);
     const why = START_FAILURES[started.out.split('\n').pop() ?? ''] ?? started.out.replace(/^ebpf-studio-inject: /gm, '');
     throw new StudioError('unsuitable', `cannot inject the leak tracer into process ${pid}: ${why}. Use --mode uprobe to trace it with uprobes instead`);
   }
-  env.log(`memleak: injected ${lib} into pid ${pid} in ${Number((process.hrtime.bigint() - t0) / 1_000_000n)} ms; report file ${file}`);
-  const { sym, capture, measure, dropped, sampling, empty, tick } = leakTableReader(pid, file, owner, t0, options, env, warnings, 'inject');
+  env.log(`memleak: injected ${libInTarget} into pid ${pid} in ${Number((process.hrtime.bigint() - t0) / 1_000_000n)} ms; table ${file} (unlinked, read through its fd)`);
+  const { sym, capture, measure, dropped, sampling, empty, tick } = leakTableReader(pid, table, owner, t0, options, env, warnings, 'inject');
   capture();
 
   let detached = false;
@@ -163,21 +307,22 @@ export async function startInject(options: MemleakOptions, env: TracerEnv, event
     if (detached) return;
     detached = true;
     if (fs.existsSync(`/proc/${pid}`)) {
-      const r = await runInjector(injector, ['stop', String(pid), lib], env.log);
-      if (!r.ok) warnings.push(`restoring the allocator of process ${pid} failed (${r.out}); its leak tracer stays loaded and keeps counting`);
+      const r = await runInjector(injector, ['stop', String(pid), libInTarget], env.log);
+      if (!r.ok) warnings.push(`restoring the allocator of process ${pid} failed (${r.out}); the injected library puts them back itself once this session has ended`);
     }
   };
   const reports = new LeakReports(events, () => {
     clearInterval(timer);
     clearInterval(watch);
     sym.dispose();
-    cleanup();
+    // after the detach: the lock goes with the fd, and the library must not take that for our death first
+    fs.closeSync(table);
   });
   const timer = setInterval(() => void tick(reports), options.intervalS * 1000);
 
   const resultNow = async (): Promise<MemleakResult> => {
     await detach();
-    const snap = readReport(file, owner);
+    const snap = readReport(table, owner);
     if (!snap) return empty();
     const { stacks } = await measure(snap, process.hrtime.bigint());
     env.log(`memleak: inject report: ${snap.header.allocs} allocations, ${snap.header.frees} frees recorded since attach, ${snap.header.stacksUsed} stacks`);

@@ -92,7 +92,12 @@ export function preloadBlocker(exe: string, depth = 0): string | undefined {
  * newest GLIBC_x.y version named in its .dynstr (2.34 when built on Debian 12), and a program
  * whose loader refuses LD_PRELOAD runs untraced.
  */
-export function glibcBlocker(lib: string, runtime = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header?.glibcVersionRuntime): string | undefined {
+export function glibcBlocker(
+  lib: string,
+  runtime = (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header?.glibcVersionRuntime,
+  whose = "this machine's",
+  fix = 'rebuild it here with npm run build',
+): string | undefined {
   if (!runtime) return undefined; // not glibc here: the loader check speaks for the program
   let need: number[] = [0, 0];
   try {
@@ -109,7 +114,7 @@ export function glibcBlocker(lib: string, runtime = (process.report?.getReport()
   }
   const have = runtime.split('.').map(Number);
   const older = have[0] < need[0] || (have[0] === need[0] && (have[1] ?? 0) < need[1]);
-  return older ? `this machine's glibc ${runtime} is older than the ${need.join('.')} the leak tracer library was built for (rebuild it here with npm run build)` : undefined;
+  return older ? `${whose} glibc ${runtime} is older than the ${need.join('.')} the leak tracer library was built for (${fix})` : undefined;
 }
 
 /** Where an allocator library's symbols stand with preloading, or why it needs uprobes. */
@@ -128,10 +133,10 @@ export function allocatorLibBlocker(lib: string, prefix: string | undefined): st
 /**
  * A private folder the target can write its report into, tmpfs first: made by the user the
  * program runs as (extension/sys/asUser.ts), mode 0700, under a random name, so root never creates
- * or chowns anything in a shared folder.
+ * or chowns anything in a shared folder. With owner.pid, the bases are folders of that process's
+ * root (a container's own /dev/shm or /tmp).
  */
-export function reportDir(owner: FileOwner): string {
-  const bases = ['/dev/shm', os.tmpdir()];
+export function reportDir(owner: FileOwner, bases = ['/dev/shm', os.tmpdir()]): string {
   const failures: string[] = [];
   for (const base of bases) {
     const dir = path.join(base, `ebpf-studio-leak-${crypto.randomBytes(8).toString('hex')}`);
@@ -217,8 +222,12 @@ export function openReport(file: string, owner: FileOwner, write: boolean): numb
 /** Bounds the interposer never exceeds (see open_table): a file claiming more is not ours. */
 const LIMITS = { slots: 1 << 28, stacks: 1 << 20, frames: 1 << 24 };
 
-export function readReport(file: string, owner: FileOwner): Snapshot | undefined {
-  const fd = openReport(file, owner, false);
+/**
+ * The interposer's table as it is now. `file` is its path (opened and checked each time), or an
+ * fd this side holds on it already (inject mode: the file it made and unlinked at the start).
+ */
+export function readReport(file: string | number, owner: FileOwner): Snapshot | undefined {
+  const fd = typeof file === 'number' ? file : openReport(file, owner, false);
   if (fd === undefined) return undefined;
   try {
     const header = decodeHeader(readAt(fd, 0, HEADER_SIZE));
@@ -247,7 +256,7 @@ export function readReport(file: string, owner: FileOwner): Snapshot | undefined
     const frames = readAt(fd, header.framesOff, nFrames * 8);
     return { header, records, stack: (id) => stackOf(dir, frames, id) };
   } finally {
-    fs.closeSync(fd);
+    if (fd !== file) fs.closeSync(fd);
   }
 }
 
@@ -256,7 +265,7 @@ export function readReport(file: string, owner: FileOwner): Snapshot | undefined
  * process (preloaded at launch, or injected into a running one): capture its modules while it
  * lives, aggregate and symbolize the outstanding records, and build the result document.
  */
-export function leakTableReader(pid: number, file: string, owner: FileOwner, t0: bigint, options: MemleakOptions, env: TracerEnv, warnings: string[], mode: 'preload' | 'inject') {
+export function leakTableReader(pid: number, file: string | number, owner: FileOwner, t0: bigint, options: MemleakOptions, env: TracerEnv, warnings: string[], mode: 'preload' | 'inject') {
   const sym = new Symbolizer({ log: env.log });
   let image: ProcessImage | undefined;
   const capture = () => {

@@ -13,13 +13,10 @@ import * as proto from '../../../protocol/protocol';
 import { JAVA_HEAP_DEFAULT_INTERVAL_BYTES, type JavaHeapResult, type JavaHeapStack } from '../../../protocol/javaHeap';
 import { helper } from '../../helperClient/helperClient';
 import { startSession, type ClientSession } from '../../sessions/liveSessions';
-import { createViewPanel, type TypedPanel } from '../../ui/webviewPanel';
 import { checkpointWhileRunning, newSessionKey, recordSession } from '../../sessions/sessionStore';
 import { makeSession } from '../../../model/sessionFile';
 import { javaHeapSnapshot, javaHeapStackKey as stackKey, javaHeapViewStacks, javaLeakLenses, type JavaHeapViewData, type JavaLeakLens } from '../../../model/javaHeapReport';
-import type { FromView, ToView } from '../../../../webview/memleak/protocol';
-
-const HISTORY = 60;
+import { LeakPanel, pushHistory } from './leakPanel';
 
 interface State {
   pid: number;
@@ -39,8 +36,7 @@ interface State {
 
 let state: State | undefined;
 let session: ClientSession<'java-heap'> | undefined;
-let view: TypedPanel<ToView, FromView> | undefined;
-let viewReady = false;
+let panel: LeakPanel | undefined;
 const lensesChanged = new vscode.EventEmitter<void>();
 /** source-root-relative Java path → the workspace file, or null when the workspace has none */
 const found = new Map<string, string | null>();
@@ -64,12 +60,7 @@ async function absorb(stacks: JavaHeapStack[], totals: { bytes: number; allocati
   s.stacks = stacks;
   s.totalBytes = totals.bytes;
   s.totalAllocations = totals.allocations;
-  for (const st of stacks) {
-    const h = s.history.get(stackKey(st)) ?? [];
-    h.push(st.bytes);
-    if (h.length > HISTORY) h.shift();
-    s.history.set(stackKey(st), h);
-  }
+  for (const st of stacks) pushHistory(s.history, stackKey(st), st.bytes);
   s.lenses = javaLeakLenses(stacks, (rel) => found.get(rel) ?? undefined);
   lensesChanged.fire();
   postSnapshot();
@@ -81,9 +72,7 @@ function viewData(s: State): JavaHeapViewData {
 }
 
 function postSnapshot(): void {
-  if (!view || !viewReady || !state) return;
-  // sessionKey: one panel shows each new session, and a reload must restore the last one
-  view.post({ ...javaHeapSnapshot(state.title, state.running, viewData(state)), sessionKey: state.key });
+  panel?.postSnapshot();
 }
 
 async function openSource(file: string, line: number): Promise<void> {
@@ -97,36 +86,24 @@ async function openSource(file: string, line: number): Promise<void> {
 }
 
 function openView(context: vscode.ExtensionContext, focusSite?: string): void {
-  if (view) {
-    view.panel.reveal();
-    if (focusSite && viewReady) view.post({ type: 'focus', site: focusSite });
-    postSnapshot();
-    return;
-  }
-  viewReady = false;
-  view = createViewPanel<ToView, FromView>(context, 'memleak', 'Java Heap Leaks', undefined, state?.key);
-  view.panel.onDidDispose(() => {
-    view = undefined;
-    viewReady = false;
+  panel ??= new LeakPanel(context, {
+    title: () => 'Java Heap Leaks',
+    sessionKey: () => state?.key,
+    // sessionKey: one panel shows each new session, and a reload must restore the last one
+    snapshot: () => (state ? { ...javaHeapSnapshot(state.title, state.running, viewData(state)), sessionKey: state.key } : undefined),
+    onMessage: async (m) => {
+      if (m.type === 'openFrame') {
+        await openSource(m.file, m.line);
+      } else if (m.type === 'export' && state) {
+        const doc = state.result ?? { stacks: state.stacks };
+        const uri = await vscode.window.showSaveDialog({ title: 'Export Java heap leaks as JSON', filters: { JSON: ['json'] } });
+        if (uri) await vscode.workspace.fs.writeFile(uri, Buffer.from(JSON.stringify(doc, null, 2)));
+      } else if (m.type === 'stop') {
+        await session?.stop();
+      }
+    },
   });
-  let pendingFocus = focusSite;
-  view.onReady(() => {
-    viewReady = true;
-    if (pendingFocus) view?.post({ type: 'focus', site: pendingFocus });
-    pendingFocus = undefined;
-    postSnapshot();
-  });
-  view.onMessage(async (m) => {
-    if (m.type === 'openFrame') {
-      await openSource(m.file, m.line);
-    } else if (m.type === 'export' && state) {
-      const doc = state.result ?? { stacks: state.stacks };
-      const uri = await vscode.window.showSaveDialog({ title: 'Export Java heap leaks as JSON', filters: { JSON: ['json'] } });
-      if (uri) await vscode.workspace.fs.writeFile(uri, Buffer.from(JSON.stringify(doc, null, 2)));
-    } else if (m.type === 'stop') {
-      await session?.stop();
-    }
-  });
+  panel.open(focusSite);
 }
 
 /** Whether the helper sees `pid` as a JVM (it reads /proc as root: any user's process). */

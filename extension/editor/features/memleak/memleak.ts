@@ -15,16 +15,14 @@ import { toFolded } from '../../../model/memleakFormat';
 import { startSession, type ClientSession } from '../../sessions/liveSessions';
 import { newSessionKey, recordSession } from '../../sessions/sessionStore';
 import { makeSession } from '../../../model/sessionFile';
-import { createViewPanel, type TypedPanel } from '../../ui/webviewPanel';
 import { errorText, showError } from '../../ui/errors';
 import { leakSites, placeLenses, type LeakLens } from '../../../model/leakSites';
 import { readStat } from '../../../sys/proc/processes';
 import { pickProcess } from '../../ui/processPicker';
 import { CommandLineError, fromLaunchConfig, splitCommandLine, type LaunchConfigLike } from './leakLaunch';
 import { isJvmTarget, traceJavaHeap } from './javaHeapLeaks';
-import type { FromView, LeakViewStack, ToView } from '../../../../webview/memleak/protocol';
-
-const HISTORY = 60;
+import type { LeakViewStack } from '../../../../webview/memleak/protocol';
+import { LeakPanel, pushHistory } from './leakPanel';
 
 interface State {
   title: string;
@@ -57,13 +55,6 @@ interface Shared {
 const stackKey = (s: MemleakStack) => s.frames.map((f) => f.address).join(',') || `empty:${s.bytes}`;
 const roots = () => (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
 
-function push<T>(map: Map<string, T[]>, key: string, v: T): void {
-  const list = map.get(key) ?? [];
-  list.push(v);
-  if (list.length > HISTORY) list.shift();
-  map.set(key, list);
-}
-
 /** One leak-tracing session: its figures, its panel and its lenses, from start until Clear Leaks. */
 interface LeakTrace {
   readonly state: State;
@@ -78,17 +69,29 @@ function newLeakTrace(shared: Shared, title: string, sampleBytes: number | undef
   const { context } = shared;
   const state: State = { title, running: true, stacks: [], totalBytes: 0, totalAllocations: 0, dropped: 0, stackHistory: new Map(), siteHistory: new Map(), lenses: [], sampleBytes, key: newSessionKey(), startedAt: new Date() };
   let session: ClientSession<'memleak'> | undefined;
-  let view: TypedPanel<ToView, FromView> | undefined;
-  let viewReady = false;
   let cleared = false;
+  const panel = new LeakPanel(context, {
+    title: () => state.title,
+    sessionKey: () => state.key,
+    snapshot: () => ({ type: 'snapshot', title: state.title, running: state.running, totalBytes: state.totalBytes, totalAllocations: state.totalAllocations, dropped: state.dropped, stacks: viewStacks(), sites: state.lenses, sampleBytes: state.sampleBytes, sessionKey: state.key }),
+    onMessage: async (m) => {
+      if (m.type === 'openFrame') {
+        await openLocation(m.file, m.line, m.column);
+      } else if (m.type === 'export') {
+        await exportLeaks(currentDocument(), m.format);
+      } else if (m.type === 'stop') {
+        await self.stop();
+      }
+    },
+  });
 
   function absorb(stacks: MemleakStack[], atMs: number, totals?: { bytes: number; allocations: number; dropped: number }): void {
     state.stacks = stacks;
     state.totalBytes = totals?.bytes ?? stacks.reduce((s, x) => s + x.bytes, 0);
     state.totalAllocations = totals?.allocations ?? stacks.reduce((s, x) => s + x.allocations, 0);
     state.dropped = totals?.dropped ?? state.dropped;
-    for (const s of stacks) push(state.stackHistory, stackKey(s), s.bytes);
-    for (const site of leakSites(stacks, roots())) push(state.siteHistory, site.key, { atMs, bytes: site.bytes });
+    for (const s of stacks) pushHistory(state.stackHistory, stackKey(s), s.bytes);
+    for (const site of leakSites(stacks, roots())) pushHistory(state.siteHistory, site.key, { atMs, bytes: site.bytes });
     state.lenses = placeLenses(stacks, roots(), state.siteHistory);
     refresh();
   }
@@ -106,46 +109,14 @@ function newLeakTrace(shared: Shared, title: string, sampleBytes: number | undef
     return state.stacks.map((s, i) => ({ ...s, key: stackKey(s), history: state.stackHistory.get(stackKey(s)) ?? [s.bytes], site: siteOfStack.get(i), lines: linesOfStack.get(i) ?? [] }));
   }
 
-  function postSnapshot(): void {
-    if (!view || !viewReady) return;
-    view.post({ type: 'snapshot', title: state.title, running: state.running, totalBytes: state.totalBytes, totalAllocations: state.totalAllocations, dropped: state.dropped, stacks: viewStacks(), sites: state.lenses, sampleBytes: state.sampleBytes, sessionKey: state.key });
-  }
-
   function refresh(): void {
     shared.lensesChanged.fire();
     decorateAll(shared);
-    postSnapshot();
+    panel.postSnapshot();
   }
 
   function openView(focusSite?: string): void {
-    if (!view) {
-      viewReady = false;
-      view = createViewPanel<ToView, FromView>(context, 'memleak', state.title, undefined, state.key);
-      view.panel.onDidDispose(() => {
-        view = undefined;
-        viewReady = false;
-      });
-      let pendingFocus = focusSite;
-      view.onReady(() => {
-        viewReady = true;
-        if (pendingFocus) view?.post({ type: 'focus', site: pendingFocus });
-        pendingFocus = undefined;
-        postSnapshot();
-      });
-      view.onMessage(async (m) => {
-        if (m.type === 'openFrame') {
-          await openLocation(m.file, m.line, m.column);
-        } else if (m.type === 'export') {
-          await exportLeaks(currentDocument(), m.format);
-        } else if (m.type === 'stop') {
-          await self.stop();
-        }
-      });
-      return;
-    }
-    view.panel.reveal();
-    if (focusSite && viewReady) view.post({ type: 'focus', site: focusSite });
-    postSnapshot();
+    panel.open(focusSite);
   }
 
   function currentDocument(): MemleakResult {
@@ -158,8 +129,8 @@ function newLeakTrace(shared: Shared, title: string, sampleBytes: number | undef
     openView,
     retitle(t: string): void {
       state.title = t;
-      if (view) view.panel.title = t;
-      postSnapshot();
+      panel.title = t;
+      panel.postSnapshot();
     },
     async stop(): Promise<void> {
       await session?.stop();
@@ -170,7 +141,7 @@ function newLeakTrace(shared: Shared, title: string, sampleBytes: number | undef
       state.lenses = [];
       shared.traces.delete(self);
       refresh();
-      view?.post({ type: 'cleared' });
+      panel.post({ type: 'cleared' });
     },
     async start(options: MemleakOptions): Promise<ClientSession<'memleak'>> {
       const s = await startSession('memleak', options, state.title, {
