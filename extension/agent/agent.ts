@@ -25,6 +25,7 @@ import type { RunqlatUpdate } from '../protocol/runqlat';
 import { fromBuckets } from '../model/log2hist';
 import fs from 'node:fs';
 import { readStat, javaMain, processInfo } from '../sys/proc/processes';
+import { CgroupNames } from '../sys/cgroup';
 import { encodePprofGz } from '../sys/profileFile';
 import type { AgentConfig } from './config';
 import { RequestError } from './server';
@@ -67,6 +68,9 @@ export class Agent {
   private gcSession?: Session<'java-gc'>;
   private gcLibs: string[] = [];
   private runqSession?: Session<'runqlat'>;
+  /** per cgroup: names of cgroup ids, and when each cgroup series last had a wait (Date.now()) */
+  private cgroups?: CgroupNames;
+  private readonly cgroupSeen = new Map<string, number>();
   /** profiles being taken, by kind ("cpu", "offcpu", "wall", "alloc:PID") */
   private readonly runs = new Map<string, Promise<Buffer>>();
   /** ends the profiles being taken now (the agent stops) */
@@ -178,6 +182,12 @@ export class Agent {
       if (!stat || stat.startTime !== j.startTime) j.exitedAt ??= now;
       if (j.exitedAt !== undefined && now - j.exitedAt >= this.cfg.forgetExitedAfterSeconds * 1000) this.forgetPid(j.pid);
     }
+    // A cgroup without a wait for that long (removed, or idle) gives its series' slot back.
+    for (const [cg, seen] of this.cgroupSeen) {
+      if (cg === 'other' || now - seen < this.cfg.forgetExitedAfterSeconds * 1000) continue;
+      this.cgroupSeen.delete(cg);
+      this.runq.forget((l) => l.cgroup === cg);
+    }
     if (!this.gcSession || this.stopping || now - this.lastJdkScan < JDK_SCAN_MS) return;
     this.lastJdkScan = now;
     let libs: string[];
@@ -202,7 +212,14 @@ export class Agent {
   private async startRunq(): Promise<void> {
     if (this.stopping) return;
     const h = this.health.get('runqlat')!;
-    const per = this.cfg.runqueue.per === 'pidns' ? 'pidns' : 'none';
+    const per = this.cfg.runqueue.per === 'system' ? 'none' : this.cfg.runqueue.per;
+    if (per === 'cgroup') {
+      this.cgroups ??= new CgroupNames();
+      if (!this.cgroups.root) {
+        this.tracerFailed('runqlat', new Error('no cgroup2 file system is mounted (see /proc/self/mountinfo), so run-queue latency cannot be kept per cgroup: mount it, or set "runqueue": {"per": "pidns"} or "system"'), () => this.startRunq());
+        return;
+      }
+    }
     try {
       this.runqSession = await runqlatTracer.start(runqlatTracer.validate({ pid: 0, per, unit: 'us', intervalS: this.cfg.runqueue.intervalSeconds, retain: false }), this.env, {
         update: (u) => this.onRunq(u, per),
@@ -215,7 +232,7 @@ export class Agent {
     }
   }
 
-  private onRunq(u: RunqlatUpdate, per: 'none' | 'pidns'): void {
+  private onRunq(u: RunqlatUpdate, per: 'none' | 'pidns' | 'cgroup'): void {
     this.health.get('runqlat')!.lostNow = u.dropped;
     const add = (labels: Labels, buckets: RunqlatUpdate['interval']['buckets']) => {
       const slots = fromBuckets(buckets);
@@ -226,7 +243,20 @@ export class Agent {
       this.runq.add(labels, counts, over, sum);
     };
     if (per === 'none') add({}, u.interval.buckets);
-    else for (const k of u.keys) add({ pidns: String(k.key) }, k.buckets);
+    else if (per === 'pidns') for (const k of u.keys) add({ pidns: String(k.key) }, k.buckets);
+    else for (const k of u.keys) add({ cgroup: this.cgroupLabel(k.key) }, k.buckets);
+  }
+
+  /**
+   * The cgroup label of a cgroup id: its path below the cgroup2 root. Bounded: past
+   * runqueue.maxCgroups series, and for a cgroup removed before it could be named, "other".
+   */
+  private cgroupLabel(id: number): string {
+    const now = Date.now();
+    const name = this.cgroups!.name(id, now);
+    const label = name === undefined || (!this.cgroupSeen.has(name) && this.cgroupSeen.size >= this.cfg.runqueue.maxCgroups) ? 'other' : name;
+    this.cgroupSeen.set(label, now);
+    return label;
   }
 
   // ---- profiles on request ----------------------------------------------------------------
@@ -385,7 +415,7 @@ export class Agent {
     const x = new Exposition();
     x.histogram('ebpf_studio_jvm_gc_pause_seconds', 'Stop-the-world GC pauses of each JVM, from HotSpot USDT gc__begin/gc__end (one per collection as the JVM counts it).', this.gcPause);
     x.histogram('ebpf_studio_jvm_safepoint_seconds', 'Safepoints of each JVM (every Java thread stopped), from hs_private:safepoint__begin/end.', this.safepoint);
-    x.histogram('ebpf_studio_runqueue_latency_seconds', 'Time runnable threads waited for a CPU (sched_wakeup to sched_switch), kernel log2 buckets; _sum estimated at bucket middles.', this.runq);
+    x.histogram('ebpf_studio_runqueue_latency_seconds', 'Time runnable threads waited for a CPU (sched_wakeup to sched_switch), kernel log2 buckets; _sum estimated at bucket middles; per cgroup: the waiting thread\'s cgroup v2 path, "other" past runqueue.maxCgroups.', this.runq);
     x.family('ebpf_studio_jvms_traced', 'gauge', 'JVMs whose GC pauses are exported (running or exited within forgetExitedAfterSeconds).');
     x.sample('ebpf_studio_jvms_traced', {}, [...this.jvms.values()].filter((j) => j.covered).length);
     x.family('ebpf_studio_tracer_up', 'gauge', '1 while the tracer is attached (profile: ready to sample on request), 0 after it failed.');
