@@ -22,6 +22,7 @@ import { toAllocPprof } from '../model/allocPprof';
 import { gzipSync } from 'node:zlib';
 import type { JavaGcUpdate } from '../protocol/javaGc';
 import type { RunqlatUpdate } from '../protocol/runqlat';
+import { stackValue, type ProfileResult } from '../protocol/profile';
 import { fromBuckets } from '../model/log2hist';
 import fs from 'node:fs';
 import { readStat, javaMain, processInfo } from '../sys/proc/processes';
@@ -310,30 +311,66 @@ export class Agent {
     }
   }
 
-  /** A gzipped pprof CPU profile of the whole machine over `seconds`. */
-  profile(seconds: number): Promise<Buffer> {
-    return this.shared('cpu', () => this.takeProfile(seconds));
+  /**
+   * The one way every pull endpoint takes a profile: the tracer's session starts (its health kept
+   * up to date), samples for `seconds` (less if the agent stops), stops, and its result is encoded.
+   * Requests of the same kind share it (see shared()). The profile's duration is the sampling time,
+   * not the time the probes took to attach or symbolize.
+   */
+  private pull<R>(kind: string, id: TracerId, seconds: number, start: () => Promise<{ stop(): Promise<R> }>, encode: (result: R, timing: { startMs: number; durationMs: number }) => Buffer): Promise<Buffer> {
+    return this.shared(kind, async () => {
+      const session = await this.begin(id, start);
+      const startMs = Date.now();
+      await this.hold(seconds);
+      const durationMs = Date.now() - startMs;
+      return encode(await session.stop(), { startMs, durationMs });
+    });
   }
 
-  private async takeProfile(seconds: number): Promise<Buffer> {
+  /** What a system-wide CPU or off-CPU profile encodes to: only covered processes, lost samples counted. */
+  private machineProfile(id: 'profile' | 'offcpu') {
+    return (result: ProfileResult, timing: { startMs: number; durationMs: number }) => {
+      this.health.get(id)!.lostBefore += result.lost;
+      return encodePprofGz(this.coveredOnly(result), timing);
+    };
+  }
+
+  /**
+   * With jvm.mainClasses in the config, only the processes it covers are visible: the samples of
+   * every other process (a JVM with another main class, anything that is not a JVM) are dropped.
+   * A process that exited before the profile ended counts as covered only if its GC events
+   * showed it to be a covered JVM.
+   */
+  coveredOnly(r: ProfileResult): ProfileResult {
+    if (!this.cfg.jvm.mainClasses) return r;
+    const verdict = new Map<number, boolean>();
+    const covered = (pid: number): boolean => {
+      let v = verdict.get(pid);
+      if (v === undefined) {
+        const info = processInfo(pid);
+        v = info ? info.jvm !== undefined && this.covers(info.jvm.main) : (this.jvms.get(pid)?.covered ?? false);
+        verdict.set(pid, v);
+      }
+      return v;
+    };
+    const stacks = r.stacks.filter((st) => covered(st.pid));
+    const kept: ProfileResult = { ...r, stacks, samples: stacks.reduce((a, st) => a + st.count, 0) };
+    if (r.states) {
+      const states: NonNullable<ProfileResult['states']> = {};
+      for (const st of stacks) if (st.state) states[st.state] = (states[st.state] ?? 0) + stackValue(st);
+      kept.states = states;
+    }
+    return kept;
+  }
+
+  /** A gzipped pprof CPU profile of the machine (the covered processes) over `seconds`. */
+  profile(seconds: number): Promise<Buffer> {
     // Frame-pointer stacks: system-wide CFI unwinding in a process that also holds the GC and
     // run-queue sessions hit a libdw assertion (dwfl_thread_getframes, state_alloc nregs) and
     // aborted the agent; a service must not die on a scrape. JIT frames walk by frame pointer
     // with -XX:+PreserveFramePointer; Java methods are named from each JVM's perf map.
-    const session = await this.begin('profile', () =>
-      profileTracer.start(profileTracer.validate({ pid: 0, frequency: this.cfg.profile.frequency, java: 'perfmap', javaPerfMap: true, unwind: 'fp' }), this.env, {
-        update: () => undefined,
-        ended: () => undefined,
-      }),
-    );
-    // the profile's duration is the sampling time, not the time the probes took to attach
-    const startMs = Date.now();
-    await this.hold(seconds);
-    // the profile's duration is the sampling time, not the time the probes took to attach or symbolize
-    const durationMs = Date.now() - startMs;
-    const result = await session.stop();
-    this.health.get('profile')!.lostBefore += result.lost;
-    return encodePprofGz(result, { startMs, durationMs });
+    const options = profileTracer.validate({ pid: 0, frequency: this.cfg.profile.frequency, java: 'perfmap', javaPerfMap: true, unwind: 'fp' });
+    return this.pull('cpu', 'profile', seconds, () => profileTracer.start(options, this.env, quiet), this.machineProfile('profile'));
   }
 
   /**
@@ -341,23 +378,10 @@ export class Agent {
    * (wall/microseconds: on-CPU samples and off-CPU time together) profile of the machine.
    */
   offcpu(seconds: number, event: 'offcpu' | 'wall'): Promise<Buffer> {
-    return this.shared(event, async () => {
-      // Java frames from the perf maps, as for CPU profiles: loading the JVMTI agent into every JVM
-      // of the machine on a scrape is not something a pull endpoint should do.
-      const session = await this.begin('offcpu', () =>
-        offcpuTracer.start(offcpuTracer.validate({ pid: 0, event, frequency: this.cfg.profile.frequency, java: 'perfmap', javaPerfMap: true }), this.env, {
-          update: () => undefined,
-          ended: () => undefined,
-        }),
-      );
-      const startMs = Date.now();
-      await this.hold(seconds);
-      // the profile's duration is the sampling time, not the time the probes took to attach or symbolize
-      const durationMs = Date.now() - startMs;
-      const result = await session.stop();
-      this.health.get('offcpu')!.lostBefore += result.lost;
-      return encodePprofGz(result, { startMs, durationMs });
-    });
+    // Java frames from the perf maps, as for CPU profiles: loading the JVMTI agent into every JVM
+    // of the machine on a scrape is not something a pull endpoint should do.
+    const options = offcpuTracer.validate({ pid: 0, event, frequency: this.cfg.profile.frequency, java: 'perfmap', javaPerfMap: true });
+    return this.pull(event, 'offcpu', seconds, () => offcpuTracer.start(options, this.env, quiet), this.machineProfile('offcpu'));
   }
 
   /**
@@ -372,20 +396,13 @@ export class Agent {
     if (!info.jvm) return Promise.reject(new RequestError(400, `pid ${pid} (${info.comm}) is not a JVM (no libjvm.so mapped): allocation profiles sample Java allocations; give the pid of a JVM`));
     const main = info.jvm.main;
     if (!this.covers(main)) return Promise.reject(new RequestError(403, `pid ${pid} (${main}) is not a JVM this agent covers: add its main class to "jvm": {"mainClasses": [...]} in the config`));
-    return this.shared(`alloc:${pid}:${readStat(pid)?.startTime ?? 0}`, async () => {
-      const session = await this.begin('java-heap', () =>
-        javaHeapTracer.start(javaHeapTracer.validate({ pid }), this.env, {
-          update: () => undefined,
-          ended: () => undefined,
-        }),
-      );
-      const startMs = Date.now();
-      await this.hold(seconds);
-      // the profile's duration is the sampling time, not the time the probes took to attach or symbolize
-      const durationMs = Date.now() - startMs;
-      const result = await session.stop();
-      return gzipSync(toAllocPprof(toAllocProfile(result, info.comm), result.sampleBytes, { startMs, durationMs }));
-    });
+    return this.pull(
+      `alloc:${pid}:${readStat(pid)?.startTime ?? 0}`,
+      'java-heap',
+      seconds,
+      () => javaHeapTracer.start(javaHeapTracer.validate({ pid }), this.env, quiet),
+      (result, timing) => gzipSync(toAllocPprof(toAllocProfile(result, info.comm), result.sampleBytes, timing)),
+    );
   }
 
   // ---- failures -----------------------------------------------------------------------------
@@ -447,6 +464,9 @@ export class Agent {
     this.runqSession = undefined;
   }
 }
+
+/** The pull endpoints' sessions: nothing is shown while they run. */
+const quiet = { update: () => undefined, ended: () => undefined };
 
 function fresh(): TracerHealth {
   return { up: false, attachFailures: 0, lostBefore: 0, lostNow: 0 };

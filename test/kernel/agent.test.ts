@@ -21,6 +21,7 @@ import path from 'node:path';
 import { cliJs, javaAgentSkipReason, kernelSkipReason, markerLines, programIdsLoaded, repoRoot, runCli, sleep, startCli, waitFor } from '../helpers';
 import { GcWorkloads, jdk, noJdkReason } from './gcWorkload';
 import { cgroup2Mount } from '../../extension/sys/cgroup';
+import { loadProfileBytes } from '../../extension/sys/profileFile';
 
 const prometheus = ['/usr/bin/prometheus'].find((p) => fs.existsSync(p));
 const promtool = ['/usr/bin/promtool'].find((p) => fs.existsSync(p));
@@ -303,7 +304,7 @@ describe('ebpf-studio agent', { skip }, () => {
     }
   });
 
-  test('off-CPU and allocation pull endpoints: go tool pprof names where a workload sleeps and the top allocation line of a JVM; uncovered JVMs refused', { timeout: 90_000 }, async (t) => {
+  test('off-CPU and allocation pull endpoints: go tool pprof names where a workload sleeps and the top allocation line of a JVM; uncovered JVMs refused and invisible in profiles', { timeout: 90_000 }, async (t) => {
     if (!go) return t.skip('go is not installed (golang-go): go tool pprof is the reference reader of these endpoints');
     const heapSkip = javaAgentSkipReason(jdk!.home);
     if (heapSkip) return t.skip(heapSkip);
@@ -329,13 +330,18 @@ describe('ebpf-studio agent', { skip }, () => {
     const idle = spawn(path.join(jdk!.home, 'bin', 'java'), ['-Xshare:auto', '-XX:TieredStopAtLevel=1', idleSrc], { stdio: 'ignore' });
     children.push(idle);
 
-    const cfg = path.join(work, 'profiles.json');
-    // Only the pull endpoints matter here: the GC and run-queue tracers are off; HeapSites is the covered JVM.
-    fs.writeFileSync(cfg, JSON.stringify({ jvm: { enabled: false, mainClasses: ['HeapSites'] }, runqueue: { enabled: false } }));
-    const agent = startCli(['agent', '--listen', '127.0.0.1:0', '--config', cfg]);
-    children.push(agent.child);
-    assert.ok(await waitFor(() => /serving (http:\/\/[^/]+)\/metrics/.test(agent.stderr()), 30_000), `the agent did not start: ${agent.stderr()}`);
-    const base = /serving (http:\/\/[^/]+)\/metrics/.exec(agent.stderr())![1];
+    // Only the pull endpoints matter here: the GC and run-queue tracers are off. Agent A covers
+    // every process (the off-CPU endpoint, read by go tool pprof); agent B covers the HeapSites JVM
+    // only (allocations, refusals, and profiles in which nothing else may be visible).
+    const startAgent = async (name: string, mainClasses?: string[]) => {
+      const cfg = path.join(work, `${name}.json`);
+      fs.writeFileSync(cfg, JSON.stringify({ jvm: { enabled: false, ...(mainClasses ? { mainClasses } : {}) }, runqueue: { enabled: false } }));
+      const a = startCli(['agent', '--listen', '127.0.0.1:0', '--config', cfg]);
+      children.push(a.child);
+      assert.ok(await waitFor(() => /serving (http:\/\/[^/]+)\/metrics/.test(a.stderr()), 30_000), `the agent did not start: ${a.stderr()}`);
+      return { agent: a, base: /serving (http:\/\/[^/]+)\/metrics/.exec(a.stderr())![1] };
+    };
+    const [{ agent, base: allBase }, { agent: agentB, base }] = await Promise.all([startAgent('all'), startAgent('heapsites', ['HeapSites'])]);
     assert.ok(await waitFor(() => sleeperOut.includes('ready') && heapOut.includes('ready'), 20_000), `the workloads did not start: ${sleeperOut} ${heapOut}`);
 
     // Refusals, before anything is loaded: no pid, not a JVM, a JVM outside the config, a bad event.
@@ -360,11 +366,13 @@ describe('ebpf-studio agent', { skip }, () => {
     // Off-CPU (go tool pprof and two more scrapers: one session) and allocations at the same time.
     const home = path.join(work, 'pprof-profiles');
     fs.mkdirSync(home);
-    const offUrl = `${base}/debug/pprof/offcpu?seconds=4`;
+    const offUrl = `${allBase}/debug/pprof/offcpu?seconds=4`;
     const offRun = goPprof(['-top', '-cum', '-focus=wait_(long|short)', '-nodecount=40'], offUrl, home);
     const allocRun = goPprof(['-sample_index=alloc_objects', '-top', '-lines', '-hide=\\[\\]$', '-nodecount=10'], `${base}/debug/pprof/allocs?seconds=4&pid=${heap.pid}`, home);
     await sleep(300);
     const bytes = (u: string) => fetch(u).then(async (r) => ({ status: r.status, bytes: Buffer.from(await r.arrayBuffer()) }));
+    // Meanwhile agent B's CPU and off-CPU profiles: only HeapSites may be in them.
+    const coveredRun = Promise.all([bytes(`${base}/debug/pprof/profile?seconds=4`), bytes(`${base}/debug/pprof/offcpu?seconds=4`)]);
     const [a, b] = await Promise.all([bytes(offUrl), bytes(offUrl)]);
     assert.equal(a.status, 200);
     assert.equal(a.bytes[0], 0x1f, 'the off-CPU profile is gzipped');
@@ -393,13 +401,33 @@ describe('ebpf-studio agent', { skip }, () => {
     const siteC = markerLines(path.join(repoRoot, 'test/fixtures/java/HeapSites.java'), /\/\/ site ([A-Z])\b/).get('C');
     assert.equal(top, `HeapSites.churn HeapSites.java:${siteC}`, `the top allocation line is not HeapSites.java:${siteC} (site C, 10 of every 13 objects):\n${alloc.out}`);
 
+    // Only the processes the config covers are visible: agent A's off-CPU profile of the same
+    // moment had the sleeper (go tool pprof named its functions above); agent B's have HeapSites only.
+    const pidsIn = (r: { status: number; bytes: Buffer }, what: string) => {
+      assert.equal(r.status, 200, `${what}: ${r.bytes.toString()}`);
+      const counts = new Map<number, number>();
+      for (const st of loadProfileBytes(r.bytes, what).result!.stacks) counts.set(st.pid, (counts.get(st.pid) ?? 0) + st.count);
+      return counts;
+    };
+    const [cpuB, offB] = await coveredRun;
+    const cpuPids = pidsIn(cpuB, 'CPU profile');
+    const offPids = pidsIn(offB, 'off-CPU profile');
+    const othersAll = loadProfileBytes(a.bytes, 'all').result!.stacks.filter((st) => st.pid !== heap.pid).length;
+    t.diagnostic(`covered-only profiles: CPU ${[...cpuPids].map(([p, n]) => `pid ${p}: ${n}`).join(', ')}; off-CPU ${[...offPids].map(([p, n]) => `pid ${p}: ${n}`).join(', ')}; the uncovered agent's off-CPU profile had ${othersAll} stacks of other processes`);
+    assert.ok(othersAll > 0, 'the reference profile (agent A) has no other process either');
+    assert.deepEqual([...cpuPids.keys()], [heap.pid], 'the CPU profile of an agent covering HeapSites shows other processes (or not HeapSites)');
+    assert.deepEqual([...offPids.keys()], [heap.pid], 'the off-CPU profile of an agent covering HeapSites shows other processes (or not HeapSites)');
+
     const m = await get('/metrics');
-    assert.match(m.text, /ebpf_studio_tracer_up\{tracer="offcpu"\} 1/);
     assert.match(m.text, /ebpf_studio_tracer_up\{tracer="java-heap"\} 1/);
-    const ours = progIdsOf(agent.child.pid!);
-    agent.child.kill('SIGTERM');
-    assert.equal((await agent.done).code, 0);
-    assert.deepEqual(programIdsLoaded(ours), [], 'BPF programs of the agent are still loaded after SIGTERM');
+    const mAll = await (await fetch(`${allBase}/metrics`)).text();
+    assert.match(mAll, /ebpf_studio_tracer_up\{tracer="offcpu"\} 1/);
+    for (const ag of [agent, agentB]) {
+      const ours = progIdsOf(ag.child.pid!);
+      ag.child.kill('SIGTERM');
+      assert.equal((await ag.done).code, 0);
+      assert.deepEqual(programIdsLoaded(ours), [], 'BPF programs of the agent are still loaded after SIGTERM');
+    }
     heap.stdin!.end();
     for (const c of [sleeper, idle]) c.kill('SIGKILL');
   });
