@@ -365,11 +365,10 @@ export class Agent {
 
   /** A gzipped pprof CPU profile of the machine (the covered processes) over `seconds`. */
   profile(seconds: number): Promise<Buffer> {
-    // Frame-pointer stacks: system-wide CFI unwinding in a process that also holds the GC and
-    // run-queue sessions hit a libdw assertion (dwfl_thread_getframes, state_alloc nregs) and
-    // aborted the agent; a service must not die on a scrape. JIT frames walk by frame pointer
-    // with -XX:+PreserveFramePointer; Java methods are named from each JVM's perf map.
-    const options = profileTracer.validate({ pid: 0, frequency: this.cfg.profile.frequency, java: 'perfmap', javaPerfMap: true, unwind: 'fp' });
+    // CFI stacks as `profile` takes them (native code built without frame pointers unwinds whole;
+    // JIT code has no CFI and is walked by frame pointer, whole with -XX:+PreserveFramePointer).
+    // Java methods are named from each JVM's perf map.
+    const options = profileTracer.validate({ pid: 0, frequency: this.cfg.profile.frequency, java: 'perfmap', javaPerfMap: true, unwind: 'auto' });
     return this.pull('cpu', 'profile', seconds, () => profileTracer.start(options, this.env, quiet), this.machineProfile('profile'));
   }
 

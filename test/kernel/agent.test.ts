@@ -122,7 +122,7 @@ function quantile(h: { le: number[]; cum: number[]; count: number }, q: number):
 }
 
 /**
- * Two cgroups, "free" and "starved", the starved one limited to 5 ms of CPU per 100 ms. On a
+ * Two cgroups, "free" and "starved", the starved one limited to 5 ms of CPU per 200 ms. On a
  * unified cgroup v2 machine both are v2 cgroups (cpu.max); on a hybrid one (cpu controller in
  * cgroup v1, v2 mounted at /sys/fs/cgroup/unified for membership) each process joins a v2 cgroup,
  * which names it, and the starved one also a v1 cpu cgroup with cfs_quota_us. A string: why not.
@@ -151,12 +151,12 @@ function makeCgroupPair(prefix: string):
     }
     if (unified) {
       if (!fs.readFileSync(path.join(root, 'cgroup.subtree_control'), 'utf8').includes('cpu')) fs.writeFileSync(path.join(root, 'cgroup.subtree_control'), '+cpu');
-      fs.writeFileSync(path.join(v2('starved'), 'cpu.max'), '5000 100000');
+      fs.writeFileSync(path.join(v2('starved'), 'cpu.max'), '5000 200000');
     } else {
       const d = path.join(v1cpu, `${prefix}-starved`);
       fs.mkdirSync(d);
       made.push(d);
-      fs.writeFileSync(path.join(d, 'cpu.cfs_period_us'), '100000');
+      fs.writeFileSync(path.join(d, 'cpu.cfs_period_us'), '200000');
       fs.writeFileSync(path.join(d, 'cpu.cfs_quota_us'), '5000');
     }
   } catch (e) {
@@ -165,7 +165,7 @@ function makeCgroupPair(prefix: string):
   }
   const quotaDir = unified ? v2('starved') : path.join(v1cpu, `${prefix}-starved`);
   return {
-    kind: unified ? 'cgroup v2, cpu.max 5000 100000' : 'hybrid: cgroup v2 membership, cgroup v1 cpu.cfs_quota_us 5000 of 100000',
+    kind: unified ? 'cgroup v2, cpu.max 5000 200000' : 'hybrid: cgroup v2 membership, cgroup v1 cpu.cfs_quota_us 5000 of 200000',
     label: (w) => `/${prefix}-${w}`,
     enter(w, pid) {
       fs.writeFileSync(path.join(v2(w), 'cgroup.procs'), String(pid));
@@ -464,7 +464,7 @@ describe('ebpf-studio agent', { skip }, () => {
     const cfg = path.join(work, 'cgroup.json');
     fs.writeFileSync(cfg, JSON.stringify({ jvm: { enabled: false }, profile: { enabled: false }, runqueue: { per: 'cgroup', intervalSeconds: 1 } }));
     // The same workload in both: 2 ms on CPU, 3 ms asleep, over and over (~40 % of a core). The
-    // starved cgroup may use 5 ms per 100 ms period: once it used them, its thread waits runnable
+    // starved cgroup may use 5 ms per 200 ms period: once it used them, its thread waits runnable
     // until the next period.
     const loop = 'const a=new Int32Array(new SharedArrayBuffer(4));for(;;){const t=Date.now();while(Date.now()-t<2);Atomics.wait(a,0,0,3)}';
     const free = spawn(process.execPath, ['-e', loop], { stdio: 'ignore' });
@@ -493,7 +493,7 @@ describe('ebpf-studio agent', { skip }, () => {
       const sp99 = quantile(s, 0.99);
       const throttledBy = cg.throttled() - throttled0;
       t.diagnostic(`p99 run-queue wait: ${cg.label('starved')} ${(sp99 * 1000).toFixed(1)} ms over ${s.count} waits, ${cg.label('free')} ${(fp99 * 1000).toFixed(1)} ms over ${f.count}; the kernel throttled the starved cgroup ${throttledBy} times meanwhile (${cg.kind})`);
-      // The kernel's own count says the quota bit: the waits behind it are up to ~95 ms long.
+      // The kernel's own count says the quota bit: the waits behind it are up to ~195 ms long.
       assert.ok(throttledBy > 0, 'the kernel never throttled the starved cgroup: the CFS quota did not apply');
       assert.ok(sp99 >= 0.016, `the starved cgroup's p99 ${sp99 * 1000} ms is not a throttled wait`);
       assert.ok(sp99 >= 2 * fp99, `the starved cgroup's p99 ${sp99 * 1000} ms is not clearly above the free one's ${fp99 * 1000} ms`);
