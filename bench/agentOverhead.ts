@@ -1,9 +1,10 @@
-// `agent`: the fleet agent as a service. (1) Its own CPU and RSS over a run with a GC-heavy JVM
-// (bench/workloads/GcHeavy.java, SerialGC, paced at 50 young GCs a second) and short-lived JVMs
-// starting and stopping every 10 s while /metrics is scraped every 14 s, next to bpftrace on the
-// same GC and safepoint probes of every JVM in the same window (the peer). The issue's run is
-// 10 minutes with a JVM start/stop every 30 s; this one is 60 s (30 s with --quick) with one every
-// 10 s, so RSS growth is measured over a shorter span. (2) /metrics latency with 20 JVMs traced,
+// `agent`: the fleet agent as a service. (1) The soak: its own CPU and RSS over a run with a
+// GC-heavy JVM (bench/workloads/GcHeavy.java, SerialGC, paced at 50 young GCs a second) and JVMs
+// starting and stopping (one short-lived JVM at a time, each living `churnS` and making GCs every
+// second) while /metrics is scraped every 14 s, next to bpftrace on the same GC and safepoint probes
+// of every JVM in the same window (the peer). The full suite runs the issue's figure: 10 minutes
+// with a JVM started and stopped every 30 s; --quick (CI) runs 30 s with one every 10 s, so RSS
+// growth is measured over a shorter span there. (2) /metrics latency with 20 JVMs traced,
 // interleaved with Prometheus's own /metrics (client_golang) as the peer when prometheus is installed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -66,7 +67,8 @@ async function timedGet(url: string): Promise<number> {
 
 export async function benchAgent(ctx: BenchContext): Promise<Row[]> {
   const rows: Row[] = [];
-  const runS = ctx.quick ? 30 : 60;
+  const runS = ctx.quick ? 30 : 600;
+  const churnS = ctx.quick ? 10 : 30;
   const java = path.join(JAVA_HOME, 'bin', 'java');
   const agent = await startAgent();
   const jvms: LineProcess[] = [];
@@ -100,18 +102,24 @@ export async function benchAgent(ctx: BenchContext): Promise<Row[]> {
         while (running && gcs > (GC_RATE * (performance.now() - loadStart)) / 1000) await sleep(20);
       }
     })();
-    // Short-lived JVMs: one starts every 10 s, makes a few GCs and exits.
+    // Short-lived JVMs: one at a time, each lives churnS seconds making a few GCs a second, then
+    // stops and the next starts (the agent follows each one's start and exit).
     const churn = (async () => {
       let i = 0;
       while (running) {
         const j = new LineProcess(java, [...SMALL_JVM, '-cp', ctx.buildDir, 'GcHeavy']);
         jvms.push(j);
         await j.next('ready');
-        j.send('200');
-        await j.next('ms');
+        const born = performance.now();
+        while (running && performance.now() - born < churnS * 1000) {
+          j.send('40');
+          await j.next('ms');
+          await sleep(1000);
+        }
         j.child.kill('SIGTERM');
+        await new Promise((r) => (j.child.exitCode !== null || j.child.signalCode !== null ? r(undefined) : j.child.once('exit', r)));
+        jvms.splice(jvms.indexOf(j), 1);
         i++;
-        for (let s = 0; s < 100 && running; s++) await sleep(100);
       }
       return i;
     })();
@@ -124,6 +132,7 @@ export async function benchAgent(ctx: BenchContext): Promise<Row[]> {
       // Prometheus's default scrape interval; RSS is sampled every 2 s.
       if (rss.length % 7 === 0) scrapeMs.push(await timedGet(`${agent.base}/metrics`));
       rss.push(rssMiB(agent.child.pid!));
+      if (rss.length % 30 === 0) ctx.log(`  ${Math.round((performance.now() - t0) / 1000)} s: agent RSS ${round(rss[rss.length - 1], 1)} MiB, CPU so far ${round((100 * (cpuSeconds(agent.child.pid!) - a0)) / ((performance.now() - t0) / 1000), 2)} %`);
       await sleep(2000);
     }
     const wallS = (performance.now() - t0) / 1000;
@@ -136,24 +145,25 @@ export async function benchAgent(ctx: BenchContext): Promise<Row[]> {
     const settled = rss.slice(Math.floor(rss.length / 4));
     const growth = settled.length ? settled[settled.length - 1] - settled[0] : NaN;
     ctx.log(`  agent: ${round(agentCpu, 2)} % CPU, RSS ${round(rss[0], 1)} → ${round(rss[rss.length - 1], 1)} MiB over ${round(wallS, 1)} s, ${round(gcRate, 0)} GCs/s, ${started} short-lived JVMs; bpftrace: ${round(peerCpu, 2)} % CPU`);
+    const span = runS >= 60 ? `${round(runS / 60, 1)} min` : `${runS} s`;
     rows.push({
-      name: 'agent CPU (JVM at 50 GCs/s + JVM churn, scraped every 14 s)',
+      name: `agent CPU over ${span} (JVM at 50 GCs/s, a JVM started and stopped every ${churnS} s, scraped every 14 s)`,
       value: round(agentCpu, 2),
       unit: '% of one core',
       target: 1,
       better: 'lower',
       peer: peerChild ? { name: 'bpftrace, same GC and safepoint probes, in-kernel histograms', value: round(peerCpu, 2) } : null,
-      detail: `${round(wallS, 0)} s run (the issue asks 10 min; shortened for the suite), ${round(gcRate, 0)} GCs/s in the GC-heavy JVM, ${started} JVMs started and stopped (one every 10 s; the issue: every 30 s). The agent also runs system-wide run-queue latency and serves /metrics every 14 s; bpftrace keeps its histograms in the kernel and prints only at exit, so its figure is the floor for this probe set.`,
-      limit: 'each GC and safepoint is a ring-buffer record decoded in JavaScript plus a histogram update; a scrape renders every series',
+      detail: `${round(wallS, 0)} s run${ctx.quick ? ' (--quick; the full suite runs the 10 minutes the issue asks)' : ''}, ${round(gcRate, 0)} GCs/s in the GC-heavy JVM, ${started} JVMs started and stopped (one every ${churnS} s). The agent also runs system-wide run-queue latency and serves /metrics every 14 s; bpftrace keeps its histograms in the kernel and prints only at exit, so its figure is the floor for this probe set. CPU = utime + stime of the agent process (/proc/PID/stat) over the run; its BPF programs run in the traced threads and are not in it (nor in bpftrace's).`,
+      limit: 'each GC and safepoint is a ring-buffer record decoded in JavaScript plus a histogram update (records wake the reader at most every 100 ms); a scrape renders every series',
     });
     rows.push({
-      name: 'agent RSS growth after warm-up',
+      name: `agent RSS growth after warm-up (${span} run)`,
       value: round(growth, 1),
       unit: 'MiB',
       target: 10,
       better: 'lower',
       peer: null,
-      detail: `RSS ${round(settled[0], 1)} MiB after the first quarter of the run, ${round(rss[rss.length - 1], 1)} MiB at its end (max ${round(Math.max(...rss), 1)} MiB); sampled every 2 s`,
+      detail: `RSS ${round(settled[0], 1)} MiB after the first quarter of the run, ${round(rss[rss.length - 1], 1)} MiB at its end (min ${round(Math.min(...settled), 1)}, max ${round(Math.max(...settled), 1)} MiB after warm-up); sampled every 2 s`,
     });
     rows.push({ name: 'agent /metrics latency during the run (median)', value: round(median(scrapeMs), 2), unit: 'ms', target: 50, better: 'lower', peer: null });
     for (const j of jvms) j.child.kill('SIGKILL');

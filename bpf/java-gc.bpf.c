@@ -36,16 +36,32 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* GCs shorter than this are not reported (--min-us). */
 const volatile __u64 min_duration_ns = 0;
+/* false: every record wakes the reader (the ring buffer's default). true: records wait for the
+ * reader's own poll timeout (the addon's poller collects them every 100 ms) unless the ring is
+ * half full: a JVM making hundreds of GCs and safepoints a second then costs the reader a few
+ * wakeups a second instead of one per record. */
+const volatile bool lazy_wakeup = false;
+
+#define EVENTS_RING_BYTES (256 * 1024)
+#define SAFEPOINTS_RING_BYTES (64 * 1024)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 * 1024);
+	__uint(max_entries, EVENTS_RING_BYTES);
 } events SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 64 * 1024);
+	__uint(max_entries, SAFEPOINTS_RING_BYTES);
 } safepoints SEC(".maps");
+
+/* The flags of a ring buffer output (see lazy_wakeup). */
+static __always_inline __u64 wakeup_flags(void *ring, __u64 ring_bytes)
+{
+	if (!lazy_wakeup)
+		return 0;
+	return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= ring_bytes / 2 ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
 
 /* One in-flight pause per thread (tid). */
 struct {
@@ -113,7 +129,7 @@ static __always_inline void emit(struct java_gc_event *rec, __u64 end)
 		return;
 	rec->duration_ns = end - rec->start_ns;
 	rec->cpu = bpf_get_smp_processor_id();
-	if (bpf_ringbuf_output(&events, rec, sizeof(*rec), 0))
+	if (bpf_ringbuf_output(&events, rec, sizeof(*rec), wakeup_flags(&events, EVENTS_RING_BYTES)))
 		count(JAVA_GC_CTR_RINGBUF_FULL);
 }
 
@@ -358,7 +374,7 @@ int BPF_USDT(handle_gc_sp_end)
 		e->pid = id >> 32;
 		e->tid = tid;
 		__builtin_memcpy(e->vmop, vm->sp_vmop, JAVA_GC_VMOP_LEN);
-		bpf_ringbuf_submit(e, 0);
+		bpf_ringbuf_submit(e, wakeup_flags(&safepoints, SAFEPOINTS_RING_BYTES));
 	}
 	vm->sp_start_ns = 0;
 	return 0;

@@ -93,6 +93,14 @@ static __always_inline __u32 pidns_inum(struct task_struct *t)
 	return BPF_CORE_READ(upid.ns, ns.inum);
 }
 
+/* The task's cgroup in the v2 (default) hierarchy, by its kernfs id: on 64-bit kernels that is the
+ * inode number of the cgroup's directory, which user space maps back to the path. The low 32 bits
+ * fit the key; the high ones are a generation that stays 1 on 64-bit kernels. */
+static __always_inline __u32 cgroup_key(struct task_struct *t)
+{
+	return (__u32)BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
+}
+
 static __always_inline __u32 hist_key(struct task_struct *t, __u32 tid)
 {
 	switch (key_mode) {
@@ -102,6 +110,8 @@ static __always_inline __u32 hist_key(struct task_struct *t, __u32 tid)
 		return tid;
 	case RUNQLAT_KEY_PIDNS:
 		return pidns_inum(t);
+	case RUNQLAT_KEY_CGROUP:
+		return cgroup_key(t);
 	default:
 		return RUNQLAT_KEY_NONE;
 	}

@@ -12,6 +12,7 @@
 #define RUNQLAT_KEY_PROCESS 1  /* per tgid */
 #define RUNQLAT_KEY_THREAD 2   /* per tid */
 #define RUNQLAT_KEY_PIDNS 3    /* per pid namespace inode number */
+#define RUNQLAT_KEY_CGROUP 4   /* per cgroup v2 (low 32 bits of its id: the inode number of its directory) */
 
 #define RUNQLAT_KEY_NONE 0xffffffffU
 

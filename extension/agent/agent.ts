@@ -22,9 +22,11 @@ import { toAllocPprof } from '../model/allocPprof';
 import { gzipSync } from 'node:zlib';
 import type { JavaGcUpdate } from '../protocol/javaGc';
 import type { RunqlatUpdate } from '../protocol/runqlat';
+import { stackValue, type ProfileResult } from '../protocol/profile';
 import { fromBuckets } from '../model/log2hist';
 import fs from 'node:fs';
 import { readStat, javaMain, processInfo } from '../sys/proc/processes';
+import { CgroupNames } from '../sys/cgroup';
 import { encodePprofGz } from '../sys/profileFile';
 import type { AgentConfig } from './config';
 import { RequestError } from './server';
@@ -67,6 +69,9 @@ export class Agent {
   private gcSession?: Session<'java-gc'>;
   private gcLibs: string[] = [];
   private runqSession?: Session<'runqlat'>;
+  /** per cgroup: names of cgroup ids, and when each cgroup series last had a wait (Date.now()) */
+  private cgroups?: CgroupNames;
+  private readonly cgroupSeen = new Map<string, number>();
   /** profiles being taken, by kind ("cpu", "offcpu", "wall", "alloc:PID") */
   private readonly runs = new Map<string, Promise<Buffer>>();
   /** ends the profiles being taken now (the agent stops) */
@@ -178,6 +183,12 @@ export class Agent {
       if (!stat || stat.startTime !== j.startTime) j.exitedAt ??= now;
       if (j.exitedAt !== undefined && now - j.exitedAt >= this.cfg.forgetExitedAfterSeconds * 1000) this.forgetPid(j.pid);
     }
+    // A cgroup without a wait for that long (removed, or idle) gives its series' slot back.
+    for (const [cg, seen] of this.cgroupSeen) {
+      if (cg === 'other' || now - seen < this.cfg.forgetExitedAfterSeconds * 1000) continue;
+      this.cgroupSeen.delete(cg);
+      this.runq.forget((l) => l.cgroup === cg);
+    }
     if (!this.gcSession || this.stopping || now - this.lastJdkScan < JDK_SCAN_MS) return;
     this.lastJdkScan = now;
     let libs: string[];
@@ -202,7 +213,14 @@ export class Agent {
   private async startRunq(): Promise<void> {
     if (this.stopping) return;
     const h = this.health.get('runqlat')!;
-    const per = this.cfg.runqueue.per === 'pidns' ? 'pidns' : 'none';
+    const per = this.cfg.runqueue.per === 'system' ? 'none' : this.cfg.runqueue.per;
+    if (per === 'cgroup') {
+      this.cgroups ??= new CgroupNames();
+      if (!this.cgroups.root) {
+        this.tracerFailed('runqlat', new Error('no cgroup2 file system is mounted (see /proc/self/mountinfo), so run-queue latency cannot be kept per cgroup: mount it, or set "runqueue": {"per": "pidns"} or "system"'), () => this.startRunq());
+        return;
+      }
+    }
     try {
       this.runqSession = await runqlatTracer.start(runqlatTracer.validate({ pid: 0, per, unit: 'us', intervalS: this.cfg.runqueue.intervalSeconds, retain: false }), this.env, {
         update: (u) => this.onRunq(u, per),
@@ -215,7 +233,7 @@ export class Agent {
     }
   }
 
-  private onRunq(u: RunqlatUpdate, per: 'none' | 'pidns'): void {
+  private onRunq(u: RunqlatUpdate, per: 'none' | 'pidns' | 'cgroup'): void {
     this.health.get('runqlat')!.lostNow = u.dropped;
     const add = (labels: Labels, buckets: RunqlatUpdate['interval']['buckets']) => {
       const slots = fromBuckets(buckets);
@@ -226,7 +244,20 @@ export class Agent {
       this.runq.add(labels, counts, over, sum);
     };
     if (per === 'none') add({}, u.interval.buckets);
-    else for (const k of u.keys) add({ pidns: String(k.key) }, k.buckets);
+    else if (per === 'pidns') for (const k of u.keys) add({ pidns: String(k.key) }, k.buckets);
+    else for (const k of u.keys) add({ cgroup: this.cgroupLabel(k.key) }, k.buckets);
+  }
+
+  /**
+   * The cgroup label of a cgroup id: its path below the cgroup2 root. Bounded: past
+   * runqueue.maxCgroups series, and for a cgroup removed before it could be named, "other".
+   */
+  private cgroupLabel(id: number): string {
+    const now = Date.now();
+    const name = this.cgroups!.name(id, now);
+    const label = name === undefined || (!this.cgroupSeen.has(name) && this.cgroupSeen.size >= this.cfg.runqueue.maxCgroups) ? 'other' : name;
+    this.cgroupSeen.set(label, now);
+    return label;
   }
 
   // ---- profiles on request ----------------------------------------------------------------
@@ -280,30 +311,65 @@ export class Agent {
     }
   }
 
-  /** A gzipped pprof CPU profile of the whole machine over `seconds`. */
-  profile(seconds: number): Promise<Buffer> {
-    return this.shared('cpu', () => this.takeProfile(seconds));
+  /**
+   * The one way every pull endpoint takes a profile: the tracer's session starts (its health kept
+   * up to date), samples for `seconds` (less if the agent stops), stops, and its result is encoded.
+   * Requests of the same kind share it (see shared()). The profile's duration is the sampling time,
+   * not the time the probes took to attach or symbolize.
+   */
+  private pull<R>(kind: string, id: TracerId, seconds: number, start: () => Promise<{ stop(): Promise<R> }>, encode: (result: R, timing: { startMs: number; durationMs: number }) => Buffer): Promise<Buffer> {
+    return this.shared(kind, async () => {
+      const session = await this.begin(id, start);
+      const startMs = Date.now();
+      await this.hold(seconds);
+      const durationMs = Date.now() - startMs;
+      return encode(await session.stop(), { startMs, durationMs });
+    });
   }
 
-  private async takeProfile(seconds: number): Promise<Buffer> {
-    // Frame-pointer stacks: system-wide CFI unwinding in a process that also holds the GC and
-    // run-queue sessions hit a libdw assertion (dwfl_thread_getframes, state_alloc nregs) and
-    // aborted the agent; a service must not die on a scrape. JIT frames walk by frame pointer
-    // with -XX:+PreserveFramePointer; Java methods are named from each JVM's perf map.
-    const session = await this.begin('profile', () =>
-      profileTracer.start(profileTracer.validate({ pid: 0, frequency: this.cfg.profile.frequency, java: 'perfmap', javaPerfMap: true, unwind: 'fp' }), this.env, {
-        update: () => undefined,
-        ended: () => undefined,
-      }),
-    );
-    // the profile's duration is the sampling time, not the time the probes took to attach
-    const startMs = Date.now();
-    await this.hold(seconds);
-    // the profile's duration is the sampling time, not the time the probes took to attach or symbolize
-    const durationMs = Date.now() - startMs;
-    const result = await session.stop();
-    this.health.get('profile')!.lostBefore += result.lost;
-    return encodePprofGz(result, { startMs, durationMs });
+  /** What a system-wide CPU or off-CPU profile encodes to: only covered processes, lost samples counted. */
+  private machineProfile(id: 'profile' | 'offcpu') {
+    return (result: ProfileResult, timing: { startMs: number; durationMs: number }) => {
+      this.health.get(id)!.lostBefore += result.lost;
+      return encodePprofGz(this.coveredOnly(result), timing);
+    };
+  }
+
+  /**
+   * With jvm.mainClasses in the config, only the processes it covers are visible: the samples of
+   * every other process (a JVM with another main class, anything that is not a JVM) are dropped.
+   * A process that exited before the profile ended counts as covered only if its GC events
+   * showed it to be a covered JVM.
+   */
+  coveredOnly(r: ProfileResult): ProfileResult {
+    if (!this.cfg.jvm.mainClasses) return r;
+    const verdict = new Map<number, boolean>();
+    const covered = (pid: number): boolean => {
+      let v = verdict.get(pid);
+      if (v === undefined) {
+        const info = processInfo(pid);
+        v = info ? info.jvm !== undefined && this.covers(info.jvm.main) : (this.jvms.get(pid)?.covered ?? false);
+        verdict.set(pid, v);
+      }
+      return v;
+    };
+    const stacks = r.stacks.filter((st) => covered(st.pid));
+    const kept: ProfileResult = { ...r, stacks, samples: stacks.reduce((a, st) => a + st.count, 0) };
+    if (r.states) {
+      const states: NonNullable<ProfileResult['states']> = {};
+      for (const st of stacks) if (st.state) states[st.state] = (states[st.state] ?? 0) + stackValue(st);
+      kept.states = states;
+    }
+    return kept;
+  }
+
+  /** A gzipped pprof CPU profile of the machine (the covered processes) over `seconds`. */
+  profile(seconds: number): Promise<Buffer> {
+    // CFI stacks as `profile` takes them (native code built without frame pointers unwinds whole;
+    // JIT code has no CFI and is walked by frame pointer, whole with -XX:+PreserveFramePointer).
+    // Java methods are named from each JVM's perf map.
+    const options = profileTracer.validate({ pid: 0, frequency: this.cfg.profile.frequency, java: 'perfmap', javaPerfMap: true, unwind: 'auto' });
+    return this.pull('cpu', 'profile', seconds, () => profileTracer.start(options, this.env, quiet), this.machineProfile('profile'));
   }
 
   /**
@@ -311,23 +377,10 @@ export class Agent {
    * (wall/microseconds: on-CPU samples and off-CPU time together) profile of the machine.
    */
   offcpu(seconds: number, event: 'offcpu' | 'wall'): Promise<Buffer> {
-    return this.shared(event, async () => {
-      // Java frames from the perf maps, as for CPU profiles: loading the JVMTI agent into every JVM
-      // of the machine on a scrape is not something a pull endpoint should do.
-      const session = await this.begin('offcpu', () =>
-        offcpuTracer.start(offcpuTracer.validate({ pid: 0, event, frequency: this.cfg.profile.frequency, java: 'perfmap', javaPerfMap: true }), this.env, {
-          update: () => undefined,
-          ended: () => undefined,
-        }),
-      );
-      const startMs = Date.now();
-      await this.hold(seconds);
-      // the profile's duration is the sampling time, not the time the probes took to attach or symbolize
-      const durationMs = Date.now() - startMs;
-      const result = await session.stop();
-      this.health.get('offcpu')!.lostBefore += result.lost;
-      return encodePprofGz(result, { startMs, durationMs });
-    });
+    // Java frames from the perf maps, as for CPU profiles: loading the JVMTI agent into every JVM
+    // of the machine on a scrape is not something a pull endpoint should do.
+    const options = offcpuTracer.validate({ pid: 0, event, frequency: this.cfg.profile.frequency, java: 'perfmap', javaPerfMap: true });
+    return this.pull(event, 'offcpu', seconds, () => offcpuTracer.start(options, this.env, quiet), this.machineProfile('offcpu'));
   }
 
   /**
@@ -342,20 +395,13 @@ export class Agent {
     if (!info.jvm) return Promise.reject(new RequestError(400, `pid ${pid} (${info.comm}) is not a JVM (no libjvm.so mapped): allocation profiles sample Java allocations; give the pid of a JVM`));
     const main = info.jvm.main;
     if (!this.covers(main)) return Promise.reject(new RequestError(403, `pid ${pid} (${main}) is not a JVM this agent covers: add its main class to "jvm": {"mainClasses": [...]} in the config`));
-    return this.shared(`alloc:${pid}:${readStat(pid)?.startTime ?? 0}`, async () => {
-      const session = await this.begin('java-heap', () =>
-        javaHeapTracer.start(javaHeapTracer.validate({ pid }), this.env, {
-          update: () => undefined,
-          ended: () => undefined,
-        }),
-      );
-      const startMs = Date.now();
-      await this.hold(seconds);
-      // the profile's duration is the sampling time, not the time the probes took to attach or symbolize
-      const durationMs = Date.now() - startMs;
-      const result = await session.stop();
-      return gzipSync(toAllocPprof(toAllocProfile(result, info.comm), result.sampleBytes, { startMs, durationMs }));
-    });
+    return this.pull(
+      `alloc:${pid}:${readStat(pid)?.startTime ?? 0}`,
+      'java-heap',
+      seconds,
+      () => javaHeapTracer.start(javaHeapTracer.validate({ pid }), this.env, quiet),
+      (result, timing) => gzipSync(toAllocPprof(toAllocProfile(result, info.comm), result.sampleBytes, timing)),
+    );
   }
 
   // ---- failures -----------------------------------------------------------------------------
@@ -385,7 +431,7 @@ export class Agent {
     const x = new Exposition();
     x.histogram('ebpf_studio_jvm_gc_pause_seconds', 'Stop-the-world GC pauses of each JVM, from HotSpot USDT gc__begin/gc__end (one per collection as the JVM counts it).', this.gcPause);
     x.histogram('ebpf_studio_jvm_safepoint_seconds', 'Safepoints of each JVM (every Java thread stopped), from hs_private:safepoint__begin/end.', this.safepoint);
-    x.histogram('ebpf_studio_runqueue_latency_seconds', 'Time runnable threads waited for a CPU (sched_wakeup to sched_switch), kernel log2 buckets; _sum estimated at bucket middles.', this.runq);
+    x.histogram('ebpf_studio_runqueue_latency_seconds', 'Time runnable threads waited for a CPU (sched_wakeup to sched_switch), kernel log2 buckets; _sum estimated at bucket middles; per cgroup: the waiting thread\'s cgroup v2 path, "other" past runqueue.maxCgroups.', this.runq);
     x.family('ebpf_studio_jvms_traced', 'gauge', 'JVMs whose GC pauses are exported (running or exited within forgetExitedAfterSeconds).');
     x.sample('ebpf_studio_jvms_traced', {}, [...this.jvms.values()].filter((j) => j.covered).length);
     x.family('ebpf_studio_tracer_up', 'gauge', '1 while the tracer is attached (profile: ready to sample on request), 0 after it failed.');
@@ -417,6 +463,9 @@ export class Agent {
     this.runqSession = undefined;
   }
 }
+
+/** The pull endpoints' sessions: nothing is shown while they run. */
+const quiet = { update: () => undefined, ended: () => undefined };
 
 function fresh(): TracerHealth {
   return { up: false, attachFailures: 0, lostBefore: 0, lostNow: 0 };

@@ -6,7 +6,7 @@
 //   "tls": { "certFile": "/etc/ebpf-studio/agent.crt", "keyFile": "/etc/ebpf-studio/agent.key" },
 //   "auth": { "bearerTokenFile": "/etc/ebpf-studio/token" },          // or "basicAuthFile": lines user:password
 //   "jvm": { "enabled": true, "mainClasses": ["com.example.Main"], "minPauseUs": 0 },
-//   "runqueue": { "enabled": true, "per": "system", "intervalSeconds": 5 },  // per: system | pidns
+//   "runqueue": { "enabled": true, "per": "system", "intervalSeconds": 5, "maxCgroups": 100 },  // per: system | pidns | cgroup
 //   "profile": { "enabled": true, "frequency": 99, "maxSeconds": 60, "offcpu": true, "allocs": true },
 //   "forgetExitedAfterSeconds": 300
 // }
@@ -18,7 +18,8 @@ export interface AgentConfig {
   tls?: { certFile: string; keyFile: string };
   auth?: { bearerTokenFile?: string; basicAuthFile?: string };
   jvm: { enabled: boolean; mainClasses?: string[]; minPauseUs: number };
-  runqueue: { enabled: boolean; per: 'system' | 'pidns'; intervalSeconds: number };
+  /** maxCgroups: per cgroup, at most this many series; waits of the others are counted under cgroup="other" */
+  runqueue: { enabled: boolean; per: 'system' | 'pidns' | 'cgroup'; intervalSeconds: number; maxCgroups: number };
   /** enabled: profiles on request at all; offcpu: /debug/pprof/offcpu; allocs: /debug/pprof/allocs (loads the JVMTI agent into the JVM asked for) */
   profile: { enabled: boolean; frequency: number; maxSeconds: number; offcpu: boolean; allocs: boolean };
   /** series of a JVM that exited are dropped this long after its exit */
@@ -27,7 +28,7 @@ export interface AgentConfig {
 
 export const DEFAULT_CONFIG: AgentConfig = {
   jvm: { enabled: true, minPauseUs: 0 },
-  runqueue: { enabled: true, per: 'system', intervalSeconds: 5 },
+  runqueue: { enabled: true, per: 'system', intervalSeconds: 5, maxCgroups: 100 },
   profile: { enabled: true, frequency: 99, maxSeconds: 60, offcpu: true, allocs: true },
   forgetExitedAfterSeconds: 300,
 };
@@ -122,13 +123,13 @@ export function parseConfig(text: string, file: string): AgentConfig {
   }
   if (top.runqueue !== undefined) {
     const r = obj(top.runqueue, ['runqueue']);
-    only(r, ['runqueue'], ['enabled', 'per', 'intervalSeconds']);
+    only(r, ['runqueue'], ['enabled', 'per', 'intervalSeconds', 'maxCgroups']);
     cfg.runqueue.enabled = bool(r, ['runqueue'], 'enabled', true);
     cfg.runqueue.intervalSeconds = num(r, ['runqueue'], 'intervalSeconds', 5, 1, 300);
+    cfg.runqueue.maxCgroups = num(r, ['runqueue'], 'maxCgroups', 100, 1, 10000);
     const per = r.per ?? 'system';
-    if (per === 'cgroup') fail(['runqueue', 'per'], 'cgroup is not supported: the run-queue program keys its histograms by pid namespace; use "pidns" (each container has its own) or "system"');
-    if (per !== 'system' && per !== 'pidns') fail(['runqueue', 'per'], `must be "system" or "pidns", not ${JSON.stringify(per)}`);
-    cfg.runqueue.per = per as 'system' | 'pidns';
+    if (per !== 'system' && per !== 'pidns' && per !== 'cgroup') fail(['runqueue', 'per'], `must be "system", "pidns" or "cgroup", not ${JSON.stringify(per)}`);
+    cfg.runqueue.per = per as 'system' | 'pidns' | 'cgroup';
   }
   if (top.profile !== undefined) {
     const p = obj(top.profile, ['profile']);

@@ -2,8 +2,9 @@
 // interval, and the result, which is exactly the CLI's --json document.
 import type { Bucket } from '../model/log2hist';
 
-/** What a histogram is kept per: one for everything (key -1, comm "all"), or per key. */
-export type RunqlatPer = 'none' | 'process' | 'thread' | 'pidns';
+/** What a histogram is kept per: one for everything (key -1, comm "all"), or per key (cgroup: the
+ * low 32 bits of the cgroup v2 id, the inode number of its directory; extension/sys/cgroup.ts names it). */
+export type RunqlatPer = 'none' | 'process' | 'thread' | 'pidns' | 'cgroup';
 export type RunqlatUnit = 'us' | 'ms';
 
 export interface RunqlatOptions {
@@ -51,7 +52,7 @@ export interface RunqlatResult {
   dropped: number;
 }
 
-export const RUNQLAT_KEY_LABEL: Record<RunqlatPer, string> = { none: '', process: 'pid', thread: 'tid', pidns: 'pidns' };
+export const RUNQLAT_KEY_LABEL: Record<RunqlatPer, string> = { none: '', process: 'pid', thread: 'tid', pidns: 'pidns', cgroup: 'cgroup' };
 
 // The bucket statistics are every log2 histogram's (model/log2hist.ts).
 export { statsOf, type HistStats as RunqlatStats } from '../model/log2hist';

@@ -84,6 +84,9 @@ void RingPoller::Run() {
   while (!stopRequested_.load()) {
     int n = ring_buffer__poll(rb_, kPollTimeoutMs);
     if (stopRequested_.load()) break;
+    // A timeout: records submitted with BPF_RB_NO_WAKEUP (a program batching its wakeups) wake
+    // nobody, so they are collected here, at most one poll timeout after they were written.
+    if (n == 0) n = ring_buffer__consume(rb_);
     if (n < 0 && n != -EINTR) {
       if (n != -ECANCELED) fprintf(stderr, "ebpf-studio: ring buffer poll failed: %s\n", strerror(-n));
       break;

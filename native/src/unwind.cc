@@ -15,6 +15,7 @@
 
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
+#include <libelf.h>
 #include <unistd.h>
 #include <dwarf.h>
 
@@ -57,6 +58,25 @@ const Dwfl_Callbacks kCallbacks = {
     nullptr,
     &debuginfoPath,
 };
+
+// The ELF handle libdw builds each unwinder's register backend (Ebl) from: our own executable,
+// opened once and kept for the life of the process. The profiled processes run on this machine's
+// architecture, whose registers the BPF programs copy (kNumRegs). Handing dwfl_attach_state an Elf
+// makes the Ebl the process state's own (freed with the Dwfl). With elf = NULL libdw borrows the
+// Ebl of the first module it can open, and dwfl_report_end frees that module, Ebl included, once
+// the process no longer maps it: after an exec, or a dlclose of that module, refresh() left the
+// state pointing at freed memory, and the next unwind read the register count from whatever the
+// allocator had put there since. That was the "dwfl_frame.c: state_alloc: nregs" assertion that
+// aborted processes running other sessions beside a profile (valgrind: a read 376 bytes into a
+// 416-byte block freed by dwfl_report_end, from dwfl_thread_getframes).
+Elf* HostElf() {
+  static Elf* elf = [] {
+    elf_version(EV_CURRENT);
+    int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    return fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, nullptr) : nullptr;
+  }();
+  return elf;
+}
 
 pid_t NextThread(Dwfl*, void* arg, void** threadArg) {
   if (*threadArg != nullptr) return 0;
@@ -200,8 +220,14 @@ bool Unwinder::Report() {
     return false;
   }
   if (!attached_) {
-    // elf = NULL: libdw takes the machine from the first module it can open.
-    attached_ = dwfl_attach_state(dwfl_, nullptr, pid_, &kThreadCallbacks, this);
+    // Our own Elf, never NULL (see HostElf): the register backend must outlive every module.
+    Elf* host = HostElf();
+    if (host == nullptr) {
+      active = nullptr;
+      error_ = std::string("opening /proc/self/exe for the register layout: ") + elf_errmsg(-1);
+      return false;
+    }
+    attached_ = dwfl_attach_state(dwfl_, host, pid_, &kThreadCallbacks, this);
     if (!attached_) {
       active = nullptr;
       error_ = std::string("dwfl_attach_state: ") + dwfl_errmsg(-1);

@@ -8,7 +8,8 @@
 // /debug/pprof/offcpu names the functions a C workload (test/fixtures/c/offcpuwait.c) sleeps in, with
 // three times the time in wait_long as in wait_short, as the workload does; /debug/pprof/allocs on a
 // JVM (test/fixtures/java/HeapSites.java) puts the fixture's line with the most allocations on top,
-// and refuses a JVM the config does not cover. Bad input: a port in use, an unreadable or invalid config (exit 2,
+// and refuses a JVM the config does not cover. Per cgroup, a cgroup the CFS quota starves (the kernel
+// counts its throttling) has a clearly higher run-queue p99 than a free one. Bad input: a port in use, an unreadable or invalid config (exit 2,
 // the line at fault), a non-loopback address without TLS (refused, with the fix).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,6 +20,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { cliJs, javaAgentSkipReason, kernelSkipReason, markerLines, programIdsLoaded, repoRoot, runCli, sleep, startCli, waitFor } from '../helpers';
 import { GcWorkloads, jdk, noJdkReason } from './gcWorkload';
+import { cgroup2Mount } from '../../extension/sys/cgroup';
+import { loadProfileBytes } from '../../extension/sys/profileFile';
 
 const prometheus = ['/usr/bin/prometheus'].find((p) => fs.existsSync(p));
 const promtool = ['/usr/bin/promtool'].find((p) => fs.existsSync(p));
@@ -93,6 +96,92 @@ function xlogPauses(file: string): number[] {
     .map((l) => /\] GC\(\d+\) Pause .* (\d+(?:\.\d+)?)ms$/.exec(l))
     .filter((m): m is RegExpExecArray => m !== null)
     .map((m) => Number(m[1]) / 1000);
+}
+
+/** A run-queue histogram from an exposition: cumulative counts per upper bound (seconds). */
+function runqBuckets(text: string, cgroup: string): { le: number[]; cum: number[]; count: number } | undefined {
+  const le: number[] = [];
+  const cum: number[] = [];
+  const esc = cgroup.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  for (const m of text.matchAll(new RegExp(`^ebpf_studio_runqueue_latency_seconds_bucket\\{cgroup="${esc}",le="([^"]+)"\\} (\\d+)$`, 'gm'))) {
+    le.push(m[1] === '+Inf' ? Infinity : Number(m[1]));
+    cum.push(Number(m[2]));
+  }
+  if (le.length === 0) return undefined;
+  return { le, cum, count: cum[cum.length - 1] };
+}
+
+/** histogram_quantile's answer: linear inside the bucket the rank falls in. */
+function quantile(h: { le: number[]; cum: number[]; count: number }, q: number): number {
+  const rank = q * h.count;
+  const i = h.cum.findIndex((c) => c >= rank);
+  const lower = i > 0 ? h.le[i - 1] : 0;
+  const below = i > 0 ? h.cum[i - 1] : 0;
+  if (!Number.isFinite(h.le[i])) return lower;
+  return lower + ((h.le[i] - lower) * (rank - below)) / Math.max(1, h.cum[i] - below);
+}
+
+/**
+ * Two cgroups, "free" and "starved", the starved one limited to 5 ms of CPU per 200 ms. On a
+ * unified cgroup v2 machine both are v2 cgroups (cpu.max); on a hybrid one (cpu controller in
+ * cgroup v1, v2 mounted at /sys/fs/cgroup/unified for membership) each process joins a v2 cgroup,
+ * which names it, and the starved one also a v1 cpu cgroup with cfs_quota_us. A string: why not.
+ */
+function makeCgroupPair(prefix: string):
+  | string
+  | { kind: string; label(which: string): string; enter(which: string, pid: number): void; throttled(): number; remove(): void } {
+  const root = cgroup2Mount();
+  if (!root) return 'no cgroup2 file system is mounted';
+  const v2 = (w: string) => path.join(root, `${prefix}-${w}`);
+  const controllers = (() => {
+    try {
+      return fs.readFileSync(path.join(root, 'cgroup.controllers'), 'utf8').split(/\s+/);
+    } catch {
+      return [];
+    }
+  })();
+  const v1cpu = '/sys/fs/cgroup/cpu';
+  const unified = controllers.includes('cpu');
+  if (!unified && !fs.existsSync(path.join(v1cpu, 'cpu.cfs_quota_us'))) return 'the cpu controller is in neither cgroup v2 nor a cgroup v1 hierarchy at /sys/fs/cgroup/cpu';
+  const made: string[] = [];
+  try {
+    for (const w of ['free', 'starved']) {
+      fs.mkdirSync(v2(w));
+      made.push(v2(w));
+    }
+    if (unified) {
+      if (!fs.readFileSync(path.join(root, 'cgroup.subtree_control'), 'utf8').includes('cpu')) fs.writeFileSync(path.join(root, 'cgroup.subtree_control'), '+cpu');
+      fs.writeFileSync(path.join(v2('starved'), 'cpu.max'), '5000 200000');
+    } else {
+      const d = path.join(v1cpu, `${prefix}-starved`);
+      fs.mkdirSync(d);
+      made.push(d);
+      fs.writeFileSync(path.join(d, 'cpu.cfs_period_us'), '200000');
+      fs.writeFileSync(path.join(d, 'cpu.cfs_quota_us'), '5000');
+    }
+  } catch (e) {
+    for (const d of made.reverse()) fs.rmdirSync(d);
+    return `cannot make test cgroups: ${(e as Error).message}`;
+  }
+  const quotaDir = unified ? v2('starved') : path.join(v1cpu, `${prefix}-starved`);
+  return {
+    kind: unified ? 'cgroup v2, cpu.max 5000 200000' : 'hybrid: cgroup v2 membership, cgroup v1 cpu.cfs_quota_us 5000 of 200000',
+    label: (w) => `/${prefix}-${w}`,
+    enter(w, pid) {
+      fs.writeFileSync(path.join(v2(w), 'cgroup.procs'), String(pid));
+      if (!unified && w === 'starved') fs.writeFileSync(path.join(quotaDir, 'cgroup.procs'), String(pid));
+    },
+    throttled: () => Number(/^nr_throttled (\d+)/m.exec(fs.readFileSync(path.join(quotaDir, 'cpu.stat'), 'utf8'))?.[1] ?? 0),
+    remove() {
+      for (const d of made.reverse()) {
+        try {
+          fs.rmdirSync(d);
+        } catch {
+          /* still has a process (it is being killed): the name has the test's pid, no clash */
+        }
+      }
+    },
+  };
 }
 
 describe('ebpf-studio agent', { skip }, () => {
@@ -215,7 +304,7 @@ describe('ebpf-studio agent', { skip }, () => {
     }
   });
 
-  test('off-CPU and allocation pull endpoints: go tool pprof names where a workload sleeps and the top allocation line of a JVM; uncovered JVMs refused', { timeout: 90_000 }, async (t) => {
+  test('off-CPU and allocation pull endpoints: go tool pprof names where a workload sleeps and the top allocation line of a JVM; uncovered JVMs refused and invisible in profiles', { timeout: 90_000 }, async (t) => {
     if (!go) return t.skip('go is not installed (golang-go): go tool pprof is the reference reader of these endpoints');
     const heapSkip = javaAgentSkipReason(jdk!.home);
     if (heapSkip) return t.skip(heapSkip);
@@ -241,13 +330,18 @@ describe('ebpf-studio agent', { skip }, () => {
     const idle = spawn(path.join(jdk!.home, 'bin', 'java'), ['-Xshare:auto', '-XX:TieredStopAtLevel=1', idleSrc], { stdio: 'ignore' });
     children.push(idle);
 
-    const cfg = path.join(work, 'profiles.json');
-    // Only the pull endpoints matter here: the GC and run-queue tracers are off; HeapSites is the covered JVM.
-    fs.writeFileSync(cfg, JSON.stringify({ jvm: { enabled: false, mainClasses: ['HeapSites'] }, runqueue: { enabled: false } }));
-    const agent = startCli(['agent', '--listen', '127.0.0.1:0', '--config', cfg]);
-    children.push(agent.child);
-    assert.ok(await waitFor(() => /serving (http:\/\/[^/]+)\/metrics/.test(agent.stderr()), 30_000), `the agent did not start: ${agent.stderr()}`);
-    const base = /serving (http:\/\/[^/]+)\/metrics/.exec(agent.stderr())![1];
+    // Only the pull endpoints matter here: the GC and run-queue tracers are off. Agent A covers
+    // every process (the off-CPU endpoint, read by go tool pprof); agent B covers the HeapSites JVM
+    // only (allocations, refusals, and profiles in which nothing else may be visible).
+    const startAgent = async (name: string, mainClasses?: string[]) => {
+      const cfg = path.join(work, `${name}.json`);
+      fs.writeFileSync(cfg, JSON.stringify({ jvm: { enabled: false, ...(mainClasses ? { mainClasses } : {}) }, runqueue: { enabled: false } }));
+      const a = startCli(['agent', '--listen', '127.0.0.1:0', '--config', cfg]);
+      children.push(a.child);
+      assert.ok(await waitFor(() => /serving (http:\/\/[^/]+)\/metrics/.test(a.stderr()), 30_000), `the agent did not start: ${a.stderr()}`);
+      return { agent: a, base: /serving (http:\/\/[^/]+)\/metrics/.exec(a.stderr())![1] };
+    };
+    const [{ agent, base: allBase }, { agent: agentB, base }] = await Promise.all([startAgent('all'), startAgent('heapsites', ['HeapSites'])]);
     assert.ok(await waitFor(() => sleeperOut.includes('ready') && heapOut.includes('ready'), 20_000), `the workloads did not start: ${sleeperOut} ${heapOut}`);
 
     // Refusals, before anything is loaded: no pid, not a JVM, a JVM outside the config, a bad event.
@@ -272,11 +366,13 @@ describe('ebpf-studio agent', { skip }, () => {
     // Off-CPU (go tool pprof and two more scrapers: one session) and allocations at the same time.
     const home = path.join(work, 'pprof-profiles');
     fs.mkdirSync(home);
-    const offUrl = `${base}/debug/pprof/offcpu?seconds=4`;
+    const offUrl = `${allBase}/debug/pprof/offcpu?seconds=4`;
     const offRun = goPprof(['-top', '-cum', '-focus=wait_(long|short)', '-nodecount=40'], offUrl, home);
     const allocRun = goPprof(['-sample_index=alloc_objects', '-top', '-lines', '-hide=\\[\\]$', '-nodecount=10'], `${base}/debug/pprof/allocs?seconds=4&pid=${heap.pid}`, home);
     await sleep(300);
     const bytes = (u: string) => fetch(u).then(async (r) => ({ status: r.status, bytes: Buffer.from(await r.arrayBuffer()) }));
+    // Meanwhile agent B's CPU and off-CPU profiles: only HeapSites may be in them.
+    const coveredRun = Promise.all([bytes(`${base}/debug/pprof/profile?seconds=4`), bytes(`${base}/debug/pprof/offcpu?seconds=4`)]);
     const [a, b] = await Promise.all([bytes(offUrl), bytes(offUrl)]);
     assert.equal(a.status, 200);
     assert.equal(a.bytes[0], 0x1f, 'the off-CPU profile is gzipped');
@@ -305,13 +401,33 @@ describe('ebpf-studio agent', { skip }, () => {
     const siteC = markerLines(path.join(repoRoot, 'test/fixtures/java/HeapSites.java'), /\/\/ site ([A-Z])\b/).get('C');
     assert.equal(top, `HeapSites.churn HeapSites.java:${siteC}`, `the top allocation line is not HeapSites.java:${siteC} (site C, 10 of every 13 objects):\n${alloc.out}`);
 
+    // Only the processes the config covers are visible: agent A's off-CPU profile of the same
+    // moment had the sleeper (go tool pprof named its functions above); agent B's have HeapSites only.
+    const pidsIn = (r: { status: number; bytes: Buffer }, what: string) => {
+      assert.equal(r.status, 200, `${what}: ${r.bytes.toString()}`);
+      const counts = new Map<number, number>();
+      for (const st of loadProfileBytes(r.bytes, what).result!.stacks) counts.set(st.pid, (counts.get(st.pid) ?? 0) + st.count);
+      return counts;
+    };
+    const [cpuB, offB] = await coveredRun;
+    const cpuPids = pidsIn(cpuB, 'CPU profile');
+    const offPids = pidsIn(offB, 'off-CPU profile');
+    const othersAll = loadProfileBytes(a.bytes, 'all').result!.stacks.filter((st) => st.pid !== heap.pid).length;
+    t.diagnostic(`covered-only profiles: CPU ${[...cpuPids].map(([p, n]) => `pid ${p}: ${n}`).join(', ')}; off-CPU ${[...offPids].map(([p, n]) => `pid ${p}: ${n}`).join(', ')}; the uncovered agent's off-CPU profile had ${othersAll} stacks of other processes`);
+    assert.ok(othersAll > 0, 'the reference profile (agent A) has no other process either');
+    assert.deepEqual([...cpuPids.keys()], [heap.pid], 'the CPU profile of an agent covering HeapSites shows other processes (or not HeapSites)');
+    assert.deepEqual([...offPids.keys()], [heap.pid], 'the off-CPU profile of an agent covering HeapSites shows other processes (or not HeapSites)');
+
     const m = await get('/metrics');
-    assert.match(m.text, /ebpf_studio_tracer_up\{tracer="offcpu"\} 1/);
     assert.match(m.text, /ebpf_studio_tracer_up\{tracer="java-heap"\} 1/);
-    const ours = progIdsOf(agent.child.pid!);
-    agent.child.kill('SIGTERM');
-    assert.equal((await agent.done).code, 0);
-    assert.deepEqual(programIdsLoaded(ours), [], 'BPF programs of the agent are still loaded after SIGTERM');
+    const mAll = await (await fetch(`${allBase}/metrics`)).text();
+    assert.match(mAll, /ebpf_studio_tracer_up\{tracer="offcpu"\} 1/);
+    for (const ag of [agent, agentB]) {
+      const ours = progIdsOf(ag.child.pid!);
+      ag.child.kill('SIGTERM');
+      assert.equal((await ag.done).code, 0);
+      assert.deepEqual(programIdsLoaded(ours), [], 'BPF programs of the agent are still loaded after SIGTERM');
+    }
     heap.stdin!.end();
     for (const c of [sleeper, idle]) c.kill('SIGKILL');
   });
@@ -342,6 +458,57 @@ describe('ebpf-studio agent', { skip }, () => {
     assert.equal(await exited, 0, err);
   });
 
+  test('run-queue latency per cgroup: a CPU-starved cgroup (CFS quota) has a clearly higher p99 than a free one, labelled by cgroup path', { timeout: 60_000 }, async (t) => {
+    const cg = makeCgroupPair(`ebpf-studio-rq-${process.pid}`);
+    if (typeof cg === 'string') return t.skip(cg);
+    const cfg = path.join(work, 'cgroup.json');
+    fs.writeFileSync(cfg, JSON.stringify({ jvm: { enabled: false }, profile: { enabled: false }, runqueue: { per: 'cgroup', intervalSeconds: 1 } }));
+    // The same workload in both: 2 ms on CPU, 3 ms asleep, over and over (~40 % of a core). The
+    // starved cgroup may use 5 ms per 200 ms period: once it used them, its thread waits runnable
+    // until the next period.
+    const loop = 'const a=new Int32Array(new SharedArrayBuffer(4));for(;;){const t=Date.now();while(Date.now()-t<2);Atomics.wait(a,0,0,3)}';
+    const free = spawn(process.execPath, ['-e', loop], { stdio: 'ignore' });
+    const starved = spawn(process.execPath, ['-e', loop], { stdio: 'ignore' });
+    children.push(free, starved);
+    let agent: ReturnType<typeof startCli> | undefined;
+    try {
+      cg.enter('free', free.pid!);
+      cg.enter('starved', starved.pid!);
+      const throttled0 = cg.throttled();
+      agent = startCli(['agent', '--listen', '127.0.0.1:0', '--config', cfg]);
+      children.push(agent.child);
+      assert.ok(await waitFor(() => /serving (http:\/\/[^/]+)\/metrics/.test(agent!.stderr()), 30_000), `the agent did not start: ${agent.stderr()}`);
+      const base = /serving (http:\/\/[^/]+)\/metrics/.exec(agent.stderr())![1];
+      let text = '';
+      const enough = () => {
+        void fetch(`${base}/metrics`).then(async (r) => (text = await r.text()), () => undefined);
+        const f = runqBuckets(text, cg.label('free'));
+        const s = runqBuckets(text, cg.label('starved'));
+        return f !== undefined && s !== undefined && f.count >= 200 && s.count >= 100;
+      };
+      assert.ok(await waitFor(enough, 40_000, 1000), `no per-cgroup series for ${cg.label('free')} and ${cg.label('starved')} (or too few waits):\n${text.split('\n').filter((l) => l.includes('runqueue_latency_seconds_count')).join('\n')}`);
+      const f = runqBuckets(text, cg.label('free'))!;
+      const s = runqBuckets(text, cg.label('starved'))!;
+      const fp99 = quantile(f, 0.99);
+      const sp99 = quantile(s, 0.99);
+      const throttledBy = cg.throttled() - throttled0;
+      t.diagnostic(`p99 run-queue wait: ${cg.label('starved')} ${(sp99 * 1000).toFixed(1)} ms over ${s.count} waits, ${cg.label('free')} ${(fp99 * 1000).toFixed(1)} ms over ${f.count}; the kernel throttled the starved cgroup ${throttledBy} times meanwhile (${cg.kind})`);
+      // The kernel's own count says the quota bit: the waits behind it are up to ~195 ms long.
+      assert.ok(throttledBy > 0, 'the kernel never throttled the starved cgroup: the CFS quota did not apply');
+      assert.ok(sp99 >= 0.016, `the starved cgroup's p99 ${sp99 * 1000} ms is not a throttled wait`);
+      assert.ok(sp99 >= 2 * fp99, `the starved cgroup's p99 ${sp99 * 1000} ms is not clearly above the free one's ${fp99 * 1000} ms`);
+      // Series are bounded: nothing but cgroup labels (and "other") on the run-queue histogram.
+      for (const m of text.matchAll(/^ebpf_studio_runqueue_latency_seconds_count\{([^}]*)\}/gm)) assert.match(m[1], /^cgroup="(\/[^"]*|other)"$/);
+    } finally {
+      agent?.child.kill('SIGTERM');
+      free.kill('SIGKILL');
+      starved.kill('SIGKILL');
+      await Promise.all([free, starved].map((c) => (c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((r) => c.once('exit', r)))));
+      if (agent) await agent.done;
+      cg.remove();
+    }
+  });
+
   test('bad input: port in use, unreadable or invalid config (line named), non-loopback without TLS', { timeout: 60_000 }, async () => {
     const busy = net.createServer();
     await new Promise<void>((r) => busy.listen(0, '127.0.0.1', () => r()));
@@ -370,10 +537,10 @@ describe('ebpf-studio agent', { skip }, () => {
     assert.match(s.stderr, new RegExp(`${syntax.replace(/[.]/g, '\\.')}:3: not valid JSON`));
 
     const semantic = path.join(work, 'semantic.json');
-    fs.writeFileSync(semantic, '{\n  "jvm": { "mainClasses": ["com.example.Main"] },\n  "runqueue": {\n    "per": "cgroup"\n  }\n}\n');
+    fs.writeFileSync(semantic, '{\n  "jvm": { "mainClasses": ["com.example.Main"] },\n  "runqueue": {\n    "per": "container"\n  }\n}\n');
     const m = runCli(['agent', '--config', semantic]);
     assert.equal(m.code, 2, m.stderr);
-    assert.match(m.stderr, /semantic\.json:4: runqueue\.per cgroup is not supported.*pidns/);
+    assert.match(m.stderr, /semantic\.json:4: runqueue\.per must be "system", "pidns" or "cgroup", not "container"/);
 
     const typo = path.join(work, 'typo.json');
     fs.writeFileSync(typo, '{\n  "jvm": {\n    "mainClass": "x"\n  }\n}\n');

@@ -38,6 +38,7 @@ const REQUIRED: { name: string; peer?: string; peerTool?: string }[] = [
   { name: 'memleak sampled estimate', peer: '512 KiB' },
   { name: 'java walk completeness on javac (share of samples in Java code' },
   { name: 'java stacks per sampling tick on javac', peer: 'JFR' },
+  { name: 'agent CPU over', peer: 'bpftrace', peerTool: 'bpftrace' },
 ];
 
 test('bench --quick --json: every row of the benchmark issue, with its peer from the same run', { skip: kernelSkipReason(), timeout: 900_000 }, (t) => {

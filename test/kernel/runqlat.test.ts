@@ -293,7 +293,7 @@ test('through the helper (as the editor runs it): an update per interval, then t
     assert.equal(r.tracer, 'runqlat');
     assert.ok(r.intervals.length >= updates.length);
     assert.ok(r.histograms.some((h) => h.key === child.pid), 'the helper itself waited for a CPU at some point');
-    await assert.rejects(conn.sendRequest(proto.sessionStart, { tracer: 'runqlat', options: { per: 'cgroup' } } as unknown as proto.SessionStartParams), /per must be one of none, process, thread, pidns/);
+    await assert.rejects(conn.sendRequest(proto.sessionStart, { tracer: 'runqlat', options: { per: 'container' } } as unknown as proto.SessionStartParams), /per must be one of none, process, thread, pidns, cgroup/);
   } finally {
     conn.dispose();
     child.stdin!.end();

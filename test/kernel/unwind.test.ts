@@ -170,3 +170,87 @@ describe('CFI unwinding (kernel)', { skip }, () => {
     assert.match(c.stderr, /applies to --unwind dwarf/);
   });
 });
+
+// A process that execs replaces all its modules. The unwinder's register backend must not be
+// one of theirs: libdw frees a module's backend with the module, and an unwind after the
+// refresh read the register count from freed memory and aborted on "dwfl_frame.c: state_alloc:
+// nregs" (the agent had turned CFI off for it). The children below run with glibc's freed
+// memory poisoned (MALLOC_PERTURB_, no tcache), so such a read aborts every time, not only when
+// the allocator happened to reuse the block.
+const POISON = { ...process.env, GLIBC_TUNABLES: 'glibc.malloc.tcache_count=0', MALLOC_PERTURB_: '165' };
+
+describe('CFI unwinding across exec (kernel)', { skip }, () => {
+  let dir = '';
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-unwind-exec-'));
+    // Alternates between dash and bash in one pid, ~0.8 s of CPU each: each exec swaps every
+    // module the unwinder knew (the pool re-reads the mappings at most every 500 ms, so the first
+    // samples after an exec may stop at the leaf).
+    fs.writeFileSync(
+      path.join(dir, 'flip.sh'),
+      'n=${1:-0}\nspin=${SPIN:-350000}; [ -z "$BASH_VERSION" ] && spin=$((spin * 3))\ni=0; while [ $i -lt $spin ]; do i=$((i+1)); done\n[ "$n" -ge "${ROUNDS:-1000}" ] && exit 0\nif [ -n "$BASH_VERSION" ]; then exec /bin/dash "$0" $((n+1)); else exec /bin/bash "$0" $((n+1)); fi\n',
+    );
+  });
+  after(() => {
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('an unwinder whose process exec\'d unwinds after refresh() (freed memory poisoned)', { timeout: 60_000 }, (t) => {
+    // One Unwinder, made while the pid runs dash; the pid execs sleep; refresh(); unwind.
+    const script = `
+      const { spawn } = require('node:child_process');
+      const fs = require('node:fs');
+      const addon = require(${JSON.stringify(path.join(repoRoot, 'dist', 'ebpf_studio.node'))});
+      const sh = spawn('/bin/dash', ['-c', 'read x; exec /bin/sleep 30'], { stdio: ['pipe', 'ignore', 'ignore'] });
+      const u = new addon.Unwinder(sh.pid);
+      const before = u.modules()[0].name;
+      sh.stdin.write('go\\n');
+      const t0 = Date.now();
+      const mapped = () => fs.readFileSync('/proc/' + sh.pid + '/maps', 'utf8').split('\\n').find((l) => l.includes('r-xp') && l.endsWith('/sleep'));
+      while (!mapped() || !fs.readFileSync('/proc/' + sh.pid + '/maps', 'utf8').includes('libc.so')) if (Date.now() - t0 > 20000) throw new Error('the shell did not exec sleep');
+      if (!u.refresh()) throw new Error('refresh failed');
+      const regs = Buffer.alloc(17 * 8);
+      regs.writeBigUInt64LE(BigInt('0x' + mapped().split('-')[0]) + 16n, 16 * 8);
+      regs.writeBigUInt64LE(0x7ff000000000n, 7 * 8);
+      const r = u.unwind(sh.pid, regs, Buffer.alloc(256));
+      sh.kill('SIGKILL');
+      console.log(JSON.stringify({ before, frames: r.frames.length }));
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], { env: POISON, encoding: 'utf8', timeout: 50_000 });
+    t.diagnostic(r.stdout.trim());
+    assert.equal(r.signal, null, `the unwinder aborted after its process exec'd: ${r.stderr.split('\n').slice(0, 3).join(' ')}`);
+    assert.equal(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout.trim().split('\n').pop()!) as { before: string; frames: number };
+    assert.match(out.before, /dash$/);
+    assert.ok(out.frames >= 1);
+  });
+
+  test('two CFI profile sessions in one process (pid and system-wide) while the pid execs back and forth: both unwind, nothing aborts', { timeout: 90_000 }, async (t) => {
+    const flip = spawn('/bin/dash', [path.join(dir, 'flip.sh')], { stdio: 'ignore', cwd: dir });
+    children.push(flip);
+    try {
+      const r = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }>((resolve) => {
+        const c = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'test/fixtures/twoCfiSessions.ts'), String(flip.pid), '6'], { env: POISON, stdio: ['ignore', 'pipe', 'pipe'] });
+        children.push(c);
+        let out = '';
+        let err = '';
+        c.stdout.on('data', (d) => (out += d));
+        c.stderr.on('data', (d) => (err += d));
+        c.on('exit', (code, signal) => resolve({ code, signal, out, err }));
+      });
+      assert.equal(r.signal, null, `the process holding two CFI sessions aborted: ${r.err.split('\n').slice(-4).join(' ')}`);
+      assert.equal(r.code, 0, r.err);
+      const res = JSON.parse(r.out.trim().split('\n').pop()!) as Record<'pid' | 'system', { byComm: Record<string, number>; deep: number; samples: number }>;
+      t.diagnostic(`samples of the flipping pid: --pid session ${JSON.stringify(res.pid.byComm)} (${res.pid.deep} unwound past the leaf), system-wide session ${JSON.stringify(res.system.byComm)} (${res.system.deep})`);
+      // Both shells ran in that pid while sampled, each after the other's exec, and were unwound
+      // (the system-wide session, at 99 Hz over every CPU, may miss a short phase on a busy machine).
+      assert.ok((res.pid.byComm.dash ?? 0) > 0 && (res.pid.byComm.bash ?? 0) > 0, `not both shells sampled: ${JSON.stringify(res.pid.byComm)}`);
+      for (const s of [res.pid, res.system]) {
+        assert.ok(s.samples > 0, 'no sample of the flipping pid');
+        assert.ok(s.deep > s.samples / 3, `too many samples stopped at the leaf: ${s.deep} of ${s.samples} unwound past it`);
+      }
+    } finally {
+      flip.kill('SIGKILL');
+    }
+  });
+});

@@ -6,11 +6,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { parseConfig, DEFAULT_CONFIG } from '../../extension/agent/config';
 import { Exposition, Histograms, PAUSE_BUCKETS_S, RUNQ_BUCKETS_S, escapeLabel } from '../../extension/agent/exposition';
 import { isLoopback, listen, parseListen, prepareListen, RequestError, type Endpoints } from '../../extension/agent/server';
 import { StudioError } from '../../extension/protocol/errors';
+import { CgroupNames, cgroup2Mount } from '../../extension/sys/cgroup';
 
 function configError(text: string): string {
   try {
@@ -27,7 +30,8 @@ test('config: defaults, every section, and errors that name their line', () => {
   assert.deepEqual(parseConfig('{}', 'a.json'), DEFAULT_CONFIG);
   const c = parseConfig(JSON.stringify({ listen: '0.0.0.0:9435', jvm: { mainClasses: ['com.x.Main'], minPauseUs: 50 }, runqueue: { per: 'pidns', intervalSeconds: 2 }, profile: { frequency: 49, maxSeconds: 20, allocs: false }, forgetExitedAfterSeconds: 0 }), 'a.json');
   assert.deepEqual(c.jvm, { enabled: true, mainClasses: ['com.x.Main'], minPauseUs: 50 });
-  assert.deepEqual(c.runqueue, { enabled: true, per: 'pidns', intervalSeconds: 2 });
+  assert.deepEqual(c.runqueue, { enabled: true, per: 'pidns', intervalSeconds: 2, maxCgroups: 100 });
+  assert.deepEqual(parseConfig('{"runqueue": {"per": "cgroup", "maxCgroups": 5}}', 'a.json').runqueue, { enabled: true, per: 'cgroup', intervalSeconds: 5, maxCgroups: 5 });
   assert.deepEqual(c.profile, { enabled: true, frequency: 49, maxSeconds: 20, offcpu: true, allocs: false });
   assert.equal(c.forgetExitedAfterSeconds, 0);
 
@@ -35,7 +39,8 @@ test('config: defaults, every section, and errors that name their line', () => {
   assert.match(configError('{\n  "jvm": {\n'), /^agent\.json:3: not valid JSON/);
   assert.match(configError('[]'), /the file must be a JSON object/);
   assert.match(configError('{\n "profile": {\n  "frequency": 0\n }\n}'), /^agent\.json:3: profile\.frequency must be a whole number from 1 to 10000, not 0/);
-  assert.match(configError('{\n "runqueue": {"per": "cgroup"}\n}'), /^agent\.json:2: runqueue\.per cgroup is not supported.*"pidns"/);
+  assert.match(configError('{\n "runqueue": {"per": "container"}\n}'), /^agent\.json:2: runqueue\.per must be "system", "pidns" or "cgroup", not "container"/);
+  assert.match(configError('{\n "runqueue": {\n  "maxCgroups": 0}\n}'), /^agent\.json:3: runqueue\.maxCgroups must be a whole number from 1 to 10000/);
   assert.match(configError('{\n "jvm": {}, "jvms": {}\n}'), /^agent\.json:2: jvms is not a known key/);
   assert.match(configError('{\n "jvm": {\n  "mainClasses": []\n }\n}'), /^agent\.json:3: jvm\.mainClasses must be a non-empty list/);
   assert.match(configError('{\n "tls": {"certFile": "c.pem"}\n}'), /^agent\.json:2: tls needs both certFile and keyFile/);
@@ -136,5 +141,33 @@ test('pull endpoints: each path reaches its profiler with its parameters; bad on
     assert.match(await r.text(), /"allocs": false/);
   } finally {
     await off.close();
+  }
+});
+
+test('cgroup names: the cgroup2 mount from mountinfo, ids (inode numbers) mapped to paths below it', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-cgroups-'));
+  try {
+    const mountinfo = path.join(dir, 'mountinfo');
+    fs.writeFileSync(
+      mountinfo,
+      ['25 30 0:23 / /sys/fs/cgroup rw,nosuid - tmpfs tmpfs ro,mode=755', '26 25 0:24 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu', '36 25 0:31 / /sys/fs/cgroup/unified rw,nosuid shared:10 - cgroup2 cgroup2 rw'].join('\n'),
+    );
+    assert.equal(cgroup2Mount(mountinfo), '/sys/fs/cgroup/unified');
+    fs.writeFileSync(mountinfo, '40 39 0:31 /kubepods/pod1 /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n');
+    assert.equal(cgroup2Mount(mountinfo), undefined, 'a bind mount of a sub-cgroup is not the root');
+    assert.equal(cgroup2Mount(path.join(dir, 'missing')), undefined);
+
+    // A directory tree stands in for the cgroup2 file system: ids are the directories' inode numbers.
+    const root = path.join(dir, 'cg');
+    fs.mkdirSync(path.join(root, 'system.slice', 'foo.service'), { recursive: true });
+    const id = (rel: string) => Number(fs.statSync(path.join(root, rel), { bigint: true }).ino & 0xffffffffn);
+    const names = new CgroupNames(root, 1000);
+    assert.equal(names.name(id('system.slice/foo.service'), 0), '/system.slice/foo.service');
+    assert.equal(names.name(id('.'), 0), '/');
+    fs.mkdirSync(path.join(root, 'later.slice'));
+    assert.equal(names.name(id('later.slice'), 500), undefined, 'not walked again within rescanMs');
+    assert.equal(names.name(id('later.slice'), 1500), '/later.slice');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });

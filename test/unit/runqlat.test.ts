@@ -137,7 +137,8 @@ test('CLI text: runqlat layout, key headers per scope, a summary line', () => {
 test('validate: defaults, ranges and names in the errors', () => {
   assert.deepEqual(runqlatTracer.validate({}), { pid: 0, per: 'none', unit: 'us', intervalS: 1 });
   assert.deepEqual(runqlatTracer.validate({ pid: 5, per: 'pidns', unit: 'ms', intervalS: 0.5 }), { pid: 5, per: 'pidns', unit: 'ms', intervalS: 0.5 });
-  for (const [bad, field] of [[{ per: 'cgroup' }, 'per'], [{ unit: 'ns' }, 'unit'], [{ intervalS: 0 }, 'intervalS'], [{ pid: -1 }, 'pid'], [{ pid: 1.5 }, 'pid']] as const) {
+  assert.equal(runqlatTracer.validate({ per: 'cgroup' }).per, 'cgroup');
+  for (const [bad, field] of [[{ per: 'container' }, 'per'], [{ unit: 'ns' }, 'unit'], [{ intervalS: 0 }, 'intervalS'], [{ pid: -1 }, 'pid'], [{ pid: 1.5 }, 'pid']] as const) {
     assert.throws(() => runqlatTracer.validate(bad), (e: unknown) => e instanceof StudioError && e.kind === 'input' && e.message.includes(field));
   }
 });

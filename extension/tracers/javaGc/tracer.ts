@@ -124,7 +124,10 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       ? undefined
       : `${libs.length === 1 ? libs[0] : 'no traced libjvm.so'} has no hs_private:safepoint__begin/end USDT probes: safepoints cannot be timed with this JDK`;
     const progs = [...PROBES.map(([p]) => p), ...(safepointsAvailable ? SAFEPOINT_PROBES.map(([p]) => p) : [])];
-    const { obj } = loadFirstWorking(env, 'java-gc', [progs], (o) => setRodata(o, { min_duration_ns: BigInt(options.minUs) * 1000n }));
+    // lazy_wakeup: records reach user space within the ring poller's 100 ms timeout rather than
+    // waking it one by one; updates go out every TICK_MS anyway, and at hundreds of GCs and
+    // safepoints a second the per-record wakeups were most of the tracer's own CPU time.
+    const { obj } = loadFirstWorking(env, 'java-gc', [progs], (o) => setRodata(o, { min_duration_ns: BigInt(options.minUs) * 1000n, lazy_wakeup: true }));
     const links: number[] = [];
     try {
       for (const lib of libs) {

@@ -11,7 +11,7 @@ export const RUNQLAT_KEY_SIZE = 8;
 export const RUNQLAT_HIST_SIZE = 272;
 const COMM_OFFSET = 256;
 const COMM_LEN = 16;
-export const KEY_MODE: Record<RunqlatPer, number> = { none: 0, process: 1, thread: 2, pidns: 3 };
+export const KEY_MODE: Record<RunqlatPer, number> = { none: 0, process: 1, thread: 2, pidns: 3, cgroup: 4 };
 export const CTR_START_FULL = 0;
 export const CTR_HIST_FULL = 1;
 

@@ -27,7 +27,7 @@ export const runqlatTracer: Tracer<'runqlat'> = {
     const o = asObject(raw, 'options');
     return {
       pid: int(o, 'pid', 0, PID_MAX, 0),
-      per: oneOf(o, 'per', ['none', 'process', 'thread', 'pidns'] as const, 'none'),
+      per: oneOf(o, 'per', ['none', 'process', 'thread', 'pidns', 'cgroup'] as const, 'none'),
       unit: oneOf(o, 'unit', ['us', 'ms'] as const, 'us'),
       intervalS: num(o, 'intervalS', 0.1, 3600, 1),
       // Only when asked (the agent): the options document stays as it was for everyone else.
