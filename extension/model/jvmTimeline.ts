@@ -10,6 +10,7 @@ import { collectorSummaries, summarizeSafepoints } from './javaGcStats';
 import { GcLive } from './javaGcLive';
 import { QuantileSketch } from './quantileSketch';
 import { TimeBins } from './timeBins';
+import { AllocRate, type AllocRangeStats } from './allocRate';
 import { isPause } from './javaGcKinds';
 import { addCounts, fromBuckets, toBuckets, type Bucket } from './log2hist';
 import { statsOf, type RunqlatStats } from '../protocol/runqlat';
@@ -161,6 +162,8 @@ export interface RangeStats {
   cpuTotal: number;
   /** the stacks sampled in the range with their counts, for a flame graph */
   stacks: ProfileStack[];
+  /** what the application allocated in the range, from eden before/after each GC (model/allocRate.ts) */
+  alloc: AllocRangeStats;
 }
 
 export interface HeatCell {
@@ -248,6 +251,8 @@ export class JvmTimeline {
   private wholeSpTts = new QuantileSketch();
   private runqByTid = new Map<number, number[]>();
   private cpuByStack = new Map<number, number>();
+  /** the allocation rate between collections and the heap after each (from the GC events' pools) */
+  readonly alloc = new AllocRate();
 
   static fromResult(r: JvmResult): JvmTimeline {
     const t = new JvmTimeline();
@@ -285,6 +290,7 @@ export class JvmTimeline {
       let k = this.gcKinds.get(e.collector);
       if (!k) this.gcKinds.set(e.collector, (k = new Map()));
       k.set(e.kind, (k.get(e.kind) ?? 0) + 1);
+      this.alloc.add(e);
     }
     this.wholeGc.addEvents(u.gc);
     for (const sp of u.safepoints) {
@@ -542,6 +548,7 @@ export class JvmTimeline {
         .sort((x, y) => y.samples - x.samples),
       cpuTotal,
       stacks,
+      alloc: this.alloc.range(a, b),
     };
   }
 }

@@ -3,7 +3,8 @@
 // threads work while the main thread waits). `ebpf-studio jvm --pid P --json` must see every
 // forced full GC; the range around each shows that GC and CPU samples that are mostly the GC's
 // threads; the range of a CPU phase shows the main thread's samples and no GC. Also: the session
-// file round-trips, and bad targets fail with the right codes.
+// file round-trips, and bad targets fail with the right codes. The allocation-rate lane: a JVM
+// allocating at a paced rate (HeapSites.java), checked against its own count and the JVM's GC log.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -16,6 +17,7 @@ import { createMessageConnection, StreamMessageReader, StreamMessageWriter } fro
 import * as proto from '../../extension/protocol/protocol';
 import type { JvmUpdate } from '../../extension/model/jvmTimeline';
 import { jdk, noJdkReason } from './gcWorkload';
+import { formatRate } from '../../extension/model/allocRate';
 
 const skip = kernelSkipReason() ?? noJdkReason;
 const ROUNDS = 3;
@@ -25,7 +27,7 @@ describe('jvm timeline on a real JVM', { skip }, () => {
   const children: ChildProcess[] = [];
   before(() => {
     classDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-jvmt-'));
-    const r = spawnSync(path.join(jdk!.home, 'bin', 'javac'), ['-d', classDir, path.join(repoRoot, 'test', 'fixtures', 'java', 'GcPhases.java')], { encoding: 'utf8' });
+    const r = spawnSync(path.join(jdk!.home, 'bin', 'javac'), ['-d', classDir, ...['GcPhases.java', 'HeapSites.java'].map((f) => path.join(repoRoot, 'test', 'fixtures', 'java', f))], { encoding: 'utf8' });
     assert.equal(r.status, 0, `javac failed: ${r.stderr}`);
   });
   after(() => {
@@ -148,6 +150,55 @@ describe('jvm timeline on a real JVM', { skip }, () => {
       helper.stdin!.end();
       child.kill('SIGKILL');
     }
+  });
+
+  test('allocation-rate lane: a JVM allocating a paced 150 MB/s; the lane\'s mean rate vs the program\'s own count and the JVM\'s GC log in the same run', async (t) => {
+    // HeapSites: one thread allocating byte/int/char arrays at a paced 150 MB/s (its own counters
+    // give the exact bytes between "start" and "stop"); Parallel GC with a 64 MB young generation:
+    // a young GC every ~0.3 s. The JVM logs every GC with the heap before and after (-Xlog:gc).
+    const log = path.join(classDir, `gc-${Date.now()}.log`);
+    const child = spawn(path.join(jdk!.home, 'bin', 'java'), ['-XX:+UseParallelGC', '-Xms256m', '-Xmx256m', '-Xmn64m', `-Xlog:gc:file=${log}`, '-cp', classDir, 'HeapSites', '1', '150000000', '1'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    children.push(child);
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    assert.ok(await waitFor(() => out.includes('ready'), 60_000), 'HeapSites did not start');
+    const cli = startCli(['jvm', '--pid', String(child.pid), '--duration', '6', '--json', '--verbose']);
+    assert.ok(await waitFor(() => /jvm: GC, run-queue and CPU tracers attached/.test(cli.stderr()), 30_000), `not attached: ${cli.stderr()}`);
+    child.stdin!.write('start\n');
+    const t0 = Date.now();
+    const r = await cli.done;
+    assert.equal(r.code, 0, r.stderr);
+    child.stdin!.write('stop\n');
+    assert.ok(await waitFor(() => /totals A/.test(out), 10_000), out);
+    const windowS = (Date.now() - t0) / 1000;
+    child.stdin!.write('exit\n');
+    const m = /totals A (\d+) B (\d+) C (\d+) L (\d+)/.exec(out)!;
+    const truth = (Number(m[1]) + Number(m[2]) + Number(m[3]) + Number(m[4])) / windowS;
+
+    const res = JSON.parse(r.stdout) as JvmResult;
+    const tl = JvmTimeline.fromResult(res);
+    const ours = tl.range(res.startNs, res.endNs + 1).alloc;
+    // The JVM's own accounting: heap before GC n minus heap after GC n-1 over the time between
+    // them (each line is logged at the GC's end: "[10.173s] ... Pause Young ... 56M->7M(249M) 0.790ms").
+    const gcs = [...fs.readFileSync(log, 'utf8').matchAll(/\[(\d+\.\d+)s\].*Pause Young.* (\d+)M->(\d+)M\(\d+M\) (\d+\.\d+)ms/g)].map((g) => ({ endS: Number(g[1]), before: Number(g[2]) * 2 ** 20, after: Number(g[3]) * 2 ** 20, pauseS: Number(g[4]) / 1000 }));
+    let logBytes = 0;
+    let logS = 0;
+    // from the third GC on: the first ones size the heap
+    for (let i = 3; i < gcs.length; i++) {
+      logBytes += gcs[i].before - gcs[i - 1].after;
+      logS += gcs[i].endS - gcs[i].pauseS - gcs[i - 1].endS;
+    }
+    const logRate = logBytes / logS;
+    t.diagnostic(`allocation rate: lane ${formatRate(ours.rate)} over ${ours.intervals} intervals (${(ours.coveredNs / 1e9).toFixed(1)} s of ${((res.endNs - res.startNs) / 1e9).toFixed(1)} s); the program's count ${formatRate(truth)}; the JVM's GC log ${formatRate(logRate)} over ${gcs.length - 3} intervals`);
+    assert.ok(ours.intervals >= 8, `a young GC every ~0.3 s: ${ours.intervals} intervals`);
+    assert.ok(Math.abs(ours.rate - truth) <= 0.1 * truth, `the lane's mean rate within 10 % of what the program allocated`);
+    assert.ok(Math.abs(ours.rate - logRate) <= 0.1 * logRate, `the lane's mean rate within 10 % of the JVM's GC log`);
+    // Each interval of a steady rate reads near it (no interval is off by the pause or a pool mix-up).
+    const steady = tl.alloc.intervals.filter((iv) => Math.abs(iv.rate - truth) <= 0.25 * truth).length;
+    assert.ok(steady >= 0.8 * tl.alloc.intervals.length, `${steady} of ${tl.alloc.intervals.length} intervals within 25 % of the paced rate`);
+    // The heap lane: one point per GC with the three Parallel heap pools.
+    assert.equal(tl.alloc.heap.length, res.gc.filter((e) => e.pools.length).length);
+    assert.deepEqual(tl.alloc.heap[tl.alloc.heap.length - 1].pools.map(([name]) => name).sort(), ['PS Eden Space', 'PS Old Gen', 'PS Survivor Space']);
   });
 
   test('bad targets: not a JVM, no such pid, bad flags', async () => {

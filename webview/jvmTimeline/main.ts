@@ -5,6 +5,7 @@
 import { formatDuration } from '../../extension/model/log2hist';
 import { toSessionFile } from '../../extension/model/jvmTimeline';
 import { GROUP_LABEL } from '../../extension/model/jvmTimeline';
+import { ALLOC_RATE_METHOD, ALLOC_RATE_UNAVAILABLE, formatMb, formatRate } from '../../extension/model/allocRate';
 import { sizeCanvas } from '../common/canvas';
 import { themeColor } from '../common/histogramChart';
 import { connectHost, el, oncePerFrame } from '../common/viewPage';
@@ -31,7 +32,7 @@ const lanesCanvas = el('canvas', { id: 'lanes', 'aria-label': 'JVM timeline lane
 const lanesLegend = el(
   'div',
   { class: 'legend', id: 'lanes-legend' },
-  'GC and safepoint lanes: a bar per collection or safepoint, as wide as it lasted (where many share a pixel, the longest is described). Thread-group lanes: the shade is CPU use (samples as a share of one CPU); bars from the bottom are the worst run-queue wait of each slice, on a log scale from 1 µs (empty) to 1 s (full height). Drag to select a range; wheel to zoom, shift+wheel to pan.',
+  'GC and safepoint lanes: a bar per collection or safepoint, as wide as it lasted (where many share a pixel, the longest is described). Heap after GC: the heap used after each collection (all heap pools). Allocation: MB/s the application allocated between two collections (eden before a GC − eden left after the previous one, over the time between them; hover for the figures). Thread-group lanes: the shade is CPU use (samples as a share of one CPU); bars from the bottom are the worst run-queue wait of each slice, on a log scale from 1 µs (empty) to 1 s (full height). Drag to select a range; wheel to zoom, shift+wheel to pan.',
 );
 const rangeTitle = el('h2', { id: 'range-title' }, 'Range');
 const stats = el('div', { id: 'range-stats' });
@@ -118,7 +119,7 @@ function drawLanes(): void {
     laneRows.push({ lane, y });
     ctx.fillStyle = grid;
     ctx.fillRect(0, y + LANE_H - 1, width, 1);
-    ctx.fillStyle = lane.kind === 'safepoint' && !view.data.safepointsAvailable ? muted : fg;
+    ctx.fillStyle = (lane.kind === 'safepoint' && !view.data.safepointsAvailable) || (lane.kind === 'alloc' && !view.data.alloc.intervals.length) ? muted : fg;
     ctx.textAlign = 'left';
     ctx.textBaseline = 'middle';
     ctx.fillText(lane.label.length > 24 ? `${lane.label.slice(0, 23)}…` : lane.label, 4, y + LANE_H / 2);
@@ -134,6 +135,13 @@ function drawLanes(): void {
       for (const m of view.runqMarks(lane.group, pw)) {
         const h = Math.max(1, m.level * (LANE_H - 4));
         ctx.fillRect(LABEL_W + m.x, y + LANE_H - 2 - h, Math.max(1, Math.min(m.w, 3)), h);
+      }
+    } else if (lane.kind === 'alloc' || lane.kind === 'heap') {
+      // Bars from the bottom, height in proportion to the lane's maximum (in its label).
+      ctx.fillStyle = lane.kind === 'alloc' ? themeColor('--vscode-charts-purple', '#b180d7') : themeColor('--vscode-charts-green', '#89d185');
+      for (const m of marks) {
+        const h = Math.max(1, m.level * (LANE_H - 4));
+        ctx.fillRect(LABEL_W + m.x, y + LANE_H - 2 - h, Math.max(1, m.w), h);
       }
     } else {
       const [v, f] = lane.kind === 'gc' ? PALETTE[gcColor++ % PALETTE.length] : ['--vscode-charts-yellow', '#cca700'];
@@ -151,6 +159,12 @@ function drawLanes(): void {
   }
 }
 
+function allocText(r: ReturnType<typeof view.rangeStats>): string {
+  const a = r.alloc;
+  if (a.intervals) return `${formatRate(a.rate)}: ${formatMb(a.bytes)} allocated in ${(a.coveredNs / 1e9).toFixed(1)} s between GCs (${a.intervals} intervals; eden before each GC − eden after the previous)`;
+  return view.data.alloc.unavailable() ? `not available: ${ALLOC_RATE_UNAVAILABLE}` : 'no two GCs with eden figures in the range';
+}
+
 let flame: FlameCanvas | undefined;
 let rangeDirty = true;
 
@@ -165,6 +179,7 @@ function renderRange(): void {
     table.append(tr);
   };
   row('GC', r.gc.length ? `${r.gc.length} collections, ${d(r.pauseNs)} paused: ${r.collectors.map((c) => `${c.collector} ×${c.count} (max ${d(c.maxNs)})`).join(', ')}` : 'none', 'gc');
+  row('Allocation', allocText(r), 'alloc');
   row('Safepoints', view.data.safepointsAvailable ? `${r.safepoints.count}, ${d(r.safepoints.totalNs)} in total, time to safepoint max ${d(r.safepoints.ttsMaxNs)}, p50 ${d(r.safepoints.ttsP50Ns)}` : `not available: ${view.data.safepointsReason}`, 'safepoints');
   row('Run-queue waits', r.runq.map((g) => `${GROUP_LABEL[g.group]}: ${g.stats.count} (p99 ≤ ${formatDuration(g.stats.p99, 'us')}, max ≤ ${formatDuration(g.stats.max, 'us')})`).join('; ') || 'none', 'runq');
   row('CPU samples', r.cpuTotal ? `${r.cpuTotal}: ${r.cpu.map((g) => `${GROUP_LABEL[g.group]} ${((100 * g.samples) / r.cpuTotal).toFixed(0)} %`).join(', ')}` : 'none', 'cpu');
@@ -268,7 +283,8 @@ window.addEventListener('mousemove', (ev) => {
   }
   const pw = plotWidth();
   const hits = [...view.marks(row.lane, pw), ...(row.lane.kind === 'group' ? view.runqMarks(row.lane.group, pw) : [])].filter((m) => x >= m.x - 1 && x <= m.x + m.w + 1);
-  tooltip.textContent = [`${row.lane.label} · ${view.label(view.xToNs(x, pw))}`, ...hits.slice(0, 4).map((m) => m.label)].join('\n');
+  const how = row.lane.kind === 'alloc' ? [view.data.alloc.intervals.length ? ALLOC_RATE_METHOD : `Not available: ${ALLOC_RATE_UNAVAILABLE}`] : row.lane.kind === 'heap' ? ['Heap used after each GC: every heap pool (eden, survivor, old generation), the last figure a GC reported for pools it did not collect.'] : [];
+  tooltip.textContent = [`${row.lane.label} · ${view.label(view.xToNs(x, pw))}`, ...hits.slice(0, 4).map((m) => m.label), ...how].join('\n');
   tooltip.style.left = `${ev.clientX + 12}px`;
   tooltip.style.top = `${ev.clientY + 12}px`;
   tooltip.style.display = 'block';

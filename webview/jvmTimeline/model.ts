@@ -3,6 +3,7 @@
 // each lane. Pure: no DOM, unit-tested.
 import type { TimeBins } from '../../extension/model/timeBins';
 import { formatBucketBound } from '../../extension/model/units';
+import { formatMb, formatRate } from '../../extension/model/allocRate';
 import { GROUP_LABEL, JvmTimeline, type JvmResult, type JvmUpdate, type RangeStats, type ThreadGroup } from '../../extension/model/jvmTimeline';
 import type { JavaGcEvent } from '../../extension/protocol/javaGc';
 import { fromProfileResult, type FlameProfile } from '../../extension/model/flamegraph/profileData';
@@ -12,6 +13,10 @@ export type SessionState = 'running' | 'stopped' | 'target-exited' | 'error' | '
 export type Lane =
   | { kind: 'gc'; id: string; label: string; collector: string }
   | { kind: 'safepoint'; id: string; label: string }
+  /** the heap used after each GC (every heap pool; the tooltip lists them) */
+  | { kind: 'heap'; id: string; label: string }
+  /** the allocation rate between GCs (model/allocRate.ts) */
+  | { kind: 'alloc'; id: string; label: string }
   | { kind: 'group'; id: string; label: string; group: ThreadGroup };
 
 /** A mark in a lane, in CSS pixels of the plot. */
@@ -131,6 +136,10 @@ export class TimelineView {
 
   lanes(): Lane[] {
     const out: Lane[] = this.data.collectors().map((c) => ({ kind: 'gc' as const, id: `gc:${c}`, label: c, collector: c }));
+    const alloc = this.data.alloc;
+    if (alloc.heap.length) out.push({ kind: 'heap', id: 'heap', label: `Heap after GC (max ${formatMb(alloc.maxHeap)})` });
+    if (alloc.intervals.length) out.push({ kind: 'alloc', id: 'alloc', label: `Allocation (max ${formatRate(alloc.maxRate)})` });
+    else if (alloc.unavailable()) out.push({ kind: 'alloc', id: 'alloc', label: 'Allocation (not available)' });
     out.push({ kind: 'safepoint', id: 'safepoints', label: this.data.safepointsAvailable ? 'Safepoints' : 'Safepoints (not available)' });
     for (const g of this.data.groups()) out.push({ kind: 'group', id: `group:${g}`, label: GROUP_LABEL[g], group: g });
     return out;
@@ -141,12 +150,14 @@ export class TimelineView {
    * fall in the same pixel merge into one mark (its level the highest, its label saying how many).
    * So a lane costs the same to draw after an hour as after a minute, and labels are built only
    * for the marks drawn. `start` must be (nearly) ascending: a binary search skips what lies
-   * before the window (allowing `slackNs` of disorder and of items reaching into it).
+   * before the window (allowing `slackNs` of disorder and of items reaching into it). `steps`:
+   * items that follow one another without a gap (a rate between GCs) merge only when they start
+   * in the same pixel column, not because one reaches into the next.
    */
-  private binned<T>(items: readonly T[], width: number, start: (t: T) => number, end: (t: T) => number, level: (t: T) => number, describe: (best: T, n: number) => string, slackNs = 10e9, bins?: TimeBins): Mark[] {
+  private binned<T>(items: readonly T[], width: number, start: (t: T) => number, end: (t: T) => number, level: (t: T) => number, describe: (best: T, n: number) => string, slackNs = 10e9, bins?: TimeBins, steps = false): Mark[] {
     const [v0, v1] = this.visible();
     // A window wider than a bin per pixel: read the bins, not the items.
-    if (bins && (v1 - v0) / Math.max(1, width) >= bins.binNs) return this.fromBins(items, bins, width, level, describe, slackNs);
+    if (bins && (v1 - v0) / Math.max(1, width) >= bins.binNs) return this.fromBins(items, bins, width, level, describe, slackNs, steps);
     let lo = 0;
     let hi = items.length;
     while (lo < hi) {
@@ -170,7 +181,7 @@ export class TimelineView {
       const xr = this.nsToX(Math.min(b, v1), width);
       const xe = Math.max(x + 1, xr);
       const lv = level(it);
-      if (cur && Math.floor(x) <= Math.floor(Math.max(cur.lastX, cur.realEnd - 1e-6))) {
+      if (cur && Math.floor(x) <= Math.floor(steps ? cur.lastX : Math.max(cur.lastX, cur.realEnd - 1e-6))) {
         cur.lastX = x;
         cur.realEnd = Math.max(cur.realEnd, xr);
         cur.end = Math.max(cur.end, xe);
@@ -193,7 +204,7 @@ export class TimelineView {
    * is its highest item's raw figure (duration, samples, worst wait), which the lane's `level`
    * maps monotonically, so the best item is chosen on it and mapped once per mark.
    */
-  private fromBins<T>(items: readonly T[], bins: TimeBins, width: number, level: (t: T) => number, describe: (best: T, n: number) => string, reachNs: number): Mark[] {
+  private fromBins<T>(items: readonly T[], bins: TimeBins, width: number, level: (t: T) => number, describe: (best: T, n: number) => string, reachNs: number, steps = false): Mark[] {
     const [v0, v1] = this.visible();
     const [first, last] = bins.span(v0, v1, reachNs);
     const scale = width / Math.max(1, v1 - v0);
@@ -219,7 +230,7 @@ export class TimelineView {
       const x = (Math.max(a, v0) - v0) * scale;
       const xr = (Math.min(b, v1) - v0) * scale;
       const xe = Math.max(x + 1, xr);
-      if (on && Math.floor(x) <= Math.floor(Math.max(lastX, realEnd - 1e-6))) {
+      if (on && Math.floor(x) <= Math.floor(steps ? lastX : Math.max(lastX, realEnd - 1e-6))) {
         lastX = x;
         realEnd = Math.max(realEnd, xr);
         end = Math.max(end, xe);
@@ -243,6 +254,35 @@ export class TimelineView {
   /** What a lane shows in the visible window: GC bars, safepoint bars, or CPU heat cells. */
   marks(lane: Lane, width: number): Mark[] {
     if (lane.kind === 'gc') return this.gcMarks(this.data.gcOf(lane.collector), width, this.data.gcBinsOf(lane.collector));
+    if (lane.kind === 'alloc') {
+      const a = this.data.alloc;
+      const max = Math.max(1, a.maxRate);
+      return this.binned(
+        a.intervals,
+        width,
+        (iv) => iv.startNs,
+        (iv) => iv.endNs,
+        (iv) => iv.rate / max,
+        (iv, n) => `${n > 1 ? `highest of ${n} intervals here: ` : ''}${formatRate(iv.rate)}: ${formatMb(iv.bytes)} allocated in ${ms(iv.endNs - iv.startNs)} between two GCs (${this.label(iv.startNs)} – ${this.label(iv.endNs)})`,
+        10e9,
+        a.bins,
+        true,
+      );
+    }
+    if (lane.kind === 'heap') {
+      const a = this.data.alloc;
+      const max = Math.max(1, a.maxHeap);
+      return this.binned(
+        a.heap,
+        width,
+        (h) => h.startNs,
+        (h) => h.ns,
+        (h) => h.totalBytes / max,
+        (h, n) => `${n > 1 ? `highest of ${n} GCs here: ` : ''}heap after GC ${formatMb(h.totalBytes)} (${h.pools.map(([name, b]) => `${name} ${formatMb(b)}`).join(', ')})`,
+        10e9,
+        a.heapBins,
+      );
+    }
     if (lane.kind === 'safepoint') {
       return this.binned(
         this.data.safepoints,
