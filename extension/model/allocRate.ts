@@ -10,7 +10,7 @@
 // eden is full) are not counted. Incremental (O(1) per collection) and unit-tested against the
 // batch computation. Pure.
 import type { JavaGcEvent, JavaGcPool } from '../protocol/javaGc';
-import { TimeBins } from './timeBins';
+import { BoundedLane, type BoundedLaneState } from './boundedLane';
 
 /** What the allocation lane's tooltip and legend say about how the figure is computed. */
 export const ALLOC_RATE_METHOD =
@@ -58,10 +58,9 @@ export function edenOf(e: JavaGcEvent): { before: number; after: number } | unde
 const MIN_GAP_NS = 1e6;
 
 export class AllocRate {
-  readonly intervals: AllocInterval[] = [];
-  readonly bins = new TimeBins();
-  readonly heap: HeapPoint[] = [];
-  readonly heapBins = new TimeBins();
+  /** the intervals between GCs: the whole session in bins, the recent ones as items */
+  intervals = new BoundedLane<AllocInterval>((iv) => iv.startNs);
+  heap = new BoundedLane<HeapPoint>((h) => h.startNs);
   /** collections with pools but none of them an eden */
   withoutEden = 0;
   totalBytes = 0;
@@ -69,7 +68,8 @@ export class AllocRate {
   maxRate = 0;
   maxHeap = 0;
   private prev: { endNs: number; edenAfter: number } | undefined;
-  private readonly lastPool = new Map<string, number>();
+  private lastPool = new Map<string, number>();
+  private lastHeapNs = -Infinity;
 
   add(e: JavaGcEvent): void {
     const endNs = e.timestampNs + e.durationNs;
@@ -79,10 +79,9 @@ export class AllocRate {
       const pools = [...this.lastPool];
       const totalBytes = pools.reduce((s, [, b]) => s + b, 0);
       // Collections arrive in order of their end; a mark that would go back in time is not drawn.
-      const last = this.heap[this.heap.length - 1];
-      if (!last || endNs >= last.ns) {
-        this.heapBins.add(this.heap.length, e.timestampNs, endNs, totalBytes);
-        this.heap.push({ ns: endNs, startNs: e.timestampNs, totalBytes, pools });
+      if (endNs >= this.lastHeapNs) {
+        this.lastHeapNs = endNs;
+        this.heap.push({ ns: endNs, startNs: e.timestampNs, totalBytes, pools }, e.timestampNs, endNs, totalBytes);
         if (totalBytes > this.maxHeap) this.maxHeap = totalBytes;
       }
     }
@@ -98,11 +97,30 @@ export class AllocRate {
     const bytes = Math.max(0, eden.before - prev.edenAfter);
     const ns = e.timestampNs - prev.endNs;
     const rate = bytes / (ns / 1e9);
-    this.bins.add(this.intervals.length, prev.endNs, e.timestampNs, rate);
-    this.intervals.push({ startNs: prev.endNs, endNs: e.timestampNs, bytes, rate });
+    this.intervals.push({ startNs: prev.endNs, endNs: e.timestampNs, bytes, rate }, prev.endNs, e.timestampNs, rate);
     this.totalBytes += bytes;
     this.totalNs += ns;
     if (rate > this.maxRate) this.maxRate = rate;
+  }
+
+  /** Drops the items (not the bins, not the totals) that start before `beforeNs`. */
+  trim(beforeNs: number): void {
+    this.intervals.trim(beforeNs);
+    this.heap.trim(beforeNs);
+  }
+
+  toJSON(): AllocRateState {
+    return { intervals: this.intervals.toJSON(), heap: this.heap.toJSON(), withoutEden: this.withoutEden, totalBytes: this.totalBytes, totalNs: this.totalNs, maxRate: this.maxRate, maxHeap: this.maxHeap, prev: this.prev, lastPool: [...this.lastPool], lastHeapNs: Number.isFinite(this.lastHeapNs) ? this.lastHeapNs : null };
+  }
+
+  static from(s: AllocRateState): AllocRate {
+    const a = new AllocRate();
+    a.intervals = BoundedLane.from(s.intervals, (iv) => iv.startNs);
+    a.heap = BoundedLane.from(s.heap, (h) => h.startNs);
+    Object.assign(a, { withoutEden: s.withoutEden, totalBytes: s.totalBytes, totalNs: s.totalNs, maxRate: s.maxRate, maxHeap: s.maxHeap, prev: s.prev });
+    a.lastPool = new Map(s.lastPool);
+    a.lastHeapNs = s.lastHeapNs ?? -Infinity;
+    return a;
   }
 
   /** True when collections reported heap pools but no allocation rate could be computed from them. */
@@ -115,22 +133,26 @@ export class AllocRate {
    * in proportion (the rate is taken as even between two collections, as a GC log would).
    */
   range(a: number, b: number): AllocRangeStats {
-    if (a <= (this.intervals[0]?.startNs ?? Infinity) && b >= (this.intervals[this.intervals.length - 1]?.endNs ?? -Infinity)) {
+    const items = this.intervals.recent();
+    const first = this.intervals.get(0);
+    const last = items[items.length - 1];
+    if (!first || !last || (a <= first.startNs && b >= last.endNs)) {
       return { bytes: this.totalBytes, coveredNs: this.totalNs, intervals: this.intervals.length, rate: this.totalNs ? this.totalBytes / (this.totalNs / 1e9) : 0 };
     }
     // Intervals are in time order and do not overlap: binary search the first that ends after a.
+    // Only the recent ones are held: a range reaching further back counts from the oldest held.
     let lo = 0;
-    let hi = this.intervals.length;
+    let hi = items.length;
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
-      if (this.intervals[mid].endNs <= a) lo = mid + 1;
+      if (items[mid].endNs <= a) lo = mid + 1;
       else hi = mid;
     }
     let bytes = 0;
     let coveredNs = 0;
     let n = 0;
-    for (let i = lo; i < this.intervals.length && this.intervals[i].startNs < b; i++) {
-      const iv = this.intervals[i];
+    for (let i = lo; i < items.length && items[i].startNs < b; i++) {
+      const iv = items[i];
       const over = Math.min(b, iv.endNs) - Math.max(a, iv.startNs);
       if (over <= 0) continue;
       bytes += (iv.bytes * over) / (iv.endNs - iv.startNs);
@@ -149,6 +171,19 @@ export interface AllocRangeStats {
   intervals: number;
   /** bytes per second over coveredNs */
   rate: number;
+}
+
+export interface AllocRateState {
+  intervals: BoundedLaneState<AllocInterval>;
+  heap: BoundedLaneState<HeapPoint>;
+  withoutEden: number;
+  totalBytes: number;
+  totalNs: number;
+  maxRate: number;
+  maxHeap: number;
+  prev: { endNs: number; edenAfter: number } | undefined;
+  lastPool: [string, number][];
+  lastHeapNs: number | null;
 }
 
 /** The same intervals computed in one pass over a session's collections (the reference the incremental model is tested against). */

@@ -194,11 +194,11 @@ describe('jvm timeline on a real JVM', { skip }, () => {
     assert.ok(Math.abs(ours.rate - truth) <= 0.1 * truth, `the lane's mean rate within 10 % of what the program allocated`);
     assert.ok(Math.abs(ours.rate - logRate) <= 0.1 * logRate, `the lane's mean rate within 10 % of the JVM's GC log`);
     // Each interval of a steady rate reads near it (no interval is off by the pause or a pool mix-up).
-    const steady = tl.alloc.intervals.filter((iv) => Math.abs(iv.rate - truth) <= 0.25 * truth).length;
+    const steady = tl.alloc.intervals.recent().filter((iv) => Math.abs(iv.rate - truth) <= 0.25 * truth).length;
     assert.ok(steady >= 0.8 * tl.alloc.intervals.length, `${steady} of ${tl.alloc.intervals.length} intervals within 25 % of the paced rate`);
     // The heap lane: one point per GC with the three Parallel heap pools.
     assert.equal(tl.alloc.heap.length, res.gc.filter((e) => e.pools.length).length);
-    assert.deepEqual(tl.alloc.heap[tl.alloc.heap.length - 1].pools.map(([name]) => name).sort(), ['PS Eden Space', 'PS Old Gen', 'PS Survivor Space']);
+    assert.deepEqual(tl.alloc.heap.recent()[tl.alloc.heap.length - 1].pools.map(([name]) => name).sort(), ['PS Eden Space', 'PS Old Gen', 'PS Survivor Space']);
   });
 
   test('bad targets: not a JVM, no such pid, bad flags', async () => {

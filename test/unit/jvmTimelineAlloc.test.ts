@@ -36,16 +36,16 @@ test('allocation rate between GCs: eden before − eden after the previous, over
   const a = new AllocRate();
   for (const e of events) a.add(e);
   assert.equal(a.intervals.length, 20, 'one interval per pair of consecutive GCs');
-  for (const iv of a.intervals) assert.ok(Math.abs(iv.rate - 150e6) < 1, `${iv.rate}`);
-  assert.equal(a.intervals[0].startNs, events[0].timestampNs + 2 * MS, 'from the end of the previous pause');
-  assert.equal(a.intervals[0].endNs, events[1].timestampNs, 'to the start of this one');
+  for (const iv of a.intervals.recent()) assert.ok(Math.abs(iv.rate - 150e6) < 1, `${iv.rate}`);
+  assert.equal(a.intervals.recent()[0].startNs, events[0].timestampNs + 2 * MS, 'from the end of the previous pause');
+  assert.equal(a.intervals.recent()[0].endNs, events[1].timestampNs, 'to the start of this one');
   const whole = a.range(0, 1e12);
   assert.ok(Math.abs(whole.rate - 150e6) < 1);
   assert.ok(Math.abs(whole.bytes - 150e6 * 20 * 0.498) < 10);
   assert.equal(formatRate(whole.rate), '150 MB/s');
   // The heap after each GC: every heap pool (Metaspace is not heap).
   assert.equal(a.heap.length, 21);
-  const last = a.heap[20];
+  const last = a.heap.recent()[20];
   assert.deepEqual(last.pools.map(([name]) => name), ['G1 Eden Space', 'G1 Survivor Space', 'G1 Old Gen']);
   assert.equal(last.totalBytes, 2e6 + 4e6 + 31e6);
 });
@@ -54,7 +54,7 @@ test('a range prorates the intervals it cuts; a range between two GCs has their 
   const events = session(11, (i) => (i <= 5 ? 100e6 : 300e6));
   const a = new AllocRate();
   for (const e of events) a.add(e);
-  const mid = a.intervals[2];
+  const mid = a.intervals.recent()[2];
   const inside = a.range(mid.startNs + 100 * MS, mid.startNs + 200 * MS);
   assert.equal(inside.intervals, 1);
   assert.ok(Math.abs(inside.rate - 100e6) < 1);
@@ -62,7 +62,7 @@ test('a range prorates the intervals it cuts; a range between two GCs has their 
   // Half at 100, half at 300 MB/s (intervals 1-5 and 6-10, equal lengths).
   const both = a.range(0, 1e12);
   assert.ok(Math.abs(both.rate - 200e6) < 1, `${both.rate}`);
-  const late = a.range(a.intervals[5].startNs, a.intervals[9].endNs);
+  const late = a.range(a.intervals.recent()[5].startNs, a.intervals.recent()[9].endNs);
   assert.ok(Math.abs(late.rate - 300e6) < 1);
 });
 
@@ -96,7 +96,7 @@ test('incremental (updates in chunks through the timeline) equals the batch comp
     tl.apply(update(events.slice(i, i + n), events[Math.min(events.length, i + n) - 1].timestampNs));
     i += n;
   }
-  assert.deepEqual(tl.alloc.intervals, batch);
+  assert.deepEqual(tl.alloc.intervals.recent(), batch);
   assert.ok(batch.length >= 390 && batch.length < 400, `${batch.length} intervals (escalations give none)`);
   // The whole-session figure (running sums) equals the batch sum, and a range scan over everything.
   const sum = batch.reduce((s, iv) => s + iv.bytes, 0);
@@ -107,7 +107,7 @@ test('incremental (updates in chunks through the timeline) equals the batch comp
   const scan = tl.alloc.range(batch[0].startNs + 1, batch[batch.length - 1].endNs - 1);
   assert.ok(Math.abs(scan.bytes - sum) / sum < 1e-3, `${scan.bytes} vs ${sum}`);
   // The same from a session file.
-  assert.deepEqual(JvmTimeline.fromResult(tl.toResult()).alloc.intervals, batch);
+  assert.deepEqual(JvmTimeline.fromResult(tl.toResult()).alloc.intervals.recent(), batch);
 });
 
 test('collectors without an eden (ZGC, Shenandoah) give no rate and say so', () => {

@@ -68,7 +68,7 @@ clearSelBtn.onclick = () => {
   rangeDirty = true;
   schedule();
 };
-exportBtn.onclick = () => send({ type: 'export', content: JSON.stringify(toSessionFile(view.data.toResult())) });
+exportBtn.onclick = () => send({ type: 'export', content: JSON.stringify(toSessionFile(view.data.toResult({ withTimeline: true }))) });
 importBtn.onclick = () => send({ type: 'import' });
 
 const PALETTE: [string, string][] = [
@@ -178,14 +178,16 @@ function renderRange(): void {
     tr.append(el('th', {}, k), el('td', {}, v));
     table.append(tr);
   };
-  row('GC', r.gc.length ? `${r.gc.length} collections, ${d(r.pauseNs)} paused: ${r.collectors.map((c) => `${c.collector} ×${c.count} (max ${d(c.maxNs)})`).join(', ')}` : 'none', 'gc');
+  const gcCount = r.collectors.reduce((n, c) => n + c.count, 0);
+  if (r.coveredFromNs !== undefined) row('Covers', `from ${view.label(r.coveredFromNs)}: only the last ${Math.round(view.data.rawWindowNs / 60e9)} minutes of raw events are kept (the lanes show the whole session), so this range's figures start there`, 'covered');
+  row('GC', gcCount ? `${gcCount} collections, ${d(r.pauseNs)} paused: ${r.collectors.map((c) => `${c.collector} ×${c.count} (max ${d(c.maxNs)})`).join(', ')}` : 'none', 'gc');
   row('Allocation', allocText(r), 'alloc');
   row('Safepoints', view.data.safepointsAvailable ? `${r.safepoints.count}, ${d(r.safepoints.totalNs)} in total, time to safepoint max ${d(r.safepoints.ttsMaxNs)}, p50 ${d(r.safepoints.ttsP50Ns)}` : `not available: ${view.data.safepointsReason}`, 'safepoints');
   row('Run-queue waits', r.runq.map((g) => `${GROUP_LABEL[g.group]}: ${g.stats.count} (p99 ≤ ${formatDuration(g.stats.p99, 'us')}, max ≤ ${formatDuration(g.stats.max, 'us')})`).join('; ') || 'none', 'runq');
   row('CPU samples', r.cpuTotal ? `${r.cpuTotal}: ${r.cpu.map((g) => `${GROUP_LABEL[g.group]} ${((100 * g.samples) / r.cpuTotal).toFixed(0)} %`).join(', ')}` : 'none', 'cpu');
   row('Busiest threads', r.cpuThreads.slice(0, 5).map((t) => `${t.comm} [${t.tid}] ${t.samples}`).join(', ') || '–', 'threads');
   stats.replaceChildren(table);
-  if (view.selection) send({ type: 'selected', startS: (r.startNs - view.data.startNs) / 1e9, endS: (r.endNs - view.data.startNs) / 1e9, samples: r.cpuTotal, gcs: r.gc.length });
+  if (view.selection) send({ type: 'selected', startS: (r.startNs - view.data.startNs) / 1e9, endS: (r.endNs - view.data.startNs) / 1e9, samples: r.cpuTotal, gcs: r.collectors.reduce((n, c) => n + c.count, 0) });
   // Following a live session, the flame graph is rebuilt every few seconds only: it is built
   // from every distinct stack, more than a frame's budget once the session is long.
   const now = performance.now();
@@ -231,6 +233,7 @@ function render(): void {
   const n: string[] = [];
   if (view.data.lost) n.push(`${view.data.lost} events or CPU samples lost in the kernel`);
   if (view.data.dropped) n.push(`${view.data.dropped} run-queue waits dropped`);
+  if (view.data.droppedBeforeNs) n.push(`Raw events before ${view.label(view.data.droppedBeforeNs)} were dropped (the last ${Math.round(view.data.rawWindowNs / 60e9)} minutes are kept): the lanes and the whole session's figures cover it all; a selection and Export cover the kept events.`);
   if (view.state === 'running') n.push('Function names appear when the session stops (the profiler symbolizes at the end).');
   notes.textContent = n.join(' · ');
   drawLanes();

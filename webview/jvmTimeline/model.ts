@@ -1,7 +1,7 @@
 // The JVM timeline view's state: the session's data (extension/model/jvmTimeline.ts), the
 // visible time window (zoom, pan, follow the live edge), the selected range and what is drawn in
 // each lane. Pure: no DOM, unit-tested.
-import type { TimeBins } from '../../extension/model/timeBins';
+import type { BoundedLane } from '../../extension/model/boundedLane';
 import { formatBucketBound } from '../../extension/model/units';
 import { formatMb, formatRate } from '../../extension/model/allocRate';
 import { GROUP_LABEL, JvmTimeline, type JvmResult, type JvmUpdate, type RangeStats, type ThreadGroup } from '../../extension/model/jvmTimeline';
@@ -70,12 +70,18 @@ export class TimelineView {
   end(reason: Exclude<SessionState, 'running' | 'imported'>, message?: string, final?: JvmResult): void {
     this.state = reason;
     this.message = message ?? '';
-    // The final result carries the symbolized stacks.
+    // The final result carries the symbolized stacks (same order as streamed); the rest of it
+    // streamed already, and the lanes hold more of the session than its raw events do.
     if (final) {
-      const { window, selection } = this;
-      this.data = JvmTimeline.fromResult(final);
-      this.window = window;
-      this.selection = selection;
+      if (!this.data.startNs) {
+        this.data = JvmTimeline.fromResult(final);
+        return;
+      }
+      if (final.stacks.length >= this.data.stacks.length) this.data.replaceStacks(final.stacks);
+      this.data.lost = final.lost;
+      this.data.dropped = final.dropped;
+      this.data.endNs = Math.max(this.data.endNs, final.endNs);
+      for (const w of final.warnings) if (!this.data.warnings.includes(w)) this.data.warnings.push(w);
     }
   }
 
@@ -154,10 +160,11 @@ export class TimelineView {
    * items that follow one another without a gap (a rate between GCs) merge only when they start
    * in the same pixel column, not because one reaches into the next.
    */
-  private binned<T>(items: readonly T[], width: number, start: (t: T) => number, end: (t: T) => number, level: (t: T) => number, describe: (best: T, n: number) => string, slackNs = 10e9, bins?: TimeBins, steps = false): Mark[] {
+  private binned<T>(lane: BoundedLane<T>, width: number, start: (t: T) => number, end: (t: T) => number, level: (t: T) => number, describe: (best: T, n: number) => string, slackNs = 10e9, steps = false): Mark[] {
     const [v0, v1] = this.visible();
-    // A window wider than a bin per pixel: read the bins, not the items.
-    if (bins && (v1 - v0) / Math.max(1, width) >= bins.binNs) return this.fromBins(items, bins, width, level, describe, slackNs, steps);
+    // A window wider than a bin per pixel, or reaching before the retained items: read the bins.
+    if ((v1 - v0) / Math.max(1, width) >= lane.bins.binNs || (lane.first > 0 && v0 - slackNs < lane.recentFromNs())) return this.fromBins(lane, width, level, describe, slackNs, steps);
+    const items = lane.recent();
     let lo = 0;
     let hi = items.length;
     while (lo < hi) {
@@ -204,7 +211,8 @@ export class TimelineView {
    * is its highest item's raw figure (duration, samples, worst wait), which the lane's `level`
    * maps monotonically, so the best item is chosen on it and mapped once per mark.
    */
-  private fromBins<T>(items: readonly T[], bins: TimeBins, width: number, level: (t: T) => number, describe: (best: T, n: number) => string, reachNs: number, steps = false): Mark[] {
+  private fromBins<T>(lane: BoundedLane<T>, width: number, level: (t: T) => number, describe: (best: T, n: number) => string, reachNs: number, steps = false): Mark[] {
+    const bins = lane.bins;
     const [v0, v1] = this.visible();
     const [first, last] = bins.span(v0, v1, reachNs);
     const scale = width / Math.max(1, v1 - v0);
@@ -218,7 +226,7 @@ export class TimelineView {
     let best = -1;
     let n = 0;
     const flush = () => {
-      const it = items[best];
+      const it = best >= 0 ? lane.get(best) : undefined;
       if (on && it !== undefined) out.push(new LazyMark(x0, Math.max(1, end - x0), level(it), it, n, describe));
     };
     for (let i = first; i <= last; i++) {
@@ -245,15 +253,15 @@ export class TimelineView {
     return out;
   }
 
-  private gcMarks(events: readonly JavaGcEvent[], width: number, bins?: TimeBins): Mark[] {
+  private gcMarks(events: BoundedLane<JavaGcEvent>, width: number): Mark[] {
     const describe = (e: JavaGcEvent, n: number) =>
       `${n > 1 ? `${n} collections here, the longest: ` : ''}${e.collector} ${e.kind}${e.escalated ? ' (escalated: followed another collection in the same pause)' : ''}: ${ms(e.durationNs)}${e.operation ? ` (${e.operation})` : ''}`;
-    return this.binned(events, width, (e) => e.timestampNs, (e) => e.timestampNs + e.durationNs, (e) => e.durationNs, describe, 10e9, bins);
+    return this.binned(events, width, (e) => e.timestampNs, (e) => e.timestampNs + e.durationNs, (e) => e.durationNs, describe, 10e9);
   }
 
   /** What a lane shows in the visible window: GC bars, safepoint bars, or CPU heat cells. */
   marks(lane: Lane, width: number): Mark[] {
-    if (lane.kind === 'gc') return this.gcMarks(this.data.gcOf(lane.collector), width, this.data.gcBinsOf(lane.collector));
+    if (lane.kind === 'gc') return this.gcMarks(this.data.gcLane(lane.collector), width);
     if (lane.kind === 'alloc') {
       const a = this.data.alloc;
       const max = Math.max(1, a.maxRate);
@@ -265,7 +273,6 @@ export class TimelineView {
         (iv) => iv.rate / max,
         (iv, n) => `${n > 1 ? `highest of ${n} intervals here: ` : ''}${formatRate(iv.rate)}: ${formatMb(iv.bytes)} allocated in ${ms(iv.endNs - iv.startNs)} between two GCs (${this.label(iv.startNs)} – ${this.label(iv.endNs)})`,
         10e9,
-        a.bins,
         true,
       );
     }
@@ -280,22 +287,20 @@ export class TimelineView {
         (h) => h.totalBytes / max,
         (h, n) => `${n > 1 ? `highest of ${n} GCs here: ` : ''}heap after GC ${formatMb(h.totalBytes)} (${h.pools.map(([name, b]) => `${name} ${formatMb(b)}`).join(', ')})`,
         10e9,
-        a.heapBins,
       );
     }
     if (lane.kind === 'safepoint') {
       return this.binned(
-        this.data.safepoints,
+        this.data.safepointLane(),
         width,
         (s) => s.timestampNs,
         (s) => s.timestampNs + s.durationNs,
         (s) => s.durationNs,
         (s, n) => `${n > 1 ? `${n} safepoints here, the longest: ` : 'safepoint '}${ms(s.durationNs)}, time to safepoint ${ms(s.timeToSafepointNs)}${s.operation ? ` (${s.operation})` : ''}`,
         10e9,
-        this.data.safepointBins(),
       );
     }
-    const heat = this.data.cpuHeat(lane.group);
+    const heat = this.data.heatLane(lane.group);
     // Samples per slice per CPU-second: a full CPU is frequency × slice length.
     const full = Math.max(1, (this.data.frequency || 99) * ((this.data.sliceMs || 250) / 1000));
     return this.binned(
@@ -306,21 +311,19 @@ export class TimelineView {
       (h) => Math.min(1, h.samples / full),
       (h, n) => `${n > 1 ? `busiest of ${n} slices here: ` : ''}${h.samples} CPU samples (${((100 * h.samples) / full).toFixed(0)} % of a CPU)`,
       0,
-      this.data.heatBins(lane.group),
     );
   }
 
   /** The run-queue bars of a thread-group lane: height by the worst wait in the slice (log scale, 1 µs .. 1 s). */
   runqMarks(group: ThreadGroup, width: number): Mark[] {
     return this.binned(
-      this.data.runqLane(group),
+      this.data.runqLaneOf(group),
       width,
       (r) => r.startNs,
       (r) => (r.count ? r.endNs : -Infinity),
       (r) => Math.min(1, Math.log10(Math.max(1, r.maxUs)) / 6),
       (r, n) => `${n > 1 ? `worst of ${n} slices here: ` : ''}${r.count} run-queue waits, max ≤ ${us(r.maxUs)}, p99 ≤ ${us(r.p99Us)}`,
       0,
-      this.data.runqBins(group),
     );
   }
 

@@ -9,7 +9,7 @@ import { runTracer } from '../runTracer';
 import { jvmTracer } from '../../tracers/jvm/tracer';
 import { usageError } from '../../protocol/errors';
 import { ALLOC_RATE_UNAVAILABLE, formatMb, formatRate } from '../../model/allocRate';
-import { GROUP_LABEL, JvmTimeline, type JvmResult, type RangeStats } from '../../model/jvmTimeline';
+import { RAW_WINDOW_NS, GROUP_LABEL, JvmTimeline, type JvmResult, type RangeStats } from '../../model/jvmTimeline';
 import { formatDuration } from '../../model/log2hist';
 import { PROFILE_MAX_FREQUENCY } from '../../protocol/profile';
 import { formatGcLines } from './javaGc';
@@ -43,7 +43,8 @@ export function formatRange(t: JvmTimeline, r: RangeStats): string {
   const d = (ns: number) => formatDuration(ns, 'ns');
   const s = (ns: number) => ((ns - t.startNs) / 1e9).toFixed(3);
   const out = [`Range ${s(r.startNs)} s – ${s(r.endNs)} s (${d(r.endNs - r.startNs)}):`];
-  out.push(`  GC: ${r.gc.length} collections, ${d(r.pauseNs)} paused${r.collectors.length ? ` (${r.collectors.map((c) => `${c.collector} ${c.count}`).join(', ')})` : ''}`);
+  if (r.coveredFromNs !== undefined) out.push(`  (covers from ${s(r.coveredFromNs)} s: the session kept only its last ${Math.round(RAW_WINDOW_NS / 60e9)} minutes of raw events)`);
+  out.push(`  GC: ${r.collectors.reduce((n, c) => n + c.count, 0)} collections, ${d(r.pauseNs)} paused${r.collectors.length ? ` (${r.collectors.map((c) => `${c.collector} ${c.count}`).join(', ')})` : ''}`);
   out.push(`  Allocation: ${allocLine(t, r)}`);
   for (const e of r.gc) out.push(`    ${s(e.timestampNs)} s  ${e.collector} ${e.kind}${e.escalated ? ' (escalated)' : ''} ${d(e.durationNs)}${e.operation ? `  ${e.operation}` : ''}`);
   out.push(t.safepointsAvailable ? `  Safepoints: ${r.safepoints.count}, ${d(r.safepoints.totalNs)}, time to safepoint max ${d(r.safepoints.ttsMaxNs)}` : `  Safepoints: not available (${t.safepointsReason})`);
