@@ -122,10 +122,12 @@ export interface JvmSessionFile {
   tracer: 'jvm';
   savedAt: string;
   result: JvmResult;
+  /** how the session ended (a panel's stored document: a reload shows it stopped, saying why) */
+  ended?: { reason: 'stopped' | 'target-exited' | 'error'; message?: string };
 }
 
-export function toSessionFile(r: JvmResult, now = new Date()): JvmSessionFile {
-  return { format: 'ebpf-studio-session', version: 1, tracer: 'jvm', savedAt: now.toISOString(), result: r };
+export function toSessionFile(r: JvmResult, now = new Date(), ended?: JvmSessionFile['ended']): JvmSessionFile {
+  return { format: 'ebpf-studio-session', version: 1, tracer: 'jvm', savedAt: now.toISOString(), result: r, ...(ended ? { ended } : {}) };
 }
 
 /** Reads an exported session back, or throws an Error saying what is wrong with the file. */

@@ -214,7 +214,7 @@ function statusText(): string {
     case 'running':
       return stopping ? 'Stopping…' : `Tracing ${who} · ${len}`;
     case 'stopped':
-      return `Stopped (${who}) · ${len}`;
+      return `Stopped (${who})${view.message ? `: ${view.message}` : ''} · ${len}`;
     case 'target-exited':
       return `Process exited${view.message ? `: ${view.message}` : ''} (data kept) · ${len}`;
     case 'error':
@@ -342,7 +342,8 @@ window.addEventListener('message', (ev: MessageEvent<ToView>) => {
       }, 50);
       break;
     case 'load':
-      view.load(m.result);
+      view.load(m.result, m.ended?.reason);
+      view.message = m.ended?.message ?? '';
       view.target = m.name;
       rangeDirty = true;
       break;
