@@ -109,8 +109,8 @@ export class AllocRate {
     this.heap.trim(beforeNs);
   }
 
-  toJSON(): AllocRateState {
-    return { intervals: this.intervals.toJSON(), heap: this.heap.toJSON(), withoutEden: this.withoutEden, totalBytes: this.totalBytes, totalNs: this.totalNs, maxRate: this.maxRate, maxHeap: this.maxHeap, prev: this.prev, lastPool: [...this.lastPool], lastHeapNs: Number.isFinite(this.lastHeapNs) ? this.lastHeapNs : null };
+  toJSON(fromNs = -Infinity): AllocRateState {
+    return { intervals: this.intervals.toJSON(true, fromNs), heap: this.heap.toJSON(true, fromNs), withoutEden: this.withoutEden, totalBytes: this.totalBytes, totalNs: this.totalNs, maxRate: this.maxRate, maxHeap: this.maxHeap, prev: this.prev, lastPool: [...this.lastPool], lastHeapNs: Number.isFinite(this.lastHeapNs) ? this.lastHeapNs : null };
   }
 
   static from(s: AllocRateState): AllocRate {

@@ -13,7 +13,15 @@ export class BoundedLane<T> {
   /** items before `base` that were their bin's best when they left the window */
   private kept = new Map<number, T>();
 
-  constructor(private readonly startOf: (t: T) => number) {}
+  /**
+   * startOf: an item's start (items arrive in nearly ascending order of it). compact: what of an
+   * item is kept once it leaves the window and what a saved lane holds (what its mark and tooltip
+   * need; e.g. a GC without its memory pools).
+   */
+  constructor(
+    private readonly startOf: (t: T) => number,
+    private readonly compact: (t: T) => T = (t) => t,
+  ) {}
 
   /** Items ever pushed (the next absolute index). */
   get length(): number {
@@ -61,7 +69,7 @@ export class BoundedLane<T> {
     while (k < this.items.length && this.startOf(this.items[k]) < beforeNs) {
       const it = this.items[k];
       const i = this.base + k;
-      if (this.bins.best[this.bins.binOf(this.startOf(it))] === i) this.kept.set(i, it);
+      if (this.bins.best[this.bins.binOf(this.startOf(it))] === i) this.kept.set(i, this.compact(it));
       k++;
     }
     if (!k) return;
@@ -75,15 +83,28 @@ export class BoundedLane<T> {
     }
   }
 
-  toJSON(): BoundedLaneState<T> {
-    return { bins: this.bins.toJSON(), base: this.base, items: this.items, kept: [...this.kept] };
+  /**
+   * The lane as JSON. `withItems` false: the recent items are left out (the caller saves them
+   * elsewhere and passes them to from()). `fromNs`: saved as if trimmed there (a smaller document).
+   */
+  toJSON(withItems = true, fromNs = -Infinity): BoundedLaneState<T> {
+    let k = 0;
+    const kept = [...this.kept];
+    while (k < this.items.length && this.startOf(this.items[k]) < fromNs) {
+      const it = this.items[k];
+      if (this.bins.best[this.bins.binOf(this.startOf(it))] === this.base + k) kept.push([this.base + k, this.compact(it)]);
+      k++;
+    }
+    return { bins: this.bins.toJSON(), base: this.base + k, length: this.length, items: withItems ? this.items.slice(k).map(this.compact) : [], kept };
   }
 
-  static from<T>(s: BoundedLaneState<T>, startOf: (t: T) => number): BoundedLane<T> {
-    const l = new BoundedLane<T>(startOf);
+  /** A saved lane; `items`: its recent items when they were saved elsewhere (the last of them are taken). */
+  static from<T>(s: BoundedLaneState<T>, startOf: (t: T) => number, compact?: (t: T) => T, items?: readonly T[]): BoundedLane<T> {
+    const l = new BoundedLane<T>(startOf, compact);
     l.bins = TimeBins.from(s.bins);
-    l.base = s.base;
-    l.items = [...s.items];
+    const recent = items ? items.slice(Math.max(0, items.length - ((s.length ?? s.base + s.items.length) - s.base))) : s.items;
+    l.items = [...recent];
+    l.base = (s.length ?? s.base + s.items.length) - l.items.length;
     l.kept = new Map(s.kept);
     return l;
   }
@@ -92,6 +113,8 @@ export class BoundedLane<T> {
 export interface BoundedLaneState<T> {
   bins: TimeBinsState;
   base: number;
+  /** items ever pushed */
+  length?: number;
   items: T[];
   kept: [number, T][];
 }

@@ -194,6 +194,10 @@ export interface RunqLaneRow {
   count: number;
 }
 
+/** A GC as its lane needs it once its raw event is gone: no memory pools. */
+const gcMark = (e: JavaGcEvent): JavaGcEvent => (e.pools.length ? { ...e, pools: [] } : e);
+const gcStart = (e: JavaGcEvent) => e.timestampNs;
+
 /** How long raw events (each GC, safepoint, run-queue histogram, CPU slice) are kept: the lanes and whole-session figures cover the whole session. */
 export const RAW_WINDOW_NS = 10 * 60e9;
 
@@ -247,7 +251,7 @@ export class JvmTimeline {
   private cpuBase = 0;
   private gcRecent: JavaGcEvent[] = [];
 
-  constructor(readonly rawWindowNs = RAW_WINDOW_NS) {}
+  constructor(public rawWindowNs = RAW_WINDOW_NS) {}
 
   /** The retained GC events of every collector, in arrival order. */
   get gc(): JavaGcEvent[] {
@@ -259,8 +263,15 @@ export class JvmTimeline {
   }
 
   get runq(): JvmRunqSlice[] {
+    return this.runqFrom(-Infinity);
+  }
+
+  /** The retained run-queue slices that start at or after `fromNs`, in the wire shape. */
+  private runqFrom(fromNs: number): JvmRunqSlice[] {
     const out: JvmRunqSlice[] = [];
-    this.eachRunq(this.runqBase, this.runqBase + this.runqStore.length, (startNs, endNs, tid, counts) => out.push({ startNs, endNs, tid, buckets: toBuckets(counts).filter((b) => b.count > 0) }));
+    let i = 0;
+    while (i < this.runqStore.length && this.runqStore[i].startNs < fromNs) i++;
+    this.eachRunq(this.runqBase + i, this.runqBase + this.runqStore.length, (startNs, endNs, tid, counts) => out.push({ startNs, endNs, tid, buckets: toBuckets(counts).filter((b) => b.count > 0) }));
     return out;
   }
 
@@ -281,7 +292,11 @@ export class JvmTimeline {
   }
 
   get cpu(): JvmCpuSlice[] {
-    return this.cpuStore.map((c) => {
+    return this.cpuFrom(-Infinity);
+  }
+
+  private cpuFrom(fromNs: number): JvmCpuSlice[] {
+    return this.cpuStore.filter((c) => c.startNs >= fromNs).map((c) => {
       const samples: [number, number][] = [];
       for (let k = 0; k < c.flat.length; k += 2) samples.push([c.flat[k], c.flat[k + 1]]);
       return { startNs: c.startNs, endNs: c.endNs, samples };
@@ -307,13 +322,17 @@ export class JvmTimeline {
 
   /** A session from its result; with `timeline` (a view's export or checkpoint), its lanes and figures over the whole session. */
   static fromResult(r: JvmResult): JvmTimeline {
-    const t = new JvmTimeline(r.timeline?.rawWindowNs ?? RAW_WINDOW_NS);
+    // With a timeline, every raw event of the document is kept as it was saved (no trim while applying).
+    const t = new JvmTimeline(r.timeline ? Infinity : RAW_WINDOW_NS);
     t.pid = r.pid;
     t.frequency = r.frequency;
     t.sliceMs = r.sliceMs;
     t.apply({ ...r, nowNs: r.endNs, stacks: r.stacks });
     t.warnings = [...r.warnings];
-    if (r.timeline) t.restore(r.timeline);
+    if (r.timeline) {
+      t.rawWindowNs = r.timeline.rawWindowNs || RAW_WINDOW_NS;
+      t.restore(r.timeline);
+    }
     else if (r.droppedBeforeNs) t.droppedBeforeNs = r.droppedBeforeNs;
     return t;
   }
@@ -334,7 +353,7 @@ export class JvmTimeline {
       for (const p of e.pools) p.name = this.intern(p.name);
       this.gcRecent.push(e);
       let lane = this.gcLanes.get(e.collector);
-      if (!lane) this.gcLanes.set(e.collector, (lane = new BoundedLane((x) => x.timestampNs)));
+      if (!lane) this.gcLanes.set(e.collector, (lane = new BoundedLane(gcStart, gcMark)));
       lane.push(e, e.timestampNs, e.timestampNs + e.durationNs, e.durationNs);
       let k = this.gcKinds.get(e.collector);
       if (!k) this.gcKinds.set(e.collector, (k = new Map()));
@@ -424,8 +443,15 @@ export class JvmTimeline {
     this.runqCache.clear();
   }
 
-  /** The session's document; `withTimeline` adds the lanes over the whole session (a view's export or checkpoint). */
-  toResult(opts: { withTimeline?: boolean } = {}): JvmResult {
+  /**
+   * The session's document; `withTimeline` adds the lanes over the whole session (a view's export
+   * or checkpoint); `rawFromNs` leaves out raw events before it (a checkpoint kept small: the
+   * lanes still cover everything, and the document says from when its raw events start).
+   */
+  toResult(opts: { withTimeline?: boolean; rawFromNs?: number } = {}): JvmResult {
+    const from = Math.max(opts.rawFromNs ?? -Infinity, this.droppedBeforeNs || -Infinity);
+    const cut = from > -Infinity;
+    const dropped = cut && from > this.startNs ? from : 0;
     return {
       tracer: 'jvm',
       pid: this.pid,
@@ -434,42 +460,44 @@ export class JvmTimeline {
       startNs: this.startNs,
       endNs: this.endNs,
       threads: [...this.threads.values()].sort((a, b) => a.tid - b.tid),
-      gc: this.gc,
-      safepoints: [...this.safepoints],
+      gc: cut ? this.gc.filter((e) => e.timestampNs >= from) : this.gc,
+      safepoints: this.safepoints.filter((e) => e.timestampNs >= from),
       safepointsAvailable: this.safepointsAvailable,
       ...(this.safepointsReason ? { safepointsReason: this.safepointsReason } : {}),
-      runq: this.runq,
-      cpu: this.cpu,
+      runq: this.runqFrom(from),
+      cpu: this.cpuFrom(from),
       stacks: this.stacks,
       lost: this.lost,
       dropped: this.dropped,
       warnings: this.warnings,
-      ...(this.droppedBeforeNs ? { droppedBeforeNs: this.droppedBeforeNs } : {}),
-      ...(opts.withTimeline ? { timeline: this.state() } : {}),
+      ...(dropped ? { droppedBeforeNs: dropped } : {}),
+      ...(opts.withTimeline ? { timeline: this.state(from) } : {}),
     };
   }
 
-  /** The lanes and whole-session figures (see JvmTimelineState). */
-  state(): JvmTimelineState {
+  /** The lanes and whole-session figures (see JvmTimelineState), with lane items from `fromNs` on. */
+  state(fromNs = -Infinity): JvmTimelineState {
     for (const g of THREAD_GROUPS) {
       this.cpuHeat(g);
       this.runqLane(g);
     }
+    const dropped = fromNs > this.startNs ? Math.max(fromNs, this.droppedBeforeNs) : this.droppedBeforeNs;
     return {
       version: 1,
       rawWindowNs: this.rawWindowNs,
-      droppedBeforeNs: this.droppedBeforeNs,
+      droppedBeforeNs: dropped,
       gcKinds: [...this.gcKinds].map(([c, k]) => [c, [...k]]),
-      gcLanes: [...this.gcLanes].map(([c, l]) => [c, l.toJSON()]),
-      safepoints: this.spLane.toJSON(),
-      heat: [...this.heatCache].map(([g, c]) => [g, { upTo: c.upTo, lane: c.lane.toJSON() }]),
-      runq: [...this.runqCache].map(([g, c]) => [g, { upTo: c.upTo, lane: c.lane.toJSON() }]),
+      gcLanes: [...this.gcLanes].map(([c, l]) => [c, l.toJSON(true, fromNs)]),
+      // The safepoint lane's recent items are the result's safepoints: saved once, there.
+      safepoints: this.spLane.toJSON(false, fromNs),
+      heat: [...this.heatCache].map(([g, c]) => [g, { upTo: c.upTo, lane: c.lane.toJSON(true, fromNs) }]),
+      runq: [...this.runqCache].map(([g, c]) => [g, { upTo: c.upTo, lane: c.lane.toJSON(true, fromNs) }]),
       wholeGc: this.wholeGc.toJSON(),
       wholeSpDurations: this.wholeSpDurations.toJSON(),
       wholeSpTts: this.wholeSpTts.toJSON(),
       runqByTid: [...this.runqByTid],
       cpuByStack: [...this.cpuByStack],
-      alloc: this.alloc.toJSON(),
+      alloc: this.alloc.toJSON(fromNs),
     };
   }
 
@@ -477,8 +505,8 @@ export class JvmTimeline {
   private restore(s: JvmTimelineState): void {
     this.droppedBeforeNs = s.droppedBeforeNs;
     this.gcKinds = new Map(s.gcKinds.map(([c, k]) => [c, new Map(k)]));
-    this.gcLanes = new Map(s.gcLanes.map(([c, l]) => [c, BoundedLane.from(l, (x: JavaGcEvent) => x.timestampNs)]));
-    this.spLane = BoundedLane.from(s.safepoints, (x) => x.timestampNs);
+    this.gcLanes = new Map(s.gcLanes.map(([c, l]) => [c, BoundedLane.from(l, gcStart, gcMark)]));
+    this.spLane = BoundedLane.from(s.safepoints, (x) => x.timestampNs, undefined, this.spLane.recent());
     // The raw slices were applied from index 0: the lanes index them from where they were.
     this.runqBase = Math.max(0, Math.max(...s.runq.map(([, c]) => c.upTo), 0) - this.runqStore.length);
     this.cpuBase = Math.max(0, Math.max(...s.heat.map(([, c]) => c.upTo), 0) - this.cpuStore.length);
@@ -518,7 +546,7 @@ export class JvmTimeline {
   /** One collector's lane: its events (the recent ones) and time bins over the whole session. */
   gcLane(collector: string): BoundedLane<JavaGcEvent> {
     let l = this.gcLanes.get(collector);
-    if (!l) this.gcLanes.set(collector, (l = new BoundedLane((x) => x.timestampNs)));
+    if (!l) this.gcLanes.set(collector, (l = new BoundedLane(gcStart, gcMark)));
     return l;
   }
   safepointLane(): BoundedLane<JavaSafepoint> {

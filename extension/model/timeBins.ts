@@ -4,7 +4,8 @@
 // merge (the width doubles). A view drawing a window wider than a bin per pixel reads the bins,
 // not the items, so drawing a lane costs the same after an hour as after a minute. Pure.
 
-export const MAX_BINS = 16384;
+/** Bins per lane: a few per pixel of the widest plot, so a lane costs the same to keep and draw after hours as after a minute. */
+export const MAX_BINS = 4096;
 
 export class TimeBins {
   originNs = 0;

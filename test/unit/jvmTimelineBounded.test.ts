@@ -127,6 +127,20 @@ test('a session saved with its timeline (export, checkpoint) comes back with the
   assert.deepEqual(marks(vr, 800), marks(vb, 800));
   const inside: [number, number] = [bounded.endNs - 10e9, bounded.endNs - 2e9];
   assert.deepEqual(back.range(...inside), bounded.range(...inside));
+  // A checkpoint keeps fewer raw events (the last 5 s here): the same lanes, and ranges inside those 5 s.
+  const small = JSON.parse(JSON.stringify(bounded.toResult({ withTimeline: true, rawFromNs: bounded.endNs - 5e9 }))) as JvmResult;
+  assert.ok(JSON.stringify(small).length < JSON.stringify(file).length);
+  assert.ok(small.gc.every((e) => e.timestampNs >= bounded.endNs - 5e9) && small.droppedBeforeNs === bounded.endNs - 5e9);
+  const fromSmall = JvmTimeline.fromResult(small);
+  const vs = viewOf(fromSmall);
+  vb.window = vs.window = undefined;
+  assert.deepEqual(marks(vs, 800), marks(vb, 800));
+  vb.window = vs.window = [START + 30e9, START + 60e9];
+  assert.deepEqual(marks(vs, 800), marks(vb, 800));
+  assert.deepEqual(whole(fromSmall), whole(bounded));
+  const last: [number, number] = [bounded.endNs - 4e9, bounded.endNs - 1e9];
+  assert.deepEqual(fromSmall.range(...last), bounded.range(...last));
+  assert.equal(fromSmall.range(...inside).coveredFromNs, bounded.endNs - 5e9);
   // Without the timeline (the CLI's --json): the raw window only, and it says what was dropped.
   const plain = JvmTimeline.fromResult(JSON.parse(JSON.stringify(bounded.toResult())) as JvmResult);
   assert.equal(plain.droppedBeforeNs, bounded.droppedBeforeNs);

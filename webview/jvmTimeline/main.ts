@@ -179,7 +179,7 @@ function renderRange(): void {
     table.append(tr);
   };
   const gcCount = r.collectors.reduce((n, c) => n + c.count, 0);
-  if (r.coveredFromNs !== undefined) row('Covers', `from ${view.label(r.coveredFromNs)}: only the last ${Math.round(view.data.rawWindowNs / 60e9)} minutes of raw events are kept (the lanes show the whole session), so this range's figures start there`, 'covered');
+  if (r.coveredFromNs !== undefined) row('Covers', `from ${view.label(r.coveredFromNs)}: older raw events are not kept (the lanes show the whole session), so this range's figures start there`, 'covered');
   row('GC', gcCount ? `${gcCount} collections, ${d(r.pauseNs)} paused: ${r.collectors.map((c) => `${c.collector} ×${c.count} (max ${d(c.maxNs)})`).join(', ')}` : 'none', 'gc');
   row('Allocation', allocText(r), 'alloc');
   row('Safepoints', view.data.safepointsAvailable ? `${r.safepoints.count}, ${d(r.safepoints.totalNs)} in total, time to safepoint max ${d(r.safepoints.ttsMaxNs)}, p50 ${d(r.safepoints.ttsP50Ns)}` : `not available: ${view.data.safepointsReason}`, 'safepoints');
@@ -233,7 +233,7 @@ function render(): void {
   const n: string[] = [];
   if (view.data.lost) n.push(`${view.data.lost} events or CPU samples lost in the kernel`);
   if (view.data.dropped) n.push(`${view.data.dropped} run-queue waits dropped`);
-  if (view.data.droppedBeforeNs) n.push(`Raw events before ${view.label(view.data.droppedBeforeNs)} were dropped (the last ${Math.round(view.data.rawWindowNs / 60e9)} minutes are kept): the lanes and the whole session's figures cover it all; a selection and Export cover the kept events.`);
+  if (view.data.droppedBeforeNs) n.push(`Raw events before ${view.label(view.data.droppedBeforeNs)} are not kept (a live session keeps its last ${Math.round(view.data.rawWindowNs / 60e9)} minutes; a reloaded panel its last 2): the lanes and the whole session's figures cover it all, a selection and Export only the kept events.`);
   if (view.state === 'running') n.push('Function names appear when the session stops (the profiler symbolizes at the end).');
   notes.textContent = n.join(' · ');
   drawLanes();

@@ -60,6 +60,9 @@ function openPanel(context: vscode.ExtensionContext, title: string, onMessage: (
   return { view, send };
 }
 
+/** Raw events a reloaded panel gets back: the last two minutes. */
+const CHECKPOINT_RAW_NS = 2 * 60e9;
+
 async function trace(context: vscode.ExtensionContext, options: JvmOptions): Promise<string> {
   const target = `pid ${options.pid}`;
   const title = `JVM timeline: ${target}`;
@@ -69,7 +72,9 @@ async function trace(context: vscode.ExtensionContext, options: JvmOptions): Pro
   live.pid = options.pid;
   live.frequency = options.frequency;
   live.sliceMs = options.sliceMs;
-  const document = (ended: NonNullable<JvmSessionFile['ended']>) => JSON.stringify({ ...toSessionFile(live.toResult({ withTimeline: true }), new Date(), ended), title });
+  // The stored document keeps the last CHECKPOINT_RAW_NS of raw events (the lanes cover the whole
+  // session): small enough to write every 15 s and within the store's size bound after hours.
+  const document = (ended: NonNullable<JvmSessionFile['ended']>) => JSON.stringify({ ...toSessionFile(live.toResult({ withTimeline: true, rawFromNs: live.endNs - CHECKPOINT_RAW_NS }), new Date(), ended), title });
   const session = await startSession('jvm', options, `JVM timeline ${target}`, {
     onUpdate: (u) => {
       live.apply(u);
