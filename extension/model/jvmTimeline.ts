@@ -64,6 +64,28 @@ export interface JvmCpuSlice {
   samples: [number, number][];
 }
 
+/** The off-CPU states the timeline shows (the off-CPU tracer's states but on-CPU). */
+export type OffState = 'sleep' | 'io' | 'lock' | 'preempted';
+export const OFF_STATES: OffState[] = ['sleep', 'io', 'lock', 'preempted'];
+export const OFF_STATE_LABEL: Record<OffState, string> = { sleep: 'sleeping', io: 'I/O', lock: 'lock (futex)', preempted: 'preempted' };
+
+/**
+ * Time threads spent off CPU, by state, counted in the slice in which each interval ended (the
+ * thread woke): [tid, state index in OFF_STATES, µs] triples, flat.
+ */
+export interface JvmOffcpuSlice {
+  startNs: number;
+  endNs: number;
+  rows: number[];
+}
+
+/** One thread group's off-CPU time in one slice: µs per state (OFF_STATES order). */
+export interface OffcpuCell {
+  startNs: number;
+  endNs: number;
+  us: number[];
+}
+
 /** A distinct (thread, stack), leaf first; symbolized when the session stops. */
 export interface JvmStack {
   tid: number;
@@ -80,6 +102,10 @@ interface JvmEvents {
   runq: JvmRunqSlice[];
   cpu: JvmCpuSlice[];
   stacks: JvmStack[];
+  /** off-CPU time by thread and state (absent when the off-CPU tracer could not run, and in older documents) */
+  offcpu?: JvmOffcpuSlice[];
+  /** why there are no off-CPU figures */
+  offcpuReason?: string;
 }
 
 export interface JvmUpdate extends JvmEvents {
@@ -168,6 +194,8 @@ export interface RangeStats {
   cpuTotal: number;
   /** the stacks sampled in the range with their counts, for a flame graph */
   stacks: ProfileStack[];
+  /** off-CPU time per thread group and state in the range, µs (OFF_STATES order) */
+  offcpu: { group: ThreadGroup; us: number[] }[];
   /** what the application allocated in the range, from eden before/after each GC (model/allocRate.ts) */
   alloc: AllocRangeStats;
   /**
@@ -217,6 +245,8 @@ export interface JvmTimelineState {
   runqByTid: [number, number[]][];
   cpuByStack: [number, number][];
   alloc: AllocRateState;
+  offcpu?: [ThreadGroup, { upTo: number; lane: BoundedLaneState<OffcpuCell> }][];
+  offByTid?: [number, number[]][];
 }
 
 /**
@@ -249,6 +279,14 @@ export class JvmTimeline {
   /** slices dropped from the front of runqStore / cpuStore (lanes index them absolutely) */
   private runqBase = 0;
   private cpuBase = 0;
+  private offStore: JvmOffcpuSlice[] = [];
+  private offBase = 0;
+  private offCache = new Map<ThreadGroup, { upTo: number; lane: BoundedLane<OffcpuCell> }>();
+  /** whole-session off-CPU µs per thread and state */
+  private offByTid = new Map<number, number[]>();
+  /** true once the session has off-CPU figures; offcpuReason says why not */
+  offcpuAvailable = false;
+  offcpuReason = '';
   private gcRecent: JavaGcEvent[] = [];
 
   constructor(public rawWindowNs = RAW_WINDOW_NS) {}
@@ -391,6 +429,16 @@ export class JvmTimeline {
       }
       this.cpuStore.push({ startNs: c.startNs, endNs: c.endNs, flat });
     }
+    for (const o of u.offcpu ?? []) {
+      this.offcpuAvailable = true;
+      for (let k = 0; k + 2 < o.rows.length; k += 3) {
+        const per = this.offByTid.get(o.rows[k]) ?? [0, 0, 0, 0];
+        per[o.rows[k + 1]] += o.rows[k + 2];
+        this.offByTid.set(o.rows[k], per);
+      }
+      this.offStore.push(o);
+    }
+    if (u.offcpuReason) this.offcpuReason = u.offcpuReason;
     for (const st of u.stacks) this.stacks.push(st);
     this.lost = u.lost;
     this.dropped = u.dropped;
@@ -405,6 +453,7 @@ export class JvmTimeline {
     for (const g of THREAD_GROUPS) {
       this.cpuHeat(g);
       this.runqLane(g);
+      this.offcpuLane(g);
     }
     let k = 0;
     while (k < this.gcRecent.length && this.gcRecent[k].timestampNs < cutoff) k++;
@@ -420,6 +469,11 @@ export class JvmTimeline {
     while (k < this.cpuStore.length && this.cpuStore[k].startNs < cutoff) k++;
     this.cpuStore = this.cpuStore.slice(k);
     this.cpuBase += k;
+    k = 0;
+    while (k < this.offStore.length && this.offStore[k].startNs < cutoff) k++;
+    this.offStore = this.offStore.slice(k);
+    this.offBase += k;
+    for (const c of this.offCache.values()) c.lane.trim(cutoff);
     for (const c of this.heatCache.values()) c.lane.trim(cutoff);
     for (const c of this.runqCache.values()) c.lane.trim(cutoff);
     this.droppedBeforeNs = cutoff;
@@ -439,6 +493,7 @@ export class JvmTimeline {
   }
 
   private dropCaches(): void {
+    this.offCache.clear();
     this.heatCache.clear();
     this.runqCache.clear();
   }
@@ -467,6 +522,8 @@ export class JvmTimeline {
       runq: this.runqFrom(from),
       cpu: this.cpuFrom(from),
       stacks: this.stacks,
+      ...(this.offcpuAvailable ? { offcpu: this.offStore.filter((o) => o.startNs >= from) } : {}),
+      ...(this.offcpuReason ? { offcpuReason: this.offcpuReason } : {}),
       lost: this.lost,
       dropped: this.dropped,
       warnings: this.warnings,
@@ -480,6 +537,7 @@ export class JvmTimeline {
     for (const g of THREAD_GROUPS) {
       this.cpuHeat(g);
       this.runqLane(g);
+      this.offcpuLane(g);
     }
     const dropped = fromNs > this.startNs ? Math.max(fromNs, this.droppedBeforeNs) : this.droppedBeforeNs;
     return {
@@ -498,6 +556,8 @@ export class JvmTimeline {
       runqByTid: [...this.runqByTid],
       cpuByStack: [...this.cpuByStack],
       alloc: this.alloc.toJSON(fromNs),
+      offcpu: [...this.offCache].map(([g, c]) => [g, { upTo: c.upTo, lane: c.lane.toJSON(true, fromNs) }]),
+      offByTid: [...this.offByTid],
     };
   }
 
@@ -518,6 +578,11 @@ export class JvmTimeline {
     this.runqByTid = new Map(s.runqByTid);
     this.cpuByStack = new Map(s.cpuByStack);
     this.alloc = AllocRate.from(s.alloc);
+    if (s.offcpu) {
+      this.offBase = Math.max(0, Math.max(...s.offcpu.map(([, c]) => c.upTo), 0) - this.offStore.length);
+      this.offCache = new Map(s.offcpu.map(([g, c]) => [g, { upTo: c.upTo, lane: BoundedLane.from(c.lane, (x: OffcpuCell) => x.startNs) }]));
+    }
+    if (s.offByTid) this.offByTid = new Map(s.offByTid);
   }
 
   groupOf(tid: number): ThreadGroup {
@@ -574,6 +639,27 @@ export class JvmTimeline {
     return this.heatLane(group).recent();
   }
 
+  /** Off-CPU time of one group per slice, by state (extended as slices arrive). */
+  offcpuLane(group: ThreadGroup): BoundedLane<OffcpuCell> {
+    let c = this.offCache.get(group);
+    if (!c) this.offCache.set(group, (c = { upTo: this.offBase, lane: new BoundedLane((x) => x.startNs) }));
+    for (c.upTo = Math.max(c.upTo, this.offBase); c.upTo < this.offBase + this.offStore.length; c.upTo++) {
+      const o = this.offStore[c.upTo - this.offBase];
+      const us = [0, 0, 0, 0];
+      for (let k = 0; k + 2 < o.rows.length; k += 3) if (this.groupOf(o.rows[k]) === group) us[o.rows[k + 1]] += o.rows[k + 2];
+      const total = us[0] + us[1] + us[2] + us[3];
+      c.lane.push({ startNs: o.startNs, endNs: o.endNs, us }, o.startNs, o.endNs, total || -Infinity);
+    }
+    return c.lane;
+  }
+
+  /** Threads of a group (its lane's scale: all of them off CPU for a whole slice fills it). */
+  threadsIn(group: ThreadGroup): number {
+    let n = 0;
+    for (const t of this.threads.values()) if (t.group === group) n++;
+    return n;
+  }
+
   /** The worst run-queue wait of a group per slice (upper bound of the highest bucket, µs), by slice end. */
   runqLaneOf(group: ThreadGroup): BoundedLane<RunqLaneRow> {
     let c = this.runqCache.get(group);
@@ -626,7 +712,14 @@ export class JvmTimeline {
       const g = this.groupOf(tid);
       rq.set(g, addCounts(rq.get(g) ?? [], counts));
     }
-    return this.finishRange(a, b, this.gc, this.wholeGc.collectors(), this.wholeGc.pauses.sum, this.wholeSafepoints(), rq, this.cpuByStack, false);
+    const off = new Map<ThreadGroup, number[]>();
+    for (const [tid, per] of this.offByTid) {
+      const g = this.groupOf(tid);
+      const sum = off.get(g) ?? [0, 0, 0, 0];
+      per.forEach((v, i) => (sum[i] += v));
+      off.set(g, sum);
+    }
+    return this.finishRange(a, b, this.gc, this.wholeGc.collectors(), this.wholeGc.pauses.sum, this.wholeSafepoints(), rq, this.cpuByStack, false, off);
   }
 
   private wholeSafepoints(): JavaSafepointSummary {
@@ -651,10 +744,21 @@ export class JvmTimeline {
       if (!overlaps(c.startNs, c.endNs, a, b)) continue;
       for (let k = 0; k < c.flat.length; k += 2) perStack.set(c.flat[k], (perStack.get(c.flat[k]) ?? 0) + c.flat[k + 1]);
     }
-    return this.finishRange(a, b, gc, collectorSummaries(gc), pauseNs, summarizeSafepoints(sps), rq, perStack, a < this.droppedBeforeNs);
+    // Off-CPU time of the slices that ended in the range (each interval counts where it ended).
+    const off = new Map<ThreadGroup, number[]>();
+    for (const o of this.offStore) {
+      if (!overlaps(o.startNs, o.endNs, a, b)) continue;
+      for (let k = 0; k + 2 < o.rows.length; k += 3) {
+        const g = this.groupOf(o.rows[k]);
+        const sum = off.get(g) ?? [0, 0, 0, 0];
+        sum[o.rows[k + 1]] += o.rows[k + 2];
+        off.set(g, sum);
+      }
+    }
+    return this.finishRange(a, b, gc, collectorSummaries(gc), pauseNs, summarizeSafepoints(sps), rq, perStack, a < this.droppedBeforeNs, off);
   }
 
-  private finishRange(a: number, b: number, gc: JavaGcEvent[], collectors: JavaGcCollectorSummary[], pauseNs: number, safepoints: JavaSafepointSummary, rq: Map<ThreadGroup, number[]>, perStack: Map<number, number>, partial: boolean): RangeStats {
+  private finishRange(a: number, b: number, gc: JavaGcEvent[], collectors: JavaGcCollectorSummary[], pauseNs: number, safepoints: JavaSafepointSummary, rq: Map<ThreadGroup, number[]>, perStack: Map<number, number>, partial: boolean, off: Map<ThreadGroup, number[]>): RangeStats {
     const perGroup = new Map<ThreadGroup, number>();
     const perThread = new Map<number, number>();
     const stacks: ProfileStack[] = [];
@@ -686,6 +790,7 @@ export class JvmTimeline {
         .sort((x, y) => y.samples - x.samples),
       cpuTotal,
       stacks,
+      offcpu: THREAD_GROUPS.filter((g) => off.has(g)).map((g) => ({ group: g, us: off.get(g)! })),
       alloc: this.alloc.range(a, b),
       ...(partial ? { coveredFromNs: this.droppedBeforeNs } : {}),
     };

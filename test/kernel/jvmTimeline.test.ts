@@ -5,13 +5,14 @@
 // threads; the range of a CPU phase shows the main thread's samples and no GC. Also: the session
 // file round-trips, and bad targets fail with the right codes. The allocation-rate lane: a JVM
 // allocating at a paced rate (HeapSites.java), checked against its own count and the JVM's GC log.
+// The off-CPU lanes: threads that wait known ways (OffcpuWaits.java), against /proc schedstat.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fromSessionFile, JvmTimeline, toSessionFile, type JvmResult } from '../../extension/model/jvmTimeline';
+import { fromSessionFile, JvmTimeline, OFF_STATES, toSessionFile, type JvmResult } from '../../extension/model/jvmTimeline';
 import { helperJs, kernelSkipReason, repoRoot, runCli, startCli, waitFor } from '../helpers';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import * as proto from '../../extension/protocol/protocol';
@@ -27,7 +28,7 @@ describe('jvm timeline on a real JVM', { skip }, () => {
   const children: ChildProcess[] = [];
   before(() => {
     classDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-jvmt-'));
-    const r = spawnSync(path.join(jdk!.home, 'bin', 'javac'), ['-d', classDir, ...['GcPhases.java', 'HeapSites.java'].map((f) => path.join(repoRoot, 'test', 'fixtures', 'java', f))], { encoding: 'utf8' });
+    const r = spawnSync(path.join(jdk!.home, 'bin', 'javac'), ['-d', classDir, ...['GcPhases.java', 'HeapSites.java', 'OffcpuWaits.java'].map((f) => path.join(repoRoot, 'test', 'fixtures', 'java', f))], { encoding: 'utf8' });
     assert.equal(r.status, 0, `javac failed: ${r.stderr}`);
   });
   after(() => {
@@ -89,6 +90,14 @@ describe('jvm timeline on a real JVM', { skip }, () => {
       assert.ok(range.stacks.some((s) => /GC Thread|VM Thread/.test(s.comm)));
     }
     gcShare /= forced.length;
+    // Off CPU: the thread that called System.gc() waits out each forced collection (a futex wait
+    // for the VM thread), counted in the slice in which it woke, which overlaps the GC.
+    assert.ok(res.offcpu?.length, `off-CPU slices: ${res.offcpuReason ?? 'none'}`);
+    for (const e of forced) {
+      const app = tl.range(e.timestampNs, e.timestampNs + e.durationNs).offcpu.find((g) => g.group === 'application');
+      const waited = app ? app.us.reduce((a, b) => a + b, 0) * 1000 : 0;
+      assert.ok(waited >= 0.8 * e.durationNs, `the application's threads were off CPU ${(waited / 1e6).toFixed(0)} ms around a ${(e.durationNs / 1e6).toFixed(0)} ms forced GC`);
+    }
     assert.ok(gcShare >= 0.6, `in the ranges of the forced GCs, ${(gcShare * 100).toFixed(0)} % of the CPU samples are GC threads'`);
 
     // A CPU phase: the 800 ms before the first forced GC's 300 ms sleep.
@@ -199,6 +208,67 @@ describe('jvm timeline on a real JVM', { skip }, () => {
     // The heap lane: one point per GC with the three Parallel heap pools.
     assert.equal(tl.alloc.heap.length, res.gc.filter((e) => e.pools.length).length);
     assert.deepEqual(tl.alloc.heap.recent()[tl.alloc.heap.length - 1].pools.map(([name]) => name).sort(), ['PS Eden Space', 'PS Old Gen', 'PS Survivor Space']);
+  });
+
+  test('off-CPU lanes: time off CPU per thread and state, against the kernel\'s own per-thread CPU time (/proc/TID/schedstat) in the same run', async (t) => {
+    // OffcpuWaits: five application threads that are off CPU nearly all the time (sleeps of
+    // 10-30 ms, a contended ReentrantLock and monitor), waking every few ms so that counting each
+    // interval when it ends leaves little out. Reference: for each thread, the window minus the
+    // CPU time schedstat adds over it (on-CPU ns; run-queue waits count as off CPU, preempted).
+    const child = spawn(path.join(jdk!.home, 'bin', 'java'), ['-cp', classDir, 'OffcpuWaits', '60000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    assert.ok(await waitFor(() => out.includes('ready'), 60_000), 'OffcpuWaits did not start');
+    const names = ['sleeper', 'monitor-holder', 'monitor-waiter', 'lock-holder', 'lock-waiter'];
+    const tids = new Map<number, string>();
+    for (const tid of fs.readdirSync(`/proc/${child.pid}/task`).map(Number)) {
+      const comm = fs.readFileSync(`/proc/${child.pid}/task/${tid}/comm`, 'utf8').trim();
+      if (names.includes(comm)) tids.set(tid, comm);
+    }
+    assert.equal(tids.size, names.length, `the fixture's threads: ${JSON.stringify([...tids])}`);
+    const onCpuNs = () => new Map([...tids.keys()].map((tid) => [tid, Number(fs.readFileSync(`/proc/${child.pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0])]));
+    const cli = startCli(['jvm', '--pid', String(child.pid), '--duration', '6', '--json', '--verbose']);
+    assert.ok(await waitFor(() => /jvm: GC, run-queue and CPU tracers attached/.test(cli.stderr()), 30_000), `not attached: ${cli.stderr()}`);
+    const cpu0 = onCpuNs();
+    const t0 = process.hrtime.bigint();
+    const r = await cli.done;
+    const cpu1 = onCpuNs();
+    const windowNs = Number(process.hrtime.bigint() - t0);
+    child.kill('SIGKILL');
+    assert.equal(r.code, 0, r.stderr);
+    const res = JSON.parse(r.stdout) as JvmResult;
+    assert.ok(res.offcpu && res.offcpu.length >= 4, `off-CPU slices about once a second: ${res.offcpuReason ?? res.offcpu?.length}`);
+    // Our figures cover the off-CPU slices (the last read is before the tracers stop).
+    const sessionNs = res.offcpu[res.offcpu.length - 1].endNs - res.offcpu[0].startNs;
+    const ours = new Map<number, number[]>();
+    for (const o of res.offcpu) {
+      for (let k = 0; k + 2 < o.rows.length; k += 3) {
+        const per = ours.get(o.rows[k]) ?? [0, 0, 0, 0];
+        per[o.rows[k + 1]] += o.rows[k + 2];
+        ours.set(o.rows[k], per);
+      }
+    }
+    let oursTotal = 0;
+    let refTotal = 0;
+    for (const [tid, comm] of tids) {
+      const per = ours.get(tid) ?? [0, 0, 0, 0];
+      const mine = per.reduce((a, b) => a + b, 0) * 1000 / sessionNs;
+      const ref = (windowNs - (cpu1.get(tid)! - cpu0.get(tid)!)) / windowNs;
+      t.diagnostic(`${comm}: off CPU ${(100 * mine).toFixed(1)} % of the traced time (${OFF_STATES.map((st, i) => `${st} ${(per[i] / 1e3).toFixed(0)} ms`).join(', ')}); schedstat: ${(100 * ref).toFixed(1)} % of the window`);
+      assert.equal(tids.size, 5);
+      // In a JVM, sleeps, parks and monitor waits are all futex waits: state "lock".
+      assert.ok(per[OFF_STATES.indexOf('lock')] >= 0.8 * per.reduce((a, b) => a + b, 0), `${comm}: futex waits are most of its off-CPU time`);
+      oursTotal += mine;
+      refTotal += ref;
+    }
+    t.diagnostic(`five threads: off CPU ${(oursTotal).toFixed(2)} thread-s per s (ours), ${(refTotal).toFixed(2)} (schedstat)`);
+    assert.ok(Math.abs(oursTotal - refTotal) <= 0.1 * refTotal, `the threads' off-CPU time within 10 % of the kernel's accounting`);
+    // The timeline's lanes and ranges read the same figures by thread group.
+    const tl = JvmTimeline.fromResult(res);
+    const app = tl.range(res.startNs, res.endNs + 1).offcpu.find((g) => g.group === 'application')!;
+    assert.ok(app.us.reduce((a, b) => a + b, 0) >= [...tids.keys()].reduce((n, tid) => n + (ours.get(tid) ?? []).reduce((a, b) => a + b, 0), 0));
+    assert.ok(tl.offcpuLane('application').recent().length >= 4);
   });
 
   test('bad targets: not a JVM, no such pid, bad flags', async () => {

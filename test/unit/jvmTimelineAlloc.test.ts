@@ -147,3 +147,30 @@ test('the view: heap and allocation lanes with their maxima in MB and MB/s; tool
   assert.ok(wide.length <= 301 && wide.length > 100, `${wide.length} marks`);
   assert.ok(wide.every((m) => m.level > 0.5 && m.level <= 1));
 });
+
+test('the off-CPU lane of a thread group: its share of the group\'s thread time per slice, stacked by state, described in seconds', async () => {
+  const { OFF_STATES } = await import('../../extension/model/jvmTimeline');
+  const v = new TimelineView();
+  const threads = [
+    { tid: 1, comm: 'GC Thread#0', group: 'gc' as const },
+    { tid: 2, comm: 'GC Thread#1', group: 'gc' as const },
+    { tid: 3, comm: 'main', group: 'application' as const },
+  ];
+  // One second: both GC threads off CPU 0.9 s (lock) and 0.1 s (preempted); main 0.2 s asleep.
+  v.apply({ ...update([], 2e9), threads, offcpu: [{ startNs: 1e9, endNs: 2e9, rows: [1, 2, 900_000, 1, 3, 100_000, 2, 2, 900_000, 2, 3, 100_000, 3, 0, 200_000] }] });
+  const lanes = v.lanes();
+  assert.deepEqual(lanes.filter((l) => l.kind === 'offcpu').map((l) => l.label), ['Application off CPU', 'GC off CPU']);
+  const gcMarks = v.marks(lanes.find((l) => l.id === 'offcpu:gc')!, 1000);
+  assert.equal(gcMarks.length, 1);
+  assert.ok(Math.abs(gcMarks[0].level - 1) < 1e-9, 'all of both GC threads\' second');
+  assert.equal(gcMarks[0].label, 'GC threads off CPU 2.00 thread-s in 1000 ms (2 threads): sleeping 0.00 s, I/O 0.00 s, lock (futex) 1.80 s, preempted 0.20 s');
+  const app = v.marks(lanes.find((l) => l.id === 'offcpu:application')!, 1000)[0];
+  assert.ok(Math.abs(app.level - 0.2) < 1e-9);
+  const r = v.rangeStats();
+  assert.deepEqual(r.offcpu.find((g) => g.group === 'gc')!.us, [0, 0, 1_800_000, 200_000]);
+  assert.equal(OFF_STATES.length, 4);
+  // A session without off-CPU figures has no such lanes.
+  const none = new TimelineView();
+  none.apply({ ...update([], 2e9), threads });
+  assert.ok(!none.lanes().some((l) => l.kind === 'offcpu'));
+});

@@ -41,6 +41,8 @@ function slice(i: number): JvmUpdate {
     runq: comms.map((_, k) => ({ startNs: s0, endNs: s0 + SLICE, tid: 100 + k, buckets: [{ low: 2 ** (3 + ((i + k) % 6)), high: 2 ** (4 + ((i + k) % 6)) - 1, count: 1 + ((i * k) % 4) }] })),
     cpu: [{ startNs: s0, endNs: s0 + SLICE, samples: [[i % known, 3 + (i % 4)], [(i * 7) % known, 1]] as [number, number][] }].map((c) => ({ ...c, samples: c.samples.filter(([a], j, all) => all.findIndex(([b]) => b === a) === j) })),
     stacks,
+    // Off-CPU totals once a second: each thread off CPU part of it, in a state by thread.
+    ...(i % 4 === 3 ? { offcpu: [{ startNs: s0 - 3 * SLICE, endNs: s0 + SLICE, rows: comms.flatMap((_, k) => [100 + k, k % 4, 100_000 + ((i * 37 + k * 101) % 800_000)]) }] } : {}),
     threads: i === 0 ? comms.map((comm, k) => ({ tid: 100 + k, comm, group: groupOf(comm) })) : [],
     lost: 0,
     dropped: 0,
@@ -58,6 +60,8 @@ function feed(window: number): JvmTimeline {
   for (let i = 0; i < SLICES; i++) t.apply(slice(i));
   return t;
 }
+
+const vbLanes = (t: JvmTimeline) => viewOf(t).lanes().map((l) => l.id);
 
 function viewOf(t: JvmTimeline): TimelineView {
   const v = new TimelineView();
@@ -91,10 +95,21 @@ test('bounded raw events: the same lanes, marks and whole-session figures as an 
   for (const g of THREAD_GROUPS) {
     assert.deepEqual(bounded.heatLane(g).bins, all.heatLane(g).bins, g);
     assert.deepEqual(bounded.runqLaneOf(g).bins, all.runqLaneOf(g).bins, g);
+    assert.deepEqual(bounded.offcpuLane(g).bins, all.offcpuLane(g).bins, g);
   }
+  assert.ok(vbLanes(bounded).includes('offcpu:gc'), 'an off-CPU lane per thread group');
   // Whole-session figures: running sums, unaffected by the drop.
   assert.deepEqual(whole(bounded), whole(all));
   assert.equal(bounded.range(0, Infinity).collectors.reduce((n, c) => n + c.count, 0), SLICES * 4);
+  // Off-CPU totals of the whole session: every second's rows, by group and state.
+  const offBatch = new Map<string, number[]>();
+  for (let i = 3; i < SLICES; i += 4) for (const [k] of comms.entries()) {
+    const g = groupOf(comms[k]);
+    const per = offBatch.get(g) ?? [0, 0, 0, 0];
+    per[k % 4] += 100_000 + ((i * 37 + k * 101) % 800_000);
+    offBatch.set(g, per);
+  }
+  assert.deepEqual(Object.fromEntries(bounded.range(0, Infinity).offcpu.map((o) => [o.group, o.us])), Object.fromEntries(offBatch));
   // Marks: the whole session, and a zoom into the dropped past (bins finer than its pixels).
   const vb = viewOf(bounded);
   const va = viewOf(all);

@@ -4,7 +4,7 @@
 // statistics of the range and its flame graph (the flame graph view's model and renderer).
 import { formatDuration } from '../../extension/model/log2hist';
 import { toSessionFile } from '../../extension/model/jvmTimeline';
-import { GROUP_LABEL } from '../../extension/model/jvmTimeline';
+import { GROUP_LABEL, OFF_STATE_LABEL, OFF_STATES, type OffcpuCell } from '../../extension/model/jvmTimeline';
 import { ALLOC_RATE_METHOD, ALLOC_RATE_UNAVAILABLE, formatMb, formatRate } from '../../extension/model/allocRate';
 import { sizeCanvas } from '../common/canvas';
 import { themeColor } from '../common/histogramChart';
@@ -32,7 +32,7 @@ const lanesCanvas = el('canvas', { id: 'lanes', 'aria-label': 'JVM timeline lane
 const lanesLegend = el(
   'div',
   { class: 'legend', id: 'lanes-legend' },
-  'GC and safepoint lanes: a bar per collection or safepoint, as wide as it lasted (where many share a pixel, the longest is described). Heap after GC: the heap used after each collection (all heap pools). Allocation: MB/s the application allocated between two collections (eden before a GC − eden left after the previous one, over the time between them; hover for the figures). Thread-group lanes: the shade is CPU use (samples as a share of one CPU); bars from the bottom are the worst run-queue wait of each slice, on a log scale from 1 µs (empty) to 1 s (full height). Drag to select a range; wheel to zoom, shift+wheel to pan.',
+  'GC and safepoint lanes: a bar per collection or safepoint, as wide as it lasted (where many share a pixel, the longest is described). Heap after GC: the heap used after each collection (all heap pools). Allocation: MB/s the application allocated between two collections (eden before a GC − eden left after the previous one, over the time between them; hover for the figures). Off-CPU lanes (one per thread group): the time its threads spent off CPU per slice, as a share of all its threads × the slice, stacked by state — blue sleeping, orange I/O, red waiting on a lock (futex), yellow preempted (waiting in the run queue); an interval counts in the slice in which the thread woke. Thread-group lanes: the shade is CPU use (samples as a share of one CPU); bars from the bottom are the worst run-queue wait of each slice, on a log scale from 1 µs (empty) to 1 s (full height). Drag to select a range; wheel to zoom, shift+wheel to pan.',
 );
 const rangeTitle = el('h2', { id: 'range-title' }, 'Range');
 const stats = el('div', { id: 'range-stats' });
@@ -85,7 +85,11 @@ function plotWidth(): number {
   return Math.max(50, (lanesCanvas.clientWidth || 800) - LABEL_W);
 }
 
+/** Off-CPU states in OFF_STATES order: sleeping, I/O, lock, preempted. */
+let STATE_COLORS: string[] = [];
+
 function drawLanes(): void {
+  STATE_COLORS = [themeColor('--vscode-charts-blue', '#3794ff'), themeColor('--vscode-charts-orange', '#d18616'), themeColor('--vscode-charts-red', '#f14c4c'), themeColor('--vscode-charts-yellow', '#cca700')];
   const lanes = view.lanes();
   const height = AXIS_H + lanes.length * LANE_H + 4;
   const { ctx, width } = sizeCanvas(lanesCanvas, height, 800);
@@ -136,6 +140,23 @@ function drawLanes(): void {
         const h = Math.max(1, m.level * (LANE_H - 4));
         ctx.fillRect(LABEL_W + m.x, y + LANE_H - 2 - h, Math.max(1, Math.min(m.w, 3)), h);
       }
+    } else if (lane.kind === 'offcpu') {
+      // A stacked bar per slice: its height is the group's time off CPU as a share of all its
+      // threads × the slice, split by state.
+      for (const m of marks) {
+        const cell = m.item as OffcpuCell | undefined;
+        if (!cell) continue;
+        const total = cell.us.reduce((a, b) => a + b, 0) || 1;
+        let y0 = y + LANE_H - 2;
+        const h = Math.max(1, m.level * (LANE_H - 4));
+        cell.us.forEach((us, i) => {
+          if (!us) return;
+          const part = (h * us) / total;
+          ctx.fillStyle = STATE_COLORS[i];
+          ctx.fillRect(LABEL_W + m.x, y0 - part, Math.max(1, m.w), part);
+          y0 -= part;
+        });
+      }
     } else if (lane.kind === 'alloc' || lane.kind === 'heap') {
       // Bars from the bottom, height in proportion to the lane's maximum (in its label).
       ctx.fillStyle = lane.kind === 'alloc' ? themeColor('--vscode-charts-purple', '#b180d7') : themeColor('--vscode-charts-green', '#89d185');
@@ -185,6 +206,8 @@ function renderRange(): void {
   row('Safepoints', view.data.safepointsAvailable ? `${r.safepoints.count}, ${d(r.safepoints.totalNs)} in total, time to safepoint max ${d(r.safepoints.ttsMaxNs)}, p50 ${d(r.safepoints.ttsP50Ns)}` : `not available: ${view.data.safepointsReason}`, 'safepoints');
   row('Run-queue waits', r.runq.map((g) => `${GROUP_LABEL[g.group]}: ${g.stats.count} (p99 ≤ ${formatDuration(g.stats.p99, 'us')}, max ≤ ${formatDuration(g.stats.max, 'us')})`).join('; ') || 'none', 'runq');
   row('CPU samples', r.cpuTotal ? `${r.cpuTotal}: ${r.cpu.map((g) => `${GROUP_LABEL[g.group]} ${((100 * g.samples) / r.cpuTotal).toFixed(0)} %`).join(', ')}` : 'none', 'cpu');
+  if (view.data.offcpuAvailable) row('Off CPU', r.offcpu.map((g) => `${GROUP_LABEL[g.group]}: ${OFF_STATES.map((st, i) => (g.us[i] ? `${OFF_STATE_LABEL[st]} ${(g.us[i] / 1e6).toFixed(2)} s` : '')).filter(Boolean).join(', ') || 'none'}`).join('; ') || 'none', 'offcpu');
+  else if (view.data.offcpuReason) row('Off CPU', view.data.offcpuReason, 'offcpu');
   row('Busiest threads', r.cpuThreads.slice(0, 5).map((t) => `${t.comm} [${t.tid}] ${t.samples}`).join(', ') || '–', 'threads');
   stats.replaceChildren(table);
   if (view.selection) send({ type: 'selected', startS: (r.startNs - view.data.startNs) / 1e9, endS: (r.endNs - view.data.startNs) / 1e9, samples: r.cpuTotal, gcs: r.collectors.reduce((n, c) => n + c.count, 0) });

@@ -4,7 +4,7 @@
 import type { BoundedLane } from '../../extension/model/boundedLane';
 import { formatBucketBound } from '../../extension/model/units';
 import { formatMb, formatRate } from '../../extension/model/allocRate';
-import { GROUP_LABEL, JvmTimeline, type JvmResult, type JvmUpdate, type RangeStats, type ThreadGroup } from '../../extension/model/jvmTimeline';
+import { GROUP_LABEL, OFF_STATE_LABEL, OFF_STATES, type OffcpuCell, JvmTimeline, type JvmResult, type JvmUpdate, type RangeStats, type ThreadGroup } from '../../extension/model/jvmTimeline';
 import type { JavaGcEvent } from '../../extension/protocol/javaGc';
 import { fromProfileResult, type FlameProfile } from '../../extension/model/flamegraph/profileData';
 
@@ -17,7 +17,9 @@ export type Lane =
   | { kind: 'heap'; id: string; label: string }
   /** the allocation rate between GCs (model/allocRate.ts) */
   | { kind: 'alloc'; id: string; label: string }
-  | { kind: 'group'; id: string; label: string; group: ThreadGroup };
+  | { kind: 'group'; id: string; label: string; group: ThreadGroup }
+  /** a thread group's time off CPU per slice, by state */
+  | { kind: 'offcpu'; id: string; label: string; group: ThreadGroup };
 
 /** A mark in a lane, in CSS pixels of the plot. */
 export interface Mark {
@@ -27,6 +29,8 @@ export interface Mark {
   level: number;
   /** what the tooltip says */
   readonly label: string;
+  /** the item the mark describes (the highest of those it merges) */
+  readonly item?: unknown;
 }
 
 /** A mark whose label is written only when read (a tooltip), not for every mark drawn. */
@@ -35,12 +39,12 @@ class LazyMark<T> implements Mark {
     public x: number,
     public w: number,
     public level: number,
-    private readonly best: T,
+    readonly item: T,
     private readonly n: number,
     private readonly describe: (best: T, n: number) => string,
   ) {}
   get label(): string {
-    return this.describe(this.best, this.n);
+    return this.describe(this.item, this.n);
   }
 }
 
@@ -147,7 +151,10 @@ export class TimelineView {
     if (alloc.intervals.length) out.push({ kind: 'alloc', id: 'alloc', label: `Allocation (max ${formatRate(alloc.maxRate)})` });
     else if (alloc.unavailable()) out.push({ kind: 'alloc', id: 'alloc', label: 'Allocation (not available)' });
     out.push({ kind: 'safepoint', id: 'safepoints', label: this.data.safepointsAvailable ? 'Safepoints' : 'Safepoints (not available)' });
-    for (const g of this.data.groups()) out.push({ kind: 'group', id: `group:${g}`, label: GROUP_LABEL[g], group: g });
+    for (const g of this.data.groups()) {
+      out.push({ kind: 'group', id: `group:${g}`, label: GROUP_LABEL[g], group: g });
+      if (this.data.offcpuAvailable) out.push({ kind: 'offcpu', id: `offcpu:${g}`, label: `${GROUP_LABEL[g].replace(/ threads?$/, '')} off CPU`, group: g });
+    }
     return out;
   }
 
@@ -298,6 +305,21 @@ export class TimelineView {
         (s) => s.durationNs,
         (s, n) => `${n > 1 ? `${n} safepoints here, the longest: ` : 'safepoint '}${ms(s.durationNs)}, time to safepoint ${ms(s.timeToSafepointNs)}${s.operation ? ` (${s.operation})` : ''}`,
         10e9,
+      );
+    }
+    if (lane.kind === 'offcpu') {
+      // Full height: every thread of the group off CPU for the whole slice.
+      const threads = Math.max(1, this.data.threadsIn(lane.group));
+      const total = (c: OffcpuCell) => c.us[0] + c.us[1] + c.us[2] + c.us[3];
+      return this.binned(
+        this.data.offcpuLane(lane.group),
+        width,
+        (c) => c.startNs,
+        (c) => (total(c) ? c.endNs : -Infinity),
+        (c) => Math.min(1, (total(c) * 1e3) / Math.max(1, threads * (c.endNs - c.startNs))),
+        (c, n) =>
+          `${n > 1 ? `most of ${n} slices here: ` : ''}${GROUP_LABEL[lane.group]} off CPU ${(total(c) / 1e6).toFixed(2)} thread-s in ${ms(c.endNs - c.startNs)} (${threads} threads): ${OFF_STATES.map((st, i) => `${OFF_STATE_LABEL[st]} ${(c.us[i] / 1e6).toFixed(2)} s`).join(', ')}`,
+        0,
       );
     }
     const heat = this.data.heatLane(lane.group);

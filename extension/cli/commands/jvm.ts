@@ -9,7 +9,7 @@ import { runTracer } from '../runTracer';
 import { jvmTracer } from '../../tracers/jvm/tracer';
 import { usageError } from '../../protocol/errors';
 import { ALLOC_RATE_UNAVAILABLE, formatMb, formatRate } from '../../model/allocRate';
-import { RAW_WINDOW_NS, GROUP_LABEL, JvmTimeline, type JvmResult, type RangeStats } from '../../model/jvmTimeline';
+import { RAW_WINDOW_NS, OFF_STATE_LABEL, OFF_STATES, GROUP_LABEL, JvmTimeline, type JvmResult, type RangeStats } from '../../model/jvmTimeline';
 import { formatDuration } from '../../model/log2hist';
 import { PROFILE_MAX_FREQUENCY } from '../../protocol/profile';
 import { formatGcLines } from './javaGc';
@@ -50,6 +50,8 @@ export function formatRange(t: JvmTimeline, r: RangeStats): string {
   out.push(t.safepointsAvailable ? `  Safepoints: ${r.safepoints.count}, ${d(r.safepoints.totalNs)}, time to safepoint max ${d(r.safepoints.ttsMaxNs)}` : `  Safepoints: not available (${t.safepointsReason})`);
   out.push(`  Run-queue waits: ${r.runq.map((g) => `${GROUP_LABEL[g.group]} ${g.stats.count} (p99 ≤ ${formatDuration(g.stats.p99, 'us')})`).join(', ') || 'none'}`);
   out.push(`  CPU samples: ${r.cpuTotal}${r.cpu.length ? ` — ${r.cpu.map((g) => `${GROUP_LABEL[g.group]} ${g.samples} (${((100 * g.samples) / Math.max(1, r.cpuTotal)).toFixed(0)} %)`).join(', ')}` : ''}`);
+  if (t.offcpuAvailable) out.push(`  Off CPU (thread-seconds, counted when each thread woke): ${r.offcpu.map((g) => `${GROUP_LABEL[g.group]}: ${OFF_STATES.map((st, i) => (g.us[i] ? `${OFF_STATE_LABEL[st]} ${(g.us[i] / 1e6).toFixed(2)}` : '')).filter(Boolean).join(', ') || 'none'}`).join('; ') || 'none'}`);
+  else if (t.offcpuReason) out.push(`  Off CPU: ${t.offcpuReason}`);
   for (const th of r.cpuThreads.slice(0, 8)) out.push(`    ${String(th.samples).padStart(6)}  ${th.comm} [${th.tid}]`);
   const top = topFunctions(r, 8);
   if (top.length) {
