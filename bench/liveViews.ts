@@ -57,7 +57,7 @@ window.benchUpdate = {
   jvmTimeline(i) {
     // 250 ms slices: 50 GCs/s (each at a safepoint; a full GC a minute), run-queue waits of 20
     // threads, CPU samples at 99 Hz spread over the stacks seen; 200 stacks at first, a new one
-    // every 10 slices.
+    // every 10 slices; off-CPU time of the 20 threads once a second.
     const startNs = 1e12, sliceNs = 2.5e8, s0 = startNs + i * sliceNs, s1 = s0 + sliceNs;
     const gc = [], safepoints = [], runq = [], stacks = [], threads = [];
     const comms = ['main', 'worker-1', 'worker-2', 'worker-3', 'worker-4', 'worker-5', 'worker-6', 'worker-7', 'worker-8', 'pool-1-thread-1', 'pool-1-thread-2', 'pool-1-thread-3', 'GC Thread#0', 'GC Thread#1', 'G1 Conc#0', 'G1 Refine#0', 'VM Thread', 'C2 CompilerThre', 'C1 CompilerThre', 'Signal Dispatch'];
@@ -93,7 +93,14 @@ window.benchUpdate = {
     }
     const samples = [];
     for (let k = 0; k < 25; k++) samples.push([(i * 31 + k * 17) % total, 1 + (k % 3)]);
-    return { type: 'update', update: { startNs, nowNs: s1, gc, safepoints, safepointsAvailable: true, runq, cpu: [{ startNs: s0, endNs: s1, samples }], stacks, threads, lost: 0, dropped: 0 } };
+    // off-CPU totals once a second: each of the 20 threads, in a state of its own
+    const offcpu = [];
+    if (i % 4 === 3) {
+      const rows = [];
+      for (let k = 0; k < 20; k++) rows.push(5000 + k, k % 4, 200000 + ((i * 7 + k * 13) % 700000));
+      offcpu.push({ startNs: s1 - 1e9, endNs: s1, rows });
+    }
+    return { type: 'update', update: { startNs, nowNs: s1, gc, safepoints, safepointsAvailable: true, runq, cpu: [{ startNs: s0, endNs: s1, samples }], stacks, threads, offcpu, lost: 0, dropped: 0 } };
   },
   runqlat(i) {
     // one interval a second, per process: 60 processes, waits across 12 buckets.
@@ -226,7 +233,7 @@ export async function benchLiveViews(quick: boolean, only?: string[], executable
     const views: [Feeder, unknown, number, number, string][] = [
       ['javaGc', { type: 'init', target: 'pid 4242' }, 7200, 500, '180,000 GCs (an hour at 50/s, 500 ms updates; a full GC a minute), then 50/s'],
       ['runqlat', { type: 'init', scope: 'whole system, per process', per: 'process', unit: 'us' }, 3600, 1000, '3,600 one-second intervals per process (60 processes), then one a second'],
-      ['jvmTimeline', { type: 'init', target: 'pid 4242' }, 14400, 250, '14,400 slices of 250 ms (180,000 GCs with 4 pools each and as many safepoints, run-queue waits of 20 threads, 99 Hz CPU samples over 1,640 stacks), then one slice every 250 ms'],
+      ['jvmTimeline', { type: 'init', target: 'pid 4242' }, 14400, 250, '14,400 slices of 250 ms (180,000 GCs with 4 pools each and as many safepoints, run-queue waits of 20 threads, 99 Hz CPU samples over 1,640 stacks, off-CPU time of the 20 threads each second), then one slice every 250 ms'],
     ];
     const out: LiveViewBench[] = [];
     for (const [view, init, ticks, tickMs, fed] of views) if (!only || only.includes(view)) out.push(await benchView(browser, view, init, ticks, tickMs, live, fed));

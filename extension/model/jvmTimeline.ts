@@ -7,9 +7,10 @@
 // tracer, the CLI and the webview; unit-tested.
 import type { JavaGcCollectorSummary, JavaGcEvent, JavaGcKind, JavaSafepoint, JavaSafepointSummary } from '../protocol/javaGc';
 import { collectorSummaries, summarizeSafepoints } from './javaGcStats';
-import { GcLive } from './javaGcLive';
-import { QuantileSketch } from './quantileSketch';
-import { TimeBins } from './timeBins';
+import { GcLive, type GcLiveState } from './javaGcLive';
+import { QuantileSketch, type SketchState } from './quantileSketch';
+import { BoundedLane, type BoundedLaneState } from './boundedLane';
+import { AllocRate, type AllocRangeStats, type AllocRateState } from './allocRate';
 import { isPause } from './javaGcKinds';
 import { addCounts, fromBuckets, toBuckets, type Bucket } from './log2hist';
 import { statsOf, type RunqlatStats } from '../protocol/runqlat';
@@ -63,6 +64,28 @@ export interface JvmCpuSlice {
   samples: [number, number][];
 }
 
+/** The off-CPU states the timeline shows (the off-CPU tracer's states but on-CPU). */
+export type OffState = 'sleep' | 'io' | 'lock' | 'preempted';
+export const OFF_STATES: OffState[] = ['sleep', 'io', 'lock', 'preempted'];
+export const OFF_STATE_LABEL: Record<OffState, string> = { sleep: 'sleeping', io: 'I/O', lock: 'lock (futex)', preempted: 'preempted' };
+
+/**
+ * Time threads spent off CPU, by state, counted in the slice in which each interval ended (the
+ * thread woke): [tid, state index in OFF_STATES, µs] triples, flat.
+ */
+export interface JvmOffcpuSlice {
+  startNs: number;
+  endNs: number;
+  rows: number[];
+}
+
+/** One thread group's off-CPU time in one slice: µs per state (OFF_STATES order). */
+export interface OffcpuCell {
+  startNs: number;
+  endNs: number;
+  us: number[];
+}
+
 /** A distinct (thread, stack), leaf first; symbolized when the session stops. */
 export interface JvmStack {
   tid: number;
@@ -79,6 +102,10 @@ interface JvmEvents {
   runq: JvmRunqSlice[];
   cpu: JvmCpuSlice[];
   stacks: JvmStack[];
+  /** off-CPU time by thread and state (absent when the off-CPU tracer could not run, and in older documents) */
+  offcpu?: JvmOffcpuSlice[];
+  /** why there are no off-CPU figures */
+  offcpuReason?: string;
 }
 
 export interface JvmUpdate extends JvmEvents {
@@ -108,6 +135,10 @@ export interface JvmResult extends JvmEvents {
   warnings: string[];
   /** `ebpf-studio jvm --range FROM:TO --json`: the statistics of that range */
   range?: RangeStats;
+  /** raw events that started before this (CLOCK_MONOTONIC ns) were dropped: only the last RAW_WINDOW_NS of them are kept */
+  droppedBeforeNs?: number;
+  /** a view's export or checkpoint: the lanes and whole-session figures (JvmTimelineState) */
+  timeline?: JvmTimelineState;
 }
 
 /** The session file: the envelope every eBPF Studio session export shares. */
@@ -117,10 +148,12 @@ export interface JvmSessionFile {
   tracer: 'jvm';
   savedAt: string;
   result: JvmResult;
+  /** how the session ended (a panel's stored document: a reload shows it stopped, saying why) */
+  ended?: { reason: 'stopped' | 'target-exited' | 'error'; message?: string };
 }
 
-export function toSessionFile(r: JvmResult, now = new Date()): JvmSessionFile {
-  return { format: 'ebpf-studio-session', version: 1, tracer: 'jvm', savedAt: now.toISOString(), result: r };
+export function toSessionFile(r: JvmResult, now = new Date(), ended?: JvmSessionFile['ended']): JvmSessionFile {
+  return { format: 'ebpf-studio-session', version: 1, tracer: 'jvm', savedAt: now.toISOString(), result: r, ...(ended ? { ended } : {}) };
 }
 
 /** Reads an exported session back, or throws an Error saying what is wrong with the file. */
@@ -161,6 +194,16 @@ export interface RangeStats {
   cpuTotal: number;
   /** the stacks sampled in the range with their counts, for a flame graph */
   stacks: ProfileStack[];
+  /** off-CPU time per thread group and state in the range, µs (OFF_STATES order) */
+  offcpu: { group: ThreadGroup; us: number[] }[];
+  /** what the application allocated in the range, from eden before/after each GC (model/allocRate.ts) */
+  alloc: AllocRangeStats;
+  /**
+   * Set when the range reaches before the retained raw events (a session longer than the raw
+   * window): its GC list, safepoints, run-queue waits, CPU samples and allocation figures cover
+   * only from here (the lanes still show the whole session).
+   */
+  coveredFromNs?: number;
 }
 
 export interface HeatCell {
@@ -171,7 +214,7 @@ export interface HeatCell {
 
 const overlaps = (a0: number, a1: number, b0: number, b1: number) => a0 < b1 && b0 < a1;
 
-interface RunqLaneRow {
+export interface RunqLaneRow {
   startNs: number;
   endNs: number;
   maxUs: number;
@@ -179,12 +222,43 @@ interface RunqLaneRow {
   count: number;
 }
 
+/** A GC as its lane needs it once its raw event is gone: no memory pools. */
+const gcMark = (e: JavaGcEvent): JavaGcEvent => (e.pools.length ? { ...e, pools: [] } : e);
+const gcStart = (e: JavaGcEvent) => e.timestampNs;
+
+/** How long raw events (each GC, safepoint, run-queue histogram, CPU slice) are kept: the lanes and whole-session figures cover the whole session. */
+export const RAW_WINDOW_NS = 10 * 60e9;
+
+/** The lanes and whole-session figures that outlive the raw events (a session file's `timeline`, for views; CLI readers can ignore it). */
+export interface JvmTimelineState {
+  version: 1;
+  rawWindowNs: number;
+  droppedBeforeNs: number;
+  gcKinds: [string, [JavaGcKind, number][]][];
+  gcLanes: [string, BoundedLaneState<JavaGcEvent>][];
+  safepoints: BoundedLaneState<JavaSafepoint>;
+  heat: [ThreadGroup, { upTo: number; lane: BoundedLaneState<HeatCell> }][];
+  runq: [ThreadGroup, { upTo: number; lane: BoundedLaneState<RunqLaneRow> }][];
+  wholeGc: GcLiveState;
+  wholeSpDurations: SketchState;
+  wholeSpTts: SketchState;
+  runqByTid: [number, number[]][];
+  cpuByStack: [number, number][];
+  alloc: AllocRateState;
+  offcpu?: [ThreadGroup, { upTo: number; lane: BoundedLaneState<OffcpuCell> }][];
+  offByTid?: [number, number[]][];
+}
+
 /**
- * The session model. Lanes (collectors, CPU heat, run-queue bars) and the whole session's
- * statistics are kept up to date as updates arrive, so a live view's redraw costs O(what is new),
- * not O(session): per-group caches extend from where they stopped, and the whole-session
- * aggregates (per collector, per thread, per stack) are running sums. A thread that changes group
- * (renamed) or symbolized stacks drop the caches, which rebuild once.
+ * The session model. Lanes (collectors, heap and allocation, safepoints, CPU heat, run-queue
+ * bars) and the whole session's statistics are kept up to date as updates arrive, so a live
+ * view's redraw costs O(what is new), not O(session): per-group lanes extend from where they
+ * stopped, and the whole-session aggregates (per collector, per thread, per stack) are running
+ * sums. Memory is bounded however long the session runs: each lane is a BoundedLane (time bins
+ * over the whole session, items only for the last `rawWindowNs`), and raw events older than that
+ * are dropped; a range's statistics (and an export's raw events) then cover the retained window
+ * (droppedBeforeNs says from when). A thread that changes group (renamed) drops the per-group
+ * lanes, which rebuild from the retained raw events.
  */
 export class JvmTimeline {
   pid = 0;
@@ -192,9 +266,9 @@ export class JvmTimeline {
   sliceMs = 0;
   startNs = 0;
   endNs = 0;
+  /** raw events that started before this were dropped (0: none were) */
+  droppedBeforeNs = 0;
   readonly threads = new Map<number, JvmThread>();
-  gc: JavaGcEvent[] = [];
-  safepoints: JavaSafepoint[] = [];
   safepointsAvailable = false;
   safepointsReason = '';
   // Run-queue waits and CPU samples are the bulk of a long session: kept compact (dense counts,
@@ -202,17 +276,47 @@ export class JvmTimeline {
   /** per slice: [tid, first bucket, n, n counts, tid, ...] for every thread that waited in it */
   private runqStore: { startNs: number; endNs: number; packed: Uint32Array }[] = [];
   private cpuStore: { startNs: number; endNs: number; flat: number[] }[] = [];
+  /** slices dropped from the front of runqStore / cpuStore (lanes index them absolutely) */
+  private runqBase = 0;
+  private cpuBase = 0;
+  private offStore: JvmOffcpuSlice[] = [];
+  private offBase = 0;
+  private offCache = new Map<ThreadGroup, { upTo: number; lane: BoundedLane<OffcpuCell> }>();
+  /** whole-session off-CPU µs per thread and state */
+  private offByTid = new Map<number, number[]>();
+  /** true once the session has off-CPU figures; offcpuReason says why not */
+  offcpuAvailable = false;
+  offcpuReason = '';
+  private gcRecent: JavaGcEvent[] = [];
+
+  constructor(public rawWindowNs = RAW_WINDOW_NS) {}
+
+  /** The retained GC events of every collector, in arrival order. */
+  get gc(): JavaGcEvent[] {
+    return this.gcRecent;
+  }
+  /** The retained safepoints. */
+  get safepoints(): readonly JavaSafepoint[] {
+    return this.spLane.recent();
+  }
 
   get runq(): JvmRunqSlice[] {
+    return this.runqFrom(-Infinity);
+  }
+
+  /** The retained run-queue slices that start at or after `fromNs`, in the wire shape. */
+  private runqFrom(fromNs: number): JvmRunqSlice[] {
     const out: JvmRunqSlice[] = [];
-    this.eachRunq(0, this.runqStore.length, (startNs, endNs, tid, counts) => out.push({ startNs, endNs, tid, buckets: toBuckets(counts).filter((b) => b.count > 0) }));
+    let i = 0;
+    while (i < this.runqStore.length && this.runqStore[i].startNs < fromNs) i++;
+    this.eachRunq(this.runqBase + i, this.runqBase + this.runqStore.length, (startNs, endNs, tid, counts) => out.push({ startNs, endNs, tid, buckets: toBuckets(counts).filter((b) => b.count > 0) }));
     return out;
   }
 
-  /** Each thread's waits in slices [from, to) of runqStore, as dense log2 counts. */
+  /** Each thread's waits in slices [from, to) (absolute indices), as dense log2 counts. */
   private eachRunq(from: number, to: number, fn: (startNs: number, endNs: number, tid: number, counts: number[]) => void): void {
-    for (let i = from; i < to; i++) {
-      const { startNs, endNs, packed } = this.runqStore[i];
+    for (let i = Math.max(from, this.runqBase); i < to; i++) {
+      const { startNs, endNs, packed } = this.runqStore[i - this.runqBase];
       for (let k = 0; k < packed.length; ) {
         const tid = packed[k];
         const first = packed[k + 1];
@@ -226,7 +330,11 @@ export class JvmTimeline {
   }
 
   get cpu(): JvmCpuSlice[] {
-    return this.cpuStore.map((c) => {
+    return this.cpuFrom(-Infinity);
+  }
+
+  private cpuFrom(fromNs: number): JvmCpuSlice[] {
+    return this.cpuStore.filter((c) => c.startNs >= fromNs).map((c) => {
       const samples: [number, number][] = [];
       for (let k = 0; k < c.flat.length; k += 2) samples.push([c.flat[k], c.flat[k + 1]]);
       return { startNs: c.startNs, endNs: c.endNs, samples };
@@ -237,25 +345,33 @@ export class JvmTimeline {
   dropped = 0;
   warnings: string[] = [];
   private gcKinds = new Map<string, Map<JavaGcKind, number>>();
-  private gcByCollector = new Map<string, JavaGcEvent[]>();
-  private gcBins = new Map<string, TimeBins>();
-  private spBins = new TimeBins();
-  private heatCache = new Map<ThreadGroup, { upTo: number; cells: HeatCell[]; bins: TimeBins }>();
-  private runqCache = new Map<ThreadGroup, { upTo: number; slices: Map<number, { startNs: number; counts: number[]; pos: number }>; rows: RunqLaneRow[]; dirty: Set<number>; bins: TimeBins }>();
+  private gcLanes = new Map<string, BoundedLane<JavaGcEvent>>();
+  private spLane = new BoundedLane<JavaSafepoint>((s) => s.timestampNs);
+  private heatCache = new Map<ThreadGroup, { upTo: number; lane: BoundedLane<HeatCell> }>();
+  private runqCache = new Map<ThreadGroup, { upTo: number; slices: Map<number, { startNs: number; counts: number[]; pos: number }>; lane: BoundedLane<RunqLaneRow> }>();
   /** whole-session running figures (range() over the whole session reads these) */
   private wholeGc = new GcLive();
   private wholeSpDurations = new QuantileSketch();
   private wholeSpTts = new QuantileSketch();
   private runqByTid = new Map<number, number[]>();
   private cpuByStack = new Map<number, number>();
+  /** the allocation rate between collections and the heap after each (from the GC events' pools) */
+  alloc = new AllocRate();
 
+  /** A session from its result; with `timeline` (a view's export or checkpoint), its lanes and figures over the whole session. */
   static fromResult(r: JvmResult): JvmTimeline {
-    const t = new JvmTimeline();
+    // With a timeline, every raw event of the document is kept as it was saved (no trim while applying).
+    const t = new JvmTimeline(r.timeline ? Infinity : RAW_WINDOW_NS);
     t.pid = r.pid;
     t.frequency = r.frequency;
     t.sliceMs = r.sliceMs;
     t.apply({ ...r, nowNs: r.endNs, stacks: r.stacks });
     t.warnings = [...r.warnings];
+    if (r.timeline) {
+      t.rawWindowNs = r.timeline.rawWindowNs || RAW_WINDOW_NS;
+      t.restore(r.timeline);
+    }
+    else if (r.droppedBeforeNs) t.droppedBeforeNs = r.droppedBeforeNs;
     return t;
   }
 
@@ -273,24 +389,19 @@ export class JvmTimeline {
       e.collector = this.intern(e.collector);
       e.operation = this.intern(e.operation);
       for (const p of e.pools) p.name = this.intern(p.name);
-      this.gc.push(e);
-    }
-    for (const e of u.gc) {
-      let l = this.gcByCollector.get(e.collector);
-      if (!l) this.gcByCollector.set(e.collector, (l = []));
-      let bins = this.gcBins.get(e.collector);
-      if (!bins) this.gcBins.set(e.collector, (bins = new TimeBins()));
-      bins.add(l.length, e.timestampNs, e.timestampNs + e.durationNs, e.durationNs);
-      l.push(e);
+      this.gcRecent.push(e);
+      let lane = this.gcLanes.get(e.collector);
+      if (!lane) this.gcLanes.set(e.collector, (lane = new BoundedLane(gcStart, gcMark)));
+      lane.push(e, e.timestampNs, e.timestampNs + e.durationNs, e.durationNs);
       let k = this.gcKinds.get(e.collector);
       if (!k) this.gcKinds.set(e.collector, (k = new Map()));
       k.set(e.kind, (k.get(e.kind) ?? 0) + 1);
+      this.alloc.add(e);
     }
     this.wholeGc.addEvents(u.gc);
     for (const sp of u.safepoints) {
       sp.operation = this.intern(sp.operation);
-      this.spBins.add(this.safepoints.length, sp.timestampNs, sp.timestampNs + sp.durationNs, sp.durationNs);
-      this.safepoints.push(sp);
+      this.spLane.push(sp, sp.timestampNs, sp.timestampNs + sp.durationNs, sp.durationNs);
       this.wholeSpDurations.add(sp.durationNs);
       this.wholeSpTts.add(sp.timeToSafepointNs);
     }
@@ -318,16 +429,59 @@ export class JvmTimeline {
       }
       this.cpuStore.push({ startNs: c.startNs, endNs: c.endNs, flat });
     }
+    for (const o of u.offcpu ?? []) {
+      this.offcpuAvailable = true;
+      for (let k = 0; k + 2 < o.rows.length; k += 3) {
+        const per = this.offByTid.get(o.rows[k]) ?? [0, 0, 0, 0];
+        per[o.rows[k + 1]] += o.rows[k + 2];
+        this.offByTid.set(o.rows[k], per);
+      }
+      this.offStore.push(o);
+    }
+    if (u.offcpuReason) this.offcpuReason = u.offcpuReason;
     for (const st of u.stacks) this.stacks.push(st);
     this.lost = u.lost;
     this.dropped = u.dropped;
     for (const w of u.warnings ?? []) if (!this.warnings.includes(w)) this.warnings.push(w);
+    // Drop what fell out of the raw window, a tenth of the window at a time (amortized).
+    const cutoff = this.endNs - this.rawWindowNs;
+    if (cutoff > Math.max(this.droppedBeforeNs, this.startNs) + this.rawWindowNs / 10) this.trim(cutoff);
   }
 
-  /** The symbolized stacks of the final result replace the live (address-only) ones. */
+  /** Drops raw events that started before `cutoff`; the lanes first take in every slice they have not seen. */
+  private trim(cutoff: number): void {
+    for (const g of THREAD_GROUPS) {
+      this.cpuHeat(g);
+      this.runqLane(g);
+      this.offcpuLane(g);
+    }
+    let k = 0;
+    while (k < this.gcRecent.length && this.gcRecent[k].timestampNs < cutoff) k++;
+    this.gcRecent = this.gcRecent.slice(k);
+    for (const lane of this.gcLanes.values()) lane.trim(cutoff);
+    this.spLane.trim(cutoff);
+    this.alloc.trim(cutoff);
+    k = 0;
+    while (k < this.runqStore.length && this.runqStore[k].startNs < cutoff) k++;
+    this.runqStore = this.runqStore.slice(k);
+    this.runqBase += k;
+    k = 0;
+    while (k < this.cpuStore.length && this.cpuStore[k].startNs < cutoff) k++;
+    this.cpuStore = this.cpuStore.slice(k);
+    this.cpuBase += k;
+    k = 0;
+    while (k < this.offStore.length && this.offStore[k].startNs < cutoff) k++;
+    this.offStore = this.offStore.slice(k);
+    this.offBase += k;
+    for (const c of this.offCache.values()) c.lane.trim(cutoff);
+    for (const c of this.heatCache.values()) c.lane.trim(cutoff);
+    for (const c of this.runqCache.values()) c.lane.trim(cutoff);
+    this.droppedBeforeNs = cutoff;
+  }
+
+  /** The symbolized stacks of the final result replace the live (address-only) ones (same order, same threads). */
   replaceStacks(stacks: JvmStack[]): void {
     this.stacks = stacks;
-    this.dropCaches();
   }
 
   private names = new Map<string, string>();
@@ -339,11 +493,20 @@ export class JvmTimeline {
   }
 
   private dropCaches(): void {
+    this.offCache.clear();
     this.heatCache.clear();
     this.runqCache.clear();
   }
 
-  toResult(): JvmResult {
+  /**
+   * The session's document; `withTimeline` adds the lanes over the whole session (a view's export
+   * or checkpoint); `rawFromNs` leaves out raw events before it (a checkpoint kept small: the
+   * lanes still cover everything, and the document says from when its raw events start).
+   */
+  toResult(opts: { withTimeline?: boolean; rawFromNs?: number } = {}): JvmResult {
+    const from = Math.max(opts.rawFromNs ?? -Infinity, this.droppedBeforeNs || -Infinity);
+    const cut = from > -Infinity;
+    const dropped = cut && from > this.startNs ? from : 0;
     return {
       tracer: 'jvm',
       pid: this.pid,
@@ -352,17 +515,74 @@ export class JvmTimeline {
       startNs: this.startNs,
       endNs: this.endNs,
       threads: [...this.threads.values()].sort((a, b) => a.tid - b.tid),
-      gc: this.gc,
-      safepoints: this.safepoints,
+      gc: cut ? this.gc.filter((e) => e.timestampNs >= from) : this.gc,
+      safepoints: this.safepoints.filter((e) => e.timestampNs >= from),
       safepointsAvailable: this.safepointsAvailable,
       ...(this.safepointsReason ? { safepointsReason: this.safepointsReason } : {}),
-      runq: this.runq,
-      cpu: this.cpu,
+      runq: this.runqFrom(from),
+      cpu: this.cpuFrom(from),
       stacks: this.stacks,
+      ...(this.offcpuAvailable ? { offcpu: this.offStore.filter((o) => o.startNs >= from) } : {}),
+      ...(this.offcpuReason ? { offcpuReason: this.offcpuReason } : {}),
       lost: this.lost,
       dropped: this.dropped,
       warnings: this.warnings,
+      ...(dropped ? { droppedBeforeNs: dropped } : {}),
+      ...(opts.withTimeline ? { timeline: this.state(from) } : {}),
     };
+  }
+
+  /** The lanes and whole-session figures (see JvmTimelineState), with lane items from `fromNs` on. */
+  state(fromNs = -Infinity): JvmTimelineState {
+    for (const g of THREAD_GROUPS) {
+      this.cpuHeat(g);
+      this.runqLane(g);
+      this.offcpuLane(g);
+    }
+    const dropped = fromNs > this.startNs ? Math.max(fromNs, this.droppedBeforeNs) : this.droppedBeforeNs;
+    return {
+      version: 1,
+      rawWindowNs: this.rawWindowNs,
+      droppedBeforeNs: dropped,
+      gcKinds: [...this.gcKinds].map(([c, k]) => [c, [...k]]),
+      gcLanes: [...this.gcLanes].map(([c, l]) => [c, l.toJSON(true, fromNs)]),
+      // The safepoint lane's recent items are the result's safepoints: saved once, there.
+      safepoints: this.spLane.toJSON(false, fromNs),
+      heat: [...this.heatCache].map(([g, c]) => [g, { upTo: c.upTo, lane: c.lane.toJSON(true, fromNs) }]),
+      runq: [...this.runqCache].map(([g, c]) => [g, { upTo: c.upTo, lane: c.lane.toJSON(true, fromNs) }]),
+      wholeGc: this.wholeGc.toJSON(),
+      wholeSpDurations: this.wholeSpDurations.toJSON(),
+      wholeSpTts: this.wholeSpTts.toJSON(),
+      runqByTid: [...this.runqByTid],
+      cpuByStack: [...this.cpuByStack],
+      alloc: this.alloc.toJSON(fromNs),
+      offcpu: [...this.offCache].map(([g, c]) => [g, { upTo: c.upTo, lane: c.lane.toJSON(true, fromNs) }]),
+      offByTid: [...this.offByTid],
+    };
+  }
+
+  /** Takes the lanes and whole-session figures of a saved state (after the raw events were applied). */
+  private restore(s: JvmTimelineState): void {
+    this.droppedBeforeNs = s.droppedBeforeNs;
+    this.gcKinds = new Map(s.gcKinds.map(([c, k]) => [c, new Map(k)]));
+    this.gcLanes = new Map(s.gcLanes.map(([c, l]) => [c, BoundedLane.from(l, gcStart, gcMark)]));
+    this.spLane = BoundedLane.from(s.safepoints, (x) => x.timestampNs, undefined, this.spLane.recent());
+    // The raw slices were applied from index 0: the lanes index them from where they were.
+    this.runqBase = Math.max(0, Math.max(...s.runq.map(([, c]) => c.upTo), 0) - this.runqStore.length);
+    this.cpuBase = Math.max(0, Math.max(...s.heat.map(([, c]) => c.upTo), 0) - this.cpuStore.length);
+    this.heatCache = new Map(s.heat.map(([g, c]) => [g, { upTo: c.upTo, lane: BoundedLane.from(c.lane, (x: HeatCell) => x.startNs) }]));
+    this.runqCache = new Map(s.runq.map(([g, c]) => [g, { upTo: c.upTo, slices: new Map(), lane: BoundedLane.from(c.lane, (x: RunqLaneRow) => x.startNs) }]));
+    this.wholeGc = GcLive.from(s.wholeGc);
+    this.wholeSpDurations = QuantileSketch.from(s.wholeSpDurations);
+    this.wholeSpTts = QuantileSketch.from(s.wholeSpTts);
+    this.runqByTid = new Map(s.runqByTid);
+    this.cpuByStack = new Map(s.cpuByStack);
+    this.alloc = AllocRate.from(s.alloc);
+    if (s.offcpu) {
+      this.offBase = Math.max(0, Math.max(...s.offcpu.map(([, c]) => c.upTo), 0) - this.offStore.length);
+      this.offCache = new Map(s.offcpu.map(([g, c]) => [g, { upTo: c.upTo, lane: BoundedLane.from(c.lane, (x: OffcpuCell) => x.startNs) }]));
+    }
+    if (s.offByTid) this.offByTid = new Map(s.offByTid);
   }
 
   groupOf(tid: number): ThreadGroup {
@@ -388,83 +608,93 @@ export class JvmTimeline {
     return rows.sort((a, b) => Number(a.cycle) - Number(b.cycle)).map((c) => c.collector);
   }
 
-  /** One collector's events, in arrival order (kept as they arrive: a lane reads only its own). */
+  /** One collector's lane: its events (the recent ones) and time bins over the whole session. */
+  gcLane(collector: string): BoundedLane<JavaGcEvent> {
+    let l = this.gcLanes.get(collector);
+    if (!l) this.gcLanes.set(collector, (l = new BoundedLane(gcStart, gcMark)));
+    return l;
+  }
+  safepointLane(): BoundedLane<JavaSafepoint> {
+    return this.spLane;
+  }
+  /** One collector's retained events, in arrival order. */
   gcOf(collector: string): readonly JavaGcEvent[] {
-    return this.gcByCollector.get(collector) ?? [];
-  }
-
-  /** Time bins of a lane's items (indices into gcOf, safepoints, cpuHeat, runqLane): for drawing wide windows. */
-  gcBinsOf(collector: string): TimeBins | undefined {
-    return this.gcBins.get(collector);
-  }
-  safepointBins(): TimeBins {
-    return this.spBins;
-  }
-  heatBins(group: ThreadGroup): TimeBins {
-    this.cpuHeat(group);
-    return this.heatCache.get(group)!.bins;
-  }
-  runqBins(group: ThreadGroup): TimeBins {
-    this.runqLane(group);
-    return this.runqCache.get(group)!.bins;
+    return this.gcLanes.get(collector)?.recent() ?? [];
   }
 
   /** CPU samples of one group per slice: the heat strip of its lane (extended as slices arrive). */
-  cpuHeat(group: ThreadGroup): HeatCell[] {
+  heatLane(group: ThreadGroup): BoundedLane<HeatCell> {
     let c = this.heatCache.get(group);
-    if (!c) this.heatCache.set(group, (c = { upTo: 0, cells: [], bins: new TimeBins() }));
-    for (; c.upTo < this.cpuStore.length; c.upTo++) {
-      const slice = this.cpuStore[c.upTo];
+    if (!c) this.heatCache.set(group, (c = { upTo: this.cpuBase, lane: new BoundedLane((h) => h.startNs) }));
+    for (c.upTo = Math.max(c.upTo, this.cpuBase); c.upTo < this.cpuBase + this.cpuStore.length; c.upTo++) {
+      const slice = this.cpuStore[c.upTo - this.cpuBase];
       let n = 0;
       for (let k = 0; k < slice.flat.length; k += 2) if (this.groupOf(this.stacks[slice.flat[k]]?.tid ?? -1) === group) n += slice.flat[k + 1];
-      if (n) c.bins.add(c.cells.length, slice.startNs, slice.endNs, n);
-      c.cells.push({ startNs: slice.startNs, endNs: slice.endNs, samples: n });
+      c.lane.push({ startNs: slice.startNs, endNs: slice.endNs, samples: n }, slice.startNs, slice.endNs, n || -Infinity);
     }
-    return c.cells;
+    return c.lane;
+  }
+  /** The retained heat cells of a group. */
+  cpuHeat(group: ThreadGroup): readonly HeatCell[] {
+    return this.heatLane(group).recent();
+  }
+
+  /** Off-CPU time of one group per slice, by state (extended as slices arrive). */
+  offcpuLane(group: ThreadGroup): BoundedLane<OffcpuCell> {
+    let c = this.offCache.get(group);
+    if (!c) this.offCache.set(group, (c = { upTo: this.offBase, lane: new BoundedLane((x) => x.startNs) }));
+    for (c.upTo = Math.max(c.upTo, this.offBase); c.upTo < this.offBase + this.offStore.length; c.upTo++) {
+      const o = this.offStore[c.upTo - this.offBase];
+      const us = [0, 0, 0, 0];
+      for (let k = 0; k + 2 < o.rows.length; k += 3) if (this.groupOf(o.rows[k]) === group) us[o.rows[k + 1]] += o.rows[k + 2];
+      const total = us[0] + us[1] + us[2] + us[3];
+      c.lane.push({ startNs: o.startNs, endNs: o.endNs, us }, o.startNs, o.endNs, total || -Infinity);
+    }
+    return c.lane;
+  }
+
+  /** Threads of a group (its lane's scale: all of them off CPU for a whole slice fills it). */
+  threadsIn(group: ThreadGroup): number {
+    let n = 0;
+    for (const t of this.threads.values()) if (t.group === group) n++;
+    return n;
   }
 
   /** The worst run-queue wait of a group per slice (upper bound of the highest bucket, µs), by slice end. */
-  runqLane(group: ThreadGroup): RunqLaneRow[] {
+  runqLaneOf(group: ThreadGroup): BoundedLane<RunqLaneRow> {
     let c = this.runqCache.get(group);
-    if (!c) this.runqCache.set(group, (c = { upTo: 0, slices: new Map(), rows: [], dirty: new Set(), bins: new TimeBins() }));
-    let unsorted = false;
+    if (!c) this.runqCache.set(group, (c = { upTo: this.runqBase, slices: new Map(), lane: new BoundedLane((r) => r.startNs) }));
     const cache = c;
-    this.eachRunq(c.upTo, this.runqStore.length, (startNs, endNs, tid, counts) => {
+    const dirty = new Set<number>();
+    this.eachRunq(c.upTo, this.runqBase + this.runqStore.length, (startNs, endNs, tid, counts) => {
       if (this.groupOf(tid) !== group) return;
       let s = cache.slices.get(endNs);
       if (!s) {
-        const last = cache.rows[cache.rows.length - 1];
-        if (last && last.endNs > endNs) unsorted = true;
-        cache.slices.set(endNs, (s = { startNs, counts: [], pos: cache.rows.length }));
-        cache.rows.push({ startNs, endNs, maxUs: 0, p99Us: 0, count: 0 });
+        const row = { startNs, endNs, maxUs: 0, p99Us: 0, count: 0 };
+        cache.slices.set(endNs, (s = { startNs, counts: [], pos: cache.lane.push(row, startNs, endNs, -Infinity) }));
       }
       addCounts(s.counts, counts);
-      cache.dirty.add(endNs);
+      dirty.add(endNs);
     });
-    c.upTo = this.runqStore.length;
-    for (const endNs of c.dirty) {
+    c.upTo = this.runqBase + this.runqStore.length;
+    for (const endNs of dirty) {
       const s = c.slices.get(endNs)!;
       const st = statsOf(toBuckets(s.counts));
-      c.rows[s.pos] = { startNs: s.startNs, endNs, maxUs: st.max, p99Us: st.p99, count: st.count };
-      if (!unsorted && st.count) c.bins.add(s.pos, s.startNs, endNs, st.max);
+      c.lane.set(s.pos, { startNs: s.startNs, endNs, maxUs: st.max, p99Us: st.p99, count: st.count }, s.startNs, endNs, st.count ? st.max : -Infinity);
     }
-    c.dirty.clear();
     // A slice's waits arrive together; only the latest slices can still grow. Older ones keep
     // their row and bin, not their counts.
-    if (c.slices.size > 64 && !unsorted) {
+    if (c.slices.size > 64) {
       for (const endNs of c.slices.keys()) {
         if (c.slices.size <= 32) break;
         c.slices.delete(endNs);
       }
     }
-    if (unsorted) {
-      // Out of order (rare): sort, and bin again from the rows.
-      c.rows.sort((x, y) => x.endNs - y.endNs);
-      c.rows.forEach((row, i) => (c.slices.get(row.endNs)!.pos = i));
-      c.bins = new TimeBins();
-      c.rows.forEach((row, i) => row.count && c.bins.add(i, row.startNs, row.endNs, row.maxUs));
-    }
-    return c.rows;
+    return c.lane;
+  }
+  /** The retained run-queue rows of a group. */
+  runqLane(group: ThreadGroup): readonly RunqLaneRow[] {
+    return this.runqLaneOf(group).recent();
   }
 
   /** Everything that happened in [startNs, endNs): GC, safepoints, run-queue waits, CPU samples and their stacks. */
@@ -482,7 +712,14 @@ export class JvmTimeline {
       const g = this.groupOf(tid);
       rq.set(g, addCounts(rq.get(g) ?? [], counts));
     }
-    return this.finishRange(a, b, this.gc, this.wholeGc.collectors(), this.wholeGc.pauses.sum, this.wholeSafepoints(), rq, this.cpuByStack);
+    const off = new Map<ThreadGroup, number[]>();
+    for (const [tid, per] of this.offByTid) {
+      const g = this.groupOf(tid);
+      const sum = off.get(g) ?? [0, 0, 0, 0];
+      per.forEach((v, i) => (sum[i] += v));
+      off.set(g, sum);
+    }
+    return this.finishRange(a, b, this.gc, this.wholeGc.collectors(), this.wholeGc.pauses.sum, this.wholeSafepoints(), rq, this.cpuByStack, false, off);
   }
 
   private wholeSafepoints(): JavaSafepointSummary {
@@ -491,13 +728,13 @@ export class JvmTimeline {
     return { count: d.n, totalNs: d.sum, ttsP50Ns: t.quantile(0.5), ttsP99Ns: t.quantile(0.99), ttsMaxNs: t.max, p50Ns: d.quantile(0.5), p99Ns: d.quantile(0.99), maxNs: d.max };
   }
 
-  /** range() by a pass over the session's events (a zoomed window or a selection). */
+  /** range() by a pass over the retained events (a zoomed window or a selection). */
   scanRange(a: number, b: number): RangeStats {
     const gc = this.gc.filter((e) => overlaps(e.timestampNs, e.timestampNs + Math.max(1, e.durationNs), a, b));
     const pauseNs = gc.filter((e) => isPause(e.kind)).reduce((s, e) => s + Math.min(b, e.timestampNs + e.durationNs) - Math.max(a, e.timestampNs), 0);
     const sps = this.safepoints.filter((s) => overlaps(s.timestampNs, s.timestampNs + Math.max(1, s.durationNs), a, b));
     const rq = new Map<ThreadGroup, number[]>();
-    this.eachRunq(0, this.runqStore.length, (s0, s1, tid, counts) => {
+    this.eachRunq(this.runqBase, this.runqBase + this.runqStore.length, (s0, s1, tid, counts) => {
       if (!overlaps(s0, s1, a, b)) return;
       const g = this.groupOf(tid);
       rq.set(g, addCounts(rq.get(g) ?? [], counts));
@@ -507,10 +744,21 @@ export class JvmTimeline {
       if (!overlaps(c.startNs, c.endNs, a, b)) continue;
       for (let k = 0; k < c.flat.length; k += 2) perStack.set(c.flat[k], (perStack.get(c.flat[k]) ?? 0) + c.flat[k + 1]);
     }
-    return this.finishRange(a, b, gc, collectorSummaries(gc), pauseNs, summarizeSafepoints(sps), rq, perStack);
+    // Off-CPU time of the slices that ended in the range (each interval counts where it ended).
+    const off = new Map<ThreadGroup, number[]>();
+    for (const o of this.offStore) {
+      if (!overlaps(o.startNs, o.endNs, a, b)) continue;
+      for (let k = 0; k + 2 < o.rows.length; k += 3) {
+        const g = this.groupOf(o.rows[k]);
+        const sum = off.get(g) ?? [0, 0, 0, 0];
+        sum[o.rows[k + 1]] += o.rows[k + 2];
+        off.set(g, sum);
+      }
+    }
+    return this.finishRange(a, b, gc, collectorSummaries(gc), pauseNs, summarizeSafepoints(sps), rq, perStack, a < this.droppedBeforeNs, off);
   }
 
-  private finishRange(a: number, b: number, gc: JavaGcEvent[], collectors: JavaGcCollectorSummary[], pauseNs: number, safepoints: JavaSafepointSummary, rq: Map<ThreadGroup, number[]>, perStack: Map<number, number>): RangeStats {
+  private finishRange(a: number, b: number, gc: JavaGcEvent[], collectors: JavaGcCollectorSummary[], pauseNs: number, safepoints: JavaSafepointSummary, rq: Map<ThreadGroup, number[]>, perStack: Map<number, number>, partial: boolean, off: Map<ThreadGroup, number[]>): RangeStats {
     const perGroup = new Map<ThreadGroup, number>();
     const perThread = new Map<number, number>();
     const stacks: ProfileStack[] = [];
@@ -542,6 +790,9 @@ export class JvmTimeline {
         .sort((x, y) => y.samples - x.samples),
       cpuTotal,
       stacks,
+      offcpu: THREAD_GROUPS.filter((g) => off.has(g)).map((g) => ({ group: g, us: off.get(g)! })),
+      alloc: this.alloc.range(a, b),
+      ...(partial ? { coveredFromNs: this.droppedBeforeNs } : {}),
     };
   }
 }

@@ -9,6 +9,15 @@ import type { RunqlatUpdate } from '../protocol/runqlat';
 /** Heat-map columns kept (one per interval): an hour at the default 1 s interval. */
 export const MAX_INTERVALS = 3600;
 
+/**
+ * Keys (processes, threads, namespaces) with a row of their own: a per-thread session on a busy
+ * machine sees new thread ids all the time. The waits of keys first seen after the table is full
+ * are summed in one "other" row (key OTHER_KEY), so the table and its saved state stay bounded.
+ */
+export const MAX_KEYS = 2000;
+export const OTHER_KEY = -2;
+export const OTHER_COMM = 'other (keys beyond the first 2,000)';
+
 export interface IntervalCounts {
   timestampNs: number;
   counts: number[];
@@ -30,6 +39,8 @@ export class RunqlatLive {
   droppedIntervals = 0;
   keys = new Map<number, { comm: string; counts: number[] }>();
   dropped = 0;
+  /** per-interval figures of keys beyond MAX_KEYS that went into the "other" row */
+  otherUpdates = 0;
 
   /** Adds one interval; returns how many old intervals left the front. */
   apply(u: RunqlatUpdate): number {
@@ -43,10 +54,19 @@ export class RunqlatLive {
       this.droppedIntervals += trimmed;
     }
     for (const h of u.keys) {
-      const k = this.keys.get(h.key) ?? { comm: '', counts: [] };
+      let k = this.keys.get(h.key);
+      if (!k) {
+        if (this.keys.size - (this.keys.has(OTHER_KEY) ? 1 : 0) < MAX_KEYS) this.keys.set(h.key, (k = { comm: '', counts: [] }));
+        else {
+          k = this.keys.get(OTHER_KEY);
+          if (!k) this.keys.set(OTHER_KEY, (k = { comm: OTHER_COMM, counts: [] }));
+          this.otherUpdates++;
+          addCounts(k.counts, fromBuckets(h.buckets));
+          continue;
+        }
+      }
       addCounts(k.counts, fromBuckets(h.buckets));
       if (h.comm) k.comm = h.comm;
-      this.keys.set(h.key, k);
     }
     this.dropped = u.dropped;
     return trimmed;
@@ -58,6 +78,7 @@ export class RunqlatLive {
     this.intervals = [];
     this.droppedIntervals = 0;
     this.keys.clear();
+    this.otherUpdates = 0;
   }
 
   toJSON(): RunqlatLiveState {

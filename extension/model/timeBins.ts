@@ -4,7 +4,8 @@
 // merge (the width doubles). A view drawing a window wider than a bin per pixel reads the bins,
 // not the items, so drawing a lane costs the same after an hour as after a minute. Pure.
 
-export const MAX_BINS = 16384;
+/** Bins per lane: a few per pixel of the widest plot, so a lane costs the same to keep and draw after hours as after a minute. */
+export const MAX_BINS = 4096;
 
 export class TimeBins {
   originNs = 0;
@@ -68,4 +69,35 @@ export class TimeBins {
     }
     Object.assign(this, merged);
   }
+
+  /** The bin an item starting at startNs lies in. */
+  binOf(startNs: number): number {
+    return Math.max(0, Math.floor((startNs - this.originNs) / this.binNs));
+  }
+
+  toJSON(): TimeBinsState {
+    return { originNs: this.originNs, binNs: this.binNs, count: this.count, level: this.level.map((l) => (l === -Infinity ? null : l)), best: this.best, start: this.start.map((x) => (x === Infinity ? null : x)), end: this.end.map((x) => (x === -Infinity ? null : x)) };
+  }
+
+  static from(s: TimeBinsState): TimeBins {
+    const b = new TimeBins(s.binNs);
+    b.originNs = s.originNs;
+    b.count = [...s.count];
+    b.level = s.level.map((l) => l ?? -Infinity);
+    b.best = [...s.best];
+    b.start = s.start.map((x) => x ?? Infinity);
+    b.end = s.end.map((x) => x ?? -Infinity);
+    return b;
+  }
+}
+
+/** TimeBins as JSON (empty bins' infinities as null). */
+export interface TimeBinsState {
+  originNs: number;
+  binNs: number;
+  count: number[];
+  level: (number | null)[];
+  best: number[];
+  start: (number | null)[];
+  end: (number | null)[];
 }

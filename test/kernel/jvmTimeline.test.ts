@@ -3,19 +3,22 @@
 // threads work while the main thread waits). `ebpf-studio jvm --pid P --json` must see every
 // forced full GC; the range around each shows that GC and CPU samples that are mostly the GC's
 // threads; the range of a CPU phase shows the main thread's samples and no GC. Also: the session
-// file round-trips, and bad targets fail with the right codes.
+// file round-trips, and bad targets fail with the right codes. The allocation-rate lane: a JVM
+// allocating at a paced rate (HeapSites.java), checked against its own count and the JVM's GC log.
+// The off-CPU lanes: threads that wait known ways (OffcpuWaits.java), against /proc schedstat.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fromSessionFile, JvmTimeline, toSessionFile, type JvmResult } from '../../extension/model/jvmTimeline';
+import { fromSessionFile, JvmTimeline, OFF_STATES, toSessionFile, type JvmResult } from '../../extension/model/jvmTimeline';
 import { helperJs, kernelSkipReason, repoRoot, runCli, startCli, waitFor } from '../helpers';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import * as proto from '../../extension/protocol/protocol';
 import type { JvmUpdate } from '../../extension/model/jvmTimeline';
 import { jdk, noJdkReason } from './gcWorkload';
+import { formatRate } from '../../extension/model/allocRate';
 
 const skip = kernelSkipReason() ?? noJdkReason;
 const ROUNDS = 3;
@@ -25,7 +28,7 @@ describe('jvm timeline on a real JVM', { skip }, () => {
   const children: ChildProcess[] = [];
   before(() => {
     classDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-jvmt-'));
-    const r = spawnSync(path.join(jdk!.home, 'bin', 'javac'), ['-d', classDir, path.join(repoRoot, 'test', 'fixtures', 'java', 'GcPhases.java')], { encoding: 'utf8' });
+    const r = spawnSync(path.join(jdk!.home, 'bin', 'javac'), ['-d', classDir, ...['GcPhases.java', 'HeapSites.java', 'OffcpuWaits.java'].map((f) => path.join(repoRoot, 'test', 'fixtures', 'java', f))], { encoding: 'utf8' });
     assert.equal(r.status, 0, `javac failed: ${r.stderr}`);
   });
   after(() => {
@@ -87,6 +90,14 @@ describe('jvm timeline on a real JVM', { skip }, () => {
       assert.ok(range.stacks.some((s) => /GC Thread|VM Thread/.test(s.comm)));
     }
     gcShare /= forced.length;
+    // Off CPU: the thread that called System.gc() waits out each forced collection (a futex wait
+    // for the VM thread), counted in the slice in which it woke, which overlaps the GC.
+    assert.ok(res.offcpu?.length, `off-CPU slices: ${res.offcpuReason ?? 'none'}`);
+    for (const e of forced) {
+      const app = tl.range(e.timestampNs, e.timestampNs + e.durationNs).offcpu.find((g) => g.group === 'application');
+      const waited = app ? app.us.reduce((a, b) => a + b, 0) * 1000 : 0;
+      assert.ok(waited >= 0.8 * e.durationNs, `the application's threads were off CPU ${(waited / 1e6).toFixed(0)} ms around a ${(e.durationNs / 1e6).toFixed(0)} ms forced GC`);
+    }
     assert.ok(gcShare >= 0.6, `in the ranges of the forced GCs, ${(gcShare * 100).toFixed(0)} % of the CPU samples are GC threads'`);
 
     // A CPU phase: the 800 ms before the first forced GC's 300 ms sleep.
@@ -148,6 +159,116 @@ describe('jvm timeline on a real JVM', { skip }, () => {
       helper.stdin!.end();
       child.kill('SIGKILL');
     }
+  });
+
+  test('allocation-rate lane: a JVM allocating a paced 150 MB/s; the lane\'s mean rate vs the program\'s own count and the JVM\'s GC log in the same run', async (t) => {
+    // HeapSites: one thread allocating byte/int/char arrays at a paced 150 MB/s (its own counters
+    // give the exact bytes between "start" and "stop"); Parallel GC with a 64 MB young generation:
+    // a young GC every ~0.3 s. The JVM logs every GC with the heap before and after (-Xlog:gc).
+    const log = path.join(classDir, `gc-${Date.now()}.log`);
+    const child = spawn(path.join(jdk!.home, 'bin', 'java'), ['-XX:+UseParallelGC', '-Xms256m', '-Xmx256m', '-Xmn64m', `-Xlog:gc:file=${log}`, '-cp', classDir, 'HeapSites', '1', '150000000', '1'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    children.push(child);
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    assert.ok(await waitFor(() => out.includes('ready'), 60_000), 'HeapSites did not start');
+    const cli = startCli(['jvm', '--pid', String(child.pid), '--duration', '6', '--json', '--verbose']);
+    assert.ok(await waitFor(() => /jvm: GC, run-queue and CPU tracers attached/.test(cli.stderr()), 30_000), `not attached: ${cli.stderr()}`);
+    child.stdin!.write('start\n');
+    const t0 = Date.now();
+    const r = await cli.done;
+    assert.equal(r.code, 0, r.stderr);
+    child.stdin!.write('stop\n');
+    assert.ok(await waitFor(() => /totals A/.test(out), 10_000), out);
+    const windowS = (Date.now() - t0) / 1000;
+    child.stdin!.write('exit\n');
+    const m = /totals A (\d+) B (\d+) C (\d+) L (\d+)/.exec(out)!;
+    const truth = (Number(m[1]) + Number(m[2]) + Number(m[3]) + Number(m[4])) / windowS;
+
+    const res = JSON.parse(r.stdout) as JvmResult;
+    const tl = JvmTimeline.fromResult(res);
+    const ours = tl.range(res.startNs, res.endNs + 1).alloc;
+    // The JVM's own accounting: heap before GC n minus heap after GC n-1 over the time between
+    // them (each line is logged at the GC's end: "[10.173s] ... Pause Young ... 56M->7M(249M) 0.790ms").
+    const gcs = [...fs.readFileSync(log, 'utf8').matchAll(/\[(\d+\.\d+)s\].*Pause Young.* (\d+)M->(\d+)M\(\d+M\) (\d+\.\d+)ms/g)].map((g) => ({ endS: Number(g[1]), before: Number(g[2]) * 2 ** 20, after: Number(g[3]) * 2 ** 20, pauseS: Number(g[4]) / 1000 }));
+    let logBytes = 0;
+    let logS = 0;
+    // from the third GC on: the first ones size the heap
+    for (let i = 3; i < gcs.length; i++) {
+      logBytes += gcs[i].before - gcs[i - 1].after;
+      logS += gcs[i].endS - gcs[i].pauseS - gcs[i - 1].endS;
+    }
+    const logRate = logBytes / logS;
+    t.diagnostic(`allocation rate: lane ${formatRate(ours.rate)} over ${ours.intervals} intervals (${(ours.coveredNs / 1e9).toFixed(1)} s of ${((res.endNs - res.startNs) / 1e9).toFixed(1)} s); the program's count ${formatRate(truth)}; the JVM's GC log ${formatRate(logRate)} over ${gcs.length - 3} intervals`);
+    assert.ok(ours.intervals >= 8, `a young GC every ~0.3 s: ${ours.intervals} intervals`);
+    assert.ok(Math.abs(ours.rate - truth) <= 0.1 * truth, `the lane's mean rate within 10 % of what the program allocated`);
+    assert.ok(Math.abs(ours.rate - logRate) <= 0.1 * logRate, `the lane's mean rate within 10 % of the JVM's GC log`);
+    // Each interval of a steady rate reads near it (no interval is off by the pause or a pool mix-up).
+    const steady = tl.alloc.intervals.recent().filter((iv) => Math.abs(iv.rate - truth) <= 0.25 * truth).length;
+    assert.ok(steady >= 0.8 * tl.alloc.intervals.length, `${steady} of ${tl.alloc.intervals.length} intervals within 25 % of the paced rate`);
+    // The heap lane: one point per GC with the three Parallel heap pools.
+    assert.equal(tl.alloc.heap.length, res.gc.filter((e) => e.pools.length).length);
+    assert.deepEqual(tl.alloc.heap.recent()[tl.alloc.heap.length - 1].pools.map(([name]) => name).sort(), ['PS Eden Space', 'PS Old Gen', 'PS Survivor Space']);
+  });
+
+  test('off-CPU lanes: time off CPU per thread and state, against the kernel\'s own per-thread CPU time (/proc/TID/schedstat) in the same run', async (t) => {
+    // OffcpuWaits: five application threads that are off CPU nearly all the time (sleeps of
+    // 10-30 ms, a contended ReentrantLock and monitor), waking every few ms so that counting each
+    // interval when it ends leaves little out. Reference: for each thread, the window minus the
+    // CPU time schedstat adds over it (on-CPU ns; run-queue waits count as off CPU, preempted).
+    const child = spawn(path.join(jdk!.home, 'bin', 'java'), ['-cp', classDir, 'OffcpuWaits', '60000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    assert.ok(await waitFor(() => out.includes('ready'), 60_000), 'OffcpuWaits did not start');
+    const names = ['sleeper', 'monitor-holder', 'monitor-waiter', 'lock-holder', 'lock-waiter'];
+    const tids = new Map<number, string>();
+    for (const tid of fs.readdirSync(`/proc/${child.pid}/task`).map(Number)) {
+      const comm = fs.readFileSync(`/proc/${child.pid}/task/${tid}/comm`, 'utf8').trim();
+      if (names.includes(comm)) tids.set(tid, comm);
+    }
+    assert.equal(tids.size, names.length, `the fixture's threads: ${JSON.stringify([...tids])}`);
+    const onCpuNs = () => new Map([...tids.keys()].map((tid) => [tid, Number(fs.readFileSync(`/proc/${child.pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0])]));
+    const cli = startCli(['jvm', '--pid', String(child.pid), '--duration', '6', '--json', '--verbose']);
+    assert.ok(await waitFor(() => /jvm: GC, run-queue and CPU tracers attached/.test(cli.stderr()), 30_000), `not attached: ${cli.stderr()}`);
+    const cpu0 = onCpuNs();
+    const t0 = process.hrtime.bigint();
+    const r = await cli.done;
+    const cpu1 = onCpuNs();
+    const windowNs = Number(process.hrtime.bigint() - t0);
+    child.kill('SIGKILL');
+    assert.equal(r.code, 0, r.stderr);
+    const res = JSON.parse(r.stdout) as JvmResult;
+    assert.ok(res.offcpu && res.offcpu.length >= 4, `off-CPU slices about once a second: ${res.offcpuReason ?? res.offcpu?.length}`);
+    // Our figures cover the off-CPU slices (the last read is before the tracers stop).
+    const sessionNs = res.offcpu[res.offcpu.length - 1].endNs - res.offcpu[0].startNs;
+    const ours = new Map<number, number[]>();
+    for (const o of res.offcpu) {
+      for (let k = 0; k + 2 < o.rows.length; k += 3) {
+        const per = ours.get(o.rows[k]) ?? [0, 0, 0, 0];
+        per[o.rows[k + 1]] += o.rows[k + 2];
+        ours.set(o.rows[k], per);
+      }
+    }
+    let oursTotal = 0;
+    let refTotal = 0;
+    for (const [tid, comm] of tids) {
+      const per = ours.get(tid) ?? [0, 0, 0, 0];
+      const mine = per.reduce((a, b) => a + b, 0) * 1000 / sessionNs;
+      const ref = (windowNs - (cpu1.get(tid)! - cpu0.get(tid)!)) / windowNs;
+      t.diagnostic(`${comm}: off CPU ${(100 * mine).toFixed(1)} % of the traced time (${OFF_STATES.map((st, i) => `${st} ${(per[i] / 1e3).toFixed(0)} ms`).join(', ')}); schedstat: ${(100 * ref).toFixed(1)} % of the window`);
+      assert.equal(tids.size, 5);
+      // In a JVM, sleeps, parks and monitor waits are all futex waits: state "lock".
+      assert.ok(per[OFF_STATES.indexOf('lock')] >= 0.8 * per.reduce((a, b) => a + b, 0), `${comm}: futex waits are most of its off-CPU time`);
+      oursTotal += mine;
+      refTotal += ref;
+    }
+    t.diagnostic(`five threads: off CPU ${(oursTotal).toFixed(2)} thread-s per s (ours), ${(refTotal).toFixed(2)} (schedstat)`);
+    assert.ok(Math.abs(oursTotal - refTotal) <= 0.1 * refTotal, `the threads' off-CPU time within 10 % of the kernel's accounting`);
+    // The timeline's lanes and ranges read the same figures by thread group.
+    const tl = JvmTimeline.fromResult(res);
+    const app = tl.range(res.startNs, res.endNs + 1).offcpu.find((g) => g.group === 'application')!;
+    assert.ok(app.us.reduce((a, b) => a + b, 0) >= [...tids.keys()].reduce((n, tid) => n + (ours.get(tid) ?? []).reduce((a, b) => a + b, 0), 0));
+    assert.ok(tl.offcpuLane('application').recent().length >= 4);
   });
 
   test('bad targets: not a JVM, no such pid, bad flags', async () => {

@@ -60,7 +60,7 @@ const NAMES: Record<proto.TracingName, RegExp> = {
   runqlat: /^(wakeup|wakeup_new|switch)_(btf|raw)$/,
   profile: /^on_sample$/,
   memleak: /^(malloc|calloc|realloc|free|alloc|mmap|munmap|exit|posix|aligned|pvalloc|reallocarray)_/,
-  // the JVM timeline runs the three above on one JVM
+  // the JVM timeline runs the three above on one JVM, and the off-CPU tracer (its switch_btf/raw too)
   jvm: /^(handle_(gc|pool)_|(wakeup|wakeup_new|switch)_(btf|raw)$|on_sample$)/,
 };
 

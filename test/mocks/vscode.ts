@@ -27,6 +27,8 @@ export const recorded = {
   context: new Map<string, unknown>(),
   config: new Map<string, unknown>(),
   workspaceConfig: new Map<string, unknown>(),
+  /** panel serializers by view type (what brings a panel back after a reload) */
+  serializers: new Map<string, { deserializeWebviewPanel(panel: unknown, state: unknown): Promise<void> }>(),
 };
 
 export class Disposable {
@@ -100,6 +102,10 @@ function outputChannel(name: string) {
 
 export const window = {
   createOutputChannel: outputChannel,
+  registerWebviewPanelSerializer: (viewType: string, s: { deserializeWebviewPanel(panel: unknown, state: unknown): Promise<void> }) => {
+    recorded.serializers.set(viewType, s);
+    return new Disposable(() => recorded.serializers.delete(viewType));
+  },
   showErrorMessage: async (m: string) => {
     recorded.errors.push(m);
     return undefined;

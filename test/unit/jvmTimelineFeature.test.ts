@@ -84,3 +84,77 @@ test('picking the JVM without USDT shows the reason and starts nothing; a bad se
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+/** A webview panel as VS Code hands one to a serializer: records what is posted, lets the test say "ready". */
+function fakePanel(title: string) {
+  const posted: { type: string; [k: string]: unknown }[] = [];
+  let onMessage: ((m: unknown) => unknown) | undefined;
+  const panel = {
+    title,
+    webview: {
+      options: {},
+      html: '',
+      cspSource: 'vscode-resource:',
+      asWebviewUri: (u: unknown) => u,
+      postMessage: async (m: { type: string }) => void posted.push(m),
+      onDidReceiveMessage: (h: (m: unknown) => unknown) => ((onMessage = h), { dispose() {} }),
+    },
+    onDidDispose: () => ({ dispose() {} }),
+  };
+  return { panel, posted, say: async (m: unknown) => onMessage?.(m) };
+}
+
+test('Reload Window: a running timeline comes back stopped, saying so, with the same lanes and figures; an unsaved one says it was not saved', async (t) => {
+  const { JvmTimeline, toSessionFile } = await import('../../extension/model/jvmTimeline');
+  const { TimelineView } = await import('../../webview/jvmTimeline/model');
+  const store = await import('../../extension/editor/sessions/sessionStore');
+  const { LiveViewHost, RELOADED } = await import('../../extension/editor/sessions/livePanel');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-jvmt-reload-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const state = new Map<string, unknown>();
+  const ctx = { ...fakeContext('/tmp'), globalStorageUri: vscode.Uri.file(dir), workspaceState: { get: <T>(k: string, d?: T) => (state.has(k) ? (state.get(k) as T) : d), update: async (k: string, v: unknown) => void state.set(k, v), keys: () => [...state.keys()] } };
+  store.activate(ctx as never);
+  feature.activate(ctx as never);
+  // A live session as the feature keeps it in the extension host: a bounded model, checkpointed.
+  const live = new JvmTimeline(60e9);
+  live.pid = 4242;
+  const MS = 1e6;
+  for (let i = 0; i < 2000; i++) {
+    const t0 = 1e9 + i * 250 * MS;
+    live.apply({
+      startNs: 1e9, nowNs: t0 + 250 * MS, safepoints: [], safepointsAvailable: false, runq: [], cpu: [], stacks: [], threads: i ? [] : [{ tid: 4243, comm: 'VM Thread', group: 'vm' }], lost: 0, dropped: 0,
+      gc: [{ pid: 4242, tid: 4243, cpu: 0, timestampNs: t0 + 10 * MS, durationNs: (1 + (i % 9)) * MS, collector: 'G1 Young Generation', kind: 'young', operation: 'G1CollectForAllocation', escalated: false, full: false, pools: [{ name: 'G1 Eden Space', usedBefore: 30e6 + (i % 5) * 1e6, usedAfter: 0, committedAfter: 64e6 }] }],
+    });
+  }
+  const host = new LiveViewHost();
+  host.checkpointWith(() => JSON.stringify({ ...toSessionFile(live.toResult({ withTimeline: true }), new Date(), { reason: 'stopped', message: RELOADED }), title: 'JVM timeline: pid 4242' }));
+  const serializer = recorded.serializers.get('ebpfStudio.jvmTimeline');
+  // The window reloads: the extension's subscriptions are disposed, which writes the checkpoint.
+  for (const d of (ctx as unknown as { subscriptions: { dispose(): void }[] }).subscriptions) d.dispose();
+  store.activate(ctx as never);
+  assert.ok(serializer, 'the JVM timeline registers a panel serializer');
+  const restored = fakePanel('JVM timeline: pid 4242');
+  await serializer.deserializeWebviewPanel(restored.panel, { sessionKey: host.key });
+  assert.match(restored.panel.webview.html, /data-view="jvmTimeline"/);
+  assert.match(restored.panel.webview.html, new RegExp(`data-session-key="${host.key}"`), 'the restored panel keeps its key for the next reload');
+  await restored.say({ type: 'ready' });
+  const load = restored.posted.find((m) => m.type === 'load') as { result: import('../../extension/model/jvmTimeline').JvmResult; ended: { reason: string; message: string }; name: string } | undefined;
+  assert.ok(load, 'the stored session is sent to the view');
+  assert.deepEqual(load.ended, { reason: 'stopped', message: RELOADED });
+  assert.equal(load.name, 'pid 4242');
+  // The view shows what it showed: the same lanes and marks over the whole session (500 s, of which 60 s raw).
+  const before = new TimelineView();
+  before.data = live;
+  const after = new TimelineView();
+  after.load(load.result, 'stopped');
+  assert.equal(after.state, 'stopped');
+  const marks = (v: InstanceType<typeof TimelineView>) => v.lanes().map((l) => [l.label, v.marks(l, 900).map((m) => [m.x, m.w, m.level, m.label])]);
+  assert.deepEqual(marks(after), marks(before));
+  assert.deepEqual(after.rangeStats().collectors, before.rangeStats().collectors);
+  assert.equal(after.rangeStats().collectors[0].count, 2000);
+  assert.ok(live.droppedBeforeNs > 0, 'the session outgrew its raw window');
+
+  const unsaved = fakePanel('JVM timeline: pid 1');
+  await serializer.deserializeWebviewPanel(unsaved.panel, { sessionKey: 'no-such-key' });
+  assert.match(unsaved.panel.webview.html, /was not saved before the window reloaded/);
+});

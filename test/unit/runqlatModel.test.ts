@@ -153,3 +153,25 @@ test('the saved figures restore the same view, and go on as if never saved; the 
   assert.equal(state.droppedIntervals, 500);
   assert.deepEqual(state.counts, [0, MAX_INTERVALS + 500, 2 * (MAX_INTERVALS + 500)], 'cumulative counts keep the intervals that left the heat map');
 });
+
+test('the key table is bounded: keys beyond MAX_KEYS are summed in one "other" row; no wait is lost', async () => {
+  const { MAX_KEYS, OTHER_KEY, OTHER_COMM } = await import('../../extension/model/runqlatLive');
+  const m = new RunqlatModel();
+  m.per = 'thread';
+  // Short-lived threads: 3 new tids every interval, each waiting 4 times; 1,000 intervals.
+  let waits = 0;
+  for (let i = 0; i < 1000; i++) {
+    const keys = [0, 1, 2].map((k) => ({ key: 10_000 + i * 3 + k, comm: `t${i * 3 + k}`, counts: [0, 0, 4] }));
+    waits += 12;
+    m.apply(update(i, [0, 0, 12], keys));
+  }
+  assert.equal(m.keys.size, MAX_KEYS + 1, 'the first MAX_KEYS keys and the "other" row');
+  const other = m.keyRows().find((r) => r.key === OTHER_KEY)!;
+  assert.equal(other.comm, OTHER_COMM);
+  assert.equal(other.count, (3000 - MAX_KEYS) * 4);
+  assert.equal(m.keyRows().reduce((n, r) => n + r.count, 0), waits, 'every wait is in some row');
+  // A key that has its row keeps adding to it; the saved state stays bounded too.
+  m.apply(update(1000, [0, 0, 4], [{ key: 10_000, comm: 't0', counts: [0, 0, 4] }]));
+  assert.equal(m.keyRows().find((r) => r.key === 10_000)!.count, 8);
+  assert.equal(m.toJSON().keys.length, MAX_KEYS + 1);
+});

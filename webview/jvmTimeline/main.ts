@@ -4,7 +4,8 @@
 // statistics of the range and its flame graph (the flame graph view's model and renderer).
 import { formatDuration } from '../../extension/model/log2hist';
 import { toSessionFile } from '../../extension/model/jvmTimeline';
-import { GROUP_LABEL } from '../../extension/model/jvmTimeline';
+import { GROUP_LABEL, OFF_STATE_LABEL, OFF_STATES, type OffcpuCell } from '../../extension/model/jvmTimeline';
+import { ALLOC_RATE_METHOD, ALLOC_RATE_UNAVAILABLE, formatMb, formatRate } from '../../extension/model/allocRate';
 import { sizeCanvas } from '../common/canvas';
 import { themeColor } from '../common/histogramChart';
 import { connectHost, el, oncePerFrame } from '../common/viewPage';
@@ -31,7 +32,7 @@ const lanesCanvas = el('canvas', { id: 'lanes', 'aria-label': 'JVM timeline lane
 const lanesLegend = el(
   'div',
   { class: 'legend', id: 'lanes-legend' },
-  'GC and safepoint lanes: a bar per collection or safepoint, as wide as it lasted (where many share a pixel, the longest is described). Thread-group lanes: the shade is CPU use (samples as a share of one CPU); bars from the bottom are the worst run-queue wait of each slice, on a log scale from 1 µs (empty) to 1 s (full height). Drag to select a range; wheel to zoom, shift+wheel to pan.',
+  'GC and safepoint lanes: a bar per collection or safepoint, as wide as it lasted (where many share a pixel, the longest is described). Heap after GC: the heap used after each collection (all heap pools). Allocation: MB/s the application allocated between two collections (eden before a GC − eden left after the previous one, over the time between them; hover for the figures). Off-CPU lanes (one per thread group): the time its threads spent off CPU per slice, as a share of all its threads × the slice, stacked by state — blue sleeping, orange I/O, red waiting on a lock (futex), yellow preempted (waiting in the run queue); an interval counts in the slice in which the thread woke. Thread-group lanes: the shade is CPU use (samples as a share of one CPU); bars from the bottom are the worst run-queue wait of each slice, on a log scale from 1 µs (empty) to 1 s (full height). Drag to select a range; wheel to zoom, shift+wheel to pan.',
 );
 const rangeTitle = el('h2', { id: 'range-title' }, 'Range');
 const stats = el('div', { id: 'range-stats' });
@@ -67,7 +68,7 @@ clearSelBtn.onclick = () => {
   rangeDirty = true;
   schedule();
 };
-exportBtn.onclick = () => send({ type: 'export', content: JSON.stringify(toSessionFile(view.data.toResult())) });
+exportBtn.onclick = () => send({ type: 'export', content: JSON.stringify(toSessionFile(view.data.toResult({ withTimeline: true }))) });
 importBtn.onclick = () => send({ type: 'import' });
 
 const PALETTE: [string, string][] = [
@@ -84,7 +85,11 @@ function plotWidth(): number {
   return Math.max(50, (lanesCanvas.clientWidth || 800) - LABEL_W);
 }
 
+/** Off-CPU states in OFF_STATES order: sleeping, I/O, lock, preempted. */
+let STATE_COLORS: string[] = [];
+
 function drawLanes(): void {
+  STATE_COLORS = [themeColor('--vscode-charts-blue', '#3794ff'), themeColor('--vscode-charts-orange', '#d18616'), themeColor('--vscode-charts-red', '#f14c4c'), themeColor('--vscode-charts-yellow', '#cca700')];
   const lanes = view.lanes();
   const height = AXIS_H + lanes.length * LANE_H + 4;
   const { ctx, width } = sizeCanvas(lanesCanvas, height, 800);
@@ -118,7 +123,7 @@ function drawLanes(): void {
     laneRows.push({ lane, y });
     ctx.fillStyle = grid;
     ctx.fillRect(0, y + LANE_H - 1, width, 1);
-    ctx.fillStyle = lane.kind === 'safepoint' && !view.data.safepointsAvailable ? muted : fg;
+    ctx.fillStyle = (lane.kind === 'safepoint' && !view.data.safepointsAvailable) || (lane.kind === 'alloc' && !view.data.alloc.intervals.length) ? muted : fg;
     ctx.textAlign = 'left';
     ctx.textBaseline = 'middle';
     ctx.fillText(lane.label.length > 24 ? `${lane.label.slice(0, 23)}…` : lane.label, 4, y + LANE_H / 2);
@@ -134,6 +139,30 @@ function drawLanes(): void {
       for (const m of view.runqMarks(lane.group, pw)) {
         const h = Math.max(1, m.level * (LANE_H - 4));
         ctx.fillRect(LABEL_W + m.x, y + LANE_H - 2 - h, Math.max(1, Math.min(m.w, 3)), h);
+      }
+    } else if (lane.kind === 'offcpu') {
+      // A stacked bar per slice: its height is the group's time off CPU as a share of all its
+      // threads × the slice, split by state.
+      for (const m of marks) {
+        const cell = m.item as OffcpuCell | undefined;
+        if (!cell) continue;
+        const total = cell.us.reduce((a, b) => a + b, 0) || 1;
+        let y0 = y + LANE_H - 2;
+        const h = Math.max(1, m.level * (LANE_H - 4));
+        cell.us.forEach((us, i) => {
+          if (!us) return;
+          const part = (h * us) / total;
+          ctx.fillStyle = STATE_COLORS[i];
+          ctx.fillRect(LABEL_W + m.x, y0 - part, Math.max(1, m.w), part);
+          y0 -= part;
+        });
+      }
+    } else if (lane.kind === 'alloc' || lane.kind === 'heap') {
+      // Bars from the bottom, height in proportion to the lane's maximum (in its label).
+      ctx.fillStyle = lane.kind === 'alloc' ? themeColor('--vscode-charts-purple', '#b180d7') : themeColor('--vscode-charts-green', '#89d185');
+      for (const m of marks) {
+        const h = Math.max(1, m.level * (LANE_H - 4));
+        ctx.fillRect(LABEL_W + m.x, y + LANE_H - 2 - h, Math.max(1, m.w), h);
       }
     } else {
       const [v, f] = lane.kind === 'gc' ? PALETTE[gcColor++ % PALETTE.length] : ['--vscode-charts-yellow', '#cca700'];
@@ -151,6 +180,12 @@ function drawLanes(): void {
   }
 }
 
+function allocText(r: ReturnType<typeof view.rangeStats>): string {
+  const a = r.alloc;
+  if (a.intervals) return `${formatRate(a.rate)}: ${formatMb(a.bytes)} allocated in ${(a.coveredNs / 1e9).toFixed(1)} s between GCs (${a.intervals} intervals; eden before each GC − eden after the previous)`;
+  return view.data.alloc.unavailable() ? `not available: ${ALLOC_RATE_UNAVAILABLE}` : 'no two GCs with eden figures in the range';
+}
+
 let flame: FlameCanvas | undefined;
 let rangeDirty = true;
 
@@ -164,13 +199,18 @@ function renderRange(): void {
     tr.append(el('th', {}, k), el('td', {}, v));
     table.append(tr);
   };
-  row('GC', r.gc.length ? `${r.gc.length} collections, ${d(r.pauseNs)} paused: ${r.collectors.map((c) => `${c.collector} ×${c.count} (max ${d(c.maxNs)})`).join(', ')}` : 'none', 'gc');
+  const gcCount = r.collectors.reduce((n, c) => n + c.count, 0);
+  if (r.coveredFromNs !== undefined) row('Covers', `from ${view.label(r.coveredFromNs)}: older raw events are not kept (the lanes show the whole session), so this range's figures start there`, 'covered');
+  row('GC', gcCount ? `${gcCount} collections, ${d(r.pauseNs)} paused: ${r.collectors.map((c) => `${c.collector} ×${c.count} (max ${d(c.maxNs)})`).join(', ')}` : 'none', 'gc');
+  row('Allocation', allocText(r), 'alloc');
   row('Safepoints', view.data.safepointsAvailable ? `${r.safepoints.count}, ${d(r.safepoints.totalNs)} in total, time to safepoint max ${d(r.safepoints.ttsMaxNs)}, p50 ${d(r.safepoints.ttsP50Ns)}` : `not available: ${view.data.safepointsReason}`, 'safepoints');
   row('Run-queue waits', r.runq.map((g) => `${GROUP_LABEL[g.group]}: ${g.stats.count} (p99 ≤ ${formatDuration(g.stats.p99, 'us')}, max ≤ ${formatDuration(g.stats.max, 'us')})`).join('; ') || 'none', 'runq');
   row('CPU samples', r.cpuTotal ? `${r.cpuTotal}: ${r.cpu.map((g) => `${GROUP_LABEL[g.group]} ${((100 * g.samples) / r.cpuTotal).toFixed(0)} %`).join(', ')}` : 'none', 'cpu');
+  if (view.data.offcpuAvailable) row('Off CPU', r.offcpu.map((g) => `${GROUP_LABEL[g.group]}: ${OFF_STATES.map((st, i) => (g.us[i] ? `${OFF_STATE_LABEL[st]} ${(g.us[i] / 1e6).toFixed(2)} s` : '')).filter(Boolean).join(', ') || 'none'}`).join('; ') || 'none', 'offcpu');
+  else if (view.data.offcpuReason) row('Off CPU', view.data.offcpuReason, 'offcpu');
   row('Busiest threads', r.cpuThreads.slice(0, 5).map((t) => `${t.comm} [${t.tid}] ${t.samples}`).join(', ') || '–', 'threads');
   stats.replaceChildren(table);
-  if (view.selection) send({ type: 'selected', startS: (r.startNs - view.data.startNs) / 1e9, endS: (r.endNs - view.data.startNs) / 1e9, samples: r.cpuTotal, gcs: r.gc.length });
+  if (view.selection) send({ type: 'selected', startS: (r.startNs - view.data.startNs) / 1e9, endS: (r.endNs - view.data.startNs) / 1e9, samples: r.cpuTotal, gcs: r.collectors.reduce((n, c) => n + c.count, 0) });
   // Following a live session, the flame graph is rebuilt every few seconds only: it is built
   // from every distinct stack, more than a frame's budget once the session is long.
   const now = performance.now();
@@ -197,7 +237,7 @@ function statusText(): string {
     case 'running':
       return stopping ? 'Stopping…' : `Tracing ${who} · ${len}`;
     case 'stopped':
-      return `Stopped (${who}) · ${len}`;
+      return `Stopped (${who})${view.message ? `: ${view.message}` : ''} · ${len}`;
     case 'target-exited':
       return `Process exited${view.message ? `: ${view.message}` : ''} (data kept) · ${len}`;
     case 'error':
@@ -216,6 +256,7 @@ function render(): void {
   const n: string[] = [];
   if (view.data.lost) n.push(`${view.data.lost} events or CPU samples lost in the kernel`);
   if (view.data.dropped) n.push(`${view.data.dropped} run-queue waits dropped`);
+  if (view.data.droppedBeforeNs) n.push(`Raw events before ${view.label(view.data.droppedBeforeNs)} are not kept (a live session keeps its last ${Math.round(view.data.rawWindowNs / 60e9)} minutes; a reloaded panel its last 2): the lanes and the whole session's figures cover it all, a selection and Export only the kept events.`);
   if (view.state === 'running') n.push('Function names appear when the session stops (the profiler symbolizes at the end).');
   notes.textContent = n.join(' · ');
   drawLanes();
@@ -268,7 +309,8 @@ window.addEventListener('mousemove', (ev) => {
   }
   const pw = plotWidth();
   const hits = [...view.marks(row.lane, pw), ...(row.lane.kind === 'group' ? view.runqMarks(row.lane.group, pw) : [])].filter((m) => x >= m.x - 1 && x <= m.x + m.w + 1);
-  tooltip.textContent = [`${row.lane.label} · ${view.label(view.xToNs(x, pw))}`, ...hits.slice(0, 4).map((m) => m.label)].join('\n');
+  const how = row.lane.kind === 'alloc' ? [view.data.alloc.intervals.length ? ALLOC_RATE_METHOD : `Not available: ${ALLOC_RATE_UNAVAILABLE}`] : row.lane.kind === 'heap' ? ['Heap used after each GC: every heap pool (eden, survivor, old generation), the last figure a GC reported for pools it did not collect.'] : [];
+  tooltip.textContent = [`${row.lane.label} · ${view.label(view.xToNs(x, pw))}`, ...hits.slice(0, 4).map((m) => m.label), ...how].join('\n');
   tooltip.style.left = `${ev.clientX + 12}px`;
   tooltip.style.top = `${ev.clientY + 12}px`;
   tooltip.style.display = 'block';
@@ -323,7 +365,8 @@ window.addEventListener('message', (ev: MessageEvent<ToView>) => {
       }, 50);
       break;
     case 'load':
-      view.load(m.result);
+      view.load(m.result, m.ended?.reason);
+      view.message = m.ended?.message ?? '';
       view.target = m.name;
       rangeDirty = true;
       break;

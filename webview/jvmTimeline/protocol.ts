@@ -9,8 +9,8 @@ export type ToView =
   | { type: 'update'; update: JvmUpdate }
   /** the session ended; `result` (symbolized stacks) replaces what streamed */
   | { type: 'ended'; reason: 'stopped' | 'target-exited' | 'error'; message?: string; result?: JvmResult }
-  /** a session read from a file */
-  | { type: 'load'; result: JvmResult; name: string }
+  /** a session read from a file, or a panel brought back by a reload (`ended`: it was live, and how it ended) */
+  | { type: 'load'; result: JvmResult; name: string; ended?: { reason: 'stopped' | 'target-exited' | 'error'; message?: string } }
   /** the outcome of an export or import request, shown in the status line */
   | { type: 'note'; text: string; error?: boolean };
 

@@ -6,6 +6,7 @@ import { bucketAt, drawHistogram, themeColor, type HistogramLayout } from '../co
 import { connectHost, el, oncePerFrame } from '../common/viewPage';
 import { drawHeatMap, drawHeatScale, heatColumnsFor } from './heatMapChart';
 import { formatCount } from '../../extension/model/units';
+import { MAX_KEYS, OTHER_KEY } from '../../extension/model/runqlatLive';
 import { bucketRange, heatCellAt, RunqlatModel, type HeatLayout, type HeatMap, type HistogramBars, type SortKey } from './model';
 import type { FromView, ToView } from './protocol';
 
@@ -126,7 +127,8 @@ function renderKeys(): void {
   const label = model.keyLabel();
   document.getElementById('keys-title')!.textContent = `Per ${model.per === 'pidns' ? 'PID namespace' : model.per} (${model.keys.size})`;
   const rows = model.keyRows();
-  keyNote.textContent = rows.length > MAX_ROWS ? `Showing ${MAX_ROWS} of ${rows.length}; export for all.` : '';
+  const other = model.keys.has(OTHER_KEY) ? ` Only the first ${MAX_KEYS.toLocaleString('en-US')} keys have a row: the waits of later ones are summed in the "other" row (bounded memory however many keys come and go).` : '';
+  keyNote.textContent = (rows.length > MAX_ROWS ? `Showing ${MAX_ROWS} of ${rows.length}; export for all.` : '') + other;
   if (model.expanded.size === 0) {
     renderPlainKeys(rows.slice(0, MAX_ROWS), label);
     return;
@@ -137,7 +139,7 @@ function renderKeys(): void {
     const open = model.expanded.has(r.key);
     const tr = el('tr', { class: 'key-row', 'data-key': String(r.key) });
     tr.style.cursor = 'pointer';
-    tr.append(el('td', {}, open ? '▾' : '▸'), el('td', { class: 'num' }, String(r.key)), el('td', {}, r.comm), el('td', { class: 'num' }, formatCount(r.count)), el('td', { class: 'num' }, fmt(r.p50)), el('td', { class: 'num' }, fmt(r.p90)), el('td', { class: 'num' }, fmt(r.p99)), el('td', { class: 'num' }, fmt(r.max)));
+    tr.append(el('td', {}, open ? '▾' : '▸'), el('td', { class: 'num' }, r.key === OTHER_KEY ? 'other' : String(r.key)), el('td', {}, r.comm), el('td', { class: 'num' }, formatCount(r.count)), el('td', { class: 'num' }, fmt(r.p50)), el('td', { class: 'num' }, fmt(r.p90)), el('td', { class: 'num' }, fmt(r.p99)), el('td', { class: 'num' }, fmt(r.max)));
     tr.onclick = () => {
       if (open) model.expanded.delete(r.key);
       else model.expanded.add(r.key);
@@ -199,7 +201,7 @@ function renderPlainKeys(rows: ReturnType<typeof model.keyRows>, label: string):
   rows.forEach((r, i) => {
     const { tr, cells } = p.rows[i];
     if (tr.dataset.key !== String(r.key)) tr.dataset.key = String(r.key);
-    const texts = ['▸', String(r.key), r.comm, formatCount(r.count), fmt(r.p50), fmt(r.p90), fmt(r.p99), fmt(r.max)];
+    const texts = ['▸', r.key === OTHER_KEY ? 'other' : String(r.key), r.comm, formatCount(r.count), fmt(r.p50), fmt(r.p90), fmt(r.p99), fmt(r.max)];
     texts.forEach((t, k) => {
       if (cells[k].textContent !== t) cells[k].textContent = t;
     });

@@ -8,7 +8,8 @@ import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args
 import { runTracer } from '../runTracer';
 import { jvmTracer } from '../../tracers/jvm/tracer';
 import { usageError } from '../../protocol/errors';
-import { GROUP_LABEL, JvmTimeline, type JvmResult, type RangeStats } from '../../model/jvmTimeline';
+import { ALLOC_RATE_UNAVAILABLE, formatMb, formatRate } from '../../model/allocRate';
+import { RAW_WINDOW_NS, OFF_STATE_LABEL, OFF_STATES, GROUP_LABEL, JvmTimeline, type JvmResult, type RangeStats } from '../../model/jvmTimeline';
 import { formatDuration } from '../../model/log2hist';
 import { PROFILE_MAX_FREQUENCY } from '../../protocol/profile';
 import { formatGcLines } from './javaGc';
@@ -32,15 +33,25 @@ function topFunctions(r: RangeStats, n: number): { name: string; self: number }[
   return [...self].map(([name, c]) => ({ name, self: c })).sort((a, b) => b.self - a.self).slice(0, n);
 }
 
+/** The allocation rate of a range, from eden before/after each GC (model/allocRate.ts). */
+export function allocLine(t: JvmTimeline, r: RangeStats): string {
+  if (r.alloc.intervals) return `${formatRate(r.alloc.rate)} (${formatMb(r.alloc.bytes)} allocated in ${(r.alloc.coveredNs / 1e9).toFixed(1)} s over ${r.alloc.intervals} intervals between GCs; eden before each GC − eden after the previous)`;
+  return t.alloc.unavailable() ? `not available: ${ALLOC_RATE_UNAVAILABLE}` : 'no two collections with eden figures in the range';
+}
+
 export function formatRange(t: JvmTimeline, r: RangeStats): string {
   const d = (ns: number) => formatDuration(ns, 'ns');
   const s = (ns: number) => ((ns - t.startNs) / 1e9).toFixed(3);
   const out = [`Range ${s(r.startNs)} s – ${s(r.endNs)} s (${d(r.endNs - r.startNs)}):`];
-  out.push(`  GC: ${r.gc.length} collections, ${d(r.pauseNs)} paused${r.collectors.length ? ` (${r.collectors.map((c) => `${c.collector} ${c.count}`).join(', ')})` : ''}`);
+  if (r.coveredFromNs !== undefined) out.push(`  (covers from ${s(r.coveredFromNs)} s: the session kept only its last ${Math.round(RAW_WINDOW_NS / 60e9)} minutes of raw events)`);
+  out.push(`  GC: ${r.collectors.reduce((n, c) => n + c.count, 0)} collections, ${d(r.pauseNs)} paused${r.collectors.length ? ` (${r.collectors.map((c) => `${c.collector} ${c.count}`).join(', ')})` : ''}`);
+  out.push(`  Allocation: ${allocLine(t, r)}`);
   for (const e of r.gc) out.push(`    ${s(e.timestampNs)} s  ${e.collector} ${e.kind}${e.escalated ? ' (escalated)' : ''} ${d(e.durationNs)}${e.operation ? `  ${e.operation}` : ''}`);
   out.push(t.safepointsAvailable ? `  Safepoints: ${r.safepoints.count}, ${d(r.safepoints.totalNs)}, time to safepoint max ${d(r.safepoints.ttsMaxNs)}` : `  Safepoints: not available (${t.safepointsReason})`);
   out.push(`  Run-queue waits: ${r.runq.map((g) => `${GROUP_LABEL[g.group]} ${g.stats.count} (p99 ≤ ${formatDuration(g.stats.p99, 'us')})`).join(', ') || 'none'}`);
   out.push(`  CPU samples: ${r.cpuTotal}${r.cpu.length ? ` — ${r.cpu.map((g) => `${GROUP_LABEL[g.group]} ${g.samples} (${((100 * g.samples) / Math.max(1, r.cpuTotal)).toFixed(0)} %)`).join(', ')}` : ''}`);
+  if (t.offcpuAvailable) out.push(`  Off CPU (thread-seconds, counted when each thread woke): ${r.offcpu.map((g) => `${GROUP_LABEL[g.group]}: ${OFF_STATES.map((st, i) => (g.us[i] ? `${OFF_STATE_LABEL[st]} ${(g.us[i] / 1e6).toFixed(2)}` : '')).filter(Boolean).join(', ') || 'none'}`).join('; ') || 'none'}`);
+  else if (t.offcpuReason) out.push(`  Off CPU: ${t.offcpuReason}`);
   for (const th of r.cpuThreads.slice(0, 8)) out.push(`    ${String(th.samples).padStart(6)}  ${th.comm} [${th.tid}]`);
   const top = topFunctions(r, 8);
   if (top.length) {

@@ -8,9 +8,10 @@ import type { JavaGcOptions, JavaGcResult } from '../../protocol/javaGc';
 import { GcLive } from '../../model/javaGcLive';
 import { pickProcess } from '../ui/processPicker';
 import { startSession, type ClientSession } from '../sessions/liveSessions';
-import { checkpointWhileRunning, newSessionKey, recordSession } from '../sessions/sessionStore';
+import { recordSession } from '../sessions/sessionStore';
+import { LiveViewHost, RELOADED } from '../sessions/livePanel';
 import { makeSession } from '../../model/sessionFile';
-import { createViewPanel, type TypedPanel } from '../ui/webviewPanel';
+import { createViewPanel } from '../ui/webviewPanel';
 import { showError } from '../ui/errors';
 import { noUsdtMessage } from '../../sys/proc/processes';
 import type { FromView, ToView } from '../../../webview/javaGc/protocol';
@@ -46,43 +47,33 @@ async function pickTarget(): Promise<JavaGcOptions | undefined> {
 
 async function trace(context: vscode.ExtensionContext, options: JavaGcOptions): Promise<ClientSession<'java-gc'> | undefined> {
   const target = options.all ? 'every JVM' : `pid ${options.pid}`;
-  let view: TypedPanel<ToView, FromView> | undefined;
-  // The session starts before the panel exists: what it sends until then waits here.
-  const early: ToView[] = [];
-  const send = (m: ToView) => (view ? view.post(m) : early.push(m));
+  const host = new LiveViewHost<ToView, FromView>();
+  const send = (m: ToView) => host.send(m);
   // The figures are kept as running aggregates plus the most recent events (bounded however long
   // the session runs): the finished session is listed in the Sessions view and reopens from them.
   const live = new GcLive();
-  const key = newSessionKey();
-  const startedAt = new Date();
   const title = `Java GC: ${target}`;
-  const document = (ended: { reason: 'stopped' | 'target-exited' | 'error'; message?: string }) => makeSession('java-gc', title, { target, state: live.toJSON(), ended }, startedAt, new Date());
-  let checkpoint: { done(): void } | undefined;
-  // Ended once: by Stop (at the click), or by the session itself (target exited, error).
-  let finished = false;
-  const finish = (reason: 'stopped' | 'target-exited' | 'error', message?: string) => {
-    if (finished) return;
-    finished = true;
-    checkpoint?.done();
-    send({ type: 'ended', reason, message });
-    void recordSession(document({ reason, message }), key);
-  };
-  // The session starts before the panel opens, so a refused target shows an error, not an empty view.
+  const document = (ended: { reason: 'stopped' | 'target-exited' | 'error'; message?: string }) => makeSession('java-gc', title, { target, state: live.toJSON(), ended }, host.startedAt, new Date());
+  const finish = (reason: 'stopped' | 'target-exited' | 'error', message?: string) =>
+    host.finish(() => {
+      send({ type: 'ended', reason, message });
+      void recordSession(document({ reason, message }), host.key);
+    });
   const session = await startSession('java-gc', { ...options, boundedResult: true }, `Java GC ${target}`, {
     onUpdate: (u) => {
       // After Stop the probes take a moment to detach (about a second for USDT probes); what
       // arrives meanwhile is after the click, and not counted.
-      if (finished) return;
+      if (host.finished) return;
       live.apply(u);
       send({ type: 'update', update: u });
     },
     onEnded: (reason, _result: JavaGcResult | undefined, message) => finish(reason, message),
   });
-  checkpoint = checkpointWhileRunning(key, () => document({ reason: 'stopped', message: 'the window reloaded or closed while tracing, which ended the session; these are its figures up to then' }));
-  view = createViewPanel<ToView, FromView>(context, 'javaGc', `Java GC: ${target}`, undefined, key);
-  for (const w of session.info.warnings) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
+  host.checkpointWith(() => document({ reason: 'stopped', message: RELOADED }));
+  const view = createViewPanel<ToView, FromView>(context, 'javaGc', `Java GC: ${target}`, undefined, host.key);
   view.onReady(() => [{ type: 'init', target }]);
-  for (const e of early.splice(0)) view.post(e);
+  host.attach(view);
+  for (const w of session.info.warnings) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
   const disposables: vscode.Disposable[] = [];
   disposables.push(
     view.onMessage(async (m) => {
@@ -100,7 +91,7 @@ async function trace(context: vscode.ExtensionContext, options: JavaGcOptions): 
             filters: m.format === 'json' ? { JSON: ['json'] } : { CSV: ['csv'] },
             content: () => m.content,
           });
-          if (outcome) view!.post({ type: 'exported', ...outcome });
+          if (outcome) view.post({ type: 'exported', ...outcome });
           break;
         }
       }

@@ -1,15 +1,18 @@
 // Commands: ebpfStudio.openJvmTimeline ("Open JVM Timeline": pick a running JVM, or a saved
-// session file, then the timeline of GC, safepoints, run-queue waits and CPU samples in a
-// webview; select a range to see its statistics and flame graph). Context keys: none of its own
-// (sessions.ts sets ebpfStudio.sessionRunning while the session runs).
+// session file, then the timeline of GC, heap and allocation rate, safepoints, run-queue waits and
+// CPU samples in a webview; select a range to see its statistics and flame graph). Its panel comes
+// back after a window reload (stopped, with the figures it had: checkpointed while it runs). Context
+// keys: none of its own (sessions.ts sets ebpfStudio.sessionRunning while the session runs).
 import * as vscode from 'vscode';
 import { saveExport } from '../ui/exportFile';
 import * as proto from '../../protocol/protocol';
-import { fromSessionFile, type JvmOptions, type JvmResult } from '../../model/jvmTimeline';
+import { fromSessionFile, JvmTimeline, toSessionFile, type JvmOptions, type JvmResult, type JvmSessionFile } from '../../model/jvmTimeline';
 import { pickProcess } from '../ui/processPicker';
 import { noUsdtMessage } from '../../sys/proc/processes';
 import { startSession } from '../sessions/liveSessions';
-import { createViewPanel, type TypedPanel } from '../ui/webviewPanel';
+import { createViewPanel, fillViewPanel, type TypedPanel } from '../ui/webviewPanel';
+import { LiveViewHost, RELOADED } from '../sessions/livePanel';
+import { loadStoredText, storeText } from '../sessions/sessionStore';
 import { errorText, showError } from '../ui/errors';
 import type { FromView, ToView } from '../../../webview/jvmTimeline/protocol';
 
@@ -32,8 +35,12 @@ async function readSessionFile(uri?: vscode.Uri): Promise<{ result: JvmResult; n
   }
 }
 
-function openPanel(context: vscode.ExtensionContext, title: string, onMessage: (m: FromView, view: TypedPanel<ToView, FromView>) => void | Promise<void>) {
-  const view = createViewPanel<ToView, FromView>(context, 'jvmTimeline', title);
+/**
+ * The timeline's panel and its Export/Import buttons. `restore`: a panel VS Code brought back
+ * after a reload, filled instead of a new one. `key` ties the panel to its stored document.
+ */
+function openPanel(context: vscode.ExtensionContext, title: string, onMessage: (m: FromView, view: TypedPanel<ToView, FromView>) => void | Promise<void>, key?: string, restore?: vscode.WebviewPanel) {
+  const view = restore ? fillViewPanel<ToView, FromView>(context, restore, 'jvmTimeline', title, key) : createViewPanel<ToView, FromView>(context, 'jvmTimeline', title, undefined, key);
   const send = (m: ToView) => view.post(m);
   view.onMessage(async (m) => {
     if (m.type === 'export') {
@@ -53,25 +60,71 @@ function openPanel(context: vscode.ExtensionContext, title: string, onMessage: (
   return { view, send };
 }
 
+/** Raw events a reloaded panel gets back: the last two minutes. */
+const CHECKPOINT_RAW_NS = 2 * 60e9;
+
 async function trace(context: vscode.ExtensionContext, options: JvmOptions): Promise<string> {
   const target = `pid ${options.pid}`;
-  // The session starts before the panel opens, so a refused target shows an error, not an empty view.
-  let post: ((m: ToView) => void) | undefined;
-  const early: ToView[] = [];
-  const deliver = (m: ToView) => (post ? post(m) : early.push(m));
+  const title = `JVM timeline: ${target}`;
+  const host = new LiveViewHost<ToView, FromView>();
+  // The host keeps its own (bounded) model of the session: what a reload brings back.
+  const live = new JvmTimeline();
+  live.pid = options.pid;
+  live.frequency = options.frequency;
+  live.sliceMs = options.sliceMs;
+  // The stored document keeps the last CHECKPOINT_RAW_NS of raw events (the lanes cover the whole
+  // session): small enough to write every 15 s and within the store's size bound after hours.
+  const document = (ended: NonNullable<JvmSessionFile['ended']>) => JSON.stringify({ ...toSessionFile(live.toResult({ withTimeline: true, rawFromNs: live.endNs - CHECKPOINT_RAW_NS }), new Date(), ended), title });
   const session = await startSession('jvm', options, `JVM timeline ${target}`, {
-    onUpdate: (u) => deliver({ type: 'update', update: u }),
-    onEnded: (reason, result, message) => deliver({ type: 'ended', reason, message, result }),
+    onUpdate: (u) => {
+      live.apply(u);
+      host.send({ type: 'update', update: u });
+    },
+    onEnded: (reason, result, message) =>
+      host.finish(() => {
+        if (result) live.replaceStacks(result.stacks);
+        host.send({ type: 'ended', reason, message, result });
+        // Kept under the panel's key so a reload shows the finished session as it ended.
+        storeText(host.key, document({ reason, message }));
+      }),
   });
-  const p = openPanel(context, `JVM timeline: ${target}`, async (m) => {
-    if (m.type === 'stop') await session.stop();
-  });
-  p.send({ type: 'init', target });
-  for (const e of early.splice(0)) p.send(e);
-  post = p.send;
+  host.checkpointWith(() => document({ reason: 'stopped', message: RELOADED }));
+  const p = openPanel(
+    context,
+    title,
+    async (m) => {
+      if (m.type === 'stop') await session.stop();
+    },
+    host.key,
+  );
+  p.view.onReady(() => [{ type: 'init', target }]);
+  host.attach(p.view);
   for (const w of session.info.warnings) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
   p.view.panel.onDidDispose(() => void session.stop());
   return session.id;
+}
+
+/** A panel VS Code brings back after a reload: the stored document under its key, shown stopped and saying why. */
+function restorePanel(context: vscode.ExtensionContext, panel: vscode.WebviewPanel, state: unknown): void {
+  const key = (state as { sessionKey?: string } | undefined)?.sessionKey;
+  const text = key ? loadStoredText(key) : undefined;
+  let doc: (JvmSessionFile & { title?: string }) | undefined;
+  try {
+    if (text) doc = { ...(JSON.parse(text) as JvmSessionFile & { title?: string }), result: fromSessionFile(text) };
+  } catch {
+    doc = undefined;
+  }
+  if (!doc) {
+    panel.webview.options = { enableScripts: false };
+    panel.webview.html = `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8"><meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'"></head><body style="font-family: var(--vscode-font-family); color: var(--vscode-foreground); padding: 1em"><p role="alert">${
+      key ? 'This JVM timeline was not saved before the window reloaded (or its data left the bounded storage): nothing to show. Export a session to keep it.' : 'This panel has no saved data to restore.'
+    }</p></body></html>`;
+    return;
+  }
+  const title = doc.title ?? panel.title;
+  const p = openPanel(context, title, () => undefined, key, panel);
+  p.view.panel.title = title;
+  p.send({ type: 'load', result: doc.result, name: title.replace(/^JVM timeline: /, ''), ended: doc.ended ?? { reason: 'stopped' } });
 }
 
 /** Why a JVM cannot be traced here: its libjvm.so has no USDT probes (shown on its row and said when it is picked). */
@@ -93,6 +146,9 @@ async function pickPid(): Promise<number | 'open' | undefined> {
 
 export function activate(context: vscode.ExtensionContext): void {
   context.subscriptions.push(
+    vscode.window.registerWebviewPanelSerializer('ebpfStudio.jvmTimeline', {
+      deserializeWebviewPanel: async (panel: vscode.WebviewPanel, state: unknown) => restorePanel(context, panel, state),
+    }),
     vscode.commands.registerCommand('ebpfStudio.openJvmTimeline', async (given?: { pid?: number; file?: string; frequency?: number; sliceMs?: number }) => {
       try {
         // Tests and other commands may pass the target (or a session file) directly.

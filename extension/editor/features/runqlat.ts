@@ -8,9 +8,10 @@ import type { RunqlatOptions, RunqlatPer, RunqlatUnit } from '../../protocol/run
 import { RunqlatLive } from '../../model/runqlatLive';
 import { pickProcess } from '../ui/processPicker';
 import { startSession, type ClientSession } from '../sessions/liveSessions';
-import { checkpointWhileRunning, newSessionKey, recordSession } from '../sessions/sessionStore';
+import { recordSession } from '../sessions/sessionStore';
+import { LiveViewHost, RELOADED } from '../sessions/livePanel';
 import { makeSession } from '../../model/sessionFile';
-import { createViewPanel, type TypedPanel } from '../ui/webviewPanel';
+import { createViewPanel } from '../ui/webviewPanel';
 import { showError } from '../ui/errors';
 import type { FromView, ToView } from '../../../webview/runqlat/protocol';
 
@@ -54,43 +55,32 @@ export function scopeLabel(o: RunqlatOptions): string {
 
 async function show(context: vscode.ExtensionContext, options: RunqlatOptions): Promise<ClientSession<'runqlat'>> {
   const scope = scopeLabel(options);
-  let view: TypedPanel<ToView, FromView> | undefined;
-  // The session starts before the panel exists: what it sends until then waits here.
-  const early: ToView[] = [];
-  const send = (m: ToView) => (view ? view.post(m) : early.push(m));
+  const host = new LiveViewHost<ToView, FromView>();
+  const send = (m: ToView) => host.send(m);
   // The figures are kept as cumulative counts plus the most recent intervals (bounded however long
   // the session runs): the finished session is listed in the Sessions view and reopens from them.
   const live = new RunqlatLive();
-  const key = newSessionKey();
-  const startedAt = new Date();
   const document = (ended: { reason: 'stopped' | 'target-exited' | 'error'; message?: string }) =>
-    makeSession('runqlat', `Run Queue Latency: ${scope}`, { scope, per: options.per, unit: options.unit, state: live.toJSON(), ended }, startedAt, new Date());
-  let checkpoint: { done(): void } | undefined;
-  // Ended once: by Stop (at the click), or by the session itself (target exited, error).
-  let finished = false;
-  const finish = (reason: 'stopped' | 'target-exited' | 'error', message?: string) => {
-    if (finished) return;
-    finished = true;
-    checkpoint?.done();
-    send({ type: 'ended', reason, message });
-    void recordSession(document({ reason, message }), key);
-  };
-  // The session starts before the panel opens, so a refused target shows an error, not an empty view.
+    makeSession('runqlat', `Run Queue Latency: ${scope}`, { scope, per: options.per, unit: options.unit, state: live.toJSON(), ended }, host.startedAt, new Date());
+  const finish = (reason: 'stopped' | 'target-exited' | 'error', message?: string) =>
+    host.finish(() => {
+      send({ type: 'ended', reason, message });
+      void recordSession(document({ reason, message }), host.key);
+    });
   const session = await startSession('runqlat', options, `Run queue latency (${scope})`, {
     onUpdate: (u) => {
-      // After Stop the probes take a moment to detach (about a second for USDT probes); what
-      // arrives meanwhile is after the click, and not counted.
-      if (finished) return;
+      // After Stop the probes take a moment to detach; what arrives meanwhile is after the click, and not counted.
+      if (host.finished) return;
       live.apply(u);
       send({ type: 'update', update: u });
     },
     onEnded: (reason, _result, message) => finish(reason, message),
   });
-  checkpoint = checkpointWhileRunning(key, () => document({ reason: 'stopped', message: 'the window reloaded or closed while tracing, which ended the session; these are its figures up to then' }));
-  view = createViewPanel<ToView, FromView>(context, 'runqlat', `Run Queue Latency: ${scope}`, undefined, key);
-  for (const w of session.info.warnings) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
+  host.checkpointWith(() => document({ reason: 'stopped', message: RELOADED }));
+  const view = createViewPanel<ToView, FromView>(context, 'runqlat', `Run Queue Latency: ${scope}`, undefined, host.key);
   view.onReady(() => [{ type: 'init', scope, per: options.per, unit: options.unit }]);
-  for (const e of early.splice(0)) view.post(e);
+  host.attach(view);
+  for (const w of session.info.warnings) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
   view.onMessage(async (m) => {
     switch (m.type) {
       case 'stop':
@@ -100,7 +90,7 @@ async function show(context: vscode.ExtensionContext, options: RunqlatOptions): 
         break;
       case 'export': {
         const outcome = await saveExport({ title: 'Export run-queue latency as JSON', baseName: 'runqlat', extension: 'json', filters: { JSON: ['json'] }, content: () => m.content });
-        if (outcome) view!.post({ type: 'exported', ...outcome });
+        if (outcome) view.post({ type: 'exported', ...outcome });
         break;
       }
     }

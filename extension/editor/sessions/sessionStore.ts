@@ -138,15 +138,13 @@ export const CHECKPOINT_MS = 15_000;
  * a stopped session with the figures it had, saying why it stopped (the `snapshot`'s ended).
  * done() once the session is recorded the ordinary way.
  */
-export function checkpointWhileRunning(key: string, snapshot: () => AnySessionFile): { done(): void } {
+export function checkpointWhileRunning(key: string, snapshot: () => AnySessionFile | string): { done(): void } {
   let finished = false;
   const write = () => {
     if (finished || !ctx) return;
     try {
-      const text = writeSession(snapshot());
-      if (Buffer.byteLength(text) > limits.one) return;
-      fs.mkdirSync(dir(), { recursive: true });
-      fs.writeFileSync(fileOf(key), text);
+      const doc = snapshot();
+      storeText(key, typeof doc === 'string' ? doc : writeSession(doc));
     } catch {
       /* storage full or read-only: a reload then shows the panel without data, as before */
     }
@@ -161,6 +159,32 @@ export function checkpointWhileRunning(key: string, snapshot: () => AnySessionFi
       clearInterval(timer);
     },
   };
+}
+
+/**
+ * Stores a document under a key without listing it (a view with its own session format, such as
+ * the JVM timeline, keeps its panel's data here for a reload). False when it is over the size
+ * bound or storage failed.
+ */
+export function storeText(key: string, text: string): boolean {
+  if (!ctx || Buffer.byteLength(text) > limits.one) return false;
+  try {
+    fs.mkdirSync(dir(), { recursive: true });
+    fs.writeFileSync(fileOf(key), text);
+    prune();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The stored document under a key as text (whatever its format), or undefined. */
+export function loadStoredText(key: string): string | undefined {
+  try {
+    return fs.readFileSync(fileOf(key), 'utf8');
+  } catch {
+    return undefined;
+  }
 }
 
 /** The session under a key: from this window's memory, else from storage. */

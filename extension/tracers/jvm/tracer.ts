@@ -1,18 +1,19 @@
-// The JVM timeline session: runs the existing java-gc, runqlat (per thread of the pid) and
-// profile tracers together against one JVM, on one clock (CLOCK_MONOTONIC = bpf_ktime_get_ns),
+// The JVM timeline session: runs the existing java-gc, runqlat (per thread of the pid), profile
+// and off-CPU tracers together against one JVM, on one clock (CLOCK_MONOTONIC = bpf_ktime_get_ns),
 // and cuts their data into time slices: every `sliceMs` the run-queue histograms are read by
 // runqlat itself (its interval) and the profiler's cumulative counts are diffed into a CPU slice.
 // No BPF code of its own: only the other tracers' public start/snapshot/stop.
 import fs from 'node:fs';
 import type { JavaGcEvent, JavaSafepoint } from '../../protocol/javaGc';
 import type { RunqlatUpdate } from '../../protocol/runqlat';
-import { CpuSlicer, JvmTimeline, threadGroup, type JvmOptions, type JvmRunqSlice, type JvmThread } from '../../model/jvmTimeline';
-import { PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY } from '../../protocol/profile';
+import { CpuSlicer, JvmTimeline, OFF_STATES, threadGroup, type JvmOffcpuSlice, type JvmOptions, type JvmRunqSlice, type JvmThread, type OffState } from '../../model/jvmTimeline';
+import { PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, type ProfileStack } from '../../protocol/profile';
 import { asObject, int, PID_MAX } from '../../protocol/validate';
 import type { Session, SessionEvents, Tracer, TracerEnv } from '../tracer';
 import { javaGcTracer, libjvmOf } from '../javaGc/tracer';
 import { runqlatTracer } from '../runqlat/tracer';
 import { profileTracer } from '../profile/tracer';
+import { offcpuTracer } from '../offcpu/tracer';
 import { writePerfMap } from '../../sys/jvm/attach';
 import { foreignOwner } from '../../sys/ownership';
 import { pidAlive } from '../../sys/proc/processes';
@@ -117,7 +118,46 @@ export const jvmTracer: Tracer<'jvm'> = {
         }),
       );
       started.push(prof as Session<TracerName>);
-      return { gc, rq, prof };
+      // Off-CPU time by thread and state: the off-CPU tracer's public interface, its cumulative
+      // per-(thread, stack, state) totals read every second and diffed per thread and state. No
+      // Java agent (the timeline shows states, not stacks). Optional: without it the rest runs.
+      let off: Session<'offcpu'> | undefined;
+      try {
+        off = await offcpuTracer.start(
+          { pid: options.pid, event: 'offcpu', minBlockUs: 1, frequency: 99, stackStorageSize: PROFILE_DEFAULT_STACK_STORAGE, javaPerfMap: false, java: 'perfmap' },
+          env,
+          sub('offcpu', () => undefined),
+        );
+        started.push(off as Session<TracerName>);
+      } catch (e) {
+        offReason = `off-CPU states not traced: ${(e as Error).message}`;
+        warnings.push(offReason);
+      }
+      return { gc, rq, prof, off };
+    };
+    let offReason: string | undefined;
+    let offFresh: JvmOffcpuSlice[] = [];
+    /** cumulative µs per "tid/state index" at the previous read */
+    const offSeen = new Map<string, number>();
+    let lastOffNs = 0;
+    const cutOffcpu = (stacks: readonly ProfileStack[], nowNs: number) => {
+      const now = new Map<string, number>();
+      for (const s of stacks) {
+        const si = s.state ? OFF_STATES.indexOf(s.state as OffState) : -1;
+        if (si < 0) continue;
+        const key = `${s.tid}/${si}`;
+        now.set(key, (now.get(key) ?? 0) + (s.value ?? 0));
+      }
+      const rows: number[] = [];
+      for (const [key, us] of now) {
+        const d = us - (offSeen.get(key) ?? 0);
+        if (d <= 0) continue;
+        offSeen.set(key, us);
+        const [tid, si] = key.split('/').map(Number);
+        rows.push(tid, si, d);
+      }
+      offFresh.push({ startNs: lastOffNs, endNs: nowNs, rows });
+      lastOffNs = nowNs;
     };
     const freshThreads = new Map<number, JvmThread>();
     const seeThread = (tid: number, comm: string) => {
@@ -137,8 +177,10 @@ export const jvmTracer: Tracer<'jvm'> = {
       throw e;
     }
     env.log(`jvm: GC, run-queue and CPU tracers attached (pid ${options.pid})`);
-    for (const s of started) warnings.push(...s.warnings);
+    // The off-CPU tracer's warnings are about its stacks, which the timeline does not show.
+    for (const s of started) if (s !== (subs.off as unknown)) warnings.push(...s.warnings);
     const startNs = monoNs();
+    lastOffNs = startNs;
     model.startNs = startNs;
     model.endNs = startNs;
     scanThreads();
@@ -156,6 +198,8 @@ export const jvmTracer: Tracer<'jvm'> = {
         safepointsReason: spReason,
         runq: rqFresh,
         cpu: fresh.cpu.map((c) => c.slice).filter((s) => s.samples.length > 0),
+        ...(offFresh.length ? { offcpu: offFresh } : {}),
+        ...(offReason ? { offcpuReason: offReason } : {}),
         stacks: fresh.cpu.flatMap((c) => c.fresh),
         threads: [...freshThreads.values()],
         lost: gcLost + cpuLost,
@@ -163,6 +207,7 @@ export const jvmTracer: Tracer<'jvm'> = {
         warnings: [...warnings],
       };
       gcFresh = [];
+      offFresh = [];
       spFresh = [];
       rqFresh = [];
       freshThreads.clear();
@@ -185,6 +230,14 @@ export const jvmTracer: Tracer<'jvm'> = {
         c = cut(subs.prof.snapshot().stacks, now);
       } catch (e) {
         env.log(`jvm: reading CPU samples failed: ${(e as Error).message}`);
+      }
+      // Off-CPU totals: once a second (each read walks the tracer's stack table).
+      if (subs.off && now - lastOffNs >= 1e9 - options.sliceMs * 5e5) {
+        try {
+          cutOffcpu(subs.off.snapshot().stacks, now);
+        } catch (e) {
+          env.log(`jvm: reading off-CPU totals failed: ${(e as Error).message}`);
+        }
       }
       emit(now, { cpu: c ? [c] : [] });
     };
@@ -219,7 +272,14 @@ export const jvmTracer: Tracer<'jvm'> = {
         scanThreads();
         // The profiler symbolizes (and fetches the JVM's perf map) at stop: its last counts are cut
         // into the last slice, and every stack gets its names.
-        const [, , prof] = await Promise.all([subs.gc.stop(), subs.rq.stop(), subs.prof.stop()]);
+        if (subs.off) {
+          try {
+            cutOffcpu(subs.off.snapshot().stacks, monoNs());
+          } catch (e) {
+            env.log(`jvm: reading off-CPU totals failed: ${(e as Error).message}`);
+          }
+        }
+        const [, , prof] = await Promise.all([subs.gc.stop(), subs.rq.stop(), subs.prof.stop(), subs.off?.stop().catch(() => undefined)]);
         const now = monoNs();
         const last = cut(prof.stacks, now);
         cpuLost = prof.lost;
