@@ -186,9 +186,9 @@ test('20 attach/detach cycles in a row while all 8 threads allocate, and a trace
     assert.ok(tableHeader(Number(pid))!.allocs > before.allocs, 'allocations are being recorded while the tracer lives');
     // nothing of the session stays in any filesystem: the table is mapped from an unlinked file
     assert.ok(before.deleted && !fs.existsSync(path.dirname(before.file)), `the session's table folder ${before.file} is left behind`);
+    const killedAt = Date.now();
     cli.child.kill('SIGKILL');
     await cli.done;
-    const killedAt = Date.now();
     // the library puts the entries back and releases its table, which nobody reads any more
     while (tableHeader(Number(pid)) && Date.now() - killedAt < 10_000) await new Promise((res) => setTimeout(res, 50));
     assert.equal(tableHeader(Number(pid)), undefined, 'the library did not notice that its tracer was gone: its table is still mapped');

@@ -133,6 +133,8 @@ test('glibcBlocker: a glibc older than the library needs says so; newer or equal
   assert.equal(glibcBlocker(lib, '2.34'), undefined);
   assert.equal(glibcBlocker(lib, '2.36'), undefined);
   assert.equal(glibcBlocker(lib, '3.0'), undefined);
+  // a container's C library (inject mode): named as the process's, with its own remedy
+  assert.equal(glibcBlocker(lib, '2.28', "process 7's", 'its loader would refuse it'), "process 7's glibc 2.28 is older than the 2.34 the leak tracer library was built for (its loader would refuse it)");
 });
 
 test('sampling: p = 1 - exp(-s/N); a simulated Poisson sampler gives unbiased estimates whose standard error is honest', () => {

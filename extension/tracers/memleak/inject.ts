@@ -95,7 +95,7 @@ export function injectRefusal(options: MemleakOptions, env: TracerEnv): string |
     const homes = libraryHomes(pid);
     if ('why' in homes) return homes.why;
     const version = targetGlibc(pid);
-    const glibc = version ? glibcBlocker(lib, version, `process ${pid}'s`, 'its container has an older C library') : undefined;
+    const glibc = version ? glibcBlocker(lib, version, `process ${pid}'s`, 'the dynamic loader in its container would refuse the library') : undefined;
     if (glibc) return glibc;
   } else {
     const glibc = glibcBlocker(lib);
