@@ -12,12 +12,11 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include "task.bpf.h"
 #include "offcpu.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define EEXIST 17
-#define ENOMEM 12
 #define ENOSYS 38
 #define TASK_RUNNING 0
 #define TASK_UNINTERRUPTIBLE 0x2
@@ -94,18 +93,6 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-/* Kernels before 5.14 call the field `state` (a long); later ones `__state` (an unsigned int). */
-struct task_struct___pre514 {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline long task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
-}
-
 /* A field of a task: a plain load from tp_btf programs (typed pointers, ~1 ns), a probe read from
  * raw_tp ones (~30 ns). btf is a constant at each inlined call, so only one form is compiled. */
 #define TASK_FIELD(btf, t, f) ((btf) ? (t)->f : BPF_CORE_READ(t, f))
@@ -116,13 +103,6 @@ static __always_inline void stat_add(__u32 idx)
 
 	if (v)
 		*v += 1; /* per-CPU slot: no other writer while this program runs on this CPU */
-}
-
-/* -EEXIST (hash-bucket collision) and -ENOMEM (map full) lose a stack that existed; -EFAULT
- * only says there was none (user stack of a kernel thread). */
-static __always_inline bool stack_lost(long id)
-{
-	return id == -EEXIST || id == -ENOMEM;
 }
 
 #define PF_KTHREAD 0x00200000
@@ -200,24 +180,6 @@ static __always_inline __u32 classify(struct task_struct *prev, long nr)
 	if (nr == NR_futex || nr == NR_futex_waitv)
 		return OFFCPU_STATE_LOCK;
 	return OFFCPU_STATE_SLEEP;
-}
-
-/* The current thread's id in its own (innermost) pid namespace: what gettid() returns inside a
- * container, the Java agent's join key. 0 when it cannot be read. */
-static __always_inline __u32 current_ns_tid(void)
-{
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct pid *p = BPF_CORE_READ(task, thread_pid);
-	unsigned int level;
-	__u32 nr = 0;
-
-	if (!p)
-		return 0;
-	level = BPF_CORE_READ(p, level);
-	if (level > 31) /* MAX_PID_NS_LEVEL */
-		return 0;
-	bpf_core_read(&nr, sizeof(nr), &p->numbers[level].nr);
-	return nr;
 }
 
 static __always_inline void add_total(struct offcpu_key *k, __u64 ns)

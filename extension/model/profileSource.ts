@@ -19,7 +19,7 @@ export interface LineShare {
   total: number;
 }
 
-/** Off-CPU time at one source line: the stacks whose innermost Java frame is there (the line that blocks). */
+/** Off-CPU time at one source line: the stacks whose application code waits there (the line that blocks). */
 export interface LineWait {
   /** µs */
   total: number;
@@ -84,7 +84,14 @@ export function annotationsFromResult(r: ProfileResult): SourceAnnotations {
   return { samples, ...(r.event && r.event !== 'cpu' ? { event: r.event } : {}), functions: out, lines, ...(offcpu ? javaWaits(r) : {}) };
 }
 
-/** Off-CPU time by the line of the innermost Java frame of each waiting stack (the agent's file:line). */
+/** Sources of the JDK's own classes (java.util.concurrent.locks.LockSupport…): not the application's line that waits. */
+const JDK_SOURCE = /^(java|javax|jdk|sun|com\/sun)\//;
+
+/**
+ * Off-CPU time by the line where each waiting stack's application code waits: its innermost Java
+ * frame with a file:line outside the JDK (ReentrantLock.lock → LockSupport.park lands on the
+ * caller's lock() line), else its innermost Java frame with one.
+ */
 function javaWaits(r: ProfileResult): { waits: Map<string, Map<number, LineWait>>; waitTotal: number } {
   const waits = new Map<string, Map<number, LineWait>>();
   let waitTotal = 0;
@@ -92,7 +99,8 @@ function javaWaits(r: ProfileResult): { waits: Map<string, Map<number, LineWait>
     if (!s.state || s.state === 'oncpu') continue;
     const w = stackValue(s);
     waitTotal += w;
-    const f = s.frames.find((x) => isJavaKind(x.kind) && x.file && x.line);
+    const java = s.frames.filter((x) => isJavaKind(x.kind) && x.file && x.line);
+    const f = java.find((x) => !JDK_SOURCE.test(x.file!)) ?? java[0];
     if (!f?.file || !f.line) continue;
     let perLine = waits.get(f.file);
     if (!perLine) waits.set(f.file, (perLine = new Map()));

@@ -29,18 +29,23 @@ const result: ProfileResult = {
     stack('lock', 1_100_000, [kernel('futex_wait'), native('ObjectMonitor::enter'), java('com.x.Work.take', 'com/x/Work.java', 42), java('com.x.Work.run', 'com/x/Work.java', 17)]),
     stack('sleep', 1_200_000, [kernel('do_nanosleep'), java('java.lang.Thread.sleep', 'java/lang/Thread.java', 500), java('com.x.Work.run', 'com/x/Work.java', 20)]),
     stack('sleep', 600_000, [kernel('do_nanosleep'), java('com.x.Work.take', 'com/x/Work.java', 42)]),
+    // a park under ReentrantLock.lock: the JDK's frames are not where the application waits
+    stack('lock', 300_000, [kernel('futex_wait'), java('java.util.concurrent.locks.LockSupport.park', 'java/util/concurrent/locks/LockSupport.java', 211), java('com.x.Work.lockIt', 'com/x/Work.java', 60)]),
     stack('preempted', 100_000, [kernel('schedule'), native('spin')]),
   ],
 };
 
-test('each waiting stack adds its time and state to the line of its innermost Java frame', () => {
+const work_ = (a: ReturnType<typeof annotationsFromResult>) => a.waits!.get('com/x/Work.java')!;
+
+test('each waiting stack adds its time and state to the line where its application code waits (innermost Java frame outside the JDK)', () => {
   const a = annotationsFromResult(result);
-  assert.equal(a.waitTotal, 3_000_000);
+  assert.equal(a.waitTotal, 3_300_000);
+  assert.deepEqual(work_(a).get(60), { total: 300_000, states: { lock: 300_000 } }, 'the caller of the JDK lock gets the park');
+  assert.equal(a.waits!.get('java/util/concurrent/locks/LockSupport.java'), undefined);
   const work = a.waits!.get('com/x/Work.java')!;
   assert.deepEqual(work.get(42), { total: 1_700_000, states: { lock: 1_100_000, sleep: 600_000 } });
   assert.equal(work.get(17), undefined, 'an outer frame is not where the thread waited');
-  assert.equal(work.get(20), undefined, 'Thread.sleep is the innermost Java frame of that stack');
-  assert.deepEqual(a.waits!.get('java/lang/Thread.java')!.get(500), { total: 1_200_000, states: { sleep: 1_200_000 } });
+  assert.deepEqual(work.get(20), { total: 1_200_000, states: { sleep: 1_200_000 } }, 'Thread.sleep is the JDK: its caller waits');
   assert.equal(annotationsFromResult({ ...result, event: 'cpu' }).waits, undefined, 'CPU profiles have no waits');
 });
 
@@ -60,10 +65,10 @@ test('the editor puts the lens on the Java line (0-based range), none past the e
   const a = annotationsFromResult(result);
   const doc = { uri: vscode.Uri.file('/ws/src/com/x/Work.java'), lineCount: 100 };
   const lenses = waitLenses(a, doc);
-  assert.equal(lenses.length, 1);
-  assert.equal(lenses[0].range.start.line, 41);
-  assert.equal(lenses[0].command?.title, '⏸ 1.7 s waiting (57%) · lock 1.1 s · sleep 600 ms');
-  assert.equal(lenses[0].command?.command, 'ebpfStudio.hideProfileAnnotations');
-  assert.deepEqual(waitLenses(a, { ...doc, lineCount: 30 }), [], 'line 42 is past a 30-line file (the source changed)');
+  assert.equal(lenses.length, 3, 'lines 20, 42 and 60');
+  assert.deepEqual(lenses.map((l) => l.range.start.line), [19, 41, 59]);
+  assert.equal(lenses[1].command?.title, '⏸ 1.7 s waiting (52%) · lock 1.1 s · sleep 600 ms');
+  assert.equal(lenses[1].command?.command, 'ebpfStudio.hideProfileAnnotations');
+  assert.deepEqual(waitLenses(a, { ...doc, lineCount: 30 }).map((l) => l.range.start.line), [19], 'lines 42 and 60 are past a 30-line file (the source changed)');
   assert.deepEqual(waitLenses(a, { uri: vscode.Uri.file('/ws/src/Other.java'), lineCount: 100 }), []);
 });
