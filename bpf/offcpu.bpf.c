@@ -325,7 +325,9 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u3
 		kid = pl->kern_stack_id;
 		uid = pl->user_stack_id;
 	} else {
-		kid = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
+		/* the kernel walk starts at this program (the call site's address): skip that frame, or
+		 * each call site of the compiled program would make another stack of the same path */
+		kid = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 1 & BPF_F_SKIP_FIELD_MASK) : -1;
 		uid = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
 		stat_add(OFFCPU_STAT_WALKS);
 		if (reuse) {
@@ -368,11 +370,14 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev, struc
 	struct offcpu_start *sp;
 	struct offcpu_key k = {};
 	__u32 tid = TASK_FIELD(btf, prev, pid), in_syscall;
-	__u64 now = bpf_ktime_get_ns(), delta;
+	__u64 now = 0, delta;
 
-	/* prev is the current task here: its stacks are the ones bpf_get_stackid reads */
-	if (tid && (!target_tgid || TASK_FIELD(btf, prev, tgid) == target_tgid))
+	/* prev is the current task here: its stacks are the ones bpf_get_stackid reads. The clock is
+	 * read only for traced threads: most switches on the machine are of others. */
+	if (tid && (!target_tgid || TASK_FIELD(btf, prev, tgid) == target_tgid)) {
+		now = bpf_ktime_get_ns();
 		switch_out(ctx, prev, tid, now, btf);
+	}
 
 	tid = TASK_FIELD(btf, next, pid);
 	if (!tid || (target_tgid && TASK_FIELD(btf, next, tgid) != target_tgid))
@@ -380,6 +385,8 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev, struc
 	sp = bpf_map_lookup_elem(&start, &tid);
 	if (!sp || !sp->ts)
 		return;
+	if (!now)
+		now = bpf_ktime_get_ns();
 	delta = now - sp->ts;
 	k.user_stack_id = sp->user_stack_id;
 	k.kern_stack_id = sp->kern_stack_id;
