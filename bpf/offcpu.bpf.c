@@ -12,12 +12,12 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
+#include "task.bpf.h"
 #include "offcpu.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define EEXIST 17
-#define ENOMEM 12
+#define ENOSYS 38
 #define TASK_RUNNING 0
 #define TASK_UNINTERRUPTIBLE 0x2
 /* x86_64 system call numbers of the futex waits */
@@ -36,6 +36,12 @@ const volatile __u64 sample_ns = 0;
  * the thread returns to user space, then signal it (SIGPROF) so the agent walks its Java stack
  * there, and send the interval for the join. A sleeping thread is never signalled. */
 const volatile bool java_join = false;
+/* Stack cache: a thread that blocks where it blocked last time (same signature, see
+ * block_signature) reuses that switch-out's stack ids instead of walking both stacks again; every
+ * recheck_every-th reuse walks anyway and counts a mismatch if the walk found other stacks, so
+ * the cache's exactness is measured in every session (OFFCPU_STAT_MISMATCH). */
+const volatile bool reuse_stacks = true;
+const volatile __u32 recheck_every = 32;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -56,12 +62,22 @@ struct {
 	__uint(value_size, OFFCPU_MAX_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
 
+/* One entry per traced thread for its life (updated in place, cheaper than an insert and a delete
+ * per switch); LRU so that the entries of exited threads make room. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 32768);
 	__type(key, __u32);
 	__type(value, struct offcpu_start);
 } start SEC(".maps");
+
+/* The stack cache: places where threads blocked and the stack ids walked there. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 32768);
+	__type(key, struct offcpu_place_key);
+	__type(value, struct offcpu_place);
+} places SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -77,17 +93,9 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-/* Kernels before 5.14 call the field `state` (a long); later ones `__state` (an unsigned int). */
-struct task_struct___pre514 {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline long task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
-}
+/* A field of a task: a plain load from tp_btf programs (typed pointers, ~1 ns), a probe read from
+ * raw_tp ones (~30 ns). btf is a constant at each inlined call, so only one form is compiled. */
+#define TASK_FIELD(btf, t, f) ((btf) ? (t)->f : BPF_CORE_READ(t, f))
 
 static __always_inline void stat_add(__u32 idx)
 {
@@ -97,19 +105,67 @@ static __always_inline void stat_add(__u32 idx)
 		*v += 1; /* per-CPU slot: no other writer while this program runs on this CPU */
 }
 
-/* -EEXIST (hash-bucket collision) and -ENOMEM (map full) lose a stack that existed; -EFAULT
- * only says there was none (user stack of a kernel thread). */
-static __always_inline bool stack_lost(long id)
-{
-	return id == -EEXIST || id == -ENOMEM;
-}
+#define PF_KTHREAD 0x00200000
 
-/* The system call the current thread is in: orig_ax of its user registers (-1 outside one). */
-static __always_inline long current_syscall(void)
+/* Frame records read to sign a user stack: a deeper chain is not cached (always walked). */
+#define SIG_MAX_FRAMES 24
+
+/* Where the current thread blocks, cheaply: its user ip and the chain of frame records from its
+ * bp (saved bp and return address of each, folded into one hash: exactly what the kernel's
+ * frame-pointer walk reads, so the same signature means the same user stack), the system call,
+ * its first argument (a file descriptor, a futex address) and ax (-ENOSYS until the call
+ * returns, then its result); switch_out adds why it blocks (the state: a page fault inside the
+ * same call sleeps uninterruptibly elsewhere in the kernel). The kernel stack is not read (its
+ * depth is randomized per system call, CONFIG_RANDOMIZE_KSTACK_OFFSET): the same system call from
+ * the same user stack, argument and state is taken to block on the same kernel path, which the
+ * periodic checks measure. *done: the call has returned (the thread is on its way back to user
+ * space). *deep: the frame chain is longer than SIG_MAX_FRAMES. Returns the system call number
+ * (orig_ax; -1 outside one). */
+static __always_inline long block_signature(__u64 *sig, bool *done, bool *deep, const bool btf)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct pt_regs r = {};
+	__u64 frame[2], fp, h = 0;
+	int i;
 
-	return BPF_CORE_READ(regs, orig_ax);
+	if (btf) {
+		r.ip = regs->ip;
+		r.sp = regs->sp;
+		r.bp = regs->bp;
+		r.orig_ax = regs->orig_ax;
+		r.di = regs->di;
+		r.ax = regs->ax;
+	} else {
+		bpf_probe_read_kernel(&r, sizeof(r), regs);
+	}
+	fp = r.bp;
+	*deep = true;
+	for (i = 0; i < SIG_MAX_FRAMES; i++) {
+		/* the outermost frame's saved bp is 0, or, below code without frame pointers, a small
+		 * integer: reading there faults, which costs as much as a walk, and the kernel's walk
+		 * stops there as well */
+		if (fp < 4096) {
+			*deep = false;
+			break;
+		}
+		if (bpf_probe_read_user(frame, sizeof(frame), (void *)fp)) {
+			*deep = false;
+			break;
+		}
+		h = (h ^ frame[0]) * 0x9E3779B97F4A7C15ULL;
+		h = (h ^ frame[1]) * 0x9E3779B97F4A7C15ULL;
+		fp = frame[0];
+	}
+	sig[0] = r.ip;
+	sig[1] = r.sp;
+	sig[2] = r.bp;
+	sig[3] = h;
+	sig[4] = i;
+	sig[5] = r.orig_ax << 8; /* switch_out adds the state in the low byte */
+	sig[6] = r.di;
+	sig[7] = r.ax;
+	*done = r.orig_ax >= 0 && r.ax != (__u64)-ENOSYS;
+	return r.orig_ax;
 }
 
 /* Why the current thread (prev, being switched out) leaves the CPU. */
@@ -124,24 +180,6 @@ static __always_inline __u32 classify(struct task_struct *prev, long nr)
 	if (nr == NR_futex || nr == NR_futex_waitv)
 		return OFFCPU_STATE_LOCK;
 	return OFFCPU_STATE_SLEEP;
-}
-
-/* The current thread's id in its own (innermost) pid namespace: what gettid() returns inside a
- * container, the Java agent's join key. 0 when it cannot be read. */
-static __always_inline __u32 current_ns_tid(void)
-{
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct pid *p = BPF_CORE_READ(task, thread_pid);
-	unsigned int level;
-	__u32 nr = 0;
-
-	if (!p)
-		return 0;
-	level = BPF_CORE_READ(p, level);
-	if (level > 31) /* MAX_PID_NS_LEVEL */
-		return 0;
-	bpf_core_read(&nr, sizeof(nr), &p->numbers[level].nr);
-	return nr;
 }
 
 static __always_inline void add_total(struct offcpu_key *k, __u64 ns)
@@ -246,48 +284,124 @@ int BPF_PROG(sys_exit_raw)
 	return 0;
 }
 
-static __always_inline void on_switch(void *ctx, struct task_struct *prev, struct task_struct *next)
+static __always_inline bool same_signature(const __u64 *a, const __u64 *b)
+{
+	for (int i = 0; i < OFFCPU_SIG_WORDS; i++)
+		if (a[i] != b[i])
+			return false;
+	return true;
+}
+
+/* prev, the current task, is switched out: note when, why, and its stacks (walked, or reused
+ * when it blocks at a place where it blocked before). */
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u32 tid, __u64 now, const bool btf)
 {
 	struct offcpu_start s = {}, *sp;
-	struct offcpu_key k = {};
-	__u32 tid = BPF_CORE_READ(prev, pid), in_syscall;
-	__u64 now = bpf_ktime_get_ns(), delta;
+	struct offcpu_place_key pk = { .tid = tid };
+	struct offcpu_place *pl = NULL, np = {};
+	__s32 kid, uid;
+	__u64 sig[OFFCPU_SIG_WORDS], h = 0;
+	bool cacheable, reuse, done, deep;
+	__u32 state;
+	long nr;
 
-	/* prev is the current task here: its stacks are the ones bpf_get_stackid reads */
-	if (tid && (!target_tgid || BPF_CORE_READ(prev, tgid) == target_tgid)) {
-		stat_add(OFFCPU_STAT_SWITCHES);
-		long nr = current_syscall();
-
+	stat_add(OFFCPU_STAT_SWITCHES);
+	nr = block_signature(sig, &done, &deep, btf);
+	state = classify(prev, nr);
+	sig[5] |= state;
+	/* Preempted inside a system call or in user code: the stacks are wherever the preemption came,
+	 * so they are walked. Preempted once the call returned (a woken thread preempts its waker on
+	 * the way out) is a fixed path, cached as a block is. */
+	cacheable = reuse_stacks && !deep && (state != OFFCPU_STATE_PREEMPTED || done) && !(TASK_FIELD(btf, prev, flags) & PF_KTHREAD);
+	if (cacheable) {
+		for (int i = 0; i < OFFCPU_SIG_WORDS; i++)
+			h = (h ^ sig[i]) * 0x9E3779B97F4A7C15ULL;
+		pk.hash = h >> 32;
+		pl = bpf_map_lookup_elem(&places, &pk);
+	}
+	reuse = pl && !stack_lost(pl->user_stack_id) && !stack_lost(pl->kern_stack_id) && same_signature(pl->sig, sig);
+	if (reuse && ++pl->hits < recheck_every) {
+		stat_add(OFFCPU_STAT_REUSED);
+		kid = pl->kern_stack_id;
+		uid = pl->user_stack_id;
+	} else {
+		/* the kernel walk starts at this program (the call site's address): skip that frame, or
+		 * each call site of the compiled program would make another stack of the same path */
+		kid = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 1 & BPF_F_SKIP_FIELD_MASK) : -1;
+		uid = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+		stat_add(OFFCPU_STAT_WALKS);
+		if (reuse) {
+			stat_add(OFFCPU_STAT_CHECKS);
+			if (kid != pl->kern_stack_id || uid != pl->user_stack_id)
+				stat_add(OFFCPU_STAT_MISMATCH);
+		}
+		if (pl) {
+			__builtin_memcpy(pl->sig, sig, sizeof(sig));
+			pl->kern_stack_id = kid;
+			pl->user_stack_id = uid;
+			pl->hits = 0;
+		} else if (cacheable) {
+			__builtin_memcpy(np.sig, sig, sizeof(sig));
+			np.kern_stack_id = kid;
+			np.user_stack_id = uid;
+			bpf_map_update_elem(&places, &pk, &np, BPF_ANY);
+		}
+	}
+	sp = bpf_map_lookup_elem(&start, &tid);
+	if (!sp) {
 		s.ts = now;
-		s.state = classify(prev, nr);
+		s.kern_stack_id = kid;
+		s.user_stack_id = uid;
+		s.state = state;
 		s.in_syscall = nr >= 0;
-		s.kern_stack_id = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
-		s.user_stack_id = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
 		if (bpf_map_update_elem(&start, &tid, &s, BPF_ANY))
 			stat_add(OFFCPU_STAT_LOST_START);
+		return;
+	}
+	sp->kern_stack_id = kid;
+	sp->user_stack_id = uid;
+	sp->state = state;
+	sp->in_syscall = nr >= 0;
+	sp->ts = now;
+}
+
+static __always_inline void on_switch(void *ctx, struct task_struct *prev, struct task_struct *next, const bool btf)
+{
+	struct offcpu_start *sp;
+	struct offcpu_key k = {};
+	__u32 tid = TASK_FIELD(btf, prev, pid), in_syscall;
+	__u64 now = 0, delta;
+
+	/* prev is the current task here: its stacks are the ones bpf_get_stackid reads. The clock is
+	 * read only for traced threads: most switches on the machine are of others. */
+	if (tid && (!target_tgid || TASK_FIELD(btf, prev, tgid) == target_tgid)) {
+		now = bpf_ktime_get_ns();
+		switch_out(ctx, prev, tid, now, btf);
 	}
 
-	tid = BPF_CORE_READ(next, pid);
-	if (!tid)
+	tid = TASK_FIELD(btf, next, pid);
+	if (!tid || (target_tgid && TASK_FIELD(btf, next, tgid) != target_tgid))
 		return;
 	sp = bpf_map_lookup_elem(&start, &tid);
-	if (!sp)
+	if (!sp || !sp->ts)
 		return;
+	if (!now)
+		now = bpf_ktime_get_ns();
 	delta = now - sp->ts;
 	k.user_stack_id = sp->user_stack_id;
 	k.kern_stack_id = sp->kern_stack_id;
 	k.state = sp->state;
 	in_syscall = sp->in_syscall;
-	bpf_map_delete_elem(&start, &tid);
+	sp->ts = 0; /* on CPU again: no open interval */
 	if ((__s64)delta < 0)
 		return;
 	if (delta < min_block_ns) {
 		stat_add(OFFCPU_STAT_SHORT);
 		return;
 	}
-	k.pid = BPF_CORE_READ(next, tgid);
+	k.pid = TASK_FIELD(btf, next, tgid);
 	k.tid = tid;
-	BPF_CORE_READ_STR_INTO(&k.comm, next, comm);
+	bpf_probe_read_kernel(&k.comm, sizeof(k.comm), next->comm);
 	stat_add(OFFCPU_STAT_BLOCKS);
 	if (stack_lost(k.user_stack_id))
 		stat_add(OFFCPU_STAT_LOST_USTACK);
@@ -303,14 +417,14 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev, struc
 SEC("tp_btf/sched_switch")
 int BPF_PROG(switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	on_switch(ctx, prev, next);
+	on_switch(ctx, prev, next, true);
 	return 0;
 }
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	on_switch(ctx, prev, next);
+	on_switch(ctx, prev, next, false);
 	return 0;
 }
 

@@ -38,7 +38,8 @@ struct offcpu_val {
 	__u64 count;
 };
 
-/* Per thread while it is off CPU: when and how it left, 24 bytes. in_syscall: it left from inside
+/* Per thread, kept while it lives (an LRU map by tid: exited threads age out): when and how it
+ * last left the CPU, 24 bytes. ts is 0 while the thread is on CPU. in_syscall: it left from inside
  * a system call, so it returns to user space through sys_exit with the user stack it had. */
 struct offcpu_start {
 	__u64 ts;
@@ -46,6 +47,27 @@ struct offcpu_start {
 	__s32 kern_stack_id;
 	__u32 state;
 	__u32 in_syscall;
+};
+
+#define OFFCPU_START_SIZE 24
+
+/* Stack cache, BPF-only: a place where a thread blocked, keyed by its tid and a hash of the
+ * place's signature (user ip, sp, bp, a hash of the frame-record chain and its length, system
+ * call << 8 | state, first argument, ax; see block_signature in offcpu.bpf.c), with the stack ids walked there, so
+ * that a thread blocking at the same place again reuses them instead of walking both stacks (the
+ * walks are most of the cost per switch). */
+#define OFFCPU_SIG_WORDS 8
+struct offcpu_place_key {
+	__u32 tid;
+	__u32 hash;
+};
+
+struct offcpu_place {
+	__u64 sig[OFFCPU_SIG_WORDS];
+	__s32 user_stack_id;
+	__s32 kern_stack_id;
+	__u32 hits; /* reuses since the last walk */
+	__u32 reserved;
 };
 
 /* Java join (java_join): an off-CPU interval of a JVM thread that blocked in a system call, held
@@ -78,6 +100,10 @@ struct offcpu_java {
 #define OFFCPU_STAT_SAMPLES 7     /* wall clock: on-CPU samples counted */
 #define OFFCPU_STAT_LOST 8        /* intervals or samples that lost anything above (each once) */
 #define OFFCPU_STAT_JAVA 9        /* Java join: intervals sent with a signal at sys_exit */
-#define OFFCPU_STAT_COUNT 10
+#define OFFCPU_STAT_WALKS 10      /* switch-outs whose stacks were walked */
+#define OFFCPU_STAT_REUSED 11     /* switch-outs that reused the stack ids of the same place */
+#define OFFCPU_STAT_CHECKS 12     /* reuses checked by a walk (every recheck_every-th) */
+#define OFFCPU_STAT_MISMATCH 13   /* checks whose walk found other stacks than the reused ids */
+#define OFFCPU_STAT_COUNT 14
 
 #endif

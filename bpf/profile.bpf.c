@@ -10,12 +10,11 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "stackcopy.bpf.h"
+#include "task.bpf.h"
 #include "profile.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define EEXIST 17
-#define ENOMEM 12
 #define E2BIG 7
 
 /* 0 = every process; otherwise only samples of this tgid. */
@@ -81,31 +80,6 @@ static __always_inline void stat_add(__u32 idx)
 
 	if (v)
 		*v += 1; /* per-CPU slot: no other writer while this program runs on this CPU */
-}
-
-/* -EEXIST (hash-bucket collision without BPF_F_REUSE_STACKID) and -ENOMEM (map full) lose a
- * stack that existed; -EFAULT only says there was none (user stack of a kernel thread). */
-static __always_inline bool stack_lost(long id)
-{
-	return id == -EEXIST || id == -ENOMEM;
-}
-
-/* The current thread's id in its own (innermost) pid namespace: what gettid() returns inside a
- * container. task->thread_pid->numbers[level].nr; 0 when it cannot be read. */
-static __always_inline __u32 current_ns_tid(void)
-{
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	struct pid *p = BPF_CORE_READ(task, thread_pid);
-	unsigned int level;
-	__u32 nr = 0;
-
-	if (!p)
-		return 0;
-	level = BPF_CORE_READ(p, level);
-	if (level > 31) /* MAX_PID_NS_LEVEL */
-		return 0;
-	bpf_core_read(&nr, sizeof(nr), &p->numbers[level].nr);
-	return nr;
 }
 
 static __always_inline void emit_sample(__u32 tgid, __u32 tid, __s32 kern_stack_id)

@@ -10,6 +10,7 @@
 #include <bpf/bpf_core_read.h>
 #include "log2.bpf.h"
 #include "hist_epoch.bpf.h"
+#include "task.bpf.h"
 #include "runqlat.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -47,18 +48,6 @@ struct {
 
 /* Zero-filled template for new histogram entries: too big (272 bytes) to build on the stack. */
 static const struct runqlat_hist empty_hist;
-
-/* Kernels before 5.14 call the field `state` (a long); later ones `__state` (an unsigned int). */
-struct task_struct___pre514 {
-	long state;
-} __attribute__((preserve_access_index));
-
-static __always_inline long task_state(struct task_struct *t)
-{
-	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
-	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
-}
 
 static __always_inline void count(__u32 idx)
 {

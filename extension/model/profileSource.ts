@@ -1,7 +1,8 @@
 // Which lines of which source files a CPU profile touched, for CodeLens and line heat in the
 // editor: per function its self and total share with the lowest sampled line as its anchor,
 // per line its self (leaf) and total (on the stack) samples. Pure (no vscode).
-import { stackValue, type ProfileEvent, type ProfileResult } from '../protocol/profile';
+import { stackValue, type ProfileEvent, type ProfileResult, type ThreadState } from '../protocol/profile';
+import { isJavaKind } from '../protocol/frames';
 import type { FlameProfile } from './flamegraph/profileData';
 import { frameTotals } from './flamegraph/model';
 
@@ -18,6 +19,14 @@ export interface LineShare {
   total: number;
 }
 
+/** Off-CPU time at one source line: the stacks whose application code waits there (the line that blocks). */
+export interface LineWait {
+  /** µs */
+  total: number;
+  /** µs per state (sleep, io, lock, preempted) */
+  states: Partial<Record<ThreadState, number>>;
+}
+
 export interface SourceAnnotations {
   /** samples in the profile (the 100%); off-CPU and wall profiles: µs */
   samples: number;
@@ -25,6 +34,12 @@ export interface SourceAnnotations {
   event?: ProfileEvent;
   functions: Map<string, FunctionShare[]>;
   lines: Map<string, Map<number, LineShare>>;
+  /**
+   * Off-CPU and wall profiles: per Java source file as its frames name it (relative to a source
+   * root, "com/x/Foo.java"), the lines where threads waited; waitTotal is all off-CPU µs (the 100%).
+   */
+  waits?: Map<string, Map<number, LineWait>>;
+  waitTotal?: number;
 }
 
 /** From the profiler's result: exact per-line counts. Only absolute paths can match editor files. */
@@ -65,7 +80,77 @@ export function annotationsFromResult(r: ProfileResult): SourceAnnotations {
   }
   const out = new Map<string, FunctionShare[]>();
   for (const [file, m] of functions) out.set(file, [...m.values()]);
-  return { samples, ...(r.event && r.event !== 'cpu' ? { event: r.event } : {}), functions: out, lines };
+  const offcpu = r.event === 'offcpu' || r.event === 'wall';
+  return { samples, ...(r.event && r.event !== 'cpu' ? { event: r.event } : {}), functions: out, lines, ...(offcpu ? javaWaits(r) : {}) };
+}
+
+/** Sources of the JDK's own classes (java.util.concurrent.locks.LockSupport…): not the application's line that waits. */
+const JDK_SOURCE = /^(java|javax|jdk|sun|com\/sun)\//;
+
+/**
+ * Off-CPU time by the line where each waiting stack's application code waits: its innermost Java
+ * frame with a file:line outside the JDK (ReentrantLock.lock → LockSupport.park lands on the
+ * caller's lock() line), else its innermost Java frame with one.
+ */
+function javaWaits(r: ProfileResult): { waits: Map<string, Map<number, LineWait>>; waitTotal: number } {
+  const waits = new Map<string, Map<number, LineWait>>();
+  let waitTotal = 0;
+  for (const s of r.stacks) {
+    if (!s.state || s.state === 'oncpu') continue;
+    const w = stackValue(s);
+    waitTotal += w;
+    const java = s.frames.filter((x) => isJavaKind(x.kind) && x.file && x.line);
+    const f = java.find((x) => !JDK_SOURCE.test(x.file!)) ?? java[0];
+    if (!f?.file || !f.line) continue;
+    let perLine = waits.get(f.file);
+    if (!perLine) waits.set(f.file, (perLine = new Map()));
+    let lw = perLine.get(f.line);
+    if (!lw) perLine.set(f.line, (lw = { total: 0, states: {} }));
+    lw.total += w;
+    lw.states[s.state] = (lw.states[s.state] ?? 0) + w;
+  }
+  return { waits, waitTotal };
+}
+
+/**
+ * The waits of an editor file: Java frames name their source relative to a source root
+ * ("com/x/Foo.java"), so a file matches when its path ends with that name (or equals it).
+ */
+export function waitsForFile(a: SourceAnnotations, fsPath: string): Map<number, LineWait> | undefined {
+  if (!a.waits) return undefined;
+  const norm = fsPath.replace(/\\/g, '/');
+  let out: Map<number, LineWait> | undefined;
+  for (const [file, perLine] of a.waits) {
+    const rel = file.replace(/\\/g, '/');
+    if (norm !== rel && !norm.endsWith(rel.startsWith('/') ? rel : `/${rel}`)) continue;
+    if (!out) out = new Map();
+    for (const [line, lw] of perLine) {
+      const m = out.get(line) ?? { total: 0, states: {} };
+      m.total += lw.total;
+      for (const [st, v] of Object.entries(lw.states) as [ThreadState, number][]) m.states[st] = (m.states[st] ?? 0) + v;
+      out.set(line, m);
+    }
+  }
+  return out;
+}
+
+const STATE_WORD: Record<ThreadState, string> = { oncpu: 'on CPU', sleep: 'sleep', io: 'I/O', lock: 'lock', preempted: 'preempted' };
+
+/** "2.3 s", "45 ms", "120 µs" from µs. */
+export function waitDuration(us: number): string {
+  if (us >= 1e6) return `${(us / 1e6).toFixed(1)} s`;
+  if (us >= 1e3) return `${(us / 1e3).toFixed(us >= 1e5 ? 0 : 1)} ms`;
+  return `${Math.round(us)} µs`;
+}
+
+/** CodeLens title of a line where threads waited: "⏸ 2.3 s waiting (74%) · lock 1.1 s · sleep 1.2 s". */
+export function waitLensTitle(w: LineWait, waitTotal: number): string {
+  const share = waitTotal > 0 ? ` (${((100 * w.total) / waitTotal).toFixed(0)}%)` : '';
+  const states = (Object.entries(w.states) as [ThreadState, number][])
+    .filter(([, v]) => v > 0)
+    .sort((a, b) => b[1] - a[1])
+    .map(([st, v]) => `${STATE_WORD[st]} ${waitDuration(v)}`);
+  return [`⏸ ${waitDuration(w.total)} waiting${share}`, ...states].join(' · ');
 }
 
 /** From an imported profile: one line per function (its hottest), no per-line detail beyond that. */

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { ProfileResult, ProfileStack } from '../../extension/protocol/profile';
-import { compileJavaFixture, javaAgentSkipReason, removeJavaFixture, runCli, waitFor } from '../helpers';
+import { annotationsFromResult, waitsForFile } from '../../extension/model/profileSource';
+import { compileJavaFixture, javaAgentSkipReason, removeJavaFixture, repoRoot, runCli, waitFor } from '../helpers';
 
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
 const skip = javaAgentSkipReason(JDK);
@@ -54,6 +55,16 @@ describe('off-CPU profile of a JVM with Java stacks', { skip, timeout: 120_000 }
     assert.ok(sumUs(lockWait) > 0.5 * sumUs(lockAll), 'most of the lock waiter\'s time is in takeLock');
     assert.ok(lockWait.filter((s) => s.state === 'lock').every((s) => has(s, 'LockSupport.park')), 'ReentrantLock waits park');
     assert.ok(sumUs(lockWait.filter((s) => s.state === 'lock')) > 0.5 * sumUs(lockWait), 'ReentrantLock waits are lock waits');
+
+    // the editor's CodeLens: wait time on the fixture's lines that block (the agent's file:line)
+    const lines = waitsForFile(annotationsFromResult(doc), path.join(repoRoot, 'test/fixtures/java/OffcpuWaits.java'));
+    assert.ok(lines, `no wait lines for OffcpuWaits.java in ${doc.stacks.flatMap((s) => s.frames.filter((f) => f.file).map((f) => `${f.file}:${f.line}`)).slice(0, 10).join(', ')}`);
+    const at = (line: number) => lines.get(line) ?? { total: 0, states: {} };
+    t.diagnostic(`lens lines: ${[...lines].map(([l, w]) => `${l}: ${(w.total / 1e3).toFixed(0)} ms ${JSON.stringify(w.states)}`).join('; ')}`);
+    const lensShare = at(11).total / (at(11).total + at(12).total);
+    assert.ok(Math.abs(lensShare - 0.75) <= 0.05, `sleepLong's line holds ${lensShare} of the sleeper's lens time`);
+    assert.ok((at(11).states.sleep ?? 0) >= 0.95 * at(11).total, 'Thread.sleep in sleepLong is sleeping');
+    assert.ok((at(17).states.lock ?? 0) > 0.5 * sumUs(lockWait.filter((s) => s.state === 'lock')), `takeLock's line (17) shows the ReentrantLock wait as lock: ${JSON.stringify(at(17))}`);
 
     const m = /(\d+) BPF samples, (\d+) agent records, (\d+) joined/.exec(r.stderr);
     assert.ok(m, r.stderr);

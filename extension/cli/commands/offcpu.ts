@@ -2,17 +2,15 @@
 // where threads wait (off-CPU time by stack and state) or where their time goes (wall clock:
 // on-CPU samples and off-CPU time together), as the CPU profile's text summary, --json,
 // --folded or --pprof, every stack weighed in µs.
-import fs from 'node:fs';
 import type { Io } from '../command';
 import { durationFlag, numberFlag, type Values } from '../args';
 import { runTracer } from '../runTracer';
 import { offcpuTracer } from '../../tracers/offcpu/tracer';
-import { inputError, usageError } from '../../protocol/errors';
-import { encodePprofGz } from '../../sys/profileFile';
+import { usageError } from '../../protocol/errors';
+import { profileOutputs } from './profileOutput';
 import { PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE, THREAD_STATE_LABEL, THREAD_STATES, type ProfileFrame, type ProfileResult } from '../../protocol/profile';
 import { OFFCPU_DEFAULT_MIN_BLOCK_US, OFFCPU_MAX_MIN_BLOCK_US, WALL_DEFAULT_FREQUENCY } from '../../protocol/offcpu';
 import { fromProfileResult } from '../../model/flamegraph/profileData';
-import { toFolded } from '../../model/flamegraph/formats';
 import { frameTotals } from '../../model/flamegraph/model';
 
 export const OFFCPU_USAGE = `  --event E        cpu (default): on-CPU samples;
@@ -84,16 +82,7 @@ export async function runOffcpuProfile(event: 'offcpu' | 'wall', values: Values,
       verbose: Boolean(values.verbose),
       durationS: durationFlag(values.duration),
       formatUpdate: () => '',
-      formatResult: (r) => (folded ? toFolded(fromProfileResult(r, { groupByProcess: pid === undefined })).trimEnd() : formatTimeSummary(r)),
-      onResult: (r, out) => {
-        if (!pprofFile) return;
-        try {
-          fs.writeFileSync(pprofFile, encodePprofGz(r, { startMs, durationMs: Date.now() - startMs }));
-          out.err(`wrote ${r.stacks.length} stacks (${event === 'wall' ? 'wall' : 'off_cpu'}/microseconds) to ${pprofFile} (pprof: go tool pprof -top ${pprofFile})`);
-        } catch (e) {
-          throw inputError(`cannot write ${pprofFile}: ${(e as Error).message}`);
-        }
-      },
+      ...profileOutputs({ folded, pid, pprofFile, startMs, summary: formatTimeSummary }),
       banner: (targets) => `Tracing ${event === 'wall' ? 'wall-clock time' : 'off-CPU time'} of ${targets.length ? `pid ${targets.join(', ')}` : 'all processes'}${minBlockUs > 1 ? ` (intervals ≥ ${minBlockUs} µs)` : ''}... Ctrl-C to end.`,
     },
     io,

@@ -9,13 +9,12 @@ import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args
 import { runTracer } from '../runTracer';
 import { profileTracer } from '../../tracers/profile/tracer';
 import { inputError, usageError } from '../../protocol/errors';
-import { encodePprofGz } from '../../sys/profileFile';
 import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_COPY_KB, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_COPY_KB, PROFILE_MAX_STACK_STORAGE, UNWIND_CHOICES, type ProfileResult, type UnwindChoice } from '../../protocol/profile';
 import { fromProfileResult } from '../../model/flamegraph/profileData';
-import { toFolded } from '../../model/flamegraph/formats';
 import { frameTotals } from '../../model/flamegraph/model';
 import { runAllocProfile, wantsAllocEvent } from './javaHeap';
 import { OFFCPU_USAGE, runOffcpuProfile } from './offcpu';
+import { profileOutputs } from './profileOutput';
 
 const USAGE = `ebpf-studio profile (--pid P | --all) [--event cpu|offcpu|wall] [--min-block-us N] [--frequency HZ] [--duration S] [--java agent|perfmap|auto] [--unwind auto|dwarf|fp] [--stack-copy-kb N] [--stack-storage-size N] [--json | --folded] [--pprof FILE]
   --pid P          sample process P (all its threads)
@@ -153,17 +152,7 @@ export const profileCommand: Command = {
         durationS: durationFlag(values.duration),
         // update warnings go to stderr through runTracer (so --folded output stays clean)
         formatUpdate: () => '',
-        // --all roots every stack by process, even when only one process ran while sampled.
-        formatResult: (r) => (folded ? toFolded(fromProfileResult(r, { groupByProcess: pid === undefined })).trimEnd() : formatSummary(r)),
-        onResult: (r, out) => {
-          if (!pprofFile) return;
-          try {
-            fs.writeFileSync(pprofFile, encodePprofGz(r, { startMs, durationMs: Date.now() - startMs }));
-            out.err(`wrote ${r.samples} samples to ${pprofFile} (pprof: go tool pprof -top ${pprofFile})`);
-          } catch (e) {
-            throw inputError(`cannot write ${pprofFile}: ${(e as Error).message}`);
-          }
-        },
+        ...profileOutputs({ folded, pid, pprofFile, startMs, summary: formatSummary }),
         banner: (targets) => `Sampling ${targets.length ? `pid ${targets.join(', ')}` : 'all processes'} at ${frequency} Hz... Ctrl-C to end.`,
       },
       io,

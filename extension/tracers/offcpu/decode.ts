@@ -6,7 +6,7 @@ import type { CountEntry } from '../profile/decode';
 
 export const OFFCPU_KEY_SIZE = 40;
 export const OFFCPU_VAL_SIZE = 16;
-export const OFFCPU_STAT = { switches: 0, blocks: 1, short: 2, lostUserStack: 3, lostKernelStack: 4, lostTotals: 5, lostStart: 6, samples: 7, lost: 8, java: 9 } as const;
+export const OFFCPU_STAT = { switches: 0, blocks: 1, short: 2, lostUserStack: 3, lostKernelStack: 4, lostTotals: 5, lostStart: 6, samples: 7, lost: 8, java: 9, walks: 10, reused: 11, checks: 12, mismatch: 13 } as const;
 /** OFFCPU_STATE_* by value */
 export const OFFCPU_STATES: ThreadState[] = ['oncpu', 'sleep', 'io', 'lock', 'preempted'];
 
@@ -39,11 +39,12 @@ export function decodeTotals(keys: Buffer, values: Buffer, count: number): Offcp
 
 export const OFFCPU_START_SIZE = 24;
 
-/** struct offcpu_start of each dumped entry of the start map (key: the thread id). */
+/** struct offcpu_start of each dumped entry of the start map (key: the thread id); threads on CPU (ts 0) have no open interval and are left out. */
 export function decodeStarts(keys: Buffer, values: Buffer, count: number): { tid: number; ts: bigint; userStackId: number; kernStackId: number; state: ThreadState }[] {
   const out = [];
   for (let i = 0; i < count; i++) {
     const v = i * OFFCPU_START_SIZE;
+    if (values.readBigUInt64LE(v) === 0n) continue;
     out.push({ tid: keys.readUInt32LE(i * 4), ts: values.readBigUInt64LE(v), userStackId: values.readInt32LE(v + 8), kernStackId: values.readInt32LE(v + 12), state: OFFCPU_STATES[values.readUInt32LE(v + 16)] ?? 'sleep' });
   }
   return out;

@@ -24,7 +24,7 @@ import { fromProfileResult, type FlameProfile } from '../../../model/flamegraph/
 import { toFolded, toSpeedscope } from '../../../model/flamegraph/formats';
 import { pickJavaMode, type JavaMode } from './profileJavaMode';
 import { profileAllocations } from './profileAlloc';
-import { annotationsFromFlame, annotationsFromResult, definitionLine, type SourceAnnotations } from '../../../model/profileSource';
+import { annotationsFromFlame, annotationsFromResult, definitionLine, waitDuration, waitLensTitle, waitsForFile, type SourceAnnotations } from '../../../model/profileSource';
 import { encodePprofGz, loadProfileBytes } from '../../../sys/profileFile';
 import { resultFromFlame } from '../../../model/pprof';
 import { pickProcess } from '../../ui/processPicker';
@@ -187,25 +187,47 @@ function setAnnotations(a: SourceAnnotations | undefined): void {
 const lensProvider: vscode.CodeLensProvider = {
   onDidChangeCodeLenses: lensChanged.event,
   provideCodeLenses(doc) {
-    const fns = annotations?.functions.get(doc.uri.fsPath);
-    if (!annotations || !fns) return [];
-    const text = doc.getText().split(/\r?\n/);
-    return fns
-      .filter((f) => f.total > 0)
-      .map((f) => {
-        const line = definitionLine(text, f.name, f.line) - 1;
-        return new vscode.CodeLens(new vscode.Range(line, 0, line, 0), {
-          title: annotations!.event
-            ? `${annotations!.event === 'wall' ? 'Wall' : 'Waits'} ${pct(f.total, annotations!.samples)} total (${(f.total / 1000).toFixed(1)} ms) · ${pct(f.self, annotations!.samples)} self (${f.name})`
-            : `CPU ${pct(f.total, annotations!.samples)} total · ${pct(f.self, annotations!.samples)} self (${f.name})`,
-          command: 'ebpfStudio.hideProfileAnnotations',
-          tooltip: annotations!.event
-            ? `${(f.total / 1000).toFixed(1)} ms of ${(annotations!.samples / 1000).toFixed(1)} ms ${annotations!.event === 'wall' ? 'wall-clock' : 'off-CPU'} time had ${f.name} on the stack. Click to hide.`
-            : `${f.total} of ${annotations!.samples} samples had ${f.name} on the stack; ${f.self} were in it. Click to hide.`,
-        });
-      });
+    return annotations ? [...functionLenses(annotations, doc), ...waitLenses(annotations, doc)] : [];
   },
 };
+
+/** Off-CPU and wall profiles: on each Java line where threads waited (their innermost Java frame), the time and its states. */
+export function waitLenses(a: SourceAnnotations, doc: Pick<vscode.TextDocument, 'uri' | 'lineCount'>): vscode.CodeLens[] {
+  const waits = waitsForFile(a, doc.uri.fsPath);
+  if (!waits) return [];
+  return [...waits]
+    .filter(([line, w]) => w.total > 0 && line >= 1 && line <= doc.lineCount)
+    .sort((x, y) => x[0] - y[0])
+    .map(([line, w]) => {
+      const states = (Object.entries(w.states) as [string, number][]).map(([st, v]) => `${st} ${waitDuration(v)}`).join(', ');
+      return new vscode.CodeLens(new vscode.Range(line - 1, 0, line - 1, 0), {
+        title: waitLensTitle(w, a.waitTotal ?? 0),
+        command: 'ebpfStudio.hideProfileAnnotations',
+        tooltip: `Threads waited ${waitDuration(w.total)} with this line as their innermost Java frame (${states}), of ${waitDuration(a.waitTotal ?? 0)} off-CPU time in the profile. Click to hide.`,
+      });
+    });
+}
+
+/** Each sampled function of the file: its share of the profile, on its definition line. */
+function functionLenses(a: SourceAnnotations, doc: vscode.TextDocument): vscode.CodeLens[] {
+  const fns = a.functions.get(doc.uri.fsPath);
+  if (!fns) return [];
+  const text = doc.getText().split(/\r?\n/);
+  return fns
+    .filter((f) => f.total > 0)
+    .map((f) => {
+      const line = definitionLine(text, f.name, f.line) - 1;
+      return new vscode.CodeLens(new vscode.Range(line, 0, line, 0), {
+        title: a.event
+          ? `${a.event === 'wall' ? 'Wall' : 'Waits'} ${pct(f.total, a.samples)} total (${(f.total / 1000).toFixed(1)} ms) · ${pct(f.self, a.samples)} self (${f.name})`
+          : `CPU ${pct(f.total, a.samples)} total · ${pct(f.self, a.samples)} self (${f.name})`,
+        command: 'ebpfStudio.hideProfileAnnotations',
+        tooltip: a.event
+          ? `${(f.total / 1000).toFixed(1)} ms of ${(a.samples / 1000).toFixed(1)} ms ${a.event === 'wall' ? 'wall-clock' : 'off-CPU'} time had ${f.name} on the stack. Click to hide.`
+          : `${f.total} of ${a.samples} samples had ${f.name} on the stack; ${f.self} were in it. Click to hide.`,
+      });
+    });
+}
 
 // ---- the flame graph panel ------------------------------------------------------------------
 

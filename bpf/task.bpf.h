@@ -1,0 +1,52 @@
+/* Task helpers shared by the scheduler and sampling programs (offcpu, runqlat, profile): a task's
+ * state across kernel versions, the current thread's id in its own pid namespace, and which
+ * bpf_get_stackid errors lost a stack. Needs vmlinux.h and <bpf/bpf_core_read.h> first. */
+#ifndef EBPF_STUDIO_TASK_BPF_H
+#define EBPF_STUDIO_TASK_BPF_H
+
+#ifndef EEXIST
+#define EEXIST 17
+#endif
+#ifndef ENOMEM
+#define ENOMEM 12
+#endif
+
+/* Kernels before 5.14 call the field `state` (a long); later ones `__state` (an unsigned int). */
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline long task_state(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->__state))
+		return BPF_CORE_READ(t, __state);
+	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
+}
+
+/* The current thread's id in its own (innermost) pid namespace: what gettid() returns inside a
+ * container (the Java agent's join key). task->thread_pid->numbers[level].nr; 0 when it cannot
+ * be read. */
+static __always_inline __u32 current_ns_tid(void)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	struct pid *p = BPF_CORE_READ(task, thread_pid);
+	unsigned int level;
+	__u32 nr = 0;
+
+	if (!p)
+		return 0;
+	level = BPF_CORE_READ(p, level);
+	if (level > 31) /* MAX_PID_NS_LEVEL */
+		return 0;
+	bpf_core_read(&nr, sizeof(nr), &p->numbers[level].nr);
+	return nr;
+}
+
+/* -EEXIST (hash-bucket collision without BPF_F_REUSE_STACKID) and -ENOMEM (map full) lose a
+ * stack that existed; -EFAULT only says there was none (user stack of a kernel thread). */
+static __always_inline bool stack_lost(long id)
+{
+	return id == -EEXIST || id == -ENOMEM;
+}
+
+#endif
