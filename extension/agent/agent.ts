@@ -26,7 +26,8 @@ import { stackValue, type ProfileResult } from '../protocol/profile';
 import { fromBuckets } from '../model/log2hist';
 import fs from 'node:fs';
 import { readStat, javaMain, processInfo } from '../sys/proc/processes';
-import { CgroupNames } from '../sys/cgroup';
+import { CgroupNames, cgroupOfPid } from '../sys/cgroup';
+import { JvmSelector, containerLabel } from './select';
 import { encodePprofGz } from '../sys/profileFile';
 import type { AgentConfig } from './config';
 import { RequestError } from './server';
@@ -53,7 +54,10 @@ interface JvmInfo {
   pid: number;
   main: string;
   startTime: number;
-  /** whether the config covers it (mainClasses) */
+  /** its cgroup v2 path when first seen, and the short id of the container it runs in */
+  cgroup?: string;
+  container?: string;
+  /** whether the config covers it (mainClasses, containers) */
   covered: boolean;
   /** Date.now() of the last pid-reuse check */
   checkedAt: number;
@@ -80,6 +84,7 @@ export class Agent {
   private stopping = false;
   private readonly startedAt = Date.now();
   private lastJdkScan = Date.now();
+  private readonly select: JvmSelector;
 
   constructor(
     readonly cfg: AgentConfig,
@@ -88,6 +93,7 @@ export class Agent {
     /** failures and restarts: said whether or not --verbose */
     private readonly warn: (m: string) => void = log,
   ) {
+    this.select = new JvmSelector(cfg.jvm.mainClasses, cfg.jvm.containers);
     if (cfg.jvm.enabled) this.health.set('java-gc', fresh());
     if (cfg.runqueue.enabled) this.health.set('runqlat', fresh());
     if (cfg.profile.enabled) this.health.set('profile', { ...fresh(), up: true });
@@ -127,13 +133,18 @@ export class Agent {
       if (e.kind === 'concurrent-cycle') continue;
       const jvm = this.jvm(e.pid);
       if (!jvm.covered) continue;
-      this.gcPause.observe({ main_class: jvm.main, pid: String(e.pid), collector: e.collector, kind: e.kind }, e.durationNs / 1e9);
+      this.gcPause.observe({ ...this.jvmLabels(jvm), collector: e.collector, kind: e.kind }, e.durationNs / 1e9);
     }
     for (const s of u.safepoints ?? []) {
       const jvm = this.jvm(s.pid);
       if (!jvm.covered) continue;
-      this.safepoint.observe({ main_class: jvm.main, pid: String(s.pid) }, s.durationNs / 1e9);
+      this.safepoint.observe(this.jvmLabels(jvm), s.durationNs / 1e9);
     }
+  }
+
+  /** A JVM's series labels: its main class and pid, and the container it runs in if any (one per JVM: bounded as pids are). */
+  private jvmLabels(jvm: JvmInfo): Labels {
+    return jvm.container ? { main_class: jvm.main, pid: String(jvm.pid), container: jvm.container } : { main_class: jvm.main, pid: String(jvm.pid) };
   }
 
   /** Who a pid is: read once per process (a reused pid has another start time). */
@@ -145,6 +156,14 @@ export class Agent {
     const stat = readStat(pid);
     if (known && (!stat || stat.startTime === known.startTime)) {
       known.checkedAt = now;
+      // A process can be moved to another cgroup (into a container's as it starts, by systemd):
+      // its cgroup is read again with the reuse check, and decides from then on.
+      const cgroup = stat ? cgroupOfPid(pid) : undefined;
+      if (cgroup !== undefined && cgroup !== known.cgroup) {
+        known.cgroup = cgroup;
+        known.container = containerLabel(cgroup);
+        known.covered = this.select.covers(known.main, cgroup);
+      }
       return known;
     }
     // The command line names the main class; processInfo() would also parse libjvm.so's ELF notes.
@@ -155,17 +174,12 @@ export class Agent {
     } catch {
       /* exited before its first event was read */
     }
-    const covered = this.covers(main);
-    const j: JvmInfo = { pid, main, startTime: stat?.startTime ?? 0, covered, checkedAt: now };
+    const cgroup = cgroupOfPid(pid);
+    const covered = this.select.covers(main, cgroup);
+    const j: JvmInfo = { pid, main, cgroup, container: containerLabel(cgroup), startTime: stat?.startTime ?? 0, covered, checkedAt: now };
     if (known) this.forgetPid(pid);
     this.jvms.set(pid, j);
     return j;
-  }
-
-  /** Whether the config's jvm.mainClasses (none: every JVM) covers a JVM with this main class. */
-  private covers(main: string): boolean {
-    const mains = this.cfg.jvm.mainClasses;
-    return !mains || mains.some((m) => m === main || main.endsWith(`/${m}`) || main.endsWith(`.${m}`));
   }
 
   private forgetPid(pid: number): void {
@@ -336,19 +350,20 @@ export class Agent {
   }
 
   /**
-   * With jvm.mainClasses in the config, only the processes it covers are visible: the samples of
-   * every other process (a JVM with another main class, anything that is not a JVM) are dropped.
+   * With jvm.mainClasses or jvm.containers in the config, only the processes it covers are visible: the samples of
+   * every other process (a JVM with another main class or in another container, anything that is
+   * not a JVM) are dropped.
    * A process that exited before the profile ended counts as covered only if its GC events
    * showed it to be a covered JVM.
    */
   coveredOnly(r: ProfileResult): ProfileResult {
-    if (!this.cfg.jvm.mainClasses) return r;
+    if (this.select.all) return r;
     const verdict = new Map<number, boolean>();
     const covered = (pid: number): boolean => {
       let v = verdict.get(pid);
       if (v === undefined) {
         const info = processInfo(pid);
-        v = info ? info.jvm !== undefined && this.covers(info.jvm.main) : (this.jvms.get(pid)?.covered ?? false);
+        v = info ? info.jvm !== undefined && this.select.covers(info.jvm.main, cgroupOfPid(pid)) : (this.jvms.get(pid)?.covered ?? false);
         verdict.set(pid, v);
       }
       return v;
@@ -386,7 +401,7 @@ export class Agent {
   /**
    * A gzipped pprof of the Java allocations of one JVM over `seconds` (alloc_objects/count,
    * alloc_space/bytes, as Go's allocs profile), through the JVMTI heap sampler. Only a JVM the
-   * config covers (jvm.mainClasses) may be asked for: anything else is refused before the agent
+   * config covers (jvm.mainClasses, jvm.containers) may be asked for: anything else is refused before the agent
    * is loaded into it.
    */
   allocs(seconds: number, pid: number): Promise<Buffer> {
@@ -394,7 +409,9 @@ export class Agent {
     if (!info) return Promise.reject(new RequestError(404, `no process with pid ${pid} is running: give the pid of a running JVM (?pid=P)`));
     if (!info.jvm) return Promise.reject(new RequestError(400, `pid ${pid} (${info.comm}) is not a JVM (no libjvm.so mapped): allocation profiles sample Java allocations; give the pid of a JVM`));
     const main = info.jvm.main;
-    if (!this.covers(main)) return Promise.reject(new RequestError(403, `pid ${pid} (${main}) is not a JVM this agent covers: add its main class to "jvm": {"mainClasses": [...]} in the config`));
+    if (!this.select.coversMain(main)) return Promise.reject(new RequestError(403, `pid ${pid} (${main}) is not a JVM this agent covers: add its main class to "jvm": {"mainClasses": [...]} in the config`));
+    const cgroup = cgroupOfPid(pid);
+    if (!this.select.coversCgroup(cgroup)) return Promise.reject(new RequestError(403, `pid ${pid} (${main}) is not a JVM this agent covers: its cgroup ${cgroup ?? '(unknown)'} is not in "jvm": {"containers": [...]} of the config; add its container id or cgroup path there`));
     return this.pull(
       `alloc:${pid}:${readStat(pid)?.startTime ?? 0}`,
       'java-heap',

@@ -5,19 +5,21 @@
 //   "listen": "127.0.0.1:9435",
 //   "tls": { "certFile": "/etc/ebpf-studio/agent.crt", "keyFile": "/etc/ebpf-studio/agent.key" },
 //   "auth": { "bearerTokenFile": "/etc/ebpf-studio/token" },          // or "basicAuthFile": lines user:password
-//   "jvm": { "enabled": true, "mainClasses": ["com.example.Main"], "minPauseUs": 0 },
+//   "jvm": { "enabled": true, "mainClasses": ["com.example.Main"], "containers": ["4f1c2e9a0b7d", "/machine.slice/systemd-nspawn@web.service"], "minPauseUs": 0 },
 //   "runqueue": { "enabled": true, "per": "system", "intervalSeconds": 5, "maxCgroups": 100 },  // per: system | pidns | cgroup
 //   "profile": { "enabled": true, "frequency": 99, "maxSeconds": 60, "offcpu": true, "allocs": true },
 //   "forgetExitedAfterSeconds": 300
 // }
 import fs from 'node:fs';
 import { inputError } from '../protocol/errors';
+import { containerEntryKind } from './select';
 
 export interface AgentConfig {
   listen?: string;
   tls?: { certFile: string; keyFile: string };
   auth?: { bearerTokenFile?: string; basicAuthFile?: string };
-  jvm: { enabled: boolean; mainClasses?: string[]; minPauseUs: number };
+  /** mainClasses, containers: which JVMs are covered (both given: a JVM must match both); see select.ts */
+  jvm: { enabled: boolean; mainClasses?: string[]; containers?: string[]; minPauseUs: number };
   /** maxCgroups: per cgroup, at most this many series; waits of the others are counted under cgroup="other" */
   runqueue: { enabled: boolean; per: 'system' | 'pidns' | 'cgroup'; intervalSeconds: number; maxCgroups: number };
   /** enabled: profiles on request at all; offcpu: /debug/pprof/offcpu; allocs: /debug/pprof/allocs (loads the JVMTI agent into the JVM asked for) */
@@ -112,13 +114,21 @@ export function parseConfig(text: string, file: string): AgentConfig {
   }
   if (top.jvm !== undefined) {
     const j = obj(top.jvm, ['jvm']);
-    only(j, ['jvm'], ['enabled', 'mainClasses', 'minPauseUs']);
+    only(j, ['jvm'], ['enabled', 'mainClasses', 'containers', 'minPauseUs']);
     cfg.jvm.enabled = bool(j, ['jvm'], 'enabled', true);
     cfg.jvm.minPauseUs = num(j, ['jvm'], 'minPauseUs', 0, 0, 3_600_000_000);
     if (j.mainClasses !== undefined) {
       const m = j.mainClasses;
       if (!Array.isArray(m) || m.length === 0 || m.some((x) => typeof x !== 'string' || x === '')) fail(['jvm', 'mainClasses'], 'must be a non-empty list of main class names (or -jar files), e.g. ["com.example.Main"]; leave it out for every JVM');
       cfg.jvm.mainClasses = m as string[];
+    }
+    if (j.containers !== undefined) {
+      const c = j.containers;
+      const form = 'a container id (12 to 64 hex digits, as docker ps, podman ps or crictl ps show it) or a cgroup v2 path pattern starting with / (* within a segment, ** across segments), e.g. ["4f1c2e9a0b7d", "/machine.slice/systemd-nspawn@web.service"]';
+      if (!Array.isArray(c) || c.length === 0) fail(['jvm', 'containers'], `must be a non-empty list, each entry ${form}; leave it out for JVMs in any container or none`);
+      const bad = (c as unknown[]).find((x) => typeof x !== 'string' || containerEntryKind(x) === undefined);
+      if (bad !== undefined) fail(['jvm', 'containers'], `has ${JSON.stringify(bad)}: each entry must be ${form}`);
+      cfg.jvm.containers = c as string[];
     }
   }
   if (top.runqueue !== undefined) {

@@ -77,3 +77,22 @@ export class CgroupNames {
     }
   }
 }
+
+/**
+ * The cgroup v2 path of a process from /proc/PID/cgroup: its "0::PATH" line (the only line on a
+ * unified machine; beside the v1 controllers' lines on a hybrid one). Relative to the reader's
+ * cgroup namespace: on the host, the full path. Undefined: the process is gone, or no cgroup v2.
+ */
+export function cgroupOfPid(pid: number): string | undefined {
+  try {
+    return parseProcCgroup(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The v2 path in the text of a /proc/PID/cgroup file. */
+export function parseProcCgroup(text: string): string | undefined {
+  for (const line of text.split('\n')) if (line.startsWith('0::')) return line.slice(3).replace(/ \(deleted\)$/, '');
+  return undefined;
+}

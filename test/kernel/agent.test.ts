@@ -9,11 +9,14 @@
 // three times the time in wait_long as in wait_short, as the workload does; /debug/pprof/allocs on a
 // JVM (test/fixtures/java/HeapSites.java) puts the fixture's line with the most allocations on top,
 // and refuses a JVM the config does not cover. Per cgroup, a cgroup the CFS quota starves (the kernel
-// counts its throttling) has a clearly higher run-queue p99 than a free one. Bad input: a port in use, an unreadable or invalid config (exit 2,
+// counts its throttling) has a clearly higher run-queue p99 than a free one. Of two JVMs, one moved
+// into a cgroup named as docker names a container's, an agent configured with that container id
+// exports the GC pauses of that one only and refuses the other's allocation profile. Bad input: a port in use, an unreadable or invalid config (exit 2,
 // the line at fault), a non-loopback address without TLS (refused, with the fix).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -304,6 +307,78 @@ describe('ebpf-studio agent', { skip }, () => {
     }
   });
 
+  test('jvm.containers: of two JVMs, only the one in the configured container (a docker-ID.scope cgroup) has GC series; allocs refuses the other', { timeout: 90_000 }, async (t) => {
+    const root = cgroup2Mount();
+    if (!root) return t.skip('no cgroup2 file system is mounted: a JVM cannot be put into a container-like cgroup');
+    // A cgroup named as docker's systemd driver names a container's (on a hybrid machine, below
+    // /sys/fs/cgroup/unified: membership only, which is all the agent reads).
+    const id = crypto.randomBytes(32).toString('hex');
+    const scope = path.join(root, `docker-${id}.scope`);
+    fs.mkdirSync(scope);
+    const workloads = new GcWorkloads();
+    try {
+      // The agent under test covers the container; a control agent beside it covers every JVM (it
+      // must see the other JVM's GCs, so their absence from the first is the config's doing).
+      const start = async (name: string, jvm: object) => {
+        const cfg = path.join(work, `${name}.json`);
+        fs.writeFileSync(cfg, JSON.stringify({ jvm, runqueue: { enabled: false }, profile: { offcpu: false } }));
+        const a = startCli(['agent', '--listen', '127.0.0.1:0', '--config', cfg, '--verbose']);
+        children.push(a.child);
+        assert.ok(await waitFor(() => /java-gc attached/.test(a.stderr()) && /serving (http:\/\/[^/]+)\/metrics/.test(a.stderr()), 30_000), `the agent did not start: ${a.stderr()}`);
+        return { agent: a, base: /serving (http:\/\/[^/]+)\/metrics/.exec(a.stderr())![1] };
+      };
+      const [{ agent, base }, control] = await Promise.all([start('containers', { containers: [id.slice(0, 12)] }), start('control', {})]);
+      // Each lingers 3 s after its GCs (done in a fraction of a second): the agent reads who a JVM
+      // is from /proc/PID when its first GCs reach it (every 500 ms), so the JVM must still be there.
+      const [inside, outside] = await Promise.all([workloads.start(2, 300, 3000), workloads.start(2, 300, 3000)]);
+      // Into the container before its first GC (the agent reads a JVM's cgroup when it first sees it).
+      fs.writeFileSync(path.join(scope, 'cgroup.procs'), String(inside.pid));
+      assert.match(fs.readFileSync(`/proc/${inside.pid}/cgroup`, 'utf8'), new RegExp(`^0::/docker-${id}\\.scope$`, 'm'));
+
+      const refused = await fetch(`${base}/debug/pprof/allocs?seconds=1&pid=${outside.pid}`);
+      const refusedText = await refused.text();
+      assert.equal(refused.status, 403, refusedText);
+      assert.match(refusedText, /is not a JVM this agent covers: its cgroup \/.* is not in "jvm": \{"containers"/);
+
+      inside.go();
+      outside.go();
+      const [gcsIn, gcsOut] = await Promise.all([inside.done, outside.done]);
+      const count = (text: string, pid: number) => [...text.matchAll(new RegExp(`^ebpf_studio_jvm_gc_pause_seconds_count\\{main_class="GcWorkload",pid="${pid}"(,container="([0-9a-f]+)")?,[^}]*\\} (\\d+)$`, 'gm'))];
+      let text = '';
+      const want = gcsIn.young + gcsIn.full;
+      const exported = () => count(text, inside.pid).reduce((a, m) => a + Number(m[3]), 0);
+      for (const end = Date.now() + 20_000; Date.now() < end; await sleep(500)) {
+        text = await (await fetch(`${base}/metrics`)).text();
+        if (exported() >= want) break;
+      }
+      assert.ok(
+        exported() >= want,
+        `the contained JVM's ${want} GCs are not all in /metrics:\n${text.split('\n').filter((l) => l.includes('gc_pause_seconds_count')).join('\n')}`,
+      );
+      await sleep(1500); // the tracer hands events over every 500 ms: the other JVM's had time to arrive
+      text = await (await fetch(`${base}/metrics`)).text();
+      const seriesIn = count(text, inside.pid);
+      t.diagnostic(`contained JVM (pid ${inside.pid}): ${exported()} pauses exported, ${want} made; the other JVM (pid ${outside.pid}) made ${gcsOut.young + gcsOut.full}, exported: ${count(text, outside.pid).length} series`);
+      assert.ok(seriesIn.every((m) => m[2] === id.slice(0, 12)), `the contained JVM's series do not carry container="${id.slice(0, 12)}":\n${seriesIn.map((m) => m[0]).join('\n')}`);
+      const controlText = await (await fetch(`${control.base}/metrics`)).text();
+      const seenOut = count(controlText, outside.pid).reduce((a, m) => a + Number(m[3]), 0);
+      t.diagnostic(`the control agent (every JVM) exported ${seenOut} pauses of the other JVM`);
+      assert.ok(seenOut > 0, `the control agent saw no GC of the other JVM: nothing was left out\n${controlText.split('\n').filter((l) => l.includes('gc_pause_seconds_count')).join('\n')}`);
+      assert.deepEqual(count(text, outside.pid), [], 'the JVM outside the configured container has GC series');
+      assert.doesNotMatch(text, new RegExp(`^ebpf_studio_jvm_(gc_pause|safepoint)_seconds_count\\{[^}]*pid="${outside.pid}"`, 'm'));
+      assert.match(text, /^ebpf_studio_jvms_traced 1$/m);
+      for (const a of [agent, control.agent]) {
+        a.child.kill('SIGTERM');
+        assert.equal((await a.done).code, 0);
+      }
+    } finally {
+      workloads.dispose();
+      // The cgroup can go once its JVM is gone (dispose killed it if it was still running).
+      assert.ok(await waitFor(() => !fs.readFileSync(path.join(scope, 'cgroup.procs'), 'utf8').trim(), 10_000), 'the test cgroup still has processes');
+      fs.rmdirSync(scope);
+    }
+  });
+
   test('off-CPU and allocation pull endpoints: go tool pprof names where a workload sleeps and the top allocation line of a JVM; uncovered JVMs refused and invisible in profiles', { timeout: 90_000 }, async (t) => {
     if (!go) return t.skip('go is not installed (golang-go): go tool pprof is the reference reader of these endpoints');
     const heapSkip = javaAgentSkipReason(jdk!.home);
@@ -546,7 +621,7 @@ describe('ebpf-studio agent', { skip }, () => {
     fs.writeFileSync(typo, '{\n  "jvm": {\n    "mainClass": "x"\n  }\n}\n');
     const t = runCli(['agent', '--config', typo]);
     assert.equal(t.code, 2, t.stderr);
-    assert.match(t.stderr, /typo\.json:3: jvm\.mainClass is not a known key: use one of enabled, mainClasses, minPauseUs/);
+    assert.match(t.stderr, /typo\.json:3: jvm\.mainClass is not a known key: use one of enabled, mainClasses, containers, minPauseUs/);
 
     const open = runCli(['agent', '--listen', '0.0.0.0:9435']);
     assert.equal(open.code, 2, open.stderr);

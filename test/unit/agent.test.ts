@@ -13,7 +13,8 @@ import { parseConfig, DEFAULT_CONFIG } from '../../extension/agent/config';
 import { Exposition, Histograms, PAUSE_BUCKETS_S, RUNQ_BUCKETS_S, escapeLabel } from '../../extension/agent/exposition';
 import { isLoopback, listen, parseListen, prepareListen, RequestError, type Endpoints } from '../../extension/agent/server';
 import { StudioError } from '../../extension/protocol/errors';
-import { CgroupNames, cgroup2Mount } from '../../extension/sys/cgroup';
+import { CgroupNames, cgroup2Mount, parseProcCgroup } from '../../extension/sys/cgroup';
+import { JvmSelector, containerIds, containerLabel } from '../../extension/agent/select';
 
 function configError(text: string): string {
   try {
@@ -43,6 +44,12 @@ test('config: defaults, every section, and errors that name their line', () => {
   assert.match(configError('{\n "runqueue": {\n  "maxCgroups": 0}\n}'), /^agent\.json:3: runqueue\.maxCgroups must be a whole number from 1 to 10000/);
   assert.match(configError('{\n "jvm": {}, "jvms": {}\n}'), /^agent\.json:2: jvms is not a known key/);
   assert.match(configError('{\n "jvm": {\n  "mainClasses": []\n }\n}'), /^agent\.json:3: jvm\.mainClasses must be a non-empty list/);
+  assert.deepEqual(parseConfig('{"jvm": {"containers": ["4f1c2e9a0b7d", "/machine.slice/systemd-nspawn@web.service"]}}', 'a.json').jvm.containers, ['4f1c2e9a0b7d', '/machine.slice/systemd-nspawn@web.service']);
+  assert.match(configError('{\n "jvm": {\n  "mainClasses": ["A"],\n  "containers": []\n }\n}'), /^agent\.json:4: jvm\.containers must be a non-empty list/);
+  assert.match(configError('{\n "jvm": {\n  "containers": ["web-1"]\n }\n}'), /^agent\.json:3: jvm\.containers has "web-1": each entry must be a container id \(12 to 64 hex digits.*or a cgroup v2 path pattern starting with \//);
+  assert.match(configError('{\n "jvm": {\n  "containers": ["4F1C2E9A0B7D"]\n }\n}'), /^agent\.json:3: jvm\.containers has "4F1C2E9A0B7D"/);
+  assert.match(configError('{\n "jvm": {\n  "containers": ["abc123"]\n }\n}'), /^agent\.json:3: jvm\.containers has "abc123"/);
+  assert.match(configError('{\n "jvm": {\n  "containers": "/docker"\n }\n}'), /^agent\.json:3: jvm\.containers must be a non-empty list/);
   assert.match(configError('{\n "tls": {"certFile": "c.pem"}\n}'), /^agent\.json:2: tls needs both certFile and keyFile/);
   assert.match(configError('{\n "auth": {}\n}'), /^agent\.json:2: auth needs bearerTokenFile or basicAuthFile/);
 });
@@ -170,4 +177,70 @@ test('cgroup names: the cgroup2 mount from mountinfo, ids (inode numbers) mapped
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+// /proc/PID/cgroup of a JVM as each runtime leaves it (ids made up, layouts as the runtimes write them).
+const ID_A = '3d5f0c9e8b7a61524f3e2d1c0b9a8f7e6d5c4b3a29181706f5e4d3c2b1a09f8e';
+const ID_B = '9a8b7c6d5e4f30211f2e3d4c5b6a79880716253443526170ffeeddccbbaa9988';
+const PROC_CGROUP = {
+  // docker, systemd cgroup driver, unified cgroup v2
+  docker: `0::/system.slice/docker-${ID_A}.scope\n`,
+  // docker, cgroupfs driver, hybrid machine (v1 controllers beside the v2 line)
+  dockerCgroupfs: `12:pids:/docker/${ID_A}\n11:memory:/docker/${ID_A}\n1:name=systemd:/docker/${ID_A}\n0::/docker/${ID_A}\n`,
+  // rootless podman: the container's payload in a child cgroup of its scope
+  podman: `0::/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-${ID_B}.scope/container\n`,
+  // Kubernetes with containerd, systemd driver
+  containerd: `0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod7f3e1a2b_4c5d_6e7f_8a9b_0c1d2e3f4a5b.slice/cri-containerd-${ID_B}.scope\n`,
+  // Kubernetes with CRI-O, cgroupfs driver
+  crio: `0::/kubepods/besteffort/pod7f3e1a2b-4c5d-6e7f-8a9b-0c1d2e3f4a5b/${ID_A}\n`,
+  // a systemd service, and a systemd-nspawn machine: no container id in the path
+  service: '0::/system.slice/orders.service\n',
+  nspawn: '0::/machine.slice/systemd-nspawn@web.service/payload/system.slice/orders.service\n',
+};
+
+test('container selection: ids from docker, podman, containerd, CRI-O cgroup paths; path patterns; main classes and containers combine', () => {
+  const cg = Object.fromEntries(Object.entries(PROC_CGROUP).map(([k, v]) => [k, parseProcCgroup(v)!])) as Record<keyof typeof PROC_CGROUP, string>;
+  assert.equal(cg.dockerCgroupfs, `/docker/${ID_A}`);
+  assert.equal(parseProcCgroup('1:name=systemd:/x\n'), undefined, 'a cgroup v1 only process has no v2 path');
+  assert.deepEqual(containerIds(cg.docker), [ID_A]);
+  assert.deepEqual(containerIds(cg.dockerCgroupfs), [ID_A]);
+  assert.deepEqual(containerIds(cg.podman), [ID_B]);
+  assert.deepEqual(containerIds(cg.containerd), [ID_B]);
+  assert.deepEqual(containerIds(cg.crio), [ID_A]);
+  assert.deepEqual(containerIds(cg.service), []);
+  assert.deepEqual(containerIds(cg.nspawn), []);
+  assert.equal(containerLabel(cg.containerd), ID_B.slice(0, 12));
+  assert.equal(containerLabel(cg.service), undefined);
+
+  // A short id (docker ps), a full id, a prefix of neither.
+  const short = new JvmSelector(undefined, [ID_A.slice(0, 12)]);
+  assert.deepEqual(Object.keys(cg).filter((k) => short.coversCgroup(cg[k as keyof typeof cg])), ['docker', 'dockerCgroupfs', 'crio']);
+  const full = new JvmSelector(undefined, [ID_B]);
+  assert.deepEqual(Object.keys(cg).filter((k) => full.coversCgroup(cg[k as keyof typeof cg])), ['podman', 'containerd']);
+  assert.ok(!new JvmSelector(undefined, ['3d5f0c9e8b7b']).coversCgroup(cg.docker));
+  // An id is a whole segment's id, not any hex run inside a path: the pod uid does not count.
+  assert.ok(!new JvmSelector(undefined, ['7f3e1a2b4c5d']).coversCgroup(cg.containerd));
+
+  // Path patterns: the cgroup itself or anything below it; * within a segment, ** across.
+  const nspawn = new JvmSelector(undefined, ['/machine.slice/systemd-nspawn@web.service']);
+  assert.ok(nspawn.coversCgroup(cg.nspawn));
+  assert.ok(!nspawn.coversCgroup('/machine.slice/systemd-nspawn@web.service2/payload'), 'a sibling whose name merely starts the same');
+  assert.ok(new JvmSelector(undefined, ['/system.slice/orders.service']).coversCgroup(cg.service));
+  const docker = new JvmSelector(undefined, ['/system.slice/docker-*.scope']);
+  assert.deepEqual(Object.keys(cg).filter((k) => docker.coversCgroup(cg[k as keyof typeof cg])), ['docker']);
+  const burstable = new JvmSelector(undefined, ['/kubepods.slice/kubepods-burstable.slice']);
+  assert.deepEqual(Object.keys(cg).filter((k) => burstable.coversCgroup(cg[k as keyof typeof cg])), ['containerd']);
+  const anyPodman = new JvmSelector(undefined, ['/**/libpod-*.scope']);
+  assert.deepEqual(Object.keys(cg).filter((k) => anyPodman.coversCgroup(cg[k as keyof typeof cg])), ['podman']);
+  assert.ok(new JvmSelector(undefined, ['/']).coversCgroup(cg.service), '"/" is every cgroup');
+  assert.ok(!new JvmSelector(undefined, ['/system.slice/orders.service']).coversCgroup(undefined), 'a process whose cgroup is unknown is in no container entry');
+
+  // Nothing given: everything; both given: a JVM must match both.
+  assert.ok(new JvmSelector().all && new JvmSelector().covers('Any', undefined));
+  const both = new JvmSelector(['com.example.Orders'], [ID_A.slice(0, 12)]);
+  assert.ok(!both.all);
+  assert.ok(both.covers('com.example.Orders', cg.docker));
+  assert.ok(!both.covers('com.example.Billing', cg.docker), 'right container, other main class');
+  assert.ok(!both.covers('com.example.Orders', cg.podman), 'right main class, other container');
+  assert.ok(new JvmSelector(['Orders']).covers('com.example.Orders', undefined), 'main classes alone do not look at cgroups');
 });
