@@ -1,0 +1,122 @@
+// Pure half of the Java lock tracer (no I/O): parses the records native/jvmagent/locks.c writes
+// (L, M, W, T, E lines) and sums each wait into a stack: the waiter's Java frames under a leaf
+// frame "[lock <class> held by <thread> at <Class.method(File.java:line)>]".
+import type { ProfileFrame, ProfileResult, ProfileStack } from '../../protocol/profile';
+import { LOCK_MODULE } from '../../protocol/javaLocks';
+import { javaFrame, type JavaFrameRef, type JavaMethod } from '../javaAgent/decode';
+import { javaClassName } from '../javaHeap/decode';
+
+export interface LockWait {
+  kind: 'monitor' | 'park';
+  /** the waiter's OS thread id (monitors; 0 for parks, which another thread observed) */
+  tid: number;
+  endNs: bigint;
+  waitedNs: number;
+  thread: string;
+  /** the lock object's class ("java.lang.Object"), or undefined (a park without a blocker) */
+  lockClass?: string;
+  holder?: string;
+  holderFrames: JavaFrameRef[];
+  frames: JavaFrameRef[];
+}
+
+const frameRefs = (fields: string[]): JavaFrameRef[] =>
+  fields.map((t) => {
+    const [method, bci, line] = t.split(':').map(Number);
+    return { method, bci, line };
+  });
+
+/** JDK code a holder passes through on its way to where it holds the lock (Thread.sleep, Object.wait, the lock's own methods). */
+const JDK_CLASS = /^(java|javax|jdk|sun|com\.sun)\./;
+
+export class JavaLocksModel {
+  readonly methods = new Map<number, JavaMethod>();
+  readonly waits: LockWait[] = [];
+  pid = 0;
+  periodNs = 0;
+  ended = false;
+  end = { monitorWaits: 0, parks: 0, looks: 0, callbackNs: 0, lookNs: 0 };
+  private tail = '';
+
+  /** Feeds more of the file; incomplete last lines wait for the next call. */
+  feed(text: string): void {
+    const lines = (this.tail + text).split('\n');
+    this.tail = lines.pop() ?? '';
+    for (const line of lines) this.line(line);
+  }
+
+  private line(line: string): void {
+    const f = line.split('\t');
+    switch (f[0]) {
+      case 'L':
+        this.pid = Number(f[1]);
+        this.periodNs = Number(f[3]);
+        break;
+      case 'M':
+        this.methods.set(Number(f[1]), { className: f[2] ?? '?', method: f[3] ?? '?', sourceFile: f[4] && f[4] !== '-' ? f[4] : null, native: f[5] === '1' });
+        break;
+      case 'W': {
+        if (f.length < 9) break;
+        this.waits.push({
+          kind: f[1] === 'm' ? 'monitor' : 'park',
+          tid: Number(f[2]),
+          endNs: BigInt(f[3]),
+          waitedNs: Number(f[4]),
+          thread: f[5],
+          lockClass: f[6] && f[6] !== '-' ? javaClassName(f[6]) : undefined,
+          holder: f[7] && f[7] !== '-' ? f[7] : undefined,
+          holderFrames: f[8] && f[8] !== '-' ? frameRefs(f[8].split(',')) : [],
+          frames: frameRefs(f.slice(9)),
+        });
+        break;
+      }
+      case 'E':
+        this.ended = true;
+        this.end = { monitorWaits: Number(f[1]) || 0, parks: Number(f[2]) || 0, looks: Number(f[3]) || 0, callbackNs: Number(f[4]) || 0, lookNs: Number(f[5]) || 0 };
+        break;
+      default:
+        break; // T (heartbeat), or a newer agent's record
+    }
+  }
+
+  /** "Class.method(File.java:31)": the holder's innermost frame outside the JDK (else its innermost frame). */
+  holderSite(w: LockWait): string | undefined {
+    const named = w.holderFrames.map((r) => ({ r, m: this.methods.get(r.method) })).filter((x) => x.m);
+    const pick = named.find((x) => !JDK_CLASS.test(x.m!.className)) ?? named[0];
+    if (!pick) return undefined;
+    const m = pick.m!;
+    const where = m.native ? 'Native Method' : `${m.sourceFile ?? 'Unknown Source'}${pick.r.line > 0 ? `:${pick.r.line}` : ''}`;
+    return `${m.className}.${m.method}(${where})`;
+  }
+
+  /** The leaf frame naming the lock: "[lock java.lang.Object held by worker-2 at Foo.run(Foo.java:31)]". */
+  lockLabel(w: LockWait): string {
+    const what = w.kind === 'monitor' ? `lock ${w.lockClass ?? '?'}` : w.lockClass ? `park ${w.lockClass}` : 'park (no blocker)';
+    const site = this.holderSite(w);
+    const held = w.holder ? ` held by ${w.holder}${site ? ` at ${site}` : ''}` : '';
+    return `[${what}${held}]`;
+  }
+
+  /** The waits as profile stacks (µs), summed per thread, stack and lock frame; most time first. */
+  stacks(pid: number): ProfileStack[] {
+    const byKey = new Map<string, ProfileStack>();
+    for (const w of this.waits) {
+      const label = this.lockLabel(w);
+      const frames: ProfileFrame[] = [{ address: '0x0', module: LOCK_MODULE, function: label, file: null, line: null, kind: 'jit' }, ...w.frames.map((r) => javaFrame(r, this.methods, 'jit'))];
+      const key = `${w.thread}\0${label}\0${w.frames.map((r) => `${r.method}:${r.bci}`).join(',')}`;
+      const s = byKey.get(key);
+      const us = w.waitedNs / 1000;
+      if (s) {
+        s.count++;
+        s.value = (s.value ?? 0) + us;
+      } else byKey.set(key, { count: 1, value: us, state: 'lock', pid, tid: w.tid || pid, comm: w.thread, frames });
+    }
+    return [...byKey.values()].map((s) => ({ ...s, value: Math.round(s.value ?? 0) })).sort((a, b) => (b.value ?? 0) - (a.value ?? 0));
+  }
+
+  result(pid: number): ProfileResult {
+    const stacks = this.stacks(pid);
+    return { tracer: 'profile', unit: 'us', event: 'lock', states: { lock: stacks.reduce((a, s) => a + (s.value ?? 0), 0) }, frequency: 0, samples: this.waits.length, lost: 0, stacks };
+  }
+}
+

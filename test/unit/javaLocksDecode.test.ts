@@ -1,0 +1,80 @@
+// The Java lock tracer's pure half: the agent's lock records (native/jvmagent/locks.c, lines as it
+// writes them) summed into profile stacks under a leaf frame naming the lock, its holder and where
+// the holder held it; the text summary; and the pprof round trip keeping the event.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { JavaLocksModel } from '../../extension/tracers/javaLocks/decode';
+import { formatLockSummary } from '../../extension/cli/commands/javaLocks';
+import { fromPprof, toPprof } from '../../extension/model/pprof';
+
+// Method 7 is Thread.sleep (JDK, native): the holder's site is its first frame outside the JDK.
+const AGENT_TEXT = [
+  'L\t4242\t1000\t2000000',
+  'M\t1\tLockContention\tenterMonitor\tLockContention.java\t0',
+  'M\t2\tjava.lang.Thread\trun\tThread.java\t0',
+  'M\t7\tjava.lang.Thread\tsleep\tThread.java\t1',
+  'M\t8\tLockContention\tholdMonitor\tLockContention.java\t0',
+  'M\t11\tjdk.internal.misc.Unsafe\tpark\tUnsafe.java\t1',
+  'M\t12\tjava.util.concurrent.locks.LockSupport\tpark\tLockSupport.java\t0',
+  'M\t13\tLockContention\ttakeReentrant\tLockContention.java\t0',
+  'W\tm\t101\t5000\t20000000\tmon-waiter-0\tLLockContention$Account;\tmon-holder\t7:-1:-1,8:3:23\t1:10:28\t2:11:840',
+  'W\tm\t101\t6000\t10000000\tmon-waiter-0\tLLockContention$Account;\tmon-holder\t7:-1:-1,8:3:23\t1:10:28\t2:11:840',
+  'W\tm\t102\t7000\t500000\tmon-waiter-1\tLjava/lang/Object;\t-\t-\t1:10:28\t2:11:840',
+  'W\tp\t0\t8000\t4000000\trl-waiter-0\tLjava/util/concurrent/locks/ReentrantLock$NonfairSync;\trl-holder\t7:-1:-1\t11:-1:-1\t12:14:211\t13:7:40\t2:11:840',
+  'W\tp\t0\t9000\t2000000\tpool-1\t-\t-\t-\t11:-1:-1\t12:14:211\t2:11:840',
+  'T\t9500',
+  'E\t3\t2\t400\t900000\t1200000',
+  'W\tm\t1', // a torn line of a newer agent: skipped
+].join('\n');
+
+test('lock records: waits summed per thread and stack, the lock frame names class, holder and where', () => {
+  const m = new JavaLocksModel();
+  // fed in two pieces split mid-line, as the file is read while the agent writes
+  m.feed(AGENT_TEXT.slice(0, 300));
+  m.feed(AGENT_TEXT.slice(300) + '\n');
+  assert.equal(m.pid, 4242);
+  assert.equal(m.waits.length, 5);
+  assert.ok(m.ended);
+  assert.deepEqual(m.end, { monitorWaits: 3, parks: 2, looks: 400, callbackNs: 900000, lookNs: 1200000 });
+  const r = m.result(4242);
+  assert.equal(r.unit, 'us');
+  assert.equal(r.event, 'lock');
+  assert.equal(r.samples, 5);
+  assert.equal(r.states?.lock, 36500);
+  const [first, ...rest] = r.stacks;
+  assert.equal(first.value, 30000, 'two waits of the same thread at the same site: one stack, their µs summed');
+  assert.equal(first.count, 2);
+  assert.equal(first.comm, 'mon-waiter-0');
+  assert.equal(first.tid, 101);
+  assert.equal(first.state, 'lock');
+  assert.equal(first.frames[0].function, '[lock LockContention$Account held by mon-holder at LockContention.holdMonitor(LockContention.java:23)]');
+  assert.equal(first.frames[0].module, '[lock]');
+  assert.deepEqual(
+    first.frames.slice(1).map((f) => [f.function, f.file, f.line]),
+    [
+      ['LockContention.enterMonitor', 'LockContention.java', 28],
+      ['java.lang.Thread.run', 'java/lang/Thread.java', 840],
+    ],
+  );
+  const labels = rest.map((s) => s.frames[0].function);
+  assert.deepEqual(labels, [
+    '[park java.util.concurrent.locks.ReentrantLock$NonfairSync held by rl-holder at java.lang.Thread.sleep(Native Method)]',
+    '[park (no blocker)]',
+    '[lock java.lang.Object]',
+  ]);
+  assert.equal(rest[0].tid, 4242, 'a park (observed by another thread) has no tid: the pid stands in');
+
+  const text = formatLockSummary(r);
+  assert.match(text, /Java lock waits: 36\.5 ms in 5 waits/);
+  assert.match(text, /82\.2%\s+30\.0 ms\s+\[lock LockContention\$Account held by mon-holder/);
+  assert.match(text, /waiting in LockContention\.takeReentrant \(LockContention\.java:40\)/);
+});
+
+test('a lock profile survives pprof: time as lock_wait µs, the event kept', () => {
+  const m = new JavaLocksModel();
+  m.feed(AGENT_TEXT + '\n');
+  const back = fromPprof(toPprof(m.result(4242)));
+  assert.equal(back.event, 'lock');
+  assert.equal(back.unit, 'us');
+  assert.equal(back.stacks.reduce((a, s) => a + (s.value ?? 0), 0), 36500);
+});
