@@ -2,7 +2,8 @@
 // `synchronized` monitors and java.util.concurrent parks of a running JVM, through eBPF Studio's
 // JVMTI agent (native/jvmagent/locks.c). Its result is a ProfileResult (./profile.ts) with
 // event 'lock' and unit 'us': each stack is a waiter's Java stack under a leaf frame naming the
-// lock's class and, where known, the thread that held it and where.
+// lock's class and, where known, the thread that held it and where. With `vthreads` (event
+// 'vthread'), the waits of virtual threads instead, each stack in the state its wait was in.
 export interface JavaLocksOptions {
   /** the JVM */
   pid: number;
@@ -10,6 +11,11 @@ export interface JavaLocksOptions {
   depth?: number;
   /** µs between two looks at which threads are parked (java.util.concurrent waits are sampled) */
   parkPeriodUs?: number;
+  /**
+   * Virtual threads (JDK 21+) instead of locks: the time each virtual thread spent unmounted
+   * (parked, sleeping, blocked), by its Java stack at the unmount; carriers are not counted.
+   */
+  vthreads?: boolean;
 }
 
 export const JAVA_LOCKS_DEFAULT_DEPTH = 64;

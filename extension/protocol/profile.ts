@@ -78,8 +78,8 @@ export type ThreadState = 'oncpu' | 'sleep' | 'io' | 'lock' | 'preempted';
 export const THREAD_STATES: ThreadState[] = ['oncpu', 'sleep', 'io', 'lock', 'preempted'];
 export const THREAD_STATE_LABEL: Record<ThreadState, string> = { oncpu: 'on CPU', sleep: 'sleeping', io: 'I/O (uninterruptible)', lock: 'lock (futex wait)', preempted: 'preempted (run queue)' };
 
-/** The event a profile measures: CPU samples, off-CPU time, both (wall clock), or a JVM's lock waits (Java monitors and parks). */
-export type ProfileEvent = 'cpu' | 'offcpu' | 'wall' | 'lock';
+/** The event a profile measures: CPU samples, off-CPU time, both (wall clock), a JVM's lock waits (Java monitors and parks), or its virtual threads' waits. */
+export type ProfileEvent = 'cpu' | 'offcpu' | 'wall' | 'lock' | 'vthread';
 export const PROFILE_EVENTS: ProfileEvent[] = ['cpu', 'offcpu', 'wall'];
 
 export interface ProfileStack {

@@ -4,7 +4,7 @@
 // conditions), by the waiter's Java stack, the lock's class and, where the JVM can tell, the thread
 // that held it and where.
 //
-// `locks,out=<path>,depth=<n>,period=<us>` starts a session, `locksstop` ends it, `locksprobe`
+// `locks,out=<path>,depth=<n>,period=<us>[,vthreads]` starts a session, `locksstop` ends it, `locksprobe`
 // only answers whether this JVM can do it. Its own JVMTI environment (own capabilities, callbacks
 // and tags, so neither the CPU profiler's nor the heap sampler's SetEventCallbacks replaces ours),
 // own service thread and output file, like the heap sampler in agent.c.
@@ -30,18 +30,33 @@
 // and a field read per thread per look, a stack per episode: the cost scales with threads, not
 // with lock traffic.
 //
+// Virtual threads (JDK 21+, option `vthreads`, instead of monitors and parks): a virtual thread
+// that waits (parks, sleeps, blocks on a monitor or on I/O through the JDK's poller) is unmounted
+// from its carrier, so no OS thread is blocked for it and no scheduler event sees its wait; the
+// carrier goes on to run other virtual threads or idles in ForkJoinPool.awaitWork. HotSpot posts
+// two extension events, com.sun.hotspot.events.VirtualThreadUnmount and VirtualThreadMount (found
+// through GetExtensionEvents; they need the can_support_virtual_threads capability). At unmount,
+// on the virtual thread itself, the callback takes its Java stack (where it waits) and its
+// parkBlocker's class, kept in JVMTI thread-local storage, which is per virtual thread; at the
+// next mount the interval is written, weighed by the time it was unmounted. That time includes
+// the wait for a free carrier after the virtual thread was made runnable again. Carriers are never
+// counted. Cost while a session runs: a stack per unmount. The capability is added by the first
+// such session (HotSpot then reports every mount and unmount to JVMTI, a small cost per
+// transition) and relinquished at its end.
+//
 // Idle costs nothing: on stop the monitor events are disabled, the poller stops, every reference
 // is released and the service thread sleeps on a condition variable.
 //
 // File records, one a line, tab separated:
 //   L <pid> <clock ns> <period ns>                        session start
 //   M <index> <class> <method> <source file or -> <native>  a method's names (as the CPU profiler's)
-//   W <kind m|p> <tid or 0> <end ns> <waited ns> <thread> <lock class or -> <holder or -> <holder frames or -> <frames...>
+//   W <kind m|p|v> <tid or 0> <end ns> <waited ns> <thread> <lock class or -> <holder or -> <holder frames or -> <frames...>
 //       frames "<method index>:<bci>:<line>", leaf first; holder frames the same, comma separated
 //   T <ns>                                                heartbeat
 //   E <monitor waits> <park episodes> <looks> <callback ns> <look ns>   end, file closed
 // Return codes: 103 cannot open the file, 104 bad options, 105 out of memory, 120 JVMTI
-// unavailable, 121 the JVM refused the monitor-event capability.
+// unavailable, 121 the JVM refused the monitor-event capability, 122 no virtual-thread support
+// (JDK < 21, or the mount/unmount events are missing).
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <jni.h>
@@ -65,7 +80,7 @@
 
 typedef struct lock_rec {
   struct lock_rec *next;
-  char kind; // 'm' monitor, 'p' park
+  char kind; // 'm' monitor, 'p' park, 'v' a virtual thread unmounted
   unsigned gen; // session that took it
   int tid;
   int64_t t0, end;
@@ -223,6 +238,129 @@ static void JNICALL on_contended_entered(jvmtiEnv *jv, JNIEnv *jni, jthread thre
   r->end = mono_ns();
   atomic_fetch_add_explicit(&l_monitor_waits, 1, memory_order_relaxed);
   push_rec(r);
+}
+
+// ---- virtual threads ----
+
+static int l_vthreads;        // this session follows virtual threads (not monitors and parks)
+static jint l_mount_index = -1, l_unmount_index = -1;
+
+// The bit JDK 21 named can_support_virtual_threads follows can_generate_sampled_object_alloc_events;
+// older headers (the JDK we may be built against) call it padding. Set by position.
+static void set_vthread_capability(jvmtiCapabilities *c) {
+  jvmtiCapabilities probe;
+  memset(&probe, 0, sizeof(probe));
+  probe.can_generate_sampled_object_alloc_events = 1;
+  const unsigned char *p = (const unsigned char *)&probe;
+  for (size_t i = 0; i < sizeof(probe); i++)
+    for (int b = 0; b < 8; b++)
+      if (p[i] & (1u << b)) {
+        size_t next = i * 8 + (size_t)b + 1;
+        ((unsigned char *)c)[next / 8] |= (unsigned char)(1u << (next % 8));
+        return;
+      }
+}
+
+static void JNICALL on_vt_unmount(jvmtiEnv *jv, JNIEnv *jni, jthread vt) {
+  if (!atomic_load_explicit(&l_on, memory_order_acquire)) return;
+  atomic_fetch_add(&l_in_cb, 1);
+  int64_t t0 = mono_ns();
+  void *old = NULL;
+  if ((*jv)->GetThreadLocalStorage(jv, vt, &old) == JVMTI_ERROR_NONE) free(old);
+  lock_rec *r = new_rec('v');
+  if (r) {
+    r->t0 = t0;
+    if ((*jv)->GetStackTrace(jv, vt, 0, l_depth, r->frames, &r->n) != JVMTI_ERROR_NONE) r->n = 0;
+    thread_name(jv, jni, vt, r->thread, sizeof(r->thread));
+    jobject blocker = l_park_blocker ? (*jni)->GetObjectField(jni, vt, l_park_blocker) : NULL;
+    if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
+    if (blocker) {
+      class_of(jv, jni, blocker, r->cls, sizeof(r->cls));
+      (*jni)->DeleteLocalRef(jni, blocker);
+    }
+  }
+  if ((*jv)->SetThreadLocalStorage(jv, vt, r) != JVMTI_ERROR_NONE) free(r);
+  atomic_fetch_add_explicit(&l_cb_ns, (uint64_t)(mono_ns() - t0), memory_order_relaxed);
+  atomic_fetch_sub(&l_in_cb, 1);
+}
+
+static void JNICALL on_vt_mount(jvmtiEnv *jv, JNIEnv *jni, jthread vt) {
+  (void)jni;
+  lock_rec *r = NULL;
+  if ((*jv)->GetThreadLocalStorage(jv, vt, (void **)&r) != JVMTI_ERROR_NONE || !r) return;
+  (*jv)->SetThreadLocalStorage(jv, vt, NULL);
+  if (!atomic_load_explicit(&l_on, memory_order_acquire) || r->gen != atomic_load(&l_gen)) {
+    free(r);
+    return;
+  }
+  r->end = mono_ns();
+  r->tid = (int)syscall(SYS_gettid); // the carrier it is mounted on again
+  atomic_fetch_add_explicit(&l_monitor_waits, 1, memory_order_relaxed);
+  push_rec(r);
+}
+
+// A virtual thread that ends is not mounted again: its last record is freed here.
+static void JNICALL on_vt_end(jvmtiEnv *jv, JNIEnv *jni, jthread vt) {
+  (void)jni;
+  void *r = NULL;
+  if ((*jv)->GetThreadLocalStorage(jv, vt, &r) == JVMTI_ERROR_NONE && r) {
+    (*jv)->SetThreadLocalStorage(jv, vt, NULL);
+    free(r);
+  }
+}
+
+#define JVMTI_EVENT_VIRTUAL_THREAD_END_ID 88 // JDK 21's JVMTI_EVENT_VIRTUAL_THREAD_END (not in older headers)
+
+// Adds the capability and finds the extension events; 0 when the JVM follows virtual threads.
+static int vthreads_enable(void) {
+  jvmtiEnv *jv = l_jvmti;
+  jvmtiCapabilities caps;
+  memset(&caps, 0, sizeof(caps));
+  set_vthread_capability(&caps);
+  if ((*jv)->AddCapabilities(jv, &caps) != JVMTI_ERROR_NONE) return 122;
+  if (l_mount_index < 0 || l_unmount_index < 0) {
+    jint n = 0;
+    jvmtiExtensionEventInfo *ev = NULL;
+    if ((*jv)->GetExtensionEvents(jv, &n, &ev) == JVMTI_ERROR_NONE && ev) {
+      for (jint i = 0; i < n; i++) {
+        if (ev[i].id && !strcmp(ev[i].id, "com.sun.hotspot.events.VirtualThreadMount")) l_mount_index = ev[i].extension_event_index;
+        if (ev[i].id && !strcmp(ev[i].id, "com.sun.hotspot.events.VirtualThreadUnmount")) l_unmount_index = ev[i].extension_event_index;
+        for (jint k = 0; k < ev[i].param_count; k++) (*jv)->Deallocate(jv, (unsigned char *)ev[i].params[k].name);
+        (*jv)->Deallocate(jv, (unsigned char *)ev[i].params);
+        (*jv)->Deallocate(jv, (unsigned char *)ev[i].id);
+        (*jv)->Deallocate(jv, (unsigned char *)ev[i].short_description);
+      }
+      (*jv)->Deallocate(jv, (unsigned char *)ev);
+    }
+  }
+  if (l_mount_index < 0 || l_unmount_index < 0) {
+    (*jv)->RelinquishCapabilities(jv, &caps);
+    return 122;
+  }
+  // HotSpot posts an extension event once it has a callback and is enabled under its index
+  (*jv)->SetExtensionEventCallback(jv, l_unmount_index, (jvmtiExtensionEvent)on_vt_unmount);
+  (*jv)->SetExtensionEventCallback(jv, l_mount_index, (jvmtiExtensionEvent)on_vt_mount);
+  (*jv)->SetEventNotificationMode(jv, JVMTI_ENABLE, (jvmtiEvent)l_unmount_index, NULL);
+  (*jv)->SetEventNotificationMode(jv, JVMTI_ENABLE, (jvmtiEvent)l_mount_index, NULL);
+  (*jv)->SetEventNotificationMode(jv, JVMTI_ENABLE, (jvmtiEvent)JVMTI_EVENT_VIRTUAL_THREAD_END_ID, NULL);
+  return 0;
+}
+
+static void vthreads_disable(void) {
+  jvmtiEnv *jv = l_jvmti;
+  if (l_mount_index >= 0) {
+    (*jv)->SetEventNotificationMode(jv, JVMTI_DISABLE, (jvmtiEvent)l_mount_index, NULL);
+    (*jv)->SetExtensionEventCallback(jv, l_mount_index, NULL);
+  }
+  if (l_unmount_index >= 0) {
+    (*jv)->SetEventNotificationMode(jv, JVMTI_DISABLE, (jvmtiEvent)l_unmount_index, NULL);
+    (*jv)->SetExtensionEventCallback(jv, l_unmount_index, NULL);
+  }
+  (*jv)->SetEventNotificationMode(jv, JVMTI_DISABLE, (jvmtiEvent)JVMTI_EVENT_VIRTUAL_THREAD_END_ID, NULL);
+  jvmtiCapabilities caps;
+  memset(&caps, 0, sizeof(caps));
+  set_vthread_capability(&caps);
+  (*jv)->RelinquishCapabilities(jv, &caps);
 }
 
 // ---- names (service thread) ----
@@ -417,13 +555,13 @@ static void forget_methods(void) {
   l_method_count = 0;
 }
 
-static void *locks_thread(void *arg) {
-  (void)arg;
-  JNIEnv *jni = NULL;
-  pthread_setname_np(pthread_self(), "ebpf-studio-lk");
-  JavaVMAttachArgs aa = {JNI_VERSION_1_6, "ebpf-studio-locks", NULL};
-  if ((*l_vm)->AttachCurrentThreadAsDaemon(l_vm, (void **)&jni, &aa) != JNI_OK) return NULL;
+// Thread.parkBlocker and AbstractOwnableSynchronizer.exclusiveOwnerThread (attach thread, once).
+static void resolve_fields(JNIEnv *jni) {
+  static int done;
+  if (done) return;
+  done = 1;
   jclass thr = (*jni)->FindClass(jni, "java/lang/Thread");
+  if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
   if (thr) l_park_blocker = (*jni)->GetFieldID(jni, thr, "parkBlocker", "Ljava/lang/Object;");
   if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
   jclass aos = (*jni)->FindClass(jni, "java/util/concurrent/locks/AbstractOwnableSynchronizer");
@@ -433,6 +571,16 @@ static void *locks_thread(void *arg) {
     if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
     l_aos = (*jni)->NewGlobalRef(jni, aos);
   }
+  if (thr) (*jni)->DeleteLocalRef(jni, thr);
+  if (aos) (*jni)->DeleteLocalRef(jni, aos);
+}
+
+static void *locks_thread(void *arg) {
+  (void)arg;
+  JNIEnv *jni = NULL;
+  pthread_setname_np(pthread_self(), "ebpf-studio-lk");
+  JavaVMAttachArgs aa = {JNI_VERSION_1_6, "ebpf-studio-locks", NULL};
+  if ((*l_vm)->AttachCurrentThreadAsDaemon(l_vm, (void **)&jni, &aa) != JNI_OK) return NULL;
   unsigned number = 0;
   int64_t last_look = 0, last_beat = 0;
   pthread_mutex_lock(&l_lock);
@@ -442,7 +590,7 @@ static void *locks_thread(void *arg) {
       last_look = 0;
     }
     int64_t now = mono_ns();
-    if (!l_stop_wanted) {
+    if (!l_stop_wanted && !l_vthreads) {
       number++;
       look(jni, number, last_look ? now - last_look : l_period_ns);
       last_look = now;
@@ -492,11 +640,18 @@ static int locks_initialize(JavaVM *vm) {
   caps.can_get_line_numbers = 1;
   caps.can_get_source_file_name = 1;
   (*jv)->AddCapabilities(jv, &caps); // without them frames keep names but lose file:line
-  jvmtiEventCallbacks cb;
+  // JDK 21's callback table: the older headers' table, then VirtualThreadStart (87) and
+  // VirtualThreadEnd (88). A JVM older than 21 reads only the size it knows.
+  struct {
+    jvmtiEventCallbacks base;
+    void *virtual_thread_start;
+    void (JNICALL *virtual_thread_end)(jvmtiEnv *, JNIEnv *, jthread);
+  } cb;
   memset(&cb, 0, sizeof(cb));
-  cb.MonitorContendedEnter = on_contended_enter;
-  cb.MonitorContendedEntered = on_contended_entered;
-  (*jv)->SetEventCallbacks(jv, &cb, sizeof(cb));
+  cb.base.MonitorContendedEnter = on_contended_enter;
+  cb.base.MonitorContendedEntered = on_contended_entered;
+  cb.virtual_thread_end = on_vt_end;
+  if ((*jv)->SetEventCallbacks(jv, (jvmtiEventCallbacks *)&cb, sizeof(cb)) != JVMTI_ERROR_NONE) (*jv)->SetEventCallbacks(jv, &cb.base, sizeof(cb.base));
   l_vm = vm;
   l_jvmti = jv;
   l_initialized = 1;
@@ -524,7 +679,9 @@ static void set_events(jvmtiEventMode mode) {
 
 static void locks_stop(void) {
   atomic_store_explicit(&l_on, 0, memory_order_release);
-  set_events(JVMTI_DISABLE);
+  if (l_vthreads) vthreads_disable();
+  else set_events(JVMTI_DISABLE);
+  l_vthreads = 0;
   for (int i = 0; i < 20000 && atomic_load(&l_in_cb) > 0; i++) usleep(100);
   pthread_mutex_lock(&l_lock);
   if (l_out) {
@@ -535,17 +692,23 @@ static void locks_stop(void) {
   pthread_mutex_unlock(&l_lock);
 }
 
-static int locks_start(const char *out, int depth, int64_t period_ns) {
+static int locks_start(const char *out, int depth, int64_t period_ns, int vthreads) {
   locks_stop(); // a session the helper never stopped (it died): end it, start over in the new file
+  if (vthreads) {
+    int rc = vthreads_enable();
+    if (rc) return rc;
+  }
   pthread_mutex_lock(&l_lock);
   int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
   if (!f) {
     if (fd >= 0) close(fd);
     pthread_mutex_unlock(&l_lock);
+    if (vthreads) vthreads_disable();
     return 103;
   }
   setvbuf(f, NULL, _IOFBF, 1 << 16);
+  l_vthreads = vthreads;
   l_depth = depth;
   l_period_ns = period_ns;
   atomic_fetch_add(&l_gen, 1);
@@ -558,7 +721,7 @@ static int locks_start(const char *out, int depth, int64_t period_ns) {
   fflush(f);
   l_out = f;
   atomic_store_explicit(&l_on, 1, memory_order_release);
-  set_events(JVMTI_ENABLE);
+  if (!vthreads) set_events(JVMTI_ENABLE);
   start_thread_once();
   pthread_cond_broadcast(&l_cond);
   pthread_mutex_unlock(&l_lock);
@@ -568,7 +731,7 @@ static int locks_start(const char *out, int depth, int64_t period_ns) {
 int locks_handle(JavaVM *vm, const char *options) {
   char opts[1024];
   snprintf(opts, sizeof(opts), "%s", options);
-  int start = 0, stop = 0, depth = 64;
+  int start = 0, stop = 0, depth = 64, vthreads = 0;
   long long period_us = 2000;
   const char *out = NULL;
   char *save = NULL;
@@ -576,6 +739,7 @@ int locks_handle(JavaVM *vm, const char *options) {
     if (!strcmp(tok, "locks")) start = 1;
     else if (!strcmp(tok, "locksstop")) stop = 1;
     else if (!strcmp(tok, "locksprobe")) ;
+    else if (!strcmp(tok, "vthreads")) vthreads = 1;
     else if (!strncmp(tok, "out=", 4)) out = tok + 4;
     else if (!strncmp(tok, "depth=", 6)) depth = atoi(tok + 6);
     else if (!strncmp(tok, "period=", 7)) period_us = atoll(tok + 7);
@@ -587,7 +751,9 @@ int locks_handle(JavaVM *vm, const char *options) {
     int rc = locks_initialize(vm);
     if (rc) return rc;
   }
+  JNIEnv *jni = NULL;
+  if (start && (*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) == JNI_OK) resolve_fields(jni);
   if (stop) locks_stop();
-  if (start) return locks_start(out, depth, (int64_t)period_us * 1000);
+  if (start) return locks_start(out, depth, (int64_t)period_us * 1000, vthreads);
   return 0;
 }

@@ -78,3 +78,35 @@ test('a lock profile survives pprof: time as lock_wait µs, the event kept', () 
   assert.equal(back.unit, 'us');
   assert.equal(back.stacks.reduce((a, s) => a + (s.value ?? 0), 0), 36500);
 });
+
+test("virtual threads' waits: state from where they unmounted, a blocker as a park frame, no carrier tid", () => {
+  const m = new JavaLocksModel();
+  m.feed(
+    [
+      'L\t77\t1000\t2000000',
+      'M\t1\tjava.lang.VirtualThread\tparkNanos\tVirtualThread.java\t0',
+      'M\t2\tjava.lang.Thread\tsleep\tThread.java\t0',
+      'M\t3\tApp\twaitLong\tApp.java\t0',
+      'M\t4\tjava.lang.VirtualThread\tpark\tVirtualThread.java\t0',
+      'M\t5\tjava.util.concurrent.locks.LockSupport\tpark\tLockSupport.java\t0',
+      'M\t6\tApp\ttake\tApp.java\t0',
+      'M\t7\tsun.nio.ch.NioSocketImpl\tpark\tNioSocketImpl.java\t0',
+      'M\t8\tApp\tread\tApp.java\t0',
+      'W\tv\t900\t5000\t30000000\tvw-1\t-\t-\t-\t1:2:1\t2:3:500\t3:4:19',
+      'W\tv\t901\t6000\t1000000\tvw-1\tLjava/util/concurrent/locks/ReentrantLock$NonfairSync;\t-\t-\t4:1:2\t5:14:211\t6:5:40',
+      'W\tv\t902\t7000\t2000000\t\t-\t-\t-\t4:1:2\t7:10:300\t8:3:50',
+      'E\t3\t0\t0\t9000\t0',
+    ].join('\n') + '\n',
+  );
+  const r = m.result(77, 'vthread');
+  assert.equal(r.event, 'vthread');
+  assert.deepEqual(r.states, { sleep: 30000, io: 2000, lock: 1000 });
+  const [sleep, io, lock] = r.stacks;
+  assert.equal(sleep.state, 'sleep');
+  assert.equal(sleep.frames[0].function, 'java.lang.VirtualThread.parkNanos', 'no lock frame without a blocker');
+  assert.equal(sleep.tid, 77, 'a virtual thread has no OS thread: the pid stands in, not the carrier');
+  assert.equal(io.state, 'io');
+  assert.equal(io.comm, 'virtual thread', 'an unnamed virtual thread');
+  assert.equal(lock.state, 'lock');
+  assert.equal(lock.frames[0].function, '[park java.util.concurrent.locks.ReentrantLock$NonfairSync]');
+});

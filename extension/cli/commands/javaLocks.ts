@@ -1,7 +1,8 @@
 // `ebpf-studio profile --pid P --event lock`: where a JVM's threads wait for locks — contended
 // `synchronized` monitors and java.util.concurrent parks — by the waiter's Java stack, with a leaf
 // frame naming the lock's class and its holder, as a text summary, --json (the profile document,
-// unit µs), --folded or --pprof. Reached from profile.ts, which only dispatches here.
+// unit µs), --folded or --pprof. `--event vthread`: where a JVM's virtual threads wait (the time
+// each spent unmounted, by its Java stack). Reached from profile.ts, which only dispatches here.
 import fs from 'node:fs';
 import type { Io } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
@@ -31,7 +32,24 @@ export const LOCK_USAGE = `ebpf-studio profile --pid P --event lock [--depth N] 
   --folded            folded stacks weighted by µs, the lock frame last
   --pprof FILE        also write gzipped pprof (lock_wait/microseconds)
   Not covered: Object.wait (a thread waiting to be notified is not contending), virtual threads'
-  parks (only platform threads are looked at), and locks held by native code.`;
+  parks (only platform threads are looked at; see --event vthread), and locks held by native code.`;
+
+export const VTHREAD_USAGE = `ebpf-studio profile --pid P --event vthread [--depth N] [--duration S] [--json | --folded] [--pprof FILE]
+  Where the virtual threads of the JVM P (JDK 21+) wait: the time each spent unmounted from its
+  carrier (parked, sleeping, blocked on a lock or on I/O), by its Java stack when it unmounted,
+  through eBPF Studio's JVMTI agent (HotSpot's VirtualThreadMount/Unmount events; no restart).
+  State: sleeping (Thread.sleep), I/O (under the JDK's socket/file code), else lock; a park with a
+  blocker gets a "[park <class>]" leaf frame. Carrier threads are not counted: their idle time in
+  ForkJoinPool is not the program's wait. --event offcpu shows the carriers' own OS-level time.
+  --depth N           Java frames kept per wait (default ${JAVA_LOCKS_DEFAULT_DEPTH}, at most ${JAVA_LOCKS_MAX_DEPTH})
+  --json              the profile document: "event": "vthread", "unit": "us", a state per stack
+  --folded            folded stacks weighted by µs
+  --pprof FILE        also write gzipped pprof (vthread_wait/microseconds)
+  Not covered: a virtual thread pinned to its carrier (inside native code, or a synchronized block
+  before JDK 24) blocks the carrier without unmounting, so its wait is not here but in --event
+  offcpu under the carrier; the time between being made runnable and mounted again (waiting for a
+  free carrier) counts as waiting; the agent's first virtual-thread session makes HotSpot report
+  every mount and unmount to JVMTI from then on (a small cost per switch, while the JVM lives).`;
 
 /** Fails before tracing when the pprof file could not be written afterwards (as profile's --pprof does; not imported from there, which imports this file). */
 function checkPprofFile(file: string): string {
@@ -47,10 +65,11 @@ function checkPprofFile(file: string): string {
   return abs;
 }
 
-/** `--event lock` (or `--event=lock`) among profile's arguments. */
-export function wantsLockEvent(argv: string[]): boolean {
+/** `--event lock|vthread` (or `--event=...`) among profile's arguments: which, else undefined. */
+export function wantsLockEvent(argv: string[]): 'lock' | 'vthread' | undefined {
   const i = argv.indexOf('--event');
-  return (i >= 0 && argv[i + 1] === 'lock') || argv.includes('--event=lock');
+  const v = i >= 0 ? argv[i + 1] : argv.find((a) => a.startsWith('--event='))?.slice(8);
+  return v === 'lock' || v === 'vthread' ? v : undefined;
 }
 
 const ms = (us: number) => (us >= 10_000_000 ? `${(us / 1e6).toFixed(1)} s` : `${(us / 1000).toFixed(1)} ms`);
@@ -78,18 +97,37 @@ export function formatLockSummary(r: ProfileResult, top = 20): string {
   return lines.join('\n');
 }
 
+/** The text report of virtual threads' waits: per state, then the innermost program frames they waited in. */
+export function formatVthreadSummary(r: ProfileResult, top = 20): string {
+  const total = r.stacks.reduce((a, s) => a + (s.value ?? 0), 0);
+  const pct = (n: number) => (total ? ((100 * n) / total).toFixed(1).padStart(5) : '  0.0');
+  const sites = new Map<string, number>();
+  for (const s of r.stacks) {
+    const f = s.frames.find((x) => x.module !== LOCK_MODULE && !/^(java|jdk|sun)\./.test(x.function ?? '')) ?? s.frames[0];
+    const site = f ? `${f.function}${f.file ? ` (${f.file}${f.line ? `:${f.line}` : ''})` : ''}` : '?';
+    sites.set(site, (sites.get(site) ?? 0) + (s.value ?? 0));
+  }
+  const states = Object.entries(r.states ?? {}).map(([k, v]) => `  ${k.padEnd(10)} ${ms(v ?? 0).padStart(10)}  ${pct(v ?? 0)}%`);
+  const rows = [...sites.entries()].sort((a, b) => b[1] - a[1]).slice(0, top).map(([site, us]) => `${pct(us)}% ${ms(us).padStart(10)}  ${site}`);
+  return [`virtual threads' waits (unmounted): ${ms(total)} in ${r.samples} waits, ${r.stacks.length} distinct stacks`, '', ...states, '', ' share       time  where (innermost frame of the program)', ...rows].join('\n');
+}
+
 export async function runLockProfile(argv: string[], io: Io): Promise<number> {
+  const event = wantsLockEvent(argv) ?? 'lock';
+  const vthreads = event === 'vthread';
+  const usage = vthreads ? VTHREAD_USAGE : LOCK_USAGE;
   const { values } = parse(argv, { ...commonOptions, pid: { type: 'string' }, event: { type: 'string' }, depth: { type: 'string' }, 'park-period-us': { type: 'string' }, folded: { type: 'boolean' }, pprof: { type: 'string' } });
   if (values.help) {
-    io.out(LOCK_USAGE);
+    io.out(usage);
     return 0;
   }
   const pid = pidFlag(values.pid);
-  if (pid === undefined) throw usageError(`--event lock reads one JVM's locks: give --pid P\n${LOCK_USAGE}`);
+  if (pid === undefined) throw usageError(`--event ${event} reads one JVM: give --pid P\n${usage}`);
+  if (vthreads && values['park-period-us'] !== undefined) throw usageError('--park-period-us applies to --event lock: virtual threads are timed at each unmount and mount, not looked at');
   if (values.json && values.folded) throw usageError('--json and --folded exclude each other: give one');
   if (values.pprof === '') throw usageError('--pprof takes a file name, e.g. --pprof locks.pb.gz');
   const info = processInfo(pid);
-  if (info && !info.jvm) throw inputError(`--event lock reads Java monitors and parks, and pid ${pid} (${info.comm}) is not a JVM: for a native program's lock waits use \`ebpf-studio profile --pid ${pid} --event offcpu\` (the lock state is futex waits)`);
+  if (info && !info.jvm) throw inputError(`--event ${event} reads Java ${vthreads ? 'virtual threads' : 'monitors and parks'}, and pid ${pid} (${info.comm}) is not a JVM: for a native program's lock waits use \`ebpf-studio profile --pid ${pid} --event offcpu\` (the lock state is futex waits)`);
   const pprofFile = typeof values.pprof === 'string' ? checkPprofFile(values.pprof) : undefined;
   const depth = numberFlag(values.depth, '--depth', 1, JAVA_LOCKS_MAX_DEPTH, { integer: true }) ?? JAVA_LOCKS_DEFAULT_DEPTH;
   const parkPeriodUs = numberFlag(values['park-period-us'], '--park-period-us', JAVA_LOCKS_MIN_PARK_PERIOD_US, JAVA_LOCKS_MAX_PARK_PERIOD_US, { integer: true }) ?? JAVA_LOCKS_DEFAULT_PARK_PERIOD_US;
@@ -97,23 +135,23 @@ export async function runLockProfile(argv: string[], io: Io): Promise<number> {
   return runTracer(
     {
       tracer: javaLocksTracer,
-      options: { pid, depth, parkPeriodUs },
+      options: { pid, depth, parkPeriodUs, vthreads },
       privilege: 'none',
       json: Boolean(values.json),
       verbose: Boolean(values.verbose),
       durationS: durationFlag(values.duration),
       formatUpdate: () => '',
-      formatResult: (r) => (values.folded ? toFolded(fromProfileResult(r, { groupByProcess: false })).trimEnd() : formatLockSummary(r)),
+      formatResult: (r) => (values.folded ? toFolded(fromProfileResult(r, { groupByProcess: false })).trimEnd() : vthreads ? formatVthreadSummary(r) : formatLockSummary(r)),
       onResult: (r, out) => {
         if (!pprofFile) return;
         try {
           fs.writeFileSync(pprofFile, encodePprofGz(r, { startMs, durationMs: Date.now() - startMs }));
-          out.err(`wrote ${r.stacks.length} stacks (lock_wait/microseconds) to ${pprofFile} (pprof: go tool pprof -top ${pprofFile})`);
+          out.err(`wrote ${r.stacks.length} stacks (${vthreads ? 'vthread_wait' : 'lock_wait'}/microseconds) to ${pprofFile} (pprof: go tool pprof -top ${pprofFile})`);
         } catch (e) {
           throw inputError(`cannot write ${pprofFile}: ${(e as Error).message}`);
         }
       },
-      banner: values.json || values.folded ? undefined : () => `Tracing contended Java monitors and parks of pid ${pid}... Ctrl-C to end.`,
+      banner: values.json || values.folded ? undefined : () => `Tracing ${vthreads ? "virtual threads' waits" : 'contended Java monitors and parks'} of pid ${pid}... Ctrl-C to end.`,
     },
     io,
   );

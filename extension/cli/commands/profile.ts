@@ -57,7 +57,9 @@ ${OFFCPU_USAGE}
                    go tool pprof, Pyroscope, Parca or Cloud Profiler
   --event alloc    a JVM's Java allocations by stack instead of CPU (profile --event alloc --help)
   --event lock     a JVM's contended monitors and java.util.concurrent parks by waiter stack, lock
-                   class and holder (profile --event lock --help)`;
+                   class and holder (profile --event lock --help)
+  --event vthread  where a JVM's virtual threads wait, by their own stacks (JDK 21+; profile
+                   --event vthread --help)`;
 
 /** Fails before sampling when the pprof file could not be written afterwards. */
 export function checkOutputFile(file: string, flag: string): string {
@@ -121,7 +123,7 @@ export const profileCommand: Command = {
     if (values.idle && !values.all) throw usageError('--idle only applies with --all');
     if (values.json && values.folded) throw usageError('--json and --folded exclude each other: give one');
     const event = (values.event as string | undefined) ?? 'cpu';
-    if (!['cpu', 'offcpu', 'wall'].includes(event)) throw usageError(`--event takes cpu, offcpu, wall, alloc or lock, not "${event}"`);
+    if (!['cpu', 'offcpu', 'wall'].includes(event)) throw usageError(`--event takes cpu, offcpu, wall, alloc, lock or vthread, not "${event}"`);
     if (values.pprof === '') throw usageError('--pprof takes a file name, e.g. --pprof cpu.pb.gz');
     if (event === 'offcpu' || event === 'wall') return runOffcpuProfile(event, values, pid, typeof values.pprof === 'string' ? checkOutputFile(values.pprof, '--pprof') : undefined, io);
     if (values['min-block-us'] !== undefined) throw usageError('--min-block-us applies to --event offcpu or wall');

@@ -1,14 +1,15 @@
 // Pure half of the Java lock tracer (no I/O): parses the records native/jvmagent/locks.c writes
 // (L, M, W, T, E lines) and sums each wait into a stack: the waiter's Java frames under a leaf
 // frame "[lock <class> held by <thread> at <Class.method(File.java:line)>]".
-import type { ProfileFrame, ProfileResult, ProfileStack } from '../../protocol/profile';
+import type { ProfileFrame, ProfileResult, ProfileStack, ThreadState } from '../../protocol/profile';
 import { LOCK_MODULE } from '../../protocol/javaLocks';
 import { javaFrame, type JavaFrameRef, type JavaMethod } from '../javaAgent/decode';
 import { javaClassName } from '../javaHeap/decode';
 
 export interface LockWait {
-  kind: 'monitor' | 'park';
-  /** the waiter's OS thread id (monitors; 0 for parks, which another thread observed) */
+  /** a contended monitor, a park (platform thread), or a virtual thread's time unmounted */
+  kind: 'monitor' | 'park' | 'vthread';
+  /** the waiter's OS thread id (monitors; a virtual thread's carrier at its next mount; 0 for parks, which another thread observed) */
   tid: number;
   endNs: bigint;
   waitedNs: number;
@@ -58,7 +59,7 @@ export class JavaLocksModel {
       case 'W': {
         if (f.length < 9) break;
         this.waits.push({
-          kind: f[1] === 'm' ? 'monitor' : 'park',
+          kind: f[1] === 'm' ? 'monitor' : f[1] === 'v' ? 'vthread' : 'park',
           tid: Number(f[2]),
           endNs: BigInt(f[3]),
           waitedNs: Number(f[4]),
@@ -89,12 +90,25 @@ export class JavaLocksModel {
     return `${m.className}.${m.method}(${where})`;
   }
 
-  /** The leaf frame naming the lock: "[lock java.lang.Object held by worker-2 at Foo.run(Foo.java:31)]". */
-  lockLabel(w: LockWait): string {
+  /** The leaf frame naming the lock: "[lock java.lang.Object held by worker-2 at Foo.run(Foo.java:31)]"; undefined for a virtual thread without a blocker. */
+  lockLabel(w: LockWait): string | undefined {
+    if (w.kind === 'vthread' && !w.lockClass) return undefined;
     const what = w.kind === 'monitor' ? `lock ${w.lockClass ?? '?'}` : w.lockClass ? `park ${w.lockClass}` : 'park (no blocker)';
     const site = this.holderSite(w);
     const held = w.holder ? ` held by ${w.holder}${site ? ` at ${site}` : ''}` : '';
     return `[${what}${held}]`;
+  }
+
+  /**
+   * Why a wait waited: monitors and parks are lock waits; a virtual thread's, from where it
+   * unmounted — in Thread.sleep sleeping, under the JDK's socket and file code I/O, else a lock.
+   */
+  stateOf(w: LockWait): ThreadState {
+    if (w.kind !== 'vthread') return 'lock';
+    const names = w.frames.map((r) => this.methods.get(r.method)).map((m) => (m ? `${m.className}.${m.method}` : ''));
+    if (names.some((n) => n === 'java.lang.Thread.sleep' || n === 'java.lang.VirtualThread.sleepNanos')) return 'sleep';
+    if (names.some((n) => /^(sun\.nio\.ch|java\.net|java\.nio\.channels|sun\.nio\.fs)\./.test(n))) return 'io';
+    return 'lock';
   }
 
   /** The waits as profile stacks (µs), summed per thread, stack and lock frame; most time first. */
@@ -102,21 +116,29 @@ export class JavaLocksModel {
     const byKey = new Map<string, ProfileStack>();
     for (const w of this.waits) {
       const label = this.lockLabel(w);
-      const frames: ProfileFrame[] = [{ address: '0x0', module: LOCK_MODULE, function: label, file: null, line: null, kind: 'jit' }, ...w.frames.map((r) => javaFrame(r, this.methods, 'jit'))];
-      const key = `${w.thread}\0${label}\0${w.frames.map((r) => `${r.method}:${r.bci}`).join(',')}`;
+      const java = w.frames.map((r) => javaFrame(r, this.methods, 'jit'));
+      const frames: ProfileFrame[] = label ? [{ address: '0x0', module: LOCK_MODULE, function: label, file: null, line: null, kind: 'jit' }, ...java] : java;
+      const state = this.stateOf(w);
+      const key = `${w.thread}\0${label ?? ''}\0${state}\0${w.frames.map((r) => `${r.method}:${r.bci}`).join(',')}`;
       const s = byKey.get(key);
       const us = w.waitedNs / 1000;
       if (s) {
         s.count++;
         s.value = (s.value ?? 0) + us;
-      } else byKey.set(key, { count: 1, value: us, state: 'lock', pid, tid: w.tid || pid, comm: w.thread, frames });
+      } else {
+        // a virtual thread has no OS thread of its own: the process stands in for its tid
+        const tid = w.kind === 'vthread' || !w.tid ? pid : w.tid;
+        byKey.set(key, { count: 1, value: us, state, pid, tid, comm: w.thread || (w.kind === 'vthread' ? 'virtual thread' : '?'), frames });
+      }
     }
     return [...byKey.values()].map((s) => ({ ...s, value: Math.round(s.value ?? 0) })).sort((a, b) => (b.value ?? 0) - (a.value ?? 0));
   }
 
-  result(pid: number): ProfileResult {
+  result(pid: number, event: 'lock' | 'vthread' = 'lock'): ProfileResult {
     const stacks = this.stacks(pid);
-    return { tracer: 'profile', unit: 'us', event: 'lock', states: { lock: stacks.reduce((a, s) => a + (s.value ?? 0), 0) }, frequency: 0, samples: this.waits.length, lost: 0, stacks };
+    const states: Partial<Record<ThreadState, number>> = {};
+    for (const s of stacks) if (s.state) states[s.state] = (states[s.state] ?? 0) + (s.value ?? 0);
+    return { tracer: 'profile', unit: 'us', event, states, frequency: 0, samples: this.waits.length, lost: 0, stacks };
   }
 }
 

@@ -12,12 +12,13 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import type { ProfileResult, ProfileUpdate } from '../../protocol/profile';
 import { JAVA_LOCKS_DEFAULT_DEPTH, JAVA_LOCKS_DEFAULT_PARK_PERIOD_US, JAVA_LOCKS_MAX_DEPTH, JAVA_LOCKS_MAX_PARK_PERIOD_US, JAVA_LOCKS_MIN_PARK_PERIOD_US, type JavaLocksOptions } from '../../protocol/javaLocks';
-import { asObject, int, PID_MAX } from '../../protocol/validate';
+import { asObject, bool, int, PID_MAX } from '../../protocol/validate';
 import { inputError, unsuitableError } from '../../protocol/errors';
 import { pidAlive, processInfo } from '../../sys/proc/processes';
 import { namespacePid } from '../../sys/jvm/attach';
 import type { Tracer } from '../tracer';
 import { agentCommand, agentLibrary, agentUnavailableMessage, checkAgentTarget, placeAgent } from '../javaAgent/agent';
+import { jdkFeature, jdkVersion } from '../javaHeap/tracer';
 import { JavaLocksModel } from './decode';
 
 export * from './decode';
@@ -29,6 +30,7 @@ const LOCKS_CODES: Record<number, string> = {
   105: "the JVM is out of memory for the agent's tables",
   120: 'the JVM refused a JVMTI environment to the agent',
   121: 'the JVM refused the agent the monitor-event capability (another agent may hold it)',
+  122: "this JVM does not report virtual threads' mounts and unmounts to agents (JDK 21 or newer with HotSpot's VirtualThreadMount/Unmount events is needed)",
 };
 
 export const javaLocksTracer: Tracer<'java-locks'> = {
@@ -39,6 +41,7 @@ export const javaLocksTracer: Tracer<'java-locks'> = {
       pid: int(o, 'pid', 1, PID_MAX),
       depth: int(o, 'depth', 1, JAVA_LOCKS_MAX_DEPTH, JAVA_LOCKS_DEFAULT_DEPTH),
       parkPeriodUs: int(o, 'parkPeriodUs', JAVA_LOCKS_MIN_PARK_PERIOD_US, JAVA_LOCKS_MAX_PARK_PERIOD_US, JAVA_LOCKS_DEFAULT_PARK_PERIOD_US),
+      vthreads: bool(o, 'vthreads', false),
     };
   },
   async start(options, env, events) {
@@ -48,6 +51,10 @@ export const javaLocksTracer: Tracer<'java-locks'> = {
     if (!info.jvm) throw inputError(`pid ${pid} (${info.comm}) is not a JVM (no libjvm.so mapped): --event lock reads Java monitors and parks; for a native program's futex waits use \`ebpf-studio profile --pid ${pid} --event offcpu\` (the lock state)`);
     const lib = agentLibrary(env.assetDir);
     if (!lib) throw unsuitableError(agentUnavailableMessage(env.assetDir));
+    const vthreads = Boolean(options.vthreads);
+    const jdk = jdkVersion(pid, info.jvm.javaHome);
+    if (vthreads && jdk && jdkFeature(jdk) < 21)
+      throw unsuitableError(`pid ${pid} runs JDK ${jdk} (${info.jvm.javaHome}), which has no virtual threads (JDK 21 or newer): its threads' waits are in \`ebpf-studio profile --pid ${pid} --event offcpu\` and its lock waits in --event lock`);
     const ids = checkAgentTarget(pid, env.requester);
     const libInTarget = placeAgent(pid, lib, ids);
     const outName = `.ebpf-studio-locks-${namespacePid(pid)}-${crypto.randomBytes(4).toString('hex')}.txt`;
@@ -55,12 +62,13 @@ export const javaLocksTracer: Tracer<'java-locks'> = {
     const t0 = Date.now();
     const depth = options.depth ?? JAVA_LOCKS_DEFAULT_DEPTH;
     const period = options.parkPeriodUs ?? JAVA_LOCKS_DEFAULT_PARK_PERIOD_US;
-    const code = await agentCommand(pid, libInTarget, `locks,out=/tmp/${outName},depth=${depth},period=${period}`, 15000);
+    const code = await agentCommand(pid, libInTarget, `locks,out=/tmp/${outName},depth=${depth},period=${period}${vthreads ? ',vthreads' : ''}`, 15000);
     if (code !== 0) {
       fs.rmSync(outHost, { force: true });
-      throw unsuitableError(`pid ${pid}: the Java lock tracer did not start: ${LOCKS_CODES[code] ?? `Agent_OnAttach returned ${code}`}`);
+      throw unsuitableError(`pid ${pid}${jdk ? ` (JDK ${jdk})` : ''}: the Java ${vthreads ? 'virtual-thread' : 'lock'} tracer did not start: ${LOCKS_CODES[code] ?? `Agent_OnAttach returned ${code}`}`);
     }
-    env.log(`java-locks: contended monitors and parks (looked at every ${period} µs) in pid ${pid} (${libInTarget}), writing /tmp/${outName}`);
+    const event = vthreads ? 'vthread' : 'lock';
+    env.log(`java-locks: ${vthreads ? 'virtual threads unmounted' : `contended monitors and parks (looked at every ${period} µs)`} in pid ${pid} (${libInTarget}), writing /tmp/${outName}`);
     const model = new JavaLocksModel();
     let offset = 0;
     let stopped = false;
@@ -105,9 +113,10 @@ export const javaLocksTracer: Tracer<'java-locks'> = {
       }
       fs.rmSync(outHost, { force: true });
       if (!model.ended) env.log('java-locks: the agent file ended without its end mark; the last waits may be missing');
-      final = model.result(pid);
+      final = model.result(pid, event);
       const e = model.end;
-      env.log(`java-locks: ${e.monitorWaits} contended monitor enters, ${e.parks} park episodes, ${e.looks} looks; ${(e.callbackNs / 1e6).toFixed(1)} ms in monitor callbacks (${e.monitorWaits ? (e.callbackNs / e.monitorWaits / 1000).toFixed(1) : 0} µs each), ${(e.lookNs / 1e6).toFixed(1)} ms looking (${e.looks ? (e.lookNs / e.looks / 1000).toFixed(1) : 0} µs each)`);
+      if (vthreads) env.log(`java-locks: ${e.monitorWaits} virtual-thread waits (unmount to mount); ${(e.callbackNs / 1e6).toFixed(1)} ms in unmount callbacks (${e.monitorWaits ? (e.callbackNs / e.monitorWaits / 1000).toFixed(1) : 0} µs each)`);
+      else env.log(`java-locks: ${e.monitorWaits} contended monitor enters, ${e.parks} park episodes, ${e.looks} looks; ${(e.callbackNs / 1e6).toFixed(1)} ms in monitor callbacks (${e.monitorWaits ? (e.callbackNs / e.monitorWaits / 1000).toFixed(1) : 0} µs each), ${(e.lookNs / 1e6).toFixed(1)} ms looking (${e.looks ? (e.lookNs / e.looks / 1000).toFixed(1) : 0} µs each)`);
       return final;
     };
 
@@ -136,7 +145,7 @@ export const javaLocksTracer: Tracer<'java-locks'> = {
         } catch {
           /* the next poll says why */
         }
-        return model.result(pid);
+        return model.result(pid, event);
       },
       stop: finish,
     };

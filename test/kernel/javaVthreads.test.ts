@@ -1,0 +1,65 @@
+// `profile --event vthread` on Temurin 25 (test/fixtures/java/VirtualWaits.java): 200 virtual
+// threads each wait 30 ms in waitLong() for every 10 ms in waitShort() (Thread.sleep, which
+// unmounts them), timing every wait themselves. Checked: the 3:1 split within 5 points, the total
+// against the program's own sum, the state (sleeping), and that the carriers — which idle in
+// ForkJoinPool meanwhile — are not reported as the program's waiting. The fixture starts its
+// threads only once the agent's thread exists, so every wait falls inside the profile.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { ProfileResult, ProfileStack } from '../../extension/protocol/profile';
+import { compileJavaFixture, javaAgentSkipReason, removeJavaFixture, startCli, waitFor } from '../helpers';
+
+const JDK = '/usr/lib/jvm/temurin-25-jdk-amd64';
+const skip = javaAgentSkipReason() ?? (!fs.existsSync(`${JDK}/bin/javac`) ? `no Temurin 25 at ${JDK}` : undefined);
+
+let work = '';
+let child: ChildProcess | undefined;
+let pid = 0;
+let out = '';
+
+const has = (s: ProfileStack, fn: string) => s.frames.some((f) => f.function === fn);
+const sumUs = (stacks: ProfileStack[]) => stacks.reduce((a, s) => a + (s.value ?? 0), 0);
+
+describe('profile --event vthread: virtual threads wait by their own stacks, carriers not counted', { skip, timeout: 120_000 }, () => {
+  before(async () => {
+    const c = compileJavaFixture('ebpf-java-vthreads-', 'VirtualWaits.java', JDK);
+    work = c.work;
+    child = spawn(path.join(JDK, 'bin/java'), ['-cp', c.classes, 'VirtualWaits', 'ebpf-studio-locks', '2000', '120000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    child.stdout!.on('data', (d) => (out += d));
+    assert.ok(await waitFor(() => out.includes('ready'), 20_000), 'the JVM did not start');
+    pid = child.pid!;
+  });
+  after(() => removeJavaFixture(child ? [child] : [], work));
+
+  test('3:1 split of waiting within 5 points, total as the program timed it, sleeps as sleeping', async (t) => {
+    const cli = startCli(['profile', '--pid', String(pid), '--event', 'vthread', '--duration', '5', '--json', '--verbose']);
+    assert.ok(await waitFor(() => /done long-ns/.test(out), 60_000), `the workload did not finish: ${cli.stderr()}`);
+    const r = await cli.done;
+    assert.equal(r.code, 0, r.stderr);
+    const truth = /done long-ns (\d+) short-ns (\d+) threads (\d+)/.exec(out)!;
+    const truthLongUs = Number(truth[1]) / 1000;
+    const truthShortUs = Number(truth[2]) / 1000;
+    const doc = JSON.parse(r.stdout) as ProfileResult;
+    assert.equal(doc.event, 'vthread');
+    assert.equal(doc.unit, 'us');
+    const long = doc.stacks.filter((s) => has(s, 'VirtualWaits.waitLong'));
+    const short = doc.stacks.filter((s) => has(s, 'VirtualWaits.waitShort'));
+    const share = sumUs(long) / (sumUs(long) + sumUs(short));
+    const truthShare = truthLongUs / (truthLongUs + truthShortUs);
+    const f = (us: number) => `${(us / 1e6).toFixed(2)} s`;
+    t.diagnostic(`waitLong share ${(100 * share).toFixed(1)} % (the program's own timing ${(100 * truthShare).toFixed(1)} %, design 75 %); waitLong ${f(sumUs(long))} vs program ${f(truthLongUs)}, waitShort ${f(sumUs(short))} vs program ${f(truthShortUs)}; ${doc.samples} waits of ${truth[3]} virtual threads`);
+    const cost = /([\d.]+) µs each/.exec(r.stderr);
+    if (cost) t.diagnostic(`agent cost: ${cost[1]} µs per unmount (the virtual thread's stack taken)`);
+    assert.ok(sumUs(long) + sumUs(short) > 100e6, 'the 200 virtual threads waited most of 2 s each');
+    assert.ok(Math.abs(share - 0.75) <= 0.05, `waitLong share ${share}`);
+    assert.ok(Math.abs(sumUs(long) + sumUs(short) - (truthLongUs + truthShortUs)) <= 0.05 * (truthLongUs + truthShortUs), 'total waiting within 5 % of what the program timed');
+    assert.ok([...long, ...short].every((s) => s.state === 'sleep' && has(s, 'java.lang.Thread.sleep')), 'Thread.sleep in a virtual thread is sleeping');
+    assert.ok([...long, ...short].every((s) => /^vwaiter-\d+$/.test(s.comm)), 'each stack is a virtual thread, by its name');
+    // the carriers: idle in ForkJoinPool between virtual threads, never the program's waiting
+    const carrier = doc.stacks.filter((s) => /ForkJoinPool|CarrierThread/.test(s.comm) || s.frames.some((x) => /ForkJoinPool\.(awaitWork|runWorker)|CarrierThread/.test(x.function ?? '')));
+    assert.equal(carrier.length, 0, `carrier stacks reported: ${carrier.map((s) => s.comm).join(', ')}`);
+  });
+});
