@@ -4,7 +4,7 @@
 // conditions), by the waiter's Java stack, the lock's class and, where the JVM can tell, the thread
 // that held it and where.
 //
-// `locks,out=<path>,depth=<n>,period=<us>[,vthreads]` starts a session, `locksstop` ends it, `locksprobe`
+// `locks,out=<path>,depth=<n>,period=<us>[,vthreads[,nolocks]][,noowner]` starts a session, `locksstop` ends it, `locksprobe`
 // only answers whether this JVM can do it. Its own JVMTI environment (own capabilities, callbacks
 // and tags, so neither the CPU profiler's nor the heap sampler's SetEventCallbacks replaces ours),
 // own service thread and output file, like the heap sampler in agent.c.
@@ -16,7 +16,8 @@
 // object's class, and the owner from GetObjectMonitorUsage with the owner's top frames
 // (GetStackTrace of another thread: a handshake with that one thread). GetObjectMonitorUsage is a
 // VM operation (a safepoint in JDK 17): one per contended enter, which is the price of naming the
-// holder; it is paid only while a session runs.
+// holder; it is paid only while a session runs, and not at all with `noowner` (the off-CPU
+// profile's choice: a safepoint per contended enter would show in the very waits it measures).
 //
 // Parks, sampled: JVMTI has no park event and breakpoints on LockSupport cannot be set in a JVM
 // that was started without the agent (can_generate_breakpoint_events is an OnLoad-only capability
@@ -30,7 +31,8 @@
 // and a field read per thread per look, a stack per episode: the cost scales with threads, not
 // with lock traffic.
 //
-// Virtual threads (JDK 21+, option `vthreads`, instead of monitors and parks): a virtual thread
+// Virtual threads (JDK 21+, option `vthreads`; with `nolocks` instead of monitors and parks, and
+// then a JVM without them refuses the session, else it goes on without): a virtual thread
 // that waits (parks, sleeps, blocks on a monitor or on I/O through the JDK's poller) is unmounted
 // from its carrier, so no OS thread is blocked for it and no scheduler event sees its wait; the
 // carrier goes on to run other virtual threads or idles in ForkJoinPool.awaitWork. HotSpot posts
@@ -53,7 +55,7 @@
 //   W <kind m|p|v> <tid or 0> <end ns> <waited ns> <thread> <lock class or -> <holder or -> <holder frames or -> <frames...>
 //       frames "<method index>:<bci>:<line>", leaf first; holder frames the same, comma separated
 //   T <ns>                                                heartbeat
-//   E <monitor waits> <park episodes> <looks> <callback ns> <look ns>   end, file closed
+//   E <monitor waits> <park episodes> <looks> <callback ns> <look ns> <virtual-thread waits>   end, file closed
 // Return codes: 103 cannot open the file, 104 bad options, 105 out of memory, 120 JVMTI
 // unavailable, 121 the JVM refused the monitor-event capability, 122 no virtual-thread support
 // (JDK < 21, or the mount/unmount events are missing).
@@ -114,8 +116,9 @@ static int l_initialized;
 static _Atomic int l_on;
 static _Atomic int l_in_cb;
 static _Atomic unsigned l_gen;
-static _Atomic uint64_t l_monitor_waits, l_parks, l_looks, l_cb_ns, l_look_ns;
+static _Atomic uint64_t l_monitor_waits, l_parks, l_looks, l_cb_ns, l_look_ns, l_vt_waits;
 static int l_depth = 64;
+static int l_monitor_owner = 1; // asks the JVM who owns a contended monitor
 static int64_t l_period_ns = 2000000;
 static pthread_mutex_t l_qlock = PTHREAD_MUTEX_INITIALIZER; // the queue only
 static lock_rec *l_qhead, **l_qtail = &l_qhead;
@@ -213,7 +216,7 @@ static void JNICALL on_contended_enter(jvmtiEnv *jv, JNIEnv *jni, jthread thread
     thread_name(jv, jni, thread, r->thread, sizeof(r->thread));
     jvmtiMonitorUsage u;
     memset(&u, 0, sizeof(u));
-    if ((*jv)->GetObjectMonitorUsage(jv, object, &u) == JVMTI_ERROR_NONE) {
+    if (l_monitor_owner && (*jv)->GetObjectMonitorUsage(jv, object, &u) == JVMTI_ERROR_NONE) {
       holder_of(jv, jni, u.owner, r);
       if (u.owner) (*jni)->DeleteLocalRef(jni, u.owner);
       for (jint i = 0; i < u.waiter_count; i++) (*jni)->DeleteLocalRef(jni, u.waiters[i]);
@@ -242,7 +245,8 @@ static void JNICALL on_contended_entered(jvmtiEnv *jv, JNIEnv *jni, jthread thre
 
 // ---- virtual threads ----
 
-static int l_vthreads;        // this session follows virtual threads (not monitors and parks)
+static int l_vthreads;        // this session follows virtual threads
+static int l_locks = 1;       // this session follows monitors and parks
 static jint l_mount_index = -1, l_unmount_index = -1;
 
 // The bit JDK 21 named can_support_virtual_threads follows can_generate_sampled_object_alloc_events;
@@ -295,7 +299,7 @@ static void JNICALL on_vt_mount(jvmtiEnv *jv, JNIEnv *jni, jthread vt) {
   }
   r->end = mono_ns();
   r->tid = (int)syscall(SYS_gettid); // the carrier it is mounted on again
-  atomic_fetch_add_explicit(&l_monitor_waits, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&l_vt_waits, 1, memory_order_relaxed);
   push_rec(r);
 }
 
@@ -590,7 +594,7 @@ static void *locks_thread(void *arg) {
       last_look = 0;
     }
     int64_t now = mono_ns();
-    if (!l_stop_wanted && !l_vthreads) {
+    if (!l_stop_wanted && l_locks) {
       number++;
       look(jni, number, last_look ? now - last_look : l_period_ns);
       last_look = now;
@@ -600,8 +604,8 @@ static void *locks_thread(void *arg) {
       end_all_episodes(jni, now);
       drain_recs(jni);
       forget_methods();
-      fprintf(l_out, "E\t%llu\t%llu\t%llu\t%llu\t%llu\n", (unsigned long long)atomic_load(&l_monitor_waits), (unsigned long long)atomic_load(&l_parks), (unsigned long long)atomic_load(&l_looks),
-              (unsigned long long)atomic_load(&l_cb_ns), (unsigned long long)atomic_load(&l_look_ns));
+      fprintf(l_out, "E\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n", (unsigned long long)atomic_load(&l_monitor_waits), (unsigned long long)atomic_load(&l_parks), (unsigned long long)atomic_load(&l_looks),
+              (unsigned long long)atomic_load(&l_cb_ns), (unsigned long long)atomic_load(&l_look_ns), (unsigned long long)atomic_load(&l_vt_waits));
       fclose(l_out);
       l_out = NULL;
       l_stop_wanted = 0;
@@ -680,7 +684,7 @@ static void set_events(jvmtiEventMode mode) {
 static void locks_stop(void) {
   atomic_store_explicit(&l_on, 0, memory_order_release);
   if (l_vthreads) vthreads_disable();
-  else set_events(JVMTI_DISABLE);
+  if (l_locks) set_events(JVMTI_DISABLE);
   l_vthreads = 0;
   for (int i = 0; i < 20000 && atomic_load(&l_in_cb) > 0; i++) usleep(100);
   pthread_mutex_lock(&l_lock);
@@ -692,11 +696,12 @@ static void locks_stop(void) {
   pthread_mutex_unlock(&l_lock);
 }
 
-static int locks_start(const char *out, int depth, int64_t period_ns, int vthreads) {
+static int locks_start(const char *out, int depth, int64_t period_ns, int vthreads, int locks, int owner) {
   locks_stop(); // a session the helper never stopped (it died): end it, start over in the new file
   if (vthreads) {
     int rc = vthreads_enable();
-    if (rc) return rc;
+    if (rc && !locks) return rc;
+    if (rc) vthreads = 0; // monitors and parks only
   }
   pthread_mutex_lock(&l_lock);
   int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -709,6 +714,8 @@ static int locks_start(const char *out, int depth, int64_t period_ns, int vthrea
   }
   setvbuf(f, NULL, _IOFBF, 1 << 16);
   l_vthreads = vthreads;
+  l_locks = locks;
+  l_monitor_owner = owner;
   l_depth = depth;
   l_period_ns = period_ns;
   atomic_fetch_add(&l_gen, 1);
@@ -717,11 +724,12 @@ static int locks_start(const char *out, int depth, int64_t period_ns, int vthrea
   atomic_store(&l_looks, 0);
   atomic_store(&l_cb_ns, 0);
   atomic_store(&l_look_ns, 0);
+  atomic_store(&l_vt_waits, 0);
   fprintf(f, "L\t%d\t%lld\t%lld\n", (int)getpid(), (long long)mono_ns(), (long long)period_ns);
   fflush(f);
   l_out = f;
   atomic_store_explicit(&l_on, 1, memory_order_release);
-  if (!vthreads) set_events(JVMTI_ENABLE);
+  if (locks) set_events(JVMTI_ENABLE);
   start_thread_once();
   pthread_cond_broadcast(&l_cond);
   pthread_mutex_unlock(&l_lock);
@@ -731,7 +739,7 @@ static int locks_start(const char *out, int depth, int64_t period_ns, int vthrea
 int locks_handle(JavaVM *vm, const char *options) {
   char opts[1024];
   snprintf(opts, sizeof(opts), "%s", options);
-  int start = 0, stop = 0, depth = 64, vthreads = 0;
+  int start = 0, stop = 0, depth = 64, vthreads = 0, locks = 1, owner = 1;
   long long period_us = 2000;
   const char *out = NULL;
   char *save = NULL;
@@ -740,6 +748,8 @@ int locks_handle(JavaVM *vm, const char *options) {
     else if (!strcmp(tok, "locksstop")) stop = 1;
     else if (!strcmp(tok, "locksprobe")) ;
     else if (!strcmp(tok, "vthreads")) vthreads = 1;
+    else if (!strcmp(tok, "nolocks")) locks = 0;
+    else if (!strcmp(tok, "noowner")) owner = 0;
     else if (!strncmp(tok, "out=", 4)) out = tok + 4;
     else if (!strncmp(tok, "depth=", 6)) depth = atoi(tok + 6);
     else if (!strncmp(tok, "period=", 7)) period_us = atoll(tok + 7);
@@ -754,6 +764,7 @@ int locks_handle(JavaVM *vm, const char *options) {
   JNIEnv *jni = NULL;
   if (start && (*vm)->GetEnv(vm, (void **)&jni, JNI_VERSION_1_6) == JNI_OK) resolve_fields(jni);
   if (stop) locks_stop();
-  if (start) return locks_start(out, depth, (int64_t)period_us * 1000, vthreads);
+  if (!locks && !vthreads) return 104;
+  if (start) return locks_start(out, depth, (int64_t)period_us * 1000, vthreads, locks, owner);
   return 0;
 }

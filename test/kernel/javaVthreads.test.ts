@@ -3,13 +3,16 @@
 // unmounts them), timing every wait themselves. Checked: the 3:1 split within 5 points, the total
 // against the program's own sum, the state (sleeping), and that the carriers — which idle in
 // ForkJoinPool meanwhile — are not reported as the program's waiting. The fixture starts its
-// threads only once the agent's thread exists, so every wait falls inside the profile.
+// threads only once the agent's thread exists, so every wait falls inside the profile. Then the
+// off-CPU profile of another such JVM: the virtual threads' waits appear by their own stacks, and
+// the carriers' parks in ForkJoinPool are carrier idle, not lock waits.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ProfileResult, ProfileStack } from '../../extension/protocol/profile';
+import { CARRIER_IDLE_FRAME, UNMOUNTED_FRAME } from '../../extension/tracers/javaLocks/decode';
 import { compileJavaFixture, javaAgentSkipReason, removeJavaFixture, startCli, waitFor } from '../helpers';
 
 const JDK = '/usr/lib/jvm/temurin-25-jdk-amd64';
@@ -61,5 +64,41 @@ describe('profile --event vthread: virtual threads wait by their own stacks, car
     // the carriers: idle in ForkJoinPool between virtual threads, never the program's waiting
     const carrier = doc.stacks.filter((s) => /ForkJoinPool|CarrierThread/.test(s.comm) || s.frames.some((x) => /ForkJoinPool\.(awaitWork|runWorker)|CarrierThread/.test(x.function ?? '')));
     assert.equal(carrier.length, 0, `carrier stacks reported: ${carrier.map((s) => s.comm).join(', ')}`);
+  });
+});
+
+describe('profile --event offcpu on virtual threads: their waits by their stacks, carriers idle', { skip, timeout: 120_000 }, () => {
+  let owork = '';
+  let ochild: ChildProcess | undefined;
+  let oout = '';
+  before(async () => {
+    const c = compileJavaFixture('ebpf-offcpu-vthreads-', 'VirtualWaits.java', JDK);
+    owork = c.work;
+    ochild = spawn(path.join(JDK, 'bin/java'), ['-cp', c.classes, 'VirtualWaits', 'ebpf-studio-locks', '2000', '120000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    ochild.stdout!.on('data', (d) => (oout += d));
+    assert.ok(await waitFor(() => oout.includes('ready'), 20_000), 'the JVM did not start');
+  });
+  after(() => removeJavaFixture(ochild ? [ochild] : [], owork));
+
+  test('unmounted waits split 3:1 by method; carriers in ForkJoinPool are idle, not lock', async (t) => {
+    const cli = startCli(['profile', '--pid', String(ochild!.pid), '--event', 'offcpu', '--duration', '5', '--json', '--verbose']);
+    assert.ok(await waitFor(() => /done long-ns/.test(oout), 60_000), `the workload did not finish: ${cli.stderr()}`);
+    const r = await cli.done;
+    assert.equal(r.code, 0, r.stderr);
+    const truth = /done long-ns (\d+) short-ns (\d+)/.exec(oout)!;
+    const truthUs = (Number(truth[1]) + Number(truth[2])) / 1000;
+    const doc = JSON.parse(r.stdout) as ProfileResult;
+    const unmounted = doc.stacks.filter((s) => s.frames[0]?.function === UNMOUNTED_FRAME);
+    const long = unmounted.filter((s) => has(s, 'VirtualWaits.waitLong'));
+    const short = unmounted.filter((s) => has(s, 'VirtualWaits.waitShort'));
+    const share = sumUs(long) / (sumUs(long) + sumUs(short));
+    const carrierLock = doc.stacks.filter((s) => s.state === 'lock' && s.frames.some((f) => f.function === 'java.util.concurrent.ForkJoinPool.awaitWork'));
+    const idle = doc.stacks.filter((s) => s.state === 'idle');
+    t.diagnostic(`unmounted virtual threads: ${(sumUs(unmounted) / 1e6).toFixed(2)} s (program ${(truthUs / 1e6).toFixed(2)} s), waitLong share ${(100 * share).toFixed(1)} %; carrier idle ${(sumUs(idle) / 1e6).toFixed(2)} s, carrier parks left as lock ${(sumUs(carrierLock) / 1e3).toFixed(1)} ms`);
+    assert.ok(Math.abs(share - 0.75) <= 0.05, `waitLong share ${share}`);
+    assert.ok(Math.abs(sumUs(long) + sumUs(short) - truthUs) <= 0.05 * truthUs, 'virtual threads\' waiting within 5 % of what the program timed');
+    assert.ok(unmounted.every((s) => s.state === 'sleep' || !has(s, 'VirtualWaits.waitLong')), 'Thread.sleep in a virtual thread is sleeping');
+    assert.ok(sumUs(idle) > 0 && idle.every((s) => s.frames[0].function === CARRIER_IDLE_FRAME), 'carriers idle, marked');
+    assert.ok(sumUs(carrierLock) <= 0.05 * sumUs(idle), 'carrier parks in ForkJoinPool are not the program\'s lock waits');
   });
 });

@@ -3,7 +3,7 @@
 // the holder held it; the text summary; and the pprof round trip keeping the event.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { JavaLocksModel } from '../../extension/tracers/javaLocks/decode';
+import { addLockFrames, JavaLocksModel } from '../../extension/tracers/javaLocks/decode';
 import { formatLockSummary } from '../../extension/cli/commands/javaLocks';
 import { fromPprof, toPprof } from '../../extension/model/pprof';
 
@@ -35,7 +35,7 @@ test('lock records: waits summed per thread and stack, the lock frame names clas
   assert.equal(m.pid, 4242);
   assert.equal(m.waits.length, 5);
   assert.ok(m.ended);
-  assert.deepEqual(m.end, { monitorWaits: 3, parks: 2, looks: 400, callbackNs: 900000, lookNs: 1200000 });
+  assert.deepEqual(m.end, { monitorWaits: 3, parks: 2, looks: 400, callbackNs: 900000, lookNs: 1200000, vthreadWaits: 0 });
   const r = m.result(4242);
   assert.equal(r.unit, 'us');
   assert.equal(r.event, 'lock');
@@ -109,4 +109,31 @@ test("virtual threads' waits: state from where they unmounted, a blocker as a pa
   assert.equal(io.comm, 'virtual thread', 'an unnamed virtual thread');
   assert.equal(lock.state, 'lock');
   assert.equal(lock.frames[0].function, '[park java.util.concurrent.locks.ReentrantLock$NonfairSync]');
+});
+
+test('an off-CPU profile: lock waits gain the lock frame of the same thread and Java stack, split by measured time', () => {
+  const m = new JavaLocksModel();
+  m.feed(AGENT_TEXT + '\n');
+  const java = (fn: string, line: number) => ({ address: '0x0', module: '[java]', function: fn, file: null, line, kind: 'jit' as const });
+  const kernel = { address: '0x0', module: '[kernel]', function: 'futex_wait', file: null, line: null, kind: 'kernel' as const };
+  const stacks = addLockFrames(
+    [
+      // a monitor wait: no Java stack at the futex; thread 101 waited 30 ms for the Account there
+      { count: 4, value: 1000, state: 'lock', pid: 4242, tid: 101, comm: 'mon-waiter-0', frames: [kernel, { address: '0x0', module: null, function: '[Java stack not walked: not in Java]', file: null, line: null, kind: 'native' }] },
+      // a park of rl-waiter-0 with the same Java stack as its park record
+      { count: 2, value: 500, state: 'lock', pid: 4242, tid: 300, comm: 'rl-waiter-0', frames: [kernel, java('jdk.internal.misc.Unsafe.park', -1), java('java.util.concurrent.locks.LockSupport.park', 211), java('LockContention.takeReentrant', 40)] },
+      // the same thread parked elsewhere: no record there, unchanged
+      { count: 1, value: 70, state: 'lock', pid: 4242, tid: 300, comm: 'rl-waiter-0', frames: [kernel, java('java.lang.Object.wait', -1)] },
+      // sleeping, or another process: unchanged
+      { count: 1, value: 90, state: 'sleep', pid: 4242, tid: 101, comm: 'mon-waiter-0', frames: [kernel] },
+    ],
+    m,
+    4242,
+  );
+  const byLeaf = new Map(stacks.map((s) => [`${s.comm} ${s.frames[0].function}`, s]));
+  assert.equal(byLeaf.get('mon-waiter-0 [lock LockContention$Account held by mon-holder at LockContention.holdMonitor(LockContention.java:23)]')?.value, 1000);
+  assert.equal(byLeaf.get('rl-waiter-0 [park java.util.concurrent.locks.ReentrantLock$NonfairSync held by rl-holder at java.lang.Thread.sleep(Native Method)]')?.value, 500);
+  assert.equal(byLeaf.get('rl-waiter-0 futex_wait')?.value, 70);
+  assert.equal(byLeaf.get('mon-waiter-0 futex_wait')?.state, 'sleep');
+  assert.equal(stacks.length, 4);
 });

@@ -36,7 +36,7 @@ export class JavaLocksModel {
   pid = 0;
   periodNs = 0;
   ended = false;
-  end = { monitorWaits: 0, parks: 0, looks: 0, callbackNs: 0, lookNs: 0 };
+  end = { monitorWaits: 0, parks: 0, looks: 0, callbackNs: 0, lookNs: 0, vthreadWaits: 0 };
   private tail = '';
 
   /** Feeds more of the file; incomplete last lines wait for the next call. */
@@ -73,7 +73,7 @@ export class JavaLocksModel {
       }
       case 'E':
         this.ended = true;
-        this.end = { monitorWaits: Number(f[1]) || 0, parks: Number(f[2]) || 0, looks: Number(f[3]) || 0, callbackNs: Number(f[4]) || 0, lookNs: Number(f[5]) || 0 };
+        this.end = { monitorWaits: Number(f[1]) || 0, parks: Number(f[2]) || 0, looks: Number(f[3]) || 0, callbackNs: Number(f[4]) || 0, lookNs: Number(f[5]) || 0, vthreadWaits: Number(f[6]) || 0 };
         break;
       default:
         break; // T (heartbeat), or a newer agent's record
@@ -142,3 +142,80 @@ export class JavaLocksModel {
   }
 }
 
+
+/** The Java frames' functions of a stack, leaf first (frames the agent gave: module "[java]"). */
+const javaFunctions = (frames: ProfileFrame[]) => frames.filter((f) => f.module === '[java]').map((f) => f.function ?? '');
+
+/** Whether two Java stacks (leaf first) are the same as far as both go (the agents cut them at different depths). */
+function sameJava(a: string[], b: string[]): boolean {
+  const n = Math.min(a.length, b.length);
+  if (n === 0) return false;
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * An off-CPU profile's lock waits of the JVM `pid` gain the lock frame of the waits the lock
+ * session saw on the same thread with the same Java stack: parks by the thread's name (the OS
+ * name is the Java name cut to 15 characters) and Java stack, monitors by thread id (at a
+ * contended monitor the JVM's stack is not walkable from the futex, so there is no Java stack to
+ * compare). A stack whose thread waited for several locks there is split between them in
+ * proportion to the time the lock session measured for each; stacks it saw nothing for are kept.
+ */
+export function addLockFrames(stacks: ProfileStack[], model: JavaLocksModel, pid: number): ProfileStack[] {
+  const waits = model.waits
+    .filter((w) => w.kind !== 'vthread')
+    .map((w) => ({ w, label: model.lockLabel(w)!, java: w.frames.map((r) => javaFrame(r, model.methods, 'jit').function ?? '') }));
+  if (!waits.length) return stacks;
+  const out: ProfileStack[] = [];
+  for (const s of stacks) {
+    if (s.pid !== pid || s.state !== 'lock') {
+      out.push(s);
+      continue;
+    }
+    const java = javaFunctions(s.frames);
+    const unwalked = java.length === 0 || s.frames.some((f) => /^\[Java stack not walked/.test(f.function ?? ''));
+    const byLabel = new Map<string, number>();
+    for (const x of waits) {
+      const match = x.w.kind === 'monitor' ? x.w.tid === s.tid && (unwalked || sameJava(java, x.java)) : x.w.thread.slice(0, 15) === s.comm && sameJava(java, x.java);
+      if (match) byLabel.set(x.label, (byLabel.get(x.label) ?? 0) + x.w.waitedNs);
+    }
+    if (!byLabel.size) {
+      out.push(s);
+      continue;
+    }
+    const total = [...byLabel.values()].reduce((a, b) => a + b, 0);
+    const value = s.value ?? s.count;
+    for (const [label, ns] of byLabel) {
+      const share = ns / total;
+      out.push({ ...s, count: Math.max(1, Math.round(s.count * share)), value: Math.round(value * share), frames: [{ address: '0x0', module: LOCK_MODULE, function: label, file: null, line: null, kind: 'jit' }, ...s.frames] });
+    }
+  }
+  return out.sort((a, b) => (b.value ?? b.count) - (a.value ?? a.count));
+}
+
+/** Leaf frame of a virtual thread's wait in an off-CPU profile: no OS thread was blocked for it. */
+export const UNMOUNTED_FRAME = '[virtual thread unmounted: no OS thread blocked]';
+export const CARRIER_IDLE_FRAME = '[carrier idle: no virtual thread mounted]';
+
+/**
+ * The off-CPU profile of a JVM with its virtual threads: the virtual threads' waits (the time
+ * each spent unmounted, by its own stack, in the state its wait was in) are added as their own
+ * stacks, and a carrier's park in ForkJoinPool.awaitWork — a thread the session saw virtual
+ * threads mount on — becomes 'idle' (carrier idle) instead of the program's lock wait.
+ */
+export function addVirtualThreads(stacks: ProfileStack[], model: JavaLocksModel, pid: number): ProfileStack[] {
+  const vt = model.waits.filter((w) => w.kind === 'vthread');
+  if (!vt.length) return stacks;
+  const carriers = new Set(vt.map((w) => w.tid));
+  const marked = stacks.map((s): ProfileStack => {
+    if (s.pid !== pid || s.state !== 'lock' || !carriers.has(s.tid) || !s.frames.some((f) => f.function === 'java.util.concurrent.ForkJoinPool.awaitWork')) return s;
+    const frames = s.frames[0]?.module === LOCK_MODULE ? s.frames.slice(1) : s.frames;
+    return { ...s, state: 'idle', frames: [{ address: '0x0', module: LOCK_MODULE, function: CARRIER_IDLE_FRAME, file: null, line: null, kind: 'jit' }, ...frames] };
+  });
+  const own = new JavaLocksModel();
+  for (const [k, v] of model.methods) own.methods.set(k, v);
+  own.waits.push(...vt);
+  const waits = own.stacks(pid).map((s) => ({ ...s, frames: [{ address: '0x0', module: LOCK_MODULE, function: UNMOUNTED_FRAME, file: null, line: null, kind: 'jit' as const }, ...s.frames] }));
+  return [...marked, ...waits].sort((a, b) => (b.value ?? b.count) - (a.value ?? a.count));
+}
