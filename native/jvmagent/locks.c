@@ -202,6 +202,20 @@ static void push_rec(lock_rec *r) {
   pthread_mutex_unlock(&l_qlock);
 }
 
+// A compiled frame blocked in monitorenter reports the bytecode after it (the slow path's debug
+// info resumes there), so its line is the synchronized block's first statement, not the
+// `synchronized` line itself. Moved back onto the monitorenter when the bytecode before the
+// reported one is one (1 byte long); interpreted frames already report the monitorenter.
+#define BC_MONITORENTER 0xc2
+static void at_monitorenter(jvmtiEnv *jv, jvmtiFrameInfo *f) {
+  jint len = 0;
+  unsigned char *code = NULL;
+  if (f->location <= 0 || (*jv)->GetBytecodes(jv, f->method, &len, &code) != JVMTI_ERROR_NONE || !code) return;
+  jlocation b = f->location;
+  if (b <= len && (b == len || code[b] != BC_MONITORENTER) && code[b - 1] == BC_MONITORENTER) f->location = b - 1;
+  (*jv)->Deallocate(jv, code);
+}
+
 static void JNICALL on_contended_enter(jvmtiEnv *jv, JNIEnv *jni, jthread thread, jobject object) {
   if (!atomic_load_explicit(&l_on, memory_order_acquire)) return;
   atomic_fetch_add(&l_in_cb, 1);
@@ -212,6 +226,7 @@ static void JNICALL on_contended_enter(jvmtiEnv *jv, JNIEnv *jni, jthread thread
     r->t0 = t0;
     r->tid = (int)syscall(SYS_gettid);
     if ((*jv)->GetStackTrace(jv, NULL, 0, l_depth, r->frames, &r->n) != JVMTI_ERROR_NONE) r->n = 0;
+    if (r->n > 0) at_monitorenter(jv, &r->frames[0]);
     class_of(jv, jni, object, r->cls, sizeof(r->cls));
     thread_name(jv, jni, thread, r->thread, sizeof(r->thread));
     jvmtiMonitorUsage u;
@@ -644,6 +659,9 @@ static int locks_initialize(JavaVM *vm) {
   caps.can_get_line_numbers = 1;
   caps.can_get_source_file_name = 1;
   (*jv)->AddCapabilities(jv, &caps); // without them frames keep names but lose file:line
+  memset(&caps, 0, sizeof(caps));
+  caps.can_get_bytecodes = 1;
+  (*jv)->AddCapabilities(jv, &caps); // without it a compiled waiter's line may be the one after `synchronized`
   // JDK 21's callback table: the older headers' table, then VirtualThreadStart (87) and
   // VirtualThreadEnd (88). A JVM older than 21 reads only the size it knows.
   struct {

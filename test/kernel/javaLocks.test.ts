@@ -81,7 +81,6 @@ describe('profile --event lock: contended Java monitors and ReentrantLock parks'
     assert.equal(doc.event, 'lock');
 
     // synchronized: exact (MonitorContendedEnter → Entered)
-    // (the site by method: a compiled waiter's frame may name the line before the synchronized one)
     const monitor = doc.stacks.filter((s) => has(s, 'LockContention.enterMonitor'));
     const monitorHeld = monitor.filter((s) => s.frames[0].function === `[lock LockContention$Account held by mon-holder at LockContention.holdMonitor(LockContention.java:${marks.get('holdMonitor')})]`);
     // ReentrantLock: parked threads looked at every 2 ms
@@ -117,6 +116,9 @@ describe('profile --event lock: contended Java monitors and ReentrantLock parks'
     assert.ok(sumUs(parkHeld) >= 0.8 * sumUs(park), `park waits held by rl-holder at holdReentrant: ${park.map((s) => `${s.frames[0].function} ${s.value}`).join('; ')}`);
     // the waiter's stack below the lock frame: its Java frames with file:line, the thread as comm
     assert.ok(monitor.every((s) => /^mon-waiter-\d$/.test(s.comm) && s.frames[1].function === 'LockContention.enterMonitor' && s.frames[1].file === 'LockContention.java'), 'monitor waits on mon-waiter threads, enterMonitor innermost');
+    // at the synchronized line, interpreted or compiled
+    const atSync = monitor.filter((s) => s.frames[1].line === marks.get('enterMonitor'));
+    assert.ok(sumUs(atSync) >= 0.99 * sumUs(monitor), `monitor waits at the synchronized line ${marks.get('enterMonitor')}: ${monitor.map((s) => `${s.frames[1].line} ${s.value}`).join('; ')}`);
     assert.ok(park.every((s) => /^rl-waiter-\d$/.test(s.comm) && s.frames.some((x) => x.function === 'java.util.concurrent.locks.LockSupport.park')), 'park waits on rl-waiter threads under LockSupport.park');
   });
 });
