@@ -23,5 +23,5 @@ export const JAVA_LOCKS_MAX_DEPTH = 256;
 export const JAVA_LOCKS_DEFAULT_PARK_PERIOD_US = 2000;
 export const JAVA_LOCKS_MIN_PARK_PERIOD_US = 100;
 export const JAVA_LOCKS_MAX_PARK_PERIOD_US = 1_000_000;
-/** module of the lock frame at the leaf of each stack (keeps it apart from methods) */
+/** module of the lock frame at the leaf of each stack (keeps it apart from methods); its kind is native: no Java code runs there */
 export const LOCK_MODULE = '[lock]';

@@ -117,7 +117,7 @@ export class JavaLocksModel {
     for (const w of this.waits) {
       const label = this.lockLabel(w);
       const java = w.frames.map((r) => javaFrame(r, this.methods, 'jit'));
-      const frames: ProfileFrame[] = label ? [{ address: '0x0', module: LOCK_MODULE, function: label, file: null, line: null, kind: 'jit' }, ...java] : java;
+      const frames: ProfileFrame[] = label ? [{ address: '0x0', module: LOCK_MODULE, function: label, file: null, line: null, kind: 'native' }, ...java] : java;
       const state = this.stateOf(w);
       const key = `${w.thread}\0${label ?? ''}\0${state}\0${w.frames.map((r) => `${r.method}:${r.bci}`).join(',')}`;
       const s = byKey.get(key);
@@ -188,7 +188,7 @@ export function addLockFrames(stacks: ProfileStack[], model: JavaLocksModel, pid
     const value = s.value ?? s.count;
     for (const [label, ns] of byLabel) {
       const share = ns / total;
-      out.push({ ...s, count: Math.max(1, Math.round(s.count * share)), value: Math.round(value * share), frames: [{ address: '0x0', module: LOCK_MODULE, function: label, file: null, line: null, kind: 'jit' }, ...s.frames] });
+      out.push({ ...s, count: Math.max(1, Math.round(s.count * share)), value: Math.round(value * share), frames: [{ address: '0x0', module: LOCK_MODULE, function: label, file: null, line: null, kind: 'native' }, ...s.frames] });
     }
   }
   return out.sort((a, b) => (b.value ?? b.count) - (a.value ?? a.count));
@@ -211,11 +211,11 @@ export function addVirtualThreads(stacks: ProfileStack[], model: JavaLocksModel,
   const marked = stacks.map((s): ProfileStack => {
     if (s.pid !== pid || s.state !== 'lock' || !carriers.has(s.tid) || !s.frames.some((f) => f.function === 'java.util.concurrent.ForkJoinPool.awaitWork')) return s;
     const frames = s.frames[0]?.module === LOCK_MODULE ? s.frames.slice(1) : s.frames;
-    return { ...s, state: 'idle', frames: [{ address: '0x0', module: LOCK_MODULE, function: CARRIER_IDLE_FRAME, file: null, line: null, kind: 'jit' }, ...frames] };
+    return { ...s, state: 'idle', frames: [{ address: '0x0', module: LOCK_MODULE, function: CARRIER_IDLE_FRAME, file: null, line: null, kind: 'native' }, ...frames] };
   });
   const own = new JavaLocksModel();
   for (const [k, v] of model.methods) own.methods.set(k, v);
   own.waits.push(...vt);
-  const waits = own.stacks(pid).map((s) => ({ ...s, frames: [{ address: '0x0', module: LOCK_MODULE, function: UNMOUNTED_FRAME, file: null, line: null, kind: 'jit' as const }, ...s.frames] }));
+  const waits = own.stacks(pid).map((s) => ({ ...s, frames: [{ address: '0x0', module: LOCK_MODULE, function: UNMOUNTED_FRAME, file: null, line: null, kind: 'native' as const }, ...s.frames] }));
   return [...marked, ...waits].sort((a, b) => (b.value ?? b.count) - (a.value ?? a.count));
 }
