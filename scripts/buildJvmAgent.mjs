@@ -1,4 +1,4 @@
-// Builds native/jvmagent/agent.c into dist/libebpf-studio-jvmagent.so (the JVMTI agent of
+// Builds native/jvmagent/*.c (agent.c and the parts it calls) into dist/libebpf-studio-jvmagent.so (the JVMTI agent of
 // `profile --java agent`) against the JDK headers found here. Without JDK headers the agent is
 // skipped with a message and the profiler reports it unavailable; nothing else fails.
 import { spawnSync } from 'node:child_process';
@@ -26,18 +26,20 @@ export function findJdkHome() {
 }
 
 export function buildJvmAgent(root, dist) {
-  const src = path.join(root, 'native', 'jvmagent', 'agent.c');
+  const dir = path.join(root, 'native', 'jvmagent');
+  const src = path.join(dir, 'agent.c');
   const out = path.join(dist, JVMAGENT_FILE);
   if (!fs.existsSync(src)) return;
+  const sources = fs.readdirSync(dir).filter((f) => /\.[ch]$/.test(f)).map((f) => path.join(dir, f));
   const home = findJdkHome();
   if (!home) {
     console.warn('build: skipping the JVM agent (dist/libebpf-studio-jvmagent.so): no JDK headers (include/jni.h) found via JAVA_HOME, javac or /usr/lib/jvm. Install a JDK (apt-get install openjdk-17-jdk-headless) for `profile --java agent`; without it the profiler uses the perf map only.');
     return;
   }
-  if (fs.existsSync(out) && fs.statSync(out).mtimeMs > fs.statSync(src).mtimeMs) return;
+  if (fs.existsSync(out) && sources.every((f) => fs.statSync(out).mtimeMs > fs.statSync(f).mtimeMs)) return;
   const tmp = `${out}.tmp${process.pid}`;
   const r = spawnSync('gcc', ['-shared', '-fPIC', '-O2', '-g', '-fno-omit-frame-pointer', '-Wall', '-Wextra', '-Werror', '-fvisibility=hidden', '-std=gnu11',
-    `-I${path.join(home, 'include')}`, `-I${path.join(home, 'include', 'linux')}`, src, '-o', tmp, '-ldl', '-lpthread'], { stdio: 'inherit' });
+    `-I${path.join(home, 'include')}`, `-I${path.join(home, 'include', 'linux')}`, ...sources.filter((f) => f.endsWith('.c')), '-o', tmp, '-ldl', '-lpthread'], { stdio: 'inherit' });
   if (r.status !== 0) {
     console.error('build: compiling the JVM agent failed');
     process.exit(1);

@@ -176,7 +176,7 @@ export function toPprof(r: ProfileResult, opts: PprofOptions = {}): Uint8Array {
       }),
   );
   const comment = [s(timed ? `ebpf-studio ${r.event ?? 'offcpu'} profile: ${r.samples} samples, ${r.lost} samples lost` : `ebpf-studio profile at ${r.frequency} Hz: ${r.samples} samples, ${r.lost} samples lost`)];
-  const timeType = r.event === 'wall' ? 'wall' : 'off_cpu';
+  const timeType = r.event === 'wall' ? 'wall' : r.event === 'lock' ? 'lock_wait' : r.event === 'vthread' ? 'vthread_wait' : 'off_cpu';
   const profile = new Profile({
     sampleType: timed
       ? [new ValueType({ type: s(r.event === 'wall' ? 'samples' : 'intervals'), unit: s('count') }), new ValueType({ type: s(timeType), unit: s('microseconds') })]
@@ -294,7 +294,7 @@ export function fromPprof(bytes: Uint8Array): ProfileResult {
   };
   if (ti >= 0) {
     out.unit = 'us';
-    out.event = timeType === 'wall' ? 'wall' : 'offcpu';
+    out.event = timeType === 'wall' ? 'wall' : timeType === 'lock_wait' ? 'lock' : timeType === 'vthread_wait' ? 'vthread' : 'offcpu';
   }
   if (Object.keys(buildIds).length) out.buildIds = buildIds;
   return out;

@@ -134,7 +134,7 @@ export function waitsForFile(a: SourceAnnotations, fsPath: string): Map<number, 
   return out;
 }
 
-const STATE_WORD: Record<ThreadState, string> = { oncpu: 'on CPU', sleep: 'sleep', io: 'I/O', lock: 'lock', preempted: 'preempted' };
+const STATE_WORD: Record<ThreadState, string> = { oncpu: 'on CPU', sleep: 'sleep', io: 'I/O', lock: 'lock', preempted: 'preempted', idle: 'carrier idle' };
 
 /** "2.3 s", "45 ms", "120 µs" from µs. */
 export function waitDuration(us: number): string {

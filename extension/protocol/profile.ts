@@ -72,14 +72,15 @@ export type ProfileUnit = 'samples' | 'us' | 'bytes';
  * Where a thread's time went (off-CPU and wall-clock profiles): on a CPU, asleep (interruptible:
  * nanosleep, poll, a pipe or socket read), in uninterruptible sleep (disk I/O, page faults,
  * kernel locks), asleep in a futex (a mutex, condition variable or Java park), or preempted
- * while runnable (waiting in the run queue).
+ * while runnable (waiting in the run queue); idle: a JVM's virtual-thread carrier with no virtual
+ * thread to run (its park in ForkJoinPool is not the program's wait).
  */
-export type ThreadState = 'oncpu' | 'sleep' | 'io' | 'lock' | 'preempted';
-export const THREAD_STATES: ThreadState[] = ['oncpu', 'sleep', 'io', 'lock', 'preempted'];
-export const THREAD_STATE_LABEL: Record<ThreadState, string> = { oncpu: 'on CPU', sleep: 'sleeping', io: 'I/O (uninterruptible)', lock: 'lock (futex wait)', preempted: 'preempted (run queue)' };
+export type ThreadState = 'oncpu' | 'sleep' | 'io' | 'lock' | 'preempted' | 'idle';
+export const THREAD_STATES: ThreadState[] = ['oncpu', 'sleep', 'io', 'lock', 'preempted', 'idle'];
+export const THREAD_STATE_LABEL: Record<ThreadState, string> = { oncpu: 'on CPU', sleep: 'sleeping', io: 'I/O (uninterruptible)', lock: 'lock (futex wait)', preempted: 'preempted (run queue)', idle: 'carrier idle (no virtual thread)' };
 
-/** The event a profile measures: CPU samples, off-CPU time, or both (wall clock). */
-export type ProfileEvent = 'cpu' | 'offcpu' | 'wall';
+/** The event a profile measures: CPU samples, off-CPU time, both (wall clock), a JVM's lock waits (Java monitors and parks), or its virtual threads' waits. */
+export type ProfileEvent = 'cpu' | 'offcpu' | 'wall' | 'lock' | 'vthread';
 export const PROFILE_EVENTS: ProfileEvent[] = ['cpu', 'offcpu', 'wall'];
 
 export interface ProfileStack {

@@ -11,6 +11,7 @@ import type { OffcpuOptions } from './offcpu';
 import type { BpfRunOptions, BpfRunResult, BpfRunUpdate } from './bpfRun';
 import type { JvmOptions, JvmResult, JvmUpdate } from '../model/jvmTimeline';
 import type { JavaHeapOptions, JavaHeapResult, JavaHeapUpdate } from './javaHeap';
+import type { JavaLocksOptions } from './javaLocks';
 
 // ---- tracers -------------------------------------------------------------------------------
 // One entry per tracer: its start options, the live updates it streams, and its final result
@@ -25,6 +26,7 @@ export interface TracerTypes {
   'bpf-run': { options: BpfRunOptions; update: BpfRunUpdate; result: BpfRunResult };
   jvm: { options: JvmOptions; update: JvmUpdate; result: JvmResult };
   'java-heap': { options: JavaHeapOptions; update: JavaHeapUpdate; result: JavaHeapResult };
+  'java-locks': { options: JavaLocksOptions; update: ProfileUpdate; result: ProfileResult };
 }
 export type TracerName = keyof TracerTypes;
 /**
@@ -34,9 +36,10 @@ export type TracerName = keyof TracerTypes;
  * user's own BPF objects, whose maps say what they count), nor the tracers reached through another
  * command: java-heap (memleak and profile --event alloc on a JVM; no BPF; its sessions are saved,
  * SessionTracer in extension/model/sessionFile.ts names it besides these) and offcpu (profile
- * --event offcpu|wall; its sessions are saved as profiles).
+ * --event offcpu|wall; its sessions are saved as profiles), java-locks (profile --event lock on a
+ * JVM; no BPF).
  */
-export type TracingName = Exclude<TracerName, 'selftest' | 'bpf-run' | 'java-heap' | 'offcpu'>;
+export type TracingName = Exclude<TracerName, 'selftest' | 'bpf-run' | 'java-heap' | 'offcpu' | 'java-locks'>;
 export type OptionsOf<N extends TracerName> = TracerTypes[N]['options'];
 export type UpdateOf<N extends TracerName> = TracerTypes[N]['update'];
 export type ResultOf<N extends TracerName> = TracerTypes[N]['result'];

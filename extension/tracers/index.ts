@@ -10,6 +10,7 @@ import { offcpuTracer } from './offcpu/tracer';
 import { bpfRunTracer } from './bpfRun/tracer';
 import { jvmTracer } from './jvm/tracer';
 import { javaHeapTracer } from './javaHeap/tracer';
+import { javaLocksTracer } from './javaLocks/tracer';
 
 export const tracers: Record<TracerName, AnyTracer> = {
   selftest: selftestTracer,
@@ -21,6 +22,7 @@ export const tracers: Record<TracerName, AnyTracer> = {
   'bpf-run': bpfRunTracer,
   jvm: jvmTracer,
   'java-heap': javaHeapTracer,
+  'java-locks': javaLocksTracer,
 };
 
 export function tracerByName(name: unknown): AnyTracer | undefined {

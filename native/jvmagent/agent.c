@@ -52,6 +52,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "locks.h"
+
 // Not in any JDK header: HotSpot exports it from libjvm.so (prims/forte.cpp).
 typedef struct {
   jint lineno; // BCI for Java frames, -3 for a native method, -1 unknown
@@ -844,6 +846,7 @@ static int handle_heap(JavaVM *vm, const char *options);
 
 static int handle(JavaVM *vm, const char *options) {
   if (options && !strncmp(options, "heap", 4)) return handle_heap(vm, options); // the heap sampler's own commands (below)
+  if (options && !strncmp(options, "locks", 5)) return locks_handle(vm, options); // lock contention (locks.c)
   char opts[1024];
   snprintf(opts, sizeof(opts), "%s", options ? options : "");
   int start = 0, stop = 0, depth = 128;

@@ -75,7 +75,8 @@ export function swatchColor(c: ColorClass): string {
 
 /**
  * Off-CPU and wall profiles colour each box by where the thread was (the state at its root):
- * on CPU warm red, sleeping blue, I/O purple, lock amber, preempted green; varied by name as above.
+ * on CPU warm red, sleeping blue, I/O purple, lock amber, preempted green, carrier idle pink;
+ * varied by name as above.
  */
 const STATE_HUES: Record<ThreadState, [number, number]> = {
   oncpu: [2, 24],
@@ -83,6 +84,7 @@ const STATE_HUES: Record<ThreadState, [number, number]> = {
   io: [262, 288],
   lock: [36, 52],
   preempted: [140, 165],
+  idle: [300, 320],
 };
 
 export function stateColor(state: ThreadState, name: string, dark: boolean): string {

@@ -15,6 +15,7 @@ import { frameTotals } from '../../model/flamegraph/model';
 import { runAllocProfile, wantsAllocEvent } from './javaHeap';
 import { OFFCPU_USAGE, runOffcpuProfile } from './offcpu';
 import { profileOutputs } from './profileOutput';
+import { runLockProfile, wantsLockEvent } from './javaLocks';
 
 const USAGE = `ebpf-studio profile (--pid P | --all) [--event cpu|offcpu|wall] [--min-block-us N] [--frequency HZ] [--duration S] [--java agent|perfmap|auto] [--unwind auto|dwarf|fp] [--stack-copy-kb N] [--stack-storage-size N] [--json | --folded] [--pprof FILE]
   --pid P          sample process P (all its threads)
@@ -53,7 +54,11 @@ ${OFFCPU_USAGE}
                    inlined) where the agent could tell it; absent where it could not
   --pprof FILE     also write the profile as gzipped pprof (profile.proto) to FILE, for
                    go tool pprof, Pyroscope, Parca or Cloud Profiler
-  --event alloc    a JVM's Java allocations by stack instead of CPU (profile --event alloc --help)`;
+  --event alloc    a JVM's Java allocations by stack instead of CPU (profile --event alloc --help)
+  --event lock     a JVM's contended monitors and java.util.concurrent parks by waiter stack, lock
+                   class and holder (profile --event lock --help)
+  --event vthread  where a JVM's virtual threads wait, by their own stacks (JDK 21+; profile
+                   --event vthread --help)`;
 
 /** Fails before sampling when the pprof file could not be written afterwards. */
 export function checkOutputFile(file: string, flag: string): string {
@@ -90,6 +95,7 @@ export const profileCommand: Command = {
   usage: USAGE,
   async run(argv, io) {
     if (wantsAllocEvent(argv)) return runAllocProfile(argv, io);
+    if (wantsLockEvent(argv)) return runLockProfile(argv, io);
     const { values } = parse(argv, {
       ...commonOptions,
       pid: { type: 'string' },
@@ -116,7 +122,7 @@ export const profileCommand: Command = {
     if (values.idle && !values.all) throw usageError('--idle only applies with --all');
     if (values.json && values.folded) throw usageError('--json and --folded exclude each other: give one');
     const event = (values.event as string | undefined) ?? 'cpu';
-    if (!['cpu', 'offcpu', 'wall'].includes(event)) throw usageError(`--event takes cpu, offcpu or wall, not "${event}"`);
+    if (!['cpu', 'offcpu', 'wall'].includes(event)) throw usageError(`--event takes cpu, offcpu, wall, alloc, lock or vthread, not "${event}"`);
     if (values.pprof === '') throw usageError('--pprof takes a file name, e.g. --pprof cpu.pb.gz');
     if (event === 'offcpu' || event === 'wall') return runOffcpuProfile(event, values, pid, typeof values.pprof === 'string' ? checkOutputFile(values.pprof, '--pprof') : undefined, io);
     if (values['min-block-us'] !== undefined) throw usageError('--min-block-us applies to --event offcpu or wall');

@@ -39,6 +39,7 @@ import fs from 'node:fs';
 import { addOpenIntervals, decodeJavaRecord, decodeStarts, decodeTotals, OFFCPU_JAVA_SIZE, OFFCPU_STAT, parseProcStack, stateOfLetter, type OffcpuEntry } from './decode';
 import { unsuitableError } from '../../protocol/errors';
 import type { CountEntry } from '../profile/decode';
+import { addLockFrames, addVirtualThreads, startLockSession } from '../javaLocks/tracer';
 
 export * from './decode';
 
@@ -225,6 +226,10 @@ export const offcpuTracer: Tracer<'offcpu'> = {
     const tidsAtStart = options.pid ? threadIds(options.pid) : [];
     env.log(`offcpu: attached via ${variant === 0 ? 'tp_btf' : 'raw_tp'}${wall ? ` with on-CPU samples at ${options.frequency} Hz` : ''}${java ? ', Java stacks from the agent at each return to user space' : ''}`);
     const jvm = info?.jvm && foreignOwner(options.pid, env.requester) === undefined;
+    // With the agent, its lock session runs alongside (../javaLocks): Java lock waits name their
+    // lock (and a park's holder; a monitor's would take a safepoint per contended enter, seen in
+    // the waits measured here), and on JDK 21+ virtual threads' waits are added and idle carriers marked
+    const locks = java ? ((await startLockSession(options.pid, env, { locks: true, vthreads: true, monitorOwners: false }).catch((e: Error) => void env.log(`offcpu: Java lock waits keep no lock frame: ${e.message}`))) ?? undefined) : undefined;
     if (info?.jvm && !info.jvm.preserveFramePointer && !java)
       warnings.push(`pid ${options.pid} is a JVM without -XX:+PreserveFramePointer: off-CPU stacks are walked by frame pointers, so Java callers above the first compiled frame are lost. Restart it with -XX:+PreserveFramePointer for whole Java stacks`);
 
@@ -382,6 +387,11 @@ export const offcpuTracer: Tracer<'offcpu'> = {
           const joined = await java.finish(final, [...raw, ...javaRaw], (raws) => assemble(raws, kernelFrames, userFrames).map((st) => ({ ...st, frames: dropTracingFrames(st.frames) })));
           const refined = refineJavaStates(joined.stacks);
           final = { ...joined, stacks: refined, states: stateTotals(refined) };
+        }
+        if (locks) {
+          await locks.stop();
+          const stacks = addVirtualThreads(addLockFrames(final.stacks, locks.model, options.pid), locks.model, options.pid);
+          final = { ...final, stacks, states: stateTotals(stacks) };
         }
         return final;
       },

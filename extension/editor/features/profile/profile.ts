@@ -353,7 +353,9 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
   const session =
     event === 'cpu'
       ? await startSession('profile', options, `CPU profile ${target.label}`, handlers)
-      : await startSession('offcpu', { pid: target.pid, event, minBlockUs: OFFCPU_DEFAULT_MIN_BLOCK_US, frequency, stackStorageSize, javaPerfMap: true }, `${EVENT_LABEL[event]} ${target.label}`, handlers);
+      : event === 'lock' || event === 'vthread'
+        ? await startSession('java-locks', { pid: target.pid, vthreads: event === 'vthread' }, `${EVENT_LABEL[event]} ${target.label}`, handlers)
+        : await startSession('offcpu', { pid: target.pid, event, minBlockUs: OFFCPU_DEFAULT_MIN_BLOCK_US, frequency, stackStorageSize, javaPerfMap: true }, `${EVENT_LABEL[event]} ${target.label}`, handlers);
   warnings.push(...session.info.warnings);
   shown = openPanel(context, title, () => void session.stop(), key);
   // The graph grows while sampling: a snapshot at most once a second, never two in flight.

@@ -4,7 +4,7 @@
 import * as vscode from 'vscode';
 import type { ProfileEvent } from '../../../protocol/profile';
 
-export const EVENT_LABEL: Record<ProfileEvent, string> = { cpu: 'CPU', offcpu: 'Where threads wait (off-CPU)', wall: 'Wall clock' };
+export const EVENT_LABEL: Record<ProfileEvent, string> = { cpu: 'CPU', offcpu: 'Where threads wait (off-CPU)', wall: 'Wall clock', lock: 'Java lock waits', vthread: 'Virtual threads: where they wait' };
 
 interface EventItem extends vscode.QuickPickItem {
   event: ProfileEvent;

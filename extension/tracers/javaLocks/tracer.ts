@@ -1,0 +1,193 @@
+// The Java lock tracer (`ebpf-studio profile --pid P --event lock`): time Java threads waited for
+// contended `synchronized` monitors (exact, JVMTI MonitorContendedEnter/Entered) and parked in
+// java.util.concurrent locks (sampled), by the waiter's Java stack, the lock's class and the
+// holder, through eBPF Studio's JVMTI agent (native/jvmagent/locks.c) loaded without a restart
+// like the CPU profiler's (../javaAgent/agent.ts: same copy in the JVM's /tmp, same attach socket,
+// same refusals). No BPF: which object a thread waits for, and who owns it, are JVM facts that no
+// kernel event carries.
+//
+// The agent writes records to a file in the JVM's /tmp, read here through /proc/PID/root every
+// 250 ms. On stop the agent disables its events and its poller: the JVM is back to costing nothing.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import type { ProfileResult, ProfileUpdate } from '../../protocol/profile';
+import { JAVA_LOCKS_DEFAULT_DEPTH, JAVA_LOCKS_DEFAULT_PARK_PERIOD_US, JAVA_LOCKS_MAX_DEPTH, JAVA_LOCKS_MAX_PARK_PERIOD_US, JAVA_LOCKS_MIN_PARK_PERIOD_US, type JavaLocksOptions } from '../../protocol/javaLocks';
+import { asObject, bool, int, PID_MAX } from '../../protocol/validate';
+import { inputError, unsuitableError } from '../../protocol/errors';
+import { pidAlive, processInfo } from '../../sys/proc/processes';
+import { namespacePid } from '../../sys/jvm/attach';
+import type { Tracer, TracerEnv } from '../tracer';
+import { agentCommand, agentLibrary, agentUnavailableMessage, checkAgentTarget, placeAgent } from '../javaAgent/agent';
+import { jdkFeature, jdkVersion } from '../javaHeap/tracer';
+import { JavaLocksModel } from './decode';
+
+export * from './decode';
+
+/** Agent_OnAttach's return codes for the lock commands (locks.c) as user-facing reasons. */
+const LOCKS_CODES: Record<number, string> = {
+  103: "the agent could not create its output file in the JVM's /tmp (read-only or full /tmp?)",
+  104: 'the agent rejected its options (a mismatched agent build?)',
+  105: "the JVM is out of memory for the agent's tables",
+  120: 'the JVM refused a JVMTI environment to the agent',
+  121: 'the JVM refused the agent the monitor-event capability (another agent may hold it)',
+  122: "this JVM does not report virtual threads' mounts and unmounts to agents (JDK 21 or newer with HotSpot's VirtualThreadMount/Unmount events is needed)",
+};
+
+/** A running lock (or virtual-thread) session of the agent in one JVM. */
+export interface LockSession {
+  readonly model: JavaLocksModel;
+  readonly jdk: string | undefined;
+  /** reads what the agent appended since the last call */
+  read(): void;
+  /** stops the agent's session (events off, poller asleep), reads the rest, removes the file */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the agent's lock session in the JVM `pid` (the refusals of the Java agent first: not a
+ * JVM, attach off, another user, noexec /tmp). Used by this tracer and by the off-CPU profile,
+ * which names the locks of its Java lock waits with it.
+ */
+/**
+ * `vthreads`: follow virtual threads too; `locks` (default: not with vthreads): monitors and
+ * parks. Both: a JVM without virtual threads goes on with locks only. `monitorOwners: false`:
+ * do not ask who owns a contended monitor (a VM operation, a safepoint in JDK 17, per contended
+ * enter; the off-CPU profile would see it in the waits it measures).
+ */
+export async function startLockSession(pid: number, env: TracerEnv, opts: { depth?: number; parkPeriodUs?: number; vthreads?: boolean; locks?: boolean; monitorOwners?: boolean }): Promise<LockSession> {
+  const info = processInfo(pid);
+  if (!info) throw inputError(`no process with pid ${pid} is running (check with: ps -p ${pid})`);
+  if (!info.jvm) throw inputError(`pid ${pid} (${info.comm}) is not a JVM (no libjvm.so mapped): --event lock reads Java monitors and parks; for a native program's futex waits use \`ebpf-studio profile --pid ${pid} --event offcpu\` (the lock state)`);
+  const lib = agentLibrary(env.assetDir);
+  if (!lib) throw unsuitableError(agentUnavailableMessage(env.assetDir));
+  const jdk = jdkVersion(pid, info.jvm.javaHome);
+  const locks = opts.locks ?? !opts.vthreads;
+  const vthreads = Boolean(opts.vthreads) && !(locks && jdk && jdkFeature(jdk) < 21);
+  if (vthreads && !locks && jdk && jdkFeature(jdk) < 21)
+    throw unsuitableError(`pid ${pid} runs JDK ${jdk} (${info.jvm.javaHome}), which has no virtual threads (JDK 21 or newer): its threads' waits are in \`ebpf-studio profile --pid ${pid} --event offcpu\` and its lock waits in --event lock`);
+  const ids = checkAgentTarget(pid, env.requester);
+  const libInTarget = placeAgent(pid, lib, ids);
+  const outName = `.ebpf-studio-locks-${namespacePid(pid)}-${crypto.randomBytes(4).toString('hex')}.txt`;
+  const outHost = `/proc/${pid}/root/tmp/${outName}`;
+  const depth = opts.depth ?? JAVA_LOCKS_DEFAULT_DEPTH;
+  const period = opts.parkPeriodUs ?? JAVA_LOCKS_DEFAULT_PARK_PERIOD_US;
+  const code = await agentCommand(pid, libInTarget, `locks,out=/tmp/${outName},depth=${depth},period=${period}${vthreads ? ',vthreads' : ''}${locks ? '' : ',nolocks'}${opts.monitorOwners === false ? ',noowner' : ''}`, 15000);
+  if (code !== 0) {
+    fs.rmSync(outHost, { force: true });
+    throw unsuitableError(`pid ${pid}${jdk ? ` (JDK ${jdk})` : ''}: the Java ${locks ? 'lock' : 'virtual-thread'} tracer did not start: ${LOCKS_CODES[code] ?? `Agent_OnAttach returned ${code}`}`);
+  }
+  env.log(`java-locks: ${[locks ? `contended monitors and parks (looked at every ${period} µs)` : '', vthreads ? 'virtual threads unmounted' : ''].filter(Boolean).join(', ')} in pid ${pid} (${libInTarget}), writing /tmp/${outName}`);
+  const model = new JavaLocksModel();
+  let offset = 0;
+  let stopped = false;
+  const read = () => {
+    let fd: number;
+    try {
+      fd = fs.openSync(outHost, 'r');
+    } catch {
+      return;
+    }
+    try {
+      const buf = Buffer.alloc(1 << 20);
+      for (;;) {
+        const got = fs.readSync(fd, buf, 0, buf.length, offset);
+        if (got <= 0) break;
+        offset += got;
+        model.feed(buf.subarray(0, got).toString('utf8'));
+      }
+    } finally {
+      fs.closeSync(fd);
+    }
+  };
+  return {
+    model,
+    jdk,
+    read,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      if (pidAlive(pid)) {
+        try {
+          const c = await agentCommand(pid, libInTarget, 'locksstop', 15000);
+          if (c !== 0) env.log(`java-locks: the agent's locksstop returned ${c}`);
+        } catch (e) {
+          env.log(`java-locks: stopping the lock tracer in pid ${pid} failed: ${(e as Error).message}`);
+        }
+      }
+      try {
+        read();
+      } catch (e) {
+        env.log(`java-locks: reading ${outHost} failed: ${(e as Error).message}`);
+      }
+      fs.rmSync(outHost, { force: true });
+      if (!model.ended) env.log('java-locks: the agent file ended without its end mark; the last waits may be missing');
+      const e = model.end;
+      if (!locks) env.log(`java-locks: ${e.vthreadWaits} virtual-thread waits (unmount to mount); ${(e.callbackNs / 1e6).toFixed(1)} ms in unmount callbacks (${e.vthreadWaits ? (e.callbackNs / e.vthreadWaits / 1000).toFixed(1) : 0} µs each)`);
+      else
+        env.log(
+          `java-locks: ${e.monitorWaits} contended monitor enters, ${e.parks} park episodes, ${e.looks} looks${vthreads ? `, ${e.vthreadWaits} virtual-thread waits` : ''}; ${(e.callbackNs / 1e6).toFixed(1)} ms in monitor callbacks (${e.monitorWaits ? (e.callbackNs / e.monitorWaits / 1000).toFixed(1) : 0} µs each), ${(e.lookNs / 1e6).toFixed(1)} ms looking (${e.looks ? (e.lookNs / e.looks / 1000).toFixed(1) : 0} µs each)`,
+        );
+    },
+  };
+}
+
+export const javaLocksTracer: Tracer<'java-locks'> = {
+  name: 'java-locks',
+  validate(raw): JavaLocksOptions {
+    const o = asObject(raw, 'options');
+    return {
+      pid: int(o, 'pid', 1, PID_MAX),
+      depth: int(o, 'depth', 1, JAVA_LOCKS_MAX_DEPTH, JAVA_LOCKS_DEFAULT_DEPTH),
+      parkPeriodUs: int(o, 'parkPeriodUs', JAVA_LOCKS_MIN_PARK_PERIOD_US, JAVA_LOCKS_MAX_PARK_PERIOD_US, JAVA_LOCKS_DEFAULT_PARK_PERIOD_US),
+      vthreads: bool(o, 'vthreads', false),
+    };
+  },
+  async start(options, env, events) {
+    const { pid } = options;
+    const t0 = Date.now();
+    const session = await startLockSession(pid, env, options);
+    const event = options.vthreads ? 'vthread' : 'lock';
+    const { model } = session;
+    let stopped = false;
+    let final: ProfileResult | undefined;
+
+    const finish = async (): Promise<ProfileResult> => {
+      if (final) return final;
+      stopped = true;
+      clearInterval(timer);
+      await session.stop();
+      final = model.result(pid, event);
+      return final;
+    };
+
+    const timer = setInterval(() => {
+      if (stopped) return;
+      if (!pidAlive(pid)) {
+        void finish().then(() => events.ended('target-exited', `pid ${pid} exited`));
+        return;
+      }
+      try {
+        session.read();
+      } catch (e) {
+        env.log(`java-locks: reading the agent's file failed: ${(e as Error).message}`);
+      }
+      const update: ProfileUpdate = { samples: model.waits.length, lost: 0, elapsedMs: Date.now() - t0 };
+      events.update(update);
+    }, 250); // keeps the process alive while tracing (no BPF handle does): stop clears it
+
+    return {
+      targets: [pid],
+      warnings: [],
+      snapshot() {
+        if (final) return final;
+        try {
+          session.read();
+        } catch {
+          /* the next poll says why */
+        }
+        return model.result(pid, event);
+      },
+      stop: finish,
+    };
+  },
+};
