@@ -53,7 +53,11 @@ describe('off-CPU profile of a JVM with Java stacks', { skip, timeout: 120_000 }
     const lockAll = doc.stacks.filter((s) => s.comm === 'lock-waiter');
     t.diagnostic(`lock-waiter: ${(sumUs(lockWait) / 1e3).toFixed(0)} ms in takeLock of ${(sumUs(lockAll) / 1e3).toFixed(0)} ms off CPU`);
     assert.ok(sumUs(lockWait) > 0.5 * sumUs(lockAll), 'most of the lock waiter\'s time is in takeLock');
-    assert.ok(lockWait.filter((s) => s.state === 'lock').every((s) => has(s, 'LockSupport.park')), 'ReentrantLock waits park');
+    // A fresh JVM's thread can also wait briefly on the VM's own locks here (the JIT's queue, a
+    // safepoint): those are lock waits without a park, so the park's share of the time is asserted.
+    const lockStates = lockWait.filter((s) => s.state === 'lock');
+    const parked = sumUs(lockStates.filter((s) => has(s, 'LockSupport.park')));
+    assert.ok(parked >= 0.95 * sumUs(lockStates), `ReentrantLock waits park: ${parked} of ${sumUs(lockStates)} µs of lock waits in takeLock`);
     assert.ok(sumUs(lockWait.filter((s) => s.state === 'lock')) > 0.5 * sumUs(lockWait), 'ReentrantLock waits are lock waits');
 
     // the editor's CodeLens: wait time on the fixture's lines that block (the agent's file:line)
