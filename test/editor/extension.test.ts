@@ -436,7 +436,7 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
   await step(
     t,
     s,
-    'Open JVM Timeline: pick the test JVM, Stop, select a range, see its statistics and flame graph',
+    'Open JVM Timeline: pick the test JVM, Stop, select a range, see its statistics (allocation rate, off-CPU states) and flame graph; a running timeline comes back stopped after Reload Window',
     async () => {
       const classDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-gcphases-'));
       t.after(() => fs.rmSync(classDir, { recursive: true, force: true }));
@@ -484,7 +484,40 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       const png = await s.screenshot('jvm-timeline-panel', await s.webviewElement(frame));
       const stats = await s.imageStats(png);
       assert.ok(stats.distinctColors > 20 && stats.nonBackground > 0.02, `the panel screenshot looks blank: ${JSON.stringify(stats)}`);
-      t.diagnostic(`range: ${gcRow} / ${cpuRow}; flame graph ${samples} samples`);
+      // The allocation rate (MB/s between GCs) and the off-CPU time of the thread groups.
+      const allocRow = await frame.locator('#range-alloc').innerText();
+      assert.match(allocRow, /Allocation\s+([\d.]+ MB\/s|no two GCs)/, `the range's allocation row: ${allocRow}`);
+      const offRow = await frame.locator('#range-offcpu').innerText();
+      assert.match(offRow, /Application threads: .*lock \(futex\) [\d.]+ s/, `the range's off-CPU row: ${offRow}`);
+      t.diagnostic(`range: ${gcRow} / ${cpuRow} / ${allocRow} / ${offRow}; flame graph ${samples} samples`);
+      await s.runCommandFromPalette('View: Close All Editors');
+
+      // Reload Window while a timeline runs: the panel comes back stopped, saying why, with its data.
+      const idle = spawn(path.join(jdk!.home, 'bin', 'java'), ['-XX:+UseParallelGC', '-Xmx64m', '-cp', classDir, 'GcPhases', '1', '100', '10'], { stdio: ['pipe', 'pipe', 'inherit'] });
+      t.after(() => idle.kill('SIGKILL'));
+      let idleOut = '';
+      idle.stdout!.on('data', (d) => (idleOut += d));
+      for (let i = 0; i < 200 && !idleOut.includes('ready'); i++) await new Promise((r) => setTimeout(r, 100));
+      await s.runCommandFromPalette('eBPF: Open JVM Timeline');
+      const idleRow = s.quickPickRow(new RegExp(`\\b${idle.pid}\\s+GcPhases`));
+      await idleRow.waitFor({ state: 'visible', timeout: 30_000 });
+      await idleRow.click();
+      const liveTitle = `JVM timeline: pid ${idle.pid}`;
+      const live = await s.webviewFrame(liveTitle, 30_000);
+      await live.locator('#status').filter({ hasText: `Tracing pid ${idle.pid}` }).waitFor({ timeout: 30_000 });
+      await s.page.waitForTimeout(2500);
+      const lanesBefore = await live.locator('#lanes').getAttribute('height');
+      await s.reloadWindow();
+      const tab = s.page.locator('.tabs-container .tab').filter({ hasText: liveTitle }).first();
+      await tab.waitFor({ state: 'visible', timeout: 30_000 });
+      await tab.click();
+      const back = await s.webviewFrame(liveTitle, 60_000);
+      const status = back.locator('#status').filter({ hasText: /Stopped \(pid \d+\): the window reloaded/ });
+      await status.waitFor({ timeout: 30_000 });
+      assert.equal(await back.locator('#lanes').getAttribute('height'), lanesBefore, 'the restored panel draws the same lanes');
+      assert.ok(await back.locator('#stop').isDisabled(), 'a restored session cannot be stopped again');
+      t.diagnostic(`after Reload Window: ${await status.innerText()}`);
+      idle.kill('SIGKILL');
       await s.runCommandFromPalette('View: Close All Editors');
     },
     !paletteTitle('ebpfStudio.openJvmTimeline') ? 'package.json has no ebpfStudio.openJvmTimeline' : javaGcSkip,

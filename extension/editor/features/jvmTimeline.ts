@@ -12,7 +12,7 @@ import { noUsdtMessage } from '../../sys/proc/processes';
 import { startSession } from '../sessions/liveSessions';
 import { createViewPanel, fillViewPanel, type TypedPanel } from '../ui/webviewPanel';
 import { LiveViewHost, RELOADED } from '../sessions/livePanel';
-import { loadStoredText, storeText } from '../sessions/sessionStore';
+import { loadStoredText, storeText, windowClosing } from '../sessions/sessionStore';
 import { errorText, showError } from '../ui/errors';
 import type { FromView, ToView } from '../../../webview/jvmTimeline/protocol';
 
@@ -67,6 +67,7 @@ async function trace(context: vscode.ExtensionContext, options: JvmOptions): Pro
   const target = `pid ${options.pid}`;
   const title = `JVM timeline: ${target}`;
   const host = new LiveViewHost<ToView, FromView>();
+  let panelGone = false;
   // The host keeps its own (bounded) model of the session: what a reload brings back.
   const live = new JvmTimeline();
   live.pid = options.pid;
@@ -84,8 +85,11 @@ async function trace(context: vscode.ExtensionContext, options: JvmOptions): Pro
       host.finish(() => {
         if (result) live.replaceStacks(result.stacks);
         host.send({ type: 'ended', reason, message, result });
-        // Kept under the panel's key so a reload shows the finished session as it ended.
-        storeText(host.key, document({ reason, message }));
+        // Kept under the panel's key so a reload shows the finished session as it ended. A
+        // session that ends after its panel went (the window reloading disposes the panel, which
+        // stops the session) ended because of that: the panel VS Code brings back says so; once the
+        // window is closing, the checkpoint written then is what comes back.
+        if (!windowClosing()) storeText(host.key, document(panelGone ? { reason: 'stopped', message: RELOADED } : { reason, message }));
       }),
   });
   host.checkpointWith(() => document({ reason: 'stopped', message: RELOADED }));
@@ -100,7 +104,10 @@ async function trace(context: vscode.ExtensionContext, options: JvmOptions): Pro
   p.view.onReady(() => [{ type: 'init', target }]);
   host.attach(p.view);
   for (const w of session.info.warnings) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
-  p.view.panel.onDidDispose(() => void session.stop());
+  p.view.panel.onDidDispose(() => {
+    panelGone = true;
+    void session.stop();
+  });
   return session.id;
 }
 

@@ -128,6 +128,16 @@ export async function recordSession(file: AnySessionFile, key = newSessionKey())
   return key;
 }
 
+let closing = false;
+/**
+ * True once the window is closing or reloading (a running session's last checkpoint was written):
+ * sessions end then because the helper goes away, and what a panel comes back with is that
+ * checkpoint, not an "ended with an error" written after it.
+ */
+export function windowClosing(): boolean {
+  return closing;
+}
+
 /** How often a running session's document is written for a window reload to find. */
 export const CHECKPOINT_MS = 15_000;
 
@@ -151,7 +161,12 @@ export function checkpointWhileRunning(key: string, snapshot: () => AnySessionFi
   };
   const timer = setInterval(write, CHECKPOINT_MS);
   timer.unref?.();
-  const onClose = { dispose: write };
+  const onClose = {
+    dispose: () => {
+      closing = true;
+      write();
+    },
+  };
   ctx?.subscriptions.push(onClose);
   return {
     done() {
@@ -214,6 +229,7 @@ export async function forgetSession(key: string): Promise<void> {
 export function activate(context: Pick<vscode.ExtensionContext, 'globalStorageUri' | 'workspaceState' | 'subscriptions'>, bounds = { one: MAX_ONE_BYTES, total: MAX_TOTAL_BYTES }): void {
   ctx = context;
   limits = bounds;
+  closing = false;
   inMemory.clear();
   context.subscriptions.push(changed);
   // Both copies of the list, newest first; entries whose document left storage (pruned, or too big
