@@ -119,7 +119,11 @@ describe('profile --event lock: contended Java monitors and ReentrantLock parks'
     // at the synchronized line, interpreted or compiled
     const atSync = monitor.filter((s) => s.frames[1].line === marks.get('enterMonitor'));
     assert.ok(sumUs(atSync) >= 0.99 * sumUs(monitor), `monitor waits at the synchronized line ${marks.get('enterMonitor')}: ${monitor.map((s) => `${s.frames[1].line} ${s.value}`).join('; ')}`);
-    assert.ok(park.every((s) => /^rl-waiter-\d$/.test(s.comm) && s.frames.some((x) => x.function === 'java.util.concurrent.locks.LockSupport.park')), 'park waits on rl-waiter threads under LockSupport.park');
+    assert.ok(park.every((s) => /^rl-waiter-\d$/.test(s.comm)), 'park waits on rl-waiter threads');
+    // A look reads the thread's state, then its stack: a waiter woken in between is seen a few
+    // frames further on (back in ReentrantLock.lock), so the park frame's share is asserted.
+    const underPark = park.filter((s) => s.frames.some((x) => x.function === 'java.util.concurrent.locks.LockSupport.park'));
+    assert.ok(sumUs(underPark) >= 0.95 * sumUs(park), `park waits under LockSupport.park: ${f(sumUs(underPark))} of ${f(sumUs(park))}; others: ${park.filter((s) => !underPark.includes(s)).map((s) => s.frames.slice(0, 4).map((x) => x.function).join(' < ')).join('; ')}`);
   });
 });
 

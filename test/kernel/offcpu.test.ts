@@ -180,7 +180,7 @@ describe('off-CPU profile', { skip, timeout: 120_000 }, () => {
   test('bad input: unknown event, --min-block-us with cpu, --frequency with offcpu', () => {
     const a = runCli(['profile', '--pid', String(pid), '--event', 'nope']);
     assert.equal(a.code, 2);
-    assert.match(a.stderr, /--event takes cpu, offcpu or wall/);
+    assert.match(a.stderr, /--event takes cpu, offcpu, wall, alloc, lock or vthread, not "nope"/);
     const b = runCli(['profile', '--pid', String(pid), '--min-block-us', '10']);
     assert.equal(b.code, 2);
     assert.match(b.stderr, /--min-block-us applies to --event offcpu or wall/);
