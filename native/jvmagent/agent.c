@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "locks.h"
+#include "methods.h"
 
 // Not in any JDK header: HotSpot exports it from libjvm.so (prims/forte.cpp).
 typedef struct {
@@ -298,98 +299,13 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
 
 // ---- method cache (service thread only) ----
 
-typedef struct method_info {
-  jmethodID id;
-  int index; // number announced in the "M" record
-  int native;
-  jint nlines;
-  jvmtiLineNumberEntry *lines; // sorted by start_location
-  struct method_info *next;
-} method_info;
+// Methods named in the current profile's file (service thread, under g_lock).
+static method_table g_methods;
 
-#define BUCKETS 4096
-static method_info *g_methods[BUCKETS];
-static int g_method_count;
-
-static void clean_text(char *s) {
-  for (; s && *s; s++)
-    if (*s == '\t' || *s == '\n') *s = ' ';
-}
-
-// "Lcom/x/Foo$Bar;" -> "com.x.Foo$Bar" in place
-static char *class_name(char *sig) {
-  if (!sig) return sig;
-  size_t n = strlen(sig);
-  if (n >= 2 && sig[0] == 'L' && sig[n - 1] == ';') {
-    sig[n - 1] = 0;
-    sig++;
-  }
-  for (char *p = sig; *p; p++)
-    if (*p == '/') *p = '.';
-  return sig;
-}
-
-static method_info *lookup_method(JNIEnv *jni, jmethodID id) {
-  unsigned h = (unsigned)(((uintptr_t)id >> 3) * 2654435761u) & (BUCKETS - 1);
-  for (method_info *m = g_methods[h]; m; m = m->next)
-    if (m->id == id) return m;
-  method_info *m = calloc(1, sizeof(*m));
-  if (!m) return NULL;
-  m->id = id;
-  m->index = ++g_method_count;
-  char *name = NULL, *msig = NULL, *csig = NULL, *file = NULL;
-  jclass cls = NULL;
-  jboolean is_native = JNI_FALSE;
-  if ((*g_jvmti)->GetMethodName(g_jvmti, id, &name, &msig, NULL) != JVMTI_ERROR_NONE) name = NULL;
-  if (name && (*g_jvmti)->GetMethodDeclaringClass(g_jvmti, id, &cls) == JVMTI_ERROR_NONE) {
-    (*g_jvmti)->GetClassSignature(g_jvmti, cls, &csig, NULL);
-    if ((*g_jvmti)->GetSourceFileName(g_jvmti, cls, &file) != JVMTI_ERROR_NONE) file = NULL;
-  }
-  if (name) {
-    (*g_jvmti)->IsMethodNative(g_jvmti, id, &is_native);
-    m->native = is_native == JNI_TRUE;
-    if (!m->native && (*g_jvmti)->GetLineNumberTable(g_jvmti, id, &m->nlines, &m->lines) != JVMTI_ERROR_NONE) {
-      m->nlines = 0;
-      m->lines = NULL;
-    }
-  }
-  clean_text(name);
-  clean_text(csig);
-  clean_text(file);
-  // M <index> <class> <method> <source file or -> <native 0/1>
-  fprintf(g_out, "M\t%d\t%s\t%s\t%s\t%d\n", m->index, csig ? class_name(csig) : "[unknown class]", name ? name : "[unknown method]", file ? file : "-", m->native);
-  if (name) (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)name);
-  if (msig) (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)msig);
-  if (csig) (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)csig);
-  if (file) (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)file);
-  if (cls) (*jni)->DeleteLocalRef(jni, cls);
-  m->next = g_methods[h];
-  g_methods[h] = m;
-  return m;
-}
+static java_method *lookup_method(JNIEnv *jni, jmethodID id) { return method_get(&g_methods, g_jvmti, jni, id, g_out); }
 
 // Each profile has its own file, so names are announced anew in it (called under g_lock).
-static void forget_methods(void) {
-  for (int b = 0; b < BUCKETS; b++) {
-    for (method_info *m = g_methods[b], *next; m; m = next) {
-      next = m->next;
-      if (m->lines) (*g_jvmti)->Deallocate(g_jvmti, (unsigned char *)m->lines);
-      free(m);
-    }
-    g_methods[b] = NULL;
-  }
-  g_method_count = 0;
-}
-
-static int line_of(const method_info *m, jint bci) {
-  int line = -1;
-  if (bci < 0) return -1;
-  for (jint i = 0; i < m->nlines; i++) {
-    if (m->lines[i].start_location > bci) break;
-    line = m->lines[i].line_number;
-  }
-  return line;
-}
+static void forget_methods(void) { method_table_clear(&g_methods, g_jvmti); }
 
 // Drains ready slots into the output file. Returns how many.
 static int drain(JNIEnv *jni) {
@@ -408,9 +324,9 @@ static int drain(JNIEnv *jni) {
     fprintf(g_out, "S\t%d\t%lld\t%d\t@%llx", s->tid, (long long)s->ts, nf, (unsigned long long)s->pc);
     if (s->recovered) fprintf(g_out, "\t~%d", s->recovered);
     for (int f = 0; f < nf; f++) {
-      method_info *m = lookup_method(jni, s->frames[f].method_id);
+      java_method *m = lookup_method(jni, s->frames[f].method_id);
       jint bci = s->frames[f].lineno;
-      fprintf(g_out, "\t%d:%d:%d", m ? m->index : 0, bci, m ? line_of(m, bci) : -1);
+      fprintf(g_out, "\t%d:%d:%d", m ? m->index : 0, bci, method_line(m, bci));
     }
     fputc('\n', g_out);
     atomic_store_explicit(&s->state, SLOT_FREE, memory_order_release);
@@ -601,7 +517,7 @@ static void drain_code(JNIEnv *jni) {
       // D <ts> <addr hex> <size> <name>
       fprintf(g_out, "D\t%lld\t%llx\t%d\t%s\n", (long long)e->ts, (unsigned long long)e->addr, e->size, e->name ? e->name : "?");
     } else {
-      method_info *m = lookup_method(jni, e->method);
+      java_method *m = lookup_method(jni, e->method);
       for (int k = 0, at = 0; k < e->nchains; at += e->chain_len[k++])
         for (int f = 0; f < e->chain_len[k]; f++) lookup_method(jni, e->chain_m[at + f]); // M lines first
       // L <ts> <method index> <addr hex> <size> then per inline chain "m:bci,m:bci,..." innermost first
@@ -612,7 +528,7 @@ static void drain_code(JNIEnv *jni) {
         for (int k = 0, at = 0; k < e->nchains; at += e->chain_len[k++]) {
           fputc('\t', g_out);
           for (int f = 0; f < e->chain_len[k]; f++) {
-            method_info *cm = lookup_method(jni, e->chain_m[at + f]);
+            java_method *cm = lookup_method(jni, e->chain_m[at + f]);
             fprintf(g_out, "%s%d:%d", f ? "," : "", cm ? cm->index : 0, e->chain_bci[at + f]);
           }
         }
@@ -920,13 +836,6 @@ typedef struct heap_sample {
   jvmtiFrameInfo frames[]; // leaf first
 } heap_sample;
 
-typedef struct heap_method {
-  jmethodID id;
-  int index;
-  jint nlines;
-  jvmtiLineNumberEntry *lines;
-  struct heap_method *next;
-} heap_method;
 
 typedef struct {
   jweak ref;
@@ -948,8 +857,7 @@ static pthread_cond_t g_heap_cond = PTHREAD_COND_INITIALIZER;
 static FILE *g_heap_out;
 static int g_heap_stop_wanted;
 // service thread only:
-static heap_method *g_heap_methods[BUCKETS];
-static int g_heap_method_count;
+static method_table g_heap_methods;
 static heap_tracked *g_heap_tracked;
 static long g_heap_ntracked, g_heap_next_id;
 
@@ -996,56 +904,6 @@ static void JNICALL on_gc_finish(jvmtiEnv *jvmti) {
   atomic_fetch_add(&g_heap_gcs, 1);
 }
 
-static heap_method *heap_lookup_method(jmethodID id) {
-  unsigned h = (unsigned)(((uintptr_t)id >> 3) * 2654435761u) & (BUCKETS - 1);
-  for (heap_method *m = g_heap_methods[h]; m; m = m->next)
-    if (m->id == id) return m;
-  heap_method *m = calloc(1, sizeof(*m));
-  if (!m) return NULL;
-  m->id = id;
-  m->index = ++g_heap_method_count;
-  jvmtiEnv *jv = g_heap_jvmti;
-  char *name = NULL, *csig = NULL, *file = NULL;
-  jclass cls = NULL;
-  jboolean is_native = JNI_FALSE;
-  if ((*jv)->GetMethodName(jv, id, &name, NULL, NULL) != JVMTI_ERROR_NONE) name = NULL;
-  if (name && (*jv)->GetMethodDeclaringClass(jv, id, &cls) == JVMTI_ERROR_NONE) {
-    (*jv)->GetClassSignature(jv, cls, &csig, NULL);
-    if ((*jv)->GetSourceFileName(jv, cls, &file) != JVMTI_ERROR_NONE) file = NULL;
-  }
-  if (name) {
-    (*jv)->IsMethodNative(jv, id, &is_native);
-    if (!is_native && (*jv)->GetLineNumberTable(jv, id, &m->nlines, &m->lines) != JVMTI_ERROR_NONE) {
-      m->nlines = 0;
-      m->lines = NULL;
-    }
-  }
-  clean_text(name);
-  clean_text(csig);
-  clean_text(file);
-  fprintf(g_heap_out, "M\t%d\t%s\t%s\t%s\t%d\n", m->index, csig ? class_name(csig) : "[unknown class]", name ? name : "[unknown method]", file ? file : "-", is_native == JNI_TRUE);
-  if (name) (*jv)->Deallocate(jv, (unsigned char *)name);
-  if (csig) (*jv)->Deallocate(jv, (unsigned char *)csig);
-  if (file) (*jv)->Deallocate(jv, (unsigned char *)file);
-  if (cls && g_vm) {
-    JNIEnv *jni = NULL;
-    if ((*g_vm)->GetEnv(g_vm, (void **)&jni, JNI_VERSION_1_6) == JNI_OK) (*jni)->DeleteLocalRef(jni, cls);
-  }
-  m->next = g_heap_methods[h];
-  g_heap_methods[h] = m;
-  return m;
-}
-
-static int heap_line_of(const heap_method *m, jlocation bci) {
-  int line = -1;
-  if (bci < 0) return -1;
-  for (jint i = 0; i < m->nlines; i++) {
-    if (m->lines[i].start_location > bci) break;
-    line = m->lines[i].line_number;
-  }
-  return line;
-}
-
 // Writes the queued samples and starts tracking their objects (service thread, under g_heap_lock).
 static void heap_drain(JNIEnv *jni) {
   pthread_mutex_lock(&g_heap_qlock);
@@ -1057,7 +915,7 @@ static void heap_drain(JNIEnv *jni) {
     heap_sample *s = list;
     list = s->next;
     atomic_fetch_sub(&g_heap_queued, 1);
-    for (jint f = 0; f < s->nframes; f++) heap_lookup_method(s->frames[f].method); // M lines first
+    for (jint f = 0; f < s->nframes; f++) method_get(&g_heap_methods, g_heap_jvmti, jni, s->frames[f].method, g_heap_out); // M lines first
     long id = 0;
     if (s->ref && g_heap_ntracked < HEAP_MAX_TRACKED && g_heap_tracked) {
       id = ++g_heap_next_id;
@@ -1071,8 +929,8 @@ static void heap_drain(JNIEnv *jni) {
     // O <id, 0 = not tracked> <ts> <tid> <size> <GCs before> <class signature> then per frame "<method index>:<bci>:<line>", leaf first
     fprintf(g_heap_out, "O\t%ld\t%lld\t%d\t%lld\t%u\t%s", id, (long long)s->ts, s->tid, (long long)s->size, s->gc, s->cls);
     for (jint f = 0; f < s->nframes; f++) {
-      heap_method *m = heap_lookup_method(s->frames[f].method);
-      fprintf(g_heap_out, "\t%d:%lld:%d", m ? m->index : 0, (long long)s->frames[f].location, m ? heap_line_of(m, s->frames[f].location) : -1);
+      java_method *m = method_get(&g_heap_methods, g_heap_jvmti, jni, s->frames[f].method, g_heap_out);
+      fprintf(g_heap_out, "\t%d:%lld:%d", m ? m->index : 0, (long long)s->frames[f].location, method_line(m, s->frames[f].location));
     }
     fputc('\n', g_heap_out);
     free(s);
@@ -1100,15 +958,7 @@ static void heap_forget(JNIEnv *jni) {
   g_heap_ntracked = 0;
   free(g_heap_tracked);
   g_heap_tracked = NULL;
-  for (int b = 0; b < BUCKETS; b++) {
-    for (heap_method *m = g_heap_methods[b], *next; m; m = next) {
-      next = m->next;
-      if (m->lines) (*g_heap_jvmti)->Deallocate(g_heap_jvmti, (unsigned char *)m->lines);
-      free(m);
-    }
-    g_heap_methods[b] = NULL;
-  }
-  g_heap_method_count = 0;
+  method_table_clear(&g_heap_methods, g_heap_jvmti);
 }
 
 static void *heap_thread(void *arg) {

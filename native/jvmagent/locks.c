@@ -74,10 +74,10 @@
 #include <unistd.h>
 
 #include "locks.h"
+#include "methods.h"
 
 #define LOCK_MAX_DEPTH 256
 #define HOLDER_DEPTH 8
-#define LOCK_BUCKETS 4096
 #define MAX_PARKED 4096 // park episodes followed at once (threads parked at the same time)
 
 typedef struct lock_rec {
@@ -94,14 +94,6 @@ typedef struct lock_rec {
   jint n;
   jvmtiFrameInfo frames[]; // leaf first
 } lock_rec;
-
-typedef struct lock_method {
-  jmethodID id;
-  int index;
-  jint nlines;
-  jvmtiLineNumberEntry *lines;
-  struct lock_method *next;
-} lock_method;
 
 typedef struct {
   jobject thread; // global refs
@@ -127,8 +119,7 @@ static pthread_cond_t l_cond = PTHREAD_COND_INITIALIZER;
 static FILE *l_out;
 static int l_stop_wanted;
 // service thread only:
-static lock_method *l_methods[LOCK_BUCKETS];
-static int l_method_count;
+static method_table l_methods;
 static parked_t l_parked[MAX_PARKED];
 static int l_nparked;
 static jfieldID l_park_blocker, l_owner_field;
@@ -384,62 +375,7 @@ static void vthreads_disable(void) {
 
 // ---- names (service thread) ----
 
-static lock_method *lock_lookup_method(JNIEnv *jni, jmethodID id) {
-  unsigned h = (unsigned)(((uintptr_t)id >> 3) * 2654435761u) & (LOCK_BUCKETS - 1);
-  for (lock_method *m = l_methods[h]; m; m = m->next)
-    if (m->id == id) return m;
-  lock_method *m = calloc(1, sizeof(*m));
-  if (!m) return NULL;
-  m->id = id;
-  m->index = ++l_method_count;
-  jvmtiEnv *jv = l_jvmti;
-  char *name = NULL, *csig = NULL, *file = NULL;
-  jclass cls = NULL;
-  jboolean is_native = JNI_FALSE;
-  if ((*jv)->GetMethodName(jv, id, &name, NULL, NULL) != JVMTI_ERROR_NONE) name = NULL;
-  if (name && (*jv)->GetMethodDeclaringClass(jv, id, &cls) == JVMTI_ERROR_NONE) {
-    (*jv)->GetClassSignature(jv, cls, &csig, NULL);
-    if ((*jv)->GetSourceFileName(jv, cls, &file) != JVMTI_ERROR_NONE) file = NULL;
-  }
-  if (name) {
-    (*jv)->IsMethodNative(jv, id, &is_native);
-    if (!is_native && (*jv)->GetLineNumberTable(jv, id, &m->nlines, &m->lines) != JVMTI_ERROR_NONE) {
-      m->nlines = 0;
-      m->lines = NULL;
-    }
-  }
-  tidy(name);
-  tidy(csig);
-  tidy(file);
-  char *cn = csig;
-  if (cn) { // "Lcom/x/Foo;" -> "com.x.Foo"
-    size_t n = strlen(cn);
-    if (n >= 2 && cn[0] == 'L' && cn[n - 1] == ';') {
-      cn[n - 1] = 0;
-      cn++;
-    }
-    for (char *p = cn; *p; p++)
-      if (*p == '/') *p = '.';
-  }
-  fprintf(l_out, "M\t%d\t%s\t%s\t%s\t%d\n", m->index, cn ? cn : "[unknown class]", name ? name : "[unknown method]", file ? file : "-", is_native == JNI_TRUE);
-  if (name) (*jv)->Deallocate(jv, (unsigned char *)name);
-  if (csig) (*jv)->Deallocate(jv, (unsigned char *)csig);
-  if (file) (*jv)->Deallocate(jv, (unsigned char *)file);
-  if (cls) (*jni)->DeleteLocalRef(jni, cls);
-  m->next = l_methods[h];
-  l_methods[h] = m;
-  return m;
-}
-
-static int lock_line_of(const lock_method *m, jlocation bci) {
-  int line = -1;
-  if (!m || bci < 0) return -1;
-  for (jint i = 0; i < m->nlines; i++) {
-    if (m->lines[i].start_location > bci) break;
-    line = m->lines[i].line_number;
-  }
-  return line;
-}
+static java_method *lock_lookup_method(JNIEnv *jni, jmethodID id) { return method_get(&l_methods, l_jvmti, jni, id, l_out); }
 
 static void write_rec(JNIEnv *jni, lock_rec *r) {
   for (jint f = 0; f < r->n; f++) lock_lookup_method(jni, r->frames[f].method); // M lines first
@@ -447,12 +383,12 @@ static void write_rec(JNIEnv *jni, lock_rec *r) {
   fprintf(l_out, "W\t%c\t%d\t%lld\t%lld\t%s\t%s\t%s\t", r->kind, r->tid, (long long)r->end, (long long)(r->end - r->t0), r->thread, r->cls, r->holder);
   if (!r->holder_n) fputc('-', l_out);
   for (jint f = 0; f < r->holder_n; f++) {
-    lock_method *m = lock_lookup_method(jni, r->holder_frames[f].method);
-    fprintf(l_out, "%s%d:%lld:%d", f ? "," : "", m ? m->index : 0, (long long)r->holder_frames[f].location, lock_line_of(m, r->holder_frames[f].location));
+    java_method *m = lock_lookup_method(jni, r->holder_frames[f].method);
+    fprintf(l_out, "%s%d:%lld:%d", f ? "," : "", m ? m->index : 0, (long long)r->holder_frames[f].location, method_line(m, r->holder_frames[f].location));
   }
   for (jint f = 0; f < r->n; f++) {
-    lock_method *m = lock_lookup_method(jni, r->frames[f].method);
-    fprintf(l_out, "\t%d:%lld:%d", m ? m->index : 0, (long long)r->frames[f].location, lock_line_of(m, r->frames[f].location));
+    java_method *m = lock_lookup_method(jni, r->frames[f].method);
+    fprintf(l_out, "\t%d:%lld:%d", m ? m->index : 0, (long long)r->frames[f].location, method_line(m, r->frames[f].location));
   }
   fputc('\n', l_out);
 }
@@ -562,17 +498,7 @@ static void look(JNIEnv *jni, unsigned number, int64_t elapsed) {
   atomic_fetch_add_explicit(&l_look_ns, (uint64_t)(mono_ns() - t0), memory_order_relaxed);
 }
 
-static void forget_methods(void) {
-  for (int b = 0; b < LOCK_BUCKETS; b++) {
-    for (lock_method *m = l_methods[b], *next; m; m = next) {
-      next = m->next;
-      if (m->lines) (*l_jvmti)->Deallocate(l_jvmti, (unsigned char *)m->lines);
-      free(m);
-    }
-    l_methods[b] = NULL;
-  }
-  l_method_count = 0;
-}
+static void forget_methods(void) { method_table_clear(&l_methods, l_jvmti); }
 
 // Thread.parkBlocker and AbstractOwnableSynchronizer.exclusiveOwnerThread (attach thread, once).
 static void resolve_fields(JNIEnv *jni) {
