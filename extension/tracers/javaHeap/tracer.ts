@@ -7,7 +7,6 @@
 // The agent writes records to a file in the JVM's /tmp, read here through /proc/PID/root every
 // 250 ms (./decode.ts turns them into estimates). On stop the agent disables its events, deletes
 // its weak references and frees its tables: the JVM is back to costing nothing.
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { JavaHeapOptions, JavaHeapResult, JavaHeapUpdate } from '../../protocol/javaHeap';
@@ -15,9 +14,9 @@ import { JAVA_HEAP_DEFAULT_DEPTH, JAVA_HEAP_DEFAULT_INTERVAL_BYTES, JAVA_HEAP_MA
 import { asObject, int, num, PID_MAX } from '../../protocol/validate';
 import { inputError, unsuitableError } from '../../protocol/errors';
 import { pidAlive, processInfo } from '../../sys/proc/processes';
-import { namespacePid } from '../../sys/jvm/attach';
 import type { Tracer, TracerEnv } from '../tracer';
-import { agentCommand, agentLibrary, agentUnavailableMessage, foreignOwner, placeAgent, tmpIsNoexec } from '../javaAgent/agent';
+import { agentLibrary, agentUnavailableMessage, foreignOwner, placeAgent, tmpIsNoexec } from '../javaAgent/agent';
+import { startAgentPart } from '../javaAgent/agentPart';
 import { JavaHeapModel } from './decode';
 
 /** Agent_OnAttach's return codes for the heap commands (agent.c) as user-facing reasons. */
@@ -101,42 +100,26 @@ export const javaHeapTracer: Tracer<'java-heap'> = {
     if (!lib) throw unsuitableError(agentUnavailableMessage(env.assetDir));
     const ids = checkHeapTarget(pid, env.requester);
     const libInTarget = placeAgent(pid, lib, ids);
-    const outName = `.ebpf-studio-heap-${namespacePid(pid)}-${crypto.randomBytes(4).toString('hex')}.txt`;
-    const outHost = `/proc/${pid}/root/tmp/${outName}`;
     const t0 = Date.now();
-    const code = await agentCommand(pid, libInTarget, `heap,out=/tmp/${outName},interval=${options.intervalBytes},depth=${options.depth ?? JAVA_HEAP_DEFAULT_DEPTH}`, 15000);
-    if (code !== 0) {
-      fs.rmSync(outHost, { force: true });
-      const reason = HEAP_CODES[code] ?? `Agent_OnAttach returned ${code}`;
-      throw unsuitableError(`pid ${pid}${ids.jdk ? ` (JDK ${ids.jdk})` : ''}: the Java heap sampler did not start: ${reason}`);
-    }
-    env.log(`java-heap: sampling every ${options.intervalBytes} bytes in pid ${pid} (${libInTarget}), writing /tmp/${outName}`);
     const model = new JavaHeapModel(options.intervalBytes);
-    let offset = 0;
+    const part = await startAgentPart(
+      {
+        pid,
+        libInTarget,
+        label: 'java-heap',
+        startCommand: (out) => `heap,out=${out},interval=${options.intervalBytes},depth=${options.depth ?? JAVA_HEAP_DEFAULT_DEPTH}`,
+        stopCommand: 'heapstop',
+        startFailure: (code) => `pid ${pid}${ids.jdk ? ` (JDK ${ids.jdk})` : ''}: the Java heap sampler did not start: ${HEAP_CODES[code] ?? `Agent_OnAttach returned ${code}`}`,
+        encoding: 'latin1',
+        feed: (text) => model.feed(text),
+      },
+      env,
+    );
+    env.log(`java-heap: sampling every ${options.intervalBytes} bytes in pid ${pid} (${libInTarget})`);
     let stopped = false;
     let final: JavaHeapResult | undefined;
     let lastUpdate = Date.now();
     let updates = 0;
-
-    const readMore = () => {
-      let fd: number;
-      try {
-        fd = fs.openSync(outHost, 'r');
-      } catch {
-        return;
-      }
-      try {
-        const buf = Buffer.alloc(1 << 20);
-        for (;;) {
-          const got = fs.readSync(fd, buf, 0, buf.length, offset);
-          if (got <= 0) break;
-          offset += got;
-          model.feed(buf.subarray(0, got).toString('latin1'));
-        }
-      } finally {
-        fs.closeSync(fd);
-      }
-    };
 
     const result = (): JavaHeapResult => ({
       tracer: 'java-heap',
@@ -163,20 +146,7 @@ export const javaHeapTracer: Tracer<'java-heap'> = {
       if (final) return final;
       stopped = true;
       clearInterval(timer);
-      if (pidAlive(pid)) {
-        try {
-          const c = await agentCommand(pid, libInTarget, 'heapstop', 15000);
-          if (c !== 0) env.log(`java-heap: the agent's heapstop returned ${c}`);
-        } catch (e) {
-          env.log(`java-heap: stopping the heap sampler in pid ${pid} failed: ${(e as Error).message}`);
-        }
-      }
-      try {
-        readMore();
-      } catch (e) {
-        env.log(`java-heap: reading ${outHost} failed: ${(e as Error).message}`);
-      }
-      fs.rmSync(outHost, { force: true });
+      await part.stop();
       if (!model.ended) env.log('java-heap: the agent file ended without its end mark; the last samples may be missing');
       final = result();
       env.log(`java-heap: ${final.samples} samples, ${final.gcs} GCs, ${final.stacks.length} live sites; callback ${(final.agentCallbackNs / 1e6).toFixed(1)} ms in the JVM (${final.samples ? (final.agentCallbackNs / final.samples / 1000).toFixed(1) : 0} µs per sample)`);
@@ -190,9 +160,9 @@ export const javaHeapTracer: Tracer<'java-heap'> = {
         return;
       }
       try {
-        readMore();
+        part.read();
       } catch (e) {
-        env.log(`java-heap: reading ${outHost} failed: ${(e as Error).message}`);
+        env.log(`java-heap: reading the agent's file in pid ${pid} failed: ${(e as Error).message}`);
       }
       // the first figures as soon as a GC has judged some samples (or after 1 s), then every interval
       const first = updates === 0 && (model.sessionGcs > 0 || Date.now() - t0 >= 1000) && model.samples > 0;
@@ -209,7 +179,7 @@ export const javaHeapTracer: Tracer<'java-heap'> = {
       snapshot() {
         if (final) return final;
         try {
-          readMore();
+          part.read();
         } catch {
           /* the next poll says why */
         }

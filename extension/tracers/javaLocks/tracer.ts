@@ -8,16 +8,14 @@
 //
 // The agent writes records to a file in the JVM's /tmp, read here through /proc/PID/root every
 // 250 ms. On stop the agent disables its events and its poller: the JVM is back to costing nothing.
-import crypto from 'node:crypto';
-import fs from 'node:fs';
 import type { ProfileResult, ProfileUpdate } from '../../protocol/profile';
 import { JAVA_LOCKS_DEFAULT_DEPTH, JAVA_LOCKS_DEFAULT_PARK_PERIOD_US, JAVA_LOCKS_MAX_DEPTH, JAVA_LOCKS_MAX_PARK_PERIOD_US, JAVA_LOCKS_MIN_PARK_PERIOD_US, type JavaLocksOptions } from '../../protocol/javaLocks';
 import { asObject, bool, int, PID_MAX } from '../../protocol/validate';
 import { inputError, unsuitableError } from '../../protocol/errors';
 import { pidAlive, processInfo } from '../../sys/proc/processes';
-import { namespacePid } from '../../sys/jvm/attach';
 import type { Tracer, TracerEnv } from '../tracer';
-import { agentCommand, agentLibrary, agentUnavailableMessage, checkAgentTarget, placeAgent } from '../javaAgent/agent';
+import { agentLibrary, agentUnavailableMessage, checkAgentTarget, placeAgent } from '../javaAgent/agent';
+import { startAgentPart } from '../javaAgent/agentPart';
 import { jdkFeature, jdkVersion } from '../javaHeap/tracer';
 import { JavaLocksModel } from './decode';
 
@@ -67,59 +65,32 @@ export async function startLockSession(pid: number, env: TracerEnv, opts: { dept
     throw unsuitableError(`pid ${pid} runs JDK ${jdk} (${info.jvm.javaHome}), which has no virtual threads (JDK 21 or newer): its threads' waits are in \`ebpf-studio profile --pid ${pid} --event offcpu\` and its lock waits in --event lock`);
   const ids = checkAgentTarget(pid, env.requester);
   const libInTarget = placeAgent(pid, lib, ids);
-  const outName = `.ebpf-studio-locks-${namespacePid(pid)}-${crypto.randomBytes(4).toString('hex')}.txt`;
-  const outHost = `/proc/${pid}/root/tmp/${outName}`;
   const depth = opts.depth ?? JAVA_LOCKS_DEFAULT_DEPTH;
   const period = opts.parkPeriodUs ?? JAVA_LOCKS_DEFAULT_PARK_PERIOD_US;
-  const code = await agentCommand(pid, libInTarget, `locks,out=/tmp/${outName},depth=${depth},period=${period}${vthreads ? ',vthreads' : ''}${locks ? '' : ',nolocks'}${opts.monitorOwners === false ? ',noowner' : ''}`, 15000);
-  if (code !== 0) {
-    fs.rmSync(outHost, { force: true });
-    throw unsuitableError(`pid ${pid}${jdk ? ` (JDK ${jdk})` : ''}: the Java ${locks ? 'lock' : 'virtual-thread'} tracer did not start: ${LOCKS_CODES[code] ?? `Agent_OnAttach returned ${code}`}`);
-  }
-  env.log(`java-locks: ${[locks ? `contended monitors and parks (looked at every ${period} µs)` : '', vthreads ? 'virtual threads unmounted' : ''].filter(Boolean).join(', ')} in pid ${pid} (${libInTarget}), writing /tmp/${outName}`);
   const model = new JavaLocksModel();
-  let offset = 0;
+  const part = await startAgentPart(
+    {
+      pid,
+      libInTarget,
+      label: 'java-locks',
+      startCommand: (out) => `locks,out=${out},depth=${depth},period=${period}${vthreads ? ',vthreads' : ''}${locks ? '' : ',nolocks'}${opts.monitorOwners === false ? ',noowner' : ''}`,
+      stopCommand: 'locksstop',
+      startFailure: (code) => `pid ${pid}${jdk ? ` (JDK ${jdk})` : ''}: the Java ${locks ? 'lock' : 'virtual-thread'} tracer did not start: ${LOCKS_CODES[code] ?? `Agent_OnAttach returned ${code}`}`,
+      encoding: 'utf8',
+      feed: (text) => model.feed(text),
+    },
+    env,
+  );
+  env.log(`java-locks: ${[locks ? `contended monitors and parks (looked at every ${period} µs)` : '', vthreads ? 'virtual threads unmounted' : ''].filter(Boolean).join(', ')} in pid ${pid} (${libInTarget})`);
   let stopped = false;
-  const read = () => {
-    let fd: number;
-    try {
-      fd = fs.openSync(outHost, 'r');
-    } catch {
-      return;
-    }
-    try {
-      const buf = Buffer.alloc(1 << 20);
-      for (;;) {
-        const got = fs.readSync(fd, buf, 0, buf.length, offset);
-        if (got <= 0) break;
-        offset += got;
-        model.feed(buf.subarray(0, got).toString('utf8'));
-      }
-    } finally {
-      fs.closeSync(fd);
-    }
-  };
   return {
     model,
     jdk,
-    read,
+    read: part.read,
     async stop() {
       if (stopped) return;
       stopped = true;
-      if (pidAlive(pid)) {
-        try {
-          const c = await agentCommand(pid, libInTarget, 'locksstop', 15000);
-          if (c !== 0) env.log(`java-locks: the agent's locksstop returned ${c}`);
-        } catch (e) {
-          env.log(`java-locks: stopping the lock tracer in pid ${pid} failed: ${(e as Error).message}`);
-        }
-      }
-      try {
-        read();
-      } catch (e) {
-        env.log(`java-locks: reading ${outHost} failed: ${(e as Error).message}`);
-      }
-      fs.rmSync(outHost, { force: true });
+      await part.stop();
       if (!model.ended) env.log('java-locks: the agent file ended without its end mark; the last waits may be missing');
       const e = model.end;
       if (!locks) env.log(`java-locks: ${e.vthreadWaits} virtual-thread waits (unmount to mount); ${(e.callbackNs / 1e6).toFixed(1)} ms in unmount callbacks (${e.vthreadWaits ? (e.callbackNs / e.vthreadWaits / 1000).toFixed(1) : 0} µs each)`);
