@@ -117,10 +117,13 @@ describe('Profile CPU → Measure: Java locks / Virtual threads', () => {
       if (title === TARGETS) return ++round === 1 ? items.find((i) => i.changeEvent) : items.find((i) => i.process?.pid === 100);
       return items.find((i) => /Until I press Stop/.test(i.label));
     };
-    const r = await feature.askProfile(new Memento() as never);
+    const state = new Memento();
+    const r = await feature.askProfile(state as never);
     assert.equal(r?.event, 'lock');
+    assert.equal((state.get('ebpfStudio.profile.last') as { frequency?: number }).frequency, undefined, 'no frequency remembered that was never asked');
     assert.equal(r?.target.pid, 100);
     assert.equal(r?.target.kind, 'jvm');
+    assert.ok(!asked.some((q) => /samples per second/.test(q)), `a lock profile has no sampling frequency to ask: ${asked.join(' / ')}`);
     const targets = shown.get(TARGETS)!;
     assert.ok(!targets.some((i) => /Whole system/.test(i.label)), 'no whole-system row for a JVM measure');
     assert.ok(targets.some((i) => /Measure: Java locks/.test(i.label)), 'the Measure item names the measure');

@@ -159,11 +159,13 @@ export async function askProfile(state: vscode.Memento): Promise<{ target: Targe
   const change = picked === 'change';
   if (change) picked = await pickTarget(last.target, plan, false, event);
   if (!picked || picked === 'change' || picked === 'event') return undefined;
-  if (frequency === undefined || (change && plan.frequencyFrom !== 'setting')) frequency = await pickFrequency(frequency ?? plan.defaultFrequency);
+  // the Java measures time each wait: no sampling frequency to ask (the remembered one is kept for CPU)
+  if (isJavaEvent(event)) frequency ??= plan.defaultFrequency;
+  else if (frequency === undefined || (change && plan.frequencyFrom !== 'setting')) frequency = await pickFrequency(frequency ?? plan.defaultFrequency);
   if (!frequency) return undefined;
   if (durationS === undefined || (change && plan.durationFrom !== 'setting')) durationS = await pickDuration(durationS ?? plan.defaultDurationS);
   if (durationS === undefined) return undefined;
-  await saveLast(state, { target: { kind: picked.kind ?? (picked.pid ? 'process' : 'system'), pid: picked.pid, name: picked.name ?? '' }, frequency, durationS });
+  await saveLast(state, { target: { kind: picked.kind ?? (picked.pid ? 'process' : 'system'), pid: picked.pid, name: picked.name ?? '' }, frequency: isJavaEvent(event) ? last.frequency : frequency, durationS });
   return { target: picked, frequency, durationS, event };
 }
 
