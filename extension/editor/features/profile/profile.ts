@@ -356,6 +356,8 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
       return;
     }
     if (result.samples === 0 && event === 'cpu') warnings.push(`No samples: ${target.pid ? `pid ${target.pid} did not run on a CPU while sampled` : 'nothing ran'}.`);
+    if (result.stacks.length === 0 && event === 'lock') warnings.push(`No Java lock waits: no thread of pid ${target.pid} waited for a contended monitor or parked in java.util.concurrent while traced. Profile while the program is under load, or measure "${EVENT_LABEL.offcpu}" for its other waits.`);
+    if (result.stacks.length === 0 && event === 'vthread') warnings.push(`No virtual-thread waits: no virtual thread of pid ${target.pid} unmounted while traced (a program without virtual threads, or idle).`);
     // A whole-system profile is rooted by process even when only one process ran.
     const p = fromProfileResult(result, { name: title, groupByProcess: target.pid === 0 });
     showProfile(shown, p, title, visibleWarnings(context.globalState, warnings), annotationsFromResult(result), result);
