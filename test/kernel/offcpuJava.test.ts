@@ -13,6 +13,7 @@ import { annotationsFromResult, waitsForFile } from '../../extension/model/profi
 import { compileJavaFixture, javaAgentSkipReason, removeJavaFixture, repoRoot, runCli, sleep, waitFor } from '../helpers';
 import { offcpuTracer } from '../../extension/tracers/offcpu/tracer';
 import { cliEnv } from '../../extension/cli/env';
+import { processInfo } from '../../extension/sys/proc/processes';
 
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
 const skip = javaAgentSkipReason(JDK);
@@ -77,6 +78,12 @@ describe('off-CPU profile of a JVM with Java stacks', { skip, timeout: 120_000 }
     assert.ok(m, r.stderr);
     t.diagnostic(`intervals sent at sys_exit ${m[1]}, agent records ${m[2]}, joined ${m[3]}`);
     assert.ok(Number(m[3]) >= 0.95 * Number(m[1]), 'nearly every interval joined its Java stack');
+  });
+
+  test("the process listing names the JVM's JDK (the editor offers virtual threads from JDK 21)", () => {
+    const jvm = processInfo(pid)?.jvm;
+    assert.equal(jvm?.feature, 17, JSON.stringify(jvm));
+    assert.match(jvm?.version ?? '', /^17\./);
   });
 
   test('live snapshots before Stop carry the lock frames: the ReentrantLock waiter under [park … held by lock-holder …] (tracer API)', async (t) => {
