@@ -80,7 +80,8 @@ export function annotationsFromResult(r: ProfileResult): SourceAnnotations {
   }
   const out = new Map<string, FunctionShare[]>();
   for (const [file, m] of functions) out.set(file, [...m.values()]);
-  const offcpu = r.event === 'offcpu' || r.event === 'wall';
+  // every event measured in waited time (off-CPU, wall, Java locks, virtual threads) gets the wait lenses
+  const offcpu = r.event === 'offcpu' || r.event === 'wall' || r.event === 'lock' || r.event === 'vthread';
   return { samples, ...(r.event && r.event !== 'cpu' ? { event: r.event } : {}), functions: out, lines, ...(offcpu ? javaWaits(r) : {}) };
 }
 

@@ -94,6 +94,10 @@ export interface ProcessInfo {
     javaHome: string;
     /** -XX:+PreserveFramePointer present */
     preserveFramePointer: boolean;
+    /** the JDK's version from its release file ("17.0.9"), when readable */
+    version?: string;
+    /** its feature release (8, 17, 21, 25): decides JDK-dependent choices (virtual threads: 21+) */
+    feature?: number;
   };
 }
 

@@ -436,6 +436,66 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
   await step(
     t,
     s,
+    'Profile CPU → Measure: Java locks: the flame graph shows the waiters under [lock … held by …], and the contended line gets a "⏸ … lock" CodeLens',
+    async () => {
+      // the fixture in the workspace, so its source is open-able where the lens goes
+      const src = path.join(s.workspace, 'LockContention.java');
+      fs.copyFileSync(path.join(repoRoot, 'test', 'fixtures', 'java', 'LockContention.java'), src);
+      const classDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-lockcontention-'));
+      t.after(() => fs.rmSync(classDir, { recursive: true, force: true }));
+      const javac = spawnSync(path.join(jdk!.home, 'bin', 'javac'), ['-d', classDir, src], { encoding: 'utf8' });
+      assert.equal(javac.status, 0, `javac failed: ${javac.stderr}`);
+      // it waits for the agent's lock thread, then contends for ~1 s and prints "done …"
+      const work = spawn(path.join(jdk!.home, 'bin', 'java'), ['-cp', classDir, 'LockContention', 'ebpf-studio-locks', '120000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      t.after(() => work.kill('SIGKILL'));
+      let out = '';
+      work.stdout!.on('data', (d) => (out += d));
+      const deadline = Date.now() + 30_000;
+      while (!out.includes('ready') && Date.now() < deadline) await s.page.waitForTimeout(200);
+      assert.ok(out.includes('ready'), 'the LockContention JVM did not start');
+      const pid = work.pid!;
+      await s.runCommandFromPalette('eBPF: Profile CPU');
+      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: what to sample' }).waitFor({ timeout: 30_000 });
+      await s.page.locator('.quick-input-widget .quick-input-box input').fill('Measure');
+      await s.pickQuickPickItem(/Measure: CPU/);
+      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile: what to measure' }).waitFor({ timeout: 15_000 });
+      await s.pickQuickPickItem(/Java locks \(contended monitors and parks\)/);
+      await s.page.waitForTimeout(500); // the target list opens again, JVMs only
+      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: what to sample' }).waitFor({ timeout: 30_000 });
+      await s.page.locator('.quick-input-widget .quick-input-box input').fill(String(pid));
+      await s.pickQuickPickItem(new RegExp(`\\b${pid}\\s+LockContention`));
+      await answerSampling(s);
+      const frame = await s.webviewFrame(`Java locks: pid ${pid} (LockContention)`, 60_000);
+      const finished = Date.now() + 90_000;
+      while (!/done monitor-wait/.test(out) && Date.now() < finished) await s.page.waitForTimeout(500);
+      assert.match(out, /done monitor-wait/, 'the workload did not finish its contended rounds');
+      await frame.locator('button', { hasText: /^Stop$/ }).click();
+      const legend = frame.locator('.legend');
+      await legend.filter({ hasText: /Where the time went:/ }).waitFor({ timeout: 30_000 });
+      const text = (await legend.innerText()).replace(/\s+/g, ' ');
+      work.kill('SIGKILL');
+      assert.match(text, /lock \(futex wait\) [\d.]+ (µs|ms|s) \([\d.]+ %\)/, `the legend lists the lock state with its time: ${text}`);
+      // the synchronized waiters' leaf frame names the monitor's class and its holder
+      await frame.locator('#search').fill('[lock LockContention$Account held by mon-holder');
+      await frame.locator('.toolbar .status', { hasText: /^matched [1-9]/ }).waitFor({ timeout: 10_000 });
+      await s.screenshot('flamegraph-java-locks', await s.webviewElement(frame));
+      await s.runCommandFromPalette('View: Close All Editors');
+      // the line of the contended synchronized block: its wait time, in the lock state
+      const line = lineOf(src, 'MARK enterMonitor');
+      const editor = await openWorkspaceFile(s, 'LockContention.java');
+      const lenses = await waitForCodeLenses(editor, (all) => all.some((l) => l.line === line && l.text.startsWith('⏸')), 30_000);
+      const lens = lenses.find((l) => l.line === line && l.text.startsWith('⏸'));
+      assert.ok(lens, `no wait CodeLens on LockContention.java:${line}; lenses: ${JSON.stringify(lenses)}`);
+      assert.match(lens.text, /^⏸ [\d.]+ (µs|ms|s) waiting \(\d+%\) · lock [\d.]+ (µs|ms|s)/, `the lens on the contended line: ${lens.text}`);
+      await s.runCommandFromPalette('eBPF: Hide CPU Profile Annotations');
+      await s.runCommandFromPalette('View: Close All Editors');
+    },
+    !paletteTitle('ebpfStudio.profileCpu') ? 'package.json has no ebpfStudio.profileCpu' : (kernelSkipReason() ?? (jdk ? undefined : 'no JDK with javac found (apt-get install openjdk-17-jdk)')),
+  );
+
+  await step(
+    t,
+    s,
     'Open JVM Timeline: pick the test JVM, Stop, select a range, see its statistics (allocation rate, off-CPU states) and flame graph; a running timeline comes back stopped after Reload Window',
     async () => {
       const classDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-gcphases-'));

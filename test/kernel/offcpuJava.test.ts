@@ -2,14 +2,18 @@
 // thread's Java stack is taken when it returns from the blocking system call, so the 3:1 split
 // between sleepLong() and sleepShort() shows by Java method, Thread.sleep counts as sleeping (not
 // as the futex it is underneath), and a ReentrantLock waiter's time is a lock wait in takeLock()
-// under LockSupport.park. Every interval sent with a signal has the agent's record for it.
+// under LockSupport.park. Every interval sent with a signal has the agent's record for it. Live
+// snapshots (the editor's graph while it runs) already carry the lock frames the agent names.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { ProfileResult, ProfileStack } from '../../extension/protocol/profile';
 import { annotationsFromResult, waitsForFile } from '../../extension/model/profileSource';
-import { compileJavaFixture, javaAgentSkipReason, removeJavaFixture, repoRoot, runCli, waitFor } from '../helpers';
+import { compileJavaFixture, javaAgentSkipReason, removeJavaFixture, repoRoot, runCli, sleep, waitFor } from '../helpers';
+import { offcpuTracer } from '../../extension/tracers/offcpu/tracer';
+import { cliEnv } from '../../extension/cli/env';
+import { processInfo } from '../../extension/sys/proc/processes';
 
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
 const skip = javaAgentSkipReason(JDK);
@@ -74,5 +78,30 @@ describe('off-CPU profile of a JVM with Java stacks', { skip, timeout: 120_000 }
     assert.ok(m, r.stderr);
     t.diagnostic(`intervals sent at sys_exit ${m[1]}, agent records ${m[2]}, joined ${m[3]}`);
     assert.ok(Number(m[3]) >= 0.95 * Number(m[1]), 'nearly every interval joined its Java stack');
+  });
+
+  test("the process listing names the JVM's JDK (the editor offers virtual threads from JDK 21)", () => {
+    const jvm = processInfo(pid)?.jvm;
+    assert.equal(jvm?.feature, 17, JSON.stringify(jvm));
+    assert.match(jvm?.version ?? '', /^17\./);
+  });
+
+  test('live snapshots before Stop carry the lock frames: the ReentrantLock waiter under [park … held by lock-holder …] (tracer API)', async (t) => {
+    const session = await offcpuTracer.start(offcpuTracer.validate({ pid, event: 'offcpu', java: 'agent' }), { ...cliEnv(false), log: () => undefined }, { update: () => undefined, ended: () => undefined });
+    let live: ProfileResult | undefined;
+    try {
+      for (let i = 0; i < 8 && !live; i++) {
+        await sleep(1000);
+        const r = session.snapshot();
+        if (r.stacks.some((s) => s.comm === 'lock-waiter' && /^\[park /.test(s.frames[0]?.function ?? ''))) live = r;
+      }
+    } finally {
+      await session.stop();
+    }
+    assert.ok(live, 'no live snapshot in 8 s showed the lock waiter under a [park …] frame');
+    const parked = live.stacks.filter((s) => s.comm === 'lock-waiter' && s.state === 'lock' && has(s, 'OffcpuWaits.takeLock'));
+    const named = parked.filter((s) => /^\[park java\.util\.concurrent\.locks\.ReentrantLock\$NonfairSync held by lock-holder at /.test(s.frames[0].function ?? ''));
+    t.diagnostic(`live: ${(sumUs(named) / 1e3).toFixed(0)} of ${(sumUs(parked) / 1e3).toFixed(0)} ms of takeLock's lock waits under the ReentrantLock frame; e.g. ${named[0]?.frames[0].function}`);
+    assert.ok(sumUs(named) > 0.5 * sumUs(parked), "most of takeLock's live lock time names the ReentrantLock and its holder");
   });
 });

@@ -7,6 +7,7 @@ import { inputError, privilegeError, unsuitableError } from '../../protocol/erro
 import { PID_MAX } from '../../protocol/validate';
 import { mappedFiles, readMaps } from './maps';
 import { ElfError, ElfFile, type UsdtProbe } from '../elf/elf';
+import { jdkFeature, jdkVersion } from '../jvm/release';
 
 const PF_KTHREAD = 0x00200000;
 
@@ -187,12 +188,16 @@ export function jvmInfo(pid: number, cmdline: string[]): ProcessInfo['jvm'] {
   const { usdt } = libjvmUsdt(libjvm);
   // .../<home>/lib/server/libjvm.so
   const javaHome = path.dirname(path.dirname(path.dirname(libjvm)));
+  const version = jdkVersion(pid, javaHome);
+  const feature = version ? jdkFeature(version) : NaN;
   return {
     libjvm,
     usdt,
     main: javaMain(cmdline),
     javaHome,
     preserveFramePointer: cmdline.includes('-XX:+PreserveFramePointer'),
+    ...(version ? { version } : {}),
+    ...(Number.isInteger(feature) ? { feature } : {}),
   };
 }
 

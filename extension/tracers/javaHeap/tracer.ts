@@ -8,12 +8,12 @@
 // 250 ms (./decode.ts turns them into estimates). On stop the agent disables its events, deletes
 // its weak references and frees its tables: the JVM is back to costing nothing.
 import fs from 'node:fs';
-import path from 'node:path';
 import type { JavaHeapOptions, JavaHeapResult, JavaHeapUpdate } from '../../protocol/javaHeap';
 import { JAVA_HEAP_DEFAULT_DEPTH, JAVA_HEAP_DEFAULT_INTERVAL_BYTES, JAVA_HEAP_MAX_DEPTH, JAVA_HEAP_MAX_INTERVAL_BYTES } from '../../protocol/javaHeap';
 import { asObject, int, num, PID_MAX } from '../../protocol/validate';
 import { inputError, unsuitableError } from '../../protocol/errors';
 import { pidAlive, processInfo } from '../../sys/proc/processes';
+import { jdkFeature, jdkVersion } from '../../sys/jvm/release';
 import type { Tracer, TracerEnv } from '../tracer';
 import { agentLibrary, agentUnavailableMessage, foreignOwner, placeAgent, tmpIsNoexec } from '../javaAgent/agent';
 import { startAgentPart } from '../javaAgent/agentPart';
@@ -28,25 +28,7 @@ const HEAP_CODES: Record<number, string> = {
   111: 'the JVM refused the agent the heap-sampling capability (another agent may hold it)',
 };
 
-/** The JDK's version from its release file ("17.0.9", "1.8.0_392"), read through /proc/PID/root. */
-export function jdkVersion(pid: number, javaHome: string): string | undefined {
-  for (const home of [javaHome, path.dirname(javaHome)]) {
-    try {
-      const text = fs.readFileSync(`/proc/${pid}/root${home}/release`, 'utf8');
-      const m = /^JAVA_VERSION="?([^"\n]+)"?/m.exec(text);
-      if (m) return m[1];
-    } catch {
-      /* JDK 8's libjvm sits one level deeper (jre/lib/amd64/server): try the parent */
-    }
-  }
-  return undefined;
-}
-
-/** The feature release of a JDK version string: "1.8.0_392" → 8, "17.0.9" → 17, "25" → 25. */
-export function jdkFeature(version: string): number {
-  const parts = version.split(/[._+-]/).map(Number);
-  return parts[0] === 1 ? parts[1] : parts[0];
-}
+export { jdkFeature, jdkVersion } from '../../sys/jvm/release';
 
 /** Refusals before anything is written into the target: not a JVM (exit 2), a JDK without heap sampling, attach off, another user, noexec /tmp (exit 4). */
 export function checkHeapTarget(pid: number, requester?: TracerEnv['requester']): { uid: number; gid: number; jdk?: string } {

@@ -113,6 +113,9 @@ function threadOwner(tid: number): { pid: number; comm: string } | undefined {
   return tgid ? { pid: Number(tgid[1]), comm: name ? name[1] : '' } : undefined;
 }
 
+/** Java lock waits up to which the live snapshots of a JVM's off-CPU profile carry lock frames (the join at stop has no limit). */
+const LIVE_LOCK_WAITS_MAX = 20_000;
+
 /**
  * Threads of pid that were off CPU for the whole session (never switched out while traced, so
  * the kernel has no interval for them), as stacks weighing the whole window: their kernel stack
@@ -345,7 +348,19 @@ export const offcpuTracer: Tracer<'offcpu'> = {
         if (!java) return live;
         const joined = java.live(live, [...raw, ...javaRaw], (raws) => assemble(raws, liveKernel, liveUser).map((st) => ({ ...st, frames: dropTracingFrames(st.frames) })));
         const refined = refineJavaStates(joined.stacks);
-        return { ...joined, stacks: refined, states: stateTotals(refined) };
+        if (!locks) return { ...joined, stacks: refined, states: stateTotals(refined) };
+        // The lock frames live too: the agent's file is read from where the last read ended, and
+        // the join is the same as at stop, over the waits seen so far. The join compares each
+        // lock-state stack with every wait, so past LIVE_LOCK_WAITS_MAX waits (a lock handed over
+        // thousands of times a second) the live view goes without them; the final result has them.
+        try {
+          locks.read();
+        } catch (e) {
+          env.log(`offcpu: reading the Java lock waits: ${(e as Error).message}`);
+        }
+        if (locks.model.waits.length > LIVE_LOCK_WAITS_MAX) return { ...joined, stacks: refined, states: stateTotals(refined) };
+        const withLocks = addVirtualThreads(addLockFrames(refined, locks.model, options.pid), locks.model, options.pid);
+        return { ...joined, stacks: withLocks, states: stateTotals(withLocks) };
       },
       async stop() {
         if (final) return final;

@@ -12,7 +12,8 @@ import { saveExport } from '../../ui/exportFile';
 import * as proto from '../../../protocol/protocol';
 import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, UNWIND_CHOICES, type ProfileEvent, type ProfileOptions, type ProfileResult, type ProfileUpdate, type UnwindChoice } from '../../../protocol/profile';
 import { OFFCPU_DEFAULT_MIN_BLOCK_US } from '../../../protocol/offcpu';
-import { EVENT_LABEL, eventChangeItem, pickEvent } from './profileEvent';
+import { EVENT_LABEL, EVENT_TITLE, eventChangeItem, eventRefusal, isJavaEvent, pickEvent } from './profileEvent';
+import { helper } from '../../helperClient/helperClient';
 import { unwindDetails, unwindSummary } from '../../../model/unwindText';
 import { startSession } from '../../sessions/liveSessions';
 import { newSessionKey, recordSession } from '../../sessions/sessionStore';
@@ -80,6 +81,8 @@ async function pickTarget(last: LastTarget | undefined, plan: SamplingPlan, offe
     });
   }
   bottom.push(eventChangeItem(event));
+  // the Java measures read one JVM: only JVMs are listed, a JDK too old for the measure refused with why
+  const java = isJavaEvent(event);
   // the last target first: the same pid under the same name, else a restarted program of that name
   const lastKind = last?.kind;
   const samePid = (p: proto.ProcessInfo) => targetOf(p).kind === lastKind && p.pid === last?.pid && targetOf(p).name === last?.name;
@@ -88,7 +91,9 @@ async function pickTarget(last: LastTarget | undefined, plan: SamplingPlan, offe
     command: 'Profile CPU',
     title: 'Profile CPU: what to sample',
     placeHolder: 'What to sample: the whole system, a process or a JVM (or type a pid)',
-    top: [lastKind === 'system' ? { ...whole, description: 'last used' } : whole],
+    top: java ? [] : [lastKind === 'system' ? { ...whole, description: 'last used' } : whole],
+    jvmOnly: java,
+    refuse: java ? (p) => eventRefusal(event, p) : undefined,
     bottom,
     describe: describeTarget,
     preferred: last && lastKind !== 'system' ? (p) => samePid(p) || sameName(p) : undefined,
@@ -128,6 +133,15 @@ async function pickDuration(initial: number): Promise<number | undefined> {
   return pick ? pick.seconds : undefined;
 }
 
+/** The JDK feature release of each running JVM (undefined where unknown), for the measure step. */
+async function runningJdks(): Promise<(number | undefined)[]> {
+  try {
+    return (await helper().request(proto.listProcesses, { jvmOnly: true })).filter((p) => p.jvm).map((p) => p.jvm!.feature);
+  } catch {
+    return [];
+  }
+}
+
 /** Target, frequency and duration: asks only what neither the settings nor this workspace's last run answer. */
 export async function askProfile(state: vscode.Memento): Promise<{ target: Target; frequency: number; durationS: number; event: ProfileEvent } | undefined> {
   const last = loadLast(state);
@@ -135,7 +149,7 @@ export async function askProfile(state: vscode.Memento): Promise<{ target: Targe
   let event: ProfileEvent = 'cpu';
   let picked = await pickTarget(last.target, plan, true, event);
   while (picked === 'event') {
-    const e = await pickEvent(event);
+    const e = await pickEvent(event, await runningJdks());
     if (!e) return undefined;
     event = e;
     picked = await pickTarget(last.target, plan, true, event);
@@ -143,13 +157,15 @@ export async function askProfile(state: vscode.Memento): Promise<{ target: Targe
   let frequency = plan.frequency;
   let durationS = plan.durationS;
   const change = picked === 'change';
-  if (change) picked = await pickTarget(last.target, plan, false);
+  if (change) picked = await pickTarget(last.target, plan, false, event);
   if (!picked || picked === 'change' || picked === 'event') return undefined;
-  if (frequency === undefined || (change && plan.frequencyFrom !== 'setting')) frequency = await pickFrequency(frequency ?? plan.defaultFrequency);
+  // the Java measures time each wait: no sampling frequency to ask (the remembered one is kept for CPU)
+  if (isJavaEvent(event)) frequency ??= plan.defaultFrequency;
+  else if (frequency === undefined || (change && plan.frequencyFrom !== 'setting')) frequency = await pickFrequency(frequency ?? plan.defaultFrequency);
   if (!frequency) return undefined;
   if (durationS === undefined || (change && plan.durationFrom !== 'setting')) durationS = await pickDuration(durationS ?? plan.defaultDurationS);
   if (durationS === undefined) return undefined;
-  await saveLast(state, { target: { kind: picked.kind ?? (picked.pid ? 'process' : 'system'), pid: picked.pid, name: picked.name ?? '' }, frequency, durationS });
+  await saveLast(state, { target: { kind: picked.kind ?? (picked.pid ? 'process' : 'system'), pid: picked.pid, name: picked.name ?? '' }, frequency: isJavaEvent(event) ? last.frequency : frequency, durationS });
   return { target: picked, frequency, durationS, event };
 }
 
@@ -191,7 +207,10 @@ const lensProvider: vscode.CodeLensProvider = {
   },
 };
 
-/** Off-CPU and wall profiles: on each Java line where threads waited (their innermost Java frame), the time and its states. */
+/** What a profile's µs are, in the lenses' tooltips. */
+const WAIT_WORDS: Record<ProfileEvent, string> = { cpu: 'CPU time', offcpu: 'off-CPU time', wall: 'wall-clock time', lock: 'Java lock wait time', vthread: "virtual threads' wait time" };
+
+/** Off-CPU, wall, Java lock and virtual-thread profiles: on each Java line where threads waited (their innermost Java frame), the time and its states. */
 export function waitLenses(a: SourceAnnotations, doc: Pick<vscode.TextDocument, 'uri' | 'lineCount'>): vscode.CodeLens[] {
   const waits = waitsForFile(a, doc.uri.fsPath);
   if (!waits) return [];
@@ -203,7 +222,7 @@ export function waitLenses(a: SourceAnnotations, doc: Pick<vscode.TextDocument, 
       return new vscode.CodeLens(new vscode.Range(line - 1, 0, line - 1, 0), {
         title: waitLensTitle(w, a.waitTotal ?? 0),
         command: 'ebpfStudio.hideProfileAnnotations',
-        tooltip: `Threads waited ${waitDuration(w.total)} with this line as their innermost Java frame (${states}), of ${waitDuration(a.waitTotal ?? 0)} off-CPU time in the profile. Click to hide.`,
+        tooltip: `Threads waited ${waitDuration(w.total)} with this line as their innermost Java frame (${states}), of ${waitDuration(a.waitTotal ?? 0)} ${WAIT_WORDS[a.event ?? 'offcpu']} in the profile. Click to hide.`,
       });
     });
 }
@@ -223,7 +242,7 @@ function functionLenses(a: SourceAnnotations, doc: vscode.TextDocument): vscode.
           : `CPU ${pct(f.total, a.samples)} total · ${pct(f.self, a.samples)} self (${f.name})`,
         command: 'ebpfStudio.hideProfileAnnotations',
         tooltip: a.event
-          ? `${(f.total / 1000).toFixed(1)} ms of ${(a.samples / 1000).toFixed(1)} ms ${a.event === 'wall' ? 'wall-clock' : 'off-CPU'} time had ${f.name} on the stack. Click to hide.`
+          ? `${(f.total / 1000).toFixed(1)} ms of ${(a.samples / 1000).toFixed(1)} ms ${WAIT_WORDS[a.event]} had ${f.name} on the stack. Click to hide.`
           : `${f.total} of ${a.samples} samples had ${f.name} on the stack; ${f.self} were in it. Click to hide.`,
       });
     });
@@ -324,7 +343,7 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
   const warnings: string[] = [];
   let timer: ReturnType<typeof setTimeout> | undefined;
   let live: ReturnType<typeof setInterval> | undefined;
-  const title = `${event === 'cpu' ? 'CPU' : event === 'offcpu' ? 'Off-CPU' : 'Wall clock'}: ${target.label}`;
+  const title = `${EVENT_TITLE[event] ?? 'CPU'}: ${target.label}`;
   const key = newSessionKey();
   const startedAt = new Date();
   const finish = (result: ProfileResult | undefined, message?: string) => {
@@ -337,6 +356,8 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
       return;
     }
     if (result.samples === 0 && event === 'cpu') warnings.push(`No samples: ${target.pid ? `pid ${target.pid} did not run on a CPU while sampled` : 'nothing ran'}.`);
+    if (result.stacks.length === 0 && event === 'lock') warnings.push(`No Java lock waits: no thread of pid ${target.pid} waited for a contended monitor or parked in java.util.concurrent while traced. Profile while the program is under load, or measure "${EVENT_LABEL.offcpu}" for its other waits.`);
+    if (result.stacks.length === 0 && event === 'vthread') warnings.push(`No virtual-thread waits: no virtual thread of pid ${target.pid} unmounted while traced (a program without virtual threads, or idle).`);
     // A whole-system profile is rooted by process even when only one process ran.
     const p = fromProfileResult(result, { name: title, groupByProcess: target.pid === 0 });
     showProfile(shown, p, title, visibleWarnings(context.globalState, warnings), annotationsFromResult(result), result);
