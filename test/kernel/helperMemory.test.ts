@@ -94,9 +94,13 @@ test('helper memory stays flat while memleak --unwind dwarf unwinds ~10k stacks/
   assert.ok(r.updates >= 30, `live updates kept coming (${r.updates})`);
   // Exact outcome: the 16 blocks kept once (after the attach, on SIGUSR1) are all that is
   // outstanding, with keep_once's stack unwound by CFI; everything else was freed.
-  assert.equal(r.last?.totalAllocations, 16, 'the 16 kept blocks are the outstanding allocations');
-  assert.equal(r.last?.totalBytes, 16_000);
-  const fns = r.last!.stacks.flatMap((s) => s.frames.map((f) => f.function));
+  // The live report is taken while the loop runs, so one block of its malloc/free pair can be
+  // between the two (minAgeMs 0): the kept blocks are checked on their own stack.
+  const kept = r.last!.stacks.filter((s) => s.frames.some((f) => f.function === 'keep_once'));
+  assert.equal(kept.reduce((n, s) => n + s.allocations, 0), 16, 'the 16 kept blocks are outstanding under keep_once');
+  assert.equal(kept.reduce((n, s) => n + s.bytes, 0), 16_000);
+  assert.ok((r.last?.totalAllocations ?? 0) <= 17, `nothing else outstanding but a block in flight (${r.last?.totalAllocations})`);
+  const fns = kept.flatMap((s) => s.frames.map((f) => f.function));
   assert.ok(fns.includes('keep_once') && fns.includes('main'), `keep_once ← main unwound (${fns.join(' ')})`);
   // Measured on 2 shared cores, MiB (RSS 5 s after the attach → after 45 s, highest in between):
   //   after the fix:  103.0 → 110.1 (122.1); 103.0 → 102.9 (120.6); 105.8 → 124.7 (124.7)
