@@ -51,23 +51,24 @@ struct offcpu_start {
 
 #define OFFCPU_START_SIZE 24
 
-/* Stack cache, BPF-only: a place where a thread blocked, keyed by its tid and a hash of the
- * place's signature (user ip, sp, bp, a hash of the frame-record chain and its length, system
- * call << 8 | state, first argument, ax; see block_signature in offcpu.bpf.c), with the stack ids walked there, so
- * that a thread blocking at the same place again reuses them instead of walking both stacks (the
- * walks are most of the cost per switch). */
+/* Stack cache, BPF-only: the places where a thread blocked (its task storage), each with its
+ * signature (user ip, sp, bp, a hash of the frame-record chain and its length, system call << 8 |
+ * state, first argument, ax; see block_signature in offcpu.bpf.c) and the stack ids walked there,
+ * so that a thread blocking at the same place again reuses them instead of walking both stacks
+ * (the walks are most of the cost per switch). A place takes the slot its signature's hash picks. */
 #define OFFCPU_SIG_WORDS 8
-struct offcpu_place_key {
-	__u32 tid;
-	__u32 hash;
-};
+#define OFFCPU_PLACE_SLOTS 4
 
 struct offcpu_place {
 	__u64 sig[OFFCPU_SIG_WORDS];
 	__s32 user_stack_id;
 	__s32 kern_stack_id;
 	__u32 hits; /* reuses since the last walk */
-	__u32 reserved;
+	__u32 used; /* 1 once a walk filled the slot */
+};
+
+struct offcpu_places {
+	struct offcpu_place slot[OFFCPU_PLACE_SLOTS];
 };
 
 /* Java join (java_join): an off-CPU interval of a JVM thread that blocked in a system call, held
