@@ -211,9 +211,9 @@ static __always_inline __u32 classify(struct task_struct *prev, long nr, const b
 	return OFFCPU_STATE_SLEEP;
 }
 
-static __always_inline void add_total(struct offcpu_key *k, __u64 ns)
+static __always_inline void add_totals(struct offcpu_key *k, __u64 ns, __u64 count)
 {
-	struct offcpu_val one = { .total_ns = ns, .count = 1 }, *v;
+	struct offcpu_val one = { .total_ns = ns, .count = count }, *v;
 	long ret;
 
 	v = bpf_map_lookup_elem(&totals, k);
@@ -235,7 +235,58 @@ static __always_inline void add_total(struct offcpu_key *k, __u64 ns)
 	 * adds for a thread (its own switch-in, sys_exit or cpu-clock sample, which cannot overlap
 	 * on two CPUs), so there is no concurrent writer; user space reads aligned u64s. */
 	v->total_ns += ns;
-	v->count += 1;
+	v->count += count;
+}
+
+static __always_inline void add_total(struct offcpu_key *k, __u64 ns)
+{
+	add_totals(k, ns, 1);
+}
+
+static __always_inline bool same_comm(const char *a, const char *b)
+{
+	__u64 x[2], y[2];
+
+	__builtin_memcpy(x, a, sizeof(x));
+	__builtin_memcpy(y, b, sizeof(y));
+	return x[0] == y[0] && x[1] == y[1];
+}
+
+/* Moves the thread's running total (see struct offcpu_start) to the totals map. */
+static __always_inline void flush_held(struct offcpu_start *sp, __u32 tid)
+{
+	struct offcpu_key k = {};
+
+	k.pid = sp->agg_pid;
+	k.tid = tid;
+	k.user_stack_id = sp->agg_user_stack_id;
+	k.kern_stack_id = sp->agg_kern_stack_id;
+	k.state = sp->agg_state;
+	__builtin_memcpy(k.comm, sp->agg_comm, sizeof(k.comm));
+	add_totals(&k, sp->agg_total_ns, sp->agg_count);
+	sp->agg_count = 0;
+	sp->agg_total_ns = 0;
+}
+
+/* Adds an interval to the thread's running total when it has the same key, else starts one (the
+ * old one goes to the totals map); a full running total goes to the totals map too. Saves the
+ * totals lookup (a 40-byte key hashed and compared) on most switch-ins. */
+static __always_inline void add_held(struct offcpu_start *sp, struct offcpu_key *k, __u64 ns)
+{
+	if (sp->agg_count && (sp->agg_user_stack_id != k->user_stack_id || sp->agg_kern_stack_id != k->kern_stack_id || sp->agg_state != k->state || sp->agg_pid != k->pid ||
+			      !same_comm(sp->agg_comm, k->comm)))
+		flush_held(sp, k->tid);
+	if (!sp->agg_count) {
+		sp->agg_user_stack_id = k->user_stack_id;
+		sp->agg_kern_stack_id = k->kern_stack_id;
+		sp->agg_state = k->state;
+		sp->agg_pid = k->pid;
+		__builtin_memcpy(sp->agg_comm, k->comm, sizeof(k->comm));
+	}
+	sp->agg_total_ns += ns;
+	sp->agg_count++;
+	if (sp->agg_count >= OFFCPU_AGG_MAX_COUNT || sp->agg_total_ns >= OFFCPU_AGG_MAX_NS)
+		flush_held(sp, k->tid);
 }
 
 /* Java join: keeps the interval until the thread is back at sys_exit. A thread that blocks again
@@ -444,7 +495,7 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev, struc
 		stat_add(OFFCPU_STAT_LOST);
 	if (java_join && in_syscall && k.state != OFFCPU_STATE_PREEMPTED && hold_for_java(&k, delta))
 		return;
-	add_total(&k, delta);
+	add_held(sp, &k, delta);
 }
 
 SEC("tp_btf/sched_switch")

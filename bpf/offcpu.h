@@ -39,17 +39,35 @@ struct offcpu_val {
 };
 
 /* Per thread, kept while it lives (an LRU map by tid: exited threads age out): when and how it
- * last left the CPU, 24 bytes. ts is 0 while the thread is on CPU. in_syscall: it left from inside
- * a system call, so it returns to user space through sys_exit with the user stack it had. */
+ * last left the CPU, and its intervals not yet added to the totals, 72 bytes:
+ *   0 ts (u64: 0 while the thread is on CPU)   8 user_stack_id   12 kern_stack_id   16 state
+ *  20 in_syscall (it left from inside a system call, so it returns to user space through sys_exit
+ *     with the user stack it had)
+ *  24 agg_total_ns (u64)   32 agg_count (u64: 0 = nothing held)   40 agg_user_stack_id
+ *  44 agg_kern_stack_id   48 agg_state   52 agg_pid   56 agg_comm (char[16])
+ * The agg_* fields are a running total for the thread's latest totals key: consecutive intervals
+ * with the same stacks and state (a thread that blocks at the same place again and again) are
+ * summed here, in the entry the switch-in reads anyway, and added to the totals map only when the
+ * key changes or the sum reaches OFFCPU_AGG_MAX_COUNT intervals or OFFCPU_AGG_MAX_NS. User space
+ * adds what is held to the totals it reads. */
 struct offcpu_start {
 	__u64 ts;
 	__s32 user_stack_id;
 	__s32 kern_stack_id;
 	__u32 state;
 	__u32 in_syscall;
+	__u64 agg_total_ns;
+	__u64 agg_count;
+	__s32 agg_user_stack_id;
+	__s32 agg_kern_stack_id;
+	__u32 agg_state;
+	__u32 agg_pid;
+	char agg_comm[OFFCPU_COMM_LEN];
 };
 
-#define OFFCPU_START_SIZE 24
+#define OFFCPU_START_SIZE 72
+#define OFFCPU_AGG_MAX_COUNT 64
+#define OFFCPU_AGG_MAX_NS 10000000ULL
 
 /* Stack cache, BPF-only: the places where a thread blocked (its task storage), each with its
  * signature (user ip, sp, bp, a hash of the frame-record chain and its length, system call << 8 |
