@@ -7,7 +7,7 @@
  * Wall-clock mode adds a cpu-clock perf_event program that adds sample_ns per on-CPU sample of a
  * traced thread to the same totals (state ONCPU), so one document holds where time went on and
  * off the CPU. Each scheduler hook exists twice (tp_btf and raw_tp); user space loads the set
- * the kernel takes. */
+ * the kernel takes; both need task storage for the stack cache (Linux 5.11+). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
