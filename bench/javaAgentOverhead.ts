@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { cli, interleave, JAVA_HOME, LineProcess, median, ratioOfRounds, round, startCli, type BenchContext, type Row } from './lib';
+import { cli, interleave, JAVA_HOME, LineProcess, median, progStats, ratioOfRounds, round, startCli, type BenchContext, type Row } from './lib';
 
 export async function benchJavaAgent(ctx: BenchContext): Promise<Row[]> {
   const rounds = ctx.quick ? 5 : 15;
@@ -122,25 +122,6 @@ interface DirectCost {
   copyKb: number;
   /** (BPF run time + handler time) / the profiled thread's busy time */
   share: number;
-}
-
-/** run_time_ns and run_cnt of every BPF program the process holds (fdinfo, with kernel.bpf_stats_enabled = 1). */
-function progStats(pid: number): { ns: number; runs: number } {
-  let ns = 0;
-  let runs = 0;
-  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
-    let link = '';
-    try {
-      link = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
-    } catch {
-      continue;
-    }
-    if (link !== 'anon_inode:bpf-prog') continue;
-    const info = fs.readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8');
-    ns += Number(/^run_time_ns:\s*(\d+)/m.exec(info)?.[1] ?? 0);
-    runs += Number(/^run_cnt:\s*(\d+)/m.exec(info)?.[1] ?? 0);
-  }
-  return { ns, runs };
 }
 
 /**

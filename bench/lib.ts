@@ -253,3 +253,22 @@ export function have(cmd: string): boolean {
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
+
+/** run_time_ns and run_cnt of every BPF program the process holds (fdinfo, with kernel.bpf_stats_enabled = 1). */
+export function progStats(pid: number): { ns: number; runs: number } {
+  let ns = 0;
+  let runs = 0;
+  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+    let link = '';
+    try {
+      link = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      continue;
+    }
+    if (link !== 'anon_inode:bpf-prog') continue;
+    const info = fs.readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8');
+    ns += Number(/^run_time_ns:\s*(\d+)/m.exec(info)?.[1] ?? 0);
+    runs += Number(/^run_cnt:\s*(\d+)/m.exec(info)?.[1] ?? 0);
+  }
+  return { ns, runs };
+}

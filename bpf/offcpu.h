@@ -39,35 +39,54 @@ struct offcpu_val {
 };
 
 /* Per thread, kept while it lives (an LRU map by tid: exited threads age out): when and how it
- * last left the CPU, 24 bytes. ts is 0 while the thread is on CPU. in_syscall: it left from inside
- * a system call, so it returns to user space through sys_exit with the user stack it had. */
+ * last left the CPU, and its intervals not yet added to the totals, 72 bytes:
+ *   0 ts (u64: 0 while the thread is on CPU)   8 user_stack_id   12 kern_stack_id   16 state
+ *  20 in_syscall (it left from inside a system call, so it returns to user space through sys_exit
+ *     with the user stack it had)
+ *  24 agg_total_ns (u64)   32 agg_count (u64: 0 = nothing held)   40 agg_user_stack_id
+ *  44 agg_kern_stack_id   48 agg_state   52 agg_pid   56 agg_comm (char[16])
+ * The agg_* fields are a running total for the thread's latest totals key: consecutive intervals
+ * with the same stacks and state (a thread that blocks at the same place again and again) are
+ * summed here, in the entry the switch-in reads anyway, and added to the totals map only when the
+ * key changes or the sum reaches OFFCPU_AGG_MAX_COUNT intervals or OFFCPU_AGG_MAX_NS. User space
+ * adds what is held to the totals it reads. */
 struct offcpu_start {
 	__u64 ts;
 	__s32 user_stack_id;
 	__s32 kern_stack_id;
 	__u32 state;
 	__u32 in_syscall;
+	__u64 agg_total_ns;
+	__u64 agg_count;
+	__s32 agg_user_stack_id;
+	__s32 agg_kern_stack_id;
+	__u32 agg_state;
+	__u32 agg_pid;
+	char agg_comm[OFFCPU_COMM_LEN];
 };
 
-#define OFFCPU_START_SIZE 24
+#define OFFCPU_START_SIZE 72
+#define OFFCPU_AGG_MAX_COUNT 64
+#define OFFCPU_AGG_MAX_NS 10000000ULL
 
-/* Stack cache, BPF-only: a place where a thread blocked, keyed by its tid and a hash of the
- * place's signature (user ip, sp, bp, a hash of the frame-record chain and its length, system
- * call << 8 | state, first argument, ax; see block_signature in offcpu.bpf.c), with the stack ids walked there, so
- * that a thread blocking at the same place again reuses them instead of walking both stacks (the
- * walks are most of the cost per switch). */
+/* Stack cache, BPF-only: the places where a thread blocked (its task storage), each with its
+ * signature (user ip, sp, bp, a hash of the frame-record chain and its length, system call << 8 |
+ * state, first argument, ax; see block_signature in offcpu.bpf.c) and the stack ids walked there,
+ * so that a thread blocking at the same place again reuses them instead of walking both stacks
+ * (the walks are most of the cost per switch). A place takes the slot its signature's hash picks. */
 #define OFFCPU_SIG_WORDS 8
-struct offcpu_place_key {
-	__u32 tid;
-	__u32 hash;
-};
+#define OFFCPU_PLACE_SLOTS 4
 
 struct offcpu_place {
 	__u64 sig[OFFCPU_SIG_WORDS];
 	__s32 user_stack_id;
 	__s32 kern_stack_id;
 	__u32 hits; /* reuses since the last walk */
-	__u32 reserved;
+	__u32 used; /* 1 once a walk filled the slot */
+};
+
+struct offcpu_places {
+	struct offcpu_place slot[OFFCPU_PLACE_SLOTS];
 };
 
 /* Java join (java_join): an off-CPU interval of a JVM thread that blocked in a system call, held

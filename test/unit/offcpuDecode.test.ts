@@ -2,7 +2,8 @@
 // totals, and time weights kept through the flame model, folded stacks and pprof.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { addOpenIntervals, decodeTotals, OFFCPU_KEY_SIZE, OFFCPU_VAL_SIZE, parseProcStack, stateTotals } from '../../extension/tracers/offcpu/tracer';
+import { addHeld, addOpenIntervals, decodeHeld, decodeTotals, OFFCPU_KEY_SIZE, OFFCPU_START_SIZE, OFFCPU_VAL_SIZE, parseProcStack, stateTotals } from '../../extension/tracers/offcpu/tracer';
+
 import type { ProfileFrame, ProfileResult } from '../../extension/protocol/profile';
 import { fromPprof, toPprof } from '../../extension/model/pprof';
 import { fromProfileResult } from '../../extension/model/flamegraph/profileData';
@@ -43,6 +44,27 @@ describe('off-CPU profile documents', () => {
     const [a, b] = decodeTotals(keys, vals, 2);
     assert.deepEqual(a, { pid: 100, tid: 101, userStackId: 5, kernStackId: -14, state: 'lock', comm: 'worker', totalNs: 2_500_000, count: 4 });
     assert.equal(b.state, 'preempted');
+  });
+
+  test('running totals held in the start entries (struct offcpu_start agg_*) join the same totals key or add one', () => {
+    const keys = Buffer.alloc(8);
+    const values = Buffer.alloc(2 * OFFCPU_START_SIZE);
+    keys.writeUInt32LE(11, 0);
+    keys.writeUInt32LE(12, 4);
+    // thread 11 holds 3 intervals, 7 µs, of the key already in the totals; thread 12 holds nothing
+    values.writeBigUInt64LE(7000n, 24);
+    values.writeBigUInt64LE(3n, 32);
+    values.writeInt32LE(5, 40);
+    values.writeInt32LE(6, 44);
+    values.writeUInt32LE(3, 48);
+    values.writeUInt32LE(10, 52);
+    values.write('pong', 56);
+    const held = decodeHeld(keys, values, 2);
+    assert.deepEqual(held, [{ pid: 10, tid: 11, userStackId: 5, kernStackId: 6, state: 'lock', comm: 'pong', totalNs: 7000, count: 3 }]);
+    const totals = [{ pid: 10, tid: 11, userStackId: 5, kernStackId: 6, state: 'lock' as const, comm: 'pong', totalNs: 1000, count: 1 }];
+    assert.deepEqual(addHeld(totals, held), [{ ...totals[0], totalNs: 8000, count: 4 }]);
+    assert.equal(totals[0].totalNs, 1000, 'the decoded totals are not changed in place');
+    assert.deepEqual(addHeld([], held), held);
   });
 
   test('open intervals at the end join their stack or add one; /proc stacks parse to names', () => {

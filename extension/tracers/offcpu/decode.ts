@@ -37,7 +37,7 @@ export function decodeTotals(keys: Buffer, values: Buffer, count: number): Offcp
   return out;
 }
 
-export const OFFCPU_START_SIZE = 24;
+export const OFFCPU_START_SIZE = 72;
 
 /** struct offcpu_start of each dumped entry of the start map (key: the thread id); threads on CPU (ts 0) have no open interval and are left out. */
 export function decodeStarts(keys: Buffer, values: Buffer, count: number): { tid: number; ts: bigint; userStackId: number; kernStackId: number; state: ThreadState }[] {
@@ -46,6 +46,46 @@ export function decodeStarts(keys: Buffer, values: Buffer, count: number): { tid
     const v = i * OFFCPU_START_SIZE;
     if (values.readBigUInt64LE(v) === 0n) continue;
     out.push({ tid: keys.readUInt32LE(i * 4), ts: values.readBigUInt64LE(v), userStackId: values.readInt32LE(v + 8), kernStackId: values.readInt32LE(v + 12), state: OFFCPU_STATES[values.readUInt32LE(v + 16)] ?? 'sleep' });
+  }
+  return out;
+}
+
+/** The running totals each thread's start entry holds (struct offcpu_start's agg_* fields: intervals not yet added to the totals map), as totals entries. */
+export function decodeHeld(keys: Buffer, values: Buffer, count: number): OffcpuEntry[] {
+  const out: OffcpuEntry[] = [];
+  for (let i = 0; i < count; i++) {
+    const v = i * OFFCPU_START_SIZE;
+    const n = Number(values.readBigUInt64LE(v + 32));
+    if (n === 0) continue;
+    out.push({
+      pid: values.readUInt32LE(v + 52),
+      tid: keys.readUInt32LE(i * 4),
+      userStackId: values.readInt32LE(v + 40),
+      kernStackId: values.readInt32LE(v + 44),
+      state: OFFCPU_STATES[values.readUInt32LE(v + 48)] ?? 'sleep',
+      comm: cString(values, v + 56, 16),
+      totalNs: Number(values.readBigUInt64LE(v + 24)),
+      count: n,
+    });
+  }
+  return out;
+}
+
+/** Totals entries with the held running totals added (same pid, tid, stacks, state and comm: the same key of the totals map). */
+export function addHeld(entries: OffcpuEntry[], held: OffcpuEntry[]): OffcpuEntry[] {
+  const key = (e: OffcpuEntry) => `${e.pid}/${e.tid}/${e.userStackId}/${e.kernStackId}/${e.state}/${e.comm}`;
+  const out = entries.map((e) => ({ ...e }));
+  const byKey = new Map(out.map((e) => [key(e), e]));
+  for (const h of held) {
+    const e = byKey.get(key(h));
+    if (e) {
+      e.totalNs += h.totalNs;
+      e.count += h.count;
+    } else {
+      const n = { ...h };
+      byKey.set(key(n), n);
+      out.push(n);
+    }
   }
   return out;
 }

@@ -36,7 +36,7 @@ import { assemble, readStacks, symbolizeStacks, type RawStack } from '../profile
 import { agentLibrary, agentUnavailableMessage, checkAgentTarget, foreignOwner, startJavaAgent, type JavaAgentSession } from '../javaAgent/agent';
 import type { RingBufferHandle } from '../../../native/index';
 import fs from 'node:fs';
-import { addOpenIntervals, decodeJavaRecord, decodeStarts, decodeTotals, OFFCPU_JAVA_SIZE, OFFCPU_STAT, parseProcStack, stateOfLetter, type OffcpuEntry } from './decode';
+import { addHeld, addOpenIntervals, decodeHeld, decodeJavaRecord, decodeStarts, decodeTotals, OFFCPU_JAVA_SIZE, OFFCPU_STAT, parseProcStack, stateOfLetter, type OffcpuEntry } from './decode';
 import { unsuitableError } from '../../protocol/errors';
 import type { CountEntry } from '../profile/decode';
 import { addLockFrames, addVirtualThreads, startLockSession } from '../javaLocks/tracer';
@@ -207,8 +207,9 @@ export const offcpuTracer: Tracer<'offcpu'> = {
         }
       });
     }
+    const links: number[] = [];
     try {
-      for (const p of variants[variant].filter((p) => p !== 'on_cpu_sample')) obj.attach(p);
+      for (const p of variants[variant].filter((p) => p !== 'on_cpu_sample')) links.push(obj.attach(p));
     } catch (e) {
       ring?.close();
       obj.close();
@@ -217,7 +218,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
     }
     if (wall) {
       try {
-        for (const cpu of onlineCpus()) obj.attachPerfEvent('on_cpu_sample', { type: 'cpu-clock', frequency: options.frequency, cpu });
+        for (const cpu of onlineCpus()) links.push(obj.attachPerfEvent('on_cpu_sample', { type: 'cpu-clock', frequency: options.frequency, cpu }));
       } catch (e) {
         ring?.close();
         obj.close();
@@ -254,9 +255,13 @@ export const offcpuTracer: Tracer<'offcpu'> = {
     let totals = { samples: 0, lost: 0 };
     let entries: OffcpuEntry[] = [];
     const collect = (final = false) => {
+      // The threads' held running totals are read before the totals map: one moved between the
+      // two reads is counted twice in a live view (at most OFFCPU_AGG_MAX_NS), never lost; the
+      // final read comes after the programs are detached, so nothing moves.
       totals = counts();
+      const h = obj.mapDump('start');
       const d = obj.mapDump('totals');
-      entries = decodeTotals(d.keys, d.values, d.count);
+      entries = addHeld(decodeTotals(d.keys, d.values, d.count), decodeHeld(h.keys, h.values, h.count));
       if (final) {
         // Intervals still open: off CPU from the last switch-out until now (the same clock as
         // bpf_ktime_get_ns: CLOCK_MONOTONIC), so a thread asleep at the end is not left out.
@@ -368,6 +373,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
         if (!closed) {
           closed = true;
           try {
+            for (const l of links.splice(0)) obj.detach(l);
             raw = collect(true);
             const st = (k: keyof typeof OFFCPU_STAT) => readStat(obj, OFFCPU_STAT[k]);
             env.log(`offcpu: ${st('switches')} switch-outs: stacks walked ${st('walks')}, reused ${st('reused')} (where the thread blocked last time); ${st('checks')} reuses checked by a walk, ${st('mismatch')} found other stacks`);
