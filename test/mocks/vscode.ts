@@ -29,7 +29,39 @@ export const recorded = {
   workspaceConfig: new Map<string, unknown>(),
   /** panel serializers by view type (what brings a panel back after a reload) */
   serializers: new Map<string, { deserializeWebviewPanel(panel: unknown, state: unknown): Promise<void> }>(),
+  /** webview panels the extension created (window.createWebviewPanel), newest last */
+  panels: [] as FakePanel[],
 };
+
+export type FakePanel = ReturnType<typeof fakeWebviewPanel>['panel'] & { viewType?: string };
+
+/**
+ * A webview panel as VS Code makes one (or hands one to a serializer): `posted` has what the
+ * extension posted to it; `say` delivers a message from the view ("ready", a click); `close` disposes it.
+ */
+export function fakeWebviewPanel(title: string, viewType?: string) {
+  const posted: { type: string; [k: string]: unknown }[] = [];
+  const onMessage: ((m: unknown) => unknown)[] = [];
+  const onDispose: (() => void)[] = [];
+  const panel = {
+    viewType,
+    title,
+    webview: {
+      options: {} as unknown,
+      html: '',
+      cspSource: 'vscode-resource:',
+      asWebviewUri: (u: unknown) => u,
+      postMessage: async (m: { type: string }) => void posted.push(m),
+      onDidReceiveMessage: (h: (m: unknown) => unknown) => (onMessage.push(h), new Disposable(() => onMessage.splice(onMessage.indexOf(h), 1))),
+    },
+    onDidDispose: (h: () => void) => (onDispose.push(h), new Disposable(() => onDispose.splice(onDispose.indexOf(h), 1))),
+    reveal: () => undefined,
+    dispose: () => onDispose.splice(0).forEach((h) => h()),
+    posted,
+    say: async (m: unknown) => Promise.all(onMessage.map((h) => h(m))),
+  };
+  return { panel, posted, say: panel.say };
+}
 
 export class Disposable {
   constructor(private readonly fn: () => void) {}
@@ -102,6 +134,12 @@ function outputChannel(name: string) {
 
 export const window = {
   createOutputChannel: outputChannel,
+  registerCustomEditorProvider: () => new Disposable(() => undefined),
+  createWebviewPanel: (viewType: string, title: string) => {
+    const { panel } = fakeWebviewPanel(title, viewType);
+    recorded.panels.push(panel);
+    return panel;
+  },
   registerWebviewPanelSerializer: (viewType: string, s: { deserializeWebviewPanel(panel: unknown, state: unknown): Promise<void> }) => {
     recorded.serializers.set(viewType, s);
     return new Disposable(() => recorded.serializers.delete(viewType));
