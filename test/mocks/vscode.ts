@@ -29,6 +29,8 @@ export const recorded = {
   workspaceConfig: new Map<string, unknown>(),
   /** panel serializers by view type (what brings a panel back after a reload) */
   serializers: new Map<string, { deserializeWebviewPanel(panel: unknown, state: unknown): Promise<void> }>(),
+  /** tree data providers by view id (window.createTreeView) */
+  trees: new Map<string, { getChildren(n?: unknown): Promise<unknown[]> | unknown[]; getTreeItem(n: unknown): unknown }>(),
   /** webview panels the extension created (window.createWebviewPanel), newest last */
   panels: [] as FakePanel[],
 };
@@ -101,7 +103,32 @@ export class CodeLens {
   constructor(readonly range: Range, public command?: { title: string; command: string; arguments?: unknown[] }) {}
 }
 export class MarkdownString {
-  constructor(public value = '') {}
+  constructor(
+    public value = '',
+    readonly supportThemeIcons = false,
+  ) {}
+  appendText(t: string): this {
+    this.value += t;
+    return this;
+  }
+  appendMarkdown(t: string): this {
+    this.value += t;
+    return this;
+  }
+}
+export const TreeItemCollapsibleState = { None: 0, Collapsed: 1, Expanded: 2 };
+export class TreeItem {
+  id?: string;
+  description?: string;
+  tooltip?: unknown;
+  iconPath?: unknown;
+  contextValue?: string;
+  resourceUri?: unknown;
+  command?: { command: string; title: string; arguments?: unknown[] };
+  constructor(
+    readonly label: string,
+    readonly collapsibleState = 0,
+  ) {}
 }
 export class ThemeColor {
   constructor(readonly id: string) {}
@@ -135,6 +162,10 @@ function outputChannel(name: string) {
 export const window = {
   createOutputChannel: outputChannel,
   registerCustomEditorProvider: () => new Disposable(() => undefined),
+  createTreeView: (id: string, o: { treeDataProvider: { getChildren(n?: unknown): Promise<unknown[]> | unknown[]; getTreeItem(n: unknown): unknown } }) => {
+    recorded.trees.set(id, o.treeDataProvider);
+    return new Disposable(() => recorded.trees.delete(id));
+  },
   createWebviewPanel: (viewType: string, title: string) => {
     const { panel } = fakeWebviewPanel(title, viewType);
     recorded.panels.push(panel);
@@ -234,6 +265,8 @@ export const workspace = {
   workspaceFolders: undefined as unknown,
   onDidChangeConfiguration: new EventEmitter<unknown>().event,
   openTextDocument: async (o: unknown) => o,
+  createFileSystemWatcher: () => ({ onDidCreate: () => new Disposable(() => undefined), onDidDelete: () => new Disposable(() => undefined), onDidChange: () => new Disposable(() => undefined), dispose: () => undefined }),
+  findFiles: async () => [] as unknown[],
 };
 
 export const commands = {
@@ -256,7 +289,7 @@ export const languages = {
 };
 
 const api = {
-  EventEmitter, Disposable, Uri, Position, Range, CodeLens, MarkdownString, ThemeColor, ThemeIcon, Diagnostic,
+  EventEmitter, Disposable, Uri, Position, Range, CodeLens, MarkdownString, ThemeColor, ThemeIcon, Diagnostic, TreeItem, TreeItemCollapsibleState,
   DiagnosticSeverity, StatusBarAlignment, ViewColumn, ProgressLocation, QuickPickItemKind, OverviewRulerLane,
   window, workspace, commands, languages,
 };
