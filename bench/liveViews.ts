@@ -9,7 +9,10 @@
 //   - page memory: the JS heap after a forced garbage collection (Chrome DevTools Protocol),
 //   - Stop: from the click's input event to the view showing "Stopped" (the stand-in host
 //     answers at once, so this is the page's own latency while updates keep arriving).
-// Standalone: node --import tsx bench/liveViews.ts [--quick] [javaGc runqlat jvmTimeline]
+// Standalone: node --import tsx bench/liveViews.ts [--quick] [javaGc runqlat jvmTimeline]; with
+// LIVE_VIEWS_PROFILE=DIR the live updates run under Chromium's CPU profiler (through the DevTools
+// Protocol) and DIR/<view>.cpuprofile is written (open it in Chrome DevTools' Performance panel),
+// with the functions taking the most self time printed to stderr.
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -140,6 +143,30 @@ async function openView(browser: Browser, view: Feeder): Promise<Page> {
   return page;
 }
 
+interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number }[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** The functions with the most self time in a CPU profile, one a line: ms, share, name:line. */
+function topSelf(p: CpuProfile, n: number): string {
+  const byNode = new Map<number, number>();
+  p.samples.forEach((id, i) => byNode.set(id, (byNode.get(id) ?? 0) + (p.timeDeltas[i] ?? 0)));
+  const byName = new Map<string, number>();
+  for (const node of p.nodes) {
+    const us = byNode.get(node.id) ?? 0;
+    const name = `${node.callFrame.functionName || '(anonymous)'}:${node.callFrame.lineNumber + 1}`;
+    byName.set(name, (byName.get(name) ?? 0) + us);
+  }
+  const total = [...byName.values()].reduce((a, b) => a + b, 0) || 1;
+  return [...byName.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([name, us]) => `  ${(us / 1000).toFixed(1).padStart(8)} ms ${((100 * us) / total).toFixed(1).padStart(5)} %  ${name}`)
+    .join('\n');
+}
+
 async function heapMb(page: Page): Promise<number> {
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('HeapProfiler.collectGarbage');
@@ -170,6 +197,13 @@ async function benchView(browser: Browser, view: Feeder, init: unknown, hourTick
       { view, hourTicks, chunk: Math.max(1, Math.round(30_000 / tickMs)) },
     );
     // Live: one update per tick, at the tracer's cadence; the redraw it causes is timed.
+    const profileDir = process.env.LIVE_VIEWS_PROFILE;
+    const cdp = profileDir ? await page.context().newCDPSession(page) : undefined;
+    if (cdp) {
+      await cdp.send('Profiler.enable');
+      await cdp.send('Profiler.setSamplingInterval', { interval: 100 });
+      await cdp.send('Profiler.start');
+    }
     const frames = await page.evaluate(
       async ({ view, from, n, tickMs }) => {
         const gen = (window as unknown as { benchUpdate: Record<string, (i: number) => unknown> }).benchUpdate[view];
@@ -196,6 +230,13 @@ async function benchView(browser: Browser, view: Feeder, init: unknown, hourTick
       },
       { view, from: hourTicks, n: liveTicks, tickMs },
     );
+    if (cdp && profileDir) {
+      const { profile } = (await cdp.send('Profiler.stop')) as { profile: CpuProfile };
+      await cdp.detach();
+      fs.mkdirSync(profileDir, { recursive: true });
+      fs.writeFileSync(path.join(profileDir, `${view}.cpuprofile`), JSON.stringify(profile));
+      process.stderr.write(`${view}: self time during the live updates\n${topSelf(profile, 15)}\n`);
+    }
     const heap = await heapMb(page);
     // Stop while updates keep arriving at the same cadence.
     await page.evaluate(

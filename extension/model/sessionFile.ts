@@ -218,6 +218,6 @@ export function replayMessages(f: AnySessionFile): unknown[] {
 }
 
 /** A file name for a session: tracer, then the start time, then the suffix. */
-export function sessionFileName(f: Pick<SessionFile, 'tracer' | 'startedAt'>): string {
+export function sessionFileName(f: { tracer: string; startedAt: string }): string {
   return `${f.tracer}-${f.startedAt.replace(/[:.]/g, '-').slice(0, 19)}${SESSION_SUFFIX}`;
 }

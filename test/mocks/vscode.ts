@@ -29,7 +29,41 @@ export const recorded = {
   workspaceConfig: new Map<string, unknown>(),
   /** panel serializers by view type (what brings a panel back after a reload) */
   serializers: new Map<string, { deserializeWebviewPanel(panel: unknown, state: unknown): Promise<void> }>(),
+  /** tree data providers by view id (window.createTreeView) */
+  trees: new Map<string, { getChildren(n?: unknown): Promise<unknown[]> | unknown[]; getTreeItem(n: unknown): unknown }>(),
+  /** webview panels the extension created (window.createWebviewPanel), newest last */
+  panels: [] as FakePanel[],
 };
+
+export type FakePanel = ReturnType<typeof fakeWebviewPanel>['panel'] & { viewType?: string };
+
+/**
+ * A webview panel as VS Code makes one (or hands one to a serializer): `posted` has what the
+ * extension posted to it; `say` delivers a message from the view ("ready", a click); `close` disposes it.
+ */
+export function fakeWebviewPanel(title: string, viewType?: string) {
+  const posted: { type: string; [k: string]: unknown }[] = [];
+  const onMessage: ((m: unknown) => unknown)[] = [];
+  const onDispose: (() => void)[] = [];
+  const panel = {
+    viewType,
+    title,
+    webview: {
+      options: {} as unknown,
+      html: '',
+      cspSource: 'vscode-resource:',
+      asWebviewUri: (u: unknown) => u,
+      postMessage: async (m: { type: string }) => void posted.push(m),
+      onDidReceiveMessage: (h: (m: unknown) => unknown) => (onMessage.push(h), new Disposable(() => onMessage.splice(onMessage.indexOf(h), 1))),
+    },
+    onDidDispose: (h: () => void) => (onDispose.push(h), new Disposable(() => onDispose.splice(onDispose.indexOf(h), 1))),
+    reveal: () => undefined,
+    dispose: () => onDispose.splice(0).forEach((h) => h()),
+    posted,
+    say: async (m: unknown) => Promise.all(onMessage.map((h) => h(m))),
+  };
+  return { panel, posted, say: panel.say };
+}
 
 export class Disposable {
   constructor(private readonly fn: () => void) {}
@@ -69,7 +103,32 @@ export class CodeLens {
   constructor(readonly range: Range, public command?: { title: string; command: string; arguments?: unknown[] }) {}
 }
 export class MarkdownString {
-  constructor(public value = '') {}
+  constructor(
+    public value = '',
+    readonly supportThemeIcons = false,
+  ) {}
+  appendText(t: string): this {
+    this.value += t;
+    return this;
+  }
+  appendMarkdown(t: string): this {
+    this.value += t;
+    return this;
+  }
+}
+export const TreeItemCollapsibleState = { None: 0, Collapsed: 1, Expanded: 2 };
+export class TreeItem {
+  id?: string;
+  description?: string;
+  tooltip?: unknown;
+  iconPath?: unknown;
+  contextValue?: string;
+  resourceUri?: unknown;
+  command?: { command: string; title: string; arguments?: unknown[] };
+  constructor(
+    readonly label: string,
+    readonly collapsibleState = 0,
+  ) {}
 }
 export class ThemeColor {
   constructor(readonly id: string) {}
@@ -102,6 +161,16 @@ function outputChannel(name: string) {
 
 export const window = {
   createOutputChannel: outputChannel,
+  registerCustomEditorProvider: () => new Disposable(() => undefined),
+  createTreeView: (id: string, o: { treeDataProvider: { getChildren(n?: unknown): Promise<unknown[]> | unknown[]; getTreeItem(n: unknown): unknown } }) => {
+    recorded.trees.set(id, o.treeDataProvider);
+    return new Disposable(() => recorded.trees.delete(id));
+  },
+  createWebviewPanel: (viewType: string, title: string) => {
+    const { panel } = fakeWebviewPanel(title, viewType);
+    recorded.panels.push(panel);
+    return panel;
+  },
   registerWebviewPanelSerializer: (viewType: string, s: { deserializeWebviewPanel(panel: unknown, state: unknown): Promise<void> }) => {
     recorded.serializers.set(viewType, s);
     return new Disposable(() => recorded.serializers.delete(viewType));
@@ -196,6 +265,8 @@ export const workspace = {
   workspaceFolders: undefined as unknown,
   onDidChangeConfiguration: new EventEmitter<unknown>().event,
   openTextDocument: async (o: unknown) => o,
+  createFileSystemWatcher: () => ({ onDidCreate: () => new Disposable(() => undefined), onDidDelete: () => new Disposable(() => undefined), onDidChange: () => new Disposable(() => undefined), dispose: () => undefined }),
+  findFiles: async () => [] as unknown[],
 };
 
 export const commands = {
@@ -218,7 +289,7 @@ export const languages = {
 };
 
 const api = {
-  EventEmitter, Disposable, Uri, Position, Range, CodeLens, MarkdownString, ThemeColor, ThemeIcon, Diagnostic,
+  EventEmitter, Disposable, Uri, Position, Range, CodeLens, MarkdownString, ThemeColor, ThemeIcon, Diagnostic, TreeItem, TreeItemCollapsibleState,
   DiagnosticSeverity, StatusBarAlignment, ViewColumn, ProgressLocation, QuickPickItemKind, OverviewRulerLane,
   window, workspace, commands, languages,
 };

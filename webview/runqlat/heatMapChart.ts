@@ -2,7 +2,7 @@
 // Geometry comes from model.ts (heatLayout), so hit-testing and drawing agree.
 import { sizeCanvas } from '../common/canvas';
 import { themeColor } from '../common/histogramChart';
-import { bucketLabel, heatIntensity, heatLayout, type HeatLayout, type HeatMap } from './model';
+import { bucketLabel, heatIntensity, heatLayout, type HeatLayout, type HeatMap, type IntervalCounts } from './model';
 import type { RunqlatUnit } from '../../extension/protocol/runqlat';
 
 export const HEAT_HEIGHT = 200;
@@ -17,6 +17,75 @@ export function heatColumnsFor(canvas: HTMLCanvasElement, intervals: number): nu
   return Math.min(fit, Math.max(60, intervals));
 }
 
+/** What the cell image holds: a new bucket range, color scale or width redraws every column. */
+interface CellCache {
+  canvas: HTMLCanvasElement;
+  image: ImageData;
+  key: string;
+  rgb: [number, number, number];
+  /** the interval drawn in each pixel column (undefined: empty), and the first one's index */
+  drawn: (IntervalCounts | undefined)[];
+  firstIndex: number;
+}
+let cellCache: CellCache | undefined;
+
+/** A CSS color as r, g, b (the canvas normalises whatever the theme gives: names, hex, rgb()). */
+function rgbOf(color: string): [number, number, number] {
+  const probe = document.createElement('canvas').getContext('2d')!;
+  probe.fillStyle = color;
+  const c = String(probe.fillStyle);
+  if (c.startsWith('#')) return [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)];
+  const m = /(\d+)\D+(\d+)\D+(\d+)/.exec(c);
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [209, 134, 22];
+}
+
+/**
+ * The heat map's cells as an image of maxColumns × buckets pixels, each pixel the heat color at
+ * the cell's shade (SHADES alpha steps). Kept between redraws: a column is computed again only
+ * when the interval in it changed (a new interval, the map scrolled, Clear) — unless the bucket
+ * range, the busiest cell (the color scale) or the width changed, which redraws them all.
+ */
+function heatCells(map: HeatMap, maxColumns: number, hot: string): HTMLCanvasElement {
+  const rows = map.maxBucket - map.minBucket + 1;
+  const key = `${maxColumns} ${map.minBucket} ${map.maxBucket} ${map.max} ${hot}`;
+  if (!cellCache || cellCache.key !== key) {
+    const canvas = cellCache?.canvas ?? document.createElement('canvas');
+    canvas.width = Math.max(1, maxColumns);
+    canvas.height = Math.max(1, rows);
+    cellCache = { canvas, image: new ImageData(canvas.width, canvas.height), key, rgb: rgbOf(hot), drawn: [], firstIndex: map.firstIndex };
+  }
+  const cache = cellCache;
+  const { image, drawn } = cache;
+  const px = image.data;
+  const [r, g, b] = cache.rgb;
+  const width = image.width;
+  let changed = false;
+  // The map scrolled by d intervals (the newest on the right): the pixels move left by d columns.
+  const d = map.firstIndex - cache.firstIndex;
+  if (d > 0 && d < width && drawn[d] === map.columns[0]) {
+    for (let y = 0; y < image.height; y++) px.copyWithin(y * width * 4, (y * width + d) * 4, (y + 1) * width * 4);
+    drawn.splice(0, d);
+    changed = true;
+  }
+  cache.firstIndex = map.firstIndex;
+  for (let c = 0; c < width; c++) {
+    const col = map.columns[c];
+    if (drawn[c] === col && c < drawn.length) continue;
+    drawn[c] = col;
+    changed = true;
+    for (let y = 0; y < rows; y++) {
+      const a = col ? heatIntensity(col.counts[map.minBucket + rows - 1 - y] ?? 0, map.max) : 0;
+      const o = (y * width + c) * 4;
+      px[o] = r;
+      px[o + 1] = g;
+      px[o + 2] = b;
+      px[o + 3] = Math.round((Math.round(a * SHADES) / SHADES) * 255);
+    }
+  }
+  if (changed) cellCache.canvas.getContext('2d')!.putImageData(image, 0, 0);
+  return cellCache.canvas;
+}
+
 export function drawHeatMap(canvas: HTMLCanvasElement, map: HeatMap, maxColumns: number, unit: RunqlatUnit, selectedInterval: number | undefined): HeatLayout {
   const { ctx, width } = sizeCanvas(canvas, HEAT_HEIGHT);
   const layout = heatLayout(map, width, HEAT_HEIGHT, maxColumns);
@@ -29,25 +98,13 @@ export function drawHeatMap(canvas: HTMLCanvasElement, map: HeatMap, maxColumns:
 
   ctx.strokeStyle = border;
   ctx.strokeRect(plot.x + 0.5, plot.y + 0.5, plot.w - 1, plot.h - 1);
-  ctx.fillStyle = hot;
-  // Cells are grouped by shade (SHADES steps, finer than the eye tells apart) and each group is
-  // filled under one alpha: a canvas state change per cell is most of a frame's cost.
-  const byShade: number[][] = Array.from({ length: SHADES + 1 }, () => []);
-  map.columns.forEach((col, c) => {
-    for (let b = map.minBucket; b <= map.maxBucket; b++) {
-      const a = heatIntensity(col.counts[b] ?? 0, map.max);
-      if (a === 0) continue;
-      byShade[Math.round(a * SHADES)].push(c, b);
-    }
-  });
-  const w = Math.max(1, cellW - 0.5);
-  const h = Math.max(1, cellH - 0.5);
-  byShade.forEach((cells, shade) => {
-    if (!cells.length) return;
-    ctx.globalAlpha = shade / SHADES;
-    for (let k = 0; k < cells.length; k += 2) ctx.fillRect(plot.x + cells[k] * cellW, plot.y + plot.h - (cells[k + 1] - map.minBucket + 1) * cellH, w, h);
-  });
-  ctx.globalAlpha = 1;
+  // The cells are one pixel each in a small image (a column per interval shown, a row per bucket)
+  // scaled onto the plot: a redraw blits it once, and only columns that are new since the last
+  // redraw get their pixels computed. Drawing costs the pixels of the plot, not intervals × buckets.
+  const cells = heatCells(map, maxColumns, hot);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(cells, 0, 0, cells.width, cells.height, plot.x, plot.y, maxColumns * cellW, plot.h);
+  ctx.imageSmoothingEnabled = true;
 
   // y labels: every bucket if they fit, else every few.
   ctx.fillStyle = muted;

@@ -184,6 +184,26 @@ function keyHeadRow(label: string): HTMLTableRowElement {
  * so a live update does not rebuild (and lay out again) the whole table every second. */
 let plain: { label: string; head: HTMLTableRowElement; rows: { tr: HTMLTableRowElement; cells: HTMLTableCellElement[] }[] } | undefined;
 
+/** Whether each table row is on screen (IntersectionObserver; unknown until first reported, then drawn). */
+const rowOnScreen = new WeakMap<Element, boolean>();
+/** Texts of rows that changed while off screen, set when they come into view. */
+const staleRows = new WeakMap<Element, string[]>();
+const rowObserver = new IntersectionObserver((entries) => {
+  for (const e of entries) {
+    rowOnScreen.set(e.target, e.isIntersecting);
+    const texts = e.isIntersecting ? staleRows.get(e.target) : undefined;
+    if (!texts) continue;
+    staleRows.delete(e.target);
+    setTexts([...e.target.children] as HTMLElement[], texts);
+  }
+});
+
+function setTexts(cells: HTMLElement[], texts: string[]): void {
+  texts.forEach((t, k) => {
+    if (cells[k] && cells[k].textContent !== t) cells[k].textContent = t;
+  });
+}
+
 function renderPlainKeys(rows: ReturnType<typeof model.keyRows>, label: string): void {
   if (!plain || plain.label !== label) plain = { label, head: keyHeadRow(label), rows: [] };
   const p = plain;
@@ -197,14 +217,19 @@ function renderPlainKeys(rows: ReturnType<typeof model.keyRows>, label: string):
       schedule();
     };
     p.rows.push({ tr, cells });
+    rowObserver.observe(tr);
   }
   rows.forEach((r, i) => {
     const { tr, cells } = p.rows[i];
     if (tr.dataset.key !== String(r.key)) tr.dataset.key = String(r.key);
     const texts = ['▸', r.key === OTHER_KEY ? 'other' : String(r.key), r.comm, formatCount(r.count), fmt(r.p50), fmt(r.p90), fmt(r.p99), fmt(r.max)];
-    texts.forEach((t, k) => {
-      if (cells[k].textContent !== t) cells[k].textContent = t;
-    });
+    // A row off screen keeps its texts for when it scrolls into view: a live update then costs
+    // the rows on screen, not every row of the table.
+    if (rowOnScreen.get(tr) === false) staleRows.set(tr, texts);
+    else {
+      staleRows.delete(tr);
+      setTexts(cells, texts);
+    }
   });
   const want = rows.length + 1;
   if (keyTable.firstChild !== p.head || keyTable.childElementCount !== want) keyTable.replaceChildren(p.head, ...p.rows.slice(0, rows.length).map((r) => r.tr));
@@ -217,13 +242,19 @@ function render(): void {
   const s = model.stats();
   const d = (v: number) => (s.count ? fmt(v) : '–');
   const est = 'estimated from the log2 buckets (the kernel counts waits per bucket, not each wait)';
-  cards.replaceChildren(
-    card('waits', formatCount(s.count), 'count', 'Times a thread became runnable and then waited for a CPU'),
-    card('p50 wait', d(s.p50), 'p50', `Half of the waits were shorter than this; ${est}`),
-    card('p90 wait', d(s.p90), 'p90', `90 % of the waits were shorter than this; ${est}`),
-    card('p99 wait', d(s.p99), 'p99', `99 % of the waits were shorter than this; ${est}`),
-    card('max ≤', d(s.max), 'max', 'The longest wait was at most this (the upper bound of the highest non-empty bucket)'),
-  );
+  // The cards are built once and their values set in place (no new elements per update).
+  const values: [string, string, string, string][] = [
+    ['waits', formatCount(s.count), 'count', 'Times a thread became runnable and then waited for a CPU'],
+    ['p50 wait', d(s.p50), 'p50', `Half of the waits were shorter than this; ${est}`],
+    ['p90 wait', d(s.p90), 'p90', `90 % of the waits were shorter than this; ${est}`],
+    ['p99 wait', d(s.p99), 'p99', `99 % of the waits were shorter than this; ${est}`],
+    ['max ≤', d(s.max), 'max', 'The longest wait was at most this (the upper bound of the highest non-empty bucket)'],
+  ];
+  if (cards.childElementCount !== values.length) cards.replaceChildren(...values.map(([label, value, id, meaning]) => card(label, value, id, meaning)));
+  values.forEach(([, value], i) => {
+    const v = cards.children[i].querySelector('.value')!;
+    if (v.textContent !== value) v.textContent = value;
+  });
   const sel = model.selected;
   if (sel === undefined) {
     histTitle.textContent = `Run-queue latency, whole session (${model.intervals.length} intervals)`;

@@ -1,7 +1,8 @@
 // Commands: ebpfStudio.openJvmTimeline ("Open JVM Timeline": pick a running JVM, or a saved
 // session file, then the timeline of GC, heap and allocation rate, safepoints, run-queue waits and
 // CPU samples in a webview; select a range to see its statistics and flame graph). Its panel comes
-// back after a window reload (stopped, with the figures it had: checkpointed while it runs). Context
+// back after a window reload (stopped, with the figures it had: checkpointed while it runs), and a
+// finished session is listed in the Sessions view, which reopens it by key. Context
 // keys: none of its own (sessions.ts sets ebpfStudio.sessionRunning while the session runs).
 import * as vscode from 'vscode';
 import { saveExport } from '../ui/exportFile';
@@ -12,7 +13,7 @@ import { noUsdtMessage } from '../../sys/proc/processes';
 import { startSession } from '../sessions/liveSessions';
 import { createViewPanel, fillViewPanel, type TypedPanel } from '../ui/webviewPanel';
 import { LiveViewHost, RELOADED } from '../sessions/livePanel';
-import { loadStoredText, storeText, windowClosing } from '../sessions/sessionStore';
+import { loadStoredText, recordText, windowClosing } from '../sessions/sessionStore';
 import { errorText, showError } from '../ui/errors';
 import type { FromView, ToView } from '../../../webview/jvmTimeline/protocol';
 
@@ -78,18 +79,25 @@ async function trace(context: vscode.ExtensionContext, options: JvmOptions): Pro
   const document = (ended: NonNullable<JvmSessionFile['ended']>) => JSON.stringify({ ...toSessionFile(live.toResult({ withTimeline: true, rawFromNs: live.endNs - CHECKPOINT_RAW_NS }), new Date(), ended), title });
   const session = await startSession('jvm', options, `JVM timeline ${target}`, {
     onUpdate: (u) => {
+      // Once the window is closing, what the helper sends while it winds down is not counted: the
+      // checkpoint written then is what a reload shows.
+      if (!host.accepting) return;
       live.apply(u);
       host.send({ type: 'update', update: u });
     },
     onEnded: (reason, result, message) =>
       host.finish(() => {
+        const meta = { title, tracer: 'jvm' as const, startedAt: host.startedAt.toISOString(), endedAt: new Date().toISOString() };
+        // Once the window is closing, the checkpoint written then is what comes back (the panel
+        // VS Code restores, and the Sessions view's entry): it is listed as it is.
+        if (windowClosing()) return void recordText(host.key, undefined, meta);
         if (result) live.replaceStacks(result.stacks);
         host.send({ type: 'ended', reason, message, result });
-        // Kept under the panel's key so a reload shows the finished session as it ended. A
-        // session that ends after its panel went (the window reloading disposes the panel, which
-        // stops the session) ended because of that: the panel VS Code brings back says so; once the
-        // window is closing, the checkpoint written then is what comes back.
-        if (!windowClosing()) storeText(host.key, document(panelGone ? { reason: 'stopped', message: RELOADED } : { reason, message }));
+        // Kept under the panel's key (a reload shows the finished session as it ended) and listed
+        // in the Sessions view. A session that ends after its panel went (the window reloading
+        // disposes the panel, which stops the session) ended because of that: the panel VS Code
+        // brings back says so.
+        void recordText(host.key, document(panelGone ? { reason: 'stopped', message: RELOADED } : { reason, message }), meta);
       }),
   });
   host.checkpointWith(() => document({ reason: 'stopped', message: RELOADED }));
@@ -111,27 +119,39 @@ async function trace(context: vscode.ExtensionContext, options: JvmOptions): Pro
   return session.id;
 }
 
+/** The JVM timeline stored under a key (a finished or reloaded session), or undefined. */
+function storedTimeline(key: string | undefined): (JvmSessionFile & { title?: string }) | undefined {
+  const text = key ? loadStoredText(key) : undefined;
+  try {
+    return text ? { ...(JSON.parse(text) as JvmSessionFile & { title?: string }), result: fromSessionFile(text) } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Shows a stored timeline, stopped and saying why it ended: in `restore` (a panel VS Code brought
+ * back after a reload) or in a new panel (the Sessions view's Open). The panel keeps the key.
+ */
+function showStored(context: vscode.ExtensionContext, key: string, doc: JvmSessionFile & { title?: string }, fallbackTitle: string, restore?: vscode.WebviewPanel): void {
+  const title = doc.title ?? fallbackTitle;
+  const p = openPanel(context, title, () => undefined, key, restore);
+  p.view.panel.title = title;
+  p.send({ type: 'load', result: doc.result, name: title.replace(/^JVM timeline: /, ''), ended: doc.ended ?? { reason: 'stopped' } });
+}
+
 /** A panel VS Code brings back after a reload: the stored document under its key, shown stopped and saying why. */
 function restorePanel(context: vscode.ExtensionContext, panel: vscode.WebviewPanel, state: unknown): void {
   const key = (state as { sessionKey?: string } | undefined)?.sessionKey;
-  const text = key ? loadStoredText(key) : undefined;
-  let doc: (JvmSessionFile & { title?: string }) | undefined;
-  try {
-    if (text) doc = { ...(JSON.parse(text) as JvmSessionFile & { title?: string }), result: fromSessionFile(text) };
-  } catch {
-    doc = undefined;
-  }
-  if (!doc) {
+  const doc = storedTimeline(key);
+  if (!key || !doc) {
     panel.webview.options = { enableScripts: false };
     panel.webview.html = `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8"><meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'"></head><body style="font-family: var(--vscode-font-family); color: var(--vscode-foreground); padding: 1em"><p role="alert">${
       key ? 'This JVM timeline was not saved before the window reloaded (or its data left the bounded storage): nothing to show. Export a session to keep it.' : 'This panel has no saved data to restore.'
     }</p></body></html>`;
     return;
   }
-  const title = doc.title ?? panel.title;
-  const p = openPanel(context, title, () => undefined, key, panel);
-  p.view.panel.title = title;
-  p.send({ type: 'load', result: doc.result, name: title.replace(/^JVM timeline: /, ''), ended: doc.ended ?? { reason: 'stopped' } });
+  showStored(context, key, doc, panel.title, panel);
 }
 
 /** Why a JVM cannot be traced here: its libjvm.so has no USDT probes (shown on its row and said when it is picked). */
@@ -156,8 +176,15 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.window.registerWebviewPanelSerializer('ebpfStudio.jvmTimeline', {
       deserializeWebviewPanel: async (panel: vscode.WebviewPanel, state: unknown) => restorePanel(context, panel, state),
     }),
-    vscode.commands.registerCommand('ebpfStudio.openJvmTimeline', async (given?: { pid?: number; file?: string; frequency?: number; sliceMs?: number }) => {
+    vscode.commands.registerCommand('ebpfStudio.openJvmTimeline', async (given?: { pid?: number; file?: string; key?: string; frequency?: number; sliceMs?: number }) => {
       try {
+        // A finished session of this window (the Sessions view's Open), by its key.
+        if (given?.key) {
+          const doc = storedTimeline(given.key);
+          if (!doc) throw new Error('the data of this JVM timeline is no longer stored (storage is bounded; the oldest sessions go first). Delete the entry; export sessions you want to keep.');
+          showStored(context, given.key, doc, 'JVM timeline');
+          return given.key;
+        }
         // Tests and other commands may pass the target (or a session file) directly.
         const choice = given?.file ? 'open' : given?.pid ? given.pid : await pickPid();
         if (choice === undefined) return undefined;

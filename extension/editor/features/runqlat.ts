@@ -64,13 +64,16 @@ async function show(context: vscode.ExtensionContext, options: RunqlatOptions): 
     makeSession('runqlat', `Run Queue Latency: ${scope}`, { scope, per: options.per, unit: options.unit, state: live.toJSON(), ended }, host.startedAt, new Date());
   const finish = (reason: 'stopped' | 'target-exited' | 'error', message?: string) =>
     host.finish(() => {
-      send({ type: 'ended', reason, message });
-      void recordSession(document({ reason, message }), host.key);
+      // Once the window is closing the session is stored as the reload ended it, with the figures
+      // of the checkpoint written then (updates stop counting at that moment).
+      const ended = host.endedAs(reason, message);
+      send({ type: 'ended', ...ended });
+      void recordSession(document(ended), host.key);
     });
   const session = await startSession('runqlat', options, `Run queue latency (${scope})`, {
     onUpdate: (u) => {
       // After Stop the probes take a moment to detach; what arrives meanwhile is after the click, and not counted.
-      if (host.finished) return;
+      if (!host.accepting) return;
       live.apply(u);
       send({ type: 'update', update: u });
     },

@@ -6,7 +6,7 @@
 // ends once, by Stop (at the click) or by the session itself (target exited, error).
 import type { AnySessionFile } from '../../model/sessionFile';
 import type { TypedPanel } from '../ui/webviewPanel';
-import { checkpointWhileRunning, newSessionKey } from './sessionStore';
+import { checkpointWhileRunning, newSessionKey, windowClosing } from './sessionStore';
 
 /** What a panel brought back by a reload says about its session. */
 export const RELOADED = 'the window reloaded or closed while tracing, which ended the session; these are its figures up to then';
@@ -41,6 +41,23 @@ export class LiveViewHost<ToView, FromView> {
 
   get finished(): boolean {
     return this.ended;
+  }
+
+  /**
+   * Whether an update still counts: not after the session ended (Stop), nor once the window is
+   * closing or reloading (the checkpoint written then is what the reloaded panel shows, so what
+   * the helper sends while it winds down would make the stored figures differ from it).
+   */
+  get accepting(): boolean {
+    return !this.ended && !windowClosing();
+  }
+
+  /**
+   * Why the session ended, as its stored document says: once the window is closing, the reload (or
+   * close) ended it, whatever the helper reports after ("the helper is gone" as it goes away).
+   */
+  endedAs<R extends string>(reason: R, message?: string): { reason: R | 'stopped'; message?: string } {
+    return windowClosing() ? { reason: 'stopped', message: RELOADED } : { reason, message };
   }
 
   /** Runs `onEnd` the first time only (Stop and the session's own end may both come); stops checkpointing. */

@@ -17,10 +17,13 @@ export const MAX_ONE_BYTES = 32 * 1024 * 1024;
 export const MAX_TOTAL_BYTES = 128 * 1024 * 1024;
 export const MAX_LISTED = 50;
 
+/** The tracers of listed sessions: those with session documents, and the JVM timeline (its own format). */
+export type FinishedTracer = SessionTracer | 'jvm';
+
 export interface FinishedEntry {
   key: string;
   title: string;
-  tracer: SessionTracer;
+  tracer: FinishedTracer;
   startedAt: string;
   endedAt?: string;
   /** false when the session was too large for storage (kept in memory only) */
@@ -32,6 +35,8 @@ let ctx: Pick<vscode.ExtensionContext, 'globalStorageUri' | 'workspaceState' | '
 let limits = { one: MAX_ONE_BYTES, total: MAX_TOTAL_BYTES };
 /** sessions of this window, including those too big to store */
 const inMemory = new Map<string, AnySessionFile>();
+/** the same for views with a format of their own (the JVM timeline): the document's text */
+const inMemoryText = new Map<string, string>();
 const changed = new vscode.EventEmitter<void>();
 export const onDidChangeFinished = changed.event;
 
@@ -128,6 +133,19 @@ export async function recordSession(file: AnySessionFile, key = newSessionKey())
   return key;
 }
 
+/**
+ * Lists a finished session of a view with its own document format (the JVM timeline) and keeps
+ * its text under `key`, as recordSession does for session documents. `text` undefined: the
+ * document already stored under the key (the checkpoint written as the window closed) is the one
+ * to keep, unchanged.
+ */
+export async function recordText(key: string, text: string | undefined, meta: Omit<FinishedEntry, 'key' | 'stored'>): Promise<void> {
+  if (text !== undefined) inMemoryText.set(key, text);
+  const stored = text === undefined ? Boolean(ctx) && fs.existsSync(fileOf(key)) : storeText(key, text);
+  const entry: FinishedEntry = { key, ...meta, stored };
+  await setList([entry, ...finishedSessions().filter((e) => e.key !== key)].slice(0, MAX_LISTED));
+}
+
 let closing = false;
 /**
  * True once the window is closing or reloading (a running session's last checkpoint was written):
@@ -193,8 +211,10 @@ export function storeText(key: string, text: string): boolean {
   }
 }
 
-/** The stored document under a key as text (whatever its format), or undefined. */
+/** The stored document under a key as text (whatever its format; this window's memory first), or undefined. */
 export function loadStoredText(key: string): string | undefined {
+  const m = inMemoryText.get(key);
+  if (m !== undefined) return m;
   try {
     return fs.readFileSync(fileOf(key), 'utf8');
   } catch {
@@ -217,6 +237,7 @@ export function loadSession(key: string): AnySessionFile | undefined {
 
 export async function forgetSession(key: string): Promise<void> {
   inMemory.delete(key);
+  inMemoryText.delete(key);
   try {
     fs.rmSync(fileOf(key), { force: true });
   } catch {
@@ -231,6 +252,7 @@ export function activate(context: Pick<vscode.ExtensionContext, 'globalStorageUr
   limits = bounds;
   closing = false;
   inMemory.clear();
+  inMemoryText.clear();
   context.subscriptions.push(changed);
   // Both copies of the list, newest first; entries whose document left storage (pruned, or too big
   // for it in an earlier window) cannot reopen: drop them.

@@ -8,7 +8,7 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { liveSessions, onDidChangeLiveSessions } from './liveSessions';
-import { finishedSessions, forgetSession, loadSession, onDidChangeFinished, type FinishedEntry } from './sessionStore';
+import { finishedSessions, forgetSession, loadSession, loadStoredText, onDidChangeFinished, type FinishedEntry } from './sessionStore';
 import { showSession } from './sessionViews';
 import { peekTracer, readSession, sessionFileName, writeSession, SESSION_SUFFIX, type AnySessionFile } from '../../model/sessionFile';
 import { errorText, showError } from '../ui/errors';
@@ -139,7 +139,20 @@ async function findSaved(): Promise<Node[]> {
   return out;
 }
 
+/** A finished JVM timeline's stored text (its own format, not a session document); throws when it left storage. */
+function storedJvmText(entry: FinishedEntry): string {
+  const text = loadStoredText(entry.key);
+  if (text === undefined) throw new Error(`the data of "${entry.title}" is no longer stored (storage is bounded; the oldest sessions go first). Delete the entry; export sessions you want to keep.`);
+  return text;
+}
+
 async function documentOf(n: Node): Promise<{ file: AnySessionFile; key?: string } | undefined> {
+  if (n.kind === 'finished' && n.entry.tracer === 'jvm') {
+    // The JVM timeline opens in its own view, from its own document.
+    storedJvmText(n.entry);
+    await vscode.commands.executeCommand('ebpfStudio.openJvmTimeline', { key: n.entry.key });
+    return undefined;
+  }
   if (n.kind === 'finished') {
     const file = loadSession(n.entry.key);
     if (!file) throw new Error(`the data of "${n.entry.title}" is no longer stored (storage is bounded; the oldest sessions go first). Delete the entry; export sessions you want to keep.`);
@@ -213,6 +226,15 @@ export function activate(context: vscode.ExtensionContext): void {
         if (to) await vscode.workspace.fs.copy(n.uri, to, { overwrite: true });
         return;
       }
+      if (n.kind === 'finished' && n.entry.tracer === 'jvm') {
+        const text = storedJvmText(n.entry);
+        const folder = vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(process.env.HOME ?? '/tmp');
+        const uri = await vscode.window.showSaveDialog({ title: `Save ${n.entry.title} as a session file`, defaultUri: vscode.Uri.joinPath(folder, sessionFileName({ tracer: 'jvm', startedAt: n.entry.startedAt })), filters: { 'eBPF Studio session': ['json'] } });
+        if (!uri) return;
+        await vscode.workspace.fs.writeFile(uri, Buffer.from(text, 'utf8'));
+        tree.refresh(true);
+        return;
+      }
       const d = await documentOf(n);
       if (!d) return;
       const folder = vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(process.env.HOME ?? '/tmp');
@@ -239,9 +261,11 @@ export function activate(context: vscode.ExtensionContext): void {
     }),
     vscode.commands.registerCommand('ebpfStudio.saveSession', async (key: string, target: vscode.Uri) => {
       const file = loadSession(key);
-      if (!file) throw new Error(`no finished session ${key}`);
+      // A JVM timeline is kept as its own document: written as it is.
+      const text = file ? writeSession(file) : finishedSessions().some((e) => e.key === key && e.tracer === 'jvm') ? loadStoredText(key) : undefined;
+      if (text === undefined) throw new Error(`no finished session ${key}`);
       try {
-        await vscode.workspace.fs.writeFile(target, Buffer.from(writeSession(file), 'utf8'));
+        await vscode.workspace.fs.writeFile(target, Buffer.from(text, 'utf8'));
       } catch (e) {
         throw new Error(`cannot write ${target.fsPath}: ${errorText(e)}`);
       }
