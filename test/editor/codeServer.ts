@@ -296,6 +296,26 @@ export class EditorSession {
   }
 
   /**
+   * Runs a palette command and picks `item` in the Quick Pick it opens. A webview that takes the
+   * focus back right after the palette closed (one clicked in the step before) hides that Quick
+   * Pick with its row still in the page; then the command is run once more.
+   */
+  async runCommandAndPick(title: string, item: string | RegExp): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      await this.runCommandFromPalette(title);
+      const row = this.quickPickRow(item);
+      try {
+        await row.waitFor({ state: 'visible', timeout: 15_000 });
+        await row.click({ timeout: 5_000 });
+        return;
+      } catch (e) {
+        if (attempt >= 1) throw e;
+        await this.page.keyboard.press('Escape');
+      }
+    }
+  }
+
+  /**
    * The document frame of the webview whose <title> is `title` (extension/editor/ui/webviewPanel.ts sets it).
    * VS Code nests each webview: iframe.webview → iframe#active-frame (our HTML).
    */

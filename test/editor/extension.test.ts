@@ -223,8 +223,7 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
     'Run with Leak Tracing: a CodeLens with the outstanding bytes sits on each leaking line, and one on each line that calls it',
     async () => {
       const { source } = buildCFixture(s, 'leaky');
-      await s.runCommandFromPalette('eBPF: Run with Leak Tracing');
-      await s.pickQuickPickItem('Type a command line');
+      await s.runCommandAndPick('eBPF: Run with Leak Tracing', 'Type a command line');
       const input = s.page.locator('.quick-input-widget .quick-input-box input');
       await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Run with Leak Tracing' }).waitFor({ timeout: 10_000 });
       await input.fill('./leaky');
