@@ -86,3 +86,32 @@ export async function startAgentPart(spec: AgentPartSpec, env: TracerEnv): Promi
     },
   };
 }
+
+/**
+ * While a part's session runs: every 250 ms, `read` what the agent appended (a failure is logged,
+ * the next poll tries again) and `tick`; once the target has exited, `onExit` instead, once. The
+ * timer also keeps the process alive, which no BPF handle does for these sessions. Returns the
+ * function that stops polling (safe to call more than once).
+ */
+export function pollAgentPart(pid: number, label: string, env: TracerEnv, read: () => void, tick: () => void, onExit: () => void): () => void {
+  let polling = true;
+  const stop = () => {
+    polling = false;
+    clearInterval(timer);
+  };
+  const timer = setInterval(() => {
+    if (!polling) return;
+    if (!pidAlive(pid)) {
+      stop();
+      onExit();
+      return;
+    }
+    try {
+      read();
+    } catch (e) {
+      env.log(`${label}: reading the agent's file in pid ${pid} failed: ${(e as Error).message}`);
+    }
+    tick();
+  }, 250);
+  return stop;
+}

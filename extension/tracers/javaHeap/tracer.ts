@@ -12,11 +12,11 @@ import type { JavaHeapOptions, JavaHeapResult, JavaHeapUpdate } from '../../prot
 import { JAVA_HEAP_DEFAULT_DEPTH, JAVA_HEAP_DEFAULT_INTERVAL_BYTES, JAVA_HEAP_MAX_DEPTH, JAVA_HEAP_MAX_INTERVAL_BYTES } from '../../protocol/javaHeap';
 import { asObject, int, num, PID_MAX } from '../../protocol/validate';
 import { inputError, unsuitableError } from '../../protocol/errors';
-import { pidAlive, processInfo } from '../../sys/proc/processes';
+import { processInfo } from '../../sys/proc/processes';
 import { jdkFeature, jdkVersion } from '../../sys/jvm/release';
 import type { Tracer, TracerEnv } from '../tracer';
 import { agentLibrary, agentUnavailableMessage, foreignOwner, placeAgent, tmpIsNoexec } from '../javaAgent/agent';
-import { startAgentPart } from '../javaAgent/agentPart';
+import { pollAgentPart, startAgentPart } from '../javaAgent/agentPart';
 import { JavaHeapModel } from './decode';
 
 /** Agent_OnAttach's return codes for the heap commands (agent.c) as user-facing reasons. */
@@ -98,7 +98,6 @@ export const javaHeapTracer: Tracer<'java-heap'> = {
       env,
     );
     env.log(`java-heap: sampling every ${options.intervalBytes} bytes in pid ${pid} (${libInTarget})`);
-    let stopped = false;
     let final: JavaHeapResult | undefined;
     let lastUpdate = Date.now();
     let updates = 0;
@@ -126,8 +125,7 @@ export const javaHeapTracer: Tracer<'java-heap'> = {
 
     const finish = async (): Promise<JavaHeapResult> => {
       if (final) return final;
-      stopped = true;
-      clearInterval(timer);
+      stopPolling();
       await part.stop();
       if (!model.ended) env.log('java-heap: the agent file ended without its end mark; the last samples may be missing');
       final = result();
@@ -135,25 +133,22 @@ export const javaHeapTracer: Tracer<'java-heap'> = {
       return final;
     };
 
-    const timer = setInterval(() => {
-      if (stopped) return;
-      if (!pidAlive(pid)) {
-        void finish().then(() => events.ended('target-exited', `pid ${pid} exited`));
-        return;
-      }
-      try {
-        part.read();
-      } catch (e) {
-        env.log(`java-heap: reading the agent's file in pid ${pid} failed: ${(e as Error).message}`);
-      }
-      // the first figures as soon as a GC has judged some samples (or after 1 s), then every interval
-      const first = updates === 0 && (model.sessionGcs > 0 || Date.now() - t0 >= 1000) && model.samples > 0;
-      if (first || (updates > 0 && Date.now() - lastUpdate >= (options.intervalS ?? 2) * 1000)) {
-        lastUpdate = Date.now();
-        updates++;
-        events.update(update());
-      }
-    }, 250); // keeps the process alive while sampling (no BPF handle does): stop clears it
+    const stopPolling = pollAgentPart(
+      pid,
+      'java-heap',
+      env,
+      part.read,
+      () => {
+        // the first figures as soon as a GC has judged some samples (or after 1 s), then every interval
+        const first = updates === 0 && (model.sessionGcs > 0 || Date.now() - t0 >= 1000) && model.samples > 0;
+        if (first || (updates > 0 && Date.now() - lastUpdate >= (options.intervalS ?? 2) * 1000)) {
+          lastUpdate = Date.now();
+          updates++;
+          events.update(update());
+        }
+      },
+      () => void finish().then(() => events.ended('target-exited', `pid ${pid} exited`)),
+    );
 
     return {
       targets: [pid],

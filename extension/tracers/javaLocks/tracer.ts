@@ -12,10 +12,10 @@ import type { ProfileResult, ProfileUpdate } from '../../protocol/profile';
 import { JAVA_LOCKS_DEFAULT_DEPTH, JAVA_LOCKS_DEFAULT_PARK_PERIOD_US, JAVA_LOCKS_MAX_DEPTH, JAVA_LOCKS_MAX_PARK_PERIOD_US, JAVA_LOCKS_MIN_PARK_PERIOD_US, type JavaLocksOptions } from '../../protocol/javaLocks';
 import { asObject, bool, int, PID_MAX } from '../../protocol/validate';
 import { inputError, unsuitableError } from '../../protocol/errors';
-import { pidAlive, processInfo } from '../../sys/proc/processes';
+import { processInfo } from '../../sys/proc/processes';
 import type { Tracer, TracerEnv } from '../tracer';
 import { agentLibrary, agentUnavailableMessage, checkAgentTarget, placeAgent } from '../javaAgent/agent';
-import { startAgentPart } from '../javaAgent/agentPart';
+import { pollAgentPart, startAgentPart } from '../javaAgent/agentPart';
 import { jdkFeature, jdkVersion } from '../javaHeap/tracer';
 import { JavaLocksModel } from './decode';
 
@@ -119,32 +119,24 @@ export const javaLocksTracer: Tracer<'java-locks'> = {
     const session = await startLockSession(pid, env, options);
     const event = options.vthreads ? 'vthread' : 'lock';
     const { model } = session;
-    let stopped = false;
     let final: ProfileResult | undefined;
 
     const finish = async (): Promise<ProfileResult> => {
       if (final) return final;
-      stopped = true;
-      clearInterval(timer);
+      stopPolling();
       await session.stop();
       final = model.result(pid, event);
       return final;
     };
 
-    const timer = setInterval(() => {
-      if (stopped) return;
-      if (!pidAlive(pid)) {
-        void finish().then(() => events.ended('target-exited', `pid ${pid} exited`));
-        return;
-      }
-      try {
-        session.read();
-      } catch (e) {
-        env.log(`java-locks: reading the agent's file failed: ${(e as Error).message}`);
-      }
-      const update: ProfileUpdate = { samples: model.waits.length, lost: 0, elapsedMs: Date.now() - t0 };
-      events.update(update);
-    }, 250); // keeps the process alive while tracing (no BPF handle does): stop clears it
+    const stopPolling = pollAgentPart(
+      pid,
+      'java-locks',
+      env,
+      session.read,
+      () => events.update({ samples: model.waits.length, lost: 0, elapsedMs: Date.now() - t0 } satisfies ProfileUpdate),
+      () => void finish().then(() => events.ended('target-exited', `pid ${pid} exited`)),
+    );
 
     return {
       targets: [pid],
