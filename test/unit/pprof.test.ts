@@ -9,7 +9,7 @@ import protobuf from 'protobufjs';
 import { Profile } from 'pprof-format';
 import type { ProfileFrame, ProfileResult } from '../../extension/protocol/profile';
 import { fromPprof, resultFromFlame, toPprof, KERNEL_MAPPING, PprofError } from '../../extension/model/pprof';
-import { checkOutputFile } from '../../extension/cli/commands/profile';
+import { checkOutputFile } from '../../extension/cli/commands/profileOutput';
 import fs from 'node:fs';
 import os from 'node:os';
 import { encodePprofGz, loadProfileBytes } from '../../extension/sys/profileFile';

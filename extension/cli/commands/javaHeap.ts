@@ -3,7 +3,6 @@
 // --pid P` on a JVM (live objects by allocation site, leak candidates with their evidence).
 // Reached from profile.ts and memleak.ts, which only dispatch here.
 import fs from 'node:fs';
-import path from 'node:path';
 import type { Io } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
@@ -14,6 +13,7 @@ import { allocFolded, allocReportText, heapReportText, toAllocProfile } from '..
 import { toAllocPprof } from '../../model/allocPprof';
 import { processInfo } from '../../sys/proc/processes';
 import { gzipSync } from 'node:zlib';
+import { checkOutputFile } from './profileOutput';
 
 export const ALLOC_USAGE = `ebpf-studio profile --pid P --event alloc [--interval-bytes N] [--depth N] [--duration S] [--json | --folded] [--pprof FILE]
   Java allocations of the JVM P by stack (JVMTI heap sampling through eBPF Studio's agent, no
@@ -29,20 +29,6 @@ export const LEAK_USAGE = `ebpf-studio memleak --pid P (a JVM) [--interval-bytes
   GCs have not collected, by allocation site: live bytes and objects (estimates ± one standard
   error), GCs survived, growth per second; a site whose live bytes keep growing across GCs is a
   leak candidate. --native traces the JVM's malloc/free instead (JNI, direct buffers, libjvm).`;
-
-/** Fails before sampling when the pprof file could not be written afterwards (as profile's --pprof does). */
-function checkPprofFile(file: string): string {
-  const abs = path.resolve(file);
-  const dir = path.dirname(abs);
-  if (!fs.existsSync(dir)) throw inputError(`--pprof ${file}: the folder ${dir} does not exist; create it or choose another path`);
-  if (fs.existsSync(abs) && fs.statSync(abs).isDirectory()) throw inputError(`--pprof ${file} is a folder: give a file name, e.g. ${path.join(file, 'alloc.pb.gz')}`);
-  try {
-    fs.accessSync(dir, fs.constants.W_OK);
-  } catch {
-    throw inputError(`--pprof ${file}: the folder ${dir} is not writable; choose another path`);
-  }
-  return abs;
-}
 
 /** `--event alloc` (or `--event=alloc`) among profile's arguments. */
 export function wantsAllocEvent(argv: string[]): boolean {
@@ -81,7 +67,7 @@ export async function runAllocProfile(argv: string[], io: Io): Promise<number> {
   const info = processInfo(pid);
   if (info && !info.jvm)
     throw inputError(`--event alloc samples Java allocations, and pid ${pid} (${info.comm}) is not a JVM: for native allocations use \`ebpf-studio memleak --pid ${pid}\` (outstanding malloc by stack)`);
-  const pprofFile = typeof values.pprof === 'string' ? checkPprofFile(values.pprof) : undefined;
+  const pprofFile = typeof values.pprof === 'string' ? checkOutputFile(values.pprof, '--pprof', 'alloc.pb.gz') : undefined;
   const options = heapOptions(values, pid);
   const startMs = Date.now();
   const name = comm(pid);

@@ -15,7 +15,7 @@ import type { ProfileResult } from '../../protocol/profile';
 import { fromProfileResult } from '../../model/flamegraph/profileData';
 import { toFolded } from '../../model/flamegraph/formats';
 import { processInfo } from '../../sys/proc/processes';
-import path from 'node:path';
+import { checkOutputFile } from './profileOutput';
 
 export const LOCK_USAGE = `ebpf-studio profile --pid P --event lock [--depth N] [--park-period-us N] [--duration S] [--json | --folded] [--pprof FILE]
   Where the JVM P's threads wait for locks, through eBPF Studio's JVMTI agent (no restart; the agent
@@ -50,20 +50,6 @@ export const VTHREAD_USAGE = `ebpf-studio profile --pid P --event vthread [--dep
   offcpu under the carrier; the time between being made runnable and mounted again (waiting for a
   free carrier) counts as waiting; the agent's first virtual-thread session makes HotSpot report
   every mount and unmount to JVMTI from then on (a small cost per switch, while the JVM lives).`;
-
-/** Fails before tracing when the pprof file could not be written afterwards (as profile's --pprof does; not imported from there, which imports this file). */
-function checkPprofFile(file: string): string {
-  const abs = path.resolve(file);
-  const dir = path.dirname(abs);
-  if (!fs.existsSync(dir)) throw inputError(`--pprof ${file}: the folder ${dir} does not exist; create it or choose another path`);
-  if (fs.existsSync(abs) && fs.statSync(abs).isDirectory()) throw inputError(`--pprof ${file} is a folder: give a file name, e.g. ${path.join(file, 'locks.pb.gz')}`);
-  try {
-    fs.accessSync(dir, fs.constants.W_OK);
-  } catch {
-    throw inputError(`--pprof ${file}: the folder ${dir} is not writable; choose another path`);
-  }
-  return abs;
-}
 
 /** `--event lock|vthread` (or `--event=...`) among profile's arguments: which, else undefined. */
 export function wantsLockEvent(argv: string[]): 'lock' | 'vthread' | undefined {
@@ -128,7 +114,7 @@ export async function runLockProfile(argv: string[], io: Io): Promise<number> {
   if (values.pprof === '') throw usageError('--pprof takes a file name, e.g. --pprof locks.pb.gz');
   const info = processInfo(pid);
   if (info && !info.jvm) throw inputError(`--event ${event} reads Java ${vthreads ? 'virtual threads' : 'monitors and parks'}, and pid ${pid} (${info.comm}) is not a JVM: for a native program's lock waits use \`ebpf-studio profile --pid ${pid} --event offcpu\` (the lock state is futex waits)`);
-  const pprofFile = typeof values.pprof === 'string' ? checkPprofFile(values.pprof) : undefined;
+  const pprofFile = typeof values.pprof === 'string' ? checkOutputFile(values.pprof, '--pprof', 'locks.pb.gz') : undefined;
   const depth = numberFlag(values.depth, '--depth', 1, JAVA_LOCKS_MAX_DEPTH, { integer: true }) ?? JAVA_LOCKS_DEFAULT_DEPTH;
   const parkPeriodUs = numberFlag(values['park-period-us'], '--park-period-us', JAVA_LOCKS_MIN_PARK_PERIOD_US, JAVA_LOCKS_MAX_PARK_PERIOD_US, { integer: true }) ?? JAVA_LOCKS_DEFAULT_PARK_PERIOD_US;
   const startMs = Date.now();

@@ -2,19 +2,17 @@
 // samples on-CPU stacks (user + kernel, Java frames named through the JVM's perf map) and
 // prints the hottest functions, folded stacks (flamegraph.pl / inferno input) or the JSON result;
 // --pprof also writes gzipped profile.proto (go tool pprof, Pyroscope, Parca).
-import fs from 'node:fs';
-import path from 'node:path';
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
 import { profileTracer } from '../../tracers/profile/tracer';
-import { inputError, usageError } from '../../protocol/errors';
+import { usageError } from '../../protocol/errors';
 import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_COPY_KB, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_COPY_KB, PROFILE_MAX_STACK_STORAGE, UNWIND_CHOICES, type ProfileResult, type UnwindChoice } from '../../protocol/profile';
 import { fromProfileResult } from '../../model/flamegraph/profileData';
 import { frameTotals } from '../../model/flamegraph/model';
 import { runAllocProfile, wantsAllocEvent } from './javaHeap';
 import { OFFCPU_USAGE, runOffcpuProfile } from './offcpu';
-import { profileOutputs } from './profileOutput';
+import { checkOutputFile, profileOutputs } from './profileOutput';
 import { runLockProfile, wantsLockEvent } from './javaLocks';
 
 const USAGE = `ebpf-studio profile (--pid P | --all) [--event cpu|offcpu|wall] [--min-block-us N] [--frequency HZ] [--duration S] [--java agent|perfmap|auto] [--unwind auto|dwarf|fp] [--stack-copy-kb N] [--stack-storage-size N] [--json | --folded] [--pprof FILE]
@@ -59,20 +57,6 @@ ${OFFCPU_USAGE}
                    class and holder (profile --event lock --help)
   --event vthread  where a JVM's virtual threads wait, by their own stacks (JDK 21+; profile
                    --event vthread --help)`;
-
-/** Fails before sampling when the pprof file could not be written afterwards. */
-export function checkOutputFile(file: string, flag: string): string {
-  const abs = path.resolve(file);
-  const dir = path.dirname(abs);
-  if (!fs.existsSync(dir)) throw inputError(`${flag} ${file}: the folder ${dir} does not exist; create it or choose another path`);
-  if (fs.existsSync(abs) && fs.statSync(abs).isDirectory()) throw inputError(`${flag} ${file} is a folder: give a file name, e.g. ${path.join(file, 'cpu.pb.gz')}`);
-  try {
-    fs.accessSync(dir, fs.constants.W_OK);
-  } catch {
-    throw inputError(`${flag} ${file}: the folder ${dir} is not writable; choose another path`);
-  }
-  return abs;
-}
 
 /** The text report: the functions with the most self and total samples. */
 export function formatSummary(r: ProfileResult, top = 20): string {
