@@ -34,7 +34,6 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <jni.h>
 #include <jvmti.h>
 #include <jvmticmlr.h>
@@ -54,6 +53,7 @@
 
 #include "locks.h"
 #include "methods.h"
+#include "service.h"
 
 // Not in any JDK header: HotSpot exports it from libjvm.so (prims/forte.cpp).
 typedef struct {
@@ -99,10 +99,7 @@ static _Atomic uint64_t g_signals;
 static _Atomic uint64_t g_handler_ns;
 static int g_depth = 128;
 static int g_initialized;
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER; // service thread vs start/stop
-static pthread_cond_t g_cond = PTHREAD_COND_INITIALIZER;
-static FILE *g_out;       // open while profiling
-static int g_stop_wanted; // under g_lock
+static agent_service g_svc = AGENT_SERVICE_INIT; // the profile's service thread and file (open while profiling)
 static int g_code_events; // the JVM granted can_generate_compiled_method_load_events
 
 static int64_t now_ns(void) {
@@ -299,12 +296,12 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
 
 // ---- method cache (service thread only) ----
 
-// Methods named in the current profile's file (service thread, under g_lock).
+// Methods named in the current profile's file (service thread, under g_svc.lock).
 static method_table g_methods;
 
-static java_method *lookup_method(JNIEnv *jni, jmethodID id) { return method_get(&g_methods, g_jvmti, jni, id, g_out); }
+static java_method *lookup_method(JNIEnv *jni, jmethodID id) { return method_get(&g_methods, g_jvmti, jni, id, g_svc.out); }
 
-// Each profile has its own file, so names are announced anew in it (called under g_lock).
+// Each profile has its own file, so names are announced anew in it (called under g_svc.lock).
 static void forget_methods(void) { method_table_clear(&g_methods, g_jvmti); }
 
 // Drains ready slots into the output file. Returns how many.
@@ -321,14 +318,14 @@ static int drain(JNIEnv *jni) {
     }
     // S <tid> <ts ns> <num_frames or error code> @<pc hex> [~<recovery>] then per frame
     // "<method index>:<bci>:<line>", leaf first
-    fprintf(g_out, "S\t%d\t%lld\t%d\t@%llx", s->tid, (long long)s->ts, nf, (unsigned long long)s->pc);
-    if (s->recovered) fprintf(g_out, "\t~%d", s->recovered);
+    fprintf(g_svc.out, "S\t%d\t%lld\t%d\t@%llx", s->tid, (long long)s->ts, nf, (unsigned long long)s->pc);
+    if (s->recovered) fprintf(g_svc.out, "\t~%d", s->recovered);
     for (int f = 0; f < nf; f++) {
       java_method *m = lookup_method(jni, s->frames[f].method_id);
       jint bci = s->frames[f].lineno;
-      fprintf(g_out, "\t%d:%d:%d", m ? m->index : 0, bci, method_line(m, bci));
+      fprintf(g_svc.out, "\t%d:%d:%d", m ? m->index : 0, bci, method_line(m, bci));
     }
-    fputc('\n', g_out);
+    fputc('\n', g_svc.out);
     atomic_store_explicit(&s->state, SLOT_FREE, memory_order_release);
   }
   return n;
@@ -502,7 +499,7 @@ static void set_code_events(jvmtiEventMode mode) {
   (*g_jvmti)->SetEventNotificationMode(g_jvmti, mode, JVMTI_EVENT_DYNAMIC_CODE_GENERATED, NULL);
 }
 
-// Writes the queued code events (service thread, under g_lock). An unload of an nmethod whose
+// Writes the queued code events (service thread, under g_svc.lock). An unload of an nmethod whose
 // method id no longer resolves still names the address, which is what the helper matches on.
 static void drain_code(JNIEnv *jni) {
   pthread_mutex_lock(&g_code_lock);
@@ -515,24 +512,24 @@ static void drain_code(JNIEnv *jni) {
     list = e->next;
     if (e->type == 'D') {
       // D <ts> <addr hex> <size> <name>
-      fprintf(g_out, "D\t%lld\t%llx\t%d\t%s\n", (long long)e->ts, (unsigned long long)e->addr, e->size, e->name ? e->name : "?");
+      fprintf(g_svc.out, "D\t%lld\t%llx\t%d\t%s\n", (long long)e->ts, (unsigned long long)e->addr, e->size, e->name ? e->name : "?");
     } else {
       java_method *m = lookup_method(jni, e->method);
       for (int k = 0, at = 0; k < e->nchains; at += e->chain_len[k++])
         for (int f = 0; f < e->chain_len[k]; f++) lookup_method(jni, e->chain_m[at + f]); // M lines first
       // L <ts> <method index> <addr hex> <size> then per inline chain "m:bci,m:bci,..." innermost first
       // U <ts> <method index> <addr hex>
-      if (e->type == 'U') fprintf(g_out, "U\t%lld\t%d\t%llx\n", (long long)e->ts, m ? m->index : 0, (unsigned long long)e->addr);
+      if (e->type == 'U') fprintf(g_svc.out, "U\t%lld\t%d\t%llx\n", (long long)e->ts, m ? m->index : 0, (unsigned long long)e->addr);
       else {
-        fprintf(g_out, "L\t%lld\t%d\t%llx\t%d", (long long)e->ts, m ? m->index : 0, (unsigned long long)e->addr, e->size);
+        fprintf(g_svc.out, "L\t%lld\t%d\t%llx\t%d", (long long)e->ts, m ? m->index : 0, (unsigned long long)e->addr, e->size);
         for (int k = 0, at = 0; k < e->nchains; at += e->chain_len[k++]) {
-          fputc('\t', g_out);
+          fputc('\t', g_svc.out);
           for (int f = 0; f < e->chain_len[k]; f++) {
             java_method *cm = lookup_method(jni, e->chain_m[at + f]);
-            fprintf(g_out, "%s%d:%d", f ? "," : "", cm ? cm->index : 0, e->chain_bci[at + f]);
+            fprintf(g_svc.out, "%s%d:%d", f ? "," : "", cm ? cm->index : 0, e->chain_bci[at + f]);
           }
         }
-        fputc('\n', g_out);
+        fputc('\n', g_svc.out);
       }
     }
     free(e->name);
@@ -545,14 +542,12 @@ static void drain_code(JNIEnv *jni) {
 
 static void *service_thread(void *arg) {
   (void)arg;
-  JNIEnv *jni = NULL;
-  pthread_setname_np(pthread_self(), "ebpf-studio-jvm"); // the OS name (15 chars); Java sees the attach name
-  JavaVMAttachArgs aa = {JNI_VERSION_1_6, "ebpf-studio-jvmagent", NULL};
-  if ((*g_vm)->AttachCurrentThreadAsDaemon(g_vm, (void **)&jni, &aa) != JNI_OK) return NULL;
+  JNIEnv *jni = service_attach(g_vm, "ebpf-studio-jvm", "ebpf-studio-jvmagent");
+  if (!jni) return NULL;
   int64_t last_mark = 0;
-  pthread_mutex_lock(&g_lock);
+  pthread_mutex_lock(&g_svc.lock);
   for (;;) {
-    while (!g_out) pthread_cond_wait(&g_cond, &g_lock); // idle between profiles
+    while (!g_svc.out) pthread_cond_wait(&g_svc.cond, &g_svc.lock); // idle between profiles
     // Watermark for the helper's live join: every record stamped before `mark` is in the file
     // once the T line is. A handler stamps its record after entering (g_in_handler > 0) and marks
     // it ready before leaving, so when no handler is running after `mark` was read, every record
@@ -563,30 +558,20 @@ static void *service_thread(void *arg) {
     int drained = drain(jni);
     if (!busy && (drained > 0 || mark - last_mark >= 200000000LL)) {
       // T <ns>: no record with an earlier timestamp will follow (rounds without records: every 200 ms)
-      fprintf(g_out, "T\t%lld\n", (long long)mark);
+      fprintf(g_svc.out, "T\t%lld\n", (long long)mark);
       last_mark = mark;
     }
-    if (g_stop_wanted) {
+    if (g_svc.stop_wanted) {
       // the caller has cleared g_active, waited for handlers and stopped queueing code events:
       // one last pass empties the code queue and the ring
       drain_code(jni);
       drain(jni);
-      fprintf(g_out, "E\t%llu\t%llu\t%llu\n", (unsigned long long)atomic_load(&g_dropped), (unsigned long long)atomic_load(&g_signals), (unsigned long long)atomic_load(&g_handler_ns));
-      fclose(g_out);
-      g_out = NULL;
-      g_stop_wanted = 0;
-      pthread_cond_broadcast(&g_cond);
+      fprintf(g_svc.out, "E\t%llu\t%llu\t%llu\n", (unsigned long long)atomic_load(&g_dropped), (unsigned long long)atomic_load(&g_signals), (unsigned long long)atomic_load(&g_handler_ns));
+      service_ended(&g_svc);
       continue;
     }
-    fflush(g_out);
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += 20 * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&g_cond, &g_lock, &until);
+    fflush(g_svc.out);
+    service_sleep(&g_svc, 20 * 1000000LL);
   }
   return NULL;
 }
@@ -680,12 +665,7 @@ static int initialize(JavaVM *vm, JNIEnv *jni) {
   sa.sa_sigaction = on_sigprof;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   sigaction(SIGPROF, &sa, NULL);
-  pthread_t t;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_create(&t, &attr, service_thread, NULL);
-  pthread_attr_destroy(&attr);
+  service_spawn(service_thread);
   g_initialized = 1;
   return 0;
 }
@@ -697,25 +677,21 @@ static int do_start(JNIEnv *jni, const char *out, int depth) {
   // loaded meanwhile are picked up here: ids that exist already cost a lookup.
   set_class_events(JVMTI_ENABLE);
   prepare_loaded_classes(jni);
-  pthread_mutex_lock(&g_lock);
-  while (g_stop_wanted) pthread_cond_wait(&g_cond, &g_lock);
-  if (g_out) { // a profile the helper never stopped (it died): start over in the new file
+  pthread_mutex_lock(&g_svc.lock);
+  while (g_svc.stop_wanted) pthread_cond_wait(&g_svc.cond, &g_svc.lock);
+  if (g_svc.out) { // a profile the helper never stopped (it died): start over in the new file
     atomic_store(&g_active, 0);
-    fclose(g_out);
-    g_out = NULL;
+    fclose(g_svc.out);
+    g_svc.out = NULL;
   }
-  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  FILE *f = service_open(out);
   if (!f) {
-    if (fd >= 0) close(fd);
-    pthread_mutex_unlock(&g_lock);
+    pthread_mutex_unlock(&g_svc.lock);
     return 103;
   }
-  setvbuf(f, NULL, _IOFBF, 1 << 16);
   forget_methods();
   fprintf(f, "A\t%d\t%lld\n", (int)getpid(), (long long)now_ns()); // agent ready, our pid, clock
   fflush(f);
-  g_out = f;
   g_depth = depth;
   if (g_code_events) {
     // Queue first, then replay what exists: an nmethod loaded in between is reported twice (the
@@ -732,8 +708,8 @@ static int do_start(JNIEnv *jni, const char *out, int depth) {
   atomic_store(&g_signals, 0);
   atomic_store(&g_handler_ns, 0);
   atomic_store_explicit(&g_active, 1, memory_order_release);
-  pthread_cond_broadcast(&g_cond);
-  pthread_mutex_unlock(&g_lock);
+  service_begin(&g_svc, f);
+  pthread_mutex_unlock(&g_svc.lock);
   return 0;
 }
 
@@ -749,13 +725,7 @@ static void do_stop(void) {
     g_code_enabled = 0;
   }
   set_class_events(JVMTI_DISABLE); // nor per class load
-  pthread_mutex_lock(&g_lock);
-  if (g_out) {
-    g_stop_wanted = 1;
-    pthread_cond_broadcast(&g_cond);
-    while (g_stop_wanted) pthread_cond_wait(&g_cond, &g_lock);
-  }
-  pthread_mutex_unlock(&g_lock);
+  service_end(&g_svc);
 }
 
 static int handle_heap(JavaVM *vm, const char *options);
@@ -852,10 +822,7 @@ static _Atomic int g_heap_queued;
 static int g_heap_depth = 64;
 static pthread_mutex_t g_heap_qlock = PTHREAD_MUTEX_INITIALIZER; // the queue only; never held across a JNI/JVMTI call
 static heap_sample *g_heap_qhead, **g_heap_qtail = &g_heap_qhead;
-static pthread_mutex_t g_heap_lock = PTHREAD_MUTEX_INITIALIZER; // service thread vs start/stop
-static pthread_cond_t g_heap_cond = PTHREAD_COND_INITIALIZER;
-static FILE *g_heap_out;
-static int g_heap_stop_wanted;
+static agent_service g_heap_svc = AGENT_SERVICE_INIT;
 // service thread only:
 static method_table g_heap_methods;
 static heap_tracked *g_heap_tracked;
@@ -904,7 +871,7 @@ static void JNICALL on_gc_finish(jvmtiEnv *jvmti) {
   atomic_fetch_add(&g_heap_gcs, 1);
 }
 
-// Writes the queued samples and starts tracking their objects (service thread, under g_heap_lock).
+// Writes the queued samples and starts tracking their objects (service thread, under g_heap_svc.lock).
 static void heap_drain(JNIEnv *jni) {
   pthread_mutex_lock(&g_heap_qlock);
   heap_sample *list = g_heap_qhead;
@@ -915,7 +882,7 @@ static void heap_drain(JNIEnv *jni) {
     heap_sample *s = list;
     list = s->next;
     atomic_fetch_sub(&g_heap_queued, 1);
-    for (jint f = 0; f < s->nframes; f++) method_get(&g_heap_methods, g_heap_jvmti, jni, s->frames[f].method, g_heap_out); // M lines first
+    for (jint f = 0; f < s->nframes; f++) method_get(&g_heap_methods, g_heap_jvmti, jni, s->frames[f].method, g_heap_svc.out); // M lines first
     long id = 0;
     if (s->ref && g_heap_ntracked < HEAP_MAX_TRACKED && g_heap_tracked) {
       id = ++g_heap_next_id;
@@ -927,30 +894,30 @@ static void heap_drain(JNIEnv *jni) {
     }
     clean_text(s->cls);
     // O <id, 0 = not tracked> <ts> <tid> <size> <GCs before> <class signature> then per frame "<method index>:<bci>:<line>", leaf first
-    fprintf(g_heap_out, "O\t%ld\t%lld\t%d\t%lld\t%u\t%s", id, (long long)s->ts, s->tid, (long long)s->size, s->gc, s->cls);
+    fprintf(g_heap_svc.out, "O\t%ld\t%lld\t%d\t%lld\t%u\t%s", id, (long long)s->ts, s->tid, (long long)s->size, s->gc, s->cls);
     for (jint f = 0; f < s->nframes; f++) {
-      java_method *m = method_get(&g_heap_methods, g_heap_jvmti, jni, s->frames[f].method, g_heap_out);
-      fprintf(g_heap_out, "\t%d:%lld:%d", m ? m->index : 0, (long long)s->frames[f].location, method_line(m, s->frames[f].location));
+      java_method *m = method_get(&g_heap_methods, g_heap_jvmti, jni, s->frames[f].method, g_heap_svc.out);
+      fprintf(g_heap_svc.out, "\t%d:%lld:%d", m ? m->index : 0, (long long)s->frames[f].location, method_line(m, s->frames[f].location));
     }
-    fputc('\n', g_heap_out);
+    fputc('\n', g_heap_svc.out);
     free(s);
   }
 }
 
-// Which tracked objects the GCs so far have collected (service thread, under g_heap_lock).
+// Which tracked objects the GCs so far have collected (service thread, under g_heap_svc.lock).
 static void heap_scan(JNIEnv *jni, unsigned gcs) {
   long kept = 0;
   for (long i = 0; i < g_heap_ntracked; i++) {
     heap_tracked t = g_heap_tracked[i];
     if ((*jni)->IsSameObject(jni, t.ref, NULL)) {
       (*jni)->DeleteWeakGlobalRef(jni, t.ref);
-      fprintf(g_heap_out, "F\t%ld\t%u\n", t.id, gcs); // F <id> <GCs by the scan>
+      fprintf(g_heap_svc.out, "F\t%ld\t%u\n", t.id, gcs); // F <id> <GCs by the scan>
     } else {
       g_heap_tracked[kept++] = t;
     }
   }
   g_heap_ntracked = kept;
-  fprintf(g_heap_out, "G\t%u\t%lld\t%ld\n", gcs, (long long)now_ns(), kept); // G <GCs> <ts> <objects still tracked>
+  fprintf(g_heap_svc.out, "G\t%u\t%lld\t%ld\n", gcs, (long long)now_ns(), kept); // G <GCs> <ts> <objects still tracked>
 }
 
 static void heap_forget(JNIEnv *jni) {
@@ -963,16 +930,14 @@ static void heap_forget(JNIEnv *jni) {
 
 static void *heap_thread(void *arg) {
   (void)arg;
-  JNIEnv *jni = NULL;
-  pthread_setname_np(pthread_self(), "ebpf-studio-hp");
-  JavaVMAttachArgs aa = {JNI_VERSION_1_6, "ebpf-studio-heap", NULL};
-  if ((*g_vm)->AttachCurrentThreadAsDaemon(g_vm, (void **)&jni, &aa) != JNI_OK) return NULL;
+  JNIEnv *jni = service_attach(g_vm, "ebpf-studio-hp", "ebpf-studio-heap");
+  if (!jni) return NULL;
   unsigned scanned = 0;
   int64_t last_beat = 0;
-  pthread_mutex_lock(&g_heap_lock);
+  pthread_mutex_lock(&g_heap_svc.lock);
   for (;;) {
-    while (!g_heap_out) {
-      pthread_cond_wait(&g_heap_cond, &g_heap_lock); // idle between sessions
+    while (!g_heap_svc.out) {
+      pthread_cond_wait(&g_heap_svc.cond, &g_heap_svc.lock); // idle between sessions
       scanned = atomic_load(&g_heap_gcs);
     }
     heap_drain(jni);
@@ -981,31 +946,21 @@ static void *heap_thread(void *arg) {
       heap_scan(jni, gcs);
       scanned = gcs;
     }
-    if (g_heap_stop_wanted) {
+    if (g_heap_svc.stop_wanted) {
       // the caller has disabled the events and waited for callbacks: empty the queue, let go of every object
       heap_drain(jni);
       heap_forget(jni);
-      fprintf(g_heap_out, "E\t%llu\t%llu\t%llu\t%u\n", (unsigned long long)atomic_load(&g_heap_samples), (unsigned long long)atomic_load(&g_heap_dropped), (unsigned long long)atomic_load(&g_heap_cb_ns), atomic_load(&g_heap_gcs));
-      fclose(g_heap_out);
-      g_heap_out = NULL;
-      g_heap_stop_wanted = 0;
-      pthread_cond_broadcast(&g_heap_cond);
+      fprintf(g_heap_svc.out, "E\t%llu\t%llu\t%llu\t%u\n", (unsigned long long)atomic_load(&g_heap_samples), (unsigned long long)atomic_load(&g_heap_dropped), (unsigned long long)atomic_load(&g_heap_cb_ns), atomic_load(&g_heap_gcs));
+      service_ended(&g_heap_svc);
       continue;
     }
     int64_t now = now_ns();
     if (now - last_beat >= 200000000LL) {
-      fprintf(g_heap_out, "T\t%lld\t%u\n", (long long)now, gcs); // T <ts> <GCs>
+      fprintf(g_heap_svc.out, "T\t%lld\t%u\n", (long long)now, gcs); // T <ts> <GCs>
       last_beat = now;
     }
-    fflush(g_heap_out);
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += 50 * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&g_heap_cond, &g_heap_lock, &until);
+    fflush(g_heap_svc.out);
+    service_sleep(&g_heap_svc, 50 * 1000000LL);
   }
   return NULL;
 }
@@ -1032,12 +987,7 @@ static int heap_initialize(JavaVM *vm) {
   (*jv)->SetEventCallbacks(jv, &cb, sizeof(cb));
   g_vm = vm;
   g_heap_jvmti = jv;
-  pthread_t t;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_create(&t, &attr, heap_thread, NULL);
-  pthread_attr_destroy(&attr);
+  service_spawn(heap_thread);
   g_heap_initialized = 1;
   return 0;
 }
@@ -1051,32 +1001,23 @@ static void heap_stop(void) {
   atomic_store_explicit(&g_heap_on, 0, memory_order_release);
   heap_set_events(JVMTI_DISABLE);
   for (int i = 0; i < 20000 && atomic_load(&g_heap_in_cb) > 0; i++) usleep(100);
-  pthread_mutex_lock(&g_heap_lock);
-  if (g_heap_out) {
-    g_heap_stop_wanted = 1;
-    pthread_cond_broadcast(&g_heap_cond);
-    while (g_heap_stop_wanted) pthread_cond_wait(&g_heap_cond, &g_heap_lock);
-  }
-  pthread_mutex_unlock(&g_heap_lock);
+  service_end(&g_heap_svc);
 }
 
 static int heap_start(const char *out, jlong interval, int depth) {
   heap_stop(); // a session the helper never stopped (it died): end it, start over in the new file
-  pthread_mutex_lock(&g_heap_lock);
-  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  pthread_mutex_lock(&g_heap_svc.lock);
+  FILE *f = service_open(out);
   if (!f) {
-    if (fd >= 0) close(fd);
-    pthread_mutex_unlock(&g_heap_lock);
+    pthread_mutex_unlock(&g_heap_svc.lock);
     return 103;
   }
   g_heap_tracked = calloc(HEAP_MAX_TRACKED, sizeof(heap_tracked));
   if (!g_heap_tracked) {
     fclose(f);
-    pthread_mutex_unlock(&g_heap_lock);
+    pthread_mutex_unlock(&g_heap_svc.lock);
     return 105;
   }
-  setvbuf(f, NULL, _IOFBF, 1 << 16);
   g_heap_next_id = 0;
   g_heap_depth = depth;
   atomic_store(&g_heap_samples, 0);
@@ -1084,12 +1025,11 @@ static int heap_start(const char *out, jlong interval, int depth) {
   atomic_store(&g_heap_cb_ns, 0);
   fprintf(f, "H\t%d\t%lld\t%lld\t%u\n", (int)getpid(), (long long)now_ns(), (long long)interval, atomic_load(&g_heap_gcs)); // H <pid> <clock> <interval> <GCs>
   fflush(f);
-  g_heap_out = f;
   (*g_heap_jvmti)->SetHeapSamplingInterval(g_heap_jvmti, (jint)interval);
   atomic_store_explicit(&g_heap_on, 1, memory_order_release);
   heap_set_events(JVMTI_ENABLE);
-  pthread_cond_broadcast(&g_heap_cond);
-  pthread_mutex_unlock(&g_heap_lock);
+  service_begin(&g_heap_svc, f);
+  pthread_mutex_unlock(&g_heap_svc.lock);
   return 0;
 }
 

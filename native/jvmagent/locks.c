@@ -60,7 +60,6 @@
 // unavailable, 121 the JVM refused the monitor-event capability, 122 no virtual-thread support
 // (JDK < 21, or the mount/unmount events are missing).
 #define _GNU_SOURCE
-#include <fcntl.h>
 #include <jni.h>
 #include <jvmti.h>
 #include <pthread.h>
@@ -75,6 +74,7 @@
 
 #include "locks.h"
 #include "methods.h"
+#include "service.h"
 
 #define LOCK_MAX_DEPTH 256
 #define HOLDER_DEPTH 8
@@ -114,10 +114,7 @@ static int l_monitor_owner = 1; // asks the JVM who owns a contended monitor
 static int64_t l_period_ns = 2000000;
 static pthread_mutex_t l_qlock = PTHREAD_MUTEX_INITIALIZER; // the queue only
 static lock_rec *l_qhead, **l_qtail = &l_qhead;
-static pthread_mutex_t l_lock = PTHREAD_MUTEX_INITIALIZER; // service thread vs start/stop
-static pthread_cond_t l_cond = PTHREAD_COND_INITIALIZER;
-static FILE *l_out;
-static int l_stop_wanted;
+static agent_service l_svc = AGENT_SERVICE_INIT;
 // service thread only:
 static method_table l_methods;
 static parked_t l_parked[MAX_PARKED];
@@ -375,22 +372,22 @@ static void vthreads_disable(void) {
 
 // ---- names (service thread) ----
 
-static java_method *lock_lookup_method(JNIEnv *jni, jmethodID id) { return method_get(&l_methods, l_jvmti, jni, id, l_out); }
+static java_method *lock_lookup_method(JNIEnv *jni, jmethodID id) { return method_get(&l_methods, l_jvmti, jni, id, l_svc.out); }
 
 static void write_rec(JNIEnv *jni, lock_rec *r) {
   for (jint f = 0; f < r->n; f++) lock_lookup_method(jni, r->frames[f].method); // M lines first
   for (jint f = 0; f < r->holder_n; f++) lock_lookup_method(jni, r->holder_frames[f].method);
-  fprintf(l_out, "W\t%c\t%d\t%lld\t%lld\t%s\t%s\t%s\t", r->kind, r->tid, (long long)r->end, (long long)(r->end - r->t0), r->thread, r->cls, r->holder);
-  if (!r->holder_n) fputc('-', l_out);
+  fprintf(l_svc.out, "W\t%c\t%d\t%lld\t%lld\t%s\t%s\t%s\t", r->kind, r->tid, (long long)r->end, (long long)(r->end - r->t0), r->thread, r->cls, r->holder);
+  if (!r->holder_n) fputc('-', l_svc.out);
   for (jint f = 0; f < r->holder_n; f++) {
     java_method *m = lock_lookup_method(jni, r->holder_frames[f].method);
-    fprintf(l_out, "%s%d:%lld:%d", f ? "," : "", m ? m->index : 0, (long long)r->holder_frames[f].location, method_line(m, r->holder_frames[f].location));
+    fprintf(l_svc.out, "%s%d:%lld:%d", f ? "," : "", m ? m->index : 0, (long long)r->holder_frames[f].location, method_line(m, r->holder_frames[f].location));
   }
   for (jint f = 0; f < r->n; f++) {
     java_method *m = lock_lookup_method(jni, r->frames[f].method);
-    fprintf(l_out, "\t%d:%lld:%d", m ? m->index : 0, (long long)r->frames[f].location, method_line(m, r->frames[f].location));
+    fprintf(l_svc.out, "\t%d:%lld:%d", m ? m->index : 0, (long long)r->frames[f].location, method_line(m, r->frames[f].location));
   }
-  fputc('\n', l_out);
+  fputc('\n', l_svc.out);
 }
 
 static void drain_recs(JNIEnv *jni) {
@@ -522,50 +519,38 @@ static void resolve_fields(JNIEnv *jni) {
 
 static void *locks_thread(void *arg) {
   (void)arg;
-  JNIEnv *jni = NULL;
-  pthread_setname_np(pthread_self(), "ebpf-studio-lk");
-  JavaVMAttachArgs aa = {JNI_VERSION_1_6, "ebpf-studio-locks", NULL};
-  if ((*l_vm)->AttachCurrentThreadAsDaemon(l_vm, (void **)&jni, &aa) != JNI_OK) return NULL;
+  JNIEnv *jni = service_attach(l_vm, "ebpf-studio-lk", "ebpf-studio-locks");
+  if (!jni) return NULL;
   unsigned number = 0;
   int64_t last_look = 0, last_beat = 0;
-  pthread_mutex_lock(&l_lock);
+  pthread_mutex_lock(&l_svc.lock);
   for (;;) {
-    while (!l_out) {
-      pthread_cond_wait(&l_cond, &l_lock); // idle between sessions
+    while (!l_svc.out) {
+      pthread_cond_wait(&l_svc.cond, &l_svc.lock); // idle between sessions
       last_look = 0;
     }
     int64_t now = mono_ns();
-    if (!l_stop_wanted && l_locks) {
+    if (!l_svc.stop_wanted && l_locks) {
       number++;
       look(jni, number, last_look ? now - last_look : l_period_ns);
       last_look = now;
     }
     drain_recs(jni);
-    if (l_stop_wanted) {
+    if (l_svc.stop_wanted) {
       end_all_episodes(jni, now);
       drain_recs(jni);
       forget_methods();
-      fprintf(l_out, "E\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n", (unsigned long long)atomic_load(&l_monitor_waits), (unsigned long long)atomic_load(&l_parks), (unsigned long long)atomic_load(&l_looks),
+      fprintf(l_svc.out, "E\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n", (unsigned long long)atomic_load(&l_monitor_waits), (unsigned long long)atomic_load(&l_parks), (unsigned long long)atomic_load(&l_looks),
               (unsigned long long)atomic_load(&l_cb_ns), (unsigned long long)atomic_load(&l_look_ns), (unsigned long long)atomic_load(&l_vt_waits));
-      fclose(l_out);
-      l_out = NULL;
-      l_stop_wanted = 0;
-      pthread_cond_broadcast(&l_cond);
+      service_ended(&l_svc);
       continue;
     }
     if (now - last_beat >= 200000000LL) {
-      fprintf(l_out, "T\t%lld\n", (long long)now);
-      fflush(l_out);
+      fprintf(l_svc.out, "T\t%lld\n", (long long)now);
+      fflush(l_svc.out);
       last_beat = now;
     }
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += (long)l_period_ns;
-    while (until.tv_nsec >= 1000000000L) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&l_cond, &l_lock, &until);
+    service_sleep(&l_svc, l_period_ns);
   }
   return NULL;
 }
@@ -612,12 +597,7 @@ static void start_thread_once(void) {
   static int started;
   if (started) return;
   started = 1;
-  pthread_t t;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_create(&t, &attr, locks_thread, NULL);
-  pthread_attr_destroy(&attr);
+  service_spawn(locks_thread);
 }
 
 static void set_events(jvmtiEventMode mode) {
@@ -631,13 +611,7 @@ static void locks_stop(void) {
   if (l_locks) set_events(JVMTI_DISABLE);
   l_vthreads = 0;
   for (int i = 0; i < 20000 && atomic_load(&l_in_cb) > 0; i++) usleep(100);
-  pthread_mutex_lock(&l_lock);
-  if (l_out) {
-    l_stop_wanted = 1;
-    pthread_cond_broadcast(&l_cond);
-    while (l_stop_wanted) pthread_cond_wait(&l_cond, &l_lock);
-  }
-  pthread_mutex_unlock(&l_lock);
+  service_end(&l_svc);
 }
 
 static int locks_start(const char *out, int depth, int64_t period_ns, int vthreads, int locks, int owner) {
@@ -647,16 +621,13 @@ static int locks_start(const char *out, int depth, int64_t period_ns, int vthrea
     if (rc && !locks) return rc;
     if (rc) vthreads = 0; // monitors and parks only
   }
-  pthread_mutex_lock(&l_lock);
-  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  pthread_mutex_lock(&l_svc.lock);
+  FILE *f = service_open(out);
   if (!f) {
-    if (fd >= 0) close(fd);
-    pthread_mutex_unlock(&l_lock);
+    pthread_mutex_unlock(&l_svc.lock);
     if (vthreads) vthreads_disable();
     return 103;
   }
-  setvbuf(f, NULL, _IOFBF, 1 << 16);
   l_vthreads = vthreads;
   l_locks = locks;
   l_monitor_owner = owner;
@@ -671,12 +642,11 @@ static int locks_start(const char *out, int depth, int64_t period_ns, int vthrea
   atomic_store(&l_vt_waits, 0);
   fprintf(f, "L\t%d\t%lld\t%lld\n", (int)getpid(), (long long)mono_ns(), (long long)period_ns);
   fflush(f);
-  l_out = f;
   atomic_store_explicit(&l_on, 1, memory_order_release);
   if (locks) set_events(JVMTI_ENABLE);
   start_thread_once();
-  pthread_cond_broadcast(&l_cond);
-  pthread_mutex_unlock(&l_lock);
+  service_begin(&l_svc, f);
+  pthread_mutex_unlock(&l_svc.lock);
   return 0;
 }
 
