@@ -7,7 +7,8 @@ import fs from 'node:fs';
 import { unsuitableError } from '../../protocol/errors';
 import { pidAlive } from '../../sys/proc/processes';
 import { namespacePid } from '../../sys/jvm/attach';
-import type { TracerEnv } from '../tracer';
+import type { ResultOf, TracerName } from '../../protocol/protocol';
+import type { Session, SessionEvents, TracerEnv } from '../tracer';
 import { agentCommand } from './agent';
 
 export interface AgentPartSpec {
@@ -87,31 +88,68 @@ export async function startAgentPart(spec: AgentPartSpec, env: TracerEnv): Promi
   };
 }
 
+export interface AgentPartSessionSpec<N extends TracerName> {
+  pid: number;
+  /** the log prefix: "java-heap", "java-locks" */
+  label: string;
+  /** reads what the agent appended since the last read (AgentPart.read) */
+  read: () => void;
+  /** after each poll's read: live updates, as the tracer paces them */
+  tick: () => void;
+  /** the figures so far, from what has been read */
+  result: () => ResultOf<N>;
+  /** stops the part in the JVM (AgentPart.stop and what the tracer logs) and returns the final figures */
+  end: () => Promise<ResultOf<N>>;
+}
+
 /**
- * While a part's session runs: every 250 ms, `read` what the agent appended (a failure is logged,
- * the next poll tries again) and `tick`; once the target has exited, `onExit` instead, once. The
- * timer also keeps the process alive, which no BPF handle does for these sessions. Returns the
- * function that stops polling (safe to call more than once).
+ * The session a tracer returns for an agent part (the heap sampler, the lock tracer). Every 250 ms
+ * while it runs, `read` what the agent appended (a failure is logged, the next poll tries again)
+ * and `tick`; the timer also keeps the process alive, which no BPF handle does for these sessions.
+ * A snapshot reads first (a failure is left to the next poll to report) and returns `result()`.
+ * Stop, or the target's exit (then reported through `events.ended`), stops polling and returns
+ * `end()`'s figures, the same ones to every later stop and snapshot.
  */
-export function pollAgentPart(pid: number, label: string, env: TracerEnv, read: () => void, tick: () => void, onExit: () => void): () => void {
+export function agentPartSession<N extends TracerName>(spec: AgentPartSessionSpec<N>, env: TracerEnv, events: SessionEvents<N>): Session<N> {
+  const { pid, label } = spec;
+  let final: ResultOf<N> | undefined;
   let polling = true;
-  const stop = () => {
+  const stopPolling = () => {
     polling = false;
     clearInterval(timer);
+  };
+  const finish = async (): Promise<ResultOf<N>> => {
+    if (final) return final;
+    stopPolling();
+    final = await spec.end();
+    return final;
   };
   const timer = setInterval(() => {
     if (!polling) return;
     if (!pidAlive(pid)) {
-      stop();
-      onExit();
+      stopPolling();
+      void finish().then(() => events.ended('target-exited', `pid ${pid} exited`));
       return;
     }
     try {
-      read();
+      spec.read();
     } catch (e) {
       env.log(`${label}: reading the agent's file in pid ${pid} failed: ${(e as Error).message}`);
     }
-    tick();
+    spec.tick();
   }, 250);
-  return stop;
+  return {
+    targets: [pid],
+    warnings: [],
+    snapshot() {
+      if (final) return final;
+      try {
+        spec.read();
+      } catch {
+        /* the next poll says why */
+      }
+      return spec.result();
+    },
+    stop: finish,
+  };
 }

@@ -16,7 +16,7 @@ import { processInfo } from '../../sys/proc/processes';
 import { jdkFeature, jdkVersion } from '../../sys/jvm/release';
 import type { Tracer, TracerEnv } from '../tracer';
 import { agentLibrary, agentUnavailableMessage, foreignOwner, placeAgent, tmpIsNoexec } from '../javaAgent/agent';
-import { pollAgentPart, startAgentPart } from '../javaAgent/agentPart';
+import { agentPartSession, startAgentPart } from '../javaAgent/agentPart';
 import { JavaHeapModel } from './decode';
 
 /** Agent_OnAttach's return codes for the heap commands (agent.c) as user-facing reasons. */
@@ -98,7 +98,6 @@ export const javaHeapTracer: Tracer<'java-heap'> = {
       env,
     );
     env.log(`java-heap: sampling every ${options.intervalBytes} bytes in pid ${pid} (${libInTarget})`);
-    let final: JavaHeapResult | undefined;
     let lastUpdate = Date.now();
     let updates = 0;
 
@@ -123,46 +122,31 @@ export const javaHeapTracer: Tracer<'java-heap'> = {
       return { atMs: Date.now() - t0, totalBytes: t.liveBytes, totalAllocations: t.liveObjects, allocatedBytes: t.allocatedBytes, gcs: model.sessionGcs, stacks: model.liveStacks(monotonicNs(), options.top ?? 20), sampleBytes: model.interval };
     };
 
-    const finish = async (): Promise<JavaHeapResult> => {
-      if (final) return final;
-      stopPolling();
-      await part.stop();
-      if (!model.ended) env.log('java-heap: the agent file ended without its end mark; the last samples may be missing');
-      final = result();
-      env.log(`java-heap: ${final.samples} samples, ${final.gcs} GCs, ${final.stacks.length} live sites; callback ${(final.agentCallbackNs / 1e6).toFixed(1)} ms in the JVM (${final.samples ? (final.agentCallbackNs / final.samples / 1000).toFixed(1) : 0} µs per sample)`);
-      return final;
-    };
-
-    const stopPolling = pollAgentPart(
-      pid,
-      'java-heap',
+    return agentPartSession(
+      {
+        pid,
+        label: 'java-heap',
+        read: part.read,
+        tick: () => {
+          // the first figures as soon as a GC has judged some samples (or after 1 s), then every interval
+          const first = updates === 0 && (model.sessionGcs > 0 || Date.now() - t0 >= 1000) && model.samples > 0;
+          if (first || (updates > 0 && Date.now() - lastUpdate >= (options.intervalS ?? 2) * 1000)) {
+            lastUpdate = Date.now();
+            updates++;
+            events.update(update());
+          }
+        },
+        result,
+        end: async () => {
+          await part.stop();
+          if (!model.ended) env.log('java-heap: the agent file ended without its end mark; the last samples may be missing');
+          const final = result();
+          env.log(`java-heap: ${final.samples} samples, ${final.gcs} GCs, ${final.stacks.length} live sites; callback ${(final.agentCallbackNs / 1e6).toFixed(1)} ms in the JVM (${final.samples ? (final.agentCallbackNs / final.samples / 1000).toFixed(1) : 0} µs per sample)`);
+          return final;
+        },
+      },
       env,
-      part.read,
-      () => {
-        // the first figures as soon as a GC has judged some samples (or after 1 s), then every interval
-        const first = updates === 0 && (model.sessionGcs > 0 || Date.now() - t0 >= 1000) && model.samples > 0;
-        if (first || (updates > 0 && Date.now() - lastUpdate >= (options.intervalS ?? 2) * 1000)) {
-          lastUpdate = Date.now();
-          updates++;
-          events.update(update());
-        }
-      },
-      () => void finish().then(() => events.ended('target-exited', `pid ${pid} exited`)),
+      events,
     );
-
-    return {
-      targets: [pid],
-      warnings: [],
-      snapshot() {
-        if (final) return final;
-        try {
-          part.read();
-        } catch {
-          /* the next poll says why */
-        }
-        return result();
-      },
-      stop: finish,
-    };
   },
 };

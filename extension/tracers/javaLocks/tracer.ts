@@ -8,14 +8,14 @@
 //
 // The agent writes records to a file in the JVM's /tmp, read here through /proc/PID/root every
 // 250 ms. On stop the agent disables its events and its poller: the JVM is back to costing nothing.
-import type { ProfileResult, ProfileUpdate } from '../../protocol/profile';
+import type { ProfileUpdate } from '../../protocol/profile';
 import { JAVA_LOCKS_DEFAULT_DEPTH, JAVA_LOCKS_DEFAULT_PARK_PERIOD_US, JAVA_LOCKS_MAX_DEPTH, JAVA_LOCKS_MAX_PARK_PERIOD_US, JAVA_LOCKS_MIN_PARK_PERIOD_US, type JavaLocksOptions } from '../../protocol/javaLocks';
 import { asObject, bool, int, PID_MAX } from '../../protocol/validate';
 import { inputError, unsuitableError } from '../../protocol/errors';
 import { processInfo } from '../../sys/proc/processes';
 import type { Tracer, TracerEnv } from '../tracer';
 import { agentLibrary, agentUnavailableMessage, checkAgentTarget, placeAgent } from '../javaAgent/agent';
-import { pollAgentPart, startAgentPart } from '../javaAgent/agentPart';
+import { agentPartSession, startAgentPart } from '../javaAgent/agentPart';
 import { jdkFeature, jdkVersion } from '../javaHeap/tracer';
 import { JavaLocksModel } from './decode';
 
@@ -119,38 +119,20 @@ export const javaLocksTracer: Tracer<'java-locks'> = {
     const session = await startLockSession(pid, env, options);
     const event = options.vthreads ? 'vthread' : 'lock';
     const { model } = session;
-    let final: ProfileResult | undefined;
-
-    const finish = async (): Promise<ProfileResult> => {
-      if (final) return final;
-      stopPolling();
-      await session.stop();
-      final = model.result(pid, event);
-      return final;
-    };
-
-    const stopPolling = pollAgentPart(
-      pid,
-      'java-locks',
-      env,
-      session.read,
-      () => events.update({ samples: model.waits.length, lost: 0, elapsedMs: Date.now() - t0 } satisfies ProfileUpdate),
-      () => void finish().then(() => events.ended('target-exited', `pid ${pid} exited`)),
-    );
-
-    return {
-      targets: [pid],
-      warnings: [],
-      snapshot() {
-        if (final) return final;
-        try {
-          session.read();
-        } catch {
-          /* the next poll says why */
-        }
-        return model.result(pid, event);
+    return agentPartSession(
+      {
+        pid,
+        label: 'java-locks',
+        read: session.read,
+        tick: () => events.update({ samples: model.waits.length, lost: 0, elapsedMs: Date.now() - t0 } satisfies ProfileUpdate),
+        result: () => model.result(pid, event),
+        end: async () => {
+          await session.stop();
+          return model.result(pid, event);
+        },
       },
-      stop: finish,
-    };
+      env,
+      events,
+    );
   },
 };
