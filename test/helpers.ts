@@ -104,7 +104,9 @@ export async function waitFor(cond: () => boolean, timeoutMs: number, stepMs = 5
 export function compileJavaFixture(prefix: string, source: string, jdk = '/usr/lib/jvm/java-17-openjdk-amd64'): { work: string; classes: string } {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   const classes = path.join(work, 'classes');
-  const jc = spawnSync(`${jdk}/bin/javac`, ['-d', classes, path.join(repoRoot, 'test/fixtures/java', source)], { encoding: 'utf8' });
+  const fixtures = path.join(repoRoot, 'test/fixtures/java');
+  // -sourcepath: the helper classes a fixture uses (FixtureRun.java) are compiled with it
+  const jc = spawnSync(`${jdk}/bin/javac`, ['-d', classes, '-sourcepath', fixtures, path.join(fixtures, source)], { encoding: 'utf8' });
   if (jc.status !== 0) throw new Error(`javac ${source} failed: ${jc.stderr}`);
   return { work, classes };
 }

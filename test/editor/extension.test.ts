@@ -442,7 +442,8 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       fs.copyFileSync(path.join(repoRoot, 'test', 'fixtures', 'java', 'LockContention.java'), src);
       const classDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-lockcontention-'));
       t.after(() => fs.rmSync(classDir, { recursive: true, force: true }));
-      const javac = spawnSync(path.join(jdk!.home, 'bin', 'javac'), ['-d', classDir, src], { encoding: 'utf8' });
+      // -sourcepath: FixtureRun.java, the fixture's helper, compiled from the repository beside it
+      const javac = spawnSync(path.join(jdk!.home, 'bin', 'javac'), ['-d', classDir, '-sourcepath', path.join(repoRoot, 'test', 'fixtures', 'java'), src], { encoding: 'utf8' });
       assert.equal(javac.status, 0, `javac failed: ${javac.stderr}`);
       // it waits for the agent's lock thread, then contends for ~1 s and prints "done …"
       const work = spawn(path.join(jdk!.home, 'bin', 'java'), ['-cp', classDir, 'LockContention', 'ebpf-studio-locks', '120000'], { stdio: ['ignore', 'pipe', 'inherit'] });
