@@ -640,11 +640,8 @@ static int initialize(JavaVM *vm, JNIEnv *jni) {
   g_slots = calloc(SLOTS, sizeof(slot_t));
   if (!g_slots) return 105;
   memset(g_slots, 0, SLOTS * sizeof(slot_t)); // touch every page now, not as a fault inside the handler
+  method_capabilities(g_jvmti);
   jvmtiCapabilities caps;
-  memset(&caps, 0, sizeof(caps));
-  caps.can_get_line_numbers = 1;
-  caps.can_get_source_file_name = 1;
-  (*g_jvmti)->AddCapabilities(g_jvmti, &caps); // without them frames keep names but lose file:line
   memset(&caps, 0, sizeof(caps));
   caps.can_generate_compiled_method_load_events = 1;
   g_code_events = (*g_jvmti)->AddCapabilities(g_jvmti, &caps) == JVMTI_ERROR_NONE; // without it frames carry no type
@@ -976,10 +973,7 @@ static int heap_initialize(JavaVM *vm) {
     (*jv)->DisposeEnvironment(jv);
     return 111;
   }
-  memset(&caps, 0, sizeof(caps));
-  caps.can_get_line_numbers = 1;
-  caps.can_get_source_file_name = 1;
-  (*jv)->AddCapabilities(jv, &caps); // without them frames keep names but lose file:line
+  method_capabilities(jv);
   jvmtiEventCallbacks cb;
   memset(&cb, 0, sizeof(cb));
   cb.SampledObjectAlloc = on_sampled_alloc;

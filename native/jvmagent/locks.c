@@ -566,10 +566,7 @@ static int locks_initialize(JavaVM *vm) {
     (*jv)->DisposeEnvironment(jv);
     return 121;
   }
-  memset(&caps, 0, sizeof(caps));
-  caps.can_get_line_numbers = 1;
-  caps.can_get_source_file_name = 1;
-  (*jv)->AddCapabilities(jv, &caps); // without them frames keep names but lose file:line
+  method_capabilities(jv);
   memset(&caps, 0, sizeof(caps));
   caps.can_get_bytecodes = 1;
   (*jv)->AddCapabilities(jv, &caps); // without it a compiled waiter's line may be the one after `synchronized`

@@ -22,6 +22,14 @@ char *class_name(char *sig) {
   return sig;
 }
 
+void method_capabilities(jvmtiEnv *jv) {
+  jvmtiCapabilities caps;
+  memset(&caps, 0, sizeof(caps));
+  caps.can_get_line_numbers = 1;
+  caps.can_get_source_file_name = 1;
+  (*jv)->AddCapabilities(jv, &caps);
+}
+
 static void release(jvmtiEnv *jv, char *s) {
   if (s) (*jv)->Deallocate(jv, (unsigned char *)s);
 }

@@ -22,6 +22,10 @@ typedef struct method_table {
   int count;
 } method_table;
 
+// Asks jv for what naming a frame's source file and line takes (can_get_line_numbers,
+// can_get_source_file_name). A JVM that refuses them is still used: frames keep their names and
+// lose file:line.
+void method_capabilities(jvmtiEnv *jv);
 // The method's entry, named on `out` when first met; NULL only when out of memory.
 java_method *method_get(method_table *t, jvmtiEnv *jv, JNIEnv *jni, jmethodID id, FILE *out);
 // The source line of a bytecode index, -1 when unknown (no table, native, negative bci).
