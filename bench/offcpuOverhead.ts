@@ -43,6 +43,11 @@ export async function benchOffcpu(ctx: BenchContext): Promise<Row[]> {
   try {
     await p.next('ready');
     await p.ask('0.5', 'ops_per_sec');
+    // Every round starts after a pause (the traced ones after their tracer attached): starting a
+    // tracer's process (node's or bpftrace's start-up, on 2 CPUs) moves the workload's threads
+    // between CPUs for a few hundred ms after it, which measured +2-4 % with a program that does
+    // nothing, and that is not a cost per context switch. Untraced rounds pause the same.
+    const settle = () => new Promise((r) => setTimeout(r, ctx.quick ? 500 : 1000));
     const cs: number[] = [];
     const wall: Record<string, number[]> = { untraced: [], ours: [], bpftrace: [] };
     const run = (k: string) => async () => {
@@ -57,6 +62,7 @@ export async function benchOffcpu(ctx: BenchContext): Promise<Row[]> {
     const traced = (k: string, start: () => Promise<Attached>) => async () => {
       const t = await start();
       try {
+        await settle();
         return await run(k)();
       } finally {
         await t.stop();
@@ -65,7 +71,10 @@ export async function benchOffcpu(ctx: BenchContext): Promise<Row[]> {
     const r = await interleave(
       rounds,
       {
-        untraced: run('untraced'),
+        untraced: async () => {
+          await settle();
+          return run('untraced')();
+        },
         ours: traced('ours', () => startCli(['profile', '--event', 'offcpu', '--pid', String(p.pid)])),
         bpftrace: traced('bpftrace', () => startBpftrace(bpftraceProgram(p.pid))),
       },
