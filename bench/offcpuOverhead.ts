@@ -38,7 +38,7 @@ function cpuNs(pid: number): number {
 }
 
 export async function benchOffcpu(ctx: BenchContext): Promise<Row[]> {
-  const rounds = ctx.quick ? 5 : 11;
+  const rounds = ctx.quick ? 7 : 11;
   const seconds = ctx.quick ? '1' : '2';
   const p = new LineProcess(path.join(ctx.buildDir, 'pingpong'), []);
   try {
