@@ -2,7 +2,8 @@
 // (bench/workloads/pingpong.c), ~50k context switches a second on this machine, and report round
 // trips per second over rounds of fixed wall time: untraced, traced by our CLI
 // (`profile --event offcpu --pid`: kernel + user stack ids at every switch-out, reused when the
-// thread blocks where it blocked before, time summed in the kernel, per thread first), and traced by bcc offcputime's method written in bpftrace on the same
+// thread blocks where it blocked before, time summed in the kernel, per thread first in its task
+// storage), and traced by bcc offcputime's method written in bpftrace on the same
 // sched_switch tracepoint (kernel and user stack at switch-out, summed per stack at switch-in).
 // Rounds alternate; each tracer attaches for its rounds only. The row is the slowdown in round
 // trips per CPU second of the workload (its threads' schedstat time, where the switch-out
@@ -37,12 +38,17 @@ function cpuNs(pid: number): number {
 }
 
 export async function benchOffcpu(ctx: BenchContext): Promise<Row[]> {
-  const rounds = ctx.quick ? 5 : 11;
+  const rounds = ctx.quick ? 7 : 11;
   const seconds = ctx.quick ? '1' : '2';
   const p = new LineProcess(path.join(ctx.buildDir, 'pingpong'), []);
   try {
     await p.next('ready');
     await p.ask('0.5', 'ops_per_sec');
+    // Every round starts after a pause (the traced ones after their tracer attached): starting a
+    // tracer's process (node's or bpftrace's start-up, on 2 CPUs) moves the workload's threads
+    // between CPUs for a few hundred ms after it, which measured +2-4 % with a program that does
+    // nothing, and that is not a cost per context switch. Untraced rounds pause the same.
+    const settle = () => new Promise((r) => setTimeout(r, ctx.quick ? 500 : 1000));
     const cs: number[] = [];
     const wall: Record<string, number[]> = { untraced: [], ours: [], bpftrace: [] };
     const run = (k: string) => async () => {
@@ -57,6 +63,7 @@ export async function benchOffcpu(ctx: BenchContext): Promise<Row[]> {
     const traced = (k: string, start: () => Promise<Attached>) => async () => {
       const t = await start();
       try {
+        await settle();
         return await run(k)();
       } finally {
         await t.stop();
@@ -65,7 +72,10 @@ export async function benchOffcpu(ctx: BenchContext): Promise<Row[]> {
     const r = await interleave(
       rounds,
       {
-        untraced: run('untraced'),
+        untraced: async () => {
+          await settle();
+          return run('untraced')();
+        },
         ours: traced('ours', () => startCli(['profile', '--event', 'offcpu', '--pid', String(p.pid)])),
         bpftrace: traced('bpftrace', () => startBpftrace(bpftraceProgram(p.pid))),
       },
@@ -107,7 +117,7 @@ export async function benchOffcpu(ctx: BenchContext): Promise<Row[]> {
         target: 1.03,
         better: 'lower',
         peer: { name: 'bpftrace (bcc offcputime method)', value: round(peer, 4) },
-        limit: `what is left is the program itself, ${usPerRun('ours')} µs per sched_switch run in this run (bpftrace ${usPerRun('bpftrace')} µs), ${usPerRoundTrip('ours')} µs of BPF time per round trip of ~16 µs CPU: the trampoline, the thread's start entry (looked up at switch-out and switch-in), the one-copy read of the frame records that makes a reused user stack exact, the stack-cache slot in task storage; a thread that blocks at a new place, or is preempted in user code, still has both stacks walked (~2.5 µs), as is one reuse in 64 to check the cache. ≤ 3 % would need ~0.15 µs per run`,
+        limit: `what is left is the program itself, ${usPerRun('ours')} µs per sched_switch run in this run (bpftrace ${usPerRun('bpftrace')} µs), ${usPerRoundTrip('ours')} µs of BPF time per round trip of ${round(1e6 / median(r.untraced), 1)} µs CPU untraced: the tracepoint call, the thread's task storage (at switch-out and switch-in), and the one read of the thread's frame records from user memory that makes a reused user stack exact (~0.2 µs of it, the cost of one user-memory read here, whatever its size); a thread preempted in user code, or blocking at a new place, still has both stacks walked (~2.5 µs), as have a few reuses to check the cache`,
         detail: `${rounds} interleaved rounds of ${seconds} s; median ${Math.round(median(cs)).toLocaleString('en-US')} context switches/s; median round trips per CPU second untraced ${Math.round(median(r.untraced)).toLocaleString('en-US')}, ours ${Math.round(median(r.ours)).toLocaleString('en-US')}, bpftrace ${Math.round(median(r.bpftrace)).toLocaleString('en-US')}; per wall second untraced ${Math.round(median(wall.untraced)).toLocaleString('en-US')}, ours ${Math.round(median(wall.ours)).toLocaleString('en-US')}, bpftrace ${Math.round(median(wall.bpftrace)).toLocaleString('en-US')} (wall-clock slowdown ours ${round(ratioOfRounds(wall.untraced, wall.ours), 3)}×, bpftrace ${round(ratioOfRounds(wall.untraced, wall.bpftrace), 3)}×); BPF run time (kernel.bpf_stats_enabled, one more round each after these): ours ${usPerRun('ours')} µs per run over ${bpf.ours.runs.toLocaleString('en-US')} runs, ${usPerRoundTrip('ours')} µs per round trip; bpftrace ${usPerRun('bpftrace')} µs per run over ${bpf.bpftrace.runs.toLocaleString('en-US')} runs, ${usPerRoundTrip('bpftrace')} µs per round trip`,
       },
     ];

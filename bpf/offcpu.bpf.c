@@ -6,8 +6,10 @@
  * space reads the totals once at the end. Intervals shorter than min_block_ns are only counted.
  * Wall-clock mode adds a cpu-clock perf_event program that adds sample_ns per on-CPU sample of a
  * traced thread to the same totals (state ONCPU), so one document holds where time went on and
- * off the CPU. Each scheduler hook exists twice (tp_btf and raw_tp); user space loads the set
- * the kernel takes; both need task storage for the stack cache (Linux 5.11+). */
+ * off the CPU. What is kept per thread lives in the thread's task storage (found from the task
+ * in a few ns, where a hash lookup by tid costs tens, at every switch-out and switch-in; freed
+ * with the thread), which user space reads through a task iterator (dump_threads). Needs tp_btf
+ * and task storage in tracing programs (Linux 5.15+ for bpf_task_pt_regs). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -39,12 +41,16 @@ const volatile __u64 sample_ns = 0;
  * there, and send the interval for the join. A sleeping thread is never signalled. */
 const volatile bool java_join = false;
 /* Stack cache: a thread that blocks where it blocked last time (same signature, see
- * block_signature) reuses that switch-out's stack ids instead of walking both stacks again; every
- * recheck_every-th reuse walks anyway and counts a mismatch if the walk found other stacks, so
- * the cache's exactness is measured in every session (OFFCPU_STAT_MISMATCH). A walk costs ~2.5 µs
- * against ~0.3 µs for a reuse: one in 64 keeps the checks to about a tenth of the cost per switch. */
+ * block_signature) reuses that switch-out's stack ids instead of walking both stacks again. A
+ * place's reuses are checked by a real walk, which counts a mismatch if it found other stacks, so
+ * the cache's exactness is measured in every session (OFFCPU_STAT_MISMATCH): the first check
+ * after recheck_every reuses, then each after twice as many as the one before, up to
+ * recheck_max (a mismatch starts again at recheck_every). A walk costs ~2.5 µs against ~0.3 µs
+ * for a reuse: checks stay a few percent of the cost per switch while a place is new and under
+ * one percent once it has held. */
 const volatile bool reuse_stacks = true;
 const volatile __u32 recheck_every = 64;
+const volatile __u32 recheck_max = 1024;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -65,24 +71,13 @@ struct {
 	__uint(value_size, OFFCPU_MAX_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
 
-/* One entry per traced thread for its life (updated in place, cheaper than an insert and a delete
- * per switch); LRU so that the entries of exited threads make room. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 32768);
-	__type(key, __u32);
-	__type(value, struct offcpu_start);
-} start SEC(".maps");
-
-/* The stack cache: the places where each thread blocked and the stack ids walked there, in the
- * thread's own task storage (found through the task in a few ns, where a hash lookup by tid costs
- * tens; freed with the thread). */
+/* Per traced thread: its open interval and running total (start) and its stack cache (places). */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct offcpu_places);
-} places SEC(".maps");
+	__type(value, struct offcpu_thread);
+} threads SEC(".maps");
 
 /* Scratch for reading a thread's frame records with one copy (too big for the BPF stack). */
 struct {
@@ -105,10 +100,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } stats SEC(".maps");
-
-/* A field of a task: a plain load from tp_btf programs (typed pointers, ~1 ns), a probe read from
- * raw_tp ones (~30 ns). btf is a constant at each inlined call, so only one form is compiled. */
-#define TASK_FIELD(btf, t, f) ((btf) ? (t)->f : BPF_CORE_READ(t, f))
 
 static __always_inline void stat_add(__u32 idx)
 {
@@ -133,7 +124,7 @@ static __always_inline void stat_add(__u32 idx)
  * periodic checks measure. *done: the call has returned (the thread is on its way back to user
  * space). *deep: the frame chain is longer than SIG_MAX_FRAMES. Returns the system call number
  * (orig_ax; -1 outside one). */
-static __always_inline long block_signature(__u64 *sig, bool *done, bool *deep, const bool btf)
+static __always_inline long block_signature(__u64 *sig, bool *done, bool *deep)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	struct pt_regs r = {};
@@ -141,16 +132,12 @@ static __always_inline long block_signature(__u64 *sig, bool *done, bool *deep, 
 	__u32 zero = 0;
 	int i;
 
-	if (btf) {
-		r.ip = regs->ip;
-		r.sp = regs->sp;
-		r.bp = regs->bp;
-		r.orig_ax = regs->orig_ax;
-		r.di = regs->di;
-		r.ax = regs->ax;
-	} else {
-		bpf_probe_read_kernel(&r, sizeof(r), regs);
-	}
+	r.ip = regs->ip;
+	r.sp = regs->sp;
+	r.bp = regs->bp;
+	r.orig_ax = regs->orig_ax;
+	r.di = regs->di;
+	r.ax = regs->ax;
 	fp = r.bp;
 	*deep = true;
 	/* The frame records of a user stack lie at rising addresses above bp, most within a few
@@ -198,9 +185,9 @@ static __always_inline long block_signature(__u64 *sig, bool *done, bool *deep, 
 }
 
 /* Why the current thread (prev, being switched out) leaves the CPU. */
-static __always_inline __u32 classify(struct task_struct *prev, long nr, const bool btf)
+static __always_inline __u32 classify(struct task_struct *prev, long nr)
 {
-	long state = btf && bpf_core_field_exists(prev->__state) ? prev->__state : task_state(prev);
+	long state = bpf_core_field_exists(prev->__state) ? prev->__state : task_state(prev);
 
 	if (state == TASK_RUNNING)
 		return OFFCPU_STATE_PREEMPTED;
@@ -360,13 +347,6 @@ int BPF_PROG(sys_exit_btf)
 	return 0;
 }
 
-SEC("raw_tp/sys_exit")
-int BPF_PROG(sys_exit_raw)
-{
-	on_sys_exit();
-	return 0;
-}
-
 static __always_inline bool same_signature(const __u64 *a, const __u64 *b)
 {
 	for (int i = 0; i < OFFCPU_SIG_WORDS; i++)
@@ -377,34 +357,50 @@ static __always_inline bool same_signature(const __u64 *a, const __u64 *b)
 
 /* prev, the current task, is switched out: note when, why, and its stacks (walked, or reused
  * when it blocks at a place where it blocked before). */
-static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u32 tid, __u64 now, const bool btf)
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u64 now)
 {
-	struct offcpu_start s = {}, *sp;
-	struct offcpu_places *tp;
-	struct offcpu_place *pl = NULL;
+	struct offcpu_thread *t;
+	struct offcpu_place *pl = NULL, *other;
+	__u32 set;
 	__s32 kid, uid;
 	__u64 sig[OFFCPU_SIG_WORDS], h = 0;
-	bool cacheable, reuse, done, deep;
+	bool cacheable, reuse, done, deep, hit = false;
 	__u32 state;
 	long nr;
 
 	stat_add(OFFCPU_STAT_SWITCHES);
-	nr = block_signature(sig, &done, &deep, btf);
-	state = classify(prev, nr, btf);
+	t = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t) {
+		stat_add(OFFCPU_STAT_LOST_START);
+		return;
+	}
+	nr = block_signature(sig, &done, &deep);
+	state = classify(prev, nr);
 	sig[5] |= state;
 	/* Preempted inside a system call or in user code: the stacks are wherever the preemption came,
 	 * so they are walked. Preempted once the call returned (a woken thread preempts its waker on
 	 * the way out) is a fixed path, cached as a block is. */
-	cacheable = reuse_stacks && !deep && (state != OFFCPU_STATE_PREEMPTED || done) && !(TASK_FIELD(btf, prev, flags) & PF_KTHREAD);
-	if (cacheable) {
+	cacheable = reuse_stacks && !deep && (state != OFFCPU_STATE_PREEMPTED || done) && !(prev->flags & PF_KTHREAD);
+	if (!cacheable)
+		stat_add(OFFCPU_STAT_UNCACHED);
+	else {
 		for (int i = 0; i < OFFCPU_SIG_WORDS; i++)
 			h = (h ^ sig[i]) * 0x9E3779B97F4A7C15ULL;
-		tp = bpf_task_storage_get(&places, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (tp)
-			pl = &tp->slot[(h >> 32) & (OFFCPU_PLACE_SLOTS - 1)];
+		set = (h >> 32) & (OFFCPU_PLACE_SLOTS / 2 - 1);
+		pl = &t->places.slot[set * 2];
+		other = &t->places.slot[set * 2 + 1];
+		if (other->next_check && same_signature(other->sig, sig)) {
+			pl = other;
+			hit = true;
+		} else if (pl->next_check && same_signature(pl->sig, sig)) {
+			hit = true;
+		} else if (!other->next_check || other->used_at < pl->used_at) {
+			pl = other; /* a new place: the empty or the older slot of the set */
+		}
+		pl->used_at = ++t->places.switch_outs;
 	}
-	reuse = pl && pl->used && !stack_lost(pl->user_stack_id) && !stack_lost(pl->kern_stack_id) && same_signature(pl->sig, sig);
-	if (reuse && ++pl->hits < recheck_every) {
+	reuse = hit && !stack_lost(pl->user_stack_id) && !stack_lost(pl->kern_stack_id);
+	if (reuse && ++pl->hits < pl->next_check) {
 		stat_add(OFFCPU_STAT_REUSED);
 		kid = pl->kern_stack_id;
 		uid = pl->user_stack_id;
@@ -414,57 +410,54 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u3
 		kid = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 1 & BPF_F_SKIP_FIELD_MASK) : -1;
 		uid = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
 		stat_add(OFFCPU_STAT_WALKS);
-		if (reuse) {
-			stat_add(OFFCPU_STAT_CHECKS);
-			if (kid != pl->kern_stack_id || uid != pl->user_stack_id)
-				stat_add(OFFCPU_STAT_MISMATCH);
-		}
 		if (pl) {
+			__u32 next_check = recheck_every;
+
+			if (reuse) {
+				stat_add(OFFCPU_STAT_CHECKS);
+				if (kid != pl->kern_stack_id || uid != pl->user_stack_id)
+					stat_add(OFFCPU_STAT_MISMATCH);
+				else if (pl->next_check < recheck_max)
+					next_check = pl->next_check * 2;
+				else
+					next_check = pl->next_check;
+			}
 			__builtin_memcpy(pl->sig, sig, sizeof(sig));
 			pl->kern_stack_id = kid;
 			pl->user_stack_id = uid;
 			pl->hits = 0;
-			pl->used = 1;
+			pl->next_check = next_check ?: 1;
 		}
 	}
-	sp = bpf_map_lookup_elem(&start, &tid);
-	if (!sp) {
-		s.ts = now;
-		s.kern_stack_id = kid;
-		s.user_stack_id = uid;
-		s.state = state;
-		s.in_syscall = nr >= 0;
-		if (bpf_map_update_elem(&start, &tid, &s, BPF_ANY))
-			stat_add(OFFCPU_STAT_LOST_START);
-		return;
-	}
-	sp->kern_stack_id = kid;
-	sp->user_stack_id = uid;
-	sp->state = state;
-	sp->in_syscall = nr >= 0;
-	sp->ts = now;
+	t->start.kern_stack_id = kid;
+	t->start.user_stack_id = uid;
+	t->start.state = state;
+	t->start.in_syscall = nr >= 0;
+	t->start.ts = now;
 }
 
-static __always_inline void on_switch(void *ctx, struct task_struct *prev, struct task_struct *next, const bool btf)
+static __always_inline void on_switch(void *ctx, struct task_struct *prev, struct task_struct *next)
 {
+	struct offcpu_thread *t;
 	struct offcpu_start *sp;
 	struct offcpu_key k = {};
-	__u32 tid = TASK_FIELD(btf, prev, pid), in_syscall;
+	__u32 tid = prev->pid, in_syscall;
 	__u64 now = 0, delta;
 
 	/* prev is the current task here: its stacks are the ones bpf_get_stackid reads. The clock is
 	 * read only for traced threads: most switches on the machine are of others. */
-	if (tid && (!target_tgid || TASK_FIELD(btf, prev, tgid) == target_tgid)) {
+	if (tid && (!target_tgid || prev->tgid == target_tgid)) {
 		now = bpf_ktime_get_ns();
-		switch_out(ctx, prev, tid, now, btf);
+		switch_out(ctx, prev, now);
 	}
 
-	tid = TASK_FIELD(btf, next, pid);
-	if (!tid || (target_tgid && TASK_FIELD(btf, next, tgid) != target_tgid))
+	tid = next->pid;
+	if (!tid || (target_tgid && next->tgid != target_tgid))
 		return;
-	sp = bpf_map_lookup_elem(&start, &tid);
-	if (!sp || !sp->ts)
+	t = bpf_task_storage_get(&threads, next, 0, 0);
+	if (!t || !t->start.ts)
 		return;
+	sp = &t->start;
 	if (!now)
 		now = bpf_ktime_get_ns();
 	delta = now - sp->ts;
@@ -479,13 +472,9 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev, struc
 		stat_add(OFFCPU_STAT_SHORT);
 		return;
 	}
-	k.pid = TASK_FIELD(btf, next, tgid);
+	k.pid = next->tgid;
 	k.tid = tid;
-	/* tp_btf: plain loads (a probe read here costs about as much as the rest of the switch-in) */
-	if (btf)
-		__builtin_memcpy(k.comm, next->comm, sizeof(k.comm));
-	else
-		bpf_probe_read_kernel(&k.comm, sizeof(k.comm), next->comm);
+	__builtin_memcpy(k.comm, next->comm, sizeof(k.comm));
 	stat_add(OFFCPU_STAT_BLOCKS);
 	if (stack_lost(k.user_stack_id))
 		stat_add(OFFCPU_STAT_LOST_USTACK);
@@ -501,14 +490,45 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev, struc
 SEC("tp_btf/sched_switch")
 int BPF_PROG(switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	on_switch(ctx, prev, next, true);
+	on_switch(ctx, prev, next);
 	return 0;
 }
 
-SEC("raw_tp/sched_switch")
-int BPF_PROG(switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
+/* A thread's running total would be freed with its task storage: an exiting thread moves it to
+ * the totals map first (this runs in the exiting thread, before its storage goes). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(thread_exit)
 {
-	on_switch(ctx, prev, next, false);
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct offcpu_thread *t;
+
+	if (target_tgid && task->tgid != target_tgid)
+		return 0;
+	t = bpf_task_storage_get(&threads, task, 0, 0);
+	if (t && t->start.agg_count)
+		flush_held(&t->start, task->pid);
+	return 0;
+}
+
+/* User space's view of the threads' storage (their open intervals and running totals): one
+ * struct offcpu_thread_rec per traced thread that has switched out, written to the iterator's
+ * output. Run through a task iterator link, once per read. */
+SEC("iter/task")
+int dump_threads(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct offcpu_thread_rec rec = {};
+	struct offcpu_thread *t;
+
+	if (!task || (target_tgid && task->tgid != target_tgid))
+		return 0;
+	t = bpf_task_storage_get(&threads, task, 0, 0);
+	if (!t)
+		return 0;
+	rec.tid = task->pid;
+	rec.pid = task->tgid;
+	rec.start = t->start;
+	bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
 	return 0;
 }
 

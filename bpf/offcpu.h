@@ -38,8 +38,9 @@ struct offcpu_val {
 	__u64 count;
 };
 
-/* Per thread, kept while it lives (an LRU map by tid: exited threads age out): when and how it
- * last left the CPU, and its intervals not yet added to the totals, 72 bytes:
+/* Per thread, kept while it lives (in its task storage; an exiting thread moves its running total
+ * to the totals map): when and how it last left the CPU, and its intervals not yet added to the
+ * totals, 72 bytes:
  *   0 ts (u64: 0 while the thread is on CPU)   8 user_stack_id   12 kern_stack_id   16 state
  *  20 in_syscall (it left from inside a system call, so it returns to user space through sys_exit
  *     with the user stack it had)
@@ -66,6 +67,16 @@ struct offcpu_start {
 };
 
 #define OFFCPU_START_SIZE 72
+
+/* What the dump_threads iterator writes per thread, 80 bytes: 0 tid (u32)  4 pid (u32, tgid)
+ *  8 struct offcpu_start */
+struct offcpu_thread_rec {
+	__u32 tid;
+	__u32 pid;
+	struct offcpu_start start;
+};
+
+#define OFFCPU_THREAD_REC_SIZE 80
 #define OFFCPU_AGG_MAX_COUNT 64
 #define OFFCPU_AGG_MAX_NS 10000000ULL
 
@@ -73,20 +84,31 @@ struct offcpu_start {
  * signature (user ip, sp, bp, a hash of the frame-record chain and its length, system call << 8 |
  * state, first argument, ax; see block_signature in offcpu.bpf.c) and the stack ids walked there,
  * so that a thread blocking at the same place again reuses them instead of walking both stacks
- * (the walks are most of the cost per switch). A place takes the slot its signature's hash picks. */
+ * (the walks are most of the cost per switch). A place takes one of the two slots of the set its
+ * signature's hash picks, so two or three places of one thread seldom push each other out. */
 #define OFFCPU_SIG_WORDS 8
-#define OFFCPU_PLACE_SLOTS 4
+#define OFFCPU_PLACE_SLOTS 8 /* four sets of two: a place may take either slot of the set its hash picks */
 
 struct offcpu_place {
 	__u64 sig[OFFCPU_SIG_WORDS];
 	__s32 user_stack_id;
 	__s32 kern_stack_id;
-	__u32 hits; /* reuses since the last walk */
-	__u32 used; /* 1 once a walk filled the slot */
+	__u32 hits;       /* reuses since the last walk */
+	__u32 next_check; /* reuses before the next checking walk; 0 until a walk filled the slot */
+	__u32 used_at;    /* the thread's switch-out count when the slot was last used (the older of a set is replaced) */
+	__u32 reserved;
 };
 
 struct offcpu_places {
+	__u32 switch_outs;
+	__u32 reserved;
 	struct offcpu_place slot[OFFCPU_PLACE_SLOTS];
+};
+
+/* A thread's task storage (BPF-only): its start entry and its stack cache. */
+struct offcpu_thread {
+	struct offcpu_start start;
+	struct offcpu_places places;
 };
 
 /* Java join (java_join): an off-CPU interval of a JVM thread that blocked in a system call, held
@@ -115,14 +137,15 @@ struct offcpu_java {
 #define OFFCPU_STAT_LOST_USTACK 3 /* user stack dropped: stack map full or hash collision */
 #define OFFCPU_STAT_LOST_KSTACK 4 /* kernel stack dropped: same reasons */
 #define OFFCPU_STAT_LOST_TOTALS 5 /* interval dropped: totals map full */
-#define OFFCPU_STAT_LOST_START 6  /* switch-out not recorded: start map full */
+#define OFFCPU_STAT_LOST_START 6  /* switch-out not recorded: no memory for the thread's storage */
 #define OFFCPU_STAT_SAMPLES 7     /* wall clock: on-CPU samples counted */
 #define OFFCPU_STAT_LOST 8        /* intervals or samples that lost anything above (each once) */
 #define OFFCPU_STAT_JAVA 9        /* Java join: intervals sent with a signal at sys_exit */
 #define OFFCPU_STAT_WALKS 10      /* switch-outs whose stacks were walked */
 #define OFFCPU_STAT_REUSED 11     /* switch-outs that reused the stack ids of the same place */
-#define OFFCPU_STAT_CHECKS 12     /* reuses checked by a walk (every recheck_every-th) */
+#define OFFCPU_STAT_CHECKS 12     /* reuses checked by a walk (see recheck_every) */
 #define OFFCPU_STAT_MISMATCH 13   /* checks whose walk found other stacks than the reused ids */
-#define OFFCPU_STAT_COUNT 14
+#define OFFCPU_STAT_UNCACHED 14   /* switch-outs not cacheable (preempted in a call or user code, a chain deeper than the signature reads, a kernel thread): always walked */
+#define OFFCPU_STAT_COUNT 15
 
 #endif

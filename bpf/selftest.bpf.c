@@ -12,6 +12,8 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* 0 = every exec; otherwise only execs whose parent process has this tgid. */
 const volatile int target_ppid = 0;
+/* The task iterator's process: it writes one (tid, tgid) pair per thread of this tgid. */
+const volatile int iter_tgid = 0;
 /* Echoed into every event so user space can prove setRodata reached the kernel. */
 const volatile __u64 magic = 0;
 
@@ -140,5 +142,20 @@ int on_usdt(struct pt_regs *ctx)
 	__u32 zero = 0;
 
 	bump(&usdt_hits, &zero);
+	return 0;
+}
+
+/* runIterator: one (tid, tgid) pair of u32 per thread of iter_tgid. */
+SEC("iter/task")
+int each_thread(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	__u32 rec[2];
+
+	if (!task || task->tgid != iter_tgid)
+		return 0;
+	rec[0] = task->pid;
+	rec[1] = task->tgid;
+	bpf_seq_write(ctx->meta->seq, rec, sizeof(rec));
 	return 0;
 }

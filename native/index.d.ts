@@ -120,6 +120,8 @@ export class BpfObject {
   attachPerfEvent(program: string, options: PerfEventOptions): number;
   /** destroy one link; unknown ids throw */
   detach(link: number): void;
+  /** runs an iterator program (SEC("iter/...")) once and returns what it wrote with bpf_seq_write */
+  runIterator(program: string): Buffer;
 
   mapLookup(map: string, key: Buffer): Buffer | null;
   mapUpdate(map: string, key: Buffer, value: Buffer, flags?: number): void;

@@ -1,3 +1,4 @@
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/perf_event.h>
 #include <sys/mount.h>
@@ -6,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <vector>
 
 #include "args.h"
 #include "errors.h"
@@ -84,6 +86,39 @@ Napi::Value BpfObject::Attach(const Napi::CallbackInfo& info) {
   EnsureTracefs();
   LogCapture log;
   return AddLink(env, bpf_program__attach(prog), what, log);
+}
+
+// An iterator program (SEC("iter/...")) runs once over what it iterates; what it wrote with
+// bpf_seq_write comes back as one Buffer. The link lives only for this read.
+Napi::Value BpfObject::RunIterator(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string program = StringArg(info, 0, "program");
+  std::string what = "runIterator(" + program + ")";
+  bpf_program* prog = Program(env, program, what);
+  RequireLoaded(env, what);
+  LogCapture log;
+  bpf_link* link = bpf_program__attach_iter(prog, nullptr);
+  if (!link) ThrowBpfError(env, what, -errno, &log);
+  int fd = bpf_iter_create(bpf_link__fd(link));
+  if (fd < 0) {
+    int err = fd;
+    bpf_link__destroy(link);
+    ThrowBpfError(env, what, err, &log);
+  }
+  std::vector<uint8_t> out;
+  uint8_t buf[16384];
+  int err = 0;
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) err = -errno;
+    if (n <= 0) break;
+    out.insert(out.end(), buf, buf + n);
+  }
+  close(fd);
+  bpf_link__destroy(link);
+  if (err) ThrowBpfError(env, what, err, &log);
+  return Napi::Buffer<uint8_t>::Copy(env, out.data(), out.size());
 }
 
 Napi::Value BpfObject::AttachUprobe(const Napi::CallbackInfo& info) {

@@ -77,6 +77,7 @@ void BpfObject::Init(Napi::Env env, Napi::Object exports) {
           InstanceMethod<&BpfObject::AttachUsdt>("attachUsdt"),
           InstanceMethod<&BpfObject::AttachPerfEvent>("attachPerfEvent"),
           InstanceMethod<&BpfObject::Detach>("detach"),
+          InstanceMethod<&BpfObject::RunIterator>("runIterator"),
           InstanceMethod<&BpfObject::MapLookup>("mapLookup"),
           InstanceMethod<&BpfObject::MapUpdate>("mapUpdate"),
           InstanceMethod<&BpfObject::MapDelete>("mapDelete"),

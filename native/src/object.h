@@ -46,6 +46,7 @@ class BpfObject : public Napi::ObjectWrap<BpfObject> {
   Napi::Value AttachUsdt(const Napi::CallbackInfo& info);
   Napi::Value AttachPerfEvent(const Napi::CallbackInfo& info);
   void Detach(const Napi::CallbackInfo& info);
+  Napi::Value RunIterator(const Napi::CallbackInfo& info);
 
   // maps.cc
   Napi::Value MapLookup(const Napi::CallbackInfo& info);

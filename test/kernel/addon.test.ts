@@ -268,6 +268,7 @@ test('programs(), maps() and variables() describe the object', async (t) => {
         ['on_sample', 'perf_event', true],
         ['on_uprobe', 'uprobe', true],
         ['on_usdt', 'usdt', true],
+        ['each_thread', 'iter/task', true],
       ],
     );
     obj.setAutoload('on_usdt', false);
@@ -285,6 +286,7 @@ test('programs(), maps() and variables() describe the object', async (t) => {
 
     assert.deepEqual(obj.variables(), [
       { name: 'target_ppid', offset: 0, size: 4 },
+      { name: 'iter_tgid', offset: 4, size: 4 },
       { name: 'magic', offset: 8, size: 8 },
     ]);
     assert.deepEqual(obj.variables('.bss'), [{ name: 'dropped', offset: 0, size: 8 }]);
@@ -575,6 +577,27 @@ test('attachUsdt on hotspot:gc__begin in libjvm.so', async (t) => {
 });
 
 // ---------------------------------------------------------------- links and teardown
+
+test('runIterator runs a task iterator once: one record per thread of this process', async (t) => {
+  if (!skipUnlessKernel(t)) return;
+  await withObject((obj) => {
+    obj.setRodata('iter_tgid', i32(process.pid));
+    obj.load();
+    const buf = obj.runIterator('each_thread');
+    assert.equal(buf.length % 8, 0);
+    const tids: number[] = [];
+    for (let o = 0; o < buf.length; o += 8) {
+      assert.equal(buf.readUInt32LE(o + 4), process.pid);
+      tids.push(buf.readUInt32LE(o));
+    }
+    const threads = fs.readdirSync('/proc/self/task').map(Number);
+    assert.deepEqual(tids.sort((a, b) => a - b), threads.sort((a, b) => a - b));
+    // a second run reads again, not the end of the first
+    assert.equal(obj.runIterator('each_thread').length, buf.length);
+    assert.throws(() => obj.runIterator('on_exec_btf'), (e) => assertBpfError(e, 'EINVAL', /^runIterator\(on_exec_btf\)/));
+    assert.throws(() => obj.runIterator('no_such_program'), /runIterator\(no_such_program\)/);
+  });
+});
 
 test('detach of an unknown link throws', async (t) => {
   if (!skipUnlessKernel(t)) return;

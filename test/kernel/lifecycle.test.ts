@@ -60,8 +60,8 @@ const NAMES: Record<proto.TracingName, RegExp> = {
   runqlat: /^(wakeup|wakeup_new|switch)_(btf|raw)$/,
   profile: /^on_sample$/,
   memleak: /^(malloc|calloc|realloc|free|alloc|mmap|munmap|exit|posix|aligned|pvalloc|reallocarray)_/,
-  // the JVM timeline runs the three above on one JVM, and the off-CPU tracer (its switch_btf/raw too)
-  jvm: /^(handle_(gc|pool)_|(wakeup|wakeup_new|switch)_(btf|raw)$|on_sample$)/,
+  // the JVM timeline runs the three above on one JVM, and the off-CPU tracer (switch_btf, thread_exit, dump_threads)
+  jvm: /^(handle_(gc|pool)_|(wakeup|wakeup_new|switch)_(btf|raw)$|on_sample$|thread_exit$|dump_threads$)/,
 };
 
 function startGcJvm(seconds: number): { child: ChildProcess; ready: Promise<boolean> } {

@@ -97,11 +97,15 @@ describe('off-CPU profile', { skip, timeout: 120_000 }, () => {
     for (const s of doc.stacks) assert.ok(s.state && typeof s.value === 'number', 'every stack has a state and a value');
     // the stack cache: threads that block where they blocked before reuse the stack ids, and the
     // walks that check the reuses found the same stacks
-    const cache = /(\d+) switch-outs: stacks walked (\d+), reused (\d+).*?(\d+) reuses checked by a walk, (\d+) found other stacks/.exec(r.stderr);
+    const cache = /(\d+) switch-outs: stacks walked (\d+) \((\d+) of them.*?reused (\d+).*?(\d+) reuses checked by a walk, (\d+) found other stacks/.exec(r.stderr);
     assert.ok(cache, `no stack-cache figures in: ${r.stderr}`);
-    t.diagnostic(`stack cache: ${cache[1]} switch-outs, ${cache[2]} walked, ${cache[3]} reused, ${cache[4]} checked, ${cache[5]} mismatched`);
-    assert.ok(Number(cache[3]) > Number(cache[2]), 'most switch-outs reuse a place\'s stacks');
-    assert.equal(Number(cache[5]), 0, 'every checked reuse had the stacks a walk finds');
+    const [outs, walked, uncached, reused, checked, mismatched] = cache.slice(1).map(Number);
+    t.diagnostic(`stack cache: ${outs} switch-outs, ${walked} walked (${uncached} not cacheable: the spinner's preemptions, more under load), ${reused} reused, ${checked} checked, ${mismatched} mismatched`);
+    // of the switch-outs the cache takes (blocks in a system call), most reuse a place's stacks:
+    // the blocking threads wait at four places each, again and again
+    assert.ok(reused > 2 * (walked - uncached), `most cacheable switch-outs reuse a place's stacks (${reused} reused, ${walked - uncached} cacheable walked)`);
+    assert.ok(checked > 0, 'reuses are checked by real walks');
+    assert.equal(mismatched, 0, 'every checked reuse had the stacks a walk finds');
 
     // 3:1 in the sleeper and the pipe reader together, and in each alone
     const long = doc.stacks.filter((s) => has(s, 'wait_long'));

@@ -2,7 +2,7 @@
 // totals, and time weights kept through the flame model, folded stacks and pprof.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { addHeld, addOpenIntervals, decodeHeld, decodeTotals, OFFCPU_KEY_SIZE, OFFCPU_START_SIZE, OFFCPU_VAL_SIZE, parseProcStack, stateTotals } from '../../extension/tracers/offcpu/tracer';
+import { addHeld, addOpenIntervals, decodeHeld, decodeTotals, decodeStarts, OFFCPU_KEY_SIZE, OFFCPU_THREAD_REC_SIZE, OFFCPU_VAL_SIZE, parseProcStack, stateTotals } from '../../extension/tracers/offcpu/tracer';
 
 import type { ProfileFrame, ProfileResult } from '../../extension/protocol/profile';
 import { fromPprof, toPprof } from '../../extension/model/pprof';
@@ -46,20 +46,29 @@ describe('off-CPU profile documents', () => {
     assert.equal(b.state, 'preempted');
   });
 
-  test('running totals held in the start entries (struct offcpu_start agg_*) join the same totals key or add one', () => {
-    const keys = Buffer.alloc(8);
-    const values = Buffer.alloc(2 * OFFCPU_START_SIZE);
-    keys.writeUInt32LE(11, 0);
-    keys.writeUInt32LE(12, 4);
+  test('running totals held in the thread records (struct offcpu_thread_rec: tid, pid, offcpu_start agg_*) join the same totals key or add one', () => {
+    const records = Buffer.alloc(2 * OFFCPU_THREAD_REC_SIZE);
+    records.writeUInt32LE(11, 0);
+    records.writeUInt32LE(10, 4);
+    records.writeUInt32LE(12, OFFCPU_THREAD_REC_SIZE);
+    records.writeUInt32LE(10, OFFCPU_THREAD_REC_SIZE + 4);
     // thread 11 holds 3 intervals, 7 µs, of the key already in the totals; thread 12 holds nothing
-    values.writeBigUInt64LE(7000n, 24);
-    values.writeBigUInt64LE(3n, 32);
-    values.writeInt32LE(5, 40);
-    values.writeInt32LE(6, 44);
-    values.writeUInt32LE(3, 48);
-    values.writeUInt32LE(10, 52);
-    values.write('pong', 56);
-    const held = decodeHeld(keys, values, 2);
+    const v = 8;
+    records.writeBigUInt64LE(7000n, v + 24);
+    records.writeBigUInt64LE(3n, v + 32);
+    records.writeInt32LE(5, v + 40);
+    records.writeInt32LE(6, v + 44);
+    records.writeUInt32LE(3, v + 48);
+    records.writeUInt32LE(10, v + 52);
+    records.write('pong', v + 56);
+    // thread 12 is off CPU since ts 999 with stacks 7/8, sleeping; thread 11 is on CPU (ts 0)
+    const w = OFFCPU_THREAD_REC_SIZE + 8;
+    records.writeBigUInt64LE(999n, w);
+    records.writeInt32LE(7, w + 8);
+    records.writeInt32LE(8, w + 12);
+    records.writeUInt32LE(1, w + 16);
+    assert.deepEqual(decodeStarts(records), [{ tid: 12, ts: 999n, userStackId: 7, kernStackId: 8, state: 'sleep' }]);
+    const held = decodeHeld(records);
     assert.deepEqual(held, [{ pid: 10, tid: 11, userStackId: 5, kernStackId: 6, state: 'lock', comm: 'pong', totalNs: 7000, count: 3 }]);
     const totals = [{ pid: 10, tid: 11, userStackId: 5, kernStackId: 6, state: 'lock' as const, comm: 'pong', totalNs: 1000, count: 1 }];
     assert.deepEqual(addHeld(totals, held), [{ ...totals[0], totalNs: 8000, count: 4 }]);

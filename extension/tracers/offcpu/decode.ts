@@ -6,7 +6,7 @@ import type { CountEntry } from '../profile/decode';
 
 export const OFFCPU_KEY_SIZE = 40;
 export const OFFCPU_VAL_SIZE = 16;
-export const OFFCPU_STAT = { switches: 0, blocks: 1, short: 2, lostUserStack: 3, lostKernelStack: 4, lostTotals: 5, lostStart: 6, samples: 7, lost: 8, java: 9, walks: 10, reused: 11, checks: 12, mismatch: 13 } as const;
+export const OFFCPU_STAT = { switches: 0, blocks: 1, short: 2, lostUserStack: 3, lostKernelStack: 4, lostTotals: 5, lostStart: 6, samples: 7, lost: 8, java: 9, walks: 10, reused: 11, checks: 12, mismatch: 13, uncached: 14 } as const;
 /** OFFCPU_STATE_* by value */
 export const OFFCPU_STATES: ThreadState[] = ['oncpu', 'sleep', 'io', 'lock', 'preempted'];
 
@@ -38,33 +38,35 @@ export function decodeTotals(keys: Buffer, values: Buffer, count: number): Offcp
 }
 
 export const OFFCPU_START_SIZE = 72;
+/** struct offcpu_thread_rec: tid, pid, then struct offcpu_start (what the dump_threads iterator writes per thread). */
+export const OFFCPU_THREAD_REC_SIZE = 8 + OFFCPU_START_SIZE;
 
-/** struct offcpu_start of each dumped entry of the start map (key: the thread id); threads on CPU (ts 0) have no open interval and are left out. */
-export function decodeStarts(keys: Buffer, values: Buffer, count: number): { tid: number; ts: bigint; userStackId: number; kernStackId: number; state: ThreadState }[] {
+/** The open interval of each thread record (struct offcpu_start at offset 8); threads on CPU (ts 0) have none and are left out. */
+export function decodeStarts(records: Buffer): { tid: number; ts: bigint; userStackId: number; kernStackId: number; state: ThreadState }[] {
   const out = [];
-  for (let i = 0; i < count; i++) {
-    const v = i * OFFCPU_START_SIZE;
-    if (values.readBigUInt64LE(v) === 0n) continue;
-    out.push({ tid: keys.readUInt32LE(i * 4), ts: values.readBigUInt64LE(v), userStackId: values.readInt32LE(v + 8), kernStackId: values.readInt32LE(v + 12), state: OFFCPU_STATES[values.readUInt32LE(v + 16)] ?? 'sleep' });
+  for (let r = 0; r + OFFCPU_THREAD_REC_SIZE <= records.length; r += OFFCPU_THREAD_REC_SIZE) {
+    const v = r + 8;
+    if (records.readBigUInt64LE(v) === 0n) continue;
+    out.push({ tid: records.readUInt32LE(r), ts: records.readBigUInt64LE(v), userStackId: records.readInt32LE(v + 8), kernStackId: records.readInt32LE(v + 12), state: OFFCPU_STATES[records.readUInt32LE(v + 16)] ?? 'sleep' });
   }
   return out;
 }
 
-/** The running totals each thread's start entry holds (struct offcpu_start's agg_* fields: intervals not yet added to the totals map), as totals entries. */
-export function decodeHeld(keys: Buffer, values: Buffer, count: number): OffcpuEntry[] {
+/** The running totals each thread record holds (struct offcpu_start's agg_* fields: intervals not yet added to the totals map), as totals entries. */
+export function decodeHeld(records: Buffer): OffcpuEntry[] {
   const out: OffcpuEntry[] = [];
-  for (let i = 0; i < count; i++) {
-    const v = i * OFFCPU_START_SIZE;
-    const n = Number(values.readBigUInt64LE(v + 32));
+  for (let r = 0; r + OFFCPU_THREAD_REC_SIZE <= records.length; r += OFFCPU_THREAD_REC_SIZE) {
+    const v = r + 8;
+    const n = Number(records.readBigUInt64LE(v + 32));
     if (n === 0) continue;
     out.push({
-      pid: values.readUInt32LE(v + 52),
-      tid: keys.readUInt32LE(i * 4),
-      userStackId: values.readInt32LE(v + 40),
-      kernStackId: values.readInt32LE(v + 44),
-      state: OFFCPU_STATES[values.readUInt32LE(v + 48)] ?? 'sleep',
-      comm: cString(values, v + 56, 16),
-      totalNs: Number(values.readBigUInt64LE(v + 24)),
+      pid: records.readUInt32LE(v + 52),
+      tid: records.readUInt32LE(r),
+      userStackId: records.readInt32LE(v + 40),
+      kernStackId: records.readInt32LE(v + 44),
+      state: OFFCPU_STATES[records.readUInt32LE(v + 48)] ?? 'sleep',
+      comm: cString(records, v + 56, 16),
+      totalNs: Number(records.readBigUInt64LE(v + 24)),
       count: n,
     });
   }

@@ -44,10 +44,9 @@ import { addLockFrames, addVirtualThreads, startLockSession } from '../javaLocks
 export * from './decode';
 
 const TICK_MS = 1000;
-const VARIANTS = (wall: boolean, java: boolean) => [
-  ['switch_btf', ...(java ? ['sys_exit_btf'] : []), ...(wall ? ['on_cpu_sample'] : [])],
-  ['switch_raw', ...(java ? ['sys_exit_raw'] : []), ...(wall ? ['on_cpu_sample'] : [])],
-];
+/** The programs to load: the scheduler hooks (tp_btf), the threads' storage reader (an iterator, run at each read, never attached), the Java join's sys_exit, wall clock's sampler. */
+const PROGRAMS = (wall: boolean, java: boolean) => ['switch_btf', 'thread_exit', 'dump_threads', ...(java ? ['sys_exit_btf'] : []), ...(wall ? ['on_cpu_sample'] : [])];
+const NOT_ATTACHED = new Set(['dump_threads', 'on_cpu_sample']);
 
 function readStat(obj: BpfObject, index: number): number {
   return readCounter(obj, 'stats', index);
@@ -174,10 +173,10 @@ export const offcpuTracer: Tracer<'offcpu'> = {
         warnings.push(owner !== undefined ? `pid ${options.pid} is a JVM of uid ${owner}, not yours: no Java agent is loaded into it, so its Java frames stay unnamed` : `${agentUnavailableMessage(env.assetDir)}: blocked threads keep their kernel and native stacks only`);
       } else java = await startJavaAgent(options.pid, env, { unwind: 'fp', keepStacks: true });
     }
-    const variants = VARIANTS(wall, Boolean(java));
+    const programs = PROGRAMS(wall, Boolean(java));
     let loaded: ReturnType<typeof loadFirstWorking>;
     try {
-      loaded = loadFirstWorking(env, 'offcpu', variants, (o) => {
+      loaded = loadFirstWorking(env, 'offcpu', [programs], (o) => {
         o.setMaxEntries('stacks', options.stackStorageSize);
         setRodata(o, { target_tgid: options.pid, min_block_ns: BigInt(options.minBlockUs) * 1000n, sample_ns: wall ? BigInt(Math.round(1e9 / options.frequency)) : 0n, java_join: Boolean(java) });
       });
@@ -185,7 +184,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
       await java?.abort();
       throw e;
     }
-    const { obj, variant } = loaded;
+    const { obj } = loaded;
     // Java join: intervals held until sys_exit come through this ring, with the thread's signal
     const javaIds = new Map<string, CountEntry>();
     const commOf = new Map<number, string>();
@@ -209,12 +208,12 @@ export const offcpuTracer: Tracer<'offcpu'> = {
     }
     const links: number[] = [];
     try {
-      for (const p of variants[variant].filter((p) => p !== 'on_cpu_sample')) links.push(obj.attach(p));
+      for (const p of programs.filter((p) => !NOT_ATTACHED.has(p))) links.push(obj.attach(p));
     } catch (e) {
       ring?.close();
       obj.close();
       await java?.abort();
-      throw fromBpfError(`attaching the scheduler tracepoints (${variant === 0 ? 'tp_btf' : 'raw_tp'})`, e);
+      throw fromBpfError('attaching the scheduler tracepoints (tp_btf)', e);
     }
     if (wall) {
       try {
@@ -228,7 +227,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
     }
     const attachedAt = process.hrtime.bigint();
     const tidsAtStart = options.pid ? threadIds(options.pid) : [];
-    env.log(`offcpu: attached via ${variant === 0 ? 'tp_btf' : 'raw_tp'}${wall ? ` with on-CPU samples at ${options.frequency} Hz` : ''}${java ? ', Java stacks from the agent at each return to user space' : ''}`);
+    env.log(`offcpu: attached via tp_btf${wall ? ` with on-CPU samples at ${options.frequency} Hz` : ''}${java ? ', Java stacks from the agent at each return to user space' : ''}`);
     const jvm = info?.jvm && foreignOwner(options.pid, env.requester) === undefined;
     // With the agent, its lock session runs alongside (../javaLocks): Java lock waits name their
     // lock (and a park's holder; a monitor's would take a safepoint per contended enter, seen in
@@ -259,16 +258,15 @@ export const offcpuTracer: Tracer<'offcpu'> = {
       // two reads is counted twice in a live view (at most OFFCPU_AGG_MAX_NS), never lost; the
       // final read comes after the programs are detached, so nothing moves.
       totals = counts();
-      const h = obj.mapDump('start');
+      const threads = obj.runIterator('dump_threads');
       const d = obj.mapDump('totals');
-      entries = addHeld(decodeTotals(d.keys, d.values, d.count), decodeHeld(h.keys, h.values, h.count));
+      entries = addHeld(decodeTotals(d.keys, d.values, d.count), decodeHeld(threads));
       if (final) {
         // Intervals still open: off CPU from the last switch-out until now (the same clock as
         // bpf_ktime_get_ns: CLOCK_MONOTONIC), so a thread asleep at the end is not left out.
-        const s = obj.mapDump('start');
         const now = process.hrtime.bigint();
         const open = [];
-        for (const o of decodeStarts(s.keys, s.values, s.count)) {
+        for (const o of decodeStarts(threads)) {
           const ns = Number(now - o.ts);
           if (ns < options.minBlockUs * 1000 || ns < 0) continue;
           const owner = threadOwner(o.tid);
@@ -376,7 +374,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
             for (const l of links.splice(0)) obj.detach(l);
             raw = collect(true);
             const st = (k: keyof typeof OFFCPU_STAT) => readStat(obj, OFFCPU_STAT[k]);
-            env.log(`offcpu: ${st('switches')} switch-outs: stacks walked ${st('walks')}, reused ${st('reused')} (where the thread blocked last time); ${st('checks')} reuses checked by a walk, ${st('mismatch')} found other stacks`);
+            env.log(`offcpu: ${st('switches')} switch-outs: stacks walked ${st('walks')} (${st('uncached')} of them preempted outside a system call's return, deeper than the signature reads, or kernel threads: never cached), reused ${st('reused')} (where the thread blocked last time); ${st('checks')} reuses checked by a walk, ${st('mismatch')} found other stacks`);
             ring?.close();
           } finally {
             obj.close();
