@@ -11,8 +11,9 @@
 // unnamed virtual thread holding a ReentrantLock while it sleeps in holdVirtual() ("held by
 // virtual#<id> at …holdVirtual(…:line)"), a platform thread holding a monitor virtual threads
 // unmount to wait for (JDK 24+), and a read lock, whose readers the JDK does not record ("held by
-// readers (not named)"); each site's waiting against the program's own timing and JFR's
-// jdk.ThreadPark / jdk.JavaMonitorEnter. Last, `--event lock` on a third such JVM: the virtual
+// readers (not named)"); each site's waiting against the program's own timing (JDK 25's JFR
+// records no jdk.ThreadPark or jdk.JavaMonitorEnter for a virtual thread that unmounts to wait:
+// its figures are reported, not compared). Last, `--event lock` on a third such JVM: the virtual
 // threads' monitor waits, entered on another carrier than they started on, timed as the program
 // timed them.
 import { after, before, describe, test } from 'node:test';
