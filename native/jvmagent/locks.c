@@ -18,6 +18,9 @@
 // VM operation (a safepoint in JDK 17): one per contended enter, which is the price of naming the
 // holder; it is paid only while a session runs, and not at all with `noowner` (the off-CPU
 // profile's choice: a safepoint per contended enter would show in the very waits it measures).
+// A virtual waiter (JDK 24+ unmounts it while it waits) may get the monitor on another carrier,
+// so its Enter record is kept in JVMTI thread-local storage (per virtual thread), not in the
+// carrier's.
 //
 // Parks, sampled: JVMTI has no park event and breakpoints on LockSupport cannot be set in a JVM
 // that was started without the agent (can_generate_breakpoint_events is an OnLoad-only capability
@@ -41,10 +44,18 @@
 // on the virtual thread itself, the callback takes its Java stack (where it waits) and its
 // parkBlocker's class, kept in JVMTI thread-local storage, which is per virtual thread; at the
 // next mount the interval is written, weighed by the time it was unmounted. That time includes
-// the wait for a free carrier after the virtual thread was made runnable again. Carriers are never
-// counted. Cost while a session runs: a stack per unmount. The capability is added by the first
-// such session (HotSpot then reports every mount and unmount to JVMTI, a small cost per
-// transition) and relinquished at its end.
+// the wait for a free carrier after the virtual thread was made runnable again. The holder is
+// read at unmount too, as for a platform thread's park: a j.u.c lock's exclusiveOwnerThread (a
+// platform or a virtual thread: GetStackTrace reads an unmounted one's frames from its
+// continuation); a read lock's readers are not recorded by the JDK: "readers (not named)". A
+// virtual thread that unmounts entering a contended monitor (JDK 24+) had its
+// MonitorContendedEnter just before, on the same carrier: the monitor events are on in these
+// sessions too, and that callback hands the monitor's class and owner (GetObjectMonitorUsage,
+// not with `noowner`) to the unmount (record kind 'V'); the other way to learn the monitor,
+// can_get_current_contended_monitor, Temurin 25 refuses on attach. Carriers are never counted.
+// Cost while a session runs: a stack per unmount, a VM operation per contended monitor enter of
+// a virtual thread. The capability is added by the first such session (HotSpot then reports
+// every mount and unmount to JVMTI, a small cost per transition) and relinquished at its end.
 //
 // Idle costs nothing: on stop the monitor events are disabled, the poller stops, every reference
 // is released and the service thread sleeps on a condition variable.
@@ -52,7 +63,7 @@
 // File records, one a line, tab separated:
 //   L <pid> <clock ns> <period ns>                        session start
 //   M <index> <class> <method> <source file or -> <native>  a method's names (as the CPU profiler's)
-//   W <kind m|p|v> <tid or 0> <end ns> <waited ns> <thread> <lock class or -> <holder or -> <holder frames or -> <frames...>
+//   W <kind m|p|v|V> <tid or 0> <end ns> <waited ns> <thread> <lock class or -> <holder or -> <holder frames or -> <frames...>
 //       frames "<method index>:<bci>:<line>", leaf first; holder frames the same, comma separated
 //   T <ns>                                                heartbeat
 //   E <monitor waits> <park episodes> <looks> <callback ns> <look ns> <virtual-thread waits>   end, file closed
@@ -77,12 +88,12 @@
 #include "service.h"
 
 #define LOCK_MAX_DEPTH 256
-#define HOLDER_DEPTH 8
+#define HOLDER_DEPTH 16 // an unmounted virtual holder has ~9 frames of Continuation/VirtualThread/Thread.sleep above its own
 #define MAX_PARKED 4096 // park episodes followed at once (threads parked at the same time)
 
 typedef struct lock_rec {
   struct lock_rec *next;
-  char kind; // 'm' monitor, 'p' park, 'v' a virtual thread unmounted
+  char kind; // 'm' monitor, 'p' park, 'v' a virtual thread unmounted, 'V' one unmounted entering a monitor (JDK 24+)
   unsigned gen; // session that took it
   int tid;
   int64_t t0, end;
@@ -121,6 +132,12 @@ static parked_t l_parked[MAX_PARKED];
 static int l_nparked;
 static jfieldID l_park_blocker, l_owner_field;
 static jclass l_aos; // global ref: java.util.concurrent.locks.AbstractOwnableSynchronizer
+// ReentrantReadWriteLock's Sync, whose state counts its readers: an AbstractQueuedSynchronizer's
+// int state with the readers in its upper 16 bits up to JDK 24, an AbstractQueuedLongSynchronizer's
+// long state with them in its upper 32 bits from JDK 25. Thread.tid, and java.lang.BaseVirtualThread
+// (JDK 21+; NULL before). Resolved once.
+static jclass l_rwsync, l_aqls, l_vthread_class;
+static jfieldID l_aqs_state, l_aqls_state, l_thread_tid;
 // the waiting thread's monitor wait between Enter and Entered (callbacks run on that thread)
 static __thread lock_rec *tl_wait;
 
@@ -149,6 +166,18 @@ static void thread_name(jvmtiEnv *jv, JNIEnv *jni, jthread t, char *out, size_t 
   tidy(out);
 }
 
+// A holder's name: its own, or, for a thread without one (virtual threads have none unless the
+// program gives one), "virtual#<id>" (else "thread#<id>") with the id Thread.threadId() returns,
+// so two unnamed holders stay apart.
+static void holder_name(jvmtiEnv *jv, JNIEnv *jni, jthread t, char *out, size_t size) {
+  thread_name(jv, jni, t, out, size);
+  if (out[0] && strcmp(out, "?")) return;
+  long long id = l_thread_tid ? (long long)(*jni)->GetLongField(jni, t, l_thread_tid) : 0;
+  if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
+  int virt = l_vthread_class && (*jni)->IsInstanceOf(jni, t, l_vthread_class);
+  snprintf(out, size, "%s#%lld", virt ? "virtual" : "thread", id);
+}
+
 static void class_of(jvmtiEnv *jv, JNIEnv *jni, jobject obj, char *out, size_t size) {
   snprintf(out, size, "-");
   if (!obj) return;
@@ -164,8 +193,45 @@ static void class_of(jvmtiEnv *jv, JNIEnv *jni, jobject obj, char *out, size_t s
 
 static void holder_of(jvmtiEnv *jv, JNIEnv *jni, jthread owner, lock_rec *r) {
   if (!owner) return;
-  thread_name(jv, jni, owner, r->holder, sizeof(r->holder));
+  holder_name(jv, jni, owner, r->holder, sizeof(r->holder));
   if ((*jv)->GetStackTrace(jv, owner, 0, HOLDER_DEPTH, r->holder_frames, &r->holder_n) != JVMTI_ERROR_NONE) r->holder_n = 0;
+}
+
+// The holder of a java.util.concurrent lock a thread parks on: an AbstractOwnableSynchronizer's
+// exclusiveOwnerThread (ReentrantLock, a write lock; a platform or a virtual thread) with its top
+// frames. A ReentrantReadWriteLock held by readers has no owner the JDK records (only their
+// count, in the upper half of its state): it is said to be held by readers, not guessed at.
+static void park_holder(jvmtiEnv *jv, JNIEnv *jni, jobject blocker, lock_rec *r) {
+  if (!blocker || !l_aos || !l_owner_field || !(*jni)->IsInstanceOf(jni, blocker, l_aos)) return;
+  jobject owner = (*jni)->GetObjectField(jni, blocker, l_owner_field);
+  if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
+  if (owner) {
+    holder_of(jv, jni, owner, r);
+    (*jni)->DeleteLocalRef(jni, owner);
+    return;
+  }
+  if (l_rwsync && (*jni)->IsInstanceOf(jni, blocker, l_rwsync)) {
+    int readers = 0;
+    if (l_aqls && l_aqls_state && (*jni)->IsInstanceOf(jni, blocker, l_aqls)) readers = ((uint64_t)(*jni)->GetLongField(jni, blocker, l_aqls_state) >> 32) != 0;
+    else if (l_aqs_state) readers = ((uint32_t)(*jni)->GetIntField(jni, blocker, l_aqs_state) >> 16) != 0;
+    if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
+    if (readers) snprintf(r->holder, sizeof(r->holder), "readers (not named)");
+  }
+}
+
+// The owner of a monitor, where the JVM tells (GetObjectMonitorUsage: a VM operation): a platform
+// thread, or a virtual thread mounted on its carrier; JDK 25 gives no owner for a virtual thread
+// that holds the monitor while unmounted (sleeping or parked inside `synchronized`).
+static void monitor_holder(jvmtiEnv *jv, JNIEnv *jni, jobject object, lock_rec *r) {
+  jvmtiMonitorUsage u;
+  memset(&u, 0, sizeof(u));
+  if ((*jv)->GetObjectMonitorUsage(jv, object, &u) != JVMTI_ERROR_NONE) return;
+  holder_of(jv, jni, u.owner, r);
+  if (u.owner) (*jni)->DeleteLocalRef(jni, u.owner);
+  for (jint i = 0; i < u.waiter_count; i++) (*jni)->DeleteLocalRef(jni, u.waiters[i]);
+  for (jint i = 0; i < u.notify_waiter_count; i++) (*jni)->DeleteLocalRef(jni, u.notify_waiters[i]);
+  if (u.waiters) (*jv)->Deallocate(jv, (unsigned char *)u.waiters);
+  if (u.notify_waiters) (*jv)->Deallocate(jv, (unsigned char *)u.notify_waiters);
 }
 
 static lock_rec *new_rec(char kind) {
@@ -204,28 +270,44 @@ static void at_monitorenter(jvmtiEnv *jv, jvmtiFrameInfo *f) {
   (*jv)->Deallocate(jv, code);
 }
 
+static int l_vthreads;  // this session follows virtual threads
+static int l_locks = 1; // this session follows monitors and parks
+// A virtual thread's contended enter, from MonitorContendedEnter to the unmount that follows on
+// the same carrier (JDK 24+ unmounts a virtual thread blocked on a monitor): its monitor's class
+// and holder, which the unmount record takes. Nothing else runs on the carrier in between.
+static __thread lock_rec *tl_vt_monitor;
+
+static int is_virtual(JNIEnv *jni, jthread t) { return l_vthread_class && t && (*jni)->IsInstanceOf(jni, t, l_vthread_class); }
+
 static void JNICALL on_contended_enter(jvmtiEnv *jv, JNIEnv *jni, jthread thread, jobject object) {
   if (!atomic_load_explicit(&l_on, memory_order_acquire)) return;
+  int virt = is_virtual(jni, thread);
+  if (!l_locks && !(virt && l_vthreads)) return;
   atomic_fetch_add(&l_in_cb, 1);
   int64_t t0 = mono_ns();
-  free(tl_wait); // an Enter whose Entered never came (a session stopped in between)
-  lock_rec *r = tl_wait = new_rec('m');
+  lock_rec *r = new_rec(virt && l_vthreads ? 'V' : 'm');
   if (r) {
     r->t0 = t0;
     r->tid = (int)syscall(SYS_gettid);
+    class_of(jv, jni, object, r->cls, sizeof(r->cls));
+    if (l_monitor_owner) monitor_holder(jv, jni, object, r);
     if ((*jv)->GetStackTrace(jv, NULL, 0, l_depth, r->frames, &r->n) != JVMTI_ERROR_NONE) r->n = 0;
     if (r->n > 0) at_monitorenter(jv, &r->frames[0]);
-    class_of(jv, jni, object, r->cls, sizeof(r->cls));
     thread_name(jv, jni, thread, r->thread, sizeof(r->thread));
-    jvmtiMonitorUsage u;
-    memset(&u, 0, sizeof(u));
-    if (l_monitor_owner && (*jv)->GetObjectMonitorUsage(jv, object, &u) == JVMTI_ERROR_NONE) {
-      holder_of(jv, jni, u.owner, r);
-      if (u.owner) (*jni)->DeleteLocalRef(jni, u.owner);
-      for (jint i = 0; i < u.waiter_count; i++) (*jni)->DeleteLocalRef(jni, u.waiters[i]);
-      for (jint i = 0; i < u.notify_waiter_count; i++) (*jni)->DeleteLocalRef(jni, u.notify_waiters[i]);
-      if (u.waiters) (*jv)->Deallocate(jv, (unsigned char *)u.waiters);
-      if (u.notify_waiters) (*jv)->Deallocate(jv, (unsigned char *)u.notify_waiters);
+    if (r->kind == 'V') {
+      // the unmount record's lock: the wait is timed from unmount to mount, as every other
+      free(tl_vt_monitor);
+      tl_vt_monitor = r;
+    } else {
+      if (virt) {
+        // a virtual waiter may unmount and be entered on another carrier: its own storage
+        void *old = NULL;
+        if ((*jv)->GetThreadLocalStorage(jv, thread, &old) == JVMTI_ERROR_NONE) free(old);
+        if ((*jv)->SetThreadLocalStorage(jv, thread, r) != JVMTI_ERROR_NONE) free(r);
+      } else {
+        free(tl_wait); // an Enter whose Entered never came (a session stopped in between)
+        tl_wait = r;
+      }
     }
   }
   atomic_fetch_add_explicit(&l_cb_ns, (uint64_t)(mono_ns() - t0), memory_order_relaxed);
@@ -233,9 +315,30 @@ static void JNICALL on_contended_enter(jvmtiEnv *jv, JNIEnv *jni, jthread thread
 }
 
 static void JNICALL on_contended_entered(jvmtiEnv *jv, JNIEnv *jni, jthread thread, jobject object) {
-  (void)jv, (void)jni, (void)thread, (void)object;
-  lock_rec *r = tl_wait;
-  tl_wait = NULL;
+  (void)object;
+  lock_rec *r = NULL;
+  if (tl_vt_monitor) {
+    // a virtual thread entered without unmounting (pinned before JDK 24, or the monitor came
+    // free while it spun): its carrier waited, a monitor wait as a platform thread's
+    r = tl_vt_monitor;
+    tl_vt_monitor = NULL;
+    if (!l_locks) {
+      free(r);
+      return;
+    }
+    r->kind = 'm';
+  } else if (is_virtual(jni, thread)) {
+    // with vthreads its storage holds the unmount record, for the mount callback: not ours
+    if (l_vthreads || (*jv)->GetThreadLocalStorage(jv, thread, (void **)&r) != JVMTI_ERROR_NONE || !r) return;
+    (*jv)->SetThreadLocalStorage(jv, thread, NULL);
+    if (r->kind != 'm') { // an unmount record of an earlier session, not this wait
+      free(r);
+      return;
+    }
+  } else {
+    r = tl_wait;
+    tl_wait = NULL;
+  }
   if (!r) return;
   if (!atomic_load_explicit(&l_on, memory_order_acquire) || r->gen != atomic_load(&l_gen)) {
     free(r);
@@ -248,8 +351,6 @@ static void JNICALL on_contended_entered(jvmtiEnv *jv, JNIEnv *jni, jthread thre
 
 // ---- virtual threads ----
 
-static int l_vthreads;        // this session follows virtual threads
-static int l_locks = 1;       // this session follows monitors and parks
 static jint l_mount_index = -1, l_unmount_index = -1;
 
 // The bit JDK 21 named can_support_virtual_threads follows can_generate_sampled_object_alloc_events;
@@ -283,9 +384,19 @@ static void JNICALL on_vt_unmount(jvmtiEnv *jv, JNIEnv *jni, jthread vt) {
     if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
     if (blocker) {
       class_of(jv, jni, blocker, r->cls, sizeof(r->cls));
+      park_holder(jv, jni, blocker, r);
       (*jni)->DeleteLocalRef(jni, blocker);
+    } else if (tl_vt_monitor && tl_vt_monitor->gen == r->gen) {
+      // unmounted entering a contended monitor (JDK 24+): the monitor its Enter event gave
+      r->kind = 'V';
+      memcpy(r->cls, tl_vt_monitor->cls, sizeof(r->cls));
+      memcpy(r->holder, tl_vt_monitor->holder, sizeof(r->holder));
+      r->holder_n = tl_vt_monitor->holder_n;
+      memcpy(r->holder_frames, tl_vt_monitor->holder_frames, sizeof(r->holder_frames));
     }
   }
+  free(tl_vt_monitor);
+  tl_vt_monitor = NULL;
   if ((*jv)->SetThreadLocalStorage(jv, vt, r) != JVMTI_ERROR_NONE) free(r);
   atomic_fetch_add_explicit(&l_cb_ns, (uint64_t)(mono_ns() - t0), memory_order_relaxed);
   atomic_fetch_sub(&l_in_cb, 1);
@@ -464,14 +575,7 @@ static void look(JNIEnv *jni, unsigned number, int64_t elapsed) {
             if ((*jv)->GetStackTrace(jv, threads[i], 0, l_depth, r->frames, &r->n) != JVMTI_ERROR_NONE) r->n = 0;
             thread_name(jv, jni, threads[i], r->thread, sizeof(r->thread));
             class_of(jv, jni, blocker, r->cls, sizeof(r->cls));
-            if (blocker && l_aos && l_owner_field && (*jni)->IsInstanceOf(jni, blocker, l_aos)) {
-              jobject owner = (*jni)->GetObjectField(jni, blocker, l_owner_field);
-              if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
-              if (owner) {
-                holder_of(jv, jni, owner, r);
-                (*jni)->DeleteLocalRef(jni, owner);
-              }
-            }
+            park_holder(jv, jni, blocker, r);
             parked_t *p = &l_parked[l_nparked++];
             p->thread = (*jni)->NewGlobalRef(jni, threads[i]);
             p->blocker = blocker ? (*jni)->NewGlobalRef(jni, blocker) : NULL;
@@ -512,6 +616,37 @@ static void resolve_fields(JNIEnv *jni) {
     l_owner_field = (*jni)->GetFieldID(jni, aos, "exclusiveOwnerThread", "Ljava/lang/Thread;");
     if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
     l_aos = (*jni)->NewGlobalRef(jni, aos);
+  }
+  if (thr) {
+    l_thread_tid = (*jni)->GetFieldID(jni, thr, "tid", "J");
+    if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
+  }
+  jclass aqs = (*jni)->FindClass(jni, "java/util/concurrent/locks/AbstractQueuedSynchronizer");
+  if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
+  if (aqs) {
+    l_aqs_state = (*jni)->GetFieldID(jni, aqs, "state", "I");
+    if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
+    (*jni)->DeleteLocalRef(jni, aqs);
+  }
+  jclass aqls = (*jni)->FindClass(jni, "java/util/concurrent/locks/AbstractQueuedLongSynchronizer");
+  if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
+  if (aqls) {
+    l_aqls_state = (*jni)->GetFieldID(jni, aqls, "state", "J");
+    if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
+    l_aqls = (*jni)->NewGlobalRef(jni, aqls);
+    (*jni)->DeleteLocalRef(jni, aqls);
+  }
+  jclass rw = (*jni)->FindClass(jni, "java/util/concurrent/locks/ReentrantReadWriteLock$Sync");
+  if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
+  if (rw) {
+    l_rwsync = (*jni)->NewGlobalRef(jni, rw);
+    (*jni)->DeleteLocalRef(jni, rw);
+  }
+  jclass bvt = (*jni)->FindClass(jni, "java/lang/BaseVirtualThread");
+  if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
+  if (bvt) {
+    l_vthread_class = (*jni)->NewGlobalRef(jni, bvt);
+    (*jni)->DeleteLocalRef(jni, bvt);
   }
   if (thr) (*jni)->DeleteLocalRef(jni, thr);
   if (aos) (*jni)->DeleteLocalRef(jni, aos);
@@ -605,7 +740,7 @@ static void set_events(jvmtiEventMode mode) {
 static void locks_stop(void) {
   atomic_store_explicit(&l_on, 0, memory_order_release);
   if (l_vthreads) vthreads_disable();
-  if (l_locks) set_events(JVMTI_DISABLE);
+  if (l_locks || l_vthreads) set_events(JVMTI_DISABLE);
   l_vthreads = 0;
   for (int i = 0; i < 20000 && atomic_load(&l_in_cb) > 0; i++) usleep(100);
   service_end(&l_svc);
@@ -640,7 +775,7 @@ static int locks_start(const char *out, int depth, int64_t period_ns, int vthrea
   fprintf(f, "L\t%d\t%lld\t%lld\n", (int)getpid(), (long long)mono_ns(), (long long)period_ns);
   fflush(f);
   atomic_store_explicit(&l_on, 1, memory_order_release);
-  if (locks) set_events(JVMTI_ENABLE);
+  if (locks || vthreads) set_events(JVMTI_ENABLE); // with vthreads only, for a virtual waiter's monitor
   start_thread_once();
   service_begin(&l_svc, f);
   pthread_mutex_unlock(&l_svc.lock);

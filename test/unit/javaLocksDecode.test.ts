@@ -111,6 +111,29 @@ test("virtual threads' waits: state from where they unmounted, a blocker as a pa
   assert.equal(lock.frames[0].function, '[park java.util.concurrent.locks.ReentrantLock$NonfairSync]');
 });
 
+test("virtual threads' lock holders: a virtual holder by its id and line, a monitor as a lock, readers not named", () => {
+  const m = new JavaLocksModel();
+  m.feed(
+    [
+      'L\t77\t1000\t2000000',
+      'M\t1\tjava.lang.VirtualThread\tpark\tVirtualThread.java\t0',
+      'M\t2\tApp\ttake\tApp.java\t0',
+      'M\t3\tjava.lang.Thread\tsleep\tThread.java\t0',
+      'M\t4\tApp\thold\tApp.java\t0',
+      'M\t5\tApp\tenter\tApp.java\t0',
+      'M\t6\tApp\twrite\tApp.java\t0',
+      'W\tv\t901\t6000\t3000000\tvw-1\tLjava/util/concurrent/locks/ReentrantLock$NonfairSync;\tvirtual#25\t1:1:2,3:5:540,4:3:44\t1:1:2\t2:5:40',
+      'W\tV\t902\t7000\t2000000\tvw-2\tLApp$Account;\tmon-holder\t3:5:540,4:3:58\t5:7:61',
+      'W\tv\t903\t8000\t1000000\tvw-3\tLjava/util/concurrent/locks/ReentrantReadWriteLock$NonfairSync;\treaders (not named)\t-\t1:1:2\t6:4:70',
+    ].join('\n') + '\n',
+  );
+  const [rl, mon, rw] = m.result(77, 'vthread').stacks;
+  assert.equal(rl.frames[0].function, '[park java.util.concurrent.locks.ReentrantLock$NonfairSync held by virtual#25 at App.hold(App.java:44)]');
+  assert.equal(mon.frames[0].function, '[lock App$Account held by mon-holder at App.hold(App.java:58)]', 'unmounted entering a monitor: a lock, not a park');
+  assert.equal(mon.state, 'lock');
+  assert.equal(rw.frames[0].function, '[park java.util.concurrent.locks.ReentrantReadWriteLock$NonfairSync held by readers (not named)]');
+});
+
 test('an off-CPU profile: lock waits gain the lock frame of the same thread and Java stack, split by measured time', () => {
   const m = new JavaLocksModel();
   m.feed(AGENT_TEXT + '\n');

@@ -9,6 +9,8 @@ import { javaClassName } from '../javaHeap/decode';
 export interface LockWait {
   /** a contended monitor, a park (platform thread), or a virtual thread's time unmounted */
   kind: 'monitor' | 'park' | 'vthread';
+  /** a virtual thread unmounted while entering a contended monitor (JDK 24+), not parked */
+  onMonitor?: boolean;
   /** the waiter's OS thread id (monitors; a virtual thread's carrier at its next mount; 0 for parks, which another thread observed) */
   tid: number;
   endNs: bigint;
@@ -16,6 +18,7 @@ export interface LockWait {
   thread: string;
   /** the lock object's class ("java.lang.Object"), or undefined (a park without a blocker) */
   lockClass?: string;
+  /** the thread that held the lock: its name, "virtual#<id>" for an unnamed virtual thread, "readers (not named)" for a read lock */
   holder?: string;
   holderFrames: JavaFrameRef[];
   frames: JavaFrameRef[];
@@ -59,7 +62,8 @@ export class JavaLocksModel {
       case 'W': {
         if (f.length < 9) break;
         this.waits.push({
-          kind: f[1] === 'm' ? 'monitor' : f[1] === 'v' ? 'vthread' : 'park',
+          kind: f[1] === 'm' ? 'monitor' : f[1] === 'v' || f[1] === 'V' ? 'vthread' : 'park',
+          ...(f[1] === 'V' ? { onMonitor: true } : {}),
           tid: Number(f[2]),
           endNs: BigInt(f[3]),
           waitedNs: Number(f[4]),
@@ -93,7 +97,7 @@ export class JavaLocksModel {
   /** The leaf frame naming the lock: "[lock java.lang.Object held by worker-2 at Foo.run(Foo.java:31)]"; undefined for a virtual thread without a blocker. */
   lockLabel(w: LockWait): string | undefined {
     if (w.kind === 'vthread' && !w.lockClass) return undefined;
-    const what = w.kind === 'monitor' ? `lock ${w.lockClass ?? '?'}` : w.lockClass ? `park ${w.lockClass}` : 'park (no blocker)';
+    const what = w.kind === 'monitor' || w.onMonitor ? `lock ${w.lockClass ?? '?'}` : w.lockClass ? `park ${w.lockClass}` : 'park (no blocker)';
     const site = this.holderSite(w);
     const held = w.holder ? ` held by ${w.holder}${site ? ` at ${site}` : ''}` : '';
     return `[${what}${held}]`;

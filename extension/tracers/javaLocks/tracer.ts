@@ -93,7 +93,7 @@ export async function startLockSession(pid: number, env: TracerEnv, opts: { dept
       await part.stop();
       if (!model.ended) env.log('java-locks: the agent file ended without its end mark; the last waits may be missing');
       const e = model.end;
-      if (!locks) env.log(`java-locks: ${e.vthreadWaits} virtual-thread waits (unmount to mount); ${(e.callbackNs / 1e6).toFixed(1)} ms in unmount callbacks (${e.vthreadWaits ? (e.callbackNs / e.vthreadWaits / 1000).toFixed(1) : 0} µs each)`);
+      if (!locks) env.log(`java-locks: ${e.vthreadWaits} virtual-thread waits (unmount to mount); ${(e.callbackNs / 1e6).toFixed(1)} ms in callbacks (unmounts, and virtual threads' contended monitor enters: ${e.vthreadWaits ? (e.callbackNs / e.vthreadWaits / 1000).toFixed(1) : 0} µs each unmount)`);
       else
         env.log(
           `java-locks: ${e.monitorWaits} contended monitor enters, ${e.parks} park episodes, ${e.looks} looks${vthreads ? `, ${e.vthreadWaits} virtual-thread waits` : ''}; ${(e.callbackNs / 1e6).toFixed(1)} ms in monitor callbacks (${e.monitorWaits ? (e.callbackNs / e.monitorWaits / 1000).toFixed(1) : 0} µs each), ${(e.lookNs / 1e6).toFixed(1)} ms looking (${e.looks ? (e.lookNs / e.looks / 1000).toFixed(1) : 0} µs each)`,
