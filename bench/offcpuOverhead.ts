@@ -1,18 +1,23 @@
 // `offcpu overhead`: two threads of one process pass a token through pipes
-// (bench/workloads/pingpong.c), ~50k context switches a second on this machine, and report round
-// trips per second over rounds of fixed wall time: untraced, traced by our CLI
+// (bench/workloads/pingpong.c), with the work per pass chosen at the start so that the pair makes
+// ~50k context switches a second on the machine at hand (the load the target is set at), and
+// report round trips per second over rounds of fixed wall time: untraced; with an empty program on
+// the same tracepoint (the floor any sched_switch tracer starts from); traced by our CLI
 // (`profile --event offcpu --pid`: kernel + user stack ids at every switch-out, reused when the
 // thread blocks where it blocked before, time summed in the kernel, per thread first in its task
-// storage), and traced by bcc offcputime's method written in bpftrace on the same
-// sched_switch tracepoint (kernel and user stack at switch-out, summed per stack at switch-in).
-// Rounds alternate; each tracer attaches for its rounds only. The row is the slowdown in round
-// trips per CPU second of the workload (its threads' schedstat time, where the switch-out
-// programs are charged): on this shared VM the wall-clock rate swings by 2-4× with other
-// tenants' load, the CPU cost per round trip far less. Wall-clock rates are in the detail, and each
-// tracer's BPF run time per run and per round trip (kernel.bpf_stats_enabled) from one more round each.
+// storage); and traced by bcc offcputime's method written in bpftrace on the same sched_switch
+// tracepoint (kernel and user stack at switch-out, summed per stack at switch-in). Rounds
+// alternate; each tracer attaches for its rounds only. The row is the slowdown in round trips per
+// CPU second of the workload (its threads' schedstat time; a switch's program time is charged to
+// the thread switched to): on this shared VM the wall-clock rate swings by 2-4× with other
+// tenants' load, the CPU cost per round trip far less. Wall-clock rates are in the detail, and
+// each tracer's BPF run time per run and per round trip (kernel.bpf_stats_enabled) from one more
+// round each.
 import fs from 'node:fs';
 import path from 'node:path';
-import { interleave, LineProcess, median, progStats, ratioOfRounds, round, startBpftrace, startCli, type Attached, type BenchContext, type Row } from './lib';
+import { loadAddon } from '../extension/sys/addon';
+import { openObject } from '../extension/tracers/bpfObject';
+import { interleave, LineProcess, median, progStats, ratioOfRounds, root, round, startBpftrace, startCli, type Attached, type BenchContext, type Row } from './lib';
 
 /** bcc offcputime's work, in bpftrace: stacks at switch-out, time per stack at switch-in. */
 function bpftraceProgram(pid: number): string {
@@ -22,6 +27,20 @@ function bpftraceProgram(pid: number): string {
     `delete(@start[args->next_pid]); delete(@ks[args->next_pid]); delete(@us[args->next_pid]); } }`,
     'END { clear(@start); clear(@ks); clear(@us); }',
   ].join(' ');
+}
+
+/** An empty program on the same tracepoint (bpf/bench_floor.bpf.c): what any sched_switch tracer pays before doing anything. */
+function attachSwitchFloor(log: (m: string) => void): { close(): void } {
+  const assetDir = path.join(root, 'dist');
+  const obj = openObject({ addon: loadAddon(assetDir), assetDir, log }, 'bench_floor');
+  try {
+    obj.load();
+    obj.attach('floor_switch');
+  } catch (e) {
+    obj.close();
+    throw e;
+  }
+  return obj;
 }
 
 /** On-CPU ns of all threads of pid (schedstat's first field). */
@@ -37,20 +56,41 @@ function cpuNs(pid: number): number {
   return sum;
 }
 
+/** Context switches a second the target is set at. */
+const TARGET_CS = 50_000;
+
+/**
+ * The first work per pass (spin iterations; 4000, then 0.6× each step) at which the untraced pair
+ * makes at least 95 % of TARGET_CS context switches a second here; the smallest tried when the
+ * machine cannot reach it (the detail shows the rate the rounds reached either way).
+ */
+async function calibrate(p: LineProcess, log: (m: string) => void): Promise<number> {
+  let work = 4000;
+  for (;;) {
+    await p.ask(`work ${work}`, 'work');
+    await p.ask('0.3', 'ops_per_sec'); // warm-up at this work
+    p.send('0.5');
+    const cs = Number((await p.next('ops_per_sec')).split(/\s+/)[3]);
+    log(`  calibration: work ${work} per pass, ${Math.round(cs).toLocaleString('en-US')} context switches/s`);
+    if (cs >= 0.95 * TARGET_CS || work <= 200) return work;
+    work = Math.round(work * 0.6);
+  }
+}
+
 export async function benchOffcpu(ctx: BenchContext): Promise<Row[]> {
   const rounds = ctx.quick ? 7 : 11;
   const seconds = ctx.quick ? '1' : '2';
   const p = new LineProcess(path.join(ctx.buildDir, 'pingpong'), []);
   try {
     await p.next('ready');
-    await p.ask('0.5', 'ops_per_sec');
+    const work = await calibrate(p, ctx.log);
     // Every round starts after a pause (the traced ones after their tracer attached): starting a
     // tracer's process (node's or bpftrace's start-up, on 2 CPUs) moves the workload's threads
     // between CPUs for a few hundred ms after it, which measured +2-4 % with a program that does
     // nothing, and that is not a cost per context switch. Untraced rounds pause the same.
     const settle = () => new Promise((r) => setTimeout(r, ctx.quick ? 500 : 1000));
     const cs: number[] = [];
-    const wall: Record<string, number[]> = { untraced: [], ours: [], bpftrace: [] };
+    const wall: Record<string, number[]> = { untraced: [], floor: [], ours: [], bpftrace: [] };
     const run = (k: string) => async () => {
       const c0 = cpuNs(p.pid);
       p.send(seconds);
@@ -75,6 +115,15 @@ export async function benchOffcpu(ctx: BenchContext): Promise<Row[]> {
         untraced: async () => {
           await settle();
           return run('untraced')();
+        },
+        floor: async () => {
+          const f = attachSwitchFloor(ctx.log);
+          try {
+            await settle();
+            return await run('floor')();
+          } finally {
+            f.close();
+          }
         },
         ours: traced('ours', () => startCli(['profile', '--event', 'offcpu', '--pid', String(p.pid)])),
         bpftrace: traced('bpftrace', () => startBpftrace(bpftraceProgram(p.pid))),
@@ -109,6 +158,7 @@ export async function benchOffcpu(ctx: BenchContext): Promise<Row[]> {
     ctx.log(`  BPF run time: ours ${usPerRun('ours')} µs per run, ${usPerRoundTrip('ours')} µs per round trip; bpftrace ${usPerRun('bpftrace')} µs per run, ${usPerRoundTrip('bpftrace')} µs per round trip`);
     const ours = ratioOfRounds(r.untraced, r.ours);
     const peer = ratioOfRounds(r.untraced, r.bpftrace);
+    const floor = ratioOfRounds(r.untraced, r.floor);
     return [
       {
         name: 'offcpu overhead (~50k context switches/s, untraced / traced round trips per CPU second)',
@@ -117,8 +167,8 @@ export async function benchOffcpu(ctx: BenchContext): Promise<Row[]> {
         target: 1.03,
         better: 'lower',
         peer: { name: 'bpftrace (bcc offcputime method)', value: round(peer, 4) },
-        limit: `what is left is the program itself, ${usPerRun('ours')} µs per sched_switch run in this run (bpftrace ${usPerRun('bpftrace')} µs), ${usPerRoundTrip('ours')} µs of BPF time per round trip of ${round(1e6 / median(r.untraced), 1)} µs CPU untraced: the tracepoint call, the thread's task storage (at switch-out and switch-in), and the one read of the thread's frame records from user memory that makes a reused user stack exact (~0.2 µs of it, the cost of one user-memory read here, whatever its size); a thread preempted in user code, or blocking at a new place, still has both stacks walked (~2.5 µs), as have a few reuses to check the cache`,
-        detail: `${rounds} interleaved rounds of ${seconds} s; median ${Math.round(median(cs)).toLocaleString('en-US')} context switches/s; median round trips per CPU second untraced ${Math.round(median(r.untraced)).toLocaleString('en-US')}, ours ${Math.round(median(r.ours)).toLocaleString('en-US')}, bpftrace ${Math.round(median(r.bpftrace)).toLocaleString('en-US')}; per wall second untraced ${Math.round(median(wall.untraced)).toLocaleString('en-US')}, ours ${Math.round(median(wall.ours)).toLocaleString('en-US')}, bpftrace ${Math.round(median(wall.bpftrace)).toLocaleString('en-US')} (wall-clock slowdown ours ${round(ratioOfRounds(wall.untraced, wall.ours), 3)}×, bpftrace ${round(ratioOfRounds(wall.untraced, wall.bpftrace), 3)}×); BPF run time (kernel.bpf_stats_enabled, one more round each after these): ours ${usPerRun('ours')} µs per run over ${bpf.ours.runs.toLocaleString('en-US')} runs, ${usPerRoundTrip('ours')} µs per round trip; bpftrace ${usPerRun('bpftrace')} µs per run over ${bpf.bpftrace.runs.toLocaleString('en-US')} runs, ${usPerRoundTrip('bpftrace')} µs per round trip`,
+        limit: `an empty program on sched_switch already costs ${round(floor, 3)}× here (a round trip is ~${round(1e6 / median(r.untraced), 0)} µs of CPU, most of it the kernel's pipe and switch work); what ours adds is the program itself, ${usPerRun('ours')} µs per sched_switch run in this run (bpftrace ${usPerRun('bpftrace')} µs), ${usPerRoundTrip('ours')} µs of BPF time per round trip: the tracepoint call, the thread's task storage (at switch-out and switch-in), and the one read of the thread's frame records from user memory that makes a reused user stack exact (~0.2 µs of it, the cost of one user-memory read here, whatever its size); a thread preempted in user code, or blocking at a new place, still has both stacks walked (~2.5 µs), as have a few reuses to check the cache`,
+        detail: `work per pass ${work} (chosen for ~${TARGET_CS.toLocaleString('en-US')} context switches/s untraced); ${rounds} interleaved rounds of ${seconds} s; an empty program on the same tracepoint (the floor any sched_switch tracer starts from): ${round(floor, 4)}×; median ${Math.round(median(cs)).toLocaleString('en-US')} context switches/s; median round trips per CPU second untraced ${Math.round(median(r.untraced)).toLocaleString('en-US')}, ours ${Math.round(median(r.ours)).toLocaleString('en-US')}, bpftrace ${Math.round(median(r.bpftrace)).toLocaleString('en-US')}; per wall second untraced ${Math.round(median(wall.untraced)).toLocaleString('en-US')}, ours ${Math.round(median(wall.ours)).toLocaleString('en-US')}, bpftrace ${Math.round(median(wall.bpftrace)).toLocaleString('en-US')} (wall-clock slowdown ours ${round(ratioOfRounds(wall.untraced, wall.ours), 3)}×, bpftrace ${round(ratioOfRounds(wall.untraced, wall.bpftrace), 3)}×); BPF run time (kernel.bpf_stats_enabled, one more round each after these): ours ${usPerRun('ours')} µs per run over ${bpf.ours.runs.toLocaleString('en-US')} runs, ${usPerRoundTrip('ours')} µs per round trip; bpftrace ${usPerRun('bpftrace')} µs per run over ${bpf.bpftrace.runs.toLocaleString('en-US')} runs, ${usPerRoundTrip('bpftrace')} µs per round trip`,
       },
     ];
   } finally {

@@ -2,7 +2,8 @@
 // a pair of pipes, each doing a little work per pass, so each pass blocks one thread and wakes
 // the other (two context switches per round trip at least). Prints "ready", then for every "S"
 // line on stdin runs S seconds of wall time and prints "ops_per_sec X cs_per_sec Y" (round trips,
-// and the process's context switches, per second); exits on EOF. argv[1]: work per pass.
+// and the process's context switches, per second); a "work N" line sets the work per pass (and
+// prints "work N"); exits on EOF. argv[1]: the work per pass at the start.
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -82,6 +83,11 @@ int main(int argc, char **argv)
 	printf("ready\n");
 	fflush(stdout);
 	while (fgets(line, sizeof line, stdin)) {
+		if (sscanf(line, "work %ld", &work) == 1) {
+			printf("work %ld\n", work);
+			fflush(stdout);
+			continue;
+		}
 		double secs = atof(line), t0 = now_s(), t1;
 		unsigned long ops = 0, s0 = switches();
 		do {
