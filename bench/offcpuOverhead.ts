@@ -68,8 +68,8 @@ async function calibrate(p: LineProcess, log: (m: string) => void): Promise<numb
   let work = 4000;
   for (;;) {
     await p.ask(`work ${work}`, 'work');
-    await p.ask('0.3', 'ops_per_sec'); // warm-up at this work
-    p.send('0.5');
+    await p.ask('0.5', 'ops_per_sec'); // the threads settle on their CPUs at this work
+    p.send('1');
     const cs = Number((await p.next('ops_per_sec')).split(/\s+/)[3]);
     log(`  calibration: work ${work} per pass, ${Math.round(cs).toLocaleString('en-US')} context switches/s`);
     if (cs >= 0.95 * TARGET_CS || work <= 200) return work;
