@@ -38,6 +38,7 @@ import type { RingBufferHandle } from '../../../native/index';
 import fs from 'node:fs';
 import { addHeld, addOpenIntervals, decodeHeld, decodeJavaRecord, decodeStarts, decodeTotals, OFFCPU_JAVA_SIZE, OFFCPU_STAT, parseProcStack, stateOfLetter, type OffcpuEntry } from './decode';
 import { unsuitableError } from '../../protocol/errors';
+import { kernelRelease, releaseAtLeast } from '../../sys/kernelRelease';
 import type { CountEntry } from '../profile/decode';
 import { addLockFrames, addVirtualThreads, startLockSession } from '../javaLocks/tracer';
 
@@ -159,6 +160,9 @@ export const offcpuTracer: Tracer<'offcpu'> = {
     const warnings: string[] = [];
     const info = options.pid ? (checkPid(options.pid), processInfo(options.pid)) : undefined;
     if (options.pid && !info) throw inputError(`no process with pid ${options.pid} is running (check with: ps -p ${options.pid})`);
+    const release = kernelRelease();
+    if (!releaseAtLeast(release, 5, 15))
+      throw unsuitableError(`off-CPU and wall-clock profiles need Linux 5.15 or later (this kernel is ${release}): each thread's state is kept in BPF task storage and its user registers are read with bpf_task_pt_regs. CPU profiles (ebpf-studio profile --event cpu) work on this kernel`);
     const javaMode = options.java ?? 'auto';
     if (options.pid && javaMode === 'agent' && !info?.jvm) {
       checkAgentTarget(options.pid, env.requester);
