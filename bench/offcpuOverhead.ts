@@ -14,15 +14,16 @@
 // each tracer's BPF run time per run and per round trip (kernel.bpf_stats_enabled) from one more
 // round each.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { loadAddon } from '../extension/sys/addon';
 import { openObject } from '../extension/tracers/bpfObject';
 import { interleave, LineProcess, median, progStats, ratioOfRounds, root, round, startBpftrace, startCli, type Attached, type BenchContext, type Row } from './lib';
 
-/** bcc offcputime's work, in bpftrace: stacks at switch-out, time per stack at switch-in. */
-function bpftraceProgram(pid: number): string {
+/** bcc offcputime's work, in bpftrace: stacks at switch-out, time per stack at switch-in (of one process, or of every thread as `offcputime` without -p). */
+function bpftraceProgram(pid?: number): string {
   return [
-    `tracepoint:sched:sched_switch { if (pid == ${pid}) { @start[tid] = nsecs; @ks[tid] = kstack; @us[tid] = ustack; }`,
+    `tracepoint:sched:sched_switch { if (${pid ? `pid == ${pid}` : 'tid != 0'}) { @start[tid] = nsecs; @ks[tid] = kstack; @us[tid] = ustack; }`,
     `$s = @start[args->next_pid]; if ($s) { @off[@ks[args->next_pid], @us[args->next_pid]] = sum(nsecs - $s);`,
     `delete(@start[args->next_pid]); delete(@ks[args->next_pid]); delete(@us[args->next_pid]); } }`,
     'END { clear(@start); clear(@ks); clear(@us); }',
@@ -170,8 +171,89 @@ export async function benchOffcpu(ctx: BenchContext): Promise<Row[]> {
         limit: `an empty program on sched_switch already costs ${round(floor, 3)}× here (a round trip is ~${round(1e6 / median(r.untraced), 0)} µs of CPU, most of it the kernel's pipe and switch work); what ours adds is the program itself, ${usPerRun('ours')} µs per sched_switch run in this run (bpftrace ${usPerRun('bpftrace')} µs), ${usPerRoundTrip('ours')} µs of BPF time per round trip: the tracepoint call, the thread's task storage (at switch-out and switch-in), and the one read of the thread's frame records from user memory that makes a reused user stack exact (~0.2 µs of it, the cost of one user-memory read here, whatever its size); a thread preempted in user code, or blocking at a new place, still has both stacks walked (~2.5 µs), as have a few reuses to check the cache`,
         detail: `work per pass ${work} (chosen for ~${TARGET_CS.toLocaleString('en-US')} context switches/s untraced); ${rounds} interleaved rounds of ${seconds} s; an empty program on the same tracepoint (the floor any sched_switch tracer starts from): ${round(floor, 4)}×; median ${Math.round(median(cs)).toLocaleString('en-US')} context switches/s; median round trips per CPU second untraced ${Math.round(median(r.untraced)).toLocaleString('en-US')}, ours ${Math.round(median(r.ours)).toLocaleString('en-US')}, bpftrace ${Math.round(median(r.bpftrace)).toLocaleString('en-US')}; per wall second untraced ${Math.round(median(wall.untraced)).toLocaleString('en-US')}, ours ${Math.round(median(wall.ours)).toLocaleString('en-US')}, bpftrace ${Math.round(median(wall.bpftrace)).toLocaleString('en-US')} (wall-clock slowdown ours ${round(ratioOfRounds(wall.untraced, wall.ours), 3)}×, bpftrace ${round(ratioOfRounds(wall.untraced, wall.bpftrace), 3)}×); BPF run time (kernel.bpf_stats_enabled, one more round each after these): ours ${usPerRun('ours')} µs per run over ${bpf.ours.runs.toLocaleString('en-US')} runs, ${usPerRoundTrip('ours')} µs per round trip; bpftrace ${usPerRun('bpftrace')} µs per run over ${bpf.bpftrace.runs.toLocaleString('en-US')} runs, ${usPerRoundTrip('bpftrace')} µs per round trip`,
       },
+      // the pair is idle (blocked reading its stdin) while the busy row runs
+      await busyRow(ctx),
     ];
   } finally {
     await p.close();
+  }
+}
+
+/**
+ * The same comparison on a busy machine: two pairs per CPU keep every CPU busy while making
+ * ~TARGET_CS context switches a second in all (their work per pass chosen for that), traced
+ * machine-wide (`--all`; bpftrace without a pid filter). Context for the row above, whose single
+ * pair leaves the CPUs partly idle and spends most of each round trip in the kernel's own switch
+ * and pipe work; here each switch comes with the CPU work a loaded server does between them.
+ */
+async function busyRow(ctx: BenchContext): Promise<Row> {
+  const rounds = ctx.quick ? 5 : 9;
+  const seconds = ctx.quick ? 1 : 2;
+  const procs = Array.from({ length: 2 * os.cpus().length }, () => new LineProcess(path.join(ctx.buildDir, 'pingpong'), []));
+  try {
+    await Promise.all(procs.map((p) => p.next('ready')));
+    const all = async (secs: number) => {
+      const c0 = procs.reduce((a, p) => a + cpuNs(p.pid), 0);
+      for (const p of procs) p.send(String(secs));
+      const lines = await Promise.all(procs.map((p) => p.next('ops_per_sec')));
+      const cpuS = (procs.reduce((a, p) => a + cpuNs(p.pid), 0) - c0) / 1e9;
+      const ops = lines.reduce((a, l) => a + Number(l.split(/\s+/)[1]), 0);
+      const cs = lines.reduce((a, l) => a + Number(l.split(/\s+/)[3]), 0);
+      return { perCpuS: (ops * secs) / cpuS, cs };
+    };
+    // less work per pass means more switches: grow it until the pairs make at most ~TARGET_CS
+    let work = 2000;
+    for (;;) {
+      await Promise.all(procs.map((p) => p.ask(`work ${work}`, 'work')));
+      await all(0.5);
+      const { cs } = await all(1);
+      ctx.log(`  busy calibration: ${procs.length} pairs, work ${work} per pass, ${Math.round(cs).toLocaleString('en-US')} context switches/s in all`);
+      if (cs <= 1.05 * TARGET_CS || work >= 200_000) break;
+      work = Math.round(work * Math.min(3, Math.max(1.1, cs / TARGET_CS)));
+    }
+    const cs: number[] = [];
+    const settle = () => new Promise((r) => setTimeout(r, ctx.quick ? 500 : 1000));
+    const measured = async () => {
+      await settle();
+      const m = await all(seconds);
+      cs.push(m.cs);
+      return m.perCpuS;
+    };
+    const traced = (start: () => Promise<Attached>) => async () => {
+      const t = await start();
+      try {
+        return await measured();
+      } finally {
+        await t.stop();
+      }
+    };
+    const r = await interleave(
+      rounds,
+      {
+        untraced: measured,
+        floor: async () => {
+          const f = attachSwitchFloor(ctx.log);
+          try {
+            return await measured();
+          } finally {
+            f.close();
+          }
+        },
+        ours: traced(() => startCli(['profile', '--event', 'offcpu', '--all'])),
+        bpftrace: traced(() => startBpftrace(bpftraceProgram())),
+      },
+      ctx.log,
+    );
+    return {
+      name: 'offcpu overhead, busy machine (2 pairs per CPU, ~50k context switches/s in all, traced machine-wide; untraced / traced round trips per CPU second)',
+      value: round(ratioOfRounds(r.untraced, r.ours), 4),
+      unit: '×',
+      target: null,
+      better: 'lower',
+      peer: { name: 'bpftrace (bcc offcputime method, every thread)', value: round(ratioOfRounds(r.untraced, r.bpftrace), 4) },
+      detail: `${procs.length} pingpong pairs, work per pass ${work}; ${rounds} interleaved rounds of ${seconds} s; median ${Math.round(median(cs)).toLocaleString('en-US')} context switches/s in all; median round trips per CPU second untraced ${Math.round(median(r.untraced)).toLocaleString('en-US')} (${round(1e6 / median(r.untraced), 1)} µs of CPU per round trip), an empty program on sched_switch ${round(ratioOfRounds(r.untraced, r.floor), 4)}×`,
+    };
+  } finally {
+    await Promise.all(procs.map((p) => p.close()));
   }
 }
