@@ -4,9 +4,8 @@
 // record is split off with the tracers' records() helper and decoded, as a tracer would. Loss is
 // what the kernel counted when bpf_ringbuf_reserve found no room.
 import path from 'node:path';
-import { loadAddon } from '../extension/sys/addon';
 import { loadFirstWorking, readCounter, records, setRodata } from '../extension/tracers/bpfObject';
-import { LineProcess, median, root, round, sleep, type BenchContext, type Row } from './lib';
+import { benchTracerEnv, LineProcess, median, round, sleep, type BenchContext, type Row } from './lib';
 
 const CTR_SUBMITTED = 0;
 const CTR_DROPPED = 1;
@@ -28,8 +27,7 @@ interface Series {
 }
 
 async function measure(ctx: BenchContext, gen: LineProcess, perHit: number, rounds: number, seconds: number): Promise<Series> {
-  const assetDir = path.join(root, 'dist');
-  const env = { addon: loadAddon(assetDir), assetDir, log: ctx.log };
+  const env = benchTracerEnv(ctx.log);
   const { obj } = loadFirstWorking(env, 'bench_events', [['bench_sys_enter']], (o) => setRodata(o, { target_tgid: gen.pid, events_per_hit: perHit }));
   try {
     obj.attach('bench_sys_enter');

@@ -5,10 +5,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
+import { loadAddon } from '../extension/sys/addon';
+import type { TracerEnv } from '../extension/tracers/tracer';
 
 export const root = path.resolve(__dirname, '..');
 export const cli = path.join(root, 'dist', 'cli.js');
 export const JAVA_HOME = '/usr/lib/jvm/java-17-openjdk-amd64';
+
+/** What a group that loads a BPF object itself (a floor, an event generator) gives the tracers' loaders: the built addon and objects under dist/. */
+export function benchTracerEnv(log: (m: string) => void): TracerEnv {
+  const assetDir = path.join(root, 'dist');
+  return { addon: loadAddon(assetDir), assetDir, log };
+}
 
 export interface Row {
   name: string;

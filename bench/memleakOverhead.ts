@@ -11,10 +11,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { BpfObject } from '../native/index';
-import { loadAddon } from '../extension/sys/addon';
 import { openObject } from '../extension/tracers/bpfObject';
 import { readMaps } from '../extension/sys/proc/maps';
-import { have, interleave, LineProcess, median, ratioOfRounds, root, round, startCli, startUntil, type Attached, type BenchContext, type Row } from './lib';
+import { benchTracerEnv, have, interleave, LineProcess, median, ratioOfRounds, root, round, startCli, startUntil, type Attached, type BenchContext, type Row } from './lib';
 
 /**
  * The probes extension/tracers/memleak/tracer.ts attaches in --pid mode to a C program (libc only;
@@ -38,8 +37,7 @@ const MEMLEAK_LIBC_PROBES: [string, boolean][] = [
 
 /** Attaches the empty programs to the target's libc; returns the object (close() detaches). */
 export function attachFloor(pid: number, log: (m: string) => void): { obj: BpfObject; probes: number } {
-  const assetDir = path.join(root, 'dist');
-  const env = { addon: loadAddon(assetDir), assetDir, log };
+  const env = benchTracerEnv(log);
   const libc = readMaps(pid).find((m) => /\/libc\.so\.6$/.test(m.path))?.path;
   if (!libc) throw new Error(`pid ${pid} maps no libc.so.6`);
   const obj = openObject(env, 'bench_floor');

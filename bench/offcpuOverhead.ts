@@ -16,9 +16,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { loadAddon } from '../extension/sys/addon';
 import { openObject } from '../extension/tracers/bpfObject';
-import { interleave, LineProcess, median, progStats, ratioOfRounds, root, round, startBpftrace, startCli, type Attached, type BenchContext, type Row } from './lib';
+import { benchTracerEnv, interleave, LineProcess, median, progStats, ratioOfRounds, round, startBpftrace, startCli, type Attached, type BenchContext, type Row } from './lib';
 
 /** bcc offcputime's work, in bpftrace: stacks at switch-out, time per stack at switch-in (of one process, or of every thread as `offcputime` without -p). */
 function bpftraceProgram(pid?: number): string {
@@ -32,8 +31,7 @@ function bpftraceProgram(pid?: number): string {
 
 /** An empty program on the same tracepoint (bpf/bench_floor.bpf.c): what any sched_switch tracer pays before doing anything. */
 function attachSwitchFloor(log: (m: string) => void): { close(): void } {
-  const assetDir = path.join(root, 'dist');
-  const obj = openObject({ addon: loadAddon(assetDir), assetDir, log }, 'bench_floor');
+  const obj = openObject(benchTracerEnv(log), 'bench_floor');
   try {
     obj.load();
     obj.attach('floor_switch');
@@ -57,6 +55,58 @@ function cpuNs(pid: number): number {
   return sum;
 }
 
+/** One round of `secs` s on every pair at once: round trips per CPU second of their threads, round trips per wall second, and context switches per second, summed over the pairs. */
+async function pairsRound(procs: LineProcess[], secs: number): Promise<{ perCpuS: number; perWallS: number; cs: number }> {
+  const cpu = () => procs.reduce((a, p) => a + cpuNs(p.pid), 0);
+  const c0 = cpu();
+  for (const p of procs) p.send(String(secs));
+  const lines = await Promise.all(procs.map((p) => p.next('ops_per_sec')));
+  const cpuS = (cpu() - c0) / 1e9;
+  const perWallS = lines.reduce((a, l) => a + Number(l.split(/\s+/)[1]), 0);
+  const cs = lines.reduce((a, l) => a + Number(l.split(/\s+/)[3]), 0);
+  return { perCpuS: (perWallS * secs) / cpuS, perWallS, cs };
+}
+
+/**
+ * Interleaved rounds of measure(variant): untraced, over an empty program on sched_switch, under
+ * our CLI and under bpftrace (each attached for its round only). Every round starts after a pause
+ * (the traced ones after their tracer attached): starting a tracer's process (node's or
+ * bpftrace's start-up, on 2 CPUs) moves the workload's threads between CPUs for a few hundred ms
+ * after it, which measured +2-4 % with a program that does nothing, and that is not a cost per
+ * context switch.
+ */
+function compareTracers(ctx: BenchContext, rounds: number, measure: (variant: string) => Promise<number>, tracers: { ours: () => Promise<Attached>; bpftrace: () => Promise<Attached> }): Promise<Record<string, number[]>> {
+  const settled = async (k: string) => {
+    await new Promise((r) => setTimeout(r, ctx.quick ? 500 : 1000));
+    return measure(k);
+  };
+  const traced = (k: 'ours' | 'bpftrace') => async () => {
+    const t = await tracers[k]();
+    try {
+      return await settled(k);
+    } finally {
+      await t.stop();
+    }
+  };
+  return interleave(
+    rounds,
+    {
+      untraced: () => settled('untraced'),
+      floor: async () => {
+        const f = attachSwitchFloor(ctx.log);
+        try {
+          return await settled('floor');
+        } finally {
+          f.close();
+        }
+      },
+      ours: traced('ours'),
+      bpftrace: traced('bpftrace'),
+    },
+    ctx.log,
+  );
+}
+
 /** Context switches a second the target is set at. */
 const TARGET_CS = 50_000;
 
@@ -69,9 +119,8 @@ async function calibrate(p: LineProcess, log: (m: string) => void): Promise<numb
   let work = 4000;
   for (;;) {
     await p.ask(`work ${work}`, 'work');
-    await p.ask('0.5', 'ops_per_sec'); // the threads settle on their CPUs at this work
-    p.send('1');
-    const cs = Number((await p.next('ops_per_sec')).split(/\s+/)[3]);
+    await pairsRound([p], 0.5); // the threads settle on their CPUs at this work
+    const { cs } = await pairsRound([p], 1);
     log(`  calibration: work ${work} per pass, ${Math.round(cs).toLocaleString('en-US')} context switches/s`);
     if (cs >= 0.95 * TARGET_CS || work <= 200) return work;
     work = Math.round(work * 0.6);
@@ -80,56 +129,23 @@ async function calibrate(p: LineProcess, log: (m: string) => void): Promise<numb
 
 export async function benchOffcpu(ctx: BenchContext): Promise<Row[]> {
   const rounds = ctx.quick ? 7 : 11;
-  const seconds = ctx.quick ? '1' : '2';
+  const seconds = ctx.quick ? 1 : 2;
   const p = new LineProcess(path.join(ctx.buildDir, 'pingpong'), []);
   try {
     await p.next('ready');
     const work = await calibrate(p, ctx.log);
-    // Every round starts after a pause (the traced ones after their tracer attached): starting a
-    // tracer's process (node's or bpftrace's start-up, on 2 CPUs) moves the workload's threads
-    // between CPUs for a few hundred ms after it, which measured +2-4 % with a program that does
-    // nothing, and that is not a cost per context switch. Untraced rounds pause the same.
-    const settle = () => new Promise((r) => setTimeout(r, ctx.quick ? 500 : 1000));
     const cs: number[] = [];
     const wall: Record<string, number[]> = { untraced: [], floor: [], ours: [], bpftrace: [] };
-    const run = (k: string) => async () => {
-      const c0 = cpuNs(p.pid);
-      p.send(seconds);
-      const [, ops, , perSec] = (await p.next('ops_per_sec')).split(/\s+/);
-      const cpuS = (cpuNs(p.pid) - c0) / 1e9;
-      cs.push(Number(perSec));
-      wall[k].push(Number(ops));
-      return (Number(ops) * Number(seconds)) / cpuS;
-    };
-    const traced = (k: string, start: () => Promise<Attached>) => async () => {
-      const t = await start();
-      try {
-        await settle();
-        return await run(k)();
-      } finally {
-        await t.stop();
-      }
-    };
-    const r = await interleave(
+    const r = await compareTracers(
+      ctx,
       rounds,
-      {
-        untraced: async () => {
-          await settle();
-          return run('untraced')();
-        },
-        floor: async () => {
-          const f = attachSwitchFloor(ctx.log);
-          try {
-            await settle();
-            return await run('floor')();
-          } finally {
-            f.close();
-          }
-        },
-        ours: traced('ours', () => startCli(['profile', '--event', 'offcpu', '--pid', String(p.pid)])),
-        bpftrace: traced('bpftrace', () => startBpftrace(bpftraceProgram(p.pid))),
+      async (k) => {
+        const m = await pairsRound([p], seconds);
+        cs.push(m.cs);
+        wall[k].push(m.perWallS);
+        return m.perCpuS;
       },
-      ctx.log,
+      { ours: () => startCli(['profile', '--event', 'offcpu', '--pid', String(p.pid)]), bpftrace: () => startBpftrace(bpftraceProgram(p.pid)) },
     );
     // Then the kernel's own accounting of each tracer's BPF run time over one more round each
     // (kernel.bpf_stats_enabled, which adds two clock reads per run: on only here, not in the
@@ -145,10 +161,9 @@ export async function benchOffcpu(ctx: BenchContext): Promise<Row[]> {
       try {
         fs.writeFileSync(knob, '1');
         const s0 = progStats(t.child.pid ?? 0);
-        p.send(seconds);
-        const ops = Number((await p.next('ops_per_sec')).split(/\s+/)[1]);
+        const { perWallS } = await pairsRound([p], seconds);
         const s1 = progStats(t.child.pid ?? 0);
-        bpf[k] = { ns: s1.ns - s0.ns, runs: s1.runs - s0.runs, roundTrips: ops * Number(seconds) };
+        bpf[k] = { ns: s1.ns - s0.ns, runs: s1.runs - s0.runs, roundTrips: perWallS * seconds };
       } finally {
         fs.writeFileSync(knob, was);
         await t.stop();
@@ -192,57 +207,26 @@ async function busyRow(ctx: BenchContext): Promise<Row> {
   const procs = Array.from({ length: 2 * os.cpus().length }, () => new LineProcess(path.join(ctx.buildDir, 'pingpong'), []));
   try {
     await Promise.all(procs.map((p) => p.next('ready')));
-    const all = async (secs: number) => {
-      const c0 = procs.reduce((a, p) => a + cpuNs(p.pid), 0);
-      for (const p of procs) p.send(String(secs));
-      const lines = await Promise.all(procs.map((p) => p.next('ops_per_sec')));
-      const cpuS = (procs.reduce((a, p) => a + cpuNs(p.pid), 0) - c0) / 1e9;
-      const ops = lines.reduce((a, l) => a + Number(l.split(/\s+/)[1]), 0);
-      const cs = lines.reduce((a, l) => a + Number(l.split(/\s+/)[3]), 0);
-      return { perCpuS: (ops * secs) / cpuS, cs };
-    };
     // less work per pass means more switches: grow it until the pairs make at most ~TARGET_CS
     let work = 2000;
     for (;;) {
       await Promise.all(procs.map((p) => p.ask(`work ${work}`, 'work')));
-      await all(0.5);
-      const { cs } = await all(1);
+      await pairsRound(procs, 0.5);
+      const { cs } = await pairsRound(procs, 1);
       ctx.log(`  busy calibration: ${procs.length} pairs, work ${work} per pass, ${Math.round(cs).toLocaleString('en-US')} context switches/s in all`);
       if (cs <= 1.05 * TARGET_CS || work >= 200_000) break;
       work = Math.round(work * Math.min(3, Math.max(1.1, cs / TARGET_CS)));
     }
     const cs: number[] = [];
-    const settle = () => new Promise((r) => setTimeout(r, ctx.quick ? 500 : 1000));
-    const measured = async () => {
-      await settle();
-      const m = await all(seconds);
-      cs.push(m.cs);
-      return m.perCpuS;
-    };
-    const traced = (start: () => Promise<Attached>) => async () => {
-      const t = await start();
-      try {
-        return await measured();
-      } finally {
-        await t.stop();
-      }
-    };
-    const r = await interleave(
+    const r = await compareTracers(
+      ctx,
       rounds,
-      {
-        untraced: measured,
-        floor: async () => {
-          const f = attachSwitchFloor(ctx.log);
-          try {
-            return await measured();
-          } finally {
-            f.close();
-          }
-        },
-        ours: traced(() => startCli(['profile', '--event', 'offcpu', '--all'])),
-        bpftrace: traced(() => startBpftrace(bpftraceProgram())),
+      async () => {
+        const m = await pairsRound(procs, seconds);
+        cs.push(m.cs);
+        return m.perCpuS;
       },
-      ctx.log,
+      { ours: () => startCli(['profile', '--event', 'offcpu', '--all']), bpftrace: () => startBpftrace(bpftraceProgram()) },
     );
     return {
       name: 'offcpu overhead, busy machine (2 pairs per CPU, ~50k context switches/s in all, traced machine-wide; untraced / traced round trips per CPU second)',
