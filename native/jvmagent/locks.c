@@ -601,55 +601,50 @@ static void look(JNIEnv *jni, unsigned number, int64_t elapsed) {
 
 static void forget_methods(void) { method_table_clear(&l_methods, l_jvmti); }
 
-// Thread.parkBlocker and AbstractOwnableSynchronizer.exclusiveOwnerThread (attach thread, once).
+// A class or field the running JDK may not have (each release lays these classes out a little
+// differently): NULL, with the exception cleared, when it is absent.
+static jclass optional_class(JNIEnv *jni, const char *name) {
+  jclass c = (*jni)->FindClass(jni, name);
+  if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
+  return c;
+}
+
+static jfieldID optional_field(JNIEnv *jni, jclass c, const char *name, const char *sig) {
+  if (!c) return NULL;
+  jfieldID f = (*jni)->GetFieldID(jni, c, name, sig);
+  if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
+  return f;
+}
+
+// A global reference to c (NULL stays NULL); the local one is dropped.
+static jclass global_class(JNIEnv *jni, jclass c) {
+  if (!c) return NULL;
+  jclass g = (jclass)(*jni)->NewGlobalRef(jni, c);
+  (*jni)->DeleteLocalRef(jni, c);
+  return g;
+}
+
+// Thread.parkBlocker and .tid, AbstractOwnableSynchronizer.exclusiveOwnerThread, the read-write
+// lock's state (int before JDK 25, long from it) and the classes tested against (attach thread, once).
 static void resolve_fields(JNIEnv *jni) {
   static int done;
   if (done) return;
   done = 1;
-  jclass thr = (*jni)->FindClass(jni, "java/lang/Thread");
-  if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
-  if (thr) l_park_blocker = (*jni)->GetFieldID(jni, thr, "parkBlocker", "Ljava/lang/Object;");
-  if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
-  jclass aos = (*jni)->FindClass(jni, "java/util/concurrent/locks/AbstractOwnableSynchronizer");
-  if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
-  if (aos) {
-    l_owner_field = (*jni)->GetFieldID(jni, aos, "exclusiveOwnerThread", "Ljava/lang/Thread;");
-    if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
-    l_aos = (*jni)->NewGlobalRef(jni, aos);
-  }
-  if (thr) {
-    l_thread_tid = (*jni)->GetFieldID(jni, thr, "tid", "J");
-    if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
-  }
-  jclass aqs = (*jni)->FindClass(jni, "java/util/concurrent/locks/AbstractQueuedSynchronizer");
-  if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
-  if (aqs) {
-    l_aqs_state = (*jni)->GetFieldID(jni, aqs, "state", "I");
-    if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
-    (*jni)->DeleteLocalRef(jni, aqs);
-  }
-  jclass aqls = (*jni)->FindClass(jni, "java/util/concurrent/locks/AbstractQueuedLongSynchronizer");
-  if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
-  if (aqls) {
-    l_aqls_state = (*jni)->GetFieldID(jni, aqls, "state", "J");
-    if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
-    l_aqls = (*jni)->NewGlobalRef(jni, aqls);
-    (*jni)->DeleteLocalRef(jni, aqls);
-  }
-  jclass rw = (*jni)->FindClass(jni, "java/util/concurrent/locks/ReentrantReadWriteLock$Sync");
-  if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
-  if (rw) {
-    l_rwsync = (*jni)->NewGlobalRef(jni, rw);
-    (*jni)->DeleteLocalRef(jni, rw);
-  }
-  jclass bvt = (*jni)->FindClass(jni, "java/lang/BaseVirtualThread");
-  if ((*jni)->ExceptionCheck(jni)) (*jni)->ExceptionClear(jni);
-  if (bvt) {
-    l_vthread_class = (*jni)->NewGlobalRef(jni, bvt);
-    (*jni)->DeleteLocalRef(jni, bvt);
-  }
+  jclass thr = optional_class(jni, "java/lang/Thread");
+  l_park_blocker = optional_field(jni, thr, "parkBlocker", "Ljava/lang/Object;");
+  l_thread_tid = optional_field(jni, thr, "tid", "J");
   if (thr) (*jni)->DeleteLocalRef(jni, thr);
-  if (aos) (*jni)->DeleteLocalRef(jni, aos);
+  jclass aos = optional_class(jni, "java/util/concurrent/locks/AbstractOwnableSynchronizer");
+  l_owner_field = optional_field(jni, aos, "exclusiveOwnerThread", "Ljava/lang/Thread;");
+  l_aos = global_class(jni, aos);
+  jclass aqs = optional_class(jni, "java/util/concurrent/locks/AbstractQueuedSynchronizer");
+  l_aqs_state = optional_field(jni, aqs, "state", "I");
+  if (aqs) (*jni)->DeleteLocalRef(jni, aqs);
+  jclass aqls = optional_class(jni, "java/util/concurrent/locks/AbstractQueuedLongSynchronizer");
+  l_aqls_state = optional_field(jni, aqls, "state", "J");
+  l_aqls = global_class(jni, aqls);
+  l_rwsync = global_class(jni, optional_class(jni, "java/util/concurrent/locks/ReentrantReadWriteLock$Sync"));
+  l_vthread_class = global_class(jni, optional_class(jni, "java/lang/BaseVirtualThread"));
 }
 
 static void *locks_thread(void *arg) {
