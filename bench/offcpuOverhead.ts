@@ -9,8 +9,8 @@
 // tracepoint (kernel and user stack at switch-out, summed per stack at switch-in). Rounds
 // alternate; each tracer attaches for its rounds only. Three rows: the pair on one CPU (the row
 // with the target: every switch is between the pair's threads, so all of a tracer's work lands on
-// the workload), the same pair free to move across CPUs (each pass then wakes the other thread on an
-// idle CPU), and a busy machine (two pairs per CPU, traced machine-wide). Each row is the slowdown
+// the workload), the same pair where the scheduler puts it (sharing a CPU part of the time, waking
+// the other thread on an idle CPU the rest), and a busy machine (two pairs per CPU, traced machine-wide). Each row is the slowdown
 // in round trips per CPU second of the workload (its threads' schedstat time; a switch's program
 // time is charged to the thread switched to): on this shared VM the wall-clock rate swings by 2-4×
 // with other tenants' load, the CPU cost per round trip far less. Wall-clock rates are in the
@@ -114,35 +114,33 @@ function compareTracers(ctx: BenchContext, rounds: number, measure: (variant: st
 const TARGET_CS = 50_000;
 
 /**
- * Across CPUs: the first work per pass (spin iterations; 4000, then 0.6× each step) at which the
- * untraced pair makes at least 95 % of TARGET_CS context switches a second here; the smallest tried
- * when the machine cannot reach it (the detail shows the rate the rounds reached either way). The
- * rate jumps between levels as the scheduler moves the threads, so this lands near, not at, the
- * target.
+ * Left to the scheduler: the first work per pass (spin iterations; 4000, then 0.6× each step) at
+ * which the untraced pair makes at least 95 % of TARGET_CS context switches a second here; the
+ * smallest tried when the machine cannot reach it (the detail shows the rate the rounds reached).
  */
-async function calibrate(p: LineProcess, log: (m: string) => void): Promise<number> {
+async function calibrateFree(p: LineProcess, log: (m: string) => void): Promise<number> {
   let work = 4000;
   for (;;) {
     await p.ask(`work ${work}`, 'work');
     await pairsRound([p], 0.5); // the threads settle on their CPUs at this work
     const { cs } = await pairsRound([p], 1);
-    log(`  calibration: work ${work} per pass, ${Math.round(cs).toLocaleString('en-US')} context switches/s`);
+    log(`  calibration (threads where the scheduler puts them): work ${work} per pass, ${Math.round(cs).toLocaleString('en-US')} context switches/s`);
     if (cs >= 0.95 * TARGET_CS || work <= 200) return work;
     work = Math.round(work * 0.6);
   }
 }
 
 /**
- * On one CPU a round trip's time is a fixed switch-and-pipe cost plus the work per pass, so two
- * measured points give the line and the work at TARGET_CS; one more step from the point it lands on
- * corrects the fixed cost's drift.
+ * With both threads on one CPU a round trip's time is a fixed switch-and-pipe
+ * cost plus the work per pass, so two measured points give the line and the work at TARGET_CS; two
+ * more steps from the points it lands on correct the fixed cost's drift.
  */
-async function calibratePinned(p: LineProcess, log: (m: string) => void): Promise<number> {
+async function calibrate(p: LineProcess, log: (m: string) => void): Promise<number> {
   const usPerRoundTrip = async (work: number) => {
     await p.ask(`work ${work}`, 'work');
     await pairsRound([p], 0.3);
     const { perWallS, cs } = await pairsRound([p], 1);
-    log(`  calibration (one CPU): work ${work} per pass, ${Math.round(cs).toLocaleString('en-US')} context switches/s`);
+    log(`  calibration: work ${work} per pass, ${Math.round(cs).toLocaleString('en-US')} context switches/s`);
     return { us: 1e6 / perWallS, csPerRoundTrip: cs / perWallS };
   };
   let [w0, w1] = [2000, 16_000];
@@ -158,27 +156,31 @@ async function calibratePinned(p: LineProcess, log: (m: string) => void): Promis
   return w1;
 }
 
-/** Starts the pingpong pair, on one CPU (the last) or free to move. */
-function startPair(ctx: BenchContext, pinned: boolean): LineProcess {
-  const bin = path.join(ctx.buildDir, 'pingpong');
-  return pinned ? new LineProcess('taskset', ['-c', String(os.cpus().length - 1), bin]) : new LineProcess(bin, []);
+/** Starts the pingpong pair: both threads on the last CPU, or where the scheduler puts them. */
+async function startPair(ctx: BenchContext, oneCpu: boolean): Promise<LineProcess> {
+  const p = new LineProcess(path.join(ctx.buildDir, 'pingpong'), []);
+  await p.next('ready');
+  const last = os.cpus().length - 1;
+  if (oneCpu) await p.ask(`pin ${last} ${last}`, 'pin');
+  return p;
 }
 
 /**
- * The pair at ~TARGET_CS context switches a second, on one CPU (the row with the target) or free to
- * move across CPUs (context). On one CPU every switch goes from one of the pair's threads to the
- * other, so both halves of the tracer's work at each switch (switch-out and switch-in) land on the
- * workload's CPU time, and the rate is the one asked for; across CPUs each pass wakes the other
- * thread on an idle CPU (an interrupt to it, its idle exit), which here is most of a round trip's
- * CPU time, and the switch-out half of a switch to the idle task is charged to the idle task.
+ * The pair at ~TARGET_CS context switches a second, both threads on one CPU (the row with the
+ * target) or where the scheduler puts them (context). On one CPU every switch goes from one of the
+ * pair's threads to the other, so both halves of the tracer's work at each switch (switch-out and
+ * switch-in) land on the workload's CPU time, and the rate is the one asked for. Left to the
+ * scheduler, the threads share a CPU some of the time and wake each other across CPUs the rest (an
+ * interrupt to the idle CPU, its idle exit: on two CPUs apart this pair cannot reach 50k here), so
+ * the rate jumps between levels from run to run, and the switch-out half of a switch to the idle
+ * task is charged to the idle task.
  */
-async function pairRow(ctx: BenchContext, pinned: boolean): Promise<Row> {
-  const rounds = pinned ? (ctx.quick ? 7 : 11) : ctx.quick ? 5 : 9;
-  const seconds = ctx.quick ? 1 : 2;
-  const p = startPair(ctx, pinned);
+async function pairRow(ctx: BenchContext, oneCpu: boolean): Promise<Row> {
+  const rounds = oneCpu ? (ctx.quick ? 9 : 11) : ctx.quick ? 5 : 9;
+  const seconds = oneCpu && ctx.quick ? 1.5 : ctx.quick ? 1 : 2;
+  const p = await startPair(ctx, oneCpu);
   try {
-    await p.next('ready');
-    const work = pinned ? await calibratePinned(p, ctx.log) : await calibrate(p, ctx.log);
+    const work = oneCpu ? await calibrate(p, ctx.log) : await calibrateFree(p, ctx.log);
     const cs: number[] = [];
     const wall: Record<string, number[]> = { untraced: [], floor: [], ours: [], bpftrace: [] };
     const r = await compareTracers(
@@ -197,15 +199,15 @@ async function pairRow(ctx: BenchContext, pinned: boolean): Promise<Row> {
     const floor = ratioOfRounds(r.untraced, r.floor);
     const rates = `median ${Math.round(median(cs)).toLocaleString('en-US')} context switches/s; median round trips per CPU second untraced ${Math.round(median(r.untraced)).toLocaleString('en-US')} (${round(1e6 / median(r.untraced), 1)} µs of CPU per round trip), ours ${Math.round(median(r.ours)).toLocaleString('en-US')}, bpftrace ${Math.round(median(r.bpftrace)).toLocaleString('en-US')}; per wall second untraced ${Math.round(median(wall.untraced)).toLocaleString('en-US')}, ours ${Math.round(median(wall.ours)).toLocaleString('en-US')}, bpftrace ${Math.round(median(wall.bpftrace)).toLocaleString('en-US')} (wall-clock slowdown ours ${round(ratioOfRounds(wall.untraced, wall.ours), 3)}×, bpftrace ${round(ratioOfRounds(wall.untraced, wall.bpftrace), 3)}×)`;
     const common = `work per pass ${work} (chosen for ~${TARGET_CS.toLocaleString('en-US')} context switches/s untraced); ${rounds} interleaved rounds of ${seconds} s; an empty program on the same tracepoint (the floor any sched_switch tracer starts from): ${round(floor, 4)}×; ${rates}`;
-    if (!pinned) {
+    if (!oneCpu) {
       return {
-        name: 'offcpu overhead, pair across CPUs (~50k context switches/s, each pass wakes the other thread on an idle CPU; untraced / traced round trips per CPU second)',
+        name: 'offcpu overhead, pair where the scheduler puts it (~50k context switches/s; untraced / traced round trips per CPU second)',
         value: round(ours, 4),
         unit: '×',
         target: null,
         better: 'lower',
         peer: { name: 'bpftrace (bcc offcputime method)', value: round(peer, 4) },
-        detail: `${common}. Context for the row above: here most of a round trip's CPU time is the cross-CPU wakeup (an interrupt to the idle CPU and its idle exit, in this VM), every tracer's time sits on that wakeup's path, and an empty program alone reads 1.01-1.05× from run to run, so this round cannot resolve a 3 % target`,
+        detail: `${common}. Context for the row above: the threads share a CPU part of the time and wake each other across CPUs the rest (an interrupt to the idle CPU and its idle exit, in this VM, most of such a round trip's CPU time, with every tracer's time on that wakeup's path), the rate jumps between levels as they move, and an empty program alone reads 1.01-1.05× from run to run, so this round cannot resolve a 3 % target`,
       };
     }
     const bpf = await bpfRunTime(p, seconds);
@@ -219,7 +221,7 @@ async function pairRow(ctx: BenchContext, pinned: boolean): Promise<Row> {
       target: 1.03,
       better: 'lower',
       peer: { name: 'bpftrace (bcc offcputime method)', value: round(peer, 4) },
-      limit: `an empty program on sched_switch already costs ${round(floor, 3)}× here; what ours adds is the program itself, ${usPerRun('ours')} µs per sched_switch run in this run (bpftrace ${usPerRun('bpftrace')} µs): the tracepoint call, the threads' task storage (at switch-out and switch-in), and the one read of the thread's frame records from user memory that makes a reused user stack exact (~0.1 µs of it, the cost of one user-memory read here, whatever its size); a thread preempted in user code, or blocking at a new place, still has both stacks walked (~2.5 µs), as have a few reuses to check the cache`,
+      limit: `an empty program on sched_switch already costs ${round(floor, 3)}× here; what ours adds is the program itself, ${usPerRun('ours')} µs per sched_switch run in this run (bpftrace ${usPerRun('bpftrace')} µs): the tracepoint call, the threads' task storage (at switch-out and switch-in), and the one read of the thread's frame records from user memory that makes a reused user stack exact (~0.12 µs of it, the cost of one user-memory read here, whatever its size or destination); a thread preempted in user code, or blocking at a new place, still has both stacks walked (~2.5 µs), as have a few reuses to check the cache`,
       detail: `${common}; BPF run time (kernel.bpf_stats_enabled, one more round each after these; every run is one of the pair's switches): ours ${usPerRun('ours')} µs per run over ${bpf.ours.runs.toLocaleString('en-US')} runs, ${usPerRoundTrip('ours')} µs per round trip; bpftrace ${usPerRun('bpftrace')} µs per run over ${bpf.bpftrace.runs.toLocaleString('en-US')} runs, ${usPerRoundTrip('bpftrace')} µs per round trip`,
     };
   } finally {

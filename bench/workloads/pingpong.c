@@ -3,9 +3,11 @@
 // the other (two context switches per round trip at least). Prints "ready", then for every "S"
 // line on stdin runs S seconds of wall time and prints "ops_per_sec X cs_per_sec Y" (round trips,
 // and the process's context switches, per second); a "work N" line sets the work per pass (and
-// prints "work N"); exits on EOF. argv[1]: the work per pass at the start.
+// prints "work N"); a "pin A B" line puts the first thread on CPU A and the second on CPU B (and
+// prints "pin A B"); exits on EOF. argv[1]: the work per pass at the start.
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +85,21 @@ int main(int argc, char **argv)
 	printf("ready\n");
 	fflush(stdout);
 	while (fgets(line, sizeof line, stdin)) {
+		int cpu[2];
+		if (sscanf(line, "pin %d %d", &cpu[0], &cpu[1]) == 2) {
+			for (int i = 0; i < 2; i++) {
+				cpu_set_t set;
+				CPU_ZERO(&set);
+				CPU_SET(cpu[i], &set);
+				if (sched_setaffinity(tids[i], sizeof set, &set)) {
+					perror("sched_setaffinity");
+					return 1;
+				}
+			}
+			printf("pin %d %d\n", cpu[0], cpu[1]);
+			fflush(stdout);
+			continue;
+		}
 		if (sscanf(line, "work %ld", &work) == 1) {
 			printf("work %ld\n", work);
 			fflush(stdout);
