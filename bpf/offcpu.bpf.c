@@ -173,20 +173,20 @@ static __always_inline void stat_add(__u32 idx)
 
 /* Frame records read to sign a user stack: a deeper chain is not cached (always walked). */
 #define SIG_MAX_FRAMES 24
-/* Where the current thread blocks, cheaply: its user ip and the chain of frame records from its
- * bp (saved bp and return address of each, folded into one hash: exactly what the kernel's
- * frame-pointer walk reads, so the same signature means the same user stack), the system call,
- * its first argument (a file descriptor, a futex address) and ax (-ENOSYS until the call
- * returns, then its result); switch_out adds why it blocks (the state: a page fault inside the
+/* Where the current thread (task, being switched out) blocks, cheaply: its user ip and the chain
+ * of frame records from its bp (saved bp and return address of each, folded into one hash: exactly
+ * what the kernel's frame-pointer walk reads, so the same signature means the same user stack),
+ * the system call, its first argument (a file descriptor, a futex address) and ax (-ENOSYS until
+ * the call returns, then its result); switch_out adds why it blocks (the state: a page fault inside the
  * same call sleeps uninterruptibly elsewhere in the kernel). The kernel stack is not read (its
  * depth is randomized per system call, CONFIG_RANDOMIZE_KSTACK_OFFSET): the same system call from
  * the same user stack, argument and state is taken to block on the same kernel path, which the
  * periodic checks measure. *done: the call has returned (the thread is on its way back to user
  * space). *deep: the frame chain is longer than SIG_MAX_FRAMES. Returns the system call number
  * (orig_ax; -1 outside one). */
-static __always_inline long block_signature(__u64 *sig, bool *done, bool *deep)
+static __always_inline long block_signature(struct task_struct *task, __u64 *sig, bool *done, bool *deep)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	struct pt_regs r = {};
 	__u64 frame[2], fp, h = 0, base, (*win)[SIG_WINDOW_WORDS];
 	__u32 zero = 0;
@@ -429,12 +429,12 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 	long nr;
 
 	stat_add(OFFCPU_STAT_SWITCHES);
-	t = bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	t = bpf_task_storage_get(&threads, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t) {
 		stat_add(OFFCPU_STAT_LOST_START);
 		return;
 	}
-	nr = block_signature(sig, &done, &deep);
+	nr = block_signature(prev, sig, &done, &deep);
 	state = classify(prev, nr);
 	sig[5] |= state;
 	/* Preempted inside a system call or in user code: the stacks are wherever the preemption came,
