@@ -207,7 +207,7 @@ async function pairRow(ctx: BenchContext, oneCpu: boolean): Promise<Row> {
         target: null,
         better: 'lower',
         peer: { name: 'bpftrace (bcc offcputime method)', value: round(peer, 4) },
-        detail: `${common}. Context for the row above: the threads share a CPU part of the time and wake each other across CPUs the rest (an interrupt to the idle CPU and its idle exit, in this VM, most of such a round trip's CPU time, with every tracer's time on that wakeup's path), the rate jumps between levels as they move, and an empty program alone reads 1.01-1.05× from run to run, so this round cannot resolve a 3 % target`,
+        detail: `${common}. Context for the row above: the threads share a CPU part of the time and wake each other across CPUs the rest (an interrupt to the idle CPU and its idle exit, in this VM, most of such a round trip's CPU time, with every tracer's time on that wakeup's path), the rate jumps between levels as they move, and an empty program alone has read 1.00-1.05× from run to run here, so this round cannot resolve a 3 % target`,
       };
     }
     const bpf = await bpfRunTime(p, seconds);
