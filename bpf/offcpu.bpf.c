@@ -15,13 +15,12 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "task.bpf.h"
+#include "fpchain.bpf.h"
 #include "offcpu.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 #define ENOSYS 38
-/* Bytes above bp copied at once to read the frame records from (u64 words). */
-#define SIG_WINDOW_WORDS 64
 #define TASK_RUNNING 0
 #define TASK_UNINTERRUPTIBLE 0x2
 /* x86_64 system call numbers of the futex waits */
@@ -78,14 +77,6 @@ struct {
 	__type(key, int);
 	__type(value, struct offcpu_thread);
 } threads SEC(".maps");
-
-/* Scratch for reading a thread's frame records with one copy (too big for the BPF stack). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64[SIG_WINDOW_WORDS]);
-} sigwin SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -171,77 +162,33 @@ static __always_inline void stat_add(__u32 idx)
 
 #define PF_KTHREAD 0x00200000
 
-/* Frame records read to sign a user stack: a deeper chain is not cached (always walked). */
-#define SIG_MAX_FRAMES 24
-/* Where the current thread (task, being switched out) blocks, cheaply: its user ip and the chain
- * of frame records from its bp (saved bp and return address of each, folded into one hash: exactly
- * what the kernel's frame-pointer walk reads, so the same signature means the same user stack),
- * the system call, its first argument (a file descriptor, a futex address) and ax (-ENOSYS until
- * the call returns, then its result); switch_out adds why it blocks (the state: a page fault inside the
- * same call sleeps uninterruptibly elsewhere in the kernel). The kernel stack is not read (its
- * depth is randomized per system call, CONFIG_RANDOMIZE_KSTACK_OFFSET): the same system call from
- * the same user stack, argument and state is taken to block on the same kernel path, which the
- * periodic checks measure. *done: the call has returned (the thread is on its way back to user
- * space). *deep: the frame chain is longer than SIG_MAX_FRAMES. Returns the system call number
- * (orig_ax; -1 outside one). */
+/* Where the current thread (task, being switched out) blocks, cheaply: its user ip, sp and bp and
+ * the hash of the frame-record chain from its bp (fpchain.bpf.h: the same signature means the same
+ * user stack), the system call, its first argument (a file descriptor, a futex address) and ax
+ * (-ENOSYS until the call returns, then its result); switch_out adds why it blocks (the state: a
+ * page fault inside the same call sleeps uninterruptibly elsewhere in the kernel). The kernel
+ * stack is not read (its depth is randomized per system call, CONFIG_RANDOMIZE_KSTACK_OFFSET):
+ * the same system call from the same user stack, argument and state is taken to block on the same
+ * kernel path, which the periodic checks measure. *done: the call has returned (the thread is on
+ * its way back to user space). *deep: the frame chain is longer than FPCHAIN_MAX_FRAMES. Returns
+ * the system call number (orig_ax; -1 outside one). */
 static __always_inline long block_signature(struct task_struct *task, __u64 *sig, bool *done, bool *deep)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	struct pt_regs r = {};
-	__u64 frame[2], fp, h = 0, base, (*win)[SIG_WINDOW_WORDS];
-	__u32 zero = 0;
-	int i;
+	long nr = regs->orig_ax;
+	__u64 ax = regs->ax;
+	__u32 frames;
 
-	r.ip = regs->ip;
-	r.sp = regs->sp;
-	r.bp = regs->bp;
-	r.orig_ax = regs->orig_ax;
-	r.di = regs->di;
-	r.ax = regs->ax;
-	fp = r.bp;
-	*deep = true;
-	/* The frame records of a user stack lie at rising addresses above bp, most within a few
-	 * hundred bytes: one copy of that window (one helper call instead of one per frame) and a
-	 * walk inside it; a record outside the window, or a window that cannot be read whole (the
-	 * end of the stack), is read alone as before. Same bytes read, so the same signature. */
-	win = bpf_map_lookup_elem(&sigwin, &zero);
-	base = fp;
-	if (!win || fp < 4096 || bpf_probe_read_user(*win, sizeof(*win), (void *)base))
-		base = 0;
-	for (i = 0; i < SIG_MAX_FRAMES; i++) {
-		__u64 off = fp - base;
-
-		/* the outermost frame's saved bp is 0, or, below code without frame pointers, a small
-		 * integer: reading there faults, which costs as much as a walk, and the kernel's walk
-		 * stops there as well */
-		if (fp < 4096) {
-			*deep = false;
-			break;
-		}
-		if (base && win && fp >= base && off <= (SIG_WINDOW_WORDS - 2) * 8 && !(off & 7)) {
-			off /= 8;
-			if (off > SIG_WINDOW_WORDS - 2)
-				break; /* not reached: keeps the verifier's bounds */
-			frame[0] = (*win)[off];
-			frame[1] = (*win)[off + 1];
-		} else if (bpf_probe_read_user(frame, sizeof(frame), (void *)fp)) {
-			*deep = false;
-			break;
-		}
-		h = (h ^ frame[0]) * 0x9E3779B97F4A7C15ULL;
-		h = (h ^ frame[1]) * 0x9E3779B97F4A7C15ULL;
-		fp = frame[0];
-	}
-	sig[0] = r.ip;
-	sig[1] = r.sp;
-	sig[2] = r.bp;
-	sig[3] = h;
-	sig[4] = i;
-	sig[5] = r.orig_ax << 8; /* switch_out adds the state in the low byte */
-	sig[6] = r.di;
-	sig[7] = r.ax;
-	*done = r.orig_ax >= 0 && r.ax != (__u64)-ENOSYS;
-	return r.orig_ax;
+	sig[0] = regs->ip;
+	sig[1] = regs->sp;
+	sig[2] = regs->bp;
+	sig[3] = fpchain_hash(sig[2], &frames, deep);
+	sig[4] = frames;
+	sig[5] = nr << 8; /* switch_out adds the state in the low byte */
+	sig[6] = regs->di;
+	sig[7] = ax;
+	*done = nr >= 0 && ax != (__u64)-ENOSYS;
+	return nr;
 }
 
 /* Why the current thread (prev, being switched out) leaves the CPU. */
