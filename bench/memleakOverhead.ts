@@ -172,7 +172,7 @@ export async function benchMemleak(ctx: BenchContext): Promise<Row[]> {
         target: 1.2,
         better: 'lower',
         peer: { name: 'floor / untraced', value: round(ratioOfRounds(r.floor, r.untraced), 1) },
-        limit: `our BPF logic adds ~${round((median(r.ours) - median(r.floor)) / 1000, 2)} µs per malloc+free pair on top of the ${round((median(r.floor) - median(r.untraced)) / 1000, 2)} µs the kernel charges for the three probe hits: at every malloc return one read of the frame-record chain (the stack cache's key; a walk of the user stack, bpf_get_stackid, only at a new place or a check), and an insert into / delete from the allocs hash map (BPF_F_NO_PREALLOC: each insert takes an element from the kernel's BPF memory allocator); sampling (--sample-rate N) skips the stack walk and the insert for N-1 of N allocations`,
+        limit: `our BPF logic adds ~${round((median(r.ours) - median(r.floor)) / 1000, 2)} µs per malloc+free pair on top of the ${round((median(r.floor) - median(r.untraced)) / 1000, 2)} µs the kernel charges for the three probe hits: a frame-pointer walk of the user stack (bpf_get_stackid) at every malloc return, and an insert into / delete from the allocs hash map (BPF_F_NO_PREALLOC: each insert takes an element from the kernel's BPF memory allocator); sampling (--sample-rate N) skips the stack walk and the insert for N-1 of N allocations`,
       },
     ];
   } finally {

@@ -14,7 +14,6 @@
 #include <bpf/bpf_core_read.h>
 #include "memleak.h"
 #include "stackcopy.bpf.h"
-#include "fpchain.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -39,16 +38,6 @@ const volatile bool hold_at_exit = false;
  * instead of the kernel's frame-pointer walk */
 const volatile bool dwarf_stacks = false;
 const volatile __u32 stack_copy_bytes = 8192;
-/* Frame-pointer stacks of user allocations are cached by place: an allocation that returns to the
- * same ip with the same sp, bp and frame-record chain (fpchain.bpf.h: exactly what the kernel's
- * walk reads) has the same stack, so it reuses that place's stack id instead of walking the stack
- * and hashing it into the stack map again (~0.1 µs for the chain's one read against ~1 µs for a
- * walk here). A place's reuses are checked by a real walk, which counts a mismatch if it found
- * another stack (MEMLEAK_CNT_MISMATCH): the first check after recheck_every reuses, then each
- * after twice as many as the one before, up to recheck_max (a mismatch starts again). */
-const volatile bool reuse_stacks = true;
-const volatile __u32 recheck_every = 64;
-const volatile __u32 recheck_max = 1024;
 
 #define KIND_PLAIN 0   /* result is the returned pointer */
 #define KIND_REALLOC 1 /* frees `ptr` when it returns non-NULL (or size == 0) */
@@ -100,29 +89,6 @@ struct {
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, MEMLEAK_MAX_STACK_DEPTH * sizeof(__u64));
 } stack_traces SEC(".maps");
-
-/* The stack cache: a place (where an allocation returned) to its stack id. sp and bp are
- * addresses in one thread's stack, so a place belongs to one thread, its only writer. */
-struct stack_place {
-	__u64 ip;
-	__u64 sp;
-	__u64 bp;
-	__u64 chain;
-	__u64 frames;
-};
-
-struct stack_reuse {
-	__s64 stack_id;
-	__u32 hits;       /* reuses since the last walk */
-	__u32 next_check; /* reuses before the next check */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct stack_place);
-	__type(value, struct stack_reuse);
-} places SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -280,51 +246,6 @@ static __always_inline long copy_user_stack(struct pt_regs *regs)
 	return id;
 }
 
-/* The frame-pointer stack id of a user allocation at its uretprobe: the place's cached id, or a
- * walk (see reuse_stacks). */
-static __always_inline long user_stack_id(struct pt_regs *ctx)
-{
-	struct stack_place k = {};
-	struct stack_reuse *r, fresh = {};
-	__u32 frames, next_check = recheck_every;
-	bool deep = false;
-	long id;
-
-	if (reuse_stacks) {
-		k.ip = PT_REGS_IP(ctx);
-		k.sp = PT_REGS_SP(ctx);
-		k.bp = PT_REGS_FP(ctx);
-		k.chain = fpchain_hash(k.bp, &frames, &deep);
-		k.frames = frames;
-	}
-	r = reuse_stacks && !deep ? bpf_map_lookup_elem(&places, &k) : NULL;
-	if (r && r->stack_id >= 0 && ++r->hits < r->next_check)
-		return r->stack_id;
-	id = bpf_get_stackid(ctx, &stack_traces, BPF_F_USER_STACK);
-	count(MEMLEAK_CNT_WALKS);
-	if (!reuse_stacks || deep)
-		return id;
-	if (r) {
-		if (r->stack_id >= 0) {
-			count(MEMLEAK_CNT_CHECKS);
-			if (id != r->stack_id)
-				count(MEMLEAK_CNT_MISMATCH);
-			else if (r->next_check < recheck_max)
-				next_check = r->next_check * 2;
-			else
-				next_check = r->next_check;
-		}
-		r->stack_id = id;
-		r->hits = 0;
-		r->next_check = next_check ?: 1;
-		return id;
-	}
-	fresh.stack_id = id;
-	fresh.next_check = next_check ?: 1;
-	bpf_map_update_elem(&places, &k, &fresh, BPF_ANY);
-	return id;
-}
-
 static __always_inline void record(void *ctx, __u64 addr, __u64 size, __u64 stack_flags)
 {
 	struct memleak_alloc a = {
@@ -332,7 +253,7 @@ static __always_inline void record(void *ctx, __u64 addr, __u64 size, __u64 stac
 		.timestamp_ns = bpf_ktime_get_ns(),
 	};
 	bool dwarf = dwarf_stacks && (stack_flags & BPF_F_USER_STACK);
-	long id = dwarf ? copy_user_stack(ctx) : stack_flags & BPF_F_USER_STACK ? user_stack_id(ctx) : bpf_get_stackid(ctx, &stack_traces, stack_flags);
+	long id = dwarf ? copy_user_stack(ctx) : bpf_get_stackid(ctx, &stack_traces, stack_flags);
 	struct memleak_alloc *old;
 
 	if (id < 0)

@@ -32,10 +32,7 @@ struct memleak_totals {
 #define MEMLEAK_CNT_EXIT_HOLDS 6   /* times the target was stopped at exit() for symbolization */
 #define MEMLEAK_CNT_EXIT_LOST 7    /* exit events that found the ring buffer full (no hold) */
 #define MEMLEAK_CNT_COPY_LOST 8    /* dwarf stacks: stack copy ring buffer full (recorded without a stack) */
-#define MEMLEAK_CNT_WALKS 9        /* user allocations whose frame-pointer stack was walked */
-#define MEMLEAK_CNT_CHECKS 10      /* walks that checked a cached stack id (see recheck_every) */
-#define MEMLEAK_CNT_MISMATCH 11    /* checks whose walk found another stack than the cached id */
-#define MEMLEAK_CNT_MAX 12
+#define MEMLEAK_CNT_MAX 9
 
 /* CFI (dwarf) stacks for user allocations: instead of a frame-pointer stack id, each
  * recorded allocation gets an id MEMLEAK_DWARF_ID_BASE + n, and the user registers and a copy of

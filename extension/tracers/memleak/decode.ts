@@ -6,8 +6,8 @@ import type { MemleakResult, MemleakUpdate } from '../../protocol/memleak';
 export const ALLOC_SIZE = 24;
 export const TOTALS_SIZE = 16;
 export const EXIT_EVENT_SIZE = 8;
-export const CNT = { allocsFull: 0, stackLost: 1, totalsFull: 2, pendingFull: 3, allocs: 4, frees: 5, exitHolds: 6, exitLost: 7, copyLost: 8, walks: 9, checks: 10, mismatch: 11 } as const;
-export const CNT_MAX = 12;
+export const CNT = { allocsFull: 0, stackLost: 1, totalsFull: 2, pendingFull: 3, allocs: 4, frees: 5, exitHolds: 6, exitLost: 7, copyLost: 8 } as const;
+export const CNT_MAX = 9;
 
 export interface AllocRecord {
   address: bigint;

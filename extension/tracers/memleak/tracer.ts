@@ -313,10 +313,6 @@ export const memleakTracer: Tracer<'memleak'> = {
     };
     const resultAt = async (nowNs: bigint): Promise<MemleakResult> => {
       const { stacks } = await measure(nowNs, false);
-      if (!options.kernel && !dwarf) {
-        const walks = counter(CNT.walks);
-        env.log(`memleak: ${counter(CNT.allocs)} allocations recorded; stacks walked ${walks}, the others reused from the place the allocation returned to; ${counter(CNT.checks)} of the walks checked a reused stack, ${counter(CNT.mismatch)} found another`);
-      }
       const r: MemleakResult = { tracer: 'memleak', pid, stacks, dropped: dropped(), lost: counter(CNT.exitLost), mode: options.kernel ? 'kernel' : 'uprobe' };
       if (options.sampleBytes) r.sampleBytes = options.sampleBytes;
       return r;
