@@ -1,9 +1,9 @@
 /* Where a user stack is, without walking it: a hash of the chain of frame records above a frame
  * pointer (each record's saved bp and return address: exactly what the kernel's frame-pointer
- * walk reads, so the same chain from the same ip and bp means the same stack). Used by tracers
- * that cache stack ids per place (offcpu: where a thread blocks; memleak: where an allocation
- * returns) and check the cache with a real walk now and then. Needs vmlinux.h and
- * <bpf/bpf_helpers.h> first; declares the per-CPU map fpchain_window. */
+ * walk reads, so the same chain from the same ip and bp means the same stack). For tracers that
+ * cache stack ids per place and check the cache with a real walk now and then (offcpu: where a
+ * thread blocks). Needs vmlinux.h and <bpf/bpf_helpers.h> first; declares the per-CPU map
+ * fpchain_window. */
 #ifndef EBPF_STUDIO_FPCHAIN_BPF_H
 #define EBPF_STUDIO_FPCHAIN_BPF_H
 
