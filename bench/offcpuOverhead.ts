@@ -10,12 +10,12 @@
 // alternate; each tracer attaches for its rounds only. Three rows: the pair on one CPU (the row
 // with the target: every switch is between the pair's threads, so all of a tracer's work lands on
 // the workload), the same pair where the scheduler puts it (sharing a CPU part of the time, waking
-// the other thread on an idle CPU the rest), and a busy machine (two pairs per CPU, traced machine-wide). Each row is the slowdown
-// in round trips per CPU second of the workload (its threads' schedstat time; a switch's program
-// time is charged to the thread switched to): on this shared VM the wall-clock rate swings by 2-4×
-// with other tenants' load, the CPU cost per round trip far less. Wall-clock rates are in the
-// detail, and each tracer's BPF run time per run and per round trip (kernel.bpf_stats_enabled) from
-// one more round each on the pair on one CPU.
+// the other thread on an idle CPU the rest), and a busy machine (two pairs per CPU, traced
+// machine-wide). Each row is the slowdown in round trips per CPU second of the workload (its
+// threads' schedstat time; a switch's program time is charged to the thread switched to): on this
+// shared VM the wall-clock rate swings by 2-4× with other tenants' load, the CPU cost per round
+// trip far less. Wall-clock rates are in the detail, and each tracer's BPF run time per run and per
+// round trip (kernel.bpf_stats_enabled) from one more round each on the pair on one CPU.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -131,9 +131,9 @@ async function calibrateFree(p: LineProcess, log: (m: string) => void): Promise<
 }
 
 /**
- * With both threads on one CPU a round trip's time is a fixed switch-and-pipe
- * cost plus the work per pass, so two measured points give the line and the work at TARGET_CS; two
- * more steps from the points it lands on correct the fixed cost's drift.
+ * With both threads on one CPU a round trip's time is a fixed switch-and-pipe cost plus the work
+ * per pass, so two measured points give the line and the work at TARGET_CS; two more steps from
+ * the points it lands on correct the fixed cost's drift.
  */
 async function calibrate(p: LineProcess, log: (m: string) => void): Promise<number> {
   const usPerRoundTrip = async (work: number) => {
@@ -207,7 +207,7 @@ async function pairRow(ctx: BenchContext, oneCpu: boolean): Promise<Row> {
         target: null,
         better: 'lower',
         peer: { name: 'bpftrace (bcc offcputime method)', value: round(peer, 4) },
-        detail: `${common}. Context for the row above: the threads share a CPU part of the time and wake each other across CPUs the rest (an interrupt to the idle CPU and its idle exit, in this VM, most of such a round trip's CPU time, with every tracer's time on that wakeup's path), the rate jumps between levels as they move, and an empty program alone has read 1.00-1.05× from run to run here, so this round cannot resolve a 3 % target`,
+        detail: `${common}. Context for the row above: the threads share a CPU part of the time and wake each other across CPUs the rest (an interrupt to the idle CPU and its idle exit, in this VM, most of such a round trip's CPU time, with every tracer's time on that wakeup's path), the rate jumps between levels as they move, and an empty program alone has read 1.00-1.10× from run to run here, so this round cannot resolve a 3 % target`,
       };
     }
     const bpf = await bpfRunTime(p, seconds);

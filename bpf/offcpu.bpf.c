@@ -95,9 +95,9 @@ struct {
  * does: the same clock where sched_clock is stable (a constant TSC, arm64's timer), otherwise
  * kept within about a tick of each other; a negative interval is dropped. The clock read may lag by
  * the µs between a wakeup that asked for this switch and the switch (the scheduler skips the
- * second update), which moves those µs from one thread's interval to the next one's. Each CPU keeps a recent pair of this clock and
- * CLOCK_MONOTONIC (renewed at a switch once the pair is CLOCK_PAIR_NS old) for dump_threads to
- * hand user space monotonic times. Without group scheduling (no cfs_rq in a sched entity),
+ * second update), which moves those µs from one thread's interval to the next one's. Each CPU
+ * keeps a recent pair of this clock and CLOCK_MONOTONIC (renewed at a switch once the pair is
+ * CLOCK_PAIR_NS old) for dump_threads to hand user space monotonic times. Without group scheduling (no cfs_rq in a sched entity),
  * bpf_ktime_get_ns() as before. */
 #define CLOCK_PAIR_NS 100000000ULL
 

@@ -42,7 +42,8 @@ struct offcpu_val {
  * to the totals map): when and how it last left the CPU, and its intervals not yet added to the
  * totals, 72 bytes:
  *   0 ts (u64: when it left, on the scheduler's clock, see switch_clock in offcpu.bpf.c; in
- *     struct offcpu_thread_rec as CLOCK_MONOTONIC; 0 while the thread is on CPU)   8 user_stack_id   12 kern_stack_id   16 state
+ *     struct offcpu_thread_rec as CLOCK_MONOTONIC; 0 while the thread is on CPU)
+ *   8 user_stack_id   12 kern_stack_id   16 state
  *  20 in_syscall (it left from inside a system call, so it returns to user space through sys_exit
  *     with the user stack it had)
  *  24 agg_total_ns (u64)   32 agg_count (u64: 0 = nothing held)   40 agg_user_stack_id
