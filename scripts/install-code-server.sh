@@ -71,6 +71,12 @@ fi
 mkdir -p "$DIR"
 echo '{ "name": "ebpf-studio-code-server", "private": true }' >"$DIR/package.json"
 
+# node-gyp (code-server's argon2, node-pty, ...) downloads Node's headers unless it is told where they
+# are: root's npm here is configured with nodedir=/usr, a new user's npm is not, and there is no
+# internet. Debian's nodejs ships the headers in /usr/include/node.
+if [[ -z ${npm_config_nodedir:-} && -f /usr/include/node/node_api.h ]]; then
+  export npm_config_nodedir=/usr
+fi
 say "npm install code-server@$VERSION into $DIR (about 1.5 minutes, 300 MB)"
 start=$SECONDS
 # npm_config_yes: node-pty's postinstall runs `npx node-gyp`, which otherwise asks before installing.

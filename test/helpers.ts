@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
+import { untrustedReason } from '../extension/privilege/trustedPath';
 
 export const repoRoot = path.resolve(__dirname, '..');
 export const distDir = path.join(repoRoot, 'dist');
@@ -137,4 +138,25 @@ export function markerLines(src: string, re: RegExp): Map<string, number> {
       if (hit) m.set(hit[1], i + 1);
     });
   return m;
+}
+
+let stagedDist: string | undefined;
+/**
+ * helper.js in a folder only root can write: dist/ itself in a root-owned clone (CI's), otherwise a
+ * root-owned copy made once per test process and removed at its exit. A helper raised to root for
+ * another user rightly refuses to run from a folder a user can write, and a user's own clone driven
+ * with `sudo` is such a folder.
+ */
+export function rootOwnedHelperJs(): string {
+  if (untrustedReason(helperJs) === undefined) return helperJs;
+  if (!stagedDist) {
+    const dir = fs.mkdtempSync(path.join('/var/tmp', 'ebpf-studio-dist-'));
+    fs.chmodSync(dir, 0o755);
+    fs.cpSync(distDir, dir, { recursive: true, filter: (s) => !s.endsWith('.map') });
+    spawnSync('chown', ['-R', '0:0', dir]);
+    spawnSync('chmod', ['-R', 'go-w', dir]);
+    process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+    stagedDist = dir;
+  }
+  return path.join(stagedDist, 'helper.js');
 }

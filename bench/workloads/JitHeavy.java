@@ -1,7 +1,7 @@
 // JIT-heavy Java workload for the Java-agent overhead rows (issue 14): many small methods,
 // polymorphic calls, string hashing and hash-map lookups, recursion, so compiled code, inlining
 // and deep Java stacks dominate. It allocates nothing once warm: with records, boxing and string
-// building in the loop, 2 s rounds swung by ±25 % on this VM (allocation at GB/s is at the mercy
+// building in the loop, 2 s rounds swung by +-25 % on this VM (allocation at GB/s is at the mercy
 // of the host's memory bandwidth), far more than the 1 % being measured. Prints "ready"; for every line "S" on stdin works S seconds and prints
 // "ops_per_sec N".
 import java.io.BufferedReader;

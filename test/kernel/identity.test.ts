@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import * as proto from '../../extension/protocol/protocol';
-import { distDir, helperJs, kernelSkipReason } from '../helpers';
+import { distDir, kernelSkipReason, rootOwnedHelperJs } from '../helpers';
 
 const skip = kernelSkipReason();
 const NOBODY = 65534;
@@ -34,7 +34,7 @@ for (const asked of [{ label: 'a foreign uid', ids: { uid: 4321, gid: 4321 } }, 
   test(`a launch request with ${asked.label} runs as the invoking user`, { timeout: 30000 }, async (t) => {
     if (skip) return t.skip(skip);
     if (process.geteuid?.() !== 0) return t.skip('needs root to start the helper for another user');
-    const h = startHelper(helperJs, { SUDO_UID: String(NOBODY), SUDO_GID: String(NOBODY) });
+    const h = startHelper(rootOwnedHelperJs(), { SUDO_UID: String(NOBODY), SUDO_GID: String(NOBODY) });
     try {
       const start = (await h.conn.sendRequest(proto.sessionStart, {
         tracer: 'memleak',
@@ -55,7 +55,7 @@ for (const asked of [{ label: 'a foreign uid', ids: { uid: 4321, gid: 4321 } }, 
 test('a launch request asking for root is refused when the invoking user is not root', { timeout: 30000 }, async (t) => {
   if (skip) return t.skip(skip);
   if (process.geteuid?.() !== 0) return t.skip('needs root to start the helper for another user');
-  const h = startHelper(helperJs, { SUDO_UID: String(NOBODY), SUDO_GID: String(NOBODY) });
+  const h = startHelper(rootOwnedHelperJs(), { SUDO_UID: String(NOBODY), SUDO_GID: String(NOBODY) });
   try {
     await assert.rejects(
       h.conn.sendRequest(proto.sessionStart, { tracer: 'memleak', options: { launch: { command: ['/bin/true'], cwd: '/', uid: 0, gid: 0 } } } as never),

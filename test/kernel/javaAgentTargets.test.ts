@@ -18,7 +18,7 @@ import { createMessageConnection, ResponseError, StreamMessageReader, StreamMess
 import * as proto from '../../extension/protocol/protocol';
 import type { ProfileResult, ProfileStack } from '../../extension/protocol/profile';
 import { namespacePid } from '../../extension/sys/jvm/attach';
-import { cliJs, distDir, helperJs, kernelSkipReason, repoRoot, runCli, sleep, waitFor } from '../helpers';
+import { cliJs, distDir, kernelSkipReason, repoRoot, rootOwnedHelperJs, runCli, sleep, waitFor } from '../helpers';
 
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
 const AGENT = path.join(distDir, 'libebpf-studio-jvmagent.so');
@@ -57,7 +57,7 @@ function removeJvmFiles(pid: number | undefined, owner: string): void {
 
 /** The helper as root, working for `uid` as sudo would have started it (SUDO_UID/SUDO_GID). */
 function startHelperFor(uid: number) {
-  const child = spawn(process.execPath, [helperJs], { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH, SUDO_UID: String(uid), SUDO_GID: String(uid) } });
+  const child = spawn(process.execPath, [rootOwnedHelperJs()], { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH, SUDO_UID: String(uid), SUDO_GID: String(uid) } });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
