@@ -1,11 +1,15 @@
 // Owns the running sessions of one helper (or one CLI run): starts them through the tracer
 // registry, forwards their updates, and stops them all on shutdown so nothing outlives us.
+// Everything a session sends (updates, snapshots, results) passes shown(): cut to what the
+// requester may see of other users' processes and of the kernel (sys/symbolize/visibility.ts).
 import type { EndReason, ResultOf, SessionStartResult, TracerName } from '../protocol/protocol';
 import { asObject } from '../protocol/validate';
 import { inputError } from '../protocol/errors';
 import { tracerByName } from '../tracers';
 import type { Session, TracerEnv } from '../tracers/tracer';
 import { recordLosses } from '../tracers/lossHistory';
+import { Visibility } from '../sys/symbolize/visibility';
+import { requester } from '../sys/ownership';
 
 export interface SessionListener {
   data(sessionId: string, tracer: TracerName, update: unknown): void;
@@ -36,9 +40,10 @@ export class SessionManager {
     const name = tracer.name as TracerName;
     let started = false;
     const pending: (() => void)[] = [];
+    let targets: number[] = [];
     const session: Session<TracerName> = await tracer.start(options, this.env, {
       update: (u: unknown) => {
-        const send = () => this.listener.data(id, name, u);
+        const send = () => this.listener.data(id, name, this.shown(u, targets));
         if (started) send();
         else pending.push(send);
       },
@@ -50,9 +55,9 @@ export class SessionManager {
           void entry.session.stop().then(
             (result) => {
               recordLosses(result);
-              this.listener.ended(id, name, reason, result, message);
+              this.listener.ended(id, name, reason, this.shown(result, targets), message);
             },
-            () => this.listener.ended(id, name, reason, entry.session.snapshot(), message),
+            () => this.listener.ended(id, name, reason, this.shown(entry.session.snapshot(), targets), message),
           );
         };
         if (started) finish();
@@ -60,6 +65,7 @@ export class SessionManager {
       },
     });
     this.sessions.set(id, { id, tracer: name, session });
+    targets = session.targets;
     started = true;
     // Updates that arrived while attaching go out after the start reply's data is known.
     setImmediate(() => pending.splice(0).forEach((f) => f()));
@@ -75,7 +81,7 @@ export class SessionManager {
 
   snapshot(params: unknown): { sessionId: string; tracer: TracerName; result: ResultOf<TracerName> } {
     const e = this.get(params);
-    return { sessionId: e.id, tracer: e.tracer, result: e.session.snapshot() };
+    return { sessionId: e.id, tracer: e.tracer, result: this.shown(e.session.snapshot(), e.session.targets) };
   }
 
   async stop(params: unknown): Promise<{ sessionId: string; tracer: TracerName; result: ResultOf<TracerName> }> {
@@ -83,8 +89,16 @@ export class SessionManager {
     this.sessions.delete(e.id);
     const result = await e.session.stop();
     recordLosses(result);
-    this.listener.ended(e.id, e.tracer, 'stopped', result);
-    return { sessionId: e.id, tracer: e.tracer, result };
+    const shown = this.shown(result, e.session.targets);
+    this.listener.ended(e.id, e.tracer, 'stopped', shown);
+    return { sessionId: e.id, tracer: e.tracer, result: shown };
+  }
+
+  /** `doc` as the requester may see it; frames outside any object with a pid belong to the one target. */
+  private shown<T>(doc: T, targets: readonly number[]): T {
+    const who = this.env.requester ?? requester();
+    if (who.uid === 0) return doc;
+    return new Visibility({ uid: who.uid, gid: who.gid }).shape(doc, targets.length === 1 ? targets[0] : undefined);
   }
 
   get size(): number {

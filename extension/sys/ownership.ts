@@ -10,6 +10,8 @@ import { privilegeError } from '../protocol/errors';
 
 export interface Requester {
   uid: number;
+  /** primary gid, when known (what the requester may read is judged with its groups) */
+  gid?: number;
   /** how it was decided (e.g. "SUDO_UID"), for messages */
   source?: string;
 }

@@ -14,7 +14,7 @@ export interface TracerEnv {
    * through pkexec/sudo sets the invoking user (sys/identity.ts) so that checks like "only
    * your own JVM" hold for that user, not for root. Unset (the CLI): the process's euid.
    */
-  requester?: { uid: number; source?: string };
+  requester?: { uid: number; gid?: number; source?: string };
 }
 
 export interface SessionEvents<N extends TracerName> {

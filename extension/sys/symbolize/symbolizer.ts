@@ -18,6 +18,7 @@ import { debugInfoRemedy } from '../../model/debugAdvice';
 import { CapturedProcess, type ModuleRegistry } from './processImage';
 import { hex, type ProcessImage, type SymResult } from './types';
 import type { Frame } from '../../protocol/frames';
+import { requester } from '../ownership';
 
 export interface SymbolizerOptions {
   llvmSymbolizerPath?: string;
@@ -26,6 +27,8 @@ export interface SymbolizerOptions {
   debugFileDirectories?: string[];
   /** for tests: a kallsyms file other than /proc/kallsyms */
   kallsymsPath?: string;
+  /** whom the frames are for; default the requester (sys/ownership.ts) */
+  viewerUid?: number;
 }
 
 export interface UserOptions {
@@ -55,9 +58,12 @@ export class Symbolizer implements ModuleRegistry {
   /** vdso images by content digest (identical for all processes of one kernel and ABI) */
   private readonly vdsos = new Map<string, ModuleFile>();
   private disposed = false;
+  /** a non-root requester: an address in data (a stack walk's garbage) is not shown as module+offset */
+  private readonly dataIsUnknown: boolean;
 
   constructor(private readonly opts: SymbolizerOptions = {}) {
     this.log = opts.log ?? (() => {});
+    this.dataIsUnknown = (opts.viewerUid ?? requester().uid) !== 0;
     this.debugDirs = opts.debugFileDirectories ?? ['/usr/lib/debug'];
     const exe = findLlvmSymbolizer(opts.llvmSymbolizerPath);
     if (exe) {
@@ -285,6 +291,10 @@ export class Symbolizer implements ModuleRegistry {
     if (!m || (!m.path.startsWith('/') && m.path !== '[vdso]')) {
       out[i] = this.anonymousFrame(img, addr, isReturn, m);
       return out[i].module !== '[unknown]' || (m !== undefined && m.perms[2] === 'x');
+    }
+    if (m.perms[2] !== 'x' && this.dataIsUnknown) {
+      out[i] = { address: hex(addr), module: '[unknown]', kind: 'native' };
+      return false;
     }
     const fileOffset = addr - m.start + m.offset;
     const frame: Frame = { address: hex(addr), module: m.path, offset: hex(fileOffset), kind: 'native' };

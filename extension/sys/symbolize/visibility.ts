@@ -1,0 +1,256 @@
+// What a requester may see of a trace result. The helper runs as root for a user (sudo/pkexec);
+// a machine-wide profile holds frames of every user's processes, so before a result leaves for a
+// non-root requester each frame is cut to what that user could learn alone:
+//  - kernel addresses only where /proc/kallsyms would show them to a user without CAP_SYSLOG
+//    (the kernel's kallsyms_show_value: kptr_restrict 0 and perf_event_paranoid <= 1); kernel
+//    function names stay (they say nothing about the layout);
+//  - of a process that is not wholly the requester's (every uid in /proc/PID/status): no
+//    addresses at all (they are its ASLR layout, or, for a frame outside any mapping, bytes of its
+//    stack read by the walk); function, file:line and module+offset only from a module file the
+//    requester may read; the module's path only when the requester may reach it; else [unknown].
+// The requester's own processes keep everything: they could read all of it themselves.
+// Root requesters get results untouched.
+import fs from 'node:fs';
+import path from 'node:path';
+import { primaryGid } from '../identity';
+
+export interface Viewer {
+  uid: number;
+  /** primary gid; from /etc/passwd when absent */
+  gid?: number;
+}
+
+/** The sysctls and files the policy reads; tests replace them. */
+export interface VisibilitySources {
+  sysctl(name: 'kptr_restrict' | 'perf_event_paranoid'): number | undefined;
+  passwd(): string;
+  group(): string;
+  /** uids of a process (real, effective, saved, fs), undefined when it is gone */
+  processUids(pid: number): number[] | undefined;
+  lstat(file: string): fs.Stats | undefined;
+  /** where a live process's files are seen (its mount namespace), '' for the host's view */
+  processRoot(pid: number): string;
+}
+
+export const systemSources: VisibilitySources = {
+  sysctl(name) {
+    const n = Number(readOr(`/proc/sys/kernel/${name}`).trim());
+    return Number.isInteger(n) ? n : undefined;
+  },
+  passwd: () => readOr('/etc/passwd'),
+  group: () => readOr('/etc/group'),
+  processUids(pid) {
+    const m = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(readOr(`/proc/${pid}/status`));
+    return m ? m.slice(1, 5).map(Number) : undefined;
+  },
+  lstat(file) {
+    try {
+      return fs.lstatSync(file);
+    } catch {
+      return undefined;
+    }
+  },
+  processRoot(pid) {
+    return pid > 0 && fs.existsSync(`/proc/${pid}/root/`) ? `/proc/${pid}/root` : '';
+  },
+};
+
+function readOr(file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** How much of a module file a requester may see. */
+export type ModuleAccess = 'read' | 'path' | 'none';
+
+/** A frame of any result document (ProfileFrame, MemleakFrame, Frame): the fields this looks at. */
+interface AnyFrame {
+  address?: string;
+  kind?: string;
+  module?: string | null;
+  function?: string | null;
+  file?: string | null;
+  line?: number | null;
+  column?: number;
+  offset?: string;
+  inlined?: unknown;
+  buildId?: string;
+}
+
+const NO_ADDRESS = '0x0';
+const MAX_DEPTH = 24;
+
+/** The decisions for one requester, taken afresh for each result (sysctls and processes change). */
+export class Visibility {
+  readonly everything: boolean;
+  readonly kernelAddresses: boolean;
+  private readonly groups: Set<number>;
+  private readonly owned = new Map<number, boolean>();
+  private readonly access = new Map<string, ModuleAccess>();
+
+  constructor(
+    readonly viewer: Viewer,
+    private readonly src: VisibilitySources = systemSources,
+  ) {
+    this.everything = viewer.uid === 0;
+    this.kernelAddresses = this.everything || (src.sysctl('kptr_restrict') === 0 && (src.sysctl('perf_event_paranoid') ?? 2) <= 1);
+    this.groups = this.everything ? new Set() : groupsOf(viewer, src);
+  }
+
+  /** Whether every uid of `pid` is the requester's (a gone pid is nobody's). */
+  ownsProcess(pid: number): boolean {
+    if (this.everything) return true;
+    let v = this.owned.get(pid);
+    if (v === undefined) {
+      const uids = pid > 0 ? this.src.processUids(pid) : undefined;
+      this.owned.set(pid, (v = uids !== undefined && uids.every((u) => u === this.viewer.uid)));
+    }
+    return v;
+  }
+
+  /**
+   * 'read' when the requester may open `file` for reading, 'path' when it may only reach it
+   * (search permission on every folder above), else 'none'. A link anywhere counts as 'none':
+   * mapped paths come canonical from the kernel. `root` is the process's root (/proc/PID/root),
+   * so a file inside a container is judged, not the host's file of the same name.
+   */
+  moduleAccess(file: string, root = ''): ModuleAccess {
+    if (this.everything) return 'read';
+    const key = `${root}\0${file}`;
+    let v = this.access.get(key);
+    if (v === undefined) this.access.set(key, (v = this.judge(file, root)));
+    return v;
+  }
+
+  private judge(file: string, root: string): ModuleAccess {
+    if (!path.isAbsolute(file) || file.includes('\0') || path.normalize(file) !== file) return 'none';
+    const parts = file.split('/').filter(Boolean);
+    let at = root;
+    for (let i = 0; i < parts.length; i++) {
+      // "/proc/PID/root/" with its slash: the process's root folder, through the link
+      const dir = this.src.lstat(`${at}/`);
+      if (!dir?.isDirectory() || !this.allowed(dir, 1)) return 'none';
+      at = `${at}/${parts[i]}`;
+    }
+    const st = this.src.lstat(at);
+    if (!st?.isFile()) return 'none';
+    return this.allowed(st, 4) ? 'read' : 'path';
+  }
+
+  /** The kernel's mode check: the owner class, else the group class, else others (ACLs not read: a grant they add is not seen). */
+  private allowed(st: fs.Stats, bit: number): boolean {
+    if (st.uid === this.viewer.uid) return ((st.mode >> 6) & bit) !== 0;
+    if (this.groups.has(st.gid)) return ((st.mode >> 3) & bit) !== 0;
+    return (st.mode & bit) !== 0;
+  }
+
+  /** A copy of `doc` cut to what the requester may see; `doc` itself when it may see everything. */
+  shape<T>(doc: T, defaultPid?: number): T {
+    if (this.everything) return doc;
+    return this.walk(doc, defaultPid ?? 0, 0) as T;
+  }
+
+  private walk(v: unknown, pid: number, depth: number): unknown {
+    if (v === null || typeof v !== 'object' || depth > MAX_DEPTH) return v;
+    if (Array.isArray(v)) return v.map((x) => this.walk(x, pid, depth + 1));
+    const o = v as Record<string, unknown>;
+    const here = typeof o.pid === 'number' && Number.isInteger(o.pid) ? o.pid : pid;
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(o)) {
+      if (k === 'frames' && Array.isArray(x)) out[k] = this.frames(x, here);
+      else if (k === 'buildIds' && x && typeof x === 'object' && !Array.isArray(x)) out[k] = this.buildIds(x as Record<string, unknown>);
+      else if (k === 'modules' && Array.isArray(x)) out[k] = x.filter((m) => !isModuleEntry(m) || this.moduleAccess(m.module, this.rootOf(here)) === 'read');
+      else out[k] = this.walk(x, here, depth + 1);
+    }
+    return out;
+  }
+
+  private buildIds(ids: Record<string, unknown>): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const [m, id] of Object.entries(ids)) if (!m.startsWith('/') || this.moduleAccess(m) === 'read') out[m] = id;
+    return out;
+  }
+
+  /** A profile's frames for inlined functions go with the symbols of the address they sit at. */
+  private frames(list: unknown[], pid: number): unknown[] {
+    const out: unknown[] = [];
+    for (const f of list) {
+      if (!f || typeof f !== 'object') continue;
+      const cut = this.frame(f as AnyFrame, pid);
+      if (cut !== f && (f as AnyFrame).inlined === true && (cut.function ?? null) === null) continue;
+      out.push(cut);
+    }
+    return out;
+  }
+
+  /** One frame of process `pid`, as this requester may see it. */
+  frame(f: AnyFrame, pid: number): AnyFrame {
+    if (this.everything) return f;
+    if (f.kind === 'kernel' || f.module === '[kernel]') return this.kernelAddresses ? f : { ...f, address: NO_ADDRESS };
+    if (this.ownsProcess(pid)) return f;
+    const out: AnyFrame = { ...f };
+    if (out.address !== undefined) out.address = NO_ADDRESS;
+    delete out.buildId;
+    const mod = typeof f.module === 'string' ? f.module : undefined;
+    if (mod?.startsWith('/')) {
+      const access = this.moduleAccess(mod, this.rootOf(pid));
+      if (access === 'read') return out;
+      if (access === 'path') return withoutSymbols(out, mod);
+      return withoutSymbols(out, unknownModule(f));
+    }
+    // The vdso is the kernel's, the same for everyone; JIT names come only from perf maps the
+    // requester may read (sys/symbolize/perfMap.ts) and markers ("[lost user stack]") are ours.
+    if (mod === '[vdso]' || (typeof f.function === 'string' && f.function !== '')) return out;
+    return withoutSymbols(out, unknownModule(f));
+  }
+
+  /** Where a live process's files are (its mount namespace); '' (the host's) once it is gone. */
+  private rootOf(pid: number): string {
+    return this.src.processRoot(pid);
+  }
+}
+
+function isModuleEntry(m: unknown): m is { module: string } {
+  return !!m && typeof m === 'object' && typeof (m as { module?: unknown }).module === 'string' && (m as { module: string }).module.startsWith('/');
+}
+
+/** Profile frames say "unknown" with null; memleak frames (no kind, module always a string) with "[unknown]". */
+function unknownModule(f: AnyFrame): string | null {
+  return f.module === null || f.kind !== undefined ? null : '[unknown]';
+}
+
+function withoutSymbols(f: AnyFrame, module: string | null): AnyFrame {
+  const out: AnyFrame = { ...f, module };
+  delete out.offset;
+  delete out.column;
+  delete out.inlined;
+  if (f.kind !== undefined) {
+    out.function = null;
+    out.file = null;
+    out.line = null;
+  } else {
+    out.function = '[unknown]';
+    delete out.file;
+    delete out.line;
+  }
+  return out;
+}
+
+/** The requester's primary group and every group /etc/group lists it in. */
+function groupsOf(v: Viewer, src: VisibilitySources): Set<number> {
+  const passwd = src.passwd();
+  const gids = new Set<number>([v.gid ?? primaryGid(v.uid, passwd)]);
+  const name = passwd
+    .split('\n')
+    .map((l) => l.split(':'))
+    .find((f) => f.length >= 4 && Number(f[2]) === v.uid)?.[0];
+  if (!name) return gids;
+  for (const line of src.group().split('\n')) {
+    const f = line.split(':');
+    if (f.length >= 4 && /^\d+$/.test(f[2]) && f[3].split(',').includes(name)) gids.add(Number(f[2]));
+  }
+  return gids;
+}
