@@ -34,6 +34,8 @@ import { RequestError } from './server';
 import { Exposition, Histograms, PAUSE_BUCKETS_S, RUNQ_BUCKETS_S, RUNQ_SLOTS, type Labels } from './exposition';
 
 const RETRY_MS = 30_000;
+/** different profiles taken at once (cpu, offcpu, wall, and one per JVM asked for allocations) */
+const MAX_RUNS = 6;
 /** how often exited JVMs are looked for */
 const SWEEP_MS = 15_000;
 /** how often a newly installed JDK is looked for (a scan of every process's maps: ~10 ms of CPU) */
@@ -282,6 +284,9 @@ export class Agent {
   private shared(kind: string, take: () => Promise<Buffer>): Promise<Buffer> {
     const running = this.runs.get(kind);
     if (running) return running;
+    // Each kind (and each JVM asked for allocations) is a session of its own: bounded, so a
+    // scraper cycling through pids cannot hold more sessions and profiles in memory than this.
+    if (this.runs.size >= MAX_RUNS) return Promise.reject(new RequestError(503, `the agent is taking ${this.runs.size} profiles already, its limit: retry when one has ended`));
     const run = take().finally(() => {
       if (this.runs.get(kind) === run) this.runs.delete(kind);
     });
@@ -409,6 +414,12 @@ export class Agent {
     if (!info) return Promise.reject(new RequestError(404, `no process with pid ${pid} is running: give the pid of a running JVM (?pid=P)`));
     if (!info.jvm) return Promise.reject(new RequestError(400, `pid ${pid} (${info.comm}) is not a JVM (no libjvm.so mapped): allocation profiles sample Java allocations; give the pid of a JVM`));
     const main = info.jvm.main;
+    // Loading a JVMTI agent changes the target process: only into JVMs root named in the config,
+    // never into any JVM of any user because no selection was written.
+    if (this.select.all)
+      return Promise.reject(
+        new RequestError(403, `pid ${pid} (${main}): allocation profiles load the Java agent into the JVM, so they are taken only of JVMs the config names: add "jvm": {"mainClasses": [...]} or {"containers": [...]} to the config`),
+      );
     if (!this.select.coversMain(main)) return Promise.reject(new RequestError(403, `pid ${pid} (${main}) is not a JVM this agent covers: add its main class to "jvm": {"mainClasses": [...]} in the config`));
     const cgroup = cgroupOfPid(pid);
     if (!this.select.coversCgroup(cgroup)) return Promise.reject(new RequestError(403, `pid ${pid} (${main}) is not a JVM this agent covers: its cgroup ${cgroup ?? '(unknown)'} is not in "jvm": {"containers": [...]} of the config; add its container id or cgroup path there`));

@@ -10,8 +10,8 @@
 //   "profile": { "enabled": true, "frequency": 99, "maxSeconds": 60, "offcpu": true, "allocs": true },
 //   "forgetExitedAfterSeconds": 300
 // }
-import fs from 'node:fs';
 import { inputError } from '../protocol/errors';
+import { readTrusted } from './files';
 import { containerEntryKind } from './select';
 
 export interface AgentConfig {
@@ -55,7 +55,12 @@ function lineOfPath(text: string, path: string[]): number | undefined {
   return at >= 0 ? lineAt(text, at) : undefined;
 }
 
-export function parseConfig(text: string, file: string): AgentConfig {
+/**
+ * `echo`: whether errors may quote the file (a key, a value, JSON.parse's excerpt). Only for a file
+ * every user may read anyway: a root-only file named by mistake (or on purpose, through sudo) must
+ * not be shown in pieces by its error messages.
+ */
+export function parseConfig(text: string, file: string, echo = true): AgentConfig {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -63,8 +68,11 @@ export function parseConfig(text: string, file: string): AgentConfig {
     const msg = (e as Error).message;
     const pos = /at position (\d+)/.exec(msg);
     const line = pos ? lineAt(text, Number(pos[1])) : /Unexpected end/.test(msg) ? lineAt(text, text.length) : undefined;
-    throw inputError(`${file}${line ? `:${line}` : ''}: not valid JSON (${msg.replace(/ in JSON at position \d+.*$/, '')}): fix that line; the format is described in README.md ("ebpf-studio agent")`);
+    const why = echo ? ` (${msg.replace(/ in JSON at position \d+.*$/, '')})` : '';
+    throw inputError(`${file}${line ? `:${line}` : ''}: not valid JSON${why}: fix that line; the format is described in README.md ("ebpf-studio agent")`);
   }
+  const hidden = '(not shown: the file is not readable by every user)';
+  const show = (v: unknown) => (echo ? JSON.stringify(v) : hidden);
   const fail = (path: string[], what: string): never => {
     const line = lineOfPath(text, path);
     throw inputError(`${file}${line ? `:${line}` : ''}: ${path.join('.') || 'the file'} ${what}`);
@@ -74,7 +82,12 @@ export function parseConfig(text: string, file: string): AgentConfig {
     return v as Record<string, unknown>;
   };
   const only = (o: Record<string, unknown>, path: string[], keys: string[]) => {
-    for (const k of Object.keys(o)) if (!keys.includes(k)) fail([...path, k], `is not a known key: use one of ${keys.join(', ')}`);
+    for (const k of Object.keys(o)) {
+      if (keys.includes(k)) continue;
+      if (echo) fail([...path, k], `is not a known key: use one of ${keys.join(', ')}`);
+      const line = lineOfPath(text, [...path, k]);
+      throw inputError(`${file}${line ? `:${line}` : ''}: ${path.join('.') || 'the top level'} has a key that is not known ${hidden}: use one of ${keys.join(', ')}`);
+    }
   };
   const bool = (o: Record<string, unknown>, path: string[], k: string, d: boolean): boolean => {
     if (o[k] === undefined) return d;
@@ -84,7 +97,7 @@ export function parseConfig(text: string, file: string): AgentConfig {
   const num = (o: Record<string, unknown>, path: string[], k: string, d: number, min: number, max: number, integer = true): number => {
     if (o[k] === undefined) return d;
     const v = o[k];
-    if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isInteger(v)) || v < min || v > max) fail([...path, k], `must be a ${integer ? 'whole ' : ''}number from ${min} to ${max}, not ${JSON.stringify(v)}`);
+    if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isInteger(v)) || v < min || v > max) fail([...path, k], `must be a ${integer ? 'whole ' : ''}number from ${min} to ${max}, not ${show(v)}`);
     return v as number;
   };
   const str = (o: Record<string, unknown>, path: string[], k: string): string | undefined => {
@@ -127,7 +140,7 @@ export function parseConfig(text: string, file: string): AgentConfig {
       const form = 'a container id (12 to 64 hex digits, as docker ps, podman ps or crictl ps show it) or a cgroup v2 path pattern starting with / (* within a segment, ** across segments), e.g. ["4f1c2e9a0b7d", "/machine.slice/systemd-nspawn@web.service"]';
       if (!Array.isArray(c) || c.length === 0) fail(['jvm', 'containers'], `must be a non-empty list, each entry ${form}; leave it out for JVMs in any container or none`);
       const bad = (c as unknown[]).find((x) => typeof x !== 'string' || containerEntryKind(x) === undefined);
-      if (bad !== undefined) fail(['jvm', 'containers'], `has ${JSON.stringify(bad)}: each entry must be ${form}`);
+      if (bad !== undefined) fail(['jvm', 'containers'], `has ${show(bad)}: each entry must be ${form}`);
       cfg.jvm.containers = c as string[];
     }
   }
@@ -138,7 +151,7 @@ export function parseConfig(text: string, file: string): AgentConfig {
     cfg.runqueue.intervalSeconds = num(r, ['runqueue'], 'intervalSeconds', 5, 1, 300);
     cfg.runqueue.maxCgroups = num(r, ['runqueue'], 'maxCgroups', 100, 1, 10000);
     const per = r.per ?? 'system';
-    if (per !== 'system' && per !== 'pidns' && per !== 'cgroup') fail(['runqueue', 'per'], `must be "system", "pidns" or "cgroup", not ${JSON.stringify(per)}`);
+    if (per !== 'system' && per !== 'pidns' && per !== 'cgroup') fail(['runqueue', 'per'], `must be "system", "pidns" or "cgroup", not ${show(per)}`);
     cfg.runqueue.per = per as 'system' | 'pidns' | 'cgroup';
   }
   if (top.profile !== undefined) {
@@ -155,13 +168,6 @@ export function parseConfig(text: string, file: string): AgentConfig {
 }
 
 export function readConfig(file: string): AgentConfig {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'does not exist' : code === 'EACCES' ? 'is not readable by this user' : code === 'EISDIR' ? 'is a folder' : (e as Error).message;
-    throw inputError(`--config ${file} ${why}: give the path of a readable JSON file (see README.md, "ebpf-studio agent")`);
-  }
-  return parseConfig(text, file);
+  const f = readTrusted(file, '--config', false);
+  return parseConfig(f.text.toString('utf8'), file, f.worldReadable);
 }
