@@ -1,4 +1,5 @@
 // Human-readable sizes for every view and the CLI. Pure (no Node, no DOM).
+import { formatDuration } from './log2hist';
 
 /**
  * "812 KB", "3.4 MB", "-1.2 GB". base 1024 for memory pools and heaps (what the JVM reports),
@@ -47,4 +48,15 @@ export function formatBucketBound(value: number, unit: 'us' | 'ms'): string {
   }
   const text = i === 0 ? String(Math.round(v)) : v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2);
   return `${text} ${names[i]}`;
+}
+
+/**
+ * A profile's weight in the unit its document carries: "12,345 samples", "252 s" of time
+ * (weights in µs: off-CPU, wall clock), "18.2 GB" allocated. A weighted profile counted as
+ * "samples" would read 252,471,550 samples for 252 s off CPU.
+ */
+export function formatWeight(n: number, unit: 'samples' | 'us' | 'bytes' | undefined): string {
+  if (unit === 'bytes') return formatBytes(n, 1000);
+  if (unit === 'us') return formatDuration(n, 'us');
+  return `${formatCount(n)} ${n === 1 ? 'sample' : 'samples'}`;
 }

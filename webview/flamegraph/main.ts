@@ -15,7 +15,7 @@ import { FlameCanvas } from './render';
 import { frameLabel, LEGEND, swatchColor } from './colors';
 import { applyStates } from './stateView';
 import { computeDiff, diffTooltip, enterDiff, leaveDiff } from './diffView';
-import { formatCount } from '../../extension/model/units';
+import { formatCount, formatWeight } from '../../extension/model/units';
 import { addStyle, connectHost, elProps as el } from '../common/viewPage';
 
 // Outside VS Code (benchmarks) the messages go out as 'flamegraph-out' window events.
@@ -79,6 +79,8 @@ app.append(toolbar, warningsBox, unwindBox, crumbs, scroll, topBox, legend, tool
 stopBtn.style.display = 'none';
 
 let profile: FlameProfile | undefined;
+/** A count of samples as a number, any other weight with its unit (time, bytes). */
+const weight = (n: number) => (profile?.unit ? formatWeight(n, profile.unit) : formatCount(n));
 /** warnings the user dismissed here (the extension also remembers them across sessions) */
 const dismissed = new Set<string>();
 
@@ -139,7 +141,7 @@ function redraw(): void {
   renderCrumbs();
   describeSelection();
   // While live, the status keeps the session's counters; "N samples at F Hz" means the final profile.
-  status.textContent = live ? `${progressText || 'Sampling…'} · live graph of ${formatCount(profile.total)} samples` : `${formatCount(profile.total)} samples${profile.lost ? `, ${profile.lost} lost` : ''}${profile.frequency ? ` at ${profile.frequency} Hz` : ''} · ${formatCount(profile.frames.length)} frames · drawn in ${canvases().reduce((s, c) => s + c.lastDrawMs, 0).toFixed(1)} ms${building ? ' · completing the tree…' : ''}`;
+  status.textContent = live ? `${progressText || 'Sampling…'} · live graph of ${formatWeight(profile.total, profile.unit)}` : `${formatWeight(profile.total, profile.unit)}${profile.unit === 'bytes' ? ' allocated' : ''}${profile.lost ? `, ${profile.lost} lost` : ''}${profile.frequency && !profile.unit ? ` at ${profile.frequency} Hz` : ''} · ${formatCount(profile.frames.length)} frames · drawn in ${canvases().reduce((s, c) => s + c.lastDrawMs, 0).toFixed(1)} ms${building ? ' · completing the tree…' : ''}`;
 }
 
 function renderCrumbs(): void {
@@ -296,7 +298,7 @@ function renderTop(): void {
   const body = el('tbody');
   // The first rows only: a 50k-function table would cost more than the graph.
   for (const r of topRows.slice(0, 300)) {
-    const tr = el('tr', { className: `row${r.frame === filter.focusFrame ? ' sel' : ''}`, title: `Focus the flame graph on ${r.name}` }, el('td', { className: 'name', textContent: r.name }), el('td', { className: 'num', textContent: `${formatCount(r.self)} (${pct(r.self, base)})` }), el('td', { className: 'num', textContent: `${formatCount(r.total)} (${pct(r.total, base)})` }));
+    const tr = el('tr', { className: `row${r.frame === filter.focusFrame ? ' sel' : ''}`, title: `Focus the flame graph on ${r.name}` }, el('td', { className: 'name', textContent: r.name }), el('td', { className: 'num', textContent: `${weight(r.self)} (${pct(r.self, base)})` }), el('td', { className: 'num', textContent: `${weight(r.total)} (${pct(r.total, base)})` }));
     tr.tabIndex = 0;
     const focusRow = () => setFilter({ ...filter, focusFrame: r.frame });
     tr.onclick = focusRow;
@@ -339,8 +341,8 @@ function attach(c: FlameCanvas, onClick: (node: number) => void): void {
     const parent = t.parent[n];
     const lines = [
       f ? f.name : 'all',
-      `${formatCount(t.total[n])} samples · ${pct(t.total[n], t.total[ROOT])} of total${parent >= 0 ? ` · ${pct(t.total[n], t.total[parent])} of parent` : ''}`,
-      `self ${formatCount(t.self[n])} (${pct(t.self[n], t.total[ROOT])})`,
+      `${formatWeight(t.total[n], profile.unit)} · ${pct(t.total[n], t.total[ROOT])} of total${parent >= 0 ? ` · ${pct(t.total[n], t.total[parent])} of parent` : ''}`,
+      `self ${weight(t.self[n])} (${pct(t.self[n], t.total[ROOT])})`,
     ];
     if (f) lines.push(`${frameLabel(f)}${f.module ? ` · ${f.module}` : ''}`);
     if (f?.file) lines.push(`${f.file}:${f.line ?? '?'}  (click to open)`);
