@@ -51,6 +51,8 @@ export interface AttachProbe {
   ok: boolean;
   /** why it does not work here (errno text and what it means) */
   error?: string;
+  /** the meaning alone, in plain words, where it is known (the raw libbpf text stays in error) */
+  why?: string;
 }
 
 export interface JdkInfo {
@@ -75,6 +77,8 @@ export interface Capabilities {
   tracefs: boolean;
   /** things the user should fix, each a sentence naming the cause and the fix */
   advice: string[];
+  /** the root-owned install a non-root editor reaches root through, where the helper looked for it */
+  install?: { dir: string; version?: string; missing: string[] };
 }
 
 export interface ProcessInfo {

@@ -10,6 +10,7 @@ import { findJdks } from '../sys/proc/processes';
 import { mappedFiles, readMaps } from '../sys/proc/maps';
 import { lossAdvice, readLossHistory } from './lossHistory';
 import { ensureTracefs } from '../sys/tracefs';
+import { INSTALL_ROOT, installReport } from '../privilege/installPlan';
 
 const CAP_NAMES: Record<number, string> = {
   0: 'CAP_CHOWN', 1: 'CAP_DAC_OVERRIDE', 2: 'CAP_DAC_READ_SEARCH', 5: 'CAP_KILL', 6: 'CAP_SETGID', 7: 'CAP_SETUID',
@@ -44,20 +45,26 @@ function libcPath(): string | undefined {
   }
 }
 
-function explain(kind: AttachKind, e: unknown): string {
+/** The probe's failure: libbpf's text, and what it means here where that is known. */
+function explain(kind: AttachKind, e: unknown): AttachProbe {
   const err = e as { code?: string; message?: string };
-  const base = err.message ?? String(e);
-  if ((kind === 'fentry' || kind === 'kprobe') && process.geteuid?.() === 0 && (err.code === 'EPERM' || err.code === 'ENOTSUPP' || err.code === 'EOPNOTSUPP')) {
-    return `${base}: this kernel refuses ${kind} programs even for root (no BPF trampoline/kprobe support); eBPF Studio does not need them`;
+  const error = err.message ?? String(e);
+  const why = meaning(kind, err.code);
+  return why ? { ok: false, error: `${error}: ${why}`, why } : { ok: false, error };
+}
+
+function meaning(kind: AttachKind, code: string | undefined): string | undefined {
+  if ((kind === 'fentry' || kind === 'kprobe') && process.geteuid?.() === 0 && (code === 'EPERM' || code === 'ENOTSUPP' || code === 'EOPNOTSUPP')) {
+    return `this kernel refuses ${kind} programs even for root (no BPF trampoline/kprobe support); eBPF Studio does not need them`;
   }
-  if (err.code === 'EPERM' || err.code === 'EACCES') {
-    if (kind === 'uprobe' || kind === 'usdt') return `${base}: uprobes and USDT need root (CAP_SYS_ADMIN), CAP_BPF+CAP_PERFMON are not enough`;
-    return `${base}: needs root or CAP_BPF+CAP_PERFMON`;
+  if (code === 'EPERM' || code === 'EACCES') {
+    if (kind === 'uprobe' || kind === 'usdt') return 'uprobes and USDT need root (CAP_SYS_ADMIN), CAP_BPF+CAP_PERFMON are not enough';
+    return 'needs root or CAP_BPF+CAP_PERFMON';
   }
-  if (kind === 'kprobe' && (err.code === 'ENOENT' || err.code === 'EOPNOTSUPP' || err.code === 'ENODEV' || err.code === 'EINVAL')) {
-    return `${base}: this kernel has no kprobes (CONFIG_KPROBES off); eBPF Studio does not need them`;
+  if (kind === 'kprobe' && (code === 'ENOENT' || code === 'EOPNOTSUPP' || code === 'ENODEV' || code === 'EINVAL')) {
+    return 'this kernel has no kprobes (CONFIG_KPROBES off); eBPF Studio does not need them';
   }
-  return base;
+  return undefined;
 }
 
 export function probeAttachKinds(addon: Addon, assetDir: string, usdtBinary?: string): Record<AttachKind, AttachProbe> {
@@ -95,7 +102,7 @@ export function probeAttachKinds(addon: Addon, assetDir: string, usdtBinary?: st
       }
       result[kind] = { ok: true };
     } catch (e) {
-      result[kind] = { ok: false, error: explain(kind, e) };
+      result[kind] = explain(kind, e);
     } finally {
       obj?.close();
     }
@@ -141,5 +148,6 @@ export function gatherCapabilities(addon: Addon | undefined, assetDir: string, a
     jdks,
     tracefs,
     advice,
+    install: (({ root, version, missing }) => ({ dir: root, version, missing }))(installReport(INSTALL_ROOT, assetDir)),
   };
 }

@@ -339,6 +339,20 @@ export class EditorSession {
     throw new Error(`no webview titled "${title}" appeared within ${timeoutMs / 1000} s`);
   }
 
+  /** The document frame of a webview (ours or VS Code's, e.g. a Markdown preview) whose text matches `re`. */
+  async webviewFrameWithText(re: RegExp, timeoutMs = 20_000): Promise<Frame> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      for (const outer of await this.page.locator('iframe.webview').elementHandles().catch(() => [])) {
+        const frame = await (async () => (await (await outer.contentFrame())?.$('iframe#active-frame'))?.contentFrame())().catch(() => null);
+        const text = await frame?.evaluate(() => document.body?.innerText ?? '').catch(() => undefined);
+        if (frame && text && re.test(text)) return frame;
+      }
+      await this.page.waitForTimeout(250);
+    }
+    throw new Error(`no webview showing ${re} appeared within ${timeoutMs / 1000} s`);
+  }
+
   /** The visible webview element (the outer iframe) whose document is `frame`, for screenshots. */
   async webviewElement(frame: Frame): Promise<Locator> {
     const outer = frame.parentFrame();
