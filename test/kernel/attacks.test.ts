@@ -11,29 +11,31 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import * as proto from '../../extension/protocol/protocol';
 import { bpfVerify } from '../../extension/protocol/authoring';
 import { runMaps, runStart } from '../../extension/protocol/privilegedRun';
 import type { ProfileResult } from '../../extension/protocol/profile';
 import type { MemleakResult } from '../../extension/protocol/memleak';
 import { chooseNode, installPlan, installReport } from '../../extension/privilege/installPlan';
+import { AttackBed, attackSkipReason, asUser as asUserKit, makeUser, removeUser, type AttackUser } from './attackKit';
 import { untrustedReason } from '../../extension/privilege/trustedPath';
-import { distDir, kernelSkipReason, repoRoot, waitFor } from '../helpers';
+import { distDir, repoRoot, waitFor } from '../helpers';
 
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
 const USER = `ebpfatk${process.pid % 100000}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function skipReason(): string | undefined {
-  if (process.geteuid?.() !== 0) return 'needs root: it creates an unprivileged user and a root-owned install';
-  for (const tool of ['useradd', 'userdel', 'setpriv', 'unshare', 'gcc']) if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) return `${tool} is missing (useradd/userdel: passwd, setpriv/unshare: util-linux, gcc: build-essential)`;
+  const why = attackSkipReason(['unshare', 'gcc']);
+  if (why) return why;
   if (!fs.existsSync(`${JDK}/bin/javac`)) return `no JDK 17 at ${JDK} (apt-get install openjdk-17-jdk-headless)`;
   if (!fs.existsSync(path.join(distDir, 'libebpf-studio-jvmagent.so')) || !fs.existsSync(path.join(distDir, 'libebpf-studio-preload.so'))) return 'the JVM agent or the leak interposer is not built: npm run build with a JDK and gcc';
-  return kernelSkipReason();
+  return undefined;
 }
 const skip = skipReason();
 
+let user: AttackUser | undefined;
+let bed: AttackBed;
 let uid = 0;
 let gid = 0;
 let base = ''; // root-owned 0755 folder for the install, the victims and the user's folders
@@ -41,64 +43,12 @@ let installRoot = '';
 let launcher = '';
 let runnerLauncher = '';
 const children: ChildProcess[] = [];
-let createdUser = false;
 
-/** Root's files the attacks aim at: each must keep its content, owner and existence. */
-const victims: string[] = [];
-function fingerprint(): string[] {
-  return victims.map((f) => {
-    try {
-      const st = fs.lstatSync(f);
-      return `${f} uid=${st.uid} mode=${(st.mode & 0o7777).toString(8)} ${st.isFile() ? crypto.createHash('sha256').update(fs.readFileSync(f)).digest('hex') : 'dir:' + fs.readdirSync(f).sort().join(',')}`;
-    } catch (e) {
-      return `${f} missing (${(e as NodeJS.ErrnoException).code})`;
-    }
-  });
-}
-
-/** A root-only file (or folder of files) the attacks try to truncate, read, delete or copy. */
-function victim(name: string, content: string, mode = 0o600): string {
-  const f = path.join(base, 'root-only', name);
-  fs.writeFileSync(f, content, { mode });
-  victims.push(f);
-  return f;
-}
-
-/** The installed helper, started as sudo would for USER (SUDO_UID/SUDO_GID through the root-owned launcher). */
-function installedHelper(script = launcher) {
-  const child = spawn(script, [], { stdio: ['pipe', 'pipe', 'pipe'], env: { SUDO_UID: String(uid), SUDO_GID: String(gid), PATH: '/usr/bin:/bin' } });
-  children.push(child);
-  let stderr = '';
-  child.stderr.on('data', (d) => (stderr += d));
-  const conn = createMessageConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
-  const notes: unknown[] = [];
-  conn.onNotification((method: string, params: unknown) => void notes.push({ method, params }));
-  conn.listen();
-  return {
-    conn,
-    notes,
-    stderr: () => stderr,
-    async close() {
-      conn.dispose();
-      child.stdin.end();
-      await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
-    },
-  };
-}
-
-/** Runs as USER with no groups. */
-function asUser(cmd: string[], opts: { cwd?: string } = {}) {
-  return spawnSync('setpriv', [`--reuid=${uid}`, `--regid=${gid}`, '--clear-groups', '--', ...cmd], { encoding: 'utf8', cwd: opts.cwd ?? '/', env: { PATH: '/usr/bin:/bin', HOME: '/' } });
-}
-
-/** A user-owned folder under base. */
-function userDir(name: string, mode = 0o755): string {
-  const d = path.join(base, name);
-  fs.mkdirSync(d, { mode });
-  fs.chownSync(d, uid, gid);
-  fs.chmodSync(d, mode);
-  return d;
-}
+const fingerprint = () => bed.fingerprint();
+const victim = (name: string, content: string, mode = 0o600) => bed.victim(name, content, mode);
+const installedHelper = () => bed.helperFor(user!);
+const asUser = (cmd: string[], opts: { cwd?: string } = {}) => asUserKit(user!, cmd, opts);
+const userDir = (name: string, mode = 0o755) => bed.userDir(user!, name, mode);
 
 /** The AgentSplit fixture JVM as USER in `cwd` (or `argv` given whole); resolves once its libjvm is mapped. */
 async function userJvm(cwd: string, argv?: string[]): Promise<{ child: ChildProcess; pid: number }> {
@@ -138,25 +88,10 @@ async function profileThrough(h: ReturnType<typeof installedHelper>, pid: number
 
 describe('attacks by an unprivileged user on the root-owned install (kernel)', { skip }, () => {
   before(() => {
-    createdUser = spawnSync('id', [USER]).status !== 0;
-    if (createdUser) {
-      const r = spawnSync('useradd', ['-M', '-U', '-d', '/nonexistent', '-s', '/usr/sbin/nologin', USER], { encoding: 'utf8' });
-      assert.equal(r.status, 0, `useradd: ${r.stderr}`);
-    }
-    uid = Number(spawnSync('id', ['-u', USER], { encoding: 'utf8' }).stdout.trim());
-    gid = Number(spawnSync('id', ['-g', USER], { encoding: 'utf8' }).stdout.trim());
-    // Outside /tmp: the chrooted JVM's /tmp must point at a root folder the user cannot write.
-    base = fs.mkdtempSync(path.join('/var/tmp', 'ebpf-studio-attacks-'));
-    fs.chmodSync(base, 0o755);
-    fs.mkdirSync(path.join(base, 'root-only'), { mode: 0o700 });
-    // The install, as "eBPF: Install Privileged Helper" makes it (the same script), in a root-owned folder.
-    installRoot = path.join(base, 'lib');
-    const node = chooseNode(['/usr/bin/node', '/usr/local/bin/node'], process.execPath, false, (f) => untrustedReason(f) === undefined);
-    const plan = installPlan(distDir, '9.9.9-attack', node, { root: installRoot, policy: path.join(base, 'actions', 'dev.ebpfstudio.helper.run.policy') });
-    const inst = spawnSync('/bin/sh', ['-c', plan.script], { encoding: 'utf8' });
-    assert.equal(inst.status, 0, inst.stderr + inst.stdout);
-    launcher = path.join(installRoot, 'ebpf-studio-helper');
-    runnerLauncher = path.join(installRoot, 'ebpf-studio-runner');
+    user = makeUser(USER);
+    ({ uid, gid } = user);
+    bed = new AttackBed('attacks');
+    ({ base, installRoot, launcher, runnerLauncher } = bed);
     // The Java fixture, readable by the user.
     const jc = spawnSync(`${JDK}/bin/javac`, ['-d', path.join(base, 'classes'), path.join(repoRoot, 'test/fixtures/java/AgentSplit.java')], { encoding: 'utf8' });
     assert.equal(jc.status, 0, jc.stderr);
@@ -164,8 +99,8 @@ describe('attacks by an unprivileged user on the root-owned install (kernel)', {
 
   after(() => {
     for (const c of children) c.kill('SIGKILL');
-    if (createdUser) spawnSync('userdel', [USER]);
-    if (base) fs.rmSync(base, { recursive: true, force: true });
+    bed?.dispose();
+    removeUser(user);
   });
 
   test('the install holds everything the features need, and doctor says so', () => {
@@ -265,7 +200,7 @@ describe('attacks by an unprivileged user on the root-owned install (kernel)', {
     if (asUser(['unshare', '-Urm', 'true']).status !== 0) return t.skip('unprivileged user namespaces are disabled here (kernel.unprivileged_userns_clone)');
     const hostDir = path.join(base, 'host-tmp-target');
     fs.mkdirSync(hostDir, { mode: 0o755 }); // root's, writable by root only
-    victims.push(hostDir);
+    bed.watch(hostDir);
     const before = fingerprint();
     const box = userDir('chroot-box');
     const root = path.join(box, 'root');
@@ -322,15 +257,15 @@ describe('attacks by an unprivileged user on the root-owned install (kernel)', {
     // 5: a root folder of files the cleanup must not touch, and a root file behind a report-named link.
     const treeDir = path.join(base, 'root-only', 'tree');
     fs.mkdirSync(treeDir);
-    for (let i = 0; i < 20; i++) victims.push((fs.writeFileSync(path.join(treeDir, `f${i}`), `root file ${i}\n`), path.join(treeDir, `f${i}`)));
-    victims.push(treeDir);
+    for (let i = 0; i < 20; i++) bed.watch((fs.writeFileSync(path.join(treeDir, `f${i}`), `root file ${i}\n`), path.join(treeDir, `f${i}`)));
+    bed.watch(treeDir);
     const rootLeak = victim('123.leak', 'root report-named file\n', 0o644);
     // 6: a folder only root may enter, with a secret in it.
     const locked = path.join(base, 'root-locked');
     fs.mkdirSync(locked, { mode: 0o700 });
     const secretFile = path.join(locked, 'secret');
     fs.writeFileSync(secretFile, 'TOP_SECRET_ROOT_ONLY\n', { mode: 0o644 }); // readable, but only through a folder the user cannot enter
-    victims.push(secretFile);
+    bed.watch(secretFile);
     const before = fingerprint();
     // The leaky fixture, built where the user can run it.
     const work = userDir('leak-work');
