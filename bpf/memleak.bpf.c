@@ -14,11 +14,17 @@
 #include <bpf/bpf_core_read.h>
 #include "memleak.h"
 #include "stackcopy.bpf.h"
+#include "task.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 /* 0 = any process (kernel mode); uprobes are attached per pid anyway, this double-checks. */
 const volatile __u32 target_pid = 0;
+/* The target's start on the boot clock, [lo, hi) ns: a later process that gets target_pid is
+ * never stopped at exit nor counted by the kernel probes (the uprobes follow the target's own
+ * memory, not its number). lo == hi: no check. */
+const volatile __u64 target_start_lo = 0;
+const volatile __u64 target_start_hi = 0;
 const volatile __u64 min_size = 0;
 const volatile __u64 max_size = (__u64)-1;
 /* record every Nth allocation (1 = all) */
@@ -449,7 +455,7 @@ int BPF_KPROBE(exit_enter)
 	struct memleak_exit_event *e;
 	__u64 id = bpf_get_current_pid_tgid();
 
-	if (!hold_at_exit || !is_target())
+	if (!hold_at_exit || !is_target() || !current_started_in(target_start_lo, target_start_hi))
 		return 0;
 	e = bpf_ringbuf_reserve(&exits, sizeof(*e), 0);
 	if (!e) {
@@ -475,6 +481,8 @@ static __always_inline int kalloc(void *ctx, __u64 addr, __u64 size)
 	__s64 *cd;
 
 	if (!addr || !is_target() || !wanted(size))
+		return 0;
+	if (target_pid && !current_started_in(target_start_lo, target_start_hi))
 		return 0;
 	if (sample_bytes) {
 		cd = bpf_map_lookup_elem(&kcountdown, &zero);

@@ -29,6 +29,12 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* 0 = every process; otherwise only threads of this tgid. */
 const volatile __u32 target_tgid = 0;
+/* The target's start on the boot clock, [lo, hi) ns: a later process that gets target_tgid is
+ * never signalled and its on-CPU samples are not counted. Checked where a program signals or
+ * samples, not at each context switch (what a switch costs stays as it was); user space ends the
+ * session when the target exits. lo == hi: no check. */
+const volatile __u64 target_start_lo = 0;
+const volatile __u64 target_start_hi = 0;
 /* Shorter off-CPU intervals are counted in stats but not added to the totals. */
 const volatile __u64 min_block_ns = 1000;
 const volatile bool user_stacks = true;
@@ -326,6 +332,10 @@ static __always_inline void on_sys_exit(void)
 	p = bpf_map_lookup_elem(&pending, &tid);
 	if (!p)
 		return;
+	if (!current_started_in(target_start_lo, target_start_hi)) {
+		bpf_map_delete_elem(&pending, &tid);
+		return;
+	}
 	r = bpf_ringbuf_reserve(&java_samples, sizeof(*r), 0);
 	if (!r) {
 		k.pid = target_tgid;
@@ -545,7 +555,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct offcpu_key k = {};
 
-	if (!tid || (target_tgid && tgid != target_tgid))
+	if (!tid || (target_tgid && (tgid != target_tgid || !current_started_in(target_start_lo, target_start_hi))))
 		return 0;
 	k.pid = tgid;
 	k.tid = tid;

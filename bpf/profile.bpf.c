@@ -19,6 +19,10 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* 0 = every process; otherwise only samples of this tgid. */
 const volatile __u32 target_pid = 0;
+/* The target's start on the boot clock, [lo, hi) ns (its start tick from /proc/PID/stat): a later
+ * process that gets target_pid is neither sampled nor signalled. lo == hi: no check. */
+const volatile __u64 target_start_lo = 0;
+const volatile __u64 target_start_hi = 0;
 /* Whether samples of the idle task (pid 0) count; only meaningful system-wide. */
 const volatile bool include_idle = false;
 const volatile bool user_stacks = true;
@@ -134,7 +138,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	bool lost = false;
 	long ret;
 
-	if (target_pid && tgid != target_pid)
+	if (target_pid && (tgid != target_pid || !current_started_in(target_start_lo, target_start_hi)))
 		return 0;
 	if (!target_pid && tid == 0 && !include_idle)
 		return 0;

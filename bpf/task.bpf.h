@@ -1,6 +1,7 @@
-/* Task helpers shared by the scheduler and sampling programs (offcpu, runqlat, profile): a task's
- * state across kernel versions, the current thread's id in its own pid namespace, and which
- * bpf_get_stackid errors lost a stack. Needs vmlinux.h and <bpf/bpf_core_read.h> first. */
+/* Task helpers shared by the scheduler and sampling programs (offcpu, runqlat, profile, memleak):
+ * a task's state across kernel versions, the current thread's id in its own pid namespace, its
+ * process's start time, and which bpf_get_stackid errors lost a stack. Needs vmlinux.h and
+ * <bpf/bpf_core_read.h> first. */
 #ifndef EBPF_STUDIO_TASK_BPF_H
 #define EBPF_STUDIO_TASK_BPF_H
 
@@ -40,6 +41,32 @@ static __always_inline __u32 current_ns_tid(void)
 		return 0;
 	bpf_core_read(&nr, sizeof(nr), &p->numbers[level].nr);
 	return nr;
+}
+
+/* Kernels before 5.5 call the process start time on the boot clock `real_start_time`. */
+struct task_struct___pre55 {
+	u64 real_start_time;
+} __attribute__((preserve_access_index));
+
+/* Whether the current thread's process started inside [lo, hi) ns of boot time (CLOCK_BOOTTIME,
+ * what /proc/PID/stat's field 22 counts in clock ticks): a pid number alone names whichever
+ * process holds it now, so a program that signals a target chosen by pid checks it is still the
+ * process user space chose, never the next one to get that pid. lo == hi: no check (system-wide,
+ * or no start time given). A thread's exec keeps its process's start time. */
+static __always_inline bool current_started_in(__u64 lo, __u64 hi)
+{
+	struct task_struct *task, *leader;
+	__u64 start;
+
+	if (lo == hi)
+		return true;
+	task = (struct task_struct *)bpf_get_current_task();
+	leader = BPF_CORE_READ(task, group_leader);
+	if (bpf_core_field_exists(leader->start_boottime))
+		start = BPF_CORE_READ(leader, start_boottime);
+	else
+		start = BPF_CORE_READ((struct task_struct___pre55 *)leader, real_start_time);
+	return start >= lo && start < hi;
 }
 
 /* -EEXIST (hash-bucket collision without BPF_F_REUSE_STACKID) and -ENOMEM (map full) lose a

@@ -53,6 +53,43 @@ export function pidAlive(pid: number): boolean {
 }
 
 /**
+ * A process as its pid and its start time (clock ticks since boot, /proc/PID/stat field 22): a pid
+ * alone names whichever process holds that number now, and after the target exits the next
+ * process to get it may be another user's. Sessions keep this and compare it, never the number.
+ */
+export interface ProcessIdentity {
+  pid: number;
+  startTime: number;
+}
+
+/** The identity of the process holding `pid` now, or undefined when none does. */
+export function identify(pid: number): ProcessIdentity | undefined {
+  const st = readStat(pid);
+  return st ? { pid, startTime: st.startTime } : undefined;
+}
+
+/** Whether the process `id` names is still running: same pid, same start, not a zombie (it has exited; its pid is about to be free). */
+export function sameProcess(id: ProcessIdentity): boolean {
+  const st = readStat(id.pid);
+  return st !== undefined && st.startTime === id.startTime && st.state !== 'Z' && st.state !== 'X';
+}
+
+/** USER_HZ: the unit of /proc/PID/stat's start time (100 on every Linux architecture we build for). */
+const CLOCK_TICKS_PER_S = 100n;
+
+/**
+ * The target's start as the BPF programs see it: [lo, hi) ns of CLOCK_BOOTTIME (the kernel's
+ * task->start_boottime, which /proc shows divided down to clock ticks), for the start-time check
+ * of bpf/task.bpf.h current_started_in. Zeros (no check) without a target.
+ */
+export function bootStartRange(id: ProcessIdentity | undefined): { target_start_lo: bigint; target_start_hi: bigint } {
+  if (!id) return { target_start_lo: 0n, target_start_hi: 0n };
+  const tick = 1_000_000_000n / CLOCK_TICKS_PER_S;
+  const lo = BigInt(id.startTime) * tick;
+  return { target_start_lo: lo, target_start_hi: lo + tick };
+}
+
+/**
  * Checks a pid given by a user: in range, exists, not a kernel thread. Returns its stat.
  * Throws input errors (exit 2) with the reason.
  */

@@ -16,7 +16,7 @@ import { profileTracer } from '../profile/tracer';
 import { offcpuTracer } from '../offcpu/tracer';
 import { writePerfMap } from '../../sys/jvm/attach';
 import { foreignOwner } from '../../sys/ownership';
-import { pidAlive } from '../../sys/proc/processes';
+import { identify, sameProcess } from '../../sys/proc/processes';
 import type { TracerName } from '../../protocol/protocol';
 
 function monoNs(): number {
@@ -252,8 +252,9 @@ export const jvmTracer: Tracer<'jvm'> = {
       warnings.push(`pid ${options.pid} is a JVM of uid ${owner}, not yours (uid ${env.requester?.uid}): eBPF Studio sends no attach request into another user's JVM (no perf map), so its JIT-compiled Java methods show as [unknown]. Run as root (sudo) or as uid ${owner} to name them`);
     }
     let perfMapFailed = owner !== undefined;
+    const target = identify(options.pid); // by start time too: never an attach request to the pid's next process
     const refreshPerfMap = () => {
-      if (perfMapFailed || !pidAlive(options.pid)) return;
+      if (perfMapFailed || !target || !sameProcess(target)) return;
       writePerfMap(options.pid, { timeoutMs: 3000 }).catch((e) => {
         perfMapFailed = true;
         env.log(`jvm: fetching the perf map of pid ${options.pid} failed: ${(e as Error).message}`);

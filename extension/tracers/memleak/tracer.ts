@@ -15,7 +15,7 @@ import { Symbolizer, type Frame, type ProcessImage } from '../../sys/symbolize';
 import { MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakOptions, type MemleakResult } from '../../protocol/memleak';
 import { asObject, bool, int, num, oneOf, str, strArray, PID_MAX, type Raw } from '../../protocol/validate';
 import { fromBpfError, inputError, StudioError, unsuitableError } from '../../protocol/errors';
-import { checkPid, mapsOrExplain, pidAlive, readStat } from '../../sys/proc/processes';
+import { bootStartRange, checkPid, identify, mapsOrExplain, readStat, sameProcess } from '../../sys/proc/processes';
 import { ensureTracefs } from '../../sys/tracefs';
 import type { Mapping } from '../../sys/proc/maps';
 import { withElf } from '../../sys/elf/elf';
@@ -23,6 +23,7 @@ import { checkBinary, lacksFramePointers } from '../../sys/elf/binaryChecks';
 import { requireElfFile } from '../../sys/elf/fileCheck';
 import type { Tracer } from '../tracer';
 import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
+import { TARGET_WATCH_MS } from '../targetWatch';
 import { MEMLEAK_DEFAULT_STACK_COPY, MEMLEAK_MAX_STACK_COPY, MemleakDwarfStacks } from './dwarf';
 import { launchStopped, type StoppedChild } from '../launchStopped';
 import { aggregate, CNT, decodeAllocDump, decodeExitEvent } from './decode';
@@ -200,6 +201,13 @@ export const memleakTracer: Tracer<'memleak'> = {
     if (options.launch) launched = await launchStopped(env.assetDir, options.launch, (t) => (reports.output += t));
     const pid = launched?.pid ?? options.pid ?? 0;
     const abandon = () => launched?.child.kill('SIGKILL');
+    // The target by pid and start time (a launched program keeps its launcher's across exec): no
+    // later process that gets the pid is stopped at exit or counted.
+    const target = pid ? identify(pid) : undefined;
+    if (pid && !target) {
+      abandon();
+      throw new StudioError('input', `process ${pid} exited`);
+    }
 
     // ---- load and attach ------------------------------------------------------------------
     // A launched program is still the stopped launcher here: judge the binary it will exec.
@@ -216,6 +224,7 @@ export const memleakTracer: Tracer<'memleak'> = {
         }
         setRodata(o, {
           target_pid: pid,
+          ...bootStartRange(target),
           min_size: BigInt(options.minSize),
           max_size: options.maxSize ? BigInt(options.maxSize) : (1n << 64n) - 1n,
           sample_rate: BigInt(options.sampleRate),
@@ -382,10 +391,10 @@ export const memleakTracer: Tracer<'memleak'> = {
     let watch: NodeJS.Timeout | undefined;
     if (launched) {
       void launched.exited.then((exit) => finish(exitMessage(options.launch!.command[0], exit)));
-    } else if (pid && !options.kernel) {
+    } else if (target && !options.kernel) {
       watch = setInterval(() => {
-        if (!pidAlive(pid)) void finish(`process ${pid} exited`);
-      }, 200);
+        if (!sameProcess(target)) void finish(`process ${pid} exited`);
+      }, TARGET_WATCH_MS);
     }
 
     refreshImage();

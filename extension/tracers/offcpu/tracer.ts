@@ -27,7 +27,8 @@ import { PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK
 import { OFFCPU_DEFAULT_MIN_BLOCK_US, OFFCPU_MAX_MIN_BLOCK_US, WALL_DEFAULT_FREQUENCY, type OffcpuOptions } from '../../protocol/offcpu';
 import { asObject, bool, int, oneOf, PID_MAX } from '../../protocol/validate';
 import { fromBpfError, inputError } from '../../protocol/errors';
-import { checkPid, pidAlive, processInfo } from '../../sys/proc/processes';
+import { bootStartRange, checkPid, pidAlive, processInfo, sameProcess, type ProcessIdentity } from '../../sys/proc/processes';
+import { watchTarget } from '../targetWatch';
 import { writePerfMap } from '../../sys/jvm/attach';
 import type { Tracer } from '../tracer';
 import { loadFirstWorking, readCounter, setRodata } from '../bpfObject';
@@ -158,7 +159,9 @@ export const offcpuTracer: Tracer<'offcpu'> = {
   async start(options, env, events) {
     const wall = options.event === 'wall';
     const warnings: string[] = [];
-    const info = options.pid ? (checkPid(options.pid), processInfo(options.pid)) : undefined;
+    // The target by pid and start time, read first: the BPF programs signal and sample no other process
+    const target: ProcessIdentity | undefined = options.pid ? { pid: options.pid, startTime: checkPid(options.pid).startTime } : undefined;
+    const info = options.pid ? processInfo(options.pid) : undefined;
     if (options.pid && !info) throw inputError(`no process with pid ${options.pid} is running (check with: ps -p ${options.pid})`);
     const release = kernelRelease();
     if (!releaseAtLeast(release, 5, 15))
@@ -182,7 +185,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
     try {
       loaded = loadFirstWorking(env, 'offcpu', [programs], (o) => {
         o.setMaxEntries('stacks', options.stackStorageSize);
-        setRodata(o, { target_tgid: options.pid, min_block_ns: BigInt(options.minBlockUs) * 1000n, sample_ns: wall ? BigInt(Math.round(1e9 / options.frequency)) : 0n, java_join: Boolean(java) });
+        setRodata(o, { target_tgid: options.pid, ...bootStartRange(target), min_block_ns: BigInt(options.minBlockUs) * 1000n, sample_ns: wall ? BigInt(Math.round(1e9 / options.frequency)) : 0n, java_join: Boolean(java) });
       });
     } catch (e) {
       await java?.abort();
@@ -304,11 +307,8 @@ export const offcpuTracer: Tracer<'offcpu'> = {
       } catch {
         return;
       }
-      if (options.pid) {
-        if (!pidAlive(options.pid)) {
-          clearInterval(timer);
-          events.ended('target-exited', `pid ${options.pid} exited`);
-        } else if (ticks % 5 === 0) capture(options.pid);
+      if (target) {
+        if (ticks % 5 === 0 && sameProcess(target)) capture(target.pid);
       } else if (ticks % 2 === 0) {
         // Processes can exit while we trace: their mappings are captured while alive.
         try {
@@ -323,6 +323,12 @@ export const offcpuTracer: Tracer<'offcpu'> = {
         }
       }
     }, TICK_MS);
+    const unwatch = target
+      ? watchTarget(target, () => {
+          clearInterval(timer);
+          events.ended('target-exited', `pid ${target.pid} exited`);
+        })
+      : () => undefined;
 
     const result = (stacks: ProfileStack[]): ProfileResult => ({
       tracer: 'profile',
@@ -372,6 +378,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
       async stop() {
         if (final) return final;
         clearInterval(timer);
+        unwatch();
         if (!closed) {
           closed = true;
           try {

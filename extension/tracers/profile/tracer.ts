@@ -23,7 +23,8 @@ import type { ProfileOptions, ProfileResult, ProfileStack } from '../../protocol
 import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE, UNWIND_CHOICES, type UnwindInfo, type UnwindMode } from '../../protocol/profile';
 import { asObject, bool, int, oneOf, PID_MAX } from '../../protocol/validate';
 import { fromBpfError, unsuitableError } from '../../protocol/errors';
-import { checkPid, pidAlive, processInfo } from '../../sys/proc/processes';
+import { bootStartRange, checkPid, pidAlive, processInfo, sameProcess, type ProcessIdentity } from '../../sys/proc/processes';
+import { watchTarget } from '../targetWatch';
 import type { ProcessInfo } from '../../protocol/protocol';
 import { kernelBuildId } from '../../sys/elf/elf';
 import { boolFlag, writePerfMap } from '../../sys/jvm/attach';
@@ -97,7 +98,10 @@ export const profileTracer: Tracer<'profile'> = {
   },
   async start(options, env, events) {
     const warnings: string[] = [];
-    const cmdline = options.pid ? (checkPid(options.pid), processInfo(options.pid)) : undefined;
+    // The target by pid and start time, read before anything else about it: what follows (owner,
+    // JVM, agent) is checked against this process, and the BPF program samples and signals no other.
+    const target: ProcessIdentity | undefined = options.pid ? { pid: options.pid, startTime: checkPid(options.pid).startTime } : undefined;
+    const cmdline = options.pid ? processInfo(options.pid) : undefined;
     // auto is CFI: libdw uses each module's .eh_frame/.debug_frame and walks frame pointers only
     // through code that has no CFI (JIT code), which is "frame pointers where they are all there is".
     // A JVM profiled with the Java agent is unwound the same way: auto picks CFI for it too. Its
@@ -110,7 +114,7 @@ export const profileTracer: Tracer<'profile'> = {
     const mode: UnwindMode = options.unwind === 'fp' ? 'fp' : 'dwarf';
     const { java, jvmPids } = await javaPath(options, cmdline, mode, env, warnings);
     const stackCopyBytes = options.stackCopyBytes ?? PROFILE_DEFAULT_STACK_COPY;
-    const obj = await loadProfiler(options, mode, stackCopyBytes, java, env);
+    const obj = await loadProfiler(options, target, mode, stackCopyBytes, java, env);
     const dwarf = mode === 'dwarf' ? new DwarfAggregator(env.addon, stackCopyBytes, env.log) : undefined;
     if (dwarf && options.pid) dwarf.pool.prime(options.pid);
     let ring: RingBufferHandle | undefined;
@@ -124,7 +128,7 @@ export const profileTracer: Tracer<'profile'> = {
       await java?.abort();
       throw e;
     }
-    return new ProfileRun(options, mode, obj, dwarf, ring, java, jvmPids, env, events, warnings);
+    return new ProfileRun(options, target, mode, obj, dwarf, ring, java, jvmPids, env, events, warnings);
   },
 };
 
@@ -163,7 +167,7 @@ async function javaPath(options: ProfileOptions, cmdline: ProcessInfo | undefine
  * too (in dwarf mode the samples ring carries tid and time, forwarded once unwound). A failure
  * stops the agent before it is thrown.
  */
-async function loadProfiler(options: ProfileOptions, mode: UnwindMode, stackCopyBytes: number, java: JavaAgentSession | undefined, env: TracerEnv): Promise<BpfObject> {
+async function loadProfiler(options: ProfileOptions, target: ProcessIdentity | undefined, mode: UnwindMode, stackCopyBytes: number, java: JavaAgentSession | undefined, env: TracerEnv): Promise<BpfObject> {
   try {
     const { obj } = loadFirstWorking(env, 'profile', [['on_sample']], (o) => {
       o.setMaxEntries('stacks', options.stackStorageSize ?? PROFILE_DEFAULT_STACK_STORAGE);
@@ -171,7 +175,7 @@ async function loadProfiler(options: ProfileOptions, mode: UnwindMode, stackCopy
         o.setMaxEntries('samples', ringBytes(options.frequency, stackCopyBytes, onlineCpus().length));
         o.setMaxEntries('scratch', env.addon.numPossibleCpus());
       }
-      setRodata(o, { target_pid: options.pid, include_idle: options.includeIdle, unwind_dwarf: mode === 'dwarf', stack_copy_bytes: stackCopyBytes, signal_target: Boolean(java) });
+      setRodata(o, { target_pid: options.pid, ...bootStartRange(target), include_idle: options.includeIdle, unwind_dwarf: mode === 'dwarf', stack_copy_bytes: stackCopyBytes, signal_target: Boolean(java) });
     });
     if (mode === 'fp') java?.attachRing(obj);
     return obj;
@@ -238,8 +242,12 @@ class ProfileRun implements Session<'profile'> {
   private unwindModuleInfo: UnwindInfo['modules'];
   private readonly buildIds = new Map<string, string>();
 
+  /** stops watching the target (the profile ends when it exits) */
+  private readonly unwatch: () => void;
+
   constructor(
     private readonly options: ProfileOptions,
+    private readonly target: ProcessIdentity | undefined,
     private readonly mode: UnwindMode,
     private readonly obj: BpfObject,
     private readonly dwarf: DwarfAggregator | undefined,
@@ -259,6 +267,12 @@ class ProfileRun implements Session<'profile'> {
       if (img) warnings.push(...this.symbolizer.warnings(img, this.warnOpts));
     }
     this.timer = setInterval(() => this.tick(), TICK_MS);
+    this.unwatch = target
+      ? watchTarget(target, () => {
+          clearInterval(this.timer);
+          this.events.ended('target-exited', `pid ${target.pid} exited`);
+        })
+      : () => undefined;
   }
 
   private capture(pid: number): void {
@@ -272,7 +286,7 @@ class ProfileRun implements Session<'profile'> {
 
   /** Every second: counts to the view; the target's mappings every 5 s, new pids' every 2 s system-wide. */
   private tick(): void {
-    const { obj, options } = this;
+    const { obj } = this;
     this.ticks++;
     let samples = 0;
     let lost = 0;
@@ -283,11 +297,8 @@ class ProfileRun implements Session<'profile'> {
       return;
     }
     this.events.update({ samples, lost, elapsedMs: Date.now() - this.started });
-    if (options.pid) {
-      if (!pidAlive(options.pid)) {
-        clearInterval(this.timer);
-        this.events.ended('target-exited', `pid ${options.pid} exited`);
-      } else if (this.ticks % 5 === 0) this.capture(options.pid);
+    if (this.target) {
+      if (this.ticks % 5 === 0 && sameProcess(this.target)) this.capture(this.target.pid);
     } else if (this.ticks % 2 === 0) {
       try {
         const d = obj.mapDump('counts');
@@ -367,6 +378,7 @@ class ProfileRun implements Session<'profile'> {
   async stop(): Promise<ProfileResult> {
     if (this.final) return this.final;
     clearInterval(this.timer);
+    this.unwatch();
     await this.liveNaming;
     if (!this.closed) this.detach();
     const late = await this.nameJavaMethods();

@@ -6,7 +6,8 @@ import type { RunqlatOptions } from '../../protocol/runqlat';
 import { total } from '../../model/log2hist';
 import { asObject, bool, int, num, oneOf, PID_MAX } from '../../protocol/validate';
 import { fromBpfError, inputError } from '../../protocol/errors';
-import { pidAlive, readStat } from '../../sys/proc/processes';
+import { identify, sameProcess } from '../../sys/proc/processes';
+import { watchTarget } from '../targetWatch';
 import type { Tracer } from '../tracer';
 import { loadFirstWorking, readCounter, setRodata } from '../bpfObject';
 import { HistEpochs } from '../histEpochs';
@@ -36,7 +37,9 @@ export const runqlatTracer: Tracer<'runqlat'> = {
   },
   async start(options, env, events) {
     // Kernel threads wait in run queues too, so unlike the uprobe tracers any live pid will do.
-    if (options.pid && !readStat(options.pid)) throw inputError(`no process with pid ${options.pid} is running (check with: ps -p ${options.pid})`);
+    // By pid and start time: the session ends when this process exits, not when the pid is free.
+    const target = options.pid ? identify(options.pid) : undefined;
+    if (options.pid && !target) throw inputError(`no process with pid ${options.pid} is running (check with: ps -p ${options.pid})`);
     const { obj, variant } = loadFirstWorking(env, 'runqlat', VARIANTS, (o) =>
       setRodata(o, { target_tgid: options.pid, key_mode: KEY_MODE[options.per], unit_ns: options.unit === 'ms' ? 1_000_000 : 1000 }),
     );
@@ -70,16 +73,20 @@ export const runqlatTracer: Tracer<'runqlat'> = {
       if (closed) return;
       closed = true;
       clearInterval(timer);
+      unwatch();
       obj.close();
     };
     const timer = setInterval(() => {
       void serial(false).then(() => {
-        if (options.pid && !closed && !pidAlive(options.pid)) {
-          close();
-          events.ended('target-exited', `process ${options.pid} exited`);
-        }
+        if (target && !closed && !sameProcess(target)) ended();
       });
     }, options.intervalS * 1000);
+    const ended = () => {
+      if (closed) return;
+      close();
+      events.ended('target-exited', `process ${options.pid} exited`);
+    };
+    const unwatch = target ? watchTarget(target, ended) : () => undefined;
 
     return {
       targets: options.pid ? [options.pid] : [],
