@@ -200,7 +200,7 @@ function sender(limits: Limits, state: { bytes: number }): Send {
     const len = Buffer.byteLength(body);
     if (code === 200 && state.bytes + len > limits.responseBytes) {
       code = 503;
-      body = `the agent is busy sending ${state.bytes} bytes of other responses (its limit is ${limits.responseBytes}): retry in a few seconds\n`;
+      body = `this response (${len} bytes) and those being sent (${state.bytes} bytes) exceed the ${limits.responseBytes} bytes the agent holds at once: retry in a few seconds\n`;
       type = 'text/plain; charset=utf-8';
       extra = { 'Retry-After': '5' };
     }

@@ -62,8 +62,11 @@ test('listen addresses: loopback by default, anything else needs TLS and auth', 
   assert.throws(() => parseListen('127.0.0.1:70000'), /out of range/);
   assert.ok(isLoopback('127.0.0.1') && isLoopback('::1') && isLoopback('localhost') && isLoopback('127.1.2.3'));
   assert.ok(!isLoopback('0.0.0.0') && !isLoopback('10.0.0.1') && !isLoopback('::'));
-  assert.deepEqual(prepareListen({ host: '127.0.0.1', port: 9435 }, DEFAULT_CONFIG), { auth: undefined });
-  assert.throws(() => prepareListen({ host: '0.0.0.0', port: 9435 }, DEFAULT_CONFIG), (e: StudioError) => e.kind === 'usage' && /"tls"/.test(e.message) && /"auth"/.test(e.message) && /--listen 127\.0\.0\.1:9435/.test(e.message));
+  // Closed by default: no auth in the config means the install's token, and no token means no start.
+  const noToken = path.join(os.tmpdir(), `ebpf-studio-no-token-${process.pid}`);
+  assert.throws(() => prepareListen({ host: '127.0.0.1', port: 9435 }, DEFAULT_CONFIG, { tokenFile: noToken }), (e: StudioError) => e.kind === 'input' && /does not exist/.test(e.message) && /--make-token/.test(e.message) && /--insecure-no-auth/.test(e.message));
+  assert.deepEqual(prepareListen({ host: '127.0.0.1', port: 9435 }, DEFAULT_CONFIG, { insecureNoAuth: true }), { auth: undefined, insecure: true });
+  assert.throws(() => prepareListen({ host: '0.0.0.0', port: 9435 }, DEFAULT_CONFIG, { insecureNoAuth: true }), (e: StudioError) => e.kind === 'usage' && /"tls"/.test(e.message) && /authentication/.test(e.message) && /--listen 127\.0\.0\.1:9435/.test(e.message));
 });
 
 test('exposition: cumulative buckets, +Inf equals _count, labels escaped', () => {
