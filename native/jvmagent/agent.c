@@ -540,6 +540,8 @@ static void drain_code(JNIEnv *jni) {
   }
 }
 
+static void profile_quiesce(void);
+
 static void *service_thread(void *arg) {
   (void)arg;
   JNIEnv *jni = service_attach(g_vm, "ebpf-studio-jvm", "ebpf-studio-jvmagent");
@@ -561,12 +563,17 @@ static void *service_thread(void *arg) {
       fprintf(g_svc.out, "T\t%lld\n", (long long)mark);
       last_mark = mark;
     }
+    if (service_orphaned(&g_svc)) {
+      profile_quiesce(); // the reader is gone or the file full: end as a stop would
+      g_svc.stop_wanted = 1;
+    }
     if (g_svc.stop_wanted) {
       // the caller has cleared g_active, waited for handlers and stopped queueing code events:
       // one last pass empties the code queue and the ring
       drain_code(jni);
       drain(jni);
       fprintf(g_svc.out, "E\t%llu\t%llu\t%llu\n", (unsigned long long)atomic_load(&g_dropped), (unsigned long long)atomic_load(&g_signals), (unsigned long long)atomic_load(&g_handler_ns));
+      if (g_svc.orphaned == SERVICE_READER_GONE) service_discard(&g_svc);
       service_ended(&g_svc);
       continue;
     }
@@ -710,7 +717,9 @@ static int do_start(JNIEnv *jni, const char *out, int depth) {
   return 0;
 }
 
-static void do_stop(void) {
+// What a stop does before the service thread ends the file: no handler records any more, no
+// code or class event is queued. Also called by the service thread itself (service_orphaned).
+static void profile_quiesce(void) {
   atomic_store_explicit(&g_active, 0, memory_order_release);
   // handlers are short; never wait forever on one (a stuck one would be a bug, not a reason to hang the JVM's attach listener)
   for (int i = 0; i < 20000 && atomic_load(&g_in_handler) > 0; i++) usleep(100);
@@ -722,6 +731,10 @@ static void do_stop(void) {
     g_code_enabled = 0;
   }
   set_class_events(JVMTI_DISABLE); // nor per class load
+}
+
+static void do_stop(void) {
+  profile_quiesce();
   service_end(&g_svc);
 }
 
@@ -925,6 +938,8 @@ static void heap_forget(JNIEnv *jni) {
   method_table_clear(&g_heap_methods, g_heap_jvmti);
 }
 
+static void heap_quiesce(void);
+
 static void *heap_thread(void *arg) {
   (void)arg;
   JNIEnv *jni = service_attach(g_vm, "ebpf-studio-hp", "ebpf-studio-heap");
@@ -943,11 +958,16 @@ static void *heap_thread(void *arg) {
       heap_scan(jni, gcs);
       scanned = gcs;
     }
+    if (service_orphaned(&g_heap_svc)) {
+      heap_quiesce(); // the reader is gone or the file full: end as a stop would
+      g_heap_svc.stop_wanted = 1;
+    }
     if (g_heap_svc.stop_wanted) {
       // the caller has disabled the events and waited for callbacks: empty the queue, let go of every object
       heap_drain(jni);
       heap_forget(jni);
       fprintf(g_heap_svc.out, "E\t%llu\t%llu\t%llu\t%u\n", (unsigned long long)atomic_load(&g_heap_samples), (unsigned long long)atomic_load(&g_heap_dropped), (unsigned long long)atomic_load(&g_heap_cb_ns), atomic_load(&g_heap_gcs));
+      if (g_heap_svc.orphaned == SERVICE_READER_GONE) service_discard(&g_heap_svc);
       service_ended(&g_heap_svc);
       continue;
     }
@@ -991,10 +1011,16 @@ static void heap_set_events(jvmtiEventMode mode) {
   (*g_heap_jvmti)->SetEventNotificationMode(g_heap_jvmti, mode, JVMTI_EVENT_GARBAGE_COLLECTION_FINISH, NULL);
 }
 
-static void heap_stop(void) {
+// What a stop does before the service thread ends the file: no callback records any more. Also
+// called by the service thread itself (service_orphaned).
+static void heap_quiesce(void) {
   atomic_store_explicit(&g_heap_on, 0, memory_order_release);
   heap_set_events(JVMTI_DISABLE);
   for (int i = 0; i < 20000 && atomic_load(&g_heap_in_cb) > 0; i++) usleep(100);
+}
+
+static void heap_stop(void) {
+  heap_quiesce();
   service_end(&g_heap_svc);
 }
 

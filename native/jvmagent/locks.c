@@ -271,6 +271,7 @@ static void at_monitorenter(jvmtiEnv *jv, jvmtiFrameInfo *f) {
 }
 
 static int l_vthreads;  // this session follows virtual threads
+static _Atomic int l_vthreads_on; // their events are on (one quiesce switches them off)
 static int l_locks = 1; // this session follows monitors and parks
 // A virtual thread's contended enter, from MonitorContendedEnter to the unmount that follows on
 // the same carrier (JDK 24+ unmounts a virtual thread blocked on a monitor): its monitor's class
@@ -647,6 +648,8 @@ static void resolve_fields(JNIEnv *jni) {
   l_vthread_class = global_class(jni, optional_class(jni, "java/lang/BaseVirtualThread"));
 }
 
+static void locks_quiesce(void);
+
 static void *locks_thread(void *arg) {
   (void)arg;
   JNIEnv *jni = service_attach(l_vm, "ebpf-studio-lk", "ebpf-studio-locks");
@@ -666,12 +669,17 @@ static void *locks_thread(void *arg) {
       last_look = now;
     }
     drain_recs(jni);
+    if (service_orphaned(&l_svc)) {
+      locks_quiesce(); // the reader is gone or the file full: end as a stop would
+      l_svc.stop_wanted = 1;
+    }
     if (l_svc.stop_wanted) {
       end_all_episodes(jni, now);
       drain_recs(jni);
       forget_methods();
       fprintf(l_svc.out, "E\t%llu\t%llu\t%llu\t%llu\t%llu\t%llu\n", (unsigned long long)atomic_load(&l_monitor_waits), (unsigned long long)atomic_load(&l_parks), (unsigned long long)atomic_load(&l_looks),
               (unsigned long long)atomic_load(&l_cb_ns), (unsigned long long)atomic_load(&l_look_ns), (unsigned long long)atomic_load(&l_vt_waits));
+      if (l_svc.orphaned == SERVICE_READER_GONE) service_discard(&l_svc);
       service_ended(&l_svc);
       continue;
     }
@@ -732,12 +740,19 @@ static void set_events(jvmtiEventMode mode) {
   (*l_jvmti)->SetEventNotificationMode(l_jvmti, mode, JVMTI_EVENT_MONITOR_CONTENDED_ENTERED, NULL);
 }
 
-static void locks_stop(void) {
+// What a stop does before the service thread ends the file: no callback records any more. Also
+// called by the service thread itself (service_orphaned); the exchange keeps a stop arriving
+// meanwhile from switching the virtual-thread events off twice.
+static void locks_quiesce(void) {
   atomic_store_explicit(&l_on, 0, memory_order_release);
-  if (l_vthreads) vthreads_disable();
+  if (atomic_exchange(&l_vthreads_on, 0)) vthreads_disable();
   if (l_locks || l_vthreads) set_events(JVMTI_DISABLE);
   l_vthreads = 0;
   for (int i = 0; i < 20000 && atomic_load(&l_in_cb) > 0; i++) usleep(100);
+}
+
+static void locks_stop(void) {
+  locks_quiesce();
   service_end(&l_svc);
 }
 
@@ -756,6 +771,7 @@ static int locks_start(const char *out, int depth, int64_t period_ns, int vthrea
     return 103;
   }
   l_vthreads = vthreads;
+  atomic_store(&l_vthreads_on, vthreads);
   l_locks = locks;
   l_monitor_owner = owner;
   l_depth = depth;

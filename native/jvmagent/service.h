@@ -14,9 +14,22 @@ typedef struct agent_service {
   pthread_cond_t cond;  // wakes the thread (a session started, a stop asked) and its waiters (stop done)
   FILE *out;            // open while a session runs (under lock)
   int stop_wanted;      // under lock: set by start/stop, cleared by the thread once the file is closed
+  // The reader's watch (service_orphaned), under lock: when the session began, the next probe,
+  // whether the reader's lock was seen, and why the session ended by itself (SERVICE_*).
+  int64_t begun_ns, next_probe_ns;
+  int reader_seen;
+  int orphaned;
 } agent_service;
 
-#define AGENT_SERVICE_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0}
+#define AGENT_SERVICE_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0, 0}
+
+// Why a session ended without a stop command (agent_service.orphaned).
+enum { SERVICE_RUNNING = 0, SERVICE_READER_GONE = 1, SERVICE_FILE_FULL = 2 };
+// A session's file grows to this at most; then the part stops as if told to (its end record
+// follows), so a reader that stopped reading cannot fill the JVM's /tmp.
+#define SERVICE_MAX_FILE_BYTES (256LL << 20)
+// The reader takes its lock within this long of the start, or the session ends.
+#define SERVICE_READER_GRACE_NS (15LL * 1000000000LL)
 
 // Starts run(NULL) on a detached thread (it lives as long as the JVM).
 void service_spawn(void *(*run)(void *));
@@ -39,3 +52,15 @@ void service_end(agent_service *s);
 void service_ended(agent_service *s);
 // On the service thread, under s->lock: sleeps until woken or `ns` nanoseconds have passed.
 void service_sleep(agent_service *s, int64_t ns);
+// On the service thread, under s->lock, while a session runs: whether it must end by itself,
+// because its reader is gone or its file is full (then s->orphaned says which, and a record
+// "X <why>" is in the file). The reader (the helper) holds a shared flock(2) on its own fd of
+// the file for as long as it reads; the kernel drops it when that fd closes, however the
+// reader died, so an exclusive lock this side can take means nobody reads any more. A flock
+// needs no pid, clock or path, and works across pid and mount namespaces (a container). Until
+// the reader's lock was first seen the session is given SERVICE_READER_GRACE_NS. Probes at most
+// every 100 ms. The part then stops producing (as its stop does) and sets stop_wanted.
+int service_orphaned(agent_service *s);
+// On the service thread, under s->lock, after the end record of a session whose reader is gone:
+// removes the file if its name still names it (nobody else would).
+void service_discard(agent_service *s);

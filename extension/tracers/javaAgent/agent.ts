@@ -56,6 +56,8 @@ import { effectiveIds, foreignOwner as ownerIfForeign } from '../../sys/ownershi
 import { withElf } from '../../sys/elf/elf';
 import { readMaps, type Mapping } from '../../sys/proc/maps';
 import { mountAt, readMountinfo } from '../../sys/proc/mounts';
+import { identify, sameProcess } from '../../sys/proc/processes';
+import { holdReaderLock } from './readerLock';
 import type { TracerEnv } from '../tracer';
 import type { RawStack } from '../profile/stacks';
 import { ALL_IN, decodeJavaSample, emptyAgentLog, foldStacks, IncrementalPairer, joinStack, parseAgentText, type AgentLog, type AgentRecord, type TimedSample } from './decode';
@@ -308,6 +310,9 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
   const cfi = opts.unwind === 'dwarf';
   const lib = agentLibrary(env.assetDir);
   if (!lib) throw unsuitableError(agentUnavailableMessage(env.assetDir));
+  // By start time too: the stop and the last jcmd go to this JVM or to none (its pid may be another's by then)
+  const target = identify(pid);
+  if (!target) throw new StudioError('input', `no process with pid ${pid} is running`);
   const ids = checkAgentTarget(pid, env.requester);
   const nspid = namespacePid(pid);
   const libInTarget = placeAgent(pid, lib, ids);
@@ -345,6 +350,7 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
   // C1 or C2 per nmethod (./javaFrameTypes.ts says why from Compiler.codelist): asked now for the
   // live view, and again at the end for code compiled meanwhile. Without it: 'compiled', tier unknown.
   const askCodelist = async (when: string) => {
+    if (!sameProcess(target)) return;
     try {
       cache.addCodelist(parseCodelist(await jcmd(pid, 'Compiler.codelist', { timeoutMs: 15000 })));
     } catch (e) {
@@ -373,6 +379,7 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
           return;
         }
         outFd = fd;
+        holdReaderLock(env.addon, fd, env.log, 'profile');
       } catch {
         return;
       }
@@ -463,6 +470,7 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
   const stopAgent = async () => {
     if (stopped) return;
     stopped = true;
+    if (!sameProcess(target)) return;
     try {
       const c = await agentCommand(pid, libInTarget, 'stop', 15000);
       if (c !== 0) env.log(`profile: the Java agent's stop returned ${c}`);
@@ -473,6 +481,7 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
 
   const timer = setInterval(poll, 500);
   timer.unref?.();
+  poll(); // opens the file now and holds the reader's lock the agent watches
 
   return {
     get firstSampleMs() {

@@ -1,18 +1,24 @@
 // A part of the Java agent that runs as its own session beside the profiler (the heap sampler,
 // the lock tracer): started by one agent command, it appends text records to a file in the
-// target's /tmp, which the tracer reads as it grows through /proc/PID/root, and stops on another
-// command. The file is removed at stop, whatever the agent said.
+// target's /tmp, which the tracer reads as it grows (opened once, as the JVM's owner inside its
+// root, holding the reader's lock the agent watches: ./readerLock.ts), and stops on another
+// command. The file is removed at stop, whatever the agent said. The target is kept by pid and
+// start time: the stop command goes to this JVM or to none.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { unsuitableError } from '../../protocol/errors';
-import { pidAlive } from '../../sys/proc/processes';
+import { StudioError, unsuitableError } from '../../protocol/errors';
+import { identify, sameProcess, type ProcessIdentity } from '../../sys/proc/processes';
+import { openAs, unlinkAs, type FileOwner } from '../../sys/asUser';
 import { namespacePid } from '../../sys/jvm/attach';
 import type { ResultOf, TracerName } from '../../protocol/protocol';
 import type { Session, SessionEvents, TracerEnv } from '../tracer';
 import { agentCommand } from './agent';
+import { holdReaderLock } from './readerLock';
 
 export interface AgentPartSpec {
   pid: number;
+  /** the JVM's owner: the file is opened and removed as that user, inside the JVM's root */
+  ids: { uid: number; gid: number };
   /** where the agent library is, as the target sees it (placeAgent) */
   libInTarget: string;
   /** the log prefix and file name part: "java-heap", "java-locks" */
@@ -28,6 +34,8 @@ export interface AgentPartSpec {
 }
 
 export interface AgentPart {
+  /** the JVM, by pid and start time */
+  target: ProcessIdentity;
   /** reads what the agent appended since the last read */
   read(): void;
   /** stops the part in the JVM (if it still runs), reads the rest and removes the file */
@@ -36,41 +44,63 @@ export interface AgentPart {
 
 export async function startAgentPart(spec: AgentPartSpec, env: TracerEnv): Promise<AgentPart> {
   const { pid, libInTarget, label } = spec;
+  const target = identify(pid);
+  if (!target) throw new StudioError('input', `no process with pid ${pid} is running`);
+  const owner: FileOwner = { uid: spec.ids.uid, gid: spec.ids.gid, pid };
   const outName = `.ebpf-studio-${label.replace(/^java-/, '')}-${namespacePid(pid)}-${crypto.randomBytes(4).toString('hex')}.txt`;
   const outInTarget = `/tmp/${outName}`;
-  const outHost = `/proc/${pid}/root/tmp/${outName}`;
+  let fd: number | undefined;
+  const remove = () => {
+    if (fd !== undefined) fs.closeSync(fd); // the reader's lock goes with it
+    fd = undefined;
+    try {
+      unlinkAs(owner, outInTarget);
+    } catch {
+      /* not created, or gone with the JVM */
+    }
+  };
   const code = await agentCommand(pid, libInTarget, spec.startCommand(outInTarget), 15000);
   if (code !== 0) {
-    fs.rmSync(outHost, { force: true });
+    remove();
     throw unsuitableError(spec.startFailure(code));
   }
   let offset = 0;
   let stopped = false;
-  const read = () => {
-    let fd: number;
+  // Opened once, never through a link, as the JVM's owner inside its root; kept with its lock.
+  const open = (): number | undefined => {
+    if (fd !== undefined) return fd;
     try {
-      fd = fs.openSync(outHost, 'r');
-    } catch {
-      return;
-    }
-    try {
-      const buf = Buffer.alloc(1 << 20);
-      for (;;) {
-        const got = fs.readSync(fd, buf, 0, buf.length, offset);
-        if (got <= 0) break;
-        offset += got;
-        spec.feed(buf.subarray(0, got).toString(spec.encoding));
+      const f = openAs(owner, outInTarget, fs.constants.O_RDONLY);
+      if (!fs.fstatSync(f).isFile()) {
+        fs.closeSync(f);
+        return undefined;
       }
-    } finally {
-      fs.closeSync(fd);
+      fd = f;
+      holdReaderLock(env.addon, f, env.log, label);
+      return f;
+    } catch {
+      return undefined;
     }
   };
+  const read = () => {
+    const f = open();
+    if (f === undefined) return;
+    const buf = Buffer.alloc(1 << 20);
+    for (;;) {
+      const got = fs.readSync(f, buf, 0, buf.length, offset);
+      if (got <= 0) break;
+      offset += got;
+      spec.feed(buf.subarray(0, got).toString(spec.encoding));
+    }
+  };
+  open();
   return {
+    target,
     read,
     async stop() {
       if (stopped) return;
       stopped = true;
-      if (pidAlive(pid)) {
+      if (sameProcess(target)) {
         try {
           const c = await agentCommand(pid, libInTarget, spec.stopCommand, 15000);
           if (c !== 0) env.log(`${label}: the agent's ${spec.stopCommand} returned ${c}`);
@@ -81,15 +111,16 @@ export async function startAgentPart(spec: AgentPartSpec, env: TracerEnv): Promi
       try {
         read();
       } catch (e) {
-        env.log(`${label}: reading ${outHost} failed: ${(e as Error).message}`);
+        env.log(`${label}: reading ${outInTarget} in pid ${pid} failed: ${(e as Error).message}`);
       }
-      fs.rmSync(outHost, { force: true });
+      remove();
     },
   };
 }
 
 export interface AgentPartSessionSpec<N extends TracerName> {
-  pid: number;
+  /** the JVM by pid and start time (AgentPart.target): the session ends when it exits */
+  target: ProcessIdentity;
   /** the log prefix: "java-heap", "java-locks" */
   label: string;
   /** reads what the agent appended since the last read (AgentPart.read) */
@@ -111,7 +142,8 @@ export interface AgentPartSessionSpec<N extends TracerName> {
  * `end()`'s figures, the same ones to every later stop and snapshot.
  */
 export function agentPartSession<N extends TracerName>(spec: AgentPartSessionSpec<N>, env: TracerEnv, events: SessionEvents<N>): Session<N> {
-  const { pid, label } = spec;
+  const { target, label } = spec;
+  const { pid } = target;
   let final: ResultOf<N> | undefined;
   let polling = true;
   const stopPolling = () => {
@@ -126,7 +158,7 @@ export function agentPartSession<N extends TracerName>(spec: AgentPartSessionSpe
   };
   const timer = setInterval(() => {
     if (!polling) return;
-    if (!pidAlive(pid)) {
+    if (!sameProcess(target)) {
       stopPolling();
       void finish().then(() => events.ended('target-exited', `pid ${pid} exited`));
       return;

@@ -87,6 +87,7 @@ export const javaHeapTracer: Tracer<'java-heap'> = {
     const part = await startAgentPart(
       {
         pid,
+        ids,
         libInTarget,
         label: 'java-heap',
         startCommand: (out) => `heap,out=${out},interval=${options.intervalBytes},depth=${options.depth ?? JAVA_HEAP_DEFAULT_DEPTH}`,
@@ -124,7 +125,7 @@ export const javaHeapTracer: Tracer<'java-heap'> = {
 
     return agentPartSession(
       {
-        pid,
+        target: part.target,
         label: 'java-heap',
         read: part.read,
         tick: () => {

@@ -16,6 +16,7 @@ import { processInfo } from '../../sys/proc/processes';
 import type { Tracer, TracerEnv } from '../tracer';
 import { agentLibrary, agentUnavailableMessage, checkAgentTarget, placeAgent } from '../javaAgent/agent';
 import { agentPartSession, startAgentPart } from '../javaAgent/agentPart';
+import type { ProcessIdentity } from '../../sys/proc/processes';
 import { jdkFeature, jdkVersion } from '../javaHeap/tracer';
 import { JavaLocksModel } from './decode';
 
@@ -35,6 +36,8 @@ const LOCKS_CODES: Record<number, string> = {
 export interface LockSession {
   readonly model: JavaLocksModel;
   readonly jdk: string | undefined;
+  /** the JVM by pid and start time */
+  readonly target: ProcessIdentity;
   /** reads what the agent appended since the last call */
   read(): void;
   /** stops the agent's session (events off, poller asleep), reads the rest, removes the file */
@@ -71,6 +74,7 @@ export async function startLockSession(pid: number, env: TracerEnv, opts: { dept
   const part = await startAgentPart(
     {
       pid,
+      ids,
       libInTarget,
       label: 'java-locks',
       startCommand: (out) => `locks,out=${out},depth=${depth},period=${period}${vthreads ? ',vthreads' : ''}${locks ? '' : ',nolocks'}${opts.monitorOwners === false ? ',noowner' : ''}`,
@@ -86,6 +90,7 @@ export async function startLockSession(pid: number, env: TracerEnv, opts: { dept
   return {
     model,
     jdk,
+    target: part.target,
     read: part.read,
     async stop() {
       if (stopped) return;
@@ -121,7 +126,7 @@ export const javaLocksTracer: Tracer<'java-locks'> = {
     const { model } = session;
     return agentPartSession(
       {
-        pid,
+        target: session.target,
         label: 'java-locks',
         read: session.read,
         tick: () => events.update({ samples: model.waits.length, lost: 0, elapsedMs: Date.now() - t0 } satisfies ProfileUpdate),
