@@ -161,8 +161,10 @@ function chooseAuth(cfg: AgentConfig, opts: ListenOptions): Auth | undefined {
 
 /** Checks the security rules and reads TLS and auth files (before any BPF is loaded). */
 export function prepareListen(addr: ListenAddress, cfg: AgentConfig, opts: ListenOptions = {}): Prepared {
-  const auth = chooseAuth(cfg, opts);
-  if (!isLoopback(addr.host) && (!cfg.tls || !auth)) {
+  // TLS is checked first: the fix for a public address without it does not depend on the token.
+  const open = !isLoopback(addr.host);
+  const auth = open && !cfg.tls ? (opts.insecureNoAuth ? undefined : {}) : chooseAuth(cfg, opts);
+  if (open && (!cfg.tls || !auth)) {
     const missing = [!cfg.tls && '"tls": {"certFile": ..., "keyFile": ...}', !auth && 'authentication (leave out --insecure-no-auth)'].filter(Boolean).join(' and ');
     throw usageError(
       `refusing to listen on ${addr.host}:${addr.port} without TLS and authentication: the endpoints show the machine's process names and code paths. ` +

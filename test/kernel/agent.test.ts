@@ -12,7 +12,9 @@
 // counts its throttling) has a clearly higher run-queue p99 than a free one. Of two JVMs, one moved
 // into a cgroup named as docker names a container's, an agent configured with that container id
 // exports the GC pauses of that one only and refuses the other's allocation profile. Bad input: a port in use, an unreadable or invalid config (exit 2,
-// the line at fault), a non-loopback address without TLS (refused, with the fix).
+// the line at fault), a non-loopback address without TLS (refused, with the fix). Closed by default:
+// the first test's agent runs as installed (the token --make-token writes) and Prometheus scrapes it
+// with authorization.credentials_file; a missing token or a group-writable config stops the start.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -199,7 +201,12 @@ describe('ebpf-studio agent', { skip }, () => {
   test('Prometheus counts the GC pauses -Xlog:gc logged; promtool is clean; go tool pprof names the hot method; SIGTERM detaches all', { timeout: 150_000 }, async () => {
     const workloads = new GcWorkloads();
     try {
-      const agent = startCli(['agent', '--listen', '127.0.0.1:0', '--verbose']);
+      // As installed: the token --make-token writes (the systemd unit's ExecStartPre), required by default.
+      const tokenFile = path.join(work, 'etc', 'agent.token');
+      const made = runCli(['agent', '--make-token', '--token-file', tokenFile]);
+      assert.equal(made.code, 0, made.stderr);
+      const auth = { Authorization: `Bearer ${fs.readFileSync(tokenFile, 'utf8').trim()}` };
+      const agent = startCli(['agent', '--listen', '127.0.0.1:0', '--token-file', tokenFile, '--verbose']);
       children.push(agent.child);
       assert.ok(await waitFor(() => /serving (http:\/\/[^/]+)\/metrics/.test(agent.stderr()), 30_000), `the agent did not start: ${agent.stderr()}`);
       const base = /serving (http:\/\/[^/]+)\/metrics/.exec(agent.stderr())![1];
@@ -207,10 +214,15 @@ describe('ebpf-studio agent', { skip }, () => {
       const ours = progIdsOf(agent.child.pid!);
       assert.ok(ours.length > 0, 'the agent holds no BPF programs');
 
-      // Prometheus, scraping the agent every 2 s.
+      assert.equal((await fetch(`${base}/metrics`)).status, 401, 'the agent answers without its token');
+
+      // Prometheus, scraping the agent every 2 s with the token file (authorization.credentials_file).
       const promPort = await freePort();
       const promCfg = path.join(work, 'prometheus.yml');
-      fs.writeFileSync(promCfg, `global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\nscrape_configs:\n  - job_name: ebpf-studio\n    static_configs:\n      - targets: ['127.0.0.1:${agentPort}']\n`);
+      fs.writeFileSync(
+        promCfg,
+        `global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\nscrape_configs:\n  - job_name: ebpf-studio\n    authorization:\n      type: Bearer\n      credentials_file: ${tokenFile}\n    static_configs:\n      - targets: ['127.0.0.1:${agentPort}']\n`,
+      );
       const prom = spawn(prometheus!, [`--config.file=${promCfg}`, `--storage.tsdb.path=${path.join(work, 'tsdb')}`, `--web.listen-address=127.0.0.1:${promPort}`], { stdio: ['ignore', 'ignore', 'pipe'] });
       children.push(prom);
       let promLog = '';
@@ -231,25 +243,20 @@ describe('ebpf-studio agent', { skip }, () => {
       const jvmExit = new Promise<number | null>((r) => jvm.on('exit', (c) => r(c)));
       assert.ok(await waitFor(() => out.includes('ready'), 20_000), 'GcWorkload did not start');
 
-      // go tool pprof and a second scraper at the same time: one sampling session serves both.
+      // Two scrapers at the same time: one sampling session serves both. go tool pprof sends no
+      // bearer token, so it reads the profile pulled with one (as curl -H would save it).
       const pprofUrl = `${base}/debug/pprof/profile?seconds=5`;
       const pprofHome = path.join(work, 'pprof-home');
       fs.mkdirSync(pprofHome);
-      const pprofRun = go
-        ? new Promise<{ code: number | null; out: string }>((resolve) => {
-            const p = spawn(go, ['tool', 'pprof', '-top', '-nodecount=30', pprofUrl], { env: { ...process.env, HOME: pprofHome, PPROF_TMPDIR: pprofHome } });
-            let o = '';
-            p.stdout.on('data', (d) => (o += d));
-            p.stderr.on('data', (d) => (o += d));
-            p.on('exit', (code) => resolve({ code, out: o }));
-          })
-        : undefined;
-      await sleep(300);
-      const [a, b] = await Promise.all([fetch(pprofUrl).then(async (r) => ({ status: r.status, bytes: Buffer.from(await r.arrayBuffer()) })), fetch(pprofUrl).then(async (r) => ({ status: r.status, bytes: Buffer.from(await r.arrayBuffer()) }))]);
+      const pull = () => fetch(pprofUrl, { headers: auth }).then(async (r) => ({ status: r.status, bytes: Buffer.from(await r.arrayBuffer()) }));
+      const [a, b] = await Promise.all([pull(), pull()]);
       assert.equal(a.status, 200);
       assert.equal(b.status, 200);
       assert.equal(a.bytes[0], 0x1f, 'the profile is gzipped');
       assert.ok(a.bytes.equals(b.bytes), 'two concurrent scrapes got different profiles: more than one sampling session ran');
+      const pprofFile = path.join(pprofHome, 'cpu.pb.gz');
+      fs.writeFileSync(pprofFile, a.bytes);
+      const pprofRun = go ? goPprof(['-top', '-nodecount=30'], pprofFile, pprofHome) : undefined;
 
       jvm.stdin!.write('go\n');
       assert.equal(await jvmExit, 0, `GcWorkload failed: ${out}`);
@@ -269,7 +276,7 @@ describe('ebpf-studio agent', { skip }, () => {
       const countIn = (text: string) => [...text.matchAll(series)].reduce((a, m) => a + Number(m[1]), 0);
       let metrics = '';
       const seen = await waitFor(() => {
-        void fetch(`${base}/metrics`).then(async (r) => (metrics = await r.text()), () => undefined);
+        void fetch(`${base}/metrics`, { headers: auth }).then(async (r) => (metrics = await r.text()), () => undefined);
         return countIn(metrics) === logged.length;
       }, 15_000, 250);
       assert.ok(seen, `/metrics counts ${countIn(metrics)} pauses of pid ${jvm.pid}, -Xlog:gc logged ${logged.length}`);
@@ -322,9 +329,11 @@ describe('ebpf-studio agent', { skip }, () => {
       const start = async (name: string, jvm: object) => {
         const cfg = path.join(work, `${name}.json`);
         fs.writeFileSync(cfg, JSON.stringify({ jvm, runqueue: { enabled: false }, profile: { offcpu: false } }));
-        const a = startCli(['agent', '--listen', '127.0.0.1:0', '--config', cfg, '--verbose']);
+        // Authentication is not what this test checks (the first and the last do).
+        const a = startCli(['agent', '--listen', '127.0.0.1:0', '--insecure-no-auth', '--config', cfg, '--verbose']);
         children.push(a.child);
         assert.ok(await waitFor(() => /java-gc attached/.test(a.stderr()) && /serving (http:\/\/[^/]+)\/metrics/.test(a.stderr()), 30_000), `the agent did not start: ${a.stderr()}`);
+        assert.match(a.stderr(), /WARNING: serving WITHOUT AUTHENTICATION \(--insecure-no-auth\)/);
         return { agent: a, base: /serving (http:\/\/[^/]+)\/metrics/.exec(a.stderr())![1] };
       };
       const [{ agent, base }, control] = await Promise.all([start('containers', { containers: [id.slice(0, 12)] }), start('control', {})]);
@@ -411,7 +420,8 @@ describe('ebpf-studio agent', { skip }, () => {
     const startAgent = async (name: string, mainClasses?: string[]) => {
       const cfg = path.join(work, `${name}.json`);
       fs.writeFileSync(cfg, JSON.stringify({ jvm: { enabled: false, ...(mainClasses ? { mainClasses } : {}) }, runqueue: { enabled: false } }));
-      const a = startCli(['agent', '--listen', '127.0.0.1:0', '--config', cfg]);
+      // go tool pprof reads these endpoints itself and sends no bearer token: no authentication here.
+      const a = startCli(['agent', '--listen', '127.0.0.1:0', '--insecure-no-auth', '--config', cfg]);
       children.push(a.child);
       assert.ok(await waitFor(() => /serving (http:\/\/[^/]+)\/metrics/.test(a.stderr()), 30_000), `the agent did not start: ${a.stderr()}`);
       return { agent: a, base: /serving (http:\/\/[^/]+)\/metrics/.exec(a.stderr())![1] };
@@ -509,7 +519,7 @@ describe('ebpf-studio agent', { skip }, () => {
 
   test('one tracer failing does not stop the others: without CAP_SYS_ADMIN java-gc is down and says why, run-queue latency flows', { timeout: 60_000 }, async (t) => {
     if (!fs.existsSync('/usr/sbin/capsh')) return t.skip('capsh (libcap2-bin) is not installed');
-    const child = spawn('/usr/sbin/capsh', ['--drop=cap_sys_admin', '--', '-c', `exec "${process.execPath}" "${cliJs}" agent --listen 127.0.0.1:0`], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn('/usr/sbin/capsh', ['--drop=cap_sys_admin', '--', '-c', `exec "${process.execPath}" "${cliJs}" agent --listen 127.0.0.1:0 --insecure-no-auth`], { stdio: ['ignore', 'ignore', 'pipe'] });
     children.push(child);
     let err = '';
     child.stderr!.on('data', (d) => (err += d));
@@ -550,7 +560,7 @@ describe('ebpf-studio agent', { skip }, () => {
       cg.enter('free', free.pid!);
       cg.enter('starved', starved.pid!);
       const throttled0 = cg.throttled();
-      agent = startCli(['agent', '--listen', '127.0.0.1:0', '--config', cfg]);
+      agent = startCli(['agent', '--listen', '127.0.0.1:0', '--insecure-no-auth', '--config', cfg]);
       children.push(agent.child);
       assert.ok(await waitFor(() => /serving (http:\/\/[^/]+)\/metrics/.test(agent!.stderr()), 30_000), `the agent did not start: ${agent.stderr()}`);
       const base = /serving (http:\/\/[^/]+)\/metrics/.exec(agent.stderr())![1];
@@ -589,7 +599,7 @@ describe('ebpf-studio agent', { skip }, () => {
     await new Promise<void>((r) => busy.listen(0, '127.0.0.1', () => r()));
     const port = (busy.address() as net.AddressInfo).port;
     try {
-      const r = runCli(['agent', '--listen', `127.0.0.1:${port}`], { timeoutMs: 30_000 });
+      const r = runCli(['agent', '--listen', `127.0.0.1:${port}`, '--insecure-no-auth'], { timeoutMs: 30_000 });
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, /in use/);
       assert.match(r.stderr, /--listen/);
@@ -622,6 +632,17 @@ describe('ebpf-studio agent', { skip }, () => {
     const t = runCli(['agent', '--config', typo]);
     assert.equal(t.code, 2, t.stderr);
     assert.match(t.stderr, /typo\.json:3: jvm\.mainClass is not a known key: use one of enabled, mainClasses, containers, minPauseUs/);
+
+    // Closed by default: no token, no start; a config others may write is refused.
+    const noToken = runCli(['agent', '--listen', '127.0.0.1:0', '--token-file', path.join(work, 'none.token')]);
+    assert.equal(noToken.code, 2, noToken.stderr);
+    assert.match(noToken.stderr, /none\.token does not exist, and the agent requires a token by default.*--make-token.*--insecure-no-auth/);
+    const writable = path.join(work, 'writable.json');
+    fs.writeFileSync(writable, '{}');
+    fs.chmodSync(writable, 0o664);
+    const w = runCli(['agent', '--config', writable, '--insecure-no-auth']);
+    assert.equal(w.code, 2, w.stderr);
+    assert.match(w.stderr, /writable\.json is writable by its group \(mode 0664\): run chmod go-w/);
 
     const open = runCli(['agent', '--listen', '0.0.0.0:9435']);
     assert.equal(open.code, 2, open.stderr);
