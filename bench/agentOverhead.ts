@@ -6,7 +6,7 @@
 // with a JVM started and stopped every 30 s; --quick (CI) runs 30 s with one every 10 s, so RSS
 // growth is measured over a shorter span there. (2) /metrics latency with 20 JVMs traced,
 // interleaved with Prometheus's own /metrics (client_golang) as the peer when prometheus is installed.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -39,8 +39,15 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function startAgent(): Promise<{ child: ChildProcess; base: string }> {
-  const child = spawn(process.execPath, [cli, 'agent', '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'ignore', 'pipe'] });
+/** The agent as installed: a bearer token made by --make-token, required on every request (the scrapes below send it). */
+async function startAgent(): Promise<{ child: ChildProcess; base: string; auth: Record<string, string> }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-bench-token-'));
+  const tokenFile = path.join(dir, 'agent.token');
+  const made = spawnSync(process.execPath, [cli, 'agent', '--make-token', '--token-file', tokenFile], { encoding: 'utf8' });
+  if (made.status !== 0) throw new Error(`agent --make-token failed: ${made.stderr}`);
+  const auth = { Authorization: `Bearer ${fs.readFileSync(tokenFile, 'utf8').trim()}` };
+  const child = spawn(process.execPath, [cli, 'agent', '--listen', '127.0.0.1:0', '--token-file', tokenFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+  child.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
   let err = '';
   child.stderr!.on('data', (d) => (err += d));
   const t0 = Date.now();
@@ -48,7 +55,7 @@ async function startAgent(): Promise<{ child: ChildProcess; base: string }> {
     if (child.exitCode !== null || Date.now() - t0 > 60_000) throw new Error(`the agent did not start: ${err}`);
     await sleep(100);
   }
-  return { child, base: /serving (http:\/\/[^/]+)\/metrics/.exec(err)![1] };
+  return { child, base: /serving (http:\/\/[^/]+)\/metrics/.exec(err)![1], auth };
 }
 
 async function stop(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
@@ -58,9 +65,10 @@ async function stop(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Pr
   await Promise.race([done, sleep(30_000)]);
 }
 
-async function timedGet(url: string): Promise<number> {
+async function timedGet(url: string, headers: Record<string, string> = {}): Promise<number> {
   const t0 = performance.now();
-  const res = await fetch(url);
+  const res = await fetch(url, { headers });
+  if (!res.ok) throw new Error(`GET ${url}: ${res.status} ${await res.text()}`);
   await res.text();
   return performance.now() - t0;
 }
@@ -130,7 +138,7 @@ export async function benchAgent(ctx: BenchContext): Promise<Row[]> {
     const scrapeMs: number[] = [];
     while (performance.now() - t0 < runS * 1000) {
       // Prometheus's default scrape interval; RSS is sampled every 2 s.
-      if (rss.length % 7 === 0) scrapeMs.push(await timedGet(`${agent.base}/metrics`));
+      if (rss.length % 7 === 0) scrapeMs.push(await timedGet(`${agent.base}/metrics`, agent.auth));
       rss.push(rssMiB(agent.child.pid!));
       if (rss.length % 30 === 0) ctx.log(`  ${Math.round((performance.now() - t0) / 1000)} s: agent RSS ${round(rss[rss.length - 1], 1)} MiB, CPU so far ${round((100 * (cpuSeconds(agent.child.pid!) - a0)) / ((performance.now() - t0) / 1000), 2)} %`);
       await sleep(2000);
@@ -178,7 +186,7 @@ export async function benchAgent(ctx: BenchContext): Promise<Row[]> {
     for (const j of many) j.send('100');
     for (const j of many) await j.next('ms');
     await sleep(1500);
-    const text = await (await fetch(`${agent.base}/metrics`)).text();
+    const text = await (await fetch(`${agent.base}/metrics`, { headers: agent.auth })).text();
     const series = new Set(many.map((j) => j.pid).filter((p) => text.includes(`pid="${p}"`))).size;
     let prom: ChildProcess | undefined;
     let promBase: string | undefined;
@@ -196,7 +204,7 @@ export async function benchAgent(ctx: BenchContext): Promise<Row[]> {
     const peer: number[] = [];
     const reps = ctx.quick ? 20 : 50;
     for (let i = 0; i < reps; i++) {
-      ours.push(await timedGet(`${agent.base}/metrics`));
+      ours.push(await timedGet(`${agent.base}/metrics`, agent.auth));
       if (promBase) peer.push(await timedGet(`${promBase}/metrics`));
     }
     ctx.log(`  /metrics with ${series} of ${n} JVMs exported (${text.length} bytes): median ${round(median(ours), 2)} ms, max ${round(Math.max(...ours), 2)} ms; prometheus's own /metrics median ${round(median(peer), 2)} ms`);
