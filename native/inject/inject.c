@@ -1,13 +1,26 @@
 /* ebpf-studio-inject: loads the leak interposer into a running process and starts or stops it,
  * by making one of the process's threads call functions through ptrace.
  *
- *   ebpf-studio-inject start PID LIBRARY CONFIG   dlopen(LIBRARY) in PID, then
- *                                                 ebpf_studio_inject_start(CONFIG) (it rewrites the
- *                                                 GOT entries of the malloc family to its wrappers)
- *   ebpf-studio-inject stop PID LIBRARY           ebpf_studio_inject_stop(): the entries go back
+ *   ebpf-studio-inject start PID UID GID START LIBRARY CONFIG
+ *       dlopen(LIBRARY) in PID, then ebpf_studio_inject_start(CONFIG) (it rewrites the GOT
+ *       entries of the malloc family to its wrappers)
+ *   ebpf-studio-inject stop PID UID GID START LIBRARY
+ *       ebpf_studio_inject_stop(): the entries go back
  *
- * LIBRARY and CONFIG are paths as the process sees them, inside its own root (a container's
- * files, which the caller placed there); /proc/PID/maps shows its modules the same way.
+ * UID and GID are the ids the caller found the process running with, START its start time
+ * (field 22 of /proc/PID/stat). LIBRARY and CONFIG are paths as the process sees them, inside its
+ * own root (a container's files, which the caller placed there); /proc/PID/maps shows its modules
+ * the same way.
+ *
+ * Whose rights: what the caller read about the process is already old when we attach (it may
+ * have exec'd a setuid program since, or be a daemon with one thread switched to a user and
+ * another still root). So this program attaches by what the kernel checks at PTRACE_SEIZE: it
+ * drops to the process's owner (uid, gid and groups) first, and the kernel then refuses any
+ * thread with other ids, any capability, or a non-dumpable process, and ignores setuid bits on
+ * an exec by the traced thread. Where Yama forbids a non-root tracer to attach to a non-child
+ * (ptrace_scope >= 1) it stays root and says so. Either way, once a thread is seized and before
+ * anything runs in it, every thread's ids, capabilities, dumpability and the start time are
+ * checked again; an exec while attached ends the attach without touching the new program.
  *
  * Prints one line "ok <result>" and exits 0, or a reason on stderr and exits 1 (2: bad usage).
  *
@@ -38,6 +51,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <grp.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -51,6 +66,11 @@
 #endif
 
 static pid_t target;
+/* the ids and start time the caller found the process with (see the header) */
+static uid_t want_uid;
+static gid_t want_gid;
+static unsigned long long want_start;
+static bool stayed_root; /* Yama: attached as root, protected by the checks alone */
 /* why borrowing attempts failed, for the message when none succeeds */
 static unsigned tries_unsafe, tries_signal, tries_failed;
 
@@ -72,6 +92,193 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* ---- whose process ----------------------------------------------------------------------- */
+
+/* A small /proc file, whole (NUL-terminated), or false. */
+static bool read_small(const char *file, char *buf, size_t size)
+{
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	size_t n = 0;
+	ssize_t r;
+	while (n < size - 1 && (r = read(fd, buf + n, size - 1 - n)) > 0)
+		n += (size_t)r;
+	close(fd);
+	buf[n] = 0;
+	return n > 0;
+}
+
+/* The rest of the line after "Name:" in a status text, or NULL. */
+static const char *status_field(const char *text, const char *name)
+{
+	size_t l = strlen(name);
+	for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (strncmp(p, name, l) == 0 && p[l] == ':')
+			return p + l + 1;
+	return NULL;
+}
+
+/* Whether all four ids of a Uid:/Gid: line (real, effective, saved, filesystem) equal want. */
+static bool ids_are(const char *line, unsigned long want)
+{
+	char *end;
+	for (int i = 0; i < 4; i++) {
+		if (!line)
+			return false;
+		unsigned long v = strtoul(line, &end, 10);
+		if (end == line || v != want)
+			return false;
+		line = end;
+	}
+	return true;
+}
+
+/* The process's start time (field 22 of /proc/PID/stat, clock ticks since boot), 0 if gone. */
+static unsigned long long start_time(pid_t pid)
+{
+	char file[64], buf[1024];
+	snprintf(file, sizeof file, "/proc/%d/stat", pid);
+	if (!read_small(file, buf, sizeof buf))
+		return 0;
+	char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* Why thread tid of the target must not run our code, or NULL. */
+static const char *thread_refusal(pid_t tid, char *why, size_t size)
+{
+	char file[96], text[4096];
+	snprintf(file, sizeof file, "/proc/%d/task/%d/status", target, tid);
+	if (!read_small(file, text, sizeof text))
+		return errno == ENOENT || errno == ESRCH ? NULL : (snprintf(why, size, "thread %d cannot be read (%s)", tid, strerror(errno)), why);
+	const char *uid = status_field(text, "Uid"), *gid = status_field(text, "Gid"), *cap = status_field(text, "CapPrm");
+	if (!ids_are(uid, want_uid) || !ids_are(gid, want_gid)) {
+		int ul = uid ? (int)strcspn(uid, "\n") : 0, gl = gid ? (int)strcspn(gid, "\n") : 0;
+		snprintf(why, size, "thread %d runs with uids%.*s and gids%.*s, not all %u and %u (a setuid or setgid program, or a thread that changed its ids)", tid, ul, uid ? uid : "", gl, gid ? gid : "", (unsigned)want_uid, (unsigned)want_gid);
+		return why;
+	}
+	if (want_uid != 0 && (!cap || strtoull(cap, NULL, 16) != 0)) {
+		snprintf(why, size, "thread %d holds capabilities (CapPrm%.*s)", tid, cap ? (int)strcspn(cap, "\n") : 0, cap ? cap : "");
+		return why;
+	}
+	/* a process that is not dumpable (it gave up root, or says so itself) shows its /proc files as root's */
+	struct stat st;
+	snprintf(file, sizeof file, "/proc/%d/task/%d", target, tid);
+	if (want_uid != 0 && stat(file, &st) == 0 && st.st_uid != want_uid) {
+		snprintf(why, size, "thread %d is not dumpable (its /proc files belong to uid %u)", tid, (unsigned)st.st_uid);
+		return why;
+	}
+	return NULL;
+}
+
+/* Why the target is not (any more) the process the caller asked for, or NULL: its start time,
+ * and every thread's ids, capabilities and dumpability; `seized`, when not 0, must be one of its
+ * threads. */
+static const char *process_refusal(pid_t seized)
+{
+	static char why[512];
+	unsigned long long now = start_time(target);
+	if (now != want_start) {
+		snprintf(why, sizeof why, now ? "its start time is %llu, not %llu: it exited and the pid now names another process" : "it exited", now, want_start);
+		return why;
+	}
+	char dir[64];
+	snprintf(dir, sizeof dir, "/proc/%d/task", target);
+	DIR *d = opendir(dir);
+	if (!d) {
+		snprintf(why, sizeof why, "its threads cannot be listed (%s)", strerror(errno));
+		return why;
+	}
+	const char *refused = NULL;
+	bool seen = seized == 0;
+	unsigned threads = 0;
+	struct dirent *e;
+	while (!refused && (e = readdir(d))) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		if (tid <= 0)
+			continue;
+		threads++;
+		seen |= tid == seized;
+		refused = thread_refusal(tid, why, sizeof why);
+	}
+	closedir(d);
+	if (!refused && !threads)
+		refused = "it has no threads left";
+	if (!refused && !seen) {
+		snprintf(why, sizeof why, "the attached thread %d is not one of its threads", seized);
+		refused = why;
+	}
+	return refused;
+}
+
+static void refuse(const char *why) __attribute__((noreturn));
+static void refuse(const char *why)
+{
+	die(1, "refusing process %d: %s", target, why);
+	exit(1);
+}
+
+/* The groups of the target's main thread (its Groups: line), for the drop; *n of them. */
+static gid_t *target_groups(size_t *n)
+{
+	static char text[64 * 1024];
+	char file[64];
+	snprintf(file, sizeof file, "/proc/%d/status", target);
+	if (!read_small(file, text, sizeof text))
+		refuse("its status cannot be read");
+	const char *g = status_field(text, "Groups");
+	size_t cap = 16;
+	gid_t *out = malloc(cap * sizeof *out);
+	*n = 0;
+	char *end;
+	while (g && out) {
+		unsigned long v = strtoul(g, &end, 10);
+		if (end == g)
+			break;
+		if (*n == cap)
+			out = realloc(out, (cap *= 2) * sizeof *out);
+		if (out)
+			out[(*n)++] = (gid_t)v;
+		g = end;
+	}
+	if (!out)
+		die(1, "out of memory");
+	return out;
+}
+
+static int yama_scope(void)
+{
+	char buf[16];
+	return read_small("/proc/sys/kernel/yama/ptrace_scope", buf, sizeof buf) ? atoi(buf) : 0;
+}
+
+/* Becomes the process's owner (groups, gid, uid: all of them, for good) so the kernel checks our
+ * attach as that user's; or, where Yama forbids that user to attach to a process it did not
+ * start, stays root and relies on the checks after the attach. */
+static void become_owner(void)
+{
+	int scope = yama_scope();
+	if (scope >= 1 && want_uid != 0) {
+		stayed_root = true;
+		fprintf(stderr, "ebpf-studio-inject: Yama ptrace_scope is %d: attaching to process %d as root (a non-root tracer may not attach to a process it did not start), with every thread's ids, capabilities and the start time checked after the attach\n", scope, target);
+		return;
+	}
+	size_t n;
+	gid_t *groups = target_groups(&n);
+	if (setgroups(n, groups) != 0 || setresgid(want_gid, want_gid, want_gid) != 0 || setresuid(want_uid, want_uid, want_uid) != 0)
+		die(1, "cannot become uid %u gid %u to attach to process %d: %s", (unsigned)want_uid, (unsigned)want_gid, target, strerror(errno));
+	free(groups);
+	uid_t r, e, s;
+	gid_t gr, ge, gs;
+	if (getresuid(&r, &e, &s) != 0 || getresgid(&gr, &ge, &gs) != 0 || r != want_uid || e != want_uid || s != want_uid || gr != want_gid || ge != want_gid || gs != want_gid)
+		die(1, "the drop to uid %u gid %u did not take", (unsigned)want_uid, (unsigned)want_gid);
+	/* the owner must not be able to take over this process now that it runs as them */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
 /* ---- the target's modules ---------------------------------------------------------------- */
 
 struct mapping {
@@ -86,6 +293,8 @@ static bool each_mapping(bool (*fn)(const struct mapping *, void *), void *arg)
 	char file[64], line[1024];
 	snprintf(file, sizeof file, "/proc/%d/maps", target);
 	FILE *f = fopen(file, "re");
+	if (!f && errno == EACCES)
+		refuse("its owner may not read its memory map (it runs a setuid program, holds capabilities, or is not dumpable)");
 	if (!f)
 		die(1, "cannot read %s: %s", file, strerror(errno));
 	bool stopped = false;
@@ -141,14 +350,15 @@ static struct find_module find_module(const char *suffix, bool exact)
 }
 
 /* A defined function symbol's value in an ELF file's .dynsym, or 0. The file is read through
- * /proc/PID/map_files, so it is the very file the target mapped; where that cannot be opened (it
- * needs CAP_SYS_ADMIN), by its path inside the target's root: a process in a container maps
- * its own libc, not the host's file of the same name. */
+ * /proc/PID/map_files, so it is the very file the target mapped, where that can be opened (it
+ * needs CAP_SYS_ADMIN: only when we stayed root); otherwise, as the process's owner, by its path
+ * inside the target's root: a process in a container maps its own libc, not the host's file of
+ * the same name. */
 static uint64_t dynsym_value(const struct mapping *m, const char *name)
 {
 	char file[640];
 	snprintf(file, sizeof file, "/proc/%d/map_files/%lx-%lx", target, m->start, m->end);
-	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	int fd = stayed_root ? open(file, O_RDONLY | O_CLOEXEC) : -1;
 	if (fd < 0) {
 		snprintf(file, sizeof file, "/proc/%d/root%s", target, m->path);
 		fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -265,6 +475,15 @@ static bool wait_stop_timed(pid_t tid, int *status, uint64_t ms)
 	}
 }
 
+/* The thread exec'd a new program while attached (its image and maybe its ids are new): let it
+ * go untouched (no register of the old program is put back into it), and stop. */
+static void exec_seen(pid_t tid) __attribute__((noreturn));
+static void exec_seen(pid_t tid)
+{
+	ptrace(PTRACE_DETACH, tid, 0, 0);
+	refuse("it started another program (exec) while being attached to");
+}
+
 /* Detaches a thread that was being single-stepped and is now stopped for something else (our
  * interrupt after a step that took too long, or a signal for the program). Its step may have
  * trapped meanwhile: that SIGTRAP is then still queued, and a plain detach would deliver it to
@@ -304,6 +523,8 @@ static bool step_out(pid_t tid, const struct ranges *unsafe, struct user_regs_st
 		int status;
 		if (ptrace(PTRACE_SINGLESTEP, tid, 0, 0) != 0 || !wait_stop_timed(tid, &status, 20))
 			return false;
+		if ((status >> 16) == PTRACE_EVENT_EXEC)
+			exec_seen(tid);
 		if (WSTOPSIG(status) != SIGTRAP || (status >> 16) != 0) {
 			/* a signal for the program, or our interrupt of a blocking call: not here */
 			detach_stepped(tid, status);
@@ -326,8 +547,14 @@ struct borrowed {
 static bool try_borrow(pid_t tid, const struct ranges *unsafe, struct borrowed *b)
 {
 	int status;
-	if (ptrace(PTRACE_SEIZE, tid, 0, 0) != 0) {
+	/* an exec while attached is reported as a stop of its own (exec_seen) */
+	if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)PTRACE_O_TRACEEXEC) != 0) {
 		tries_failed++;
+		if (errno == EPERM && !stayed_root) {
+			/* the kernel's answer for the owner: say which rule, where we can tell */
+			const char *why = process_refusal(0);
+			refuse(why ? why : "the kernel does not let its owner attach to it (it holds capabilities, is not dumpable, or is traced by another tracer)");
+		}
 		return false;
 	}
 	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 || !wait_stop(tid, &status)) {
@@ -335,6 +562,8 @@ static bool try_borrow(pid_t tid, const struct ranges *unsafe, struct borrowed *
 		ptrace(PTRACE_DETACH, tid, 0, 0);
 		return false;
 	}
+	if ((status >> 16) == PTRACE_EVENT_EXEC)
+		exec_seen(tid);
 	/* A signal that was about to be delivered (not our interrupt's stop): let it be delivered and
 	 * try again another time. */
 	if (WSTOPSIG(status) != SIGTRAP || (status >> 16) != PTRACE_EVENT_STOP) {
@@ -471,6 +700,8 @@ static uint64_t call(struct borrowed *b, uint64_t fn, const char *str, uint64_t 
 			continue;
 		if (w < 0 || !WIFSTOPPED(status))
 			die(1, "thread %d ended during the call", b->tid);
+		if ((status >> 16) == PTRACE_EVENT_EXEC)
+			exec_seen(b->tid);
 		int sig = WSTOPSIG(status);
 		struct user_regs_struct now;
 		if (sig == SIGSEGV && ptrace(PTRACE_GETREGS, b->tid, 0, &now) == 0 && now.rip == 0) {
@@ -487,17 +718,47 @@ static uint64_t call(struct borrowed *b, uint64_t fn, const char *str, uint64_t 
 
 /* ---- main ---------------------------------------------------------------------------------- */
 
+/* A decimal argument up to max, or exit 2. */
+static unsigned long long number(const char *s, const char *what, unsigned long long max)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (s[0] < '0' || s[0] > '9' || *end || errno || v > max)
+		die(2, "not a %s: %s", what, s);
+	return v;
+}
+
+/* The process is still the one asked for, with every thread as the caller found it, now that
+ * one of them is held and before anything runs in it; else it goes back untouched. */
+static void recheck(struct borrowed *b)
+{
+	const char *why = process_refusal(b->tid);
+	if (!why)
+		return;
+	give_back(b);
+	refuse(why);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 4 || (strcmp(argv[1], "start") != 0 && strcmp(argv[1], "stop") != 0) || (strcmp(argv[1], "start") == 0 && argc != 5))
-		die(2, "usage: ebpf-studio-inject start PID LIBRARY CONFIG | stop PID LIBRARY");
-	bool start = strcmp(argv[1], "start") == 0;
-	target = (pid_t)atoi(argv[2]);
-	const char *lib = argv[3];
+	bool start = argc > 1 && strcmp(argv[1], "start") == 0;
+	if (argc != (start ? 8 : 7) || (!start && strcmp(argv[1], "stop") != 0))
+		die(2, "usage: ebpf-studio-inject start PID UID GID START LIBRARY CONFIG | stop PID UID GID START LIBRARY");
+	target = (pid_t)number(argv[2], "pid", 0x3fffffff);
+	want_uid = (uid_t)number(argv[3], "uid", 0xfffffffe);
+	want_gid = (gid_t)number(argv[4], "gid", 0xfffffffe);
+	want_start = number(argv[5], "start time", ~0ull);
+	const char *lib = argv[6];
 	if (target <= 0)
 		die(2, "not a pid: %s", argv[2]);
 	if (lib[0] != '/')
 		die(2, "the library path must be absolute: %s", lib);
+	/* first as root, to name what changed; then as the owner, and after the attach (see the header) */
+	const char *why = process_refusal(0);
+	if (why)
+		refuse(why);
+	become_owner();
 
 	struct find_module libc = find_module("/libc.so.6", false);
 	struct find_module ld = find_module("/ld-linux-x86-64.so.2", false);
@@ -523,6 +784,7 @@ int main(int argc, char **argv)
 	struct borrowed b;
 	if (!borrow(&unsafe, &b, 3000))
 		die(1, "no thread of process %d was at a safe point within 3 s: %u times inside the C library or the loader, %u times about to take a signal, %u times not stoppable", target, tries_unsafe, tries_signal, tries_failed);
+	recheck(&b);
 
 	bool failed;
 	uint64_t result;
@@ -544,7 +806,8 @@ int main(int argc, char **argv)
 			die(1, "%s is not a leak tracer library (it has no %s)", lib, fn);
 		die(1, "%s is not loaded in process %d: nothing to stop", lib, target);
 	}
-	result = call(&b, ours.first.start + v, start ? argv[4] : NULL, 0, &failed, 10000);
+	recheck(&b);
+	result = call(&b, ours.first.start + v, start ? argv[7] : NULL, 0, &failed, 10000);
 	give_back(&b);
 	if (failed)
 		die(1, "%s in process %d did not complete", fn, target);

@@ -166,10 +166,17 @@ test('20 attach/detach cycles in a row while all 8 threads allocate, and a trace
     const conf = path.join(dir, 'settings');
     fs.writeFileSync(conf, `EBPF_STUDIO_PRELOAD_DIR=${dir}\nEBPF_STUDIO_PRELOAD_MAX_OUTSTANDING=100000\n`);
     const pid = String(target.child.pid);
+    // the process as the injector must find it: its ids and start time
+    const startTime = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[19];
+    const who = [pid, String(process.getuid!()), String(process.getgid!()), startTime];
+    const table = path.join(dir, `${pid}.leak`);
     for (let i = 0; i < 20; i++) {
-      const start = spawnSync(injector, ['start', pid, fs.realpathSync(lib), conf], { encoding: 'utf8', timeout: 30_000 });
+      // the library opens the table the tracer made, empty, and never makes one itself
+      fs.rmSync(table, { force: true });
+      fs.writeFileSync(table, '', { mode: 0o600 });
+      const start = spawnSync(injector, ['start', ...who, fs.realpathSync(lib), conf], { encoding: 'utf8', timeout: 30_000 });
       assert.equal(start.status, 0, `cycle ${i}: start: ${start.stderr}${start.stdout}`);
-      const stop = spawnSync(injector, ['stop', pid, fs.realpathSync(lib)], { encoding: 'utf8', timeout: 30_000 });
+      const stop = spawnSync(injector, ['stop', ...who, fs.realpathSync(lib)], { encoding: 'utf8', timeout: 30_000 });
       assert.equal(stop.status, 0, `cycle ${i}: stop: ${stop.stderr}${stop.stdout}`);
       assert.equal(target.child.exitCode, null, `the program ended in cycle ${i}`);
     }

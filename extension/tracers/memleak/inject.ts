@@ -22,9 +22,17 @@
 // of it as the process's owner inside its root (sys/asUser.ts), with paths as the process sees
 // them. The table stays reachable from here through the fd, not through a path.
 //
+// Whose rights: the ids read here are old by the time the injector attaches (the process may have
+// exec'd a setuid program since, or a thread may have switched ids). So the injector gets the ids
+// and the start time (field 22 of /proc/PID/stat) found here, drops to those ids before it
+// attaches, so that the kernel's own ptrace rule (every thread, at attach time) decides, and
+// checks every thread and the start time again once it holds a thread, before anything runs in
+// it (native/inject/inject.c). The library opens the table and the settings without following a
+// link and only as files of its own uid (native/preload).
+//
 // Refused, with the reason, so the tracer falls back to uprobes (injectRefusal): no injector or
 // library built, a statically linked program (no libc.so.6 mapped), a process already being
-// traced, a setuid/setgid process (its ids differ), one that runs under a seccomp filter (a call
+// traced, a setuid/setgid process or one with a thread whose ids differ, one that runs under a seccomp filter (a call
 // it does not expect could kill it), a container whose /tmp, /var/tmp and /dev/shm are all
 // read-only or noexec (nowhere to place the library) or whose glibc is older than the library's,
 // and another user's process unless the requester is root.
@@ -40,6 +48,7 @@ import { createAs, openAs, rmdirAs, unlinkAs, writeAllAndClose, type FileOwner }
 import { execBlocker, readMountinfo } from '../../sys/proc/mounts';
 import { contentTag, placeCopy } from '../../sys/placeCopy';
 import { readMaps } from '../../sys/proc/maps';
+import { readStat } from '../../sys/proc/processes';
 import { withElf } from '../../sys/elf/elf';
 import { glibcBlocker, leakTableReader, PRELOAD_LIB, preloadLibPath, readReport, reportDir } from './preload';
 import { LeakReports } from './report';
@@ -57,9 +66,9 @@ interface ProcStatus {
   seccomp: number;
 }
 
-function procStatus(pid: number): ProcStatus | undefined {
+function procStatus(pid: number, tid = pid): ProcStatus | undefined {
   try {
-    const text = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const text = fs.readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
     const field = (name: string) => (new RegExp(`^${name}:\\s*(.*)$`, 'm').exec(text)?.[1] ?? '').trim().split(/\s+/).map(Number);
     return { uid: field('Uid'), gid: field('Gid'), tracerPid: field('TracerPid')[0] ?? 0, seccomp: field('Seccomp')[0] ?? 0 };
   } catch {
@@ -82,6 +91,8 @@ export function injectRefusal(options: MemleakOptions, env: TracerEnv): string |
   if (!st) return `process ${pid} cannot be read`;
   if (st.tracerPid) return `process ${pid} is already being traced (by pid ${st.tracerPid}, a debugger or another tracer)`;
   if (new Set(st.uid).size > 1 || new Set(st.gid).size > 1) return `process ${pid} runs with changed ids (setuid or setgid)`;
+  const mixed = threadWithOtherIds(pid, st);
+  if (mixed) return mixed;
   if (st.seccomp === 2) return `process ${pid} runs under a seccomp filter, which could kill it for a system call the injected code makes`;
   const foreign = foreignOwner(pid);
   if (foreign !== undefined) return `process ${pid} belongs to uid ${foreign}, not to you (only root may load code into another user's process)`;
@@ -108,6 +119,22 @@ export function injectRefusal(options: MemleakOptions, env: TracerEnv): string |
     return `the memory map of process ${pid} cannot be read (${(e as Error).message})`;
   }
   if (!/\/libc\.so\.6$/m.test(maps)) return `process ${pid} has no libc.so.6 mapped (statically linked, or not a glibc program)`;
+  return undefined;
+}
+
+/** Why a thread of the process runs with other ids than its main thread (a daemon that switched one thread to a user), or undefined. */
+function threadWithOtherIds(pid: number, main: ProcStatus): string | undefined {
+  let tids: string[];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return `the threads of process ${pid} cannot be listed`;
+  }
+  const ids = (s: ProcStatus) => `uid ${s.uid.join('/')}, gid ${s.gid.join('/')}`;
+  for (const tid of tids) {
+    const t = procStatus(pid, Number(tid));
+    if (t && ids(t) !== ids(main)) return `thread ${tid} of process ${pid} runs with other ids than its main thread (${ids(t)} against ${ids(main)}): the interposer would run with both`;
+  }
   return undefined;
 }
 
@@ -201,16 +228,30 @@ function readableBy(file: string, uid: number): boolean {
   }
 }
 
-function runInjector(injector: string, args: string[], log: (m: string) => void): Promise<{ ok: boolean; out: string }> {
+/** The injector's arguments that name the process: pid, the ids it runs with and its start time, as found now. */
+function targetArgs(pid: number, uid: number, gid: number): string[] {
+  const stat = readStat(pid);
+  if (!stat) throw new StudioError('unsuitable', `process ${pid} exited`);
+  return [String(pid), String(uid), String(gid), String(stat.startTime)];
+}
+
+/** Longer than the injector ever takes by itself (3 s to borrow a thread, 10 s per call): then it is stopped, or stuck. */
+const INJECTOR_TIMEOUT_MS = 40_000;
+
+function runInjector(injector: string, args: string[], log: (m: string) => void): Promise<{ ok: boolean; out: string; result?: string }> {
   return new Promise((resolve) => {
-    const child = spawn(injector, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // it drops to the process's owner, who may then stop it: never wait for it forever
+    const child = spawn(injector, args, { stdio: ['ignore', 'pipe', 'pipe'], timeout: INJECTOR_TIMEOUT_MS, killSignal: 'SIGKILL' });
     let out = '';
+    let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
     child.on('error', (e) => resolve({ ok: false, out: e.message }));
-    child.on('exit', (code) => {
-      log(`memleak: ${path.basename(injector)} ${args[0]}: exit ${code}: ${out.trim()}`);
-      resolve({ ok: code === 0, out: out.trim() });
+    child.on('exit', (code, signal) => {
+      const text = `${err}${out}`.trim();
+      log(`memleak: ${path.basename(injector)} ${args[0]}: ${signal ? `killed by ${signal}` : `exit ${code}`}: ${text}`);
+      const result = /^ok -?\d+$/m.exec(out)?.[0];
+      resolve({ ok: code === 0, out: signal ? `the injector did not finish within ${INJECTOR_TIMEOUT_MS / 1000} s` : text, result });
     });
   });
 }
@@ -284,18 +325,26 @@ export async function startInject(options: MemleakOptions, env: TracerEnv, event
   if (options.sampleBytes) lines.push(`EBPF_STUDIO_PRELOAD_SAMPLE_BYTES=${options.sampleBytes}`);
   if (process.env.EBPF_STUDIO_PRELOAD_UNWINDER) lines.push(`EBPF_STUDIO_PRELOAD_UNWINDER=${process.env.EBPF_STUDIO_PRELOAD_UNWINDER}`);
   const t0 = process.hrtime.bigint();
-  let started: { ok: boolean; out: string };
+  let started: { ok: boolean; out: string; result?: string };
+  let target: string[];
+  try {
+    target = targetArgs(pid, uid, gid);
+  } catch (e) {
+    fs.closeSync(table);
+    removeFiles();
+    throw e;
+  }
   try {
     // created exclusively: never an existing file or a planted link
     writeAllAndClose(createAs(owner, conf, 0o600), Buffer.from(lines.join('\n') + '\n'));
-    started = await runInjector(injector, ['start', String(pid), libInTarget, conf], env.log);
+    started = await runInjector(injector, ['start', ...target, libInTarget, conf], env.log);
   } finally {
     // the library has read its settings and mapped its table (or never will): no name is needed any more
     removeFiles();
   }
   if (!started.ok) {
     fs.closeSync(table);
-    const why = START_FAILURES[started.out.split('\n').pop() ?? ''] ?? started.out.replace(/^ebpf-studio-inject: /gm, '');
+    const why = START_FAILURES[started.result ?? ''] ?? started.out.replace(/^ebpf-studio-inject: /gm, '');
     throw new StudioError('unsuitable', `cannot inject the leak tracer into process ${pid}: ${why}. Use --mode uprobe to trace it with uprobes instead`);
   }
   env.log(`memleak: injected ${libInTarget} into pid ${pid} in ${Number((process.hrtime.bigint() - t0) / 1_000_000n)} ms; table ${file} (unlinked, read through its fd)`);
@@ -307,7 +356,8 @@ export async function startInject(options: MemleakOptions, env: TracerEnv, event
     if (detached) return;
     detached = true;
     if (fs.existsSync(`/proc/${pid}`)) {
-      const r = await runInjector(injector, ['stop', String(pid), libInTarget], env.log);
+      // the process as found at the start: the injector refuses one that is not that any more
+      const r = await runInjector(injector, ['stop', ...target, libInTarget], env.log);
       if (!r.ok) warnings.push(`restoring the allocator of process ${pid} failed (${r.out}); the injected library puts them back itself once this session has ended`);
     }
   };
