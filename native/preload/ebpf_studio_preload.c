@@ -505,18 +505,60 @@ static uint64_t retired_region_slots, retired_at_ns; /* the last retired table's
 #define RETIRE_NS 10000000000ull
 static uint64_t now_ns(void);
 
+/* Files in the session's folder. That folder belongs to the user the program runs as, who may
+ * plant anything there (a link to a file of root's, waiting for a process that became root by
+ * exec'ing a setuid program, or for a root daemon with one thread switched to that user). So a
+ * name is never followed: the folder is opened without following a link and must belong to the
+ * uid we run as, writable by no one else, and each file in it is opened relative to it without
+ * following a link and checked for what it must be before it is used. */
+static int open_session_dir(const char *dir)
+{
+	struct stat st;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -1;
+	if (fstat(dfd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		close(dfd);
+		return -1;
+	}
+	return dfd;
+}
+
+/* A regular file of the uid we run as with one link (no hard link to someone else's file); with
+ * `empty`, nothing written in it yet. */
+static bool session_file_ok(int fd, bool empty)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_nlink == 1 && (!empty || st.st_size == 0);
+}
+
+/* Opens `name` in the session folder `dir`: made here, exclusively (preload mode: the program
+ * makes its own table), or the empty file the tracer made for us (inject mode). -1 if refused. */
+static int open_session_file(const char *dir, const char *name, int flags, bool create)
+{
+	int dfd = open_session_dir(dir);
+	if (dfd < 0)
+		return -1;
+	int fd = openat(dfd, name, flags | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0600);
+	close(dfd);
+	if (fd >= 0 && !session_file_ok(fd, (flags & O_ACCMODE) != O_RDONLY)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 static bool open_table(void)
 {
 	const char *dir = conf("EBPF_STUDIO_PRELOAD_DIR");
-	char path[4096], *p;
-	size_t dl;
+	char name[32], *p;
 	uint64_t max_out = env_u64("EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING", 1000000);
 	uint64_t per = pow2_at_least((max_out * 2 + LEAK_SHARDS - 1) / LEAK_SHARDS);
 	uint64_t nslots, stack_slots = STACK_SLOTS, max_stacks = MAX_STACKS, max_frames = MAX_FRAMES;
 	uint64_t off, size;
 	int fd;
 
-	if (!dir || !*dir || (dl = strlen(dir)) > sizeof path - 32)
+	if (!dir || !*dir)
 		return false;
 	if (per < 16)
 		per = 16;
@@ -527,12 +569,10 @@ static bool open_table(void)
 		per = retired_region_slots;
 	region_slots = per;
 	nslots = per * LEAK_SHARDS;
-	memcpy(path, dir, dl);
-	p = path + dl;
-	*p++ = '/';
-	p = put_u64(p, (uint64_t)getpid());
+	p = put_u64(name, (uint64_t)getpid());
 	memcpy(p, ".leak", 6);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	/* injected: the tracer made the file (as our user) and holds it; launched: ours to make */
+	fd = open_session_file(dir, name, O_RDWR, !injected);
 	if (fd < 0)
 		return false;
 	off = sizeof(struct leak_header);
@@ -1176,10 +1216,17 @@ static void rescan_modules(void)
 		patch_all();
 }
 
-/* Reads the tracer's settings (KEY=VALUE lines, the names of the launch environment). */
+/* Reads the tracer's settings (KEY=VALUE lines, the names of the launch environment), from a
+ * file of ours in a folder of ours (open_session_file). */
 static bool read_conf(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	if (!slash || slash == path || (size_t)(slash - path) >= sizeof dir || !slash[1])
+		return false;
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = 0;
+	int fd = open_session_file(dir, slash + 1, O_RDONLY, false);
 	if (fd < 0)
 		return false;
 	ssize_t n = read(fd, conf_text, sizeof conf_text - 1);
