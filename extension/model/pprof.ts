@@ -12,6 +12,8 @@ import { Function as PFunction, Label, Line, Location, Mapping, Profile, Sample,
 import { JAVA_FRAME_TYPES, stackValue, type FrameKind, type JavaFrameType, type ProfileFrame, type ProfileResult, type ProfileStack, THREAD_STATES, type ThreadState } from '../protocol/profile';
 import { perfMapKind } from '../protocol/frames';
 import type { FlameProfile } from './flamegraph/profileData';
+import { ReadBudget } from './readLimits';
+import { PprofError, scanPprof } from './pprofScan';
 
 export const KERNEL_MAPPING = '[kernel.kallsyms]';
 /** Java frames from the agent: "[java]", or "[java:<type>]" when the frame type is known. */
@@ -22,7 +24,7 @@ const javaMappingType = (file: string): JavaFrameType | undefined => {
 };
 const LOST_COMMENT = /(\d+) samples lost/;
 
-export class PprofError extends Error {}
+export { PprofError };
 
 type Numeric = number | bigint;
 const big = (n: Numeric | undefined): bigint => (n === undefined ? 0n : BigInt(n));
@@ -210,7 +212,9 @@ function kindOf(mappingFile: string, address: bigint, name: string | null): Fram
  * its samples/count value when the profile has one, else the default (or last) sample type,
  * divided by the period when that is CPU time.
  */
-export function fromPprof(bytes: Uint8Array): ProfileResult {
+export function fromPprof(bytes: Uint8Array, budget = new ReadBudget('pprof')): ProfileResult {
+  // What decoding would build is counted first: the decoder itself knows no limits.
+  scanPprof(bytes, budget);
   let p: Profile;
   try {
     p = Profile.decode(bytes);
@@ -260,16 +264,12 @@ export function fromPprof(bytes: Uint8Array): ProfileResult {
   }
   const stacks: ProfileStack[] = [];
   let samples = 0;
+  const stackOf = sampleFrames(locations, budget);
   for (const sm of p.sample) {
     const count = Math.round(num(sm.value[vi]) / divide);
     const value = ti >= 0 ? num(sm.value[ti]) : count;
     if (count <= 0 && value <= 0) continue;
-    const frames: ProfileFrame[] = [];
-    for (const id of sm.locationId) {
-      const loc = locations.get(String(id));
-      if (!loc) throw new PprofError(`a sample refers to location ${id}, which the profile does not define`);
-      frames.push(...loc);
-    }
+    const frames = stackOf(sm.locationId);
     let pid = 0;
     let tid = 0;
     let comm = '';
@@ -298,6 +298,33 @@ export function fromPprof(bytes: Uint8Array): ProfileResult {
   }
   if (Object.keys(buildIds).length) out.buildIds = buildIds;
   return out;
+}
+
+/**
+ * A sample's frames from its location ids, within the budget. Samples with the same locations
+ * (the same stack with other labels, e.g. another thread) share one array: frames are read, never
+ * changed, after decoding.
+ */
+function sampleFrames(locations: Map<string, ProfileFrame[]>, budget: ReadBudget): (ids: Numeric[]) => ProfileFrame[] {
+  const known = new Map<string, ProfileFrame[]>();
+  return (ids) => {
+    const key = ids.join(',');
+    const shared = known.get(key);
+    if (shared) {
+      budget.stack(shared.length);
+      return shared;
+    }
+    const frames: ProfileFrame[] = [];
+    for (const id of ids) {
+      const loc = locations.get(String(id));
+      if (!loc) throw new PprofError(`a sample refers to location ${id}, which the profile does not define`);
+      budget.depth(frames.length + loc.length);
+      for (const f of loc) frames.push(f);
+    }
+    budget.stack(frames.length);
+    known.set(key, frames);
+    return frames;
+  };
 }
 
 /**

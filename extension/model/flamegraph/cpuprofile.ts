@@ -4,6 +4,7 @@
 // Pure: no DOM.
 import { FrameTable, type FlameProfile, type FlameStack } from './profileData';
 import { ImportError } from './formats';
+import { ReadBudget } from '../readLimits';
 
 interface CpuNode {
   id: number;
@@ -18,13 +19,30 @@ export function isCpuProfile(json: unknown): boolean {
   return typeof json === 'object' && json !== null && Array.isArray(j.nodes) && (j.nodes as CpuNode[]).every((n) => typeof n?.id === 'number' && typeof n.callFrame === 'object');
 }
 
-export function fromCpuProfile(json: unknown, name = 'cpuprofile'): FlameProfile {
+/** Throws unless every node's fields the reader uses have their types. */
+function checkNodes(nodes: CpuNode[], samples: unknown): void {
+  for (const n of nodes) {
+    const cf = n.callFrame as Record<string, unknown> | null;
+    const ok =
+      cf !== null &&
+      (cf.functionName === undefined || typeof cf.functionName === 'string') &&
+      (cf.url === undefined || typeof cf.url === 'string') &&
+      (cf.lineNumber === undefined || typeof cf.lineNumber === 'number') &&
+      (n.hitCount === undefined || typeof n.hitCount === 'number') &&
+      (n.children === undefined || (Array.isArray(n.children) && n.children.every((c) => typeof c === 'number')));
+    if (!ok) throw new ImportError(`node ${n.id} of the .cpuprofile has a field of the wrong type`);
+  }
+  if (samples !== undefined && !(Array.isArray(samples) && samples.every((s) => typeof s === 'number'))) throw new ImportError('the .cpuprofile\'s "samples" is not an array of node ids');
+}
+
+export function fromCpuProfile(json: unknown, name = 'cpuprofile', budget = new ReadBudget(name)): FlameProfile {
   if (!isCpuProfile(json)) throw new ImportError('not a .cpuprofile: it needs a "nodes" array of {id, callFrame}');
   const { nodes, samples } = json as { nodes: CpuNode[]; samples?: number[] };
+  checkNodes(nodes, samples);
   const byId = new Map<number, CpuNode>(nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
   for (const n of nodes) for (const c of n.children ?? []) parent.set(c, n.id);
-  const table = new FrameTable();
+  const table = new FrameTable(budget);
   const frameOf = new Map<number, number>();
   const stackOf = new Map<number, number[]>();
   const stack = (id: number): number[] => {
@@ -34,6 +52,7 @@ export function fromCpuProfile(json: unknown, name = 'cpuprofile'): FlameProfile
     const seen = new Set<number>();
     for (let at: number | undefined = id; at !== undefined && !seen.has(at); at = parent.get(at)) {
       seen.add(at);
+      budget.depth(chain.length);
       const n = byId.get(at);
       if (!n) throw new ImportError(`sample refers to node ${at}, which the profile does not define`);
       const fn = n.callFrame.functionName || '(anonymous)';
@@ -53,15 +72,20 @@ export function fromCpuProfile(json: unknown, name = 'cpuprofile'): FlameProfile
     return chain;
   };
   const stacks: FlameStack[] = [];
+  const push = (id: number, weight: number) => {
+    const frames = stack(id);
+    budget.stack(frames.length);
+    stacks.push({ frames, weight });
+  };
   if (Array.isArray(samples) && samples.length) {
     let last = -1;
     for (const id of samples) {
       if (id === last && stacks.length) stacks[stacks.length - 1].weight++;
-      else stacks.push({ frames: stack(id), weight: 1 });
+      else push(id, 1);
       last = id;
     }
   } else {
-    for (const n of nodes) if (n.hitCount && n.hitCount > 0) stacks.push({ frames: stack(n.id), weight: n.hitCount });
+    for (const n of nodes) if (n.hitCount && n.hitCount > 0 && n.hitCount <= Number.MAX_SAFE_INTEGER) push(n.id, n.hitCount);
   }
   const total = stacks.reduce((s, x) => s + x.weight, 0);
   return { name, frames: table.finish(), stacks, total };

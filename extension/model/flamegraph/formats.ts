@@ -7,6 +7,9 @@
 // still read that frame as interpreted.) Pure functions, no DOM.
 import type { ProfileResult } from '../../protocol/profile';
 import { FrameTable, fromProfileResult, type FlameProfile, type FlameStack, type FrameKind, type JavaFrameType } from './profileData';
+import { ImportError, parseJson, ReadBudget } from '../readLimits';
+
+export { ImportError };
 
 const SUFFIX: Record<FrameKind, string> = { kernel: '_[k]', jit: '_[j]', interpreted: '_[0]', native: '' };
 const JAVA_SUFFIX: Record<JavaFrameType, string> = { interpreted: '_[0]', c1: '_[1]', c2: '_[j]', compiled: '_[j]', inlined: '_[i]' };
@@ -48,35 +51,55 @@ export function toFolded(p: FlameProfile): string {
   return [...lines].map(([k, w]) => `${k} ${w}\n`).join('');
 }
 
-export class ImportError extends Error {}
+/** Counts and weights past 2^53 lose their units: a file that has them is not a profile we can add up. */
+function checkWeight(w: unknown, where: string): number {
+  if (typeof w !== 'number' || !Number.isFinite(w) || w < 0 || w > Number.MAX_SAFE_INTEGER) throw new ImportError(`${where}: the weight ${String(w).slice(0, 40)} is not a count from 0 to 2^53`);
+  return w;
+}
 
-export function fromFolded(text: string, name = 'folded'): FlameProfile {
-  const table = new FrameTable();
+/** The frames of one folded line (before its count), counted against the budget as they are split. */
+function foldedFrames(stack: string, frameId: (f: string) => number, budget: ReadBudget): number[] {
+  const frames: number[] = [];
+  for (let at = 0; ; ) {
+    const semi = stack.indexOf(';', at);
+    frames.push(frameId(semi < 0 ? stack.slice(at) : stack.slice(at, semi)));
+    if ((frames.length & 1023) === 0) budget.depth(frames.length);
+    if (semi < 0) return frames;
+    at = semi + 1;
+  }
+}
+
+export function fromFolded(text: string, name = 'folded', budget = new ReadBudget(name)): FlameProfile {
+  const table = new FrameTable(budget);
   const seen = new Map<string, number>();
+  const frameId = (f: string) => {
+    let id = seen.get(f);
+    if (id === undefined) {
+      const a = parseAnnotation(f);
+      seen.set(f, (id = table.intern(a.name, a.kind, undefined, undefined, undefined, 0, a.javaType)));
+    }
+    return id;
+  };
   const stacks: FlameStack[] = [];
   let total = 0;
-  text.split('\n').forEach((raw, i) => {
-    const line = raw.trimEnd();
-    if (!line.trim() || line.startsWith('#')) return;
+  let lineNo = 0;
+  for (let at = 0; at <= text.length; ) {
+    const nl = text.indexOf('\n', at);
+    const line = (nl < 0 ? text.slice(at) : text.slice(at, nl)).trimEnd();
+    at = nl < 0 ? text.length + 1 : nl + 1;
+    lineNo++;
+    if (!line.trim() || line.startsWith('#')) continue;
     const sp = line.lastIndexOf(' ');
     const weight = Number(line.slice(sp + 1));
     if (sp <= 0 || !Number.isFinite(weight) || weight < 0) {
-      throw new ImportError(`line ${i + 1} is not folded stacks ("frame;frame;... COUNT"): ${JSON.stringify(line.slice(0, 80))}`);
+      throw new ImportError(`line ${lineNo} is not folded stacks ("frame;frame;... COUNT"): ${JSON.stringify(line.slice(0, 80))}`);
     }
-    const frames = line
-      .slice(0, sp)
-      .split(';')
-      .map((f) => {
-        let id = seen.get(f);
-        if (id === undefined) {
-          const a = parseAnnotation(f);
-          seen.set(f, (id = table.intern(a.name, a.kind, undefined, undefined, undefined, 0, a.javaType)));
-        }
-        return id;
-      });
+    checkWeight(weight, `line ${lineNo}`);
+    const frames = foldedFrames(line.slice(0, sp), frameId, budget);
+    budget.stack(frames.length);
     stacks.push({ frames, weight });
     total += weight;
-  });
+  }
   if (stacks.length === 0) throw new ImportError('the file holds no stacks (expected lines like "main;work;leaf 12")');
   return { name, frames: table.finish(), stacks, total };
 }
@@ -138,67 +161,147 @@ export function toSpeedscope(p: FlameProfile): SpeedscopeFile {
 function speedscopeFrames(file: SpeedscopeFile, table: FrameTable): ((weight: number) => number)[] {
   // Each speedscope frame becomes an interner call so the line weight follows the samples.
   return file.shared.frames.map((f) => {
-    if (!f || typeof f.name !== 'string') throw new ImportError('a speedscope frame has no name');
+    if (!f || typeof f !== 'object' || typeof f.name !== 'string') throw new ImportError('a speedscope frame has no name');
     const a = parseAnnotation(f.name);
-    return (w: number) => table.intern(a.name, a.kind, undefined, f.file, f.line, w, a.javaType);
+    const source = typeof f.file === 'string' ? f.file : undefined;
+    const line = typeof f.line === 'number' && Number.isFinite(f.line) ? f.line : undefined;
+    return (w: number) => table.intern(a.name, a.kind, undefined, source, line, w, a.javaType);
   });
 }
 
-export function fromSpeedscope(json: unknown, fallbackName = 'speedscope'): FlameProfile {
+type FrameOf = (i: unknown, w: number) => number;
+
+function sampledStacks(prof: SampledProfile, frameOf: FrameOf, budget: ReadBudget): FlameStack[] {
+  if (!Array.isArray(prof.samples)) throw new ImportError('a sampled speedscope profile needs a "samples" array');
+  const weights: unknown[] = Array.isArray(prof.weights) ? prof.weights : [];
+  return prof.samples.map((s, i) => {
+    if (!Array.isArray(s)) throw new ImportError(`sample ${i} of the speedscope profile is not an array of frame indices`);
+    budget.stack(s.length);
+    const w = checkWeight(weights[i] ?? 1, `sample ${i}`);
+    return { frames: s.map((f) => frameOf(f, w)), weight: w };
+  });
+}
+
+/** One distinct open stack of an evented profile: its innermost frame, and its frame ids once needed. */
+interface OpenNode {
+  parent?: OpenNode;
+  frame: unknown;
+  depth: number;
+  children: Map<unknown, OpenNode>;
+  frames?: number[];
+}
+
+/** The frame ids of an open stack, root first, built once per distinct stack (ancestors first). */
+function nodeFrames(node: OpenNode, frameOf: FrameOf): number[] {
+  const unbuilt: OpenNode[] = [];
+  for (let n: OpenNode | undefined = node; n && !n.frames; n = n.parent) unbuilt.push(n);
+  for (let i = unbuilt.length - 1; i >= 0; i--) {
+    const n = unbuilt[i];
+    n.frames = n.parent?.frames ? [...n.parent.frames, frameOf(n.frame, 0)] : n.parent ? [frameOf(n.frame, 0)] : [];
+  }
+  return node.frames!;
+}
+
+/**
+ * Time between consecutive events belongs to the stack open at that moment. Open stacks are
+ * nodes of a tree, so a stack that comes back (a call repeated on top of a deep stack) is built
+ * once and its frame array shared; the source-line weight of a frame is what was emitted while it
+ * was open (a difference of running totals, not a walk of the stack per event). What is left is
+ * the frames of the distinct stacks, which the budget bounds: a ramp of N opens makes N stacks of
+ * up to N frames, N²/2, and is refused by name.
+ */
+function eventedStacks(prof: EventedProfile, frameOf: FrameOf, budget: ReadBudget): FlameStack[] {
+  if (!Array.isArray(prof.events)) throw new ImportError('an evented speedscope profile needs an "events" array');
+  const stacks: FlameStack[] = [];
+  const root: OpenNode = { frame: undefined, depth: 0, children: new Map(), frames: [] };
+  const open: { node: OpenNode; since: number }[] = [];
+  let node = root;
+  let emitted = 0;
+  const close = (o: { node: OpenNode; since: number }) => {
+    if (emitted > o.since) frameOf(o.node.frame, emitted - o.since);
+  };
+  let last = typeof prof.startValue === 'number' ? prof.startValue : 0;
+  for (const e of prof.events) {
+    if (!e || typeof e !== 'object' || typeof e.at !== 'number' || !Number.isFinite(e.at)) throw new ImportError('a speedscope event has no time ("at")');
+    const w = e.at - last;
+    if (w > 0 && node !== root) {
+      budget.stack(node.depth);
+      if (!node.frames) budget.work(node.depth);
+      stacks.push({ frames: nodeFrames(node, frameOf), weight: w });
+      emitted += w;
+    }
+    last = e.at;
+    if (e.type === 'O') {
+      if (typeof e.frame !== 'number' || !Number.isInteger(e.frame)) throw new ImportError(`the event at ${e.at} opens no frame index`);
+      budget.depth(node.depth + 1);
+      let child = node.children.get(e.frame);
+      if (!child) node.children.set(e.frame, (child = { parent: node, frame: e.frame, depth: node.depth + 1, children: new Map() }));
+      open.push({ node: child, since: emitted });
+      node = child;
+    } else if (e.type === 'C') {
+      const o = open.pop();
+      if (!o || o.node.frame !== e.frame) throw new ImportError(`event at ${e.at} closes frame ${String(e.frame).slice(0, 40)}, which is not the innermost open frame`);
+      close(o);
+      node = node.parent ?? root;
+    } else throw new ImportError(`a speedscope event has type ${JSON.stringify(e.type).slice(0, 40)}, not "O" or "C"`);
+  }
+  for (const o of open) close(o);
+  return stacks;
+}
+
+export function fromSpeedscope(json: unknown, fallbackName = 'speedscope', budget = new ReadBudget(fallbackName)): FlameProfile {
   const file = json as SpeedscopeFile;
   if (!file || typeof file !== 'object' || !file.shared || !Array.isArray(file.shared.frames) || !Array.isArray(file.profiles)) {
     throw new ImportError('not a speedscope file: expected "shared.frames" and "profiles" (see https://www.speedscope.app/file-format-schema.json)');
   }
   const index = file.activeProfileIndex ?? 0;
-  const prof = file.profiles[index] ?? file.profiles[0];
-  if (!prof) throw new ImportError('the speedscope file has no profiles');
-  const table = new FrameTable();
+  const prof = (typeof index === 'number' ? file.profiles[index] : undefined) ?? file.profiles[0];
+  if (!prof || typeof prof !== 'object') throw new ImportError('the speedscope file has no profiles');
+  const table = new FrameTable(budget);
   const intern = speedscopeFrames(file, table);
-  const frameOf = (i: number, w: number) => {
-    const f = intern[i];
-    if (!f) throw new ImportError(`a sample refers to frame ${i}, but the file has ${intern.length} frames`);
+  const frameOf: FrameOf = (i, w) => {
+    const f = typeof i === 'number' ? intern[i] : undefined;
+    if (!f) throw new ImportError(`a sample refers to frame ${String(i).slice(0, 40)}, but the file has ${intern.length} frames`);
     return f(w);
   };
-  const stacks: FlameStack[] = [];
-  let total = 0;
-  if (prof.type === 'sampled') {
-    prof.samples.forEach((s, i) => {
-      const w = prof.weights?.[i] ?? 1;
-      stacks.push({ frames: s.map((f) => frameOf(f, w)), weight: w });
-      total += w;
-    });
-  } else if (prof.type === 'evented') {
-    // Time between consecutive events belongs to the stack open at that moment.
-    const open: number[] = [];
-    let last = prof.startValue;
-    for (const e of prof.events) {
-      const w = e.at - last;
-      if (w > 0 && open.length) {
-        stacks.push({ frames: open.map((f) => frameOf(f, w)), weight: w });
-        total += w;
-      }
-      last = e.at;
-      if (e.type === 'O') open.push(e.frame);
-      else if (open.pop() !== e.frame) throw new ImportError(`event at ${e.at} closes frame ${e.frame}, which is not the innermost open frame`);
-    }
-  } else {
-    throw new ImportError(`unsupported speedscope profile type ${JSON.stringify((prof as { type: unknown }).type)}`);
-  }
-  return { name: prof.name || file.name || fallbackName, frames: table.finish(), stacks, total };
+  let stacks: FlameStack[];
+  if (prof.type === 'sampled') stacks = sampledStacks(prof, frameOf, budget);
+  else if (prof.type === 'evented') stacks = eventedStacks(prof, frameOf, budget);
+  else throw new ImportError(`unsupported speedscope profile type ${JSON.stringify((prof as { type: unknown }).type)}`);
+  const total = stacks.reduce((t, x) => t + x.weight, 0);
+  const name = [prof.name, file.name].find((n) => typeof n === 'string' && n) ?? fallbackName;
+  return { name, frames: table.finish(), stacks, total };
 }
 
 /** Any file the view opens: speedscope JSON, the profiler's own --json result, or folded stacks. */
-export function importProfile(text: string, name = 'profile'): FlameProfile {
+export function importProfile(text: string, name = 'profile', budget = new ReadBudget(name)): FlameProfile {
   const t = text.trimStart();
   if (t.startsWith('{')) {
-    let json: unknown;
-    try {
-      json = JSON.parse(t);
-    } catch (e) {
-      throw new ImportError(`the file looks like JSON but does not parse: ${(e as Error).message}`);
-    }
-    if ((json as ProfileResult).tracer === 'profile' && Array.isArray((json as ProfileResult).stacks)) return fromProfileResult(json as ProfileResult, { name });
-    return fromSpeedscope(json, name);
+    const json = parseJson(t, budget);
+    if ((json as ProfileResult)?.tracer === 'profile' && Array.isArray((json as ProfileResult).stacks)) return fromProfileResult(checkResult(json, budget), { name, budget });
+    return fromSpeedscope(json, name, budget);
   }
-  return fromFolded(text, name);
+  return fromFolded(text, name, budget);
+}
+
+const FRAME_KINDS = new Set<string>(['kernel', 'native', 'jit', 'interpreted']);
+const optional = (v: unknown, type: string) => v === undefined || v === null || typeof v === type;
+
+/**
+ * Our own --json result read back from a file: every field the views read is checked for its
+ * type, and the stacks are counted against the budget.
+ */
+export function checkResult(json: unknown, budget: ReadBudget): ProfileResult {
+  const r = json as ProfileResult;
+  for (const [i, s] of r.stacks.entries()) {
+    if (!s || typeof s !== 'object' || !Array.isArray(s.frames)) throw new ImportError(`stack ${i} of the profile has no "frames" array`);
+    if (!optional(s.count, 'number') || !optional(s.value, 'number') || !optional(s.pid, 'number') || !optional(s.comm, 'string')) throw new ImportError(`stack ${i} of the profile has a field of the wrong type`);
+    budget.stack(s.frames.length);
+    for (const f of s.frames) {
+      const ok = f && typeof f === 'object' && FRAME_KINDS.has(f.kind) && optional(f.function, 'string') && optional(f.module, 'string') && optional(f.file, 'string') && optional(f.line, 'number');
+      if (!ok) throw new ImportError(`stack ${i} of the profile has a frame that is not {function, module, file, line, kind}`);
+    }
+  }
+  if (!optional(r.frequency, 'number') || !optional(r.lost, 'number')) throw new ImportError('the profile\'s "frequency" or "lost" is not a number');
+  return r;
 }

@@ -2,6 +2,7 @@
 // frames plus weighted stacks of frame indices, root first. Pure (no DOM, no node).
 import type { FlameFrame, FrameKind, JavaFrameType } from '../../protocol/frames';
 import { stackValue, THREAD_STATE_LABEL, type ProfileResult, type ProfileUnit, type ThreadState } from '../../protocol/profile';
+import type { ReadBudget } from '../readLimits';
 
 // FlameFrame is one of the frame family of protocol/frames.ts.
 export type { FlameFrame, FrameKind, JavaFrameType };
@@ -34,23 +35,29 @@ function basename(p: string): string {
 export class FrameTable {
   readonly frames: FlameFrame[] = [];
   private readonly index = new Map<string, number>();
-  private readonly lineWeights: Map<string, number>[] = [];
+  /** per frame, the weight of each "line\0file" (created at its first line: most frames have none) */
+  private readonly lineWeights: (Map<string, number> | undefined)[] = [];
+
+  /** With a budget (reading a file), the distinct frames are counted against its limit. */
+  constructor(private readonly budget?: ReadBudget) {}
 
   intern(name: string, kind: FrameKind, module?: string, file?: string, line?: number, weight = 0, javaType?: JavaFrameType): number {
     const key = `${kind}\u0000${module ?? ''}\u0000${name}\u0000${javaType ?? ''}`;
     let id = this.index.get(key);
     if (id === undefined) {
+      this.budget?.frame();
       id = this.frames.length;
       this.index.set(key, id);
       const f: FlameFrame = { name, kind };
       if (module) f.module = module;
       if (javaType) f.javaType = javaType;
       this.frames.push(f);
-      this.lineWeights.push(new Map());
+      this.lineWeights.push(undefined);
     }
     if (file && line) {
       const lk = `${line}\u0000${file}`;
-      const m = this.lineWeights[id];
+      let m = this.lineWeights[id];
+      if (!m) this.lineWeights[id] = m = new Map();
       m.set(lk, (m.get(lk) ?? 0) + weight);
     }
     return id;
@@ -60,7 +67,7 @@ export class FrameTable {
   finish(): FlameFrame[] {
     this.frames.forEach((f, i) => {
       let best = -1;
-      for (const [lk, w] of this.lineWeights[i]) {
+      for (const [lk, w] of this.lineWeights[i] ?? []) {
         if (w > best) {
           best = w;
           const sep = lk.indexOf('\u0000');
@@ -77,6 +84,8 @@ export interface FromResultOptions {
   /** put a "comm [pid]" frame at the root of each stack (default: when several processes were sampled) */
   groupByProcess?: boolean;
   name?: string;
+  /** reading a file: distinct frames and time are counted (stacks were counted by the reader) */
+  budget?: ReadBudget;
 }
 
 /** The root frame of a thread state's stacks in off-CPU and wall profiles, e.g. "[off-CPU: sleeping]". */
@@ -93,12 +102,13 @@ export function stateOfFrameName(name: string): ThreadState | undefined {
 
 /** The profiler's result document (CLI --json) as a flame profile. */
 export function fromProfileResult(r: ProfileResult, opts: FromResultOptions = {}): FlameProfile {
-  const table = new FrameTable();
+  const table = new FrameTable(opts.budget);
   const group = opts.groupByProcess ?? new Set(r.stacks.map((s) => s.pid)).size > 1;
   const stacks: FlameStack[] = [];
   let total = 0;
   for (const s of r.stacks) {
     const ids: number[] = [];
+    opts.budget?.work(s.frames.length + 1);
     const w = stackValue(s);
     // off-CPU and wall profiles: the state is the root, so each state's total is one box
     if (s.state) ids.push(table.intern(stateFrameName(s.state), 'native'));
