@@ -48,7 +48,8 @@ import { createAs, openAs, rmdirAs, unlinkAs, writeAllAndClose, type FileOwner }
 import { execBlocker, readMountinfo } from '../../sys/proc/mounts';
 import { contentTag, placeCopy } from '../../sys/placeCopy';
 import { readMaps } from '../../sys/proc/maps';
-import { readStat } from '../../sys/proc/processes';
+import { readStat, sameProcess } from '../../sys/proc/processes';
+import { TARGET_WATCH_MS } from '../targetWatch';
 import { withElf } from '../../sys/elf/elf';
 import { glibcBlocker, leakTableReader, PRELOAD_LIB, preloadLibPath, readReport, reportDir } from './preload';
 import { LeakReports } from './report';
@@ -355,7 +356,7 @@ export async function startInject(options: MemleakOptions, env: TracerEnv, event
   const detach = async () => {
     if (detached) return;
     detached = true;
-    if (fs.existsSync(`/proc/${pid}`)) {
+    if (sameProcess({ pid, startTime: Number(target[3]) })) {
       // the process as found at the start: the injector refuses one that is not that any more
       const r = await runInjector(injector, ['stop', ...target, libInTarget], env.log);
       if (!r.ok) warnings.push(`restoring the allocator of process ${pid} failed (${r.out}); the injected library puts them back itself once this session has ended`);
@@ -379,11 +380,12 @@ export async function startInject(options: MemleakOptions, env: TracerEnv, event
     return { tracer: 'memleak', pid, stacks, dropped: dropped(snap.header), lost: 0, mode: 'inject', ...sampling };
   };
   // The process may exit while traced: its table file stays readable for the final report.
+  // By pid and start time (the injector's own target arguments): a zombie, or the pid's next process, is not the target.
   const watch = setInterval(() => {
-    if (fs.existsSync(`/proc/${pid}`)) return;
+    if (sameProcess({ pid, startTime: Number(target[3]) })) return;
     detached = true;
     void reports.finish(`process ${pid} exited`, resultNow, () => Number((process.hrtime.bigint() - t0) / 1_000_000n));
-  }, 250);
+  }, TARGET_WATCH_MS);
 
   return {
     targets: [pid],
