@@ -23,6 +23,8 @@ export interface RunSpec<N extends TracerName> {
   banner?(targets: number[]): string;
   /** in every mode, before the result is printed (e.g. to write it to a file as well) */
   onResult?(r: ResultOf<N>, io: Io): void;
+  /** why the result cannot be trusted (it disagrees with the target's own counters): said on stderr, and the exit code is 1 */
+  failure?(r: ResultOf<N>): string | undefined;
 }
 
 export async function runTracer<N extends TracerName>(spec: RunSpec<N>, io: Io): Promise<number> {
@@ -86,5 +88,7 @@ export async function runTracer<N extends TracerName>(spec: RunSpec<N>, io: Io):
   else io.out(spec.formatResult(result));
   const hint = lossHint(result);
   if (hint) io.err(hint);
-  return endedBy?.reason === 'error' ? 1 : 0;
+  const failed = spec.failure?.(result);
+  if (failed) io.err(`ebpf-studio: error: ${failed}`);
+  return endedBy?.reason === 'error' || failed ? 1 : 0;
 }

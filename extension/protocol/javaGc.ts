@@ -116,6 +116,36 @@ export interface JavaGcUpdate {
   /** session start and now, CLOCK_MONOTONIC ns: the time axis and the wall time for GC overhead */
   startNs: number;
   nowNs: number;
+  /** what was traced in each JVM against the JVM's own counters so far */
+  jvmCounts?: JavaGcJvmCount[];
+  /** what the session found since it started (a JVM that cannot be traced), each said once by the CLI */
+  warnings?: string[];
+}
+
+/**
+ * The collections traced in one JVM during the session against HotSpot's own collection counters
+ * (hsperfdata's sun.gc.collector.N.invocations) over the same time: a tracer that saw nothing
+ * while the JVM collected says so instead of reporting a quiet JVM.
+ */
+export interface JavaGcJvmCount {
+  pid: number;
+  /** collections traced in this JVM (those the JVM's counters count, when they are comparable) */
+  counted: number;
+  /** the JVM's own count over the session, absent when its counters could not be read */
+  jvmCounted?: number;
+  /** HotSpot's counters, each with its delta over the session and which of our kinds it counts */
+  collectors?: { name: string; invocations: number; kinds?: JavaGcKind[] }[];
+  /**
+   * agree: equal (or off by a collection in flight at the session's edges); missed: far fewer
+   * than the JVM counted (none at all, or under half) — an error; fewer / more: otherwise apart;
+   * unread: the counters could not be read (no check); loose: HotSpot's counters for this
+   * collector count other things than its collections (ZGC, Shenandoah), so only a JVM that
+   * collected while nothing was traced is caught; filtered: --min-us drops short collections,
+   * so fewer is expected
+   */
+  verdict: 'agree' | 'missed' | 'fewer' | 'more' | 'unread' | 'loose' | 'filtered';
+  /** the sentence for reports: "pid 12: counted 19 — the JVM counts 19" (and the likely cause when they disagree) */
+  message: string;
 }
 
 export interface JavaGcSummary {
@@ -151,4 +181,8 @@ export interface JavaGcResult {
   collectors: JavaGcCollectorSummary[];
   /** safepoints: `available` false (with the reason) when this JDK has no safepoint probes */
   safepoints: { available: boolean; reason?: string; events: JavaSafepoint[]; summary: JavaSafepointSummary; lost: number };
+  /** each traced JVM's count against its own counters (absent from documents older than this check) */
+  jvmCounts?: JavaGcJvmCount[];
+  /** set when what was traced disagrees with a JVM's own counters so far that the result cannot be trusted (the CLI exits non-zero) */
+  problem?: string;
 }

@@ -1,6 +1,7 @@
 // `ebpf-studio java-gc --pid PID | --all [--min-us N] [--duration S] [--json]`: one line per
 // collection (time, pid, cpu, collector, kind, duration), then a log2 histogram of the pauses,
 // a table per collector (the JVM's own counts), the safepoints and the pools.
+import { cliSummary } from '../../protocol/catalog';
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
@@ -48,6 +49,7 @@ export function formatGcResult(r: JavaGcResult): string {
     }
   }
   out.push('', formatSafepoints(r));
+  for (const c of r.jvmCounts ?? []) out.push(`${c.verdict === 'missed' ? 'ERROR ' : ''}${c.message}`);
   if (r.lost > 0) out.push(`warning: ${r.lost} GC events lost (kernel buffer full)`);
   return out.join('\n');
 }
@@ -64,7 +66,7 @@ export function formatSafepoints(r: JavaGcResult): string {
 
 export const javaGcCommand: Command = {
   name: 'java-gc',
-  summary: 'trace Java GC (hotspot USDT): each collection by its collector as the JVM counts it, pauses, safepoints, pool usage',
+  summary: cliSummary('java-gc'),
   usage: 'ebpf-studio java-gc --pid PID | --all [--min-us N] [--duration S] [--json]',
   async run(argv, io) {
     const { values } = parse(argv, { ...commonOptions, pid: { type: 'string', short: 'p' }, all: { type: 'boolean' }, 'min-us': { type: 'string' } });
@@ -95,6 +97,7 @@ export const javaGcCommand: Command = {
           return lines.join('\n');
         },
         formatResult: formatGcResult,
+        failure: (r) => r.problem,
         banner: (targets) => `Tracing Java GC in ${targets.length ? `pid ${targets.join(', ')}` : 'every JVM (including ones that start later)'}${minUs ? `, pauses ≥ ${minUs} µs` : ''}... Ctrl-C to end.`,
       },
       io,

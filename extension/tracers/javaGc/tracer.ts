@@ -5,16 +5,17 @@
 // one per safepoint; both arrive through ring buffers. Record decoders: ./decode.ts.
 import fs from 'node:fs';
 import type { BpfObject } from '../../../native/index';
-import type { JavaGcEvent, JavaGcOptions, JavaSafepoint } from '../../protocol/javaGc';
+import type { JavaGcEvent, JavaGcOptions, JavaGcResult, JavaSafepoint } from '../../protocol/javaGc';
 import { buildResult } from '../../model/javaGcStats';
 import { GcLive } from '../../model/javaGcLive';
-import { fromBpfError, inputError, unsuitableError } from '../../protocol/errors';
+import { fromBpfError, inputError } from '../../protocol/errors';
 import { asObject, bool, int, PID_MAX } from '../../protocol/validate';
-import { checkPid, findJdks, libjvmUsdt, listProcesses, mapsOrExplain, noUsdtMessage, pidAlive, readStat } from '../../sys/proc/processes';
-import { mappedFiles } from '../../sys/proc/maps';
+import { checkPid, identify, pidAlive, readStat } from '../../sys/proc/processes';
+import { countsProblem } from '../../model/javaGcCheck';
 import { ElfFile } from '../../sys/elf/elf';
 import type { Tracer } from '../tracer';
 import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
+import { hostLibjvms, JvmCounterBook, JvmScanner, libjvmTargetOf, runningTarget, type LibjvmTarget, type RunningJvm } from './jvms';
 import { CTR_INFLIGHT_FULL, CTR_POOLS_FULL, CTR_RINGBUF_FULL, CTR_SAFEPOINT_LOST, decodeJavaGcEvent, decodeSafepoint, JAVA_GC_MAX_POOLS } from './decode';
 
 // ---- targets ----------------------------------------------------------------------------------
@@ -48,41 +49,93 @@ export function hasSafepointProbes(lib: string): boolean {
   }
 }
 
-/** The libjvm.so a JVM runs, or the reason it cannot be traced (pid errors come from checkPid). */
+/** The path of the libjvm.so a JVM runs (its own file, reached through /proc/PID), or the reason it cannot be traced. */
 export function libjvmOf(pid: number): string {
-  const stat = checkPid(pid);
-  const libjvm = mappedFiles(mapsOrExplain(pid), /^libjvm\.so$/)[0];
-  if (!libjvm) throw unsuitableError(`pid ${pid} (${stat.comm}) has no libjvm.so mapped: is it a JVM?`);
-  // A JVM in another mount namespace (container) maps a path that is only valid from its root.
-  const file = fs.existsSync(libjvm) ? libjvm : `/proc/${pid}/root${libjvm}`;
-  if (!libjvmUsdt(file).usdt) throw unsuitableError(noUsdtMessage(libjvm));
-  return file;
+  return libjvmTargetOf(pid).path;
 }
 
-/** Every USDT-capable libjvm.so: installed JDKs plus those running JVMs map. */
+/**
+ * Every USDT-capable libjvm.so: installed JDKs and those running JVMs map (containers' own
+ * files included), one per real file, plus what is skipped and why.
+ */
+export function findLibjvms(scanner = new JvmScanner()): { libs: LibjvmTarget[]; jvms: RunningJvm[]; skipped: string[] } {
+  const host = hostLibjvms();
+  const libs = new Map<string, LibjvmTarget>(host.libs.map((l) => [l.identity, l]));
+  const skipped = host.skipped.map((s) => `${s} has no USDT probes: JVMs running it are not traced`);
+  const jvms = scanner.scan();
+  for (const j of jvms) {
+    const t = runningTarget(j);
+    if ('problem' in t) skipped.push(`pid ${j.pid} is not traced: ${t.problem}`);
+    else if (!libs.has(t.identity)) libs.set(t.identity, t);
+  }
+  return { libs: [...libs.values()], jvms, skipped };
+}
+
+/** The libjvm.so files --all attaches to (names stable per file), and those without probes. */
 export function allLibjvms(): { libs: string[]; skipped: string[] } {
-  const libs = new Map<string, string>();
-  const skipped: string[] = [];
-  const add = (p: string) => {
-    let real = p;
-    try {
-      real = fs.realpathSync(p);
-    } catch {
+  const f = findLibjvms();
+  return { libs: f.libs.map((l) => l.label.replace(/ as pid \d+ maps it/, '')), skipped: f.skipped };
+}
+
+/** Attaches the GC probes to libjvm.so files, each real file once, and books the JVMs they cover. */
+class LibjvmAttacher {
+  /** identity → CLOCK_BOOTTIME clock ticks when its probes were in place */
+  private attached = new Map<string, number>();
+  constructor(
+    private readonly obj: BpfObject,
+    private readonly pid: number,
+    private readonly links: number[],
+    private readonly safepoints: boolean,
+    private readonly log: (m: string) => void,
+  ) {}
+
+  attach(lib: LibjvmTarget): void {
+    const sp = this.safepoints && hasSafepointProbes(lib.path);
+    for (const [prog, probe] of PROBES) this.links.push(this.obj.attachUsdt(prog, { binary: lib.path, provider: 'hotspot', name: probe, pid: this.pid }));
+    if (sp) for (const [prog, probe] of SAFEPOINT_PROBES) this.links.push(this.obj.attachUsdt(prog, { binary: lib.path, provider: 'hs_private', name: probe, pid: this.pid }));
+    this.attached.set(lib.identity, bootTicks());
+    this.log(`java-gc: attached to ${lib.label} (pid ${this.pid})${sp ? ', safepoints too' : ''}`);
+  }
+
+  /**
+   * A JVM found running (all mode): its libjvm.so is attached unless that file already is, and
+   * its counters are booked from 0 when it started after its file's probes were in place.
+   */
+  follow(j: RunningJvm, book: JvmCounterBook, initial: boolean, warnings: string[]): void {
+    const t = runningTarget(j);
+    if ('problem' in t) {
+      const w = `pid ${j.pid} is not traced: ${t.problem}`;
+      if (!warnings.includes(w)) warnings.push(w);
       return;
     }
-    if (libs.has(real) || skipped.includes(real)) return;
-    if (libjvmUsdt(real).usdt) libs.set(real, real);
-    else skipped.push(real);
-  };
-  for (const j of findJdks()) add(j.libjvm);
-  for (const p of listProcesses({ jvmOnly: true })) if (p.jvm) add(p.jvm.libjvm);
-  return { libs: [...libs.keys()], skipped };
+    if (!this.attached.has(t.identity)) {
+      try {
+        this.attach(t);
+      } catch (e) {
+        warnings.push(`pid ${j.pid} is not traced: attaching to ${t.label} failed: ${(e as Error).message}`);
+        return;
+      }
+    }
+    const at = this.attached.get(t.identity)!;
+    book.track(j, t.label, !initial && j.startTime > at);
+  }
+}
+
+/** CLOCK_BOOTTIME in clock ticks, the unit of /proc/PID/stat's start time. */
+function bootTicks(): number {
+  try {
+    return Math.ceil(Number(fs.readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * 100);
+  } catch {
+    return 0;
+  }
 }
 
 // ---- the session ------------------------------------------------------------------------------
 const TICK_MS = 500;
 /** The ring buffer thread polls every 100 ms: let it hand over what is left after detaching. */
 const DRAIN_MS = 250;
+/** --all looks for new JVMs every this many ticks (a /proc/PID/stat read per process). */
+const FOLLOW_TICKS = 2;
 
 function monoNs(): number {
   return Number(process.hrtime.bigint());
@@ -104,43 +157,44 @@ export const javaGcTracer: Tracer<'java-gc'> = {
   },
   async start(options, env, events) {
     const warnings: string[] = [];
-    let libs: string[];
     const attachPid = options.all ? -1 : options.pid;
     const startTime = options.all ? undefined : checkPid(options.pid).startTime;
-    if (options.all) {
-      const found = allLibjvms();
-      libs = found.libs;
-      for (const s of found.skipped) warnings.push(`${s} has no USDT probes: JVMs running it are not traced`);
-      if (libs.length === 0) {
-        throw unsuitableError('no JDK with hotspot USDT probes was found (looked in /usr/lib/jvm, /opt, /usr/local and in running JVMs). Install one that has them, e.g. Debian/Ubuntu\'s openjdk-17-jdk.');
-      }
-    } else {
-      libs = [libjvmOf(options.pid)];
-    }
+    const scanner = new JvmScanner();
+    const found = options.all ? findLibjvms(scanner) : { libs: [libjvmTargetOf(options.pid)], jvms: [], skipped: [] };
+    const libs = found.libs;
+    warnings.push(...found.skipped);
+    if (options.all && libs.length === 0) warnings.push('no JDK with hotspot USDT probes was found yet (looked in /usr/lib/jvm, /opt, /usr/local and in running JVMs): JVMs that start later are traced as they appear');
 
-    const spLibs = libs.filter(hasSafepointProbes);
-    const safepointsAvailable = spLibs.length > 0;
+    const spLibs = new Set(libs.filter((l) => hasSafepointProbes(l.path)).map((l) => l.identity));
+    // With nothing to attach to yet, the JVMs to come are expected to be like most (with them).
+    const safepointsAvailable = spLibs.size > 0 || libs.length === 0;
     const safepointsReason = safepointsAvailable
       ? undefined
-      : `${libs.length === 1 ? libs[0] : 'no traced libjvm.so'} has no hs_private:safepoint__begin/end USDT probes: safepoints cannot be timed with this JDK`;
+      : `${libs.length === 1 ? libs[0].label : 'no traced libjvm.so'} has no hs_private:safepoint__begin/end USDT probes: safepoints cannot be timed with this JDK`;
     const progs = [...PROBES.map(([p]) => p), ...(safepointsAvailable ? SAFEPOINT_PROBES.map(([p]) => p) : [])];
     // lazy_wakeup: records reach user space within the ring poller's 100 ms timeout rather than
     // waking it one by one; updates go out every TICK_MS anyway, and at hundreds of GCs and
     // safepoints a second the per-record wakeups were most of the tracer's own CPU time.
     const { obj } = loadFirstWorking(env, 'java-gc', [progs], (o) => setRodata(o, { min_duration_ns: BigInt(options.minUs) * 1000n, lazy_wakeup: true }));
     const links: number[] = [];
+    const book = new JvmCounterBook();
+    if (!options.all) book.prepare(options.pid);
+    const attacher = new LibjvmAttacher(obj, attachPid, links, safepointsAvailable, env.log);
     try {
-      for (const lib of libs) {
-        for (const [prog, probe] of PROBES) links.push(obj.attachUsdt(prog, { binary: lib, provider: 'hotspot', name: probe, pid: attachPid }));
-        if (spLibs.includes(lib)) for (const [prog, probe] of SAFEPOINT_PROBES) links.push(obj.attachUsdt(prog, { binary: lib, provider: 'hs_private', name: probe, pid: attachPid }));
-        env.log(`java-gc: attached to ${lib} (pid ${attachPid})${spLibs.includes(lib) ? ', safepoints too' : ''}`);
-      }
+      for (const lib of libs) attacher.attach(lib);
     } catch (e) {
       obj.close();
+      book.close();
       if (!options.all && !pidAlive(options.pid)) throw inputError(`process ${options.pid} exited before the probes were attached`);
-      throw fromBpfError(`attaching hotspot USDT probes in ${libs.join(', ')}`, e);
+      throw fromBpfError(`attaching hotspot USDT probes in ${libs.map((l) => l.label).join(', ')}`, e);
     }
     if (!safepointsAvailable) env.log(`java-gc: ${safepointsReason}`);
+    // Each JVM's own counters, read from when its probes are in place.
+    if (!options.all) {
+      const id = identify(options.pid);
+      if (id) book.track(id, libs[0].label, false);
+    }
+    for (const j of found.jvms) attacher.follow(j, book, true, warnings);
 
     const startNs = monoNs();
     // Every event for the CLI's document; a client that drew the live updates (the editor) asks
@@ -155,6 +209,9 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     let lost = 0;
     let safepointsLost = 0;
     let closed = false;
+    // Collections that start while the probes are being detached are seen in part (a pool
+    // bracket with no gc__begin reads as a concurrent cycle): the session ends where detaching starts.
+    let detachNs = Infinity;
     const onBatch = (batch: Buffer, offsets: Uint32Array) => {
       for (const r of records(batch, offsets)) {
         let e: JavaGcEvent;
@@ -165,7 +222,9 @@ export const javaGcTracer: Tracer<'java-gc'> = {
           env.log(`java-gc: ${(err as Error).message}`);
           return;
         }
+        if (e.timestampNs > detachNs) continue;
         pids.add(e.pid);
+        book.count(e);
         if (!bounded && options.retain !== false) all.push(e);
         fresh.push(e);
       }
@@ -197,9 +256,12 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       safepointsLost = readCounter(obj, 'counters', CTR_SAFEPOINT_LOST);
     };
     const pidList = () => [...pids].sort((a, b) => a - b);
+    // Read last just before the probes go: after that the JVMs count what we no longer see.
+    let countsFinal = false;
     const flush = () => {
       readLost();
-      const u = { events: fresh, safepoints: freshSafepoints, safepointsAvailable, safepointsReason, lost, pids: pidList(), startNs, nowNs: monoNs() };
+      if (!countsFinal) book.refresh();
+      const u = { events: fresh, safepoints: freshSafepoints, safepointsAvailable, safepointsReason, lost, pids: pidList(), startNs, nowNs: monoNs(), jvmCounts: book.results(options.minUs, lost), ...(warnings.length ? { warnings: [...warnings] } : {}) };
       fresh = [];
       freshSafepoints = [];
       bounded?.apply(u);
@@ -209,6 +271,9 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     const shutdown = () => (shutting ??= detachAndClose());
     const detachAndClose = async () => {
       clearInterval(timer);
+      book.refresh();
+      countsFinal = true;
+      detachNs = monoNs();
       for (const l of links.splice(0)) {
         try {
           obj.detach(l);
@@ -225,9 +290,13 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       closed = true;
       for (const rb of rbs) rb.close();
       obj.close();
+      book.close();
     };
     let ending = false;
+    let ticks = 0;
     const timer = setInterval(() => {
+      // New JVMs (new containers too) are looked for before the update that reports them.
+      if (options.all && ++ticks % FOLLOW_TICKS === 0) for (const j of scanner.scan()) attacher.follow(j, book, false, warnings);
       flush();
       if (options.all || ending) return;
       // Same pid but another start time: the JVM exited and the pid was reused.
@@ -240,10 +309,13 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       }
     }, TICK_MS);
 
-    const result = () => {
-      if (!bounded) return buildResult(pidList(), all, lost, { available: safepointsAvailable, reason: safepointsReason, events: allSafepoints, lost: safepointsLost });
+    const result = (): JavaGcResult => {
+      const jvmCounts = book.results(options.minUs, lost);
+      const problem = countsProblem(jvmCounts);
+      const checked = { jvmCounts, ...(problem ? { problem } : {}) };
+      if (!bounded) return { ...buildResult(pidList(), all, lost, { available: safepointsAvailable, reason: safepointsReason, events: allSafepoints, lost: safepointsLost }), ...checked };
       const r = bounded.toResult();
-      return { ...r, pids: pidList(), lost, safepoints: { ...r.safepoints, available: safepointsAvailable, ...(safepointsReason ? { reason: safepointsReason } : {}), lost: safepointsLost } };
+      return { ...r, pids: pidList(), lost, safepoints: { ...r.safepoints, available: safepointsAvailable, ...(safepointsReason ? { reason: safepointsReason } : {}), lost: safepointsLost }, ...checked };
     };
     return {
       targets: options.all ? [] : [options.pid],
