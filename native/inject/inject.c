@@ -134,6 +134,17 @@ static bool ids_are(const char *line, unsigned long want)
 	return true;
 }
 
+/* The four ids of a Uid:/Gid: line as "r/e/s/fs", for messages. */
+static const char *id_list(const char *line, char *out, size_t size)
+{
+	unsigned long v[4] = { 0 };
+	char *end;
+	for (int i = 0; i < 4 && line; i++, line = end)
+		v[i] = strtoul(line, &end, 10);
+	snprintf(out, size, "%lu/%lu/%lu/%lu", v[0], v[1], v[2], v[3]);
+	return out;
+}
+
 /* The process's start time (field 22 of /proc/PID/stat, clock ticks since boot), 0 if gone. */
 static unsigned long long start_time(pid_t pid)
 {
@@ -156,8 +167,8 @@ static const char *thread_refusal(pid_t tid, char *why, size_t size)
 		return errno == ENOENT || errno == ESRCH ? NULL : (snprintf(why, size, "thread %d cannot be read (%s)", tid, strerror(errno)), why);
 	const char *uid = status_field(text, "Uid"), *gid = status_field(text, "Gid"), *cap = status_field(text, "CapPrm");
 	if (!ids_are(uid, want_uid) || !ids_are(gid, want_gid)) {
-		int ul = uid ? (int)strcspn(uid, "\n") : 0, gl = gid ? (int)strcspn(gid, "\n") : 0;
-		snprintf(why, size, "thread %d runs with uids%.*s and gids%.*s, not all %u and %u (a setuid or setgid program, or a thread that changed its ids)", tid, ul, uid ? uid : "", gl, gid ? gid : "", (unsigned)want_uid, (unsigned)want_gid);
+		char u[64], g[64];
+		snprintf(why, size, "thread %d runs with uids %s and gids %s, not all %u and %u (a setuid or setgid program, or a thread that changed its ids)", tid, id_list(uid, u, sizeof u), id_list(gid, g, sizeof g), (unsigned)want_uid, (unsigned)want_gid);
 		return why;
 	}
 	if (want_uid != 0 && (!cap || strtoull(cap, NULL, 16) != 0)) {
