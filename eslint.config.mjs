@@ -19,6 +19,7 @@ function forbid(files, groups, why, paths = []) {
 }
 
 const editorCode = ['**/editor/**', '**/extension/extension'];
+const pureForbidden = [...editorCode, '**/helper/**', '**/runner/**', '**/tracers/**', '**/sys/**', '**/privilege/**', '**/authoring/**', '**/cli/**', '**/lsp/**', '**/agent/**', ...ioModules];
 const rootSide = ['extension/helper/**', 'extension/runner/**', 'extension/tracers/**', 'extension/sys/**', 'extension/privilege/**', 'extension/authoring/**', 'extension/cli/**', 'extension/lsp/**', 'extension/agent/**'];
 
 export default tseslint.config(
@@ -50,7 +51,10 @@ export default tseslint.config(
     'runs outside the editor: no editor code, no extension/runner/ (user code as root), and extension/agent/ only from cli/commands/agent.ts',
     ['vscode'],
   ),
-  forbid(['extension/protocol/**', 'extension/model/**'], [...editorCode, '**/helper/**', '**/runner/**', '**/tracers/**', '**/sys/**', '**/privilege/**', '**/authoring/**', '**/cli/**', '**/lsp/**', '**/agent/**', ...ioModules], 'protocol/ and model/ are pure: no I/O, no process-specific code', ['vscode', 'zlib', 'node:zlib']),
+  // Pure layers, and their order: protocol/ (shapes, the tracer catalog) < model/ < webview/. An
+  // arrow back up (protocol importing a model, a model importing a view's messages) is an error.
+  forbid(['extension/protocol/**'], [...pureForbidden, '**/model/**', '**/webview/**'], 'protocol/ is pure and the bottom layer: no I/O, no process-specific code, no model/ or webview/ import (move the shape into protocol/)', ['vscode', 'zlib', 'node:zlib']),
+  forbid(['extension/model/**'], [...pureForbidden, '**/webview/**'], 'model/ is pure and below the views: no I/O, no process-specific code, no webview/ import (move the shape into model/ or protocol/)', ['vscode', 'zlib', 'node:zlib']),
   forbid(['webview/**'], ['**/extension/editor/**', '**/extension/helper/**', '**/extension/runner/**', '**/extension/tracers/**', '**/extension/sys/**', '**/extension/privilege/**', '**/extension/authoring/**', '**/extension/cli/**', '**/extension/lsp/**', '**/extension/agent/**', ...ioModules], 'webviews run in the browser: they import protocol/, model/ and webview/ only', ['vscode']),
   {
     // Tests and benchmarks drive every layer; only the cycle and recommended rules apply.

@@ -4,7 +4,7 @@
 // the leak view's rows and message (the live view and a reopened session draw the same).
 // Pure: no node modules.
 import type { JavaAllocStack, JavaHeapResult, JavaHeapStack } from '../protocol/javaHeap';
-import type { LeakViewStack, ToView } from '../../webview/memleak/protocol';
+import type { LeakSnapshot, LeakViewStack } from './leakSites';
 import type { ProfileFrame, ProfileResult } from '../protocol/profile';
 import type { MemleakFrame } from '../protocol/memleak';
 import { formatBytes } from './units';
@@ -162,6 +162,6 @@ export interface JavaHeapViewData {
 }
 
 /** The leak view's snapshot message for a Java heap session (nothing is dropped: the agent keeps every sample). */
-export function javaHeapSnapshot(title: string, running: boolean, d: JavaHeapViewData): Extract<ToView, { type: 'snapshot' }> {
+export function javaHeapSnapshot(title: string, running: boolean, d: JavaHeapViewData): LeakSnapshot {
   return { type: 'snapshot', title, running, totalBytes: d.totalBytes, totalAllocations: d.totalAllocations, dropped: 0, stacks: d.stacks, sampleBytes: d.sampleBytes };
 }

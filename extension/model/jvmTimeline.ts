@@ -13,19 +13,22 @@ import { BoundedLane, type BoundedLaneState } from './boundedLane';
 import { AllocRate, type AllocRangeStats, type AllocRateState } from './allocRate';
 import { isPause } from './javaGcKinds';
 import { addCounts, fromBuckets, toBuckets, type Bucket } from './log2hist';
-import { statsOf, type RunqlatStats } from '../protocol/runqlat';
-import type { ProfileFrame, ProfileStack } from '../protocol/profile';
+import { statsOf, type HistStats as RunqlatStats } from './log2hist';
+import type { ProfileStack } from '../protocol/profile';
+import type { JvmCpuSlice, JvmEvents, JvmOffcpuSlice, JvmOptions, JvmResult, JvmRunqSlice, JvmStack, JvmThread, JvmUpdate, OffState, ThreadGroup } from '../protocol/jvm';
 
-export interface JvmOptions {
-  pid: number;
-  /** CPU samples per second per CPU */
-  frequency: number;
-  /** width of a time slice: how often the run-queue histograms are read and CPU counts diffed */
-  sliceMs: number;
+export type { JvmCpuSlice, JvmEvents, JvmOffcpuSlice, JvmOptions, JvmResult, JvmRunqSlice, JvmStack, JvmThread, JvmUpdate, OffState, ThreadGroup };
+
+declare module '../protocol/jvm' {
+  /** The result document's model parts (see JvmResultExtras). */
+  interface JvmResultExtras {
+    /** `ebpf-studio jvm --range FROM:TO --json`: the statistics of that range */
+    range?: RangeStats;
+    /** a view's export or checkpoint: the lanes and whole-session figures (JvmTimelineState) */
+    timeline?: JvmTimelineState;
+  }
 }
 
-/** HotSpot names its threads; the kernel keeps the first 15 bytes of each name. */
-export type ThreadGroup = 'application' | 'gc' | 'vm' | 'compiler' | 'jvm';
 export const THREAD_GROUPS: ThreadGroup[] = ['application', 'gc', 'vm', 'compiler', 'jvm'];
 export const GROUP_LABEL: Record<ThreadGroup, string> = { application: 'Application threads', gc: 'GC threads', vm: 'VM thread', compiler: 'Compiler threads', jvm: 'Other JVM threads' };
 
@@ -41,43 +44,13 @@ export function threadGroup(comm: string): ThreadGroup {
   return 'application';
 }
 
-export interface JvmThread {
-  tid: number;
-  comm: string;
-  group: ThreadGroup;
-}
 
-/** One thread's run-queue waits during one slice, µs log2 buckets. */
-export interface JvmRunqSlice {
-  /** end of the slice, CLOCK_MONOTONIC ns */
-  endNs: number;
-  /** start of the slice (the previous read) */
-  startNs: number;
-  tid: number;
-  buckets: Bucket[];
-}
 
-/** CPU samples taken during one slice: [stack index, samples] pairs. */
-export interface JvmCpuSlice {
-  startNs: number;
-  endNs: number;
-  samples: [number, number][];
-}
 
 /** The off-CPU states the timeline shows (the off-CPU tracer's states but on-CPU). */
-export type OffState = 'sleep' | 'io' | 'lock' | 'preempted';
 export const OFF_STATES: OffState[] = ['sleep', 'io', 'lock', 'preempted'];
 export const OFF_STATE_LABEL: Record<OffState, string> = { sleep: 'sleeping', io: 'I/O', lock: 'lock (futex)', preempted: 'preempted' };
 
-/**
- * Time threads spent off CPU, by state, counted in the slice in which each interval ended (the
- * thread woke): [tid, state index in OFF_STATES, µs] triples, flat.
- */
-export interface JvmOffcpuSlice {
-  startNs: number;
-  endNs: number;
-  rows: number[];
-}
 
 /** One thread group's off-CPU time in one slice: µs per state (OFF_STATES order). */
 export interface OffcpuCell {
@@ -86,60 +59,9 @@ export interface OffcpuCell {
   us: number[];
 }
 
-/** A distinct (thread, stack), leaf first; symbolized when the session stops. */
-export interface JvmStack {
-  tid: number;
-  comm: string;
-  frames: ProfileFrame[];
-}
 
-/** What a live update (what is new since the last one) and the final result both carry. */
-interface JvmEvents {
-  gc: JavaGcEvent[];
-  safepoints: JavaSafepoint[];
-  safepointsAvailable: boolean;
-  safepointsReason?: string;
-  runq: JvmRunqSlice[];
-  cpu: JvmCpuSlice[];
-  stacks: JvmStack[];
-  /** off-CPU time by thread and state (absent when the off-CPU tracer could not run, and in older documents) */
-  offcpu?: JvmOffcpuSlice[];
-  /** why there are no off-CPU figures */
-  offcpuReason?: string;
-}
 
-export interface JvmUpdate extends JvmEvents {
-  startNs: number;
-  nowNs: number;
-  /** stacks first seen since the previous update, in index order (index = position in the session's list) */
-  stacks: JvmStack[];
-  /** threads first seen or renamed since the previous update */
-  threads: JvmThread[];
-  lost: number;
-  dropped: number;
-  warnings?: string[];
-}
 
-export interface JvmResult extends JvmEvents {
-  tracer: 'jvm';
-  pid: number;
-  frequency: number;
-  sliceMs: number;
-  startNs: number;
-  endNs: number;
-  threads: JvmThread[];
-  /** GC events, safepoints and CPU samples the kernel could not keep */
-  lost: number;
-  /** run-queue waits dropped (a kernel map full) */
-  dropped: number;
-  warnings: string[];
-  /** `ebpf-studio jvm --range FROM:TO --json`: the statistics of that range */
-  range?: RangeStats;
-  /** raw events that started before this (CLOCK_MONOTONIC ns) were dropped: only the last RAW_WINDOW_NS of them are kept */
-  droppedBeforeNs?: number;
-  /** a view's export or checkpoint: the lanes and whole-session figures (JvmTimelineState) */
-  timeline?: JvmTimelineState;
-}
 
 /** The session file: the envelope every eBPF Studio session export shares. */
 export interface JvmSessionFile {

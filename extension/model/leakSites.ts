@@ -8,6 +8,35 @@ import { formatCount } from './units';
 import type { MemleakFrame, MemleakStack } from '../protocol/memleak';
 import { combineStdErr } from './memleakSampling';
 
+/** A stack as the leak view shows it (and a saved memleak session keeps it). */
+export interface LeakViewStack extends MemleakStack {
+  /** stable identity across updates (the frames' addresses) */
+  key: string;
+  /** bytes outstanding at each report so far, oldest first */
+  history: number[];
+  /** the workspace leak site ("file:line") of this stack, if any */
+  site?: string;
+  /** every workspace line of this stack ("file:line"), the allocation line first */
+  lines?: string[];
+}
+
+/** What the leak view draws: the outstanding stacks of one report. */
+export interface LeakSnapshot {
+  type: 'snapshot';
+  title: string;
+  running: boolean;
+  totalBytes: number;
+  totalAllocations: number;
+  dropped: number;
+  stacks: LeakViewStack[];
+  /** the workspace lines with a CodeLens: the allocation lines and their callers, inclusive figures */
+  sites?: LeakLens[];
+  /** present when sampled: every figure is an estimate (mean sampling interval in bytes) */
+  sampleBytes?: number;
+  /** the session shown: one panel shows each new session, and a reload must restore the last */
+  sessionKey?: string;
+}
+
 export interface LeakSite {
   /** "file:line", stable across updates */
   key: string;

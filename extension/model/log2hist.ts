@@ -2,13 +2,9 @@
 // 2^(i-1) <= v < 2^i; bucket 0 counts v == 0), and the figures drawn from them. Shared by the
 // tracers, the CLI's text output and the webviews; no DOM, no Node.
 
-export interface Bucket {
-  /** inclusive lower bound */
-  low: number;
-  /** inclusive upper bound (runqlat style: 2^i - 1) */
-  high: number;
-  count: number;
-}
+import type { Bucket } from '../protocol/histogram';
+
+export type { Bucket };
 
 /** Index of the bucket holding v, the same as the BPF side's log2l(v) + 1 for v > 0. */
 export function bucketIndex(v: number | bigint): number {

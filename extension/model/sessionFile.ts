@@ -8,33 +8,24 @@ import { isGcLiveState, type GcLiveState } from './javaGcLive';
 import { isRunqlatLiveState, type RunqlatLiveState } from './runqlatLive';
 import type { RunqlatPer, RunqlatUnit, RunqlatUpdate } from '../protocol/runqlat';
 import type { FlameProfile } from './flamegraph/profileData';
-import type { LeakViewStack } from '../../webview/memleak/protocol';
-import type { LeakLens } from './leakSites';
+import type { LeakLens, LeakViewStack } from './leakSites';
 import { javaHeapSnapshot, type JavaHeapViewData } from './javaHeapReport';
 import { StudioError } from '../protocol/errors';
 import { JAVA_FRAME_TYPES } from '../protocol/profile';
-import type { TracingName } from '../protocol/protocol';
+import { CATALOG, CATALOG_NAMES, type SessionTracer } from '../protocol/catalog';
 
 export const SESSION_FORMAT = 'ebpf-studio-session';
 export const SESSION_VERSION = 1;
 /** The file name suffix of saved sessions (and the custom editor's pattern). */
 export const SESSION_SUFFIX = '.ebpf-session.json';
 
-/**
- * Tracers whose sessions are saved in this format; the JVM timeline saves through its own panel.
- * java-heap is not a TracingName (it is reached through memleak and profile on a JVM, and has no
- * entry in the per-tracer test and benchmark tables), so it is added here by name.
- */
-export type SessionTracer = Exclude<TracingName, 'jvm'> | 'java-heap';
-/**
- * The bundled view that shows each tracer's sessions (dist/webview/<view>.js). Keyed by the
- * tracer registry: a new tracer without a view here (and a shape in SessionData) fails the type check.
- */
-const SESSION_VIEWS = { 'java-gc': 'javaGc', runqlat: 'runqlat', memleak: 'memleak', profile: 'flamegraph', 'java-heap': 'memleak' } as const satisfies Record<SessionTracer, string>;
-export type SessionView = (typeof SESSION_VIEWS)[SessionTracer];
-export const SESSION_TRACERS = Object.keys(SESSION_VIEWS) as readonly SessionTracer[];
+/** Tracers whose sessions are saved in this format: the catalog's entries with a session view. */
+export type { SessionTracer };
+/** The bundled view that shows each tracer's sessions (dist/webview/<view>.js), from the catalog. */
+export type SessionView = (typeof CATALOG)[SessionTracer]['sessionView'];
+export const SESSION_TRACERS = CATALOG_NAMES.filter((n) => 'sessionView' in CATALOG[n]) as readonly SessionTracer[];
 /** Every view a saved or restored session opens in (each is restored after a window reload). */
-export const SESSION_VIEW_NAMES: readonly SessionView[] = [...new Set(Object.values(SESSION_VIEWS))];
+export const SESSION_VIEW_NAMES: readonly SessionView[] = [...new Set(SESSION_TRACERS.map((t) => CATALOG[t].sessionView))];
 
 export type EndedState = { reason: 'stopped' | 'target-exited' | 'error'; message?: string };
 
@@ -78,6 +69,10 @@ export function makeSession<T extends SessionTracer>(tracer: T, title: string, d
 
 export function writeSession(file: SessionFile): string {
   return JSON.stringify(file);
+}
+
+function unchecked(tracer: never): never {
+  bad(`sessions of ${String(tracer)} cannot be read yet`);
 }
 
 function bad(message: string): never {
@@ -151,7 +146,8 @@ export function readSession(text: string, name = 'the file'): AnySessionFile {
   const d = json.data;
   const where = `${name}: data`;
   if (!isObj(d)) bad(`${name} has no "data" object`);
-  switch (json.tracer as SessionTracer) {
+  const tracer = json.tracer as SessionTracer;
+  switch (tracer) {
     case 'java-gc':
       if (typeof d.target !== 'string') bad(`${where}.target must be a string`);
       if (d.state !== undefined) {
@@ -179,13 +175,16 @@ export function readSession(text: string, name = 'the file'): AnySessionFile {
         if (!isObj(s) || !isNum(s.bytes) || !isNum(s.allocations) || typeof s.class !== 'string' || typeof s.key !== 'string' || !Array.isArray(s.frames) || !Array.isArray(s.history)) bad(`${where}.stacks[${i}] needs bytes, allocations, class, key, frames and history`);
       });
       break;
+    default:
+      // A tracer in the catalog with a session view but no check here fails the type check.
+      return unchecked(tracer);
   }
   return json as unknown as AnySessionFile;
 }
 
 /** The bundled view that shows a tracer's sessions (dist/webview/<view>.js). */
 export function viewOf(tracer: SessionTracer): SessionView {
-  return SESSION_VIEWS[tracer];
+  return CATALOG[tracer].sessionView;
 }
 
 /**

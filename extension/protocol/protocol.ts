@@ -9,7 +9,7 @@ import type { MemleakOptions, MemleakResult, MemleakUpdate } from './memleak';
 import type { ProfileOptions, ProfileResult, ProfileUpdate } from './profile';
 import type { OffcpuOptions } from './offcpu';
 import type { BpfRunOptions, BpfRunResult, BpfRunUpdate } from './bpfRun';
-import type { JvmOptions, JvmResult, JvmUpdate } from '../model/jvmTimeline';
+import type { JvmOptions, JvmResult, JvmUpdate } from './jvm';
 import type { JavaHeapOptions, JavaHeapResult, JavaHeapUpdate } from './javaHeap';
 import type { JavaLocksOptions } from './javaLocks';
 

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { TracingName } from '../protocol/protocol';
+import { catalogEntry } from '../protocol/catalog';
 
 export interface LossRecord {
   tracer: string;
@@ -15,18 +15,10 @@ export interface LossRecord {
   dropped: number;
 }
 
-/** What makes each tracer lose less, in the CLI's words (the editor's pickers offer the same). */
-export const LOSS_ADVICE: Record<TracingName, string> = {
-  'java-gc': 'trace one JVM (--pid) instead of --all, or drop short pauses in the kernel with --min-us N',
-  runqlat: 'narrow it with --pid P, or use --per-process instead of --per-thread (fewer histogram keys)',
-  memleak: 'record fewer allocations with --sample-rate N (e.g. 10) or --min-size BYTES, or allow more with --max-outstanding N',
-  profile: 'sample less often (--frequency 49), copy less stack per sample (--stack-copy-kb 8), for a shorter --duration, or keep more stacks with --stack-storage-size N',
-  jvm: 'sample less often (--frequency 49) or trace for a shorter --duration',
-};
-
 /** The advice for a tracer named in a result or a loss record (undefined for one without advice). */
 export function adviceFor(tracer: string): string | undefined {
-  return Object.prototype.hasOwnProperty.call(LOSS_ADVICE, tracer) ? LOSS_ADVICE[tracer as TracingName] : undefined;
+  // What makes each tracer lose less, in the CLI's words (the editor's pickers offer the same).
+  return catalogEntry(tracer)?.lossAdvice;
 }
 
 /** What a tracer's `lost` counts and why: ring-buffer events, but samples for the profiler. */

@@ -172,19 +172,25 @@ describe('attacks on the fleet agent (closed by default)', { skip }, () => {
     const before = bed.fingerprint();
     const shadowText = 'root:$6$Kq2uTsAlT9x$Zh4vH8secretHashValue:19700:0:99999:7:::\ndaemon:*:19700:0:99999:7:::\n';
     const shadow = bed.victim('shadow', shadowText, 0o640);
-    const jsonText = '{"apiKeyPrefixQ": "hunter2-Pass-W0rd", "profile": {"maxSeconds": "s3cr3t-Value"}}\n';
-    const json = bed.victim('secrets.json', jsonText, 0o600);
+    const keyText = '{"apiKeyPrefixQ": "hunter2-Pass-W0rd"}\n';
+    const keyed = bed.victim('secret-key.json', keyText, 0o600);
+    const valueText = '{"runqueue": {"per": "s3cr3t-Value-Hunter2"}}\n';
+    const valued = bed.victim('secret-value.json', valueText, 0o640);
+    // The config's own key names may appear (they are in every error's list of keys), nothing else.
+    const known = 'listen tls auth jvm runqueue profile forgetExitedAfterSeconds per';
     for (const [f, text] of [
       [shadow, shadowText],
-      [json, jsonText],
+      [keyed, keyText],
+      [valued, valueText],
     ]) {
       const r = runCli(['agent', '--config', f, '--token-file', tokenFile]);
       assert.equal(r.code, 2, r.stderr);
-      assert.deepEqual(leaked(text, r.stdout + r.stderr, f), [], `the error quotes ${f}: ${r.stderr}`);
+      assert.match(r.stderr, /not valid JSON|not known \(not shown|runqueue\.per must be .* not \(not shown/);
+      assert.deepEqual(leaked(text, r.stdout + r.stderr, f + known), [], `the error quotes ${f}: ${r.stderr}`);
       // mallory asking directly: not readable, and nothing of it either.
       const ma = asUser(mallory, [process.execPath, cliJs, 'agent', '--config', f]);
       assert.notEqual(ma.status, 0);
-      assert.deepEqual(leaked(text, ma.stdout + ma.stderr, f), [], `mallory's error quotes ${f}: ${ma.stderr}`);
+      assert.deepEqual(leaked(text, ma.stdout + ma.stderr, f + known), [], `mallory's error quotes ${f}: ${ma.stderr}`);
     }
     assert.deepEqual(bed.fingerprint().slice(0, before.length), before);
   });

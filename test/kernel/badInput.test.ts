@@ -11,7 +11,7 @@ import path from 'node:path';
 import { kernelSkipReason, repoRoot, runCli, startCli, waitFor, type CliResult } from '../helpers';
 import { listProcesses } from '../../extension/sys/proc/processes';
 import type { ProfileResult } from '../../extension/protocol/profile';
-import type { TracingName } from '../../extension/protocol/protocol';
+import { CATALOG, type CatalogName, type TracerEntry } from '../../extension/protocol/catalog';
 
 const skip = kernelSkipReason();
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
@@ -28,24 +28,26 @@ function expectFailure(r: CliResult, code: number, reason: RegExp, what: string)
 }
 
 /**
- * Every tracer's --pid, and whether it refuses a kernel thread: runqlat measures kernel threads
- * too (they wait in run queues); the others probe user-space code, which a kernel thread has not.
- * Keyed by the registry: a new tracer gets these checks or fails the type check.
+ * Every tracer that takes --pid, and whether it refuses a kernel thread (the catalog says: runqlat
+ * measures kernel threads too, the uprobe tracers probe user-space code, which a kernel thread has not).
  */
-const REFUSES_KERNEL_THREADS: Record<TracingName, boolean> = { 'java-gc': true, memleak: true, profile: true, runqlat: false, jvm: true };
+const PID_TRACERS = (Object.keys(CATALOG) as CatalogName[]).flatMap((n) => {
+  const e = CATALOG[n] as TracerEntry;
+  return e.pid && e.cli ? [{ cmd: e.cli.command, refusesKernelThreads: !e.pid.kernelThreads }] : [];
+});
 
 test('bad pids: nonexistent, 0, negative, absurd, a kernel thread', (t) => {
   if (skip) return t.skip(skip);
   const dead = String(deadPid());
   const kworker = fs.readdirSync('/proc').find((d) => /^\d+$/.test(d) && /^kworker/.test(fs.readFileSync(`/proc/${d}/comm`, 'utf8')));
-  for (const cmd of Object.keys(REFUSES_KERNEL_THREADS) as TracingName[]) {
+  for (const { cmd, refusesKernelThreads } of PID_TRACERS) {
     expectFailure(runCli([cmd, '--pid', dead]), 2, new RegExp(`no process with pid ${dead} is running`), `${cmd} --pid ${dead}`);
     expectFailure(runCli([cmd, '--pid', '0']), 2, /--pid 0 is out of range: a pid is from 1 to 4194304/, `${cmd} --pid 0`);
     expectFailure(runCli([cmd, '--pid', '-5']), 2, /--pid -5 is out of range/, `${cmd} --pid -5`);
     expectFailure(runCli([cmd, '--pid=-5']), 2, /--pid -5 is out of range/, `${cmd} --pid=-5`);
     expectFailure(runCli([cmd, '--pid', '99999999999']), 2, /--pid 99999999999 is out of range/, `${cmd} --pid 99999999999`);
     expectFailure(runCli([cmd, '--pid', '12abc']), 2, /--pid takes a process id/, `${cmd} --pid 12abc`);
-    if (!REFUSES_KERNEL_THREADS[cmd]) continue;
+    if (!refusesKernelThreads) continue;
     expectFailure(runCli([cmd, '--pid', '2']), 4, /pid 2 \(kthreadd\) is a kernel thread: it has no user-space code/, `${cmd} --pid 2`);
     if (kworker) expectFailure(runCli([cmd, '--pid', kworker]), 4, /is a kernel thread/, `${cmd} --pid ${kworker} (kworker)`);
   }

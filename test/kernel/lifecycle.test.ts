@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import * as proto from '../../extension/protocol/protocol';
+import { CATALOG, type CatalogName, type TracerEntry, type TracerTarget } from '../../extension/protocol/catalog';
 import { findJdks } from '../../extension/sys/proc/processes';
 import type { JavaGcResult } from '../../extension/protocol/javaGc';
 import type { MemleakResult } from '../../extension/protocol/memleak';
@@ -53,16 +54,14 @@ async function assertGone(o: Ours, what: string, ms = 2000) {
 }
 
 const progIds = () => new Set(loadedPrograms().map((p) => p.id));
-// Program names as the kernel truncates them (16 bytes), per tracer: keyed by the registry, so a
-// new tracer gets the kill -9 test below or fails the type check.
-const NAMES: Record<proto.TracingName, RegExp> = {
-  'java-gc': /^handle_(gc|pool)_/,
-  runqlat: /^(wakeup|wakeup_new|switch)_(btf|raw)$/,
-  profile: /^on_sample$/,
-  memleak: /^(malloc|calloc|realloc|free|alloc|mmap|munmap|exit|posix|aligned|pvalloc|reallocarray)_/,
-  // the JVM timeline runs the three above on one JVM, and the off-CPU tracer (switch_btf, thread_exit, dump_threads)
-  jvm: /^(handle_(gc|pool)_|(wakeup|wakeup_new|switch)_(btf|raw)$|on_sample$|thread_exit$|dump_threads$)/,
-};
+// Program names as the kernel truncates them (16 bytes), per tracer, from the catalog: a new
+// tracer gets the kill -9 test below or fails the type check.
+const NAMES = Object.fromEntries(
+  (Object.keys(CATALOG) as CatalogName[]).flatMap((n) => {
+    const programs = (CATALOG[n] as TracerEntry).programs;
+    return programs ? [[n, new RegExp(programs)]] : [];
+  }),
+) as Record<proto.TracingName, RegExp>;
 
 function startGcJvm(seconds: number): { child: ChildProcess; ready: Promise<boolean> } {
   const child = spawn(java!, ['-XX:+UseSerialGC', '-Xmx64m', path.join(repoRoot, 'test/fixtures/java/GcThenExit.java'), String(seconds)], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -154,15 +153,19 @@ const proto = require(${JSON.stringify(path.join(repoRoot, 'extension/protocol/p
 });
 
 // ---- the CLI -------------------------------------------------------------------------------------
-/** How each tracer is started for the kill -9 test: on a JVM, on a C process (sleep), or on the whole system. */
-const KILLED: Record<proto.TracingName, { target: 'jvm' | 'process' | 'system'; args: (pid: number) => string[] }> = {
-  runqlat: { target: 'system', args: () => ['runqlat'] },
-  profile: { target: 'system', args: () => ['profile', '--all', '--no-java'] },
-  'java-gc': { target: 'jvm', args: (pid) => ['java-gc', '--pid', String(pid)] },
+/** How each tracer is started for the kill -9 test: on a JVM, on a C process (sleep), or on the
+ * whole system (the catalog's target; system-wide tracers run with no arguments unless named here). */
+const ARGS: Partial<Record<proto.TracingName, (pid: number) => string[]>> = {
+  profile: () => ['profile', '--all', '--no-java'],
   // uprobes: this test is about BPF programs (inject mode loads none; memleakInject.test.ts kills its tracer too)
-  memleak: { target: 'process', args: (pid) => ['memleak', '--pid', String(pid), '--mode', 'uprobe'] },
-  jvm: { target: 'jvm', args: (pid) => ['jvm', '--pid', String(pid)] },
+  memleak: (pid) => ['memleak', '--pid', String(pid), '--mode', 'uprobe'],
 };
+const KILLED = Object.fromEntries(
+  (Object.keys(NAMES) as proto.TracingName[]).map((n) => {
+    const e = CATALOG[n] as TracerEntry;
+    return [n, { target: e.target, args: ARGS[n] ?? ((pid: number) => [e.cli!.command, ...(e.target === 'system' ? [] : ['--pid', String(pid)])]) }];
+  }),
+) as Record<proto.TracingName, { target: TracerTarget; args: (pid: number) => string[] }>;
 
 for (const tracer of Object.keys(KILLED) as proto.TracingName[]) {
   test(`CLI: kill -9 of a running \`${tracer}\` leaves no program or link`, async (t) => {

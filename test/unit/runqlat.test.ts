@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { bucketIndex, fromBuckets, toBuckets } from '../../extension/model/log2hist';
-import { statsOf } from '../../extension/protocol/runqlat';
+import { statsOf } from '../../extension/model/log2hist';
 import { decodeHistEntries, RunqlatAggregate, RUNQLAT_HIST_SIZE, RUNQLAT_KEY_SIZE, RUNQLAT_MAX_SLOTS } from '../../extension/tracers/runqlat/decode';
 import { runqlatTracer } from '../../extension/tracers/runqlat/tracer';
 import { formatHistograms } from '../../extension/cli/commands/runqlat';

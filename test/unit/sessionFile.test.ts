@@ -3,7 +3,7 @@
 // Also the .cpuprofile importer the profile editor uses.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { makeSession, peekTracer, readSession, replayMessages, sessionFileName, viewOf, writeSession, SESSION_SUFFIX, type AnySessionFile } from '../../extension/model/sessionFile';
+import { makeSession, peekTracer, readSession, replayMessages, sessionFileName, viewOf, writeSession, SESSION_SUFFIX, SESSION_TRACERS, type AnySessionFile } from '../../extension/model/sessionFile';
 import { StudioError } from '../../extension/protocol/errors';
 import { fromFolded } from '../../extension/model/flamegraph/formats';
 import { fromCpuProfile } from '../../extension/model/flamegraph/cpuprofile';
@@ -153,7 +153,7 @@ test('bad files: not JSON, another format, bad or future versions, unknown trace
   refuses(JSON.stringify({ ...good, version: 2 }), /version 2 session, written by a newer eBPF Studio; this one reads version 1\. Update the extension/);
   refuses(JSON.stringify({ ...good, version: 0 }), /invalid version 0/);
   refuses(JSON.stringify({ ...good, version: '1' }), /invalid version "1"/);
-  refuses(JSON.stringify({ ...good, tracer: 'biolatency' }), /unknown tracer "biolatency"; known: java-gc, runqlat, memleak, profile, java-heap/);
+  refuses(JSON.stringify({ ...good, tracer: 'no-such-tracer' }), new RegExp(`unknown tracer "no-such-tracer"; known: ${SESSION_TRACERS.join(', ')}$`));
   // The JVM timeline's sessions share the envelope and open in their own view.
   refuses(JSON.stringify({ format: 'ebpf-studio-session', version: 1, tracer: 'jvm', savedAt: t0.toISOString(), result: {} }), /JVM timeline session: open it with "eBPF: Open JVM Timeline"/);
   assert.equal(peekTracer(JSON.stringify({ format: 'ebpf-studio-session', version: 1, tracer: 'jvm' })), 'jvm');

@@ -3,7 +3,11 @@
 import { bucketHigh, bucketLow, toBuckets, total } from '../../extension/model/log2hist';
 import { RunqlatLive, MAX_INTERVALS, type IntervalCounts, type RunqlatLiveState } from '../../extension/model/runqlatLive';
 import { formatBucketBound } from '../../extension/model/units';
-import { RUNQLAT_KEY_LABEL, statsOf, type RunqlatPer, type RunqlatResult, type RunqlatStats, type RunqlatUnit, type RunqlatUpdate } from '../../extension/protocol/runqlat';
+import type { RunqlatPer, RunqlatResult, RunqlatUnit, RunqlatUpdate } from '../../extension/protocol/runqlat';
+import { statsOf, type HistStats as RunqlatStats } from '../../extension/model/log2hist';
+import { CATALOG } from '../../extension/protocol/catalog';
+
+const RUNQLAT_KEY_LABEL = CATALOG.runqlat.histogram.keyLabels;
 import type { SessionState } from './protocol';
 
 export { MAX_INTERVALS, type IntervalCounts };

@@ -3,6 +3,7 @@
 // per thread group) of one JVM. Text: a line per collection while tracing, then a report of the
 // whole session, or of the range FROM:TO (seconds since the start) with its hottest stacks.
 // JSON: the session document (JvmResult), with "range" holding that range's statistics.
+import { cliSummary } from '../../protocol/catalog';
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
@@ -76,7 +77,7 @@ export function formatJvmResult(res: JvmResult, range?: [number, number]): strin
 
 export const jvmCommand: Command = {
   name: 'jvm',
-  summary: 'the JVM timeline of one JVM: GC by collector, safepoints, run-queue waits and CPU samples per thread group, on one clock',
+  summary: cliSummary('jvm'),
   usage: 'ebpf-studio jvm --pid PID [--duration S] [--frequency HZ] [--slice-ms MS] [--range FROM:TO] [--json]',
   async run(argv, io) {
     const { values } = parse(argv, { ...commonOptions, pid: { type: 'string', short: 'p' }, frequency: { type: 'string', short: 'F' }, 'slice-ms': { type: 'string' }, range: { type: 'string' } });

@@ -2,6 +2,7 @@
 // [--min-size N] [--max-size N] [--top N] [--interval S] [--max-outstanding N] [--kernel] [--duration S] [--json |
 // --folded] [--allocator-lib PATH --symbol-prefix P] [--mode preload|inject|uprobe|auto] [--sample-bytes N]`: outstanding allocations by stack, reported
 // every interval and at the end (duration, Ctrl-C, or the launched command exiting).
+import { cliSummary } from '../../protocol/catalog';
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
@@ -17,7 +18,7 @@ const USAGE =
 
 export const memleakCommand: Command = {
   name: 'memleak',
-  summary: 'outstanding allocations by stack, on source lines (attach to --pid or launch -- COMMAND)',
+  summary: cliSummary('memleak'),
   usage: USAGE,
   async run(argv, io) {
     // a JVM: Java heap leaks unless --native asks for its malloc/free
@@ -110,7 +111,8 @@ export const memleakCommand: Command = {
         formatResult: (r) =>
           values.folded
             ? toFolded(r)
-            : [reportText(r.stacks, `[${clock()}] final report for ${r.pid ? `pid ${r.pid}` : 'the kernel'}`, r.sampleBytes), r.dropped ? `${r.dropped} allocations were not recorded (tables full)` : ''].filter(Boolean).join('\n'),
+            : [reportText(r.stacks, `[${clock()}] final report for ${r.pid ? `pid ${r.pid}` : 'the kernel'}`, r.sampleBytes), r.dropped ? `${r.dropped} allocations were not recorded (tables full)` : '', r.problem ? `ERROR ${r.problem}` : ''].filter(Boolean).join('\n'),
+        failure: (r) => r.problem,
         banner: (targets) => (command.length ? `Tracing allocations of ${command[0]} (pid ${targets[0]})... Ctrl-C to end.` : `Tracing outstanding allocations of ${targets.length ? `pid ${targets[0]}` : 'the kernel'}... Ctrl-C to end.`),
       },
       io,

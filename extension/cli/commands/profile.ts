@@ -2,6 +2,7 @@
 // samples on-CPU stacks (user + kernel, Java frames named through the JVM's perf map) and
 // prints the hottest functions, folded stacks (flamegraph.pl / inferno input) or the JSON result;
 // --pprof also writes gzipped profile.proto (go tool pprof, Pyroscope, Parca).
+import { cliSummary } from '../../protocol/catalog';
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
@@ -75,7 +76,7 @@ export function formatSummary(r: ProfileResult, top = 20): string {
 
 export const profileCommand: Command = {
   name: 'profile',
-  summary: 'CPU profile: sampled on-CPU stacks with Java frames (folded stacks, JSON, or the hottest functions)',
+  summary: cliSummary('profile'),
   usage: USAGE,
   async run(argv, io) {
     if (wantsAllocEvent(argv)) return runAllocProfile(argv, io);

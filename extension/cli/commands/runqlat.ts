@@ -1,13 +1,18 @@
 // `ebpf-studio runqlat [--pid P] [--per-process | --per-thread | --per-pidns] [--ms]
 // [--interval S] [--duration S] [--json]`: run-queue latency histograms, printed like
 // libbpf-tools runqlat (one per interval when --interval is given, the total at the end).
+import { cliSummary } from '../../protocol/catalog';
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
 import { runqlatTracer } from '../../tracers/runqlat/tracer';
 import { usageError } from '../../protocol/errors';
 import { renderText } from '../../model/log2hist';
-import { RUNQLAT_KEY_LABEL, statsOf, type RunqlatHistogram, type RunqlatPer, type RunqlatUnit } from '../../protocol/runqlat';
+import type { RunqlatHistogram, RunqlatPer, RunqlatUnit } from '../../protocol/runqlat';
+import { statsOf } from '../../model/log2hist';
+import { CATALOG } from '../../protocol/catalog';
+
+const RUNQLAT_KEY_LABEL = CATALOG.runqlat.histogram.keyLabels;
 
 const USAGE = `ebpf-studio runqlat [--pid P] [--per-process | --per-thread | --per-pidns] [--ms] [--interval S] [--duration S] [--json]
   --pid P          only threads of process P
@@ -43,7 +48,7 @@ function perFlag(values: Record<string, unknown>): RunqlatPer {
 
 export const runqlatCommand: Command = {
   name: 'runqlat',
-  summary: 'run-queue latency: how long runnable threads wait for a CPU (log2 histograms)',
+  summary: cliSummary('runqlat'),
   usage: USAGE,
   async run(argv, io) {
     const { values } = parse(argv, {

@@ -14,11 +14,7 @@ import { peekTracer, readSession, sessionFileName, writeSession, SESSION_SUFFIX,
 import { errorText, showError } from '../ui/errors';
 import { compareProfiles } from '../features/profile/profileDiff';
 import type { FlameProfile } from '../../model/flamegraph/profileData';
-import type { TracingName } from '../../protocol/protocol';
-import type { SessionTracer } from '../../model/sessionFile';
-
-/** Every tracer with sessions in this view: the registry's, and java-heap (saved, not a TracingName). */
-type ListedTracer = TracingName | SessionTracer;
+import { catalogEntry } from '../../protocol/catalog';
 
 export const SAVED_GLOB = `**/*${SESSION_SUFFIX}`;
 
@@ -30,15 +26,14 @@ type Node =
   /** shown under "Saved in the workspace" while it is empty: how to save a session */
   | { kind: 'hint' };
 
-/** Codicon per tracer, keyed by the registry (a new tracer without one fails the type check). */
-const ICON: Record<ListedTracer, string> = { jvm: 'timeline-open', 'java-gc': 'coffee', runqlat: 'watch', memleak: 'debug-breakpoint-data', profile: 'flame', 'java-heap': 'symbol-class' };
-const iconOf = (tracer: string | undefined, fallback: string): string => (tracer !== undefined && Object.prototype.hasOwnProperty.call(ICON, tracer) ? ICON[tracer as ListedTracer] : fallback);
+/** Codicon per tracer, from the catalog. */
+const iconOf = (tracer: string | undefined, fallback: string): string => (tracer !== undefined && catalogEntry(tracer)?.icon) || fallback;
 const GROUP_LABEL = { live: 'Running', finished: 'Finished in this window', saved: 'Saved in the workspace' };
 
 const when = (iso?: string) => (iso ? new Date(iso).toLocaleTimeString() : '');
 
-/** What each tracer's sessions are called, keyed by the registry like ICON. */
-const TRACER_NAME: Record<ListedTracer, string> = { jvm: 'JVM timeline', 'java-gc': 'Java GC', runqlat: 'Run-queue latency', memleak: 'Memory leaks', profile: 'CPU profile', 'java-heap': 'Java heap leaks' };
+/** What each tracer's sessions are called, from the catalog. */
+const tracerTitle = (tracer: string): string => catalogEntry(tracer)?.title ?? tracer;
 
 /** Labels are cut to the view's width: the tooltip has the whole label and what the item is. */
 function tooltip(label: string, lines: string[]): vscode.MarkdownString {
@@ -71,7 +66,7 @@ class SessionsTree implements vscode.TreeDataProvider<Node> {
         const t = new vscode.TreeItem(n.label);
         t.id = `live:${n.id}`;
         t.description = 'running';
-        t.tooltip = tooltip(n.label, [`${TRACER_NAME[n.tracer as ListedTracer] ?? n.tracer}, running. Stop it with ■ (inline) or from its panel.`]);
+        t.tooltip = tooltip(n.label, [`${tracerTitle(n.tracer)}, running. Stop it with ■ (inline) or from its panel.`]);
         t.iconPath = new vscode.ThemeIcon('pulse');
         t.contextValue = `liveSession.${n.tracer}`;
         return t;
@@ -81,7 +76,7 @@ class SessionsTree implements vscode.TreeDataProvider<Node> {
         t.id = `finished:${n.entry.key}`;
         t.description = `${when(n.entry.startedAt)}${n.entry.stored ? '' : ' · not kept across reloads (too large)'}`;
         const span = `${new Date(n.entry.startedAt).toLocaleString()}${n.entry.endedAt ? ` – ${new Date(n.entry.endedAt).toLocaleTimeString()}` : ''}`;
-        t.tooltip = tooltip(n.entry.title, [`${TRACER_NAME[n.entry.tracer as ListedTracer] ?? n.entry.tracer}, ${span}`, `Click to open; $(save) saves it in the workspace.`]);
+        t.tooltip = tooltip(n.entry.title, [`${tracerTitle(n.entry.tracer)}, ${span}`, `Click to open; $(save) saves it in the workspace.`]);
         t.iconPath = new vscode.ThemeIcon(iconOf(n.entry.tracer, 'circle-outline'));
         t.contextValue = `finishedSession.${n.entry.tracer}`;
         t.command = { command: 'ebpfStudio.sessions.open', title: 'Open', arguments: [n] };
@@ -92,7 +87,7 @@ class SessionsTree implements vscode.TreeDataProvider<Node> {
         const t = new vscode.TreeItem(n.title ?? path.basename(n.uri.fsPath));
         t.id = `saved:${n.uri.toString()}`;
         t.description = rel;
-        t.tooltip = tooltip(n.title ?? path.basename(n.uri.fsPath), [`${n.tracer ? `${TRACER_NAME[n.tracer as ListedTracer] ?? n.tracer}, ` : ''}${rel}`, 'Click to open.']);
+        t.tooltip = tooltip(n.title ?? path.basename(n.uri.fsPath), [`${n.tracer ? `${tracerTitle(n.tracer)}, ` : ''}${rel}`, 'Click to open.']);
         t.resourceUri = n.uri;
         t.iconPath = new vscode.ThemeIcon(iconOf(n.tracer, 'file'));
         t.contextValue = `savedSession.${n.tracer ?? 'unknown'}`;

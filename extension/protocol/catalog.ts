@@ -1,0 +1,138 @@
+// The tracer catalog: every fact about a tracer that more than one place needs (the Sessions view,
+// the session-file reader, restorable panels, the CLI's help, loss advice, tests and benchmarks),
+// kept once. Pure data: each table that used to name the tracers by hand now reads this one, and
+// test/unit/catalog.test.ts checks package.json against it.
+import type { TracingName } from './protocol';
+
+/** What one run needs at least: the whole system, any process, or a JVM. */
+export type TracerTarget = 'system' | 'process' | 'jvm';
+
+/** Nouns a latency view and CLI use for a log2-histogram tracer ("waits", "I/Os"). */
+export interface HistogramNouns {
+  /** one measured event, plural: "waits" */
+  events: string;
+  /** what the histogram's axis measures: "time waiting for a CPU" */
+  measure: string;
+  /** one line of what an event is, for legends and tooltips */
+  meaning: string;
+  /** the key labels by "per" mode (table header and CLI heading): { process: 'pid' } */
+  keyLabels: Readonly<Record<string, string>>;
+  /** the key as a noun by "per" mode ("process", "disk"), for the table title */
+  keyNouns: Readonly<Record<string, string>>;
+}
+
+export interface TracerEntry {
+  /** what its sessions are called in the Sessions view */
+  title: string;
+  /** codicon of its sessions */
+  icon: string;
+  /** editor commands that start it (each must be in package.json's contributes.commands) */
+  commands: readonly string[];
+  /** the CLI command that runs it, and the one line of `ebpf-studio --help` */
+  cli?: { command: string; summary: string };
+  /** takes --pid; kernelThreads: a kernel thread is a valid target (it has no user code to probe) */
+  pid?: { kernelThreads: boolean };
+  target: TracerTarget;
+  /** what makes it lose less, in the CLI's words */
+  lossAdvice?: string;
+  /** the bundled view (dist/webview/<view>.js, viewType ebpfStudio.<view>) its saved sessions open in */
+  sessionView?: string;
+  /** its BPF programs' names as the kernel keeps them (16 bytes): tests find ours by them */
+  programs?: string;
+  /** a log2-histogram tracer (the kit: bpf/hist_tracer.bpf.h, tracers/histTracer.ts, webview/common/latencyView.ts) */
+  histogram?: HistogramNouns;
+}
+
+/** Every tracer a user runs (TracingName), and java-heap, whose sessions are saved and listed. */
+export type CatalogName = TracingName | 'java-heap';
+
+export const CATALOG = {
+  'java-gc': {
+    title: 'Java GC',
+    icon: 'coffee',
+    commands: ['ebpfStudio.traceJavaGc'],
+    cli: { command: 'java-gc', summary: 'trace Java GC (hotspot USDT): each collection by its collector as the JVM counts it, pauses, safepoints, pool usage' },
+    pid: { kernelThreads: false },
+    target: 'jvm',
+    lossAdvice: 'trace one JVM (--pid) instead of --all, or drop short pauses in the kernel with --min-us N',
+    sessionView: 'javaGc',
+    programs: '^handle_(gc|pool)_',
+  },
+  runqlat: {
+    title: 'Run-queue latency',
+    icon: 'watch',
+    commands: ['ebpfStudio.showRunQueueLatency'],
+    cli: { command: 'runqlat', summary: 'run-queue latency: how long runnable threads wait for a CPU (log2 histograms)' },
+    pid: { kernelThreads: true },
+    target: 'system',
+    lossAdvice: 'narrow it with --pid P, or use --per-process instead of --per-thread (fewer histogram keys)',
+    sessionView: 'runqlat',
+    programs: '^(wakeup|wakeup_new|switch)_(btf|raw)$',
+    histogram: {
+      events: 'waits',
+      measure: 'time waiting for a CPU',
+      meaning: 'a thread runnable but not running',
+      keyLabels: { none: '', process: 'pid', thread: 'tid', pidns: 'pidns', cgroup: 'cgroup' },
+      keyNouns: { none: '', process: 'process', thread: 'thread', pidns: 'PID namespace', cgroup: 'cgroup' },
+    },
+  },
+  memleak: {
+    title: 'Memory leaks',
+    icon: 'debug-breakpoint-data',
+    commands: ['ebpfStudio.findMemoryLeaks', 'ebpfStudio.runWithLeakTracing'],
+    cli: { command: 'memleak', summary: 'outstanding allocations by stack, on source lines (attach to --pid or launch -- COMMAND)' },
+    pid: { kernelThreads: false },
+    target: 'process',
+    lossAdvice: 'record fewer allocations with --sample-rate N (e.g. 10) or --min-size BYTES, or allow more with --max-outstanding N',
+    sessionView: 'memleak',
+    programs: '^(malloc|calloc|realloc|free|alloc|mmap|munmap|exit|posix|aligned|pvalloc|reallocarray)_',
+  },
+  profile: {
+    title: 'CPU profile',
+    icon: 'flame',
+    commands: ['ebpfStudio.profileCpu'],
+    cli: { command: 'profile', summary: 'CPU profile: sampled on-CPU stacks with Java frames (folded stacks, JSON, or the hottest functions)' },
+    pid: { kernelThreads: false },
+    target: 'system',
+    lossAdvice: 'sample less often (--frequency 49), copy less stack per sample (--stack-copy-kb 8), for a shorter --duration, or keep more stacks with --stack-storage-size N',
+    sessionView: 'flamegraph',
+    programs: '^on_sample$',
+  },
+  jvm: {
+    title: 'JVM timeline',
+    icon: 'timeline-open',
+    commands: ['ebpfStudio.openJvmTimeline'],
+    cli: { command: 'jvm', summary: 'the JVM timeline of one JVM: GC by collector, safepoints, run-queue waits and CPU samples per thread group, on one clock' },
+    pid: { kernelThreads: false },
+    target: 'jvm',
+    lossAdvice: 'sample less often (--frequency 49) or trace for a shorter --duration',
+    // the java-gc, runqlat and profile programs on one JVM, and the off-CPU tracer's
+    programs: '^(handle_(gc|pool)_|(wakeup|wakeup_new|switch)_(btf|raw)$|on_sample$|thread_exit$|dump_threads$)',
+  },
+  'java-heap': {
+    title: 'Java heap leaks',
+    icon: 'symbol-class',
+    commands: [],
+    target: 'jvm',
+    sessionView: 'memleak',
+  },
+} as const satisfies Record<CatalogName, TracerEntry>;
+
+type Catalog = typeof CATALOG;
+
+/** Tracers whose finished sessions are saved as session files (the JVM timeline saves its own). */
+export type SessionTracer = { [K in CatalogName]: Catalog[K] extends { sessionView: string } ? K : never }[CatalogName];
+/** The log2-histogram tracers (built on the kit). */
+export type HistogramTracer = { [K in CatalogName]: Catalog[K] extends { histogram: HistogramNouns } ? K : never }[CatalogName];
+
+export const CATALOG_NAMES = Object.keys(CATALOG) as CatalogName[];
+
+/** The entry of a tracer named in data (a session file, a loss record); undefined when unknown. */
+export function catalogEntry(name: string): TracerEntry | undefined {
+  return Object.prototype.hasOwnProperty.call(CATALOG, name) ? (CATALOG as Record<string, TracerEntry>)[name] : undefined;
+}
+
+/** The CLI command's help line of a tracer. */
+export function cliSummary(name: TracingName): string {
+  return (CATALOG[name] as TracerEntry).cli?.summary ?? '';
+}

@@ -1,0 +1,60 @@
+// The tracer catalog (extension/protocol/catalog.ts) against what VS Code reads from package.json
+// and what the build bundles: a tracer's command missing from the palette, a session view without
+// its onWebviewPanel activation (no restore after a reload) or without its bundle (a blank panel)
+// fails here rather than silently in the editor.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { CATALOG, CATALOG_NAMES, type TracerEntry } from '../../extension/protocol/catalog';
+import { SESSION_VIEW_NAMES } from '../../extension/model/sessionFile';
+import { commands } from '../../extension/cli/commands/index';
+import { tracers } from '../../extension/tracers/index';
+
+const root = path.join(__dirname, '..', '..');
+const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+  activationEvents: string[];
+  contributes: { commands: { command: string; title: string }[] };
+};
+const entries = CATALOG_NAMES.map((name) => [name, CATALOG[name] as TracerEntry] as const);
+
+/** The catalog's checks against a package.json; returns what is missing, one line each. */
+export function missingFromPackage(p: typeof pkg): string[] {
+  const contributed = new Set(p.contributes.commands.map((c) => c.command));
+  const activation = new Set(p.activationEvents);
+  const missing: string[] = [];
+  for (const [name, e] of entries) {
+    for (const c of e.commands) if (!contributed.has(c)) missing.push(`${name}: command ${c} is not in contributes.commands`);
+    if (e.sessionView && !activation.has(`onWebviewPanel:ebpfStudio.${e.sessionView}`)) missing.push(`${name}: activationEvents lacks onWebviewPanel:ebpfStudio.${e.sessionView}`);
+  }
+  return missing;
+}
+
+test('package.json contributes every catalog command and restores every session view', () => {
+  assert.deepEqual(missingFromPackage(pkg), []);
+});
+
+test('the check fails when a package.json entry is missing', () => {
+  const noCommand = structuredClone(pkg);
+  noCommand.contributes.commands = noCommand.contributes.commands.filter((c) => c.command !== 'ebpfStudio.showRunQueueLatency');
+  assert.deepEqual(missingFromPackage(noCommand), ['runqlat: command ebpfStudio.showRunQueueLatency is not in contributes.commands']);
+  const noRestore = structuredClone(pkg);
+  noRestore.activationEvents = noRestore.activationEvents.filter((a) => a !== 'onWebviewPanel:ebpfStudio.runqlat');
+  assert.deepEqual(missingFromPackage(noRestore), ['runqlat: activationEvents lacks onWebviewPanel:ebpfStudio.runqlat']);
+});
+
+test('every session view has a webview bundle and is restored after a reload', () => {
+  for (const view of SESSION_VIEW_NAMES) assert.ok(fs.existsSync(path.join(root, 'webview', view, 'main.ts')), `webview/${view}/main.ts (the bundle of view type ebpfStudio.${view})`);
+  const views = new Set(entries.flatMap(([, e]) => (e.sessionView ? [e.sessionView] : [])));
+  assert.deepEqual([...SESSION_VIEW_NAMES].sort(), [...views].sort());
+});
+
+test('every catalog CLI command exists and every tracer the helper runs is in the catalog', () => {
+  const names = new Set(commands.map((c) => c.name));
+  for (const [name, e] of entries) {
+    if (!e.cli) continue;
+    assert.ok(names.has(e.cli.command), `${name}: CLI command ${e.cli.command}`);
+    assert.equal(commands.find((c) => c.name === e.cli!.command)!.summary, e.cli.summary, `${name}: the help line is the catalog's`);
+  }
+  for (const [name, e] of entries) if (e.programs || e.histogram) assert.ok(name in tracers, `${name} runs in the helper`);
+});
