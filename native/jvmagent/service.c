@@ -81,8 +81,15 @@ FILE *service_open(const char *path) {
   return f;
 }
 
+static long long max_file_bytes(void) {
+  const char *e = getenv("EBPF_STUDIO_JVMAGENT_MAX_FILE_BYTES");
+  long long v = e ? atoll(e) : 0;
+  return v > 0 && v < SERVICE_MAX_FILE_BYTES ? v : SERVICE_MAX_FILE_BYTES;
+}
+
 void service_begin(agent_service *s, FILE *out) {
   s->out = out;
+  s->max_bytes = max_file_bytes();
   s->begun_ns = mono_now();
   s->next_probe_ns = 0;
   s->reader_seen = 0;
@@ -125,7 +132,7 @@ int service_orphaned(agent_service *s) {
   if (now < s->next_probe_ns) return 0;
   s->next_probe_ns = now + 100000000LL;
   long size = ftell(s->out); // what the file holds once the buffer is written
-  if (size >= SERVICE_MAX_FILE_BYTES) {
+  if (size >= s->max_bytes) {
     s->orphaned = SERVICE_FILE_FULL;
     fprintf(s->out, "X\tfull\t%ld\n", size);
     return 1;

@@ -19,14 +19,16 @@ typedef struct agent_service {
   int64_t begun_ns, next_probe_ns;
   int reader_seen;
   int orphaned;
+  long long max_bytes; // this session's file limit
 } agent_service;
 
-#define AGENT_SERVICE_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0, 0}
+#define AGENT_SERVICE_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0, 0, 0}
 
 // Why a session ended without a stop command (agent_service.orphaned).
 enum { SERVICE_RUNNING = 0, SERVICE_READER_GONE = 1, SERVICE_FILE_FULL = 2 };
 // A session's file grows to this at most; then the part stops as if told to (its end record
-// follows), so a reader that stopped reading cannot fill the JVM's /tmp.
+// follows), so a reader that stopped reading cannot fill the JVM's /tmp. The JVM's environment
+// may lower it (EBPF_STUDIO_JVMAGENT_MAX_FILE_BYTES), never raise it.
 #define SERVICE_MAX_FILE_BYTES (256LL << 20)
 // The reader takes its lock within this long of the start, or the session ends.
 #define SERVICE_READER_GRACE_NS (15LL * 1000000000LL)

@@ -6,6 +6,8 @@
 //    for cycling the pid space, which takes ~2.4 s here), within milliseconds of the JVM's death.
 //  - a dead tracer: the helper is SIGKILLed while the Java agent's CPU profile, heap sampler and
 //    lock tracer run in alice's JVM; the agent must stop writing into the JVM's /tmp by itself.
+//  - a reader that stops reading (the helper SIGSTOPped, its lock still held): each agent file
+//    stops at the agent's limit (lowered through the JVM's environment for the test).
 // The owner still gets Java frames from her JVM in the same run.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -66,9 +68,9 @@ let classes = '';
 let victimBin = '';
 
 /** alice's AgentSplit JVM; resolves once its libjvm is mapped and it is past its startup. */
-async function aliceJvm(): Promise<{ child: ChildProcess; pid: number }> {
+async function aliceJvm(env: NodeJS.ProcessEnv = {}): Promise<{ child: ChildProcess; pid: number }> {
   const cwd = bed.userDir(alice!, `jvm-${Math.random().toString(16).slice(2, 8)}`);
-  const child = spawnAsUser(alice!, [`${JDK}/bin/java`, '-cp', classes, 'AgentSplit', '120', 'churn'], { cwd, env: { PATH: '/usr/bin:/bin', HOME: cwd } }, bed.children);
+  const child = spawnAsUser(alice!, [`${JDK}/bin/java`, '-cp', classes, 'AgentSplit', '120', 'churn'], { cwd, env: { PATH: '/usr/bin:/bin', HOME: cwd, ...env } }, bed.children);
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
@@ -211,6 +213,36 @@ describe('attacks on pids and on a dead tracer (kernel)', { skip }, () => {
         await h2.close();
       }
     } finally {
+      jvm.child.kill('SIGKILL');
+    }
+  });
+
+  test('a reader that stops reading: with the helper SIGSTOPped the agent\'s files stop growing at their limit, and the session ends normally once it runs again', { timeout: 120_000 }, async (t) => {
+    const LIMIT = 64 << 10;
+    const jvm = await aliceJvm({ EBPF_STUDIO_JVMAGENT_MAX_FILE_BYTES: String(LIMIT) });
+    const files = () => fs.readdirSync('/tmp').filter((f) => new RegExp(`^\\.ebpf-studio-(jvm|heap)-${jvm.pid}-`).test(f));
+    const sizes = () => files().map((f) => fs.statSync(path.join('/tmp', f), { throwIfNoEntry: false })?.size ?? -1);
+    const h = bed.helperFor(alice!);
+    try {
+      const ids = [await startSession(h, 'profile', { pid: jvm.pid, java: 'agent', frequency: 199 }), await startSession(h, 'java-heap', { pid: jvm.pid, intervalBytes: 1024 })];
+      await sleep(500);
+      h.child.kill('SIGSTOP');
+      // full within a few seconds at these rates; then nothing more
+      const full = await waitFor(() => sizes().length === 2 && sizes().every((n) => n >= LIMIT), 20_000, 200);
+      const atLimit = sizes();
+      await sleep(1500);
+      const later = sizes();
+      t.diagnostic(`limit ${LIMIT} B: files at ${atLimit.join(', ')} B, 1.5 s later ${later.join(', ')} B`);
+      assert.ok(full, `both files reached the limit: ${atLimit.join(', ')}`);
+      assert.deepEqual(later, atLimit, 'nothing written past the limit');
+      for (const n of later) assert.ok(n < LIMIT + (256 << 10), `${n} B: at most one drain past the limit`);
+      assert.ok(alive(jvm.pid), 'alice\'s JVM lives on');
+      h.child.kill('SIGCONT');
+      for (const id of ids) await h.conn.sendRequest(proto.sessionStop, { sessionId: id });
+      assert.deepEqual(files(), [], 'the helper removed both files at stop');
+    } finally {
+      h.child.kill('SIGCONT');
+      await h.close();
       jvm.child.kill('SIGKILL');
     }
   });

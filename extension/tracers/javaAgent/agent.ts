@@ -57,7 +57,7 @@ import { withElf } from '../../sys/elf/elf';
 import { readMaps, type Mapping } from '../../sys/proc/maps';
 import { mountAt, readMountinfo } from '../../sys/proc/mounts';
 import { identify, sameProcess } from '../../sys/proc/processes';
-import { holdReaderLock } from './readerLock';
+import { holdReaderLock, noteAgentLimit } from './readerLock';
 import type { TracerEnv } from '../tracer';
 import type { RawStack } from '../profile/stacks';
 import { ALL_IN, decodeJavaSample, emptyAgentLog, foldStacks, IncrementalPairer, joinStack, parseAgentText, type AgentLog, type AgentRecord, type TimedSample } from './decode';
@@ -391,7 +391,9 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
         const got = fs.readSync(fd, buf, 0, buf.length, readOffset);
         if (got <= 0) break;
         readOffset += got;
-        tail = parseAgentText(tail + buf.subarray(0, got).toString('utf8'), log);
+        const text = buf.subarray(0, got).toString('utf8');
+        noteAgentLimit(text, env.log, 'profile');
+        tail = parseAgentText(tail + text, log);
         cache.take(log.code); // before the records: the agent writes a sample's code events first
         for (const r of log.records) {
           pairer.addRecord(r);

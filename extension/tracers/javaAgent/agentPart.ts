@@ -13,7 +13,7 @@ import { namespacePid } from '../../sys/jvm/attach';
 import type { ResultOf, TracerName } from '../../protocol/protocol';
 import type { Session, SessionEvents, TracerEnv } from '../tracer';
 import { agentCommand } from './agent';
-import { holdReaderLock } from './readerLock';
+import { holdReaderLock, noteAgentLimit } from './readerLock';
 
 export interface AgentPartSpec {
   pid: number;
@@ -90,7 +90,9 @@ export async function startAgentPart(spec: AgentPartSpec, env: TracerEnv): Promi
       const got = fs.readSync(f, buf, 0, buf.length, offset);
       if (got <= 0) break;
       offset += got;
-      spec.feed(buf.subarray(0, got).toString(spec.encoding));
+      const text = buf.subarray(0, got).toString(spec.encoding);
+      noteAgentLimit(text, env.log, label);
+      spec.feed(text);
     }
   };
   open();

@@ -23,3 +23,9 @@ export function holdReaderLock(addon: Addon, fd: number, log: (m: string) => voi
   log(`${what}: no reader's lock on the agent's file (${last}): the agent will stop writing it after its grace period`);
   return false;
 }
+
+/** Logs the agent's own end of a part ("X full <bytes>": its file reached the agent's limit, so the part stopped as if told to). */
+export function noteAgentLimit(text: string, log: (m: string) => void, what: string): void {
+  const m = /^X\tfull\t(\d+)/m.exec(text);
+  if (m) log(`${what}: the agent's file reached ${(Number(m[1]) / 2 ** 20).toFixed(0)} MiB, its limit: the agent stopped recording there (what came before is kept)`);
+}
