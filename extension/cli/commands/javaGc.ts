@@ -49,6 +49,7 @@ export function formatGcResult(r: JavaGcResult): string {
     }
   }
   out.push('', formatSafepoints(r));
+  for (const c of r.jvmCounts ?? []) out.push(`${c.verdict === 'missed' ? 'ERROR ' : ''}${c.message}`);
   if (r.lost > 0) out.push(`warning: ${r.lost} GC events lost (kernel buffer full)`);
   return out.join('\n');
 }
@@ -96,6 +97,7 @@ export const javaGcCommand: Command = {
           return lines.join('\n');
         },
         formatResult: formatGcResult,
+        failure: (r) => r.problem,
         banner: (targets) => `Tracing Java GC in ${targets.length ? `pid ${targets.join(', ')}` : 'every JVM (including ones that start later)'}${minUs ? `, pauses ≥ ${minUs} µs` : ''}... Ctrl-C to end.`,
       },
       io,
