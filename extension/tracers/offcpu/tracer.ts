@@ -246,8 +246,10 @@ export const offcpuTracer: Tracer<'offcpu'> = {
     const started = Date.now();
     const symbolizer = new Symbolizer({ log: env.log });
     const images = new Map<number, ProcessImage>();
+    // The target by its start time too: its pid may be another process's by now.
+    const running = (pid: number) => (target && pid === target.pid ? sameProcess(target) : pidAlive(pid));
     const capture = (pid: number) => {
-      if (pid === 0 || !pidAlive(pid)) return;
+      if (pid === 0 || !running(pid)) return;
       try {
         images.set(pid, symbolizer.captureProcess(pid));
       } catch (e) {
@@ -308,7 +310,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
         return;
       }
       if (target) {
-        if (ticks % 5 === 0 && sameProcess(target)) capture(target.pid);
+        if (ticks % 5 === 0) capture(target.pid);
       } else if (ticks % 2 === 0) {
         // Processes can exit while we trace: their mappings are captured while alive.
         try {
@@ -394,7 +396,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
         }
         const pids = new Set(raw.map((r) => r.entry.pid));
         for (const pid of pids) capture(pid);
-        if (jvm && options.javaPerfMap && pidAlive(options.pid)) {
+        if (jvm && options.javaPerfMap && running(options.pid)) {
           try {
             await writePerfMap(options.pid, { timeoutMs: 8000 });
             const img = images.get(options.pid);

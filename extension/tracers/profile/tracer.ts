@@ -275,8 +275,13 @@ class ProfileRun implements Session<'profile'> {
       : () => undefined;
   }
 
+  /** Whether `pid` still runs; the target by its start time too (its pid may be another process's by now). */
+  private running(pid: number): boolean {
+    return this.target && pid === this.target.pid ? sameProcess(this.target) : pidAlive(pid);
+  }
+
   private capture(pid: number): void {
-    if (pid === 0 || !pidAlive(pid)) return;
+    if (pid === 0 || !this.running(pid)) return;
     try {
       this.images.set(pid, this.symbolizer.captureProcess(pid));
     } catch (e) {
@@ -298,7 +303,7 @@ class ProfileRun implements Session<'profile'> {
     }
     this.events.update({ samples, lost, elapsedMs: Date.now() - this.started });
     if (this.target) {
-      if (this.ticks % 5 === 0 && sameProcess(this.target)) this.capture(this.target.pid);
+      if (this.ticks % 5 === 0) this.capture(this.target.pid);
     } else if (this.ticks % 2 === 0) {
       try {
         const d = obj.mapDump('counts');
@@ -410,7 +415,7 @@ class ProfileRun implements Session<'profile'> {
     } finally {
       this.obj.close();
     }
-    if (dwarf && options.pid && pidAlive(options.pid)) {
+    if (dwarf && options.pid && this.running(options.pid)) {
       try {
         this.unwindModuleInfo = unwindModules(dwarf.modules(options.pid));
       } catch (e) {
@@ -429,13 +434,13 @@ class ProfileRun implements Session<'profile'> {
     const pids = new Set(this.rawLast.map((r) => r.entry.pid));
     const late: string[] = [];
     for (const pid of pids) {
-      if (!pidAlive(pid)) continue;
+      if (!this.running(pid)) continue;
       this.capture(pid);
       if (options.javaPerfMap && !this.jvmPids.has(pid) && !options.pid && processInfo(pid)?.jvm && foreignOwner(pid, env.requester) === undefined) this.jvmPids.add(pid);
     }
     if (!options.javaPerfMap) return late;
     await Promise.all(
-      [...this.jvmPids].filter((p) => pids.has(p) && pidAlive(p)).map(async (pid) => {
+      [...this.jvmPids].filter((p) => pids.has(p) && this.running(p)).map(async (pid) => {
         try {
           await writePerfMap(pid, { timeoutMs: 8000 });
           const img = this.images.get(pid);
