@@ -102,6 +102,10 @@ export interface MemleakResult {
   mode?: 'preload' | 'inject' | 'uprobe' | 'kernel';
   /** present when sampled: the mean interval in bytes; every figure is then an estimate (see bytesStdErr) */
   sampleBytes?: number;
+  /** uprobe mode on a running process: allocations the probes saw in the session (recorded or not) */
+  allocationsSeen?: number;
+  /** set when the session cannot be trusted: none seen while the process ran (the CLI exits 1) */
+  problem?: string;
 }
 
 export interface MemleakUpdate {

@@ -18,6 +18,7 @@ import { fromBpfError, inputError, StudioError, unsuitableError } from '../../pr
 import { bootStartRange, checkPid, identify, mapsOrExplain, readStat, sameProcess } from '../../sys/proc/processes';
 import { ensureTracefs } from '../../sys/tracefs';
 import type { Mapping } from '../../sys/proc/maps';
+import { reachMapped } from '../../sys/proc/mappedFile';
 import { withElf } from '../../sys/elf/elf';
 import { checkBinary, lacksFramePointers } from '../../sys/elf/binaryChecks';
 import { requireElfFile } from '../../sys/elf/fileCheck';
@@ -237,12 +238,13 @@ export const memleakTracer: Tracer<'memleak'> = {
       throw e;
     }
     const tAttach = Date.now();
+    let probedLibc = '';
     try {
       if (options.kernel) {
         ensureTracefs();
         for (const [prog, tp] of KERNEL_TRACEPOINTS) obj.attachTracepoint(prog, 'kmem', tp);
       } else {
-        attachUser(obj, pid, options, launched, warnings, env.log);
+        probedLibc = attachUser(obj, pid, options, launched, warnings, env.log);
       }
     } catch (e) {
       obj.close();
@@ -320,10 +322,17 @@ export const memleakTracer: Tracer<'memleak'> = {
       await symbolize((all ? aggs : shown).map((a) => a.stackId));
       return { aggs, stacks: shown.map((a) => toStack(a, nowNs, frames.of(a.stackId))) };
     };
+    // A running process that used CPU while no allocation was seen is said, not reported as leak-free.
+    const activity = !options.kernel && !launched ? new ProcessActivity(pid) : undefined;
     const resultAt = async (nowNs: bigint): Promise<MemleakResult> => {
       const { stacks } = await measure(nowNs, false);
       const r: MemleakResult = { tracer: 'memleak', pid, stacks, dropped: dropped(), lost: counter(CNT.exitLost), mode: options.kernel ? 'kernel' : 'uprobe' };
       if (options.sampleBytes) r.sampleBytes = options.sampleBytes;
+      if (activity) {
+        r.allocationsSeen = counter(CNT.allocs) + counter(CNT.allocsFull);
+        const problem = activity.silence(r.allocationsSeen, probedLibc);
+        if (problem) r.problem = problem;
+      }
       return r;
     };
 
@@ -480,12 +489,14 @@ function linksLibstdcxx(exe: string): boolean {
   }
 }
 
-function attachUser(obj: BpfObject, pid: number, options: MemleakOptions, launched: StoppedChild | undefined, warnings: string[], log: (m: string) => void): void {
+/** Attaches the allocator probes; returns what the allocator probes are on, for reports. */
+function attachUser(obj: BpfObject, pid: number, options: MemleakOptions, launched: StoppedChild | undefined, warnings: string[], log: (m: string) => void): string {
   const launch = Boolean(launched);
   const maps = mapsOrExplain(pid);
   // A static program carries its allocator: probe the executable itself (a launched one has not
-  // exec'd yet, so its maps still show the launcher's libc).
-  const exe = launched?.exe ?? fs.readlinkSync(`/proc/${pid}/exe`);
+  // exec'd yet, so its maps still show the launcher's libc). /proc/PID/exe is the file it runs,
+  // also in a container.
+  const exe = launched?.exe ?? `/proc/${pid}/exe`;
   const ownMalloc = (launched ? isStaticExe(exe) : !findMapped(maps, LIBC)) && definesMalloc(exe);
   if (launched && !ownMalloc && isStaticExe(exe)) {
     throw unsuitableError(`${exe} is statically linked and has no malloc symbol to probe (stripped?): build it without -s, or dynamically linked`);
@@ -510,9 +521,16 @@ function attachUser(obj: BpfObject, pid: number, options: MemleakOptions, launch
       return false;
     }
   };
-  const libcPath = targetPath(pid, libc);
+  // A running process's own files (a container's libc is not the host's file of that name); a
+  // launched one is still our launcher, in our root.
+  const reach = (file: string) => {
+    const m = launched ? undefined : maps.find((x) => x.path === file);
+    return m ? reachMapped(pid, m).path : targetPath(pid, file);
+  };
+  const libcPath = ownMalloc ? exe : reach(libc);
+  log(`memleak: probing ${libc}${libcPath === libc ? '' : ` through ${libcPath}`}`);
   for (const p of [...ALLOCATOR_PROBES, ...MMAP_PROBES]) attach(libcPath, p);
-  if (cxx) for (const p of CXX_PROBES) attach(targetPath(pid, cxx), p);
+  if (cxx) for (const p of CXX_PROBES) attach(reach(cxx), p);
   if (options.allocatorLib) {
     let n = 0;
     for (const p of ALLOCATOR_PROBES) if (attach(options.allocatorLib, { ...p, required: false }, options.symbolPrefix ?? '')) n++;
@@ -524,5 +542,46 @@ function attachUser(obj: BpfObject, pid: number, options: MemleakOptions, launch
     } catch (e) {
       warnings.push(`exit() in ${libc} could not be probed (${(e as Error).message}): stacks allocated just before the program exits may stay unsymbolized`);
     }
+  }
+  return libcPath === libc ? libc : `${libc} as pid ${pid} maps it (${libcPath})`;
+}
+
+/**
+ * The CPU time a traced process used during the session (utime + stime from /proc/PID/stat,
+ * sampled while it lives, so an exit keeps the last reading).
+ */
+class ProcessActivity {
+  private readonly first: number | undefined;
+  private last: number | undefined;
+  constructor(private readonly pid: number) {
+    this.first = this.last = cpuTicks(pid);
+  }
+
+  sample(): void {
+    this.last = cpuTicks(this.pid) ?? this.last;
+  }
+
+  /** Why a session that saw no allocation while the process ran cannot be taken as "no leak". */
+  silence(allocations: number, probed: string): string | undefined {
+    this.sample();
+    if (allocations > 0 || this.first === undefined || this.last === undefined) return undefined;
+    const cpuMs = (this.last - this.first) * 10;
+    if (cpuMs <= 0) return undefined;
+    return (
+      `no allocation was seen in pid ${this.pid} while it ran (${cpuMs} ms of CPU during the session): the probes are on ${probed}. ` +
+      'Likely cause: it allocates through another allocator (jemalloc, tcmalloc, its own: give it with --allocator-lib PATH), ' +
+      'its libc is not the file probed, or it did not allocate while traced'
+    );
+  }
+}
+
+/** utime + stime of a process in clock ticks (USER_HZ, 100 per second), or undefined when it is gone. */
+function cpuTicks(pid: number): number | undefined {
+  try {
+    const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return Number(rest[11]) + Number(rest[12]);
+  } catch {
+    return undefined;
   }
 }
