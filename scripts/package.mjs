@@ -38,6 +38,7 @@ function requiredOutputs() {
     { file: 'dist/helper.js', from: ts },
     { file: 'dist/cli.js', from: ts },
     { file: 'dist/runner.js', from: ts },
+    { file: 'dist/profileWorker.js', from: ts },
     { file: 'dist/webview/common.css', from: ['webview'] },
   ];
   if (exists('native/binding.gyp')) need.push({ file: 'dist/ebpf_studio.node', from: ['native/src', 'native/binding.gyp'] });

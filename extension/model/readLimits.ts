@@ -42,6 +42,11 @@ export const PROFILE_LIMITS = {
   maxProtobufRecords: 40_000_000,
   /** Wall time of one read. */
   maxReadMs: 30_000,
+  /**
+   * Heap of the worker that reads a file for the editor and the CLI (../sys/profileReader.ts): what
+   * a 256 MiB JSON file needs, and what a file that gets past every count above is stopped at.
+   */
+  maxReaderHeapMb: 2048,
 } as const;
 
 export type ProfileLimitName = keyof typeof PROFILE_LIMITS;
@@ -50,16 +55,18 @@ export type ProfileLimits = Record<ProfileLimitName, number>;
 /** A file we cannot read as a profile: the message says why, for the user. */
 export class ImportError extends Error {}
 
-/** A file that went past one of PROFILE_LIMITS. */
+/** A file that went past one of PROFILE_LIMITS: the message names the file and the limit. */
 export class LimitError extends ImportError {
   constructor(
     readonly limit: ProfileLimitName,
-    readonly max: number,
-    readonly file: string,
-    what: string,
+    message: string,
   ) {
-    super(`${file}: ${what} is over the limit ${limit} (${max.toLocaleString('en-US')}); the file is not read`);
+    super(message);
     this.name = 'LimitError';
+  }
+
+  static of(limit: ProfileLimitName, max: number, file: string, what: string): LimitError {
+    return new LimitError(limit, `${file}: ${what} is over the limit ${limit} (${max.toLocaleString('en-US')}); the file is not read`);
   }
 }
 
@@ -86,7 +93,7 @@ export class ReadBudget {
   }
 
   fail(limit: ProfileLimitName, what: string): never {
-    throw new LimitError(limit, this.limits[limit], this.file, what);
+    throw LimitError.of(limit, this.limits[limit], this.file, what);
   }
 
   /** Checks one number against a limit. */

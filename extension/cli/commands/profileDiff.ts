@@ -3,11 +3,11 @@
 // functions whose share of CPU moved most: self and total share in each, and the change in
 // percentage points. No privilege needed: it only reads files.
 import fs from 'node:fs';
-import path from 'node:path';
 import type { Command } from '../command';
 import { numberFlag, parse } from '../args';
 import { inputError, usageError } from '../../protocol/errors';
-import { loadProfileBytes } from '../../sys/profileFile';
+import { readProfilePath } from '../../sys/profileReader';
+import { LimitError } from '../../model/readLimits';
 import { diffProfiles, formatMovers } from '../../model/profileDiff';
 import type { FlameProfile } from '../../model/flamegraph/profileData';
 
@@ -17,12 +17,14 @@ const USAGE = `ebpf-studio profile-diff BASE NEW [--json] [--top N]
   --top N     rows of the text table (default 20)
 Shares are in percent of each profile's own samples; changes are in percentage points.`;
 
-export function readProfileFile(file: string): FlameProfile {
+/** A profile file, read within PROFILE_LIMITS in a worker (a hostile file fails with the limit it passed). */
+export async function readProfileFile(file: string): Promise<FlameProfile> {
   if (!fs.existsSync(file)) throw inputError(`${file} does not exist`);
   if (!fs.statSync(file).isFile()) throw inputError(`${file} is not a regular file`);
   try {
-    return loadProfileBytes(fs.readFileSync(file), path.basename(file)).flame;
+    return (await readProfilePath(file)).flame;
   } catch (e) {
+    if (e instanceof LimitError) throw inputError(`${file} cannot be read: ${e.message}`);
     throw inputError(`${file} is not a profile we can read (folded stacks, speedscope, pprof or profile --json): ${(e as Error).message}`);
   }
 }
@@ -40,8 +42,8 @@ export const profileDiffCommand: Command = {
     if (positionals.length !== 2) throw usageError(`give two profiles, the base then the new one (got ${positionals.length})`);
     const top = numberFlag(values.top, '--top', 1, 100000, { integer: true }) ?? 20;
     const [a, b] = positionals;
-    const base = readProfileFile(a);
-    const next = readProfileFile(b);
+    const base = await readProfileFile(a);
+    const next = await readProfileFile(b);
     const d = diffProfiles(base, next);
     if (values.json) {
       io.out(

@@ -10,27 +10,12 @@ import { loadSession } from './sessionStore';
 import { showSession } from './sessionViews';
 import { makeSession, peekTracer, readSession, SESSION_VIEW_NAMES, type AnySessionFile } from '../../model/sessionFile';
 import { errorText } from '../ui/errors';
-import { importProfile } from '../../model/flamegraph/formats';
-import { fromCpuProfile } from '../../model/flamegraph/cpuprofile';
 import type { FlameProfile } from '../../model/flamegraph/profileData';
-import { loadProfileBytes } from '../../sys/profileFile';
+import { readProfileUri } from '../features/profile/readProfileUri';
 
-/** Any profile file we read, by its name: pprof, .cpuprofile, or what importProfile knows. */
+/** Any profile file we read (pprof, .cpuprofile, speedscope, folded, --json: told by content), off this thread. */
 export async function profileFromFile(uri: vscode.Uri): Promise<FlameProfile> {
-  const bytes = await vscode.workspace.fs.readFile(uri);
-  const name = path.basename(uri.fsPath);
-  if (/\.pb(\.gz)?$/.test(name)) return loadProfileBytes(bytes, name).flame;
-  const text = Buffer.from(bytes).toString('utf8');
-  if (name.endsWith('.cpuprofile')) {
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch (e) {
-      throw new Error(`${name} is not JSON: ${(e as Error).message}`);
-    }
-    return fromCpuProfile(json, name);
-  }
-  return importProfile(text, name);
+  return (await readProfileUri(uri)).flame;
 }
 
 async function documentFor(uri: vscode.Uri): Promise<AnySessionFile> {

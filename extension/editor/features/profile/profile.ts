@@ -26,7 +26,8 @@ import { toFolded, toSpeedscope } from '../../../model/flamegraph/formats';
 import { pickJavaMode, type JavaMode } from './profileJavaMode';
 import { profileAllocations } from './profileAlloc';
 import { annotationsFromFlame, annotationsFromResult, definitionLine, waitDuration, waitLensTitle, waitsForFile, type SourceAnnotations } from '../../../model/profileSource';
-import { encodePprofGz, loadProfileBytes } from '../../../sys/profileFile';
+import { encodePprofGz } from '../../../sys/profileFile';
+import { readProfileUri } from './readProfileUri';
 import { resultFromFlame } from '../../../model/pprof';
 import { pickProcess } from '../../ui/processPicker';
 import { describeSampling, loadLast, samplingPlan, saveLast, type LastTarget, type SamplingPlan, type TargetKind } from './profileChoices';
@@ -435,7 +436,7 @@ export function activate(context: vscode.ExtensionContext): void {
         (await vscode.window.showOpenDialog({ title: 'Open a CPU profile', canSelectMany: false, filters: { [PROFILE_FILTER_NAME]: PROFILE_EXTENSIONS, 'All files': ['*'] } }))?.[0];
       if (!uri) return;
       try {
-        const loaded = loadProfileBytes(await vscode.workspace.fs.readFile(uri), path.basename(uri.fsPath));
+        const loaded = await readProfileUri(uri);
         const title = `CPU: ${path.basename(uri.fsPath)}`;
         showProfile(openPanel(context, title), loaded.flame, title, [], loaded.result ? annotationsFromResult(loaded.result) : annotationsFromFlame(loaded.flame), loaded.result);
       } catch (e) {

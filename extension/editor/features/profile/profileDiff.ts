@@ -6,10 +6,10 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
 import type { ProfileResult } from '../../../protocol/profile';
-import { loadProfileBytes } from '../../../sys/profileFile';
 import { fromProfileResult, type FlameProfile } from '../../../model/flamegraph/profileData';
 import { errorText, showError } from '../../ui/errors';
 import { openPanel, PROFILE_EXTENSIONS, PROFILE_FILTER_NAME } from './profile';
+import { readProfileUri } from './readProfileUri';
 
 /** A profile to compare: a file (any format Open CPU Profile reads) or one held in memory. */
 export type CompareInput = vscode.Uri | { profile: FlameProfile | ProfileResult; label: string };
@@ -24,7 +24,7 @@ async function load(input: CompareInput): Promise<{ flame: FlameProfile; label: 
   if (isUri(input)) {
     const label = path.basename(input.fsPath);
     try {
-      return { flame: loadProfileBytes(await vscode.workspace.fs.readFile(input), label).flame, label };
+      return { flame: (await readProfileUri(input)).flame, label };
     } catch (e) {
       throw new Error(`cannot open ${input.fsPath} as a profile: ${errorText(e)}`);
     }

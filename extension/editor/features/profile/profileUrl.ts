@@ -7,7 +7,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { loadProfileBytes } from '../../../sys/profileFile';
+import { readProfile } from '../../../sys/profileReader';
+import { LimitError, PROFILE_LIMITS } from '../../../model/readLimits';
 import { makeSession } from '../../../model/sessionFile';
 import { unwindSummary } from '../../../model/unwindText';
 import { finishedSessions, loadSession, recordSession } from '../../sessions/sessionStore';
@@ -40,15 +41,46 @@ function fileLabel(url: URL, when: Date): string {
   return `${url.host.replace(/[^A-Za-z0-9.-]/g, '_')}${url.pathname.replace(/[^A-Za-z0-9]+/g, '-')}${stamp}.pb.gz`.replace(/-+/g, '-');
 }
 
+/**
+ * A response's body, at most `max` bytes: an error page is cut there; a profile past them (or
+ * whose Content-Length says so) aborts the request, so an endpoint cannot fill the extension
+ * host's memory.
+ */
+async function readBody(res: Response, max: number, past: 'cut' | 'refuse', url: URL, abort: AbortController): Promise<Uint8Array> {
+  const refuse = (n: number) => {
+    abort.abort();
+    return LimitError.of('maxFileBytes', max, url.host, `the answer's size (${n.toLocaleString('en-US')} bytes or more)`);
+  };
+  const declared = Number(res.headers.get('content-length') ?? NaN);
+  if (past === 'refuse' && declared > max) throw refuse(declared);
+  if (!res.body) return new Uint8Array(0);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = res.body.getReader();
+  for (let r = await reader.read(); !r.done; r = await reader.read()) {
+    size += r.value.length;
+    if (size <= max) {
+      chunks.push(r.value);
+      continue;
+    }
+    if (past === 'refuse') throw refuse(size);
+    chunks.push(r.value.subarray(0, r.value.length - (size - max)));
+    void reader.cancel();
+    break;
+  }
+  return Buffer.concat(chunks);
+}
+
 async function fetchProfile(url: URL, seconds: number, token: string | undefined, cancel: vscode.CancellationToken): Promise<{ status: number; bytes?: Uint8Array; text?: string }> {
   const abort = new AbortController();
   const sub = cancel.onCancellationRequested(() => abort.abort());
   const timer = setTimeout(() => abort.abort(), seconds * 1000 + EXTRA_WAIT_MS);
   try {
     const res = await fetch(url, { headers: token ? { Authorization: `Bearer ${token}` } : {}, signal: abort.signal });
-    if (!res.ok) return { status: res.status, text: (await res.text()).slice(0, 500) };
-    return { status: res.status, bytes: new Uint8Array(await res.arrayBuffer()) };
+    if (!res.ok) return { status: res.status, text: new TextDecoder().decode(await readBody(res, 4096, 'cut', url, abort)).slice(0, 500) };
+    return { status: res.status, bytes: await readBody(res, PROFILE_LIMITS.maxFileBytes, 'refuse', url, abort) };
   } catch (e) {
+    if (e instanceof LimitError) throw e;
     if (abort.signal.aborted) throw new Error(cancel.isCancellationRequested ? 'cancelled' : `no answer within ${seconds + EXTRA_WAIT_MS / 1000} s`);
     const cause = (e as { cause?: { code?: string; message?: string } }).cause;
     throw new Error(`${url.host} did not answer (${cause?.code ?? cause?.message ?? errorText(e)}): is the agent running there, and is the address reachable from this machine?`);
@@ -85,8 +117,9 @@ export async function openProfileUrl(context: vscode.ExtensionContext, text: str
   const name = `${url.host}${url.pathname}`;
   let loaded;
   try {
-    loaded = loadProfileBytes(got.bytes, name);
+    loaded = await readProfile(got.bytes, name);
   } catch (e) {
+    if (e instanceof LimitError) throw new Error(`${url.href}: ${e.message}`);
     throw new Error(`${url.href} did not return a profile (pprof, folded stacks or speedscope): ${errorText(e)}`);
   }
   const dir = path.join(context.globalStorageUri.fsPath, 'remote-profiles');
