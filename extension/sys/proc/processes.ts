@@ -6,6 +6,7 @@ import type { JdkInfo, ProcessInfo } from '../../protocol/protocol';
 import { inputError, privilegeError, unsuitableError } from '../../protocol/errors';
 import { PID_MAX } from '../../protocol/validate';
 import { mappedFiles, readMaps } from './maps';
+import { hostFileIdentity, reachMappedByName } from './mappedFile';
 import { ElfError, ElfFile, type UsdtProbe } from '../elf/elf';
 import { jdkFeature, jdkVersion } from '../jvm/release';
 
@@ -184,6 +185,8 @@ export function usdtNotes(file: string): UsdtNotes {
   } catch (e) {
     notes = { problem: e instanceof ElfError ? e.message : `cannot read ${file} (${(e as Error).message})` };
   }
+  // Paths through /proc/PID are one per process: the cache stays bounded however many come and go.
+  if (usdtCache.size >= 256) usdtCache.clear();
   usdtCache.set(file, { key, notes });
   return notes;
 }
@@ -222,7 +225,15 @@ export function jvmInfo(pid: number, cmdline: string[]): ProcessInfo['jvm'] {
   }
   const libjvm = mappedFiles(maps, /^libjvm\.so$/)[0];
   if (!libjvm) return undefined;
-  const { usdt } = libjvmUsdt(libjvm);
+  // Its own file (a container's JDK, or one the host lacks), not the host's of the same name.
+  let own = libjvm;
+  try {
+    const f = reachMappedByName(pid, maps, /^libjvm\.so$/);
+    if (f && f.identity !== hostFileIdentity(libjvm)) own = f.path;
+  } catch {
+    /* unreachable: judged by its name */
+  }
+  const { usdt } = libjvmUsdt(own);
   // .../<home>/lib/server/libjvm.so
   const javaHome = path.dirname(path.dirname(path.dirname(libjvm)));
   const version = jdkVersion(pid, javaHome);
