@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as proto from '../../extension/protocol/protocol';
 import type { ProfileResult } from '../../extension/protocol/profile';
+import type { MemleakResult } from '../../extension/protocol/memleak';
 import { AttackBed, attackSkipReason, asUser, makeUser, removeUser, spawnAsUser, type AttackUser } from './attackKit';
 import { runCli, sleep, waitFor } from '../helpers';
 
@@ -43,8 +44,27 @@ __attribute__((noinline)) void root_secret_spin_xyz(unsigned long n) {
       : [f] "r"((void *)frame), [ts] "r"(&ts)
       : "rax", "rdi", "rsi", "rcx", "r11", "memory", "cc");
 }
+/* malloc called with %rbp on the buffer: the allocation's stack (either walk) reads the secret */
+__attribute__((noinline)) void root_secret_alloc_xyz(void) {
+  volatile unsigned long frame[4] = { 0, 0x${SECRET_HEX}UL, 0, 0 };
+  __asm__ volatile(
+      "push %%rbp\n\t"
+      "mov %%rsp, %%rbx\n\t"
+      "and $-16, %%rsp\n\t"
+      "mov %[f], %%rbp\n\t"
+      "mov $48, %%edi\n\t"
+      "call malloc@PLT\n\t"
+      "mov %%rbx, %%rsp\n\t"
+      "pop %%rbp\n\t"
+      :
+      : [f] "r"((void *)frame)
+      : "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "memory", "cc");
+}
 __attribute__((noinline)) void root_secret_fn_xyz(void) {
-  for (;;) root_secret_spin_xyz(20000000UL);
+  for (;;) {
+    root_secret_spin_xyz(20000000UL);
+    root_secret_alloc_xyz();
+  }
 }
 int main(void) {
   printf("ready\n");
@@ -56,6 +76,7 @@ int main(void) {
 
 const ALICE_SRC = String.raw`
 #include <fcntl.h>
+#include <stdlib.h>
 #include <unistd.h>
 __attribute__((noinline)) unsigned long alice_own_fn_abc(unsigned long n) {
   volatile unsigned long x = 0;
@@ -67,11 +88,15 @@ __attribute__((noinline)) void alice_sys_fn_abc(int fd) {
   for (int i = 0; i < 2000; i++) write(fd, b, sizeof b);
   usleep(2000);
 }
+__attribute__((noinline)) void *alice_alloc_fn_abc(void) {
+  return malloc(40);
+}
 int main(void) {
   int fd = open("/dev/null", O_WRONLY);
   for (;;) {
     alice_own_fn_abc(3000000);
     alice_sys_fn_abc(fd);
+    alice_alloc_fn_abc();
   }
 }
 `;
@@ -104,6 +129,19 @@ async function profileAs(u: AttackUser, tracer: 'profile' | 'offcpu', options: o
     const stopped = (await h.conn.sendRequest(proto.sessionStop, { sessionId: started.sessionId })) as { result: ProfileResult };
     await sleep(200);
     return { result: stopped.result, json: JSON.stringify([started, snap, stopped, h.notes]) };
+  } finally {
+    await h.close();
+  }
+}
+
+async function memleakAs(u: AttackUser, options: object, ms: number): Promise<{ result: MemleakResult; json: string }> {
+  const h = bed.helperFor(u);
+  try {
+    const started = (await h.conn.sendRequest(proto.sessionStart, { tracer: 'memleak', options } as never)) as proto.SessionStartResult;
+    await sleep(ms);
+    const stopped = (await h.conn.sendRequest(proto.sessionStop, { sessionId: started.sessionId })) as { result: MemleakResult };
+    await sleep(200);
+    return { result: stopped.result, json: JSON.stringify([started, stopped, h.notes]) };
   } finally {
     await h.close();
   }
@@ -224,6 +262,30 @@ describe('what a user sees of other processes through the installed helper', { s
       assertKernelNamedWithoutAddresses(result, event);
       assertOwnFramesNamed(result, event);
       t.diagnostic(`${result.stacks.length} stacks, ${result.stacks.filter((s) => s.pid === rootPid).length} of root's program`);
+    });
+  }
+
+  for (const unwind of ['fp', 'dwarf'] as const) {
+    test(`attack: memleak --pid of root's program (uprobe, --unwind ${unwind}) as the user leaks nothing of root's; own leaks named; root's CLI gets all`, { timeout: 120_000 }, async () => {
+      const r = runCli(['memleak', '--pid', String(rootPid), '--mode', 'uprobe', '--unwind', unwind, '--duration', '3', '--json'], { timeoutMs: 60_000 });
+      assert.equal(r.code, 0, r.stderr);
+      const rootDoc = JSON.parse(r.stdout) as MemleakResult;
+      const rootFrames = rootDoc.stacks.flatMap((s) => s.frames);
+      assert.ok(rootFrames.some((f) => f.address === `0x${SECRET_HEX}`), 'root CLI: the garbage frame the walk read is there (the bed reproduces the leak)');
+      assert.ok(rootFrames.some((f) => f.function === 'root_secret_alloc_xyz' && f.file?.endsWith('hidden_src.c')), 'root CLI: the root-only symbols with file:line');
+
+      const theirs = await memleakAs(alice!, { pid: rootPid, mode: 'uprobe', unwind, intervalS: 1 }, 3000);
+      assert.deepEqual(secretsIn(theirs.json), [], 'what reached the user');
+      const frames = theirs.result.stacks.flatMap((s) => s.frames);
+      assert.ok(frames.length > 0, "root's allocations were traced");
+      for (const f of frames) {
+        assert.equal(f.address, '0x0', `no address of root's process: ${JSON.stringify(f)}`);
+        assert.ok(f.function === undefined || f.function === '[unknown]' || !f.module.includes('rootbin'), `nothing of the unreadable binary but its path: ${JSON.stringify(f)}`);
+      }
+
+      const mine = await memleakAs(alice!, { pid: alicePid, mode: 'uprobe', unwind, intervalS: 1 }, 3000);
+      const own = mine.result.stacks.flatMap((s) => s.frames);
+      assert.ok(own.some((f) => f.function === 'alice_alloc_fn_abc' && f.file?.endsWith('alice.c') && (f.line ?? 0) > 0 && f.address !== '0x0'), `the user's own leaks keep names, lines and addresses: ${JSON.stringify(own.slice(0, 4))}`);
     });
   }
 });
