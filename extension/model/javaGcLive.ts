@@ -5,7 +5,7 @@
 // hour as after a minute. The state is plain JSON: the extension host keeps one for the saved
 // session, the webview one for drawing, and a restored view loads the same figures.
 // Pure: no DOM, no Node.
-import type { JavaGcCollectorSummary, JavaGcEvent, JavaGcKind, JavaGcResult, JavaGcSummary, JavaGcUpdate, JavaSafepoint, JavaSafepointSummary } from '../protocol/javaGc';
+import type { JavaGcCollectorSummary, JavaGcEvent, JavaGcJvmCount, JavaGcKind, JavaGcResult, JavaGcSummary, JavaGcUpdate, JavaSafepoint, JavaSafepointSummary } from '../protocol/javaGc';
 import { isPause } from './javaGcKinds';
 import { bucketIndex, toBuckets } from './log2hist';
 import { isNonHeapPool, overheadPercent, withSafepoints, type PoolReclaim } from './javaGcStats';
@@ -63,6 +63,8 @@ export interface GcLiveState {
   lost: number;
   safepointsAvailable?: boolean;
   safepointsReason?: string;
+  /** each JVM's traced count against its own counters, as of the last update */
+  jvmCounts?: JavaGcJvmCount[];
   startNs: number;
   nowNs: number;
 }
@@ -94,6 +96,7 @@ export class GcLive {
   lost = 0;
   safepointsAvailable: boolean | undefined;
   safepointsReason = '';
+  jvmCounts: JavaGcJvmCount[] = [];
   startNs = 0;
   nowNs = 0;
 
@@ -110,6 +113,7 @@ export class GcLive {
     }
     this.pids = u.pids;
     this.lost = u.lost;
+    if (u.jvmCounts) this.jvmCounts = u.jvmCounts;
   }
 
   addEvents(events: readonly JavaGcEvent[]): void {
@@ -158,8 +162,10 @@ export class GcLive {
 
   /** Forgets the figures; the time axis restarts at `nowNs` (the view's Clear). */
   clear(): void {
-    const keep = { pids: this.pids, lost: this.lost, sa: this.safepointsAvailable, sr: this.safepointsReason, now: this.nowNs };
+    const keep = { pids: this.pids, lost: this.lost, sa: this.safepointsAvailable, sr: this.safepointsReason, now: this.nowNs, counts: this.jvmCounts };
     Object.assign(this, new GcLive());
+    // The JVMs' counts are over the session (the next update brings them anyway).
+    this.jvmCounts = keep.counts;
     this.pids = keep.pids;
     this.lost = keep.lost;
     this.safepointsAvailable = keep.sa;
@@ -243,6 +249,7 @@ export class GcLive {
         summary: this.safepointSummary(),
         lost: 0,
       },
+      ...(this.jvmCounts.length ? { jvmCounts: [...this.jvmCounts] } : {}),
     };
   }
 
@@ -268,6 +275,7 @@ export class GcLive {
       pids: [...this.pids],
       lost: this.lost,
       ...(this.safepointsAvailable !== undefined ? { safepointsAvailable: this.safepointsAvailable, safepointsReason: this.safepointsReason } : {}),
+      ...(this.jvmCounts.length ? { jvmCounts: [...this.jvmCounts] } : {}),
       startNs: this.startNs,
       nowNs: this.nowNs,
     };
@@ -291,6 +299,7 @@ export class GcLive {
     g.lost = s.lost;
     g.safepointsAvailable = s.safepointsAvailable;
     g.safepointsReason = s.safepointsReason ?? '';
+    g.jvmCounts = [...(s.jvmCounts ?? [])];
     g.startNs = s.startNs;
     g.nowNs = s.nowNs;
     return g;

@@ -136,3 +136,22 @@ test('overlay mounts: layers in lookup order, escapes undone; st_dev split as gl
   // makedev(259, 300): minor bits above 8 sit at bit 20.
   assert.deepEqual(splitDev((259n << 8n) | (300n & 0xffn) | ((300n & ~0xffn) << 12n)), [259, 300]);
 });
+
+test('the GC view keeps the JVMs\' counts from the updates, through a reload, and shows an error first', async () => {
+  const { GcLive } = await import('../../extension/model/javaGcLive');
+  const { GcModel } = await import('../../webview/javaGc/model');
+  const ok = checkJvmCount({ pid: 1, ours: ours({ young: 3 }), jvm: jvm(3, 0), minUs: 0, lost: 0 });
+  const bad = checkJvmCount({ pid: 2, ours: ours({}), jvm: jvm(19, 0), minUs: 0, lost: 0 });
+  const live = new GcLive();
+  live.apply({ events: [], lost: 0, pids: [1, 2], startNs: 1, nowNs: 2, jvmCounts: [ok, bad] });
+  assert.deepEqual(GcLive.from(JSON.parse(JSON.stringify(live.toJSON()))).jvmCounts, [ok, bad]);
+  assert.deepEqual(live.toResult().jvmCounts, [ok, bad]);
+  live.apply({ events: [], lost: 0, pids: [1, 2], startNs: 1, nowNs: 3 });
+  assert.equal(live.jvmCounts.length, 2, 'an update without counts keeps the last ones');
+  const m = new GcModel();
+  m.restore(live.toJSON());
+  const line = m.jvmCountLine();
+  assert.ok(line.bad);
+  assert.match(line.text, /^pid 2: counted 0 — the JVM counts 19: .* · pid 1: counted 3 — the JVM counts 3$/);
+  assert.equal(new GcModel().jvmCountLine().text, '');
+});

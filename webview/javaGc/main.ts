@@ -24,6 +24,7 @@ const csvBtn = el('button', { id: 'export-csv', class: 'secondary' }, 'Export CS
 const status = el('span', { class: 'status', id: 'status' }, 'Waiting for GCs…');
 toolbar.append(stopBtn, clearBtn, jsonBtn, csvBtn, status);
 const lostLine = el('div', { class: 'warning', id: 'lost' });
+const countLine = el('div', { id: 'jvm-counts' });
 const cards = el('div', { class: 'cards', id: 'cards' });
 const histCanvas = el('canvas', { id: 'histogram', 'aria-label': 'GC pause histogram' });
 const timeCanvas = el('canvas', { id: 'timeline', 'aria-label': 'GC pause timeline' });
@@ -35,7 +36,7 @@ const collectorTable = el('table', { id: 'collectors' });
 const safepointLine = el('div', { id: 'safepoints' });
 const tooltip = el('div', { class: 'tooltip' });
 tooltip.style.display = 'none';
-app.append(toolbar, lostLine, cards, quantileNote, el('h2', {}, 'Collectors'), collectorTable, el('h2', {}, 'Durations by collector'), histCanvas, histLegend, el('h2', {}, 'Pause timeline'), timeCanvas, timeLegend, el('h2', {}, 'Safepoints'), safepointLine, el('h2', {}, 'Memory pools'), poolTable, tooltip);
+app.append(toolbar, lostLine, countLine, cards, quantileNote, el('h2', {}, 'Collectors'), collectorTable, el('h2', {}, 'Durations by collector'), histCanvas, histLegend, el('h2', {}, 'Pause timeline'), timeCanvas, timeLegend, el('h2', {}, 'Safepoints'), safepointLine, el('h2', {}, 'Memory pools'), poolTable, tooltip);
 
 stopBtn.onclick = () => {
   // Says at once that the click landed; the status changes again when the session has ended.
@@ -104,6 +105,9 @@ function render(): void {
   stopBtn.disabled = model.state !== 'running' || stopping;
   refreshColors();
   lostLine.textContent = model.lost > 0 ? `${model.lost} events lost (the kernel dropped them: buffer or in-flight map full)` : '';
+  const counts = model.jvmCountLine();
+  countLine.textContent = counts.text;
+  countLine.className = counts.bad ? 'warning' : '';
   const s = model.summary();
   const d = (ns: number) => (s.count ? formatDuration(ns, 'ns') : '–');
   const q = model.exactQuantiles ? '' : '≈ ';

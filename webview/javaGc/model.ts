@@ -50,6 +50,18 @@ export class GcModel {
     if (this.state !== 'running' && now) this.live.nowNs = now;
   }
 
+  /**
+   * "counted N — the JVM counts M" per JVM (the first few; --all may trace many), and whether
+   * any disagrees so far that the figures cannot be trusted.
+   */
+  jvmCountLine(limit = 4): { text: string; bad: boolean } {
+    const c = this.live.jvmCounts;
+    const bad = c.filter((x) => x.verdict === 'missed');
+    const shown = [...bad, ...c.filter((x) => x.verdict !== 'missed')].slice(0, limit).map((x) => x.message);
+    const more = c.length > limit ? ` (and ${c.length - limit} more JVMs)` : '';
+    return { text: shown.length ? shown.join(' · ') + more : '', bad: bad.length > 0 };
+  }
+
   /** Loads the figures of a session kept elsewhere (a restored or reopened view). */
   restore(state: GcLiveState): void {
     this.live = GcLive.from(state);

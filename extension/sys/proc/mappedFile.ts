@@ -3,7 +3,8 @@
 // host's of the same path, or absent on the host), so the file is opened through
 // /proc/PID/map_files/START-END (the mapped file itself, whatever its name now resolves to) or
 // /proc/PID/root/NAME, and either is checked against the mapping's device and inode. A same-named
-// host file is never used in its place: uprobes and USDT probes on it would never fire.
+// host file is used only when it is that file (same device and inode), never in its place:
+// uprobes and USDT probes on another file would never fire.
 //
 // Uprobes live on an inode. Under overlayfs (every container image) the kernel puts them on the
 // layer's real file, which every container of the image shares, while /proc/PID/maps shows the
@@ -59,7 +60,9 @@ export function reachMapped(pid: number, m: Mapping): ReachedFile {
   // map_files is the mapped file itself (a name swapped inside the container cannot redirect
   // it; it reaches deleted files too); it needs CAP_SYS_ADMIN, which uprobes need anyway.
   const candidates = [`/proc/${pid}/map_files/${range}`];
-  if (!m.deleted) candidates.push(`/proc/${pid}/root${m.path}`);
+  // The name inside its root; last, the name here, which is the same file only when device and
+  // inode say so (a process whose /proc entries are closed to us, e.g. in another user namespace).
+  if (!m.deleted) candidates.push(`/proc/${pid}/root${m.path}`, m.path);
   for (const p of candidates) {
     if (statMatches(p, m)) return { name: m.path, path: p, dev: m.dev, inode: m.inode, identity: realIdentity(pid, m) };
   }

@@ -181,12 +181,15 @@ export class JvmCounterBook {
   }
 
   results(minUs: number, lost: number): JavaGcJvmCount[] {
-    return [...this.jvms.values()]
-      .sort((a, b) => a.id.pid - b.id.pid)
-      .map((t) => {
-        const jvm = t.now.size ? [...t.now].map(([i, n]) => ({ name: t.names.get(i) ?? `collector ${i}`, invocations: n - (t.base.get(i) ?? 0) })) : undefined;
-        return checkJvmCount({ pid: t.id.pid, ours: this.ours.get(t.id.pid) ?? new Map(), jvm, unreadable: t.unreadable ?? 'no GC counters in its hsperfdata', minUs, lost, attachedTo: t.attachedTo });
-      });
+    const out = [...this.jvms.values()].map((t) => {
+      const jvm = t.now.size ? [...t.now].map(([i, n]) => ({ name: t.names.get(i) ?? `collector ${i}`, invocations: n - (t.base.get(i) ?? 0) })) : undefined;
+      return checkJvmCount({ pid: t.id.pid, ours: this.ours.get(t.id.pid) ?? new Map(), jvm, unreadable: t.unreadable ?? 'no GC counters in its hsperfdata', minUs, lost, attachedTo: t.attachedTo });
+    });
+    // Traced, but never looked at (it started and ended between two looks for new JVMs).
+    for (const [pid, ours] of this.ours) {
+      if (!this.jvms.has(pid)) out.push(checkJvmCount({ pid, ours, unreadable: 'it was not seen running: it ended before it was looked for', minUs, lost }));
+    }
+    return out.sort((a, b) => a.pid - b.pid);
   }
 
   close(): void {

@@ -10,7 +10,7 @@ import { buildResult } from '../../model/javaGcStats';
 import { GcLive } from '../../model/javaGcLive';
 import { fromBpfError, inputError } from '../../protocol/errors';
 import { asObject, bool, int, PID_MAX } from '../../protocol/validate';
-import { checkPid, identify, pidAlive, readStat } from '../../sys/proc/processes';
+import { checkPid, identify, pidAlive, readStat, sameProcess } from '../../sys/proc/processes';
 import { countsProblem } from '../../model/javaGcCheck';
 import { ElfFile } from '../../sys/elf/elf';
 import type { Tracer } from '../tracer';
@@ -104,6 +104,7 @@ class LibjvmAttacher {
   follow(j: RunningJvm, book: JvmCounterBook, initial: boolean, warnings: string[]): void {
     const t = runningTarget(j);
     if ('problem' in t) {
+      if (!sameProcess(j)) return; // gone before it was looked at: nothing to say
       const w = `pid ${j.pid} is not traced: ${t.problem}`;
       if (!warnings.includes(w)) warnings.push(w);
       return;
