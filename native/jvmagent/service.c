@@ -36,9 +36,20 @@ JNIEnv *service_attach(JavaVM *vm, const char *os_name, const char *java_name) {
   return jni;
 }
 
-// The folder the helper names (the JVM's /tmp): a link there is never followed, and it must be
-// either ours alone or a shared one with the sticky bit, where no one else can rename or remove
-// what we make.
+// The uid a file shows when its owner has no id in our user namespace (a host /tmp, root's,
+// seen from a JVM in its own user namespace).
+static uid_t unmapped_uid(void) {
+  char buf[16] = {0};
+  int fd = open("/proc/sys/fs/overflowuid", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+  if (fd >= 0) close(fd);
+  return n > 0 ? (uid_t)strtoul(buf, NULL, 10) : 65534;
+}
+
+// The folder the helper names (the JVM's /tmp): it must be either ours alone or a shared one
+// with the sticky bit, where no one else can rename or remove what we make. It may be reached
+// through a link (a container's /tmp often is one, which only its root could change): what
+// counts is the folder opened, checked here.
 static int open_out_dir(const char *path, const char **name) {
   char dir[PATH_MAX];
   const char *slash = strrchr(path, '/');
@@ -46,10 +57,10 @@ static int open_out_dir(const char *path, const char **name) {
   memcpy(dir, path, (size_t)(slash - path));
   dir[slash - path] = 0;
   *name = slash + 1;
-  int dfd = open(slash == path ? "/" : dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int dfd = open(slash == path ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   struct stat st;
   if (dfd < 0) return -1;
-  bool ok = fstat(dfd, &st) == 0 && ((st.st_uid == geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH))) || (st.st_uid == 0 && (st.st_mode & S_ISVTX)));
+  bool ok = fstat(dfd, &st) == 0 && ((st.st_uid == geteuid() && !(st.st_mode & (S_IWGRP | S_IWOTH))) || ((st.st_mode & S_ISVTX) && (st.st_uid == 0 || st.st_uid == unmapped_uid())));
   if (!ok) {
     close(dfd);
     return -1;
