@@ -27,8 +27,12 @@ export const PROFILE_LIMITS = {
    * per copy, and 3-10× the largest real profiles here (50,000 distinct stacks 60 deep are 3M).
    */
   maxTotalFrames: 10_000_000,
-  /** Stacks (pprof samples, folded lines, speedscope samples and events). */
-  maxSamples: 4_000_000,
+  /**
+   * Stacks (pprof samples, folded lines, speedscope samples and events), ~100 bytes each as read:
+   * pprof and folded files hold one per distinct stack (thousands); speedscope one per sample, 1M
+   * is 5 minutes of 8 threads at 400 Hz.
+   */
+  maxSamples: 1_000_000,
   /**
    * Distinct frames (function, module, kind), each ~0.5 KiB while read: a machine-wide profile of
    * the kernel (~80,000 functions) and a large JVM (~100,000 compiled methods) fits.

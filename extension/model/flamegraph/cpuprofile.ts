@@ -45,29 +45,41 @@ export function fromCpuProfile(json: unknown, name = 'cpuprofile', budget = new 
   const table = new FrameTable(budget);
   const frameOf = new Map<number, number>();
   const stackOf = new Map<number, number[]>();
+  const frameAt = (at: number, n: CpuNode, fn: string): number => {
+    let f = frameOf.get(at);
+    if (f === undefined) {
+      const file = n.callFrame.url?.replace(/^file:\/\//, '') || undefined;
+      const line = n.callFrame.lineNumber !== undefined && n.callFrame.lineNumber >= 0 ? n.callFrame.lineNumber + 1 : undefined;
+      f = table.intern(fn, 'jit', file ? file.split('/').pop() : undefined, file, line, 1);
+      frameOf.set(at, f);
+    }
+    return f;
+  };
+  // A sampled node's stack is its nearest sampled ancestor's plus the nodes between: one walk
+  // per node, not per sample of every descendant.
   const stack = (id: number): number[] => {
     const known = stackOf.get(id);
     if (known) return known;
-    const chain: number[] = [];
+    const own: number[] = [];
+    let base: number[] = [];
     const seen = new Set<number>();
     for (let at: number | undefined = id; at !== undefined && !seen.has(at); at = parent.get(at)) {
+      const above = at === id ? undefined : stackOf.get(at);
+      if (above) {
+        base = above;
+        break;
+      }
       seen.add(at);
-      budget.depth(chain.length);
+      budget.depth(own.length);
       const n = byId.get(at);
       if (!n) throw new ImportError(`sample refers to node ${at}, which the profile does not define`);
       const fn = n.callFrame.functionName || '(anonymous)';
       // The synthetic root holds every stack; the flame graph has its own.
       if (fn === '(root)' && !parent.has(at)) continue;
-      let f = frameOf.get(at);
-      if (f === undefined) {
-        const file = n.callFrame.url?.replace(/^file:\/\//, '') || undefined;
-        const line = n.callFrame.lineNumber !== undefined && n.callFrame.lineNumber >= 0 ? n.callFrame.lineNumber + 1 : undefined;
-        f = table.intern(fn, 'jit', file ? file.split('/').pop() : undefined, file, line, 1);
-        frameOf.set(at, f);
-      }
-      chain.push(f);
+      own.push(frameAt(at, n, fn));
     }
-    chain.reverse();
+    budget.depth(base.length + own.length);
+    const chain = base.concat(own.reverse());
     stackOf.set(id, chain);
     return chain;
   };
