@@ -467,7 +467,7 @@ export class Agent {
     x.family('ebpf_studio_attach_failures_total', 'counter', 'Times a tracer failed to load or attach.');
     for (const [id, h] of this.health) x.sample('ebpf_studio_attach_failures_total', { tracer: id }, h.attachFailures);
     x.family('ebpf_studio_tracer_error_info', 'gauge', 'The last error of a tracer that is down.');
-    for (const [id, h] of this.health) if (!h.up && h.lastError) x.sample('ebpf_studio_tracer_error_info', { tracer: id, error: h.lastError.slice(0, 300) }, 1);
+    for (const [id, h] of this.health) if (!h.up && h.lastError) x.sample('ebpf_studio_tracer_error_info', { tracer: id, error: shortError(h.lastError) }, 1);
     x.family('ebpf_studio_lost_events_total', 'counter', 'Events the kernel could not hand over (ring buffer or map full).');
     for (const [id, h] of this.health) x.sample('ebpf_studio_lost_events_total', { tracer: id }, h.lostBefore + h.lostNow);
     const cpu = process.cpuUsage();
@@ -494,6 +494,11 @@ export class Agent {
 
 /** The pull endpoints' sessions: nothing is shown while they run. */
 const quiet = { update: () => undefined, ended: () => undefined };
+
+/** An error as a bounded label: its start (what failed) and its end (the cause, e.g. "Permission denied"). */
+function shortError(m: string): string {
+  return m.length <= 300 ? m : `${m.slice(0, 150)} … ${m.slice(-147)}`;
+}
 
 function fresh(): TracerHealth {
   return { up: false, attachFailures: 0, lostBefore: 0, lostNow: 0 };
