@@ -78,7 +78,8 @@ async function promQuery(base: string, q: string): Promise<number | undefined> {
 /** `go tool pprof ARGS URL`, with its own HOME so it writes its saved profiles into the test's folder. */
 function goPprof(args: string[], url: string, home: string): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
-    const p = spawn(go!, ['tool', 'pprof', ...args, url], { env: { ...process.env, HOME: home, PPROF_TMPDIR: home } });
+    // pprof waits 1.5 × ?seconds for the answer by default: too little when the BPF programs load on a busy machine.
+    const p = spawn(go!, ['tool', 'pprof', '-timeout=60', ...args, url], { env: { ...process.env, HOME: home, PPROF_TMPDIR: home } });
     let o = '';
     p.stdout.on('data', (d) => (o += d));
     p.stderr.on('data', (d) => (o += d));
