@@ -8,7 +8,7 @@ import { inputError } from '../protocol/errors';
 import { tracerByName } from '../tracers';
 import type { Session, TracerEnv } from '../tracers/tracer';
 import { recordLosses } from '../tracers/lossHistory';
-import { Visibility } from '../sys/symbolize/visibility';
+import { bootTicksNow, Visibility } from '../sys/symbolize/visibility';
 import { requester } from '../sys/ownership';
 
 export interface SessionListener {
@@ -20,6 +20,16 @@ interface Entry {
   id: string;
   tracer: TracerName;
   session: Session<TracerName>;
+  view: View;
+}
+
+/** What the requester-visibility filter needs to know of a session's pids (sys/symbolize/visibility.ts). */
+interface View {
+  targets: readonly number[];
+  /** when the session started (bootTicksNow) */
+  startTicks: number;
+  /** its targets' owners as judged while they ran */
+  seen: Map<number, { start: number; owned: boolean }>;
 }
 
 export class SessionManager {
@@ -40,10 +50,10 @@ export class SessionManager {
     const name = tracer.name as TracerName;
     let started = false;
     const pending: (() => void)[] = [];
-    let targets: number[] = [];
+    const view: View = { targets: [], startTicks: bootTicksNow(), seen: new Map() };
     const session: Session<TracerName> = await tracer.start(options, this.env, {
       update: (u: unknown) => {
-        const send = () => this.listener.data(id, name, this.shown(u, targets));
+        const send = () => this.listener.data(id, name, this.shown(u, view));
         if (started) send();
         else pending.push(send);
       },
@@ -55,17 +65,20 @@ export class SessionManager {
           void entry.session.stop().then(
             (result) => {
               recordLosses(result);
-              this.listener.ended(id, name, reason, this.shown(result, targets), message);
+              this.listener.ended(id, name, reason, this.shown(result, view), message);
             },
-            () => this.listener.ended(id, name, reason, this.shown(entry.session.snapshot(), targets), message),
+            () => this.listener.ended(id, name, reason, this.shown(entry.session.snapshot(), view), message),
           );
         };
         if (started) finish();
         else pending.push(finish);
       },
     });
-    this.sessions.set(id, { id, tracer: name, session });
-    targets = session.targets;
+    this.sessions.set(id, { id, tracer: name, session, view });
+    view.targets = session.targets;
+    // Who the targets belong to, judged now while they run (a result may come after they exit).
+    const vis = this.visibility(view);
+    for (const pid of view.targets) vis?.ownsProcess(pid);
     started = true;
     // Updates that arrived while attaching go out after the start reply's data is known.
     setImmediate(() => pending.splice(0).forEach((f) => f()));
@@ -81,7 +94,7 @@ export class SessionManager {
 
   snapshot(params: unknown): { sessionId: string; tracer: TracerName; result: ResultOf<TracerName> } {
     const e = this.get(params);
-    return { sessionId: e.id, tracer: e.tracer, result: this.shown(e.session.snapshot(), e.session.targets) };
+    return { sessionId: e.id, tracer: e.tracer, result: this.shown(e.session.snapshot(), e.view) };
   }
 
   async stop(params: unknown): Promise<{ sessionId: string; tracer: TracerName; result: ResultOf<TracerName> }> {
@@ -89,16 +102,9 @@ export class SessionManager {
     this.sessions.delete(e.id);
     const result = await e.session.stop();
     recordLosses(result);
-    const shown = this.shown(result, e.session.targets);
+    const shown = this.shown(result, e.view);
     this.listener.ended(e.id, e.tracer, 'stopped', shown);
     return { sessionId: e.id, tracer: e.tracer, result: shown };
-  }
-
-  /** `doc` as the requester may see it; frames outside any object with a pid belong to the one target. */
-  private shown<T>(doc: T, targets: readonly number[]): T {
-    const who = this.env.requester ?? requester();
-    if (who.uid === 0) return doc;
-    return new Visibility({ uid: who.uid, gid: who.gid }).shape(doc, targets.length === 1 ? targets[0] : undefined);
   }
 
   get size(): number {
@@ -109,5 +115,18 @@ export class SessionManager {
     const all = [...this.sessions.values()];
     this.sessions.clear();
     await Promise.allSettled(all.map((e) => e.session.stop()));
+  }
+
+  /** `doc` as the requester may see it; frames outside any object with a pid belong to the one target. */
+  private shown<T>(doc: T, view: View): T {
+    const vis = this.visibility(view);
+    return vis ? vis.shape(doc, view.targets.length === 1 ? view.targets[0] : undefined) : doc;
+  }
+
+  /** The filter for a non-root requester; undefined for root, who sees everything. */
+  private visibility(view: View): Visibility | undefined {
+    const who = this.env.requester ?? requester();
+    if (who.uid === 0) return undefined;
+    return new Visibility({ uid: who.uid, gid: who.gid }, undefined, { startTicks: view.startTicks, pinned: view.targets, seen: view.seen });
   }
 }

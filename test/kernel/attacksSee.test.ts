@@ -164,6 +164,7 @@ function assertOwnFramesNamed(r: ProfileResult, what: string): void {
   const named = own.flatMap((s) => s.frames).filter((f) => f.function && /^alice_(own|sys)_fn_abc$/.test(f.function));
   assert.ok(named.length > 0, `${what}: the user's own functions are named`);
   assert.ok(named.some((f) => f.file?.endsWith('alice.c') && (f.line ?? 0) > 0), `${what}: with file:line`);
+  assert.ok(named.every((f) => f.address !== '0x0'), `${what}: and addresses (the program ran before the session: its pid was never another's)`);
 }
 
 /** Root's process was sampled and reached the user only as [unknown] or its module's path. */

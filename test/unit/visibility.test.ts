@@ -31,12 +31,16 @@ const files: Record<string, fs.Stats> = {
   '/home/alice/app': stat('file', ALICE, ALICE, 0o755),
 };
 
+/** start (clock ticks since boot) of the made-up processes; 40 started late in a session begun at 1000 */
+const starts: Record<number, number> = { [ROOT_PID]: 100, [ALICE_PID]: 200, 30: 300, 40: 990 };
+
 function sources(over: Partial<{ kptr: number; paranoid: number }> = {}): VisibilitySources {
   return {
+    processStart: (pid) => starts[pid],
     sysctl: (n) => (n === 'kptr_restrict' ? (over.kptr ?? 1) : (over.paranoid ?? 2)),
     passwd: () => `root:x:0:0::/root:/bin/sh\nalice:x:${ALICE}:${ALICE}::/home/alice:/bin/sh\n`,
     group: () => 'team:x:50:alice\nother:x:60:bob\n',
-    processUids: (pid) => (pid === ROOT_PID ? [0, 0, 0, 0] : pid === ALICE_PID ? [ALICE, ALICE, ALICE, ALICE] : pid === 30 ? [ALICE, 0, 0, 0] : undefined),
+    processUids: (pid) => (pid === ROOT_PID ? [0, 0, 0, 0] : pid === ALICE_PID || pid === 40 ? [ALICE, ALICE, ALICE, ALICE] : pid === 30 ? [ALICE, 0, 0, 0] : undefined),
     lstat: (f) => files[f.length > 1 ? f.replace(/\/$/, '') : f],
     processRoot: () => '',
   };
@@ -109,6 +113,29 @@ describe('what a requester may see', () => {
     assert.equal(v.ownsProcess(ALICE_PID), true);
     assert.equal(v.ownsProcess(30), false);
     assert.equal(v.ownsProcess(99), false);
+  });
+
+  test("a pid that may have been another process's during the session is not the requester's, unless the session pins it", () => {
+    assert.equal(new Visibility({ uid: ALICE }, sources(), { startTicks: 1000 }).ownsProcess(ALICE_PID), true, 'ran before the session');
+    assert.equal(new Visibility({ uid: ALICE }, sources(), { startTicks: 1000 }).ownsProcess(40), false, 'started during the session');
+    const seen = new Map<number, { start: number; owned: boolean }>();
+    assert.equal(new Visibility({ uid: ALICE }, sources(), { startTicks: 1000, pinned: [40], seen }).ownsProcess(40), true, 'a pinned target');
+    // The target exits and root's process takes its pid: judged by what the target was.
+    const reused = { ...sources(), processStart: (pid: number) => (pid === 40 ? 1500 : starts[pid]), processUids: () => [0, 0, 0, 0] };
+    assert.equal(new Visibility({ uid: ALICE }, reused, { startTicks: 1000, pinned: [40], seen }).ownsProcess(40), true);
+    const gone = { ...sources(), processStart: () => undefined, processUids: () => undefined };
+    assert.equal(new Visibility({ uid: ALICE }, gone, { startTicks: 1000, pinned: [40], seen }).ownsProcess(40), true, 'gone: what it was');
+    // A root target whose pid then goes to the requester stays root's.
+    const rootSeen = new Map<number, { start: number; owned: boolean }>();
+    assert.equal(new Visibility({ uid: ALICE }, sources(), { startTicks: 1000, pinned: [ROOT_PID], seen: rootSeen }).ownsProcess(ROOT_PID), false);
+    const taken = { ...sources(), processStart: () => 1500, processUids: () => [ALICE, ALICE, ALICE, ALICE] };
+    assert.equal(new Visibility({ uid: ALICE }, taken, { startTicks: 1000, pinned: [ROOT_PID], seen: rootSeen }).ownsProcess(ROOT_PID), false);
+    // A target that became another user's (setuid exec) stays not the requester's.
+    const setuid = { ...sources(), processUids: (pid: number) => (pid === 40 ? [ALICE, 0, 0, 0] : undefined) };
+    const s2 = new Map<number, { start: number; owned: boolean }>();
+    assert.equal(new Visibility({ uid: ALICE }, sources(), { startTicks: 1000, pinned: [40], seen: s2 }).ownsProcess(40), true);
+    assert.equal(new Visibility({ uid: ALICE }, setuid, { startTicks: 1000, pinned: [40], seen: s2 }).ownsProcess(40), false);
+    assert.equal(new Visibility({ uid: ALICE }, sources(), { startTicks: 1000, pinned: [40], seen: s2 }).ownsProcess(40), false);
   });
 
   test('kernel addresses follow kallsyms: shown with kptr_restrict 0 and perf_event_paranoid <= 1 only', () => {

@@ -4,7 +4,9 @@
 //  - kernel addresses only where /proc/kallsyms would show them to a user without CAP_SYSLOG
 //    (the kernel's kallsyms_show_value: kptr_restrict 0 and perf_event_paranoid <= 1); kernel
 //    function names stay (they say nothing about the layout);
-//  - of a process that is not wholly the requester's (every uid in /proc/PID/status): no
+//  - of a process that is not wholly the requester's (every uid in /proc/PID/status), or that
+//    may hold a pid another process had earlier in the session (started after it began, and not
+//    a target the session pins by pid and start time): no
 //    addresses at all (they are its ASLR layout, or, for a frame outside any mapping, bytes of its
 //    stack read by the walk); function, file:line and module+offset only from a module file the
 //    requester may read; the module's path only when the requester may reach it; else [unknown].
@@ -13,6 +15,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { primaryGid } from '../identity';
+import { readStat } from '../proc/processes';
 
 export interface Viewer {
   uid: number;
@@ -27,6 +30,8 @@ export interface VisibilitySources {
   group(): string;
   /** uids of a process (real, effective, saved, fs), undefined when it is gone */
   processUids(pid: number): number[] | undefined;
+  /** start of a process in clock ticks since boot (/proc/PID/stat), undefined when it is gone */
+  processStart(pid: number): number | undefined;
   lstat(file: string): fs.Stats | undefined;
   /** where a live process's files are seen (its mount namespace), '' for the host's view */
   processRoot(pid: number): string;
@@ -50,6 +55,7 @@ export const systemSources: VisibilitySources = {
       return undefined;
     }
   },
+  processStart: (pid) => readStat(pid)?.startTime,
   processRoot(pid) {
     return pid > 0 && fs.existsSync(`/proc/${pid}/root/`) ? `/proc/${pid}/root` : '';
   },
@@ -81,6 +87,25 @@ interface AnyFrame {
 }
 
 const NO_ADDRESS = '0x0';
+/** USER_HZ, the unit of /proc/PID/stat's start time and what /proc/uptime is turned into */
+export const TICKS_PER_S = 100;
+/** started this close to the session's start: may have taken a pid that was someone else's in it */
+const START_MARGIN_TICKS = 2 * TICKS_PER_S;
+
+/** Now, in the clock of processStart (CLOCK_BOOTTIME in clock ticks). */
+export function bootTicksNow(): number {
+  return Math.floor(Number(readOr('/proc/uptime').split(' ')[0]) * TICKS_PER_S);
+}
+
+/** What the session knows of its pids. */
+export interface SessionPids {
+  /** when the session started (bootTicksNow()); without it no pid could have been reused */
+  startTicks?: number;
+  /** targets the session holds by pid and start time (it ends when they exit) */
+  pinned?: readonly number[];
+  /** what was judged of each pinned target while it ran (kept by the session across results) */
+  seen?: Map<number, { start: number; owned: boolean }>;
+}
 const MAX_DEPTH = 24;
 
 /** The decisions for one requester, taken afresh for each result (sysctls and processes change). */
@@ -94,21 +119,42 @@ export class Visibility {
   constructor(
     readonly viewer: Viewer,
     private readonly src: VisibilitySources = systemSources,
+    private readonly session: SessionPids = {},
   ) {
     this.everything = viewer.uid === 0;
     this.kernelAddresses = this.everything || (src.sysctl('kptr_restrict') === 0 && (src.sysctl('perf_event_paranoid') ?? 2) <= 1);
     this.groups = this.everything ? new Set() : groupsOf(viewer, src);
   }
 
-  /** Whether every uid of `pid` is the requester's (a gone pid is nobody's). */
+  /**
+   * Whether the process holding `pid` is the requester's and held it for the whole session: every
+   * uid the requester's, and a target the session pins or started before the session (a gone
+   * pid is nobody's). Stacks carry pids, not start times: a pid reused during the session would
+   * otherwise hand the requester another process's frames.
+   */
   ownsProcess(pid: number): boolean {
     if (this.everything) return true;
     let v = this.owned.get(pid);
-    if (v === undefined) {
-      const uids = pid > 0 ? this.src.processUids(pid) : undefined;
-      this.owned.set(pid, (v = uids !== undefined && uids.every((u) => u === this.viewer.uid)));
-    }
+    if (v === undefined) this.owned.set(pid, (v = pid > 0 && this.judgeOwner(pid)));
     return v;
+  }
+
+  private judgeOwner(pid: number): boolean {
+    const start = this.src.processStart(pid);
+    const uids = this.src.processUids(pid);
+    const alive = start !== undefined && uids !== undefined && this.src.processStart(pid) === start;
+    const mine = alive && uids.every((u) => u === this.viewer.uid);
+    const { startTicks, pinned, seen } = this.session;
+    if (seen && pinned?.includes(pid)) {
+      // A target: judged while it runs (once not the requester's, never again), and after it
+      // exits, or its pid went to another process, by what it was.
+      const before = seen.get(pid);
+      if (!alive || (before && before.start !== start)) return before?.owned ?? false;
+      const owned = mine && (before?.owned ?? true);
+      seen.set(pid, { start: start!, owned });
+      return owned;
+    }
+    return mine && (startTicks === undefined || start! < startTicks - START_MARGIN_TICKS);
   }
 
   /**
