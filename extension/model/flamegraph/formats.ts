@@ -240,7 +240,7 @@ function eventedStacks(prof: EventedProfile, frameOf: FrameOf, budget: ReadBudge
       if (!o || o.node.frame !== e.frame) throw new ImportError(`event at ${e.at} closes frame ${String(e.frame).slice(0, 40)}, which is not the innermost open frame`);
       close(o);
       node = node.parent ?? root;
-    } else throw new ImportError(`a speedscope event has type ${JSON.stringify(e.type).slice(0, 40)}, not "O" or "C"`);
+    } else throw new ImportError(`a speedscope event has type ${String(JSON.stringify(e.type)).slice(0, 40)}, not "O" or "C"`);
   }
   for (const o of open) close(o);
   return stacks;
@@ -264,7 +264,7 @@ export function fromSpeedscope(json: unknown, fallbackName = 'speedscope', budge
   let stacks: FlameStack[];
   if (prof.type === 'sampled') stacks = sampledStacks(prof, frameOf, budget);
   else if (prof.type === 'evented') stacks = eventedStacks(prof, frameOf, budget);
-  else throw new ImportError(`unsupported speedscope profile type ${JSON.stringify((prof as { type: unknown }).type)}`);
+  else throw new ImportError(`unsupported speedscope profile type ${String(JSON.stringify((prof as { type: unknown }).type)).slice(0, 40)}`);
   const total = stacks.reduce((t, x) => t + x.weight, 0);
   const name = [prof.name, file.name].find((n) => typeof n === 'string' && n) ?? fallbackName;
   return { name, frames: table.finish(), stacks, total };
