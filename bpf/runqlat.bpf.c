@@ -2,14 +2,13 @@
 /* Run-queue latency: the time from a thread becoming runnable (wakeup, new task, or preemption
  * while still runnable) to it getting a CPU. Histograms are built here, per key, so nothing is
  * sent per event; user space reads and resets them each interval through the epoch protocol of
- * hist_epoch.bpf.h.
- * Each hook exists twice (tp_btf and raw_tp); user space loads whichever set the kernel takes. */
+ * hist_epoch.bpf.h (the log2-histogram kit: hist_tracer.bpf.h, which also makes each hook's
+ * tp_btf and raw_tp twins). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "log2.bpf.h"
-#include "hist_epoch.bpf.h"
+#include "hist_tracer.bpf.h"
 #include "task.bpf.h"
 #include "runqlat.h"
 
@@ -17,12 +16,6 @@ char LICENSE[] SEC("license") = "GPL";
 
 #define TASK_RUNNING 0
 
-/* Only threads of this process (tgid); 0 = every thread. */
-const volatile __u32 target_tgid = 0;
-/* RUNQLAT_KEY_* */
-const volatile __u32 key_mode = RUNQLAT_KEY_ALL;
-/* Nanoseconds per histogram unit: 1000 (µs) or 1000000 (ms). */
-const volatile __u64 unit_ns = 1000;
 
 /* Enqueue timestamp per thread id. */
 struct {
@@ -31,31 +24,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } start SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 10240);
-	__type(key, struct runqlat_key);
-	__type(value, struct runqlat_hist);
-} hists SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, RUNQLAT_NR_COUNTERS);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
-
-/* Zero-filled template for new histogram entries: too big (272 bytes) to build on the stack. */
-static const struct runqlat_hist empty_hist;
-
-static __always_inline void count(__u32 idx)
-{
-	__u64 *c = bpf_map_lookup_elem(&counters, &idx);
-
-	if (c)
-		__sync_fetch_and_add(c, 1);
-}
 
 static __always_inline void enqueue(struct task_struct *t)
 {
@@ -68,7 +36,7 @@ static __always_inline void enqueue(struct task_struct *t)
 		return;
 	ts = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&start, &tid, &ts, BPF_ANY))
-		count(RUNQLAT_CTR_START_FULL);
+		hist_count_loss(HIST_CTR_START_FULL);
 }
 
 /* The inode number of the task's active pid namespace: thread_pid->numbers[level].ns. */
@@ -102,14 +70,13 @@ static __always_inline __u32 hist_key(struct task_struct *t, __u32 tid)
 	case RUNQLAT_KEY_CGROUP:
 		return cgroup_key(t);
 	default:
-		return RUNQLAT_KEY_NONE;
+		return HIST_KEY_NONE;
 	}
 }
 
 static __always_inline void on_switch(struct task_struct *prev, struct task_struct *next)
 {
-	struct runqlat_key k = {};
-	struct runqlat_hist *h;
+	struct hist_value *h;
 	__u32 tid;
 	__u64 *tsp;
 	__s64 delta;
@@ -127,61 +94,28 @@ static __always_inline void on_switch(struct task_struct *prev, struct task_stru
 	if (delta < 0)
 		return;
 
-	k.epoch = hist_epoch();
-	k.key = hist_key(next, tid);
-	h = hist_entry(&hists, &k, &empty_hist);
-	if (!h) {
-		count(RUNQLAT_CTR_HIST_FULL);
+	h = hist_add(hist_key(next, tid), delta);
+	if (!h || h->comm[0])
 		return;
-	}
-	if (!h->comm[0]) {
-		/* Per process, name it after the main thread rather than whichever thread came first. */
-		if (key_mode == RUNQLAT_KEY_PROCESS)
-			BPF_CORE_READ_STR_INTO(&h->comm, next, group_leader, comm);
-		else
-			BPF_CORE_READ_STR_INTO(&h->comm, next, comm);
-	}
-	__sync_fetch_and_add(&h->slots[log2_slot((__u64)delta / unit_ns, RUNQLAT_MAX_SLOTS)], 1);
+	/* Per process, name it after the main thread rather than whichever thread came first. */
+	if (key_mode == RUNQLAT_KEY_PROCESS)
+		BPF_CORE_READ_STR_INTO(&h->comm, next, group_leader, comm);
+	else
+		BPF_CORE_READ_STR_INTO(&h->comm, next, comm);
 }
 
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(wakeup_btf, struct task_struct *p)
+/* sched_wakeup and sched_wakeup_new: (struct task_struct *p) */
+static __always_inline void on_wakeup(unsigned long long *ctx)
 {
-	enqueue(p);
-	return 0;
+	enqueue((struct task_struct *)ctx[0]);
 }
 
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(wakeup_new_btf, struct task_struct *p)
+/* sched_switch: (bool preempt, struct task_struct *prev, struct task_struct *next, ...) */
+static __always_inline void on_switch_ctx(unsigned long long *ctx)
 {
-	enqueue(p);
-	return 0;
+	on_switch((struct task_struct *)ctx[1], (struct task_struct *)ctx[2]);
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
-{
-	on_switch(prev, next);
-	return 0;
-}
-
-SEC("raw_tp/sched_wakeup")
-int BPF_PROG(wakeup_raw, struct task_struct *p)
-{
-	enqueue(p);
-	return 0;
-}
-
-SEC("raw_tp/sched_wakeup_new")
-int BPF_PROG(wakeup_new_raw, struct task_struct *p)
-{
-	enqueue(p);
-	return 0;
-}
-
-SEC("raw_tp/sched_switch")
-int BPF_PROG(switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
-{
-	on_switch(prev, next);
-	return 0;
-}
+HIST_TWIN(sched_wakeup, wakeup, on_wakeup)
+HIST_TWIN(sched_wakeup_new, wakeup_new, on_wakeup)
+HIST_TWIN(sched_switch, switch, on_switch_ctx)

@@ -5,14 +5,14 @@
 // Pure: no vscode, no fs; shared with tests and any future CLI reader.
 import type { JavaGcUpdate } from '../protocol/javaGc';
 import { isGcLiveState, type GcLiveState } from './javaGcLive';
-import { isRunqlatLiveState, type RunqlatLiveState } from './runqlatLive';
-import type { RunqlatPer, RunqlatUnit, RunqlatUpdate } from '../protocol/runqlat';
+import { isHistLiveState, type HistLiveState } from './histLive';
+import type { HistUnit, HistUpdate } from '../protocol/histogram';
 import type { FlameProfile } from './flamegraph/profileData';
 import type { LeakLens, LeakViewStack } from './leakSites';
 import { javaHeapSnapshot, type JavaHeapViewData } from './javaHeapReport';
 import { StudioError } from '../protocol/errors';
 import { JAVA_FRAME_TYPES } from '../protocol/profile';
-import { CATALOG, CATALOG_NAMES, type SessionTracer } from '../protocol/catalog';
+import { CATALOG, CATALOG_NAMES, histogramOf, isHistogramTracer, type HistogramTracer, type SessionTracer } from '../protocol/catalog';
 
 export const SESSION_FORMAT = 'ebpf-studio-session';
 export const SESSION_VERSION = 1;
@@ -29,18 +29,28 @@ export const SESSION_VIEW_NAMES: readonly SessionView[] = [...new Set(SESSION_TR
 
 export type EndedState = { reason: 'stopped' | 'target-exited' | 'error'; message?: string };
 
-export interface SessionData {
+/**
+ * A log2-histogram tracer's session. `state`: the cumulative and per-key counts and the most
+ * recent intervals (bounded). Files written before it have `updates` instead: every interval in order.
+ */
+export interface HistSessionData {
+  scope: string;
+  per: string;
+  unit: HistUnit;
+  state?: HistLiveState;
+  updates?: HistUpdate[];
+  ended?: EndedState;
+}
+
+export type SessionData = SessionShapes & { [T in HistogramTracer]: HistSessionData };
+
+interface SessionShapes {
   /**
    * `state`: the figures over the whole session and the most recent events (what the view
    * draws, bounded however long the session ran). Files written before it have `updates`
    * instead: every update in order, each with the GCs since the previous one.
    */
   'java-gc': { target: string; state?: GcLiveState; updates?: JavaGcUpdate[]; ended?: EndedState };
-  /**
-   * `state`: the session's cumulative and per-key counts and its most recent intervals (bounded).
-   * Files written before it have `updates` instead: every interval in order.
-   */
-  runqlat: { scope: string; per: RunqlatPer; unit: RunqlatUnit; state?: RunqlatLiveState; updates?: RunqlatUpdate[]; ended?: EndedState };
   /** the last snapshot of outstanding allocations, with each stack's history */
   memleak: { totalBytes: number; totalAllocations: number; dropped: number; stacks: LeakViewStack[]; /** a sampled session: figures are estimates */ sampleBytes?: number; /** the workspace lines that had a CodeLens */ sites?: LeakLens[] };
   /** unwind: how user stacks were unwound, as the view's note says it */
@@ -147,19 +157,29 @@ export function readSession(text: string, name = 'the file'): AnySessionFile {
   const where = `${name}: data`;
   if (!isObj(d)) bad(`${name} has no "data" object`);
   const tracer = json.tracer as SessionTracer;
+  if (isHistogramTracer(tracer)) checkHistogram(tracer, d, where);
+  else checkShape(tracer, d, where);
+  return json as unknown as AnySessionFile;
+}
+
+function checkHistogram(tracer: HistogramTracer, d: Record<string, unknown>, where: string): void {
+  const pers = Object.keys(histogramOf(tracer).keyLabels);
+  if (typeof d.scope !== 'string' || !pers.includes(d.per as string) || !['us', 'ms'].includes(d.unit as string)) bad(`${where} needs a scope, per (${pers.map((p) => `"${p}"`).join('|')}) and unit ("us"|"ms")`);
+  if (d.state !== undefined) {
+    if (!isHistLiveState(d.state)) bad(`${where}.state is not the latency view's figures (version 1 with counts, intervals and keys)`);
+  } else checkUpdates(d.updates, where, 'interval');
+  checkEnded(d.ended, where);
+}
+
+/** The shape of every session that is not a histogram's: a tracer added to the catalog with a
+ * session view and no case here fails the type check. */
+function checkShape(tracer: Exclude<SessionTracer, HistogramTracer>, d: Record<string, unknown>, where: string): void {
   switch (tracer) {
     case 'java-gc':
       if (typeof d.target !== 'string') bad(`${where}.target must be a string`);
       if (d.state !== undefined) {
         if (!isGcLiveState(d.state)) bad(`${where}.state is not the Java GC view's figures (version 1 with collectors, recent events and a timeline)`);
       } else checkUpdates(d.updates, where, 'events');
-      checkEnded(d.ended, where);
-      break;
-    case 'runqlat':
-      if (typeof d.scope !== 'string' || !['none', 'process', 'thread', 'pidns'].includes(d.per as string) || !['us', 'ms'].includes(d.unit as string)) bad(`${where} needs a scope, per ("none"|"process"|"thread"|"pidns") and unit ("us"|"ms")`);
-      if (d.state !== undefined) {
-        if (!isRunqlatLiveState(d.state)) bad(`${where}.state is not the run-queue view's figures (version 1 with counts, intervals and keys)`);
-      } else checkUpdates(d.updates, where, 'interval');
       checkEnded(d.ended, where);
       break;
     case 'memleak':
@@ -176,10 +196,8 @@ export function readSession(text: string, name = 'the file'): AnySessionFile {
       });
       break;
     default:
-      // A tracer in the catalog with a session view but no check here fails the type check.
-      return unchecked(tracer);
+      unchecked(tracer);
   }
-  return json as unknown as AnySessionFile;
 }
 
 /** The bundled view that shows a tracer's sessions (dist/webview/<view>.js). */
@@ -192,17 +210,19 @@ export function viewOf(tracer: SessionTracer): SessionView {
  * session sent, so a reopened view is the view the user had.
  */
 export function replayMessages(f: AnySessionFile): unknown[] {
+  if (isHistogramTracer(f.tracer)) {
+    const d = f.data as HistSessionData;
+    return [
+      { type: 'init', scope: d.scope, per: d.per, unit: d.unit },
+      ...(d.state ? [{ type: 'restore', state: d.state }] : []),
+      ...(d.updates ?? []).map((update) => ({ type: 'update', update })),
+      { type: 'ended', reason: d.ended?.reason ?? 'stopped', message: d.ended?.message },
+    ];
+  }
   switch (f.tracer) {
     case 'java-gc':
       return [
         { type: 'init', target: f.data.target },
-        ...(f.data.state ? [{ type: 'restore', state: f.data.state }] : []),
-        ...(f.data.updates ?? []).map((update) => ({ type: 'update', update })),
-        { type: 'ended', reason: f.data.ended?.reason ?? 'stopped', message: f.data.ended?.message },
-      ];
-    case 'runqlat':
-      return [
-        { type: 'init', scope: f.data.scope, per: f.data.per, unit: f.data.unit },
         ...(f.data.state ? [{ type: 'restore', state: f.data.state }] : []),
         ...(f.data.updates ?? []).map((update) => ({ type: 'update', update })),
         { type: 'ended', reason: f.data.ended?.reason ?? 'stopped', message: f.data.ended?.message },

@@ -19,6 +19,17 @@ export interface HistogramNouns {
   keyLabels: Readonly<Record<string, string>>;
   /** the key as a noun by "per" mode ("process", "disk"), for the table title */
   keyNouns: Readonly<Record<string, string>>;
+  /** the editor command's pickers and panel: "Run Queue Latency" titles them all */
+  editor: { title: string; scopes: readonly HistogramScope[] };
+}
+
+/** One choice of the editor's scope picker. */
+export interface HistogramScope {
+  label: string;
+  detail: string;
+  per: string;
+  /** asks for a process (its pid becomes the option) */
+  oneProcess?: boolean;
 }
 
 export interface TracerEntry {
@@ -74,6 +85,16 @@ export const CATALOG = {
       meaning: 'a thread runnable but not running',
       keyLabels: { none: '', process: 'pid', thread: 'tid', pidns: 'pidns', cgroup: 'cgroup' },
       keyNouns: { none: '', process: 'process', thread: 'thread', pidns: 'PID namespace', cgroup: 'cgroup' },
+      editor: {
+        title: 'Run Queue Latency',
+        scopes: [
+          { label: '$(globe) Whole system', detail: 'One histogram of every thread’s waits', per: 'none' },
+          { label: '$(symbol-method) One process…', detail: 'Only the threads of a process you pick', per: 'none', oneProcess: true },
+          { label: '$(list-tree) Per process', detail: 'A histogram per process, in a table sortable by p99 or count', per: 'process' },
+          { label: '$(list-flat) Per thread', detail: 'A histogram per thread id', per: 'thread' },
+          { label: '$(package) Per PID namespace', detail: 'A histogram per PID namespace (containers)', per: 'pidns' },
+        ],
+      },
     },
   },
   memleak: {
@@ -126,6 +147,17 @@ export type SessionTracer = { [K in CatalogName]: Catalog[K] extends { sessionVi
 export type HistogramTracer = { [K in CatalogName]: Catalog[K] extends { histogram: HistogramNouns } ? K : never }[CatalogName];
 
 export const CATALOG_NAMES = Object.keys(CATALOG) as CatalogName[];
+export const HISTOGRAM_TRACERS = CATALOG_NAMES.filter((n) => 'histogram' in CATALOG[n]) as HistogramTracer[];
+
+/** Whether a tracer is built on the log2-histogram kit. */
+export function isHistogramTracer(name: string): name is HistogramTracer {
+  return (HISTOGRAM_TRACERS as string[]).includes(name);
+}
+
+/** The nouns and editor pickers of a log2-histogram tracer. */
+export function histogramOf(name: HistogramTracer): HistogramNouns {
+  return (CATALOG[name] as TracerEntry).histogram!;
+}
 
 /** The entry of a tracer named in data (a session file, a loss record); undefined when unknown. */
 export function catalogEntry(name: string): TracerEntry | undefined {

@@ -13,7 +13,7 @@ import type { RunqlatResult, RunqlatUpdate } from '../../extension/protocol/runq
 import { statsOf } from '../../extension/model/log2hist';
 import { cliEnv } from '../../extension/cli/env';
 import { openObject, onlyPrograms, setRodata } from '../../extension/tracers/bpfObject';
-import { decodeHistEntries } from '../../extension/tracers/runqlat/decode';
+import { decodeHistEntries } from '../../extension/tracers/histDecode';
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import * as proto from '../../extension/protocol/protocol';
 import { helperJs, kernelSkipReason, repoRoot, sleep, startCli, waitFor } from '../helpers';

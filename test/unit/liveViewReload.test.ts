@@ -20,11 +20,11 @@ const store = require('../../extension/editor/sessions/sessionStore') as typeof 
 const liveSessions = require('../../extension/editor/sessions/liveSessions') as typeof import('../../extension/editor/sessions/liveSessions');
 const sessionEditors = require('../../extension/editor/sessions/sessionEditors') as typeof import('../../extension/editor/sessions/sessionEditors');
 const javaGc = require('../../extension/editor/features/javaGc') as typeof import('../../extension/editor/features/javaGc');
-const runqlat = require('../../extension/editor/features/runqlat') as typeof import('../../extension/editor/features/runqlat');
+const runqlat = require('../../extension/editor/features/histograms') as typeof import('../../extension/editor/features/histograms');
 const { RELOADED } = require('../../extension/editor/sessions/livePanel') as typeof import('../../extension/editor/sessions/livePanel');
 const { setHelper } = require('../../extension/editor/helperClient/helperClient') as typeof import('../../extension/editor/helperClient/helperClient');
 const { GcLive } = require('../../extension/model/javaGcLive') as typeof import('../../extension/model/javaGcLive');
-const { RunqlatLive } = require('../../extension/model/runqlatLive') as typeof import('../../extension/model/runqlatLive');
+const { HistLive } = require('../../extension/model/histLive') as typeof import('../../extension/model/histLive');
 
 const S = 1e9;
 const gcUpdate = (i: number): JavaGcUpdate => ({
@@ -40,7 +40,7 @@ const rqUpdate = (i: number): RunqlatUpdate => ({ interval: { timestampNs: 100 *
 
 const cases = [
   { name: 'Java GC', view: 'javaGc', command: 'ebpfStudio.traceJavaGc', args: { pid: 7 }, update: gcUpdate, model: () => new GcLive() },
-  { name: 'run queue', view: 'runqlat', command: 'ebpfStudio.showRunQueueLatency', args: { per: 'none' }, update: rqUpdate, model: () => new RunqlatLive() },
+  { name: 'run queue', view: 'runqlat', command: 'ebpfStudio.showRunQueueLatency', args: { per: 'none' }, update: rqUpdate, model: () => new HistLive() },
 ] as const;
 
 /** A window's extension context over a storage folder; the same folder after a reload. */

@@ -1,4 +1,4 @@
-// The runqlat tracer's user-space half without a kernel: the map decoder (bpf/runqlat.h), the
+// The runqlat tracer's user-space half without a kernel: the map decoder (bpf/hist_tracer.bpf.h), the
 // per-interval aggregation, the kernel-side slot math (bpf/log2.bpf.h compiled for the host)
 // against log2hist.ts, the stats and the CLI's text layout.
 import { test } from 'node:test';
@@ -9,9 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { bucketIndex, fromBuckets, toBuckets } from '../../extension/model/log2hist';
 import { statsOf } from '../../extension/model/log2hist';
-import { decodeHistEntries, RunqlatAggregate, RUNQLAT_HIST_SIZE, RUNQLAT_KEY_SIZE, RUNQLAT_MAX_SLOTS } from '../../extension/tracers/runqlat/decode';
+import { decodeHistEntries, HistAggregate, HIST_VALUE_SIZE as RUNQLAT_HIST_SIZE, HIST_KEY_SIZE as RUNQLAT_KEY_SIZE, HIST_MAX_SLOTS as RUNQLAT_MAX_SLOTS } from '../../extension/tracers/histDecode';
 import { runqlatTracer } from '../../extension/tracers/runqlat/tracer';
-import { formatHistograms } from '../../extension/cli/commands/runqlat';
+import { formatHistograms } from '../../extension/cli/histCommand';
 import { StudioError } from '../../extension/protocol/errors';
 import { repoRoot } from '../helpers';
 
@@ -29,11 +29,11 @@ function dump(entries: { key: number; epoch: number; slots: Record<number, numbe
   return { keys, values, count: entries.length };
 }
 
-test('decoder reads key, epoch, 32 u64 slots and comm at the offsets of bpf/runqlat.h', () => {
-  const header = fs.readFileSync(path.join(repoRoot, 'bpf/runqlat.h'), 'utf8');
-  assert.match(header, new RegExp(`#define RUNQLAT_MAX_SLOTS ${RUNQLAT_MAX_SLOTS}\\b`));
-  assert.match(header, new RegExp(`#define RUNQLAT_HIST_SIZE ${RUNQLAT_HIST_SIZE}\\b`));
-  assert.match(header, new RegExp(`#define RUNQLAT_KEY_SIZE ${RUNQLAT_KEY_SIZE}\\b`));
+test('decoder reads key, epoch, 32 u64 slots and comm at the offsets of bpf/hist_tracer.bpf.h', () => {
+  const header = fs.readFileSync(path.join(repoRoot, 'bpf/hist_tracer.bpf.h'), 'utf8');
+  assert.match(header, new RegExp(`#define HIST_MAX_SLOTS ${RUNQLAT_MAX_SLOTS}\\b`));
+  assert.match(header, new RegExp(`#define HIST_VALUE_SIZE ${RUNQLAT_HIST_SIZE}\\b`));
+  assert.match(header, new RegExp(`#define HIST_KEY_SIZE ${RUNQLAT_KEY_SIZE}\\b`));
   const d = dump([
     { key: 4026531836, epoch: 7, slots: { 0: 1, 3: 5, 31: 2 }, comm: 'bash' },
     { key: 42, epoch: 8, slots: { 11: 9 }, comm: 'fifteen-chars-x' },
@@ -49,7 +49,7 @@ test('decoder reads key, epoch, 32 u64 slots and comm at the offsets of bpf/runq
 });
 
 test('aggregate: intervals hold their own counts, histograms the sum, keys sorted, comm kept', () => {
-  const agg = new RunqlatAggregate('thread', 'us');
+  const agg = new HistAggregate('runqlat', 'thread', 'us');
   const e = (key: number, slots: Record<number, number>, comm = '') => {
     const s = new Array(32).fill(0);
     for (const [i, c] of Object.entries(slots)) s[Number(i)] = c;
@@ -70,7 +70,7 @@ test('aggregate: intervals hold their own counts, histograms the sum, keys sorte
 });
 
 test('aggregate without a per-key mode: one histogram, key -1, comm "all", even when empty', () => {
-  const agg = new RunqlatAggregate('none', 'ms');
+  const agg = new HistAggregate('runqlat', 'none', 'ms');
   assert.deepEqual(agg.result(0).histograms, [{ key: -1, comm: 'all', count: 0, buckets: [] }]);
   const u = agg.addInterval([{ key: -1, epoch: 0, slots: [0, 4, 2, ...new Array(29).fill(0)], comm: 'swapper/0' }], 5, 0);
   assert.deepEqual(u.keys, []);
@@ -125,12 +125,12 @@ test('stats: p50/p90/p99 from buckets and max as the top bucket bound', () => {
 
 test('CLI text: runqlat layout, key headers per scope, a summary line', () => {
   const buckets = toBuckets([0, 2, 6, 0, 1]);
-  const one = formatHistograms([{ key: -1, comm: 'all', count: 9, buckets }], 'none', 'us');
+  const one = formatHistograms([{ key: -1, comm: 'all', count: 9, buckets }], 'none', 'us', 'runqlat');
   assert.match(one, /usecs\s+: count\s+distribution/);
   assert.match(one, /\n\s+2 -> 3\s+: 6\s+\|\*{40}\|/);
   assert.match(one, /count 9, p50 ~/);
   assert.doesNotMatch(one, /all/);
-  const per = formatHistograms([{ key: 1234, comm: 'java', count: 9, buckets }], 'thread', 'ms');
+  const per = formatHistograms([{ key: 1234, comm: 'java', count: 9, buckets }], 'thread', 'ms', 'runqlat');
   assert.match(per, /^\ntid = 1234 java\n\s+msecs/);
 });
 

@@ -9,7 +9,7 @@ import type { ProcessInfo } from '../../extension/protocol/protocol';
 
 const vscode = installVscodeMock();
 
-const feature = require('../../extension/editor/features/runqlat') as typeof import('../../extension/editor/features/runqlat');
+const feature = require('../../extension/editor/features/histograms') as typeof import('../../extension/editor/features/histograms');
 
 const { setHelper } = require('../../extension/editor/helperClient/helperClient') as typeof import('../../extension/editor/helperClient/helperClient');
 

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { toBuckets } from '../../extension/model/log2hist';
 import type { RunqlatUpdate } from '../../extension/protocol/runqlat';
-import { bucketRange, heatCellAt, heatIntensity, heatLayout, heatMap, histogramBars, MAX_INTERVALS, RunqlatModel } from '../../webview/runqlat/model';
+import { bucketRange, heatCellAt, heatIntensity, heatLayout, heatMap, histogramBars, MAX_INTERVALS, LatencyModel } from '../../webview/common/latencyModel';
 
 function update(ts: number, counts: number[], keys: { key: number; comm: string; counts: number[] }[] = [], dropped = 0): RunqlatUpdate {
   return {
@@ -15,7 +15,7 @@ function update(ts: number, counts: number[], keys: { key: number; comm: string;
 }
 
 test('updates add up; a selected interval shows only its own histogram', () => {
-  const m = new RunqlatModel();
+  const m = new LatencyModel('runqlat');
   m.apply(update(1e9, [0, 2, 8]));
   m.apply(update(2e9, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 10]));
   assert.deepEqual(m.counts, [0, 2, 8, 0, 0, 0, 0, 0, 0, 0, 0, 10]);
@@ -75,7 +75,7 @@ test('heat map hit-testing maps points to interval and bucket', () => {
 });
 
 test('key table: sort by p99 or count, comm kept, rows carry their histogram', () => {
-  const m = new RunqlatModel();
+  const m = new LatencyModel('runqlat');
   m.per = 'thread';
   m.apply(update(1, [0, 5], [
     { key: 11, comm: 'fast', counts: [0, 0, 100] },
@@ -91,7 +91,7 @@ test('key table: sort by p99 or count, comm kept, rows carry their histogram', (
 });
 
 test('export is the CLI document; clear empties the view but keeps the session state', () => {
-  const m = new RunqlatModel();
+  const m = new LatencyModel('runqlat');
   m.per = 'process';
   m.unit = 'ms';
   m.apply(update(7, [1, 2], [{ key: 300, comm: 'java', counts: [1, 2] }], 1));
@@ -100,7 +100,7 @@ test('export is the CLI document; clear empties the view but keeps the session s
   assert.deepEqual([r.tracer, r.unit, r.dropped], ['runqlat', 'ms', 1]);
   assert.deepEqual(r.histograms, [{ key: 300, comm: 'java', count: 3, buckets: toBuckets([1, 2]) }]);
   assert.deepEqual(r.intervals, [{ timestampNs: 7, buckets: toBuckets([1, 2]) }]);
-  const none = new RunqlatModel();
+  const none = new LatencyModel('runqlat');
   none.apply(update(1, [0, 3]));
   assert.deepEqual(none.toResult().histograms.map((h) => [h.key, h.comm, h.count]), [[-1, 'all', 3]]);
   m.select(0);
@@ -111,7 +111,7 @@ test('export is the CLI document; clear empties the view but keeps the session s
 });
 
 test('intervals are capped; the selection follows its column', () => {
-  const m = new RunqlatModel();
+  const m = new LatencyModel('runqlat');
   for (let i = 0; i < MAX_INTERVALS; i++) m.apply(update(i, [0, 1]));
   m.select(10);
   m.apply(update(MAX_INTERVALS, [0, 1]));
@@ -124,7 +124,7 @@ test('intervals are capped; the selection follows its column', () => {
 
 test('the saved figures restore the same view, and go on as if never saved; the kept state is bounded', async () => {
   const fc = (await import('fast-check')).default;
-  const { RunqlatLive } = await import('../../extension/model/runqlatLive');
+  const { HistLive } = await import('../../extension/model/histLive');
   fc.assert(
     fc.property(
       fc.array(fc.record({ counts: fc.array(fc.nat(50), { maxLength: 20 }), key: fc.integer({ min: 1, max: 6 }) }), { minLength: 1, maxLength: 60 }),
@@ -132,11 +132,11 @@ test('the saved figures restore the same view, and go on as if never saved; the 
       (ivs, cut) => {
         const ups = ivs.map((iv, i) => update((i + 1) * 1e9, iv.counts, [{ key: iv.key, comm: `t${iv.key}`, counts: iv.counts }]));
         const k = cut % ups.length;
-        const whole = new RunqlatModel();
+        const whole = new LatencyModel('runqlat');
         ups.forEach((u) => whole.apply(u));
-        const first = new RunqlatLive();
+        const first = new HistLive();
         ups.slice(0, k).forEach((u) => first.apply(u));
-        const restored = new RunqlatModel();
+        const restored = new LatencyModel('runqlat');
         restored.restore(JSON.parse(JSON.stringify(first.toJSON())));
         ups.slice(k).forEach((u) => restored.apply(u));
         assert.deepEqual(restored.toJSON(), whole.toJSON());
@@ -146,7 +146,7 @@ test('the saved figures restore the same view, and go on as if never saved; the 
     ),
     { numRuns: 100 },
   );
-  const long = new RunqlatLive();
+  const long = new HistLive();
   for (let i = 0; i < MAX_INTERVALS + 500; i++) long.apply(update(i * 1e9, [0, 1, 2], [{ key: 1, comm: 'x', counts: [0, 1, 2] }]));
   const state = long.toJSON();
   assert.equal(state.intervals.length, MAX_INTERVALS);
@@ -155,8 +155,8 @@ test('the saved figures restore the same view, and go on as if never saved; the 
 });
 
 test('the key table is bounded: keys beyond MAX_KEYS are summed in one "other" row; no wait is lost', async () => {
-  const { MAX_KEYS, OTHER_KEY, OTHER_COMM } = await import('../../extension/model/runqlatLive');
-  const m = new RunqlatModel();
+  const { MAX_KEYS, OTHER_KEY, OTHER_COMM } = await import('../../extension/model/histLive');
+  const m = new LatencyModel('runqlat');
   m.per = 'thread';
   // Short-lived threads: 3 new tids every interval, each waiting 4 times; 1,000 intervals.
   let waits = 0;

@@ -5,7 +5,7 @@ import * as javaGc from './javaGc';
 import * as memleak from './memleak/memleak';
 import * as javaHeapLeaks from './memleak/javaHeapLeaks';
 import * as profile from './profile/profile';
-import * as runqlat from './runqlat';
+import * as histograms from './histograms';
 import * as bpfLanguage from './bpf/bpfLanguage';
 import * as bpfBuild from './bpf/bpfBuild';
 import * as bpfVerify from './bpf/bpfVerify';
@@ -21,4 +21,4 @@ import * as bpfLoaderRun from './bpf/bpfLoaderRun';
 import * as bpftraceRun from './bpf/bpftraceRun';
 import * as welcome from './welcome';
 
-export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, javaHeapLeaks, profile, runqlat, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff, profileUrl, bpfNewProject, bpfLoaderRun, bpftraceRun, sessionsView, sessionEditors, welcome];
+export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, javaHeapLeaks, profile, histograms, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff, profileUrl, bpfNewProject, bpfLoaderRun, bpftraceRun, sessionsView, sessionEditors, welcome];

@@ -1,9 +1,9 @@
 // Paints the latency heat map (x = interval, y = log2 bucket, color = count) on a canvas.
-// Geometry comes from model.ts (heatLayout), so hit-testing and drawing agree.
-import { sizeCanvas } from '../common/canvas';
-import { themeColor } from '../common/histogramChart';
-import { bucketLabel, heatIntensity, heatLayout, type HeatLayout, type HeatMap, type IntervalCounts } from './model';
-import type { RunqlatUnit } from '../../extension/protocol/runqlat';
+// Geometry comes from latencyModel.ts (heatLayout), so hit-testing and drawing agree.
+import { sizeCanvas } from './canvas';
+import { themeColor } from './histogramChart';
+import { bucketLabel, heatIntensity, heatLayout, type HeatLayout, type HeatMap, type IntervalCounts } from './latencyModel';
+import type { HistUnit } from '../../extension/protocol/histogram';
 
 export const HEAT_HEIGHT = 200;
 /** Shades of the heat map's color (alpha steps). */
@@ -86,7 +86,7 @@ function heatCells(map: HeatMap, maxColumns: number, hot: string): HTMLCanvasEle
   return cellCache.canvas;
 }
 
-export function drawHeatMap(canvas: HTMLCanvasElement, map: HeatMap, maxColumns: number, unit: RunqlatUnit, selectedInterval: number | undefined): HeatLayout {
+export function drawHeatMap(canvas: HTMLCanvasElement, map: HeatMap, maxColumns: number, unit: HistUnit, selectedInterval: number | undefined): HeatLayout {
   const { ctx, width } = sizeCanvas(canvas, HEAT_HEIGHT);
   const layout = heatLayout(map, width, HEAT_HEIGHT, maxColumns);
   const { plot, cellW, cellH } = layout;
@@ -133,10 +133,10 @@ export function drawHeatMap(canvas: HTMLCanvasElement, map: HeatMap, maxColumns:
 }
 
 /**
- * The heat map's color scale: what a cell's shade means, from one wait to the busiest cell's
+ * The heat map's color scale: what a cell's shade means, from one event to the busiest cell's
  * count (logarithmic, as heatIntensity shades them), with the counts at both ends and between.
  */
-export function drawHeatScale(canvas: HTMLCanvasElement, max: number, unit: RunqlatUnit): void {
+export function drawHeatScale(canvas: HTMLCanvasElement, max: number, unit: HistUnit, events: string): void {
   const height = 30;
   const { ctx, width } = sizeCanvas(canvas, height);
   const hot = themeColor('--vscode-charts-orange', '#d18616');
@@ -145,7 +145,7 @@ export function drawHeatScale(canvas: HTMLCanvasElement, max: number, unit: Runq
   ctx.fillStyle = muted;
   ctx.textBaseline = 'middle';
   ctx.textAlign = 'left';
-  const title = `waits per cell (one interval × one latency bucket, ${unit === 'ms' ? 'ms' : 'µs'}):`;
+  const title = `${events} per cell (one interval × one latency bucket, ${unit === 'ms' ? 'ms' : 'µs'}):`;
   ctx.fillText(title, 0, 10);
   const x0 = Math.min(width - 120, ctx.measureText(title).width + 8);
   const w = Math.max(60, Math.min(240, width - x0 - 8));

@@ -1,14 +1,13 @@
-// The run-queue latency view's data, without DOM: cumulative and per-interval log2 counts,
-// per-key histograms, the histogram bars, the heat-map grid and the key table. Unit-tested.
+// A latency view's data, without DOM: cumulative and per-interval log2 counts, per-key
+// histograms, the histogram bars, the heat-map grid and the key table. The tracer's nouns (its
+// key labels) come from the catalog. Unit-tested.
 import { bucketHigh, bucketLow, toBuckets, total } from '../../extension/model/log2hist';
-import { RunqlatLive, MAX_INTERVALS, type IntervalCounts, type RunqlatLiveState } from '../../extension/model/runqlatLive';
+import { HistLive, MAX_INTERVALS, type IntervalCounts, type HistLiveState } from '../../extension/model/histLive';
 import { formatBucketBound } from '../../extension/model/units';
-import type { RunqlatPer, RunqlatResult, RunqlatUnit, RunqlatUpdate } from '../../extension/protocol/runqlat';
-import { statsOf, type HistStats as RunqlatStats } from '../../extension/model/log2hist';
-import { CATALOG } from '../../extension/protocol/catalog';
-
-const RUNQLAT_KEY_LABEL = CATALOG.runqlat.histogram.keyLabels;
-import type { SessionState } from './protocol';
+import type { HistResult, HistUnit, HistUpdate } from '../../extension/protocol/histogram';
+import { statsOf, type HistStats } from '../../extension/model/log2hist';
+import { histogramOf, type HistogramTracer } from '../../extension/protocol/catalog';
+import type { SessionState } from './latencyProtocol';
 
 export { MAX_INTERVALS, type IntervalCounts };
 
@@ -18,9 +17,9 @@ export interface HistogramBars {
   counts: number[];
   low: number[];
   high: number[];
-  /** share of all waits in the bucket, 0..100 */
+  /** share of all events in the bucket, 0..100 */
   percent: number[];
-  /** share of waits in this bucket or below, 0..100 */
+  /** share of events in this bucket or below, 0..100 */
   cumPercent: number[];
   total: number;
 }
@@ -44,17 +43,17 @@ export interface HeatLayout {
 
 export type SortKey = 'p99' | 'count';
 
-export interface KeyRow extends RunqlatStats {
+export interface KeyRow extends HistStats {
   key: number;
   comm: string;
   counts: number[];
 }
 
-/** The figures (RunqlatLive, kept incrementally) plus what the view shows of them. */
-export class RunqlatModel extends RunqlatLive {
+/** The figures (HistLive, kept incrementally) plus what the view shows of them. */
+export class LatencyModel extends HistLive {
   scope = '';
-  per: RunqlatPer = 'none';
-  unit: RunqlatUnit = 'us';
+  per = 'none';
+  unit: HistUnit = 'us';
   state: SessionState = 'running';
   message = '';
   /** index into intervals of the column whose histogram is shown; undefined = cumulative */
@@ -62,14 +61,18 @@ export class RunqlatModel extends RunqlatLive {
   sortBy: SortKey = 'p99';
   expanded = new Set<number>();
 
-  override apply(u: RunqlatUpdate): number {
+  constructor(public tracer: HistogramTracer) {
+    super();
+  }
+
+  override apply(u: HistUpdate): number {
     const n = super.apply(u);
     if (n && this.selected !== undefined) this.selected = this.selected >= n ? this.selected - n : undefined;
     return n;
   }
 
   /** Loads the figures of a session kept elsewhere (a restored or reopened view). */
-  restore(state: RunqlatLiveState): void {
+  restore(state: HistLiveState): void {
     this.load(state);
     this.selected = undefined;
   }
@@ -95,7 +98,7 @@ export class RunqlatModel extends RunqlatLive {
     return this.selected === undefined ? this.counts : this.intervals[this.selected].counts;
   }
 
-  stats(counts = this.shownCounts()): RunqlatStats {
+  stats(counts = this.shownCounts()): HistStats {
     return statsOf(toBuckets(counts));
   }
 
@@ -114,17 +117,22 @@ export class RunqlatModel extends RunqlatLive {
   }
 
   keyLabel(): string {
-    return RUNQLAT_KEY_LABEL[this.per];
+    return histogramOf(this.tracer).keyLabels[this.per] ?? this.per;
+  }
+
+  /** The key as a noun ("process", "disk"). */
+  keyNoun(): string {
+    return histogramOf(this.tracer).keyNouns[this.per] ?? this.per;
   }
 
   /** What the view holds, in the CLI's --json shape. */
-  toResult(): RunqlatResult {
+  toResult(): HistResult {
     const histograms =
       this.per === 'none'
         ? [{ key: -1, comm: 'all', count: total(this.counts), buckets: toBuckets(this.counts) }]
         : [...this.keys].sort((a, b) => a[0] - b[0]).map(([key, k]) => ({ key, comm: k.comm, count: total(k.counts), buckets: toBuckets(k.counts) }));
     return {
-      tracer: 'runqlat',
+      tracer: this.tracer,
       unit: this.unit,
       histograms,
       intervals: this.intervals.map((iv) => ({ timestampNs: iv.timestampNs, buckets: toBuckets(iv.counts) })),
@@ -133,7 +141,7 @@ export class RunqlatModel extends RunqlatLive {
   }
 }
 
-export function histogramBars(counts: number[], unit: RunqlatUnit): HistogramBars {
+export function histogramBars(counts: number[], unit: HistUnit): HistogramBars {
   let top = counts.length - 1;
   while (top > 0 && !counts[top]) top--;
   const n = total(counts);
@@ -153,17 +161,17 @@ export function histogramBars(counts: number[], unit: RunqlatUnit): HistogramBar
 }
 
 /** A bucket's lower bound in the one bucket-label format (units.formatBucketBound): "64 µs", "1.02 ms". */
-export function bucketLabel(i: number, unit: RunqlatUnit): string {
+export function bucketLabel(i: number, unit: HistUnit): string {
   return formatBucketBound(bucketLow(i), unit);
 }
 
 /** "64 µs – 127 µs" */
-export function bucketRange(i: number, unit: RunqlatUnit): string {
+export function bucketRange(i: number, unit: HistUnit): string {
   if (i === 0) return `< 1 ${unit === 'ms' ? 'ms' : 'µs'}`;
   return `${bucketLabel(i, unit)} – ${formatBucketBound(bucketHigh(i), unit)}`;
 }
 
-/** The last maxColumns intervals, with the bucket range that holds any of their waits. */
+/** The last maxColumns intervals, with the bucket range that holds any of their events. */
 export function heatMap(intervals: IntervalCounts[], maxColumns: number): HeatMap {
   const firstIndex = Math.max(0, intervals.length - Math.max(1, maxColumns));
   const columns = intervals.slice(firstIndex);
@@ -183,7 +191,7 @@ export function heatMap(intervals: IntervalCounts[], maxColumns: number): HeatMa
 }
 
 /**
- * Color intensity 0..1 of a cell: logarithmic, because a few long waits beside thousands of short
+ * Color intensity 0..1 of a cell: logarithmic, because a few long ones beside thousands of short
  * ones must stay visible; 0 only for empty cells.
  */
 export function heatIntensity(count: number, max: number): number {

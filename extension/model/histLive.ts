@@ -1,17 +1,18 @@
-// The run-queue latency figures a live view and its saved session keep: the session's cumulative
+// The figures a log2-histogram tracer's live view and its saved session keep (runqlat,
+// biolatency): the session's cumulative
 // log2 counts, the most recent intervals (one heat-map column each, at most MAX_INTERVALS) and
 // each key's cumulative counts. Each update adds one interval: O(its buckets and keys), never a
 // pass over the session. The state is plain JSON: the extension host keeps one for the saved
 // session, the webview one for drawing; a restored view loads the same figures. Pure.
 import { addCounts, fromBuckets } from './log2hist';
-import type { RunqlatUpdate } from '../protocol/runqlat';
+import type { HistUpdate } from '../protocol/histogram';
 
 /** Heat-map columns kept (one per interval): an hour at the default 1 s interval. */
 export const MAX_INTERVALS = 3600;
 
 /**
- * Keys (processes, threads, namespaces) with a row of their own: a per-thread session on a busy
- * machine sees new thread ids all the time. The waits of keys first seen after the table is full
+ * Keys (processes, threads, namespaces, disks) with a row of their own: a per-thread session on a busy
+ * machine sees new thread ids all the time. The events of keys first seen after the table is full
  * are summed in one "other" row (key OTHER_KEY), so the table and its saved state stay bounded.
  */
 export const MAX_KEYS = 2000;
@@ -23,7 +24,7 @@ export interface IntervalCounts {
   counts: number[];
 }
 
-export interface RunqlatLiveState {
+export interface HistLiveState {
   version: 1;
   counts: number[];
   intervals: IntervalCounts[];
@@ -32,10 +33,10 @@ export interface RunqlatLiveState {
   dropped: number;
 }
 
-export class RunqlatLive {
+export class HistLive {
   counts: number[] = [];
   intervals: IntervalCounts[] = [];
-  /** intervals dropped from the front once MAX_INTERVALS was reached (their waits stay in `counts`) */
+  /** intervals dropped from the front once MAX_INTERVALS was reached (their events stay in `counts`) */
   droppedIntervals = 0;
   keys = new Map<number, { comm: string; counts: number[] }>();
   dropped = 0;
@@ -43,7 +44,7 @@ export class RunqlatLive {
   otherUpdates = 0;
 
   /** Adds one interval; returns how many old intervals left the front. */
-  apply(u: RunqlatUpdate): number {
+  apply(u: HistUpdate): number {
     const counts = fromBuckets(u.interval.buckets);
     addCounts(this.counts, counts);
     this.intervals.push({ timestampNs: u.interval.timestampNs, counts });
@@ -81,7 +82,7 @@ export class RunqlatLive {
     this.otherUpdates = 0;
   }
 
-  toJSON(): RunqlatLiveState {
+  toJSON(): HistLiveState {
     return {
       version: 1,
       counts: [...this.counts],
@@ -93,7 +94,7 @@ export class RunqlatLive {
   }
 
   /** Replaces the figures with a saved state's. */
-  load(s: RunqlatLiveState): void {
+  load(s: HistLiveState): void {
     this.counts = [...s.counts];
     this.intervals = s.intervals.map((i) => ({ timestampNs: i.timestampNs, counts: [...i.counts] }));
     this.droppedIntervals = s.droppedIntervals;
@@ -102,8 +103,8 @@ export class RunqlatLive {
   }
 }
 
-/** Whether a value is a RunqlatLiveState (a saved session's `state`), without checking every field. */
-export function isRunqlatLiveState(v: unknown): v is RunqlatLiveState {
-  const s = v as Partial<RunqlatLiveState> | null;
+/** Whether a value is a HistLiveState (a saved session's `state`), without checking every field. */
+export function isHistLiveState(v: unknown): v is HistLiveState {
+  const s = v as Partial<HistLiveState> | null;
   return typeof s === 'object' && s !== null && s.version === 1 && Array.isArray(s.counts) && Array.isArray(s.intervals) && Array.isArray(s.keys);
 }

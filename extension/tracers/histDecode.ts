@@ -1,36 +1,35 @@
-// Decoder of what bpf/runqlat.bpf.c leaves in its maps (layouts in bpf/runqlat.h), and the
-// aggregation of each interval's histograms into heat-map columns and per-key totals.
+// Decoder of the histogram map every log2-histogram tracer leaves (layout: bpf/hist_tracer.bpf.h),
+// and the aggregation of each interval's histograms into heat-map columns and per-key totals.
 // Pure: unit-tested without a kernel.
-import type { MapDump } from '../../../native/index';
-import type { RunqlatHistogram, RunqlatInterval, RunqlatPer, RunqlatResult, RunqlatUnit, RunqlatUpdate } from '../../protocol/runqlat';
-import { addCounts, toBuckets, total } from '../../model/log2hist';
-import { cString } from '../bpfObject';
+import type { MapDump } from '../../native/index';
+import type { HistInterval, HistResult, HistUnit, HistUpdate, KeyHistogram } from '../protocol/histogram';
+import { addCounts, toBuckets, total } from '../model/log2hist';
+import { cString } from './bpfObject';
 
-export const RUNQLAT_MAX_SLOTS = 32;
-export const RUNQLAT_KEY_SIZE = 8;
-export const RUNQLAT_HIST_SIZE = 272;
+export const HIST_MAX_SLOTS = 32;
+export const HIST_KEY_SIZE = 8;
+export const HIST_VALUE_SIZE = 272;
 const COMM_OFFSET = 256;
 const COMM_LEN = 16;
-export const KEY_MODE: Record<RunqlatPer, number> = { none: 0, process: 1, thread: 2, pidns: 3, cgroup: 4 };
 export const CTR_START_FULL = 0;
 export const CTR_HIST_FULL = 1;
 
 export interface HistEntry {
-  /** tgid / tid / pidns inode; -1 without a per-key mode (the kernel's 0xffffffff) */
+  /** the tracer's key; -1 without a per-key mode (the kernel's 0xffffffff) */
   key: number;
   epoch: number;
   slots: number[];
   comm: string;
 }
 
-/** struct runqlat_key (8 bytes) + struct runqlat_hist (272 bytes) of each dumped map entry. */
-export function decodeHistEntries(dump: MapDump, per: RunqlatPer): HistEntry[] {
+/** struct hist_key (8 bytes) + struct hist_value (272 bytes) of each dumped map entry. */
+export function decodeHistEntries(dump: MapDump, per: string): HistEntry[] {
   const out: HistEntry[] = [];
   for (let i = 0; i < dump.count; i++) {
-    const k = dump.keys.subarray(i * RUNQLAT_KEY_SIZE, (i + 1) * RUNQLAT_KEY_SIZE);
-    const v = dump.values.subarray(i * RUNQLAT_HIST_SIZE, (i + 1) * RUNQLAT_HIST_SIZE);
+    const k = dump.keys.subarray(i * HIST_KEY_SIZE, (i + 1) * HIST_KEY_SIZE);
+    const v = dump.values.subarray(i * HIST_VALUE_SIZE, (i + 1) * HIST_VALUE_SIZE);
     const slots: number[] = [];
-    for (let s = 0; s < RUNQLAT_MAX_SLOTS; s++) slots.push(Number(v.readBigUInt64LE(s * 8)));
+    for (let s = 0; s < HIST_MAX_SLOTS; s++) slots.push(Number(v.readBigUInt64LE(s * 8)));
     const raw = k.readUInt32LE(0);
     out.push({ key: per === 'none' ? -1 : raw, epoch: k.readUInt32LE(4), slots, comm: cString(v, COMM_OFFSET, COMM_LEN) });
   }
@@ -38,19 +37,20 @@ export function decodeHistEntries(dump: MapDump, per: RunqlatPer): HistEntry[] {
 }
 
 /** Cumulative per-key histograms plus one column per interval. */
-export class RunqlatAggregate {
+export class HistAggregate<T extends string = string> {
   private readonly byKey = new Map<number, { comm: string; counts: number[] }>();
-  private readonly intervals: RunqlatInterval[] = [];
+  private readonly intervals: HistInterval[] = [];
 
   constructor(
-    readonly per: RunqlatPer,
-    readonly unit: RunqlatUnit,
+    readonly tracer: T,
+    readonly per: string,
+    readonly unit: HistUnit,
     /** false: no interval columns are kept for the result */
     readonly keepIntervals = true,
   ) {}
 
   /** Folds one interval's entries in and returns that interval's update. */
-  addInterval(entries: HistEntry[], timestampNs: number, dropped: number): RunqlatUpdate {
+  addInterval(entries: HistEntry[], timestampNs: number, dropped: number): HistUpdate {
     const sum: number[] = [];
     const fresh = new Map<number, { comm: string; counts: number[] }>();
     for (const e of entries) {
@@ -70,13 +70,13 @@ export class RunqlatAggregate {
     return { interval, keys, dropped };
   }
 
-  private histogram(key: number, h: { comm: string; counts: number[] }): RunqlatHistogram {
+  private histogram(key: number, h: { comm: string; counts: number[] }): KeyHistogram {
     return { key, comm: this.per === 'none' ? 'all' : h.comm, count: total(h.counts), buckets: toBuckets(h.counts) };
   }
 
-  result(dropped: number): RunqlatResult {
+  result(dropped: number): HistResult<T> {
     const histograms = [...this.byKey].map(([key, h]) => this.histogram(key, h)).sort((a, b) => a.key - b.key);
     if (this.per === 'none' && histograms.length === 0) histograms.push({ key: -1, comm: 'all', count: 0, buckets: [] });
-    return { tracer: 'runqlat', unit: this.unit, histograms, intervals: [...this.intervals], dropped };
+    return { tracer: this.tracer, unit: this.unit, histograms, intervals: [...this.intervals], dropped };
   }
 }
