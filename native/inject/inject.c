@@ -52,6 +52,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <grp.h>
+#include <linux/nsfs.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
@@ -70,7 +72,9 @@ static pid_t target;
 static uid_t want_uid;
 static gid_t want_gid;
 static unsigned long long want_start;
-static bool stayed_root; /* Yama: attached as root, protected by the checks alone */
+static bool stayed_root; /* Yama, or another owner's user namespace: attached as root, protected by the checks alone */
+static bool same_userns;  /* the target is in our user namespace */
+static uid_t target_ns_owner; /* else the uid that made its namespace */
 /* why borrowing attempts failed, for the message when none succeeds */
 static unsigned tries_unsafe, tries_signal, tries_failed;
 
@@ -171,7 +175,9 @@ static const char *thread_refusal(pid_t tid, char *why, size_t size)
 		snprintf(why, size, "thread %d runs with uids %s and gids %s, not all %u and %u (a setuid or setgid program, or a thread that changed its ids)", tid, id_list(uid, u, sizeof u), id_list(gid, g, sizeof g), (unsigned)want_uid, (unsigned)want_gid);
 		return why;
 	}
-	if (want_uid != 0 && (!cap || strtoull(cap, NULL, 16) != 0)) {
+	/* capabilities count where they act: in our user namespace (a process in one of its own holds
+	 * them there only) */
+	if (want_uid != 0 && same_userns && (!cap || strtoull(cap, NULL, 16) != 0)) {
 		snprintf(why, size, "thread %d holds capabilities (CapPrm%.*s)", tid, cap ? (int)strcspn(cap, "\n") : 0, cap ? cap : "");
 		return why;
 	}
@@ -260,6 +266,27 @@ static gid_t *target_groups(size_t *n)
 	return out;
 }
 
+/* Whether the target is in our user namespace; else *owner is the uid that made its namespace
+ * (-1 if unknown). A tracer with the owner's uid may attach in a namespace that uid made; in one
+ * that root made (a container runtime's), only root may. */
+static bool in_our_userns(uid_t *owner)
+{
+	char file[64];
+	struct stat ours, theirs;
+	snprintf(file, sizeof file, "/proc/%d/ns/user", target);
+	*owner = (uid_t)-1;
+	if (stat("/proc/self/ns/user", &ours) != 0 || stat(file, &theirs) != 0)
+		return true; /* no namespaces here */
+	if (ours.st_dev == theirs.st_dev && ours.st_ino == theirs.st_ino)
+		return true;
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && ioctl(fd, NS_GET_OWNER_UID, owner) != 0)
+		*owner = (uid_t)-1;
+	if (fd >= 0)
+		close(fd);
+	return false;
+}
+
 static int yama_scope(void)
 {
 	char buf[16];
@@ -275,6 +302,11 @@ static void become_owner(void)
 	if (scope >= 1 && want_uid != 0) {
 		stayed_root = true;
 		fprintf(stderr, "ebpf-studio-inject: Yama ptrace_scope is %d: attaching to process %d as root (a non-root tracer may not attach to a process it did not start), with every thread's ids, capabilities and the start time checked after the attach\n", scope, target);
+		return;
+	}
+	if (!same_userns && want_uid != 0 && target_ns_owner != want_uid) {
+		stayed_root = true;
+		fprintf(stderr, "ebpf-studio-inject: process %d runs in a user namespace made by uid %d: attaching as root (uid %u could not), with every thread's ids and the start time checked after the attach\n", target, (int)target_ns_owner, (unsigned)want_uid);
 		return;
 	}
 	size_t n;
@@ -766,6 +798,7 @@ int main(int argc, char **argv)
 	if (lib[0] != '/')
 		die(2, "the library path must be absolute: %s", lib);
 	/* first as root, to name what changed; then as the owner, and after the attach (see the header) */
+	same_userns = in_our_userns(&target_ns_owner);
 	const char *why = process_refusal(0);
 	if (why)
 		refuse(why);

@@ -267,14 +267,17 @@ describe('attacks on memleak inject mode (kernel)', { skip }, () => {
     assert.deepEqual(bed.fingerprint(), before);
   });
 
-  test("control: alice's own leaky program through the installed helper in inject mode: the leak is exact (10 x 1000 B at LEAK-MALLOC)", { timeout: 90_000 }, async (t) => {
+  for (const where of ['', 'in a user namespace of her own (unshare -Ur) ']) {
+  test(`control: alice's own leaky program ${where}through the installed helper in inject mode: the leak is exact (10 x 1000 B at LEAK-MALLOC)`, { timeout: 90_000 }, async (t) => {
     const leakLine = fs.readFileSync(path.join(fixtures, 'leaky.c'), 'utf8').split('\n').findIndex((l) => l.includes('LEAK-MALLOC')) + 1;
     const work = bed.userDir(alice!, 'leak-work');
-    const prog = spawnAsUser(alice!, [bins.leaky, '--wait'], { cwd: work }, bed.children);
+    // in a namespace: unshare execs the program (same pid), which holds every capability there only
+    const prog = spawnAsUser(alice!, where ? ['unshare', '-Ur', bins.leaky, '--wait'] : [bins.leaky, '--wait'], { cwd: work }, bed.children);
     const io = lineReader(prog);
     await io.next(/ready/);
     const h = bed.helperFor(alice!);
     try {
+      if (where) assert.notEqual(fs.readlinkSync(`/proc/${prog.pid}/ns/user`), fs.readlinkSync('/proc/self/ns/user'));
       const r = await startInject(h, prog.pid!);
       assert.ok(r.id, `alice's own process is injected: ${r.error}\n${h.stderr()}`);
       prog.stdin!.write('\n');
@@ -294,4 +297,5 @@ describe('attacks on memleak inject mode (kernel)', { skip }, () => {
       await killAndReap(prog);
     }
   });
+  }
 });
