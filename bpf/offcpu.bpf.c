@@ -45,6 +45,9 @@ const volatile __u64 sample_ns = 0;
  * the thread returns to user space, then signal it (SIGPROF) so the agent walks its Java stack
  * there, and send the interval for the join. A sleeping thread is never signalled. */
 const volatile bool java_join = false;
+/* The JVM owner's effective uid: a thread acting as anyone else is never signalled (see
+ * task.bpf.h current_euid_is). (__u32)-1: no check. */
+const volatile __u32 signal_euid = (__u32)-1;
 /* Stack cache: a thread that blocks where it blocked last time (same signature, see
  * block_signature) reuses that switch-out's stack ids instead of walking both stacks again. A
  * place's reuses are checked by a real walk, which counts a mismatch if it found other stacks, so
@@ -332,7 +335,7 @@ static __always_inline void on_sys_exit(void)
 	p = bpf_map_lookup_elem(&pending, &tid);
 	if (!p)
 		return;
-	if (!current_started_in(target_start_lo, target_start_hi)) {
+	if (!current_started_in(target_start_lo, target_start_hi) || !current_euid_is(signal_euid)) {
 		bpf_map_delete_elem(&pending, &tid);
 		return;
 	}

@@ -35,6 +35,9 @@ const volatile __u32 stack_copy_bytes = 16384;
  * mode the sample record carries tid and ktime already). Only with target_pid set,
  * and only once the agent's handler is installed (extension/tracers/javaAgent/agent.ts). */
 const volatile bool signal_target = false;
+/* The JVM owner's effective uid: a thread acting as anyone else (the target exec'd a setuid
+ * program, a thread changed its credentials) is never signalled. (__u32)-1: no check. */
+const volatile __u32 signal_euid = (__u32)-1;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -151,7 +154,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 			stat_add(PROFILE_STAT_LOST_KSTACK);
 		emit_sample(tgid, tid, kid);
 		/* the sample record itself (tid, ts) is the join record: no java_samples entry */
-		if (signal_target && target_pid)
+		if (signal_target && target_pid && current_euid_is(signal_euid))
 			bpf_send_signal_thread(27 /* SIGPROF */);
 		return 0;
 	}
@@ -187,7 +190,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	}
 	if (lost)
 		stat_add(PROFILE_STAT_LOST);
-	if (signal_target && target_pid) {
+	if (signal_target && target_pid && current_euid_is(signal_euid)) {
 		struct profile_java_sample *js = bpf_ringbuf_reserve(&java_samples, sizeof(*js), 0);
 
 		bpf_send_signal_thread(27 /* SIGPROF */);

@@ -69,6 +69,21 @@ static __always_inline bool current_started_in(__u64 lo, __u64 hi)
 	return start >= lo && start < hi;
 }
 
+/* Whether the current thread's effective uid is `euid` (a kernel uid: as /proc shows it from the
+ * initial user namespace). A process keeps its pid and start time across exec, so the target that
+ * execs a setuid program, or a thread that changed its credentials, is another principal under
+ * the same identity: a program signals only threads that still act as the user who owns the
+ * target. (__u32)-1: no check. */
+static __always_inline bool current_euid_is(__u32 euid)
+{
+	struct task_struct *task;
+
+	if (euid == (__u32)-1)
+		return true;
+	task = (struct task_struct *)bpf_get_current_task();
+	return BPF_CORE_READ(task, cred, euid.val) == euid;
+}
+
 /* -EEXIST (hash-bucket collision without BPF_F_REUSE_STACKID) and -ENOMEM (map full) lose a
  * stack that existed; -EFAULT only says there was none (user stack of a kernel thread). */
 static __always_inline bool stack_lost(long id)

@@ -275,6 +275,8 @@ const SAMPLE_SKEW_NS = 20_000_000n;
 const RECORD_SKEW_NS = 2_000_000n;
 
 export interface JavaAgentSession {
+  /** the JVM owner's effective uid: the BPF programs signal no thread acting as anyone else */
+  readonly euid: number;
   /** ms from the attach request to the agent's first Java sample (undefined until one came) */
   readonly firstSampleMs: number | undefined;
   /** frame-pointer mode: starts collecting the BPF join records; call right after the BPF object is loaded */
@@ -486,6 +488,7 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
   poll(); // opens the file now and holds the reader's lock the agent watches
 
   return {
+    euid: ids.uid,
     get firstSampleMs() {
       return firstSampleMs;
     },

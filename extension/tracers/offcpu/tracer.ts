@@ -185,7 +185,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
     try {
       loaded = loadFirstWorking(env, 'offcpu', [programs], (o) => {
         o.setMaxEntries('stacks', options.stackStorageSize);
-        setRodata(o, { target_tgid: options.pid, ...bootStartRange(target), min_block_ns: BigInt(options.minBlockUs) * 1000n, sample_ns: wall ? BigInt(Math.round(1e9 / options.frequency)) : 0n, java_join: Boolean(java) });
+        setRodata(o, { target_tgid: options.pid, ...bootStartRange(target), min_block_ns: BigInt(options.minBlockUs) * 1000n, sample_ns: wall ? BigInt(Math.round(1e9 / options.frequency)) : 0n, java_join: Boolean(java), signal_euid: java ? java.euid : 0xffffffff });
       });
     } catch (e) {
       await java?.abort();

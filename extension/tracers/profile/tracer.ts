@@ -175,7 +175,7 @@ async function loadProfiler(options: ProfileOptions, target: ProcessIdentity | u
         o.setMaxEntries('samples', ringBytes(options.frequency, stackCopyBytes, onlineCpus().length));
         o.setMaxEntries('scratch', env.addon.numPossibleCpus());
       }
-      setRodata(o, { target_pid: options.pid, ...bootStartRange(target), include_idle: options.includeIdle, unwind_dwarf: mode === 'dwarf', stack_copy_bytes: stackCopyBytes, signal_target: Boolean(java) });
+      setRodata(o, { target_pid: options.pid, ...bootStartRange(target), include_idle: options.includeIdle, unwind_dwarf: mode === 'dwarf', stack_copy_bytes: stackCopyBytes, signal_target: Boolean(java), signal_euid: java ? java.euid : 0xffffffff });
     });
     if (mode === 'fp') java?.attachRing(obj);
     return obj;
