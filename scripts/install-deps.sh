@@ -15,6 +15,9 @@ test+=(libjemalloc-dev)
 test+=(golang-go)
 # the fleet agent's kernel test scrapes it with Debian's Prometheus and checks it with promtool
 test+=(prometheus)
+# tracers on programs in real containers (test/kernel/containers.test.ts): podman with runc (crun
+# refuses hybrid cgroups), and mmdebstrap to build the image with its own JDK from Debian's packages
+test+=(podman runc mmdebstrap)
 
 want=("${build[@]}")
 for a in "$@"; do

@@ -148,6 +148,15 @@ export class JvmCounterBook {
     }
   }
 
+  /** For --verbose: where a tracked JVM's counters are read from and what they say now, or why there are none. */
+  describe(pid: number): string {
+    const t = this.jvms.get(pid);
+    if (!t) return `pid ${pid}: not tracked`;
+    if (t.unreadable) return `pid ${pid}: its own counters cannot be read: ${t.unreadable}`;
+    const total = [...t.now.values()].reduce((a, b) => a + b, 0);
+    return `pid ${pid}: its own counters (${t.hs?.path ?? 'hsperfdata'}) read: ${total} collections since it started`;
+  }
+
   count(e: JavaGcEvent): void {
     let m = this.ours.get(e.pid);
     if (!m) this.ours.set(e.pid, (m = new Map()));

@@ -119,6 +119,7 @@ class LibjvmAttacher {
     }
     const at = this.attached.get(t.identity)!;
     book.track(j, t.label, !initial && j.startTime > at);
+    this.log(`java-gc: ${book.describe(j.pid)}`);
   }
 }
 
@@ -194,8 +195,10 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     if (!options.all) {
       const id = identify(options.pid);
       if (id) book.track(id, libs[0].label, false);
+      env.log(`java-gc: ${book.describe(options.pid)}`);
     }
     for (const j of found.jvms) attacher.follow(j, book, true, warnings);
+    if (options.all) env.log(`java-gc: looking for new JVMs every ${(FOLLOW_TICKS * TICK_MS) / 1000} s`);
 
     const startNs = monoNs();
     // Every event for the CLI's document; a client that drew the live updates (the editor) asks

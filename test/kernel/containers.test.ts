@@ -1,0 +1,250 @@
+// Tracers on processes in real containers (podman + runc, an image built from Debian's packages
+// with its own OpenJDK 17, gcc and libc: other inodes than the host's files of the same path),
+// traced from the host as root. Each result is compared with the program's own account: the
+// JVM's -Xlog:gc and GarbageCollectorMXBeans (and hsperfdata through java-gc's own check), the C
+// fixture's known leaks. One JVM runs a JDK at a path the host does not have (a Kubernetes node
+// has no JDK at all): a copy of the image's JDK made inside the container at start.
+//
+// The image is cached between runs: podman's store keeps it, and the rootfs tarball stays in
+// /var/cache/ebpf-studio-test/ (building it with mmdebstrap takes about a minute here, importing
+// it ~15 s).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { JavaGcResult } from '../../extension/protocol/javaGc';
+import type { MemleakResult } from '../../extension/protocol/memleak';
+import { hostFileIdentity } from '../../extension/sys/proc/mappedFile';
+import { kernelSkipReason, markerLines, repoRoot, startCli, waitFor } from '../helpers';
+
+const IMAGE = 'localhost/ebpf-studio-test-jdk:1';
+const CACHE = '/var/cache/ebpf-studio-test';
+const TARBALL = path.join(CACHE, 'jdk-bookworm-1.tar');
+const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
+/** A JDK path only the container has (made at its start): the host's lookup by name finds nothing. */
+const CONTAINER_ONLY_JDK = '/opt/ebpf-studio-container-only-jdk';
+const PODMAN = ['--runtime', 'runc'];
+const RUN = ['run', '--rm', '-i', '--network', 'none', '--ulimit', 'nofile=4096:4096', '--ulimit', 'nproc=4096:4096'];
+
+function has(cmd: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
+}
+
+function podman(args: string[], timeoutMs = 120_000) {
+  return spawnSync('podman', [...PODMAN, ...args], { encoding: 'utf8', timeout: timeoutMs });
+}
+
+/** Makes the image once (mmdebstrap, then podman import) and says how long it took, or why it cannot. */
+function prepareImage(): { skip?: string; note: string } {
+  if (podman(['image', 'exists', IMAGE]).status === 0) return { note: `image ${IMAGE} cached` };
+  const t0 = Date.now();
+  let note = '';
+  if (!fs.existsSync(TARBALL)) {
+    fs.mkdirSync(CACHE, { recursive: true });
+    const partial = `${TARBALL}.partial.tar`;
+    const r = spawnSync('mmdebstrap', ['--variant=apt', '--include=openjdk-17-jdk-headless,gcc,libc6-dev', 'bookworm', partial], { encoding: 'utf8', timeout: 15 * 60_000 });
+    if (r.status !== 0) {
+      fs.rmSync(partial, { force: true });
+      return { skip: `the test image could not be built (mmdebstrap exited ${r.status}: ${(r.stderr || String(r.error ?? '')).trim().split('\n').slice(-2).join(' ')})`, note };
+    }
+    fs.renameSync(partial, TARBALL);
+    note += `rootfs built in ${((Date.now() - t0) / 1000).toFixed(0)} s; `;
+  }
+  const t1 = Date.now();
+  const r = podman(['import', TARBALL, IMAGE], 10 * 60_000);
+  if (r.status !== 0) return { skip: `podman import failed: ${r.stderr.trim().split('\n').pop()}`, note };
+  return { note: `${note}imported in ${((Date.now() - t1) / 1000).toFixed(0)} s` };
+}
+
+function skipReason(): { skip?: string; note: string } {
+  const k = kernelSkipReason();
+  if (k) return { skip: k, note: '' };
+  const missing = ['podman', 'runc', 'mmdebstrap'].filter((c) => !has(c));
+  if (missing.length) return { skip: `${missing.join(', ')} missing (apt-get install podman runc mmdebstrap, or scripts/install-deps.sh --test)`, note: '' };
+  if (podman(['info'], 30_000).status !== 0) return { skip: 'podman cannot run containers here (podman --runtime runc info failed)', note: '' };
+  return prepareImage();
+}
+
+const prep = skipReason();
+
+interface Contained {
+  name: string;
+  child: ChildProcess;
+  out(): string;
+  /** the pid of the container's main process as the host numbers it */
+  hostPid: number;
+  send(line: string): void;
+  exited: Promise<number | null>;
+}
+
+describe('tracers on programs in real containers', { skip: prep.skip }, () => {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-ctr-'));
+  const started: Contained[] = [];
+  let seq = 0;
+
+  before(() => {
+    fs.chmodSync(work, 0o755);
+    for (const f of ['java/GcWorkload.java', 'c/leaky.c']) fs.copyFileSync(path.join(repoRoot, 'test', 'fixtures', f), path.join(work, path.basename(f)));
+    // Built inside the container, with its own javac and gcc.
+    const r = podman([...RUN, '-v', `${work}:/app`, IMAGE, 'sh', '-c', 'javac -d /app /app/GcWorkload.java && gcc -g -O0 -fno-omit-frame-pointer -o /app/leaky /app/leaky.c']);
+    assert.equal(r.status, 0, `building the fixtures in the container failed: ${r.stderr}`);
+  });
+  after(() => {
+    for (const c of started) podman(['rm', '-f', '-t', '0', c.name], 30_000);
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  /** Starts `argv` in a new container (stdin and stdout attached), once it printed `ready`. */
+  async function contained(argv: string[]): Promise<Contained> {
+    const name = `ebpf-studio-test-${process.pid}-${++seq}`;
+    const child = spawn('podman', [...PODMAN, ...RUN, '--name', name, '-v', `${work}:/app`, IMAGE, ...argv], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const c: Contained = { name, child, out: () => out, hostPid: 0, send: (l) => child.stdin!.write(l + '\n'), exited };
+    started.push(c);
+    assert.ok(await waitFor(() => out.includes('ready') || child.exitCode !== null, 60_000), `${argv.join(' ')} did not start in its container`);
+    assert.ok(out.includes('ready'), `${argv.join(' ')} exited in its container: ${out}`);
+    const pid = podman(['inspect', '-f', '{{.State.Pid}}', name], 30_000);
+    c.hostPid = Number(pid.stdout.trim());
+    assert.ok(c.hostPid > 0, `no host pid for ${name}: ${pid.stderr}`);
+    return c;
+  }
+
+  /** A Serial-GC JVM in a container running GcWorkload (waits for a line, then its GCs), logging -Xlog:gc to /app. */
+  async function jvm(fullGcs: number, allocMb: number, lingerMs: number, javaHome = JDK) {
+    const log = `gc-${process.pid}-${seq + 1}.log`;
+    const java = `${javaHome}/bin/java -XX:+UseSerialGC -Xmx64m -Xmn4m -Xlog:gc:file=/app/${log} -cp /app GcWorkload ${fullGcs} ${allocMb} ${lingerMs}`;
+    const copy = javaHome === JDK ? '' : `cp -a ${JDK} ${javaHome} && `;
+    const c = await contained(['sh', '-c', `${copy}exec ${java}`]);
+    const counts = (line: string) => {
+      const m = /young=(\d+) full=(\d+)/.exec(line);
+      assert.ok(m, `no counts in ${line}`);
+      return { young: Number(m[1]), full: Number(m[2]) };
+    };
+    const base = counts(c.out().split('\n')[0]);
+    return {
+      ...c,
+      /** the JVM's own counts since go, and its log's pause lines */
+      done: (async () => {
+        assert.ok(await waitFor(() => c.out().includes('done'), 60_000), `GcWorkload did not finish: ${c.out()}`);
+        const end = counts(c.out().split('\n').find((l) => l.startsWith('done'))!);
+        const text = fs.readFileSync(path.join(work, log), 'utf8');
+        return { young: end.young - base.young, full: end.full - base.full, logYoung: (text.match(/Pause Young/g) ?? []).length, logFull: (text.match(/Pause Full/g) ?? []).length };
+      })(),
+    };
+  }
+
+  test('the image', (t) => {
+    t.diagnostic(prep.note);
+  });
+
+  const perCollector = (r: JavaGcResult, pid: number) => {
+    const m = new Map<string, number>();
+    for (const e of r.events.filter((x) => x.pid === pid)) m.set(e.collector, (m.get(e.collector) ?? 0) + 1);
+    return m;
+  };
+
+  for (const where of ['the host has the same path', 'the host lacks the path'] as const) {
+    test(`java-gc --pid: a JVM in a container (${where}) counted as its -Xlog:gc and its own counters say`, { timeout: 120_000 }, async (t) => {
+      const home = where === 'the host has the same path' ? JDK : CONTAINER_ONLY_JDK;
+      assert.equal(fs.existsSync(`${home}/lib/server/libjvm.so`), home === JDK, `the host ${home === JDK ? 'lacks' : 'has'} ${home}: the case is not what it says`);
+      const j = await jvm(3, 192, 200, home);
+      const theirs = hostFileIdentity(`/proc/${j.hostPid}/root${home}/lib/server/libjvm.so`);
+      if (home === JDK) assert.notEqual(theirs, hostFileIdentity(`${JDK}/lib/server/libjvm.so`), "the container's libjvm.so is the host's file: the case proves nothing");
+      const cli = startCli(['java-gc', '--pid', String(j.hostPid), '--json', '--verbose']);
+      assert.ok(await waitFor(() => /attached to .*libjvm\.so as pid \d+ maps it/.test(cli.stderr()) || cli.child.exitCode !== null, 20_000), `not attached: ${cli.stderr()}`);
+      // Its own counters are read once the probes are in place: collections from then on count on both sides.
+      assert.ok(await waitFor(() => cli.stderr().includes(`pid ${j.hostPid}: its own counters (`) || cli.child.exitCode !== null, 10_000), `counters not read: ${cli.stderr()}`);
+      j.send('go');
+      const own = await j.done;
+      const r = await cli.done;
+      assert.equal(r.code, 0, r.stderr);
+      const result = JSON.parse(r.stdout) as JavaGcResult;
+      const ours = perCollector(result, j.hostPid);
+      t.diagnostic(`JVM: young ${own.young} full ${own.full} (log ${own.logYoung}/${own.logFull}); ours ${JSON.stringify([...ours])}; ${result.jvmCounts?.map((c) => c.message).join('; ')}`);
+      assert.ok(own.young > 10 && own.full >= 3, 'the workload collects');
+      assert.equal(ours.get('Copy') ?? 0, own.young, 'young collections: ours and the JVM\'s bean');
+      assert.equal(ours.get('Copy') ?? 0, own.logYoung, 'young collections: ours and -Xlog:gc');
+      assert.equal(ours.get('MarkSweepCompact') ?? 0, own.full, 'full collections: ours and the JVM\'s bean');
+      assert.equal(ours.get('MarkSweepCompact') ?? 0, own.logFull, 'full collections: ours and -Xlog:gc');
+      const check = result.jvmCounts?.find((c) => c.pid === j.hostPid);
+      assert.ok(check, 'the JVM\'s own counters were checked');
+      assert.equal(check.verdict, 'agree', check.message);
+      assert.equal(check.jvmCounted, own.young + own.full, 'hsperfdata counts what the beans count');
+      assert.equal(check.counted, check.jvmCounted);
+      assert.equal(result.problem, undefined);
+    });
+  }
+
+  test('java-gc --all: JVMs in containers started later are traced, their libjvm.so attached once', { timeout: 120_000 }, async (t) => {
+    const cli = startCli(['java-gc', '--all', '--json', '--verbose']);
+    try {
+      assert.ok(await waitFor(() => cli.stderr().includes('looking for new JVMs') || cli.child.exitCode !== null, 30_000), `--all did not start: ${cli.stderr()}`);
+      const first = await jvm(2, 128, 4000);
+      // Its libjvm.so is found within a look or two, and attached.
+      assert.ok(await waitFor(() => new RegExp(`attached to .* as pid ${first.hostPid} maps it`).test(cli.stderr()), 10_000), `the container's libjvm.so was not attached: ${cli.stderr()}`);
+      assert.ok(await waitFor(() => cli.stderr().includes(`pid ${first.hostPid}: its own counters (`), 10_000), `counters not read: ${cli.stderr()}`);
+      first.send('go');
+      // The second shares the image's file: already probed, so every collection of it is seen.
+      const second = await jvm(1, 96, 4000);
+      second.send('go');
+      const [a, b] = await Promise.all([first.done, second.done]);
+      // Both are looked at while they linger.
+      await new Promise((r) => setTimeout(r, 2500));
+      cli.child.kill('SIGINT');
+      const r = await cli.done;
+      assert.equal(r.code, 0, r.stderr);
+      const result = JSON.parse(r.stdout) as JavaGcResult;
+      const identity = new RegExp(`as pid ${first.hostPid} maps it \\(file ([\\d:]+)\\)`).exec(r.stderr)![1];
+      assert.equal(r.stderr.split(`(file ${identity})`).length - 1, 1, `the image's libjvm.so (${identity}) attached more than once:\n${r.stderr}`);
+      for (const [j, own] of [[first, a], [second, b]] as const) {
+        const ours = perCollector(result, j.hostPid);
+        const check = result.jvmCounts?.find((c) => c.pid === j.hostPid);
+        t.diagnostic(`pid ${j.hostPid}: JVM young ${own.young} full ${own.full} (log ${own.logYoung}/${own.logFull}); ours ${JSON.stringify([...ours])}; ${check?.message}`);
+        assert.equal(ours.get('Copy') ?? 0, own.logYoung, `pid ${j.hostPid}: young collections against -Xlog:gc`);
+        assert.equal(ours.get('MarkSweepCompact') ?? 0, own.logFull, `pid ${j.hostPid}: full collections against -Xlog:gc`);
+        assert.equal(own.logYoung + own.logFull, own.young + own.full);
+        assert.ok(check, `pid ${j.hostPid}: its own counters were checked`);
+        assert.equal(check.verdict, 'agree', check.message);
+      }
+    } finally {
+      if (cli.child.exitCode === null) cli.child.kill('SIGKILL');
+    }
+  });
+
+  test('memleak --pid: a leaky C program in a container (seccomp filter: uprobes on its own libc) — lines and bytes as it leaks them', { timeout: 90_000 }, async (t) => {
+    const c = await contained(['/app/leaky', '--wait']);
+    const seccomp = /^Seccomp:\s+(\d)/m.exec(fs.readFileSync(`/proc/${c.hostPid}/status`, 'utf8'))?.[1];
+    t.diagnostic(`Seccomp: ${seccomp}`);
+    const cli = startCli(['memleak', '--pid', String(c.hostPid), '--json', '--top', '100', '--verbose', '--interval', '0.5']);
+    assert.ok(await waitFor(() => cli.stderr().includes('attached in') || cli.child.exitCode !== null, 30_000), `not attached: ${cli.stderr()}`);
+    c.send('go');
+    assert.ok(await waitFor(() => c.out().includes('leaked'), 20_000), 'the program did not leak');
+    // Stopped while it lives: the report needs no exit.
+    await new Promise((r) => setTimeout(r, 600));
+    cli.child.kill('SIGINT');
+    const r = await cli.done;
+    c.send('go');
+    assert.equal(r.code, 0, r.stderr);
+    const result = JSON.parse(r.stdout) as MemleakResult;
+    assert.equal(result.mode, 'uprobe');
+    if (seccomp === '2') assert.match(r.stderr, /seccomp/i, 'the fallback from injection says why');
+    assert.match(r.stderr, /probing \/usr\/lib\/x86_64-linux-gnu\/libc\.so\.6 through \/proc\/\d+\/(map_files|root)/);
+    const marks = markerLines(path.join(repoRoot, 'test', 'fixtures', 'c', 'leaky.c'), /\/\* ((?:LEAK|FREED|REALLOC)[-A-Z0-9]*)/);
+    const sites = new Map<number, { bytes: number; allocations: number }>();
+    for (const s of result.stacks) {
+      const f = s.frames[0];
+      if (f?.file && path.basename(f.file) === 'leaky.c' && f.line) sites.set(f.line, { bytes: s.bytes, allocations: s.allocations });
+    }
+    t.diagnostic(JSON.stringify([...sites]));
+    assert.deepEqual(sites.get(marks.get('LEAK-MALLOC')!), { bytes: 10000, allocations: 10 });
+    assert.deepEqual(sites.get(marks.get('LEAK-CALLOC')!), { bytes: 10000, allocations: 5 });
+    assert.deepEqual(sites.get(marks.get('LEAK-REALLOC')!), { bytes: 3000, allocations: 1 });
+    assert.equal(sites.size, 3, `exactly the three leaks, got lines ${[...sites.keys()].join(', ')}`);
+    assert.ok((result.allocationsSeen ?? 0) > 0);
+    assert.equal(result.problem, undefined);
+  });
+});
