@@ -82,7 +82,7 @@ export class SessionManager {
     started = true;
     // Updates that arrived while attaching go out after the start reply's data is known.
     setImmediate(() => pending.splice(0).forEach((f) => f()));
-    return { sessionId: id, tracer: name, targets: session.targets, warnings: session.warnings, startedAtMs: Date.now() };
+    return this.shown({ sessionId: id, tracer: name, targets: session.targets, warnings: session.warnings, startedAtMs: Date.now() }, view);
   }
 
   private get(params: unknown): Entry {

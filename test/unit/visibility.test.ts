@@ -181,4 +181,16 @@ describe('what a requester may see', () => {
     assert.equal(v.moduleAccess('/usr/lib/libc.so.6'), 'read');
     assert.equal(v.moduleAccess('/opt/secret'), 'path');
   });
+
+  test('warnings name only paths the requester could look up itself', () => {
+    const v = new Visibility({ uid: ALICE }, sources());
+    const doc = { warnings: ['no debug info in /vault/bin: its frames show module+offset (rebuild with -g)', 'cannot open /opt/secret (EACCES).', 'see https://example.org/a/b and /usr/lib/missing.so'] };
+    assert.deepEqual(v.shape(doc).warnings, [
+      'no debug info in [a path you cannot see]: its frames show module+offset (rebuild with -g)',
+      'cannot open /opt/secret (EACCES).',
+      'see https://example.org/a/b and /usr/lib/missing.so',
+    ]);
+    assert.equal(v.message('/vault/x/../bin'), '[a path you cannot see]');
+    assert.equal(new Visibility({ uid: 0 }, sources()).message('/vault/bin'), '/vault/bin');
+  });
 });

@@ -107,6 +107,8 @@ export interface SessionPids {
   seen?: Map<number, { start: number; owned: boolean }>;
 }
 const MAX_DEPTH = 24;
+/** an absolute path inside a message (not the path part of a URL) */
+const PATH_IN_TEXT = /(?<![\w:/.~-])\/[\w.+@%~-]+(?:\/[\w.+@%~-]+)*/g;
 
 /** The decisions for one requester, taken afresh for each result (sysctls and processes change). */
 export class Visibility {
@@ -115,6 +117,7 @@ export class Visibility {
   private readonly groups: Set<number>;
   private readonly owned = new Map<number, boolean>();
   private readonly access = new Map<string, ModuleAccess>();
+  private readonly lookups = new Map<string, boolean>();
 
   constructor(
     readonly viewer: Viewer,
@@ -207,11 +210,34 @@ export class Visibility {
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(o)) {
       if (k === 'frames' && Array.isArray(x)) out[k] = this.frames(x, here);
+      else if (k === 'warnings' && Array.isArray(x)) out[k] = x.map((w) => (typeof w === 'string' ? this.message(w) : w));
       else if (k === 'buildIds' && x && typeof x === 'object' && !Array.isArray(x)) out[k] = this.buildIds(x as Record<string, unknown>);
       else if (k === 'modules' && Array.isArray(x)) out[k] = x.filter((m) => !isModuleEntry(m) || this.moduleAccess(m.module, this.rootOf(here)) === 'read');
       else out[k] = this.walk(x, here, depth + 1);
     }
     return out;
+  }
+
+  /** A message with every path the requester cannot reach replaced (a module of someone else's process, a private folder). */
+  message(text: string): string {
+    if (this.everything) return text;
+    return text.replace(PATH_IN_TEXT, (p) => {
+      const file = p.replace(/[.]+$/, '');
+      return this.reachable(file) ? p : `[a path you cannot see]${p.slice(file.length)}`;
+    });
+  }
+
+  /** Whether the requester may look `file` up itself (search permission on every folder above it). */
+  private reachable(file: string): boolean {
+    if (file === '/') return true;
+    let v = this.lookups.get(file);
+    if (v === undefined) {
+      const parent = path.dirname(file);
+      const dir = this.src.lstat(`${parent === '/' ? '' : parent}/`);
+      v = path.normalize(file) === file && this.reachable(parent) && !!dir?.isDirectory() && this.allowed(dir, 1);
+      this.lookups.set(file, v);
+    }
+    return v;
   }
 
   private buildIds(ids: Record<string, unknown>): Record<string, unknown> {
