@@ -118,6 +118,7 @@ export class Visibility {
   private readonly owned = new Map<number, boolean>();
   private readonly access = new Map<string, ModuleAccess>();
   private readonly lookups = new Map<string, boolean>();
+  private readonly roots = new Map<number, string>();
 
   constructor(
     readonly viewer: Viewer,
@@ -281,7 +282,9 @@ export class Visibility {
 
   /** Where a live process's files are (its mount namespace); '' (the host's) once it is gone. */
   private rootOf(pid: number): string {
-    return this.src.processRoot(pid);
+    let r = this.roots.get(pid);
+    if (r === undefined) this.roots.set(pid, (r = this.src.processRoot(pid)));
+    return r;
   }
 }
 
