@@ -6,12 +6,15 @@
 //    function names stay (they say nothing about the layout);
 //  - of a process that is not wholly the requester's (every uid in /proc/PID/status), or that
 //    may hold a pid another process had earlier in the session (started after it began, and not
-//    a target the session pins by pid and start time): no
-//    addresses at all (they are its ASLR layout, or, for a frame outside any mapping, bytes of its
-//    stack read by the walk); function, file:line and module+offset only from a module file the
-//    requester may read; the module's path only when the requester may reach it; else [unknown].
-// The requester's own processes keep everything: they could read all of it themselves.
-// Root requesters get results untouched.
+//    a target the session pins by pid and start time): no addresses at all (they are its ASLR
+//    layout, or, for a frame outside any mapping, bytes of its stack read by the walk); function,
+//    file:line and module+offset only from a module file the requester may read; the module's
+//    path only when the requester may reach it; else [unknown];
+//  - in warnings, a path only when the requester could look it up (its folders searchable).
+// The requester's own processes keep everything: they could read all of it themselves (the
+// symbolizer, for a non-root requester, already names an address in a data mapping [unknown]).
+// Root requesters get results untouched. Applied once, to everything a helper session sends
+// (extension/helper/sessions.ts), whatever the tracer.
 import fs from 'node:fs';
 import path from 'node:path';
 import { primaryGid } from '../identity';
@@ -106,6 +109,7 @@ export interface SessionPids {
   /** what was judged of each pinned target while it ran (kept by the session across results) */
   seen?: Map<number, { start: number; owned: boolean }>;
 }
+
 const MAX_DEPTH = 24;
 /** an absolute path inside a message (not the path part of a URL) */
 const PATH_IN_TEXT = /(?<![\w:/.~-])\/[\w.+@%~-]+(?:\/[\w.+@%~-]+)*/g;
