@@ -97,7 +97,8 @@ export class HsperfFile {
       const file = `/tmp/${d}/${nspid}`;
       let fd: number;
       try {
-        fd = openAs(owner, file, fs.constants.O_RDONLY);
+        // O_NONBLOCK: a FIFO in its place must not hold the tracer; fstat below takes regular files only.
+        fd = openAs(owner, file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOCTTY);
       } catch {
         continue;
       }

@@ -92,6 +92,9 @@ export const jvmTracer: Tracer<'jvm'> = {
             spReason = u.safepointsReason;
           }
           gcLost = u.lost;
+          // Said once: the GC lane would otherwise look like a JVM that does not collect.
+          const missed = u.jvmCounts?.find((c) => c.verdict === 'missed');
+          if (missed && !warnings.some((w) => w.startsWith('GC pauses: '))) warnings.push(`GC pauses: ${missed.message}`);
         }),
       );
       started.push(gc as Session<TracerName>);
