@@ -52,6 +52,11 @@ export async function benchAttach(ctx: BenchContext): Promise<Row[]> {
         bpftrace: { program: 'tracepoint:sched:sched_wakeup, tracepoint:sched:sched_wakeup_new { @qtime[args->pid] = nsecs; } tracepoint:sched:sched_switch { @ns = hist(nsecs); }', args: [] },
         probes: '3 sched tracepoints',
       },
+      biolatency: {
+        ours: ['biolatency'],
+        bpftrace: { program: 'tracepoint:block:block_rq_insert, tracepoint:block:block_rq_issue { @start[args->dev, args->sector] = nsecs; } tracepoint:block:block_rq_complete { @us = hist(nsecs); }', args: [] },
+        probes: '3 block tracepoints',
+      },
       memleak: {
         ours: ['memleak', '--pid', cPid, '--mode', 'uprobe'],
         bpftrace: { program: `${entries.map((f) => `uprobe:${lc}:${f}`).join(', ')} /pid == ${cPid}/ { @e[tid] = arg0; } ${rets.map((f) => `uretprobe:${lc}:${f}`).join(', ')} /pid == ${cPid}/ { @r[retval] = @e[tid]; }`, args: [] },

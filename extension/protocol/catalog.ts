@@ -97,6 +97,33 @@ export const CATALOG = {
       },
     },
   },
+  biolatency: {
+    title: 'Block I/O latency',
+    icon: 'database',
+    commands: ['ebpfStudio.showBlockIoLatency'],
+    cli: { command: 'biolatency', summary: 'block I/O latency: how long disk requests take, per disk or process (log2 histograms)' },
+    pid: { kernelThreads: true },
+    target: 'system',
+    lossAdvice: 'narrow it with --pid P, or use --per-disk instead of --per-process (fewer histogram keys)',
+    sessionView: 'biolatency',
+    programs: '^rq_(insert|issue|complete)_(btf|raw)$',
+    histogram: {
+      events: 'I/Os',
+      measure: 'time from issue (or queueing) to completion',
+      meaning: 'a block request completed by a disk',
+      keyLabels: { none: '', disk: 'disk', process: 'pid' },
+      keyNouns: { none: '', disk: 'disk', process: 'process' },
+      editor: {
+        title: 'Block I/O Latency',
+        scopes: [
+          { label: '$(globe) All disks', detail: 'One histogram of every block request', per: 'none' },
+          { label: '$(symbol-method) One process…', detail: 'Only the I/O a process you pick starts', per: 'none', oneProcess: true },
+          { label: '$(database) Per disk', detail: 'A histogram per disk, in a table sortable by p99 or count', per: 'disk' },
+          { label: '$(list-tree) Per process', detail: 'A histogram per process that started the I/O', per: 'process' },
+        ],
+      },
+    },
+  },
   memleak: {
     title: 'Memory leaks',
     icon: 'debug-breakpoint-data',

@@ -4,6 +4,7 @@
 import { NotificationType, RequestType, RequestType0 } from 'vscode-jsonrpc';
 import type { SelftestOptions, SelftestResult, SelftestUpdate } from './selftest';
 import type { RunqlatOptions, RunqlatResult, RunqlatUpdate } from './runqlat';
+import type { HistOptions, HistResult, HistUpdate } from './histogram';
 import type { JavaGcOptions, JavaGcResult, JavaGcUpdate } from './javaGc';
 import type { MemleakOptions, MemleakResult, MemleakUpdate } from './memleak';
 import type { ProfileOptions, ProfileResult, ProfileUpdate } from './profile';
@@ -19,6 +20,7 @@ import type { JavaLocksOptions } from './javaLocks';
 export interface TracerTypes {
   selftest: { options: SelftestOptions; update: SelftestUpdate; result: SelftestResult };
   runqlat: { options: RunqlatOptions; update: RunqlatUpdate; result: RunqlatResult };
+  biolatency: { options: HistOptions<'none' | 'disk' | 'process'> & { queued: boolean }; update: HistUpdate; result: HistResult<'biolatency'> };
   'java-gc': { options: JavaGcOptions; update: JavaGcUpdate; result: JavaGcResult };
   memleak: { options: MemleakOptions; update: MemleakUpdate; result: MemleakResult };
   profile: { options: ProfileOptions; update: ProfileUpdate; result: ProfileResult };

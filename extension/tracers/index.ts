@@ -3,6 +3,7 @@ import type { TracerName } from '../protocol/protocol';
 import type { AnyTracer } from './tracer';
 import { selftestTracer } from './selftest/tracer';
 import { runqlatTracer } from './runqlat/tracer';
+import { biolatencyTracer } from './biolatency';
 import { javaGcTracer } from './javaGc/tracer';
 import { memleakTracer } from './memleak/tracer';
 import { profileTracer } from './profile/tracer';
@@ -15,6 +16,7 @@ import { javaLocksTracer } from './javaLocks/tracer';
 export const tracers: Record<TracerName, AnyTracer> = {
   selftest: selftestTracer,
   runqlat: runqlatTracer,
+  biolatency: biolatencyTracer,
   'java-gc': javaGcTracer,
   memleak: memleakTracer,
   profile: profileTracer,

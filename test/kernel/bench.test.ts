@@ -25,6 +25,7 @@ const REQUIRED: { name: string; peer?: string; peerTool?: string }[] = [
   { name: 'stack agreement with perf', peer: 'perf', peerTool: 'perf' },
   { name: 'attach latency java-gc', peer: 'bpftrace', peerTool: 'bpftrace' },
   { name: 'attach latency runqlat', peer: 'bpftrace', peerTool: 'bpftrace' },
+  { name: 'attach latency biolatency', peer: 'bpftrace', peerTool: 'bpftrace' },
   { name: 'attach latency memleak', peer: 'bpftrace', peerTool: 'bpftrace' },
   { name: 'attach latency profile', peer: 'bpftrace', peerTool: 'bpftrace' },
   { name: 'symbolize warm', peer: 'llvm-symbolizer' },

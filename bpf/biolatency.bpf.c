@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Block I/O latency: the time from a request being issued to the device (or, with `queued`,
+ * inserted into the I/O scheduler's queue) to its completion, in log2 histograms kept for all
+ * disks, per disk or per process (the one whose context started the request) by the
+ * log2-histogram kit (hist_tracer.bpf.h). */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "hist_tracer.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* key_mode values, in the order of the tracer's `per` list (extension/tracers/biolatency.ts) */
+#define BIO_KEY_DISK 1
+#define BIO_KEY_PROCESS 2
+
+/* Count from insertion into the scheduler's queue (libbpf-tools biolatency -Q), not from issue. */
+const volatile bool queued = false;
+
+struct io_start {
+	__u64 ts;
+	__u32 tgid;
+	__u32 pad;
+	char comm[HIST_COMM_LEN];
+};
+
+/* Start of each request in flight, by its address. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 10240);
+	__type(key, struct request *);
+	__type(value, struct io_start);
+} start SEC(".maps");
+
+static __always_inline void io_start(struct request *rq, bool issue)
+{
+	struct io_start s = {};
+	__u32 tgid;
+
+	/* Queued mode times from the insert; a queue without a scheduler has no insert, so its
+	 * requests are timed from issue. */
+	if (issue && queued && BPF_CORE_READ(rq, q, elevator))
+		return;
+	/* The clock first: what comes after is not the device's time. */
+	s.ts = bpf_ktime_get_ns();
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	if (target_tgid && tgid != target_tgid)
+		return;
+	s.tgid = tgid;
+	if (key_mode == BIO_KEY_PROCESS)
+		bpf_get_current_comm(&s.comm, sizeof(s.comm));
+	if (bpf_map_update_elem(&start, &rq, &s, BPF_ANY))
+		hist_count_loss(HIST_CTR_START_FULL);
+}
+
+/* The disk as the kernel's dev_t (major << 20 | first minor), what /sys/dev/block names. */
+static __always_inline __u32 disk_key(struct gendisk *disk)
+{
+	return disk ? ((__u32)BPF_CORE_READ(disk, major) << 20) | BPF_CORE_READ(disk, first_minor) : 0;
+}
+
+static __always_inline void io_done(struct request *rq)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct gendisk *disk;
+	struct hist_value *h;
+	struct io_start *s;
+	__s64 delta;
+	__u32 key;
+
+	s = bpf_map_lookup_elem(&start, &rq);
+	if (!s)
+		return;
+	delta = now - s->ts;
+	disk = BPF_CORE_READ(rq, q, disk);
+	key = key_mode == BIO_KEY_DISK ? disk_key(disk) : key_mode == BIO_KEY_PROCESS ? s->tgid : HIST_KEY_NONE;
+	h = delta >= 0 ? hist_add(key, delta) : NULL;
+	if (h && !h->comm[0]) {
+		if (key_mode == BIO_KEY_PROCESS)
+			__builtin_memcpy(h->comm, s->comm, sizeof(h->comm));
+		else if (key_mode == BIO_KEY_DISK && disk)
+			BPF_CORE_READ_STR_INTO(&h->comm, disk, disk_name);
+	}
+	bpf_map_delete_elem(&start, &rq);
+}
+
+/* block_rq_insert, block_rq_issue, block_rq_complete: (struct request *rq, ...) */
+static __always_inline void on_insert(unsigned long long *ctx)
+{
+	if (queued)
+		io_start((struct request *)ctx[0], false);
+}
+
+static __always_inline void on_issue(unsigned long long *ctx)
+{
+	io_start((struct request *)ctx[0], true);
+}
+
+static __always_inline void on_complete(unsigned long long *ctx)
+{
+	io_done((struct request *)ctx[0]);
+}
+
+HIST_TWIN(block_rq_insert, rq_insert, on_insert)
+HIST_TWIN(block_rq_issue, rq_issue, on_issue)
+HIST_TWIN(block_rq_complete, rq_complete, on_complete)
