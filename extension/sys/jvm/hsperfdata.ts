@@ -93,20 +93,24 @@ export class HsperfFile {
     } catch (e) {
       return { problem: (e as Error).message };
     }
+    let refused = '';
     for (const d of dirs) {
       const file = `/tmp/${d}/${nspid}`;
       let fd: number;
       try {
         // O_NONBLOCK: a FIFO in its place must not hold the tracer; fstat below takes regular files only.
         fd = openAs(owner, file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOCTTY);
-      } catch {
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code !== 'ENOENT') refused = `${file} cannot be opened as its owner (${code ?? (e as Error).message}: a link or not theirs to read)`;
         continue;
       }
       const st = fs.fstatSync(fd);
       if (st.isFile() && st.size <= HSPERF_MAX_BYTES) return new HsperfFile(fd, file);
       fs.closeSync(fd);
+      refused = `${file} is ${st.isFile() ? `${st.size} bytes, more than an hsperfdata file holds` : 'not a regular file'}`;
     }
-    return { problem: `the JVM has no /tmp/hsperfdata_*/${nspid} (started with -XX:-UsePerfData or -XX:+PerfDisableSharedMem?)` };
+    return { problem: refused || `the JVM has no /tmp/hsperfdata_*/${nspid} (started with -XX:-UsePerfData or -XX:+PerfDisableSharedMem?)` };
   }
 
   read(): Map<string, HsperfValue> {
