@@ -16,6 +16,7 @@ import { benchMemleakUnwind } from './memleakUnwind';
 import { benchProfile } from './profileOverhead';
 import { benchProfileUnwind } from './profileUnwind';
 import { benchAttach } from './attachLatency';
+import { benchBiolatency } from './biolatencyOverhead';
 import { benchSymbolizeRows } from './symbolizeRows';
 import { benchFlamegraphRows } from './flamegraphRows';
 import { benchLiveViewRows } from './liveViews';
@@ -47,6 +48,7 @@ const GROUPS: Group[] = [
   { id: 'offcpu', run: benchOffcpu, missing: needsTracer('offcpu') },
   { id: 'profile-unwind', run: benchProfileUnwind, missing: needsTracer('profile') },
   { id: 'attach', run: benchAttach, missing: needsRoot },
+  { id: 'biolatency', run: benchBiolatency, missing: () => needsTracer('biolatency')() ?? (fs.existsSync('/usr/sbin/biolatency') ? undefined : 'no /usr/sbin/biolatency (apt-get install libbpf-tools)') },
   { id: 'symbolize', run: benchSymbolizeRows },
   { id: 'flamegraph', run: benchFlamegraphRows },
   { id: 'live-views', run: benchLiveViewRows },

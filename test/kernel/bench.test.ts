@@ -26,6 +26,7 @@ const REQUIRED: { name: string; peer?: string; peerTool?: string }[] = [
   { name: 'attach latency java-gc', peer: 'bpftrace', peerTool: 'bpftrace' },
   { name: 'attach latency runqlat', peer: 'bpftrace', peerTool: 'bpftrace' },
   { name: 'attach latency biolatency', peer: 'bpftrace', peerTool: 'bpftrace' },
+  { name: 'biolatency overhead per I/O', peer: 'libbpf-tools biolatency', peerTool: 'biolatency' },
   { name: 'attach latency memleak', peer: 'bpftrace', peerTool: 'bpftrace' },
   { name: 'attach latency profile', peer: 'bpftrace', peerTool: 'bpftrace' },
   { name: 'symbolize warm', peer: 'llvm-symbolizer' },
