@@ -46,7 +46,10 @@ export function checkJvmCount(x: JvmCountInput): JavaGcJvmCount {
   const counted = comparable ? sum(collectors.flatMap((c) => c.kinds!).map((k) => x.ours.get(k) ?? 0)) : all;
   const base = { pid: x.pid, counted, jvmCounted, collectors };
   const says = `${head} ${counted} — the JVM counts ${jvmCounted}`;
-  const missed = jvmCounted > 0 && (counted === 0 || (comparable && jvmCounted >= 4 && counted < jvmCounted / 2));
+  // Events the kernel counted as lost are said already (the result's lost, the CLI's hint): only
+  // a shortfall they do not explain is a silent one.
+  const seen = counted + x.lost;
+  const missed = jvmCounted > 0 && (seen === 0 || (comparable && jvmCounted >= 4 && seen < jvmCounted / 2));
   if (missed && x.minUs === 0) return { ...base, verdict: 'missed', message: `${says}: ${missedCause(x, counted)}` };
   if (x.minUs > 0) return { ...base, verdict: 'filtered', message: `${says} (collections under ${x.minUs} µs were not traced: --min-us)` };
   if (!comparable) return { ...base, verdict: 'loose', message: `${says} (${collectors.map((c) => `"${c.name}"`).join(', ')}: HotSpot's counters for this collector count other things than its collections)` };
@@ -56,7 +59,6 @@ export function checkJvmCount(x: JvmCountInput): JavaGcJvmCount {
 }
 
 function missedCause(x: JvmCountInput, counted: number): string {
-  if (x.lost > 0) return `${x.lost} events were lost (kernel buffer full): the counts cannot be trusted`;
   const where = x.attachedTo ? ` (the probes are on ${x.attachedTo})` : '';
   return counted === 0
     ? `no collection was traced while the JVM collected${where}. Likely cause: the probes are on another file than the libjvm.so this JVM runs (a container's own JDK, a JDK replaced after the JVM started), or its libjvm.so's USDT probes do not fire`
