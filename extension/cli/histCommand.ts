@@ -9,7 +9,7 @@ import type { Tracer } from '../tracers/tracer';
 import { usageError } from '../protocol/errors';
 import { renderText, statsOf } from '../model/log2hist';
 import type { HistOptions, HistResult, HistUnit, HistUpdate, KeyHistogram } from '../protocol/histogram';
-import { CATALOG, cliSummary, histogramOf, type HistogramTracer } from '../protocol/catalog';
+import { CATALOG, cliSummary, histogramOf, keyText, type HistogramTracer } from '../protocol/catalog';
 import type { OptionsOf, TracerName } from '../protocol/protocol';
 
 type HistName = HistogramTracer & TracerName;
@@ -35,7 +35,7 @@ export function formatHistograms(hists: KeyHistogram[], per: string, unit: HistU
   const keyLabel = histogramOf(tracer).keyLabels[per] ?? per;
   const blocks = hists.map((h) => {
     const s = statsOf(h.buckets);
-    const head = per === 'none' ? '' : `\n${keyLabel} = ${h.key} ${h.comm}\n`;
+    const head = per === 'none' ? '' : `\n${keyLabel} = ${keyText(tracer, per, h.key)} ${h.comm}\n`;
     const summary = `count ${s.count}, p50 ~${fmt(s.p50)} ${unit}, p90 ~${fmt(s.p90)} ${unit}, p99 ~${fmt(s.p99)} ${unit}, max <= ${s.max} ${unit}`;
     return `${head}${renderText(h.buckets, label)}\n${summary}`;
   });

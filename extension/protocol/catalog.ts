@@ -19,6 +19,8 @@ export interface HistogramNouns {
   keyLabels: Readonly<Record<string, string>>;
   /** the key as a noun by "per" mode ("process", "disk"), for the table title */
   keyNouns: Readonly<Record<string, string>>;
+  /** "per" modes whose key is a device number (the kernel's dev_t), shown as major:minor */
+  devKeys?: readonly string[];
   /** the editor command's pickers and panel: "Run Queue Latency" titles them all */
   editor: { title: string; scopes: readonly HistogramScope[] };
 }
@@ -113,6 +115,7 @@ export const CATALOG = {
       meaning: 'a block request completed by a disk',
       keyLabels: { none: '', disk: 'disk', process: 'pid' },
       keyNouns: { none: '', disk: 'disk', process: 'process' },
+      devKeys: ['disk'],
       editor: {
         title: 'Block I/O Latency',
         scopes: [
@@ -179,6 +182,12 @@ export const HISTOGRAM_TRACERS = CATALOG_NAMES.filter((n) => 'histogram' in CATA
 /** Whether a tracer is built on the log2-histogram kit. */
 export function isHistogramTracer(name: string): name is HistogramTracer {
   return (HISTOGRAM_TRACERS as string[]).includes(name);
+}
+
+/** A histogram's key as the CLI and the key table show it: a pid, or a disk's "254:0". */
+export function keyText(name: HistogramTracer, per: string, key: number): string {
+  const dev = histogramOf(name).devKeys?.includes(per);
+  return dev ? `${key >>> 20}:${key & 0xfffff}` : String(key);
 }
 
 /** The nouns and editor pickers of a log2-histogram tracer. */

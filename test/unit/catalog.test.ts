@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { CATALOG, CATALOG_NAMES, type TracerEntry } from '../../extension/protocol/catalog';
+import { CATALOG, CATALOG_NAMES, keyText, type TracerEntry } from '../../extension/protocol/catalog';
 import { SESSION_VIEW_NAMES } from '../../extension/model/sessionFile';
 import { commands } from '../../extension/cli/commands/index';
 import { tracers } from '../../extension/tracers/index';
@@ -57,4 +57,13 @@ test('every catalog CLI command exists and every tracer the helper runs is in th
     assert.equal(commands.find((c) => c.name === e.cli!.command)!.summary, e.cli.summary, `${name}: the help line is the catalog's`);
   }
   for (const [name, e] of entries) if (e.programs || e.histogram) assert.ok(name in tracers, `${name} runs in the helper`);
+});
+
+test('histogram keys: a disk shows as major:minor, a pid as itself; biolatency validates its own option', () => {
+  assert.equal(keyText('biolatency', 'disk', (254 << 20) | 16), '254:16');
+  assert.equal(keyText('biolatency', 'process', 4242), '4242');
+  assert.equal(keyText('runqlat', 'cgroup', 3000000000), '3000000000');
+  assert.deepEqual(tracers.biolatency.validate({}), { pid: 0, per: 'none', unit: 'us', intervalS: 1, queued: false });
+  assert.equal(tracers.biolatency.validate({ per: 'disk', queued: true }).queued, true);
+  assert.throws(() => tracers.biolatency.validate({ per: 'thread' }), /per/);
 });

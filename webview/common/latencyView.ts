@@ -7,7 +7,7 @@ import { formatDuration } from '../../extension/model/log2hist';
 import { bucketAt, drawHistogram, themeColor, type HistogramLayout } from '../common/histogramChart';
 import { connectHost, el, oncePerFrame } from '../common/viewPage';
 import { drawHeatMap, drawHeatScale, heatColumnsFor } from './heatMapChart';
-import { CATALOG, histogramOf, type HistogramNouns, type HistogramTracer } from '../../extension/protocol/catalog';
+import { CATALOG, histogramOf, keyText, type HistogramNouns, type HistogramTracer } from '../../extension/protocol/catalog';
 import { formatCount } from '../../extension/model/units';
 import { MAX_KEYS, OTHER_KEY } from '../../extension/model/histLive';
 import { bucketRange, heatCellAt, LatencyModel, type HeatLayout, type HeatMap, type HistogramBars, type SortKey } from './latencyModel';
@@ -146,7 +146,7 @@ function renderKeys(): void {
     const open = model.expanded.has(r.key);
     const tr = el('tr', { class: 'key-row', 'data-key': String(r.key) });
     tr.style.cursor = 'pointer';
-    tr.append(el('td', {}, open ? '▾' : '▸'), el('td', { class: 'num' }, r.key === OTHER_KEY ? 'other' : String(r.key)), el('td', {}, r.comm), el('td', { class: 'num' }, formatCount(r.count)), el('td', { class: 'num' }, fmt(r.p50)), el('td', { class: 'num' }, fmt(r.p90)), el('td', { class: 'num' }, fmt(r.p99)), el('td', { class: 'num' }, fmt(r.max)));
+    tr.append(el('td', {}, open ? '▾' : '▸'), el('td', { class: 'num' }, r.key === OTHER_KEY ? 'other' : keyText(model.tracer, model.per, r.key)), el('td', {}, r.comm), el('td', { class: 'num' }, formatCount(r.count)), el('td', { class: 'num' }, fmt(r.p50)), el('td', { class: 'num' }, fmt(r.p90)), el('td', { class: 'num' }, fmt(r.p99)), el('td', { class: 'num' }, fmt(r.max)));
     tr.onclick = () => {
       if (open) model.expanded.delete(r.key);
       else model.expanded.add(r.key);
@@ -229,7 +229,7 @@ function renderPlainKeys(rows: ReturnType<typeof model.keyRows>, label: string):
   rows.forEach((r, i) => {
     const { tr, cells } = p.rows[i];
     if (tr.dataset.key !== String(r.key)) tr.dataset.key = String(r.key);
-    const texts = ['▸', r.key === OTHER_KEY ? 'other' : String(r.key), r.comm, formatCount(r.count), fmt(r.p50), fmt(r.p90), fmt(r.p99), fmt(r.max)];
+    const texts = ['▸', r.key === OTHER_KEY ? 'other' : keyText(model.tracer, model.per, r.key), r.comm, formatCount(r.count), fmt(r.p50), fmt(r.p90), fmt(r.p99), fmt(r.max)];
     // A row off screen keeps its texts for when it scrolls into view: a live update then costs
     // the rows on screen, not every row of the table.
     if (rowOnScreen.get(tr) === false) staleRows.set(tr, texts);
