@@ -20,7 +20,7 @@ const store = require('../../extension/editor/sessions/sessionStore') as typeof 
 const liveSessions = require('../../extension/editor/sessions/liveSessions') as typeof import('../../extension/editor/sessions/liveSessions');
 const sessionEditors = require('../../extension/editor/sessions/sessionEditors') as typeof import('../../extension/editor/sessions/sessionEditors');
 const javaGc = require('../../extension/editor/features/javaGc') as typeof import('../../extension/editor/features/javaGc');
-const runqlat = require('../../extension/editor/features/histograms') as typeof import('../../extension/editor/features/histograms');
+const histograms = require('../../extension/editor/features/histograms') as typeof import('../../extension/editor/features/histograms');
 const { RELOADED } = require('../../extension/editor/sessions/livePanel') as typeof import('../../extension/editor/sessions/livePanel');
 const { setHelper } = require('../../extension/editor/helperClient/helperClient') as typeof import('../../extension/editor/helperClient/helperClient');
 const { GcLive } = require('../../extension/model/javaGcLive') as typeof import('../../extension/model/javaGcLive');
@@ -41,6 +41,8 @@ const rqUpdate = (i: number): RunqlatUpdate => ({ interval: { timestampNs: 100 *
 const cases = [
   { name: 'Java GC', view: 'javaGc', command: 'ebpfStudio.traceJavaGc', args: { pid: 7 }, update: gcUpdate, model: () => new GcLive() },
   { name: 'run queue', view: 'runqlat', command: 'ebpfStudio.showRunQueueLatency', args: { per: 'none' }, update: rqUpdate, model: () => new HistLive() },
+  // the kit's panel for another tracer: its own view type, restored the same way
+  { name: 'block I/O', view: 'biolatency', command: 'ebpfStudio.showBlockIoLatency', args: { per: 'disk' }, update: rqUpdate, model: () => new HistLive() },
 ] as const;
 
 /** A window's extension context over a storage folder; the same folder after a reload. */
@@ -61,7 +63,7 @@ for (const c of cases) {
     store.activate(ctx as never);
     liveSessions.activate(ctx as never);
     sessionEditors.activate(ctx as never);
-    (c.view === 'javaGc' ? javaGc : runqlat).activate(ctx as never);
+    (c.view === 'javaGc' ? javaGc : histograms).activate(ctx as never);
     const id = (await vscode.commands.executeCommand(c.command, c.args)) as string;
     assert.equal(id, 's1');
     const panel = recorded.panels.at(-1)!;
@@ -105,7 +107,7 @@ for (const c of cases) {
     setHelper(fake.helper);
     store.activate(ctx as never);
     liveSessions.activate(ctx as never);
-    (c.view === 'javaGc' ? javaGc : runqlat).activate(ctx as never);
+    (c.view === 'javaGc' ? javaGc : histograms).activate(ctx as never);
     const id = (await vscode.commands.executeCommand(c.command, c.args)) as string;
     const panel = recorded.panels.at(-1)!;
     const key = /data-session-key="([0-9a-f]+)"/.exec(panel.webview.html)![1];
