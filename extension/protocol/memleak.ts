@@ -26,7 +26,7 @@ export const MEMLEAK_DEFAULT_MAX_OUTSTANDING = 1_000_000;
 /**
  * Mean sampling interval for attaching to a running process (--pid, Find Memory Leaks) unless
  * --sample-bytes says otherwise; launching stays exact. Decided from bench/RESULTS.md (memleak
- * sampled rows): see the README's memleak options for the reasoning.
+ * sampled rows): see docs/cli.md's memleak section for the reasoning.
  */
 export const MEMLEAK_DEFAULT_ATTACH_SAMPLE_BYTES = 0;
 
