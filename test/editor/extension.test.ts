@@ -65,19 +65,14 @@ async function startGcWorkload(t: TestContext): Promise<{ child: ChildProcess; p
 }
 
 /**
- * After the target pick, Profile CPU asks for the frequency and duration only the first time in a
- * workspace (it remembers them): answer "default, until Stop" when asked, else go on.
+ * After the target pick Profile CPU starts at once (99 Hz, until Stop): the options stay in the
+ * target list as "Sampling: … change…", never a question before the run.
  */
 async function answerSampling(s: EditorSession): Promise<void> {
-  const input = s.page.locator('.quick-input-widget .quick-input-box input');
-  const asked = s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'samples per second' });
+  const asked = s.page.locator('.quick-input-widget .quick-input-title', { hasText: /samples per second|for how long/ });
   const deadline = Date.now() + 5000;
   while (Date.now() < deadline) {
-    if (await asked.isVisible().catch(() => false)) {
-      await input.press('Enter'); // the default frequency
-      await s.pickQuickPickItem('Until I press Stop');
-      return;
-    }
+    assert.equal(await asked.isVisible().catch(() => false), false, 'Profile CPU asked for sampling options before it started');
     if (await s.page.locator('iframe.webview').count()) return;
     await s.page.waitForTimeout(100);
   }
@@ -90,6 +85,8 @@ async function profileFromPalette(s: EditorSession, pid: number, comm: string) {
   // The list holds every process and renders only what fits: filter it to the workload.
   await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: what to sample' }).waitFor({ timeout: 30_000 });
   await input.fill(String(pid));
+  // the sampling options sit in the same list, one click away, instead of questions after it
+  await s.quickPickRow(/Sampling: \d+ Hz, (until Stop|\d+ s)/).waitFor({ state: 'visible', timeout: 5000 });
   await s.pickQuickPickItem(new RegExp(`\\b${pid}\\s+${comm}`));
   await answerSampling(s);
   const frame = await s.webviewFrame(`CPU: pid ${pid} (${comm})`);

@@ -69,18 +69,17 @@ function describeTarget(p: proto.ProcessInfo): Pick<vscode.QuickPickItem, 'label
   };
 }
 
+/** The one place the sampling options live: what the run will use, a click away from changing. */
+function samplingItem(plan: SamplingPlan): TargetItem {
+  const fixed = plan.frequencyFrom === 'setting' && plan.durationFrom === 'setting';
+  const from = fixed ? 'from settings (ebpfStudio.profile.frequency, .duration)' : plan.frequencyFrom === 'default' && plan.durationFrom === 'default' ? 'defaults — change…' : 'remembered for this workspace — change…';
+  return { label: `$(settings-gear) Sampling: ${describeSampling(plan.frequency, plan.durationS)}`, description: from, changeSampling: !fixed, alwaysShow: true };
+}
+
 async function pickTarget(last: LastTarget | undefined, plan: SamplingPlan, offerChange: boolean, event: ProfileEvent = 'cpu'): Promise<Target | 'change' | 'event' | undefined> {
   const whole: TargetItem = { label: '$(globe) Whole system', detail: 'Every process on every CPU (the idle task excluded)', target: { pid: 0, label: 'whole system', kind: 'system', name: '' } };
   const bottom: TargetItem[] = [];
-  if (offerChange && plan.frequency !== undefined && plan.durationS !== undefined) {
-    const fixed = plan.frequencyFrom === 'setting' && plan.durationFrom === 'setting';
-    bottom.push({
-      label: `$(settings-gear) Sampling: ${describeSampling(plan.frequency, plan.durationS)}`,
-      description: fixed ? 'from settings (ebpfStudio.profile.frequency, .duration)' : 'remembered for this workspace — change…',
-      changeSampling: !fixed,
-      alwaysShow: true,
-    });
-  }
+  if (offerChange) bottom.push(samplingItem(plan));
   bottom.push(eventChangeItem(event));
   // the Java measures read one JVM: only JVMs are listed, a JDK too old for the measure refused with why
   const java = isJavaEvent(event);
@@ -111,7 +110,16 @@ async function pickTarget(last: LastTarget | undefined, plan: SamplingPlan, offe
   return pick.target;
 }
 
+/** Common rates first (99 avoids lockstep with timers); any other through "Other…". */
 async function pickFrequency(initial: number): Promise<number | undefined> {
+  const notes: Record<number, string> = { 49: 'lighter', 99: 'the default: low overhead, off the timer tick', 499: 'finer, for short runs', 997: 'finest of these, more overhead' };
+  const items: (vscode.QuickPickItem & { hz?: number })[] = [49, 99, 499, 997].map((hz) => ({ label: `${hz} Hz`, description: notes[hz], hz }));
+  if (!items.some((i) => i.hz === initial)) items.push({ label: `${initial} Hz`, description: 'current', hz: initial });
+  items.sort((a, b) => (a.hz === initial ? -1 : b.hz === initial ? 1 : 0));
+  items.push({ label: 'Other…', description: `a whole number from 1 to ${PROFILE_MAX_FREQUENCY}` });
+  const pick = await vscode.window.showQuickPick(items, { title: 'Profile CPU: samples per second per CPU' });
+  if (!pick) return undefined;
+  if (pick.hz) return pick.hz;
   const text = await vscode.window.showInputBox({
     title: 'Profile CPU: samples per second per CPU',
     value: String(initial),
@@ -143,7 +151,7 @@ async function runningJdks(): Promise<(number | undefined)[]> {
   }
 }
 
-/** Target, frequency and duration: asks only what neither the settings nor this workspace's last run answer. */
+/** Target, frequency and duration: asks the target only; frequency and duration when "Sampling: … change…" is picked. */
 export async function askProfile(state: vscode.Memento): Promise<{ target: Target; frequency: number; durationS: number; event: ProfileEvent } | undefined> {
   const last = loadLast(state);
   const plan = samplingPlan(vscode.workspace.getConfiguration('ebpfStudio.profile'), last);
@@ -155,18 +163,20 @@ export async function askProfile(state: vscode.Memento): Promise<{ target: Targe
     event = e;
     picked = await pickTarget(last.target, plan, true, event);
   }
-  let frequency = plan.frequency;
-  let durationS = plan.durationS;
+  let frequency: number | undefined = plan.frequency;
+  let durationS: number | undefined = plan.durationS;
   const change = picked === 'change';
   if (change) picked = await pickTarget(last.target, plan, false, event);
   if (!picked || picked === 'change' || picked === 'event') return undefined;
   // the Java measures time each wait: no sampling frequency to ask (the remembered one is kept for CPU)
-  if (isJavaEvent(event)) frequency ??= plan.defaultFrequency;
-  else if (frequency === undefined || (change && plan.frequencyFrom !== 'setting')) frequency = await pickFrequency(frequency ?? plan.defaultFrequency);
+  if (change && !isJavaEvent(event) && plan.frequencyFrom !== 'setting') frequency = await pickFrequency(frequency);
   if (!frequency) return undefined;
-  if (durationS === undefined || (change && plan.durationFrom !== 'setting')) durationS = await pickDuration(durationS ?? plan.defaultDurationS);
+  if (change && plan.durationFrom !== 'setting') durationS = await pickDuration(durationS);
   if (durationS === undefined) return undefined;
-  await saveLast(state, { target: { kind: picked.kind ?? (picked.pid ? 'process' : 'system'), pid: picked.pid, name: picked.name ?? '' }, frequency: isJavaEvent(event) ? last.frequency : frequency, durationS });
+  // only answers the user gave are remembered: untouched defaults keep following the settings' defaults
+  const keepF = change && !isJavaEvent(event) && plan.frequencyFrom !== 'setting' ? frequency : last.frequency;
+  const keepD = change && plan.durationFrom !== 'setting' ? durationS : last.durationS;
+  await saveLast(state, { target: { kind: picked.kind ?? (picked.pid ? 'process' : 'system'), pid: picked.pid, name: picked.name ?? '' }, ...(keepF !== undefined ? { frequency: keepF } : {}), ...(keepD !== undefined ? { durationS: keepD } : {}) });
   return { target: picked, frequency, durationS, event };
 }
 

@@ -1,8 +1,9 @@
 // What Profile CPU remembers per workspace (workspaceState) so it asks fewer questions: the last
 // target (kind, pid and name, so a restarted JVM with the same main class comes first again),
 // the frequency and the duration. The settings ebpfStudio.profile.frequency and .duration,
-// when the user set them, win and are never asked; otherwise the first run asks and later runs
-// reuse the answers, offering "Change…" in the target list.
+// when the user set them, win and are never asked; otherwise the last answers, else the
+// defaults (99 Hz, until Stop) are used without asking, as async-profiler and IntelliJ start:
+// the target list always shows them as one "Sampling: … change…" item.
 import type * as vscode from 'vscode';
 import { PROFILE_DEFAULT_FREQUENCY, PROFILE_MAX_FREQUENCY } from '../../../protocol/profile';
 
@@ -41,31 +42,35 @@ export function validDuration(v: unknown): number | undefined {
   return typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 7 * 24 * 3600 ? v : undefined;
 }
 
+export type ValueSource = 'setting' | 'last' | 'default';
+
 export interface SamplingPlan {
-  /** known without asking (setting or remembered), else undefined = ask */
-  frequency?: number;
-  durationS?: number;
+  /** what a run uses without asking: a setting, the remembered answer, else the default */
+  frequency: number;
+  durationS: number;
   /** defaults to offer when asking */
   defaultFrequency: number;
   defaultDurationS: number;
-  /** where each known value came from, for the "Change…" item's description */
-  frequencyFrom?: 'setting' | 'last';
-  durationFrom?: 'setting' | 'last';
+  /** where each value came from, for the "Change…" item's description */
+  frequencyFrom: ValueSource;
+  durationFrom: ValueSource;
 }
 
-/** Settings the user set win; then this workspace's last answers; else ask (prefilled from the settings' defaults). */
+/** Settings the user set win; then this workspace's last answers; else the defaults: nothing is asked before a run. */
 export function samplingPlan(cfg: Config, last: LastChoices): SamplingPlan {
   const setF = validFrequency(userSetting(cfg, 'frequency'));
   const setD = validDuration(userSetting(cfg, 'duration'));
   const lastF = validFrequency(last.frequency);
   const lastD = validDuration(last.durationS);
+  const defaultFrequency = validFrequency(cfg.get<number>('frequency')) ?? PROFILE_DEFAULT_FREQUENCY;
+  const defaultDurationS = validDuration(cfg.get<number>('duration')) ?? 0;
   return {
-    frequency: setF ?? lastF,
-    durationS: setD ?? lastD,
-    frequencyFrom: setF !== undefined ? 'setting' : lastF !== undefined ? 'last' : undefined,
-    durationFrom: setD !== undefined ? 'setting' : lastD !== undefined ? 'last' : undefined,
-    defaultFrequency: validFrequency(cfg.get<number>('frequency')) ?? PROFILE_DEFAULT_FREQUENCY,
-    defaultDurationS: validDuration(cfg.get<number>('duration')) ?? 0,
+    frequency: setF ?? lastF ?? defaultFrequency,
+    durationS: setD ?? lastD ?? defaultDurationS,
+    frequencyFrom: setF !== undefined ? 'setting' : lastF !== undefined ? 'last' : 'default',
+    durationFrom: setD !== undefined ? 'setting' : lastD !== undefined ? 'last' : 'default',
+    defaultFrequency,
+    defaultDurationS,
   };
 }
 
