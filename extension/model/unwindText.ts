@@ -1,5 +1,6 @@
 // How a profile's user stacks were unwound: one short line for the flame-graph header
-// ("stacks: CFI for 14 modules, frame pointers for 1, JIT by perf map") and the details behind it
+// ("stacks: CFI for 14 modules, frame pointers for 1, JIT by perf map" — the JIT part only for
+// a JVM) and the details behind it
 // for its tooltip and the CLI (which modules use which). Only code modules count: a process also
 // maps data files (classes.jsa, locale files such as LC_COLLATE, caches), which unwinding never meets.
 import type { UnwindInfo, UnwindModuleInfo } from '../protocol/profile';
@@ -22,6 +23,14 @@ export function codeModules(u: UnwindInfo): UnwindModuleInfo[] {
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
+/**
+ * Whether JIT frames were named from a perf map: a JVM profiled without the agent. Documents
+ * written before the tracer said so tell it by libjvm.so among the modules.
+ */
+function namesJit(u: UnwindInfo): boolean {
+  return u.perfMap ?? (u.modules ?? []).some((m) => base(m.module) === 'libjvm.so');
+}
+
 /** The header line. */
 export function unwindSummary(u: UnwindInfo | undefined): string | undefined {
   if (!u) return undefined;
@@ -34,7 +43,8 @@ export function unwindSummary(u: UnwindInfo | undefined): string | undefined {
     parts.push(`CFI for ${plural(cfi, 'module')}`);
     if (fp) parts.push(`frame pointers for ${fp}`);
   } else parts.push('CFI where modules have it, frame pointers elsewhere');
-  parts.push(u.javaAgent ? 'Java by the JVMTI agent' : u.mode === 'fp' ? 'JIT named by perf map' : 'JIT by perf map');
+  if (u.javaAgent) parts.push('Java by the JVMTI agent');
+  else if (namesJit(u)) parts.push(u.mode === 'fp' ? 'JIT named by perf map' : 'JIT by perf map');
   if (u.truncated) parts.push(`${plural(u.truncated, 'sample')} cut short`);
   return `stacks: ${parts.join(', ')}`;
 }
@@ -54,11 +64,8 @@ export function unwindDetails(u: UnwindInfo | undefined): string | undefined {
       if (fp.length) lines.push(`Frame pointers only (${fp.length}): ${fp.join(', ')}`);
     }
   }
-  lines.push(
-    u.javaAgent
-      ? 'Java frames from the JVMTI agent (AsyncGetCallTrace), joined where the native stack reaches JIT or interpreter code.'
-      : 'JIT-compiled code (no CFI) by frame pointers, named from the perf map (/tmp/perf-PID.map).',
-  );
+  if (u.javaAgent) lines.push('Java frames from the JVMTI agent (AsyncGetCallTrace), joined where the native stack reaches JIT or interpreter code.');
+  else if (namesJit(u)) lines.push('JIT-compiled code (no CFI) by frame pointers, named from the perf map (/tmp/perf-PID.map).');
   if (u.truncated) lines.push(`${plural(u.truncated, 'sample')} deeper than the stack copy: their outermost callers are missing (raise the stack copy size).`);
   return lines.join('\n');
 }

@@ -54,6 +54,8 @@ export interface UnwindInfo {
   modules?: UnwindModuleInfo[];
   /** a JVM profiled with the Java agent: Java frames come from the agent, not from the unwind */
   javaAgent?: boolean;
+  /** a JVM profiled without the agent: its JIT frames are named from the perf map it wrote */
+  perfMap?: boolean;
 }
 
 export interface ProfileUpdate {

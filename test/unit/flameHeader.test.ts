@@ -34,6 +34,19 @@ test('the header is one short line: "stacks: CFI for 14 modules, frame pointers 
   assert.match(details, /CFI \(14\): java|CFI \(14\): .*libjvm\.so/);
   assert.match(details, /Frame pointers only \(1\): java$/m);
   assert.doesNotMatch(details, /classes\.jsa|LC_|locale-archive|gconv/);
+  assert.equal(unwindSummary({ ...u, perfMap: true }), 'stacks: CFI for 14 modules, frame pointers for 1, JIT by perf map');
+});
+
+test('a C program\'s header says nothing about JIT or perf maps; a JVM in perf-map mode does', () => {
+  const c = { mode: 'dwarf' as const, modules: [{ module: '/home/alice/app', cfi: 'eh_frame' as const }, { module: `${lib}/libc.so.6`, cfi: 'eh_frame' as const }] };
+  assert.equal(unwindSummary(c), 'stacks: CFI for 2 modules');
+  assert.doesNotMatch(unwindDetails(c)!, /JIT|perf map/);
+  assert.equal(unwindSummary({ mode: 'fp' }), 'stacks: frame pointers (--unwind fp)');
+  assert.equal(unwindSummary({ mode: 'fp', perfMap: true }), 'stacks: frame pointers (--unwind fp), JIT named by perf map');
+  assert.equal(unwindSummary({ mode: 'dwarf', perfMap: true }), 'stacks: CFI where modules have it, frame pointers elsewhere, JIT by perf map');
+  assert.match(unwindDetails({ mode: 'dwarf', perfMap: true })!, /perf-PID\.map/);
+  // a document that says no perf map was used wins over libjvm.so among the modules
+  assert.equal(unwindSummary({ mode: 'dwarf', perfMap: false, modules: [{ module: `${jdk}/lib/server/libjvm.so`, cfi: 'eh_frame' }] }), 'stacks: CFI for 1 module');
 });
 
 test('debug-info advice names the package for the runtime at hand', () => {

@@ -330,10 +330,12 @@ class ProfileRun implements Session<'profile'> {
 
   private unwindInfo(): UnwindInfo {
     const { dwarf, java, mode } = this;
-    if (!dwarf) return { mode, ...(java ? { javaAgent: true } : {}) };
+    // only a JVM has JIT code to name: a C program's header says nothing about perf maps
+    const jit = java ? { javaAgent: true } : this.options.javaPerfMap && this.jvmPids.size > 0 ? { perfMap: true } : {};
+    if (!dwarf) return { mode, ...jit };
     return {
       mode,
-      ...(java ? { javaAgent: true } : {}),
+      ...jit,
       // With the agent the unwind only has to reach the first JIT frame; what it does beyond
       // (frame-pointer guesses through JIT code, often off the copied stack) is cut by the join,
       // so "deeper than the copy" would blame the copy size for nothing.
