@@ -495,9 +495,12 @@ export class Agent {
 /** The pull endpoints' sessions: nothing is shown while they run. */
 const quiet = { update: () => undefined, ended: () => undefined };
 
-/** An error as a bounded label: its start (what failed) and its end (the cause, e.g. "Permission denied"). */
+/**
+ * An error as a bounded label (one series per tracer, so 1000 characters cost little): whole as a
+ * rule; past that its start (what failed) and its end (the cause and the fix).
+ */
 function shortError(m: string): string {
-  return m.length <= 300 ? m : `${m.slice(0, 150)} … ${m.slice(-147)}`;
+  return m.length <= 1000 ? m : `${m.slice(0, 500)} … ${m.slice(-497)}`;
 }
 
 function fresh(): TracerHealth {

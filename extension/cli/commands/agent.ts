@@ -59,7 +59,7 @@ export const agentCommand: Command = {
     if (insecureNoAuth && tokenFile) throw usageError('--insecure-no-auth and --token-file contradict each other: leave one out');
     const prepared = prepareListen(addr, cfg, { insecureNoAuth, tokenFile });
     if (prepared.insecure)
-      io.err(`ebpf-studio agent: WARNING: serving WITHOUT AUTHENTICATION (--insecure-no-auth): every user of this machine can read every process's profiles and names${cfg.profile.allocs ? ' and load the Java agent into the covered JVMs' : ''}`);
+      io.err(`ebpf-studio agent: WARNING: serving WITHOUT AUTHENTICATION (--insecure-no-auth): every user of this machine can read every process's profiles and names${cfg.profile.allocs && (cfg.jvm.mainClasses || cfg.jvm.containers) ? ' and load the Java agent into the JVMs the config names' : ''}`);
     requireBpfPrivilege('bpf');
     const verbose = Boolean(values.verbose);
     const log = (m: string) => {
