@@ -173,6 +173,16 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       assert.ok(rows.some((r) => new RegExp(`^Copy\\s+young\\s+${m[1]}\\s`).test(r)), `Copy row with ${m[1]}: ${rows.join(' | ')}`);
       assert.ok(rows.some((r) => new RegExp(`^MarkSweepCompact\\s+full\\s+${m[2]}\\s`).test(r)), `MarkSweepCompact row with ${m[2]}: ${rows.join(' | ')}`);
 
+      // The pause timeline's lane labels ("young & other", "full", their scales) fit left of the
+      // plot, measured in the canvas's own font: none is cut at the edge ("ung & other").
+      const fit = await frame.evaluate(() => {
+        const c = document.getElementById('timeline') as HTMLCanvasElement;
+        const ctx = c.getContext('2d')!;
+        const widths = ['young & other', 'full'].map((x) => ctx.measureText(x).width);
+        return { left: Number(c.dataset.plotLeft), widest: Math.max(...widths), font: ctx.font };
+      });
+      assert.ok(fit.left - 6 >= fit.widest, `the timeline's lane label needs ${fit.widest.toFixed(1)} px, the margin leaves ${fit.left - 6} (${fit.font})`);
+      t.diagnostic(`timeline labels: widest ${fit.widest.toFixed(1)} px in ${fit.font}, plot starts at ${fit.left} px`);
       const png = await s.screenshot('java-gc-panel', await s.webviewElement(frame));
       const stats = await s.imageStats(png);
       assert.ok(stats.distinctColors > 20 && stats.nonBackground > 0.02, `the panel screenshot looks blank: ${JSON.stringify(stats)}`);

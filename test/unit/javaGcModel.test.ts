@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import type { JavaGcEvent, JavaGcResult } from '../../extension/protocol/javaGc';
 import { csvField, formatBucketLabel, GcModel } from '../../webview/javaGc/model';
 import { bucketAt, layoutHistogram, niceTicks } from '../../webview/common/histogramChart';
-import { layoutTimeline } from '../../webview/javaGc/timelineChart';
+import { LABEL_GAP, layoutTimeline } from '../../webview/javaGc/timelineChart';
 
 const S = 1e9;
 function ev(tS: number, durationUs: number, full = false): JavaGcEvent {
@@ -99,6 +99,17 @@ test('timeline marks sit at seconds since the origin; full collections get a lan
   assert.equal(full.y, 72);
   assert.equal(l.marks[2].h, 54); // the longest young pause fills the other lane
   assert.ok(Math.abs(l.marks[0].h - (54 * 100) / 900) < 1e-9);
+});
+
+test('the left margin fits the widest lane label in the font at hand ("young & other" was cut to "ung & other")', () => {
+  const tl = fed().timeline();
+  // 7.5 px a character: "young & other" is 97.5 px, wider than the 72 px margin that clipped it
+  const l = layoutTimeline(tl, 10, 664, 128, (text) => text.length * 7.5);
+  const widest = Math.max(...l.lanes.map((x) => x.name.length * 7.5));
+  assert.ok(l.plot.x - LABEL_GAP >= widest, `labels ${widest} px, room ${l.plot.x - LABEL_GAP} px`);
+  assert.equal(l.plot.x + l.plot.w, 664 - 8, 'the plot keeps its right edge');
+  assert.equal(layoutTimeline(tl, 10, 664, 128, (text) => text.length * 4).plot.x, 72, 'a narrow font keeps the usual margin');
+  assert.ok(layoutTimeline(tl, 10, 664, 128, () => 1e6).plot.x <= 160, 'an absurd measure cannot squeeze the plot away');
 });
 
 test('CSV: a row per GC, before/after columns per pool, quoted names', () => {

@@ -37,16 +37,33 @@ export interface TimelineLayout {
 
 const PAD = { left: 72, right: 8, top: 8, bottom: 20 };
 const LANE_GAP = 10;
+/** between a lane's labels (right-aligned) and the plot */
+export const LABEL_GAP = 6;
+/** the widest the labels may take: past it a long duration is cut rather than the plot squeezed */
+const MAX_LABELS = 160;
 
-export function layoutTimeline(timeline: GcTimeline, spanS: number, width: number, height: number): TimelineLayout {
-  const plot = { x: PAD.left, y: PAD.top, w: Math.max(10, width - PAD.left - PAD.right), h: Math.max(10, height - PAD.top - PAD.bottom) };
+/** The width of a text in the chart's font (the canvas measures it; tests pass an estimate). */
+export type Measure = (text: string) => number;
+
+/** The lanes' labels: each lane's name, longest pause and 0, right-aligned left of the plot. */
+function laneLabels(lanes: TimelineLaneLayout[]): string[] {
+  return lanes.flatMap((l) => [l.name, ...(l.maxNs > 0 ? [formatDuration(l.maxNs, 'ns')] : []), '0']);
+}
+
+export function layoutTimeline(timeline: GcTimeline, spanS: number, width: number, height: number, measure?: Measure): TimelineLayout {
+  const laneMax = (ms: TimelineMark[]) => ms.reduce((x, m) => Math.max(x, m.durationNs), 0);
+  const hasFull = timeline.full.length > 0;
+  // The left margin fits the widest label in the font at hand ("young & other" is wider than
+  // the fixed margin in some fonts), so no label is cut at the canvas edge.
+  const named: TimelineLaneLayout[] = [{ name: hasFull ? 'young & other' : 'pauses', y: 0, h: 0, maxNs: laneMax(timeline.pauses) }, ...(hasFull ? [{ name: 'full', y: 0, h: 0, maxNs: laneMax(timeline.full) }] : [])];
+  const labelsW = measure ? Math.max(0, ...laneLabels(named).map(measure)) : 0;
+  const left = Math.max(PAD.left, Math.min(MAX_LABELS, Math.ceil(labelsW) + LABEL_GAP + 2));
+  const plot = { x: left, y: PAD.top, w: Math.max(10, width - left - PAD.right), h: Math.max(10, height - PAD.top - PAD.bottom) };
   let last = 0;
   for (const m of timeline.pauses) last = Math.max(last, m.t + timeline.binS);
   for (const m of timeline.full) last = Math.max(last, m.t + timeline.binS);
   const span = Math.max(1, spanS, last);
-  const laneMax = (ms: TimelineMark[]) => ms.reduce((x, m) => Math.max(x, m.durationNs), 0);
   const lanes: TimelineLaneLayout[] = [];
-  const hasFull = timeline.full.length > 0;
   const fullH = hasFull ? Math.round((plot.h - LANE_GAP) * 0.4) : 0;
   lanes.push({ name: hasFull ? 'young & other' : 'pauses', y: plot.y, h: hasFull ? plot.h - LANE_GAP - fullH : plot.h, maxNs: laneMax(timeline.pauses) });
   if (hasFull) lanes.push({ name: 'full', y: plot.y + plot.h - fullH, h: fullH, maxNs: laneMax(timeline.full) });
@@ -77,10 +94,12 @@ export function markAt(l: TimelineLayout, x: number, y: number): TimelineRect | 
 
 export function drawTimeline(canvas: HTMLCanvasElement, timeline: GcTimeline, spanS: number, colors: { young: string; full: string; of?: (collector: string) => string }, cssHeight = 140): TimelineLayout {
   const { ctx, width } = sizeCanvas(canvas, cssHeight);
-  const l = layoutTimeline(timeline, spanS, width, cssHeight);
+  ctx.font = `11px ${themeColor('--vscode-font-family', 'sans-serif')}`;
+  const l = layoutTimeline(timeline, spanS, width, cssHeight, (text) => ctx.measureText(text).width);
+  // where the plot starts, for tests that measure the labels against it
+  canvas.dataset.plotLeft = String(l.plot.x);
   const muted = themeColor('--vscode-descriptionForeground', '#888');
   const grid = themeColor('--vscode-panel-border', 'rgba(128,128,128,0.3)');
-  ctx.font = `11px ${themeColor('--vscode-font-family', 'sans-serif')}`;
   ctx.strokeStyle = grid;
   ctx.beginPath();
   for (const lane of l.lanes) {
@@ -97,11 +116,11 @@ export function drawTimeline(canvas: HTMLCanvasElement, timeline: GcTimeline, sp
   for (const lane of l.lanes) {
     // Each lane's scale: its longest pause at the top, 0 at the bottom, the lane's name between.
     ctx.textBaseline = 'top';
-    if (lane.maxNs > 0) ctx.fillText(formatDuration(lane.maxNs, 'ns'), l.plot.x - 6, lane.y);
+    if (lane.maxNs > 0) ctx.fillText(formatDuration(lane.maxNs, 'ns'), l.plot.x - LABEL_GAP, lane.y);
     ctx.textBaseline = 'middle';
-    if (lane.h >= 36) ctx.fillText(lane.name, l.plot.x - 6, lane.y + lane.h / 2);
+    if (lane.h >= 36) ctx.fillText(lane.name, l.plot.x - LABEL_GAP, lane.y + lane.h / 2);
     ctx.textBaseline = 'bottom';
-    ctx.fillText('0', l.plot.x - 6, lane.y + lane.h);
+    ctx.fillText('0', l.plot.x - LABEL_GAP, lane.y + lane.h);
   }
   ctx.textBaseline = 'top';
   ctx.textAlign = 'left';
