@@ -69,7 +69,7 @@ export function parseConfig(text: string, file: string, echo = true): AgentConfi
     const pos = /at position (\d+)/.exec(msg);
     const line = pos ? lineAt(text, Number(pos[1])) : /Unexpected end/.test(msg) ? lineAt(text, text.length) : undefined;
     const why = echo ? ` (${msg.replace(/ in JSON at position \d+.*$/, '')})` : '';
-    throw inputError(`${file}${line ? `:${line}` : ''}: not valid JSON${why}: fix that line; the format is described in README.md ("ebpf-studio agent")`);
+    throw inputError(`${file}${line ? `:${line}` : ''}: not valid JSON${why}: fix that line; the format is described in docs/agent.md`);
   }
   const hidden = '(not shown: the file is not readable by every user)';
   const show = (v: unknown) => (echo ? JSON.stringify(v) : hidden);

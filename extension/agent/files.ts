@@ -25,7 +25,7 @@ const octal = (mode: number) => (mode & 0o7777).toString(8).padStart(4, '0');
 function openError(file: string, what: string, e: NodeJS.ErrnoException): Error {
   const code = e.code;
   const why = code === 'ENOENT' ? 'does not exist' : code === 'EACCES' ? 'is not readable by this user' : code === 'ELOOP' ? 'is a symbolic link loop' : `cannot be opened (${code ?? 'error'})`;
-  return inputError(`${what} ${file} ${why}: give the path of a readable file owned by root (see README.md, "ebpf-studio agent")`);
+  return inputError(`${what} ${file} ${why}: give the path of a readable file owned by root (see docs/agent.md)`);
 }
 
 /** Why a file with these stats may not be trusted, or undefined. */

@@ -14,7 +14,7 @@ const USAGE = `ebpf-studio agent [--listen HOST:PORT] [--config FILE] [--token-f
 ebpf-studio agent --make-token [--group GROUP] [--token-file FILE]
   --listen HOST:PORT  where to serve /metrics and /debug/pprof/{profile,offcpu,allocs} (default ${DEFAULT_LISTEN};
                       port 0 picks a free one). A non-loopback address needs "tls" in the config
-  --config FILE       JSON: what to trace, TLS and authentication (README.md, "Fleet agent");
+  --config FILE       JSON: what to trace, TLS and authentication (docs/agent.md);
                       without it: GC and safepoint pauses of every JVM, system-wide run-queue
                       latency, CPU, off-CPU and JVM allocation profiles on request. Owned by root
                       (or the agent's user) and writable by no one else
