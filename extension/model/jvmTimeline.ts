@@ -29,23 +29,9 @@ declare module '../protocol/jvm' {
   }
 }
 
-export const THREAD_GROUPS: ThreadGroup[] = ['application', 'gc', 'vm', 'compiler', 'jvm'];
-export const GROUP_LABEL: Record<ThreadGroup, string> = { application: 'Application threads', gc: 'GC threads', vm: 'VM thread', compiler: 'Compiler threads', jvm: 'Other JVM threads' };
-
-const GC_THREAD = /^(GC Thread|ParGC Thread|G1 |Z[A-Z][a-z]|Shenandoah|Shen|Conc(urrent)? ?(GC|Mark)|VM Periodic GC)/;
-const COMPILER_THREAD = /^(C1 CompilerThre|C2 CompilerThre|CompilerThread|Sweeper thread|JVMCI)/;
-const JVM_THREAD = /^(Signal Dispatch|Finalizer|Reference Handl|Service Thread|Monitor Deflati|Notification Th|Common-Cleaner|Attach Listener|VM Periodic Tas|JFR |Process Reaper|process reaper)/;
-
-export function threadGroup(comm: string): ThreadGroup {
-  if (comm === 'VM Thread') return 'vm';
-  if (GC_THREAD.test(comm)) return 'gc';
-  if (COMPILER_THREAD.test(comm)) return 'compiler';
-  if (JVM_THREAD.test(comm)) return 'jvm';
-  return 'application';
-}
-
-
-
+// thread groups live in ./jvmThreads.ts (the flame graph uses them too); re-exported for this module's users
+import { THREAD_GROUPS } from './jvmThreads';
+export { GROUP_LABEL, THREAD_GROUPS, threadGroup } from './jvmThreads';
 
 /** The off-CPU states the timeline shows (the off-CPU tracer's states but on-CPU). */
 export const OFF_STATES: OffState[] = ['sleep', 'io', 'lock', 'preempted'];

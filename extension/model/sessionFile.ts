@@ -118,6 +118,9 @@ function checkProfile(p: unknown, where: string): void {
     for (const f of s.frames) if (!Number.isInteger(f) || (f as number) < 0 || (f as number) >= n) bad(`${where}.profile.stacks[${i}] refers to frame ${String(f)}, which does not exist (${n} frames)`);
   });
   if (!isNum(p.total)) bad(`${where}.profile.total must be a number`);
+  // the JVM service-thread groups the view hides: frame ids like the stacks', each at most once
+  const sf = p.serviceFrames;
+  if (sf !== undefined && (!Array.isArray(sf) || sf.length > n || new Set(sf).size !== sf.length || sf.some((f) => !Number.isInteger(f) || (f as number) < 0 || (f as number) >= n))) bad(`${where}.profile.serviceFrames must list distinct frame ids below ${n}`);
 }
 
 /**

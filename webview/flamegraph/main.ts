@@ -8,7 +8,7 @@
 // extension/editor/features/profile/profile.ts through ./protocol.ts. Works without VS Code too (benchmarks
 // post the same messages to the window).
 import { pathTo, ROOT, sandwich, search, TreeBuilder, type FlameTree } from '../../extension/model/flamegraph/model';
-import { filterStacks, framePath, leftHeavy, move, NO_FILTER, nodeAtPath, remapFrames, sortTop, topFunctions, viewTree, type Move, type Order, type TopKey, type TopRow, type ViewFilter } from '../../extension/model/flamegraph/views';
+import { filterStacks, framePath, leftHeavy, move, NO_FILTER, nodeAtPath, remapFrames, serviceWeight, sortTop, topFunctions, viewTree, withServiceHidden, type Move, type Order, type TopKey, type TopRow, type ViewFilter } from '../../extension/model/flamegraph/views';
 import type { FlameProfile } from '../../extension/model/flamegraph/profileData';
 import type { FromView, ToView } from './protocol';
 import { FlameCanvas } from './render';
@@ -61,9 +61,12 @@ for (const [value, label] of [['name', 'By name'], ['left-heavy', 'Left-heavy'],
 orderSelect.setAttribute('aria-label', 'Box order');
 const focusBtn = el('button', { textContent: 'Focus', className: 'secondary', title: 'Show only stacks through the selected function, rooted at it', disabled: true });
 const excludeBtn = el('button', { textContent: 'Exclude', className: 'secondary', title: 'Drop every stack through the selected function', disabled: true });
+// A JVM's wall-clock and off-CPU profiles: its service threads (GC, compilers, VM thread...)
+// mostly idle in futexes and would fill the graph; hidden until asked, one click away.
+const serviceBtn = el('button', { className: 'secondary', title: 'The JVM\'s own service threads (GC, JIT compiler, VM thread, signal, reference, finalizer, service and attach threads…): hidden so your threads fill the graph' });
 const topBtn = el('button', { textContent: 'Top functions', className: 'secondary', title: 'Show or hide the table of functions by self and total samples' });
 const status = el('span', { className: 'status' });
-const toolbar = el('div', { className: 'toolbar' }, stopBtn, resetBtn, orientBtn, orderSelect, searchBox, matchInfo, sandwichBtn, focusBtn, excludeBtn, topBtn, exportFolded, exportSpeedscope, openBtn, status);
+const toolbar = el('div', { className: 'toolbar' }, stopBtn, resetBtn, orientBtn, orderSelect, searchBox, matchInfo, sandwichBtn, focusBtn, excludeBtn, serviceBtn, topBtn, exportFolded, exportSpeedscope, openBtn, status);
 const warningsBox = el('div', { className: 'warnings warning' });
 const unwindBox = el('div', { className: 'unwind' });
 const crumbs = el('div', { className: 'crumbs' });
@@ -105,6 +108,10 @@ let main: FlameCanvas | undefined;
 let sand: { frame: number; callers: FlameCanvas; callees: FlameCanvas } | undefined;
 let selectedFrame = -1;
 let filter: ViewFilter = { ...NO_FILTER, excluded: [] };
+/** a JVM's service-thread groups drawn too (off by default) */
+let showService = false;
+/** the filter applied: the user's, with the JVM's service threads hidden unless shown */
+const applied = (): ViewFilter => (profile ? withServiceHidden(profile, filter, showService) : filter);
 /** a tree still being completed in later tasks (big profiles) */
 let building: { timer: ReturnType<typeof setTimeout>; complete(): void } | undefined;
 let live = false;
@@ -209,7 +216,7 @@ function rebuild(opts: { progressive?: boolean; zoomPath?: number[]; selPath?: n
     clearTimeout(building.timer);
     building = undefined;
   }
-  const stacks = filterStacks(profile.stacks, filter);
+  const stacks = filterStacks(profile.stacks, applied());
   const place = (t: FlameTree) => {
     tree = t;
     main!.setTree(t, profile!);
@@ -264,7 +271,7 @@ function setFilter(f: ViewFilter): void {
   redraw();
 }
 
-function scheduleTop(stacks = profile ? filterStacks(profile.stacks, filter) : []): void {
+function scheduleTop(stacks = profile ? filterStacks(profile.stacks, applied()) : []): void {
   clearTimeout(topTimer);
   if (topBox.style.display === 'none' || !profile) return;
   // Off the first paint: the table is below the graph and takes a pass over every frame.
@@ -278,7 +285,7 @@ function scheduleTop(stacks = profile ? filterStacks(profile.stacks, filter) : [
 function renderTop(): void {
   topBox.textContent = '';
   if (!profile) return;
-  const base = filterStacks(profile.stacks, filter).reduce((s, x) => s + x.weight, 0);
+  const base = filterStacks(profile.stacks, applied()).reduce((s, x) => s + x.weight, 0);
   const head = el('tr');
   for (const [key, label, cls] of [['name', 'Function', ''], ['self', 'Self', 'num'], ['total', 'Total', 'num']] as [TopKey, string, string][]) {
     const th = el('th', { textContent: `${label}${topKey === key ? (topDescending ? ' ▼' : ' ▲') : ''}`, className: cls, title: `Sort by ${label.toLowerCase()}` });
@@ -430,7 +437,7 @@ function show(p: FlameProfile, warnings: string[], isLive = false): void {
     attach(main, zoom);
     rebuild({ progressive: true });
   }
-  applyStates(main!, legend);
+  updateService();
   live = isLive;
   showWarnings(warnings);
   stopBtn.style.display = isLive ? '' : 'none';
@@ -453,6 +460,24 @@ function canvasKey(e: KeyboardEvent): void {
   }
 }
 
+/** The service-thread toggle's label and the state legend, for what is shown now. */
+function updateService(): void {
+  if (!profile || !main) return;
+  const hidden = serviceWeight(profile);
+  serviceBtn.style.display = hidden > 0 ? '' : 'none';
+  serviceBtn.textContent = showService ? 'Hide JVM threads' : `Show JVM threads (${pct(hidden, profile.total)} hidden)`;
+  serviceBtn.setAttribute('aria-pressed', String(showService));
+  // the legend's totals are those of the threads shown (user filters aside)
+  applyStates(main, legend, showService ? undefined : filterStacks(profile.stacks, withServiceHidden(profile, NO_FILTER, false)));
+}
+
+serviceBtn.onclick = () => {
+  showService = !showService;
+  if (sand) leaveSandwich();
+  rebuild();
+  updateService();
+  redraw();
+};
 stopBtn.onclick = () => send({ type: 'stop' });
 resetBtn.onclick = () => {
   if (sand) leaveSandwich();

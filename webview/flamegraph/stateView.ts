@@ -3,6 +3,7 @@
 // every box is coloured by the state at its root, and the legend lists each state's total time
 // and share instead of the frame kinds. Other profiles keep the frame-kind colours and legend.
 import { ROOT, type FlameTree } from '../../extension/model/flamegraph/model';
+import type { FlameStack } from '../../extension/model/flamegraph/profileData';
 import { stateOfFrameName } from '../../extension/model/flamegraph/profileData';
 import { THREAD_STATE_LABEL, THREAD_STATES } from '../../extension/protocol/profile';
 import { stateColor, stateSwatch } from './colors';
@@ -37,8 +38,12 @@ function restore(legend: HTMLElement): void {
   savedLegend = undefined;
 }
 
-/** Colours by state and shows per-state totals when the canvas's profile has state roots; restores otherwise. */
-export function applyStates(canvas: FlameCanvas, legend: HTMLElement): void {
+/**
+ * Colours by state and shows per-state totals when the canvas's profile has state roots; restores
+ * otherwise. The totals are of `stacks` (default: the whole profile; a JVM's hidden service
+ * threads left out).
+ */
+export function applyStates(canvas: FlameCanvas, legend: HTMLElement, stacks: FlameStack[] = canvas.profile.stacks): void {
   const p = canvas.profile;
   const frameState = Int8Array.from(p.frames, (f) => {
     const s = stateOfFrameName(f.name);
@@ -59,14 +64,16 @@ export function applyStates(canvas: FlameCanvas, legend: HTMLElement): void {
   colouring = canvas;
   // totals from the whole profile, not the zoomed or filtered tree
   const totals = new Map<number, number>();
-  for (const st of p.stacks) {
+  let all = 0;
+  for (const st of stacks) {
+    all += st.weight;
     const s = st.frames.length ? frameState[st.frames[0]] : -1;
     if (s >= 0) totals.set(s, (totals.get(s) ?? 0) + st.weight);
   }
   savedLegend ??= [...legend.childNodes];
   legend.textContent = '';
   legend.append(p.unit === 'us' ? 'Where the time went:' : 'States:');
-  const all = p.total || 1;
+  all ||= 1;
   THREAD_STATES.forEach((state, i) => {
     const v = totals.get(i);
     if (!v) return;

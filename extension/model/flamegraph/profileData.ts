@@ -3,6 +3,7 @@
 import type { FlameFrame, FrameKind, JavaFrameType } from '../../protocol/frames';
 import { stackValue, THREAD_STATE_LABEL, type ProfileResult, type ProfileUnit, type ThreadState } from '../../protocol/profile';
 import type { ReadBudget } from '../readLimits';
+import { GROUP_LABEL, isHotspotThreadName, threadGroup } from '../jvmThreads';
 
 // FlameFrame is one of the frame family of protocol/frames.ts.
 export type { FlameFrame, FrameKind, JavaFrameType };
@@ -24,6 +25,11 @@ export interface FlameProfile {
   frequency?: number;
   /** what weights measure (absent: samples) */
   unit?: ProfileUnit;
+  /**
+   * Off-CPU and wall profiles of a JVM: the frames of its service-thread groups ("[GC threads]",
+   * "[Compiler threads]"...), whose mostly idle waits the view hides until asked to show them.
+   */
+  serviceFrames?: number[];
 }
 
 function basename(p: string): string {
@@ -86,6 +92,23 @@ export interface FromResultOptions {
   name?: string;
   /** reading a file: distinct frames and time are counted (stacks were counted by the reader) */
   budget?: ReadBudget;
+  /** off-CPU and wall profiles: a thread-group frame ("[Application threads]", "[GC threads]"...) under each JVM's stacks (default: true) */
+  threadGroups?: boolean;
+}
+
+/** The root-side frame of a JVM thread group's stacks, e.g. "[GC threads]". */
+export function groupFrameName(group: keyof typeof GROUP_LABEL): string {
+  return `[${GROUP_LABEL[group]}]`;
+}
+
+/** The processes that are JVMs: a Java frame, libjvm.so, or a thread only HotSpot names so. */
+export function jvmPids(r: Pick<ProfileResult, 'stacks'>): Set<number> {
+  const out = new Set<number>();
+  for (const s of r.stacks) {
+    if (out.has(s.pid)) continue;
+    if (isHotspotThreadName(s.comm) || s.frames.some((f) => f.kind === 'jit' || f.kind === 'interpreted' || (f.module ? basename(f.module) === 'libjvm.so' : false))) out.add(s.pid);
+  }
+  return out;
 }
 
 /** The root frame of a thread state's stacks in off-CPU and wall profiles, e.g. "[off-CPU: sleeping]". */
@@ -104,6 +127,10 @@ export function stateOfFrameName(name: string): ThreadState | undefined {
 export function fromProfileResult(r: ProfileResult, opts: FromResultOptions = {}): FlameProfile {
   const table = new FrameTable(opts.budget);
   const group = opts.groupByProcess ?? new Set(r.stacks.map((s) => s.pid)).size > 1;
+  // a JVM's wall clock is mostly its own service threads idling in futexes: grouping by thread
+  // group puts the application's threads in one box and lets the view hide the rest
+  const jvms = opts.threadGroups === false || !r.stacks.some((s) => s.state) ? new Set<number>() : jvmPids(r);
+  const service = new Set<number>();
   const stacks: FlameStack[] = [];
   let total = 0;
   for (const s of r.stacks) {
@@ -113,6 +140,12 @@ export function fromProfileResult(r: ProfileResult, opts: FromResultOptions = {}
     // off-CPU and wall profiles: the state is the root, so each state's total is one box
     if (s.state) ids.push(table.intern(stateFrameName(s.state), 'native'));
     if (group) ids.push(table.intern(`${s.comm} [${s.pid}]`, 'native'));
+    if (s.state && jvms.has(s.pid)) {
+      const g = threadGroup(s.comm);
+      const id = table.intern(groupFrameName(g), 'native');
+      if (g !== 'application') service.add(id);
+      ids.push(id);
+    }
     for (let i = s.frames.length - 1; i >= 0; i--) {
       const f = s.frames[i];
       const module = f.module && f.module !== '[unknown]' ? f.module : undefined;
@@ -122,5 +155,5 @@ export function fromProfileResult(r: ProfileResult, opts: FromResultOptions = {}
     stacks.push({ frames: ids, weight: w });
     total += w;
   }
-  return { name: opts.name ?? 'profile', frames: table.finish(), stacks, total, lost: r.lost, frequency: r.frequency, ...(r.unit && r.unit !== 'samples' ? { unit: r.unit } : {}) };
+  return { name: opts.name ?? 'profile', frames: table.finish(), stacks, total, lost: r.lost, frequency: r.frequency, ...(r.unit && r.unit !== 'samples' ? { unit: r.unit } : {}), ...(service.size ? { serviceFrames: [...service] } : {}) };
 }

@@ -17,6 +17,24 @@ export interface ViewFilter {
 
 export const NO_FILTER: ViewFilter = { order: 'name', focusFrame: -1, excluded: [] };
 
+/**
+ * The filter the view applies: the user's, plus a JVM's service-thread groups (GC, compiler,
+ * VM and other JVM threads) unless the user asked to see them.
+ */
+export function withServiceHidden(profile: Pick<FlameProfile, 'serviceFrames'>, f: ViewFilter, showService: boolean): ViewFilter {
+  const hide = showService ? [] : (profile.serviceFrames ?? []);
+  return hide.length ? { ...f, excluded: [...f.excluded, ...hide] } : f;
+}
+
+/** The weight of the stacks in a JVM's service-thread groups (what hiding them takes away). */
+export function serviceWeight(profile: Pick<FlameProfile, 'serviceFrames' | 'stacks'>): number {
+  const service = new Set(profile.serviceFrames ?? []);
+  if (!service.size) return 0;
+  let w = 0;
+  for (const s of profile.stacks) if (s.frames.some((x) => service.has(x))) w += s.weight;
+  return w;
+}
+
 /** The stacks left after focus and exclusion (the same objects when nothing filters). */
 export function filterStacks(stacks: FlameStack[], f: Pick<ViewFilter, 'focusFrame' | 'excluded'>): FlameStack[] {
   if (f.focusFrame < 0 && f.excluded.length === 0) return stacks;
