@@ -57,6 +57,11 @@ export async function benchAttach(ctx: BenchContext): Promise<Row[]> {
         bpftrace: { program: 'tracepoint:block:block_rq_insert, tracepoint:block:block_rq_issue { @start[args->dev, args->sector] = nsecs; } tracepoint:block:block_rq_complete { @us = hist(nsecs); }', args: [] },
         probes: '3 block tracepoints',
       },
+      cpudist: {
+        ours: ['cpudist'],
+        bpftrace: { program: 'tracepoint:sched:sched_switch { @start[args->next_pid] = nsecs; @ns = hist(nsecs - @start[args->prev_pid]); }', args: [] },
+        probes: 'sched_switch',
+      },
       memleak: {
         ours: ['memleak', '--pid', cPid, '--mode', 'uprobe'],
         bpftrace: { program: `${entries.map((f) => `uprobe:${lc}:${f}`).join(', ')} /pid == ${cPid}/ { @e[tid] = arg0; } ${rets.map((f) => `uretprobe:${lc}:${f}`).join(', ')} /pid == ${cPid}/ { @r[retval] = @e[tid]; }`, args: [] },

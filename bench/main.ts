@@ -17,6 +17,7 @@ import { benchProfile } from './profileOverhead';
 import { benchProfileUnwind } from './profileUnwind';
 import { benchAttach } from './attachLatency';
 import { benchBiolatency } from './biolatencyOverhead';
+import { benchCpudist } from './cpudistOverhead';
 import { benchSymbolizeRows } from './symbolizeRows';
 import { benchFlamegraphRows } from './flamegraphRows';
 import { benchLiveViewRows } from './liveViews';
@@ -49,6 +50,7 @@ const GROUPS: Group[] = [
   { id: 'profile-unwind', run: benchProfileUnwind, missing: needsTracer('profile') },
   { id: 'attach', run: benchAttach, missing: needsRoot },
   { id: 'biolatency', run: benchBiolatency, missing: () => needsTracer('biolatency')() ?? (fs.existsSync('/usr/sbin/biolatency') ? undefined : 'no /usr/sbin/biolatency (apt-get install libbpf-tools)') },
+  { id: 'cpudist', run: benchCpudist, missing: () => needsTracer('cpudist')() ?? (fs.existsSync('/usr/sbin/cpudist') ? undefined : 'no /usr/sbin/cpudist (apt-get install libbpf-tools)') },
   { id: 'symbolize', run: benchSymbolizeRows },
   { id: 'flamegraph', run: benchFlamegraphRows },
   { id: 'live-views', run: benchLiveViewRows },

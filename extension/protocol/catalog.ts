@@ -127,6 +127,33 @@ export const CATALOG = {
       },
     },
   },
+  cpudist: {
+    title: 'CPU time per run',
+    icon: 'pulse',
+    commands: ['ebpfStudio.showCpuDistribution'],
+    cli: { command: 'cpudist', summary: 'CPU time per run: how long threads stay on a CPU each time (or off it, --offcpu), per process or thread (log2 histograms)' },
+    pid: { kernelThreads: true },
+    target: 'system',
+    lossAdvice: 'narrow it with --pid P, or use --per-process instead of --per-thread (fewer histogram keys)',
+    sessionView: 'cpudist',
+    programs: '^cpu_(switch|exit)_(btf|raw)$',
+    histogram: {
+      events: 'runs',
+      measure: 'time on a CPU per run (off it with --offcpu)',
+      meaning: 'a thread switched in and later out of a CPU',
+      keyLabels: { none: '', process: 'pid', thread: 'tid' },
+      keyNouns: { none: '', process: 'process', thread: 'thread' },
+      editor: {
+        title: 'On-CPU Time per Run',
+        scopes: [
+          { label: '$(globe) Whole system', detail: 'One histogram of every thread’s runs', per: 'none' },
+          { label: '$(symbol-method) One process…', detail: 'Only the threads of a process you pick', per: 'none', oneProcess: true },
+          { label: '$(list-tree) Per process', detail: 'A histogram per process, in a table sortable by p99 or count', per: 'process' },
+          { label: '$(list-flat) Per thread', detail: 'A histogram per thread id', per: 'thread' },
+        ],
+      },
+    },
+  },
   memleak: {
     title: 'Memory leaks',
     icon: 'debug-breakpoint-data',

@@ -21,6 +21,7 @@ export interface TracerTypes {
   selftest: { options: SelftestOptions; update: SelftestUpdate; result: SelftestResult };
   runqlat: { options: RunqlatOptions; update: RunqlatUpdate; result: RunqlatResult };
   biolatency: { options: HistOptions<'none' | 'disk' | 'process'> & { queued: boolean }; update: HistUpdate; result: HistResult<'biolatency'> };
+  cpudist: { options: HistOptions<'none' | 'process' | 'thread'> & { offcpu: boolean; preempted: boolean }; update: HistUpdate; result: HistResult<'cpudist'> };
   'java-gc': { options: JavaGcOptions; update: JavaGcUpdate; result: JavaGcResult };
   memleak: { options: MemleakOptions; update: MemleakUpdate; result: MemleakResult };
   profile: { options: ProfileOptions; update: ProfileUpdate; result: ProfileResult };

@@ -4,6 +4,7 @@ import type { AnyTracer } from './tracer';
 import { selftestTracer } from './selftest/tracer';
 import { runqlatTracer } from './runqlat/tracer';
 import { biolatencyTracer } from './biolatency';
+import { cpudistTracer } from './cpudist';
 import { javaGcTracer } from './javaGc/tracer';
 import { memleakTracer } from './memleak/tracer';
 import { profileTracer } from './profile/tracer';
@@ -17,6 +18,7 @@ export const tracers: Record<TracerName, AnyTracer> = {
   selftest: selftestTracer,
   runqlat: runqlatTracer,
   biolatency: biolatencyTracer,
+  cpudist: cpudistTracer,
   'java-gc': javaGcTracer,
   memleak: memleakTracer,
   profile: profileTracer,

@@ -6,6 +6,7 @@ import { buildCommand } from './build';
 import { verifyCommand } from './verify';
 import { runqlatCommand } from './runqlat';
 import { biolatencyCommand } from './biolatency';
+import { cpudistCommand } from './cpudist';
 import { javaGcCommand } from './javaGc';
 import { memleakCommand } from './memleak';
 import { profileCommand } from './profile';
@@ -15,4 +16,4 @@ import { profileDiffCommand } from './profileDiff';
 import { newProjectCommand } from './newProject';
 import { agentCommand } from './agent';
 
-export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand, biolatencyCommand, javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand, installHelperCommand, profileDiffCommand, newProjectCommand, agentCommand];
+export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand, biolatencyCommand, cpudistCommand, javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand, installHelperCommand, profileDiffCommand, newProjectCommand, agentCommand];

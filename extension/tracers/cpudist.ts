@@ -1,0 +1,22 @@
+// CPU time per run (cpudist): log2 histograms of how long threads stay on a CPU each time they
+// run (or, with --offcpu, how long they stay off one between runs), for everything, per process
+// or per thread; bpf/cpudist.bpf.c on the log2-histogram kit.
+import { histTracer } from './histTracer';
+import { bool } from '../protocol/validate';
+import { inputError } from '../protocol/errors';
+
+export const cpudistTracer = histTracer({
+  name: 'cpudist',
+  object: 'cpudist',
+  programs: ['cpu_switch', 'cpu_exit'],
+  attaches: 'the sched_switch and sched_process_exit tracepoints',
+  // key_mode 0, CPUD_KEY_PROCESS, CPUD_KEY_THREAD
+  per: ['none', 'process', 'thread'],
+  options: (o) => {
+    const offcpu = bool(o, 'offcpu', false);
+    const preempted = bool(o, 'preempted', false);
+    if (offcpu && preempted) throw inputError('preempted counts on-CPU runs: it does not go with offcpu');
+    return { offcpu, preempted };
+  },
+  rodata: (o) => ({ offcpu: o.offcpu, preempted_only: o.preempted }),
+});
