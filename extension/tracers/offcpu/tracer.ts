@@ -341,7 +341,8 @@ export const offcpuTracer: Tracer<'offcpu'> = {
       samples: totals.samples,
       lost: totals.lost,
       stacks,
-      unwind: { mode: 'fp' },
+      // the header says where Java frames came from, and nothing about JIT for a native program
+      unwind: { mode: 'fp', ...(java ? { javaAgent: true } : jvm && options.javaPerfMap ? { perfMap: true } : {}) },
     });
     let final: ProfileResult | undefined;
     let raw: RawStack[] = [];
