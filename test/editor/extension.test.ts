@@ -440,6 +440,64 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
   await step(
     t,
     s,
+    'Profile CPU → Measure: Wall clock on a JVM: stacks by thread group, the JVM\'s service threads hidden behind one toggle',
+    async () => {
+      const classDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-offcpuwaits-'));
+      t.after(() => fs.rmSync(classDir, { recursive: true, force: true }));
+      const javac = spawnSync(path.join(jdk!.home, 'bin', 'javac'), ['-d', classDir, path.join(repoRoot, 'test', 'fixtures', 'java', 'OffcpuWaits.java')], { encoding: 'utf8' });
+      assert.equal(javac.status, 0, `javac failed: ${javac.stderr}`);
+      const work = spawn(path.join(jdk!.home, 'bin', 'java'), ['-cp', classDir, 'OffcpuWaits', '120000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      t.after(() => work.kill('SIGKILL'));
+      let out = '';
+      work.stdout!.on('data', (d) => (out += d));
+      const deadline = Date.now() + 30_000;
+      while (!out.includes('ready') && Date.now() < deadline) await s.page.waitForTimeout(200);
+      assert.ok(out.includes('ready'), 'the OffcpuWaits JVM did not start');
+      const pid = work.pid!;
+      await s.runCommandFromPalette('eBPF: Profile CPU');
+      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: what to sample' }).waitFor({ timeout: 30_000 });
+      await s.page.locator('.quick-input-widget .quick-input-box input').fill('Measure');
+      await s.pickQuickPickItem(/Measure: CPU/);
+      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile: what to measure' }).waitFor({ timeout: 15_000 });
+      await s.pickQuickPickItem(/^Wall clock/);
+      await s.page.waitForTimeout(500); // the target list opens again
+      await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: what to sample' }).waitFor({ timeout: 30_000 });
+      await s.page.locator('.quick-input-widget .quick-input-box input').fill(String(pid));
+      await s.pickQuickPickItem(new RegExp(`\\b${pid}\\s+OffcpuWaits`));
+      await answerSampling(s);
+      const frame = await s.webviewFrame(`Wall clock: pid ${pid} (OffcpuWaits)`, 60_000);
+      await s.page.waitForTimeout(4000);
+      await frame.locator('button', { hasText: /^Stop$/ }).click();
+      await frame.locator('.legend').filter({ hasText: /Where the time went:/ }).waitFor({ timeout: 30_000 });
+      work.kill('SIGKILL');
+      // hidden by default: the toggle says how much of the wall clock the service threads took
+      const toggle = frame.locator('.toolbar button', { hasText: /JVM threads/ });
+      const label = await toggle.innerText();
+      const m = /^Show JVM threads \(([\d.]+)% hidden\)$/.exec(label);
+      assert.ok(m, `the toggle reads "${label}"`);
+      t.diagnostic(`wall clock of OffcpuWaits: the JVM's service threads took ${m[1]} %, hidden by default`);
+      assert.ok(Number(m[1]) > 20, `a JVM's ~15 idle service threads take most of its wall clock, here ${m[1]} %`);
+      const matched = async (q: string) => {
+        await frame.locator('#search').fill(q);
+        await frame.locator('.toolbar .status', { hasText: /^matched / }).waitFor({ timeout: 5000 });
+        await s.page.waitForTimeout(300);
+        return Number(/matched ([\d.]+)%/.exec(await frame.locator('.toolbar .status', { hasText: /^matched / }).innerText())?.[1]);
+      };
+      assert.equal(await matched('[Application threads]'), 100, 'only the application\'s threads are drawn');
+      assert.equal(await matched('[GC threads]'), 0);
+      await s.screenshot('flamegraph-wall-clock-jvm', await s.webviewElement(frame));
+      await toggle.click();
+      await frame.locator('.toolbar button', { hasText: /^Hide JVM threads$/ }).waitFor({ timeout: 5000 });
+      assert.ok((await matched('[GC threads]')) > 0, 'the toggle shows the GC threads again');
+      assert.ok((await matched('sleepLong')) > 0, 'the application\'s own methods are in the graph');
+      await s.runCommandFromPalette('View: Close All Editors');
+    },
+    !paletteTitle('ebpfStudio.profileCpu') ? 'package.json has no ebpfStudio.profileCpu' : (kernelSkipReason() ?? (jdk ? undefined : 'no JDK with javac found (apt-get install openjdk-17-jdk)')),
+  );
+
+  await step(
+    t,
+    s,
     'Profile CPU → Measure: Java locks: the flame graph shows the waiters under [lock … held by …], and the contended line gets a "⏸ … lock" CodeLens',
     async () => {
       // the fixture in the workspace, so its source is open-able where the lens goes
