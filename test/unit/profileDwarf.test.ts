@@ -63,7 +63,9 @@ test('the view says how stacks were unwound, module by module', () => {
       { module: '/opt/app/stripped', cfi: 'none' as const },
     ],
   };
-  assert.equal(unwindSummary(u), 'stacks: CFI for 2 modules, frame pointers for 1, JIT by perf map, 3 samples cut short');
+  // a native program: no JIT to name, so no perf map in the header
+  assert.equal(unwindSummary(u), 'stacks: CFI for 2 modules, frame pointers for 1, 3 samples cut short');
+  assert.equal(unwindSummary({ ...u, perfMap: true }), 'stacks: CFI for 2 modules, frame pointers for 1, JIT by perf map, 3 samples cut short');
   const d = unwindDetails(u)!;
   assert.match(d, /unwound by CFI/);
   assert.match(d, /CFI \(2\): libc\.so\.6, \[vdso\]/);
