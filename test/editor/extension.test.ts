@@ -667,16 +667,7 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: what to sample' }).waitFor({ timeout: 30_000 });
       await input.fill(String(pid));
       await s.pickQuickPickItem(new RegExp(`\\b${pid}\\s+AgentSplit`));
-      // The frequency and duration were answered (and remembered) by an earlier step, or are asked now.
-      const javaAsked = s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: Java stacks' });
-      if (!(await javaAsked.isVisible().catch(() => false))) {
-        const asked = s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'samples per second' });
-        await asked.or(javaAsked).first().waitFor({ timeout: 10_000 });
-        if (await asked.isVisible()) {
-          await input.press('Enter');
-          await s.pickQuickPickItem('Until I press Stop');
-        }
-      }
+      // No sampling questions (the defaults apply): the Java step comes right after the target.
       await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Profile CPU: Java stacks' }).waitFor({ timeout: 10_000 });
       const focused = await s.page.locator('.quick-input-widget .monaco-list-row.focused').first().innerText();
       assert.match(focused, /Java: full stacks \(agent\)/, `the default Java choice is not the agent: ${focused}`);
