@@ -31,6 +31,7 @@ declare module '../protocol/jvm' {
 
 // thread groups live in ./jvmThreads.ts (the flame graph uses them too); re-exported for this module's users
 import { THREAD_GROUPS } from './jvmThreads';
+import { checkSessionJson } from './readLimits';
 export { GROUP_LABEL, THREAD_GROUPS, threadGroup } from './jvmThreads';
 
 /** The off-CPU states the timeline shows (the off-CPU tracer's states but on-CPU). */
@@ -65,7 +66,8 @@ export function toSessionFile(r: JvmResult, now = new Date(), ended?: JvmSession
 }
 
 /** Reads an exported session back, or throws an Error saying what is wrong with the file. */
-export function fromSessionFile(text: string): JvmResult {
+export function fromSessionFile(text: string, name = 'the file'): JvmResult {
+  checkSessionJson(text, name);
   let doc: unknown;
   try {
     doc = JSON.parse(text);

@@ -56,20 +56,45 @@ export const PROFILE_LIMITS = {
 export type ProfileLimitName = keyof typeof PROFILE_LIMITS;
 export type ProfileLimits = Record<ProfileLimitName, number>;
 
+/**
+ * The limits a saved session file is read within (*.ebpf-session.json, a JVM timeline export,
+ * a stored session): they open on a double-click and the Sessions view reads up to 500 of them
+ * from the workspace, on the extension host's thread (JSON.parse's result lives there, so a
+ * worker would only move the cost into a structured clone back), so the text is checked in one
+ * linear pass before anything is built.
+ */
+export const SESSION_LIMITS = {
+  /** Bytes of a file: what the Sessions view stores at most for one session (sessionStore's MAX_ONE_BYTES). */
+  maxFileBytes: 32 * MiB,
+  /** Nesting of the JSON: session documents are 8 levels deep. */
+  maxJsonDepth: 64,
+  /**
+   * Heap JSON.parse would build, estimated from the text (~100 bytes an object or array, 16 a
+   * member or element, 48 + its length a string value, 32 more a fractional or large number):
+   * a 30-second CPU profile session with 5,000 stacks is ~5 MB, and 2M empty objects (6 MB of
+   * text) ~220 MB. At this limit a parse costs ~110 MB and < 1 s.
+   */
+  maxJsonHeapBytes: 96 * MiB,
+} as const;
+
+export type SessionLimitName = keyof typeof SESSION_LIMITS;
+export type SessionLimits = Record<SessionLimitName, number>;
+export type LimitName = ProfileLimitName | SessionLimitName;
+
 /** A file we cannot read as a profile: the message says why, for the user. */
 export class ImportError extends Error {}
 
 /** A file that went past one of PROFILE_LIMITS: the message names the file and the limit. */
 export class LimitError extends ImportError {
   constructor(
-    readonly limit: ProfileLimitName,
+    readonly limit: LimitName,
     message: string,
   ) {
     super(message);
     this.name = 'LimitError';
   }
 
-  static of(limit: ProfileLimitName, max: number, file: string, what: string): LimitError {
+  static of(limit: LimitName, max: number, file: string, what: string): LimitError {
     return new LimitError(limit, `${file}: ${what} is over the limit ${limit} (${max.toLocaleString('en-US')}); the file is not read`);
   }
 }
@@ -134,25 +159,73 @@ export class ReadBudget {
 }
 
 /**
- * Throws a LimitError when JSON text nests deeper than maxJsonDepth. One linear pass over the
- * text (strings skipped), before JSON.parse builds anything.
+ * Estimated heap of what JSON.parse builds (measured on Node 22, peak RSS of the parse): per
+ * object or array, per member or element, per string value (plus its length), per boxed number.
  */
-export function checkJsonDepth(text: string, budget: ReadBudget): void {
-  const max = budget.limits.maxJsonDepth;
+const HEAP_CONTAINER = 96;
+const HEAP_SLOT = 16;
+const HEAP_STRING = 48;
+const HEAP_NUMBER = 32;
+
+/**
+ * One linear pass over JSON text (strings skipped): calls `deep` as soon as it nests deeper than
+ * `maxDepth`, and returns an estimate of the heap JSON.parse would build from it.
+ */
+function scanJson(text: string, maxDepth: number, deep: () => never): number {
   let depth = 0;
+  let heap = HEAP_SLOT;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
       // a string: skip to its closing quote (escaped characters included)
+      const start = i;
       for (i++; i < text.length; i++) {
         const d = text.charCodeAt(i);
         if (d === 0x5c) i++;
         else if (d === 0x22) break;
       }
+      // keys are interned and shared by every object that has them: only values cost their length
+      let j = i + 1;
+      while (j < text.length && text.charCodeAt(j) <= 0x20) j++;
+      if (text.charCodeAt(j) !== 0x3a) heap += HEAP_STRING + (i - start);
     } else if (c === 0x7b || c === 0x5b) {
-      if (++depth > max) budget.fail('maxJsonDepth', 'the nesting of the JSON');
+      if (++depth > maxDepth) deep();
+      heap += HEAP_CONTAINER;
     } else if (c === 0x7d || c === 0x5d) depth--;
+    else if (c === 0x2c) heap += HEAP_SLOT;
+    else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      // a number: a fraction, an exponent or 10+ digits is a boxed double, not a small integer
+      const start = i;
+      let boxed = false;
+      for (; i + 1 < text.length; i++) {
+        const d = text.charCodeAt(i + 1);
+        if (d === 0x2e || d === 0x65 || d === 0x45) boxed = true;
+        else if (!(d === 0x2b || d === 0x2d || (d >= 0x30 && d <= 0x39))) break;
+      }
+      if (boxed || i - start >= 9) heap += HEAP_NUMBER;
+    }
   }
+  return heap;
+}
+
+/**
+ * Throws a LimitError when JSON text nests deeper than maxJsonDepth. One linear pass over the
+ * text (strings skipped), before JSON.parse builds anything.
+ */
+export function checkJsonDepth(text: string, budget: ReadBudget): void {
+  scanJson(text, budget.limits.maxJsonDepth, () => budget.fail('maxJsonDepth', 'the nesting of the JSON'));
+}
+
+/**
+ * Throws a LimitError naming `file` when session text is longer, nests deeper or would build more
+ * heap than `limits` allow; cheap next to the parse it guards.
+ */
+export function checkSessionJson(text: string, file: string, limits: SessionLimits = SESSION_LIMITS): void {
+  if (text.length > limits.maxFileBytes) throw LimitError.of('maxFileBytes', limits.maxFileBytes, file, `the size of the file (${text.length.toLocaleString('en-US')} characters)`);
+  const heap = scanJson(text, limits.maxJsonDepth, () => {
+    throw LimitError.of('maxJsonDepth', limits.maxJsonDepth, file, 'the nesting of the JSON');
+  });
+  if (heap > limits.maxJsonHeapBytes) throw LimitError.of('maxJsonHeapBytes', limits.maxJsonHeapBytes, file, `the memory its values would take (~${heap.toLocaleString('en-US')} bytes: too many entries)`);
 }
 
 /** JSON.parse within the depth limit; a syntax error becomes an ImportError. */

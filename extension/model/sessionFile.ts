@@ -11,6 +11,7 @@ import type { FlameProfile } from './flamegraph/profileData';
 import type { LeakLens, LeakViewStack } from './leakSites';
 import { javaHeapSnapshot, type JavaHeapViewData } from './javaHeapReport';
 import { StudioError } from '../protocol/errors';
+import { checkSessionJson } from './readLimits';
 import { JAVA_FRAME_TYPES } from '../protocol/profile';
 import { CATALOG, CATALOG_NAMES, histogramOf, isHistogramTracer, type HistogramTracer, type SessionTracer } from '../protocol/catalog';
 
@@ -124,13 +125,26 @@ function checkProfile(p: unknown, where: string): void {
 }
 
 /**
+ * A session file's text as JSON, within SESSION_LIMITS (size, nesting, and the heap the parse
+ * would build are checked first: a LimitError names the file and the limit).
+ */
+export function sessionJson(text: string, name = 'the file'): unknown {
+  checkSessionJson(text, name);
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    bad(`${name} is not JSON (${(e as Error).message}); an eBPF Studio session file is written by "Export" in the Sessions view`);
+  }
+}
+
+/**
  * Session files of other views share the envelope ({"format":"ebpf-studio-session","tracer":…});
  * the JVM timeline's (tracer "jvm", extension/model/jvmTimeline.ts) opens in its own view.
- * Returns the tracer of a session document without validating the rest, or undefined.
+ * Returns the tracer of a session document (text, or already parsed) without validating the rest, or undefined.
  */
-export function peekTracer(text: string): string | undefined {
+export function peekTracer(doc: string | { json: unknown }): string | undefined {
   try {
-    const j = JSON.parse(text) as { format?: unknown; tracer?: unknown };
+    const j = (typeof doc === 'string' ? sessionJson(doc) : doc.json) as { format?: unknown; tracer?: unknown } | null;
     return j && j.format === SESSION_FORMAT && typeof j.tracer === 'string' ? j.tracer : undefined;
   } catch {
     return undefined;
@@ -138,16 +152,12 @@ export function peekTracer(text: string): string | undefined {
 }
 
 /**
- * Reads and validates a session document. Errors name what is wrong and what to do; a newer
- * version says to update the extension rather than guessing at fields it does not know.
+ * Reads and validates a session document (text, or JSON from sessionJson). Errors name what is
+ * wrong and what to do; a newer version says to update the extension rather than guessing at
+ * fields it does not know.
  */
-export function readSession(text: string, name = 'the file'): AnySessionFile {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (e) {
-    bad(`${name} is not JSON (${(e as Error).message}); an eBPF Studio session file is written by "Export" in the Sessions view`);
-  }
+export function readSession(doc: string | { json: unknown }, name = 'the file'): AnySessionFile {
+  const json = typeof doc === 'string' ? sessionJson(doc, name) : doc.json;
   if (!isObj(json) || json.format !== SESSION_FORMAT) bad(`${name} is not an eBPF Studio session (its "format" is not "${SESSION_FORMAT}"); open profiles with "Open CPU Profile" instead`);
   const v = json.version;
   if (!Number.isInteger(v) || (v as number) < 1) bad(`${name} has an invalid version ${JSON.stringify(v)}; session files have version ${SESSION_VERSION}`);

@@ -1,8 +1,10 @@
 // A bounded fuzz run of the profile readers (loadProfileBytes: gzip, pprof, folded, speedscope,
-// .cpuprofile, our --json): from a valid seed file of each format, fast-check makes byte
+// .cpuprofile, our --json) and the saved session readers (*.ebpf-session.json, the JVM timeline's
+// export: bounded text, then readSession / fromSessionFile): from a valid seed file of each format, fast-check makes byte
 // mutations (flips, inserts, deletes, truncation; pprof also re-gzipped after mutating), random
 // bytes, and for JSON formats structural mutations (a random value put at a random path). Every
-// case must load or throw an ImportError, within 2 s; any other exception is a reader bug.
+// case must load or throw an ImportError (a session reader also its StudioError of kind input),
+// within 2 s; any other exception is a reader bug.
 // FUZZ_SEED=N reproduces a run, FUZZ_RUNS=N changes the cases per format (default 300).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,6 +15,11 @@ import { ImportError } from '../../extension/model/readLimits';
 import { toPprof } from '../../extension/model/pprof';
 import { toSpeedscope, fromFolded } from '../../extension/model/flamegraph/formats';
 import type { ProfileResult } from '../../extension/protocol/profile';
+import { makeSession, readSession, writeSession } from '../../extension/model/sessionFile';
+import { fromSessionFile, toSessionFile } from '../../extension/model/jvmTimeline';
+import { sessionTextOf } from '../../extension/sys/sessionText';
+import { StudioError } from '../../extension/protocol/errors';
+import type { JvmResult } from '../../extension/protocol/jvm';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
 const SEED = Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31);
@@ -43,7 +50,18 @@ const cpuprofile = {
   ],
   samples: [3, 2, 3],
 };
-const seeds: { name: string; bytes: Buffer; json?: unknown; gzip?: boolean }[] = [
+const profileSession = makeSession('profile', 'CPU: pid 1 (app)', { profile: { frames: [{ name: 'main', kind: 'native' }, { name: 'hot', kind: 'native', file: '/a.c', line: 3 }], stacks: [{ frames: [1, 0], weight: 5 }, { frames: [0], weight: 1 }], total: 6 } as never, warnings: ['w'] }, new Date(0), new Date(1000));
+const leakSession = makeSession('memleak', 'Leaks: pid 1', { totalBytes: 64, totalAllocations: 2, dropped: 0, stacks: [] }, new Date(0));
+const histSession = makeSession('runqlat', 'Run queue', { scope: 'all', per: 'process', unit: 'us', updates: [{ interval: 1 } as never] }, new Date(0));
+const jvmSession = toSessionFile({ tracer: 'jvm', pid: 1, startNs: 0, endNs: 10, threads: [], gc: [], safepoints: [], runq: [], cpu: [], stacks: [] } as unknown as JvmResult, new Date(0));
+type Reader = (b: Buffer, name: string) => unknown;
+/** A saved session as the editor reads it: bounded text, then the validating reader. */
+const sessionReader = (read: (text: string, name: string) => unknown): Reader => (b, name) => read(sessionTextOf(b, name), name);
+/** What a session reader throws for a bad file besides a LimitError: readSession's input error, the JVM reader's plain Error. */
+const sessionError = (e: unknown) => e instanceof StudioError && e.kind === 'input';
+const jvmError = (e: unknown) => e instanceof Error && e.constructor === Error;
+const json = (v: unknown) => ({ bytes: Buffer.from(JSON.stringify(v)), json: v });
+const seeds: { name: string; bytes: Buffer; json?: unknown; gzip?: boolean; read?: Reader; meant?: (e: unknown) => boolean }[] = [
   { name: 'p.pb', bytes: Buffer.from(toPprof(result)) },
   { name: 'p.pb.gz', bytes: Buffer.from(toPprof(result)), gzip: true },
   { name: 'f.folded', bytes: Buffer.from(folded) },
@@ -51,6 +69,10 @@ const seeds: { name: string; bytes: Buffer; json?: unknown; gzip?: boolean }[] =
   { name: 'e.speedscope.json', bytes: Buffer.from(JSON.stringify(evented)), json: evented },
   { name: 'c.cpuprofile', bytes: Buffer.from(JSON.stringify(cpuprofile)), json: cpuprofile },
   { name: 'r.json', bytes: Buffer.from(JSON.stringify(result)), json: result },
+  { name: 'p.ebpf-session.json', ...json(JSON.parse(writeSession(profileSession))), read: sessionReader(readSession), meant: sessionError },
+  { name: 'm.ebpf-session.json', ...json(JSON.parse(writeSession(leakSession))), read: sessionReader(readSession), meant: sessionError },
+  { name: 'h.ebpf-session.json', ...json(JSON.parse(writeSession(histSession))), read: sessionReader(readSession), meant: sessionError },
+  { name: 'jvm.ebpf-session.json', ...json(jvmSession), read: sessionReader(fromSessionFile), meant: jvmError },
 ];
 
 type Edit = { at: number; op: 'flip' | 'set' | 'insert' | 'delete'; byte: number };
@@ -90,12 +112,12 @@ function mutateJson(json: unknown, changes: { path: number; value: unknown }[]):
   return Buffer.from(JSON.stringify(doc) ?? 'null');
 }
 
-function check(bytes: Buffer, name: string): void {
+function check(bytes: Buffer, name: string, read: Reader = loadProfileBytes, meant: (e: unknown) => boolean = () => false): void {
   const t0 = Date.now();
   try {
-    loadProfileBytes(bytes, name);
+    read(bytes, name);
   } catch (e) {
-    if (!(e instanceof ImportError)) throw new Error(`${name}: ${(e as Error)?.constructor?.name}: ${(e as Error)?.message}\n${(e as Error)?.stack}`);
+    if (!(e instanceof ImportError || meant(e))) throw new Error(`${name}: ${(e as Error)?.constructor?.name}: ${(e as Error)?.message}\n${(e as Error)?.stack}`);
   }
   const ms = Date.now() - t0;
   assert.ok(ms < MAX_CASE_MS, `${name}: ${ms} ms`);
@@ -103,7 +125,7 @@ function check(bytes: Buffer, name: string): void {
 
 for (const seed of seeds) {
   test(`fuzz ${seed.name}: ${RUNS} mutated inputs load or fail with an ImportError (seed ${SEED})`, () => {
-    check(seed.gzip ? gzipSync(seed.bytes) : seed.bytes, seed.name);
+    check(seed.gzip ? gzipSync(seed.bytes) : seed.bytes, seed.name, seed.read, seed.meant);
     const byteCase = fc.record({ edits: fc.array(edit, { maxLength: 8 }), cut: fc.option(fc.nat(), { freq: 4 }) }).map(({ edits, cut }) => mutateBytes(seed.bytes, edits, cut));
     const randomCase = fc.uint8Array({ maxLength: 4096 }).map((a) => Buffer.from(a));
     const cases: fc.Arbitrary<Buffer>[] = [byteCase, byteCase, randomCase];
@@ -114,7 +136,7 @@ for (const seed of seeds) {
     }
     const arb = fc.oneof(...cases).map((b) => (seed.gzip ? gzipSync(b) : b));
     fc.assert(
-      fc.property(arb, (b) => check(b, seed.name)),
+      fc.property(arb, (b) => check(b, seed.name, seed.read, seed.meant)),
       { numRuns: RUNS, seed: SEED },
     );
   });

@@ -15,7 +15,10 @@ import type { AddressInfo } from 'node:net';
 import { hostileFiles, speedscopeEventedRamp, pprofLineBomb } from './hostileProfiles';
 import { loadProfileBytes } from '../../extension/sys/profileFile';
 import { readProfile } from '../../extension/sys/profileReader';
-import { ImportError, LimitError, PROFILE_LIMITS, ReadBudget, checkJsonDepth } from '../../extension/model/readLimits';
+import { ImportError, LimitError, PROFILE_LIMITS, ReadBudget, SESSION_LIMITS, checkJsonDepth } from '../../extension/model/readLimits';
+import { makeSession, readSession, writeSession } from '../../extension/model/sessionFile';
+import { fromSessionFile } from '../../extension/model/jvmTimeline';
+import { readSessionText } from '../../extension/sys/sessionText';
 import { fromSpeedscope } from '../../extension/model/flamegraph/formats';
 import { fromCpuProfile } from '../../extension/model/flamegraph/cpuprofile';
 import { profileDiffCommand } from '../../extension/cli/commands/profileDiff';
@@ -31,14 +34,15 @@ const MAX_GROWTH_MB = 200;
 
 interface ChildReport {
   stacks?: number;
+  tracer?: string;
   error?: { importError: boolean; class: string; message: string; limit?: string };
   wallMs: number;
   cpuMs: number;
   growthMB: number;
 }
 
-function readInChild(file: string): ChildReport {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(__dirname, 'readerLimitsChild.ts'), file], { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 });
+function readInChild(file: string, mode?: 'session'): ChildReport {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(__dirname, 'readerLimitsChild.ts'), file, ...(mode ? [mode] : [])], { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 });
   assert.equal(r.status, 0, `the child died (${r.signal ?? r.status}): ${r.stderr.slice(-2000)}`);
   return JSON.parse(r.stdout) as ChildReport;
 }
@@ -174,5 +178,66 @@ describe('readers stay exact on valid input', () => {
     checkJsonDepth(`{"a":"${'['.repeat(1000)}","b":[[1]]}`, budget);
     assert.throws(() => checkJsonDepth('['.repeat(65), budget), (e: Error) => e instanceof LimitError && e.limit === 'maxJsonDepth');
     assert.throws(() => loadProfileBytes(Buffer.from('{"a": [1, }'), 'bad.json'), (e: Error) => e instanceof ImportError && /does not parse/.test(e.message));
+  });
+});
+
+describe('hostile session files end fast, small and with the limit and the file named', () => {
+  const head = '{"format":"ebpf-studio-session","version":1,"tracer":"profile","title":"t","startedAt":"2026-01-01T00:00:00Z","data":';
+  const cases: { name: string; what: string; write: (file: string) => void; limit: string }[] = [
+    { name: 'huge.ebpf-session.json', what: 'over maxFileBytes (1 GiB, sparse)', limit: 'maxFileBytes', write: (f) => fs.writeFileSync(f, `${head}{}}`) },
+    { name: 'deep.ebpf-session.json', what: '1M nested arrays', limit: 'maxJsonDepth', write: (f) => fs.writeFileSync(f, `${head}${'['.repeat(1_000_000)}`) },
+    { name: 'objects.ebpf-session.json', what: '2M empty objects in one array', limit: 'maxJsonHeapBytes', write: (f) => fs.writeFileSync(f, `${head}{"profile":{"frames":[],"stacks":[${'{},'.repeat(2_000_000)}{}],"total":1},"warnings":[]}}`) },
+    { name: 'numbers.ebpf-session.json', what: '12M numbers in one array', limit: 'maxJsonHeapBytes', write: (f) => fs.writeFileSync(f, `${head}{"profile":{"frames":[],"stacks":[{"weight":1,"frames":[${'0,'.repeat(12_000_000)}0]}],"total":1},"warnings":[]}}`) },
+    { name: 'strings.ebpf-session.json', what: '2M distinct strings', limit: 'maxJsonHeapBytes', write: (f) => fs.writeFileSync(f, `${head}{"profile":{"frames":[],"stacks":[],"total":1},"warnings":[${Array.from({ length: 2_000_000 }, (_, i) => `"w${i.toString(36).padStart(10, '0')}"`).join(',')}]}}`) },
+  ];
+  for (const c of cases) {
+    test(`${c.what} ends with ${c.limit}`, () => {
+      const file = path.join(dir, c.name);
+      c.write(file);
+      if (c.limit === 'maxFileBytes') fs.truncateSync(file, 1 << 30);
+      const r = readInChild(file, 'session');
+      console.log(`  ${c.name} (${fs.statSync(file).size.toLocaleString('en-US')} bytes): ${r.error?.class}: cpu ${r.cpuMs.toFixed(0)} ms, wall ${r.wallMs.toFixed(0)} ms, +${r.growthMB.toFixed(0)} MB RSS`);
+      fs.rmSync(file);
+      assert.ok(r.error, `the file was read (${r.tracer})`);
+      assert.equal(r.error.limit, c.limit, r.error.message);
+      assert.ok(r.error.importError, `not an ImportError: ${r.error.class}`);
+      assert.ok(r.error.message.includes(c.name), `the message names the file: ${r.error.message}`);
+      assert.ok(r.cpuMs < MAX_CPU_MS, `${r.cpuMs} ms of CPU`);
+      assert.ok(r.wallMs < MAX_WALL_MS, `${r.wallMs} ms`);
+      assert.ok(r.growthMB < MAX_GROWTH_MB, `${r.growthMB} MB`);
+    });
+  }
+
+  // what the estimate lets through, at its edge: each kind of value it prices
+  const edges = [
+    { what: 'empty objects', each: 96 + 16, item: () => '{}' },
+    { what: 'distinct 11-character strings', each: 48 + 12 + 16, item: (i: number) => `"w${i.toString(36).padStart(10, '0')}"` },
+    { what: 'small integers', each: 16, item: (i: number) => (i ? '7' : '{}') },
+    // after one object, so the array holds each number boxed, not unboxed doubles
+    { what: 'fractional numbers', each: 16 + 32, item: (i: number) => (i ? '0.5' : '{}') },
+  ];
+  for (const e of edges) {
+    test(`the most ${e.what} the limits let through still cost < 2 s and < 200 MB`, () => {
+      const n = Math.floor(SESSION_LIMITS.maxJsonHeapBytes / e.each) - 1000;
+      const file = path.join(dir, 'edge.ebpf-session.json');
+      fs.writeFileSync(file, `${head}{"profile":{"frames":[],"stacks":[],"total":1},"warnings":[${Array.from({ length: n }, (_, i) => e.item(i)).join(',')}]}}`);
+      const r = readInChild(file, 'session');
+      console.log(`  ${n.toLocaleString('en-US')} ${e.what} (${fs.statSync(file).size.toLocaleString('en-US')} bytes): ${r.tracer ?? r.error?.message}: cpu ${r.cpuMs.toFixed(0)} ms, +${r.growthMB.toFixed(0)} MB RSS`);
+      fs.rmSync(file);
+      assert.equal(r.tracer, 'profile', r.error?.message);
+      assert.ok(r.cpuMs < MAX_CPU_MS, `${r.cpuMs} ms of CPU`);
+      assert.ok(r.growthMB < MAX_GROWTH_MB, `${r.growthMB} MB`);
+    });
+  }
+
+  test('a valid session reads as before; the JVM timeline import and a FIFO are refused clearly', async () => {
+    const doc = makeSession('profile', 'CPU: pid 1', { profile: { frames: [{ name: 'main', kind: 'native' }], stacks: [{ frames: [0], weight: 3 }], total: 3 } as never, warnings: [] }, new Date(0));
+    const file = path.join(dir, 'ok.ebpf-session.json');
+    fs.writeFileSync(file, writeSession(doc));
+    assert.deepEqual(readSession(await readSessionText(file), 'ok.ebpf-session.json'), JSON.parse(writeSession(doc)));
+    assert.throws(() => fromSessionFile(`{"format":"ebpf-studio-session","result":${'['.repeat(100)}`, 'jvm.json'), (e: Error) => e instanceof LimitError && e.limit === 'maxJsonDepth' && /jvm\.json/.test(e.message));
+    const fifo = path.join(dir, 'fifo.ebpf-session.json');
+    spawnSync('mkfifo', [fifo]);
+    await assert.rejects(readSessionText(fifo), (e: Error) => e instanceof ImportError && /fifo\.ebpf-session\.json is not a regular file/.test(e.message));
   });
 });

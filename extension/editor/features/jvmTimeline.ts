@@ -14,6 +14,7 @@ import { startSession } from '../sessions/liveSessions';
 import { createViewPanel, fillViewPanel, type TypedPanel } from '../ui/webviewPanel';
 import { LiveViewHost, RELOADED } from '../sessions/livePanel';
 import { loadStoredText, recordText, windowClosing } from '../sessions/sessionStore';
+import { readSessionUri } from '../sessions/readSessionUri';
 import { errorText, showError } from '../ui/errors';
 import type { FromView, ToView } from '../../../webview/jvmTimeline/protocol';
 
@@ -28,9 +29,9 @@ export const OPEN_SAVED: OpenItem = { label: '$(folder-opened) Open a saved sess
 async function readSessionFile(uri?: vscode.Uri): Promise<{ result: JvmResult; name: string } | undefined> {
   const file = uri ?? (await vscode.window.showOpenDialog({ title: 'Open a JVM timeline session', canSelectMany: false, filters: { 'Sessions (JSON)': ['json'], 'All files': ['*'] } }))?.[0];
   if (!file) return undefined;
-  const text = Buffer.from(await vscode.workspace.fs.readFile(file)).toString('utf8');
   try {
-    return { result: fromSessionFile(text), name: file.path.split('/').pop() ?? file.fsPath };
+    const text = await readSessionUri(file);
+    return { result: fromSessionFile(text, file.path.split('/').pop()), name: file.path.split('/').pop() ?? file.fsPath };
   } catch (e) {
     throw new Error(`${file.fsPath} cannot be opened: ${(e as Error).message}`);
   }
@@ -123,7 +124,9 @@ async function trace(context: vscode.ExtensionContext, options: JvmOptions): Pro
 function storedTimeline(key: string | undefined): (JvmSessionFile & { title?: string }) | undefined {
   const text = key ? loadStoredText(key) : undefined;
   try {
-    return text ? { ...(JSON.parse(text) as JvmSessionFile & { title?: string }), result: fromSessionFile(text) } : undefined;
+    // fromSessionFile checks the text against SESSION_LIMITS before anything parses it
+    const result = text ? fromSessionFile(text, 'the stored session') : undefined;
+    return text && result ? { ...(JSON.parse(text) as JvmSessionFile & { title?: string }), result } : undefined;
   } catch {
     return undefined;
   }

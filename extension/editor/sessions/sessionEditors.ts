@@ -8,7 +8,8 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { loadSession } from './sessionStore';
 import { showSession } from './sessionViews';
-import { makeSession, peekTracer, readSession, SESSION_VIEW_NAMES, type AnySessionFile } from '../../model/sessionFile';
+import { makeSession, peekTracer, readSession, sessionJson, SESSION_VIEW_NAMES, type AnySessionFile } from '../../model/sessionFile';
+import { readSessionUri } from './readSessionUri';
 import { errorText } from '../ui/errors';
 import type { FlameProfile } from '../../model/flamegraph/profileData';
 import { readProfileUri } from '../features/profile/readProfileUri';
@@ -18,9 +19,9 @@ export async function profileFromFile(uri: vscode.Uri): Promise<FlameProfile> {
   return (await readProfileUri(uri)).flame;
 }
 
-async function documentFor(uri: vscode.Uri): Promise<AnySessionFile> {
+async function documentFor(uri: vscode.Uri, session?: { json: unknown }): Promise<AnySessionFile> {
   const name = path.basename(uri.fsPath);
-  if (name.endsWith('.ebpf-session.json')) return readSession(Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8'), name);
+  if (session) return readSession(session, name);
   const p = await profileFromFile(uri);
   return makeSession('profile', `CPU: ${name}`, { profile: p, warnings: [] }, new Date());
 }
@@ -40,13 +41,14 @@ class ReadonlyEditor implements vscode.CustomReadonlyEditorProvider {
   }
   async resolveCustomEditor(document: vscode.CustomDocument, panel: vscode.WebviewPanel): Promise<void> {
     try {
-      if (document.uri.fsPath.endsWith('.ebpf-session.json') && peekTracer(Buffer.from(await vscode.workspace.fs.readFile(document.uri)).toString('utf8')) === 'jvm') {
+      const session = document.uri.fsPath.endsWith('.ebpf-session.json') ? { json: sessionJson(await readSessionUri(document.uri), path.basename(document.uri.fsPath)) } : undefined;
+      if (session && peekTracer(session) === 'jvm') {
         // The JVM timeline has its own view and reader: hand the file over, close this tab.
         await vscode.commands.executeCommand('ebpfStudio.openJvmTimeline', { file: document.uri.fsPath });
         panel.dispose();
         return;
       }
-      showSession(this.context, await documentFor(document.uri), undefined, panel);
+      showSession(this.context, await documentFor(document.uri, session), undefined, panel);
     } catch (e) {
       showFailure(panel, `Cannot open ${path.basename(document.uri.fsPath)}`, errorText(e));
     }

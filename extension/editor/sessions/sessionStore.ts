@@ -11,6 +11,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { readSessionTextSync } from '../../sys/sessionText';
 import { readSession, writeSession, SESSION_SUFFIX, type AnySessionFile, type SessionTracer } from '../../model/sessionFile';
 
 export const MAX_ONE_BYTES = 32 * 1024 * 1024;
@@ -227,7 +228,7 @@ export function loadSession(key: string): AnySessionFile | undefined {
   const m = inMemory.get(key);
   if (m) return m;
   try {
-    const f = readSession(fs.readFileSync(fileOf(key), 'utf8'), 'the stored session');
+    const f = readSession(readSessionTextSync(fileOf(key)), 'the stored session');
     inMemory.set(key, f);
     return f;
   } catch {

@@ -10,7 +10,8 @@ import * as vscode from 'vscode';
 import { liveSessions, onDidChangeLiveSessions } from './liveSessions';
 import { finishedSessions, forgetSession, loadSession, loadStoredText, onDidChangeFinished, type FinishedEntry } from './sessionStore';
 import { showSession } from './sessionViews';
-import { peekTracer, readSession, sessionFileName, writeSession, SESSION_SUFFIX, type AnySessionFile } from '../../model/sessionFile';
+import { readSessionUri } from './readSessionUri';
+import { peekTracer, readSession, sessionFileName, sessionJson, writeSession, SESSION_SUFFIX, type AnySessionFile } from '../../model/sessionFile';
 import { errorText, showError } from '../ui/errors';
 import { compareProfiles } from '../features/profile/profileDiff';
 import type { FlameProfile } from '../../model/flamegraph/profileData';
@@ -120,12 +121,12 @@ async function findSaved(): Promise<Node[]> {
   const out: Node[] = [];
   for (const uri of uris.sort((a, b) => a.fsPath.localeCompare(b.fsPath))) {
     try {
-      const head = Buffer.from(await vscode.workspace.fs.readFile(uri)).toString('utf8');
-      if (peekTracer(head) === 'jvm') {
+      const doc = { json: sessionJson(await readSessionUri(uri), path.basename(uri.fsPath)) };
+      if (peekTracer(doc) === 'jvm') {
         out.push({ kind: 'saved', uri, tracer: 'jvm', title: `JVM timeline: ${path.basename(uri.fsPath)}` });
         continue;
       }
-      const f = readSession(head, path.basename(uri.fsPath));
+      const f = readSession(doc, path.basename(uri.fsPath));
       out.push({ kind: 'saved', uri, tracer: f.tracer, title: f.title });
     } catch {
       out.push({ kind: 'saved', uri });
@@ -158,8 +159,7 @@ async function documentOf(n: Node): Promise<{ file: AnySessionFile; key?: string
     return undefined;
   }
   if (n.kind === 'saved') {
-    const text = Buffer.from(await vscode.workspace.fs.readFile(n.uri)).toString('utf8');
-    return { file: readSession(text, path.basename(n.uri.fsPath)) };
+    return { file: readSession(await readSessionUri(n.uri), path.basename(n.uri.fsPath)) };
   }
   return undefined;
 }
