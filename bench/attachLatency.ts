@@ -62,6 +62,11 @@ export async function benchAttach(ctx: BenchContext): Promise<Row[]> {
         bpftrace: { program: 'tracepoint:sched:sched_switch { @start[args->next_pid] = nsecs; @ns = hist(nsecs - @start[args->prev_pid]); }', args: [] },
         probes: 'sched_switch',
       },
+      tcplat: {
+        ours: ['tcplat'],
+        bpftrace: { program: 'tracepoint:sock:inet_sock_set_state /args->newstate == 2/ { @start[args->skaddr] = nsecs; } tracepoint:tcp:tcp_probe { @us = hist(args->srtt); }', args: [] },
+        probes: 'inet_sock_set_state, tcp_probe',
+      },
       memleak: {
         ours: ['memleak', '--pid', cPid, '--mode', 'uprobe'],
         bpftrace: { program: `${entries.map((f) => `uprobe:${lc}:${f}`).join(', ')} /pid == ${cPid}/ { @e[tid] = arg0; } ${rets.map((f) => `uretprobe:${lc}:${f}`).join(', ')} /pid == ${cPid}/ { @r[retval] = @e[tid]; }`, args: [] },

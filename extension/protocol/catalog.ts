@@ -154,6 +154,33 @@ export const CATALOG = {
       },
     },
   },
+  tcplat: {
+    title: 'TCP latency',
+    icon: 'plug',
+    commands: ['ebpfStudio.showTcpLatency'],
+    cli: { command: 'tcplat', summary: 'TCP latency: connect latency, or round-trip times with --rtt, per remote address or process (log2 histograms)' },
+    pid: { kernelThreads: false },
+    target: 'system',
+    lossAdvice: 'narrow it with --pid P, or use --per-address instead of --per-process (fewer histogram keys)',
+    sessionView: 'tcplat',
+    programs: '^tcp_(state|probe)_(btf|raw)$',
+    histogram: {
+      events: 'connects',
+      measure: 'time from SYN sent to established (round-trip time with --rtt)',
+      meaning: 'a TCP connect that completed (a received segment with --rtt)',
+      keyLabels: { none: '', address: 'address', process: 'pid' },
+      keyNouns: { none: '', address: 'remote address', process: 'process' },
+      editor: {
+        title: 'TCP Connect Latency',
+        scopes: [
+          { label: '$(globe) Every connect', detail: 'One histogram of every outgoing TCP connect', per: 'none' },
+          { label: '$(symbol-method) One process…', detail: 'Only the connects of a process you pick', per: 'none', oneProcess: true },
+          { label: '$(remote) Per remote address', detail: 'A histogram per IPv4 address connected to', per: 'address' },
+          { label: '$(list-tree) Per process', detail: 'A histogram per process that connected', per: 'process' },
+        ],
+      },
+    },
+  },
   memleak: {
     title: 'Memory leaks',
     icon: 'debug-breakpoint-data',

@@ -22,6 +22,7 @@ export interface TracerTypes {
   runqlat: { options: RunqlatOptions; update: RunqlatUpdate; result: RunqlatResult };
   biolatency: { options: HistOptions<'none' | 'disk' | 'process'> & { queued: boolean }; update: HistUpdate; result: HistResult<'biolatency'> };
   cpudist: { options: HistOptions<'none' | 'process' | 'thread'> & { offcpu: boolean; preempted: boolean }; update: HistUpdate; result: HistResult<'cpudist'> };
+  tcplat: { options: HistOptions<'none' | 'address' | 'process'> & { rtt: boolean }; update: HistUpdate; result: HistResult<'tcplat'> };
   'java-gc': { options: JavaGcOptions; update: JavaGcUpdate; result: JavaGcResult };
   memleak: { options: MemleakOptions; update: MemleakUpdate; result: MemleakResult };
   profile: { options: ProfileOptions; update: ProfileUpdate; result: ProfileResult };

@@ -5,6 +5,7 @@ import { selftestTracer } from './selftest/tracer';
 import { runqlatTracer } from './runqlat/tracer';
 import { biolatencyTracer } from './biolatency';
 import { cpudistTracer } from './cpudist';
+import { tcplatTracer } from './tcplat';
 import { javaGcTracer } from './javaGc/tracer';
 import { memleakTracer } from './memleak/tracer';
 import { profileTracer } from './profile/tracer';
@@ -19,6 +20,7 @@ export const tracers: Record<TracerName, AnyTracer> = {
   runqlat: runqlatTracer,
   biolatency: biolatencyTracer,
   cpudist: cpudistTracer,
+  tcplat: tcplatTracer,
   'java-gc': javaGcTracer,
   memleak: memleakTracer,
   profile: profileTracer,

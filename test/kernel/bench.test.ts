@@ -27,6 +27,7 @@ const REQUIRED: { name: string; peer?: string; peerTool?: string }[] = [
   { name: 'attach latency runqlat', peer: 'bpftrace', peerTool: 'bpftrace' },
   { name: 'attach latency biolatency', peer: 'bpftrace', peerTool: 'bpftrace' },
   { name: 'attach latency cpudist', peer: 'bpftrace', peerTool: 'bpftrace' },
+  { name: 'attach latency tcplat', peer: 'bpftrace', peerTool: 'bpftrace' },
   { name: 'biolatency overhead per I/O', peer: 'libbpf-tools biolatency', peerTool: 'biolatency' },
   { name: 'cpudist overhead per context switch', peer: 'libbpf-tools cpudist', peerTool: 'cpudist' },
   { name: 'attach latency memleak', peer: 'bpftrace', peerTool: 'bpftrace' },

@@ -7,6 +7,7 @@ import { verifyCommand } from './verify';
 import { runqlatCommand } from './runqlat';
 import { biolatencyCommand } from './biolatency';
 import { cpudistCommand } from './cpudist';
+import { tcplatCommand } from './tcplat';
 import { javaGcCommand } from './javaGc';
 import { memleakCommand } from './memleak';
 import { profileCommand } from './profile';
@@ -16,4 +17,4 @@ import { profileDiffCommand } from './profileDiff';
 import { newProjectCommand } from './newProject';
 import { agentCommand } from './agent';
 
-export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand, biolatencyCommand, cpudistCommand, javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand, installHelperCommand, profileDiffCommand, newProjectCommand, agentCommand];
+export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand, biolatencyCommand, cpudistCommand, tcplatCommand, javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand, installHelperCommand, profileDiffCommand, newProjectCommand, agentCommand];

@@ -1,0 +1,29 @@
+// TCP latency (tcplat): log2 histograms of connect latency (SYN_SENT to ESTABLISHED, like
+// libbpf-tools tcpconnlat) or, with --rtt, of the smoothed round-trip time of received segments
+// (like tcprtt), for everything, per remote address or per process; tracepoints only
+// (bpf/tcplat.bpf.c on the log2-histogram kit), so it runs where kprobes and fentry do not.
+import { histTracer } from './histTracer';
+import { bool } from '../protocol/validate';
+import { inputError } from '../protocol/errors';
+
+/** A remote IPv4 address key (network byte order read as a little-endian u32) as 10.0.0.1. */
+function addressText(key: number): string {
+  return [0, 8, 16, 24].map((s) => (key >>> s) & 255).join('.');
+}
+
+export const tcplatTracer = histTracer({
+  name: 'tcplat',
+  object: 'tcplat',
+  programs: ['tcp_state', 'tcp_probe'],
+  attaches: 'the sock:inet_sock_set_state and tcp:tcp_probe tracepoints',
+  // key_mode 0, TCPL_KEY_ADDRESS, TCPL_KEY_PROCESS
+  per: ['none', 'address', 'process'],
+  options: (o) => {
+    const rtt = bool(o, 'rtt', false);
+    // An RTT sample is taken in softirq: the process that owns the socket is not known there.
+    if (rtt && (o.per === 'process' || (typeof o.pid === 'number' && o.pid > 0))) throw inputError('round-trip times are kept for everything or per remote address: --rtt does not go with --pid or --per-process');
+    return { rtt };
+  },
+  rodata: (o) => ({ rtt: o.rtt }),
+  nameKey: (key, per) => (per === 'address' ? addressText(key) : undefined),
+});
