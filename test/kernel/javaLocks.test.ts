@@ -71,6 +71,8 @@ describe('profile --event lock: contended Java monitors and ReentrantLock parks'
     assert.equal(r.code, 0, r.stderr);
     const stop = spawnSync(`${JDK}/bin/jcmd`, [String(pid), 'JFR.stop', 'name=locks'], { encoding: 'utf8', timeout: 30_000 });
     assert.equal(stop.status, 0, stop.stdout + stop.stderr);
+    // the agent part's output file is removed at stop (as the JVM's owner, inside its root)
+    assert.deepEqual(fs.readdirSync(`/proc/${pid}/root/tmp`).filter((f) => f.startsWith(`.ebpf-studio-locks-${pid}-`)), [], "the lock tracer's file is left in the JVM's /tmp");
 
     const truth = /done monitor-wait (\d+) monitor-holder-wait (\d+) park-wait (\d+)/.exec(out)!;
     const truthMonitorUs = Number(truth[1]) / 1000;
