@@ -155,7 +155,7 @@ function agreeShifted(ours: Bucket[], theirsNs: number[]): void {
   let best = { shift: 0, worst: Infinity };
   for (let shift = -1000; shift <= 1000; shift += 20) {
     try {
-      agree(`connect latency (bpftrace read ${shift} ns later)`, ours, bucketsOf(theirsNs, shift), true);
+      agree(`connect latency (bpftrace's durations ${shift} ns shorter)`, ours, bucketsOf(theirsNs, shift), true);
       const w = worstOf(ours, bucketsOf(theirsNs, shift));
       if (Math.abs(shift) < Math.abs(best.shift) || best.worst === Infinity) best = { shift, worst: w };
     } catch {
@@ -164,7 +164,7 @@ function agreeShifted(ours: Bucket[], theirsNs: number[]): void {
   }
   const unshifted = worstOf(ours, bucketsOf(theirsNs, 0));
   assert.ok(best.worst <= 2, `connect latency: no shift within ±1 µs brings bpftrace's ${theirsNs.length} durations within 2 points of ours (unshifted ${unshifted.toFixed(2)}: ${JSON.stringify([...bucketsOf(theirsNs, 0)])} vs ${JSON.stringify(ours.filter((b) => b.count).map((b) => [b.low, b.count]))})`);
-  console.log(`connect latency: ours ${ours.reduce((a, b) => a + b.count, 0)}, bpftrace ${theirsNs.length}; largest bucket-share difference ${unshifted.toFixed(2)} points as read, ${best.worst.toFixed(2)} with bpftrace's durations ${best.shift} ns shorter`);
+  console.log(`connect latency: ours ${ours.reduce((a, b) => a + b.count, 0)}, bpftrace ${theirsNs.length}; largest bucket-share difference ${unshifted.toFixed(2)} points as read, ${best.worst.toFixed(2)} with bpftrace's durations ${Math.abs(best.shift)} ns ${best.shift < 0 ? 'longer' : 'shorter'}`);
 }
 
 /** Ours, once both its programs are loaded (--json prints no banner). */
