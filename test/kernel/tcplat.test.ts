@@ -6,7 +6,8 @@
 // 127.0.0.1 to its own server on a loopback address of its own, timing each connect() itself,
 // and reads 64 KiB per connection so RTT samples arrive; each bucket's share must agree with
 // bpftrace's within 2 points, and the handshake ours saw must fit inside the client's own
-// connect() calls. Only loopback addresses are used.
+// connect() calls (connects within 300 ns of a bucket edge may land on either side: see
+// agreeNearEdges). Only loopback addresses are used.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -144,27 +145,20 @@ function bucketsOf(ns: number[], shiftNs: number): Map<number, number> {
 }
 
 /**
- * Connect latency against bpftrace's per-connect durations (ns). Loopback handshakes take ~5-15 µs,
- * on the 8 µs bucket edge, and bpftrace's two clock reads sit a few hundred ns apart from ours
- * (its classic-tracepoint path and map work come between), which moves several percent of them
- * across the edge. So bpftrace keeps each duration in 20 ns bins, they are bucketed as if up to
- * 1 µs shorter or longer, and the smallest shift that agrees within 2 points must exist: ours is
- * bpftrace's histogram within 1 µs.
+ * Connect latency against bpftrace's per-connect durations (ns). Loopback handshakes here take
+ * ~7-8 µs with a mode right at the 8 µs bucket edge, and the two tools read the clock a few
+ * hundred ns apart (each runs after the other's work on the same tracepoint), so a connect within
+ * that distance of an edge may land on either side. Shares must agree within 2 points plus the
+ * share of bpftrace's durations within 300 ns of an edge, and that allowance is printed.
  */
-function agreeShifted(ours: Bucket[], theirsNs: number[]): void {
-  let best = { shift: 0, worst: Infinity };
-  for (let shift = -1000; shift <= 1000; shift += 20) {
-    try {
-      agree(`connect latency (bpftrace's durations ${shift} ns shorter)`, ours, bucketsOf(theirsNs, shift), true);
-      const w = worstOf(ours, bucketsOf(theirsNs, shift));
-      if (Math.abs(shift) < Math.abs(best.shift) || best.worst === Infinity) best = { shift, worst: w };
-    } catch {
-      // not this shift
-    }
-  }
-  const unshifted = worstOf(ours, bucketsOf(theirsNs, 0));
-  assert.ok(best.worst <= 2, `connect latency: no shift within ±1 µs brings bpftrace's ${theirsNs.length} durations within 2 points of ours (unshifted ${unshifted.toFixed(2)}: ${JSON.stringify([...bucketsOf(theirsNs, 0)])} vs ${JSON.stringify(ours.filter((b) => b.count).map((b) => [b.low, b.count]))})`);
-  console.log(`connect latency: ours ${ours.reduce((a, b) => a + b.count, 0)}, bpftrace ${theirsNs.length}; largest bucket-share difference ${unshifted.toFixed(2)} points as read, ${best.worst.toFixed(2)} with bpftrace's durations ${Math.abs(best.shift)} ns ${best.shift < 0 ? 'longer' : 'shorter'}`);
+function agreeNearEdges(ours: Bucket[], theirsNs: number[]): void {
+  const nearEdge = theirsNs.filter((v) => [1, 2, 4, 8, 16, 32, 64, 128].some((us) => Math.abs(v - us * 1000) < 300)).length;
+  const allowance = (100 * nearEdge) / Math.max(1, theirsNs.length);
+  const worst = worstOf(ours, bucketsOf(theirsNs, 0));
+  const n = ours.reduce((a, b) => a + b.count, 0);
+  assert.equal(n, theirsNs.length, `connect latency: ours ${n} connects, bpftrace ${theirsNs.length}`);
+  assert.ok(worst <= 2 + allowance, `connect latency: bucket shares differ by ${worst.toFixed(2)} points, more than 2 + ${allowance.toFixed(2)} (bpftrace's durations within 300 ns of an edge): ${JSON.stringify([...bucketsOf(theirsNs, 0)])} vs ${JSON.stringify(ours.filter((b) => b.count).map((b) => [b.low, b.count]))}`);
+  console.log(`connect latency: ours ${n}, bpftrace ${theirsNs.length}; largest bucket-share difference ${worst.toFixed(2)} points, ${allowance.toFixed(2)} % of connects within 300 ns of a bucket edge`);
 }
 
 /** Ours, once both its programs are loaded (--json prints no banner). */
@@ -233,7 +227,7 @@ test('tcplat connect latency and --rtt match bpftrace on the same tracepoints ov
   const bins = [...(theirs.get('connect_ns') ?? [])].filter(([low]) => low < 16000);
   const long = [...(theirs.get('connect_long_us') ?? [])].map(([low, n]): [number, number] => [low * 1000, n]);
   assert.ok(bins.length, `bpftrace printed the connect durations: ${ref.out().slice(0, 300)}`);
-  agreeShifted(mine.buckets, [...bins, ...long].flatMap(([low, n]) => Array<number>(n).fill(low)));
+  agreeNearEdges(mine.buckets, [...bins, ...long].flatMap(([low, n]) => Array<number>(n).fill(low)));
   const own = [...w.out().matchAll(/^connect (\d+)$/gm)].map((m) => Number(m[1]) / 1000).sort((a, b) => a - b);
   const p50 = statsOf(mine.buckets).p50;
   // The handshake happens inside connect(): its median cannot exceed the client's by more than a bucket's width.
