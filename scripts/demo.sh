@@ -3,7 +3,9 @@
 # burns CPU) and prints their pids and what to try. Stop them with: scripts/demo.sh --stop
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${EBPF_STUDIO_DEMO_DIR:-/tmp/ebpf-studio-demo}
+# In the user's own cache, not a fixed name in /tmp: another user's folder of that name (or a link
+# planted there) would stop this one or make it write where that user chose.
+out=${EBPF_STUDIO_DEMO_DIR:-${HOME:?HOME is not set}/.cache/ebpf-studio/demo}
 if [ "${1:-}" = "--stop" ]; then
   for f in "$out"/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true; rm -f "$f"; done
   echo "demo workloads stopped"
