@@ -101,6 +101,16 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+/* Processes that exec'd since user space last drained this map (tgid -> 1): all mode looks for
+ * new JVMs among them rather than reading every process in /proc each second. */
+#define JAVA_GC_EXECS_MAX 4096
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, JAVA_GC_EXECS_MAX);
+	__type(key, __u32);
+	__type(value, __u8);
+} execs SEC(".maps");
+
 static __always_inline void count(__u32 which)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &which);
@@ -377,5 +387,17 @@ int BPF_USDT(handle_gc_sp_end)
 		bpf_ringbuf_submit(e, wakeup_flags(&safepoints, SAFEPOINTS_RING_BYTES));
 	}
 	vm->sp_start_ns = 0;
+	return 0;
+}
+
+/* Loaded in all mode only. An exec is rare next to a GC: one map update each. */
+SEC("tracepoint/sched/sched_process_exec")
+int handle_exec(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u8 one = 1;
+
+	if (bpf_map_update_elem(&execs, &tgid, &one, BPF_ANY))
+		count(JAVA_GC_CTR_EXECS_FULL);
 	return 0;
 }

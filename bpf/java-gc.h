@@ -19,7 +19,8 @@
 #define JAVA_GC_CTR_INFLIGHT_FULL 1  /* GCs lost: in-flight map had no free entry */
 #define JAVA_GC_CTR_POOLS_FULL 2     /* pool records dropped: more than JAVA_GC_MAX_POOLS pools */
 #define JAVA_GC_CTR_SAFEPOINT_LOST 3 /* safepoints lost: ring buffer or state map full */
-#define JAVA_GC_NR_COUNTERS 4
+#define JAVA_GC_CTR_EXECS_FULL 4    /* execs not noted: the execs map was full (user space scans all) */
+#define JAVA_GC_NR_COUNTERS 5
 
 /* Flags of struct java_gc_pool */
 #define JAVA_GC_POOL_HAS_BEFORE 1

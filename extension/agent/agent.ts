@@ -12,7 +12,7 @@
 // ebpf_studio_attach_failures_total; the others keep running.
 import type { TracerEnv } from '../tracers/tracer';
 import type { Session } from '../tracers/tracer';
-import { javaGcTracer, allLibjvms } from '../tracers/javaGc/tracer';
+import { javaGcTracer, allLibjvms, installedLibjvms } from '../tracers/javaGc/tracer';
 import { runqlatTracer } from '../tracers/runqlat/tracer';
 import { profileTracer } from '../tracers/profile/tracer';
 import { offcpuTracer } from '../tracers/offcpu/tracer';
@@ -38,7 +38,7 @@ const RETRY_MS = 30_000;
 const MAX_RUNS = 6;
 /** how often exited JVMs are looked for */
 const SWEEP_MS = 15_000;
-/** how often a newly installed JDK is looked for (a scan of every process's maps: ~10 ms of CPU) */
+/** how often a newly installed JDK is looked for (a directory read and a realpath per JDK) */
 const JDK_SCAN_MS = 60_000;
 
 type TracerId = 'java-gc' | 'runqlat' | 'profile' | 'offcpu' | 'java-heap';
@@ -114,7 +114,7 @@ export class Agent {
     const h = this.health.get('java-gc')!;
     try {
       const libs = allLibjvms().libs;
-      this.gcSession = await javaGcTracer.start(javaGcTracer.validate({ all: true, minUs: this.cfg.jvm.minPauseUs, retain: false }), this.env, {
+      this.gcSession = await javaGcTracer.start(javaGcTracer.validate({ all: true, minUs: this.cfg.jvm.minPauseUs, retain: false, liveCounts: false }), this.env, {
         update: (u) => this.onGc(u),
         ended: (_reason, message) => this.tracerEnded('java-gc', message ?? 'the session ended', () => this.startGc()),
       });
@@ -209,7 +209,8 @@ export class Agent {
     this.lastJdkScan = now;
     let libs: string[];
     try {
-      libs = allLibjvms().libs;
+      // Installed JDKs only: the session follows the files of running JVMs (containers' too) itself.
+      libs = installedLibjvms();
     } catch {
       return;
     }

@@ -16,6 +16,12 @@ export interface JavaGcOptions {
    * Unset, the result holds every event (the CLI's --json).
    */
   boundedResult?: boolean;
+  /**
+   * false: the JVMs' own collection counters (hsperfdata) are read for results and snapshots
+   * only, and updates carry no jvmCounts (a service that shows no live view: the agent). Unset:
+   * read with every update.
+   */
+  liveCounts?: boolean;
 }
 
 export interface JavaGcPool {

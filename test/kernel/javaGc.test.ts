@@ -173,6 +173,8 @@ describe('java-gc tracer on a real JVM', { skip }, () => {
     assert.ok(await waitFor(() => /Tracing|attached to/.test(cli.stderr()), 15_000), `not attached: ${cli.stderr()}`);
     await waitFor(() => cli.stderr().split('\n').filter((l) => l.includes('attached to')).length >= 1, 5000);
     const w = await startWorkload(2, 512);
+    // Found from its exec (no read of every process each second) while it waits to start.
+    assert.ok(await waitFor(() => cli.stderr().includes(`java-gc: pid ${w.pid}: its own counters`), 5000), `the new JVM was not followed: ${cli.stderr()}`);
     w.go();
     const jvm = await w.done;
     await sleep(1500);
@@ -186,6 +188,9 @@ describe('java-gc tracer on a real JVM', { skip }, () => {
     assert.equal(mine.length, jvm.young + jvm.full);
     assert.equal(mine.filter((e) => e.full).length, 2);
     checkEvents(result, w.pid);
+    assert.match(r.stderr, /looking for new JVMs every 1 s among processes that exec'd/);
+    const check = result.jvmCounts?.find((c) => c.pid === w.pid);
+    assert.equal(check?.verdict, 'agree', JSON.stringify(check));
   });
 
   test('--min-us drops shorter pauses in the kernel', async () => {

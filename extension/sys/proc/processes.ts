@@ -157,6 +157,8 @@ function readCmdline(pid: number): string[] {
 
 type UsdtNotes = { probes: UsdtProbe[] } | { problem: string };
 const usdtCache = new Map<string, { key: string; notes: UsdtNotes }>();
+/** files with probes, by device, inode, mtime, ctime and size (problems name a path: those stay by path) */
+const usdtByFile = new Map<string, { key: string; notes: UsdtNotes }>();
 
 /**
  * The USDT probes (.note.stapsdt) of a binary, or why it has none (missing, not a regular file,
@@ -167,13 +169,16 @@ export function usdtNotes(file: string): UsdtNotes {
   try {
     const st = fs.statSync(file);
     if (!st.isFile()) return { problem: `${file} is not a regular file` };
-    key = `${st.ino}:${st.mtimeMs}:${st.size}`;
+    // ctime too: a write or a utimes() that puts mtime back still moves it.
+    key = `${st.dev}:${st.ino}:${st.mtimeMs}:${st.ctimeMs}:${st.size}`;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     return { problem: code === 'ENOENT' ? `${file} does not exist` : `cannot read ${file} (${code ?? (e as Error).message})` };
   }
   const hit = usdtCache.get(file);
   if (hit && hit.key === key) return hit.notes;
+  const same = usdtByFile.get(key);
+  if (same) return same.notes;
   let notes: UsdtNotes;
   try {
     const elf = new ElfFile(file);
@@ -188,6 +193,11 @@ export function usdtNotes(file: string): UsdtNotes {
   // Paths through /proc/PID are one per process: the cache stays bounded however many come and go.
   if (usdtCache.size >= 256) usdtCache.clear();
   usdtCache.set(file, { key, notes });
+  // One libjvm.so reached through each JVM's /proc/PID is one file: its probes are read once.
+  if ('probes' in notes) {
+    if (usdtByFile.size >= 256) usdtByFile.clear();
+    usdtByFile.set(key, { key, notes });
+  }
   return notes;
 }
 

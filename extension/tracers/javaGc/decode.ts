@@ -20,6 +20,7 @@ export const CTR_RINGBUF_FULL = 0;
 export const CTR_INFLIGHT_FULL = 1;
 export const CTR_POOLS_FULL = 2;
 export const CTR_SAFEPOINT_LOST = 3;
+export const CTR_EXECS_FULL = 4;
 
 export interface RawGcPool {
   namePtr: bigint;

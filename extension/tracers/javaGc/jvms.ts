@@ -5,8 +5,8 @@ import fs from 'node:fs';
 import type { JavaGcEvent, JavaGcJvmCount, JavaGcKind } from '../../protocol/javaGc';
 import { unsuitableError } from '../../protocol/errors';
 import { checkJvmCount } from '../../model/javaGcCheck';
-import { checkPid, findJdks, isKernelThread, libjvmUsdt, mapsOrExplain, noUsdtMessage, readStat, sameProcess, type ProcessIdentity } from '../../sys/proc/processes';
-import { readMaps, type Mapping } from '../../sys/proc/maps';
+import { checkPid, findJdks, isKernelThread, pidAlive, libjvmUsdt, mapsOrExplain, noUsdtMessage, readStat, sameProcess, type ProcessIdentity } from '../../sys/proc/processes';
+import { parseMaps, type Mapping } from '../../sys/proc/maps';
 import { hostFileIdentity, reachMapped, type ReachedFile } from '../../sys/proc/mappedFile';
 import { gcCollectors, HsperfFile } from '../../sys/jvm/hsperfdata';
 
@@ -46,7 +46,9 @@ export interface RunningJvm extends ProcessIdentity {
 /**
  * Finds JVMs by their maps. The first scan reads every process; later scans read only processes
  * not seen before, those that exec'd since (another name), and young ones whose launcher has not
- * mapped libjvm.so yet, so following new JVMs costs a /proc/PID/stat read per process.
+ * mapped libjvm.so yet, so following new JVMs costs a /proc/PID/stat read per process. Given the
+ * pids that exec'd since the last look (an exec event), a scan reads only those and the young
+ * ones, and not /proc at all.
  */
 export class JvmScanner {
   private seen = new Map<number, { startTime: number; comm: string; jvm: boolean; looks: number }>();
@@ -75,23 +77,46 @@ export class JvmScanner {
         alive.add(pid);
         continue;
       }
-      const st = readStat(pid);
-      if (!st || isKernelThread(st)) continue;
-      alive.add(pid);
-      const prev = this.seen.get(pid);
-      const same = prev && prev.startTime === st.startTime && prev.comm === st.comm;
-      if (same && (prev.jvm || prev.looks >= 3)) continue;
-      let m: Mapping | undefined;
-      try {
-        m = libjvmMapping(readMaps(pid));
-      } catch {
-        /* gone, or not ours to read */
-      }
-      this.seen.set(pid, { startTime: st.startTime, comm: st.comm, jvm: Boolean(m), looks: same ? prev.looks + 1 : 1 });
-      if (m) out.push({ pid, startTime: st.startTime, libjvm: m });
+      if (this.judge(pid, out)) alive.add(pid);
     }
     for (const pid of this.seen.keys()) if (!alive.has(pid)) this.seen.delete(pid);
     return out;
+  }
+
+  /**
+   * JVMs among the pids that exec'd since the last look and the young processes still being
+   * watched; every other process is left as judged. Exited ones are dropped by the next scan().
+   */
+  scanExecs(execd: Iterable<number>): RunningJvm[] {
+    const out: RunningJvm[] = [];
+    const fresh = new Set(execd);
+    const look = new Set(fresh);
+    for (const [pid, s] of this.seen) if (!s.jvm && s.looks < 3) look.add(pid);
+    for (const pid of look) if (!this.judge(pid, out, fresh.has(pid))) this.seen.delete(pid);
+    return out;
+  }
+
+  /**
+   * Reads one process; pushes it to `out` when it is a JVM not returned before (`execd`: it runs
+   * another program now, whatever its name). False: gone or a kernel thread.
+   */
+  private judge(pid: number, out: RunningJvm[], execd = false): boolean {
+    const st = readStat(pid);
+    if (!st || isKernelThread(st)) return false;
+    const prev = this.seen.get(pid);
+    const same = !execd && prev && prev.startTime === st.startTime && prev.comm === st.comm;
+    if (same && (prev.jvm || prev.looks >= 3)) return true;
+    let m: Mapping | undefined;
+    try {
+      // Most processes map no libjvm.so: a search of the text decides before any parse.
+      const text = fs.readFileSync(`/proc/${pid}/maps`, 'utf8');
+      if (text.includes('/libjvm.so')) m = libjvmMapping(parseMaps(text));
+    } catch {
+      /* gone, or not ours to read */
+    }
+    this.seen.set(pid, { startTime: st.startTime, comm: st.comm, jvm: Boolean(m), looks: same ? prev.looks + 1 : 1 });
+    if (m) out.push({ pid, startTime: st.startTime, libjvm: m });
+    return true;
   }
 }
 
@@ -128,6 +153,8 @@ interface Tracked {
   base: Map<number, number>;
   now: Map<number, number>;
   attachedTo: string;
+  /** not opened yet: the book is lazy and nothing asked for its counts */
+  deferred?: boolean;
 }
 
 /**
@@ -139,6 +166,13 @@ export class JvmCounterBook {
   private ours = new Map<number, Map<JavaGcKind, number>>();
   private prepared = new Map<number, ReturnType<typeof HsperfFile.open>>();
 
+  /**
+   * `lazy`: a JVM's file is opened (as its owner: a fork) when its counts are first asked for, not
+   * when it is found, and both sides count from then: a service that never asks (the agent) forks
+   * nothing per JVM.
+   */
+  constructor(private readonly lazy = false) {}
+
   /** Opens a JVM's counters ahead (as its owner: a fork), so track() right after attaching only reads them. */
   prepare(pid: number): void {
     this.prepared.set(pid, HsperfFile.open(pid));
@@ -147,6 +181,10 @@ export class JvmCounterBook {
   track(id: ProcessIdentity, attachedTo: string, fromZero: boolean): void {
     if (this.jvms.get(id.pid)?.id.startTime === id.startTime) return;
     this.jvms.get(id.pid)?.hs?.close();
+    if (this.lazy && !this.prepared.has(id.pid)) {
+      this.jvms.set(id.pid, { id, names: new Map(), base: new Map(), now: new Map(), attachedTo, deferred: true });
+      return;
+    }
     const hs = this.prepared.get(id.pid) ?? HsperfFile.open(id.pid);
     this.prepared.delete(id.pid);
     const t: Tracked = { id, names: new Map(), base: new Map(), now: new Map(), attachedTo, ...('problem' in hs ? { unreadable: hs.problem } : { hs }) };
@@ -163,6 +201,7 @@ export class JvmCounterBook {
   describe(pid: number): string {
     const t = this.jvms.get(pid);
     if (!t) return `pid ${pid}: not tracked`;
+    if (t.deferred) return `pid ${pid}: its own counters are read when a result asks for them`;
     if (t.unreadable) return `pid ${pid}: its own counters cannot be read: ${t.unreadable}`;
     const total = [...t.now.values()].reduce((a, b) => a + b, 0);
     return `pid ${pid}: its own counters (${t.hs?.path ?? 'hsperfdata'}) read: ${total} collections since it started`;
@@ -177,6 +216,7 @@ export class JvmCounterBook {
   /** Reads every JVM's counters; a JVM that exited gets its last read, then its file is closed. */
   refresh(): void {
     for (const t of this.jvms.values()) {
+      if (t.deferred) this.openDeferred(t);
       if (!t.hs) continue;
       this.read(t);
       if (!sameProcess(t.id)) {
@@ -184,6 +224,35 @@ export class JvmCounterBook {
         t.hs = undefined;
       }
     }
+  }
+
+  private openDeferred(t: Tracked): void {
+    t.deferred = false;
+    if (!sameProcess(t.id)) {
+      t.unreadable = 'it exited before its counters were asked for';
+      return;
+    }
+    const hs = HsperfFile.open(t.id.pid);
+    if ('problem' in hs) {
+      t.unreadable = hs.problem;
+      return;
+    }
+    t.hs = hs;
+    this.read(t);
+    // Both sides from now: what was traced before its counters were first read is not compared.
+    t.base = new Map(t.now);
+    this.ours.delete(t.id.pid);
+  }
+
+  /** Drops JVMs that exited (their files closed unread) and what was counted for pids not tracked: for sessions whose counts are read only at the end. */
+  forgetExited(): void {
+    for (const [pid, t] of this.jvms) {
+      if (sameProcess(t.id)) continue;
+      t.hs?.close();
+      this.jvms.delete(pid);
+      this.ours.delete(pid);
+    }
+    for (const pid of this.ours.keys()) if (!this.jvms.has(pid) && !pidAlive(pid)) this.ours.delete(pid);
   }
 
   private read(t: Tracked): void {

@@ -16,7 +16,7 @@ import { ElfFile } from '../../sys/elf/elf';
 import type { Tracer } from '../tracer';
 import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
 import { hostLibjvms, JvmCounterBook, JvmScanner, libjvmTargetOf, runningTarget, type LibjvmTarget, type RunningJvm } from './jvms';
-import { CTR_INFLIGHT_FULL, CTR_POOLS_FULL, CTR_RINGBUF_FULL, CTR_SAFEPOINT_LOST, decodeJavaGcEvent, decodeSafepoint, JAVA_GC_MAX_POOLS } from './decode';
+import { CTR_EXECS_FULL, CTR_INFLIGHT_FULL, CTR_POOLS_FULL, CTR_RINGBUF_FULL, CTR_SAFEPOINT_LOST, decodeJavaGcEvent, decodeSafepoint, JAVA_GC_MAX_POOLS } from './decode';
 
 // ---- targets ----------------------------------------------------------------------------------
 const PROBES = [
@@ -77,6 +77,15 @@ export function allLibjvms(): { libs: string[]; skipped: string[] } {
   return { libs: f.libs.map((l) => l.label.replace(/ as pid \d+ maps it/, '')), skipped: f.skipped };
 }
 
+/**
+ * The installed JDKs' libjvm.so files with probes (no process is read). A running --all session
+ * follows the files of JVMs that start later itself; a JDK installed later is probed from its
+ * first JVM's first GC only when the session is started again with it (the agent does).
+ */
+export function installedLibjvms(): string[] {
+  return hostLibjvms().libs.map((l) => l.label);
+}
+
 /** Attaches the GC probes to libjvm.so files, each real file once, and books the JVMs they cover. */
 class LibjvmAttacher {
   /** identity → CLOCK_BOOTTIME clock ticks when its probes were in place */
@@ -123,6 +132,17 @@ class LibjvmAttacher {
   }
 }
 
+/** Attaches the exec hook of --all; without it (logged) new JVMs are looked for in all of /proc. */
+function watchExecs(obj: BpfObject, links: number[], log: (m: string) => void): ExecWatch | undefined {
+  try {
+    links.push(obj.attach('handle_exec'));
+    return new ExecWatch(obj);
+  } catch (e) {
+    log(`java-gc: no exec events (${(e as Error).message}): new JVMs are looked for in every process`);
+    return undefined;
+  }
+}
+
 /** CLOCK_BOOTTIME in clock ticks, the unit of /proc/PID/stat's start time. */
 function bootTicks(): number {
   try {
@@ -136,8 +156,46 @@ function bootTicks(): number {
 const TICK_MS = 500;
 /** The ring buffer thread polls every 100 ms: let it hand over what is left after detaching. */
 const DRAIN_MS = 250;
-/** --all looks for new JVMs every this many ticks (a /proc/PID/stat read per process). */
+/** Without live counts, exited JVMs are looked for every this many ticks. */
+const FORGET_TICKS = 20;
+/** --all looks for new JVMs every this many ticks: among the processes that exec'd since. */
 const FOLLOW_TICKS = 2;
+/**
+ * Every this many looks, --all reads every process in /proc anyway (a JVM that no exec made: a
+ * JVM's fork); and at every look while exec events cannot be had.
+ */
+const FULL_SCAN_LOOKS = 60;
+
+/**
+ * The pids that exec'd since the last take(), from the kernel (bpf/java-gc.bpf.c handle_exec),
+ * so --all need not read every process each second to find new JVMs. Undefined when some may be
+ * missing (the map was full, or the hook is not attached): then the caller reads all of /proc.
+ */
+class ExecWatch {
+  private full = 0;
+  constructor(private readonly obj: BpfObject) {}
+
+  take(): number[] | undefined {
+    const d = this.obj.mapDump('execs', { delete: true });
+    const pids: number[] = [];
+    for (let i = 0; i < d.count; i++) pids.push(d.keys.readUInt32LE(i * 4));
+    const full = readCounter(this.obj, 'counters', CTR_EXECS_FULL);
+    if (full === this.full) return pids;
+    this.full = full;
+    return undefined;
+  }
+}
+
+/** New JVMs: among the processes that exec'd, or from all of /proc (every FULL_SCAN_LOOKS looks, and without exec events). */
+function followNewJvms(scanner: JvmScanner, execs: ExecWatch | undefined, look: number): RunningJvm[] {
+  let execd: number[] | undefined;
+  try {
+    execd = execs?.take();
+  } catch {
+    execd = undefined;
+  }
+  return execd && look % FULL_SCAN_LOOKS !== 0 ? scanner.scanExecs(execd) : scanner.scan(execs ? 1 : 10);
+}
 
 function monoNs(): number {
   return Number(process.hrtime.bigint());
@@ -155,6 +213,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       // Only when asked (the agent): the options document stays as it was for everyone else.
       ...(o.retain !== undefined ? { retain: bool(o, 'retain', true) } : {}),
       ...(bool(o, 'boundedResult', false) ? { boundedResult: true } : {}),
+      ...(o.liveCounts !== undefined ? { liveCounts: bool(o, 'liveCounts', true) } : {}),
     };
   },
   async start(options, env, events) {
@@ -173,13 +232,13 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     const safepointsReason = safepointsAvailable
       ? undefined
       : `${libs.length === 1 ? libs[0].label : 'no traced libjvm.so'} has no hs_private:safepoint__begin/end USDT probes: safepoints cannot be timed with this JDK`;
-    const progs = [...PROBES.map(([p]) => p), ...(safepointsAvailable ? SAFEPOINT_PROBES.map(([p]) => p) : [])];
+    const progs = [...PROBES.map(([p]) => p), ...(safepointsAvailable ? SAFEPOINT_PROBES.map(([p]) => p) : []), ...(options.all ? ['handle_exec'] : [])];
     // lazy_wakeup: records reach user space within the ring poller's 100 ms timeout rather than
     // waking it one by one; updates go out every TICK_MS anyway, and at hundreds of GCs and
     // safepoints a second the per-record wakeups were most of the tracer's own CPU time.
     const { obj } = loadFirstWorking(env, 'java-gc', [progs], (o) => setRodata(o, { min_duration_ns: BigInt(options.minUs) * 1000n, lazy_wakeup: true }));
     const links: number[] = [];
-    const book = new JvmCounterBook();
+    const book = new JvmCounterBook(options.liveCounts === false);
     if (!options.all) book.prepare(options.pid);
     const attacher = new LibjvmAttacher(obj, attachPid, links, safepointsAvailable, env.log);
     try {
@@ -198,7 +257,8 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       env.log(`java-gc: ${book.describe(options.pid)}`);
     }
     for (const j of found.jvms) attacher.follow(j, book, true, warnings);
-    if (options.all) env.log(`java-gc: looking for new JVMs every ${(FOLLOW_TICKS * TICK_MS) / 1000} s`);
+    const execs = options.all ? watchExecs(obj, links, env.log) : undefined;
+    if (options.all) env.log(`java-gc: looking for new JVMs every ${(FOLLOW_TICKS * TICK_MS) / 1000} s${execs ? ' among processes that exec\'d' : ''}`);
 
     const startNs = monoNs();
     // Every event for the CLI's document; a client that drew the live updates (the editor) asks
@@ -262,10 +322,11 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     const pidList = () => [...pids].sort((a, b) => a - b);
     // Read last just before the probes go: after that the JVMs count what we no longer see.
     let countsFinal = false;
+    const liveCounts = options.liveCounts !== false;
     const flush = () => {
       readLost();
-      if (!countsFinal) book.refresh();
-      const u = { events: fresh, safepoints: freshSafepoints, safepointsAvailable, safepointsReason, lost, pids: pidList(), startNs, nowNs: monoNs(), jvmCounts: book.results(options.minUs, lost), ...(warnings.length ? { warnings: [...warnings] } : {}) };
+      if (!countsFinal && liveCounts) book.refresh();
+      const u = { events: fresh, safepoints: freshSafepoints, safepointsAvailable, safepointsReason, lost, pids: pidList(), startNs, nowNs: monoNs(), ...(liveCounts ? { jvmCounts: book.results(options.minUs, lost) } : {}), ...(warnings.length ? { warnings: [...warnings] } : {}) };
       fresh = [];
       freshSafepoints = [];
       bounded?.apply(u);
@@ -300,7 +361,10 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     let ticks = 0;
     const timer = setInterval(() => {
       // New JVMs (new containers too) are looked for before the update that reports them.
-      if (options.all && ++ticks % FOLLOW_TICKS === 0) for (const j of scanner.scan()) attacher.follow(j, book, false, warnings);
+      ticks++;
+      if (options.all && ticks % FOLLOW_TICKS === 0) for (const j of followNewJvms(scanner, execs, ticks / FOLLOW_TICKS - 1)) attacher.follow(j, book, false, warnings);
+      // Without live counts nothing reads them: exited JVMs' files are closed and forgotten here.
+      if (!liveCounts && ticks % FORGET_TICKS === 0) book.forgetExited();
       flush();
       if (options.all || ending) return;
       // Same pid but another start time: the JVM exited and the pid was reused.
@@ -314,6 +378,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     }, TICK_MS);
 
     const result = (): JavaGcResult => {
+      if (!liveCounts && !countsFinal) book.refresh();
       const jvmCounts = book.results(options.minUs, lost);
       const problem = countsProblem(jvmCounts);
       const checked = { jvmCounts, ...(problem ? { problem } : {}) };
