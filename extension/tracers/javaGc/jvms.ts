@@ -108,9 +108,14 @@ export class JvmScanner {
     if (same && (prev.jvm || prev.looks >= 3)) return true;
     let m: Mapping | undefined;
     try {
-      // Most processes map no libjvm.so: a search of the text decides before any parse.
+      // Most processes map no libjvm.so: a search of the text decides before any parse, and a
+      // JVM's thousand-line maps are parsed whole only when its first such line is not the one.
       const text = fs.readFileSync(`/proc/${pid}/maps`, 'utf8');
-      if (text.includes('/libjvm.so')) m = libjvmMapping(parseMaps(text));
+      const at = text.indexOf('/libjvm.so');
+      if (at >= 0) {
+        const end = text.indexOf('\n', at);
+        m = libjvmMapping(parseMaps(text.slice(text.lastIndexOf('\n', at) + 1, end < 0 ? undefined : end))) ?? libjvmMapping(parseMaps(text));
+      }
     } catch {
       /* gone, or not ours to read */
     }
