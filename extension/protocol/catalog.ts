@@ -159,7 +159,7 @@ export const CATALOG = {
     icon: 'plug',
     commands: ['ebpfStudio.showTcpLatency'],
     cli: { command: 'tcplat', summary: 'TCP latency: connect latency, or round-trip times with --rtt, per remote address or process (log2 histograms)' },
-    pid: { kernelThreads: false },
+    pid: { kernelThreads: true }, // kernel threads open TCP connections too (NFS, iSCSI clients)
     target: 'system',
     lossAdvice: 'narrow it with --pid P, or use --per-address instead of --per-process (fewer histogram keys)',
     sessionView: 'tcplat',
