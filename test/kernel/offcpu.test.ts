@@ -105,7 +105,10 @@ describe('off-CPU profile', { skip, timeout: 120_000 }, () => {
     // the blocking threads wait at four places each, again and again
     assert.ok(reused > 2 * (walked - uncached), `most cacheable switch-outs reuse a place's stacks (${reused} reused, ${walked - uncached} cacheable walked)`);
     assert.ok(checked > 0, 'reuses are checked by real walks');
-    assert.equal(mismatched, 0, 'every checked reuse had the stacks a walk finds');
+    // While bpftrace's own sched_switch program runs beside ours (this run), some checks find other
+    // stacks (8-10 of ~18 here, on the code before this change too): the checks catch it and start
+    // again at every 64th reuse. The cache alone is held to exact below, where nothing else traces.
+    if (mismatched) t.diagnostic(`${mismatched} of ${checked} checked reuses found other stacks while bpftrace traced sched_switch too`);
 
     // 3:1 in the sleeper and the pipe reader together, and in each alone
     const long = doc.stacks.filter((s) => has(s, 'wait_long'));
@@ -179,6 +182,17 @@ describe('off-CPU profile', { skip, timeout: 120_000 }, () => {
     assert.ok(lines.every((l) => /^\[off-CPU: [^\]]+\];.* \d+$/.test(l)), 'folded lines start at the state and weigh µs');
     const sum = lines.reduce((a, l) => a + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
     assert.ok(sum > 0.8 * THREADS * 2e6, `folded µs ${sum}`);
+  });
+
+  test('the stack cache alone: every checked reuse has the stacks a walk finds', async (t) => {
+    const ours = runCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--min-block-us', '0', '--duration', '4', '--json', '--verbose']);
+    assert.equal(ours.code, 0, ours.stderr);
+    const cache = /(\d+) reuses checked by a walk, (\d+) found other stacks/.exec(ours.stderr);
+    assert.ok(cache, `no stack-cache figures in: ${ours.stderr}`);
+    const [checked, mismatched] = cache.slice(1).map(Number);
+    t.diagnostic(`stack cache alone: ${checked} checked, ${mismatched} mismatched`);
+    assert.ok(checked > 0, 'reuses are checked by real walks');
+    assert.equal(mismatched, 0, 'every checked reuse had the stacks a walk finds');
   });
 
   test('bad input: unknown event, --min-block-us with cpu, --frequency with offcpu', () => {
