@@ -229,6 +229,9 @@ describe('attacks on pids and on a dead tracer (kernel)', { skip }, () => {
       h.child.kill('SIGSTOP');
       // full within a few seconds at these rates; then nothing more
       const full = await waitFor(() => sizes().length === 2 && sizes().every((n) => n >= LIMIT), 20_000, 200);
+      // a drain that crossed the limit finishes its write (at most one drain past it): then still
+      let last = '';
+      await waitFor(() => last === (last = sizes().join(',')), 5_000, 300);
       const atLimit = sizes();
       await sleep(1500);
       const later = sizes();
