@@ -5,137 +5,25 @@
 // fixture's known leaks. One JVM runs a JDK at a path the host does not have (a Kubernetes node
 // has no JDK at all): a copy of the image's JDK made inside the container at start.
 //
-// The image is cached between runs: podman's store keeps it, and the rootfs tarball stays in
-// /var/cache/ebpf-studio-test/ (building it with mmdebstrap takes about a minute here, importing
-// it ~15 s).
-import { after, before, describe, test } from 'node:test';
+// The bed (image, containers, fixtures built inside) is test/kernel/containerKit.ts.
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { JavaGcResult } from '../../extension/protocol/javaGc';
 import type { MemleakResult } from '../../extension/protocol/memleak';
 import { hostFileIdentity } from '../../extension/sys/proc/mappedFile';
-import { kernelSkipReason, markerLines, repoRoot, startCli, waitFor } from '../helpers';
+import { markerLines, repoRoot, startCli, waitFor } from '../helpers';
+import { CONTAINER_ONLY_JDK, JDK, containerBed, containerPrep } from './containerKit';
 
-const IMAGE = 'localhost/ebpf-studio-test-jdk:1';
-const CACHE = '/var/cache/ebpf-studio-test';
-const TARBALL = path.join(CACHE, 'jdk-bookworm-1.tar');
-const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
-/** A JDK path only the container has (made at its start): the host's lookup by name finds nothing. */
-const CONTAINER_ONLY_JDK = '/opt/ebpf-studio-container-only-jdk';
-const PODMAN = ['--runtime', 'runc'];
-const RUN = ['run', '--rm', '-i', '--network', 'none', '--ulimit', 'nofile=4096:4096', '--ulimit', 'nproc=4096:4096'];
-
-function has(cmd: string): boolean {
-  return spawnSync('sh', ['-c', `command -v ${cmd}`]).status === 0;
-}
-
-function podman(args: string[], timeoutMs = 120_000) {
-  return spawnSync('podman', [...PODMAN, ...args], { encoding: 'utf8', timeout: timeoutMs });
-}
-
-/** Makes the image once (mmdebstrap, then podman import) and says how long it took, or why it cannot. */
-function prepareImage(): { skip?: string; note: string } {
-  if (podman(['image', 'exists', IMAGE]).status === 0) return { note: `image ${IMAGE} cached` };
-  const t0 = Date.now();
-  let note = '';
-  if (!fs.existsSync(TARBALL)) {
-    fs.mkdirSync(CACHE, { recursive: true });
-    const partial = `${TARBALL}.partial.tar`;
-    const r = spawnSync('mmdebstrap', ['--variant=apt', '--include=openjdk-17-jdk-headless,gcc,libc6-dev', 'bookworm', partial], { encoding: 'utf8', timeout: 15 * 60_000 });
-    if (r.status !== 0) {
-      fs.rmSync(partial, { force: true });
-      return { skip: `the test image could not be built (mmdebstrap exited ${r.status}: ${(r.stderr || String(r.error ?? '')).trim().split('\n').slice(-2).join(' ')})`, note };
-    }
-    fs.renameSync(partial, TARBALL);
-    note += `rootfs built in ${((Date.now() - t0) / 1000).toFixed(0)} s; `;
-  }
-  const t1 = Date.now();
-  const r = podman(['import', TARBALL, IMAGE], 10 * 60_000);
-  if (r.status !== 0) return { skip: `podman import failed: ${r.stderr.trim().split('\n').pop()}`, note };
-  return { note: `${note}imported in ${((Date.now() - t1) / 1000).toFixed(0)} s` };
-}
-
-function skipReason(): { skip?: string; note: string } {
-  const k = kernelSkipReason();
-  if (k) return { skip: k, note: '' };
-  const missing = ['podman', 'runc', 'mmdebstrap'].filter((c) => !has(c));
-  if (missing.length) return { skip: `${missing.join(', ')} missing (apt-get install podman runc mmdebstrap, or scripts/install-deps.sh --test)`, note: '' };
-  if (podman(['info'], 30_000).status !== 0) return { skip: 'podman cannot run containers here (podman --runtime runc info failed)', note: '' };
-  return prepareImage();
-}
-
-const prep = skipReason();
-
-interface Contained {
-  name: string;
-  child: ChildProcess;
-  out(): string;
-  /** the pid of the container's main process as the host numbers it */
-  hostPid: number;
-  send(line: string): void;
-  exited: Promise<number | null>;
-}
+const prep = containerPrep();
 
 describe('tracers on programs in real containers', { skip: prep.skip }, () => {
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-ctr-'));
-  const started: Contained[] = [];
-  let seq = 0;
-
-  before(() => {
-    fs.chmodSync(work, 0o755);
-    for (const f of ['java/GcWorkload.java', 'c/leaky.c']) fs.copyFileSync(path.join(repoRoot, 'test', 'fixtures', f), path.join(work, path.basename(f)));
+  const { contained, jvm } = containerBed({
+    fixtures: ['java/GcWorkload.java', 'c/leaky.c'],
     // Built inside the container, with its own javac and gcc.
-    const r = podman([...RUN, '-v', `${work}:/app`, IMAGE, 'sh', '-c', 'javac -d /app /app/GcWorkload.java && gcc -g -O0 -fno-omit-frame-pointer -o /app/leaky /app/leaky.c']);
-    assert.equal(r.status, 0, `building the fixtures in the container failed: ${r.stderr}`);
+    build: 'javac -d /app /app/GcWorkload.java && gcc -g -O0 -fno-omit-frame-pointer -o /app/leaky /app/leaky.c',
   });
-  after(() => {
-    for (const c of started) podman(['rm', '-f', '-t', '0', c.name], 30_000);
-    fs.rmSync(work, { recursive: true, force: true });
-  });
-
-  /** Starts `argv` in a new container (stdin and stdout attached), once it printed `ready`. */
-  async function contained(argv: string[]): Promise<Contained> {
-    const name = `ebpf-studio-test-${process.pid}-${++seq}`;
-    const child = spawn('podman', [...PODMAN, ...RUN, '--name', name, '-v', `${work}:/app`, IMAGE, ...argv], { stdio: ['pipe', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout!.on('data', (d) => (out += d));
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    const c: Contained = { name, child, out: () => out, hostPid: 0, send: (l) => child.stdin!.write(l + '\n'), exited };
-    started.push(c);
-    assert.ok(await waitFor(() => out.includes('ready') || child.exitCode !== null, 60_000), `${argv.join(' ')} did not start in its container`);
-    assert.ok(out.includes('ready'), `${argv.join(' ')} exited in its container: ${out}`);
-    const pid = podman(['inspect', '-f', '{{.State.Pid}}', name], 30_000);
-    c.hostPid = Number(pid.stdout.trim());
-    assert.ok(c.hostPid > 0, `no host pid for ${name}: ${pid.stderr}`);
-    return c;
-  }
-
-  /** A Serial-GC JVM in a container running GcWorkload (waits for a line, then its GCs), logging -Xlog:gc to /app. */
-  async function jvm(fullGcs: number, allocMb: number, lingerMs: number, javaHome = JDK) {
-    const log = `gc-${process.pid}-${seq + 1}.log`;
-    const java = `${javaHome}/bin/java -XX:+UseSerialGC -Xmx64m -Xmn4m -Xlog:gc:file=/app/${log} -cp /app GcWorkload ${fullGcs} ${allocMb} ${lingerMs}`;
-    const copy = javaHome === JDK ? '' : `cp -a ${JDK} ${javaHome} && `;
-    const c = await contained(['sh', '-c', `${copy}exec ${java}`]);
-    const counts = (line: string) => {
-      const m = /young=(\d+) full=(\d+)/.exec(line);
-      assert.ok(m, `no counts in ${line}`);
-      return { young: Number(m[1]), full: Number(m[2]) };
-    };
-    const base = counts(c.out().split('\n')[0]);
-    return {
-      ...c,
-      /** the JVM's own counts since go, and its log's pause lines */
-      done: (async () => {
-        assert.ok(await waitFor(() => c.out().includes('done'), 60_000), `GcWorkload did not finish: ${c.out()}`);
-        const end = counts(c.out().split('\n').find((l) => l.startsWith('done'))!);
-        const text = fs.readFileSync(path.join(work, log), 'utf8');
-        return { young: end.young - base.young, full: end.full - base.full, logYoung: (text.match(/Pause Young/g) ?? []).length, logFull: (text.match(/Pause Full/g) ?? []).length };
-      })(),
-    };
-  }
 
   test('the image', (t) => {
     t.diagnostic(prep.note);
