@@ -10,6 +10,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { inputError } from '../protocol/errors';
+import { readOpened } from '../sys/elf/fileCheck';
 
 /** More than any config or secret needs; a device or a log named by mistake is not read whole. */
 const MAX_BYTES = 1 << 20;
@@ -53,14 +54,7 @@ export function readTrusted(file: string, what: string, secret: boolean): Truste
     const why = untrustedFileReason(st, secret);
     if (why) throw inputError(`${what} ${file} ${why}`);
     if (st.size > MAX_BYTES) throw inputError(`${what} ${file} is ${st.size} bytes, more than the ${MAX_BYTES} a ${secret ? 'secret' : 'config'} file may have: give the right file`);
-    const buf = Buffer.alloc(st.size);
-    let got = 0;
-    while (got < buf.length) {
-      const n = fs.readSync(fd, buf, got, buf.length - got, got);
-      if (n === 0) break;
-      got += n;
-    }
-    return { text: buf.subarray(0, got), worldReadable: (st.mode & 0o004) !== 0 };
+    return { text: readOpened(fd, st.size), worldReadable: (st.mode & 0o004) !== 0 };
   } catch (e) {
     if ((e as { kind?: string }).kind) throw e;
     throw inputError(`${what} ${file} cannot be read (${(e as NodeJS.ErrnoException).code ?? 'error'}): fix its mode or the path`);

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { inputError } from '../protocol/errors';
-import { openRegularFile } from './elf/fileCheck';
+import { openRegularFile, readOpened } from './elf/fileCheck';
 
 export const EM_BPF = 247;
 /** Objects larger than this are refused before they are read (ours are under 1 MiB). */
@@ -32,14 +32,7 @@ export function readRegularOnce(file: string, limit: number, what: string): Buff
   const { fd, st } = openRegularFile(file, what);
   try {
     if (st.size > limit) throw inputError(`${what} ${file} is ${st.size} bytes, over the limit of ${limit}`);
-    const buf = Buffer.alloc(st.size);
-    let got = 0;
-    while (got < buf.length) {
-      const n = fs.readSync(fd, buf, got, buf.length - got, got);
-      if (n === 0) break;
-      got += n;
-    }
-    return buf.subarray(0, got);
+    return readOpened(fd, st.size);
   } finally {
     fs.closeSync(fd);
   }

@@ -31,6 +31,18 @@ export function openRegularFile(file: string, what: string): { fd: number; st: f
   }
 }
 
+/** Reads `size` bytes of an opened file from its start (fewer if it shrank meanwhile). */
+export function readOpened(fd: number, size: number): Buffer {
+  const buf = Buffer.alloc(size);
+  let got = 0;
+  while (got < buf.length) {
+    const n = fs.readSync(fd, buf, got, buf.length - got, got);
+    if (n === 0) break;
+    got += n;
+  }
+  return buf.subarray(0, got);
+}
+
 /** Reads the first `bytes` bytes of a regular, non-empty file; `what` names it in errors. */
 export function readRegularFileHead(file: string, bytes: number, what: string, emptyHint = ''): FileHead {
   const { fd, st } = openRegularFile(file, what);
