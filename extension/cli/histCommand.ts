@@ -1,29 +1,19 @@
-// The CLI command of a log2-histogram tracer, from a spec: --pid, one --per-X flag per key, --ms,
-// --interval, --duration, --json and the tracer's own flags; histograms printed like
+// The CLI command of a log2-histogram tracer, from its kit spec's command line (tracers/histTracer.ts):
+// --pid, one --per-X flag per key, --ms, --interval, --duration, --json and the tracer's own
+// boolean flags; histograms printed like
 // libbpf-tools (one per interval when --interval is given, the total at the end), each with a
 // one-line summary, in the tracer's nouns (the catalog's).
 import type { Command } from './command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag, type OptionSpec, type Values } from './args';
 import { runTracer } from './runTracer';
+import type { HistName, KitTracer } from '../tracers/histTracer';
 import type { Tracer } from '../tracers/tracer';
 import { usageError } from '../protocol/errors';
 import { renderText, statsOf } from '../model/log2hist';
 import type { HistOptions, HistResult, HistUnit, HistUpdate, KeyHistogram } from '../protocol/histogram';
 import { CATALOG, cliSummary, histogramOf, keyText, type HistogramTracer } from '../protocol/catalog';
-import type { OptionsOf, TracerName } from '../protocol/protocol';
+import type { OptionsOf } from '../protocol/protocol';
 
-type HistName = HistogramTracer & TracerName;
-
-export interface HistCommandSpec<N extends HistName> {
-  tracer: Tracer<N>;
-  /** help of --pid: "only threads of process P" */
-  pid: string;
-  /** --per-X flags: X is the per mode; the text is its help */
-  per: Readonly<Record<string, string>>;
-  /** the tracer's own flags: their parse spec, usage ("[--queued]") and help lines, and options */
-  own?: { spec: OptionSpec; usage: string; help: string[]; options(values: Values): Partial<OptionsOf<N>> };
-  banner(targets: number[], options: OptionsOf<N>): string;
-}
 
 function fmt(v: number): string {
   return v >= 100 ? v.toFixed(0) : v.toFixed(1);
@@ -44,15 +34,17 @@ export function formatHistograms(hists: KeyHistogram[], per: string, unit: HistU
 
 const flagLine = (flag: string, help: string) => `  ${flag.padEnd(17)}${help}`;
 
-function usage<N extends HistName>(spec: HistCommandSpec<N>): string {
-  const pers = Object.keys(spec.per).map((p) => `--per-${p}`);
-  const head = `ebpf-studio ${CATALOG[spec.tracer.name].cli.command} [--pid P] [${pers.join(' | ')}] [--ms] ${spec.own ? `${spec.own.usage} ` : ''}[--interval S] [--duration S] [--json]`;
+function usage<N extends HistName>(name: N, cli: KitTracer<N>['spec']['cli']): string {
+  const pers = Object.keys(cli.per).map((p) => `--per-${p}`);
+  const flags = Object.keys(cli.flags ?? {});
+  const own = cli.usage ?? flags.map((f) => `[--${f}]`).join(' ');
+  const head = `ebpf-studio ${CATALOG[name].cli.command} [--pid P] [${pers.join(' | ')}] [--ms] ${own ? `${own} ` : ''}[--interval S] [--duration S] [--json]`;
   return [
     head,
-    flagLine('--pid P', spec.pid),
-    ...Object.entries(spec.per).map(([p, help]) => flagLine(`--per-${p}`, help)),
+    flagLine('--pid P', cli.pid),
+    ...Object.entries(cli.per).map(([p, help]) => flagLine(`--per-${p}`, help)),
     flagLine('--ms', 'histogram in milliseconds (default microseconds)'),
-    ...(spec.own?.help ?? []),
+    ...Object.entries(cli.flags ?? {}).map(([f, help]) => flagLine(`--${f}`, help)),
     flagLine('--interval S', 'print a histogram every S seconds (default: only at the end; reads every 1 s)'),
     flagLine('--duration S', 'stop after S seconds (default: Ctrl-C)'),
     flagLine('--json', 'print the result document as JSON'),
@@ -84,34 +76,48 @@ function output(name: HistogramTracer, per: string, unit: HistUnit, printInterva
   };
 }
 
-export function histCommand<N extends HistName>(spec: HistCommandSpec<N>): Command {
-  const name = spec.tracer.name;
-  const text = usage(spec);
-  const perOptions = Object.fromEntries(Object.keys(spec.per).map((p) => [`per-${p}`, { type: 'boolean' as const }]));
+/** The options of one run from the command line, checked as the helper checks them (before privilege). */
+function optionsOf<N extends HistName>(tracer: KitTracer<N>, values: Values): OptionsOf<N> {
+  const cli = tracer.spec.cli;
+  const per = perFlag(values, Object.keys(cli.per));
+  const intervalS = numberFlag(values.interval, '--interval', 0.1, 3600) ?? 1;
+  const own = Object.fromEntries(Object.keys(cli.flags ?? {}).map((f) => [f, Boolean(values[f])]));
+  const options = { pid: pidFlag(values.pid) ?? 0, per, unit: values.ms ? 'ms' : 'us', intervalS, ...own } as HistOptions as OptionsOf<N>;
+  try {
+    tracer.validate(options);
+  } catch (e) {
+    throw usageError((e as Error).message);
+  }
+  return options;
+}
+
+export function histCommand<N extends HistName>(tracer: KitTracer<N>): Command {
+  const name = tracer.name;
+  const cli = tracer.spec.cli;
+  const text = usage(name, cli);
+  const flagOptions: OptionSpec = Object.fromEntries([...Object.keys(cli.per).map((p) => `per-${p}`), ...Object.keys(cli.flags ?? {})].map((f) => [f, { type: 'boolean' as const }]));
   return {
     name: CATALOG[name].cli.command,
     summary: cliSummary(name),
     usage: text,
     async run(argv, io) {
-      const { values } = parse(argv, { ...commonOptions, pid: { type: 'string' }, ...perOptions, ms: { type: 'boolean' }, interval: { type: 'string' }, ...spec.own?.spec });
+      const { values } = parse(argv, { ...commonOptions, pid: { type: 'string' }, ms: { type: 'boolean' }, interval: { type: 'string' }, ...flagOptions });
       if (values.help) {
         io.out(text);
         return 0;
       }
-      const per = perFlag(values, Object.keys(spec.per));
-      const unit: HistUnit = values.ms ? 'ms' : 'us';
-      const interval = numberFlag(values.interval, '--interval', 0.1, 3600);
-      const options = { pid: pidFlag(values.pid) ?? 0, per, unit, intervalS: interval ?? 1, ...spec.own?.options(values) } as HistOptions as OptionsOf<N>;
+      const options = optionsOf(tracer, values);
+      const { per, unit } = options as HistOptions;
       return runTracer(
         {
-          tracer: spec.tracer,
+          tracer: tracer as Tracer<N>,
           options,
           privilege: 'bpf',
           json: Boolean(values.json),
           verbose: Boolean(values.verbose),
           durationS: durationFlag(values.duration),
-          ...(output(name, per, unit, interval !== undefined && !values.json) as object),
-          banner: (targets) => spec.banner(targets, options),
+          ...(output(name, per, unit, values.interval !== undefined && !values.json) as object),
+          banner: (targets) => cli.banner(targets, options),
         } as Parameters<typeof runTracer<N>>[0],
         io,
       );

@@ -13,4 +13,11 @@ export const biolatencyTracer = histTracer({
   per: ['none', 'disk', 'process'],
   options: (o) => ({ queued: bool(o, 'queued', false) }),
   rodata: (o) => ({ queued: o.queued }),
+  // `ebpf-studio biolatency`, printed like libbpf-tools biolatency
+  cli: {
+    pid: 'only I/O that process P started',
+    per: { disk: 'one histogram per disk', process: 'one histogram per process (the one that started the I/O)' },
+    flags: { queued: 'count from entering the I/O scheduler queue, not from issue to the device' },
+    banner: (targets, o) => `Tracing block device I/O${o.queued ? ' (queued and on the device)' : ''}${targets.length ? ` of pid ${targets.join(', ')}` : ''}... Hit Ctrl-C to end.`,
+  },
 });

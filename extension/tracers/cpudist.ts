@@ -15,8 +15,19 @@ export const cpudistTracer = histTracer({
   options: (o) => {
     const offcpu = bool(o, 'offcpu', false);
     const preempted = bool(o, 'preempted', false);
-    if (offcpu && preempted) throw inputError('preempted counts on-CPU runs: it does not go with offcpu');
+    if (offcpu && preempted) throw inputError('--preempted counts on-CPU runs: it does not go with --offcpu');
     return { offcpu, preempted };
   },
   rodata: (o) => ({ offcpu: o.offcpu, preempted_only: o.preempted }),
+  // `ebpf-studio cpudist`, printed like libbpf-tools cpudist
+  cli: {
+    pid: 'only threads of process P',
+    per: { process: 'one histogram per process', thread: 'one histogram per thread' },
+    flags: {
+      offcpu: 'time off the CPU between runs instead of on it (libbpf-tools cpudist -O)',
+      preempted: 'only runs that ended in preemption, not in a sleep (what libbpf-tools cpudist counts)',
+    },
+    usage: '[--offcpu | --preempted]',
+    banner: (targets, o) => `Tracing ${o.offcpu ? 'off' : 'on'}-CPU time${o.preempted ? ' of preempted runs' : ''}${targets.length ? ` of pid ${targets.join(', ')}` : ''}... Hit Ctrl-C to end.`,
+  },
 });

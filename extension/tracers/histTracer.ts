@@ -2,7 +2,8 @@
 // options, loads the tp_btf twins or else the raw_tp ones (bpf/hist_tracer.bpf.h), reads and
 // resets the kernel histograms each interval (HistEpochs: one heat-map column each), ends the
 // session when the target process exits, and returns the kit's result document. A tracer built
-// on it is a spec: its object, its programs, what it keeps histograms per, and its own options.
+// on it is a spec: its object, its programs, what it keeps histograms per, its own options and its
+// command line (data the CLI turns into a command: the spec is the tracer's one registration).
 import type { BpfObject } from '../../native/index';
 import type { HistOptions } from '../protocol/histogram';
 import type { HistogramTracer } from '../protocol/catalog';
@@ -17,7 +18,8 @@ import { loadFirstWorking, readCounter, setRodata, type RodataValue } from './bp
 import { HistEpochs } from './histEpochs';
 import { CTR_HIST_FULL, CTR_START_FULL, decodeHistEntries, HIST_KEY_SIZE, HistAggregate } from './histDecode';
 
-type HistName = HistogramTracer & TracerName;
+/** A catalog name of a kit tracer. */
+export type HistName = HistogramTracer & TracerName;
 type Opts<N extends HistName> = OptionsOf<N> & HistOptions;
 
 export interface HistTracerSpec<N extends HistName> {
@@ -36,7 +38,24 @@ export interface HistTracerSpec<N extends HistName> {
   rodata?(options: Opts<N>): Record<string, RodataValue>;
   /** a name for a key the kernel could not name (a disk from its device number) */
   nameKey?(key: number, per: string): string | undefined;
+  cli: HistCliSpec<N>;
 }
+
+/** A kit tracer's command line, `ebpf-studio <the catalog's cli.command>` (cli/histCommand.ts builds it). */
+export interface HistCliSpec<N extends HistName> {
+  /** help of --pid: "only threads of process P" */
+  pid: string;
+  /** --per-X flags: X is the per mode; the text is its help */
+  per: Readonly<Record<string, string>>;
+  /** the tracer's own boolean options, each a flag of the same name: its help */
+  flags?: Readonly<Record<string, string>>;
+  /** how the flags show in the usage line when not "[--a] [--b]" ("[--offcpu | --preempted]") */
+  usage?: string;
+  banner(targets: number[], options: OptionsOf<N>): string;
+}
+
+/** A tracer built on the kit, with the spec it was built from. */
+export type KitTracer<N extends HistName> = Tracer<N> & { readonly spec: HistTracerSpec<N> };
 
 /** The kit's options (pid, per, unit, intervalS, retain) and the tracer's own. */
 function validate<N extends HistName>(spec: HistTracerSpec<N>, raw: unknown): Opts<N> {
@@ -133,9 +152,10 @@ class HistSession<N extends HistName> {
 }
 
 /** A Tracer from a spec. */
-export function histTracer<N extends HistName>(spec: HistTracerSpec<N>): Tracer<N> {
+export function histTracer<N extends HistName>(spec: HistTracerSpec<N>): KitTracer<N> {
   return {
     name: spec.name,
+    spec,
     validate: (raw) => validate(spec, raw),
     async start(options, env, events) {
       const o = options as Opts<N>;

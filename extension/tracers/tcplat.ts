@@ -26,4 +26,11 @@ export const tcplatTracer = histTracer({
   },
   rodata: (o) => ({ rtt: o.rtt }),
   nameKey: (key, per) => (per === 'address' ? addressText(key) : undefined),
+  // `ebpf-studio tcplat`, printed like libbpf-tools tcpconnlat / tcprtt
+  cli: {
+    pid: 'only connects process P makes (not with --rtt)',
+    per: { address: 'one histogram per remote IPv4 address', process: 'one histogram per connecting process (not with --rtt)' },
+    flags: { rtt: 'smoothed round-trip time of each received segment (tcprtt), not connect latency' },
+    banner: (targets, o) => `Tracing TCP ${o.rtt ? 'round-trip times' : 'connect latency'}${targets.length ? ` of pid ${targets.join(', ')}` : ''}... Hit Ctrl-C to end.`,
+  },
 });

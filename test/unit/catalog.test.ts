@@ -67,3 +67,13 @@ test('histogram keys: a disk shows as major:minor, a pid as itself; biolatency v
   assert.equal(tracers.biolatency.validate({ per: 'disk', queued: true }).queued, true);
   assert.throws(() => tracers.biolatency.validate({ per: 'thread' }), /per/);
 });
+
+test('every kit tracer of the catalog is registered once, under its name, with a CLI command from its spec', async () => {
+  const kit = (await import('../../extension/tracers/kit')) as Record<string, { name: string }>;
+  const histogramNames = entries.filter(([, e]) => e.histogram).map(([n]) => n);
+  assert.deepEqual(Object.keys(kit).sort(), [...histogramNames].sort(), 'extension/tracers/kit.ts exports one tracer per catalog entry with a histogram');
+  for (const [name, t] of Object.entries(kit)) {
+    assert.equal(t.name, name, `kit.ts exports ${t.name}'s tracer as ${name}`);
+    assert.equal(tracers[name as keyof typeof tracers], t, `${name} runs in the helper`);
+  }
+});

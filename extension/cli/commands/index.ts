@@ -1,13 +1,12 @@
-// Every CLI command. Add one line per command.
+// Every CLI command. Add one line per command; a kit tracer's comes from its spec (tracers/kit.ts).
 import type { Command } from '../command';
+import { histCommand } from '../histCommand';
+import { kitTracers } from '../../tracers/index';
+import { HISTOGRAM_TRACERS } from '../../protocol/catalog';
 import { doctorCommand } from './doctor';
 import { selftestCommand } from './selftest';
 import { buildCommand } from './build';
 import { verifyCommand } from './verify';
-import { runqlatCommand } from './runqlat';
-import { biolatencyCommand } from './biolatency';
-import { cpudistCommand } from './cpudist';
-import { tcplatCommand } from './tcplat';
 import { javaGcCommand } from './javaGc';
 import { memleakCommand } from './memleak';
 import { profileCommand } from './profile';
@@ -17,4 +16,4 @@ import { profileDiffCommand } from './profileDiff';
 import { newProjectCommand } from './newProject';
 import { agentCommand } from './agent';
 
-export const commands: Command[] = [doctorCommand, selftestCommand, runqlatCommand, biolatencyCommand, cpudistCommand, tcplatCommand, javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand, installHelperCommand, profileDiffCommand, newProjectCommand, agentCommand];
+export const commands: Command[] = [doctorCommand, selftestCommand, ...HISTOGRAM_TRACERS.map((n) => histCommand(kitTracers[n])), javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand, installHelperCommand, profileDiffCommand, newProjectCommand, agentCommand];

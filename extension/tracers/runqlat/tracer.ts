@@ -11,4 +11,10 @@ export const runqlatTracer = histTracer({
   attaches: 'the scheduler tracepoints',
   // in the order of RUNQLAT_KEY_* (bpf/runqlat.h)
   per: ['none', 'process', 'thread', 'pidns', 'cgroup'],
+  // `ebpf-studio runqlat`, printed like libbpf-tools runqlat
+  cli: {
+    pid: 'only threads of process P',
+    per: { process: 'one histogram per process (tgid)', thread: 'one histogram per thread (tid)', pidns: 'one histogram per PID namespace' },
+    banner: (targets) => `Tracing run queue latency${targets.length ? ` of pid ${targets.join(', ')}` : ''}... Hit Ctrl-C to end.`,
+  },
 });
