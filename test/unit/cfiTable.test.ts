@@ -1,0 +1,159 @@
+// The .eh_frame → unwind-row compiler (extension/sys/elf/cfiTable.ts) checked row by row against
+// binutils' own interpretation (readelf --debug-dump=frames-interp) of real binaries: this
+// machine's libc and a -O2 program compiled here.
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { CFI_KIND, compileCfiFile, encodeRows, type CfiRow } from '../../extension/sys/elf/cfiTable';
+
+const has = (cmd: string) => {
+  try {
+    execFileSync(cmd, ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+interface RefRow {
+  pc: number;
+  cfa: string;
+  rbp: string;
+  ra: string;
+}
+
+/** readelf's interpreted FDE tables: per FDE its range and rows (an FDE without instructions has its CIE's one row). */
+function readelfRows(file: string): { start: number; end: number; rows: RefRow[] }[] {
+  // readelf exits 1 over warnings about other sections; its stdout is complete
+  const out = spawnSync('readelf', ['--debug-dump=frames-interp', file], { encoding: 'utf8', maxBuffer: 256 << 20 }).stdout;
+  const fdes: { start: number; end: number; cie: RefRow[]; rows: RefRow[] }[] = [];
+  const cies = new Map<string, RefRow[]>();
+  let cols: string[] = [];
+  let cur: { start: number; end: number; cie: RefRow[]; rows: RefRow[] } | undefined;
+  for (const line of out.split('\n')) {
+    const f = / FDE cie=(\w+) pc=([0-9a-f]+)\.\.([0-9a-f]+)/.exec(line);
+    if (f) {
+      cur = { start: parseInt(f[2], 16), end: parseInt(f[3], 16), cie: cies.get(f[1]) ?? [], rows: [] };
+      fdes.push(cur);
+      continue;
+    }
+    const c = /^([0-9a-f]{8}) [0-9a-f]+ [0-9a-f]+ CIE /.exec(line);
+    if (c) {
+      cur = { start: 0, end: 0, cie: [], rows: [] };
+      cies.set(c[1], cur.rows);
+      continue;
+    }
+    // a register rule reads "r10 (r10)": one column
+    const t = line.trim().replace(/(r\d+) \((\w+)\)/g, '$1($2)').split(/\s+/);
+    if (t[0] === 'LOC') cols = t;
+    else if (cur && /^[0-9a-f]{16}$/.test(t[0])) {
+      const at = (name: string) => (cols.indexOf(name) >= 0 ? t[cols.indexOf(name)] : 'u');
+      cur.rows.push({ pc: parseInt(t[0], 16), cfa: t[1], rbp: at('rbp'), ra: at('ra') });
+    }
+  }
+  // an FDE without instructions has its CIE's one row
+  return fdes.map((f) => ({ start: f.start, end: f.end, rows: f.rows.length ? f.rows : f.cie.slice(0, 1).map((r) => ({ ...r, pc: f.start })) }));
+}
+
+function rowAt(rows: CfiRow[], pc: number): CfiRow | undefined {
+  let lo = 0;
+  let hi = rows.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (rows[mid].pc <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo ? rows[lo - 1] : undefined;
+}
+
+/** Compares every readelf row with the compiled row covering its pc; returns mismatches (at most 10) and rows checked. */
+function compare(file: string): { checked: number; bad: string[]; exprs: number } {
+  const table = compileCfiFile(file);
+  const bad: string[] = [];
+  let checked = 0;
+  let exprs = 0;
+  const fdes = readelfRows(file);
+  const starts = new Set(fdes.map((f) => f.start));
+  for (const fde of fdes) {
+    for (const ref of fde.rows) {
+      const got = rowAt(table.rows, ref.pc);
+      checked++;
+      const m = /^(rsp|rbp)\+(\d+)$/.exec(ref.cfa);
+      let ok: boolean;
+      if (ref.cfa === 'exp' && ref.ra === 'exp') ok = got?.kind === CFI_KIND.signal;
+      else if (ref.ra !== 'u' && ref.ra !== 'c-8') ok = got?.kind === CFI_KIND.unsupported;
+      else if (ref.ra === 'u') ok = got?.kind === CFI_KIND.outermost;
+      else if (ref.cfa === 'exp') {
+        exprs++;
+        ok = got !== undefined && [CFI_KIND.plt, CFI_KIND.signal, CFI_KIND.unsupported].includes(got.kind as 3 | 4 | 6);
+      } else if (m) {
+        const rbp = /^c-(\d+)$/.exec(ref.rbp);
+        ok = got !== undefined && got.kind === (m[1] === 'rsp' ? CFI_KIND.sp : CFI_KIND.bp) && got.cfaOff === Number(m[2]) && got.rbpOff === (rbp ? -Number(rbp[1]) : 0);
+        if (!rbp && ref.rbp !== 'u' && ref.rbp !== 's') ok = got?.kind === CFI_KIND.unsupported;
+      } else ok = got?.kind === CFI_KIND.unsupported;
+      if (!ok && bad.length < 10) bad.push(`${file} @0x${ref.pc.toString(16)}: readelf ${ref.cfa} rbp=${ref.rbp} ra=${ref.ra}, compiled ${JSON.stringify(got)}`);
+    }
+    // past the FDE's end, unless another FDE starts there, no CFI
+    const after = rowAt(table.rows, fde.end);
+    if (!starts.has(fde.end) && after?.kind !== CFI_KIND.none && bad.length < 10) bad.push(`${file} @0x${fde.end.toString(16)}: no gap row at the FDE's end`);
+  }
+  return { checked, bad, exprs };
+}
+
+const libc = ['/lib/x86_64-linux-gnu/libc.so.6', '/usr/lib/x86_64-linux-gnu/libc.so.6'].find((f) => fs.existsSync(f));
+
+test('libc: every row readelf interprets is the compiled row at that pc', { skip: !has('readelf') ? 'readelf (binutils) is not installed' : !libc ? 'no x86_64 libc.so.6 here' : false }, () => {
+  const r = compare(libc!);
+  assert.deepEqual(r.bad, []);
+  assert.ok(r.checked > 10_000, `${r.checked} rows checked`);
+  const t = compileCfiFile(libc!);
+  // glibc's PLT and __restore_rt are expressed, not counted as unsupported
+  assert.ok(t.rows.some((x) => x.kind === CFI_KIND.plt));
+  assert.ok(t.rows.some((x) => x.kind === CFI_KIND.signal));
+  const unsupported = Object.values(t.unsupported).reduce((a, b) => a + b, 0);
+  assert.ok(unsupported < t.rows.length / 100, `unsupported ${JSON.stringify(t.unsupported)} of ${t.rows.length} rows`);
+});
+
+test('a -O2 program compiled here: rows match readelf, the .plt has its expression row', { skip: !has('readelf') || !has('gcc') ? 'gcc and readelf are needed' : false }, () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cfitable-'));
+  try {
+    const src = path.join(dir, 'p.c');
+    fs.writeFileSync(src, '#include <stdio.h>\n#include <stdlib.h>\n__attribute__((noinline)) static int leaf(int n) { return n * 3; }\nint main(int c, char **v) { char *b = malloc(64); snprintf(b, 64, "%d", leaf(c)); puts(b); free(b); return 0; }\n');
+    execFileSync('gcc', ['-O2', '-g', '-fno-omit-frame-pointer', '-o', path.join(dir, 'fp'), src]);
+    execFileSync('gcc', ['-O2', '-g', '-o', path.join(dir, 'nofp'), src]);
+    for (const exe of ['fp', 'nofp']) {
+      const r = compare(path.join(dir, exe));
+      assert.deepEqual(r.bad, []);
+      assert.ok(r.exprs >= 1, `${exe}: the .plt's expression row`);
+    }
+    const t = compileCfiFile(path.join(dir, 'fp'));
+    assert.ok(t.rows.some((x) => x.kind === CFI_KIND.bp && x.cfaOff === 16 && x.rbpOff === -16), 'main with a frame pointer: CFA = rbp+16, rbp at CFA-16');
+    assert.ok(t.rows.some((x) => x.kind === CFI_KIND.plt && x.arg === 11), 'the .plt stub: rsp+8, +8 from offset 11');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('encodeRows writes struct cfi_row: u32 pc, s32 cfa_off, s16 rbp_off, u8 kind, u8 arg', () => {
+  const b = encodeRows([{ pc: 0x1234, kind: CFI_KIND.bp, cfaOff: 16, rbpOff: -16, arg: 0 }, { pc: 0xfffffff0, kind: CFI_KIND.plt, cfaOff: 8, rbpOff: 0, arg: 11 }]);
+  assert.equal(b.length, 24);
+  assert.equal(b.readUInt32LE(0), 0x1234);
+  assert.equal(b.readInt32LE(4), 16);
+  assert.equal(b.readInt16LE(8), -16);
+  assert.equal(b[10], CFI_KIND.bp);
+  assert.equal(b.readUInt32LE(12), 0xfffffff0);
+  assert.equal(b[23], 11);
+});
+
+test('a file without .eh_frame compiles to no rows; a non-ELF file is an error', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cfitable-'));
+  try {
+    fs.writeFileSync(path.join(dir, 'x'), 'not an elf file at all, just some text here to be long enough for a header');
+    assert.throws(() => compileCfiFile(path.join(dir, 'x')), /not an ELF file/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
