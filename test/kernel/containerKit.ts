@@ -144,3 +144,24 @@ export function containerBed(opts: ContainerBedOptions) {
 
   return { work, contained, jvm };
 }
+
+/** Waits for the container's next stdout line matching re (lines already matched are not seen again). */
+export function lineFollower(c: Contained, timeoutMs = 30_000) {
+  let seen = 0;
+  return async (re: RegExp): Promise<RegExpExecArray> => {
+    let m: RegExpExecArray | null = null;
+    const ok = await waitFor(() => {
+      const lines = c.out().split('\n');
+      for (let i = seen; i < lines.length - 1; i++) {
+        m = re.exec(lines[i]);
+        if (m) {
+          seen = i + 1;
+          return true;
+        }
+      }
+      return false;
+    }, timeoutMs);
+    assert.ok(ok && m, `${c.name} did not say ${re} (output: ${c.out().slice(-500)})`);
+    return m!;
+  };
+}

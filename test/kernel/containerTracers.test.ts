@@ -1,0 +1,171 @@
+// CPU, off-CPU, Java locks, Java heap and the JVM timeline on programs in real containers (podman
+// + runc, an image built from Debian's packages with its own OpenJDK 17, gcc and libc: other inodes
+// than the host's files of the same path), traced from the host as root. Each result is compared
+// with the program's known shares or its own counters: a C program whose threads split CPU 3:1
+// (and blocked time 3:1) between two functions, a JVM splitting CPU 3:1 between two methods, a
+// JVM timing its own lock waits, a JVM counting its own allocation bytes per site, a JVM whose
+// forced GCs are known. The programs are built inside the image, under /app, a path the host does
+// not have: every file:line comes from the container's files.
+//
+// The bed (image, containers, fixtures built inside) is test/kernel/containerKit.ts.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import type { ProfileResult, ProfileStack } from '../../extension/protocol/profile';
+import type { JavaHeapResult } from '../../extension/protocol/javaHeap';
+import type { JvmResult } from '../../extension/protocol/jvm';
+import { markerLines, repoRoot, sleep, startCli, waitFor } from '../helpers';
+import { containerBed, containerPrep, lineFollower } from './containerKit';
+import path from 'node:path';
+
+const prep = containerPrep();
+
+const has = (s: ProfileStack, re: RegExp) => s.frames.some((f) => f.function !== null && re.test(f.function));
+const countWith = (r: ProfileResult, re: RegExp) => r.stacks.filter((s) => has(s, re)).reduce((n, s) => n + s.count, 0);
+const usWith = (r: ProfileResult, re: RegExp) => r.stacks.filter((s) => has(s, re)).reduce((n, s) => n + (s.value ?? 0), 0);
+const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
+
+describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: prep.skip, timeout: 600_000 }, () => {
+  const { contained } = containerBed({
+    fixtures: ['c/cpusplit.c', 'c/offcpuwait.c', 'java/AgentSplit.java', 'java/LockContention.java', 'java/HeapSites.java', 'java/GcPhases.java', 'java/FixtureRun.java'],
+    build:
+      'gcc -g -O0 -fno-omit-frame-pointer -o /app/cpusplit /app/cpusplit.c && ' +
+      'gcc -g -O1 -fno-omit-frame-pointer -pthread -o /app/offcpuwait /app/offcpuwait.c && ' +
+      'javac -d /app /app/AgentSplit.java /app/LockContention.java /app/HeapSites.java /app/GcPhases.java /app/FixtureRun.java',
+  });
+
+  test('the image', (t) => {
+    t.diagnostic(prep.note);
+    assert.equal(fs.existsSync('/app'), false, 'the host has /app: the programs\' paths would not prove they come from the container');
+  });
+
+  test('profile --pid: a C program in a container, 3:1 CPU split with file:line from its own binary', { timeout: 90_000 }, async (t) => {
+    const c = await contained(['sh', '-c', 'echo ready; exec /app/cpusplit 60']);
+    const r = await startCli(['profile', '--pid', String(c.hostPid), '--frequency', '499', '--duration', '5', '--json']).done;
+    assert.equal(r.code, 0, r.stderr);
+    const doc = JSON.parse(r.stdout) as ProfileResult;
+    const a = countWith(doc, /^hot_a$/);
+    const b = countWith(doc, /^hot_b$/);
+    t.diagnostic(`hot_a ${a}, hot_b ${b}: hot_a's share ${pct(a / (a + b))} (known 75 %), ${doc.samples} samples`);
+    assert.ok(doc.samples >= 300, `only ${doc.samples} samples in 5 s at 499 Hz`);
+    assert.ok(a + b >= 0.9 * doc.samples, 'nearly all samples are in the two functions');
+    assert.ok(Math.abs(a / (a + b) - 0.75) <= 0.05, `hot_a's share ${pct(a / (a + b))}, known 75 % ± 5`);
+    for (const [fn, lines] of [['hot_a', [11, 12, 13]], ['hot_b', [17, 18, 19]]] as const) {
+      const leaf = doc.stacks.find((s) => s.frames[0]?.function === fn)!.frames[0];
+      assert.equal(leaf.file, '/app/cpusplit.c', `${fn}'s source file as the container's compiler named it`);
+      assert.ok((lines as readonly number[]).includes(leaf.line!), `${fn} at line ${leaf.line}`);
+      assert.match(leaf.module ?? '', /\/app\/cpusplit$/);
+    }
+    const main = doc.stacks.find((s) => s.frames[0]?.function === 'hot_a')!;
+    assert.equal(main.frames[1].function, 'main');
+  });
+
+  test('profile --event offcpu --pid: a C program in a container, 3:1 blocked-time split', { timeout: 90_000 }, async (t) => {
+    const c = await contained(['/app/offcpuwait']);
+    const r = await startCli(['profile', '--pid', String(c.hostPid), '--event', 'offcpu', '--min-block-us', '0', '--duration', '5', '--json']).done;
+    assert.equal(r.code, 0, r.stderr);
+    const doc = JSON.parse(r.stdout) as ProfileResult;
+    const long = usWith(doc, /^wait_long$/);
+    const short = usWith(doc, /^wait_short$/);
+    t.diagnostic(`wait_long ${(long / 1e3).toFixed(0)} ms, wait_short ${(short / 1e3).toFixed(0)} ms: share ${pct(long / (long + short))} (known 75 %)`);
+    assert.ok(long + short > 4e6, 'the sleeper and reader were off CPU most of 5 s under the two functions');
+    assert.ok(Math.abs(long / (long + short) - 0.75) <= 0.05, `wait_long's share ${pct(long / (long + short))}`);
+    const frame = doc.stacks.flatMap((s) => s.frames).find((f) => f.function === 'wait_long')!;
+    assert.equal(frame.file, '/app/offcpuwait.c');
+    assert.ok(doc.stacks.some((s) => s.state === 'lock' && has(s, /^lock_wait$/)), 'the mutex wait is a lock wait');
+  });
+
+  test('profile --java agent --pid: a JVM in a container, Java frames in its 3:1 split', { timeout: 120_000 }, async (t) => {
+    const c = await contained(['sh', '-c', 'echo ready; exec java -cp /app AgentSplit 90']);
+    await sleep(2000); // heavy/light/mix compiled
+    const r = await startCli(['profile', '--pid', String(c.hostPid), '--java', 'agent', '--frequency', '299', '--duration', '6', '--json', '--verbose']).done;
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /Java agent started/);
+    const doc = JSON.parse(r.stdout) as ProfileResult;
+    const heavy = countWith(doc, /^AgentSplit\.heavy$/);
+    const light = countWith(doc, /^AgentSplit\.light$/);
+    t.diagnostic(`heavy ${heavy}, light ${light}: heavy's share ${pct(heavy / (heavy + light))} (known 75 %), ${doc.samples} samples`);
+    assert.ok(heavy + light >= 200, `only ${heavy + light} samples in heavy/light`);
+    assert.ok(Math.abs(heavy / (heavy + light) - 0.75) <= 0.05, `heavy's share ${pct(heavy / (heavy + light))}`);
+    const chain = doc.stacks.find((s) => s.frames[0]?.function === 'AgentSplit.mix' && s.frames[1]?.function === 'AgentSplit.heavy');
+    assert.ok(chain, 'a stack with mix called from heavy');
+    assert.equal(chain.frames[1].file, 'AgentSplit.java');
+    assert.equal(chain.frames[1].line, 21);
+    assert.deepEqual(fs.readdirSync(`/proc/${c.hostPid}/root/tmp`).filter((f) => f.startsWith('.ebpf-studio-jvm-')), [], "the agent's sample file is removed from the container's /tmp");
+  });
+
+  test('profile --event lock --pid: a JVM in a container, waits per site against its own timing', { timeout: 150_000 }, async (t) => {
+    const c = await contained(['java', '-cp', '/app', 'LockContention', 'ebpf-studio-locks', '120000']);
+    const cli = startCli(['profile', '--pid', String(c.hostPid), '--event', 'lock', '--duration', '5', '--json', '--verbose']);
+    assert.ok(await waitFor(() => /done monitor-wait/.test(c.out()) || cli.child.exitCode !== null, 90_000), `the workload did not finish: ${cli.stderr()}`);
+    const r = await cli.done;
+    assert.equal(r.code, 0, r.stderr);
+    const truth = /done monitor-wait (\d+) monitor-holder-wait (\d+) park-wait (\d+)/.exec(c.out())!;
+    const [monitorUs, parkUs] = [Number(truth[1]) / 1000, Number(truth[3]) / 1000];
+    const doc = JSON.parse(r.stdout) as ProfileResult;
+    const monitor = usWith(doc, /^LockContention\.enterMonitor$/);
+    const park = usWith(doc, /^LockContention\.takeReentrant$/);
+    t.diagnostic(`synchronized: ours ${(monitor / 1e3).toFixed(0)} ms, program ${(monitorUs / 1e3).toFixed(0)} ms; ReentrantLock: ours ${(park / 1e3).toFixed(0)} ms, program ${(parkUs / 1e3).toFixed(0)} ms`);
+    assert.ok(monitorUs > 1e6 && parkUs > 1e6, `the fixture waited too little to judge: ${c.out()}`);
+    assert.ok(Math.abs(monitor - monitorUs) <= 0.05 * monitorUs, 'monitor waits within 5 % of the program\'s timing');
+    assert.ok(Math.abs(park - parkUs) <= 0.1 * parkUs, 'park waits within 10 % of the program\'s timing');
+    const marks = markerLines(path.join(repoRoot, 'test/fixtures/java/LockContention.java'), /MARK (\w+)/);
+    assert.ok(doc.stacks.some((s) => s.frames[0].function === `[lock LockContention$Account held by mon-holder at LockContention.holdMonitor(LockContention.java:${marks.get('holdMonitor')})]`), 'the holder and its line are named');
+    assert.deepEqual(fs.readdirSync(`/proc/${c.hostPid}/root/tmp`).filter((f) => f.startsWith('.ebpf-studio-locks-')), [], "the lock tracer's file is removed from the container's /tmp");
+  });
+
+  test('memleak --pid: a JVM in a container, allocation shares per site against its own byte counts', { timeout: 120_000 }, async (t) => {
+    const c = await contained(['java', '-Xms384m', '-Xmx384m', '-XX:+UseG1GC', '-cp', '/app', 'HeapSites', '1', '150000000', '640']);
+    const next = lineFollower(c);
+    await next(/^ready$/);
+    const cli = startCli(['memleak', '--pid', String(c.hostPid), '--json', '--verbose', '--interval-bytes', '131072']);
+    assert.ok(await waitFor(() => /java-heap: sampling every/.test(cli.stderr()) || cli.child.exitCode !== null, 30_000), `the heap sampler did not start: ${cli.stderr()}`);
+    c.send('start');
+    await next(/^started$/);
+    await sleep(5000);
+    c.send('stop');
+    const m = await next(/^totals A (\d+) B (\d+) C (\d+) L (\d+) leaked (\d+)/);
+    await sleep(1000);
+    cli.child.kill('SIGINT');
+    const r = await cli.done;
+    assert.equal(r.code, 0, r.stderr);
+    const res = JSON.parse(r.stdout) as JavaHeapResult;
+    const lines = markerLines(path.join(repoRoot, 'test/fixtures/java/HeapSites.java'), /\/\/ site ([A-Z])\b/);
+    const truth: Record<string, number> = { A: Number(m[1]), B: Number(m[2]), C: Number(m[3]), L: Number(m[4]) };
+    const ours: Record<string, number> = { A: 0, B: 0, C: 0, L: 0 };
+    for (const s of res.allocated) {
+      const f = s.frames[0];
+      const k = f && /HeapSites\.(churn|leak)$/.test(f.function ?? '') ? [...lines].find(([, l]) => l === f.line)?.[0] : undefined;
+      if (k) ours[k] += s.bytes;
+    }
+    const sum = (o: Record<string, number>) => Object.values(o).reduce((a, b) => a + b, 0);
+    const share = (o: Record<string, number>, k: string) => (100 * o[k]) / sum(o);
+    t.diagnostic(`shares: program ${Object.keys(truth).map((k) => `${k} ${share(truth, k).toFixed(1)}`).join(', ')} | ours ${Object.keys(ours).map((k) => `${k} ${share(ours, k).toFixed(1)}`).join(', ')}; ${res.samples} samples`);
+    for (const k of Object.keys(truth)) assert.ok(Math.abs(share(ours, k) - share(truth, k)) <= 5, `site ${k}: ours ${share(ours, k).toFixed(1)} % vs the program's ${share(truth, k).toFixed(1)} %`);
+    assert.equal(res.stacks[0]?.frames[0].line, lines.get('L'), 'the leaking line is the top live site');
+    c.send('exit');
+  });
+
+  test('jvm --pid: a JVM in a container, its forced full GCs on the timeline with GC-thread CPU', { timeout: 120_000 }, async (t) => {
+    const rounds = 3;
+    const c = await contained(['java', '-XX:+UseParallelGC', '-XX:ParallelGCThreads=2', '-Xms512m', '-Xmx512m', '-cp', '/app', 'GcPhases', String(rounds), '800', '200']);
+    const cli = startCli(['jvm', '--pid', String(c.hostPid), '--frequency', '199', '--slice-ms', '100', '--json', '--verbose']);
+    assert.ok(await waitFor(() => /jvm: GC, run-queue and CPU tracers attached/.test(cli.stderr()) || cli.child.exitCode !== null, 30_000), `not attached: ${cli.stderr()}`);
+    await sleep(1000);
+    c.send('go');
+    assert.equal(await c.exited, 0, c.out());
+    const r = await cli.done;
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(r.stdout.trim(), `no result: ${r.stderr}`);
+    const res = JSON.parse(r.stdout) as JvmResult;
+    const forced = res.gc.filter((e) => e.operation === 'ParallelGCSystemGC' && e.collector === 'PS MarkSweep');
+    t.diagnostic(`${res.gc.length} GCs (${forced.length} forced full, the program ran ${rounds}), ${res.cpu.length} CPU slices, ${res.threads.length} threads`);
+    assert.equal(forced.length, rounds, 'every System.gc() is on the timeline');
+    assert.ok(res.threads.some((x) => x.group === 'gc' && /^GC Thread/.test(x.comm)), 'GC threads named and grouped');
+    // CPU samples of the GC threads (stacks carry the thread's name)
+    const gcSamples = res.cpu.reduce((n, sl) => n + sl.samples.filter(([i]) => /^GC Thread/.test(res.stacks[i]?.comm ?? '')).reduce((m, [, k]) => m + k, 0), 0);
+    const all = res.cpu.reduce((n, sl) => n + sl.samples.reduce((m, [, k]) => m + k, 0), 0);
+    t.diagnostic(`${gcSamples} of ${all} CPU samples on GC threads`);
+    assert.ok(gcSamples > 0, 'CPU samples of GC threads');
+  });
+});
