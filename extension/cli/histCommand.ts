@@ -44,7 +44,7 @@ function usage<N extends HistName>(name: N, cli: KitTracer<N>['spec']['cli']): s
     flagLine('--pid P', cli.pid),
     ...Object.entries(cli.per).map(([p, help]) => flagLine(`--per-${p}`, help)),
     flagLine('--ms', 'histogram in milliseconds (default microseconds)'),
-    ...Object.entries(cli.flags ?? {}).map(([f, help]) => flagLine(`--${f}`, help)),
+    ...Object.entries<string>(cli.flags ?? {}).map(([f, help]) => flagLine(`--${f}`, help)),
     flagLine('--interval S', 'print a histogram every S seconds (default: only at the end; reads every 1 s)'),
     flagLine('--duration S', 'stop after S seconds (default: Ctrl-C)'),
     flagLine('--json', 'print the result document as JSON'),

@@ -21,6 +21,9 @@ export interface HistogramNouns {
   keyNouns: Readonly<Record<string, string>>;
   /** "per" modes whose key is a device number (the kernel's dev_t), shown as major:minor */
   devKeys?: readonly string[];
+  /** the tracer's own options beyond the kit's, all boolean (each a CLI flag of its name): with
+   *  keyLabels' modes they make its TracerTypes entry (protocol.ts), unless it writes its own */
+  flags?: readonly string[];
   /** the editor command's pickers and panel: "Run Queue Latency" titles them all */
   editor: { title: string; scopes: readonly HistogramScope[] };
 }
@@ -116,6 +119,7 @@ export const CATALOG = {
       keyLabels: { none: '', disk: 'disk', process: 'pid' },
       keyNouns: { none: '', disk: 'disk', process: 'process' },
       devKeys: ['disk'],
+      flags: ['queued'],
       editor: {
         title: 'Block I/O Latency',
         scopes: [
@@ -143,6 +147,7 @@ export const CATALOG = {
       meaning: 'a thread switched in and later out of a CPU',
       keyLabels: { none: '', process: 'pid', thread: 'tid' },
       keyNouns: { none: '', process: 'process', thread: 'thread' },
+      flags: ['offcpu', 'preempted'],
       editor: {
         title: 'On-CPU Time per Run',
         scopes: [
@@ -170,6 +175,7 @@ export const CATALOG = {
       meaning: 'a TCP connect that completed (a received segment with --rtt)',
       keyLabels: { none: '', address: 'address', process: 'pid' },
       keyNouns: { none: '', address: 'remote address', process: 'process' },
+      flags: ['rtt'],
       editor: {
         title: 'TCP Connect Latency',
         scopes: [
@@ -221,14 +227,26 @@ export const CATALOG = {
     target: 'jvm',
     sessionView: 'memleak',
   },
-} as const satisfies Record<CatalogName, TracerEntry>;
+} as const satisfies Record<string, TracerEntry>;
+
+// Every tracer has an entry and every entry is a tracer. Checked apart from the literal above:
+// TracerTypes derives the kit tracers' entries from it, so its type may not depend on TracerTypes.
+const _everyTracer: Record<CatalogName, TracerEntry> = CATALOG;
+type NotATracer = Exclude<keyof typeof CATALOG, CatalogName>;
+const _onlyTracers: [NotATracer] extends [never] ? true : NotATracer = true;
+void _everyTracer;
+void _onlyTracers;
 
 type Catalog = typeof CATALOG;
 
 /** Tracers whose finished sessions are saved as session files (the JVM timeline saves its own). */
 export type SessionTracer = { [K in CatalogName]: Catalog[K] extends { sessionView: string } ? K : never }[CatalogName];
 /** The log2-histogram tracers (built on the kit). */
-export type HistogramTracer = { [K in CatalogName]: Catalog[K] extends { histogram: HistogramNouns } ? K : never }[CatalogName];
+export type HistogramTracer = { [K in keyof Catalog]: Catalog[K] extends { histogram: HistogramNouns } ? K : never }[keyof Catalog];
+type KitNouns<N extends HistogramTracer> = Catalog[N]['histogram'];
+/** A kit tracer's "per" modes (its keyLabels) and own boolean options (its flags). */
+export type KitPer<N extends HistogramTracer> = keyof KitNouns<N>['keyLabels'] & string;
+export type KitFlags<N extends HistogramTracer> = { [F in (KitNouns<N> extends { flags: readonly string[] } ? KitNouns<N>['flags'][number] : never)]: boolean };
 
 export const CATALOG_NAMES = Object.keys(CATALOG) as CatalogName[];
 export const HISTOGRAM_TRACERS = CATALOG_NAMES.filter((n) => 'histogram' in CATALOG[n]) as HistogramTracer[];

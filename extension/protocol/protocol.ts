@@ -3,8 +3,8 @@
 // the same tracers in-process and prints the same result shapes.
 import { NotificationType, RequestType, RequestType0 } from 'vscode-jsonrpc';
 import type { SelftestOptions, SelftestResult, SelftestUpdate } from './selftest';
-import type { RunqlatOptions, RunqlatResult, RunqlatUpdate } from './runqlat';
 import type { HistOptions, HistResult, HistUpdate } from './histogram';
+import type { HistogramTracer, KitFlags, KitPer } from './catalog';
 import type { JavaGcOptions, JavaGcResult, JavaGcUpdate } from './javaGc';
 import type { MemleakOptions, MemleakResult, MemleakUpdate } from './memleak';
 import type { ProfileOptions, ProfileResult, ProfileUpdate } from './profile';
@@ -16,13 +16,10 @@ import type { JavaLocksOptions } from './javaLocks';
 
 // ---- tracers -------------------------------------------------------------------------------
 // One entry per tracer: its start options, the live updates it streams, and its final result
-// (the same document the CLI prints with --json). Each tracer's shapes live in shared/<name>.ts.
-export interface TracerTypes {
+// (the same document the CLI prints with --json). Each tracer's shapes live in protocol/<name>.ts;
+// a log2-histogram tracer's come from its catalog entry (KitTypes) unless it has a line here.
+interface OwnTypes {
   selftest: { options: SelftestOptions; update: SelftestUpdate; result: SelftestResult };
-  runqlat: { options: RunqlatOptions; update: RunqlatUpdate; result: RunqlatResult };
-  biolatency: { options: HistOptions<'none' | 'disk' | 'process'> & { queued: boolean }; update: HistUpdate; result: HistResult<'biolatency'> };
-  cpudist: { options: HistOptions<'none' | 'process' | 'thread'> & { offcpu: boolean; preempted: boolean }; update: HistUpdate; result: HistResult<'cpudist'> };
-  tcplat: { options: HistOptions<'none' | 'address' | 'process'> & { rtt: boolean }; update: HistUpdate; result: HistResult<'tcplat'> };
   'java-gc': { options: JavaGcOptions; update: JavaGcUpdate; result: JavaGcResult };
   memleak: { options: MemleakOptions; update: MemleakUpdate; result: MemleakResult };
   profile: { options: ProfileOptions; update: ProfileUpdate; result: ProfileResult };
@@ -32,6 +29,9 @@ export interface TracerTypes {
   'java-heap': { options: JavaHeapOptions; update: JavaHeapUpdate; result: JavaHeapResult };
   'java-locks': { options: JavaLocksOptions; update: ProfileUpdate; result: ProfileResult };
 }
+/** The kit's shapes with the tracer's "per" modes and boolean options (its catalog entry's). */
+type KitTypes = { [N in HistogramTracer]: { options: HistOptions<KitPer<N>> & KitFlags<N>; update: HistUpdate; result: HistResult<N> } };
+export type TracerTypes = OwnTypes & Omit<KitTypes, keyof OwnTypes>;
 export type TracerName = keyof TracerTypes;
 /**
  * The tracers a user runs to observe a system (a CLI command and an editor session each): the

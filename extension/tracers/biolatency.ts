@@ -2,7 +2,6 @@
 // with --queued, from entering the I/O scheduler's queue) to completion, for all disks, per disk
 // or per process; bpf/biolatency.bpf.c on the log2-histogram kit.
 import { histTracer } from './histTracer';
-import { bool } from '../protocol/validate';
 
 export const biolatencyTracer = histTracer({
   name: 'biolatency',
@@ -11,7 +10,6 @@ export const biolatencyTracer = histTracer({
   attaches: 'the block tracepoints',
   // key_mode 0, BIO_KEY_DISK, BIO_KEY_PROCESS
   per: ['none', 'disk', 'process'],
-  options: (o) => ({ queued: bool(o, 'queued', false) }),
   rodata: (o) => ({ queued: o.queued }),
   // `ebpf-studio biolatency`, printed like libbpf-tools biolatency
   cli: {

@@ -6,7 +6,7 @@
 // command line (data the CLI turns into a command: the spec is the tracer's one registration).
 import type { BpfObject } from '../../native/index';
 import type { HistOptions } from '../protocol/histogram';
-import type { HistogramTracer } from '../protocol/catalog';
+import { histogramOf, type HistogramTracer, type KitFlags } from '../protocol/catalog';
 import type { OptionsOf, ResultOf, TracerName, UpdateOf } from '../protocol/protocol';
 import { total } from '../model/log2hist';
 import { asObject, bool, int, num, oneOf, PID_MAX } from '../protocol/validate';
@@ -32,7 +32,7 @@ export interface HistTracerSpec<N extends HistName> {
   attaches: string;
   /** what a histogram can be kept per; the index is the key_mode the BPF side reads */
   per: readonly string[];
-  /** the tracer's options beyond the kit's, from untrusted input */
+  /** the tracer's options beyond the kit's and its catalog flags (false unless given), from untrusted input */
   options?(o: Record<string, unknown>): Partial<OptionsOf<N>>;
   /** read-only data beyond the kit's (unit_ns, key_mode, target_tgid) */
   rodata?(options: Opts<N>): Record<string, RodataValue>;
@@ -47,8 +47,8 @@ export interface HistCliSpec<N extends HistName> {
   pid: string;
   /** --per-X flags: X is the per mode; the text is its help */
   per: Readonly<Record<string, string>>;
-  /** the tracer's own boolean options, each a flag of the same name: its help */
-  flags?: Readonly<Record<string, string>>;
+  /** help of the tracer's own boolean options (the catalog's flags), each a flag of the same name */
+  flags?: Readonly<Record<keyof KitFlags<N>, string>>;
   /** how the flags show in the usage line when not "[--a] [--b]" ("[--offcpu | --preempted]") */
   usage?: string;
   banner(targets: number[], options: OptionsOf<N>): string;
@@ -65,6 +65,7 @@ function validate<N extends HistName>(spec: HistTracerSpec<N>, raw: unknown): Op
     per: oneOf(o, 'per', spec.per as readonly string[], 'none'),
     unit: oneOf(o, 'unit', ['us', 'ms'] as const, 'us'),
     intervalS: num(o, 'intervalS', 0.1, 3600, 1),
+    ...Object.fromEntries((histogramOf(spec.name).flags ?? []).map((f) => [f, bool(o, f, false)])),
     ...spec.options?.(o),
     // Only when asked (the agent): the options document stays as it was for everyone else.
     ...(o.retain !== undefined ? { retain: bool(o, 'retain', true) } : {}),
