@@ -115,6 +115,23 @@ export interface ProfileResult {
   unwind?: UnwindInfo;
   /** GNU build-id (hex) of each module path that had one: pprof mappings carry it */
   buildIds?: Record<string, string>;
+  /** --pid CPU profiles: the samples taken against the target's own CPU time */
+  cpuCheck?: ProfileCpuCheck;
+  /** set when the profile cannot be trusted (far fewer samples than its CPU time implies): the CLI exits 1 */
+  problem?: string;
+}
+
+export type ProfileCpuVerdict = 'agree' | 'fewer' | 'missed' | 'idle' | 'unread';
+
+export interface ProfileCpuCheck {
+  pid: number;
+  verdict: ProfileCpuVerdict;
+  /** samples taken (recorded + lost) */
+  sampled: number;
+  /** samples its CPU time implies at the frequency */
+  expected?: number;
+  cpuMs?: number;
+  message: string;
 }
 
 export const PROFILE_DEFAULT_FREQUENCY = 99;

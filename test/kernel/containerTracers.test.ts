@@ -48,6 +48,11 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     const b = countWith(doc, /^hot_b$/);
     t.diagnostic(`hot_a ${a}, hot_b ${b}: hot_a's share ${pct(a / (a + b))} (known 75 %), ${doc.samples} samples`);
     assert.ok(doc.samples >= 300, `only ${doc.samples} samples in 5 s at 499 Hz`);
+    // the samples against the program's own CPU time (utime + stime) over the session
+    t.diagnostic(doc.cpuCheck?.message ?? 'no CPU check');
+    assert.equal(doc.cpuCheck?.verdict, 'agree', doc.cpuCheck?.message);
+    assert.ok(Math.abs(doc.cpuCheck.sampled - doc.cpuCheck.expected!) <= 0.1 * doc.cpuCheck.expected!, 'samples within 10 % of what its CPU time implies');
+    assert.equal(doc.problem, undefined);
     assert.ok(a + b >= 0.9 * doc.samples, 'nearly all samples are in the two functions');
     assert.ok(Math.abs(a / (a + b) - 0.75) <= 0.05, `hot_a's share ${pct(a / (a + b))}, known 75 % ± 5`);
     for (const [fn, lines] of [['hot_a', [11, 12, 13]], ['hot_b', [17, 18, 19]]] as const) {
@@ -85,6 +90,8 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     const heavy = countWith(doc, /^AgentSplit\.heavy$/);
     const light = countWith(doc, /^AgentSplit\.light$/);
     t.diagnostic(`heavy ${heavy}, light ${light}: heavy's share ${pct(heavy / (heavy + light))} (known 75 %), ${doc.samples} samples`);
+    t.diagnostic(doc.cpuCheck?.message ?? 'no CPU check');
+    assert.equal(doc.cpuCheck?.verdict, 'agree', 'every thread\'s samples against the JVM\'s own CPU time');
     assert.ok(heavy + light >= 200, `only ${heavy + light} samples in heavy/light`);
     assert.ok(Math.abs(heavy / (heavy + light) - 0.75) <= 0.05, `heavy's share ${pct(heavy / (heavy + light))}`);
     const chain = doc.stacks.find((s) => s.frames[0]?.function === 'AgentSplit.mix' && s.frames[1]?.function === 'AgentSplit.heavy');

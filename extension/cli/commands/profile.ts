@@ -143,6 +143,7 @@ export const profileCommand: Command = {
         durationS: durationFlag(values.duration),
         // update warnings go to stderr through runTracer (so --folded output stays clean)
         formatUpdate: () => '',
+        failure: (r) => r.problem,
         ...profileOutputs({ folded, pid, pprofFile, startMs, summary: formatSummary }),
         banner: (targets) => `Sampling ${targets.length ? `pid ${targets.join(', ')}` : 'all processes'} at ${frequency} Hz... Ctrl-C to end.`,
       },

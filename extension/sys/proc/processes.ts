@@ -45,6 +45,20 @@ export function readStat(pid: number): Stat | undefined {
   }
 }
 
+/**
+ * utime + stime of a whole process (its exited threads included) in ms, from /proc/PID/stat's
+ * clock ticks (USER_HZ, 100 a second on Linux); undefined when it is gone.
+ */
+export function processCpuMs(pid: number): number | undefined {
+  try {
+    const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+    return (Number(rest[11]) + Number(rest[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
 export function isKernelThread(stat: Stat): boolean {
   return (stat.flags & PF_KTHREAD) !== 0 || stat.pid === 2 || stat.ppid === 2;
 }

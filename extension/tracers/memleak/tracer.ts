@@ -25,6 +25,7 @@ import { requireElfFile } from '../../sys/elf/fileCheck';
 import type { Tracer } from '../tracer';
 import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
 import { TARGET_WATCH_MS } from '../targetWatch';
+import { memleakSilence } from '../../model/memleakSilence';
 import { MEMLEAK_DEFAULT_STACK_COPY, MEMLEAK_MAX_STACK_COPY, MemleakDwarfStacks } from './dwarf';
 import { launchStopped, type StoppedChild } from '../launchStopped';
 import { aggregate, CNT, decodeAllocDump, decodeExitEvent } from './decode';
@@ -547,40 +548,39 @@ function attachUser(obj: BpfObject, pid: number, options: MemleakOptions, launch
 }
 
 /**
- * The CPU time a traced process used during the session (utime + stime from /proc/PID/stat,
+ * The CPU time and minor faults of a traced process during the session (from /proc/PID/stat,
  * sampled while it lives, so an exit keeps the last reading).
  */
 class ProcessActivity {
-  private readonly first: number | undefined;
-  private last: number | undefined;
+  private readonly first: Activity | undefined;
+  private last: Activity | undefined;
   constructor(private readonly pid: number) {
-    this.first = this.last = cpuTicks(pid);
+    this.first = this.last = readActivity(pid);
   }
 
   sample(): void {
-    this.last = cpuTicks(this.pid) ?? this.last;
+    this.last = readActivity(this.pid) ?? this.last;
   }
 
   /** Why a session that saw no allocation while the process ran cannot be taken as "no leak". */
   silence(allocations: number, probed: string): string | undefined {
     this.sample();
-    if (allocations > 0 || this.first === undefined || this.last === undefined) return undefined;
-    const cpuMs = (this.last - this.first) * 10;
-    if (cpuMs <= 0) return undefined;
-    return (
-      `no allocation was seen in pid ${this.pid} while it ran (${cpuMs} ms of CPU during the session): the probes are on ${probed}. ` +
-      'Likely cause: it allocates through another allocator (jemalloc, tcmalloc, its own: give it with --allocator-lib PATH), ' +
-      'its libc is not the file probed, or it did not allocate while traced'
-    );
+    if (!this.first || !this.last) return undefined;
+    return memleakSilence({ pid: this.pid, allocations, probed, cpuMs: (this.last.ticks - this.first.ticks) * 10, minorFaults: this.last.minflt - this.first.minflt });
   }
 }
 
-/** utime + stime of a process in clock ticks (USER_HZ, 100 per second), or undefined when it is gone. */
-function cpuTicks(pid: number): number | undefined {
+interface Activity {
+  /** utime + stime in clock ticks (USER_HZ, 100 per second) */
+  ticks: number;
+  minflt: number;
+}
+
+function readActivity(pid: number): Activity | undefined {
   try {
     const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return Number(rest[11]) + Number(rest[12]);
+    return { ticks: Number(rest[11]) + Number(rest[12]), minflt: Number(rest[7]) };
   } catch {
     return undefined;
   }

@@ -23,7 +23,8 @@ import type { ProfileOptions, ProfileResult, ProfileStack } from '../../protocol
 import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE, UNWIND_CHOICES, type UnwindInfo, type UnwindMode } from '../../protocol/profile';
 import { asObject, bool, int, oneOf, PID_MAX } from '../../protocol/validate';
 import { fromBpfError, unsuitableError } from '../../protocol/errors';
-import { bootStartRange, checkPid, pidAlive, processInfo, sameProcess, type ProcessIdentity } from '../../sys/proc/processes';
+import { bootStartRange, checkPid, pidAlive, processCpuMs, processInfo, sameProcess, type ProcessIdentity } from '../../sys/proc/processes';
+import { checkProfileCpu } from '../../model/profileCpuCheck';
 import { watchTarget } from '../targetWatch';
 import type { ProcessInfo } from '../../protocol/protocol';
 import { kernelBuildId } from '../../sys/elf/elf';
@@ -241,6 +242,9 @@ class ProfileRun implements Session<'profile'> {
   private readonly named = frameCache();
   private unwindModuleInfo: UnwindInfo['modules'];
   private readonly buildIds = new Map<string, string>();
+  /** the target's own CPU time (ms) when sampling began and at the last look: the samples are checked against it */
+  private readonly cpuFirst: number | undefined;
+  private cpuLast: number | undefined;
 
   /** stops watching the target (the profile ends when it exits) */
   private readonly unwatch: () => void;
@@ -262,6 +266,7 @@ class ProfileRun implements Session<'profile'> {
     this.warnOpts = mode === 'dwarf' ? ({ stacks: 'cfi' } as const) : ({ stacks: 'fp', fpFix: 'or profile with --unwind dwarf (the default), which unwinds by CFI' } as const);
     this.symbolizer = new Symbolizer({ log: env.log });
     if (options.pid) {
+      this.cpuFirst = this.cpuLast = processCpuMs(options.pid);
       this.capture(options.pid);
       const img = this.images.get(options.pid);
       if (img) warnings.push(...this.symbolizer.warnings(img, this.warnOpts));
@@ -303,6 +308,7 @@ class ProfileRun implements Session<'profile'> {
     }
     this.events.update({ samples, lost, elapsedMs: Date.now() - this.started });
     if (this.target) {
+      this.readCpu();
       if (this.ticks % 5 === 0) this.capture(this.target.pid);
     } else if (this.ticks % 2 === 0) {
       try {
@@ -389,6 +395,8 @@ class ProfileRun implements Session<'profile'> {
     await this.liveNaming;
     if (!this.closed) this.detach();
     const late = await this.nameJavaMethods();
+    const check = this.checkCpu();
+    if (check?.verdict === 'fewer') late.push(check.message);
     await symbolizeStacks(this.rawLast, this.symbolizer, (pid) => this.images.get(pid), this.named.kernel, this.named.user, this.env.log, this.buildIds);
     const kernel = kernelBuildId();
     if (kernel) this.buildIds.set('[kernel]', kernel);
@@ -404,13 +412,30 @@ class ProfileRun implements Session<'profile'> {
     this.final = this.result(this.assemble(this.rawLast, this.named));
     // Java agent: Java frames from the agent replace the target's truncated stacks
     if (this.java) this.final = await this.java.finish(this.final, this.rawLast, (raws) => this.assemble(raws, this.named));
+    if (check) this.final = { ...this.final, cpuCheck: check, ...(check.verdict === 'missed' ? { problem: check.message } : {}) };
     return this.final;
+  }
+
+  /** The target's CPU time now, kept while it lives (its exit leaves the last reading). */
+  private readCpu(): void {
+    if (this.target && sameProcess(this.target)) this.cpuLast = processCpuMs(this.target.pid) ?? this.cpuLast;
+  }
+
+  /** The samples taken against the target's own CPU time over the session (read at detach). */
+  private checkCpu() {
+    if (!this.target) return undefined;
+    const cpuMs = this.cpuFirst !== undefined && this.cpuLast !== undefined ? this.cpuLast - this.cpuFirst : undefined;
+    const check = checkProfileCpu({ pid: this.target.pid, frequency: this.options.frequency, samples: this.totals.samples, lost: this.totals.lost, cpuMs });
+    this.env.log(`profile: ${check.message}`);
+    return check;
   }
 
   /** Last read of the counts, then the BPF object closes; dwarf mode lists the target's modules before its unwinder goes. */
   private detach(): void {
     const { dwarf, options } = this;
     this.closed = true;
+    // the CPU time as sampling ends (the JVM's perf map fetch after it costs CPU time unsampled)
+    this.readCpu();
     try {
       this.ring?.close();
       this.rawLast = this.collect();
