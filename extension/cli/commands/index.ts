@@ -15,5 +15,6 @@ import { installHelperCommand } from './installHelper';
 import { profileDiffCommand } from './profileDiff';
 import { newProjectCommand } from './newProject';
 import { agentCommand } from './agent';
+import { jfrCommand } from './jfr';
 
-export const commands: Command[] = [doctorCommand, selftestCommand, ...HISTOGRAM_TRACERS.map((n) => histCommand(kitTracers[n])), javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand, installHelperCommand, profileDiffCommand, newProjectCommand, agentCommand];
+export const commands: Command[] = [doctorCommand, selftestCommand, ...HISTOGRAM_TRACERS.map((n) => histCommand(kitTracers[n])), javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand, installHelperCommand, profileDiffCommand, newProjectCommand, agentCommand, jfrCommand];

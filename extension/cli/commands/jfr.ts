@@ -1,0 +1,114 @@
+// `ebpf-studio jfr FILE`: reads a Java Flight Recording (OpenJDK 11+, async-profiler) with our own
+// streaming reader and prints what is in it (event counts per type, like `jfr summary`), or turns
+// its samples into our documents: a CPU, allocation, lock or any stack-carrying event type's
+// profile (text, --json, --folded, --pprof) and the GC events into the java-gc document. No
+// privilege: it only reads the file, one chunk at a time, within the reader's limits.
+import fs from 'node:fs';
+import type { Command, Io } from '../command';
+import { parse } from '../args';
+import { inputError, usageError } from '../../protocol/errors';
+import type { ProfileResult } from '../../protocol/profile';
+import { readJfrFile, type JfrFileInfo } from '../../sys/jfrFile';
+import { encodePprofGz } from '../../sys/profileFile';
+import { JfrError } from '../../model/jfr/cursor';
+import { ALLOC_EVENTS, CPU_EVENTS, JfrProfileBuilder, LOCK_EVENTS } from '../../model/jfr/profile';
+import { JfrGcBuilder } from '../../model/jfr/gc';
+import { JfrSummaryBuilder } from '../../model/jfr/summary';
+import { LimitError } from '../../model/readLimits';
+import { fromProfileResult } from '../../model/flamegraph/profileData';
+import { toFolded } from '../../model/flamegraph/formats';
+import { toAllocPprof } from '../../model/allocPprof';
+import { formatSummary } from './profile';
+import { formatGcResult } from './javaGc';
+import { checkOutputFile } from './profileOutput';
+
+const USAGE = `ebpf-studio jfr FILE [--event WHAT] [--json | --folded | --pprof OUT] [--top N]
+  FILE           a Java Flight Recording (.jfr) from OpenJDK 11 or later, or async-profiler
+  (no --event)   event counts and bytes per event type, like \`jfr summary\`
+  --event cpu    execution samples (and JDK 25's CPU-time samples) as a CPU profile
+  --event alloc  allocation samples (jdk.ObjectAllocationSample) by stack, in bytes
+  --event lock   contended monitor enters and parks (jdk.JavaMonitorEnter, jdk.ThreadPark), in µs
+  --event gc     garbage-collection pauses and safepoints, as \`java-gc --json\` documents them
+  --event TYPE   any event type with a stack trace (e.g. jdk.ThreadSleep,jdk.FileRead), comma-separated
+  --json         print the document as JSON (the summary, the profile, or the GC result)
+  --folded       print folded stacks (flamegraph.pl, speedscope)
+  --pprof OUT    write the profile as gzipped pprof to OUT
+  --top N        rows of the text report (default 20)
+A truncated or corrupted recording ends with exit 2 and the byte offset where it stopped making sense.`;
+
+const ALIASES: Record<string, string[]> = { cpu: CPU_EVENTS, alloc: ALLOC_EVENTS, lock: LOCK_EVENTS };
+
+function read(file: string, visitor: Parameters<typeof readJfrFile>[1]): JfrFileInfo {
+  if (!fs.existsSync(file)) throw inputError(`${file} does not exist`);
+  if (!fs.statSync(file).isFile()) throw inputError(`${file} is not a regular file`);
+  try {
+    return readJfrFile(file, visitor);
+  } catch (e) {
+    if (e instanceof JfrError || e instanceof LimitError) throw inputError(`${file} is not a JFR recording we can read: ${e.message}`);
+    throw e;
+  }
+}
+
+function summaryText(info: JfrFileInfo, types: ReturnType<JfrSummaryBuilder['types']>): string {
+  const head = [` Version: ${info.major}.${info.minor}`, ` Chunks: ${info.chunks}`, ` Start: ${new Date(info.startNanos / 1e6).toISOString()}`, ` Duration: ${Math.round(info.durationNanos / 1e9)} s`, ` Size: ${info.bytes.toLocaleString('en-US')} bytes`];
+  const w = Math.max(10, ...types.map((t) => t.type.length));
+  const rows = types.map((t) => ` ${t.type.padEnd(w)} ${String(t.count).padStart(10)} ${String(t.bytes).padStart(13)}`);
+  return [...head, '', ` ${'Event Type'.padEnd(w)} ${'Count'.padStart(10)} ${'Size (bytes)'.padStart(13)}`, ` ${'='.repeat(w + 25)}`, ...rows].join('\n');
+}
+
+function writePprof(r: ProfileResult, out: string, info: JfrFileInfo, io: Io): void {
+  const opts = { startMs: info.startNanos / 1e6, durationMs: info.durationNanos / 1e6 };
+  try {
+    fs.writeFileSync(out, r.unit === 'bytes' ? toAllocPprof(r, 0, opts) : encodePprofGz(r, opts));
+  } catch (e) {
+    throw inputError(`cannot write ${out}: ${(e as Error).message}`);
+  }
+  io.err(`wrote ${r.samples} events (${r.stacks.length} stacks, ${r.unit}) to ${out}`);
+}
+
+export const jfrCommand: Command = {
+  name: 'jfr',
+  summary: 'read a Java Flight Recording: event counts, or its samples as a profile and its GCs',
+  usage: USAGE,
+  async run(argv, io) {
+    const { values, positionals } = parse(argv, { event: { type: 'string' }, json: { type: 'boolean' }, folded: { type: 'boolean' }, pprof: { type: 'string' }, top: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, true);
+    if (values.help) {
+      io.out(USAGE);
+      return 0;
+    }
+    if (positionals.length !== 1) throw usageError(`give one recording (got ${positionals.length})`);
+    const [file] = positionals;
+    const event = values.event as string | undefined;
+    const outputs = [values.json, values.folded, values.pprof !== undefined].filter(Boolean).length;
+    if (outputs > 1) throw usageError('choose one of --json, --folded and --pprof');
+    const top = values.top === undefined ? 20 : Number(values.top);
+    if (!Number.isInteger(top) || top < 1 || top > 100000) throw usageError(`--top must be a whole number from 1 to 100000 (got ${values.top})`);
+    if (!event) {
+      if (values.folded || values.pprof !== undefined) throw usageError('--folded and --pprof need --event (cpu, alloc, lock or an event type)');
+      const s = new JfrSummaryBuilder();
+      const info = read(file, s);
+      io.out(values.json ? JSON.stringify({ file, version: `${info.major}.${info.minor}`, chunks: info.chunks, bytes: info.bytes, startNanos: info.startNanos, durationNanos: info.durationNanos, types: s.types() }, null, 2) : summaryText(info, s.types()));
+      return 0;
+    }
+    if (event === 'gc') {
+      if (values.folded || values.pprof !== undefined) throw usageError('--event gc has no stacks: use --json or the text report');
+      const g = new JfrGcBuilder();
+      read(file, g);
+      const r = g.result();
+      io.out(values.json ? JSON.stringify(r, null, 2) : formatGcResult(r));
+      return 0;
+    }
+    const types = ALIASES[event] ?? event.split(',').map((t) => t.trim());
+    if (types.some((t) => !/^[\w$.]+$/.test(t))) throw usageError(`--event ${event}: give cpu, alloc, lock, gc or event type names such as jdk.ThreadSleep`);
+    const pprofOut = values.pprof === undefined ? undefined : checkOutputFile(values.pprof as string, '--pprof');
+    const b = new JfrProfileBuilder(types, file);
+    const info = read(file, b);
+    if (b.events === 0) io.err(`the recording has no ${types.join(' or ')} events${ALIASES[event] ? '' : ' (ebpf-studio jfr FILE lists the types it has)'}`);
+    const r = b.result();
+    if (pprofOut) writePprof(r, pprofOut, info, io);
+    else if (values.json) io.out(JSON.stringify(r, null, 2));
+    else if (values.folded) io.out(toFolded(fromProfileResult(r, { groupByProcess: false })).trimEnd());
+    else io.out(formatSummary(r, top));
+    return 0;
+  },
+};

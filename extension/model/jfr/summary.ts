@@ -1,0 +1,39 @@
+// Event counts and bytes per event type, as `jfr summary` prints them. Pure: no I/O.
+import type { EventVisitor } from './chunk';
+
+export interface JfrTypeCount {
+  type: string;
+  count: number;
+  bytes: number;
+}
+
+export class JfrSummaryBuilder implements EventVisitor {
+  private readonly counts = new Map<string, JfrTypeCount>();
+
+  count(name: string, size: number): void {
+    let c = this.counts.get(name);
+    if (!c) this.counts.set(name, (c = { type: name, count: 0, bytes: 0 }));
+    c.count++;
+    c.bytes += size;
+  }
+
+  wants(): boolean {
+    return false;
+  }
+
+  event(): void {}
+
+  /** Most events first, then by name. */
+  types(): JfrTypeCount[] {
+    return [...this.counts.values()].sort((a, b) => b.count - a.count || a.type.localeCompare(b.type));
+  }
+}
+
+/** Forwards every event to each visitor (one pass over the file feeds several documents). */
+export function allOf(...vs: EventVisitor[]): EventVisitor {
+  return {
+    count: (n, s) => vs.forEach((v) => v.count?.(n, s)),
+    wants: (t) => vs.some((v) => v.wants(t)),
+    event: (t, value, c) => vs.forEach((v) => v.wants(t) && v.event(t, value, c)),
+  };
+}
