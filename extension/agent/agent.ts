@@ -4,7 +4,8 @@
 //    those that start later included; a JDK that appears later (looked for every minute) restarts the
 //    session so its libjvm.so is attached too. Each pause lands in a histogram labelled by the JVM's main class
 //    and pid; the series of a JVM that exited are dropped a while later (forgetExitedAfterSeconds).
-//  - runqlat reads the kernel's log2 histograms every intervalSeconds and adds them up.
+//  - runqlat reads the kernel's log2 histograms every intervalSeconds and adds them up; so do the
+//    other kit tracers named under "histograms" (kitMetrics.ts).
 //  - the CPU, off-CPU/wall and Java allocation profilers run only while a /debug/pprof/profile,
 //    /debug/pprof/offcpu or /debug/pprof/allocs request waits: requests of the same kind (same event,
 //    same JVM) that arrive while a profile is being taken join it and get the same profile.
@@ -23,15 +24,16 @@ import { gzipSync } from 'node:zlib';
 import type { JavaGcUpdate } from '../protocol/javaGc';
 import type { RunqlatUpdate } from '../protocol/runqlat';
 import { stackValue, type ProfileResult } from '../protocol/profile';
-import { fromBuckets } from '../model/log2hist';
 import fs from 'node:fs';
 import { readStat, javaMain, processInfo } from '../sys/proc/processes';
 import { CgroupNames, cgroupOfPid } from '../sys/cgroup';
-import { JvmSelector, containerLabel } from './select';
+import { ContainerLookup } from '../sys/proc/container';
+import { JvmSelector, containerLabels } from './select';
 import { encodePprofGz } from '../sys/profileFile';
-import type { AgentConfig } from './config';
+import type { AgentConfig, KitExportName } from './config';
+import { KitExport } from './kitMetrics';
 import { RequestError } from './server';
-import { Exposition, Histograms, PAUSE_BUCKETS_S, RUNQ_BUCKETS_S, RUNQ_SLOTS, type Labels } from './exposition';
+import { addLog2, Exposition, Histograms, PAUSE_BUCKETS_S, RUNQ_BUCKETS_S, type Labels } from './exposition';
 
 const RETRY_MS = 30_000;
 /** different profiles taken at once (cpu, offcpu, wall, and one per JVM asked for allocations) */
@@ -41,7 +43,7 @@ const SWEEP_MS = 15_000;
 /** how often a newly installed JDK is looked for (a directory read and a realpath per JDK) */
 const JDK_SCAN_MS = 60_000;
 
-type TracerId = 'java-gc' | 'runqlat' | 'profile' | 'offcpu' | 'java-heap';
+type TracerId = 'java-gc' | 'runqlat' | 'profile' | 'offcpu' | 'java-heap' | KitExportName;
 
 interface TracerHealth {
   up: boolean;
@@ -56,9 +58,10 @@ interface JvmInfo {
   pid: number;
   main: string;
   startTime: number;
-  /** its cgroup v2 path when first seen, and the short id of the container it runs in */
+  /** its cgroup v2 path when first seen, and the labels of the container it runs in (none: {}) */
   cgroup?: string;
-  container?: string;
+  container: Record<string, string>;
+  containerId?: string;
   /** whether the config covers it (mainClasses, containers) */
   covered: boolean;
   /** Date.now() of the last pid-reuse check */
@@ -71,7 +74,10 @@ export class Agent {
   private readonly gcPause = new Histograms(PAUSE_BUCKETS_S);
   private readonly safepoint = new Histograms(PAUSE_BUCKETS_S);
   private readonly runq = new Histograms(RUNQ_BUCKETS_S);
+  private readonly kits = new Map<KitExportName, KitExport>();
   private readonly jvms = new Map<number, JvmInfo>();
+  /** names containers from their runtimes' files (cached per container id) */
+  private readonly containers = new ContainerLookup();
   private gcSession?: Session<'java-gc'>;
   private gcLibs: string[] = [];
   private runqSession?: Session<'runqlat'>;
@@ -101,10 +107,15 @@ export class Agent {
     if (cfg.profile.enabled) this.health.set('profile', { ...fresh(), up: true });
     if (cfg.profile.enabled && cfg.profile.offcpu) this.health.set('offcpu', { ...fresh(), up: true });
     if (cfg.profile.enabled && cfg.profile.allocs) this.health.set('java-heap', { ...fresh(), up: true });
+    for (const [name, c] of Object.entries(cfg.histograms) as [KitExportName, AgentConfig['histograms'][KitExportName]][]) {
+      if (!c?.enabled) continue;
+      this.kits.set(name, new KitExport(name, c));
+      this.health.set(name, fresh());
+    }
   }
 
   async start(): Promise<void> {
-    await Promise.all([this.cfg.jvm.enabled ? this.startGc() : undefined, this.cfg.runqueue.enabled ? this.startRunq() : undefined]);
+    await Promise.all([this.cfg.jvm.enabled ? this.startGc() : undefined, this.cfg.runqueue.enabled ? this.startRunq() : undefined, ...[...this.kits.values()].map((k) => this.startKit(k))]);
     this.timers.push(setInterval(() => void this.sweep(), SWEEP_MS));
   }
 
@@ -146,7 +157,7 @@ export class Agent {
 
   /** A JVM's series labels: its main class and pid, and the container it runs in if any (one per JVM: bounded as pids are). */
   private jvmLabels(jvm: JvmInfo): Labels {
-    return jvm.container ? { main_class: jvm.main, pid: String(jvm.pid), container: jvm.container } : { main_class: jvm.main, pid: String(jvm.pid) };
+    return { main_class: jvm.main, pid: String(jvm.pid), ...jvm.container };
   }
 
   /** Who a pid is: read once per process (a reused pid has another start time). */
@@ -163,8 +174,7 @@ export class Agent {
       const cgroup = stat ? cgroupOfPid(pid) : undefined;
       if (cgroup !== undefined && cgroup !== known.cgroup) {
         known.cgroup = cgroup;
-        known.container = containerLabel(cgroup);
-        known.covered = this.select.covers(known.main, cgroup);
+        this.placeIn(known);
       }
       return known;
     }
@@ -176,12 +186,22 @@ export class Agent {
     } catch {
       /* exited before its first event was read */
     }
-    const cgroup = cgroupOfPid(pid);
-    const covered = this.select.covers(main, cgroup);
-    const j: JvmInfo = { pid, main, cgroup, container: containerLabel(cgroup), startTime: stat?.startTime ?? 0, covered, checkedAt: now };
+    const j: JvmInfo = { pid, main, cgroup: cgroupOfPid(pid), container: {}, startTime: stat?.startTime ?? 0, covered: false, checkedAt: now };
+    this.placeIn(j);
     if (known) this.forgetPid(pid);
     this.jvms.set(pid, j);
     return j;
+  }
+
+  /**
+   * The container a JVM runs in, named from its runtime's files, and whether the config covers it.
+   * Read when its cgroup is first seen or changes only: its series keep one label set.
+   */
+  private placeIn(j: JvmInfo): void {
+    const c = this.containers.of(j.pid);
+    j.container = containerLabels(c);
+    j.containerId = c?.id;
+    j.covered = this.select.covers(j.main, j.cgroup, c?.id);
   }
 
   private forgetPid(pid: number): void {
@@ -205,6 +225,7 @@ export class Agent {
       this.cgroupSeen.delete(cg);
       this.runq.forget((l) => l.cgroup === cg);
     }
+    for (const k of this.kits.values()) k.forgetIdle(now, this.cfg.forgetExitedAfterSeconds * 1000);
     if (!this.gcSession || this.stopping || now - this.lastJdkScan < JDK_SCAN_MS) return;
     this.lastJdkScan = now;
     let libs: string[];
@@ -252,14 +273,7 @@ export class Agent {
 
   private onRunq(u: RunqlatUpdate, per: 'none' | 'pidns' | 'cgroup'): void {
     this.health.get('runqlat')!.lostNow = u.dropped;
-    const add = (labels: Labels, buckets: RunqlatUpdate['interval']['buckets']) => {
-      const slots = fromBuckets(buckets);
-      const counts = slots.slice(0, RUNQ_SLOTS);
-      const over = slots.slice(RUNQ_SLOTS).reduce((a, b) => a + b, 0);
-      // The kernel keeps counts only: the sum is estimated at each bucket's middle (1.5 × 2^(i-1) µs).
-      const sum = slots.reduce((acc, c, i) => acc + c * (i === 0 ? 0.5 : 1.5 * 2 ** (i - 1)), 0) * 1e-6;
-      this.runq.add(labels, counts, over, sum);
-    };
+    const add = (labels: Labels, buckets: RunqlatUpdate['interval']['buckets']) => addLog2(this.runq, labels, buckets);
     if (per === 'none') add({}, u.interval.buckets);
     else if (per === 'pidns') for (const k of u.keys) add({ pidns: String(k.key) }, k.buckets);
     else for (const k of u.keys) add({ cgroup: this.cgroupLabel(k.key) }, k.buckets);
@@ -275,6 +289,22 @@ export class Agent {
     const label = name === undefined || (!this.cgroupSeen.has(name) && this.cgroupSeen.size >= this.cfg.runqueue.maxCgroups) ? 'other' : name;
     this.cgroupSeen.set(label, now);
     return label;
+  }
+
+  // ---- the other kit tracers ("histograms") -------------------------------------------------
+  private async startKit(k: KitExport): Promise<void> {
+    if (this.stopping) return;
+    const h = this.health.get(k.name)!;
+    try {
+      await k.start(this.env, {
+        update: (u) => (h.lostNow = u.dropped),
+        ended: (message) => this.tracerEnded(k.name, message, () => this.startKit(k)),
+      });
+      h.up = true;
+      h.lastError = undefined;
+    } catch (e) {
+      this.tracerFailed(k.name, e, () => this.startKit(k));
+    }
   }
 
   // ---- profiles on request ----------------------------------------------------------------
@@ -369,7 +399,7 @@ export class Agent {
       let v = verdict.get(pid);
       if (v === undefined) {
         const info = processInfo(pid);
-        v = info ? info.jvm !== undefined && this.select.covers(info.jvm.main, cgroupOfPid(pid)) : (this.jvms.get(pid)?.covered ?? false);
+        v = info ? info.jvm !== undefined && this.select.covers(info.jvm.main, cgroupOfPid(pid), this.containers.of(pid)?.id) : (this.jvms.get(pid)?.covered ?? false);
         verdict.set(pid, v);
       }
       return v;
@@ -423,7 +453,7 @@ export class Agent {
       );
     if (!this.select.coversMain(main)) return Promise.reject(new RequestError(403, `pid ${pid} (${main}) is not a JVM this agent covers: add its main class to "jvm": {"mainClasses": [...]} in the config`));
     const cgroup = cgroupOfPid(pid);
-    if (!this.select.coversCgroup(cgroup)) return Promise.reject(new RequestError(403, `pid ${pid} (${main}) is not a JVM this agent covers: its cgroup ${cgroup ?? '(unknown)'} is not in "jvm": {"containers": [...]} of the config; add its container id or cgroup path there`));
+    if (!this.select.coversCgroup(cgroup, this.containers.of(pid)?.id)) return Promise.reject(new RequestError(403, `pid ${pid} (${main}) is not a JVM this agent covers: its cgroup ${cgroup ?? '(unknown)'} is not in "jvm": {"containers": [...]} of the config; add its container id or cgroup path there`));
     return this.pull(
       `alloc:${pid}:${readStat(pid)?.startTime ?? 0}`,
       'java-heap',
@@ -451,6 +481,8 @@ export class Agent {
     h.lastError = message;
     if (id === 'java-gc') this.gcSession = undefined;
     if (id === 'runqlat') this.runqSession = undefined;
+    const kit = this.kits.get(id as KitExportName);
+    if (kit) kit.session = undefined;
     this.warn(`ebpf-studio agent: ${id} ended: ${message} (restarting in ${RETRY_MS / 1000} s)`);
     if (!this.stopping) this.timers.push(setTimeout(() => void retry(), RETRY_MS));
   }
@@ -461,6 +493,7 @@ export class Agent {
     x.histogram('ebpf_studio_jvm_gc_pause_seconds', 'Stop-the-world GC pauses of each JVM, from HotSpot USDT gc__begin/gc__end (one per collection as the JVM counts it).', this.gcPause);
     x.histogram('ebpf_studio_jvm_safepoint_seconds', 'Safepoints of each JVM (every Java thread stopped), from hs_private:safepoint__begin/end.', this.safepoint);
     x.histogram('ebpf_studio_runqueue_latency_seconds', 'Time runnable threads waited for a CPU (sched_wakeup to sched_switch), kernel log2 buckets; _sum estimated at bucket middles; per cgroup: the waiting thread\'s cgroup v2 path, "other" past runqueue.maxCgroups.', this.runq);
+    for (const k of this.kits.values()) x.histogram(k.metric, k.help, k.hist);
     x.family('ebpf_studio_jvms_traced', 'gauge', 'JVMs whose GC pauses are exported (running or exited within forgetExitedAfterSeconds).');
     x.sample('ebpf_studio_jvms_traced', {}, [...this.jvms.values()].filter((j) => j.covered).length);
     x.family('ebpf_studio_tracer_up', 'gauge', '1 while the tracer is attached (profile: ready to sample on request), 0 after it failed.');
@@ -487,9 +520,10 @@ export class Agent {
     for (const t of this.timers) clearTimeout(t);
     for (const cancel of [...this.cancels]) cancel();
     const running = [...this.runs.values()].map((r) => r.catch(() => undefined));
-    await Promise.all([this.gcSession?.stop(), this.runqSession?.stop(), ...running]);
+    await Promise.all([this.gcSession?.stop(), this.runqSession?.stop(), ...[...this.kits.values()].map((k) => k.session?.stop()), ...running]);
     this.gcSession = undefined;
     this.runqSession = undefined;
+    for (const k of this.kits.values()) k.session = undefined;
   }
 }
 

@@ -8,9 +8,14 @@
 //   "jvm": { "enabled": true, "mainClasses": ["com.example.Main"], "containers": ["4f1c2e9a0b7d", "/machine.slice/systemd-nspawn@web.service"], "minPauseUs": 0 },
 //   "runqueue": { "enabled": true, "per": "system", "intervalSeconds": 5, "maxCgroups": 100 },  // per: system | pidns | cgroup
 //   "profile": { "enabled": true, "frequency": 99, "maxSeconds": 60, "offcpu": true, "allocs": true },
+//   "histograms": { "biolatency": { "per": "disk", "queued": false, "intervalSeconds": 5, "maxSeries": 100 }, "tcplat": {}, "cpudist": {} },
 //   "forgetExitedAfterSeconds": 300
 // }
 import { inputError } from '../protocol/errors';
+import { histogramOf, HISTOGRAM_TRACERS } from '../protocol/catalog';
+import type { HistOptions } from '../protocol/histogram';
+import { kitTracers } from '../tracers/index';
+import type { HistName } from '../tracers/histTracer';
 import { readTrusted } from './files';
 import { containerEntryKind } from './select';
 
@@ -24,16 +29,61 @@ export interface AgentConfig {
   runqueue: { enabled: boolean; per: 'system' | 'pidns' | 'cgroup'; intervalSeconds: number; maxCgroups: number };
   /** enabled: profiles on request at all; offcpu: /debug/pprof/offcpu; allocs: /debug/pprof/allocs (loads the JVMTI agent into the JVM asked for) */
   profile: { enabled: boolean; frequency: number; maxSeconds: number; offcpu: boolean; allocs: boolean };
+  /** the log2-histogram tracers exported as Prometheus histograms, off unless named (runqlat is "runqueue") */
+  histograms: Partial<Record<KitExportName, KitExportConfig>>;
   /** series of a JVM that exited are dropped this long after its exit */
   forgetExitedAfterSeconds: number;
+}
+
+/** The kit tracers "histograms" may name: all but runqlat, which has its own section. */
+export type KitExportName = Exclude<HistName, 'runqlat'>;
+export const KIT_EXPORTS = HISTOGRAM_TRACERS.filter((n): n is KitExportName => n !== 'runqlat');
+
+export interface KitExportConfig {
+  enabled: boolean;
+  /** the session's options (system-wide, µs, intervalSeconds, not retained): per and the tracer's flags as configured */
+  options: HistOptions & Record<string, unknown>;
+  /** at most this many series per key; the others count under the key "other" */
+  maxSeries: number;
 }
 
 export const DEFAULT_CONFIG: AgentConfig = {
   jvm: { enabled: true, minPauseUs: 0 },
   runqueue: { enabled: true, per: 'system', intervalSeconds: 5, maxCgroups: 100 },
   profile: { enabled: true, frequency: 99, maxSeconds: 60, offcpu: true, allocs: true },
+  histograms: {},
   forgetExitedAfterSeconds: 300,
 };
+
+/** The helpers parseConfig reads its sections with (each names the file and line at fault). */
+interface Readers {
+  obj(v: unknown, path: string[]): Record<string, unknown>;
+  only(o: Record<string, unknown>, path: string[], keys: string[]): void;
+  bool(o: Record<string, unknown>, path: string[], k: string, d: boolean): boolean;
+  num(o: Record<string, unknown>, path: string[], k: string, d: number, min: number, max: number): number;
+  fail(path: string[], what: string): never;
+  show(v: unknown): string;
+}
+
+/** histograms.<tracer>: its "per" mode and flags (the catalog's), checked as the tracer checks them. */
+function kitExport(name: KitExportName, raw: unknown, r: Readers): KitExportConfig {
+  const path = ['histograms', name];
+  const o = r.obj(raw, path);
+  const nouns = histogramOf(name);
+  const pers = Object.keys(nouns.keyLabels);
+  const flags = nouns.flags ?? [];
+  r.only(o, path, ['enabled', 'per', 'intervalSeconds', 'maxSeries', ...flags]);
+  const per = o.per ?? 'none';
+  if (typeof per !== 'string' || !pers.includes(per)) r.fail([...path, 'per'], `must be ${pers.map((p) => `"${p}"`).join(', ')}, not ${r.show(per)}`);
+  const own = Object.fromEntries(flags.map((f) => [f, r.bool(o, path, f, false)]));
+  const options = { pid: 0, per: per as string, unit: 'us' as const, intervalS: r.num(o, path, 'intervalSeconds', 5, 1, 300), retain: false, ...own };
+  try {
+    kitTracers[name].validate(options);
+  } catch (e) {
+    r.fail(path, `is not a valid combination: ${(e as Error).message}`);
+  }
+  return { enabled: r.bool(o, path, 'enabled', true), options, maxSeries: r.num(o, path, 'maxSeries', 100, 1, 10000) };
+}
 
 /** 1-based line of a character offset. */
 function lineAt(text: string, offset: number): number {
@@ -107,7 +157,7 @@ export function parseConfig(text: string, file: string, echo = true): AgentConfi
   };
 
   const top = obj(raw, []);
-  only(top, [], ['listen', 'tls', 'auth', 'jvm', 'runqueue', 'profile', 'forgetExitedAfterSeconds']);
+  only(top, [], ['listen', 'tls', 'auth', 'jvm', 'runqueue', 'profile', 'histograms', 'forgetExitedAfterSeconds']);
   const cfg: AgentConfig = structuredClone(DEFAULT_CONFIG);
   const listen = str(top, [], 'listen');
   if (listen) cfg.listen = listen;
@@ -162,6 +212,11 @@ export function parseConfig(text: string, file: string, echo = true): AgentConfi
     cfg.profile.maxSeconds = num(p, ['profile'], 'maxSeconds', 60, 1, 3600);
     cfg.profile.offcpu = bool(p, ['profile'], 'offcpu', true);
     cfg.profile.allocs = bool(p, ['profile'], 'allocs', true);
+  }
+  if (top.histograms !== undefined) {
+    const h = obj(top.histograms, ['histograms']);
+    only(h, ['histograms'], KIT_EXPORTS);
+    for (const name of KIT_EXPORTS) if (h[name] !== undefined) cfg.histograms[name] = kitExport(name, h[name], { obj, only, bool, num, fail, show });
   }
   cfg.forgetExitedAfterSeconds = num(top, [], 'forgetExitedAfterSeconds', 300, 0, 7 * 24 * 3600);
   return cfg;

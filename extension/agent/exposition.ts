@@ -5,6 +5,9 @@
 // series come and go with the JVMs it follows. What is needed is small: HELP/TYPE lines, label
 // escaping, cumulative buckets with _sum and _count, and `promtool check metrics` stays clean.
 
+import type { Bucket } from '../protocol/histogram';
+import { fromBuckets } from '../model/log2hist';
+
 export type Labels = Record<string, string>;
 
 /** GC pauses and safepoints: 1-2-5 steps per decade from 10 µs to 10 s, so histogram_quantile
@@ -15,6 +18,16 @@ export const PAUSE_BUCKETS_S = [1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 
  * re-bucketing them would invent precision the kernel never had. Slot i counts waits below 2^i µs. */
 export const RUNQ_SLOTS = 25;
 export const RUNQ_BUCKETS_S = Array.from({ length: RUNQ_SLOTS }, (_, i) => 2 ** i * 1e-6);
+
+/** Kernel log2 buckets in µs (the kit's, bucket i counts 2^(i-1) <= v < 2^i µs) added to RUNQ_BUCKETS_S series. */
+export function addLog2(h: Histograms, labels: Labels, buckets: Bucket[]): void {
+  const slots = fromBuckets(buckets);
+  const counts = slots.slice(0, RUNQ_SLOTS);
+  const over = slots.slice(RUNQ_SLOTS).reduce((a, b) => a + b, 0);
+  // The kernel keeps counts only: the sum is estimated at each bucket's middle (1.5 × 2^(i-1) µs).
+  const sum = slots.reduce((acc, c, i) => acc + c * (i === 0 ? 0.5 : 1.5 * 2 ** (i - 1)), 0) * 1e-6;
+  h.add(labels, counts, over, sum);
+}
 
 /** A histogram per label set, over fixed upper bounds (seconds). */
 export class Histograms {

@@ -15,6 +15,8 @@ import { isLoopback, listen, parseListen, prepareListen, RequestError, type Endp
 import { StudioError } from '../../extension/protocol/errors';
 import { CgroupNames, cgroup2Mount, parseProcCgroup } from '../../extension/sys/cgroup';
 import { JvmSelector, containerIds, containerLabel } from '../../extension/agent/select';
+import { KitExport } from '../../extension/agent/kitMetrics';
+import type { HistUpdate } from '../../extension/protocol/histogram';
 
 function configError(text: string): string {
   try {
@@ -246,4 +248,35 @@ test('container selection: ids from docker, podman, containerd, CRI-O cgroup pat
   assert.ok(!both.covers('com.example.Billing', cg.docker), 'right container, other main class');
   assert.ok(!both.covers('com.example.Orders', cg.podman), 'right main class, other container');
   assert.ok(new JvmSelector(['Orders']).covers('com.example.Orders', undefined), 'main classes alone do not look at cgroups');
+});
+
+test('config "histograms": a kit tracer by catalog name, its per mode and flags checked as the tracer checks them', () => {
+  const c = parseConfig('{"histograms": {"biolatency": {"per": "disk", "queued": true}, "tcplat": {"rtt": true, "intervalSeconds": 2}}}', 'a.json');
+  assert.deepEqual(c.histograms.biolatency, { enabled: true, options: { pid: 0, per: 'disk', unit: 'us', intervalS: 5, retain: false, queued: true }, maxSeries: 100 });
+  assert.equal(c.histograms.tcplat!.options.intervalS, 2);
+  assert.equal(c.histograms.cpudist, undefined, 'off unless named');
+  assert.match(configError('{\n "histograms": {\n  "runqlat": {}\n }\n}'), /^agent\.json:3: histograms\.runqlat is not a known key: use one of biolatency, cpudist, tcplat/);
+  assert.match(configError('{"histograms": {"biolatency": {"per": "thread"}}}'), /histograms\.biolatency\.per must be "none", "disk", "process", not "thread"/);
+  assert.match(configError('{"histograms": {"cpudist": {"queued": true}}}'), /histograms\.cpudist\.queued is not a known key/);
+  assert.match(configError('{"histograms": {"tcplat": {"rtt": true, "per": "process"}}}'), /histograms\.tcplat is not a valid combination: .*--rtt does not go with --pid or --per-process/);
+});
+
+test('a kit tracer exported: one family per flag set, keys named, series bounded by maxSeries', () => {
+  const cfg = parseConfig('{"histograms": {"cpudist": {"per": "process", "offcpu": true, "maxSeries": 2}, "biolatency": {"per": "disk"}}}', 'a.json');
+  const cpu = new KitExport('cpudist', cfg.histograms.cpudist!);
+  const bio = new KitExport('biolatency', cfg.histograms.biolatency!);
+  const key = (k: number, comm: string, count: number) => ({ key: k, comm, count, buckets: [{ low: 4, high: 7, count }] });
+  const feed = (e: KitExport, keys: ReturnType<typeof key>[]) => (e as unknown as { add(u: HistUpdate): void }).add({ interval: { timestampNs: 1, buckets: [] }, keys, dropped: 0 });
+  feed(cpu, [key(10, 'a', 1), key(11, 'b', 2), key(12, 'c', 3)]);
+  feed(bio, [key((254 << 20) | 0, 'vda', 5)]);
+  const x = new Exposition().histogram(cpu.metric, cpu.help, cpu.hist).histogram(bio.metric, bio.help, bio.hist).text();
+  assert.equal(cpu.metric, 'ebpf_studio_cpudist_offcpu_seconds');
+  assert.match(x, /^ebpf_studio_cpudist_offcpu_seconds_count\{pid="10",comm="a"\} 1$/m);
+  assert.match(x, /^ebpf_studio_cpudist_offcpu_seconds_count\{pid="other"\} 3$/m);
+  assert.match(x, /^ebpf_studio_biolatency_seconds_bucket\{disk="vda",le="0.000008"\} 5$/m);
+  assert.match(x, /^ebpf_studio_biolatency_seconds_bucket\{disk="vda",le="0.000004"\} 0$/m);
+  cpu.forgetIdle(Date.now() + 1000, 500);
+  assert.equal(cpu.hist.size, 0);
+  const check = fs.existsSync('/usr/bin/promtool') ? spawnSync('/usr/bin/promtool', ['check', 'metrics'], { input: x, encoding: 'utf8' }) : undefined;
+  if (check) assert.equal(`${check.stdout}${check.stderr}`.trim(), '', 'promtool check metrics');
 });
