@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { buildWorkloads, cli, root, type BenchContext, type Row } from './lib';
+import { buildWorkloads, cli, JAVA_HOME, root, type BenchContext, type Row } from './lib';
 import { machine } from './machine';
 import { benchJavaGc } from './javaGcOverhead';
 import { benchMemleak } from './memleakOverhead';
@@ -29,6 +29,7 @@ import { benchJavaHeap } from './javaHeapOverhead';
 import { benchAgent } from './agentOverhead';
 import { benchOffcpu } from './offcpuOverhead';
 import { benchJavaWalk } from './javaWalk';
+import { benchJfr } from './jfrParse';
 
 interface Group {
   id: string;
@@ -61,6 +62,7 @@ const GROUPS: Group[] = [
   { id: 'agent', run: benchAgent, missing: () => needsObject('java-gc')() ?? needsObject('runqlat')() ?? (fs.existsSync('/usr/lib/jvm/java-17-openjdk-amd64/bin/java') ? undefined : 'no JDK 17 (apt-get install openjdk-17-jdk-headless)') },
   { id: 'java-agent', run: benchJavaAgent, missing: () => needsTracer('profile')() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
   { id: 'java-walk', run: (ctx) => benchJavaWalk(ctx, cli), missing: () => needsTracer('profile')() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
+  { id: 'jfr', run: benchJfr, missing: () => (fs.existsSync(path.join(JAVA_HOME, 'bin', 'javac')) ? undefined : 'no JDK 17 (apt-get install openjdk-17-jdk-headless)') },
 ];
 
 function usage(): never {
