@@ -94,6 +94,7 @@ class HistSession<N extends HistName> {
   private readonly epochs: HistEpochs;
   private dropped = 0;
   private closed = false;
+  private ending = false;
   private reading: Promise<void> = Promise.resolve();
   private readonly timer: NodeJS.Timeout;
   private readonly unwatch: () => void;
@@ -109,12 +110,12 @@ class HistSession<N extends HistName> {
     this.agg = new HistAggregate(spec.name, options.per, options.unit, options.retain !== false);
     this.epochs = new HistEpochs(obj, HIST_KEY_SIZE);
     this.timer = setInterval(() => void this.tick(), options.intervalS * 1000);
-    this.unwatch = target ? watchTarget(target, () => this.ended()) : () => undefined;
+    this.unwatch = target ? watchTarget(target, () => void this.ended()) : () => undefined;
   }
 
   private async tick(): Promise<void> {
     await this.serial(false);
-    if (this.target && !this.closed && !sameProcess(this.target)) this.ended();
+    if (this.target && !this.closed && !sameProcess(this.target)) await this.ended();
   }
 
   private async collect(final: boolean): Promise<void> {
@@ -141,8 +142,11 @@ class HistSession<N extends HistName> {
     this.obj.close();
   }
 
-  private ended(): void {
-    if (this.closed) return;
+  private async ended(): Promise<void> {
+    if (this.closed || this.ending) return;
+    this.ending = true;
+    // The target's last interval is read before the programs go: its final events are in it.
+    await this.serial(true);
     this.close();
     this.events.ended('target-exited', `process ${this.options.pid} exited`);
   }

@@ -12,7 +12,10 @@
 // counts its throttling) has a clearly higher run-queue p99 than a free one. Of two JVMs, one moved
 // into a cgroup named as docker names a container's, an agent configured with that container id
 // exports the GC pauses of that one only and refuses the other's allocation profile. Bad input: a port in use, an unreadable or invalid config (exit 2,
-// the line at fault), a non-loopback address without TLS (refused, with the fix). Closed by default:
+// the line at fault), a non-loopback address without TLS (refused, with the fix). The kit tracers'
+// histograms ("histograms" in the config), scraped by Prometheus: the I/Os of a loop disk of the
+// test's own equal libbpf-tools biolatency -D's count, connects to 127.0.0.2 the test's count, and a
+// sleeper's on-CPU runs our `cpudist --pid`'s. Closed by default:
 // the first test's agent runs as installed (the token --make-token writes) and Prometheus scrapes it
 // with authorization.credentials_file; a missing token or a group-writable config stops the start.
 import { after, before, describe, test } from 'node:test';
@@ -23,10 +26,11 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { cliJs, javaAgentSkipReason, kernelSkipReason, markerLines, programIdsLoaded, repoRoot, runCli, sleep, startCli, waitFor } from '../helpers';
+import { cliJs, javaAgentSkipReason, kernelSkipReason, loadedPrograms, markerLines, programIdsLoaded, repoRoot, runCli, sleep, startCli, waitFor } from '../helpers';
 import { GcWorkloads, jdk, noJdkReason } from './gcWorkload';
 import { cgroup2Mount } from '../../extension/sys/cgroup';
 import { loadProfileBytes } from '../../extension/sys/profileFile';
+import { parseBccHistograms } from './bccText';
 
 const prometheus = ['/usr/bin/prometheus'].find((p) => fs.existsSync(p));
 const promtool = ['/usr/bin/promtool'].find((p) => fs.existsSync(p));
@@ -65,6 +69,19 @@ function progIdsOf(pid: number): number[] {
     }
   }
   return [...new Set(ids)];
+}
+
+/** Debian's Prometheus scraping the agent at 127.0.0.1:agentPort every `every` (with a bearer token file if given). */
+async function startPrometheus(name: string, agentPort: number, every: string, tokenFile?: string) {
+  const promPort = await freePort();
+  const promCfg = path.join(work, `${name}.yml`);
+  const auth = tokenFile ? `    authorization:\n      type: Bearer\n      credentials_file: ${tokenFile}\n` : '';
+  fs.writeFileSync(promCfg, `global:\n  scrape_interval: ${every}\n  scrape_timeout: ${every}\nscrape_configs:\n  - job_name: ebpf-studio\n${auth}    static_configs:\n      - targets: ['127.0.0.1:${agentPort}']\n`);
+  const child = spawn(prometheus!, [`--config.file=${promCfg}`, `--storage.tsdb.path=${path.join(work, `${name}-tsdb`)}`, `--web.listen-address=127.0.0.1:${promPort}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+  children.push(child);
+  let log = '';
+  child.stderr!.on('data', (d) => (log += d));
+  return { child, base: `http://127.0.0.1:${promPort}`, log: () => log };
 }
 
 async function promQuery(base: string, q: string): Promise<number | undefined> {
@@ -125,6 +142,31 @@ function quantile(h: { le: number[]; cum: number[]; count: number }, q: number):
   const below = i > 0 ? h.cum[i - 1] : 0;
   if (!Number.isFinite(h.le[i])) return lower;
   return lower + ((h.le[i] - lower) * (rank - below)) / Math.max(1, h.cum[i] - below);
+}
+
+/**
+ * A process that sleeps 2 ms RUNS times once told to go, traced by `ebpf-studio cpudist --pid`
+ * meanwhile; run() lets it go and gives the CLI's count of its on-CPU runs.
+ */
+async function cpudistBeside(): Promise<{ pid: number; run(): Promise<{ runs: number }> }> {
+  const RUNS = 1000;
+  const sleeper = spawn(process.execPath, ['-e', `process.stdin.once('data',()=>{const a=new Int32Array(new SharedArrayBuffer(4));for(let i=0;i<${RUNS};i++)Atomics.wait(a,0,0,2);process.exit(0)})`], { stdio: ['pipe', 'ignore', 'ignore'] });
+  children.push(sleeper);
+  const before = new Set(loadedPrograms().map((p) => p.id));
+  const cli = startCli(['cpudist', '--pid', String(sleeper.pid), '--json']);
+  children.push(cli.child);
+  assert.ok(await waitFor(() => loadedPrograms().filter((p) => !before.has(p.id) && /^cpu_(switch|exit)_/.test(p.name)).length === 2, 20_000), `cpudist --pid did not attach: ${cli.stderr()}`);
+  await sleep(300);
+  return {
+    pid: sleeper.pid!,
+    async run() {
+      sleeper.stdin!.write('go\n');
+      const r = await cli.done;
+      assert.equal(r.code, 0, r.stderr);
+      const result = JSON.parse(r.stdout) as { histograms: { count: number }[] };
+      return { runs: result.histograms.reduce((a, h) => a + h.count, 0) };
+    },
+  };
 }
 
 /**
@@ -218,17 +260,8 @@ describe('ebpf-studio agent', { skip }, () => {
       assert.equal((await fetch(`${base}/metrics`)).status, 401, 'the agent answers without its token');
 
       // Prometheus, scraping the agent every 2 s with the token file (authorization.credentials_file).
-      const promPort = await freePort();
-      const promCfg = path.join(work, 'prometheus.yml');
-      fs.writeFileSync(
-        promCfg,
-        `global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\nscrape_configs:\n  - job_name: ebpf-studio\n    authorization:\n      type: Bearer\n      credentials_file: ${tokenFile}\n    static_configs:\n      - targets: ['127.0.0.1:${agentPort}']\n`,
-      );
-      const prom = spawn(prometheus!, [`--config.file=${promCfg}`, `--storage.tsdb.path=${path.join(work, 'tsdb')}`, `--web.listen-address=127.0.0.1:${promPort}`], { stdio: ['ignore', 'ignore', 'pipe'] });
-      children.push(prom);
-      let promLog = '';
-      prom.stderr!.on('data', (d) => (promLog += d));
-      const promBase = `http://127.0.0.1:${promPort}`;
+      const prom = await startPrometheus('prometheus', agentPort, '2s', tokenFile);
+      const promBase = prom.base;
       const promStarted = Date.now();
 
       // A HotMethod JVM for the profile, and the GC workload with -Xlog:gc to a file.
@@ -295,7 +328,7 @@ describe('ebpf-studio agent', { skip }, () => {
         if (Date.now() - promStarted >= 20_000 && Date.now() - exitedAt >= 5_000 && count === logged.length) break;
         await sleep(1000);
       }
-      assert.equal(count, logged.length, `Prometheus counted ${count} GC pauses, -Xlog:gc logged ${logged.length}\n${promLog.slice(-2000)}`);
+      assert.equal(count, logged.length, `Prometheus counted ${count} GC pauses, -Xlog:gc logged ${logged.length}\n${prom.log().slice(-2000)}`);
       const p99 = await promQuery(promBase, `histogram_quantile(0.99, sum by (le) (ebpf_studio_jvm_gc_pause_seconds_bucket{pid="${jvm.pid}"}))`);
       const sorted = [...logged].sort((x, y) => x - y);
       const logP99 = sorted[Math.min(sorted.length - 1, Math.ceil(0.99 * sorted.length) - 1)];
@@ -309,7 +342,7 @@ describe('ebpf-studio agent', { skip }, () => {
       const done = await agent.done;
       assert.equal(done.code, 0, `the agent exited with ${done.code}: ${done.stderr}`);
       assert.deepEqual(programIdsLoaded(ours), [], 'BPF programs of the agent are still loaded after SIGTERM');
-      prom.kill('SIGTERM');
+      prom.child.kill('SIGTERM');
     } finally {
       workloads.dispose();
     }
@@ -592,6 +625,77 @@ describe('ebpf-studio agent', { skip }, () => {
       await Promise.all([free, starved].map((c) => (c.exitCode !== null || c.signalCode !== null ? undefined : new Promise((r) => c.once('exit', r)))));
       if (agent) await agent.done;
       cg.remove();
+    }
+  });
+
+  test('kit histograms through Prometheus: biolatency I/Os of a loop disk as libbpf-tools biolatency -D counts them, tcplat connects and cpudist runs as the workload and our CLI do', { timeout: 120_000 }, async (t) => {
+    const bio = '/usr/sbin/biolatency';
+    if (!fs.existsSync(bio)) return t.skip(`${bio} is missing (apt-get install libbpf-tools)`);
+    // A disk of its own: only the workload's I/O lands on it, so both tools' counts are exact whatever else the machine does.
+    const backing = path.join('/var/tmp', `ebpf-studio-agent-loop-${process.pid}.img`);
+    fs.writeFileSync(backing, '');
+    fs.truncateSync(backing, 64 << 20);
+    const lo = spawnSync('losetup', ['--find', '--show', '--direct-io=on', backing], { encoding: 'utf8' });
+    if (lo.status !== 0) {
+      fs.rmSync(backing, { force: true });
+      return t.skip(`losetup could not attach a loop device: ${lo.stderr.trim()}`);
+    }
+    const dev = lo.stdout.trim();
+    const disk = path.basename(dev);
+    const cfg = path.join(work, 'histograms.json');
+    const histograms = { biolatency: { per: 'disk', intervalSeconds: 1 }, tcplat: { per: 'address', intervalSeconds: 1 }, cpudist: { per: 'process', intervalSeconds: 1, maxSeries: 10000 } };
+    fs.writeFileSync(cfg, JSON.stringify({ jvm: { enabled: false }, runqueue: { enabled: false }, profile: { enabled: false }, histograms }));
+    const agent = startCli(['agent', '--listen', '127.0.0.1:0', '--insecure-no-auth', '--config', cfg]);
+    children.push(agent.child);
+    const listener = net.createServer((sock) => sock.destroy());
+    try {
+      assert.ok(await waitFor(() => /serving (http:\/\/[^/]+)\/metrics/.test(agent.stderr()), 30_000), `the agent did not start: ${agent.stderr()}`);
+      const base = /serving (http:\/\/[^/]+)\/metrics/.exec(agent.stderr())![1];
+      const prom = await startPrometheus('histograms', Number(new URL(base).port), '1s');
+      const bcc = spawn('stdbuf', ['-oL', bio, '-D'], { stdio: ['ignore', 'pipe', 'ignore'] });
+      children.push(bcc);
+      let bccOut = '';
+      bcc.stdout!.on('data', (d) => (bccOut += d));
+      const bccDone = new Promise((r) => bcc.on('exit', r));
+      assert.ok(await waitFor(() => /Tracing block device I\/O/.test(bccOut), 20_000), `${bio} did not attach: ${bccOut}`);
+      const cpu = await cpudistBeside();
+      // 127.0.0.2: an address nothing else on the machine connects to.
+      await new Promise<void>((r) => listener.listen(0, '127.0.0.2', () => r()));
+      const port = (listener.address() as net.AddressInfo).port;
+      const CONNECTS = 200;
+      for (let i = 0; i < CONNECTS; i++) await new Promise<void>((r) => net.connect(port, '127.0.0.2').on('connect', function (this: net.Socket) { this.destroy(); r(); }).on('error', () => r()));
+      const IOS = 2000;
+      const dd = spawnSync('sh', ['-c', `dd if=/dev/zero of=${dev} bs=4k count=${IOS} oflag=direct status=none && dd if=${dev} of=/dev/null bs=4k count=${IOS} iflag=direct status=none`]);
+      assert.equal(dd.status, 0, String(dd.stderr));
+      const cli = await cpu.run();
+
+      // The agent reads each second and Prometheus scrapes each second: wait until Prometheus holds the final counts.
+      const queries = { io: `sum(ebpf_studio_biolatency_seconds_count{disk="${disk}"})`, connects: 'sum(ebpf_studio_tcplat_seconds_count{address="127.0.0.2"})', runs: `sum(ebpf_studio_cpudist_seconds_count{pid="${cpu.pid}"})` };
+      const got: Record<string, number | undefined> = {};
+      const settled = async () => {
+        for (const [k, q] of Object.entries(queries)) got[k] = await promQuery(prom.base, q).catch(() => undefined);
+        return got.io === 2 * IOS && got.connects === CONNECTS && got.runs !== undefined && got.runs >= cli.runs * 0.97;
+      };
+      const deadline = Date.now() + 30_000;
+      while (!(await settled()) && Date.now() < deadline) await sleep(1000);
+      bcc.kill('SIGINT');
+      await bccDone;
+      const theirs = (parseBccHistograms(bccOut).get(disk) ?? []).reduce((a, b) => a + b[2], 0);
+      const metrics = await (await fetch(`${base}/metrics`)).text();
+      const check = spawnSync(promtool!, ['check', 'metrics'], { input: metrics, encoding: 'utf8' });
+      assert.equal(`${check.stdout}${check.stderr}`.trim(), '', `promtool check metrics reported: ${check.stdout}${check.stderr}`);
+      t.diagnostic(`through Prometheus: ${got.io} I/Os on ${disk} (libbpf-tools biolatency -D: ${theirs}, dd: ${2 * IOS}); ${got.connects} connects to 127.0.0.2 (made: ${CONNECTS}); ${got.runs} on-CPU runs of pid ${cpu.pid} (ebpf-studio cpudist --pid: ${cli.runs})`);
+      assert.equal(theirs, 2 * IOS, `libbpf-tools biolatency -D counted ${theirs} I/Os on ${disk}, dd made ${2 * IOS}`);
+      assert.equal(got.io, theirs, `Prometheus has ${got.io} I/Os on ${disk}, libbpf-tools biolatency ${theirs}`);
+      assert.equal(got.connects, CONNECTS, `Prometheus has ${got.connects} connects to 127.0.0.2, the test made ${CONNECTS}`);
+      assert.ok(got.runs !== undefined && Math.abs(got.runs - cli.runs) <= cli.runs * 0.03 + 5, `Prometheus has ${got.runs} runs of pid ${cpu.pid}, ebpf-studio cpudist --pid ${cli.runs}`);
+      prom.child.kill('SIGTERM');
+    } finally {
+      listener.close();
+      agent.child.kill('SIGTERM');
+      await agent.done;
+      spawnSync('losetup', ['-d', dev]);
+      fs.rmSync(backing, { force: true });
     }
   });
 

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { HistResult } from '../../extension/protocol/histogram';
 import { kernelSkipReason, loadedPrograms, startCli, waitFor } from '../helpers';
+import { parseBccHistograms } from './bccText';
 
 const BCC = '/usr/sbin/biolatency';
 const skip = kernelSkipReason() ?? (fs.existsSync(BCC) ? undefined : `${BCC} is missing (apt-get install libbpf-tools)`);
@@ -28,19 +29,6 @@ function workload(file: string): { done: Promise<void> } {
   const script = `dd if=/dev/zero of=${file} bs=4k count=${IOS} oflag=direct status=none && dd if=${file} of=/dev/null bs=4k iflag=direct status=none && sync`;
   const child = spawn('sh', ['-c', script], { stdio: 'ignore' });
   return { done: new Promise((r) => child.on('exit', () => r())) };
-}
-
-/** libbpf-tools' text histogram: [low, high, count] per line, per "disk = X" block. */
-function parseBcc(text: string): Map<string, [number, number, number][]> {
-  const out = new Map<string, [number, number, number][]>();
-  let disk = 'all';
-  for (const line of text.split('\n')) {
-    const d = /^disk = (\S+)/.exec(line.trim());
-    if (d) disk = d[1];
-    const m = /^\s*(\d+) -> (\d+)\s*: (\d+)/.exec(line);
-    if (m) (out.get(disk) ?? out.set(disk, []).get(disk)!).push([Number(m[1]), Number(m[2]), Number(m[3])]);
-  }
-  return out;
 }
 
 /** Shares of their buckets and of ours summed over the same ranges (their first bucket holds 0 and 1). */
@@ -81,7 +69,7 @@ async function sideBySide(ours: string[], theirs: string[], file: string) {
   await bccDone;
   const r = await run.done;
   assert.equal(r.code, 0, r.stderr);
-  return { ours: JSON.parse(r.stdout) as HistResult<'biolatency'>, theirs: parseBcc(bccOut) };
+  return { ours: JSON.parse(r.stdout) as HistResult<'biolatency'>, theirs: parseBccHistograms(bccOut) };
 }
 
 function assertClose(what: string, s: ReturnType<typeof shares>): void {
