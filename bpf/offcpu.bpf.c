@@ -16,6 +16,7 @@
 #include <bpf/bpf_core_read.h>
 #include "task.bpf.h"
 #include "fpchain.bpf.h"
+#include "cfi_walk.bpf.h"
 #include "offcpu.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -59,6 +60,10 @@ const volatile __u32 signal_euid = (__u32)-1;
 const volatile bool reuse_stacks = true;
 const volatile __u32 recheck_every = 64;
 const volatile __u32 recheck_max = 1024;
+/* User stacks of processes with unwind tables in cfi_procs walked by them (cfi_walk.bpf.h), so
+ * code without frame pointers keeps its callers; other processes by frame pointers as before.
+ * false: the verifier drops the table walk, and a switch costs what it did without it. */
+const volatile bool cfi_unwind = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -173,7 +178,8 @@ static __always_inline void stat_add(__u32 idx)
 
 /* Where the current thread (task, being switched out) blocks, cheaply: its user ip, sp and bp and
  * the hash of the frame-record chain from its bp (fpchain.bpf.h: the same signature means the same
- * user stack), the system call, its first argument (a file descriptor, a futex address) and ax
+ * user stack; with unwind tables, where frame pointers may not exist, the hash of the stack above
+ * sp, cfi_stack_signature), the system call, its first argument (a file descriptor, a futex address) and ax
  * (-ENOSYS until the call returns, then its result); switch_out adds why it blocks (the state: a
  * page fault inside the same call sleeps uninterruptibly elsewhere in the kernel). The kernel
  * stack is not read (its depth is randomized per system call, CONFIG_RANDOMIZE_KSTACK_OFFSET):
@@ -191,7 +197,14 @@ static __always_inline long block_signature(struct task_struct *task, __u64 *sig
 	sig[0] = regs->ip;
 	sig[1] = regs->sp;
 	sig[2] = regs->bp;
-	sig[3] = fpchain_hash(sig[2], &frames, deep);
+	if (cfi_unwind) {
+		/* walked by tables: a frame-pointer chain need not exist */
+		sig[3] = cfi_stack_signature(sig[1]);
+		frames = 0;
+		*deep = false;
+	} else {
+		sig[3] = fpchain_hash(sig[2], &frames, deep);
+	}
 	sig[4] = frames;
 	sig[5] = nr << 8; /* switch_out adds the state in the low byte */
 	sig[6] = regs->di;
@@ -367,6 +380,21 @@ int BPF_PROG(sys_exit_btf)
 	return 0;
 }
 
+/* The current task's user stack: by its unwind tables when it has them, else by frame pointers. */
+static __always_inline __s32 user_stackid(void *ctx, struct task_struct *task)
+{
+	struct pt_regs *regs;
+	long id;
+
+	if (cfi_unwind) {
+		regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		id = cfi_user_stackid(task->tgid, regs->ip, regs->sp, regs->bp, OFFCPU_MAX_DEPTH);
+		if (id != -ENOENT)
+			return id;
+	}
+	return bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+}
+
 static __always_inline bool same_signature(const __u64 *a, const __u64 *b)
 {
 	for (int i = 0; i < OFFCPU_SIG_WORDS; i++)
@@ -428,7 +456,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 		/* the kernel walk starts at this program (the call site's address): skip that frame, or
 		 * each call site of the compiled program would make another stack of the same path */
 		kid = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 1 & BPF_F_SKIP_FIELD_MASK) : -1;
-		uid = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+		uid = user_stacks ? user_stackid(ctx, prev) : -1;
 		stat_add(OFFCPU_STAT_WALKS);
 		if (pl) {
 			__u32 next_check = recheck_every;
@@ -565,7 +593,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	k.state = OFFCPU_STATE_ONCPU;
 	bpf_get_current_comm(k.comm, sizeof(k.comm));
 	k.kern_stack_id = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
-	k.user_stack_id = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+	k.user_stack_id = user_stacks ? user_stackid(ctx, bpf_get_current_task_btf()) : -1;
 	stat_add(OFFCPU_STAT_SAMPLES);
 	if (stack_lost(k.user_stack_id) || stack_lost(k.kern_stack_id))
 		stat_add(OFFCPU_STAT_LOST);

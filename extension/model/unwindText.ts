@@ -36,6 +36,7 @@ export function unwindSummary(u: UnwindInfo | undefined): string | undefined {
   if (!u) return undefined;
   const parts: string[] = [];
   if (u.mode === 'fp') parts.push('frame pointers (--unwind fp)');
+  else if (u.mode === 'cfi') parts.push(`unwind tables in the kernel (--unwind cfi${u.cfiTables ? `: ${plural(u.cfiTables.files, 'file')}, ${Math.round(u.cfiTables.bytes / 1024)} KiB` : ''})`);
   else if (u.modules) {
     const mods = codeModules(u);
     const cfi = mods.filter((m) => m.cfi !== 'none').length;
@@ -54,7 +55,11 @@ export function unwindDetails(u: UnwindInfo | undefined): string | undefined {
   if (!u) return undefined;
   const lines: string[] = [];
   if (u.mode === 'fp') lines.push('User stacks: frame pointers walked in the kernel (--unwind fp). Callers of code built without frame pointers are missing.');
-  else {
+  else if (u.mode === 'cfi') {
+    lines.push('User stacks: walked in the kernel by unwind tables compiled from each file\'s .eh_frame (--unwind cfi); code in files without them by frame pointers.');
+    const stops = Object.entries(u.cfiStops ?? {}).filter(([k, n]) => k !== 'end' && n > 0);
+    if (stops.length) lines.push(`Walks that stopped before the outermost frame: ${stops.map(([k, n]) => `${k} ${n}`).join(', ')}`);
+  } else {
     lines.push('User stacks: unwound by CFI (.eh_frame/.debug_frame, libdw); code without CFI by frame pointers.');
     if (u.modules) {
       const mods = codeModules(u);

@@ -21,6 +21,12 @@ export interface OffcpuOptions {
    * 'auto' (default) = agent when the JVM runs without -XX:+PreserveFramePointer.
    */
   java?: 'agent' | 'perfmap' | 'auto';
+  /**
+   * User stacks: 'fp' (default) walks frame pointers in the kernel; 'cfi' walks the target's
+   * unwind tables (compiled from .eh_frame, loaded into BPF maps) in the kernel, so callers of code
+   * built without frame pointers are kept. Needs a pid.
+   */
+  unwind?: 'fp' | 'cfi';
 }
 
 export const OFFCPU_DEFAULT_MIN_BLOCK_US = 1;

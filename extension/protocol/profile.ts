@@ -8,7 +8,8 @@ export type { FrameKind, JavaFrameType, ProfileFrame } from './frames';
 export { JAVA_FRAME_TYPES } from './frames';
 
 /** How user stacks are unwound: frame pointers in the kernel, or CFI (.eh_frame/.debug_frame) in user space from a stack copy. */
-export type UnwindMode = 'fp' | 'dwarf';
+/** fp: frame pointers walked in the kernel; dwarf: CFI in user space from a stack copy; cfi: unwind tables walked in the kernel */
+export type UnwindMode = 'fp' | 'dwarf' | 'cfi';
 export const UNWIND_CHOICES = ['auto', 'fp', 'dwarf'] as const;
 export type UnwindChoice = (typeof UNWIND_CHOICES)[number];
 
@@ -56,6 +57,9 @@ export interface UnwindInfo {
   javaAgent?: boolean;
   /** a JVM profiled without the agent: its JIT frames are named from the perf map it wrote */
   perfMap?: boolean;
+  /** cfi: the unwind tables in the kernel (files, rows, bytes) and how many walks stopped early, by why */
+  cfiTables?: { files: number; rows: number; bytes: number; fpMappings: number };
+  cfiStops?: Record<string, number>;
 }
 
 export interface ProfileUpdate {

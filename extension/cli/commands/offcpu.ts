@@ -20,7 +20,10 @@ export const OFFCPU_USAGE = `  --event E        cpu (default): on-CPU samples;
   --min-block-us N offcpu/wall: leave out off-CPU intervals shorter than N µs (default ${OFFCPU_DEFAULT_MIN_BLOCK_US})
                    a JVM (--java agent, or auto without -XX:+PreserveFramePointer): each blocked
                    thread's Java stack is taken by the agent when it returns from the blocking
-                   system call (a sleeping thread is never signalled)`;
+                   system call (a sleeping thread is never signalled)
+  --unwind fp|cfi  offcpu/wall user stacks: fp (default) walks frame pointers in the kernel; cfi
+                   walks the process's unwind tables (.eh_frame, loaded into the kernel) so code
+                   built without frame pointers keeps its callers (needs --pid)`;
 
 const ms = (us: number) => (us >= 10_000_000 ? `${(us / 1e6).toFixed(1)} s` : `${(us / 1000).toFixed(1)} ms`);
 
@@ -53,9 +56,12 @@ export function formatTimeSummary(r: ProfileResult, top = 20): string {
 }
 
 export async function runOffcpuProfile(event: 'offcpu' | 'wall', values: Values, pid: number | undefined, pprofFile: string | undefined, io: Io): Promise<number> {
-  for (const flag of ['unwind', 'stack-copy-kb', 'idle'] as const) {
-    if (values[flag] !== undefined) throw usageError(`--${flag} applies to --event cpu only: off-CPU and wall stacks are walked by frame pointers in the kernel (Java frames: --java)`);
+  for (const flag of ['stack-copy-kb', 'idle'] as const) {
+    if (values[flag] !== undefined) throw usageError(`--${flag} applies to --event cpu only: off-CPU and wall stacks are walked in the kernel (Java frames: --java)`);
   }
+  const unwind = values.unwind as string | undefined;
+  if (unwind !== undefined && unwind !== 'fp' && unwind !== 'cfi') throw usageError(`--unwind takes fp or cfi with --event ${event}, not "${unwind}": its stacks are walked in the kernel, by frame pointers or by unwind tables`);
+  if (unwind === 'cfi' && pid === undefined) throw usageError('--unwind cfi needs --pid: unwind tables are loaded for one process');
   if (event === 'offcpu' && values.frequency !== undefined) throw usageError('--frequency applies to --event cpu and wall: off-CPU time is measured at every context switch, not sampled');
   const minBlockUs = numberFlag(values['min-block-us'], '--min-block-us', 0, OFFCPU_MAX_MIN_BLOCK_US, { integer: true }) ?? OFFCPU_DEFAULT_MIN_BLOCK_US;
   const java = values.java as string | undefined;
@@ -76,6 +82,7 @@ export async function runOffcpuProfile(event: 'offcpu' | 'wall', values: Values,
         stackStorageSize: numberFlag(values['stack-storage-size'], '--stack-storage-size', 1, PROFILE_MAX_STACK_STORAGE, { integer: true }) ?? PROFILE_DEFAULT_STACK_STORAGE,
         javaPerfMap: !values['no-java'],
         java: values['no-java'] ? 'perfmap' : ((java as 'agent' | 'perfmap' | 'auto' | undefined) ?? 'auto'),
+        unwind: unwind === 'cfi' ? 'cfi' : 'fp',
       },
       privilege: 'bpf',
       json: Boolean(values.json),

@@ -22,7 +22,7 @@
 // call (preempted, page faults) keep their kernel and native stacks only.
 import type { BpfObject } from '../../../native/index';
 import { Symbolizer, type ProcessImage } from '../../sys/symbolize';
-import type { ProfileFrame, ProfileResult, ProfileStack, ThreadState } from '../../protocol/profile';
+import type { ProfileFrame, ProfileResult, ProfileStack, ThreadState, UnwindInfo } from '../../protocol/profile';
 import { PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE } from '../../protocol/profile';
 import { OFFCPU_DEFAULT_MIN_BLOCK_US, OFFCPU_MAX_MIN_BLOCK_US, WALL_DEFAULT_FREQUENCY, type OffcpuOptions } from '../../protocol/offcpu';
 import { asObject, bool, int, oneOf, PID_MAX } from '../../protocol/validate';
@@ -42,6 +42,7 @@ import { unsuitableError } from '../../protocol/errors';
 import { kernelRelease, releaseAtLeast } from '../../sys/kernelRelease';
 import type { CountEntry } from '../profile/decode';
 import { addLockFrames, addVirtualThreads, startLockSession } from '../javaLocks/tracer';
+import { cfiRowCapacity, cfiStackReader, cfiSummary, CfiTables, cfiUnwindInfo } from '../cfiTables';
 
 export * from './decode';
 
@@ -142,6 +143,30 @@ function blockedThroughout(pid: number, tids: number[], seen: Set<number>, windo
   return out;
 }
 
+/** --unwind cfi: the target's tables, compiled before the object is loaded (they size its map). */
+function cfiTablesFor(options: OffcpuOptions, log: (m: string) => void): CfiTables | undefined {
+  if (options.unwind !== 'cfi') return undefined;
+  if (!options.pid) throw inputError('--unwind cfi needs --pid: unwind tables are loaded for one process');
+  const t = new CfiTables(log);
+  t.plan(options.pid);
+  return t;
+}
+
+function refreshCfi(cfi: CfiTables, obj: BpfObject, pid: number, log: (m: string) => void): void {
+  try {
+    cfi.plan(pid);
+    cfi.load(obj);
+  } catch (e) {
+    log(`offcpu: loading unwind tables for new mappings of pid ${pid}: ${(e as Error).message}`);
+  }
+}
+
+/** Stack ids → addresses from the kernel's stack map or, for table-walked stacks, cfi_stacks (with why each stopped). */
+function stackReader(obj: BpfObject, cfi: boolean) {
+  if (!cfi) return { read: (id: number) => obj.readStack('stacks', id), notes: (raw: RawStack[]) => raw };
+  return cfiStackReader(obj, (id) => obj.readStack('stacks', id));
+}
+
 export const offcpuTracer: Tracer<'offcpu'> = {
   name: 'offcpu',
   validate(raw): OffcpuOptions {
@@ -154,6 +179,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
       stackStorageSize: int(o, 'stackStorageSize', 1, PROFILE_MAX_STACK_STORAGE, PROFILE_DEFAULT_STACK_STORAGE),
       javaPerfMap: bool(o, 'javaPerfMap', true),
       java: oneOf(o, 'java', ['agent', 'perfmap', 'auto'] as const, 'auto'),
+      unwind: oneOf(o, 'unwind', ['fp', 'cfi'] as const, 'fp'),
     };
   },
   async start(options, env, events) {
@@ -181,12 +207,22 @@ export const offcpuTracer: Tracer<'offcpu'> = {
       } else java = await startJavaAgent(options.pid, env, { unwind: 'fp', keepStacks: true });
     }
     const programs = PROGRAMS(wall, Boolean(java));
+    const cfi = cfiTablesFor(options, env.log);
     let loaded: ReturnType<typeof loadFirstWorking>;
     try {
       loaded = loadFirstWorking(env, 'offcpu', [programs], (o) => {
         o.setMaxEntries('stacks', options.stackStorageSize);
-        setRodata(o, { target_tgid: options.pid, ...bootStartRange(target), min_block_ns: BigInt(options.minBlockUs) * 1000n, sample_ns: wall ? BigInt(Math.round(1e9 / options.frequency)) : 0n, java_join: Boolean(java), signal_euid: java ? java.euid : 0xffffffff });
+        // without tables the walk's maps stay one entry each (the stacks map is preallocated)
+        if (cfi) cfi.size(o, cfiRowCapacity(cfi.plannedRows), options.stackStorageSize);
+        else o.setMaxEntries('cfi_stacks', 1);
+        setRodata(o, { target_tgid: options.pid, ...bootStartRange(target), min_block_ns: BigInt(options.minBlockUs) * 1000n, sample_ns: wall ? BigInt(Math.round(1e9 / options.frequency)) : 0n, java_join: Boolean(java), signal_euid: java ? java.euid : 0xffffffff, cfi_unwind: Boolean(cfi) });
       });
+      try {
+        cfi?.load(loaded.obj);
+      } catch (e) {
+        loaded.obj.close();
+        throw e;
+      }
     } catch (e) {
       await java?.abort();
       throw e;
@@ -293,8 +329,9 @@ export const offcpuTracer: Tracer<'offcpu'> = {
         }
         entries = addOpenIntervals(entries, open);
       }
-      const stacks = readStacks(entries, (id) => obj.readStack('stacks', id));
-      javaRaw = readStacks([...javaIds.values()], (id) => obj.readStack('stacks', id));
+      const read = stackReader(obj, Boolean(cfi));
+      const stacks = read.notes(readStacks(entries, read.read));
+      javaRaw = read.notes(readStacks([...javaIds.values()], read.read));
       return stacks;
     };
     let javaRaw: RawStack[] = [];
@@ -311,6 +348,8 @@ export const offcpuTracer: Tracer<'offcpu'> = {
       }
       if (target) {
         if (ticks % 5 === 0) capture(target.pid);
+        // libraries loaded since (dlopen): their tables, before their frames are walked again
+        if (cfi && ticks % 5 === 0) refreshCfi(cfi, obj, target.pid, env.log);
       } else if (ticks % 2 === 0) {
         // Processes can exit while we trace: their mappings are captured while alive.
         try {
@@ -332,6 +371,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
         })
       : () => undefined;
 
+    let cfiInfo: Partial<UnwindInfo> = {};
     const result = (stacks: ProfileStack[]): ProfileResult => ({
       tracer: 'profile',
       unit: 'us',
@@ -342,7 +382,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
       lost: totals.lost,
       stacks,
       // the header says where Java frames came from, and nothing about JIT for a native program
-      unwind: { mode: 'fp', ...(java ? { javaAgent: true } : jvm && options.javaPerfMap ? { perfMap: true } : {}) },
+      unwind: { mode: cfi ? 'cfi' : 'fp', ...cfiInfo, ...(java ? { javaAgent: true } : jvm && options.javaPerfMap ? { perfMap: true } : {}) },
     });
     let final: ProfileResult | undefined;
     let raw: RawStack[] = [];
@@ -388,6 +428,10 @@ export const offcpuTracer: Tracer<'offcpu'> = {
             for (const l of links.splice(0)) obj.detach(l);
             raw = collect(true);
             const st = (k: keyof typeof OFFCPU_STAT) => readStat(obj, OFFCPU_STAT[k]);
+            if (cfi) {
+              env.log(cfiSummary(obj, cfi));
+              cfiInfo = cfiUnwindInfo(obj, cfi);
+            }
             env.log(`offcpu: ${st('switches')} switch-outs: stacks walked ${st('walks')} (${st('uncached')} of them preempted outside a system call's return, deeper than the signature reads, or kernel threads: never cached), reused ${st('reused')} (where the thread blocked last time); ${st('checks')} reuses checked by a walk, ${st('mismatch')} found other stacks`);
             ring?.close();
           } finally {

@@ -157,7 +157,7 @@ async function javaPath(options: ProfileOptions, cmdline: ProcessInfo | undefine
   if (owner !== undefined) {
     warnings.push(`pid ${options.pid} is a JVM of uid ${owner}, not yours (uid ${env.requester?.uid}): eBPF Studio sends no attach request into another user's JVM (no Java agent, no perf map), so its Java frames show as [unknown]. Profile it as root (sudo) or as uid ${owner}`);
   } else if (options.java === 'auto' && !fp && !agentLibrary(env.assetDir)) warnings.push(`${agentUnavailableMessage(env.assetDir)}. ${preserveFramePointerAdvice(options.pid, cmdline.cmdline)}`);
-  else if (options.java === 'agent' || (options.java === 'auto' && !fp)) return { java: await startJavaAgent(options.pid, env, { unwind: mode }), jvmPids };
+  else if (options.java === 'agent' || (options.java === 'auto' && !fp)) return { java: await startJavaAgent(options.pid, env, { unwind: mode === 'dwarf' ? 'dwarf' : 'fp' }), jvmPids };
   else if (!fp) warnings.push(preserveFramePointerAdvice(options.pid, cmdline.cmdline));
   return { jvmPids };
 }

@@ -1,0 +1,351 @@
+/* User stacks walked in the kernel by unwind tables compiled from .eh_frame (see
+ * extension/sys/elf/cfiTable.ts), so code built without frame pointers (the default of gcc -O2,
+ * Debian's libc) still gives whole stacks without copying the stack to user space. User space
+ * loads each file's rows once into cfi_rows (shared by every process that maps the file) and each
+ * traced process's executable mappings into cfi_procs; a mapping without a table (JIT code with
+ * frame pointers, a file without .eh_frame) is walked by frame pointers. Each frame costs a binary
+ * search over the process's mappings, one over its file's rows, and one or two user reads; the
+ * frames loop runs under bpf_loop so the verifier checks one iteration, not CFI_MAX_FRAMES.
+ * A walked stack goes to cfi_stacks under a hash-derived id (CFI_STACK_ID_BASE | 30 bits), which
+ * fits the s32 stack-id fields tracers already carry. Needs vmlinux.h, <bpf/bpf_helpers.h> first. */
+#ifndef EBPF_STUDIO_CFI_WALK_BPF_H
+#define EBPF_STUDIO_CFI_WALK_BPF_H
+
+#include "cfi_walk.h"
+
+#ifndef ENOENT
+#define ENOENT 2
+#endif
+#ifndef ENOSPC
+#define ENOSPC 28
+#endif
+
+/* Binary search steps over one file's rows: up to 2^24 rows (node's 22 MB executable has 372k). */
+#define CFI_ROW_STEPS 24
+#define CFI_MAPPING_STEPS 9
+
+/* Every file's rows, one range per file (user space sizes it to what it loads). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cfi_row);
+} cfi_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, struct cfi_proc);
+} cfi_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct cfi_stack);
+} cfi_stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CFI_STAT_COUNT);
+	__type(key, __u32);
+	__type(value, __u64);
+} cfi_stats SEC(".maps");
+
+/* The walk's registers and the stack being built (too big for the BPF stack). */
+struct cfi_state {
+	struct cfi_stack st;
+	__u64 ip, sp, bp;
+	__u32 max_frames;
+	__u8 exact; /* ip is where the thread was interrupted, not a return address */
+	__u8 pad[3];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cfi_state);
+} cfi_scratch SEC(".maps");
+
+/* Words of user stack above sp hashed by cfi_stack_signature. */
+#define CFI_SIG_WORDS 64
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64[CFI_SIG_WORDS]);
+} cfi_sig_window SEC(".maps");
+
+/* Where a thread stands, for code without frame pointers (where a frame-pointer chain says
+ * nothing: two callers of the same libc call block with the same ip, sp and bp): a hash of the
+ * 512 bytes above sp, which hold the innermost frames' return addresses (and locals, whose
+ * changes only cost a walk). One read, no walk; callers further up differ in sp or are told
+ * apart by the tracer's periodic check walks. Near the top of the stack, 128 bytes. */
+static __always_inline __u64 cfi_stack_signature(__u64 sp)
+{
+	__u64 (*w)[CFI_SIG_WORDS], h = 0;
+	__u32 zero = 0;
+	int n = CFI_SIG_WORDS;
+
+	w = bpf_map_lookup_elem(&cfi_sig_window, &zero);
+	if (!w)
+		return 0;
+	if (bpf_probe_read_user(*w, sizeof(*w), (void *)sp)) {
+		n = 16;
+		if (bpf_probe_read_user(*w, 16 * 8, (void *)sp))
+			return 0;
+	}
+	for (int i = 0; i < CFI_SIG_WORDS; i++) {
+		if (i >= n)
+			break;
+		h = (h ^ (*w)[i]) * 0x9E3779B97F4A7C15ULL;
+	}
+	return h;
+}
+
+static __always_inline void cfi_stat(__u32 idx, __u64 n)
+{
+	__u64 *v = bpf_map_lookup_elem(&cfi_stats, &idx);
+
+	if (v)
+		*v += n; /* per-CPU slot */
+}
+
+/* The mapping holding pc, or NULL. */
+static __always_inline struct cfi_mapping *cfi_find_mapping(struct cfi_proc *p, __u64 pc)
+{
+	__u32 lo = 0, n = p->count, half;
+	struct cfi_mapping *m;
+
+	if (n > CFI_MAX_MAPPINGS)
+		n = CFI_MAX_MAPPINGS;
+	if (!n)
+		return NULL;
+	for (int i = 0; i < CFI_MAPPING_STEPS && n > 1; i++) {
+		half = n / 2;
+		if (p->m[(lo + half) & (CFI_MAX_MAPPINGS - 1)].start <= pc) {
+			lo += half;
+			n -= half;
+		} else {
+			n = half;
+		}
+	}
+	m = &p->m[lo & (CFI_MAX_MAPPINGS - 1)];
+	return pc >= m->start && pc < m->end ? m : NULL;
+}
+
+/* The last row at or below rel in [start, start + len), or NULL. */
+static __always_inline struct cfi_row *cfi_find_row(__u32 start, __u32 len, __u32 rel)
+{
+	__u32 lo = start, n = len, half, mid;
+	struct cfi_row *row;
+
+	for (int i = 0; i < CFI_ROW_STEPS && n > 1; i++) {
+		half = n / 2;
+		mid = lo + half;
+		row = bpf_map_lookup_elem(&cfi_rows, &mid);
+		if (!row)
+			return NULL;
+		if (row->pc <= rel) {
+			lo = mid;
+			n -= half;
+		} else {
+			n = half;
+		}
+	}
+	row = bpf_map_lookup_elem(&cfi_rows, &lo);
+	return row && row->pc <= rel ? row : NULL;
+}
+
+struct cfi_loop_ctx {
+	struct cfi_proc *proc;
+	struct cfi_state *s;
+};
+
+/* One frame step by frame pointers: the record at bp is {caller's bp, return address}. */
+static __always_inline int cfi_fp_step(struct cfi_state *s)
+{
+	__u64 rec[2];
+
+	if (s->bp < 4096 || s->bp < s->sp) {
+		s->st.reason = s->bp ? CFI_STOP_READ : CFI_STOP_END;
+		return 1;
+	}
+	if (bpf_probe_read_user(rec, sizeof(rec), (void *)s->bp)) {
+		s->st.reason = CFI_STOP_READ;
+		return 1;
+	}
+	s->sp = s->bp + 16;
+	s->bp = rec[0];
+	s->ip = rec[1];
+	s->exact = 0;
+	s->st.fp_frames++;
+	return 0;
+}
+
+/* The interrupted registers of a signal frame: the ucontext the kernel pushed at rsp
+ * (uc_mcontext at 40; its gregs rbp, rsp, rip at 10, 15, 16). */
+static __always_inline int cfi_signal_step(struct cfi_state *s)
+{
+	__u64 bp, sp, ip;
+
+	if (bpf_probe_read_user(&bp, 8, (void *)(s->sp + 40 + 10 * 8)) || bpf_probe_read_user(&sp, 8, (void *)(s->sp + 40 + 15 * 8)) ||
+	    bpf_probe_read_user(&ip, 8, (void *)(s->sp + 40 + 16 * 8))) {
+		s->st.reason = CFI_STOP_READ;
+		return 1;
+	}
+	s->bp = bp;
+	s->sp = sp;
+	s->ip = ip;
+	s->exact = 1;
+	return 0;
+}
+
+/* One frame step by a table row; returns 1 to stop (st.reason set). */
+static __always_inline int cfi_row_step(struct cfi_state *s, struct cfi_row *row)
+{
+	__u64 cfa, ra, bp;
+
+	switch (row->kind) {
+	case CFI_KIND_SP:
+		cfa = s->sp + row->cfa_off;
+		break;
+	case CFI_KIND_BP:
+		cfa = s->bp + row->cfa_off;
+		break;
+	case CFI_KIND_PLT:
+		cfa = s->sp + row->cfa_off + ((s->ip & 15) >= row->arg ? 8 : 0);
+		break;
+	case CFI_KIND_SIGNAL:
+		return cfi_signal_step(s);
+	case CFI_KIND_OUTERMOST:
+		s->st.reason = CFI_STOP_END;
+		return 1;
+	case CFI_KIND_NONE:
+		s->st.reason = CFI_STOP_NO_ROW;
+		return 1;
+	default:
+		s->st.reason = CFI_STOP_UNSUPPORTED;
+		return 1;
+	}
+	if (cfa <= s->sp) {
+		s->st.reason = CFI_STOP_LOOP;
+		return 1;
+	}
+	if (bpf_probe_read_user(&ra, 8, (void *)(cfa - 8))) {
+		s->st.reason = CFI_STOP_READ;
+		return 1;
+	}
+	if (row->rbp_off) {
+		if (bpf_probe_read_user(&bp, 8, (void *)(cfa + row->rbp_off))) {
+			s->st.reason = CFI_STOP_READ;
+			return 1;
+		}
+		s->bp = bp;
+	}
+	s->sp = cfa;
+	s->ip = ra;
+	s->exact = 0;
+	return 0;
+}
+
+static long cfi_step(__u64 index, void *data)
+{
+	struct cfi_loop_ctx *c = data;
+	struct cfi_state *s = c->s;
+	struct cfi_mapping *m;
+	struct cfi_row *row;
+	__u64 pc, rel;
+	__u32 n = s->st.depth;
+
+	if (!s->ip) {
+		s->st.reason = CFI_STOP_END;
+		return 1;
+	}
+	if (n >= s->max_frames || n >= CFI_MAX_FRAMES) {
+		s->st.reason = CFI_STOP_DEPTH;
+		return 1;
+	}
+	s->st.pcs[n] = s->ip;
+	s->st.depth = n + 1;
+	s->st.hash = (s->st.hash ^ s->ip) * 0x9E3779B97F4A7C15ULL;
+	/* a return address is the instruction after the call: its row may be the next function's */
+	pc = s->exact ? s->ip : s->ip - 1;
+	m = cfi_find_mapping(c->proc, pc);
+	if (!m) {
+		s->st.reason = CFI_STOP_NO_MAPPING;
+		return 1;
+	}
+	if (!m->row_len)
+		return cfi_fp_step(s);
+	rel = pc - m->bias;
+	if (rel > 0xffffffffULL) {
+		s->st.reason = CFI_STOP_NO_ROW;
+		return 1;
+	}
+	row = cfi_find_row(m->row_start, m->row_len, (__u32)rel);
+	if (!row) {
+		s->st.reason = CFI_STOP_NO_ROW;
+		return 1;
+	}
+	return cfi_row_step(s, row);
+}
+
+/* Stores the walked stack; its id, or a negative errno when the map is full. A different stack
+ * with the same 30 bits takes the next id. */
+static __always_inline long cfi_store(struct cfi_stack *st)
+{
+	__u32 id = CFI_STACK_ID_BASE | (__u32)((st->hash ^ (st->hash >> 32)) & 0x3fffffff);
+	struct cfi_stack *old;
+
+	for (int i = 0; i < 2; i++, id = CFI_STACK_ID_BASE | ((id + 1) & 0x3fffffff)) {
+		if (!bpf_map_update_elem(&cfi_stacks, &id, st, BPF_NOEXIST))
+			return id;
+		old = bpf_map_lookup_elem(&cfi_stacks, &id);
+		if (old && old->hash == st->hash && old->depth == st->depth)
+			return id;
+	}
+	cfi_stat(CFI_STAT_LOST, 1);
+	return -ENOSPC;
+}
+
+/* Walks tgid's user stack from (ip, sp, bp) by its tables. Returns a stack id (≥
+ * CFI_STACK_ID_BASE), -ENOENT when tgid has no tables (the caller walks its own way), or another
+ * negative errno when the stack was lost. */
+static __always_inline long cfi_user_stackid(__u32 tgid, __u64 ip, __u64 sp, __u64 bp, __u32 max_frames)
+{
+	struct cfi_loop_ctx c;
+	__u32 zero = 0;
+
+	c.proc = bpf_map_lookup_elem(&cfi_procs, &tgid);
+	if (!c.proc) {
+		cfi_stat(CFI_STAT_NO_TABLE, 1);
+		return -ENOENT;
+	}
+	c.s = bpf_map_lookup_elem(&cfi_scratch, &zero);
+	if (!c.s)
+		return -ENOENT;
+	c.s->ip = ip;
+	c.s->sp = sp;
+	c.s->bp = bp;
+	c.s->exact = 1;
+	c.s->max_frames = max_frames;
+	c.s->st.hash = 0;
+	c.s->st.depth = 0;
+	c.s->st.fp_frames = 0;
+	c.s->st.reason = CFI_STOP_DEPTH;
+	bpf_loop(CFI_MAX_FRAMES + 1, cfi_step, &c, 0);
+	cfi_stat(CFI_STAT_WALKS, 1);
+	cfi_stat(CFI_STAT_FRAMES, c.s->st.depth);
+	cfi_stat(CFI_STAT_FP_FRAMES, c.s->st.fp_frames);
+	cfi_stat(c.s->st.reason < CFI_STOP_COUNT ? c.s->st.reason : CFI_STOP_DEPTH, 1);
+	if (!c.s->st.depth)
+		return -ENOENT;
+	return cfi_store(&c.s->st);
+}
+
+#endif

@@ -1,0 +1,82 @@
+/* Layout shared by bpf/cfi_walk.bpf.h and the TypeScript side (extension/tracers/cfiTables.ts).
+ * Fixed size, no implicit padding: user space writes and reads it by offset. */
+#ifndef EBPF_STUDIO_CFI_WALK_H
+#define EBPF_STUDIO_CFI_WALK_H
+
+/* Frames of a walked user stack (the kernel's own stack maps keep 127). */
+#define CFI_MAX_FRAMES 127
+/* Executable mappings per process with a table or a frame-pointer mark (power of two). */
+#define CFI_MAX_MAPPINGS 256
+/* A walked stack's id in the tracer's stack-id fields: CFI_STACK_ID_BASE | 30 bits of its hash,
+ * positive and far above a stack-trace map's ids, so one s32 field holds either. */
+#define CFI_STACK_ID_BASE 0x40000000
+
+/* Row kinds (extension/sys/elf/cfiTable.ts CFI_KIND) */
+#define CFI_KIND_NONE 0
+#define CFI_KIND_SP 1
+#define CFI_KIND_BP 2
+#define CFI_KIND_PLT 3
+#define CFI_KIND_SIGNAL 4
+#define CFI_KIND_OUTERMOST 5
+#define CFI_KIND_UNSUPPORTED 6
+
+/* 12 bytes: 0 pc (u32, link-time address where the rule starts)  4 cfa_off (s32)
+ * 8 rbp_off (s16: rbp saved at CFA + rbp_off; 0 = unchanged)  10 kind (u8)  11 arg (u8: for PLT,
+ * the offset in the 16-byte stub from which CFA is 8 higher) */
+struct cfi_row {
+	__u32 pc;
+	__s32 cfa_off;
+	__s16 rbp_off;
+	__u8 kind;
+	__u8 arg;
+};
+
+/* 32 bytes: 0 start  8 end (u64, [start, end) of the mapping)  16 bias (u64: runtime address −
+ * link-time address)  24 row_start  28 row_len (u32: the file's rows in cfi_rows; row_len 0 = no
+ * table: walked by frame pointers) */
+struct cfi_mapping {
+	__u64 start;
+	__u64 end;
+	__u64 bias;
+	__u32 row_start;
+	__u32 row_len;
+};
+
+/* Per process, 8 + 32 × CFI_MAX_MAPPINGS bytes: 0 count (u32)  4 pad  8 mappings sorted by start */
+struct cfi_proc {
+	__u32 count;
+	__u32 pad;
+	struct cfi_mapping m[CFI_MAX_MAPPINGS];
+};
+
+/* Why a walk stopped */
+#define CFI_STOP_END 0         /* the outermost frame: undefined return address, or 0 */
+#define CFI_STOP_NO_MAPPING 1  /* a pc in no known executable mapping (JIT code, a new dlopen) */
+#define CFI_STOP_NO_ROW 2      /* a pc in a gap of its file's table */
+#define CFI_STOP_UNSUPPORTED 3 /* a row the table could not express */
+#define CFI_STOP_READ 4        /* the stack could not be read there */
+#define CFI_STOP_DEPTH 5       /* CFI_MAX_FRAMES reached */
+#define CFI_STOP_LOOP 6        /* the CFA did not move up the stack */
+#define CFI_STOP_COUNT 7
+
+/* 16 + 8 × CFI_MAX_FRAMES bytes: 0 hash (u64 over the pcs)  8 depth (u32)  12 reason (u8,
+ * CFI_STOP_*)  13 fp_frames (u8: frames reached by frame pointers)  14 pad  16 pcs (leaf first: the
+ * ip, then return addresses as pushed) */
+struct cfi_stack {
+	__u64 hash;
+	__u32 depth;
+	__u8 reason;
+	__u8 fp_frames;
+	__u16 pad;
+	__u64 pcs[CFI_MAX_FRAMES];
+};
+
+/* cfi_stats slots: stops by reason (CFI_STOP_*), then: */
+#define CFI_STAT_WALKS (CFI_STOP_COUNT + 0)
+#define CFI_STAT_FRAMES (CFI_STOP_COUNT + 1)
+#define CFI_STAT_FP_FRAMES (CFI_STOP_COUNT + 2)
+#define CFI_STAT_LOST (CFI_STOP_COUNT + 3)   /* the stacks map was full */
+#define CFI_STAT_NO_TABLE (CFI_STOP_COUNT + 4) /* a process without tables: the caller's own walk */
+#define CFI_STAT_COUNT (CFI_STOP_COUNT + 5)
+
+#endif

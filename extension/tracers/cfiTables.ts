@@ -1,0 +1,293 @@
+// Unwind tables for the in-kernel user-stack walk (bpf/cfi_walk.bpf.h): each executable file a
+// traced process maps is compiled once (extension/sys/elf/cfiTable.ts), keyed by device and inode,
+// and its rows written once into the object's cfi_rows, where every process that maps the same
+// file shares them; each process gets its sorted executable mappings with their load bias and
+// their file's row range. Compiled tables are also kept in this helper process (by device, inode,
+// size and mtime) so the next session does not compile libc again.
+import fs from 'node:fs';
+import type { BpfObject } from '../../native/index';
+import { compileCfi, encodeRows, CFI_ROW_SIZE, type CfiTable } from '../sys/elf/cfiTable';
+import { ElfFile, PT_LOAD } from '../sys/elf/elf';
+import { readMaps, type Mapping } from '../sys/proc/maps';
+import { reachMapped } from '../sys/proc/mappedFile';
+import { readCounter } from './bpfObject';
+
+/** Mirrors bpf/cfi_walk.h. */
+export const CFI_MAX_MAPPINGS = 256;
+export const CFI_MAX_FRAMES = 127;
+export const CFI_STACK_ID_BASE = 0x40000000;
+const CFI_MAPPING_SIZE = 32;
+const CFI_PROC_SIZE = 8 + CFI_MAPPING_SIZE * CFI_MAX_MAPPINGS;
+const CFI_STACK_HEADER = 16;
+export const CFI_STOP = ['end', 'no-mapping', 'no-row', 'unsupported', 'read', 'depth', 'loop'] as const;
+export type CfiStop = (typeof CFI_STOP)[number];
+export const CFI_STAT = { walks: 7, frames: 8, fpFrames: 9, lost: 10, noTable: 11 } as const;
+
+/** A .eh_frame larger than this is not compiled (its mappings are walked by frame pointers). */
+const MAX_EH_FRAME_BYTES = 64 << 20;
+/** Rows this helper keeps compiled across sessions (12 bytes each in BPF, more here). */
+const CACHE_MAX_ROWS = 4_000_000;
+
+interface Compiled {
+  stamp: string;
+  table: CfiTable;
+  /** link-time vaddr − file offset of each PT_LOAD (the load bias follows from a mapping's offset) */
+  loads: { offset: bigint; filesz: bigint; delta: bigint }[];
+}
+
+const compiledCache = new Map<string, Compiled>();
+
+function cacheRows(): number {
+  let n = 0;
+  for (const c of compiledCache.values()) n += c.table.rows.length;
+  return n;
+}
+
+/** The file's table, compiled now or from this helper's cache. */
+function compiledFor(pid: number, m: Mapping): Compiled {
+  const reached = reachMapped(pid, m);
+  const st = fs.statSync(reached.path);
+  const key = `${m.dev}:${m.inode}`;
+  const stamp = `${st.size}:${st.mtimeMs}`;
+  const hit = compiledCache.get(key);
+  if (hit && hit.stamp === stamp) {
+    compiledCache.delete(key); // most recently used last
+    compiledCache.set(key, hit);
+    return hit;
+  }
+  const elf = new ElfFile(reached.path);
+  let c: Compiled;
+  try {
+    const eh = elf.section('.eh_frame');
+    const table = eh && eh.size > MAX_EH_FRAME_BYTES ? { rows: [], fdes: 0, unsupported: { 'eh_frame-too-large': 1 } } : compileCfi(elf);
+    const loads = elf.segments.filter((s) => s.type === PT_LOAD).map((s) => ({ offset: s.offset, filesz: s.filesz, delta: s.vaddr - s.offset }));
+    c = { stamp, table, loads };
+  } finally {
+    elf.close();
+  }
+  compiledCache.set(key, c);
+  while (cacheRows() > CACHE_MAX_ROWS && compiledCache.size > 1) compiledCache.delete(compiledCache.keys().next().value as string);
+  return c;
+}
+
+interface PlannedMapping {
+  start: bigint;
+  end: bigint;
+  bias: bigint;
+  /** undefined: walked by frame pointers */
+  file?: string;
+}
+
+export interface CfiTableStats {
+  files: number;
+  rows: number;
+  bytes: number;
+  /** executable mappings walked by frame pointers (no file, no .eh_frame, unreadable) */
+  fpMappings: number;
+  unsupported: Record<string, number>;
+}
+
+/** The tables of one BPF object: which files' rows are loaded where, and each process's mappings. */
+export class CfiTables {
+  private readonly files = new Map<string, { table: CfiTable; start?: number }>();
+  private readonly procs = new Map<number, PlannedMapping[]>();
+  private used = 0;
+  private capacity = 0;
+  fpMappings = 0;
+
+  constructor(private readonly log: (m: string) => void) {}
+
+  /** Compiles (or finds) the tables of pid's executable mappings; call before load to size cfi_rows. */
+  plan(pid: number): void {
+    let maps: Mapping[];
+    try {
+      maps = readMaps(pid);
+    } catch (e) {
+      this.log(`cfi: cannot read /proc/${pid}/maps: ${(e as Error).message}`);
+      return;
+    }
+    const out: PlannedMapping[] = [];
+    for (const m of maps) {
+      if (m.perms[2] !== 'x' || m.path === '[vsyscall]') continue;
+      out.push(this.planMapping(pid, m));
+    }
+    out.sort((a, b) => (a.start < b.start ? -1 : 1));
+    if (out.length > CFI_MAX_MAPPINGS) this.log(`cfi: pid ${pid} has ${out.length} executable mappings; the first ${CFI_MAX_MAPPINGS} are walked`);
+    this.procs.set(pid, out.slice(0, CFI_MAX_MAPPINGS));
+  }
+
+  private planMapping(pid: number, m: Mapping): PlannedMapping {
+    const fp: PlannedMapping = { start: m.start, end: m.end, bias: 0n };
+    if (!m.path.startsWith('/') || !m.inode) {
+      this.fpMappings++;
+      return fp;
+    }
+    const key = `${m.dev}:${m.inode}`;
+    try {
+      const c = compiledFor(pid, m);
+      const load = c.loads.find((l) => m.offset >= l.offset && m.offset < l.offset + (l.filesz || 1n));
+      if (!c.table.rows.length || !load) {
+        this.fpMappings++;
+        return fp;
+      }
+      if (!this.files.has(key)) this.files.set(key, { table: c.table });
+      return { start: m.start, end: m.end, bias: m.start - m.offset - load.delta, file: key };
+    } catch (e) {
+      this.log(`cfi: ${m.path} of pid ${pid}: no table (${(e as Error).message}); walked by frame pointers`);
+      this.fpMappings++;
+      return fp;
+    }
+  }
+
+  /** Rows planned so far (size cfi_rows for them plus room for later mappings). */
+  get plannedRows(): number {
+    let n = 0;
+    for (const f of this.files.values()) n += f.table.rows.length;
+    return n;
+  }
+
+  /** Sets the map sizes on an opened, not yet loaded object. */
+  size(obj: BpfObject, rows: number, stacks: number): void {
+    this.capacity = Math.max(1, rows);
+    obj.setMaxEntries('cfi_rows', this.capacity);
+    obj.setMaxEntries('cfi_stacks', Math.max(1, stacks));
+  }
+
+  /** Writes new files' rows and every planned process's mappings into the loaded object. */
+  load(obj: BpfObject): void {
+    for (const [key, f] of this.files) {
+      if (f.start !== undefined) continue;
+      if (this.used + f.table.rows.length > this.capacity) {
+        this.log(`cfi: no room for the ${f.table.rows.length} rows of ${key} (${this.used} of ${this.capacity} used); its mappings are walked by frame pointers`);
+        continue;
+      }
+      const rows = encodeRows(f.table.rows);
+      const k = Buffer.alloc(4);
+      for (let i = 0; i < f.table.rows.length; i++) {
+        k.writeUInt32LE(this.used + i);
+        obj.mapUpdate('cfi_rows', k, rows.subarray(i * CFI_ROW_SIZE, (i + 1) * CFI_ROW_SIZE));
+      }
+      f.start = this.used;
+      this.used += f.table.rows.length;
+    }
+    for (const [pid, maps] of this.procs) obj.mapUpdate('cfi_procs', u32(pid), this.procValue(maps));
+  }
+
+  private procValue(maps: PlannedMapping[]): Buffer {
+    const v = Buffer.alloc(CFI_PROC_SIZE);
+    v.writeUInt32LE(maps.length, 0);
+    maps.forEach((m, i) => {
+      const o = 8 + i * CFI_MAPPING_SIZE;
+      const f = m.file ? this.files.get(m.file) : undefined;
+      v.writeBigUInt64LE(m.start, o);
+      v.writeBigUInt64LE(m.end, o + 8);
+      v.writeBigUInt64LE(BigInt.asUintN(64, m.bias), o + 16);
+      v.writeUInt32LE(f?.start ?? 0, o + 24);
+      v.writeUInt32LE(f?.start !== undefined ? f.table.rows.length : 0, o + 28);
+    });
+    return v;
+  }
+
+  stats(): CfiTableStats {
+    const unsupported: Record<string, number> = {};
+    let rows = 0;
+    let files = 0;
+    for (const f of this.files.values()) {
+      if (f.start === undefined) continue;
+      files++;
+      rows += f.table.rows.length;
+      for (const [k, n] of Object.entries(f.table.unsupported)) unsupported[k] = (unsupported[k] ?? 0) + n;
+    }
+    return { files, rows, bytes: rows * CFI_ROW_SIZE, fpMappings: this.fpMappings, unsupported };
+  }
+}
+
+function u32(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(n);
+  return b;
+}
+
+export interface CfiStack {
+  pcs: BigUint64Array;
+  stop: CfiStop;
+  fpFrames: number;
+}
+
+/** A walked stack from cfi_stacks (id ≥ CFI_STACK_ID_BASE); empty when absent. */
+export function readCfiStack(obj: BpfObject, id: number): CfiStack {
+  const v = obj.mapLookup('cfi_stacks', u32(id));
+  if (!v || v.length < CFI_STACK_HEADER) return { pcs: new BigUint64Array(0), stop: 'end', fpFrames: 0 };
+  const depth = Math.min(v.readUInt32LE(8), CFI_MAX_FRAMES, (v.length - CFI_STACK_HEADER) / 8);
+  const pcs = new BigUint64Array(depth);
+  for (let i = 0; i < depth; i++) pcs[i] = v.readBigUInt64LE(CFI_STACK_HEADER + i * 8);
+  return { pcs, stop: CFI_STOP[v[12]] ?? 'end', fpFrames: v[13] };
+}
+
+export const isCfiStackId = (id: number) => id >= CFI_STACK_ID_BASE;
+
+/** What a stop other than the outermost frame means, as the last frame of a stack. */
+export function cfiStopNote(stop: CfiStop): string | undefined {
+  switch (stop) {
+    case 'end':
+      return undefined;
+    case 'no-mapping':
+      return '[stack ends: code in no mapped file with unwind rows (JIT code without frame pointers, or mapped after the session began)]';
+    case 'no-row':
+    case 'unsupported':
+      return `[stack ends: the file's unwind table ${stop === 'no-row' ? 'does not cover this code' : 'has a rule the kernel walk cannot follow here'}]`;
+    case 'read':
+      return '[stack ends: the stack could not be read there]';
+    case 'depth':
+      return `[stack cut at ${CFI_MAX_FRAMES} frames]`;
+    case 'loop':
+      return '[stack ends: a frame did not move up the stack]';
+  }
+}
+
+/** cfi_rows entries for the rows planned at start plus room for libraries loaded later. */
+export function cfiRowCapacity(planned: number): number {
+  return Math.ceil(planned * 1.25) + 65536;
+}
+
+interface RawWithNote {
+  entry: { userStackId: number };
+  note?: string;
+}
+
+/** Reads stack ids of either kind; notes() marks stacks whose walk stopped before the outermost frame. */
+export function cfiStackReader(obj: BpfObject, readMapStack: (id: number) => BigUint64Array) {
+  const walked = new Map<number, CfiStack>();
+  const get = (id: number) => {
+    let s = walked.get(id);
+    if (!s) walked.set(id, (s = readCfiStack(obj, id)));
+    return s;
+  };
+  return {
+    read: (id: number) => (isCfiStackId(id) ? get(id).pcs : readMapStack(id)),
+    notes: <T extends RawWithNote>(raw: T[]): T[] =>
+      raw.map((r) => {
+        const note = isCfiStackId(r.entry.userStackId) ? cfiStopNote(get(r.entry.userStackId).stop) : undefined;
+        return note && !r.note ? { ...r, note } : r;
+      }),
+  };
+}
+
+/** One log line: the tables loaded and how the kernel's walks ended. */
+export function cfiSummary(obj: BpfObject, cfi: CfiTables): string {
+  const stat = (i: number) => readCounter(obj, 'cfi_stats', i);
+  const t = cfi.stats();
+  const stops = CFI_STOP.map((s, i) => `${s} ${stat(i)}`).join(', ');
+  const unsupported = Object.entries(t.unsupported)
+    .map(([k, n]) => `${k} ${n}`)
+    .join(', ');
+  return `cfi: ${t.files} files, ${t.rows} rows (${(t.bytes / 1024).toFixed(0)} KiB) in the kernel, ${t.fpMappings} mappings by frame pointers${unsupported ? `; rows not expressed: ${unsupported}` : ''}; ${stat(CFI_STAT.walks)} walks, ${stat(CFI_STAT.frames)} frames (${stat(CFI_STAT.fpFrames)} by frame pointers), ${stat(CFI_STAT.lost)} lost; stops: ${stops}`;
+}
+
+/** The result header's figures: tables loaded and walks by how they ended. */
+export function cfiUnwindInfo(obj: BpfObject, cfi: CfiTables): { cfiTables: { files: number; rows: number; bytes: number; fpMappings: number }; cfiStops: Record<string, number> } {
+  const t = cfi.stats();
+  const cfiStops: Record<string, number> = {};
+  CFI_STOP.forEach((s, i) => (cfiStops[s] = readCounter(obj, 'cfi_stats', i)));
+  return { cfiTables: { files: t.files, rows: t.rows, bytes: t.bytes, fpMappings: t.fpMappings }, cfiStops };
+}
