@@ -6,6 +6,7 @@ import type { Io } from './command';
 import { cliEnv, requireBpfPrivilege } from './env';
 import { lossHint } from './lossHint';
 import { recordLosses } from '../tracers/lossHistory';
+import { labelPids } from '../sys/proc/targetLabel';
 
 export interface RunSpec<N extends TracerName> {
   tracer: Tracer<N>;
@@ -74,7 +75,8 @@ export async function runTracer<N extends TracerName>(spec: RunSpec<N>, io: Io):
     told.add(w);
     io.err(`warning: ${w}`);
   }
-  if (!spec.json && spec.banner) io.err(spec.banner(session.targets));
+  // a pid in a container is named with its container (runtime, name, image)
+  if (!spec.json && spec.banner) io.err(labelPids(spec.banner(session.targets), session.targets));
   const timer = spec.durationS !== undefined ? setTimeout(wake, spec.durationS * 1000) : undefined;
   await done;
   if (timer) clearTimeout(timer);

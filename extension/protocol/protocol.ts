@@ -94,6 +94,8 @@ export interface ProcessInfo {
   cmdline: string[];
   exe?: string;
   kernelThread: boolean;
+  /** the container it runs in, as its runtime names it ("podman: my-app, image debian:bookworm") */
+  container?: string;
   jvm?: {
     libjvm: string;
     usdt: boolean;

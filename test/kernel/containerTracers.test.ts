@@ -15,7 +15,8 @@ import type { ProfileResult, ProfileStack } from '../../extension/protocol/profi
 import type { JavaHeapResult } from '../../extension/protocol/javaHeap';
 import type { JvmResult } from '../../extension/protocol/jvm';
 import { markerLines, repoRoot, sleep, startCli, waitFor } from '../helpers';
-import { containerBed, containerPrep, lineFollower } from './containerKit';
+import { IMAGE, containerBed, containerPrep, lineFollower } from './containerKit';
+import { processInfo } from '../../extension/sys/proc/processes';
 import path from 'node:path';
 
 const prep = containerPrep();
@@ -63,6 +64,18 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     }
     const main = doc.stacks.find((s) => s.frames[0]?.function === 'hot_a')!;
     assert.equal(main.frames[1].function, 'main');
+  });
+
+  test('the process listing and the CLI header name the container (runtime, name, image) beside the pid', { timeout: 60_000 }, async (t) => {
+    const c = await contained(['sh', '-c', 'echo ready; exec /app/cpusplit 30']);
+    const info = processInfo(c.hostPid);
+    t.diagnostic(`listing: ${info?.container}`);
+    assert.equal(info?.container, `podman: ${c.name}, image ${IMAGE}`);
+    assert.equal(processInfo(process.pid)?.container, undefined, 'a host process names no container');
+    const r = await startCli(['profile', '--pid', String(c.hostPid), '--duration', '1']).done;
+    assert.equal(r.code, 0, r.stderr);
+    t.diagnostic(r.stderr.split('\n').find((l) => l.startsWith('Sampling')) ?? r.stderr);
+    assert.ok(r.stderr.includes(`Sampling pid ${c.hostPid} (podman: ${c.name}, image ${IMAGE}) at`), r.stderr);
   });
 
   test('profile --event offcpu --pid: a C program in a container, 3:1 blocked-time split', { timeout: 90_000 }, async (t) => {

@@ -43,8 +43,10 @@ function listProcesses(jvmOnly: boolean): Promise<proto.ProcessInfo[]> {
 }
 
 function defaultDescribe(p: proto.ProcessInfo): Pick<vscode.QuickPickItem, 'label' | 'description' | 'detail'> {
-  if (p.jvm) return { label: `$(coffee) ${p.pid}  ${p.jvm.main}`, description: `JVM · ${p.user}`, detail: p.jvm.javaHome };
-  return { label: `${p.pid}  ${p.comm}`, description: p.user, detail: p.cmdline.join(' ').slice(0, 200) || undefined };
+  // a process in a container says which (runtime, name, image): its pid alone means little there
+  const where = p.container ? ` · ${p.container}` : '';
+  if (p.jvm) return { label: `$(coffee) ${p.pid}  ${p.jvm.main}`, description: `JVM · ${p.user}${where}`, detail: p.jvm.javaHome };
+  return { label: `${p.pid}  ${p.comm}`, description: `${p.user}${where}`, detail: p.cmdline.join(' ').slice(0, 200) || undefined };
 }
 
 /** The editor's own processes: this extension host and its ancestors (the editor server, the shell that started it…). */

@@ -9,6 +9,8 @@ import { mappedFiles, readMaps } from './maps';
 import { hostFileIdentity, reachMappedByName } from './mappedFile';
 import { ElfError, ElfFile, type UsdtProbe } from '../elf/elf';
 import { jdkFeature, jdkVersion } from '../jvm/release';
+import { containerOf } from './container';
+import { containerLabel } from './targetLabel';
 
 const PF_KTHREAD = 0x00200000;
 
@@ -286,6 +288,8 @@ export function processInfo(pid: number): ProcessInfo | undefined {
     exe = undefined;
   }
   const info: ProcessInfo = { pid, ppid: stat.ppid, user: userName(uid), uid, comm: stat.comm, cmdline, exe, kernelThread };
+  const container = kernelThread ? undefined : containerOf(pid);
+  if (container) info.container = containerLabel(container);
   if (!kernelThread && (/java/.test(stat.comm) || (exe && /\/java$/.test(exe)) || /java/.test(cmdline[0] ?? ''))) {
     info.jvm = jvmInfo(pid, cmdline);
   } else if (!kernelThread && exe && !/^(bash|sh|zsh|dash)$/.test(stat.comm)) {
