@@ -125,7 +125,7 @@ export class Agent {
     const h = this.health.get('java-gc')!;
     try {
       const libs = allLibjvms().libs;
-      this.gcSession = await javaGcTracer.start(javaGcTracer.validate({ all: true, minUs: this.cfg.jvm.minPauseUs, retain: false, liveCounts: false }), this.env, {
+      this.gcSession = await javaGcTracer.start(javaGcTracer.validate({ all: true, minUs: this.cfg.jvm.minPauseUs, retain: false, liveCounts: false, metricsOnly: true }), this.env, {
         update: (u) => this.onGc(u),
         ended: (_reason, message) => this.tracerEnded('java-gc', message ?? 'the session ended', () => this.startGc()),
       });
@@ -152,6 +152,15 @@ export class Agent {
       const jvm = this.jvm(s.pid);
       if (!jvm.covered) continue;
       this.safepoint.observe(this.jvmLabels(jvm), s.durationNs / 1e9);
+    }
+    // Metrics only: counted in the kernel at the same bounds (PAUSE_BUCKETS_S).
+    for (const c of u.histograms ?? []) {
+      if (c.kind === 'concurrent-cycle') continue;
+      const jvm = this.jvm(c.pid);
+      if (!jvm.covered) continue;
+      const into = c.what === 'safepoint' ? this.safepoint : this.gcPause;
+      const labels = c.what === 'safepoint' ? this.jvmLabels(jvm) : { ...this.jvmLabels(jvm), collector: c.collector ?? 'unknown', kind: c.kind ?? 'pause' };
+      into.add(labels, c.counts.slice(0, PAUSE_BUCKETS_S.length), c.counts.slice(PAUSE_BUCKETS_S.length).reduce((a, b) => a + b, 0), c.sumNs / 1e9);
     }
   }
 

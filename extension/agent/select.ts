@@ -10,6 +10,7 @@
 //    of segments (systemd-nspawn: "/machine.slice/systemd-nspawn@web.service"; every pod of a
 //    Kubernetes QoS class: "/kubepods.slice/kubepods-burstable.slice").
 // Pure: the cgroup path is read by the caller (sys/cgroup.ts, cgroupOfPid).
+import type { ContainerInfo } from '../sys/proc/container';
 
 /** A container id in one cgroup path segment: 64 hex digits, alone or after a runtime's prefix. */
 const ID_SEGMENT = /(?:^|[^0-9a-f])([0-9a-f]{64})(?:\.scope)?$/;
@@ -72,17 +73,20 @@ export class JvmSelector {
     return !mains || mains.some((m) => m === main || main.endsWith(`/${m}`) || main.endsWith(`.${m}`));
   }
 
-  /** jvm.containers (none: everywhere) matches this cgroup v2 path; an unknown path matches no entry. */
-  coversCgroup(cgroupPath: string | undefined): boolean {
+  /**
+   * jvm.containers (none: everywhere) matches this cgroup v2 path, or the id of the container the
+   * process runs in (sys/proc/container.ts: also from the v1 lines of a hybrid machine, where the
+   * v2 path can be "/"); an unknown path and no id match no entry.
+   */
+  coversCgroup(cgroupPath: string | undefined, containerId?: string): boolean {
     if (!this.containers) return true;
-    if (cgroupPath === undefined) return false;
-    if (this.paths.some((re) => re.test(cgroupPath))) return true;
-    const ids = containerIds(cgroupPath);
+    if (cgroupPath !== undefined && this.paths.some((re) => re.test(cgroupPath))) return true;
+    const ids = [...(cgroupPath === undefined ? [] : containerIds(cgroupPath)), ...(containerId ? [containerId] : [])];
     return this.ids.some((want) => ids.some((id) => id.startsWith(want)));
   }
 
-  covers(main: string, cgroupPath: string | undefined): boolean {
-    return this.coversMain(main) && this.coversCgroup(cgroupPath);
+  covers(main: string, cgroupPath: string | undefined, containerId?: string): boolean {
+    return this.coversMain(main) && this.coversCgroup(cgroupPath, containerId);
   }
 }
 
@@ -90,4 +94,19 @@ export class JvmSelector {
 export function containerLabel(cgroupPath: string | undefined): string | undefined {
   const ids = cgroupPath ? containerIds(cgroupPath) : [];
   return ids.length ? ids[ids.length - 1].slice(0, 12) : undefined;
+}
+
+/**
+ * The container labels of a JVM's series, from its runtime's files (sys/proc/container.ts):
+ * `container` (the runtime's name for it, else the short id), `container_id` (the short id),
+ * `image`, and under Kubernetes `pod` and `namespace`, each where the runtime recorded it.
+ */
+export function containerLabels(c: ContainerInfo | undefined): Record<string, string> {
+  if (!c) return {};
+  const short = c.id.slice(0, 12);
+  const l: Record<string, string> = { container: c.name ?? short, container_id: short };
+  if (c.image) l.image = c.image;
+  if (c.pod) l.pod = c.pod;
+  if (c.namespace) l.namespace = c.namespace;
+  return l;
 }

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { ContainerLookup, CONTAINER_LIMITS, containerText, parseContainerCgroup } from '../../extension/sys/proc/container';
+import { JvmSelector, containerLabels } from '../../extension/agent/select';
 
 const ID = '993c539891aecd30d1275cd7d23be2f8de1b3de31e778aae77ebb014525381e5';
 const ID2 = '4f1c2e9a0b7d11112222333344445555666677778888999900001111aaaabbbb';
@@ -123,4 +124,15 @@ test('a container whose files appear later is named on a lookup after retryMs', 
   } finally {
     fs.rmSync(r, { recursive: true, force: true });
   }
+});
+
+test('the agent labels a JVM by its container and selects it by the id a hybrid machine shows only in v1 lines', () => {
+  assert.deepEqual(containerLabels(undefined), {});
+  assert.deepEqual(containerLabels({ runtime: 'docker', id: ID }), { container: ID.slice(0, 12), container_id: ID.slice(0, 12) });
+  assert.deepEqual(containerLabels({ runtime: 'containerd', id: ID, name: 'orders', image: 'r/orders:2', pod: 'orders-0', namespace: 'shop' }), { container: 'orders', container_id: ID.slice(0, 12), image: 'r/orders:2', pod: 'orders-0', namespace: 'shop' });
+  const sel = new JvmSelector(undefined, [ID.slice(0, 12)]);
+  const hybrid = `${V1(`/docker/${ID}`)}\n0::/\n`;
+  assert.equal(sel.coversCgroup('/'), false);
+  assert.equal(sel.coversCgroup('/', parseContainerCgroup(hybrid)?.id), true);
+  assert.equal(sel.coversCgroup('/', ID2), false);
 });

@@ -116,7 +116,7 @@ export function parseContainerCgroup(procCgroup: string): CgroupContainer | unde
 export function readMetadataFile(file: string, max: number = CONTAINER_LIMITS.maxFileBytes): string | undefined {
   let fd: number;
   try {
-    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_CLOEXEC);
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
   } catch {
     return undefined;
   }
