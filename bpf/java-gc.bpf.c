@@ -31,6 +31,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
 #include "java-gc.h"
+#include "hist_epoch.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -41,6 +42,11 @@ const volatile __u64 min_duration_ns = 0;
  * half full: a JVM making hundreds of GCs and safepoints a second then costs the reader a few
  * wakeups a second instead of one per record. */
 const volatile bool lazy_wakeup = false;
+/* true: one ring-buffer record per collection and safepoint (the CLI and the editor show each).
+ * false with `histograms`: nothing goes through the ring buffers (metrics only: the agent). */
+const volatile bool records = true;
+/* true: pauses and safepoints are also counted in the `hists` map (see java-gc.h). */
+const volatile bool histograms = false;
 
 #define EVENTS_RING_BYTES (256 * 1024)
 #define SAFEPOINTS_RING_BYTES (64 * 1024)
@@ -119,6 +125,51 @@ static __always_inline void count(__u32 which)
 		__sync_fetch_and_add(v, 1);
 }
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct java_gc_hist_key);
+	__type(value, struct java_gc_hist_value);
+} hists SEC(".maps");
+
+/* Zero-filled template for new histogram entries (too big for the stack next to the key). */
+static const struct java_gc_hist_value empty_hist;
+
+/* The slot of a duration: the first edge it does not exceed (Prometheus `le`), else the last. */
+static __always_inline __u32 hist_slot(__u64 ns)
+{
+	static const __u64 edges[JAVA_GC_HIST_NR_EDGES] = { JAVA_GC_HIST_EDGES_NS };
+
+#pragma unroll
+	for (int i = 0; i < JAVA_GC_HIST_NR_EDGES; i++)
+		if (ns <= edges[i])
+			return i;
+	return JAVA_GC_HIST_NR_EDGES;
+}
+
+/* Counts one pause (manager and vmop name it; NULL for a safepoint) of `ns` for process `pid`. */
+static __always_inline void hist_count(__u32 what, __u32 pid, const char *manager, const char *vmop, __u64 ns)
+{
+	struct java_gc_hist_key k;
+	struct java_gc_hist_value *h;
+
+	__builtin_memset(&k, 0, sizeof(k));
+	k.pid = pid;
+	k.what = what;
+	if (manager)
+		__builtin_memcpy(k.manager, manager, JAVA_GC_MANAGER_LEN);
+	if (vmop)
+		__builtin_memcpy(k.vmop, vmop, JAVA_GC_VMOP_LEN);
+	k.epoch = hist_epoch();
+	h = hist_entry(&hists, &k, &empty_hist);
+	if (!h) {
+		count(JAVA_GC_CTR_HIST_FULL);
+		return;
+	}
+	__sync_fetch_and_add(&h->slots[hist_slot(ns)], 1);
+	__sync_fetch_and_add(&h->sum_ns, ns);
+}
+
 static __always_inline struct java_gc_event *fresh_record(void *map, __u32 tid)
 {
 	__u32 zero = 0;
@@ -138,6 +189,11 @@ static __always_inline void emit(struct java_gc_event *rec, __u64 end)
 	if (!rec->start_ns || end < rec->start_ns || end - rec->start_ns < min_duration_ns)
 		return;
 	rec->duration_ns = end - rec->start_ns;
+	/* A concurrent cycle runs beside the application: no pause to count. */
+	if (histograms && !(rec->flags & JAVA_GC_EV_CYCLE))
+		hist_count(JAVA_GC_HIST_PAUSE, rec->pid, rec->manager, rec->vmop, rec->duration_ns);
+	if (!records)
+		return;
 	rec->cpu = bpf_get_smp_processor_id();
 	if (bpf_ringbuf_output(&events, rec, sizeof(*rec), wakeup_flags(&events, EVENTS_RING_BYTES)))
 		count(JAVA_GC_CTR_RINGBUF_FULL);
@@ -340,6 +396,8 @@ int BPF_USDT(handle_gc_vmop_begin, __u64 name, __u64 len)
 
 	if (!vm)
 		return 0;
+	/* Zero-padded: the name is part of a histogram key in metrics-only mode. */
+	__builtin_memset(vm->vmop, 0, JAVA_GC_VMOP_LEN);
 	bpf_probe_read_user_str(vm->vmop, size, (const void *)name);
 	if (vm->sp_start_ns && !vm->sp_sync_ns) {
 		vm->sp_sync_ns = bpf_ktime_get_ns();
@@ -374,6 +432,12 @@ int BPF_USDT(handle_gc_sp_end)
 
 	if (!vm || !vm->sp_start_ns)
 		return 0;
+	if (histograms)
+		hist_count(JAVA_GC_HIST_SAFEPOINT, id >> 32, NULL, NULL, now - vm->sp_start_ns);
+	if (!records) {
+		vm->sp_start_ns = 0;
+		return 0;
+	}
 	e = bpf_ringbuf_reserve(&safepoints, sizeof(*e), 0);
 	if (!e) {
 		count(JAVA_GC_CTR_SAFEPOINT_LOST);

@@ -20,7 +20,8 @@
 #define JAVA_GC_CTR_POOLS_FULL 2     /* pool records dropped: more than JAVA_GC_MAX_POOLS pools */
 #define JAVA_GC_CTR_SAFEPOINT_LOST 3 /* safepoints lost: ring buffer or state map full */
 #define JAVA_GC_CTR_EXECS_FULL 4    /* execs not noted: the execs map was full (user space scans all) */
-#define JAVA_GC_NR_COUNTERS 5
+#define JAVA_GC_CTR_HIST_FULL 5     /* pauses or safepoints not counted: the histogram map was full */
+#define JAVA_GC_NR_COUNTERS 6
 
 /* Flags of struct java_gc_pool */
 #define JAVA_GC_POOL_HAS_BEFORE 1
@@ -104,6 +105,44 @@ struct java_vm_state {
 	char sp_vmop[JAVA_GC_VMOP_LEN];
 };
 
+/* Metrics-only mode (the agent): pauses and safepoints are counted in the kernel, in histograms
+ * per JVM and per (collector, VM operation), read and reset by user space through the epoch
+ * protocol (hist_epoch.bpf.h), instead of one ring-buffer record each. The buckets are the
+ * agent's Prometheus `le` bounds (1-2-5 steps from 10 µs to 10 s) so its series stay exact:
+ * slot i counts durations <= edge i, the last slot those above 10 s. */
+#define JAVA_GC_HIST_EDGES_NS                                                                      \
+	10000ULL, 20000ULL, 50000ULL, 100000ULL, 200000ULL, 500000ULL, 1000000ULL, 2000000ULL,    \
+	5000000ULL, 10000000ULL, 20000000ULL, 50000000ULL, 100000000ULL, 200000000ULL,            \
+	500000000ULL, 1000000000ULL, 2000000000ULL, 5000000000ULL, 10000000000ULL
+#define JAVA_GC_HIST_NR_EDGES 19
+#define JAVA_GC_HIST_SLOTS (JAVA_GC_HIST_NR_EDGES + 1)
+
+/* What a histogram counts */
+#define JAVA_GC_HIST_PAUSE 0     /* collections in a pause (concurrent cycles are not counted) */
+#define JAVA_GC_HIST_SAFEPOINT 1 /* safepoints: manager and vmop are empty */
+
+/* 92 bytes:  0 pid (u32)  4 what (u32, JAVA_GC_HIST_*)  8 manager (char[32])  40 vmop (char[48])
+ *           88 epoch (u32, last as hist_epoch.bpf.h wants). Strings zero-padded: one entry per name. */
+struct java_gc_hist_key {
+	__u32 pid;
+	__u32 what;
+	char manager[JAVA_GC_MANAGER_LEN];
+	char vmop[JAVA_GC_VMOP_LEN];
+	__u32 epoch;
+};
+
+#define JAVA_GC_HIST_KEY_SIZE 92
+
+/* 168 bytes:  0 slots (u64[20])  160 sum_ns (u64) */
+struct java_gc_hist_value {
+	__u64 slots[JAVA_GC_HIST_SLOTS];
+	__u64 sum_ns;
+};
+
+#define JAVA_GC_HIST_VALUE_SIZE 168
+
+_Static_assert(sizeof(struct java_gc_hist_key) == JAVA_GC_HIST_KEY_SIZE, "java_gc_hist_key layout");
+_Static_assert(sizeof(struct java_gc_hist_value) == JAVA_GC_HIST_VALUE_SIZE, "java_gc_hist_value layout");
 _Static_assert(sizeof(struct java_gc_pool) == JAVA_GC_POOL_SIZE, "java_gc_pool layout");
 _Static_assert(sizeof(struct java_gc_event) == JAVA_GC_EVENT_SIZE, "java_gc_event layout");
 _Static_assert(sizeof(struct java_safepoint_event) == JAVA_SAFEPOINT_EVENT_SIZE, "java_safepoint_event layout");

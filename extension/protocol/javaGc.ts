@@ -22,6 +22,26 @@ export interface JavaGcOptions {
    * read with every update.
    */
   liveCounts?: boolean;
+  /**
+   * true: pauses and safepoints are counted in kernel histograms (bucketed at
+   * JAVA_GC_HIST_EDGES_NS, tracers/javaGc/decode.ts) that updates carry as `histograms`, and no
+   * event or safepoint is sent (a metrics service: the agent). Unset: one event per collection.
+   */
+  metricsOnly?: boolean;
+}
+
+/**
+ * Pauses of one JVM since the previous update, counted in the kernel (metricsOnly): a collector's
+ * pauses (`collector` and `kind` set) or the JVM's safepoints.
+ */
+export interface JavaGcPauseCounts {
+  pid: number;
+  what: 'pause' | 'safepoint';
+  collector?: string;
+  kind?: JavaGcKind;
+  /** per bucket: durations <= JAVA_GC_HIST_EDGES_NS[i]; the last one, those above the last edge */
+  counts: number[];
+  sumNs: number;
 }
 
 export interface JavaGcPool {
@@ -126,6 +146,8 @@ export interface JavaGcUpdate {
   jvmCounts?: JavaGcJvmCount[];
   /** what the session found since it started (a JVM that cannot be traced), each said once by the CLI */
   warnings?: string[];
+  /** metricsOnly: the pauses and safepoints counted in the kernel since the previous update */
+  histograms?: JavaGcPauseCounts[];
 }
 
 /**

@@ -1,6 +1,6 @@
 // Decoders of the records bpf/java-gc.bpf.c sends through its ring buffers (layouts in
 // bpf/java-gc.h): one event per collection, one per safepoint. Pure: unit-tested without a kernel.
-import type { JavaGcEvent, JavaGcPool, JavaSafepoint } from '../../protocol/javaGc';
+import type { JavaGcEvent, JavaGcKind, JavaGcPauseCounts, JavaGcPool, JavaSafepoint } from '../../protocol/javaGc';
 import { classify } from '../../model/javaGcKinds';
 import { cString } from '../bpfObject';
 
@@ -21,6 +21,13 @@ export const CTR_INFLIGHT_FULL = 1;
 export const CTR_POOLS_FULL = 2;
 export const CTR_SAFEPOINT_LOST = 3;
 export const CTR_EXECS_FULL = 4;
+export const CTR_HIST_FULL = 5;
+/** Metrics-only histograms (bpf/java-gc.h): bucket upper bounds, 1-2-5 steps from 10 µs to 10 s. */
+export const JAVA_GC_HIST_EDGES_NS = [1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7, 2e7, 5e7, 1e8, 2e8, 5e8, 1e9, 2e9, 5e9, 1e10];
+export const JAVA_GC_HIST_SLOTS = JAVA_GC_HIST_EDGES_NS.length + 1;
+export const JAVA_GC_HIST_KEY_SIZE = 92;
+export const JAVA_GC_HIST_VALUE_SIZE = 168;
+const HIST_SAFEPOINT = 1;
 
 export interface RawGcPool {
   namePtr: bigint;
@@ -109,4 +116,28 @@ export function decodeSafepoint(b: Buffer): JavaSafepoint {
     tid: b.readUInt32LE(28),
     operation: cString(b, 32, JAVA_GC_VMOP_LEN),
   };
+}
+
+/**
+ * The entries of the `hists` map (keys and values back to back, as a map dump gives them), one
+ * per JVM and collector (or per JVM for safepoints): entries that name the same collector (a
+ * pause run by another VM operation) are added up.
+ */
+export function decodeHistEntries(keys: Buffer, values: Buffer, count: number): JavaGcPauseCounts[] {
+  if (count && (keys.length !== count * JAVA_GC_HIST_KEY_SIZE || values.length !== count * JAVA_GC_HIST_VALUE_SIZE))
+    throw new Error(`java-gc histogram entries are ${keys.length / count} + ${values.length / count} bytes, expected ${JAVA_GC_HIST_KEY_SIZE} + ${JAVA_GC_HIST_VALUE_SIZE}: dist/bpf/java-gc.bpf.o and the decoder disagree (rebuild)`);
+  const out = new Map<string, JavaGcPauseCounts>();
+  for (let i = 0; i < count; i++) {
+    const k = keys.subarray(i * JAVA_GC_HIST_KEY_SIZE, (i + 1) * JAVA_GC_HIST_KEY_SIZE);
+    const v = values.subarray(i * JAVA_GC_HIST_VALUE_SIZE, (i + 1) * JAVA_GC_HIST_VALUE_SIZE);
+    const pid = k.readUInt32LE(0);
+    const safepoint = k.readUInt32LE(4) === HIST_SAFEPOINT;
+    const named: { collector?: string; kind?: JavaGcKind } = safepoint ? {} : classify(cString(k, 8, JAVA_GC_MANAGER_LEN), cString(k, 40, JAVA_GC_VMOP_LEN), false);
+    const id = safepoint ? `${pid}` : `${pid}\u0000${named.collector}\u0000${named.kind}`;
+    let e = out.get(id);
+    if (!e) out.set(id, (e = { pid, what: safepoint ? 'safepoint' : 'pause', ...named, counts: new Array<number>(JAVA_GC_HIST_SLOTS).fill(0), sumNs: 0 }));
+    for (let s = 0; s < JAVA_GC_HIST_SLOTS; s++) e.counts[s] += Number(v.readBigUInt64LE(s * 8));
+    e.sumNs += Number(v.readBigUInt64LE(JAVA_GC_HIST_SLOTS * 8));
+  }
+  return [...out.values()];
 }

@@ -213,9 +213,14 @@ export class JvmCounterBook {
   }
 
   count(e: JavaGcEvent): void {
-    let m = this.ours.get(e.pid);
-    if (!m) this.ours.set(e.pid, (m = new Map()));
-    m.set(e.kind, (m.get(e.kind) ?? 0) + 1);
+    this.countMany(e.pid, e.kind, 1);
+  }
+
+  /** n collections of one kind at once (counted in the kernel: metrics-only mode). */
+  countMany(pid: number, kind: JavaGcKind, n: number): void {
+    let m = this.ours.get(pid);
+    if (!m) this.ours.set(pid, (m = new Map()));
+    m.set(kind, (m.get(kind) ?? 0) + n);
   }
 
   /** Reads every JVM's counters; a JVM that exited gets its last read, then its file is closed. */

@@ -5,7 +5,7 @@
 // one per safepoint; both arrive through ring buffers. Record decoders: ./decode.ts.
 import fs from 'node:fs';
 import type { BpfObject } from '../../../native/index';
-import type { JavaGcEvent, JavaGcOptions, JavaGcResult, JavaSafepoint } from '../../protocol/javaGc';
+import type { JavaGcEvent, JavaGcOptions, JavaGcPauseCounts, JavaGcResult, JavaSafepoint } from '../../protocol/javaGc';
 import { buildResult } from '../../model/javaGcStats';
 import { GcLive } from '../../model/javaGcLive';
 import { fromBpfError, inputError } from '../../protocol/errors';
@@ -16,7 +16,8 @@ import { ElfFile } from '../../sys/elf/elf';
 import type { Tracer } from '../tracer';
 import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
 import { hostLibjvms, JvmCounterBook, JvmScanner, libjvmTargetOf, runningTarget, type LibjvmTarget, type RunningJvm } from './jvms';
-import { CTR_EXECS_FULL, CTR_INFLIGHT_FULL, CTR_POOLS_FULL, CTR_RINGBUF_FULL, CTR_SAFEPOINT_LOST, decodeJavaGcEvent, decodeSafepoint, JAVA_GC_MAX_POOLS } from './decode';
+import { GcHistReader } from './hists';
+import { CTR_EXECS_FULL, CTR_HIST_FULL, CTR_INFLIGHT_FULL, CTR_POOLS_FULL, CTR_RINGBUF_FULL, CTR_SAFEPOINT_LOST, decodeJavaGcEvent, decodeSafepoint, JAVA_GC_MAX_POOLS } from './decode';
 
 // ---- targets ----------------------------------------------------------------------------------
 const PROBES = [
@@ -197,6 +198,15 @@ function followNewJvms(scanner: JvmScanner, execs: ExecWatch | undefined, look: 
   return execd && look % FULL_SCAN_LOOKS !== 0 ? scanner.scanExecs(execd) : scanner.scan(execs ? 1 : 10);
 }
 
+/** Counts read from the kernel, booked as the events they replace are (the JVMs' own counters are checked against them). */
+function countedInKernel(counts: JavaGcPauseCounts[], pids: Set<number>, book: JvmCounterBook): JavaGcPauseCounts[] {
+  for (const c of counts) {
+    pids.add(c.pid);
+    if (c.what === 'pause' && c.kind) book.countMany(c.pid, c.kind, c.counts.reduce((a, b) => a + b, 0));
+  }
+  return counts;
+}
+
 function monoNs(): number {
   return Number(process.hrtime.bigint());
 }
@@ -214,6 +224,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       ...(o.retain !== undefined ? { retain: bool(o, 'retain', true) } : {}),
       ...(bool(o, 'boundedResult', false) ? { boundedResult: true } : {}),
       ...(o.liveCounts !== undefined ? { liveCounts: bool(o, 'liveCounts', true) } : {}),
+      ...(bool(o, 'metricsOnly', false) ? { metricsOnly: true } : {}),
     };
   },
   async start(options, env, events) {
@@ -236,7 +247,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     // lazy_wakeup: records reach user space within the ring poller's 100 ms timeout rather than
     // waking it one by one; updates go out every TICK_MS anyway, and at hundreds of GCs and
     // safepoints a second the per-record wakeups were most of the tracer's own CPU time.
-    const { obj } = loadFirstWorking(env, 'java-gc', [progs], (o) => setRodata(o, { min_duration_ns: BigInt(options.minUs) * 1000n, lazy_wakeup: true }));
+    const { obj } = loadFirstWorking(env, 'java-gc', [progs], (o) => setRodata(o, { min_duration_ns: BigInt(options.minUs) * 1000n, lazy_wakeup: true, records: !options.metricsOnly, histograms: Boolean(options.metricsOnly) }));
     const links: number[] = [];
     const book = new JvmCounterBook(options.liveCounts === false);
     if (!options.all) book.prepare(options.pid);
@@ -306,9 +317,11 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       }
     };
     const rbs: ReturnType<BpfObject['openRingBuffer']>[] = [];
+    // Metrics only: nothing comes through the rings, so no thread polls them.
+    const hists = options.metricsOnly ? new GcHistReader(obj) : undefined;
     try {
-      rbs.push(obj.openRingBuffer('events', onBatch));
-      if (safepointsAvailable) rbs.push(obj.openRingBuffer('safepoints', onSafepoints));
+      if (!hists) rbs.push(obj.openRingBuffer('events', onBatch));
+      if (safepointsAvailable && !hists) rbs.push(obj.openRingBuffer('safepoints', onSafepoints));
     } catch (e) {
       for (const rb of rbs) rb.close();
       obj.close();
@@ -316,7 +329,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     }
     const readLost = () => {
       if (closed) return;
-      lost = readCounter(obj, 'counters', CTR_RINGBUF_FULL) + readCounter(obj, 'counters', CTR_INFLIGHT_FULL);
+      lost = readCounter(obj, 'counters', CTR_RINGBUF_FULL) + readCounter(obj, 'counters', CTR_INFLIGHT_FULL) + (hists ? readCounter(obj, 'counters', CTR_HIST_FULL) : 0);
       safepointsLost = readCounter(obj, 'counters', CTR_SAFEPOINT_LOST);
     };
     const pidList = () => [...pids].sort((a, b) => a - b);
@@ -326,7 +339,8 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     const flush = () => {
       readLost();
       if (!countsFinal && liveCounts) book.refresh();
-      const u = { events: fresh, safepoints: freshSafepoints, safepointsAvailable, safepointsReason, lost, pids: pidList(), startNs, nowNs: monoNs(), ...(liveCounts ? { jvmCounts: book.results(options.minUs, lost) } : {}), ...(warnings.length ? { warnings: [...warnings] } : {}) };
+      const histograms = hists ? countedInKernel(hists.take(), pids, book) : undefined;
+      const u = { events: fresh, ...(histograms ? { histograms } : {}), safepoints: freshSafepoints, safepointsAvailable, safepointsReason, lost, pids: pidList(), startNs, nowNs: monoNs(), ...(liveCounts ? { jvmCounts: book.results(options.minUs, lost) } : {}), ...(warnings.length ? { warnings: [...warnings] } : {}) };
       fresh = [];
       freshSafepoints = [];
       bounded?.apply(u);
@@ -347,11 +361,12 @@ export const javaGcTracer: Tracer<'java-gc'> = {
         }
       }
       await new Promise((r) => setTimeout(r, DRAIN_MS));
+      await hists?.final().catch((e) => env.log(`java-gc: reading the pause histograms: ${(e as Error).message}`));
       readLost();
       const poolsDropped = readCounter(obj, 'counters', CTR_POOLS_FULL);
       if (poolsDropped) env.log(`java-gc: ${poolsDropped} pool records did not fit (more than ${JAVA_GC_MAX_POOLS} pools per GC)`);
       // What arrived since the last tick still goes out live, so a view matches the result.
-      if (fresh.length || freshSafepoints.length) flush();
+      if (fresh.length || freshSafepoints.length || hists?.hasPending) flush();
       closed = true;
       for (const rb of rbs) rb.close();
       obj.close();
@@ -365,7 +380,8 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       if (options.all && ticks % FOLLOW_TICKS === 0) for (const j of followNewJvms(scanner, execs, ticks / FOLLOW_TICKS - 1)) attacher.follow(j, book, false, warnings);
       // Without live counts nothing reads them: exited JVMs' files are closed and forgotten here.
       if (!liveCounts && ticks % FORGET_TICKS === 0) book.forgetExited();
-      flush();
+      if (hists) void hists.read(() => closed || detachNs !== Infinity).then(() => detachNs === Infinity && flush(), (e) => env.log(`java-gc: reading the pause histograms: ${(e as Error).message}`));
+      else flush();
       if (options.all || ending) return;
       // Same pid but another start time: the JVM exited and the pid was reused.
       const alive = pidAlive(options.pid) && readStat(options.pid)?.startTime === startTime;
