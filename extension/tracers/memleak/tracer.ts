@@ -10,19 +10,19 @@
 // destructors still traced, and the final report is read from the maps once it is gone.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { BpfObject } from '../../../native/index';
+import type { BpfObject, RingBufferHandle } from '../../../native/index';
 import { Symbolizer, type Frame, type ProcessImage } from '../../sys/symbolize';
 import { MEMLEAK_DEFAULT_MAX_OUTSTANDING, type MemleakOptions, type MemleakResult } from '../../protocol/memleak';
 import { asObject, bool, int, num, oneOf, str, strArray, PID_MAX, type Raw } from '../../protocol/validate';
 import { fromBpfError, inputError, StudioError, unsuitableError } from '../../protocol/errors';
-import { bootStartRange, checkPid, identify, mapsOrExplain, readStat, sameProcess } from '../../sys/proc/processes';
+import { bootStartRange, checkPid, identify, mapsOrExplain, readStat, sameProcess, type ProcessIdentity } from '../../sys/proc/processes';
 import { ensureTracefs } from '../../sys/tracefs';
 import type { Mapping } from '../../sys/proc/maps';
 import { reachMapped } from '../../sys/proc/mappedFile';
 import { withElf } from '../../sys/elf/elf';
 import { checkBinary, lacksFramePointers } from '../../sys/elf/binaryChecks';
 import { requireElfFile } from '../../sys/elf/fileCheck';
-import type { Tracer } from '../tracer';
+import type { Session, SessionEvents, Tracer, TracerEnv } from '../tracer';
 import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
 import { TARGET_WATCH_MS } from '../targetWatch';
 import { memleakSilence } from '../../model/memleakSilence';
@@ -186,256 +186,336 @@ export const memleakTracer: Tracer<'memleak'> = {
     if (noInject === undefined) return startInject(options, env, events, warnings);
     if (noInject && options.mode === 'inject') throw new StudioError('unsuitable', `cannot inject the leak tracer: ${noInject}. Use --mode uprobe (or auto) to trace it with uprobes`);
     if (noInject) warnings.push(`${noInject}, so the leak tracer cannot be injected: tracing with uprobes instead`);
-    const t0 = process.hrtime.bigint();
-    const reports = new LeakReports(events, () => {
-      const t = Date.now();
-      clearInterval(timer);
-      clearInterval(watch);
-      clearInterval(holdWatch);
-      rb.close();
-      copies?.close();
-      obj.close();
-      dwarf?.close();
-      sym.dispose();
-      env.log(`memleak: detached in ${Date.now() - t} ms`);
-    });
-    let launched: StoppedChild | undefined;
-    if (options.launch) launched = await launchStopped(env.assetDir, options.launch, (t) => (reports.output += t));
-    const pid = launched?.pid ?? options.pid ?? 0;
-    const abandon = () => launched?.child.kill('SIGKILL');
+    const session = new UprobeLeakSession(options, env, events, warnings);
+    await session.launch();
+    session.attach();
+    session.collect();
+    return session;
+  },
+};
+
+/**
+ * A leak session by uprobes (kernel tracepoints with `kernel`): the allocator's probes on one
+ * process, or on a command launched stopped and held at its exit so its stacks are named before
+ * it is gone; the outstanding allocations read and symbolized every interval.
+ */
+class UprobeLeakSession implements Session<'memleak'> {
+  private readonly t0 = process.hrtime.bigint();
+  private readonly reports: LeakReports;
+  private sym!: Symbolizer;
+  private readonly frames = new StackFrames();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private launched?: StoppedChild;
+  private pid = 0;
+  private target?: ProcessIdentity;
+  private obj!: BpfObject;
+  private dwarf?: MemleakDwarfStacks;
+  private copies?: RingBufferHandle;
+  private rb?: RingBufferHandle;
+  private probedLibc = '';
+  private image?: ProcessImage;
+  private mapsText = '';
+  /** a running process that used CPU while no allocation was seen is said, not reported as leak-free */
+  private activity?: ProcessActivity;
+  // the hold at exit (launch mode)
+  private holding: Promise<unknown> = Promise.resolve();
+  private holdBusy = false;
+  private holdsHandled = 0;
+  private lastHoldAt = 0;
+
+  constructor(
+    private readonly options: MemleakOptions,
+    private readonly env: TracerEnv,
+    events: SessionEvents<'memleak'>,
+    readonly warnings: string[],
+  ) {
+    this.reports = new LeakReports(events, () => this.detach());
+  }
+
+  get targets(): number[] {
+    return this.pid ? [this.pid] : [];
+  }
+
+  /** Starts the command stopped (launch mode), and identifies the target. */
+  async launch(): Promise<void> {
+    const options = this.options;
+    if (options.launch) this.launched = await launchStopped(this.env.assetDir, options.launch, (t) => (this.reports.output += t));
+    this.pid = this.launched?.pid ?? options.pid ?? 0;
     // The target by pid and start time (a launched program keeps its launcher's across exec): no
     // later process that gets the pid is stopped at exit or counted.
-    const target = pid ? identify(pid) : undefined;
-    if (pid && !target) {
-      abandon();
-      throw new StudioError('input', `process ${pid} exited`);
+    this.target = this.pid ? identify(this.pid) : undefined;
+    if (this.pid && !this.target) {
+      this.abandon();
+      throw new StudioError('input', `process ${this.pid} exited`);
     }
+  }
 
-    // ---- load and attach ------------------------------------------------------------------
+  private abandon(): void {
+    this.launched?.child.kill('SIGKILL');
+  }
+
+  /** Loads and attaches the probes; opens the stack copies' ring buffer when unwinding by CFI. */
+  attach(): void {
+    const { options, env, pid, launched } = this;
     // A launched program is still the stopped launcher here: judge the binary it will exec.
     const dwarfStacks = !options.kernel && useDwarfStacks(options, launched?.exe ?? `/proc/${pid}/exe`);
-    let obj: BpfObject;
     try {
-      const programs = options.kernel ? KERNEL_TRACEPOINTS.map(([p]) => p) : USER_PROGRAMS;
-      ({ obj } = loadFirstWorking(env, 'memleak', [programs], (o) => {
-        o.setMaxEntries('allocs', options.maxOutstanding ?? MEMLEAK_DEFAULT_MAX_OUTSTANDING);
-        if (dwarfStacks) {
-          o.setMaxEntries('copy_scratch', env.addon.numPossibleCpus());
-          o.setMaxEntries('stack_copies', 16 << 20);
-          setRodata(o, { dwarf_stacks: true, stack_copy_bytes: options.stackCopyBytes ?? MEMLEAK_DEFAULT_STACK_COPY });
-        }
-        setRodata(o, {
-          target_pid: pid,
-          ...bootStartRange(target),
-          min_size: BigInt(options.minSize),
-          max_size: options.maxSize ? BigInt(options.maxSize) : (1n << 64n) - 1n,
-          sample_rate: BigInt(options.sampleRate),
-          sample_bytes: BigInt(options.sampleBytes ?? 0),
-          hold_at_exit: Boolean(launched),
-        });
-      }));
+      this.obj = this.load(dwarfStacks);
     } catch (e) {
-      abandon();
+      this.abandon();
       throw e;
     }
     const tAttach = Date.now();
-    let probedLibc = '';
     try {
       if (options.kernel) {
         ensureTracefs();
-        for (const [prog, tp] of KERNEL_TRACEPOINTS) obj.attachTracepoint(prog, 'kmem', tp);
+        for (const [prog, tp] of KERNEL_TRACEPOINTS) this.obj.attachTracepoint(prog, 'kmem', tp);
       } else {
-        probedLibc = attachUser(obj, pid, options, launched, warnings, env.log);
+        this.probedLibc = attachUser(this.obj, pid, options, launched, this.warnings, env.log);
       }
     } catch (e) {
-      obj.close();
-      abandon();
+      this.obj.close();
+      this.abandon();
       throw e instanceof StudioError ? e : fromBpfError('attaching memleak probes', e);
     }
     env.log(`memleak: loaded and attached in ${Date.now() - tAttach} ms`);
-    const dwarf = dwarfStacks ? new MemleakDwarfStacks(env.addon, env.log) : undefined;
+    if (dwarfStacks) this.openCopies();
+  }
+
+  private load(dwarfStacks: boolean): BpfObject {
+    const { options, env, pid, target } = this;
+    const programs = options.kernel ? KERNEL_TRACEPOINTS.map(([p]) => p) : USER_PROGRAMS;
+    return loadFirstWorking(env, 'memleak', [programs], (o) => {
+      o.setMaxEntries('allocs', options.maxOutstanding ?? MEMLEAK_DEFAULT_MAX_OUTSTANDING);
+      if (dwarfStacks) {
+        o.setMaxEntries('copy_scratch', env.addon.numPossibleCpus());
+        o.setMaxEntries('stack_copies', 16 << 20);
+        setRodata(o, { dwarf_stacks: true, stack_copy_bytes: options.stackCopyBytes ?? MEMLEAK_DEFAULT_STACK_COPY });
+      }
+      setRodata(o, {
+        target_pid: pid,
+        ...bootStartRange(target),
+        min_size: BigInt(options.minSize),
+        max_size: options.maxSize ? BigInt(options.maxSize) : (1n << 64n) - 1n,
+        sample_rate: BigInt(options.sampleRate),
+        sample_bytes: BigInt(options.sampleBytes ?? 0),
+        hold_at_exit: Boolean(this.launched),
+      });
+    }).obj;
+  }
+
+  private openCopies(): void {
+    const dwarf = (this.dwarf = new MemleakDwarfStacks(this.env.addon, this.env.log));
     // Attach mode: the process may exit right after its last allocation. (A launched one is
     // stopped before its loader ran, with no libraries mapped yet; its maps are read at the first copy.)
-    if (dwarf && pid && !launched) dwarf.pool.prime(pid);
-    const copies = dwarf
-      ? obj.openRingBuffer('stack_copies', (batch, offsets) => {
-          for (const rec of records(batch, offsets)) {
-            try {
-              dwarf.add(rec);
-            } catch (e) {
-              env.log(`memleak: a stack copy could not be unwound: ${(e as Error).message}`);
-            }
+    if (this.pid && !this.launched) dwarf.pool.prime(this.pid);
+    this.copies = this.obj.openRingBuffer(
+      'stack_copies',
+      (batch, offsets) => {
+        for (const rec of records(batch, offsets)) {
+          try {
+            dwarf.add(rec);
+          } catch (e) {
+            this.env.log(`memleak: a stack copy could not be unwound: ${(e as Error).message}`);
           }
-          // reuse: ~80 MB/s of copies at 10k allocations/s; add() keeps nothing of a record.
-        }, { reuse: true })
-      : undefined;
+        }
+        // reuse: ~80 MB/s of copies at 10k allocations/s; add() keeps nothing of a record.
+      },
+      { reuse: true },
+    );
+  }
 
-    // ---- symbolization --------------------------------------------------------------------
-    const sym = new Symbolizer({ log: env.log });
-    let image: ProcessImage | undefined;
-    let mapsText = '';
-    const frames = new StackFrames();
-    const refreshImage = () => {
-      if (options.kernel || !pid) return;
-      let text: string;
-      try {
-        text = fs.readFileSync(`/proc/${pid}/maps`, 'utf8');
-      } catch {
-        return; // gone: keep the last image
-      }
-      if (text === mapsText) return;
-      mapsText = text;
-      try {
-        image = sym.captureProcess(pid);
-        for (const w of sym.warnings(image, dwarfStacks ? { stacks: 'cfi' } : { stacks: 'fp', fpFix: 'or trace with --unwind dwarf (the default), which unwinds by CFI' })) if (!warnings.includes(w)) warnings.push(w);
-      } catch (e) {
-        env.log(`memleak: capturing the maps of ${pid} failed: ${(e as Error).message}`);
-      }
-    };
-    const symbolize = async (ids: number[]) => {
-      const todo = frames.todo(ids);
-      if (!todo.length) return;
-      const stacks = todo.map((id) => (dwarf?.isInterned(id) ? [...dwarf.stack(id)] : [...obj.readStack('stack_traces', id)]));
-      const addrs = stacks.flat();
-      const t = Date.now();
-      let resolved: Frame[] | undefined;
-      try {
-        // Every frame is a return address: user stacks are taken at the uretprobe, and kernel
-        // stacks at a tracepoint start at its caller.
-        const returnAddresses = addrs.map(() => true);
-        if (options.kernel) resolved = await sym.symbolizeKernel(addrs, { returnAddresses });
-        else if (image) resolved = await sym.symbolizeUser(image, addrs, { returnAddresses });
-      } catch (e) {
-        env.log(`memleak: symbolization failed: ${(e as Error).message}`);
-      }
-      env.log(`memleak: symbolized ${todo.length} stacks (${addrs.length} frames) in ${Date.now() - t} ms`);
-      frames.store(todo, stacks, resolved);
-    };
+  /** The interval reports, the hold at exit and the watch of the target; then the program runs. */
+  collect(): void {
+    const { options, launched, pid, target } = this;
+    this.sym = new Symbolizer({ log: this.env.log });
+    this.activity = !options.kernel && !launched ? new ProcessActivity(pid) : undefined;
+    this.timers.push(setInterval(() => void this.tick(), options.intervalS * 1000));
+    this.rb = this.obj.openRingBuffer('exits', (batch, offsets) => {
+      if (offsets.length >= 2) this.handleHold(decodeExitEvent(batch.subarray(offsets[0], offsets[1])).tgid);
+    });
+    if (launched) {
+      this.timers.push(setInterval(() => this.watchHold(), 100));
+      void launched.exited.then((exit) => this.finish(exitMessage(options.launch!.command[0], exit)));
+    } else if (target && !options.kernel) {
+      this.timers.push(
+        setInterval(() => {
+          if (!sameProcess(target)) void this.finish(`process ${pid} exited`);
+        }, TARGET_WATCH_MS),
+      );
+    }
+    this.refreshImage();
+    if (launched) process.kill(pid, 'SIGCONT');
+  }
 
-    const counter = (i: number): number => readCounter(obj, 'counters', i);
-    const dropped = () => counter(CNT.allocsFull) + counter(CNT.stackLost) + counter(CNT.totalsFull) + counter(CNT.pendingFull);
+  private detach(): void {
+    const t = Date.now();
+    for (const timer of this.timers) clearInterval(timer);
+    this.rb?.close();
+    this.copies?.close();
+    this.obj.close();
+    this.dwarf?.close();
+    this.sym.dispose();
+    this.env.log(`memleak: detached in ${Date.now() - t} ms`);
+  }
 
-    /** Reads the allocs map and symbolizes the stacks to report (all of them when `all`). */
-    const measure = async (nowNs: bigint, all: boolean) => {
-      const allocs = decodeAllocDump(obj.mapDump('allocs'));
-      const aggs = aggregate(dwarf ? dwarf.remap(allocs) : allocs, nowNs, options.minAgeMs, options.sampleBytes ?? 0);
-      const shown = options.top ? aggs.slice(0, options.top) : aggs;
-      await symbolize((all ? aggs : shown).map((a) => a.stackId));
-      return { aggs, stacks: shown.map((a) => toStack(a, nowNs, frames.of(a.stackId))) };
-    };
-    // A running process that used CPU while no allocation was seen is said, not reported as leak-free.
-    const activity = !options.kernel && !launched ? new ProcessActivity(pid) : undefined;
-    const resultAt = async (nowNs: bigint): Promise<MemleakResult> => {
-      const { stacks } = await measure(nowNs, false);
-      const r: MemleakResult = { tracer: 'memleak', pid, stacks, dropped: dropped(), lost: counter(CNT.exitLost), mode: options.kernel ? 'kernel' : 'uprobe' };
-      if (options.sampleBytes) r.sampleBytes = options.sampleBytes;
-      if (activity) {
-        r.allocationsSeen = counter(CNT.allocs) + counter(CNT.allocsFull);
-        const problem = activity.silence(r.allocationsSeen, probedLibc);
-        if (problem) r.problem = problem;
-      }
-      return r;
-    };
+  // ---- symbolization --------------------------------------------------------------------
+  private refreshImage(): void {
+    if (this.options.kernel || !this.pid) return;
+    let text: string;
+    try {
+      text = fs.readFileSync(`/proc/${this.pid}/maps`, 'utf8');
+    } catch {
+      return; // gone: keep the last image
+    }
+    if (text === this.mapsText) return;
+    this.mapsText = text;
+    try {
+      this.image = this.sym.captureProcess(this.pid);
+      const fix = this.dwarf ? { stacks: 'cfi' as const } : { stacks: 'fp' as const, fpFix: 'or trace with --unwind dwarf (the default), which unwinds by CFI' };
+      for (const w of this.sym.warnings(this.image, fix)) if (!this.warnings.includes(w)) this.warnings.push(w);
+    } catch (e) {
+      this.env.log(`memleak: capturing the maps of ${this.pid} failed: ${(e as Error).message}`);
+    }
+  }
 
-    const tick = () =>
-      reports.serial(async () => {
-        if (reports.closed) return;
-        refreshImage();
+  private async symbolize(ids: number[]): Promise<void> {
+    const todo = this.frames.todo(ids);
+    if (!todo.length) return;
+    const stacks = todo.map((id) => (this.dwarf?.isInterned(id) ? [...this.dwarf.stack(id)] : [...this.obj.readStack('stack_traces', id)]));
+    const addrs = stacks.flat();
+    const t = Date.now();
+    let resolved: Frame[] | undefined;
+    try {
+      // Every frame is a return address: user stacks are taken at the uretprobe, and kernel
+      // stacks at a tracepoint start at its caller.
+      const returnAddresses = addrs.map(() => true);
+      if (this.options.kernel) resolved = await this.sym.symbolizeKernel(addrs, { returnAddresses });
+      else if (this.image) resolved = await this.sym.symbolizeUser(this.image, addrs, { returnAddresses });
+    } catch (e) {
+      this.env.log(`memleak: symbolization failed: ${(e as Error).message}`);
+    }
+    this.env.log(`memleak: symbolized ${todo.length} stacks (${addrs.length} frames) in ${Date.now() - t} ms`);
+    this.frames.store(todo, stacks, resolved);
+  }
+
+  // ---- reading ----------------------------------------------------------------------------
+  private counter(i: number): number {
+    return readCounter(this.obj, 'counters', i);
+  }
+
+  private dropped(): number {
+    return this.counter(CNT.allocsFull) + this.counter(CNT.stackLost) + this.counter(CNT.totalsFull) + this.counter(CNT.pendingFull);
+  }
+
+  /** Reads the allocs map and symbolizes the stacks to report (all of them when `all`). */
+  private async measure(nowNs: bigint, all: boolean) {
+    const { options, dwarf } = this;
+    const allocs = decodeAllocDump(this.obj.mapDump('allocs'));
+    const aggs = aggregate(dwarf ? dwarf.remap(allocs) : allocs, nowNs, options.minAgeMs, options.sampleBytes ?? 0);
+    const shown = options.top ? aggs.slice(0, options.top) : aggs;
+    await this.symbolize((all ? aggs : shown).map((a) => a.stackId));
+    return { aggs, stacks: shown.map((a) => toStack(a, nowNs, this.frames.of(a.stackId))) };
+  }
+
+  private async resultAt(nowNs: bigint): Promise<MemleakResult> {
+    const { options, pid, activity } = this;
+    const { stacks } = await this.measure(nowNs, false);
+    const r: MemleakResult = { tracer: 'memleak', pid, stacks, dropped: this.dropped(), lost: this.counter(CNT.exitLost), mode: options.kernel ? 'kernel' : 'uprobe' };
+    if (options.sampleBytes) r.sampleBytes = options.sampleBytes;
+    if (activity) {
+      r.allocationsSeen = this.counter(CNT.allocs) + this.counter(CNT.allocsFull);
+      const problem = activity.silence(r.allocationsSeen, this.probedLibc);
+      if (problem) r.problem = problem;
+    }
+    return r;
+  }
+
+  private tick(): Promise<void> {
+    return this.reports
+      .serial(async () => {
+        if (this.reports.closed) return;
+        this.refreshImage();
         const now = process.hrtime.bigint();
-        const { aggs, stacks } = await measure(now, false);
-        reports.update(liveUpdate(Number((now - t0) / 1_000_000n), aggs, stacks, dropped(), options.sampleBytes));
-      }).catch((e) => env.log(`memleak: report failed: ${(e as Error).message}`));
-    const timer = setInterval(() => void tick(), options.intervalS * 1000);
+        const { aggs, stacks } = await this.measure(now, false);
+        this.reports.update(liveUpdate(Number((now - this.t0) / 1_000_000n), aggs, stacks, this.dropped(), this.options.sampleBytes));
+      })
+      .catch((e) => this.env.log(`memleak: report failed: ${(e as Error).message}`));
+  }
 
-    // ---- the hold at exit (launch mode) ---------------------------------------------------
-    let holding: Promise<unknown> = Promise.resolve();
-    let holdBusy = false;
-    let holdsHandled = 0;
-    let lastHoldAt = 0;
-    const cont = (p: number) => {
-      try {
-        process.kill(p, 'SIGCONT');
-      } catch {
-        /* already gone */
-      }
-    };
-    const handleHold = (tgid: number) => {
-      holdBusy = true;
-      holding = reports.serial(async () => {
+  // ---- the hold at exit (launch mode) ---------------------------------------------------
+  private handleHold(tgid: number): void {
+    this.holdBusy = true;
+    this.holding = this.reports
+      .serial(async () => {
         try {
-          if (reports.closed) return;
+          if (this.reports.closed) return;
           // The SIGSTOP is queued before the event; wait until it has taken effect (bounded).
           const until = Date.now() + 500;
           while (readStat(tgid)?.state !== 't' && readStat(tgid)?.state !== 'T' && Date.now() < until) await new Promise((r) => setTimeout(r, 2));
           // Stack copies travel apart from the exit event: let those already sent be unwound.
-          while (dwarf && dwarf.added + counter(CNT.copyLost) < counter(CNT.allocs) && Date.now() < until + 500) await new Promise((r) => setTimeout(r, 5));
-          refreshImage();
-          await measure(process.hrtime.bigint(), true);
+          while (this.dwarf && this.dwarf.added + this.counter(CNT.copyLost) < this.counter(CNT.allocs) && Date.now() < until + 500) await new Promise((r) => setTimeout(r, 5));
+          this.refreshImage();
+          await this.measure(process.hrtime.bigint(), true);
         } finally {
-          holdsHandled++;
-          lastHoldAt = Date.now();
-          holdBusy = false;
+          this.holdsHandled++;
+          this.lastHoldAt = Date.now();
+          this.holdBusy = false;
           cont(tgid);
         }
-      }).catch((e) => env.log(`memleak: symbolizing at exit failed: ${(e as Error).message}`));
-    };
-    const rb = obj.openRingBuffer('exits', (batch, offsets) => {
-      if (offsets.length >= 2) handleHold(decodeExitEvent(batch.subarray(offsets[0], offsets[1])).tgid);
-    });
-    // A held program must never stay stopped: if an event went missing, or a SIGCONT raced
-    // ahead of its SIGSTOP, this notices the stopped state and lets the program go on.
-    const holdWatch = launched
-      ? setInterval(() => {
-          if (reports.closed || holdBusy || readStat(pid)?.state !== 'T') return;
-          if (counter(CNT.exitHolds) > holdsHandled) handleHold(pid);
-          else if (Date.now() - lastHoldAt < 3000) cont(pid);
-        }, 100)
-      : undefined;
+      })
+      .catch((e) => this.env.log(`memleak: symbolizing at exit failed: ${(e as Error).message}`));
+  }
 
-    const finish = async (message: string) => {
-      if (reports.closed || reports.result) return;
-      const endNs = process.hrtime.bigint();
-      await holding;
-      await reports.finish(message, () => resultAt(endNs), () => Number((endNs - t0) / 1_000_000n));
-    };
-    let watch: NodeJS.Timeout | undefined;
-    if (launched) {
-      void launched.exited.then((exit) => finish(exitMessage(options.launch!.command[0], exit)));
-    } else if (target && !options.kernel) {
-      watch = setInterval(() => {
-        if (!sameProcess(target)) void finish(`process ${pid} exited`);
-      }, TARGET_WATCH_MS);
-    }
+  /**
+   * A held program must never stay stopped: if an event went missing, or a SIGCONT raced
+   * ahead of its SIGSTOP, this notices the stopped state and lets the program go on.
+   */
+  private watchHold(): void {
+    if (this.reports.closed || this.holdBusy || readStat(this.pid)?.state !== 'T') return;
+    if (this.counter(CNT.exitHolds) > this.holdsHandled) this.handleHold(this.pid);
+    else if (Date.now() - this.lastHoldAt < 3000) cont(this.pid);
+  }
 
-    refreshImage();
-    if (launched) process.kill(pid, 'SIGCONT');
+  private async finish(message: string): Promise<void> {
+    if (this.reports.closed || this.reports.result) return;
+    const endNs = process.hrtime.bigint();
+    await this.holding;
+    await this.reports.finish(message, () => this.resultAt(endNs), () => Number((endNs - this.t0) / 1_000_000n));
+  }
 
-    const empty = (): MemleakResult => ({ tracer: 'memleak', pid, stacks: [], dropped: 0, lost: 0 });
-    return {
-      targets: pid ? [pid] : [],
-      warnings,
-      snapshot: () => reports.result ?? empty(),
-      async stop() {
-        if (!reports.result && !reports.closed) refreshImage();
-        return reports.stop(
-          () => resultAt(process.hrtime.bigint()),
-          empty,
-          () => {
-            // Stop ends a launched program: it was started for this session.
-            if (launched && launched.child.exitCode === null && launched.child.signalCode === null) {
-              try {
-                process.kill(pid, 'SIGCONT');
-              } catch {
-                /* gone */
-              }
-              launched.child.kill('SIGTERM');
-            }
-          },
-        );
+  private empty(): MemleakResult {
+    return { tracer: 'memleak', pid: this.pid, stacks: [], dropped: 0, lost: 0 };
+  }
+
+  snapshot(): MemleakResult {
+    return this.reports.result ?? this.empty();
+  }
+
+  async stop(): Promise<MemleakResult> {
+    if (!this.reports.result && !this.reports.closed) this.refreshImage();
+    const { launched, pid } = this;
+    return this.reports.stop(
+      () => this.resultAt(process.hrtime.bigint()),
+      () => this.empty(),
+      () => {
+        // Stop ends a launched program: it was started for this session.
+        if (launched && launched.child.exitCode === null && launched.child.signalCode === null) {
+          cont(pid);
+          launched.child.kill('SIGTERM');
+        }
       },
-    };
-  },
-};
+    );
+  }
+}
+
+function cont(pid: number): void {
+  try {
+    process.kill(pid, 'SIGCONT');
+  } catch {
+    /* already gone */
+  }
+}
 
 /**
  * undefined: trace this launch by preloading. '': uprobes, as asked (or an attach). Otherwise
