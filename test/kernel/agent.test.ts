@@ -30,26 +30,14 @@ import { cliJs, javaAgentSkipReason, kernelSkipReason, loadedPrograms, markerLin
 import { GcWorkloads, jdk, noJdkReason } from './gcWorkload';
 import { cgroup2Mount } from '../../extension/sys/cgroup';
 import { loadProfileBytes } from '../../extension/sys/profileFile';
+import { freePort, promQuery, prometheus, promtool } from './promKit';
 import { parseBccHistograms } from './bccText';
 
-const prometheus = ['/usr/bin/prometheus'].find((p) => fs.existsSync(p));
-const promtool = ['/usr/bin/promtool'].find((p) => fs.existsSync(p));
 const go = ['/usr/bin/go', '/usr/lib/go/bin/go'].find((p) => fs.existsSync(p));
 const skip = kernelSkipReason() ?? noJdkReason ?? (!prometheus || !promtool ? "Debian's prometheus package is not installed (scripts/install-deps.sh --test)" : undefined);
 
 let work = '';
 const children: ChildProcess[] = [];
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** The BPF program ids a process holds open (its fds' fdinfo), i.e. exactly the agent's own. */
 function progIdsOf(pid: number): number[] {
@@ -82,14 +70,6 @@ async function startPrometheus(name: string, agentPort: number, every: string, t
   let log = '';
   child.stderr!.on('data', (d) => (log += d));
   return { child, base: `http://127.0.0.1:${promPort}`, log: () => log };
-}
-
-async function promQuery(base: string, q: string): Promise<number | undefined> {
-  const res = await fetch(`${base}/api/v1/query?query=${encodeURIComponent(q)}`);
-  const body = (await res.json()) as { status: string; data?: { result: { value: [number, string] }[] } };
-  assert.equal(body.status, 'success', `query ${q} failed: ${JSON.stringify(body)}`);
-  const v = body.data!.result[0]?.value[1];
-  return v === undefined ? undefined : Number(v);
 }
 
 /** `go tool pprof ARGS URL`, with its own HOME so it writes its saved profiles into the test's folder. */

@@ -165,3 +165,14 @@ export function lineFollower(c: Contained, timeoutMs = 30_000) {
     return m!;
   };
 }
+
+/** The limits every container here must start with (runc cannot raise this sandbox's nofile and nproc). */
+export const ULIMITS = ['--ulimit', 'nofile=4096:4096', '--ulimit', 'nproc=4096:4096'];
+
+/** A container's full id, as its cgroup path and the runtime's files name it. */
+export function containerIdOf(name: string): string {
+  const r = podman(['inspect', '-f', '{{.Id}}', name], 30_000);
+  const id = r.stdout.trim();
+  assert.match(id, /^[0-9a-f]{64}$/, `no id for ${name}: ${r.stderr}`);
+  return id;
+}

@@ -31,6 +31,7 @@ test('cgroup texts name the container and its runtime in every layout', () => {
     ['kubepods, hybrid, cgroupfs driver', `${V1(`/kubepods/besteffort/pod1f2e3d4c-5b6a-7980-a1b2-c3d4e5f60718/${ID}`)}\n0::/\n`, { runtime: 'kubernetes', id: ID, podUid: '1f2e3d4c-5b6a-7980-a1b2-c3d4e5f60718' }],
     ['nested: podman inside docker, innermost wins', `0::/system.slice/docker-${ID2}.scope/libpod-${ID}.scope/container\n`, { runtime: 'podman', id: ID }],
     ['a bare id elsewhere', `0::/custom/${ID}\n`, { runtime: 'container', id: ID }],
+    ['containerd, seen from a private cgroup namespace (a pod on cgroup v2)', `0::/../../kubepods-besteffort-pod1f2e3d4c_5b6a_7980_a1b2_c3d4e5f60718.slice/cri-containerd-${ID}.scope\n`, { runtime: 'containerd', id: ID, podUid: '1f2e3d4c-5b6a-7980-a1b2-c3d4e5f60718' }],
     ['a host service', '0::/system.slice/ssh.service\n', undefined],
     ['a login session, hybrid', `${V1('/user.slice/user-0.slice/session-3.scope')}\n0::/user.slice/user-0.slice/session-3.scope\n`, undefined],
     ['a short hex segment is no id', '0::/system.slice/docker-993c539891ae.scope\n', undefined],
