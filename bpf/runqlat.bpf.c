@@ -10,6 +10,7 @@
 #include <bpf/bpf_core_read.h>
 #include "hist_tracer.bpf.h"
 #include "task.bpf.h"
+#include "cgroup_filter.bpf.h"
 #include "runqlat.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -33,6 +34,8 @@ static __always_inline void enqueue(struct task_struct *t)
 	if (!tid)
 		return; /* the idle task */
 	if (target_tgid && BPF_CORE_READ(t, tgid) != target_tgid)
+		return;
+	if (!in_target_cgroup(t))
 		return;
 	ts = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&start, &tid, &ts, BPF_ANY))

@@ -34,14 +34,15 @@ export function formatHistograms(hists: KeyHistogram[], per: string, unit: HistU
 
 const flagLine = (flag: string, help: string) => `  ${flag.padEnd(17)}${help}`;
 
-function usage<N extends HistName>(name: N, cli: KitTracer<N>['spec']['cli']): string {
+function usage<N extends HistName>(name: N, cli: KitTracer<N>['spec']['cli'], containers: boolean): string {
   const pers = Object.keys(cli.per).map((p) => `--per-${p}`);
   const flags = Object.keys(cli.flags ?? {});
   const own = cli.usage ?? flags.map((f) => `[--${f}]`).join(' ');
-  const head = `ebpf-studio ${CATALOG[name].cli.command} [--pid P] [${pers.join(' | ')}] [--ms] ${own ? `${own} ` : ''}[--interval S] [--duration S] [--json]`;
+  const head = `ebpf-studio ${CATALOG[name].cli.command} [--pid P${containers ? ' | --container NAME|ID' : ''}] [${pers.join(' | ')}] [--ms] ${own ? `${own} ` : ''}[--interval S] [--duration S] [--json]`;
   return [
     head,
     flagLine('--pid P', cli.pid),
+    ...(containers ? [flagLine('--container C', "only the tasks of container C (docker, podman, containerd, CRI-O), by its name or id prefix: its cgroup and those below it")] : []),
     ...Object.entries(cli.per).map(([p, help]) => flagLine(`--per-${p}`, help)),
     flagLine('--ms', 'histogram in milliseconds (default microseconds)'),
     ...Object.entries<string>(cli.flags ?? {}).map(([f, help]) => flagLine(`--${f}`, help)),
@@ -82,7 +83,8 @@ function optionsOf<N extends HistName>(tracer: KitTracer<N>, values: Values): Op
   const per = perFlag(values, Object.keys(cli.per));
   const intervalS = numberFlag(values.interval, '--interval', 0.1, 3600) ?? 1;
   const own = Object.fromEntries(Object.keys(cli.flags ?? {}).map((f) => [f, Boolean(values[f])]));
-  const options = { pid: pidFlag(values.pid) ?? 0, per, unit: values.ms ? 'ms' : 'us', intervalS, ...own } as HistOptions as OptionsOf<N>;
+  const container = typeof values.container === 'string' ? { container: values.container } : {};
+  const options = { pid: pidFlag(values.pid) ?? 0, per, unit: values.ms ? 'ms' : 'us', intervalS, ...own, ...container } as HistOptions as OptionsOf<N>;
   try {
     tracer.validate(options);
   } catch (e) {
@@ -94,14 +96,14 @@ function optionsOf<N extends HistName>(tracer: KitTracer<N>, values: Values): Op
 export function histCommand<N extends HistName>(tracer: KitTracer<N>): Command {
   const name = tracer.name;
   const cli = tracer.spec.cli;
-  const text = usage(name, cli);
+  const text = usage(name, cli, Boolean(tracer.spec.containerFilter));
   const flagOptions: OptionSpec = Object.fromEntries([...Object.keys(cli.per).map((p) => `per-${p}`), ...Object.keys(cli.flags ?? {})].map((f) => [f, { type: 'boolean' as const }]));
   return {
     name: CATALOG[name].cli.command,
     summary: cliSummary(name),
     usage: text,
     async run(argv, io) {
-      const { values } = parse(argv, { ...commonOptions, pid: { type: 'string' }, ms: { type: 'boolean' }, interval: { type: 'string' }, ...flagOptions });
+      const { values } = parse(argv, { ...commonOptions, pid: { type: 'string' }, ms: { type: 'boolean' }, interval: { type: 'string' }, ...flagOptions, ...(tracer.spec.containerFilter ? { container: { type: 'string' as const } } : {}) });
       if (values.help) {
         io.out(text);
         return 0;

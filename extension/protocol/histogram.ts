@@ -15,6 +15,8 @@ export type HistUnit = 'us' | 'ms';
 export interface HistOptions<Per extends string = string> {
   /** only this process (tgid); 0 = the whole system */
   pid: number;
+  /** only the tasks of this container (its name or id prefix), by its cgroup; tracers whose spec says so */
+  container?: string;
   /** what a histogram is kept per ('none': one for everything) */
   per: Per;
   unit: HistUnit;

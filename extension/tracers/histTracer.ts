@@ -9,7 +9,8 @@ import type { HistOptions } from '../protocol/histogram';
 import { histogramOf, type HistogramTracer, type KitFlags } from '../protocol/catalog';
 import type { OptionsOf, ResultOf, TracerName, UpdateOf } from '../protocol/protocol';
 import { total } from '../model/log2hist';
-import { asObject, bool, int, num, oneOf, PID_MAX } from '../protocol/validate';
+import { asObject, bool, int, num, oneOf, PID_MAX, str } from '../protocol/validate';
+import { CONTAINER_QUERY, containerCgroup } from '../sys/proc/containerCgroup';
 import { fromBpfError, inputError } from '../protocol/errors';
 import { identify, sameProcess, type ProcessIdentity } from '../sys/proc/processes';
 import { watchTarget } from './targetWatch';
@@ -36,6 +37,8 @@ export interface HistTracerSpec<N extends HistName> {
   options?(o: Record<string, unknown>): Partial<OptionsOf<N>>;
   /** read-only data beyond the kit's (unit_ns, key_mode, target_tgid) */
   rodata?(options: Opts<N>): Record<string, RodataValue>;
+  /** its BPF object filters by cgroup (bpf/cgroup_filter.bpf.h): the `container` option selects one */
+  containerFilter?: boolean;
   /** a name for a key the kernel could not name (a disk from its device number) */
   nameKey?(key: number, per: string): string | undefined;
   cli: HistCliSpec<N>;
@@ -67,15 +70,35 @@ function validate<N extends HistName>(spec: HistTracerSpec<N>, raw: unknown): Op
     intervalS: num(o, 'intervalS', 0.1, 3600, 1),
     ...Object.fromEntries((histogramOf(spec.name).flags ?? []).map((f) => [f, bool(o, f, false)])),
     ...spec.options?.(o),
+    ...containerOption(spec, o),
     // Only when asked (the agent): the options document stays as it was for everyone else.
     ...(o.retain !== undefined ? { retain: bool(o, 'retain', true) } : {}),
   } as Opts<N>;
 }
 
+/** The `container` option, where the tracer can filter by one. */
+function containerOption<N extends HistName>(spec: HistTracerSpec<N>, o: Record<string, unknown>): { container?: string } {
+  if (o.container === undefined) return {};
+  if (!spec.containerFilter) throw inputError(`${spec.name} cannot select a container: trace its processes with --pid`);
+  const container = str(o, 'container', 128);
+  if (!CONTAINER_QUERY.test(container)) throw inputError(`container takes a container's name or id, not "${container.slice(0, 80)}"`);
+  if (o.pid) throw inputError('give a pid or a container, not both');
+  return { container };
+}
+
+/** The rodata of a container filter: its cgroup, resolved now (the container runs). */
+function cgroupRodata(options: HistOptions, env: TracerEnv): Record<string, RodataValue> {
+  if (!options.container) return {};
+  const c = containerCgroup(options.container);
+  env.log(`container ${c.label}: cgroup ${c.cgroupPath} (id ${c.id32}, level ${c.level}) and below`);
+  return { target_cgroup: c.id32, target_cgroup_level: c.level };
+}
+
 function load<N extends HistName>(spec: HistTracerSpec<N>, options: Opts<N>, env: TracerEnv): BpfObject {
+  const cgroup = cgroupRodata(options, env);
   const variants = ['btf', 'raw'].map((kind) => spec.programs.map((p) => `${p}_${kind}`));
   const { obj, variant } = loadFirstWorking(env, spec.object, variants, (o) =>
-    setRodata(o, { target_tgid: options.pid, key_mode: spec.per.indexOf(options.per), unit_ns: options.unit === 'ms' ? 1_000_000 : 1000, ...spec.rodata?.(options) }),
+    setRodata(o, { target_tgid: options.pid, key_mode: spec.per.indexOf(options.per), unit_ns: options.unit === 'ms' ? 1_000_000 : 1000, ...cgroup, ...spec.rodata?.(options) }),
   );
   const kind = variant === 0 ? 'tp_btf' : 'raw_tp';
   try {

@@ -17,6 +17,9 @@ import type { JvmResult } from '../../extension/protocol/jvm';
 import { markerLines, repoRoot, sleep, startCli, waitFor } from '../helpers';
 import { IMAGE, containerBed, containerPrep, lineFollower } from './containerKit';
 import { processInfo } from '../../extension/sys/proc/processes';
+import { containerCgroup } from '../../extension/sys/proc/containerCgroup';
+import { cgroup2Mount } from '../../extension/sys/cgroup';
+import type { HistResult } from '../../extension/protocol/histogram';
 import path from 'node:path';
 
 const prep = containerPrep();
@@ -76,6 +79,45 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     assert.equal(r.code, 0, r.stderr);
     t.diagnostic(r.stderr.split('\n').find((l) => l.startsWith('Sampling')) ?? r.stderr);
     assert.ok(r.stderr.includes(`Sampling pid ${c.hostPid} (podman: ${c.name}, image ${IMAGE}) at`), r.stderr);
+  });
+
+  test('runqlat --container: only the container\'s tasks, as many waits as their own schedstat counts', { timeout: 90_000 }, async (t) => {
+    // three busy processes on two CPUs wait in the run queue all the time; the other container sleeps
+    const busy = await contained(['sh', '-c', 'for i in 1 2 3; do /app/cpusplit 40 & done; echo ready; wait']);
+    const idle = await contained(['sh', '-c', 'echo ready; exec sleep 60']);
+    const cg = containerCgroup(busy.name);
+    t.diagnostic(`${cg.label}: cgroup ${cg.cgroupPath}`);
+    // the processes of its cgroup and those below it
+    const procs = (dir = path.join(cgroup2Mount()!, cg.cgroupPath)): number[] => [
+      ...fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number),
+      ...fs.readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()).flatMap((d) => procs(path.join(dir, d.name))),
+    ];
+    // timeslices run (the third field of schedstat): each follows a wait in the run queue
+    const slices = () => {
+      let n = 0;
+      for (const p of procs()) for (const tid of fs.readdirSync(`/proc/${p}/task`)) n += Number(fs.readFileSync(`/proc/${p}/task/${tid}/schedstat`, 'utf8').split(' ')[2]);
+      return n;
+    };
+    const cli = startCli(['runqlat', '--container', busy.name, '--per-process', '--duration', '4', '--json', '--verbose']);
+    assert.ok(await waitFor(() => /runqlat: attached via/.test(cli.stderr()) || cli.child.exitCode !== null, 20_000), cli.stderr());
+    const before = slices();
+    const r = await cli.done;
+    const after = slices();
+    assert.equal(r.code, 0, r.stderr);
+    const res = JSON.parse(r.stdout) as HistResult;
+    const ours = res.histograms.reduce((n, h) => n + h.count, 0);
+    t.diagnostic(`runqlat: ${ours} waits in ${res.histograms.length} processes (${res.histograms.map((h) => `${h.key} ${h.comm}`).join(', ')}); their schedstat: ${after - before} timeslices`);
+    const pids = new Set(procs());
+    assert.ok(res.histograms.length >= 3 && res.histograms.every((h) => pids.has(h.key)), 'only the container\'s processes');
+    assert.ok(Math.abs(ours - (after - before)) <= 0.1 * (after - before), `waits ${ours} within 10 % of the timeslices ${after - before}`);
+    const quiet = await startCli(['runqlat', '--container', idle.name, '--duration', '2', '--json']).done;
+    assert.equal(quiet.code, 0, quiet.stderr);
+    const q = (JSON.parse(quiet.stdout) as HistResult).histograms.reduce((n, h) => n + h.count, 0);
+    t.diagnostic(`the sleeping container: ${q} waits`);
+    assert.ok(q <= 5, 'a sleeping container waits for no CPU');
+    const none = await startCli(['runqlat', '--container', 'no-such-container-here', '--duration', '1']).done;
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /no running container is named "no-such-container-here"/);
   });
 
   test('profile --event offcpu --pid: a C program in a container, 3:1 blocked-time split', { timeout: 90_000 }, async (t) => {
