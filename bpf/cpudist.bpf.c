@@ -8,6 +8,7 @@
 #include <bpf/bpf_core_read.h>
 #include "hist_tracer.bpf.h"
 #include "task.bpf.h"
+#include "cgroup_filter.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -37,7 +38,7 @@ struct {
 /* The idle task (tid 0, one per CPU) is not a thread anyone asks about; the filter is by process. */
 static __always_inline bool wanted(struct task_struct *t, __u32 tid)
 {
-	return tid && (!target_tgid || BPF_CORE_READ(t, tgid) == target_tgid);
+	return tid && (!target_tgid || BPF_CORE_READ(t, tgid) == target_tgid) && in_target_cgroup(t);
 }
 
 static __always_inline void run_begins(struct task_struct *t, __u64 now)

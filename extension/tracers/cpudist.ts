@@ -4,6 +4,7 @@
 import { histTracer } from './histTracer';
 import { bool } from '../protocol/validate';
 import { inputError } from '../protocol/errors';
+import { containerCgroup } from '../sys/proc/containerCgroup';
 
 export const cpudistTracer = histTracer({
   name: 'cpudist',
@@ -12,6 +13,8 @@ export const cpudistTracer = histTracer({
   attaches: 'the sched_switch and sched_process_exit tracepoints',
   // key_mode 0, CPUD_KEY_PROCESS, CPUD_KEY_THREAD
   per: ['none', 'process', 'thread'],
+  // a container's tasks, by its cgroup (bpf/cgroup_filter.bpf.h)
+  containerFilter: true,
   options: (o) => {
     const offcpu = bool(o, 'offcpu', false);
     const preempted = bool(o, 'preempted', false);
@@ -28,6 +31,6 @@ export const cpudistTracer = histTracer({
       preempted: 'only runs that ended in preemption, not in a sleep (what libbpf-tools cpudist counts)',
     },
     usage: '[--offcpu | --preempted]',
-    banner: (targets, o) => `Tracing ${o.offcpu ? 'off' : 'on'}-CPU time${o.preempted ? ' of preempted runs' : ''}${targets.length ? ` of pid ${targets.join(', ')}` : ''}... Hit Ctrl-C to end.`,
+    banner: (targets, o) => `Tracing ${o.offcpu ? 'off' : 'on'}-CPU time${o.preempted ? ' of preempted runs' : ''}${targets.length ? ` of pid ${targets.join(', ')}` : o.container ? ` of container ${containerCgroup(o.container).label}` : ''}... Hit Ctrl-C to end.`,
   },
 });

@@ -81,7 +81,7 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     assert.ok(r.stderr.includes(`Sampling pid ${c.hostPid} (podman: ${c.name}, image ${IMAGE}) at`), r.stderr);
   });
 
-  test('runqlat --container: only the container\'s tasks, as many waits as their own schedstat counts', { timeout: 90_000 }, async (t) => {
+  test('runqlat and cpudist --container: only the container\'s tasks, as many waits as their own schedstat counts', { timeout: 90_000 }, async (t) => {
     // three busy processes on two CPUs wait in the run queue all the time; the other container sleeps
     const busy = await contained(['sh', '-c', 'for i in 1 2 3; do /app/cpusplit 40 & done; echo ready; wait']);
     const idle = await contained(['sh', '-c', 'echo ready; exec sleep 60']);
@@ -110,6 +110,14 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     const pids = new Set(procs());
     assert.ok(res.histograms.length >= 3 && res.histograms.every((h) => pids.has(h.key)), 'only the container\'s processes');
     assert.ok(Math.abs(ours - (after - before)) <= 0.1 * (after - before), `waits ${ours} within 10 % of the timeslices ${after - before}`);
+    // cpudist: each run on a CPU of the container's threads, the same timeslices
+    const d0 = slices();
+    const dist = await startCli(['cpudist', '--container', busy.name, '--duration', '3', '--json']).done;
+    const d1 = slices();
+    assert.equal(dist.code, 0, dist.stderr);
+    const runs = (JSON.parse(dist.stdout) as HistResult).histograms.reduce((n, h) => n + h.count, 0);
+    t.diagnostic(`cpudist: ${runs} runs; schedstat: ${d1 - d0} timeslices (the window includes cpudist's start-up)`);
+    assert.ok(runs > 0 && runs <= d1 - d0 + 5, `cpudist's runs ${runs} are the container's (at most its ${d1 - d0} timeslices)`);
     const quiet = await startCli(['runqlat', '--container', idle.name, '--duration', '2', '--json']).done;
     assert.equal(quiet.code, 0, quiet.stderr);
     const q = (JSON.parse(quiet.stdout) as HistResult).histograms.reduce((n, h) => n + h.count, 0);
