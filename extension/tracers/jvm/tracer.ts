@@ -56,195 +56,159 @@ export const jvmTracer: Tracer<'jvm'> = {
   async start(options, env, events) {
     // Refuses a non-JVM (or a JDK without USDT) before anything is loaded.
     libjvmOf(options.pid);
-    const model = new JvmTimeline();
-    model.pid = options.pid;
-    model.frequency = options.frequency;
-    model.sliceMs = options.sliceMs;
-    let gcFresh: JavaGcEvent[] = [];
-    let spFresh: JavaSafepoint[] = [];
-    let rqFresh: JvmRunqSlice[] = [];
-    let spAvailable = false;
-    let spReason: string | undefined;
-    let gcLost = 0;
-    let rqDropped = 0;
-    let cpuLost = 0;
-    let lastRunqNs = monoNs();
-    const warnings: string[] = [];
-    let ending = false;
-    let shutdown: () => Promise<void> = async () => undefined;
-    const onEnded = (who: TracerName) => (reason: 'target-exited' | 'error', message?: string) => {
-      if (ending) return;
-      ending = true;
-      void shutdown().then(() => events.ended(reason, reason === 'error' ? `${who}: ${message ?? 'failed'}` : `pid ${options.pid} exited`));
-    };
-    const sub = <N extends TracerName>(who: N, update: SessionEvents<N>['update']): SessionEvents<N> => ({ update, ended: onEnded(who) });
+    const session = new JvmSession(options, env, events);
+    await session.attach();
+    session.collect();
+    return session;
+  },
+};
 
-    const started: Session<TracerName>[] = [];
-    const startAll = async () => {
-      const gc = await javaGcTracer.start(
-        { pid: options.pid, all: false, minUs: 0 },
-        env,
-        sub('java-gc', (u) => {
-          gcFresh.push(...u.events);
-          spFresh.push(...(u.safepoints ?? []));
-          if (u.safepointsAvailable !== undefined) {
-            spAvailable = u.safepointsAvailable;
-            spReason = u.safepointsReason;
-          }
-          gcLost = u.lost;
-          // Said once: the GC lane would otherwise look like a JVM that does not collect.
-          const missed = u.jvmCounts?.find((c) => c.verdict === 'missed');
-          if (missed && !warnings.some((w) => w.startsWith('GC pauses: '))) warnings.push(`GC pauses: ${missed.message}`);
-        }),
-      );
-      started.push(gc as Session<TracerName>);
-      const rq = await runqlatTracer.start(
-        { pid: options.pid, per: 'thread', unit: 'us', intervalS: options.sliceMs / 1000 },
-        env,
-        sub('runqlat', (u: RunqlatUpdate) => {
-          const end = u.interval.timestampNs;
-          for (const k of u.keys) {
-            rqFresh.push({ startNs: lastRunqNs, endNs: end, tid: k.key, buckets: k.buckets });
-            if (k.comm) seeThread(k.key, k.comm);
-          }
-          lastRunqNs = end;
-          rqDropped = u.dropped;
-        }),
-      );
-      started.push(rq as Session<TracerName>);
-      const prof = await profileTracer.start(
-        { pid: options.pid, frequency: options.frequency, includeIdle: false, javaPerfMap: true, stackStorageSize: PROFILE_DEFAULT_STACK_STORAGE },
-        env,
-        sub('profile', (u) => {
-          cpuLost = u.lost;
-          for (const w of u.warnings ?? []) if (!warnings.includes(w)) warnings.push(w);
-        }),
-      );
-      started.push(prof as Session<TracerName>);
-      // Off-CPU time by thread and state: the off-CPU tracer's public interface, its cumulative
-      // per-(thread, stack, state) totals read every second and diffed per thread and state. No
-      // Java agent (the timeline shows states, not stacks). Optional: without it the rest runs.
-      let off: Session<'offcpu'> | undefined;
-      try {
-        off = await offcpuTracer.start(
-          { pid: options.pid, event: 'offcpu', minBlockUs: 1, frequency: 99, stackStorageSize: PROFILE_DEFAULT_STACK_STORAGE, javaPerfMap: false, java: 'perfmap' },
-          env,
-          sub('offcpu', () => undefined),
-        );
-        started.push(off as Session<TracerName>);
-      } catch (e) {
-        offReason = `off-CPU states not traced: ${(e as Error).message}`;
-        warnings.push(offReason);
-      }
-      return { gc, rq, prof, off };
-    };
-    let offReason: string | undefined;
-    let offFresh: JvmOffcpuSlice[] = [];
-    /** cumulative µs per "tid/state index" at the previous read */
-    const offSeen = new Map<string, number>();
-    let lastOffNs = 0;
-    const cutOffcpu = (stacks: readonly ProfileStack[], nowNs: number) => {
-      const now = new Map<string, number>();
-      for (const s of stacks) {
-        const si = s.state ? OFF_STATES.indexOf(s.state as OffState) : -1;
-        if (si < 0) continue;
-        const key = `${s.tid}/${si}`;
-        now.set(key, (now.get(key) ?? 0) + (s.value ?? 0));
-      }
-      const rows: number[] = [];
-      for (const [key, us] of now) {
-        const d = us - (offSeen.get(key) ?? 0);
-        if (d <= 0) continue;
-        offSeen.set(key, us);
-        const [tid, si] = key.split('/').map(Number);
-        rows.push(tid, si, d);
-      }
-      offFresh.push({ startNs: lastOffNs, endNs: nowNs, rows });
-      lastOffNs = nowNs;
-    };
-    const freshThreads = new Map<number, JvmThread>();
-    const seeThread = (tid: number, comm: string) => {
-      const known = model.threads.get(tid) ?? freshThreads.get(tid);
-      if (known && known.comm === comm) return;
-      freshThreads.set(tid, { tid, comm, group: threadGroup(comm) });
-    };
-    const scanThreads = () => {
-      for (const t of readThreads(options.pid)) seeThread(t.tid, t.comm);
-    };
+interface Parts {
+  gc: Session<'java-gc'>;
+  rq: Session<'runqlat'>;
+  prof: Session<'profile'>;
+  /** optional: without it the rest runs */
+  off?: Session<'offcpu'>;
+}
 
-    let subs: Awaited<ReturnType<typeof startAll>>;
+/** One JVM timeline: the four tracers' sessions, and what they sent since the last slice. */
+class JvmSession implements Session<'jvm'> {
+  readonly targets: number[];
+  readonly warnings: string[] = [];
+  private readonly model = new JvmTimeline();
+  private readonly started: Session<TracerName>[] = [];
+  private parts!: Parts;
+  // what the tracers sent since the last update
+  private gcFresh: JavaGcEvent[] = [];
+  private spFresh: JavaSafepoint[] = [];
+  private rqFresh: JvmRunqSlice[] = [];
+  private offFresh: JvmOffcpuSlice[] = [];
+  private readonly freshThreads = new Map<number, JvmThread>();
+  private spAvailable = false;
+  private spReason?: string;
+  private offReason?: string;
+  private gcLost = 0;
+  private rqDropped = 0;
+  private cpuLost = 0;
+  private lastRunqNs = monoNs();
+  /** cumulative µs per "tid/state index" at the previous read */
+  private readonly offSeen = new Map<string, number>();
+  private lastOffNs = 0;
+  private startNs = 0;
+  private readonly slicer = new CpuSlicer();
+  private lastCpuNs = 0;
+  private ticks = 0;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private perfMapFailed = false;
+  private target?: ReturnType<typeof identify>;
+  private ending = false;
+  private final?: ReturnType<JvmTimeline['toResult']>;
+  private stopping?: Promise<void>;
+
+  constructor(
+    private readonly options: JvmOptions,
+    private readonly env: TracerEnv,
+    private readonly events: SessionEvents<'jvm'>,
+  ) {
+    this.targets = [options.pid];
+    this.model.pid = options.pid;
+    this.model.frequency = options.frequency;
+    this.model.sliceMs = options.sliceMs;
+  }
+
+  private sub<N extends TracerName>(who: N, update: SessionEvents<N>['update']): SessionEvents<N> {
+    return { update, ended: (reason, message) => this.onEnded(who, reason, message) };
+  }
+
+  private onEnded(who: TracerName, reason: 'target-exited' | 'error', message?: string): void {
+    if (this.ending) return;
+    this.ending = true;
+    void this.shutdown().then(() => this.events.ended(reason, reason === 'error' ? `${who}: ${message ?? 'failed'}` : `pid ${this.options.pid} exited`));
+  }
+
+  /** Starts the four tracers on the JVM; stops those started when one fails. */
+  async attach(): Promise<void> {
     try {
-      subs = await startAll();
+      this.parts = await this.startParts();
     } catch (e) {
-      for (const s of started.reverse()) await s.stop().catch(() => undefined);
+      for (const s of this.started.reverse()) await s.stop().catch(() => undefined);
       throw e;
     }
-    env.log(`jvm: GC, run-queue and CPU tracers attached (pid ${options.pid})`);
+    this.env.log(`jvm: GC, run-queue and CPU tracers attached (pid ${this.options.pid})`);
     // The off-CPU tracer's warnings are about its stacks, which the timeline does not show.
-    for (const s of started) if (s !== (subs.off as unknown)) warnings.push(...s.warnings);
-    const startNs = monoNs();
-    lastOffNs = startNs;
-    model.startNs = startNs;
-    model.endNs = startNs;
-    scanThreads();
-    const slicer = new CpuSlicer();
-    let lastCpuNs = startNs;
-    let ticks = 0;
+    for (const s of this.started) if (s !== (this.parts.off as unknown)) this.warnings.push(...s.warnings);
+  }
 
-    const emit = (nowNs: number, fresh: { cpu: ReturnType<CpuSlicer['next']>[] }) => {
-      const u = {
-        startNs,
-        nowNs,
-        gc: gcFresh,
-        safepoints: spFresh,
-        safepointsAvailable: spAvailable,
-        safepointsReason: spReason,
-        runq: rqFresh,
-        cpu: fresh.cpu.map((c) => c.slice).filter((s) => s.samples.length > 0),
-        ...(offFresh.length ? { offcpu: offFresh } : {}),
-        ...(offReason ? { offcpuReason: offReason } : {}),
-        stacks: fresh.cpu.flatMap((c) => c.fresh),
-        threads: [...freshThreads.values()],
-        lost: gcLost + cpuLost,
-        dropped: rqDropped,
-        warnings: [...warnings],
-      };
-      gcFresh = [];
-      offFresh = [];
-      spFresh = [];
-      rqFresh = [];
-      freshThreads.clear();
-      model.apply(u);
-      events.update(u);
-    };
-    const cut = (snapshot: Parameters<CpuSlicer['next']>[0], nowNs: number) => {
-      const c = slicer.next(snapshot, lastCpuNs, nowNs);
-      lastCpuNs = nowNs;
-      // A thread that lived between two scans of /proc is named by its samples.
-      for (const s of c.fresh) if (s.comm && !model.threads.has(s.tid) && !freshThreads.has(s.tid)) seeThread(s.tid, s.comm);
-      return c;
-    };
-    const tick = () => {
-      ticks++;
-      if (ticks % 4 === 0) scanThreads();
-      const now = monoNs();
-      let c: ReturnType<CpuSlicer['next']> | undefined;
-      try {
-        c = cut(subs.prof.snapshot().stacks, now);
-      } catch (e) {
-        env.log(`jvm: reading CPU samples failed: ${(e as Error).message}`);
-      }
-      // Off-CPU totals: once a second (each read walks the tracer's stack table).
-      if (subs.off && now - lastOffNs >= 1e9 - options.sliceMs * 5e5) {
-        try {
-          cutOffcpu(subs.off.snapshot().stacks, now);
-        } catch (e) {
-          env.log(`jvm: reading off-CPU totals failed: ${(e as Error).message}`);
-        }
-      }
-      emit(now, { cpu: c ? [c] : [] });
-    };
-    const timer = setInterval(tick, options.sliceMs);
+  private async startParts(): Promise<Parts> {
+    const { options, env } = this;
+    const gc = await javaGcTracer.start({ pid: options.pid, all: false, minUs: 0 }, env, this.sub('java-gc', (u) => this.onGc(u)));
+    this.started.push(gc as Session<TracerName>);
+    const rq = await runqlatTracer.start({ pid: options.pid, per: 'thread', unit: 'us', intervalS: options.sliceMs / 1000 }, env, this.sub('runqlat', (u: RunqlatUpdate) => this.onRunq(u)));
+    this.started.push(rq as Session<TracerName>);
+    const prof = await profileTracer.start(
+      { pid: options.pid, frequency: options.frequency, includeIdle: false, javaPerfMap: true, stackStorageSize: PROFILE_DEFAULT_STACK_STORAGE },
+      env,
+      this.sub('profile', (u) => {
+        this.cpuLost = u.lost;
+        for (const w of u.warnings ?? []) if (!this.warnings.includes(w)) this.warnings.push(w);
+      }),
+    );
+    this.started.push(prof as Session<TracerName>);
+    return { gc, rq, prof, off: await this.startOffcpu() };
+  }
+
+  /**
+   * Off-CPU time by thread and state: the off-CPU tracer's public interface, its cumulative
+   * per-(thread, stack, state) totals read every second and diffed per thread and state. No
+   * Java agent (the timeline shows states, not stacks). Optional: without it the rest runs.
+   */
+  private async startOffcpu(): Promise<Session<'offcpu'> | undefined> {
+    try {
+      const off = await offcpuTracer.start(
+        { pid: this.options.pid, event: 'offcpu', minBlockUs: 1, frequency: 99, stackStorageSize: PROFILE_DEFAULT_STACK_STORAGE, javaPerfMap: false, java: 'perfmap' },
+        this.env,
+        this.sub('offcpu', () => undefined),
+      );
+      this.started.push(off as Session<TracerName>);
+      return off;
+    } catch (e) {
+      this.offReason = `off-CPU states not traced: ${(e as Error).message}`;
+      this.warnings.push(this.offReason);
+      return undefined;
+    }
+  }
+
+  private onGc(u: Parameters<SessionEvents<'java-gc'>['update']>[0]): void {
+    this.gcFresh.push(...u.events);
+    this.spFresh.push(...(u.safepoints ?? []));
+    if (u.safepointsAvailable !== undefined) {
+      this.spAvailable = u.safepointsAvailable;
+      this.spReason = u.safepointsReason;
+    }
+    this.gcLost = u.lost;
+    // Said once: the GC lane would otherwise look like a JVM that does not collect.
+    const missed = u.jvmCounts?.find((c) => c.verdict === 'missed');
+    if (missed && !this.warnings.some((w) => w.startsWith('GC pauses: '))) this.warnings.push(`GC pauses: ${missed.message}`);
+  }
+
+  private onRunq(u: RunqlatUpdate): void {
+    const end = u.interval.timestampNs;
+    for (const k of u.keys) {
+      this.rqFresh.push({ startNs: this.lastRunqNs, endNs: end, tid: k.key, buckets: k.buckets });
+      if (k.comm) this.seeThread(k.key, k.comm);
+    }
+    this.lastRunqNs = end;
+    this.rqDropped = u.dropped;
+  }
+
+  /** The slices from now on: one every sliceMs, and the JVM's perf map kept fresh. */
+  collect(): void {
+    const { options, env } = this;
+    this.startNs = this.lastOffNs = this.lastCpuNs = monoNs();
+    this.model.startNs = this.startNs;
+    this.model.endNs = this.startNs;
+    this.scanThreads();
+    this.timers.push(setInterval(() => this.tick(), options.sliceMs));
     // The profiler names JIT-compiled methods from the JVM's perf map, which it asks for at Stop;
     // a JVM that exits first would leave them unnamed. Asking now and then keeps a recent map on
     // disk for the profiler's periodic re-reads of the process (same file, same names).
@@ -252,57 +216,138 @@ export const jvmTracer: Tracer<'jvm'> = {
     // file of it (extension/sys/ownership.ts, the check writePerfMap goes through as well).
     const owner = foreignOwner(options.pid, env.requester);
     if (owner !== undefined) {
-      warnings.push(`pid ${options.pid} is a JVM of uid ${owner}, not yours (uid ${env.requester?.uid}): eBPF Studio sends no attach request into another user's JVM (no perf map), so its JIT-compiled Java methods show as [unknown]. Run as root (sudo) or as uid ${owner} to name them`);
+      this.warnings.push(`pid ${options.pid} is a JVM of uid ${owner}, not yours (uid ${env.requester?.uid}): eBPF Studio sends no attach request into another user's JVM (no perf map), so its JIT-compiled Java methods show as [unknown]. Run as root (sudo) or as uid ${owner} to name them`);
     }
-    let perfMapFailed = owner !== undefined;
-    const target = identify(options.pid); // by start time too: never an attach request to the pid's next process
-    const refreshPerfMap = () => {
-      if (perfMapFailed || !target || !sameProcess(target)) return;
-      writePerfMap(options.pid, { timeoutMs: 3000 }).catch((e) => {
-        perfMapFailed = true;
-        env.log(`jvm: fetching the perf map of pid ${options.pid} failed: ${(e as Error).message}`);
-      });
-    };
-    const perfMapFirst = setTimeout(refreshPerfMap, 500);
-    const perfMapTimer = setInterval(refreshPerfMap, 4000);
+    this.perfMapFailed = owner !== undefined;
+    this.target = identify(options.pid); // by start time too: never an attach request to the pid's next process
+    this.timers.push(setTimeout(() => this.refreshPerfMap(), 500), setInterval(() => this.refreshPerfMap(), 4000));
+  }
 
-    let final: ReturnType<JvmTimeline['toResult']> | undefined;
-    let stopping: Promise<void> | undefined;
-    shutdown = () =>
-      (stopping ??= (async () => {
-        clearInterval(timer);
-        clearTimeout(perfMapFirst);
-        clearInterval(perfMapTimer);
-        scanThreads();
-        // The profiler symbolizes (and fetches the JVM's perf map) at stop: its last counts are cut
-        // into the last slice, and every stack gets its names.
-        if (subs.off) {
-          try {
-            cutOffcpu(subs.off.snapshot().stacks, monoNs());
-          } catch (e) {
-            env.log(`jvm: reading off-CPU totals failed: ${(e as Error).message}`);
-          }
-        }
-        const [, , prof] = await Promise.all([subs.gc.stop(), subs.rq.stop(), subs.prof.stop(), subs.off?.stop().catch(() => undefined)]);
-        const now = monoNs();
-        const last = cut(prof.stacks, now);
-        cpuLost = prof.lost;
-        emit(now, { cpu: [last] });
-        model.replaceStacks(slicer.symbolized(prof.stacks));
-        final = model.toResult();
-      })());
+  private refreshPerfMap(): void {
+    if (this.perfMapFailed || !this.target || !sameProcess(this.target)) return;
+    writePerfMap(this.options.pid, { timeoutMs: 3000 }).catch((e) => {
+      this.perfMapFailed = true;
+      this.env.log(`jvm: fetching the perf map of pid ${this.options.pid} failed: ${(e as Error).message}`);
+    });
+  }
 
-    return {
-      targets: [options.pid],
-      warnings,
-      snapshot: () => final ?? model.toResult(),
-      async stop() {
-        ending = true;
-        await shutdown();
-        return final!;
-      },
+  private seeThread(tid: number, comm: string): void {
+    const known = this.model.threads.get(tid) ?? this.freshThreads.get(tid);
+    if (known && known.comm === comm) return;
+    this.freshThreads.set(tid, { tid, comm, group: threadGroup(comm) });
+  }
+
+  private scanThreads(): void {
+    for (const t of readThreads(this.options.pid)) this.seeThread(t.tid, t.comm);
+  }
+
+  private cutOffcpu(stacks: readonly ProfileStack[], nowNs: number): void {
+    const now = new Map<string, number>();
+    for (const s of stacks) {
+      const si = s.state ? OFF_STATES.indexOf(s.state as OffState) : -1;
+      if (si < 0) continue;
+      const key = `${s.tid}/${si}`;
+      now.set(key, (now.get(key) ?? 0) + (s.value ?? 0));
+    }
+    const rows: number[] = [];
+    for (const [key, us] of now) {
+      const d = us - (this.offSeen.get(key) ?? 0);
+      if (d <= 0) continue;
+      this.offSeen.set(key, us);
+      const [tid, si] = key.split('/').map(Number);
+      rows.push(tid, si, d);
+    }
+    this.offFresh.push({ startNs: this.lastOffNs, endNs: nowNs, rows });
+    this.lastOffNs = nowNs;
+  }
+
+  /** Reads the off-CPU tracer's totals into a slice (said, not thrown, when it fails). */
+  private readOffcpu(nowNs: number): void {
+    if (!this.parts.off) return;
+    try {
+      this.cutOffcpu(this.parts.off.snapshot().stacks, nowNs);
+    } catch (e) {
+      this.env.log(`jvm: reading off-CPU totals failed: ${(e as Error).message}`);
+    }
+  }
+
+  private emit(nowNs: number, cpu: ReturnType<CpuSlicer['next']>[]): void {
+    const u = {
+      startNs: this.startNs,
+      nowNs,
+      gc: this.gcFresh,
+      safepoints: this.spFresh,
+      safepointsAvailable: this.spAvailable,
+      safepointsReason: this.spReason,
+      runq: this.rqFresh,
+      cpu: cpu.map((c) => c.slice).filter((s) => s.samples.length > 0),
+      ...(this.offFresh.length ? { offcpu: this.offFresh } : {}),
+      ...(this.offReason ? { offcpuReason: this.offReason } : {}),
+      stacks: cpu.flatMap((c) => c.fresh),
+      threads: [...this.freshThreads.values()],
+      lost: this.gcLost + this.cpuLost,
+      dropped: this.rqDropped,
+      warnings: [...this.warnings],
     };
-  },
-};
+    this.gcFresh = [];
+    this.offFresh = [];
+    this.spFresh = [];
+    this.rqFresh = [];
+    this.freshThreads.clear();
+    this.model.apply(u);
+    this.events.update(u);
+  }
+
+  private cut(snapshot: Parameters<CpuSlicer['next']>[0], nowNs: number): ReturnType<CpuSlicer['next']> {
+    const c = this.slicer.next(snapshot, this.lastCpuNs, nowNs);
+    this.lastCpuNs = nowNs;
+    // A thread that lived between two scans of /proc is named by its samples.
+    for (const s of c.fresh) if (s.comm && !this.model.threads.has(s.tid) && !this.freshThreads.has(s.tid)) this.seeThread(s.tid, s.comm);
+    return c;
+  }
+
+  private tick(): void {
+    this.ticks++;
+    if (this.ticks % 4 === 0) this.scanThreads();
+    const now = monoNs();
+    let c: ReturnType<CpuSlicer['next']> | undefined;
+    try {
+      c = this.cut(this.parts.prof.snapshot().stacks, now);
+    } catch (e) {
+      this.env.log(`jvm: reading CPU samples failed: ${(e as Error).message}`);
+    }
+    // Off-CPU totals: once a second (each read walks the tracer's stack table).
+    if (now - this.lastOffNs >= 1e9 - this.options.sliceMs * 5e5) this.readOffcpu(now);
+    this.emit(now, c ? [c] : []);
+  }
+
+  private shutdown(): Promise<void> {
+    return (this.stopping ??= (async () => {
+      for (const t of this.timers) clearTimeout(t);
+      this.scanThreads();
+      // The profiler symbolizes (and fetches the JVM's perf map) at stop: its last counts are cut
+      // into the last slice, and every stack gets its names.
+      this.readOffcpu(monoNs());
+      const { gc, rq, prof, off } = this.parts;
+      const [, , profResult] = await Promise.all([gc.stop(), rq.stop(), prof.stop(), off?.stop().catch(() => undefined)]);
+      const now = monoNs();
+      const last = this.cut(profResult.stacks, now);
+      this.cpuLost = profResult.lost;
+      this.emit(now, [last]);
+      this.model.replaceStacks(this.slicer.symbolized(profResult.stacks));
+      this.final = this.model.toResult();
+    })());
+  }
+
+  snapshot(): ReturnType<JvmTimeline['toResult']> {
+    return this.final ?? this.model.toResult();
+  }
+
+  async stop(): Promise<ReturnType<JvmTimeline['toResult']>> {
+    this.ending = true;
+    await this.shutdown();
+    return this.final!;
+  }
+}
 
 export type { TracerEnv };
