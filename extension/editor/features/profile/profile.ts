@@ -366,7 +366,10 @@ async function profile(context: vscode.ExtensionContext, target: Target, frequen
       shown.post({ type: 'status', text: `The session ended without a result${message ? `: ${message}` : ''}`, error: true });
       return;
     }
-    if (result.samples === 0 && event === 'cpu') warnings.push(`No samples: ${target.pid ? `pid ${target.pid} did not run on a CPU while sampled` : 'nothing ran'}.`);
+    // the samples against the target's own CPU time: far fewer is said first, never a quiet graph
+    if (result.problem) warnings.push(`This profile missed most of what pid ${target.pid} ran: ${result.problem}`);
+    else if (result.cpuCheck?.verdict === 'fewer') warnings.push(result.cpuCheck.message);
+    else if (result.samples === 0 && event === 'cpu') warnings.push(`No samples: ${target.pid ? `pid ${target.pid} did not run on a CPU while sampled` : 'nothing ran'}.`);
     if (result.stacks.length === 0 && event === 'lock') warnings.push(`No Java lock waits: no thread of pid ${target.pid} waited for a contended monitor or parked in java.util.concurrent while traced. Profile while the program is under load, or measure "${EVENT_LABEL.offcpu}" for its other waits.`);
     if (result.stacks.length === 0 && event === 'vthread') warnings.push(`No virtual-thread waits: no virtual thread of pid ${target.pid} unmounted while traced (a program without virtual threads, or idle).`);
     // A whole-system profile is rooted by process even when only one process ran.
