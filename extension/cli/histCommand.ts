@@ -25,7 +25,9 @@ export function formatHistograms(hists: KeyHistogram[], per: string, unit: HistU
   const keyLabel = histogramOf(tracer).keyLabels[per] ?? per;
   const blocks = hists.map((h) => {
     const s = statsOf(h.buckets);
-    const head = per === 'none' ? '' : `\n${keyLabel} = ${keyText(tracer, per, h.key)} ${h.comm}\n`;
+    const key = keyText(tracer, per, h.key);
+    // A key whose name is its text (an address) is said once.
+    const head = per === 'none' ? '' : `\n${keyLabel} = ${key}${h.comm && h.comm !== key ? ` ${h.comm}` : ''}\n`;
     const summary = `count ${s.count}, p50 ~${fmt(s.p50)} ${unit}, p90 ~${fmt(s.p90)} ${unit}, p99 ~${fmt(s.p99)} ${unit}, max <= ${s.max} ${unit}`;
     return `${head}${renderText(h.buckets, label)}\n${summary}`;
   });

@@ -21,6 +21,8 @@ export interface HistogramNouns {
   keyNouns: Readonly<Record<string, string>>;
   /** "per" modes whose key is a device number (the kernel's dev_t), shown as major:minor */
   devKeys?: readonly string[];
+  /** "per" modes whose key is an IPv4 address (network byte order read as a little-endian u32), shown as 10.0.0.1 */
+  addressKeys?: readonly string[];
   /** the tracer's own options beyond the kit's, all boolean (each a CLI flag of its name): with
    *  keyLabels' modes they make its TracerTypes entry (protocol.ts), unless it writes its own */
   flags?: readonly string[];
@@ -175,6 +177,7 @@ export const CATALOG = {
       meaning: 'a TCP connect that completed (a received segment with --rtt)',
       keyLabels: { none: '', address: 'address', process: 'pid' },
       keyNouns: { none: '', address: 'remote address', process: 'process' },
+      addressKeys: ['address'],
       flags: ['rtt'],
       editor: {
         title: 'TCP Connect Latency',
@@ -256,10 +259,12 @@ export function isHistogramTracer(name: string): name is HistogramTracer {
   return (HISTOGRAM_TRACERS as string[]).includes(name);
 }
 
-/** A histogram's key as the CLI and the key table show it: a pid, or a disk's "254:0". */
+/** A histogram's key as the CLI and the key table show it: a pid, a disk's "254:0", an address's "10.0.0.1". */
 export function keyText(name: HistogramTracer, per: string, key: number): string {
-  const dev = histogramOf(name).devKeys?.includes(per);
-  return dev ? `${key >>> 20}:${key & 0xfffff}` : String(key);
+  const nouns = histogramOf(name);
+  if (nouns.devKeys?.includes(per)) return `${key >>> 20}:${key & 0xfffff}`;
+  if (nouns.addressKeys?.includes(per)) return [0, 8, 16, 24].map((s) => (key >>> s) & 255).join('.');
+  return String(key);
 }
 
 /** The nouns and editor pickers of a log2-histogram tracer. */

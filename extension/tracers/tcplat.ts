@@ -5,11 +5,7 @@
 import { histTracer } from './histTracer';
 import { bool } from '../protocol/validate';
 import { inputError } from '../protocol/errors';
-
-/** A remote IPv4 address key (network byte order read as a little-endian u32) as 10.0.0.1. */
-function addressText(key: number): string {
-  return [0, 8, 16, 24].map((s) => (key >>> s) & 255).join('.');
-}
+import { keyText } from '../protocol/catalog';
 
 export const tcplatTracer = histTracer({
   name: 'tcplat',
@@ -25,7 +21,8 @@ export const tcplatTracer = histTracer({
     return { rtt };
   },
   rodata: (o) => ({ rtt: o.rtt }),
-  nameKey: (key, per) => (per === 'address' ? addressText(key) : undefined),
+  // the kernel names no address: its name is its text (the key table and CLI show it once)
+  nameKey: (key, per) => (per === 'address' ? keyText('tcplat', per, key) : undefined),
   // `ebpf-studio tcplat`, printed like libbpf-tools tcpconnlat / tcprtt
   cli: {
     pid: 'only connects process P makes (not with --rtt)',

@@ -63,6 +63,8 @@ test('histogram keys: a disk shows as major:minor, a pid as itself; biolatency v
   assert.equal(keyText('biolatency', 'disk', (254 << 20) | 16), '254:16');
   assert.equal(keyText('biolatency', 'process', 4242), '4242');
   assert.equal(keyText('runqlat', 'cgroup', 3000000000), '3000000000');
+  assert.equal(keyText('tcplat', 'address', 0x0100007f), '127.0.0.1', 'an address key in network byte order');
+  assert.equal(keyText('tcplat', 'process', 4242), '4242');
   assert.deepEqual(tracers.biolatency.validate({}), { pid: 0, per: 'none', unit: 'us', intervalS: 1, queued: false });
   assert.equal(tracers.biolatency.validate({ per: 'disk', queued: true }).queued, true);
   assert.throws(() => tracers.biolatency.validate({ per: 'thread' }), /per/);
