@@ -34,9 +34,9 @@ export class GcWorkloads {
     assert.equal(r.status, 0, `javac failed: ${r.stderr}`);
   }
 
-  /** Starts GcWorkload; it waits for go() before making its GCs, and lingers lingerMs after them. */
-  async start(fullGcs: number, allocMb: number, lingerMs = 0) {
-    const child = spawn(path.join(jdk!.home, 'bin', 'java'), ['-XX:+UseSerialGC', '-Xmx64m', '-cp', this.classDir, 'GcWorkload', String(fullGcs), String(allocMb), String(lingerMs)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  /** Starts GcWorkload; it waits for go() before making its GCs, and lingers lingerMs after them. `jvmArgs`: more JVM options (-Xlog:gc:file=...). */
+  async start(fullGcs: number, allocMb: number, lingerMs = 0, jvmArgs: string[] = []) {
+    const child = spawn(path.join(jdk!.home, 'bin', 'java'), ['-XX:+UseSerialGC', '-Xmx64m', ...jvmArgs, '-cp', this.classDir, 'GcWorkload', String(fullGcs), String(allocMb), String(lingerMs)], { stdio: ['pipe', 'pipe', 'inherit'] });
     this.children.push(child);
     let out = '';
     child.stdout!.on('data', (d) => (out += d));

@@ -4,8 +4,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { decodeJavaGcEvent, decodeRawGcEvent, decodeSafepoint, EV_CYCLE, JAVA_SAFEPOINT_EVENT_SIZE, JAVA_GC_EVENT_SIZE, JAVA_GC_HEADER_SIZE, JAVA_GC_MAX_POOLS, JAVA_GC_POOL_NAME_LEN, JAVA_GC_POOL_SIZE, POOL_HAS_AFTER, POOL_HAS_BEFORE } from '../../extension/tracers/javaGc/decode';
+import { CTR_HIST_FULL, decodeHistEntries, decodeJavaGcEvent, decodeRawGcEvent, decodeSafepoint, EV_CYCLE, JAVA_GC_HIST_EDGES_NS, JAVA_GC_HIST_KEY_SIZE, JAVA_GC_HIST_SLOTS, JAVA_GC_HIST_VALUE_SIZE, JAVA_SAFEPOINT_EVENT_SIZE, JAVA_GC_EVENT_SIZE, JAVA_GC_HEADER_SIZE, JAVA_GC_MAX_POOLS, JAVA_GC_POOL_NAME_LEN, JAVA_GC_POOL_SIZE, POOL_HAS_AFTER, POOL_HAS_BEFORE } from '../../extension/tracers/javaGc/decode';
 import { javaGcTracer } from '../../extension/tracers/javaGc/tracer';
+import { PAUSE_BUCKETS_S } from '../../extension/agent/exposition';
 import { repoRoot } from '../helpers';
 
 interface PoolSpec {
@@ -155,4 +156,57 @@ test('options: a pid is required unless all, minUs bounded', () => {
   assert.throws(() => javaGcTracer.validate({ pid: -1 }), /pid must be between/);
   assert.throws(() => javaGcTracer.validate({ pid: 1, minUs: 1.5 }), /minUs must be an integer/);
   assert.throws(() => javaGcTracer.validate({ pid: 1, all: 'yes' }), /all must be true or false/);
+});
+
+/** One `hists` entry as bpf/java-gc.h lays it out (strings zero-padded, epoch last). */
+function histEntry(pid: number, what: number, manager: string, vmop: string, slots: Record<number, number>, sumNs: bigint): { key: Buffer; value: Buffer } {
+  const key = Buffer.alloc(JAVA_GC_HIST_KEY_SIZE);
+  key.writeUInt32LE(pid, 0);
+  key.writeUInt32LE(what, 4);
+  key.write(manager, 8, 'utf8');
+  key.write(vmop, 40, 'utf8');
+  key.writeUInt32LE(7, 88);
+  const value = Buffer.alloc(JAVA_GC_HIST_VALUE_SIZE);
+  for (const [i, n] of Object.entries(slots)) value.writeBigUInt64LE(BigInt(n), Number(i) * 8);
+  value.writeBigUInt64LE(sumNs, JAVA_GC_HIST_SLOTS * 8);
+  return { key, value };
+}
+
+test('metrics-only histograms: layout and edges match bpf/java-gc.h and the agent\'s Prometheus bounds', () => {
+  const h = fs.readFileSync(path.join(repoRoot, 'bpf', 'java-gc.h'), 'utf8');
+  const def = (name: string) => Number(new RegExp(`#define ${name} (\\d+)`).exec(h)?.[1]);
+  assert.equal(def('JAVA_GC_HIST_KEY_SIZE'), JAVA_GC_HIST_KEY_SIZE);
+  assert.equal(def('JAVA_GC_HIST_VALUE_SIZE'), JAVA_GC_HIST_VALUE_SIZE);
+  assert.equal(def('JAVA_GC_HIST_NR_EDGES'), JAVA_GC_HIST_EDGES_NS.length);
+  assert.equal(def('JAVA_GC_CTR_HIST_FULL'), CTR_HIST_FULL);
+  const edges = /#define JAVA_GC_HIST_EDGES_NS([^#]*)/.exec(h)![1].match(/\d+ULL/g)!.map((e) => Number(e.slice(0, -3)));
+  assert.deepEqual(edges, JAVA_GC_HIST_EDGES_NS);
+  // The kernel's slots are the exposition's buckets: the series read the same either way.
+  assert.deepEqual(JAVA_GC_HIST_EDGES_NS.map((e) => e / 1e9), PAUSE_BUCKETS_S);
+});
+
+test('metrics-only histograms: entries named like events, one per JVM and collector, safepoints per JVM', () => {
+  const entries = [
+    histEntry(10, 0, 'Copy', 'GenCollectForAllocation', { 0: 1, 3: 4 }, 123_000n),
+    histEntry(10, 0, 'Copy', 'GenCollectFull', { 19: 1 }, 20_000_000_000n), // same collector, other operation
+    histEntry(10, 0, '', 'G1PauseRemark', { 5: 2 }, 900_000n), // no pool probe: named from the operation
+    histEntry(10, 1, '', '', { 1: 3 }, 45_000n),
+    histEntry(11, 0, 'MarkSweepCompact', 'GenCollectFull', { 9: 1 }, 8_000_000n),
+  ];
+  const got = decodeHistEntries(Buffer.concat(entries.map((e) => e.key)), Buffer.concat(entries.map((e) => e.value)), entries.length);
+  const slots = (m: Record<number, number>) => Array.from({ length: JAVA_GC_HIST_SLOTS }, (_, i) => m[i] ?? 0);
+  assert.deepEqual(got, [
+    { pid: 10, what: 'pause', collector: 'Copy', kind: 'young', counts: slots({ 0: 1, 3: 4, 19: 1 }), sumNs: 20_000_123_000 },
+    { pid: 10, what: 'pause', collector: 'G1 Concurrent GC', kind: 'concurrent-pause', counts: slots({ 5: 2 }), sumNs: 900_000 },
+    { pid: 10, what: 'safepoint', counts: slots({ 1: 3 }), sumNs: 45_000 },
+    { pid: 11, what: 'pause', collector: 'MarkSweepCompact', kind: 'full', counts: slots({ 9: 1 }), sumNs: 8_000_000 },
+  ]);
+  assert.deepEqual(decodeHistEntries(Buffer.alloc(0), Buffer.alloc(0), 0), []);
+  assert.throws(() => decodeHistEntries(Buffer.alloc(90), Buffer.alloc(168), 1), /expected 92 \+ 168.*rebuild/);
+});
+
+test('options: metricsOnly is a boolean, left out unless set', () => {
+  assert.deepEqual(javaGcTracer.validate({ all: true, metricsOnly: true }), { pid: 0, all: true, minUs: 0, metricsOnly: true });
+  assert.deepEqual(javaGcTracer.validate({ all: true, metricsOnly: false }), { pid: 0, all: true, minUs: 0 });
+  assert.throws(() => javaGcTracer.validate({ all: true, metricsOnly: 1 }), /metricsOnly must be true or false/);
 });
