@@ -28,6 +28,7 @@ import { benchJavaAgent } from './javaAgentOverhead';
 import { benchJavaHeap } from './javaHeapOverhead';
 import { benchAgent } from './agentOverhead';
 import { benchOffcpu } from './offcpuOverhead';
+import { benchCfi } from './cfiWalk';
 import { benchJavaWalk } from './javaWalk';
 import { benchJfr } from './jfrParse';
 
@@ -49,6 +50,7 @@ const GROUPS: Group[] = [
   { id: 'profile', run: benchProfile, missing: needsTracer('profile') },
   { id: 'offcpu', run: benchOffcpu, missing: needsTracer('offcpu') },
   { id: 'profile-unwind', run: benchProfileUnwind, missing: needsTracer('profile') },
+  { id: 'cfi', run: benchCfi, missing: needsTracer('profile') },
   { id: 'attach', run: benchAttach, missing: needsRoot },
   { id: 'biolatency', run: benchBiolatency, missing: () => needsTracer('biolatency')() ?? (fs.existsSync('/usr/sbin/biolatency') ? undefined : 'no /usr/sbin/biolatency (apt-get install libbpf-tools)') },
   { id: 'cpudist', run: benchCpudist, missing: () => needsTracer('cpudist')() ?? (fs.existsSync('/usr/sbin/cpudist') ? undefined : 'no /usr/sbin/cpudist (apt-get install libbpf-tools)') },

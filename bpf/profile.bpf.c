@@ -11,6 +11,7 @@
 #include <bpf/bpf_tracing.h>
 #include "stackcopy.bpf.h"
 #include "task.bpf.h"
+#include "cfi_walk.bpf.h"
 #include "profile.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -28,6 +29,9 @@ const volatile bool include_idle = false;
 const volatile bool user_stacks = true;
 const volatile bool kernel_stacks = true;
 const volatile bool unwind_dwarf = false;
+/* Counted mode with user stacks walked by unwind tables in the kernel (cfi_walk.bpf.h) for
+ * processes that have them in cfi_procs, by frame pointers for the rest. */
+const volatile bool unwind_cfi = false;
 /* bytes of user stack copied per sample in dwarf mode (<= PROFILE_MAX_STACK_COPY) */
 const volatile __u32 stack_copy_bytes = 16384;
 /* Java agent: signal the sampled thread so the JVMTI agent's SIGPROF handler walks
@@ -131,6 +135,23 @@ static __always_inline void emit_sample(__u32 tgid, __u32 tid, __s32 kern_stack_
 }
 
 
+/* The user stack: by the process's unwind tables when it has them, else by frame pointers. The
+ * user-mode registers are the ones saved on entry to the kernel, whether this sample interrupted
+ * user code or a system call. */
+static __always_inline __s32 user_stackid(void *ctx, __u32 tgid)
+{
+	struct pt_regs *regs;
+	long id;
+
+	if (unwind_cfi) {
+		regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+		id = cfi_user_stackid(tgid, regs->ip, regs->sp, regs->bp, PROFILE_MAX_DEPTH);
+		if (id != -ENOENT)
+			return id;
+	}
+	return bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+}
+
 SEC("perf_event")
 int on_sample(struct bpf_perf_event_data *ctx)
 {
@@ -162,7 +183,7 @@ int on_sample(struct bpf_perf_event_data *ctx)
 	key.pid = tgid;
 	key.tid = tid;
 	bpf_get_current_comm(key.comm, sizeof(key.comm));
-	key.user_stack_id = user_stacks ? bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1;
+	key.user_stack_id = user_stacks ? user_stackid(ctx, tgid) : -1;
 	key.kern_stack_id = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
 	if (stack_lost(key.user_stack_id)) {
 		stat_add(PROFILE_STAT_LOST_USTACK);

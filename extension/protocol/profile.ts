@@ -10,7 +10,7 @@ export { JAVA_FRAME_TYPES } from './frames';
 /** How user stacks are unwound: frame pointers in the kernel, or CFI (.eh_frame/.debug_frame) in user space from a stack copy. */
 /** fp: frame pointers walked in the kernel; dwarf: CFI in user space from a stack copy; cfi: unwind tables walked in the kernel */
 export type UnwindMode = 'fp' | 'dwarf' | 'cfi';
-export const UNWIND_CHOICES = ['auto', 'fp', 'dwarf'] as const;
+export const UNWIND_CHOICES = ['auto', 'fp', 'dwarf', 'cfi'] as const;
 export type UnwindChoice = (typeof UNWIND_CHOICES)[number];
 
 export interface ProfileOptions {

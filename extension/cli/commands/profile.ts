@@ -16,7 +16,7 @@ import { OFFCPU_USAGE, runOffcpuProfile } from './offcpu';
 import { checkOutputFile, profileOutputs } from './profileOutput';
 import { runLockProfile, wantsLockEvent } from './javaLocks';
 
-const USAGE = `ebpf-studio profile (--pid P | --all) [--event cpu|offcpu|wall] [--min-block-us N] [--frequency HZ] [--duration S] [--java agent|perfmap|auto] [--unwind auto|dwarf|fp] [--stack-copy-kb N] [--stack-storage-size N] [--json | --folded] [--pprof FILE]
+const USAGE = `ebpf-studio profile (--pid P | --all) [--event cpu|offcpu|wall] [--min-block-us N] [--frequency HZ] [--duration S] [--java agent|perfmap|auto] [--unwind auto|dwarf|fp|cfi] [--stack-copy-kb N] [--stack-storage-size N] [--json | --folded] [--pprof FILE]
   --pid P          sample process P (all its threads)
   --all            sample every process (the idle task excluded; add --idle to include it)
 ${OFFCPU_USAGE}
@@ -32,6 +32,9 @@ ${OFFCPU_USAGE}
                             through -O2 code, leaf functions and libraries without frame pointers;
                             code without CFI (JIT) is walked by frame pointer
                      fp:    frame pointers walked in the kernel; nothing copied per sample
+                     cfi:   unwind tables compiled from each file's .eh_frame, walked in the
+                            kernel (needs --pid); nothing copied per sample, whole stacks through
+                            code without frame pointers
                    a JVM profiled with the agent: auto = dwarf too. The agent gives the Java
                    frames; the unwind gives the native part under the first JIT or interpreter
                    frame (JNI libraries, libjvm, libc, often built without frame pointers),
@@ -116,7 +119,8 @@ export const profileCommand: Command = {
     const unwind = (values.unwind ?? 'auto') as UnwindChoice;
     if (!UNWIND_CHOICES.includes(unwind)) throw usageError(`--unwind must be one of ${UNWIND_CHOICES.join(', ')}, not "${values.unwind}"`);
     const copyKb = numberFlag(values['stack-copy-kb'], '--stack-copy-kb', 1, PROFILE_MAX_STACK_COPY_KB, { integer: true });
-    if (copyKb !== undefined && unwind === 'fp') throw usageError('--stack-copy-kb applies to --unwind dwarf (or auto), not fp');
+    if (copyKb !== undefined && (unwind === 'fp' || unwind === 'cfi')) throw usageError(`--stack-copy-kb applies to --unwind dwarf (or auto), not ${unwind}`);
+    if (unwind === 'cfi' && pid === undefined) throw usageError('--unwind cfi needs --pid: unwind tables are loaded for one process');
     if (values.pprof === '') throw usageError('--pprof takes a file name, e.g. --pprof cpu.pb.gz');
     const pprofFile = typeof values.pprof === 'string' ? checkOutputFile(values.pprof, '--pprof') : undefined;
     const startMs = Date.now();

@@ -22,7 +22,7 @@ import type { ProfileFrame } from '../../protocol/frames';
 import type { ProfileOptions, ProfileResult, ProfileStack } from '../../protocol/profile';
 import { PROFILE_DEFAULT_FREQUENCY, PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE, UNWIND_CHOICES, type UnwindInfo, type UnwindMode } from '../../protocol/profile';
 import { asObject, bool, int, oneOf, PID_MAX } from '../../protocol/validate';
-import { fromBpfError, unsuitableError } from '../../protocol/errors';
+import { fromBpfError, inputError, unsuitableError } from '../../protocol/errors';
 import { bootStartRange, checkPid, pidAlive, processCpuMs, processInfo, sameProcess, type ProcessIdentity } from '../../sys/proc/processes';
 import { checkProfileCpu } from '../../model/profileCpuCheck';
 import { watchTarget } from '../targetWatch';
@@ -33,6 +33,7 @@ import type { Session, SessionEvents, Tracer, TracerEnv } from '../tracer';
 import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
 import { decodeCounts, parseCpuList, PROFILE_STAT, type CountEntry } from './decode';
 import { assemble, readStacks, symbolizeStacks, type RawStack } from './stacks';
+import { cfiRowCapacity, cfiStackReader, cfiSummary, CfiTables, cfiUnwindInfo } from '../cfiTables';
 import { DwarfAggregator, PROFILE_DEFAULT_STACK_COPY, PROFILE_SAMPLE_HEADER_SIZE, PROFILE_MAX_STACK_COPY } from './dwarf';
 import { unwindModules } from './unwindModules';
 import { agentLibrary, agentUnavailableMessage, checkAgentTarget, foreignOwner, JAVA_MODES, startJavaAgent, type JavaAgentSession } from '../javaAgent/agent';
@@ -112,10 +113,14 @@ export const profileTracer: Tracer<'profile'> = {
     // (Debian's libz and libc have no frame pointers). The cost is in the helper (~30 µs of
     // unwinding per sample) plus a 16 KiB copy per sample in the kernel, nothing in the JVM.
     // The join (../javaAgent/agent.ts) is by tid and time either way; fp stays available (--unwind fp).
-    const mode: UnwindMode = options.unwind === 'fp' ? 'fp' : 'dwarf';
+    const mode: UnwindMode = options.unwind === 'fp' ? 'fp' : options.unwind === 'cfi' ? 'cfi' : 'dwarf';
+    if (mode === 'cfi' && !options.pid) throw inputError('--unwind cfi needs --pid: unwind tables are loaded for one process');
+    // cfi: the target's tables compiled before load (they size the rows map)
+    const cfi = mode === 'cfi' ? new CfiTables(env.log) : undefined;
+    cfi?.plan(options.pid);
     const { java, jvmPids } = await javaPath(options, cmdline, mode, env, warnings);
     const stackCopyBytes = options.stackCopyBytes ?? PROFILE_DEFAULT_STACK_COPY;
-    const obj = await loadProfiler(options, target, mode, stackCopyBytes, java, env);
+    const obj = await loadProfiler(options, target, mode, stackCopyBytes, java, env, cfi);
     const dwarf = mode === 'dwarf' ? new DwarfAggregator(env.addon, stackCopyBytes, env.log) : undefined;
     if (dwarf && options.pid) dwarf.pool.prime(options.pid);
     let ring: RingBufferHandle | undefined;
@@ -129,7 +134,7 @@ export const profileTracer: Tracer<'profile'> = {
       await java?.abort();
       throw e;
     }
-    return new ProfileRun(options, target, mode, obj, dwarf, ring, java, jvmPids, env, events, warnings);
+    return new ProfileRun(options, target, mode, obj, dwarf, ring, java, jvmPids, env, events, warnings, cfi);
   },
 };
 
@@ -168,17 +173,26 @@ async function javaPath(options: ProfileOptions, cmdline: ProcessInfo | undefine
  * too (in dwarf mode the samples ring carries tid and time, forwarded once unwound). A failure
  * stops the agent before it is thrown.
  */
-async function loadProfiler(options: ProfileOptions, target: ProcessIdentity | undefined, mode: UnwindMode, stackCopyBytes: number, java: JavaAgentSession | undefined, env: TracerEnv): Promise<BpfObject> {
+async function loadProfiler(options: ProfileOptions, target: ProcessIdentity | undefined, mode: UnwindMode, stackCopyBytes: number, java: JavaAgentSession | undefined, env: TracerEnv, cfi: CfiTables | undefined): Promise<BpfObject> {
   try {
     const { obj } = loadFirstWorking(env, 'profile', [['on_sample']], (o) => {
       o.setMaxEntries('stacks', options.stackStorageSize ?? PROFILE_DEFAULT_STACK_STORAGE);
+      // without tables the walk's maps stay one entry each (the walked-stacks map is preallocated)
+      if (cfi) cfi.size(o, cfiRowCapacity(cfi.plannedRows), options.stackStorageSize ?? PROFILE_DEFAULT_STACK_STORAGE);
+      else o.setMaxEntries('cfi_stacks', 1);
       if (mode === 'dwarf') {
         o.setMaxEntries('samples', ringBytes(options.frequency, stackCopyBytes, onlineCpus().length));
         o.setMaxEntries('scratch', env.addon.numPossibleCpus());
       }
-      setRodata(o, { target_pid: options.pid, ...bootStartRange(target), include_idle: options.includeIdle, unwind_dwarf: mode === 'dwarf', stack_copy_bytes: stackCopyBytes, signal_target: Boolean(java), signal_euid: java ? java.euid : 0xffffffff });
+      setRodata(o, { target_pid: options.pid, ...bootStartRange(target), include_idle: options.includeIdle, unwind_dwarf: mode === 'dwarf', stack_copy_bytes: stackCopyBytes, signal_target: Boolean(java), signal_euid: java ? java.euid : 0xffffffff, unwind_cfi: mode === 'cfi' });
     });
-    if (mode === 'fp') java?.attachRing(obj);
+    try {
+      cfi?.load(obj);
+    } catch (e) {
+      obj.close();
+      throw e;
+    }
+    if (mode !== 'dwarf') java?.attachRing(obj);
     return obj;
   } catch (e) {
     await java?.abort();
@@ -245,6 +259,8 @@ class ProfileRun implements Session<'profile'> {
   /** the target's own CPU time (ms) when sampling began and at the last look: the samples are checked against it */
   private readonly cpuFirst: number | undefined;
   private cpuLast: number | undefined;
+  /** cfi: tables loaded and how walks ended, read before the object closes */
+  private cfiInfo: Partial<UnwindInfo> = {};
 
   /** stops watching the target (the profile ends when it exits) */
   private readonly unwatch: () => void;
@@ -261,9 +277,10 @@ class ProfileRun implements Session<'profile'> {
     private readonly env: TracerEnv,
     private readonly events: SessionEvents<'profile'>,
     readonly warnings: string[],
+    private readonly cfi?: CfiTables,
   ) {
     this.targets = options.pid ? [options.pid] : [];
-    this.warnOpts = mode === 'dwarf' ? ({ stacks: 'cfi' } as const) : ({ stacks: 'fp', fpFix: 'or profile with --unwind dwarf (the default), which unwinds by CFI' } as const);
+    this.warnOpts = mode !== 'fp' ? ({ stacks: 'cfi' } as const) : ({ stacks: 'fp', fpFix: 'or profile with --unwind dwarf (the default), which unwinds by CFI' } as const);
     this.symbolizer = new Symbolizer({ log: env.log });
     if (options.pid) {
       this.cpuFirst = this.cpuLast = processCpuMs(options.pid);
@@ -310,6 +327,7 @@ class ProfileRun implements Session<'profile'> {
     if (this.target) {
       this.readCpu();
       if (this.ticks % 5 === 0) this.capture(this.target.pid);
+      if (this.cfi && this.ticks % 5 === 0) this.refreshCfi(this.target.pid);
     } else if (this.ticks % 2 === 0) {
       try {
         const d = obj.mapDump('counts');
@@ -324,6 +342,16 @@ class ProfileRun implements Session<'profile'> {
     }
   }
 
+  /** Tables for libraries mapped since the last look (dlopen), before their frames are walked again. */
+  private refreshCfi(pid: number): void {
+    try {
+      this.cfi?.plan(pid);
+      this.cfi?.load(this.obj);
+    } catch (e) {
+      this.env.log(`profile: loading unwind tables for new mappings of pid ${pid}: ${(e as Error).message}`);
+    }
+  }
+
   /** The counted stacks so far (and the totals), from the unwinder or the counts map. */
   private collect(): RawStack[] {
     const { obj } = this;
@@ -331,14 +359,16 @@ class ProfileRun implements Session<'profile'> {
     if (this.dwarf) return this.dwarf.raw((id) => obj.readStack('stacks', id));
     const d = obj.mapDump('counts');
     const entries: CountEntry[] = decodeCounts(d.keys, d.values, d.count);
-    return readStacks(entries, (id) => obj.readStack('stacks', id));
+    if (!this.cfi) return readStacks(entries, (id) => obj.readStack('stacks', id));
+    const cfi = cfiStackReader(obj, (id) => obj.readStack('stacks', id));
+    return cfi.notes(readStacks(entries, cfi.read));
   }
 
   private unwindInfo(): UnwindInfo {
     const { dwarf, java, mode } = this;
     // only a JVM has JIT code to name: a C program's header says nothing about perf maps
     const jit = java ? { javaAgent: true } : this.options.javaPerfMap && this.jvmPids.size > 0 ? { perfMap: true } : {};
-    if (!dwarf) return { mode, ...jit };
+    if (!dwarf) return { mode, ...jit, ...this.cfiInfo };
     return {
       mode,
       ...jit,
@@ -439,6 +469,10 @@ class ProfileRun implements Session<'profile'> {
     try {
       this.ring?.close();
       this.rawLast = this.collect();
+      if (this.cfi) {
+        this.env.log(cfiSummary(this.obj, this.cfi));
+        this.cfiInfo = cfiUnwindInfo(this.obj, this.cfi);
+      }
     } finally {
       this.obj.close();
     }
