@@ -184,6 +184,8 @@ async function bundle() {
     { entryPoints: { cli: 'extension/cli/main.ts' } },
     // profile files are read in a worker thread (extension/sys/profileReader.ts), by the extension and the CLI
     { entryPoints: { profileWorker: 'extension/sys/profileWorker.ts' } },
+    // JFR recordings are read in a worker thread too (extension/sys/jfrReader.ts), by the extension
+    { entryPoints: { jfrWorker: 'extension/sys/jfrWorker.ts' } },
   ];
   if (fs.existsSync(path.join(root, 'extension/lsp/server.ts'))) entries.push({ entryPoints: { server: 'extension/lsp/server.ts' } });
   const jobs = entries.map((e) => esbuild.build({ ...node, ...e, outdir: dist, absWorkingDir: root }));

@@ -20,5 +20,6 @@ import * as bpfNewProject from './bpf/bpfNewProject';
 import * as bpfLoaderRun from './bpf/bpfLoaderRun';
 import * as bpftraceRun from './bpf/bpftraceRun';
 import * as welcome from './welcome';
+import * as jfrEditor from './jfr/jfrEditor';
 
-export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, javaHeapLeaks, profile, histograms, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff, profileUrl, bpfNewProject, bpfLoaderRun, bpftraceRun, sessionsView, sessionEditors, welcome];
+export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, javaHeapLeaks, profile, histograms, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff, profileUrl, bpfNewProject, bpfLoaderRun, bpftraceRun, sessionsView, sessionEditors, welcome, jfrEditor];

@@ -1,5 +1,6 @@
 // Event counts and bytes per event type, as `jfr summary` prints them. Pure: no I/O.
 import type { EventVisitor } from './chunk';
+import type { JfrClass } from './metadata';
 
 export interface JfrTypeCount {
   type: string;
@@ -9,6 +10,8 @@ export interface JfrTypeCount {
 
 export class JfrSummaryBuilder implements EventVisitor {
   private readonly counts = new Map<string, JfrTypeCount>();
+  /** event types whose events carry a stack trace (what a profile can be made of) */
+  readonly stackTypes = new Set<string>();
 
   count(name: string, size: number): void {
     let c = this.counts.get(name);
@@ -17,7 +20,8 @@ export class JfrSummaryBuilder implements EventVisitor {
     c.bytes += size;
   }
 
-  wants(): boolean {
+  wants(t: JfrClass): boolean {
+    if (!this.stackTypes.has(t.name) && t.fields.some((f) => f.name === 'stackTrace')) this.stackTypes.add(t.name);
     return false;
   }
 

@@ -205,7 +205,7 @@ function decorate(editor: vscode.TextEditor): void {
   HEAT.forEach((d, i) => editor.setDecorations(d, buckets[i]));
 }
 
-function setAnnotations(a: SourceAnnotations | undefined): void {
+export function setAnnotations(a: SourceAnnotations | undefined): void {
   annotations = a;
   lensChanged.fire();
   for (const e of vscode.window.visibleTextEditors) decorate(e);

@@ -1,0 +1,47 @@
+// The worker that reads a JFR recording for ./jfrReader.ts (bundled as dist/jfrWorker.js): one pass
+// over the file gives the event counts per type and, as asked, a profile of some event types and
+// the GC document; progress goes back as messages, then one answer. A recording that still exhausts
+// the worker's heap ends this thread, never the extension host.
+import { parentPort, workerData } from 'node:worker_threads';
+import { readJfrFile, type JfrFileInfo } from './jfrFile';
+import { JfrProfileBuilder } from '../model/jfr/profile';
+import { JfrGcBuilder } from '../model/jfr/gc';
+import { allOf, JfrSummaryBuilder, type JfrTypeCount } from '../model/jfr/summary';
+import { ImportError, LimitError } from '../model/readLimits';
+import type { EventVisitor } from '../model/jfr/chunk';
+import type { ProfileResult } from '../protocol/profile';
+import type { JavaGcResult } from '../protocol/javaGc';
+
+export interface JfrWorkerRequest {
+  file: string;
+  /** event types to make a profile of (none: no profile) */
+  profile?: string[];
+  gc?: boolean;
+}
+
+export interface JfrReadResult {
+  info: JfrFileInfo;
+  types: JfrTypeCount[];
+  stackTypes: string[];
+  profile?: ProfileResult;
+  gc?: JavaGcResult;
+}
+
+export type JfrWorkerMessage = { progress: { done: number; total: number } } | { ok: JfrReadResult } | { error: { message: string; limit?: string; importError: boolean } };
+
+function answer(): JfrWorkerMessage {
+  const req = workerData as JfrWorkerRequest;
+  try {
+    const summary = new JfrSummaryBuilder();
+    const profile = req.profile?.length ? new JfrProfileBuilder(req.profile, req.file) : undefined;
+    const gc = req.gc ? new JfrGcBuilder() : undefined;
+    const visitors: EventVisitor[] = [summary, ...(profile ? [profile] : []), ...(gc ? [gc] : [])];
+    const info = readJfrFile(req.file, allOf(...visitors), { progress: (p) => parentPort?.postMessage({ progress: p } satisfies JfrWorkerMessage) });
+    return { ok: { info, types: summary.types(), stackTypes: [...summary.stackTypes], ...(profile ? { profile: profile.result() } : {}), ...(gc ? { gc: gc.result() } : {}) } };
+  } catch (e) {
+    const err = e as Error;
+    return { error: { message: err.message, limit: e instanceof LimitError ? e.limit : undefined, importError: e instanceof ImportError } };
+  }
+}
+
+parentPort?.postMessage(answer());

@@ -1,0 +1,60 @@
+// A Java Flight Recording opened by a double-click in a real VS Code (code-server): the recording
+// is made in the test by OpenJDK 17 (test/fixtures/java/JfrWorkload.java). Its events are offered in
+// a Quick Pick with their counts; CPU samples open the flame graph with the hot method in it, GCs
+// the Java GC view; a truncated copy shows the byte offset where it stops, and the window keeps working.
+import { test } from 'node:test';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { skipReason } from './codeServer';
+import { startSession, step } from './steps';
+import { compileJavaFixture, removeJavaFixture } from '../helpers';
+
+const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
+const skip = skipReason() ?? (!fs.existsSync(`${JDK}/bin/javac`) ? `no JDK 17 at ${JDK}` : undefined);
+
+test('a .jfr file opens in the flame graph and the GC view (code-server)', { skip, timeout: 300_000 }, async (t) => {
+  const { work, classes } = compileJavaFixture('ebpf-jfr-editor-', 'JfrWorkload.java', JDK);
+  t.after(() => removeJavaFixture([], work));
+  const rec = path.join(work, 'rec.jfr');
+  const j = spawnSync(`${JDK}/bin/java`, ['-Xms256m', '-Xmx256m', `-XX:StartFlightRecording=filename=${rec}`, '-cp', classes, 'JfrWorkload', '2'], { encoding: 'utf8', timeout: 60_000 });
+  if (j.status !== 0) throw new Error(`java: ${j.stderr}`);
+  const s = await startSession(t, { files: { 'recordings/README.txt': 'JFR recordings\n' } });
+  const bytes = fs.readFileSync(rec);
+  fs.writeFileSync(path.join(s.workspace, 'recordings', 'rec.jfr'), bytes);
+  fs.writeFileSync(path.join(s.workspace, 'recordings', 'cut.jfr'), bytes.subarray(0, bytes.length >> 1));
+
+  // a double-click before the workbench has scanned the extensions opens the text editor: wait for one of ours
+  await s.waitForCommand('eBPF: Check This Machine (Doctor)');
+  await s.page.keyboard.press('Escape');
+
+  const open = async (name: string) => {
+    await s.runCommandFromPalette('View: Show Explorer');
+    const folder = s.page.locator('.explorer-folders-view .monaco-list-row', { hasText: /^recordings$/ }).first();
+    await folder.waitFor({ state: 'visible', timeout: 15_000 });
+    if ((await folder.getAttribute('aria-expanded')) !== 'true') await folder.click();
+    const file = s.page.locator('.explorer-folders-view .monaco-list-row', { hasText: new RegExp(`^${name.replace(/\./g, '\\.')}$`) }).first();
+    await file.waitFor({ state: 'visible', timeout: 15_000 });
+    await file.dblclick();
+  };
+
+  await step(t, s, 'CPU samples open the flame graph with the hot method', async () => {
+    await open('rec.jfr');
+    await s.pickQuickPickItem(/CPU samples/, 30_000);
+    const frame = await s.webviewFrame('CPU: rec.jfr', 30_000);
+    await frame.locator('.toolbar .status', { hasText: /samples/ }).waitFor({ timeout: 15_000 });
+    await s.runCommandFromPalette('View: Close All Editors');
+  });
+
+  await step(t, s, 'garbage collections open the Java GC view', async () => {
+    await open('rec.jfr');
+    await s.pickQuickPickItem(/Garbage collections/, 30_000);
+    await s.webviewFrameWithText(/G1 Young Generation/, 30_000);
+    await s.runCommandFromPalette('View: Close All Editors');
+  });
+
+  await step(t, s, 'a truncated recording shows the byte offset where it stops', async () => {
+    await open('cut.jfr');
+    await s.webviewFrameWithText(/cut\.jfr[\s\S]*at byte \d+[\s\S]*truncated/, 30_000);
+  });
+});
