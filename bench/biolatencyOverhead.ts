@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { median, progStats, round, startCli, startUntil, type Attached, type BenchContext, type Row } from './lib';
+import { bpfNsPerEvent, median, round, startCli, startUntil, type BenchContext, type Row } from './lib';
 
 const BCC = '/usr/sbin/biolatency';
 
@@ -16,23 +16,6 @@ function workload(file: string, ios: number): void {
   const half = String(ios / 2);
   spawnSync('dd', ['if=/dev/zero', `of=${file}`, 'bs=4k', `count=${half}`, 'oflag=direct', 'status=none']);
   spawnSync('dd', [`if=${file}`, 'of=/dev/null', 'bs=4k', 'iflag=direct', 'status=none']);
-}
-
-/** ns of BPF run time per workload I/O while `start`'s tracer is attached. */
-async function round1(start: () => Promise<Attached>, file: string, ios: number): Promise<number> {
-  const knob = '/proc/sys/kernel/bpf_stats_enabled';
-  const was = fs.readFileSync(knob, 'utf8').trim();
-  const t = await start();
-  try {
-    fs.writeFileSync(knob, '1');
-    const s0 = progStats(t.child.pid ?? 0);
-    workload(file, ios);
-    const s1 = progStats(t.child.pid ?? 0);
-    return (s1.ns - s0.ns) / ios;
-  } finally {
-    fs.writeFileSync(knob, was);
-    await t.stop();
-  }
 }
 
 export async function benchBiolatency(ctx: BenchContext): Promise<Row[]> {
@@ -43,8 +26,8 @@ export async function benchBiolatency(ctx: BenchContext): Promise<Row[]> {
   const bcc: number[] = [];
   try {
     for (let r = 0; r < rounds; r++) {
-      ours.push(await round1(() => startCli(['biolatency']), file, ios));
-      bcc.push(await round1(() => startUntil('stdbuf', ['-oL', BCC], 'stdout', /Tracing block device I\/O/), file, ios));
+      ours.push(await bpfNsPerEvent(() => startCli(['biolatency']), () => workload(file, ios), ios));
+      bcc.push(await bpfNsPerEvent(() => startUntil('stdbuf', ['-oL', BCC], 'stdout', /Tracing block device I\/O/), () => workload(file, ios), ios));
     }
   } finally {
     fs.rmSync(file, { force: true });

@@ -6,27 +6,14 @@
 // switches the tool saw, the machine's own included, so the figure is ns per switch. The row's
 // figure is ours with --preempted, which counts the runs libbpf-tools counts (most switches here
 // end in a sleep, which it skips); ours by default counts every run, in the detail.
-import fs from 'node:fs';
 import { spawnSync } from 'node:child_process';
-import { median, progStats, round, startCli, startUntil, type Attached, type BenchContext, type Row } from './lib';
+import { bpfNsPerEvent, median, round, startCli, startUntil, type BenchContext, type Row } from './lib';
 
 const PEER = '/usr/sbin/cpudist';
-const KNOB = '/proc/sys/kernel/bpf_stats_enabled';
 
-/** ns of BPF run time per sched_switch while `start`'s tracer is attached, over `loops` round trips. */
-async function perSwitch(start: () => Promise<Attached>, loops: number): Promise<number> {
-  const was = fs.readFileSync(KNOB, 'utf8').trim();
-  const t = await start();
-  try {
-    fs.writeFileSync(KNOB, '1');
-    const before = progStats(t.child.pid ?? 0);
-    spawnSync('perf', ['bench', 'sched', 'pipe', '-l', String(loops)], { stdio: 'ignore' });
-    const after = progStats(t.child.pid ?? 0);
-    return (after.ns - before.ns) / Math.max(1, after.runs - before.runs);
-  } finally {
-    fs.writeFileSync(KNOB, was);
-    await t.stop();
-  }
+/** A whole-system workload of context switches: `loops` round trips of a token between two threads. */
+function switches(loops: number): void {
+  spawnSync('perf', ['bench', 'sched', 'pipe', '-l', String(loops)], { stdio: 'ignore' });
 }
 
 export async function benchCpudist(ctx: BenchContext): Promise<Row[]> {
@@ -36,9 +23,10 @@ export async function benchCpudist(ctx: BenchContext): Promise<Row[]> {
   const every: number[] = [];
   const peer: number[] = [];
   for (let r = 0; r < rounds; r++) {
-    ours.push(await perSwitch(() => startCli(['cpudist', '--preempted']), loops));
-    every.push(await perSwitch(() => startCli(['cpudist']), loops));
-    peer.push(await perSwitch(() => startUntil('stdbuf', ['-oL', PEER], 'stdout', /Tracing on-CPU time/), loops));
+    // per run of the programs: the switches each tool saw, the machine's own included
+    ours.push(await bpfNsPerEvent(() => startCli(['cpudist', '--preempted']), () => switches(loops)));
+    every.push(await bpfNsPerEvent(() => startCli(['cpudist']), () => switches(loops)));
+    peer.push(await bpfNsPerEvent(() => startUntil('stdbuf', ['-oL', PEER], 'stdout', /Tracing on-CPU time/), () => switches(loops)));
   }
   const list = (xs: number[]) => xs.map((x) => Math.round(x)).join(' ');
   ctx.log(`  cpudist: BPF ns per switch ours --preempted ${list(ours)}, every run ${list(every)}, libbpf-tools ${list(peer)}`);

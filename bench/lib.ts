@@ -280,3 +280,25 @@ export function progStats(pid: number): { ns: number; runs: number } {
   }
   return { ns, runs };
 }
+
+/**
+ * ns of BPF run time per event that `start`'s tracer costs while `work` runs (the overhead rows
+ * beside a libbpf-tools peer): the tracer is attached for this round only, and
+ * kernel.bpf_stats_enabled gives the run time of every program its process holds, over `events`
+ * (the workload's own count) or, without it, over those programs' run count.
+ */
+export async function bpfNsPerEvent(start: () => Promise<Attached>, work: () => void, events?: number): Promise<number> {
+  const knob = '/proc/sys/kernel/bpf_stats_enabled';
+  const was = fs.readFileSync(knob, 'utf8').trim();
+  const t = await start();
+  try {
+    fs.writeFileSync(knob, '1');
+    const before = progStats(t.child.pid ?? 0);
+    work();
+    const after = progStats(t.child.pid ?? 0);
+    return (after.ns - before.ns) / Math.max(1, events ?? after.runs - before.runs);
+  } finally {
+    fs.writeFileSync(knob, was);
+    await t.stop();
+  }
+}

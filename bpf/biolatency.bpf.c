@@ -18,24 +18,17 @@ char LICENSE[] SEC("license") = "GPL";
 /* Count from insertion into the scheduler's queue (libbpf-tools biolatency -Q), not from issue. */
 const volatile bool queued = false;
 
-struct io_start {
-	__u64 ts;
-	__u32 tgid;
-	__u32 pad;
-	char comm[HIST_COMM_LEN];
-};
-
 /* Start of each request in flight, by its address. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 10240);
 	__type(key, struct request *);
-	__type(value, struct io_start);
+	__type(value, struct hist_start);
 } start SEC(".maps");
 
 static __always_inline void io_start(struct request *rq, bool issue)
 {
-	struct io_start s = {};
+	struct hist_start s = {};
 	__u32 tgid;
 
 	/* Queued mode times from the insert; a queue without a scheduler has no insert, so its
@@ -65,7 +58,7 @@ static __always_inline void io_done(struct request *rq)
 	__u64 now = bpf_ktime_get_ns();
 	struct gendisk *disk;
 	struct hist_value *h;
-	struct io_start *s;
+	struct hist_start *s;
 	__s64 delta;
 	__u32 key;
 

@@ -37,6 +37,15 @@ struct hist_value {
 
 #define HIST_VALUE_SIZE 272
 
+/* The start of an event in flight, for a tracer that times one from a hook to another (a block
+ * request, a connect): when, and who started it (its name when keys are per process). */
+struct hist_start {
+	__u64 ts;
+	__u32 tgid;
+	__u32 pad;
+	char comm[HIST_COMM_LEN];
+};
+
 /* Only this process (tgid); 0 = every process. The tracer applies it where it knows the process. */
 const volatile __u32 target_tgid = 0;
 /* What a histogram is kept per: the tracer's own values (runqlat.h's RUNQLAT_KEY_*), 0 = nothing. */

@@ -27,21 +27,14 @@ char LICENSE[] SEC("license") = "GPL";
 /* Round-trip times (tcprtt) instead of connect latency (tcpconnlat). */
 const volatile bool rtt = false;
 
-/* Who started a connect and when: the SYN leaves in the connecting process's context, the
- * handshake ends in softirq. */
-struct syn_sent {
-	__u64 ts;
-	__u32 tgid;
-	__u32 pad;
-	char comm[HIST_COMM_LEN];
-};
-
-/* Connects in flight, by socket address; removed when the socket leaves SYN_SENT either way. */
+/* Connects in flight, by socket address, with who started each and when (the SYN leaves in the
+ * connecting process's context, the handshake ends in softirq); removed when the socket leaves
+ * SYN_SENT either way. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 10240);
 	__type(key, __u64);
-	__type(value, struct syn_sent);
+	__type(value, struct hist_start);
 } start SEC(".maps");
 
 /* The remote IPv4 address in network order (an IPv4-mapped IPv6 one too); other IPv6 peers fold
@@ -60,7 +53,7 @@ static __always_inline __u32 remote_key(struct sock *sk, bool *v6)
 	return w[0] ^ w[1] ^ w[2] ^ w[3];
 }
 
-static __always_inline void count(struct sock *sk, __u64 delta_ns, struct syn_sent *s)
+static __always_inline void count(struct sock *sk, __u64 delta_ns, struct hist_start *s)
 {
 	static const char ipv6[] = "IPv6";
 	struct hist_value *h;
@@ -83,7 +76,7 @@ static __always_inline void count(struct sock *sk, __u64 delta_ns, struct syn_se
 
 static __always_inline void syn_sent(__u64 sk, __u64 now)
 {
-	struct syn_sent s = { .ts = now };
+	struct hist_start s = { .ts = now };
 
 	s.tgid = bpf_get_current_pid_tgid() >> 32;
 	if (target_tgid && s.tgid != target_tgid)
@@ -102,7 +95,7 @@ static __always_inline void on_state(unsigned long long *ctx)
 	struct sock *sk = (struct sock *)ctx[0];
 	int old = (int)ctx[1], new = (int)ctx[2];
 	__u64 key = ctx[0];
-	struct syn_sent *s;
+	struct hist_start *s;
 	__s64 delta;
 
 	if (rtt || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
