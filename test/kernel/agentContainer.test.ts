@@ -5,18 +5,23 @@
 // own OpenJDK: other inodes than the host's libjvm.so); the pauses Prometheus stores for each equal
 // the JVM's -Xlog:gc per collector, and each JVM's series carry `container` and `image` naming its
 // container as podman does, and `container_id`. The agent stops with exit 0 on `podman stop`.
+// Then the agent with deploy/kubernetes's own config (listen beyond loopback, TLS, bearer token)
+// from Secret-shaped mounts (files behind ..data symlinks, 0400) and a read-only root, scraped by
+// Prometheus over https checking the certificate against the Service's name, as the ServiceMonitor
+// asks.
 //
 // The image is built once and cached in podman's store; the repository's dist/ is mounted over
 // the image's copy so the current build is what runs.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { repoRoot, runCli, sleep, waitFor } from '../helpers';
 import { IMAGE, ULIMITS, containerBed, containerIdOf, containerPrep, podman } from './containerKit';
-import { freePort, prometheus, promVector, startPrometheus } from './promKit';
+import { freePort, prometheus, promVector, startPrometheus, type PromSample } from './promKit';
 
 const AGENT_IMAGE = 'localhost/ebpf-studio-agent-test:1';
 const prep = containerPrep();
@@ -39,6 +44,41 @@ function daemonSetMounts(): string[] {
   ];
 }
 
+/** A directory laid out as the kubelet mounts a Secret: files behind ..data symlinks, mode 0400. */
+function secretVolume(dir: string, files: Record<string, string | Buffer>): string {
+  const data = path.join(dir, '..2026_11_27_00_00_00.000000001');
+  fs.mkdirSync(data, { recursive: true });
+  fs.symlinkSync(path.basename(data), path.join(dir, '..data'));
+  for (const [name, content] of Object.entries(files)) {
+    fs.writeFileSync(path.join(data, name), content, { mode: 0o400 });
+    fs.symlinkSync(`..data/${name}`, path.join(dir, name));
+  }
+  return dir;
+}
+
+/** The agent's config as deploy/kubernetes/configmap.yaml ships it (the block under "agent.json: |"). */
+function shippedConfig(): Record<string, unknown> {
+  const text = fs.readFileSync(path.join(repoRoot, 'deploy', 'kubernetes', 'configmap.yaml'), 'utf8');
+  const m = /^ {2}agent\.json: \|\n((?: {4}.*\n?)+)/m.exec(text);
+  assert.ok(m, 'configmap.yaml has no agent.json block');
+  return JSON.parse(m[1].replace(/^ {4}/gm, '')) as Record<string, unknown>;
+}
+
+/** A CA, and a certificate for `name` it signed (openssl), or why not. */
+function makeCerts(dir: string, name: string): string | undefined {
+  const sh = (args: string[]) => spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
+  fs.writeFileSync(path.join(dir, 'ext'), `subjectAltName=DNS:${name}\n`);
+  for (const args of [
+    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=test-ca', '-keyout', 'ca.key', '-out', 'ca.crt'],
+    ['req', '-newkey', 'rsa:2048', '-nodes', '-subj', `/CN=${name}`, '-keyout', 'tls.key', '-out', 'tls.csr'],
+    ['x509', '-req', '-in', 'tls.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '1', '-extfile', 'ext', '-out', 'tls.crt'],
+  ]) {
+    const r = sh(args);
+    if (r.error || r.status !== 0) return `openssl ${args[0]} failed: ${r.error?.message ?? r.stderr}`;
+  }
+  return undefined;
+}
+
 describe('ebpf-studio agent in a privileged container', { skip }, () => {
   const { jvm } = containerBed({ fixtures: ['java/GcWorkload.java'], build: 'javac -d /app /app/GcWorkload.java' });
   const name = `ebpf-studio-agentctr-${process.pid}`;
@@ -49,8 +89,26 @@ describe('ebpf-studio agent in a privileged container', { skip }, () => {
   before(() => {
     image = agentImage();
   });
+
+  /** The agent in its container, the DaemonSet's way (privileged, host pid namespace, mounts), once it serves. */
+  async function startAgent(container: string, mounts: string[], args: string[]) {
+    const child = spawn(
+      'podman',
+      ['--runtime', 'runc', 'run', '--rm', '--name', container, ...ULIMITS, '--privileged', '--pid=host', '--network=host', ...daemonSetMounts(),
+        '-v', `${path.join(repoRoot, 'dist')}:/opt/ebpf-studio/dist:ro`, ...mounts, AGENT_IMAGE, ...args, '--verbose'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    children.push(child);
+    let log = '';
+    child.stdout!.on('data', (d) => (log += d));
+    child.stderr!.on('data', (d) => (log += d));
+    const exit = new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+    assert.ok(await waitFor(() => /serving https?:\/\//.test(log) || child.exitCode !== null, 90_000), `the agent did not start in its container:\n${log}`);
+    assert.ok(await waitFor(() => log.includes('looking for new JVMs'), 30_000), `java-gc does not follow new JVMs:\n${log}`);
+    return { child, exit, log: () => log };
+  }
   after(() => {
-    podman(['rm', '-f', '-t', '0', name], 30_000);
+    for (const n of [name, `${name}-k8s`]) podman(['rm', '-f', '-t', '0', n], 30_000);
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     fs.rmSync(work, { recursive: true, force: true });
   });
@@ -65,27 +123,17 @@ describe('ebpf-studio agent in a privileged container', { skip }, () => {
     // The DaemonSet's shape: privileged, the host's pid namespace (hostNetwork here, so the agent
     // stays on loopback with its token), the token as a read-only file.
     const port = await freePort();
-    const agent = spawn(
-      'podman',
-      ['--runtime', 'runc', 'run', '--rm', '--name', name, ...ULIMITS, '--privileged', '--pid=host', '--network=host', ...daemonSetMounts(),
-        '-v', `${path.join(repoRoot, 'dist')}:/opt/ebpf-studio/dist:ro`, '-v', `${tokenFile}:/etc/ebpf-studio/agent.token:ro`,
-        AGENT_IMAGE, '--listen', `127.0.0.1:${port}`, '--verbose'],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    children.push(agent);
-    let log = '';
-    agent.stdout!.on('data', (d) => (log += d));
-    agent.stderr!.on('data', (d) => (log += d));
-    const agentExit = new Promise<number | null>((r) => agent.on('exit', (c) => r(c)));
-    assert.ok(await waitFor(() => log.includes('serving http://') || agent.exitCode !== null, 90_000), `the agent did not start in its container:\n${log}`);
-    assert.ok(await waitFor(() => log.includes('looking for new JVMs'), 30_000), `java-gc does not follow new JVMs:\n${log}`);
+    const agent = await startAgent(name, ['-v', `${tokenFile}:/etc/ebpf-studio/agent.token:ro`], ['--listen', `127.0.0.1:${port}`]);
+    const agentExit = agent.exit;
+    const log = () => agent.log();
     const prom = await startPrometheus(work, `127.0.0.1:${port}`, tokenFile);
     children.push(prom.child);
 
     // Two JVMs in their own containers, started after the agent: found by their exec, their
     // libjvm.so (the image's, not the host's) attached before they collect.
     const jvms = [await jvm(3, 192, 4000), await jvm(2, 128, 4000)];
-    for (const j of jvms) assert.ok(await waitFor(() => log.includes(`pid ${j.hostPid}:`) || new RegExp(`as pid ${j.hostPid} maps it`).test(log), 20_000), `the agent did not find pid ${j.hostPid}:\n${log}`);
+    const ids = jvms.map((j) => containerIdOf(j.name));
+    for (const j of jvms) assert.ok(await waitFor(() => log().includes(`pid ${j.hostPid}:`) || new RegExp(`as pid ${j.hostPid} maps it`).test(log()), 20_000), `the agent did not find pid ${j.hostPid}:\n${log()}`);
     for (const j of jvms) j.send('go');
     const own = await Promise.all(jvms.map((j) => j.done));
 
@@ -104,10 +152,10 @@ describe('ebpf-studio agent in a privileged container', { skip }, () => {
       await sleep(1000);
     }
     for (const [i, j] of jvms.entries()) {
-      const id = containerIdOf(j.name);
+      const id = ids[i];
       t.diagnostic(`${j.name} (pid ${j.hostPid}): Prometheus young ${seen[i].Copy} full ${seen[i].MarkSweepCompact}; -Xlog:gc young ${own[i].logYoung} full ${own[i].logFull}; beans young ${own[i].young} full ${own[i].full}; labels ${JSON.stringify(seen[i].labels[0] ?? {})}`);
       assert.ok(own[i].logYoung > 10 && own[i].logFull >= 2, `the workload in ${j.name} collects`);
-      assert.equal(seen[i].Copy, own[i].logYoung, `young pauses of ${j.name}: Prometheus and -Xlog:gc\n${log.slice(-2000)}`);
+      assert.equal(seen[i].Copy, own[i].logYoung, `young pauses of ${j.name}: Prometheus and -Xlog:gc\n${log().slice(-2000)}`);
       assert.equal(seen[i].MarkSweepCompact, own[i].logFull, `full pauses of ${j.name}: Prometheus and -Xlog:gc`);
       for (const l of seen[i].labels) {
         assert.equal(l.container, j.name, `the series of pid ${j.hostPid} name another container: ${JSON.stringify(l)}`);
@@ -119,7 +167,57 @@ describe('ebpf-studio agent in a privileged container', { skip }, () => {
     // podman stop sends SIGTERM: the agent detaches and exits 0.
     const stop = podman(['stop', '-t', '30', name], 60_000);
     assert.equal(stop.status, 0, stop.stderr);
-    assert.equal(await agentExit, 0, `the agent in its container exited with ${agent.exitCode}:\n${log.slice(-2000)}`);
+    assert.equal(await agentExit, 0, `the agent in its container exited otherwise:\n${log().slice(-2000)}`);
+    prom.child.kill('SIGTERM');
+  });
+  test("deploy/kubernetes's own config: TLS and token from Secret-shaped mounts, read-only root; Prometheus scrapes over https", { timeout: 300_000 }, async (t) => {
+    if (image.skip) return t.skip(image.skip);
+    const k8s = fs.mkdtempSync(path.join(work, 'k8s-'));
+    fs.chmodSync(k8s, 0o755);
+    // The name the ServiceMonitor's tlsConfig.serverName checks the certificate against.
+    const serverName = 'ebpf-studio-agent.ebpf-studio.svc';
+    const why = makeCerts(k8s, serverName);
+    if (why) return t.skip(why);
+    const token = crypto.randomBytes(32).toString('hex');
+    const tokenDir = secretVolume(path.join(k8s, 'token'), { token });
+    const tlsDir = secretVolume(path.join(k8s, 'tls'), { 'tls.crt': fs.readFileSync(path.join(k8s, 'tls.crt')), 'tls.key': fs.readFileSync(path.join(k8s, 'tls.key')) });
+    const port = await freePort();
+    const config = { ...shippedConfig(), listen: `0.0.0.0:${port}` };
+    const configFile = path.join(k8s, 'agent.json');
+    fs.writeFileSync(configFile, JSON.stringify(config), { mode: 0o644 });
+    const agent = await startAgent(
+      `${name}-k8s`,
+      ['--read-only', '--tmpfs', '/tmp', '-v', `${configFile}:/etc/ebpf-studio/agent.json:ro`, '-v', `${tokenDir}:/etc/ebpf-studio/token:ro`, '-v', `${tlsDir}:/etc/ebpf-studio/tls:ro`],
+      ['--config', '/etc/ebpf-studio/agent.json'],
+    );
+    assert.match(agent.log(), /serving https:\/\/0\.0\.0\.0:\d+\/metrics .*bearer token required/);
+    const tokenFile = path.join(k8s, 'scraper.token');
+    fs.writeFileSync(tokenFile, token, { mode: 0o600 });
+    const prom = await startPrometheus(k8s, `127.0.0.1:${port}`, tokenFile, { caFile: path.join(k8s, 'ca.crt'), serverName });
+    children.push(prom.child);
+
+    const j = await jvm(1, 96, 4000);
+    assert.ok(await waitFor(() => agent.log().includes(`pid ${j.hostPid}:`) || new RegExp(`as pid ${j.hostPid} maps it`).test(agent.log()), 20_000), `the agent did not find pid ${j.hostPid}:\n${agent.log()}`);
+    j.send('go');
+    const own = await j.done;
+    let seen: PromSample[] = [];
+    let up: PromSample[] = [];
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      up = await promVector(prom.base, 'up{job="ebpf-studio"}').catch(() => []);
+      seen = await promVector(prom.base, `ebpf_studio_jvm_gc_pause_seconds_count{pid="${j.hostPid}"}`).catch(() => []);
+      if (seen.reduce((a, x) => a + x.value, 0) === own.logYoung + own.logFull) break;
+      await sleep(1000);
+    }
+    t.diagnostic(`over https: up ${up[0]?.value}; pauses ${seen.reduce((a, x) => a + x.value, 0)}, -Xlog:gc ${own.logYoung + own.logFull}; labels ${JSON.stringify(seen[0]?.metric ?? {})}`);
+    assert.equal(up[0]?.value, 1, `Prometheus cannot scrape the agent over https:\n${prom.log().slice(-1500)}`);
+    assert.equal(seen.reduce((a, x) => a + x.value, 0), own.logYoung + own.logFull, 'pauses: Prometheus and -Xlog:gc');
+    assert.ok(seen.every((x) => x.metric.container === j.name && x.metric.image === IMAGE), `labels: ${JSON.stringify(seen.map((x) => x.metric))}`);
+    // Without the token: 401, as for any scraper that lacks the Secret.
+    const denied = spawnSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '--cacert', path.join(k8s, 'ca.crt'), '--resolve', `${serverName}:${port}:127.0.0.1`, `https://${serverName}:${port}/metrics`], { encoding: 'utf8' });
+    if (denied.status === 0) assert.equal(denied.stdout, '401');
+    assert.equal(podman(['stop', '-t', '30', `${name}-k8s`], 60_000).status, 0);
+    assert.equal(await agent.exit, 0, agent.log().slice(-2000));
     prom.child.kill('SIGTERM');
   });
 });

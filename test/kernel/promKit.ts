@@ -40,15 +40,22 @@ export async function promQuery(base: string, q: string): Promise<number | undef
 
 /**
  * Prometheus scraping `target` (host:port) every 2 s with the bearer token in `tokenFile`, its
- * data in `dir`. The caller kills `child` (SIGTERM) when done.
+ * data in `dir`; over https when `tls` is given (the CA to check the agent's certificate with,
+ * and the name it must carry). The caller kills `child` (SIGTERM) when done.
  */
-export async function startPrometheus(dir: string, target: string, tokenFile: string): Promise<{ base: string; child: ChildProcess; log(): string; startedAt: number }> {
+export async function startPrometheus(
+  dir: string,
+  target: string,
+  tokenFile: string,
+  tls?: { caFile: string; serverName: string },
+): Promise<{ base: string; child: ChildProcess; log(): string; startedAt: number }> {
   assert.ok(prometheus, "Debian's prometheus package is not installed");
   const port = await freePort();
   const cfg = path.join(dir, 'prometheus.yml');
+  const https = tls ? `    scheme: https\n    tls_config:\n      ca_file: ${tls.caFile}\n      server_name: ${tls.serverName}\n` : '';
   fs.writeFileSync(
     cfg,
-    `global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\nscrape_configs:\n  - job_name: ebpf-studio\n    authorization:\n      type: Bearer\n      credentials_file: ${tokenFile}\n    static_configs:\n      - targets: ['${target}']\n`,
+    `global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\nscrape_configs:\n  - job_name: ebpf-studio\n${https}    authorization:\n      type: Bearer\n      credentials_file: ${tokenFile}\n    static_configs:\n      - targets: ['${target}']\n`,
   );
   const child = spawn(prometheus, [`--config.file=${cfg}`, `--storage.tsdb.path=${path.join(dir, 'tsdb')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
