@@ -155,6 +155,8 @@ function bootTicks(): number {
 
 // ---- the session ------------------------------------------------------------------------------
 const TICK_MS = 500;
+/** Metrics only: nothing is drawn live, so updates (and the histogram reads) go out once a second. */
+const METRICS_TICK_MS = 1000;
 /** The ring buffer thread polls every 100 ms: let it hand over what is left after detaching. */
 const DRAIN_MS = 250;
 /** Without live counts, exited JVMs are looked for every this many ticks. */
@@ -269,7 +271,11 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     }
     for (const j of found.jvms) attacher.follow(j, book, true, warnings);
     const execs = options.all ? watchExecs(obj, links, env.log) : undefined;
-    if (options.all) env.log(`java-gc: looking for new JVMs every ${(FOLLOW_TICKS * TICK_MS) / 1000} s${execs ? ' among processes that exec\'d' : ''}`);
+    // The same cadences in seconds whatever the tick: new JVMs every second, exited ones every 10 s.
+    const tickMs = options.metricsOnly ? METRICS_TICK_MS : TICK_MS;
+    const followTicks = Math.max(1, (FOLLOW_TICKS * TICK_MS) / tickMs);
+    const forgetTicks = Math.max(1, (FORGET_TICKS * TICK_MS) / tickMs);
+    if (options.all) env.log(`java-gc: looking for new JVMs every ${(followTicks * tickMs) / 1000} s${execs ? ' among processes that exec\'d' : ''}`);
 
     const startNs = monoNs();
     // Every event for the CLI's document; a client that drew the live updates (the editor) asks
@@ -377,9 +383,9 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     const timer = setInterval(() => {
       // New JVMs (new containers too) are looked for before the update that reports them.
       ticks++;
-      if (options.all && ticks % FOLLOW_TICKS === 0) for (const j of followNewJvms(scanner, execs, ticks / FOLLOW_TICKS - 1)) attacher.follow(j, book, false, warnings);
+      if (options.all && ticks % followTicks === 0) for (const j of followNewJvms(scanner, execs, ticks / followTicks - 1)) attacher.follow(j, book, false, warnings);
       // Without live counts nothing reads them: exited JVMs' files are closed and forgotten here.
-      if (!liveCounts && ticks % FORGET_TICKS === 0) book.forgetExited();
+      if (!liveCounts && ticks % forgetTicks === 0) book.forgetExited();
       if (hists) void hists.read(() => closed || detachNs !== Infinity).then(() => detachNs === Infinity && flush(), (e) => env.log(`java-gc: reading the pause histograms: ${(e as Error).message}`));
       else flush();
       if (options.all || ending) return;
@@ -391,7 +397,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
           events.ended('target-exited', `pid ${options.pid} exited; ${bounded ? bounded.count : all.length} GCs traced`);
         });
       }
-    }, TICK_MS);
+    }, tickMs);
 
     const result = (): JavaGcResult => {
       if (!liveCounts && !countsFinal) book.refresh();
