@@ -201,6 +201,15 @@ const PODMAN_STORES = ['/var/lib/containers/storage/overlay-containers', '/var/l
 const CONTAINERD_TASKS = ['/run/containerd/io.containerd.runtime.v2.task/k8s.io', '/run/containerd/io.containerd.runtime.v2.task/moby', '/run/containerd/io.containerd.runtime.v2.task/default'];
 const CRIO_STORE = '/run/containers/storage/overlay-containers';
 
+/** Where each runtime's files are looked for: what a DaemonSet must mount (read-only) for names. */
+export const METADATA_DIRS: Record<'podman' | 'docker' | 'containerd' | 'cri-o' | 'runc', string[]> = {
+  podman: PODMAN_STORES,
+  docker: ['/var/lib/docker/containers'],
+  containerd: CONTAINERD_TASKS,
+  'cri-o': [CRIO_STORE],
+  runc: RUNC_ROOTS,
+};
+
 /** Reads the runtimes' files under one root ("" or "/proc/1/root"); keeps parsed containers.json while it is unchanged. */
 export class ContainerLookup {
   private readonly cache = new Map<string, { info: ContainerInfo; complete: boolean; at: number }>();
