@@ -9,7 +9,7 @@ import { asObject, int, str } from '../../protocol/validate';
 import { fromBpfError, inputError, StudioError } from '../../protocol/errors';
 import { ensureTracefs } from '../../sys/tracefs';
 import { checkBpfObject } from '../../authoring/toolchain';
-import { histogramOf, sumJson, type MapTypes } from '../../authoring/btfDecode';
+import { histogramOf, sumJson, type Btf, type MapTypes } from '../../authoring/btfDecode';
 import { readObjectBtf } from '../../authoring/objectBtf';
 import { mapDeclarations, ringbufRecordTypes, type MapDecl } from '../../authoring/sourceFacts';
 import { verifierDiagnostics } from '../../authoring/verifierLog';
@@ -66,187 +66,238 @@ export const bpfRunTracer: Tracer<'bpf-run'> = {
     // Confirmed, regular, BPF ELF, read once: libbpf gets a private copy of those bytes (helper/userObject.ts).
     const user = openUserObject(options.objectPath, options.confirmedSha256);
     try {
-      return await startRun(options, user.path, env, events);
+      checkBpfObject(user.path);
+      const session = new BpfRunSession(options, env, events);
+      session.attach(user.path);
+      session.collect();
+      return session;
     } finally {
       user.dispose();
     }
   },
 };
 
-async function startRun(options: BpfRunOptions, objectFile: string, env: TracerEnv, events: SessionEvents<'bpf-run'>): Promise<Session<'bpf-run'>> {
-  {
-    checkBpfObject(objectFile);
+/** The user's own object, loaded and attached: its maps sampled (decoded by BTF), its ring buffers' recent records kept. */
+class BpfRunSession implements Session<'bpf-run'> {
+  readonly targets: number[] = [];
+  readonly warnings: string[] = [];
+  private obj!: BpfObject;
+  private btf?: Btf;
+  private mapTypes = new Map<string, MapTypes>();
+  private programs: ProgramState[] = [];
+  private readonly ringbufs: { close(): void }[] = [];
+  private readonly states: MapState[] = [];
+  private readonly ncpus: number;
+  private startedAt = 0;
+  private timer?: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(
+    private readonly options: BpfRunOptions,
+    private readonly env: TracerEnv,
+    private readonly events: SessionEvents<'bpf-run'>,
+  ) {
+    this.ncpus = env.addon.numPossibleCpus();
+  }
+
+  /** Opens, loads and attaches every program libbpf can attach by its section; then opens its maps. */
+  attach(objectFile: string): void {
+    const { options } = this;
     // no source (or an unusable one: not regular, over 4 MiB): no annotations
     const source = options.sourcePath ? readSourceOnce(options.sourcePath) : '';
-    const decls = new Map(mapDeclarations(source).map((d) => [d.name, d]));
-    const recordTypes = ringbufRecordTypes(source);
-    const warnings: string[] = [];
     const { btf, problem } = readObjectBtf(objectFile);
-    if (problem) warnings.push(problem);
-    const mapTypes = btf?.mapTypes() ?? new Map<string, MapTypes>();
-
-    let obj: BpfObject;
+    if (problem) this.warnings.push(problem);
+    this.btf = btf;
+    this.mapTypes = btf?.mapTypes() ?? new Map<string, MapTypes>();
     try {
-      obj = new env.addon.BpfObject(objectFile);
+      this.obj = new this.env.addon.BpfObject(objectFile);
     } catch (e) {
       throw new StudioError('input', `libbpf cannot open ${options.objectPath}: ${(e as Error).message}`);
     }
-    const programs: ProgramState[] = obj.programs().filter((p) => p.autoload).map((p) => ({ name: p.name, section: p.section, attached: false }));
+    this.programs = this.obj.programs().filter((p) => p.autoload).map((p) => ({ name: p.name, section: p.section, attached: false }));
+    this.load();
+    this.attachPrograms();
+    this.openMaps(source);
+  }
+
+  private load(): void {
     try {
-      obj.load();
+      this.obj.load();
     } catch (e) {
-      obj.close();
+      this.obj.close();
       const err = e as { code?: string; log?: string };
-      if (err.code === 'EPERM') throw fromBpfError(`loading ${options.objectPath}`, e);
+      if (err.code === 'EPERM') throw fromBpfError(`loading ${this.options.objectPath}`, e);
       const d = verifierDiagnostics(err.log ?? '')[0];
-      throw new StudioError('input', `the kernel rejected ${path.basename(options.objectPath)}${d ? ` at ${d.file}:${d.line}: ${d.message}` : `: ${(e as Error).message}`}. Run "eBPF: Load and Verify" for the details on the source line.`, err.log);
+      throw new StudioError('input', `the kernel rejected ${path.basename(this.options.objectPath)}${d ? ` at ${d.file}:${d.line}: ${d.message}` : `: ${(e as Error).message}`}. Run "eBPF: Load and Verify" for the details on the source line.`, err.log);
     }
+  }
+
+  private attachPrograms(): void {
+    const programs = this.programs;
     if (programs.some((p) => /^(tracepoint|tp)\//.test(p.section))) ensureTracefs();
     for (const p of programs) {
       p.reason = attachProblem(p.section);
       if (p.reason) continue;
       try {
-        obj.attach(p.name);
+        this.obj.attach(p.name);
         p.attached = true;
       } catch (e) {
         p.reason = `attach failed: ${(e as Error).message}`;
       }
     }
     if (!programs.some((p) => p.attached)) {
-      obj.close();
+      this.obj.close();
       throw new StudioError('unsuitable', `no program could be attached: ${programs.map((p) => `${p.name} (${p.reason})`).join('; ') || 'the object has no programs'}`);
     }
-    for (const p of programs) if (!p.attached) warnings.push(`${p.name}: ${p.reason}`);
-
-    const ncpus = env.addon.numPossibleCpus();
-    const ringbufs: { close(): void }[] = [];
-    const states: MapState[] = [];
-    const typeName = (id?: number) => (btf && id !== undefined ? btf.typeName(id) : undefined);
-    for (const info of obj.maps()) {
-      if (info.name.includes('.')) continue; // .rodata/.bss/.data of the object itself
-      const types = mapTypes.get(info.name) ?? {};
-      const decl = decls.get(info.name);
-      const base = { name: info.name, mapType: info.typeName, keyType: typeName(types.keyTypeId), valueType: typeName(types.valueTypeId) };
-      const st: MapState = { info, types, decl, intervalMs: Number(decl?.sample?.interval) >= 100 ? Number(decl!.sample!.interval) : options.intervalMs, lastAt: 0, view: { ...base, kind: 'other', reason: '' } };
-      if (info.typeName === 'ringbuf') {
-        const recordStruct = recordTypes.get(info.name);
-        const view = { ...base, kind: 'ringbuf' as const, recordType: recordStruct ? `struct ${recordStruct}` : undefined, total: 0, recent: [] as Json[] };
-        st.view = view;
-        const candidates = btf ? (recordStruct ? btf.structsNamed(recordStruct) : []) : [];
-        if (btf && recordStruct && candidates.length === 0) {
-          // clang emits BTF only for types that globals, maps and function signatures use.
-          warnings.push(
-            `${info.name}: struct ${recordStruct} is not in the object's BTF (types used only by local variables are left out), so records are shown as hex. Declare a global such as "const struct ${recordStruct} *${recordStruct}_btf __attribute__((unused));" to decode them.`,
-          );
-        }
-        ringbufs.push(
-          obj.openRingBuffer(info.name, (batch, offsets) => {
-            for (const r of records(batch, offsets)) {
-              view.total++;
-              let rt = candidates[0];
-              if (!rt && btf) {
-                const bySize = btf.structsOfSize(r.length);
-                if (bySize.length === 1) {
-                  rt = bySize[0];
-                  candidates.push(rt);
-                  view.recordType = `struct ${rt.name}`;
-                }
-              }
-              view.recent.push(rt && btf ? btf.decode(rt.id, r) : r.toString('hex'));
-              if (view.recent.length > MAX_RECENT) view.recent.shift();
-            }
-          }),
-        );
-      } else if (UNSAMPLED.has(info.typeName)) {
-        st.view = { ...base, kind: 'other', reason: `${info.typeName} maps are not sampled` };
-      }
-      states.push(st);
-    }
-
-    const decodeKey = (st: MapState, buf: Buffer): Json => (btf && st.types.keyTypeId !== undefined ? btf.decode(st.types.keyTypeId, buf) : buf.readUIntLE(0, Math.min(6, buf.length)));
-    const decodeValue = (st: MapState, buf: Buffer): Json => {
-      if (!btf || st.types.valueTypeId === undefined) return buf.length <= 6 ? buf.readUIntLE(0, buf.length) : buf.toString('hex');
-      if (!st.info.perCpu) return btf.decode(st.types.valueTypeId, buf);
-      const stride = Math.ceil(st.info.valueSize / 8) * 8;
-      let sum: Json = null;
-      for (let c = 0; c < ncpus; c++) {
-        const v = btf.decode(st.types.valueTypeId, buf, c * stride);
-        sum = c === 0 ? v : sumJson(sum, v);
-      }
-      return sum;
-    };
-
-    const sample = (st: MapState) => {
-      if (st.view.kind === 'ringbuf' || (st.view.kind === 'other' && st.view.reason)) return;
-      const dump = obj.mapDump(st.info.name);
-      const vstride = st.info.perCpu ? Math.ceil(st.info.valueSize / 8) * 8 * ncpus : st.info.valueSize;
-      const rows: { key: Json; value: Json }[] = [];
-      for (let i = 0; i < dump.count; i++) {
-        rows.push({ key: decodeKey(st, dump.keys.subarray(i * st.info.keySize, (i + 1) * st.info.keySize)), value: decodeValue(st, dump.values.subarray(i * vstride, (i + 1) * vstride)) });
-      }
-      const base = { name: st.info.name, mapType: st.info.typeName, keyType: typeName(st.types.keyTypeId), valueType: typeName(st.types.valueTypeId) };
-      const origin = isHistogramCandidate(st.decl, st.info.name);
-      if (origin) {
-        const series: HistogramSeries[] = [];
-        for (const r of rows) {
-          const h = histogramOf(r.value);
-          if (h) series.push({ key: r.key, label: h.label ?? (rows.length === 1 ? 'all' : `key ${JSON.stringify(r.key)}`), counts: h.counts });
-        }
-        // An array of plain counters indexed by bucket (key = slot) is one histogram too.
-        if (series.length === 0 && rows.length > 1 && rows.every((r) => typeof r.value === 'number' && typeof r.key === 'number')) {
-          const counts: number[] = [];
-          for (const r of rows) counts[r.key as number] = r.value as number;
-          for (let i = 0; i < counts.length; i++) counts[i] ??= 0;
-          series.push({ key: null, label: 'all', counts });
-        }
-        if (series.length || origin === 'annotation') {
-          series.sort((a, b) => b.counts.reduce((x, y) => x + y, 0) - a.counts.reduce((x, y) => x + y, 0));
-          st.view = { ...base, kind: 'histogram', series: series.slice(0, 64), origin };
-          return;
-        }
-      }
-      st.view = { ...base, kind: 'table', rows: rows.slice(0, MAX_ROWS), entries: rows.length };
-    };
-
-    const sampleAll = (force: boolean) => {
-      const now = Date.now();
-      for (const st of states) {
-        if (!force && now - st.lastAt < st.intervalMs - 50) continue;
-        st.lastAt = now;
-        try {
-          sample(st);
-        } catch (e) {
-          st.view = { name: st.info.name, mapType: st.info.typeName, kind: 'other', reason: `reading failed: ${(e as Error).message}` };
-        }
-      }
-    };
-    const startedAt = Date.now();
-    const tick = Math.max(100, Math.min(options.intervalMs, ...states.map((s) => s.intervalMs)));
-    const timer = setInterval(() => {
-      sampleAll(false);
-      events.update({ atMs: Date.now() - startedAt, maps: states.map((s) => s.view) });
-    }, tick);
-    sampleAll(true);
-
-    let closed = false;
-    const result = (): BpfRunResult => ({ tracer: 'bpf-run', objectPath: options.objectPath, programs, maps: states.map((s) => s.view), durationMs: Date.now() - startedAt });
-    return {
-      targets: [],
-      warnings,
-      snapshot: () => {
-        sampleAll(true);
-        return result();
-      },
-      async stop() {
-        if (!closed) {
-          closed = true;
-          clearInterval(timer);
-          sampleAll(true);
-          for (const rb of ringbufs) rb.close();
-          obj.close();
-        }
-        return result();
-      },
-    };
+    for (const p of programs) if (!p.attached) this.warnings.push(`${p.name}: ${p.reason}`);
   }
+
+  private typeName(id?: number): string | undefined {
+    return this.btf && id !== undefined ? this.btf.typeName(id) : undefined;
+  }
+
+  private openMaps(source: string): void {
+    const decls = new Map(mapDeclarations(source).map((d) => [d.name, d]));
+    const recordTypes = ringbufRecordTypes(source);
+    for (const info of this.obj.maps()) {
+      if (info.name.includes('.')) continue; // .rodata/.bss/.data of the object itself
+      const types = this.mapTypes.get(info.name) ?? {};
+      const decl = decls.get(info.name);
+      const base = { name: info.name, mapType: info.typeName, keyType: this.typeName(types.keyTypeId), valueType: this.typeName(types.valueTypeId) };
+      const st: MapState = { info, types, decl, intervalMs: Number(decl?.sample?.interval) >= 100 ? Number(decl!.sample!.interval) : this.options.intervalMs, lastAt: 0, view: { ...base, kind: 'other', reason: '' } };
+      if (info.typeName === 'ringbuf') this.openRingbuf(st, base, recordTypes.get(info.name));
+      else if (UNSAMPLED.has(info.typeName)) st.view = { ...base, kind: 'other', reason: `${info.typeName} maps are not sampled` };
+      this.states.push(st);
+    }
+  }
+
+  /** A ring buffer's records, decoded by the struct its source names (or the one struct of their size). */
+  private openRingbuf(st: MapState, base: { name: string; mapType: string; keyType?: string; valueType?: string }, recordStruct: string | undefined): void {
+    const btf = this.btf;
+    const info = st.info;
+    const view = { ...base, kind: 'ringbuf' as const, recordType: recordStruct ? `struct ${recordStruct}` : undefined, total: 0, recent: [] as Json[] };
+    st.view = view;
+    const candidates = btf ? (recordStruct ? btf.structsNamed(recordStruct) : []) : [];
+    if (btf && recordStruct && candidates.length === 0) {
+      // clang emits BTF only for types that globals, maps and function signatures use.
+      this.warnings.push(
+        `${info.name}: struct ${recordStruct} is not in the object's BTF (types used only by local variables are left out), so records are shown as hex. Declare a global such as "const struct ${recordStruct} *${recordStruct}_btf __attribute__((unused));" to decode them.`,
+      );
+    }
+    this.ringbufs.push(
+      this.obj.openRingBuffer(info.name, (batch, offsets) => {
+        for (const r of records(batch, offsets)) {
+          view.total++;
+          let rt = candidates[0];
+          if (!rt && btf) {
+            const bySize = btf.structsOfSize(r.length);
+            if (bySize.length === 1) {
+              rt = bySize[0];
+              candidates.push(rt);
+              view.recordType = `struct ${rt.name}`;
+            }
+          }
+          view.recent.push(rt && btf ? btf.decode(rt.id, r) : r.toString('hex'));
+          if (view.recent.length > MAX_RECENT) view.recent.shift();
+        }
+      }),
+    );
+  }
+
+  private decodeKey(st: MapState, buf: Buffer): Json {
+    return this.btf && st.types.keyTypeId !== undefined ? this.btf.decode(st.types.keyTypeId, buf) : buf.readUIntLE(0, Math.min(6, buf.length));
+  }
+
+  private decodeValue(st: MapState, buf: Buffer): Json {
+    const btf = this.btf;
+    if (!btf || st.types.valueTypeId === undefined) return buf.length <= 6 ? buf.readUIntLE(0, buf.length) : buf.toString('hex');
+    if (!st.info.perCpu) return btf.decode(st.types.valueTypeId, buf);
+    const stride = Math.ceil(st.info.valueSize / 8) * 8;
+    let sum: Json = null;
+    for (let c = 0; c < this.ncpus; c++) {
+      const v = btf.decode(st.types.valueTypeId, buf, c * stride);
+      sum = c === 0 ? v : sumJson(sum, v);
+    }
+    return sum;
+  }
+
+  private sample(st: MapState): void {
+    if (st.view.kind === 'ringbuf' || (st.view.kind === 'other' && st.view.reason)) return;
+    const dump = this.obj.mapDump(st.info.name);
+    const vstride = st.info.perCpu ? Math.ceil(st.info.valueSize / 8) * 8 * this.ncpus : st.info.valueSize;
+    const rows: { key: Json; value: Json }[] = [];
+    for (let i = 0; i < dump.count; i++) {
+      rows.push({ key: this.decodeKey(st, dump.keys.subarray(i * st.info.keySize, (i + 1) * st.info.keySize)), value: this.decodeValue(st, dump.values.subarray(i * vstride, (i + 1) * vstride)) });
+    }
+    const base = { name: st.info.name, mapType: st.info.typeName, keyType: this.typeName(st.types.keyTypeId), valueType: this.typeName(st.types.valueTypeId) };
+    const origin = isHistogramCandidate(st.decl, st.info.name);
+    const series = origin ? histogramSeries(rows) : [];
+    if (origin && (series.length || origin === 'annotation')) {
+      series.sort((a, b) => b.counts.reduce((x, y) => x + y, 0) - a.counts.reduce((x, y) => x + y, 0));
+      st.view = { ...base, kind: 'histogram', series: series.slice(0, 64), origin };
+      return;
+    }
+    st.view = { ...base, kind: 'table', rows: rows.slice(0, MAX_ROWS), entries: rows.length };
+  }
+
+  private sampleAll(force: boolean): void {
+    const now = Date.now();
+    for (const st of this.states) {
+      if (!force && now - st.lastAt < st.intervalMs - 50) continue;
+      st.lastAt = now;
+      try {
+        this.sample(st);
+      } catch (e) {
+        st.view = { name: st.info.name, mapType: st.info.typeName, kind: 'other', reason: `reading failed: ${(e as Error).message}` };
+      }
+    }
+  }
+
+  /** Samples every map at its interval (the source's annotation, or the session's) and sends them. */
+  collect(): void {
+    this.startedAt = Date.now();
+    const tick = Math.max(100, Math.min(this.options.intervalMs, ...this.states.map((s) => s.intervalMs)));
+    this.timer = setInterval(() => {
+      this.sampleAll(false);
+      this.events.update({ atMs: Date.now() - this.startedAt, maps: this.states.map((s) => s.view) });
+    }, tick);
+    this.sampleAll(true);
+  }
+
+  private result(): BpfRunResult {
+    return { tracer: 'bpf-run', objectPath: this.options.objectPath, programs: this.programs, maps: this.states.map((s) => s.view), durationMs: Date.now() - this.startedAt };
+  }
+
+  snapshot(): BpfRunResult {
+    this.sampleAll(true);
+    return this.result();
+  }
+
+  async stop(): Promise<BpfRunResult> {
+    if (!this.closed) {
+      this.closed = true;
+      clearInterval(this.timer);
+      this.sampleAll(true);
+      for (const rb of this.ringbufs) rb.close();
+      this.obj.close();
+    }
+    return this.result();
+  }
+}
+
+/** The histograms among a map's rows: values shaped as one, or an array of counters indexed by bucket. */
+function histogramSeries(rows: { key: Json; value: Json }[]): HistogramSeries[] {
+  const series: HistogramSeries[] = [];
+  for (const r of rows) {
+    const h = histogramOf(r.value);
+    if (h) series.push({ key: r.key, label: h.label ?? (rows.length === 1 ? 'all' : `key ${JSON.stringify(r.key)}`), counts: h.counts });
+  }
+  // An array of plain counters indexed by bucket (key = slot) is one histogram too.
+  if (series.length === 0 && rows.length > 1 && rows.every((r) => typeof r.value === 'number' && typeof r.key === 'number')) {
+    const counts: number[] = [];
+    for (const r of rows) counts[r.key as number] = r.value as number;
+    for (let i = 0; i < counts.length; i++) counts[i] ??= 0;
+    series.push({ key: null, label: 'all', counts });
+  }
+  return series;
 }
