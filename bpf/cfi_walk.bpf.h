@@ -320,6 +320,8 @@ static __always_inline long cfi_user_stackid(__u32 tgid, __u64 ip, __u64 sp, __u
 {
 	struct cfi_loop_ctx c;
 	__u32 zero = 0;
+	__u64 t0;
+	long id;
 
 	c.proc = bpf_map_lookup_elem(&cfi_procs, &tgid);
 	if (!c.proc) {
@@ -338,14 +340,15 @@ static __always_inline long cfi_user_stackid(__u32 tgid, __u64 ip, __u64 sp, __u
 	c.s->st.depth = 0;
 	c.s->st.fp_frames = 0;
 	c.s->st.reason = CFI_STOP_DEPTH;
+	t0 = bpf_ktime_get_ns();
 	bpf_loop(CFI_MAX_FRAMES + 1, cfi_step, &c, 0);
 	cfi_stat(CFI_STAT_WALKS, 1);
 	cfi_stat(CFI_STAT_FRAMES, c.s->st.depth);
 	cfi_stat(CFI_STAT_FP_FRAMES, c.s->st.fp_frames);
 	cfi_stat(c.s->st.reason < CFI_STOP_COUNT ? c.s->st.reason : CFI_STOP_DEPTH, 1);
-	if (!c.s->st.depth)
-		return -ENOENT;
-	return cfi_store(&c.s->st);
+	id = c.s->st.depth ? cfi_store(&c.s->st) : -ENOENT;
+	cfi_stat(CFI_STAT_WALK_NS, bpf_ktime_get_ns() - t0);
+	return id;
 }
 
 #endif

@@ -77,6 +77,7 @@ struct cfi_stack {
 #define CFI_STAT_FP_FRAMES (CFI_STOP_COUNT + 2)
 #define CFI_STAT_LOST (CFI_STOP_COUNT + 3)   /* the stacks map was full */
 #define CFI_STAT_NO_TABLE (CFI_STOP_COUNT + 4) /* a process without tables: the caller's own walk */
-#define CFI_STAT_COUNT (CFI_STOP_COUNT + 5)
+#define CFI_STAT_WALK_NS (CFI_STOP_COUNT + 5)  /* ns spent walking (two clock reads per walk) */
+#define CFI_STAT_COUNT (CFI_STOP_COUNT + 6)
 
 #endif

@@ -57,8 +57,8 @@ export interface UnwindInfo {
   javaAgent?: boolean;
   /** a JVM profiled without the agent: its JIT frames are named from the perf map it wrote */
   perfMap?: boolean;
-  /** cfi: the unwind tables in the kernel (files, rows, bytes) and how many walks stopped early, by why */
-  cfiTables?: { files: number; rows: number; bytes: number; fpMappings: number };
+  /** cfi: the unwind tables in the kernel (files, rows, bytes), the mean BPF ns a walk took, and how walks ended, by why */
+  cfiTables?: { files: number; rows: number; bytes: number; fpMappings: number; nsPerWalk?: number };
   cfiStops?: Record<string, number>;
 }
 

@@ -11,6 +11,7 @@ import { ElfFile, PT_LOAD } from '../sys/elf/elf';
 import { readMaps, type Mapping } from '../sys/proc/maps';
 import { reachMapped } from '../sys/proc/mappedFile';
 import { readCounter } from './bpfObject';
+import type { UnwindInfo } from '../protocol/profile';
 
 /** Mirrors bpf/cfi_walk.h. */
 export const CFI_MAX_MAPPINGS = 256;
@@ -21,7 +22,7 @@ const CFI_PROC_SIZE = 8 + CFI_MAPPING_SIZE * CFI_MAX_MAPPINGS;
 const CFI_STACK_HEADER = 16;
 export const CFI_STOP = ['end', 'no-mapping', 'no-row', 'unsupported', 'read', 'depth', 'loop'] as const;
 export type CfiStop = (typeof CFI_STOP)[number];
-export const CFI_STAT = { walks: 7, frames: 8, fpFrames: 9, lost: 10, noTable: 11 } as const;
+export const CFI_STAT = { walks: 7, frames: 8, fpFrames: 9, lost: 10, noTable: 11, walkNs: 12 } as const;
 
 /** A .eh_frame larger than this is not compiled (its mappings are walked by frame pointers). */
 const MAX_EH_FRAME_BYTES = 64 << 20;
@@ -245,9 +246,12 @@ export function cfiStopNote(stop: CfiStop): string | undefined {
   }
 }
 
-/** cfi_rows entries for the rows planned at start plus room for libraries loaded later. */
+/** Rows one session may hold in the kernel (12 bytes each: 48 MiB); files past it are walked by frame pointers. */
+export const CFI_MAX_ROWS = 4 << 20;
+
+/** cfi_rows entries for the rows planned at start plus room for libraries loaded later, within CFI_MAX_ROWS. */
 export function cfiRowCapacity(planned: number): number {
-  return Math.ceil(planned * 1.25) + 65536;
+  return Math.min(CFI_MAX_ROWS, Math.ceil(planned * 1.25) + 65536);
 }
 
 interface RawWithNote {
@@ -281,13 +285,17 @@ export function cfiSummary(obj: BpfObject, cfi: CfiTables): string {
   const unsupported = Object.entries(t.unsupported)
     .map(([k, n]) => `${k} ${n}`)
     .join(', ');
-  return `cfi: ${t.files} files, ${t.rows} rows (${(t.bytes / 1024).toFixed(0)} KiB) in the kernel, ${t.fpMappings} mappings by frame pointers${unsupported ? `; rows not expressed: ${unsupported}` : ''}; ${stat(CFI_STAT.walks)} walks, ${stat(CFI_STAT.frames)} frames (${stat(CFI_STAT.fpFrames)} by frame pointers), ${stat(CFI_STAT.lost)} lost; stops: ${stops}`;
+  const walks = stat(CFI_STAT.walks);
+  const ns = walks ? Math.round(stat(CFI_STAT.walkNs) / walks) : 0;
+  return `cfi: ${t.files} files, ${t.rows} rows (${(t.bytes / 1024).toFixed(0)} KiB) in the kernel, ${t.fpMappings} mappings by frame pointers${unsupported ? `; rows not expressed: ${unsupported}` : ''}; ${walks} walks, ${ns} ns a walk, ${stat(CFI_STAT.frames)} frames (${stat(CFI_STAT.fpFrames)} by frame pointers), ${stat(CFI_STAT.lost)} lost; stops: ${stops}`;
 }
 
 /** The result header's figures: tables loaded and walks by how they ended. */
-export function cfiUnwindInfo(obj: BpfObject, cfi: CfiTables): { cfiTables: { files: number; rows: number; bytes: number; fpMappings: number }; cfiStops: Record<string, number> } {
+export function cfiUnwindInfo(obj: BpfObject, cfi: CfiTables): Pick<UnwindInfo, 'cfiTables' | 'cfiStops'> {
   const t = cfi.stats();
   const cfiStops: Record<string, number> = {};
   CFI_STOP.forEach((s, i) => (cfiStops[s] = readCounter(obj, 'cfi_stats', i)));
-  return { cfiTables: { files: t.files, rows: t.rows, bytes: t.bytes, fpMappings: t.fpMappings }, cfiStops };
+  const walks = readCounter(obj, 'cfi_stats', CFI_STAT.walks);
+  const nsPerWalk = walks ? Math.round(readCounter(obj, 'cfi_stats', CFI_STAT.walkNs) / walks) : undefined;
+  return { cfiTables: { files: t.files, rows: t.rows, bytes: t.bytes, fpMappings: t.fpMappings, nsPerWalk }, cfiStops };
 }

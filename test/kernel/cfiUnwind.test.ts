@@ -148,6 +148,34 @@ describe('in-kernel CFI unwinding (--unwind cfi)', { skip, timeout: 120_000 }, (
     assert.deepEqual([...ourPaths].sort(), [...perfPaths].filter((p) => p).sort(), 'the same call paths as perf');
   });
 
+  test('a signal handler that sleeps: the walk crosses the signal frame to main, as perf does', async (t) => {
+    const sig = spawn(path.join(work, 'cfisleep'), ['signal'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      let out = '';
+      sig.stdout!.on('data', (d) => (out += d));
+      assert.ok(await waitFor(() => out.includes('ready'), 10_000), 'the fixture did not start');
+      const ours = startCli(['profile', '--pid', String(sig.pid), '--event', 'offcpu', '--unwind', 'cfi', '--duration', '4', '--json', '--verbose']);
+      assert.ok(await waitFor(() => /attached via/.test(ours.stderr()), 20_000), `not attached: ${ours.stderr()}`);
+      const perf = perfBinary() ? await perfSwitches(sig.pid!, 2) : undefined;
+      const r = await ours.done;
+      assert.equal(r.code, 0, r.stderr);
+      const doc = JSON.parse(r.stdout) as ProfileResult;
+      const inHandler = doc.stacks.filter((s) => s.state === 'sleep' && fns(s).includes('handler_wait'));
+      const reach = sumUs(inHandler.filter((s) => fns(s).includes('main') && fns(s).includes('burn'))) / sumUs(inHandler);
+      t.diagnostic(`ours: ${(sumUs(inHandler) / 1000).toFixed(0)} ms asleep in the handler, ${(100 * reach).toFixed(1)} % of it reaches burn and main through the signal frame; ${/cfi: .*/.exec(r.stderr)?.[0]}`);
+      assert.ok(inHandler.length > 0, 'the handler sleeps are seen');
+      assert.ok(reach > 0.95, `through the signal frame: ${reach}`);
+      if (!perf) return;
+      const p = perf.filter((s) => s.frames.includes('handler_wait'));
+      const n = p.reduce((a, s) => a + s.count, 0);
+      const pReach = p.filter((s) => s.frames.includes('main')).reduce((a, s) => a + s.count, 0) / Math.max(1, n);
+      t.diagnostic(`perf --call-graph dwarf: ${n} switch-outs in the handler, ${(100 * pReach).toFixed(1)} % reach main`);
+      assert.ok(reach >= pReach - 0.02, 'we reach main through the signal frame at least as often as perf');
+    } finally {
+      sig.kill('SIGKILL');
+    }
+  });
+
   test('frame pointers (the default) on the same program: one stack at clock_nanosleep, no caller', () => {
     const r = runCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--duration', '2', '--json'], { timeoutMs: 60_000 });
     assert.equal(r.code, 0, r.stderr);
@@ -184,35 +212,47 @@ describe('CPU profiles with --unwind cfi', { skip, timeout: 180_000 }, () => {
     fixture = spawn(path.join(dir, 'unwindfix'), ['all', '90'], { stdio: 'ignore' });
     await new Promise((r) => setTimeout(r, 300));
     const p = fixture.pid!;
+    // Every sampler at once, over the same seconds: the fixture's phases slow down unevenly
+    // under a neighbour's load, so windows taken one after another can differ by several points.
     const stats = fs.readFileSync('/proc/sys/kernel/bpf_stats_enabled', 'utf8').trim();
     fs.writeFileSync('/proc/sys/kernel/bpf_stats_enabled', '1');
     let cfi;
     let fp;
+    let dw: ProfileResult;
+    let perf;
     try {
-      cfi = await bpfNsPerSample(p, ['profile', '--pid', String(p), '--frequency', '499', '--unwind', 'cfi']);
-      fp = await bpfNsPerSample(p, ['profile', '--pid', String(p), '--frequency', '499', '--unwind', 'fp']);
+      const dwarf = startCli(['profile', '--pid', String(p), '--frequency', '499', '--unwind', 'dwarf', '--duration', '6', '--json']);
+      [cfi, fp, perf] = await Promise.all([
+        bpfNsPerSample(p, ['profile', '--pid', String(p), '--frequency', '499', '--unwind', 'cfi']),
+        bpfNsPerSample(p, ['profile', '--pid', String(p), '--frequency', '499', '--unwind', 'fp']),
+        perfBinary() ? new Promise((r) => setTimeout(r, 1500)).then(() => perfDwarf(p, 3, 499)) : Promise.resolve(undefined),
+      ]);
+      const d = await dwarf.done;
+      assert.equal(d.code, 0, d.stderr);
+      dw = JSON.parse(d.stdout) as ProfileResult;
     } finally {
       fs.writeFileSync('/proc/sys/kernel/bpf_stats_enabled', stats);
     }
-    const dwarf = runCli(['profile', '--pid', String(p), '--frequency', '499', '--unwind', 'dwarf', '--duration', '4', '--json'], { timeoutMs: 60_000 });
-    assert.equal(dwarf.code, 0, dwarf.stderr);
-    const dw = JSON.parse(dwarf.stdout) as ProfileResult;
     const ours = rootFirst(cfi.doc);
-    const theirs = perfBinary() ? (await perfDwarf(p, 4, 499)).stacks : undefined;
+    const theirs = perf?.stacks;
     const user = rootFirst(dw);
     const fns4 = ['leaf', 'by_value', 'lib_spin', 'recurse', 'main'];
     const row = (name: string, st: FoldedStack[]) => `${name}: ${fns4.map((f) => `${f} ${(100 * shareWith(st, f)).toFixed(1)}%`).join(', ')}`;
     t.diagnostic(row('ours (cfi, kernel)', ours));
     t.diagnostic(row('--unwind dwarf (user space)', user));
     if (theirs) t.diagnostic(row('perf --call-graph dwarf', theirs));
-    t.diagnostic(`BPF per sample of the target (at most): cfi ${cfi.ns.toFixed(0)} ns over ~${cfi.samples.toFixed(0)} samples, fp ${fp.ns.toFixed(0)} ns over ~${fp.samples.toFixed(0)}; user-space dwarf ${dw.unwind?.unwindNsPerSample} ns/sample to unwind; load ${os.loadavg()[0].toFixed(1)}`);
+    t.diagnostic(`BPF per sample of the target (at most): cfi ${cfi.ns.toFixed(0)} ns over ~${cfi.samples.toFixed(0)} samples (the walk alone: ${cfi.doc.unwind?.cfiTables?.nsPerWalk} ns), fp ${fp.ns.toFixed(0)} ns over ~${fp.samples.toFixed(0)}; user-space dwarf ${dw.unwind?.unwindNsPerSample} ns/sample to unwind; load ${os.loadavg()[0].toFixed(1)}`);
     assert.equal(cfi.doc.unwind?.mode, 'cfi');
     const split = callerShares(ours, 'leaf', ['caller_a', 'caller_b']);
-    assert.ok(Math.abs(split.caller_a - 0.75) <= 0.05, `caller_a ${split.caller_a}`);
+    // ~100 leaf samples under the split here: ±10 points is ~2.5 standard deviations
+    assert.ok(Math.abs(split.caller_a - 0.75) <= 0.1, `caller_a ${split.caller_a}`);
     assert.ok(shareWith(ours, 'main') >= 0.99, `main reached in ${shareWith(ours, 'main')} of the samples`);
+    // The shares of a phased workload move by several points between samplers' windows on a
+    // loaded 2-CPU VM (a few hundred samples each); the unwinding itself is held exact above (the
+    // 3:1 split, main in every sample) and below (main at least as often as perf).
     for (const f of fns4) {
-      assert.ok(Math.abs(shareWith(ours, f) - shareWith(user, f)) <= 0.05, `${f}: ours ${shareWith(ours, f)} vs --unwind dwarf ${shareWith(user, f)}`);
-      if (theirs) assert.ok(Math.abs(shareWith(ours, f) - shareWith(theirs, f)) <= 0.05, `${f}: ours ${shareWith(ours, f)} vs perf ${shareWith(theirs, f)}`);
+      assert.ok(Math.abs(shareWith(ours, f) - shareWith(user, f)) <= 0.1, `${f}: ours ${shareWith(ours, f)} vs --unwind dwarf ${shareWith(user, f)}`);
+      if (theirs) assert.ok(Math.abs(shareWith(ours, f) - shareWith(theirs, f)) <= 0.1, `${f}: ours ${shareWith(ours, f)} vs perf ${shareWith(theirs, f)}`);
     }
     if (theirs) assert.ok(shareWith(ours, 'main') >= shareWith(theirs, 'main') - 0.01, 'we reach main at least as often as perf');
     // one walk stays within a few µs in the kernel (OpenTelemetry's figure is ~3 µs); generous under a loaded CI
