@@ -227,6 +227,12 @@ function attachSamplers(obj: BpfObject, frequency: number): void {
   }
 }
 
+/** The target's utime + stime (ms) and the samples (recorded + lost) counted by then. */
+interface CpuMark {
+  ms: number;
+  taken: number;
+}
+
 type FrameCache = { kernel: Map<bigint, ProfileFrame[]>; user: Map<number, Map<string, ProfileFrame[]>> };
 const frameCache = (): FrameCache => ({ kernel: new Map(), user: new Map() });
 
@@ -256,9 +262,9 @@ class ProfileRun implements Session<'profile'> {
   private readonly named = frameCache();
   private unwindModuleInfo: UnwindInfo['modules'];
   private readonly buildIds = new Map<string, string>();
-  /** the target's own CPU time (ms) when sampling began and at the last look: the samples are checked against it */
-  private readonly cpuFirst: number | undefined;
-  private cpuLast: number | undefined;
+  /** the target's own CPU time when sampling began and at the last look, each with the samples taken by then */
+  private readonly cpuFirst: CpuMark | undefined;
+  private cpuLast: CpuMark | undefined;
   /** cfi: tables loaded and how walks ended, read before the object closes */
   private cfiInfo: Partial<UnwindInfo> = {};
 
@@ -283,7 +289,7 @@ class ProfileRun implements Session<'profile'> {
     this.warnOpts = mode !== 'fp' ? ({ stacks: 'cfi' } as const) : ({ stacks: 'fp', fpFix: 'or profile with --unwind dwarf (the default), which unwinds by CFI' } as const);
     this.symbolizer = new Symbolizer({ log: env.log });
     if (options.pid) {
-      this.cpuFirst = this.cpuLast = processCpuMs(options.pid);
+      this.cpuFirst = this.cpuLast = this.cpuMark();
       this.capture(options.pid);
       const img = this.images.get(options.pid);
       if (img) warnings.push(...this.symbolizer.warnings(img, this.warnOpts));
@@ -446,16 +452,33 @@ class ProfileRun implements Session<'profile'> {
     return this.final;
   }
 
-  /** The target's CPU time now, kept while it lives (its exit leaves the last reading). */
+  /**
+   * The target's CPU time now with the samples taken so far, read together: samples counted while
+   * this process waits for a CPU (a loaded machine) must not meet a CPU time read before them.
+   */
+  private cpuMark(): CpuMark | undefined {
+    if (!this.target || !sameProcess(this.target)) return undefined;
+    let taken: number;
+    try {
+      taken = readCounter(this.obj, 'stats', PROFILE_STAT.samples) + readCounter(this.obj, 'stats', PROFILE_STAT.lost);
+    } catch {
+      return undefined;
+    }
+    const ms = processCpuMs(this.target.pid);
+    return ms === undefined ? undefined : { ms, taken };
+  }
+
+  /** Kept while the target lives (its exit leaves the last reading). */
   private readCpu(): void {
-    if (this.target && sameProcess(this.target)) this.cpuLast = processCpuMs(this.target.pid) ?? this.cpuLast;
+    this.cpuLast = this.cpuMark() ?? this.cpuLast;
   }
 
   /** The samples taken against the target's own CPU time over the session (read at detach). */
   private checkCpu() {
     if (!this.target) return undefined;
-    const cpuMs = this.cpuFirst !== undefined && this.cpuLast !== undefined ? this.cpuLast - this.cpuFirst : undefined;
-    const check = checkProfileCpu({ pid: this.target.pid, frequency: this.options.frequency, samples: this.totals.samples, lost: this.totals.lost, cpuMs });
+    const { cpuFirst: a, cpuLast: b } = this;
+    const [samples, cpuMs] = a && b ? [b.taken - a.taken, b.ms - a.ms] : [this.totals.samples + this.totals.lost, undefined];
+    const check = checkProfileCpu({ pid: this.target.pid, frequency: this.options.frequency, samples, lost: 0, cpuMs });
     this.env.log(`profile: ${check.message}`);
     return check;
   }
