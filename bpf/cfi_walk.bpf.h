@@ -24,13 +24,21 @@
 #define CFI_ROW_STEPS 24
 #define CFI_MAPPING_STEPS 9
 
-/* Every file's rows, one range per file (user space sizes it to what it loads). */
+/* Every file's rows, one range per file, in blocks (user space sizes it to what it loads). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct cfi_row);
+	__type(value, struct cfi_row_block);
 } cfi_rows SEC(".maps");
+
+static __always_inline struct cfi_row *cfi_row_at(__u32 i)
+{
+	__u32 b = i / CFI_BLOCK_ROWS;
+	struct cfi_row_block *blk = bpf_map_lookup_elem(&cfi_rows, &b);
+
+	return blk ? &blk->rows[i % CFI_BLOCK_ROWS] : NULL;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -147,7 +155,7 @@ static __always_inline struct cfi_row *cfi_find_row(__u32 start, __u32 len, __u3
 	for (int i = 0; i < CFI_ROW_STEPS && n > 1; i++) {
 		half = n / 2;
 		mid = lo + half;
-		row = bpf_map_lookup_elem(&cfi_rows, &mid);
+		row = cfi_row_at(mid);
 		if (!row)
 			return NULL;
 		if (row->pc <= rel) {
@@ -157,7 +165,7 @@ static __always_inline struct cfi_row *cfi_find_row(__u32 start, __u32 len, __u3
 			n = half;
 		}
 	}
-	row = bpf_map_lookup_elem(&cfi_rows, &lo);
+	row = cfi_row_at(lo);
 	return row && row->pc <= rel ? row : NULL;
 }
 

@@ -31,6 +31,15 @@ struct cfi_row {
 	__u8 arg;
 };
 
+/* cfi_rows holds rows in blocks (one map update writes a block: a 22 MB executable's 400k rows
+ * load in under a thousand system calls, not 400k); row i is rows[i % CFI_BLOCK_ROWS] of block
+ * i / CFI_BLOCK_ROWS. */
+#define CFI_BLOCK_ROWS 512
+
+struct cfi_row_block {
+	struct cfi_row rows[CFI_BLOCK_ROWS];
+};
+
 /* 32 bytes: 0 start  8 end (u64, [start, end) of the mapping)  16 bias (u64: runtime address −
  * link-time address)  24 row_start  28 row_len (u32: the file's rows in cfi_rows; row_len 0 = no
  * table: walked by frame pointers) */

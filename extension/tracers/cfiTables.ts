@@ -20,6 +20,9 @@ export const CFI_STACK_ID_BASE = 0x40000000;
 const CFI_MAPPING_SIZE = 32;
 const CFI_PROC_SIZE = 8 + CFI_MAPPING_SIZE * CFI_MAX_MAPPINGS;
 const CFI_STACK_HEADER = 16;
+/** Rows per cfi_rows entry (struct cfi_row_block) */
+const CFI_BLOCK_ROWS = 512;
+const CFI_BLOCK_SIZE = CFI_BLOCK_ROWS * CFI_ROW_SIZE;
 export const CFI_STOP = ['end', 'no-mapping', 'no-row', 'unsupported', 'read', 'depth', 'loop'] as const;
 export type CfiStop = (typeof CFI_STOP)[number];
 export const CFI_STAT = { walks: 7, frames: 8, fpFrames: 9, lost: 10, noTable: 11, walkNs: 12 } as const;
@@ -94,6 +97,8 @@ export class CfiTables {
   private readonly procs = new Map<number, PlannedMapping[]>();
   private used = 0;
   private capacity = 0;
+  /** what cfi_rows holds, block by block: a block that gains a file's rows is written whole */
+  private mirror = Buffer.alloc(0);
   fpMappings = 0;
 
   constructor(private readonly log: (m: string) => void) {}
@@ -149,8 +154,10 @@ export class CfiTables {
 
   /** Sets the map sizes on an opened, not yet loaded object. */
   size(obj: BpfObject, rows: number, stacks: number): void {
-    this.capacity = Math.max(1, rows);
-    obj.setMaxEntries('cfi_rows', this.capacity);
+    const blocks = Math.max(1, Math.ceil(rows / CFI_BLOCK_ROWS));
+    this.capacity = blocks * CFI_BLOCK_ROWS;
+    this.mirror = Buffer.alloc(blocks * CFI_BLOCK_SIZE);
+    obj.setMaxEntries('cfi_rows', blocks);
     obj.setMaxEntries('cfi_stacks', Math.max(1, stacks));
   }
 
@@ -162,12 +169,10 @@ export class CfiTables {
         this.log(`cfi: no room for the ${f.table.rows.length} rows of ${key} (${this.used} of ${this.capacity} used); its mappings are walked by frame pointers`);
         continue;
       }
-      const rows = encodeRows(f.table.rows);
-      const k = Buffer.alloc(4);
-      for (let i = 0; i < f.table.rows.length; i++) {
-        k.writeUInt32LE(this.used + i);
-        obj.mapUpdate('cfi_rows', k, rows.subarray(i * CFI_ROW_SIZE, (i + 1) * CFI_ROW_SIZE));
-      }
+      encodeRows(f.table.rows).copy(this.mirror, this.used * CFI_ROW_SIZE);
+      const first = Math.floor(this.used / CFI_BLOCK_ROWS);
+      const last = Math.floor((this.used + f.table.rows.length - 1) / CFI_BLOCK_ROWS);
+      for (let b = first; b <= last; b++) obj.mapUpdate('cfi_rows', u32(b), this.mirror.subarray(b * CFI_BLOCK_SIZE, (b + 1) * CFI_BLOCK_SIZE));
       f.start = this.used;
       this.used += f.table.rows.length;
     }
