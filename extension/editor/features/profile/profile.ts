@@ -55,8 +55,10 @@ interface TargetItem extends vscode.QuickPickItem {
 }
 
 function targetOf(p: proto.ProcessInfo): Target {
-  if (p.jvm) return { pid: p.pid, label: `pid ${p.pid} (${p.jvm.main})`, kind: 'jvm', name: p.jvm.main, preserveFramePointer: p.jvm.preserveFramePointer };
-  return { pid: p.pid, label: `pid ${p.pid} (${p.comm})`, kind: 'process', name: p.comm };
+  // a process in a container is named with it (runtime, name, image) in titles and sessions
+  const where = p.container ? `; ${p.container}` : '';
+  if (p.jvm) return { pid: p.pid, label: `pid ${p.pid} (${p.jvm.main}${where})`, kind: 'jvm', name: p.jvm.main, preserveFramePointer: p.jvm.preserveFramePointer };
+  return { pid: p.pid, label: `pid ${p.pid} (${p.comm}${where})`, kind: 'process', name: p.comm };
 }
 
 /** A JVM row says whether Java stacks need the agent (no -XX:+PreserveFramePointer). */
