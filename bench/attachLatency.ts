@@ -79,6 +79,11 @@ export async function benchAttach(ctx: BenchContext): Promise<Row[]> {
       },
       // the JVM timeline attaches what java-gc, runqlat and profile attach (rows above) on one JVM; bpftrace has no counterpart
       jvm: null,
+      latency: {
+        ours: ['latency', '--pid', cPid, 'free'],
+        bpftrace: { program: `uprobe:${lc}:free /pid == ${cPid}/ { @s[tid] = nsecs; } uretprobe:${lc}:free /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); }`, args: [] },
+        probes: "1 uprobe on free's entry + its returns (ours: a uprobe per ret instruction; bpftrace: a uretprobe)",
+      },
     };
     const cases: Case[] = Object.entries(byTracer).flatMap(([tracer, k]) => (k ? [{ tracer, ...k }] : []));
     // The floor under every figure: starting Node and loading the CLI bundle, tracing nothing.

@@ -13,6 +13,7 @@ import type { BpfRunOptions, BpfRunResult, BpfRunUpdate } from './bpfRun';
 import type { JvmOptions, JvmResult, JvmUpdate } from './jvm';
 import type { JavaHeapOptions, JavaHeapResult, JavaHeapUpdate } from './javaHeap';
 import type { JavaLocksOptions } from './javaLocks';
+import type { LatencyOptions, LatencyResult, LatencyUpdate } from './latency';
 
 // ---- tracers -------------------------------------------------------------------------------
 // One entry per tracer: its start options, the live updates it streams, and its final result
@@ -28,6 +29,7 @@ interface OwnTypes {
   jvm: { options: JvmOptions; update: JvmUpdate; result: JvmResult };
   'java-heap': { options: JavaHeapOptions; update: JavaHeapUpdate; result: JavaHeapResult };
   'java-locks': { options: JavaLocksOptions; update: ProfileUpdate; result: ProfileResult };
+  latency: { options: LatencyOptions; update: LatencyUpdate; result: LatencyResult };
 }
 /** The kit's shapes with the tracer's "per" modes and boolean options (its catalog entry's). */
 type KitTypes = { [N in HistogramTracer]: { options: HistOptions<KitPer<N>> & KitFlags<N>; update: HistUpdate; result: HistResult<N> } };

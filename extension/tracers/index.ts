@@ -12,6 +12,7 @@ import { bpfRunTracer } from './bpfRun/tracer';
 import { jvmTracer } from './jvm/tracer';
 import { javaHeapTracer } from './javaHeap/tracer';
 import { javaLocksTracer } from './javaLocks/tracer';
+import { latencyTracer } from './latency/tracer';
 
 /** The kit tracers by catalog name: a catalog histogram tracer missing from ./kit.ts fails the type check here. */
 export const kitTracers: { readonly [N in HistName]: KitTracer<N> } = kit;
@@ -27,6 +28,7 @@ export const tracers: Record<TracerName, AnyTracer> = {
   jvm: jvmTracer,
   'java-heap': javaHeapTracer,
   'java-locks': javaLocksTracer,
+  latency: latencyTracer,
 };
 
 export function tracerByName(name: unknown): AnyTracer | undefined {

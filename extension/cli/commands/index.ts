@@ -16,5 +16,6 @@ import { profileDiffCommand } from './profileDiff';
 import { newProjectCommand } from './newProject';
 import { agentCommand } from './agent';
 import { jfrCommand } from './jfr';
+import { latencyCommand } from './latency';
 
-export const commands: Command[] = [doctorCommand, selftestCommand, ...HISTOGRAM_TRACERS.map((n) => histCommand(kitTracers[n])), javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand, installHelperCommand, profileDiffCommand, newProjectCommand, agentCommand, jfrCommand];
+export const commands: Command[] = [doctorCommand, selftestCommand, ...HISTOGRAM_TRACERS.map((n) => histCommand(kitTracers[n])), javaGcCommand, memleakCommand, profileCommand, buildCommand, verifyCommand, jvmCommand, installHelperCommand, profileDiffCommand, newProjectCommand, agentCommand, latencyCommand, jfrCommand];

@@ -1,0 +1,65 @@
+// JSON shapes of the latency tracer (how long one function of a running process takes): the
+// log2-histogram kit's shapes plus the exact figures kept in the kernel and the slow calls, each
+// with its stack. The result is exactly the CLI's --json document.
+import type { Frame } from './frames';
+import type { HistOptions, HistResult, HistUpdate } from './histogram';
+
+export interface LatencyOptions extends HistOptions<'none'> {
+  /** FUNCTION (a symbol of the program or a library it maps) or FILE:LINE */
+  target: string;
+  /** calls at least this slow are sent with their stacks; 0 = none */
+  thresholdMs: number;
+}
+
+/** Figures of all calls so far (percentiles from the kernel's log-linear histogram, within ~3 %). */
+export interface LatencyStats {
+  count: number;
+  totalNs: number;
+  p50Ns: number;
+  p90Ns: number;
+  p99Ns: number;
+  maxNs: number;
+  /** calls per second of the session so far */
+  callsPerS: number;
+  /** entries dropped: the call was left by longjmp or an exception, never returning */
+  abandoned: number;
+  /** entries dropped: the thread exited mid-call */
+  exited: number;
+  /** calls not timed: recursion deeper than the kernel keeps */
+  tooDeep: number;
+  /** slow calls counted but not sent (the ring buffer was full) */
+  slowLost: number;
+}
+
+export interface SlowCall {
+  durationNs: number;
+  tid: number;
+  /** CLOCK_MONOTONIC ns when it returned */
+  endNs: number;
+  /** the function, then its caller, ...; symbolized */
+  stack: Frame[];
+}
+
+/** What was probed. */
+export interface LatencyProbe {
+  function: string;
+  /** the file as the process knows it */
+  module: string;
+  /** link-time address of the entry */
+  address: string;
+  /** how the return is caught */
+  returns: 'ret-instructions' | 'uretprobe';
+}
+
+export interface LatencyUpdate extends HistUpdate {
+  stats: LatencyStats;
+  /** slow calls that arrived in this interval (at most MAX_SLOW_PER_UPDATE) */
+  slow: SlowCall[];
+}
+
+export interface LatencyResult extends HistResult<'latency'> {
+  probe: LatencyProbe;
+  stats: LatencyStats;
+  /** the slowest calls sent, slowest first (at most MAX_SLOW_KEPT) */
+  slow: SlowCall[];
+}

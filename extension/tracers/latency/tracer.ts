@@ -1,0 +1,239 @@
+// The latency tracer: how long one function of a running process takes (bcc's funclatency, with
+// the slow calls' stacks). Probes its entry and the ret instructions its calls end at (a uretprobe
+// only where it tail-calls: see bpf/latency.bpf.c on why), keeps the log2 histogram of the kit
+// (one heat-map column per interval), exact counts and percentiles in the kernel, and symbolizes
+// the stacks of the calls slower than the threshold, which alone cross to user space.
+import type { BpfObject } from '../../../native/index';
+import type { LatencyOptions, LatencyProbe, LatencyResult, LatencyStats, LatencyUpdate, SlowCall } from '../../protocol/latency';
+import { asObject, int, num, oneOf, str, PID_MAX } from '../../protocol/validate';
+import { fromBpfError, inputError, unsuitableError } from '../../protocol/errors';
+import { checkPid, identify, sameProcess, type ProcessIdentity } from '../../sys/proc/processes';
+import { Symbolizer, type ProcessImage } from '../../sys/symbolize';
+import type { SessionEvents, Tracer, TracerEnv } from '../tracer';
+import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
+import { HistEpochs } from '../histEpochs';
+import { watchTarget } from '../targetWatch';
+import { CTR_HIST_FULL, CTR_START_FULL, decodeHistEntries, HIST_KEY_SIZE, HistAggregate } from '../histDecode';
+import { decodeFine, decodeSlow, percentile, STAT, type SlowRecord } from './decode';
+import { resolveTarget, type ResolvedFunction } from './resolve';
+
+/** Slow calls kept for the result (the slowest), and sent per update at most. */
+export const MAX_SLOW_KEPT = 100;
+export const MAX_SLOW_PER_UPDATE = 50;
+/** Slow records waiting to be symbolized: beyond this, the fastest of them are let go. */
+const MAX_SLOW_PENDING = 1000;
+
+function validate(raw: unknown): LatencyOptions {
+  const o = asObject(raw, 'options');
+  const target = str(o, 'target', 4096).trim();
+  if (!target || target.includes('\0')) throw inputError('target must name a function or FILE:LINE');
+  return {
+    pid: int(o, 'pid', 1, PID_MAX),
+    target,
+    thresholdMs: num(o, 'thresholdMs', 0, 3_600_000, 0),
+    per: oneOf(o, 'per', ['none'] as const, 'none'),
+    unit: oneOf(o, 'unit', ['us', 'ms'] as const, 'us'),
+    intervalS: num(o, 'intervalS', 0.1, 3600, 1),
+  };
+}
+
+function load(env: TracerEnv, o: LatencyOptions, fn: ResolvedFunction, retInsns: boolean): BpfObject {
+  const base = ['lat_entry', 'lat_return'];
+  const { obj } = loadFirstWorking(env, 'latency', [[...base, 'lat_exit_btf'], [...base, 'lat_exit_raw']], (b) =>
+    setRodata(b, { target_tgid: o.pid, unit_ns: o.unit === 'ms' ? 1_000_000 : 1000, threshold_ns: BigInt(Math.round(o.thresholdMs * 1e6)), ret_insns: retInsns }),
+  );
+  const binary = fn.module.path;
+  try {
+    obj.attachUprobe('lat_entry', { binary, offset: fn.entryOffset, pid: o.pid, retprobe: false });
+    if (retInsns) for (const offset of fn.retOffsets) obj.attachUprobe('lat_return', { binary, offset, pid: o.pid, retprobe: false });
+    else obj.attachUprobe('lat_return', { binary, offset: fn.entryOffset, pid: o.pid, retprobe: true });
+    const exit = obj.programs().find((p) => p.name.startsWith('lat_exit_') && p.autoload);
+    if (exit) obj.attach(exit.name);
+    env.log(`latency: attached to ${fn.name} in ${fn.module.name}: entry and ${retInsns ? `${fn.retOffsets.length} ret instructions` : 'a uretprobe'}`);
+  } catch (e) {
+    obj.close();
+    throw fromBpfError(`attaching the probes of ${fn.name} in ${fn.module.name}`, e);
+  }
+  return obj;
+}
+
+function maxOver(obj: BpfObject): number {
+  const key = Buffer.alloc(4);
+  key.writeUInt32LE(STAT.maxNs);
+  const v = obj.mapLookup('lat_stats', key);
+  let m = 0n;
+  for (let o = 0; v && o + 8 <= v.length; o += 8) if (v.readBigUInt64LE(o) > m) m = v.readBigUInt64LE(o);
+  return Number(m);
+}
+
+class LatencySession {
+  private readonly agg: HistAggregate<'latency'>;
+  private readonly epochs: HistEpochs;
+  private readonly sym = new Symbolizer();
+  private image?: ProcessImage;
+  private readonly pending: SlowRecord[] = [];
+  private readonly kept: SlowCall[] = [];
+  private readonly ring;
+  private readonly timer: NodeJS.Timeout;
+  private readonly unwatch: () => void;
+  private readonly t0 = Date.now();
+  private reading: Promise<void> = Promise.resolve();
+  private dropped = 0;
+  closed = false;
+
+  constructor(
+    private readonly o: LatencyOptions,
+    private readonly fn: ResolvedFunction,
+    readonly probe: LatencyProbe,
+    private readonly obj: BpfObject,
+    private readonly env: TracerEnv,
+    private readonly events: SessionEvents<'latency'>,
+    target: ProcessIdentity,
+  ) {
+    this.agg = new HistAggregate('latency', 'none', o.unit);
+    this.epochs = new HistEpochs(obj, HIST_KEY_SIZE);
+    const retInsns = probe.returns === 'ret-instructions';
+    this.ring = obj.openRingBuffer('slow', (batch, offsets) => {
+      for (const rec of records(batch, offsets)) this.pending.push(decodeSlow(rec, retInsns));
+      if (this.pending.length > MAX_SLOW_PENDING) this.pending.sort((a, b) => b.durationNs - a.durationNs).splice(MAX_SLOW_PENDING);
+    });
+    this.timer = setInterval(() => void this.serial(false), o.intervalS * 1000);
+    this.unwatch = watchTarget(target, () => this.ended());
+    this.refreshImage();
+    if (!sameProcess(target)) setImmediate(() => this.ended());
+  }
+
+  private refreshImage(): void {
+    try {
+      if (!this.image) this.image = this.sym.captureProcess(this.o.pid);
+      else this.sym.refreshMaps(this.image);
+    } catch (e) {
+      this.env.log(`latency: reading the maps of ${this.o.pid} failed: ${(e as Error).message}`);
+    }
+  }
+
+  stats(): LatencyStats {
+    const c = (i: number) => readCounter(this.obj, 'lat_stats', i);
+    const fine = decodeFine(this.obj.mapDump('fine'));
+    const count = c(STAT.calls);
+    const seconds = Math.max(0.001, (Date.now() - this.t0) / 1000);
+    return {
+      count,
+      totalNs: c(STAT.sumNs),
+      p50Ns: Math.round(percentile(fine, 50)),
+      p90Ns: Math.round(percentile(fine, 90)),
+      p99Ns: Math.round(percentile(fine, 99)),
+      maxNs: maxOver(this.obj),
+      callsPerS: count / seconds,
+      abandoned: c(STAT.abandoned),
+      exited: c(STAT.exited),
+      tooDeep: c(STAT.tooDeep),
+      slowLost: c(STAT.slowLost),
+    };
+  }
+
+  /** Symbolizes the slow calls that arrived; keeps the slowest for the result. */
+  private async slowCalls(): Promise<SlowCall[]> {
+    const todo = this.pending.splice(0).sort((a, b) => b.durationNs - a.durationNs);
+    if (!todo.length) return [];
+    this.refreshImage();
+    let frames: Awaited<ReturnType<Symbolizer['symbolizeFile']>> = [];
+    try {
+      // The function itself by its link-time address (its module's file), then the stack.
+      const [own] = await this.sym.symbolizeFile(this.fn.module.path, [this.fn.entry]);
+      const stacks = this.image ? await this.sym.symbolizeUser(this.image, todo.flatMap((r) => r.addresses), { returnAddresses: todo.flatMap((r) => r.addresses.map(() => true)) }) : [];
+      let k = 0;
+      frames = todo.flatMap((r) => [{ ...own, module: this.fn.module.name }, ...r.addresses.map(() => stacks[k++])]);
+    } catch (e) {
+      this.env.log(`latency: symbolizing slow calls failed: ${(e as Error).message}`);
+    }
+    let k = 0;
+    const calls = todo.map((r) => {
+      const n = r.addresses.length + 1;
+      const stack = frames.slice(k, k + n).filter(Boolean);
+      k += n;
+      return { durationNs: r.durationNs, tid: r.tid, endNs: r.endNs, stack };
+    });
+    this.kept.push(...calls);
+    this.kept.sort((a, b) => b.durationNs - a.durationNs).splice(MAX_SLOW_KEPT);
+    return calls.slice(0, MAX_SLOW_PER_UPDATE);
+  }
+
+  private async collect(final: boolean): Promise<void> {
+    if (this.closed) return;
+    const taken = await this.epochs.take(() => this.closed);
+    if (!taken) return;
+    const entries = decodeHistEntries(taken.dump, 'none');
+    this.dropped = readCounter(this.obj, 'counters', CTR_START_FULL) + readCounter(this.obj, 'counters', CTR_HIST_FULL);
+    const slow = await this.slowCalls();
+    if (this.closed && !final) return;
+    const update: LatencyUpdate = { ...this.agg.addInterval(entries, taken.endedNs, this.dropped), stats: this.stats(), slow };
+    this.events.update(update);
+  }
+
+  serial(final: boolean): Promise<void> {
+    this.reading = this.reading.then(() => this.collect(final)).catch((e) => this.env.log(`latency: reading failed: ${(e as Error).message}`));
+    return this.reading;
+  }
+
+  result(): LatencyResult {
+    return { ...this.agg.result(this.dropped), probe: this.probe, stats: this.closed ? this.lastStats : this.stats(), slow: [...this.kept] };
+  }
+
+  private lastStats!: LatencyStats;
+
+  close(): void {
+    if (this.closed) return;
+    try {
+      this.lastStats = this.stats();
+    } catch {
+      /* keep what the last update said */
+    }
+    this.closed = true;
+    clearInterval(this.timer);
+    this.unwatch();
+    this.ring.close();
+    this.obj.close();
+    this.sym.dispose();
+  }
+
+  private ended(): void {
+    if (this.closed) return;
+    void this.serial(true).then(() => {
+      this.close();
+      this.events.ended('target-exited', `process ${this.o.pid} exited`);
+    });
+  }
+}
+
+function probeOf(fn: ResolvedFunction, retInsns: boolean): LatencyProbe {
+  return { function: fn.name, module: fn.module.name, address: `0x${fn.entry.toString(16)}`, returns: retInsns ? 'ret-instructions' : 'uretprobe' };
+}
+
+export const latencyTracer: Tracer<'latency'> = {
+  name: 'latency',
+  validate,
+  async start(options, env, events) {
+    checkPid(options.pid);
+    const target = identify(options.pid);
+    if (!target) throw inputError(`no process with pid ${options.pid} is running (check with: ps -p ${options.pid})`);
+    const fn = resolveTarget(options.pid, options.target);
+    const warnings: string[] = [];
+    const retInsns = fn.tailCalls.length === 0;
+    if (retInsns && fn.retOffsets.length === 0) throw unsuitableError(`${fn.name} never returns (no ret instruction): there is no call duration to measure`);
+    if (!retInsns) warnings.push(`${fn.name} ends in a tail call (${fn.tailCalls.slice(0, 3).join(', ')}): its returns are caught with a uretprobe, which a C++ exception thrown through it cannot unwind past (the program would abort)`);
+    if (fn.line) env.log(`latency: ${options.target} is in ${fn.name} (${fn.line.file}:${fn.line.line})`);
+    const obj = load(env, options, fn, retInsns);
+    const s = new LatencySession(options, fn, probeOf(fn, retInsns), obj, env, events, target);
+    return {
+      targets: [options.pid],
+      warnings,
+      snapshot: () => s.result(),
+      async stop() {
+        await s.serial(true);
+        s.close();
+        return s.result();
+      },
+    };
+  },
+};
