@@ -8,12 +8,13 @@
 // Temurin 25 (JEP 509's jdk.CPUTimeSample) is not installed here: its recordings are not tested.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { JavaGcResult } from '../../extension/protocol/javaGc';
 import type { ProfileResult } from '../../extension/protocol/profile';
-import { compileJavaFixture, removeJavaFixture, runCli } from '../helpers';
+import { compileJavaFixture, removeJavaFixture, runCli, waitFor } from '../helpers';
+import { dumpJfr, recordJfr } from '../../extension/sys/jvm/jfrRecord';
 
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
 const JFR = fs.existsSync('/usr/bin/jfr') ? '/usr/bin/jfr' : `${JDK}/bin/jfr`;
@@ -83,7 +84,8 @@ describe('ebpf-studio jfr on an OpenJDK 17 recording', { skip, timeout: 300_000 
     assert.equal(r.status, 0, `java: ${r.stderr}`);
     assert.ok(fs.statSync(rec).size > 0);
   });
-  after(() => removeJavaFixture([], work));
+  const children: ChildProcess[] = [];
+  after(() => removeJavaFixture(children, work));
 
   test('event counts and bytes per type equal jfr summary', () => {
     const theirs = new Map<string, [number, number]>();
@@ -186,5 +188,28 @@ describe('ebpf-studio jfr on an OpenJDK 17 recording', { skip, timeout: 300_000 
       if (check(`fuzz ${i}`, false).code === 2) failed++;
     }
     console.log(`  8 randomly fuzzed copies: ${failed} refused with an offset, ${8 - failed} read`);
+  });
+
+  test('Record JFR on a running JVM through its attach socket, and dump its continuous recording', async () => {
+    // a JVM that already records continuously (no file), as production JVMs do
+    const jvm = spawn(`${JDK}/bin/java`, ['-XX:StartFlightRecording', '-cp', path.join(work, 'classes'), 'JfrWorkload', '60'], { stdio: 'ignore' });
+    children.push(jvm);
+    assert.ok(await waitFor(() => fs.existsSync(`/tmp/hsperfdata_root/${jvm.pid}`), 15_000), 'the JVM started');
+    await new Promise((r) => setTimeout(r, 1500));
+    const dest = path.join(work, 'recorded.jfr');
+    await recordJfr(jvm.pid!, { durationS: 3, settings: 'profile', dest, timeoutMs: 20_000 });
+    const dumped = await dumpJfr(jvm.pid!, { dest: path.join(work, 'dumped.jfr'), timeoutMs: 20_000 });
+    for (const f of [dest, dumped]) {
+      const theirs = /^\s*jdk\.ExecutionSample\s+(\d+)/m.exec(jfrTool(['summary', f]));
+      const r = runCli(['jfr', f, '--json'], { timeoutMs: 60_000 });
+      assert.equal(r.code, 0, r.stderr);
+      const mine = (JSON.parse(r.stdout) as { types: { type: string; count: number }[] }).types.find((t) => t.type === 'jdk.ExecutionSample')?.count;
+      assert.ok(Number(theirs?.[1]) > 0, `${f}: jfr summary counts ${theirs?.[1]} samples`);
+      assert.equal(mine, Number(theirs?.[1]), path.basename(f));
+      console.log(`  ${path.basename(f)}: ${fs.statSync(f).size} bytes, ${mine} execution samples = jfr summary's`);
+    }
+    // the JVM's own copies are gone from its /tmp
+    assert.deepEqual(fs.readdirSync('/tmp').filter((n) => n.startsWith(`ebpf-studio-${process.pid}-`)), []);
+    jvm.kill('SIGKILL');
   });
 });

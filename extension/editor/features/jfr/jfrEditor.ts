@@ -2,8 +2,8 @@
 // worker (sys/jfrReader.ts) with a progress bar, asks which events to show (CPU samples,
 // allocations, lock waits, GCs, or any other event type with stacks, with their counts), and shows
 // them in our views: stacks in the flame graph (Java frames' file:line open the source, and the
-// lines of workspace files get CodeLens), GCs in the Java GC view. Commands: none. Context keys:
-// none. View types: ebpfStudio.jfrFile (editor).
+// lines of workspace files get CodeLens), GCs in the Java GC view. Commands: those of ./jfrRecord.ts.
+// Context keys: none. View types: ebpfStudio.jfrFile (editor).
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { readJfrInWorker, type JfrReadResult } from '../../../sys/jfrReader';
@@ -16,6 +16,7 @@ import type { JavaGcResult, JavaGcUpdate } from '../../../protocol/javaGc';
 import { showSession } from '../../sessions/sessionViews';
 import { setAnnotations } from '../profile/profile';
 import { errorText } from '../../ui/errors';
+import { registerRecordCommands } from './jfrRecord';
 
 interface Choice extends vscode.QuickPickItem {
   profile?: string[];
@@ -129,5 +130,6 @@ class JfrEditor implements vscode.CustomReadonlyEditorProvider {
 }
 
 export function activate(context: vscode.ExtensionContext): void {
+  registerRecordCommands(context);
   context.subscriptions.push(vscode.window.registerCustomEditorProvider('ebpfStudio.jfrFile', new JfrEditor(context), { webviewOptions: { retainContextWhenHidden: true }, supportsMultipleEditorsPerDocument: true }));
 }

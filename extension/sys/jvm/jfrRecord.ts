@@ -1,0 +1,88 @@
+// Records a Java Flight Recording of a running JVM, or dumps the one it already records, through
+// the JVM's attach socket (./attach.ts: as the JVM's owner, our own JVMs only unless we are root).
+// The JVM writes the file itself, as its owner, into its own /tmp (its mount namespace); we read
+// it as the JVM's owner (never following a link), copy it where the caller wants it and remove the
+// JVM's copy.
+import fs from 'node:fs';
+import { jcmd, type AttachOptions } from './attach';
+import { StudioError } from '../../protocol/errors';
+import { openAs, processOwner, unlinkAs } from '../asUser';
+
+export const JFR_SETTINGS = ['default', 'profile'] as const;
+export type JfrSettings = (typeof JFR_SETTINGS)[number];
+
+/** jcmd answers a failed diagnostic command with status 0 and the reason in its text. */
+function checkReply(pid: number, what: string, out: string): string {
+  if (/Unknown diagnostic command|Could not|Exception|not supported|No recording|Error/i.test(out)) throw new StudioError('unsuitable', `the JVM (pid ${pid}) refused ${what}: ${out.trim()}`);
+  return out;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}
+
+/**
+ * Moves the JVM's file (inside its root) to `dest`: opened as the JVM's owner, the last component
+ * never followed (extension/sys/asUser.ts), so a link planted at that name is refused instead of
+ * root reading its target; the JVM's copy is then removed, as its owner too.
+ */
+function fetchRecording(pid: number, jvmPath: string, dest: string): string {
+  const owner = processOwner(pid);
+  let fd: number;
+  try {
+    fd = openAs(owner, jvmPath, fs.constants.O_RDONLY);
+  } catch (e) {
+    throw new StudioError('unsuitable', `the JVM (pid ${pid}) did not leave a readable recording at ${jvmPath} (${(e as Error).message})`);
+  }
+  try {
+    if (!fs.fstatSync(fd).isFile()) throw new StudioError('unsuitable', `${jvmPath} of pid ${pid} is not a regular file`);
+    const out = fs.openSync(dest, 'wx', 0o600);
+    try {
+      const buf = Buffer.allocUnsafe(1 << 20);
+      for (let n; (n = fs.readSync(fd, buf, 0, buf.length, null)) > 0; ) fs.writeSync(out, buf, 0, n);
+    } finally {
+      fs.closeSync(out);
+    }
+  } finally {
+    fs.closeSync(fd);
+    try {
+      unlinkAs(owner, jvmPath);
+    } catch {
+      /* already gone */
+    }
+  }
+  return dest;
+}
+
+export interface RecordOptions extends AttachOptions {
+  durationS: number;
+  settings: JfrSettings;
+  /** where the recording goes */
+  dest: string;
+  /** ends the recording early (it is still written) */
+  signal?: AbortSignal;
+}
+
+/** JFR.start, wait, JFR.stop with a file: returns `dest` once the JVM has written it. */
+export async function recordJfr(pid: number, o: RecordOptions): Promise<string> {
+  if (!JFR_SETTINGS.includes(o.settings)) throw new StudioError('usage', `JFR settings must be one of ${JFR_SETTINGS.join(', ')}`);
+  const name = `ebpf-studio-${process.pid}-${Date.now()}`;
+  const jvmPath = `/tmp/${name}.jfr`;
+  checkReply(pid, 'JFR.start', await jcmd(pid, `JFR.start name=${name} settings=${o.settings}`, o));
+  await sleep(o.durationS * 1000, o.signal);
+  checkReply(pid, 'JFR.stop', await jcmd(pid, `JFR.stop name=${name} filename=${jvmPath}`, { ...o, timeoutMs: Math.max(o.timeoutMs ?? 0, 60_000) }));
+  return fetchRecording(pid, jvmPath, o.dest);
+}
+
+/** JFR.dump of every recording the JVM runs (a JVM that records continuously): returns `dest`. */
+export async function dumpJfr(pid: number, o: AttachOptions & { dest: string }): Promise<string> {
+  const jvmPath = `/tmp/ebpf-studio-${process.pid}-${Date.now()}-dump.jfr`;
+  checkReply(pid, 'JFR.dump', await jcmd(pid, `JFR.dump filename=${jvmPath}`, { ...o, timeoutMs: Math.max(o.timeoutMs ?? 0, 60_000) }));
+  return fetchRecording(pid, jvmPath, o.dest);
+}
