@@ -8,7 +8,9 @@
 // Then the agent with deploy/kubernetes's own config (listen beyond loopback, TLS, bearer token)
 // from Secret-shaped mounts (files behind ..data symlinks, 0400) and a read-only root, scraped by
 // Prometheus over https checking the certificate against the Service's name, as the ServiceMonitor
-// asks.
+// asks. Under docker (docker.io from Debian; a dockerd without bridge or iptables rules is started
+// when none runs, and stopped): the agent in a docker container labels a JVM in another docker
+// container with docker's name and image, its pauses equal to its -Xlog:gc.
 //
 // The image is built once and cached in podman's store; the repository's dist/ is mounted over
 // the image's copy so the current build is what runs.
@@ -20,7 +22,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { repoRoot, runCli, sleep, waitFor } from '../helpers';
-import { IMAGE, ULIMITS, containerBed, containerIdOf, containerPrep, podman } from './containerKit';
+import { IMAGE, ULIMITS, containerBed, containerIdOf, containerPrep, dockerDaemon, dockerImage, podman } from './containerKit';
 import { freePort, prometheus, promVector, startPrometheus, type PromSample } from './promKit';
 
 const AGENT_IMAGE = 'localhost/ebpf-studio-agent-test:1';
@@ -35,9 +37,9 @@ function agentImage(): { skip?: string; note: string } {
   return { note: r.stdout.trim().split('\n').pop()! };
 }
 
-/** The read-only mounts a DaemonSet gives the agent: tracefs, podman's and runc's state. */
+/** The read-only mounts a DaemonSet gives the agent: tracefs, podman's, docker's and runc's state. */
 function daemonSetMounts(): string[] {
-  const ro = ['/run/runc', '/var/lib/containers/storage/overlay-containers'].filter((d) => fs.existsSync(d));
+  const ro = ['/run/runc', '/var/lib/containers/storage/overlay-containers', '/var/lib/docker/containers'].filter((d) => fs.existsSync(d));
   return [
     ...(fs.existsSync('/sys/kernel/tracing/events') ? ['-v', '/sys/kernel/tracing:/sys/kernel/tracing'] : []),
     ...ro.flatMap((d) => ['-v', `${d}:${d}:ro`]),
@@ -79,6 +81,39 @@ function makeCerts(dir: string, name: string): string | undefined {
   return undefined;
 }
 
+/** Capability names by bit (linux/capability.h), as docker's --cap-drop takes them. */
+const CAPS = ['CHOWN', 'DAC_OVERRIDE', 'DAC_READ_SEARCH', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'SETPCAP', 'LINUX_IMMUTABLE', 'NET_BIND_SERVICE', 'NET_BROADCAST', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'IPC_OWNER', 'SYS_MODULE', 'SYS_RAWIO', 'SYS_CHROOT', 'SYS_PTRACE', 'SYS_PACCT', 'SYS_ADMIN', 'SYS_BOOT', 'SYS_NICE', 'SYS_RESOURCE', 'SYS_TIME', 'SYS_TTY_CONFIG', 'MKNOD', 'LEASE', 'AUDIT_WRITE', 'AUDIT_CONTROL', 'SETFCAP', 'MAC_OVERRIDE', 'MAC_ADMIN', 'SYSLOG', 'WAKE_ALARM', 'BLOCK_SUSPEND', 'AUDIT_READ'];
+
+/**
+ * --privileged, or for docker where this machine's bounding set lacks capabilities (docker's
+ * --privileged asks runc for all of them and fails; podman's grants those there are) the same
+ * without the missing ones: every capability there is, no seccomp, AppArmor or masked /proc paths.
+ */
+function privileged(engine: 'podman' | 'docker'): string[] {
+  const bnd = /^CapBnd:\s*([0-9a-f]+)$/m.exec(fs.readFileSync('/proc/self/status', 'utf8'));
+  const missing = bnd ? CAPS.filter((_, bit) => !(BigInt(`0x${bnd[1]}`) & (1n << BigInt(bit)))) : [];
+  if (engine === 'podman' || missing.length === 0) return ['--privileged'];
+  return ['--cap-add', 'ALL', ...missing.flatMap((c) => ['--cap-drop', c]), '--security-opt', 'seccomp=unconfined', '--security-opt', 'apparmor=unconfined', '--security-opt', 'systempaths=unconfined'];
+}
+
+/** The agent in its container, the DaemonSet's way (privileged, host pid namespace, mounts), once it serves. */
+async function startAgent(engine: 'podman' | 'docker', container: string, mounts: string[], args: string[], children: ChildProcess[]) {
+  const child = spawn(
+    engine,
+    [...(engine === 'podman' ? ['--runtime', 'runc'] : []), 'run', '--rm', '--name', container, ...ULIMITS, ...privileged(engine), '--pid=host', '--network=host', ...daemonSetMounts(),
+      '-v', `${path.join(repoRoot, 'dist')}:/opt/ebpf-studio/dist:ro`, ...mounts, AGENT_IMAGE, ...args, '--verbose'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  children.push(child);
+  let log = '';
+  child.stdout!.on('data', (d) => (log += d));
+  child.stderr!.on('data', (d) => (log += d));
+  const exit = new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+  assert.ok(await waitFor(() => /serving https?:\/\//.test(log) || child.exitCode !== null, 90_000), `the agent did not start in its container:\n${log}`);
+  assert.ok(await waitFor(() => log.includes('looking for new JVMs'), 30_000), `java-gc does not follow new JVMs:\n${log}`);
+  return { child, exit, log: () => log };
+}
+
 describe('ebpf-studio agent in a privileged container', { skip }, () => {
   const { jvm } = containerBed({ fixtures: ['java/GcWorkload.java'], build: 'javac -d /app /app/GcWorkload.java' });
   const name = `ebpf-studio-agentctr-${process.pid}`;
@@ -89,24 +124,6 @@ describe('ebpf-studio agent in a privileged container', { skip }, () => {
   before(() => {
     image = agentImage();
   });
-
-  /** The agent in its container, the DaemonSet's way (privileged, host pid namespace, mounts), once it serves. */
-  async function startAgent(container: string, mounts: string[], args: string[]) {
-    const child = spawn(
-      'podman',
-      ['--runtime', 'runc', 'run', '--rm', '--name', container, ...ULIMITS, '--privileged', '--pid=host', '--network=host', ...daemonSetMounts(),
-        '-v', `${path.join(repoRoot, 'dist')}:/opt/ebpf-studio/dist:ro`, ...mounts, AGENT_IMAGE, ...args, '--verbose'],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    children.push(child);
-    let log = '';
-    child.stdout!.on('data', (d) => (log += d));
-    child.stderr!.on('data', (d) => (log += d));
-    const exit = new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
-    assert.ok(await waitFor(() => /serving https?:\/\//.test(log) || child.exitCode !== null, 90_000), `the agent did not start in its container:\n${log}`);
-    assert.ok(await waitFor(() => log.includes('looking for new JVMs'), 30_000), `java-gc does not follow new JVMs:\n${log}`);
-    return { child, exit, log: () => log };
-  }
   after(() => {
     for (const n of [name, `${name}-k8s`]) podman(['rm', '-f', '-t', '0', n], 30_000);
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -123,7 +140,7 @@ describe('ebpf-studio agent in a privileged container', { skip }, () => {
     // The DaemonSet's shape: privileged, the host's pid namespace (hostNetwork here, so the agent
     // stays on loopback with its token), the token as a read-only file.
     const port = await freePort();
-    const agent = await startAgent(name, ['-v', `${tokenFile}:/etc/ebpf-studio/agent.token:ro`], ['--listen', `127.0.0.1:${port}`]);
+    const agent = await startAgent('podman', name, ['-v', `${tokenFile}:/etc/ebpf-studio/agent.token:ro`], ['--listen', `127.0.0.1:${port}`], children);
     const agentExit = agent.exit;
     const log = () => agent.log();
     const prom = await startPrometheus(work, `127.0.0.1:${port}`, tokenFile);
@@ -186,9 +203,11 @@ describe('ebpf-studio agent in a privileged container', { skip }, () => {
     const configFile = path.join(k8s, 'agent.json');
     fs.writeFileSync(configFile, JSON.stringify(config), { mode: 0o644 });
     const agent = await startAgent(
+      'podman',
       `${name}-k8s`,
       ['--read-only', '--tmpfs', '/tmp', '-v', `${configFile}:/etc/ebpf-studio/agent.json:ro`, '-v', `${tokenDir}:/etc/ebpf-studio/token:ro`, '-v', `${tlsDir}:/etc/ebpf-studio/tls:ro`],
       ['--config', '/etc/ebpf-studio/agent.json'],
+      children,
     );
     assert.match(agent.log(), /serving https:\/\/0\.0\.0\.0:\d+\/metrics .*bearer token required/);
     const tokenFile = path.join(k8s, 'scraper.token');
@@ -217,6 +236,75 @@ describe('ebpf-studio agent in a privileged container', { skip }, () => {
     const denied = spawnSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '--cacert', path.join(k8s, 'ca.crt'), '--resolve', `${serverName}:${port}:127.0.0.1`, `https://${serverName}:${port}/metrics`], { encoding: 'utf8' });
     if (denied.status === 0) assert.equal(denied.stdout, '401');
     assert.equal(podman(['stop', '-t', '30', `${name}-k8s`], 60_000).status, 0);
+    assert.equal(await agent.exit, 0, agent.log().slice(-2000));
+    prom.child.kill('SIGTERM');
+  });
+});
+
+describe('ebpf-studio agent in a privileged docker container', { skip }, () => {
+  const bed = containerBed({ engine: 'docker', fixtures: ['java/GcWorkload.java'] });
+  const name = `ebpf-studio-agentdkr-${process.pid}`;
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-agentdkr-'));
+  const children: ChildProcess[] = [];
+  let why: string | undefined;
+  let daemon: { started: boolean; stop(): void } | undefined;
+  let note = '';
+
+  before(async () => {
+    const d = await dockerDaemon();
+    if (typeof d === 'string') return void (why = d);
+    daemon = d;
+    const agent = agentImage();
+    const t0 = Date.now();
+    why = agent.skip ?? dockerImage(IMAGE) ?? dockerImage(AGENT_IMAGE);
+    note = `dockerd ${d.started ? 'started by the test' : 'running'}; images in docker's store after ${((Date.now() - t0) / 1000).toFixed(0)} s`;
+    if (why) return;
+    const r = spawnSync('docker', ['run', '--rm', '--network', 'none', ...ULIMITS, '-v', `${bed.work}:/app`, IMAGE, 'javac', '-d', '/app', '/app/GcWorkload.java'], { encoding: 'utf8', timeout: 120_000 });
+    assert.equal(r.status, 0, `javac in a docker container failed: ${r.stderr}`);
+  });
+  after(() => {
+    spawnSync('docker', ['rm', '-f', name], { timeout: 30_000 });
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    fs.rmSync(work, { recursive: true, force: true });
+  });
+  // Registered after the bed's: its containers are removed before a dockerd started here stops.
+  after(() => daemon?.stop());
+
+  test('docker: Prometheus stores the pauses of a JVM in another docker container as its -Xlog:gc counts, with docker\'s name and image', { timeout: 300_000 }, async (t) => {
+    if (why) return t.skip(why);
+    t.diagnostic(note);
+    const tokenFile = path.join(work, 'agent.token');
+    const made = runCli(['agent', '--make-token', '--token-file', tokenFile]);
+    assert.equal(made.code, 0, made.stderr);
+    const port = await freePort();
+    const agent = await startAgent('docker', name, ['-v', `${tokenFile}:/etc/ebpf-studio/agent.token:ro`], ['--listen', `127.0.0.1:${port}`], children);
+    const prom = await startPrometheus(work, `127.0.0.1:${port}`, tokenFile);
+    children.push(prom.child);
+
+    const j = await bed.jvm(2, 128, 4000);
+    const id = spawnSync('docker', ['inspect', '-f', '{{.Id}}', j.name], { encoding: 'utf8' }).stdout.trim();
+    assert.ok(await waitFor(() => agent.log().includes(`pid ${j.hostPid}:`) || new RegExp(`as pid ${j.hostPid} maps it`).test(agent.log()), 20_000), `the agent did not find pid ${j.hostPid}:\n${agent.log()}`);
+    j.send('go');
+    const own = await j.done;
+    let seen: PromSample[] = [];
+    const total = () => seen.reduce((a, x) => a + x.value, 0);
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      seen = await promVector(prom.base, `ebpf_studio_jvm_gc_pause_seconds_count{pid="${j.hostPid}"}`).catch(() => []);
+      if (total() === own.logYoung + own.logFull) break;
+      await sleep(1000);
+    }
+    const by = (c: string) => seen.filter((x) => x.metric.collector === c).reduce((a, x) => a + x.value, 0);
+    t.diagnostic(`${j.name} (pid ${j.hostPid}): Prometheus young ${by('Copy')} full ${by('MarkSweepCompact')}; -Xlog:gc young ${own.logYoung} full ${own.logFull}; labels ${JSON.stringify(seen[0]?.metric ?? {})}`);
+    assert.ok(own.logYoung > 10 && own.logFull >= 2, 'the workload collects');
+    assert.equal(by('Copy'), own.logYoung, `young pauses: Prometheus and -Xlog:gc\n${agent.log().slice(-2000)}`);
+    assert.equal(by('MarkSweepCompact'), own.logFull, 'full pauses: Prometheus and -Xlog:gc');
+    for (const x of seen) {
+      assert.equal(x.metric.container, j.name, JSON.stringify(x.metric));
+      assert.equal(x.metric.image, IMAGE, JSON.stringify(x.metric));
+      assert.equal(x.metric.container_id, id.slice(0, 12));
+    }
+    assert.equal(spawnSync('docker', ['stop', '-t', '30', name], { encoding: 'utf8', timeout: 60_000 }).status, 0);
     assert.equal(await agent.exit, 0, agent.log().slice(-2000));
     prom.child.kill('SIGTERM');
   });

@@ -76,6 +76,8 @@ export interface Contained {
 export interface ContainerBedOptions {
   /** files under test/fixtures copied into the shared /app directory */
   fixtures: string[];
+  /** the engine that runs the containers (default podman); docker needs the image as dockerImage() made it */
+  engine?: 'podman' | 'docker';
   /** a shell line run once in a throwaway container to build them with the image's own tools */
   build?: string;
 }
@@ -88,23 +90,26 @@ export function containerBed(opts: ContainerBedOptions) {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-ctr-'));
   const started: Contained[] = [];
   let seq = 0;
+  const docker = opts.engine === 'docker';
+  const engine = (args: string[], timeoutMs = 120_000) => (docker ? spawnSync('docker', args, { encoding: 'utf8', timeout: timeoutMs }) : podman(args, timeoutMs));
+  const image = docker ? DOCKER_IMAGE : IMAGE;
 
   before(() => {
     fs.chmodSync(work, 0o755);
     for (const f of opts.fixtures) fs.copyFileSync(path.join(repoRoot, 'test', 'fixtures', f), path.join(work, path.basename(f)));
     if (!opts.build) return;
-    const r = podman([...RUN, '-v', `${work}:/app`, IMAGE, 'sh', '-c', opts.build]);
+    const r = engine([...RUN, '-v', `${work}:/app`, image, 'sh', '-c', opts.build]);
     assert.equal(r.status, 0, `building the fixtures in the container failed: ${r.stderr}`);
   });
   after(() => {
-    for (const c of started) podman(['rm', '-f', '-t', '0', c.name], 30_000);
+    for (const c of started) engine(['rm', '-f', ...(docker ? [] : ['-t', '0']), c.name], 30_000);
     fs.rmSync(work, { recursive: true, force: true });
   });
 
   /** Starts `argv` in a new container (stdin and stdout attached), once it printed `ready`. */
   async function contained(argv: string[], extra: string[] = []): Promise<Contained> {
     const name = `ebpf-studio-test-${process.pid}-${++seq}`;
-    const child = spawn('podman', [...PODMAN, ...RUN, '--name', name, '-v', `${work}:/app`, ...extra, IMAGE, ...argv], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const child = spawn(docker ? 'docker' : 'podman', [...(docker ? [] : PODMAN), ...RUN, '--name', name, '-v', `${work}:/app`, ...extra, image, ...argv], { stdio: ['pipe', 'pipe', 'inherit'] });
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
@@ -112,7 +117,7 @@ export function containerBed(opts: ContainerBedOptions) {
     started.push(c);
     assert.ok(await waitFor(() => out.includes('ready') || child.exitCode !== null, 60_000), `${argv.join(' ')} did not start in its container`);
     assert.ok(out.includes('ready'), `${argv.join(' ')} exited in its container: ${out}`);
-    const pid = podman(['inspect', '-f', '{{.State.Pid}}', name], 30_000);
+    const pid = engine(['inspect', '-f', '{{.State.Pid}}', name], 30_000);
     c.hostPid = Number(pid.stdout.trim());
     assert.ok(c.hostPid > 0, `no host pid for ${name}: ${pid.stderr}`);
     return c;
@@ -175,4 +180,39 @@ export function containerIdOf(name: string): string {
   const id = r.stdout.trim();
   assert.match(id, /^[0-9a-f]{64}$/, `no id for ${name}: ${r.stderr}`);
   return id;
+}
+
+/** The test image in docker's store: the same name, loaded from podman's (dockerImage()). */
+export const DOCKER_IMAGE = IMAGE;
+
+/**
+ * A docker daemon to run containers with: the running one, or one started here (no bridge, no
+ * iptables rules: the containers need no network) that stop() ends. Call after containerPrep().
+ * A string: why not.
+ */
+export async function dockerDaemon(): Promise<string | { started: boolean; stop(): void }> {
+  if (!has('docker') || !has('dockerd')) return 'docker.io is not installed (apt-get install --no-install-recommends docker.io)';
+  const info = () => spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { encoding: 'utf8', timeout: 30_000 }).status === 0;
+  let daemon: ChildProcess | undefined;
+  if (!info()) {
+    const pidfile = path.join(os.tmpdir(), `ebpf-studio-dockerd-${process.pid}.pid`);
+    daemon = spawn('dockerd', ['--bridge=none', '--iptables=false', '--ip6tables=false', '--exec-opt', 'native.cgroupdriver=cgroupfs', `--pidfile=${pidfile}`], { stdio: 'ignore' });
+    if (!(await waitFor(() => info() || daemon!.exitCode !== null, 60_000)) || daemon.exitCode !== null) {
+      daemon.kill('SIGTERM');
+      return `dockerd did not start (exit ${daemon.exitCode})`;
+    }
+  }
+  const stop = () => {
+    if (!daemon || daemon.exitCode !== null) return;
+    daemon.kill('SIGTERM');
+    spawnSync('sh', ['-c', `for i in $(seq 100); do kill -0 ${daemon.pid} 2>/dev/null || exit 0; sleep 0.1; done`]);
+  };
+  return { started: daemon !== undefined, stop };
+}
+
+/** Puts podman's image into docker's store under the same name (docker-archive through a pipe), unless there. */
+export function dockerImage(image: string): string | undefined {
+  if (spawnSync('docker', ['image', 'inspect', image], { encoding: 'utf8' }).status === 0) return undefined;
+  const r = spawnSync('sh', ['-c', `podman save --format docker-archive ${image} | docker load`], { encoding: 'utf8', timeout: 10 * 60_000 });
+  return r.status === 0 ? undefined : `docker load of ${image} failed: ${r.stderr.trim().split('\n').pop()}`;
 }
