@@ -62,13 +62,19 @@ struct {
 	__type(value, __u64);
 } cfi_stats SEC(".maps");
 
+/* Bytes of stack above the first sp copied at once (one helper call) for the walk's reads; a read
+ * outside it is a helper call of its own. */
+#define CFI_WIN_WORDS 512
+
 /* The walk's registers and the stack being built (too big for the BPF stack). */
 struct cfi_state {
 	struct cfi_stack st;
 	__u64 ip, sp, bp;
+	__u64 win_base, win_len;
 	__u32 max_frames;
 	__u8 exact; /* ip is where the thread was interrupted, not a return address */
 	__u8 pad[3];
+	__u64 win[CFI_WIN_WORDS];
 };
 
 struct {
@@ -169,6 +175,18 @@ static __always_inline struct cfi_row *cfi_find_row(__u32 start, __u32 len, __u3
 	return row && row->pc <= rel ? row : NULL;
 }
 
+/* A word of user stack: from the window when it is there, else read alone. */
+static __always_inline long cfi_read(struct cfi_state *s, __u64 addr, __u64 *out)
+{
+	__u64 off = addr - s->win_base;
+
+	if (addr >= s->win_base && off + 8 <= s->win_len && !(off & 7)) {
+		*out = s->win[(off / 8) & (CFI_WIN_WORDS - 1)];
+		return 0;
+	}
+	return bpf_probe_read_user(out, 8, (void *)addr);
+}
+
 struct cfi_loop_ctx {
 	struct cfi_proc *proc;
 	struct cfi_state *s;
@@ -183,7 +201,7 @@ static __always_inline int cfi_fp_step(struct cfi_state *s)
 		s->st.reason = s->bp ? CFI_STOP_READ : CFI_STOP_END;
 		return 1;
 	}
-	if (bpf_probe_read_user(rec, sizeof(rec), (void *)s->bp)) {
+	if (cfi_read(s, s->bp, &rec[0]) || cfi_read(s, s->bp + 8, &rec[1])) {
 		s->st.reason = CFI_STOP_READ;
 		return 1;
 	}
@@ -201,8 +219,7 @@ static __always_inline int cfi_signal_step(struct cfi_state *s)
 {
 	__u64 bp, sp, ip;
 
-	if (bpf_probe_read_user(&bp, 8, (void *)(s->sp + 40 + 10 * 8)) || bpf_probe_read_user(&sp, 8, (void *)(s->sp + 40 + 15 * 8)) ||
-	    bpf_probe_read_user(&ip, 8, (void *)(s->sp + 40 + 16 * 8))) {
+	if (cfi_read(s, s->sp + 40 + 10 * 8, &bp) || cfi_read(s, s->sp + 40 + 15 * 8, &sp) || cfi_read(s, s->sp + 40 + 16 * 8, &ip)) {
 		s->st.reason = CFI_STOP_READ;
 		return 1;
 	}
@@ -244,12 +261,12 @@ static __always_inline int cfi_row_step(struct cfi_state *s, struct cfi_row *row
 		s->st.reason = CFI_STOP_LOOP;
 		return 1;
 	}
-	if (bpf_probe_read_user(&ra, 8, (void *)(cfa - 8))) {
+	if (cfi_read(s, cfa - 8, &ra)) {
 		s->st.reason = CFI_STOP_READ;
 		return 1;
 	}
 	if (row->rbp_off) {
-		if (bpf_probe_read_user(&bp, 8, (void *)(cfa + row->rbp_off))) {
+		if (cfi_read(s, cfa + row->rbp_off, &bp)) {
 			s->st.reason = CFI_STOP_READ;
 			return 1;
 		}
@@ -349,6 +366,14 @@ static __always_inline long cfi_user_stackid(__u32 tgid, __u64 ip, __u64 sp, __u
 	c.s->st.fp_frames = 0;
 	c.s->st.reason = CFI_STOP_DEPTH;
 	t0 = bpf_ktime_get_ns();
+	/* the whole window, or near the top of the stack a quarter of it */
+	c.s->win_base = sp;
+	c.s->win_len = sizeof(c.s->win);
+	if (bpf_probe_read_user(c.s->win, sizeof(c.s->win), (void *)sp)) {
+		c.s->win_len = sizeof(c.s->win) / 4;
+		if (bpf_probe_read_user(c.s->win, sizeof(c.s->win) / 4, (void *)sp))
+			c.s->win_len = 0;
+	}
 	bpf_loop(CFI_MAX_FRAMES + 1, cfi_step, &c, 0);
 	cfi_stat(CFI_STAT_WALKS, 1);
 	cfi_stat(CFI_STAT_FRAMES, c.s->st.depth);
