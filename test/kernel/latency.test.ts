@@ -12,7 +12,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { LatencyResult } from '../../extension/protocol/latency';
-import { kernelSkipReason, repoRoot, runCli, startCli, waitFor } from '../helpers';
+import * as proto from '../../extension/protocol/protocol';
+import { kernelSkipReason, loadedPrograms, repoRoot, runCli, startCli, waitFor } from '../helpers';
+import { AttackBed, attackSkipReason, makeUser, removeUser, spawnAsUser } from './attackKit';
 
 const skip = kernelSkipReason() ?? (spawnSync('gcc', ['--version']).status === 0 ? undefined : 'gcc is missing');
 const fixtures = path.join(repoRoot, 'test/fixtures');
@@ -191,4 +193,51 @@ test('latency: FILE:LINE names the function; an only-inlined function is refused
   assert.notEqual(none.code, 0);
   assert.match(none.stderr, /no function no_such_fn/);
   await w.end();
+});
+
+// An unprivileged user asks the installed helper to measure a function of root's program (kept in
+// a root-only folder): refused before any of root's files is read or any probe set, by name and by
+// FILE:LINE; root's program runs on unprobed and unchanged. The same user measures its own copy.
+test('attack: a user measuring root’s process through the helper is refused; its own works', { skip: attackSkipReason() }, async () => {
+  const bed = new AttackBed('latency');
+  const user = makeUser(`ebpfL${process.pid % 100000}`);
+  try {
+    const rootBin = path.join(bed.base, 'root-only', 'lat');
+    fs.copyFileSync(cFixture('-O2'), rootBin);
+    bed.watch(rootBin);
+    const before = bed.fingerprint();
+    const victim = await start(rootBin, ['calls', '30']);
+    const h = bed.helperFor(user);
+    const programsBefore = loadedPrograms().filter((p) => p.name.startsWith('lat_')).length;
+    for (const target of ['lat_work', 'root-only/work.c:21', 'scale']) {
+      await assert.rejects(h.conn.sendRequest(proto.sessionStart, { tracer: 'latency', options: { pid: victim.child.pid, target } } as never), /refused: measuring a function of pid \d+, a process of uid 0, not yours/);
+    }
+    assert.equal(loadedPrograms().filter((p) => p.name.startsWith('lat_')).length, programsBefore);
+    victim.go();
+    const own = await victim.result();
+    assert.equal(own.count, 30);
+    assert.equal(await victim.end(), 0);
+    assert.deepEqual(bed.fingerprint(), before);
+    // the legitimate owner, in the same test
+    const mine = path.join(bed.userDir(user, 'bin'), 'lat');
+    fs.copyFileSync(cFixture('-O2'), mine);
+    fs.chmodSync(mine, 0o755);
+    const child = spawnAsUser(user, [mine, 'calls', '20'], {}, bed.children);
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    assert.ok(await waitFor(() => out.includes('ready'), 10_000));
+    const started = (await h.conn.sendRequest(proto.sessionStart, { tracer: 'latency', options: { pid: child.pid, target: 'lat_work', thresholdMs: 10 } } as never)) as proto.SessionStartResult;
+    child.stdin!.write('g');
+    assert.ok(await waitFor(() => out.includes('result'), 30_000), out);
+    const r = (await h.conn.sendRequest(proto.sessionStop, { sessionId: started.sessionId } as never)) as proto.SessionResult<'latency'>;
+    console.log(`attack: refused 3 requests on root's pid; the owner's own session counted ${r.result.stats.count} of 20 calls, ${r.result.slow.length} slow`);
+    assert.equal(r.result.stats.count, 20);
+    assert.equal(r.result.slow.length >= 2, true);
+    assert.equal(r.result.slow[0].stack[0].function, 'lat_work');
+    child.stdin!.end();
+    await h.close();
+  } finally {
+    bed.dispose();
+    removeUser(user);
+  }
 });

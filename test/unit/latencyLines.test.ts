@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { parseDebugLine, pathMatch, pickLine, returnSites } from '../../extension/tracers/latency/lines';
 import { fineBounds, fineSlot, percentile, FINE_SLOTS } from '../../extension/tracers/latency/decode';
 import { lensText } from '../../extension/model/latencyFormat';
+import { functionLines } from '../../extension/model/functionLines';
 
 const DUMP = `
 debug_line[0x00000000]
@@ -90,4 +91,15 @@ test('fine histogram: slots invert, percentiles land within 3 %', () => {
 test('the lens line', () => {
   const s = { count: 10, totalNs: 0, p50Ns: 800_000, p90Ns: 0, p99Ns: 41_000_000, maxNs: 0, callsPerS: 1234, abandoned: 0, exited: 0, tooDeep: 0, slowLost: 0 };
   assert.equal(lensText(s), 'p50 800 µs · p99 41.0 ms · 1.2 k calls/s');
+});
+
+test('function definitions for the lenses: C, C++, Rust, Go; not declarations or statements', () => {
+  const c = 'static int cmp(const void *a, const void *b)\n{\n\treturn 0;\n}\nint decl(int);\n\tif (x) {\n__attribute__((noinline)) long lat_parse(int i)\n{\n#define M(x) (x)\nvoid Foo::bar() const {\n';
+  assert.deepEqual(functionLines(c, 'cpp'), [
+    { line: 1, name: 'cmp' },
+    { line: 7, name: 'lat_parse' },
+    { line: 10, name: 'Foo::bar' },
+  ]);
+  assert.deepEqual(functionLines('pub async fn go_x(a: u8) -> u8 {\n', 'rust'), [{ line: 1, name: 'go_x' }]);
+  assert.deepEqual(functionLines('func (s *S) Run(x int) error {\n', 'go'), [{ line: 1, name: 'Run' }]);
 });

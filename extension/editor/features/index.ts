@@ -21,5 +21,6 @@ import * as bpfLoaderRun from './bpf/bpfLoaderRun';
 import * as bpftraceRun from './bpf/bpftraceRun';
 import * as welcome from './welcome';
 import * as jfrEditor from './jfr/jfrEditor';
+import * as latency from './latency';
 
-export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, javaHeapLeaks, profile, histograms, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff, profileUrl, bpfNewProject, bpfLoaderRun, bpftraceRun, sessionsView, sessionEditors, welcome, jfrEditor];
+export const features: { activate(context: vscode.ExtensionContext): void }[] = [doctor, javaGc, memleak, javaHeapLeaks, profile, histograms, bpfLanguage, bpfBuild, bpfVerify, bpfRun, jvmTimeline, installHelper, profileDiff, profileUrl, bpfNewProject, bpfLoaderRun, bpftraceRun, sessionsView, sessionEditors, welcome, jfrEditor, latency];

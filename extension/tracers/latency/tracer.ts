@@ -9,6 +9,7 @@ import { asObject, int, num, oneOf, str, PID_MAX } from '../../protocol/validate
 import { fromBpfError, inputError, unsuitableError } from '../../protocol/errors';
 import { checkPid, identify, sameProcess, type ProcessIdentity } from '../../sys/proc/processes';
 import { Symbolizer, type ProcessImage } from '../../sys/symbolize';
+import { assertOwnProcess, requester } from '../../sys/ownership';
 import type { SessionEvents, Tracer, TracerEnv } from '../tracer';
 import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
 import { HistEpochs } from '../histEpochs';
@@ -215,6 +216,9 @@ export const latencyTracer: Tracer<'latency'> = {
   validate,
   async start(options, env, events) {
     checkPid(options.pid);
+    // Resolving reads the process's own files (through map_files, as root in the helper), which
+    // its owner may keep from others, and its timings are its owner's to see.
+    assertOwnProcess(options.pid, 'measuring a function', env.requester ?? requester());
     const target = identify(options.pid);
     if (!target) throw inputError(`no process with pid ${options.pid} is running (check with: ps -p ${options.pid})`);
     const fn = resolveTarget(options.pid, options.target);

@@ -1,0 +1,112 @@
+// The function-latency view: Stop, the figures of every call so far (count, p50, p90, p99, max,
+// calls/s, calls not timed), the live log2 histogram and heat map (the kit's charts) and the slow
+// calls, slowest first, each with its stack (a frame with a source line opens it).
+import { HistLive } from '../../extension/model/histLive';
+import { formatDuration } from '../../extension/model/log2hist';
+import { formatCount } from '../../extension/model/units';
+import { droppedLine, formatRate, frameText } from '../../extension/model/latencyFormat';
+import type { LatencyStats, SlowCall } from '../../extension/protocol/latency';
+import { drawHistogram, themeColor } from '../common/histogramChart';
+import { drawHeatMap, drawHeatScale, heatColumnsFor } from '../common/heatMapChart';
+import { heatMap, histogramBars } from '../common/latencyModel';
+import { connectHost, el, oncePerFrame } from '../common/viewPage';
+import type { FromView, ToView } from './protocol';
+
+const host = connectHost<FromView>();
+const live = new HistLive();
+let unit: 'us' | 'ms' = 'us';
+let stats: LatencyStats | undefined;
+let thresholdMs = 0;
+const slow: SlowCall[] = [];
+const MAX_SLOW = 100;
+
+const app = document.getElementById('app')!;
+const stopBtn = el('button', { id: 'stop' }, 'Stop');
+const status = el('span', { class: 'status', id: 'status' }, 'Waiting for the first interval…');
+const toolbar = el('div', { class: 'toolbar' });
+toolbar.append(stopBtn, status);
+const title = el('h2', { id: 'title' });
+const cards = el('div', { class: 'cards', id: 'cards' });
+const notTimed = el('div', { class: 'warning', id: 'not-timed' });
+const histCanvas = el('canvas', { id: 'histogram', 'aria-label': 'latency histogram' });
+const heatScale = el('canvas', { id: 'heat-scale', 'aria-label': 'heat map color scale' });
+const heatCanvas = el('canvas', { id: 'heatmap', 'aria-label': 'latency heat map' });
+const slowTitle = el('h2', { id: 'slow-title' });
+const slowList = el('div', { id: 'slow-calls' });
+app.append(toolbar, title, cards, notTimed, el('h2', {}, 'Histogram (all calls)'), histCanvas, el('h2', {}, 'Heat map (one column per second)'), heatScale, heatCanvas, slowTitle, slowList);
+
+stopBtn.onclick = () => {
+  stopBtn.disabled = true;
+  status.textContent = 'Stopping…';
+  host.postMessage({ type: 'stop' });
+};
+
+const ns = (v: number) => formatDuration(v, 'ns');
+
+function renderCards(): void {
+  cards.replaceChildren();
+  if (!stats) return;
+  const rows: [string, string][] = [
+    ['calls', formatCount(stats.count)],
+    ['p50', ns(stats.p50Ns)],
+    ['p90', ns(stats.p90Ns)],
+    ['p99', ns(stats.p99Ns)],
+    ['max', ns(stats.maxNs)],
+    ['calls/s', formatRate(stats.callsPerS)],
+  ];
+  for (const [k, v] of rows) {
+    const c = el('div', { class: 'card' });
+    c.append(el('div', { class: 'value' }, v), el('div', { class: 'label' }, k));
+    cards.append(c);
+  }
+  notTimed.textContent = droppedLine(stats);
+}
+
+function renderSlow(): void {
+  slowTitle.textContent = thresholdMs ? `Slow calls (≥ ${thresholdMs} ms): ${slow.length}${stats && stats.slowLost ? `, ${stats.slowLost} not sent` : ''}` : 'Slow calls: no threshold set';
+  slowList.replaceChildren(
+    ...slow.slice(0, MAX_SLOW).map((c) => {
+      const d = el('details', { class: 'slow-call' });
+      d.append(el('summary', {}, `${ns(c.durationNs)} · thread ${c.tid}`));
+      for (const f of c.stack) {
+        const row = el('div', { class: f.file && f.line ? 'frame link' : 'frame' }, frameText(f));
+        if (f.file && f.line) row.onclick = () => host.postMessage({ type: 'openFrame', file: f.file!, line: f.line! });
+        d.append(row);
+      }
+      return d;
+    }),
+  );
+}
+
+const render = oncePerFrame(() => {
+  renderCards();
+  const bars = histogramBars(live.counts, unit);
+  drawHistogram(histCanvas, { yTitle: 'calls', xTitle: 'call duration (log2 buckets, lower bound shown)', labels: bars.labels, series: [{ name: 'calls', color: themeColor('--vscode-charts-blue', '#3794ff'), counts: bars.counts }] });
+  const cols = heatColumnsFor(heatCanvas, live.intervals.length);
+  const map = heatMap(live.intervals, cols);
+  drawHeatScale(heatScale, map.max, unit, 'calls');
+  drawHeatMap(heatCanvas, map, cols, unit, undefined);
+  renderSlow();
+});
+
+window.addEventListener('resize', render);
+window.addEventListener('message', (ev: MessageEvent<ToView>) => {
+  const m = ev.data;
+  if (m.type === 'init') {
+    title.textContent = m.title;
+    unit = m.unit;
+    thresholdMs = m.thresholdMs;
+    status.textContent = 'Measuring…';
+  } else if (m.type === 'update') {
+    live.apply(m.update);
+    stats = m.update.stats;
+    slow.push(...m.update.slow);
+    slow.sort((a, b) => b.durationNs - a.durationNs).splice(MAX_SLOW);
+    status.textContent = 'Measuring…';
+  } else if (m.type === 'ended') {
+    stopBtn.disabled = true;
+    status.textContent = m.reason === 'target-exited' ? 'The process exited' : m.reason === 'error' ? `Failed: ${m.message ?? ''}` : 'Stopped';
+  }
+  render();
+});
+host.postMessage({ type: 'ready' });
