@@ -4,8 +4,9 @@
 // event counts and bytes per type equal `jfr summary`'s; the top frames of the execution samples,
 // their self and total counts, the allocation bytes and the lock waits equal what `jfr print --json`
 // says aggregated here; GC pauses equal -Xlog:gc's. A truncated copy and fuzzed copies end with
-// exit 2 and a byte offset (or read cleanly), never a stack trace. Needs a JDK, not BPF or root.
-// Temurin 25 (JEP 509's jdk.CPUTimeSample) is not installed here: its recordings are not tested.
+// exit 2 and a byte offset (or read cleanly), never a stack trace. The same again with Temurin 25,
+// whose recording also has JEP 509's CPU-time samples (jdk.CPUTimeSample), compared with JDK 25's
+// own jfr tool. Needs a JDK, not BPF; the Record JFR step runs as root (the JVM's owner here).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -16,13 +17,9 @@ import type { ProfileResult } from '../../extension/protocol/profile';
 import { compileJavaFixture, removeJavaFixture, runCli, waitFor } from '../helpers';
 import { dumpJfr, recordJfr } from '../../extension/sys/jvm/jfrRecord';
 
-const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
-const JFR = fs.existsSync('/usr/bin/jfr') ? '/usr/bin/jfr' : `${JDK}/bin/jfr`;
-const skip = !fs.existsSync(`${JDK}/bin/javac`) ? `no JDK 17 at ${JDK} (apt-get install openjdk-17-jdk-headless)` : !fs.existsSync(JFR) ? `no jfr tool at ${JFR}` : undefined;
-
-let work = '';
-let rec = '';
-let gcLog = '';
+const JDK17 = '/usr/lib/jvm/java-17-openjdk-amd64';
+const JDK25 = '/usr/lib/jvm/temurin-25-jdk-amd64';
+const skipOf = (jdk: string) => (!fs.existsSync(`${jdk}/bin/javac`) ? `no JDK at ${jdk}` : !fs.existsSync(`${jdk}/bin/jfr`) ? `no jfr tool in ${jdk}` : undefined);
 
 interface JfrFrame {
   method: { type: { name: string }; name: string };
@@ -32,16 +29,6 @@ interface JfrFrame {
 interface JfrEvent {
   type: string;
   values: { duration?: string; weight?: number; stackTrace?: { frames: JfrFrame[] } | null };
-}
-
-function jfrTool(args: string[]): string {
-  const r = spawnSync(JFR, args, { encoding: 'utf8', maxBuffer: 1 << 30, timeout: 120_000 });
-  assert.equal(r.status, 0, `jfr ${args.join(' ')}: ${r.stderr}`);
-  return r.stdout;
-}
-
-function jfrPrint(events: string): JfrEvent[] {
-  return (JSON.parse(jfrTool(['print', '--json', '--stack-depth', '2048', '--events', events, rec])) as { recording: { events: JfrEvent[] } }).recording.events;
 }
 
 /** "PT0.0129S" → µs */
@@ -67,19 +54,34 @@ function shares(stacks: { names: string[]; weight: number }[]): { self: Map<stri
 const jfrName = (f: JfrFrame) => `${f.method.type.name.replace(/\//g, '.')}.${f.method.name}`;
 const top = (m: Map<string, number>, n: number) => [...m].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, n);
 
-function ours(event: string): ProfileResult {
-  const r = runCli(['jfr', rec, '--event', event, '--json'], { timeoutMs: 120_000 });
-  assert.equal(r.code, 0, r.stderr);
-  return JSON.parse(r.stdout) as ProfileResult;
-}
+function suite(label: string, JDK: string, cpuType: string, settings: string): void {
+  const JFR = `${JDK}/bin/jfr`;
+  let work = '';
+  let rec = '';
+  let gcLog = '';
+function jfrTool(args: string[]): string {
+    const r = spawnSync(JFR, args, { encoding: 'utf8', maxBuffer: 1 << 30, timeout: 120_000 });
+    assert.equal(r.status, 0, `jfr ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  }
+  
+  function jfrPrint(events: string): JfrEvent[] {
+    return (JSON.parse(jfrTool(['print', '--json', '--stack-depth', '2048', '--events', events, rec])) as { recording: { events: JfrEvent[] } }).recording.events;
+  }
 
-describe('ebpf-studio jfr on an OpenJDK 17 recording', { skip, timeout: 300_000 }, () => {
+  function ours(event: string): ProfileResult {
+    const r = runCli(['jfr', rec, '--event', event, '--json'], { timeoutMs: 120_000 });
+    assert.equal(r.code, 0, r.stderr);
+    return JSON.parse(r.stdout) as ProfileResult;
+  }
+
+describe(`ebpf-studio jfr on ${label} recording`, { skip: skipOf(JDK), timeout: 300_000 }, () => {
   before(() => {
     ({ work } = compileJavaFixture('ebpf-jfr-', 'JfrWorkload.java', JDK));
     rec = path.join(work, 'rec.jfr');
     gcLog = path.join(work, 'gc.log');
     // a young generation larger than what JFR's start allocates: no collection happens before the recording starts
-    const args = ['-Xms512m', '-Xmx512m', '-Xmn96m', `-Xlog:gc:file=${gcLog}`, `-XX:StartFlightRecording=filename=${rec},settings=profile`, '-cp', path.join(work, 'classes'), 'JfrWorkload', '3'];
+    const args = ['-Xms512m', '-Xmx512m', '-Xmn96m', `-Xlog:gc:file=${gcLog}`, `-XX:StartFlightRecording=filename=${rec},settings=profile${settings}`, '-cp', path.join(work, 'classes'), 'JfrWorkload', '3'];
     const r = spawnSync(`${JDK}/bin/java`, args, { encoding: 'utf8', timeout: 120_000 });
     assert.equal(r.status, 0, `java: ${r.stderr}`);
     assert.ok(fs.statSync(rec).size > 0);
@@ -91,7 +93,8 @@ describe('ebpf-studio jfr on an OpenJDK 17 recording', { skip, timeout: 300_000 
     const theirs = new Map<string, [number, number]>();
     for (const line of jfrTool(['summary', rec]).split('\n')) {
       const m = /^\s*(jdk\.\w+)\s+(\d+)\s+(\d+)\s*$/.exec(line);
-      if (m && Number(m[2]) > 0) theirs.set(m[1], [Number(m[2]), Number(m[3])]);
+      // JDK 25's jfr tool spells the constant pool events jdk.Checkpoint, 17's (and ours) jdk.CheckPoint
+        if (m && Number(m[2]) > 0) theirs.set(m[1] === 'jdk.Checkpoint' ? 'jdk.CheckPoint' : m[1], [Number(m[2]), Number(m[3])]);
     }
     const r = runCli(['jfr', rec, '--json'], { timeoutMs: 120_000 });
     assert.equal(r.code, 0, r.stderr);
@@ -112,9 +115,10 @@ describe('ebpf-studio jfr on an OpenJDK 17 recording', { skip, timeout: 300_000 
     assert.equal(doubled.types.find((t) => t.type === 'jdk.ExecutionSample')?.count, 2 * (mine.get('jdk.ExecutionSample')?.[0] ?? 0));
   });
 
-  test('execution samples: top frames and their self/total shares equal jfr print --json', () => {
-    const theirs = shares(jfrPrint('jdk.ExecutionSample').map((e) => ({ names: (e.values.stackTrace?.frames ?? []).map(jfrName), weight: 1 })));
-    const r = ours('cpu');
+  test(`${cpuType}: top frames and their self/total shares equal jfr print --json`, () => {
+    const theirs = shares(jfrPrint(cpuType).map((e) => ({ names: (e.values.stackTrace?.frames ?? []).map(jfrName), weight: 1 })));
+    const r = ours(cpuType === 'jdk.ExecutionSample' ? 'cpu' : cpuType);
+    if (cpuType === 'jdk.CPUTimeSample') assert.equal(ours('cpu').samples, r.samples, '--event cpu takes the CPU-time samples where the recording has them');
     const mine = shares(r.stacks.map((s) => ({ names: s.frames.map((f) => f.function ?? '?'), weight: s.count })));
     assert.equal(r.samples, theirs.sum);
     assert.ok(theirs.sum > 50, `only ${theirs.sum} samples`);
@@ -213,3 +217,7 @@ describe('ebpf-studio jfr on an OpenJDK 17 recording', { skip, timeout: 300_000 
     jvm.kill('SIGKILL');
   });
 });
+}
+
+suite('an OpenJDK 17', JDK17, 'jdk.ExecutionSample', '');
+suite('a Temurin 25', JDK25, 'jdk.CPUTimeSample', ',jdk.CPUTimeSample#enabled=true,jdk.CPUTimeSample#throttle=10ms');

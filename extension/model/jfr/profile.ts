@@ -9,8 +9,12 @@ import { PROFILE_LIMITS, ReadBudget } from '../readLimits';
 import { JFR_LIMITS, PoolRef, type Chunk, type EventVisitor, type JfrObject, type JfrValue } from './chunk';
 import type { JfrClass } from './metadata';
 
-/** Event types sampled on CPU: HotSpot's execution samples, and JDK 25's CPU-time samples (JEP 509). */
-export const CPU_EVENTS = ['jdk.ExecutionSample', 'jdk.CPUTimeSample'];
+/**
+ * Event types sampled on CPU, the better first: JDK 25's CPU-time samples (JEP 509: each thread's
+ * CPU time, where enabled) and HotSpot's execution samples (running Java threads on a wall-clock
+ * period). A profile of both is one of them: the first the recording has, never their sum.
+ */
+export const CPU_EVENTS = ['jdk.CPUTimeSample', 'jdk.ExecutionSample'];
 export const ALLOC_EVENTS = ['jdk.ObjectAllocationSample'];
 export const LOCK_EVENTS = ['jdk.JavaMonitorEnter', 'jdk.ThreadPark'];
 /** Module of the leaf frame naming what an allocation sample allocated. */
@@ -67,12 +71,12 @@ interface CachedStack {
 
 export class JfrProfileBuilder implements EventVisitor {
   private readonly stacks = new Map<string, ProfileStack>();
+  private readonly typeOf = new WeakMap<ProfileStack, string>();
   private chunk: Chunk | undefined;
   private frameCache = new Map<string, ProfileFrame>();
   private stackCache = new Map<number, CachedStack>();
   private threadCache = new Map<number, { tid: number; name: string }>();
   private weigh: Weighing | undefined;
-  private samples = 0;
   private readonly budget: ReadBudget;
   private pid = 0;
   readonly seen = new Map<string, number>();
@@ -101,17 +105,17 @@ export class JfrProfileBuilder implements EventVisitor {
     const value = this.valueOf(t, v);
     const label = this.labelOf(t, v);
     const state = this.weigh.state ?? (this.weigh.event === 'offcpu' ? (SLEEP.has(t.name) ? 'sleep' : IO.test(t.name) ? 'io' : 'lock') : undefined);
-    const key = `${thread.tid}\0${label?.function ?? ''}\0${stack.sig}`;
+    const key = `${t.name}\0${thread.tid}\0${label?.function ?? ''}\0${stack.sig}`;
     let s = this.stacks.get(key);
     if (!s) {
       const frames = label ? [label, ...stack.frames] : stack.frames;
       this.budget.stack(frames.length);
       s = { count: 0, value: 0, pid: 0, tid: thread.tid, comm: thread.name, frames, ...(state ? { state } : {}) };
       this.stacks.set(key, s);
+      this.typeOf.set(s, t.name);
     }
     s.count++;
     s.value! += value;
-    this.samples++;
   }
 
   private enterChunk(chunk: Chunk): void {
@@ -184,18 +188,26 @@ export class JfrProfileBuilder implements EventVisitor {
     return frame;
   }
 
+  /** The event types the profile is made of: CPU samples are one type (CPU_EVENTS), others all asked. */
+  get used(): string[] {
+    if (!this.types.every((t) => CPU_EVENTS.includes(t))) return this.types;
+    const first = CPU_EVENTS.find((t) => this.types.includes(t) && (this.seen.get(t) ?? 0) > 0);
+    return first ? [first] : [];
+  }
+
   /** The profile document: stacks heaviest first. */
   result(): ProfileResult {
     const w = this.weigh ?? weighing(this.types, () => false);
-    const stacks = [...this.stacks.values()].sort((a, b) => b.value! - a.value!);
+    const used = new Set(this.used);
+    const stacks = [...this.stacks.values()].filter((s) => used.has(this.typeOf.get(s)!)).sort((a, b) => b.value! - a.value!);
     for (const s of stacks) s.pid = this.pid;
     const states: Partial<Record<ThreadState, number>> = {};
     for (const s of stacks) if (s.state) states[s.state] = (states[s.state] ?? 0) + s.value!;
-    return { tracer: 'profile', unit: w.unit, event: w.event, ...(Object.keys(states).length ? { states } : {}), frequency: 0, samples: this.samples, lost: 0, stacks };
+    return { tracer: 'profile', unit: w.unit, event: w.event, ...(Object.keys(states).length ? { states } : {}), frequency: 0, samples: this.events, lost: 0, stacks };
   }
 
   /** Events that went into the profile. */
   get events(): number {
-    return this.samples;
+    return this.used.reduce((a, t) => a + (this.seen.get(t) ?? 0), 0);
   }
 }

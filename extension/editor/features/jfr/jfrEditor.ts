@@ -30,7 +30,8 @@ const count = (r: JfrReadResult, types: string[]) => r.types.filter((t) => types
 export function jfrChoices(r: JfrReadResult): Choice[] {
   const out: Choice[] = [];
   const add = (label: string, types: string[], title: string) => {
-    const n = count(r, types);
+    // CPU samples are one type, the first the recording has (model/jfr/profile.ts CPU_EVENTS)
+    const n = types === CPU_EVENTS ? (types.map((t) => count(r, [t])).find((x) => x > 0) ?? 0) : count(r, types);
     if (n > 0) out.push({ label, description: `${n.toLocaleString('en-US')} events`, detail: types.join(', '), profile: types, title });
   };
   add('CPU samples', CPU_EVENTS, 'CPU');
