@@ -20,8 +20,12 @@ export class JfrSummaryBuilder implements EventVisitor {
     c.bytes += size;
   }
 
+  private readonly looked = new WeakSet<JfrClass>();
+
   wants(t: JfrClass): boolean {
-    if (!this.stackTypes.has(t.name) && t.fields.some((f) => f.name === 'stackTrace')) this.stackTypes.add(t.name);
+    if (this.looked.has(t)) return false;
+    this.looked.add(t);
+    if (t.fields.some((f) => f.name === 'stackTrace')) this.stackTypes.add(t.name);
     return false;
   }
 
