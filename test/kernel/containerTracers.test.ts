@@ -169,9 +169,12 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     t.diagnostic(`heavy ${heavy}, light ${light}: heavy's share ${pct(heavy / (heavy + light))} (known 75 %), ${doc.samples} samples`);
     t.diagnostic(doc.cpuCheck?.message ?? 'no CPU check');
     assert.equal(doc.cpuCheck?.verdict, 'agree', 'every thread\'s samples against the JVM\'s own CPU time');
-    // ~1200 samples of heavy/light on an idle machine; a loaded one (rerun when `uptime` says > 3) gives it far less CPU
-    assert.ok(heavy + light >= 150, `only ${heavy + light} samples in heavy/light`);
-    assert.ok(Math.abs(heavy / (heavy + light) - 0.75) <= 0.05, `heavy's share ${pct(heavy / (heavy + light))}`);
+    // ~1200 samples of heavy/light on an idle machine; at load 20 (2 cores) the JVM gets ~0.7 s of CPU
+    // in 8 s, ~100 samples: the share is held to 5 points or 2.5 standard errors, whichever is wider
+    const n = heavy + light;
+    assert.ok(n >= 80, `only ${n} samples in heavy/light`);
+    const tolerance = Math.max(0.05, 2.5 * Math.sqrt((0.75 * 0.25) / n));
+    assert.ok(Math.abs(heavy / n - 0.75) <= tolerance, `heavy's share ${pct(heavy / n)}, known 75 % ± ${pct(tolerance)} at ${n} samples`);
     const chain = doc.stacks.find((s) => s.frames[0]?.function === 'AgentSplit.mix' && s.frames[1]?.function === 'AgentSplit.heavy');
     assert.ok(chain, 'a stack with mix called from heavy');
     assert.equal(chain.frames[1].file, 'AgentSplit.java');
