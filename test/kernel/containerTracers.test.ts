@@ -32,12 +32,12 @@ const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
 
 describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: prep.skip, timeout: 600_000 }, () => {
   const { contained } = containerBed({
-    fixtures: ['c/cpusplit.c', 'c/offcpuwait.c', 'c/arenaalloc.c', 'java/AgentSplit.java', 'java/LockContention.java', 'java/HeapSites.java', 'java/GcPhases.java', 'java/FixtureRun.java'],
+    fixtures: ['c/cpusplit.c', 'c/offcpuwait.c', 'c/arenaalloc.c', 'java/AgentSplit.java', 'java/LockContention.java', 'java/HeapSites.java', 'java/GcPhases.java', 'java/FixtureRun.java', 'java/OffcpuWaits.java'],
     build:
       'gcc -g -O0 -fno-omit-frame-pointer -o /app/cpusplit /app/cpusplit.c && ' +
       'gcc -g -O1 -fno-omit-frame-pointer -pthread -o /app/offcpuwait /app/offcpuwait.c && ' +
       'gcc -g -O1 -o /app/arenaalloc /app/arenaalloc.c && ' +
-      'javac -d /app /app/AgentSplit.java /app/LockContention.java /app/HeapSites.java /app/GcPhases.java /app/FixtureRun.java',
+      'javac -d /app /app/AgentSplit.java /app/LockContention.java /app/HeapSites.java /app/GcPhases.java /app/FixtureRun.java /app/OffcpuWaits.java',
   });
 
   test('the image', (t) => {
@@ -180,6 +180,19 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     assert.equal(chain.frames[1].file, 'AgentSplit.java');
     assert.equal(chain.frames[1].line, 21);
     assert.deepEqual(fs.readdirSync(`/proc/${c.hostPid}/root/tmp`).filter((f) => f.startsWith('.ebpf-studio-jvm-')), [], "the agent's sample file is removed from the container's /tmp");
+  });
+
+  test('profile --event offcpu --pid: a JVM in a container, 3:1 sleep split by Java method', { timeout: 120_000 }, async (t) => {
+    const c = await contained(['java', '-cp', '/app', 'OffcpuWaits', '90000']);
+    const r = await startCli(['profile', '--pid', String(c.hostPid), '--event', 'offcpu', '--duration', '5', '--json', '--verbose']).done;
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /Java stacks from the agent at each return to user space/);
+    const doc = JSON.parse(r.stdout) as ProfileResult;
+    const long = usWith(doc, /^OffcpuWaits\.sleepLong$/);
+    const short = usWith(doc, /^OffcpuWaits\.sleepShort$/);
+    t.diagnostic(`sleepLong ${(long / 1e3).toFixed(0)} ms, sleepShort ${(short / 1e3).toFixed(0)} ms: share ${pct(long / (long + short))} (known 75 %)`);
+    assert.ok(long + short > 2e6, 'the sleeper was off CPU most of 5 s under Java frames');
+    assert.ok(Math.abs(long / (long + short) - 0.75) <= 0.05, `sleepLong's share ${pct(long / (long + short))}`);
   });
 
   test('profile --event lock --pid: a JVM in a container, waits per site against its own timing', { timeout: 150_000 }, async (t) => {
