@@ -8,6 +8,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "hist_tracer.bpf.h"
+#include "cgroup_filter.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -39,6 +40,8 @@ static __always_inline void io_start(struct request *rq, bool issue)
 	s.ts = bpf_ktime_get_ns();
 	tgid = bpf_get_current_pid_tgid() >> 32;
 	if (target_tgid && tgid != target_tgid)
+		return;
+	if (!in_target_cgroup((struct task_struct *)bpf_get_current_task()))
 		return;
 	s.tgid = tgid;
 	if (key_mode == BIO_KEY_PROCESS)

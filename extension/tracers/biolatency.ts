@@ -2,6 +2,7 @@
 // with --queued, from entering the I/O scheduler's queue) to completion, for all disks, per disk
 // or per process; bpf/biolatency.bpf.c on the log2-histogram kit.
 import { histTracer } from './histTracer';
+import { containerCgroup } from '../sys/proc/containerCgroup';
 
 export const biolatencyTracer = histTracer({
   name: 'biolatency',
@@ -10,12 +11,14 @@ export const biolatencyTracer = histTracer({
   attaches: 'the block tracepoints',
   // key_mode 0, BIO_KEY_DISK, BIO_KEY_PROCESS
   per: ['none', 'disk', 'process'],
+  // I/O a container's tasks start, by their cgroup (bpf/cgroup_filter.bpf.h)
+  containerFilter: true,
   rodata: (o) => ({ queued: o.queued }),
   // `ebpf-studio biolatency`, printed like libbpf-tools biolatency
   cli: {
     pid: 'only I/O that process P started',
     per: { disk: 'one histogram per disk', process: 'one histogram per process (the one that started the I/O)' },
     flags: { queued: 'count from entering the I/O scheduler queue, not from issue to the device' },
-    banner: (targets, o) => `Tracing block device I/O${o.queued ? ' (queued and on the device)' : ''}${targets.length ? ` of pid ${targets.join(', ')}` : ''}... Hit Ctrl-C to end.`,
+    banner: (targets, o) => `Tracing block device I/O${o.queued ? ' (queued and on the device)' : ''}${targets.length ? ` of pid ${targets.join(', ')}` : o.container ? ` started by container ${containerCgroup(o.container).label}` : ''}... Hit Ctrl-C to end.`,
   },
 });

@@ -131,6 +131,29 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     assert.match(none.stderr, /no running container is named "no-such-container-here"/);
   });
 
+  test('biolatency --container: the direct writes a container starts, one request each', { timeout: 90_000 }, async (t) => {
+    const writes = 300;
+    const c = await contained(['sh', '-c', `echo ready; read x; dd if=/dev/zero of=/app/dd-${process.pid} bs=4k count=${writes} oflag=direct 2>/dev/null; echo done`]);
+    const idle = await contained(['sh', '-c', 'echo ready; exec sleep 60']);
+    const cli = startCli(['biolatency', '--container', c.name, '--per-process', '--json', '--verbose']);
+    const quiet = startCli(['biolatency', '--container', idle.name, '--json', '--verbose']);
+    assert.ok(await waitFor(() => [cli, quiet].every((x) => /biolatency: attached via/.test(x.stderr()) || x.child.exitCode !== null), 20_000), cli.stderr() + quiet.stderr());
+    c.send('go');
+    assert.ok(await waitFor(() => c.out().includes('done'), 60_000), `dd did not finish: ${c.out()}`);
+    await sleep(500);
+    cli.child.kill('SIGINT');
+    quiet.child.kill('SIGINT');
+    const [r, q] = [await cli.done, await quiet.done];
+    assert.equal(r.code, 0, r.stderr);
+    const res = JSON.parse(r.stdout) as HistResult;
+    const dd = res.histograms.filter((h) => h.comm === 'dd').reduce((n, h) => n + h.count, 0);
+    const idleCount = (JSON.parse(q.stdout) as HistResult).histograms.reduce((n, h) => n + h.count, 0);
+    t.diagnostic(`biolatency: ${dd} requests of dd (${res.histograms.map((h) => `${h.comm} ${h.count}`).join(', ')}) for its ${writes} direct 4 KiB writes; the sleeping container ${idleCount}`);
+    // each O_DIRECT write is one request from dd; the file system's journal is written by its own threads
+    assert.ok(Math.abs(dd - writes) <= 3, `dd's requests ${dd} for ${writes} direct writes`);
+    assert.equal(idleCount, 0, 'the sleeping container started no I/O');
+  });
+
   test('memleak --pid: a program in a container allocating from its own arena — "saw nothing" is an error naming the cause', { timeout: 60_000 }, async (t) => {
     const c = await contained(['/app/arenaalloc', '30']);
     const r = await startCli(['memleak', '--pid', String(c.hostPid), '--duration', '3', '--json']).done;
