@@ -128,3 +128,22 @@ export function formatMovers(d: ProfileDiff, baseName: string, newName: string, 
     ...rows,
   ].join('\n');
 }
+
+/** One side of a comparison as the user knows it: its title and, for a session, when it started (ISO 8601). */
+export interface DiffSide {
+  label: string;
+  startedAt?: string;
+}
+
+/**
+ * The names a diff shows for its two sides. Two profiles of the same program carry the same
+ * title ("CPU: pid 42 (java)"), and two files may share a name: equal names are told apart by
+ * when each started, or else marked base and new, so the header and the legend never read
+ * "X → X" and the user can tell which side is which.
+ */
+export function diffSideLabels(base: DiffSide, next: DiffSide, time = (iso: string) => new Date(iso).toLocaleTimeString()): [string, string] {
+  if (base.label !== next.label) return [base.label, next.label];
+  const [a, b] = [base.startedAt && time(base.startedAt), next.startedAt && time(next.startedAt)];
+  if (a && b && a !== b) return [`${base.label} ${a}`, `${next.label} ${b}`];
+  return [`${base.label} (base)`, `${next.label} (new)`];
+}

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { diffProfiles, type ProfileDiff } from '../../extension/model/profileDiff';
+import { diffProfiles, diffSideLabels, type ProfileDiff } from '../../extension/model/profileDiff';
 import { fromFolded, toSpeedscope } from '../../extension/model/flamegraph/formats';
 import { pathTo } from '../../extension/model/flamegraph/model';
 import { encodePprofGz } from '../../extension/sys/profileFile';
@@ -164,5 +164,20 @@ describe('diff colours', async () => {
     assert.ok(hsl(diffColor(10, scale, false))[1] > hsl(diffColor(2, scale, false))[1]);
     assert.ok(hsl(diffColor(10, scale, true))[2] < hsl(diffColor(10, scale, false))[2], 'darker on a dark theme');
     assert.equal(diffScale(0.2), 1, 'tiny differences stay pale');
+  });
+});
+
+describe('the names of a diff\'s two sides', () => {
+  const time = (iso: string) => iso.slice(11, 19);
+  test('two sessions of one program are told apart by when each started', () => {
+    assert.deepEqual(diffSideLabels({ label: 'CPU: pid 42 (sh)', startedAt: '2026-11-27T20:25:11.000Z' }, { label: 'CPU: pid 42 (sh)', startedAt: '2026-11-27T20:25:24.000Z' }, time), [
+      'CPU: pid 42 (sh) 20:25:11',
+      'CPU: pid 42 (sh) 20:25:24',
+    ]);
+  });
+  test('equal names without distinct times are marked base and new; different names stay as they are', () => {
+    assert.deepEqual(diffSideLabels({ label: 'cpu.pb.gz' }, { label: 'cpu.pb.gz' }, time), ['cpu.pb.gz (base)', 'cpu.pb.gz (new)']);
+    assert.deepEqual(diffSideLabels({ label: 'a', startedAt: '2026-11-27T20:25:11.000Z' }, { label: 'a', startedAt: '2026-11-27T20:25:11.500Z' }, time), ['a (base)', 'a (new)']);
+    assert.deepEqual(diffSideLabels({ label: 'before.folded' }, { label: 'after.folded' }, time), ['before.folded', 'after.folded']);
   });
 });

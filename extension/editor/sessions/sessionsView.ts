@@ -11,10 +11,9 @@ import { liveSessions, onDidChangeLiveSessions } from './liveSessions';
 import { finishedSessions, forgetSession, loadSession, loadStoredText, onDidChangeFinished, type FinishedEntry } from './sessionStore';
 import { showSession } from './sessionViews';
 import { readSessionUri } from './readSessionUri';
-import { peekTracer, readSession, sessionFileName, sessionJson, writeSession, SESSION_SUFFIX, type AnySessionFile } from '../../model/sessionFile';
+import { peekTracer, readSession, sessionFileName, sessionJson, writeSession, SESSION_SUFFIX, type AnySessionFile, type SessionFile } from '../../model/sessionFile';
 import { errorText, showError } from '../ui/errors';
-import { compareProfiles } from '../features/profile/profileDiff';
-import type { FlameProfile } from '../../model/flamegraph/profileData';
+import { compareProfiles, type CompareInput } from '../features/profile/profileDiff';
 import { catalogEntry } from '../../protocol/catalog';
 
 export const SAVED_GLOB = `**/*${SESSION_SUFFIX}`;
@@ -165,7 +164,7 @@ async function documentOf(n: Node): Promise<{ file: AnySessionFile; key?: string
 }
 
 /** Profiles the user can compare against: finished profile sessions and saved profile files. */
-async function pickOtherProfile(tree: SessionsTree, not: Node): Promise<FlameProfile | undefined> {
+async function pickOtherProfile(tree: SessionsTree, not: Node): Promise<CompareInput | undefined> {
   const groups = await Promise.all([tree.getChildren({ kind: 'group', group: 'finished' }), tree.getChildren({ kind: 'group', group: 'saved' })]);
   const same = (c: Node) => (c.kind === 'finished' && not.kind === 'finished' && c.entry.key === not.entry.key) || (c.kind === 'saved' && not.kind === 'saved' && c.uri.toString() === not.uri.toString());
   const candidates = groups.flat().filter((c) => !same(c) && ((c.kind === 'finished' && c.entry.tracer === 'profile') || (c.kind === 'saved' && c.tracer === 'profile')));
@@ -179,12 +178,19 @@ async function pickOtherProfile(tree: SessionsTree, not: Node): Promise<FlamePro
   if (!pick) return undefined;
   if (pick.node) {
     const d = await documentOf(pick.node);
-    return d?.file.tracer === 'profile' ? d.file.data.profile : undefined;
+    return d?.file.tracer === 'profile' ? sessionSide(d.file) : undefined;
   }
   const uri = (await vscode.window.showOpenDialog({ title: 'Base profile', canSelectMany: false }))?.[0];
   if (!uri) return undefined;
   const { profileFromFile } = await import('./sessionEditors');
-  return profileFromFile(uri);
+  const profile = await profileFromFile(uri);
+  return { profile, label: profile.name || path.basename(uri.fsPath) };
+}
+
+/** A profile session as one side of a diff: its title, and when it started to tell two of one program apart. */
+function sessionSide(file: SessionFile<'profile'>): CompareInput {
+  const { profile } = file.data;
+  return { profile, label: file.title || profile.name || 'profile', startedAt: file.startedAt };
 }
 
 export function activate(context: vscode.ExtensionContext): void {
@@ -243,7 +249,7 @@ export function activate(context: vscode.ExtensionContext): void {
       const d = await documentOf(n);
       if (d?.file.tracer !== 'profile') throw new Error('Compare With… works on CPU profiles');
       const base = await pickOtherProfile(tree, n);
-      if (base) await compareProfiles({ profile: base, label: base.name || 'base' }, { profile: d.file.data.profile, label: d.file.data.profile.name || 'new' });
+      if (base) await compareProfiles(base, sessionSide(d.file));
     }),
     command('ebpfStudio.sessions.delete', async (n) => {
       if (n.kind === 'finished') await forgetSession(n.entry.key);

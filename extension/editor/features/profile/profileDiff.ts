@@ -7,12 +7,13 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import type { ProfileResult } from '../../../protocol/profile';
 import { fromProfileResult, type FlameProfile } from '../../../model/flamegraph/profileData';
+import { diffSideLabels } from '../../../model/profileDiff';
 import { errorText, showError } from '../../ui/errors';
 import { openPanel, PROFILE_EXTENSIONS, PROFILE_FILTER_NAME } from './profile';
 import { readProfileUri } from './readProfileUri';
 
-/** A profile to compare: a file (any format Open CPU Profile reads) or one held in memory. */
-export type CompareInput = vscode.Uri | { profile: FlameProfile | ProfileResult; label: string };
+/** A profile to compare: a file (any format Open CPU Profile reads) or one held in memory (a session: with when it started). */
+export type CompareInput = vscode.Uri | { profile: FlameProfile | ProfileResult; label: string; startedAt?: string };
 
 let extensionContext: vscode.ExtensionContext | undefined;
 
@@ -20,7 +21,7 @@ function isUri(x: unknown): x is vscode.Uri {
   return typeof x === 'object' && x !== null && typeof (x as vscode.Uri).fsPath === 'string' && typeof (x as vscode.Uri).scheme === 'string';
 }
 
-async function load(input: CompareInput): Promise<{ flame: FlameProfile; label: string }> {
+async function load(input: CompareInput): Promise<{ flame: FlameProfile; label: string; startedAt?: string }> {
   if (isUri(input)) {
     const label = path.basename(input.fsPath);
     try {
@@ -31,7 +32,7 @@ async function load(input: CompareInput): Promise<{ flame: FlameProfile; label: 
   }
   const p = input.profile;
   const flame = (p as ProfileResult).tracer === 'profile' ? fromProfileResult(p as ProfileResult, { name: input.label }) : (p as FlameProfile);
-  return { flame, label: input.label };
+  return { flame, label: input.label, startedAt: input.startedAt };
 }
 
 /**
@@ -41,11 +42,12 @@ async function load(input: CompareInput): Promise<{ flame: FlameProfile; label: 
 export async function compareProfiles(base: CompareInput, next: CompareInput): Promise<void> {
   if (!extensionContext) throw new Error('eBPF Studio is not activated yet');
   const [b, n] = await Promise.all([load(base), load(next)]);
-  const title = `CPU diff: ${b.label} → ${n.label}`;
+  const [baseTitle, nextTitle] = diffSideLabels(b, n);
+  const title = `CPU diff: ${baseTitle} → ${nextTitle}`;
   const shown = openPanel(extensionContext, title);
   // Export from the diff panel writes the new profile, which gives the graph its widths.
   shown.profile = n.flame;
-  shown.post({ type: 'diff', base: b.flame, next: n.flame, baseTitle: b.label, nextTitle: n.label, title });
+  shown.post({ type: 'diff', base: b.flame, next: n.flame, baseTitle, nextTitle, title });
 }
 
 async function pickFile(title: string): Promise<vscode.Uri | undefined> {
