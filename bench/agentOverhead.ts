@@ -162,7 +162,7 @@ export async function benchAgent(ctx: BenchContext): Promise<Row[]> {
       better: 'lower',
       peer: peerChild ? { name: 'bpftrace, same GC and safepoint probes, in-kernel histograms', value: round(peerCpu, 2) } : null,
       detail: `${round(wallS, 0)} s run${ctx.quick ? ' (--quick; the full suite runs the 10 minutes the issue asks)' : ''}, ${round(gcRate, 0)} GCs/s in the GC-heavy JVM, ${started} JVMs started and stopped (one every ${churnS} s). The agent also runs system-wide run-queue latency and serves /metrics every 14 s; bpftrace keeps its histograms in the kernel and prints only at exit, so its figure is the floor for this probe set. CPU = utime + stime of the agent process (/proc/PID/stat) over the run; its BPF programs run in the traced threads and are not in it (nor in bpftrace's).`,
-      limit: 'each GC and safepoint is a ring-buffer record decoded in JavaScript plus a histogram update (records wake the reader at most every 100 ms); a scrape renders every series',
+      limit: 'pauses and safepoints are counted in the kernel (no record per pause); what is left is user space: looking for new JVMs each second among the processes that exec\'d (a /proc/PID/maps read each, up to three looks: the machine\'s exec rate, not the GC rate, sets it), the 1 s histogram read, run-queue reads every 5 s, and a scrape rendering every series',
     });
     rows.push({
       name: `agent RSS growth after warm-up (${span} run)`,
