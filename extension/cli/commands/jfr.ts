@@ -5,7 +5,6 @@
 // privilege: it only reads the file, one chunk at a time, within the reader's limits.
 import fs from 'node:fs';
 import type { Command, Io } from '../command';
-import { parse } from '../args';
 import { inputError, usageError } from '../../protocol/errors';
 import type { ProfileResult } from '../../protocol/profile';
 import { readJfrFile, type JfrFileInfo } from '../../sys/jfrFile';
@@ -21,8 +20,12 @@ import { toAllocPprof } from '../../model/allocPprof';
 import { formatSummary } from './profile';
 import { formatGcResult } from './javaGc';
 import { checkOutputFile } from './profileOutput';
+import { numberFlag, parse, pidFlag } from '../args';
+import { dumpJfr, JFR_SETTINGS, recordJfr, type JfrSettings } from '../../sys/jvm/jfrRecord';
 
 const USAGE = `ebpf-studio jfr FILE [--event WHAT] [--json | --folded | --pprof OUT] [--top N]
+       ebpf-studio jfr --record PID --out FILE [--duration S] [--settings profile|default]
+       ebpf-studio jfr --dump PID --out FILE
   FILE           a Java Flight Recording (.jfr) from OpenJDK 11 or later, or async-profiler
   (no --event)   event counts and bytes per event type, like \`jfr summary\`
   --event cpu    execution samples (and JDK 25's CPU-time samples) as a CPU profile
@@ -34,6 +37,9 @@ const USAGE = `ebpf-studio jfr FILE [--event WHAT] [--json | --folded | --pprof 
   --folded       print folded stacks (flamegraph.pl, speedscope)
   --pprof OUT    write the profile as gzipped pprof to OUT
   --top N        rows of the text report (default 20)
+  --record PID   record a running JVM of yours (JFR.start, then JFR.stop after --duration, default 30 s)
+                 through its attach socket, as jcmd would, into --out
+  --dump PID     write what a JVM that records continuously has recorded so far into --out
 A truncated or corrupted recording ends with exit 2 and the byte offset where it stopped making sense.`;
 
 const ALIASES: Record<string, string[]> = { cpu: CPU_EVENTS, alloc: ALLOC_EVENTS, lock: LOCK_EVENTS };
@@ -66,16 +72,37 @@ function writePprof(r: ProfileResult, out: string, info: JfrFileInfo, io: Io): v
   io.err(`wrote ${r.samples} events (${r.stacks.length} stacks, ${r.unit}) to ${out}`);
 }
 
+/** --record / --dump: the JVM writes the recording, we move it to --out. */
+async function record(values: Record<string, unknown>, positionals: string[], io: Io): Promise<number> {
+  if (positionals.length || (values.record !== undefined && values.dump !== undefined)) throw usageError('--record and --dump take a pid and --out, and no recording file');
+  if (typeof values.out !== 'string') throw usageError('give --out FILE: where the recording goes');
+  const out = checkOutputFile(values.out, '--out', 'app.jfr');
+  if (fs.existsSync(out)) throw inputError(`--out ${values.out} exists: choose a new file`);
+  const pid = pidFlag((values.record ?? values.dump) as string, values.record !== undefined ? '--record' : '--dump')!;
+  if (values.dump !== undefined) {
+    await dumpJfr(pid, { dest: out, timeoutMs: 20_000 });
+    io.err(`wrote the recording of pid ${pid} so far to ${out}`);
+    return 0;
+  }
+  const durationS = numberFlag(values.duration as string | undefined, '--duration', 1, 86_400, { integer: true }) ?? 30;
+  const settings = (values.settings ?? 'profile') as JfrSettings;
+  if (!JFR_SETTINGS.includes(settings)) throw usageError(`--settings must be one of ${JFR_SETTINGS.join(', ')}`);
+  await recordJfr(pid, { durationS, settings, dest: out, timeoutMs: 20_000 });
+  io.err(`recorded pid ${pid} for ${durationS} s (${settings} settings) into ${out}: ebpf-studio jfr ${values.out}`);
+  return 0;
+}
+
 export const jfrCommand: Command = {
   name: 'jfr',
   summary: 'read a Java Flight Recording: event counts, or its samples as a profile and its GCs',
   usage: USAGE,
   async run(argv, io) {
-    const { values, positionals } = parse(argv, { event: { type: 'string' }, json: { type: 'boolean' }, folded: { type: 'boolean' }, pprof: { type: 'string' }, top: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, true);
+    const { values, positionals } = parse(argv, { event: { type: 'string' }, json: { type: 'boolean' }, folded: { type: 'boolean' }, pprof: { type: 'string' }, top: { type: 'string' }, record: { type: 'string' }, dump: { type: 'string' }, out: { type: 'string' }, duration: { type: 'string' }, settings: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, true);
     if (values.help) {
       io.out(USAGE);
       return 0;
     }
+    if (values.record !== undefined || values.dump !== undefined) return record(values, positionals, io);
     if (positionals.length !== 1) throw usageError(`give one recording (got ${positionals.length})`);
     const [file] = positionals;
     const event = values.event as string | undefined;
