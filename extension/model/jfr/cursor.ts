@@ -57,6 +57,10 @@ export class Cursor {
     if (this.pos + n > this.end) this.fail(this.end === this.buf.length ? `the recording ends inside a value (${n} more bytes needed)` : `a value runs past the end of its event (${n} more bytes needed)`);
   }
 
+  private cutInteger(): never {
+    return this.fail(this.end === this.buf.length ? 'the recording ends inside a compressed integer' : 'a compressed integer runs past the end of its event');
+  }
+
   u8(): number {
     this.need(1);
     return this.buf[this.pos++];
@@ -115,7 +119,7 @@ export class Cursor {
     let scale = 1;
     // up to 7 bytes (49 bits) a double is exact; longer values (negative longs are 9 bytes) take BigInt
     for (let i = 0; i < 7; i++) {
-      if (p >= end) this.fail('the recording ends inside a compressed integer');
+      if (p >= end) this.cutInteger();
       const x = b[p++];
       v += (x & 0x7f) * scale;
       scale *= 128;
@@ -132,7 +136,7 @@ export class Cursor {
     let p = this.pos;
     let v = 0n;
     for (let i = 0; i < 9; i++) {
-      if (p >= this.end) this.fail('the recording ends inside a compressed integer');
+      if (p >= this.end) this.cutInteger();
       const x = b[p++];
       if (i === 8) {
         v |= BigInt(x) << 56n;
