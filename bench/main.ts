@@ -18,6 +18,7 @@ import { benchProfileUnwind } from './profileUnwind';
 import { benchAttach } from './attachLatency';
 import { benchBiolatency } from './biolatencyOverhead';
 import { benchCpudist } from './cpudistOverhead';
+import { benchLatency } from './latencyOverhead';
 import { benchSymbolizeRows } from './symbolizeRows';
 import { benchFlamegraphRows } from './flamegraphRows';
 import { benchLiveViewRows } from './liveViews';
@@ -64,6 +65,7 @@ const GROUPS: Group[] = [
   { id: 'agent', run: benchAgent, missing: () => needsObject('java-gc')() ?? needsObject('runqlat')() ?? (fs.existsSync('/usr/lib/jvm/java-17-openjdk-amd64/bin/java') ? undefined : 'no JDK 17 (apt-get install openjdk-17-jdk-headless)') },
   { id: 'java-agent', run: benchJavaAgent, missing: () => needsTracer('profile')() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
   { id: 'java-walk', run: (ctx) => benchJavaWalk(ctx, cli), missing: () => needsTracer('profile')() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
+  { id: 'latency', run: benchLatency, missing: needsTracer('latency') },
   { id: 'jfr', run: benchJfr, missing: () => (fs.existsSync(path.join(JAVA_HOME, 'bin', 'javac')) ? undefined : 'no JDK 17 (apt-get install openjdk-17-jdk-headless)') },
 ];
 

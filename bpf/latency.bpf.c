@@ -45,7 +45,8 @@ const volatile __u64 threshold_ns = 0;
 /* lat_return is attached to the function's ret instructions (sp there is the entry's sp) rather
  * than as a uretprobe (sp there is 8 above it). A uretprobe swaps the return address on the stack
  * for its trampoline's, which C++ exception unwinding cannot step past (the program aborts with
- * std::terminate), so the ret instructions are preferred wherever the function has no tail call. */
+ * std::terminate): user space chooses the ret instructions where an exception may pass (C++,
+ * Go), the uretprobe elsewhere (it costs half: its trampoline returns by syscall, not a trap). */
 const volatile bool ret_insns = false;
 
 struct inflight {
@@ -185,7 +186,7 @@ int BPF_KPROBE(lat_entry)
 	}
 	f->sp[d & (LAT_DEPTH - 1)] = sp;
 	f->ts[d & (LAT_DEPTH - 1)] = now;
-	if (!threshold_ns || bpf_probe_read_user(&f->ra[d & (LAT_DEPTH - 1)], 8, (void *)sp))
+	if (!threshold_ns || !ret_insns || bpf_probe_read_user(&f->ra[d & (LAT_DEPTH - 1)], 8, (void *)sp))
 		f->ra[d & (LAT_DEPTH - 1)] = 0;
 	f->depth = d + 1;
 	return 0;

@@ -9,6 +9,8 @@ export interface LatencyOptions extends HistOptions<'none'> {
   target: string;
   /** calls at least this slow are sent with their stacks; 0 = none */
   thresholdMs: number;
+  /** how returns are caught: at the function's ret instructions, a uretprobe, or chosen (auto) */
+  returns?: 'auto' | 'ret' | 'uretprobe';
 }
 
 /** Figures of all calls so far (percentiles from the kernel's log-linear histogram, within ~3 %). */

@@ -24,6 +24,8 @@ export interface ResolvedFunction {
   tailCalls: string[];
   /** where a FILE:LINE target resolved to */
   line?: { file: string; line: number };
+  /** why an exception (or a moving stack) may pass through a call: a C++ runtime, Go; undefined when none */
+  unwinds?: string;
 }
 
 const STT_FUNC = 2;
@@ -119,6 +121,16 @@ function byLine(files: ReachedFile[], file: string, line: number): { file: Reach
   throw inputError(`${file}:${line}: ${why || 'no file the process maps has DWARF line tables (build with -g)'}`);
 }
 
+/** Why a uretprobe's swapped return address could break the program: C++ exceptions unwind through
+ * calls (a C++ runtime is mapped, or the module has exception tables), Go moves its stacks. */
+function unwinder(pid: number, elf: ElfFile): string | undefined {
+  const cxx = mapsOrExplain(pid).find((m) => /\/lib(std)?c\+\+(abi)?\.so/.test(m.path));
+  if (cxx) return `it maps the C++ runtime (${path.basename(cxx.path)}), whose exceptions unwind through calls`;
+  if (elf.section('.gcc_except_table')) return 'it has C++ exception tables (.gcc_except_table)';
+  if (elf.section('.gopclntab') || elf.section('.go.buildinfo')) return 'it is a Go program, whose runtime moves stacks';
+  return undefined;
+}
+
 /** The function of a `FUNCTION` or `FILE:LINE` target in a running process. */
 export function resolveTarget(pid: number, target: string): ResolvedFunction {
   const files = codeFiles(pid);
@@ -138,6 +150,7 @@ export function resolveTarget(pid: number, target: string): ResolvedFunction {
       retOffsets: sites.rets.map((a) => fileOffset(elf, a)),
       tailCalls: sites.tailCalls,
       line: found.line,
+      unwinds: unwinder(pid, elf),
     };
   });
 }

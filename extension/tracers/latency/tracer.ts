@@ -35,6 +35,7 @@ function validate(raw: unknown): LatencyOptions {
     per: oneOf(o, 'per', ['none'] as const, 'none'),
     unit: oneOf(o, 'unit', ['us', 'ms'] as const, 'us'),
     intervalS: num(o, 'intervalS', 0.1, 3600, 1),
+    returns: oneOf(o, 'returns', ['auto', 'ret', 'uretprobe'] as const, 'auto'),
   };
 }
 
@@ -207,6 +208,16 @@ class LatencySession {
   }
 }
 
+/** ret instructions where an exception may pass through the call (a uretprobe would abort it), else the cheaper uretprobe. */
+function returnsAtRet(o: LatencyOptions, fn: ResolvedFunction): boolean {
+  if (o.returns === 'uretprobe') return false;
+  if (fn.tailCalls.length) {
+    if (o.returns === 'ret') throw unsuitableError(`${fn.name} ends in a tail call (${fn.tailCalls.slice(0, 3).join(', ')}): those calls end at no ret of its own; measure it with --returns uretprobe`);
+    return false;
+  }
+  return o.returns === 'ret' || fn.unwinds !== undefined;
+}
+
 function probeOf(fn: ResolvedFunction, retInsns: boolean): LatencyProbe {
   return { function: fn.name, module: fn.module.name, address: `0x${fn.entry.toString(16)}`, returns: retInsns ? 'ret-instructions' : 'uretprobe' };
 }
@@ -223,9 +234,9 @@ export const latencyTracer: Tracer<'latency'> = {
     if (!target) throw inputError(`no process with pid ${options.pid} is running (check with: ps -p ${options.pid})`);
     const fn = resolveTarget(options.pid, options.target);
     const warnings: string[] = [];
-    const retInsns = fn.tailCalls.length === 0;
+    const retInsns = returnsAtRet(options, fn);
     if (retInsns && fn.retOffsets.length === 0) throw unsuitableError(`${fn.name} never returns (no ret instruction): there is no call duration to measure`);
-    if (!retInsns) warnings.push(`${fn.name} ends in a tail call (${fn.tailCalls.slice(0, 3).join(', ')}): its returns are caught with a uretprobe, which a C++ exception thrown through it cannot unwind past (the program would abort)`);
+    if (!retInsns && fn.unwinds) warnings.push(`${fn.name} ends in a tail call (${fn.tailCalls.slice(0, 3).join(', ') || 'asked: --returns uretprobe'}): its returns are caught with a uretprobe, and ${fn.unwinds}: an exception thrown through it aborts the program`);
     if (fn.line) env.log(`latency: ${options.target} is in ${fn.name} (${fn.line.file}:${fn.line.line})`);
     const obj = load(env, options, fn, retInsns);
     const s = new LatencySession(options, fn, probeOf(fn, retInsns), obj, env, events, target);
