@@ -286,7 +286,13 @@ static void on_sigprof(int sig, siginfo_t *info, void *ucontext) {
       }
       s->num_frames = trace.num_frames;
     }
-    s->ts = now_ns();
+    // Stamped at entry, not at the end of the walk: a handler that runs long (preempted on a
+    // loaded machine) can be sampled again while it runs, and that sample's signal is handled
+    // right after. The helper pairs a sample with the first record of its thread stamped at or
+    // after it and before the thread's next sample: an end stamp would fall after that next
+    // sample and leave this sample unpaired. Stamped after g_in_handler rose, which the
+    // service thread's watermark relies on.
+    s->ts = entered;
     atomic_store_explicit(&s->state, SLOT_READY, memory_order_release);
   }
   atomic_fetch_add_explicit(&g_handler_ns, (uint64_t)(now_ns() - entered), memory_order_relaxed);
