@@ -30,6 +30,34 @@ const countWith = (r: ProfileResult, re: RegExp) => r.stacks.filter((s) => has(s
 const usWith = (r: ProfileResult, re: RegExp) => r.stacks.filter((s) => has(s, re)).reduce((n, s) => n + (s.value ?? 0), 0);
 const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
 
+/** Each thread's run-queue wait (ns) and timeslices run so far (/proc/PID/task/TID/schedstat). */
+function threadSched(pid: number): Map<number, { delayNs: number; slices: number }> {
+  const m = new Map<number, { delayNs: number; slices: number }>();
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const [, delay, slices] = fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').trim().split(' ').map(Number);
+      m.set(Number(tid), { delayNs: delay, slices });
+    } catch {
+      /* the thread ended */
+    }
+  }
+  return m;
+}
+
+/**
+ * A thread's off-CPU share in `long` against what its waits make it: each sleep of [longMs,
+ * shortMs] lasts that long plus the wait for a CPU after waking (its mean from schedstat over the
+ * session: on a loaded machine that is milliseconds, and it moves a 3:1 split towards 1:1).
+ */
+function sharePerSchedstat(stacks: ProfileStack[], long: RegExp, short: RegExp, [longMs, shortMs]: [number, number], a: { delayNs: number; slices: number }, b: { delayNs: number; slices: number }, t: { diagnostic(s: string): void }) {
+  const doc = { stacks } as ProfileResult;
+  const [l, s] = [usWith(doc, long), usWith(doc, short)];
+  const d = (b.delayNs - a.delayNs) / Math.max(1, b.slices - a.slices) / 1e6;
+  const expected = (longMs + d) / (longMs + shortMs + 2 * d);
+  t.diagnostic(`one thread: ${(l / 1e3).toFixed(0)} ms vs ${(s / 1e3).toFixed(0)} ms, share ${pct(l / (l + s))}; its mean wait for a CPU after waking ${d.toFixed(2)} ms, so ${pct(expected)} expected (${pct(longMs / (longMs + shortMs))} on an idle machine)`);
+  return { ours: l / (l + s), expected };
+}
+
 describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: prep.skip, timeout: 600_000 }, () => {
   const { contained } = containerBed({
     fixtures: ['c/cpusplit.c', 'c/offcpuwait.c', 'c/arenaalloc.c', 'java/AgentSplit.java', 'java/LockContention.java', 'java/HeapSites.java', 'java/GcPhases.java', 'java/FixtureRun.java', 'java/OffcpuWaits.java'],
@@ -167,14 +195,20 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
 
   test('profile --event offcpu --pid: a C program in a container, 3:1 blocked-time split', { timeout: 90_000 }, async (t) => {
     const c = await contained(['/app/offcpuwait']);
+    const before = threadSched(c.hostPid);
     const r = await startCli(['profile', '--pid', String(c.hostPid), '--event', 'offcpu', '--min-block-us', '0', '--duration', '5', '--json']).done;
+    const after = threadSched(c.hostPid);
     assert.equal(r.code, 0, r.stderr);
     const doc = JSON.parse(r.stdout) as ProfileResult;
     const long = usWith(doc, /^wait_long$/);
     const short = usWith(doc, /^wait_short$/);
-    t.diagnostic(`wait_long ${(long / 1e3).toFixed(0)} ms, wait_short ${(short / 1e3).toFixed(0)} ms: share ${pct(long / (long + short))} (known 75 %)`);
+    t.diagnostic(`sleeper and reader: wait_long ${(long / 1e3).toFixed(0)} ms, wait_short ${(short / 1e3).toFixed(0)} ms: share ${pct(long / (long + short))} (75 % plus the wake-up delays)`);
     assert.ok(long + short > 4e6, 'the sleeper and reader were off CPU most of 5 s under the two functions');
-    assert.ok(Math.abs(long / (long + short) - 0.75) <= 0.05, `wait_long's share ${pct(long / (long + short))}`);
+    // the sleeper alone, against its sleeps (90 ms and 30 ms) each lengthened by its own mean run-queue wait after waking
+    const sleeper = (s: ProfileStack) => has(s, /^block_sleep$/);
+    const tid = doc.stacks.find((s) => sleeper(s) && has(s, /^wait_long$/))!.tid;
+    const share = sharePerSchedstat(doc.stacks.filter(sleeper), /^wait_long$/, /^wait_short$/, [90, 30], before.get(tid)!, after.get(tid)!, t);
+    assert.ok(Math.abs(share.ours - share.expected) <= 0.05, `the sleeper's wait_long share ${pct(share.ours)}, expected ${pct(share.expected)}`);
     const frame = doc.stacks.flatMap((s) => s.frames).find((f) => f.function === 'wait_long')!;
     assert.equal(frame.file, '/app/offcpuwait.c');
     assert.ok(doc.stacks.some((s) => s.state === 'lock' && has(s, /^lock_wait$/)), 'the mutex wait is a lock wait');
@@ -207,15 +241,17 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
 
   test('profile --event offcpu --pid: a JVM in a container, 3:1 sleep split by Java method', { timeout: 120_000 }, async (t) => {
     const c = await contained(['java', '-cp', '/app', 'OffcpuWaits', '90000']);
+    const before = threadSched(c.hostPid);
     const r = await startCli(['profile', '--pid', String(c.hostPid), '--event', 'offcpu', '--duration', '5', '--json', '--verbose']).done;
+    const after = threadSched(c.hostPid);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stderr, /Java stacks from the agent at each return to user space/);
     const doc = JSON.parse(r.stdout) as ProfileResult;
-    const long = usWith(doc, /^OffcpuWaits\.sleepLong$/);
-    const short = usWith(doc, /^OffcpuWaits\.sleepShort$/);
-    t.diagnostic(`sleepLong ${(long / 1e3).toFixed(0)} ms, sleepShort ${(short / 1e3).toFixed(0)} ms: share ${pct(long / (long + short))} (known 75 %)`);
-    assert.ok(long + short > 2e6, 'the sleeper was off CPU most of 5 s under Java frames');
-    assert.ok(Math.abs(long / (long + short) - 0.75) <= 0.05, `sleepLong's share ${pct(long / (long + short))}`);
+    const sleeper = doc.stacks.filter((s) => s.comm === 'sleeper');
+    assert.ok(usWith({ ...doc, stacks: sleeper }, /^OffcpuWaits\.sleep(Long|Short)$/) > 2e6, 'the sleeper was off CPU most of 5 s under Java frames');
+    // Thread.sleep(30) and Thread.sleep(10), each lengthened by the thread's own mean run-queue wait after waking
+    const share = sharePerSchedstat(sleeper, /^OffcpuWaits\.sleepLong$/, /^OffcpuWaits\.sleepShort$/, [30, 10], before.get(sleeper[0].tid)!, after.get(sleeper[0].tid)!, t);
+    assert.ok(Math.abs(share.ours - share.expected) <= 0.05, `sleepLong's share ${pct(share.ours)}, expected ${pct(share.expected)}`);
   });
 
   test('profile --event lock --pid: a JVM in a container, waits per site against its own timing', { timeout: 150_000 }, async (t) => {
