@@ -20,8 +20,10 @@
 #define ENOSPC 28
 #endif
 
-/* Binary search steps over one file's rows: up to 2^24 rows (node's 22 MB executable has 372k). */
-#define CFI_ROW_STEPS 24
+/* Binary search steps over one page's rows (the page index narrows each search to one 4 KiB page
+ * of code, which never holds more than a few hundred rows; a page with more than 2^12 stops the
+ * walk): few steps keep the verifier's work within its limits inside the callers' programs. */
+#define CFI_ROW_STEPS 12
 #define CFI_MAPPING_STEPS 9
 
 /* Every file's rows, one range per file, in blocks (user space sizes it to what it loads). */
@@ -38,6 +40,21 @@ static __always_inline struct cfi_row *cfi_row_at(__u32 i)
 	struct cfi_row_block *blk = bpf_map_lookup_elem(&cfi_rows, &b);
 
 	return blk ? &blk->rows[i % CFI_BLOCK_ROWS] : NULL;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cfi_page_block);
+} cfi_pages SEC(".maps");
+
+static __always_inline __u32 *cfi_page_at(__u32 i)
+{
+	__u32 b = i / CFI_BLOCK_PAGES;
+	struct cfi_page_block *blk = bpf_map_lookup_elem(&cfi_pages, &b);
+
+	return blk ? &blk->row[i % CFI_BLOCK_PAGES] : NULL;
 }
 
 struct {
@@ -135,9 +152,9 @@ static __always_inline struct cfi_mapping *cfi_find_mapping(struct cfi_proc *p, 
 	__u32 lo = 0, n = p->count, half;
 	struct cfi_mapping *m;
 
-	if (n > CFI_MAX_MAPPINGS)
-		n = CFI_MAX_MAPPINGS;
-	if (!n)
+	/* no clamp to a constant: a known n makes the verifier walk every path of the search with
+	 * known indexes, which multiplies its work past its limit inside the callers */
+	if (!n || n > CFI_MAX_MAPPINGS)
 		return NULL;
 	for (int i = 0; i < CFI_MAPPING_STEPS && n > 1; i++) {
 		half = n / 2;
@@ -185,6 +202,21 @@ static __always_inline long cfi_read(struct cfi_state *s, __u64 addr, __u64 *out
 		return 0;
 	}
 	return bpf_probe_read_user(out, 8, (void *)addr);
+}
+
+/* The row for rel through the file's page index: a search over one page's rows. */
+static __always_inline struct cfi_row *cfi_find_row_paged(struct cfi_mapping *m, __u32 rel)
+{
+	__u32 page = rel >> CFI_PAGE_SHIFT, k, *lo, *hi;
+
+	if (page < m->page_base || page - m->page_base >= m->page_count)
+		return NULL;
+	k = m->page_start + (page - m->page_base);
+	lo = cfi_page_at(k);
+	hi = cfi_page_at(k + 1);
+	if (!lo || !hi || *hi < *lo || *hi - *lo >= (1 << CFI_ROW_STEPS))
+		return NULL;
+	return cfi_find_row(*lo, *hi - *lo + 1, rel);
 }
 
 struct cfi_loop_ctx {
@@ -312,7 +344,7 @@ static long cfi_step(__u64 index, void *data)
 		s->st.reason = CFI_STOP_NO_ROW;
 		return 1;
 	}
-	row = cfi_find_row(m->row_start, m->row_len, (__u32)rel);
+	row = cfi_find_row_paged(m, (__u32)rel);
 	if (!row) {
 		s->st.reason = CFI_STOP_NO_ROW;
 		return 1;

@@ -17,12 +17,62 @@ import type { UnwindInfo } from '../protocol/profile';
 export const CFI_MAX_MAPPINGS = 256;
 export const CFI_MAX_FRAMES = 127;
 export const CFI_STACK_ID_BASE = 0x40000000;
-const CFI_MAPPING_SIZE = 32;
+const CFI_MAPPING_SIZE = 48;
 const CFI_PROC_SIZE = 8 + CFI_MAPPING_SIZE * CFI_MAX_MAPPINGS;
 const CFI_STACK_HEADER = 16;
-/** Rows per cfi_rows entry (struct cfi_row_block) */
+/** Rows per cfi_rows entry (struct cfi_row_block), page-index entries per cfi_pages entry */
 const CFI_BLOCK_ROWS = 512;
-const CFI_BLOCK_SIZE = CFI_BLOCK_ROWS * CFI_ROW_SIZE;
+const CFI_BLOCK_PAGES = 1024;
+const PAGE = 1 << 12; // CFI_PAGE_SHIFT
+
+/** A file's page index (bpf/cfi_walk.h): entry k = the row covering the start of page base + k; count + 1 entries. */
+export function pageIndex(rows: { pc: number }[]): { base: number; idx: Uint32Array } {
+  if (!rows.length) return { base: 0, idx: new Uint32Array(0) };
+  const base = Math.floor(rows[0].pc / PAGE);
+  const count = Math.floor(rows[rows.length - 1].pc / PAGE) - base + 1;
+  const idx = new Uint32Array(count + 1);
+  let r = 0;
+  for (let k = 0; k <= count; k++) {
+    const start = (base + k) * PAGE;
+    while (r + 1 < rows.length && rows[r + 1].pc <= start) r++;
+    idx[k] = r;
+  }
+  return { base, idx };
+}
+
+/** An array map written in blocks of entries, with a copy here: a block that gains entries is written whole. */
+class BlockArray {
+  capacity = 0;
+  used = 0;
+  private mirror = Buffer.alloc(0);
+
+  constructor(
+    private readonly map: string,
+    private readonly entrySize: number,
+    private readonly perBlock: number,
+  ) {}
+
+  size(obj: BpfObject, entries: number): void {
+    const blocks = Math.max(1, Math.ceil(entries / this.perBlock));
+    this.capacity = blocks * this.perBlock;
+    this.mirror = Buffer.alloc(blocks * this.perBlock * this.entrySize);
+    obj.setMaxEntries(this.map, blocks);
+  }
+
+  fits(n: number): boolean {
+    return this.used + n <= this.capacity;
+  }
+
+  /** Appends n entries (data: n × entrySize bytes); returns their first index. */
+  append(obj: BpfObject, data: Buffer, n: number): number {
+    const start = this.used;
+    data.copy(this.mirror, start * this.entrySize);
+    const bytes = this.perBlock * this.entrySize;
+    for (let b = Math.floor(start / this.perBlock); b <= Math.floor((start + n - 1) / this.perBlock); b++) obj.mapUpdate(this.map, u32(b), this.mirror.subarray(b * bytes, (b + 1) * bytes));
+    this.used += n;
+    return start;
+  }
+}
 export const CFI_STOP = ['end', 'no-mapping', 'no-row', 'unsupported', 'read', 'depth', 'loop'] as const;
 export type CfiStop = (typeof CFI_STOP)[number];
 export const CFI_STAT = { walks: 7, frames: 8, fpFrames: 9, lost: 10, noTable: 11, walkNs: 12 } as const;
@@ -93,12 +143,10 @@ export interface CfiTableStats {
 
 /** The tables of one BPF object: which files' rows are loaded where, and each process's mappings. */
 export class CfiTables {
-  private readonly files = new Map<string, { table: CfiTable; start?: number }>();
+  private readonly files = new Map<string, { table: CfiTable; start?: number; pages?: { start: number; base: number; count: number } }>();
   private readonly procs = new Map<number, PlannedMapping[]>();
-  private used = 0;
-  private capacity = 0;
-  /** what cfi_rows holds, block by block: a block that gains a file's rows is written whole */
-  private mirror = Buffer.alloc(0);
+  private readonly rows = new BlockArray('cfi_rows', CFI_ROW_SIZE, CFI_BLOCK_ROWS);
+  private readonly pages = new BlockArray('cfi_pages', 4, CFI_BLOCK_PAGES);
   fpMappings = 0;
 
   constructor(private readonly log: (m: string) => void) {}
@@ -152,12 +200,12 @@ export class CfiTables {
     return n;
   }
 
-  /** Sets the map sizes on an opened, not yet loaded object. */
+  /** Sets the map sizes on an opened, not yet loaded object (page index: room in the same proportion as rows). */
   size(obj: BpfObject, rows: number, stacks: number): void {
-    const blocks = Math.max(1, Math.ceil(rows / CFI_BLOCK_ROWS));
-    this.capacity = blocks * CFI_BLOCK_ROWS;
-    this.mirror = Buffer.alloc(blocks * CFI_BLOCK_SIZE);
-    obj.setMaxEntries('cfi_rows', blocks);
+    let pages = 0;
+    for (const f of this.files.values()) pages += pageIndex(f.table.rows).idx.length;
+    this.rows.size(obj, rows);
+    this.pages.size(obj, Math.ceil((pages * rows) / Math.max(1, this.plannedRows)) + 1024);
     obj.setMaxEntries('cfi_stacks', Math.max(1, stacks));
   }
 
@@ -165,16 +213,16 @@ export class CfiTables {
   load(obj: BpfObject): void {
     for (const [key, f] of this.files) {
       if (f.start !== undefined) continue;
-      if (this.used + f.table.rows.length > this.capacity) {
-        this.log(`cfi: no room for the ${f.table.rows.length} rows of ${key} (${this.used} of ${this.capacity} used); its mappings are walked by frame pointers`);
+      const pi = pageIndex(f.table.rows);
+      if (!this.rows.fits(f.table.rows.length) || !this.pages.fits(pi.idx.length)) {
+        this.log(`cfi: no room for the ${f.table.rows.length} rows of ${key} (${this.rows.used} of ${this.rows.capacity} used); its mappings are walked by frame pointers`);
         continue;
       }
-      encodeRows(f.table.rows).copy(this.mirror, this.used * CFI_ROW_SIZE);
-      const first = Math.floor(this.used / CFI_BLOCK_ROWS);
-      const last = Math.floor((this.used + f.table.rows.length - 1) / CFI_BLOCK_ROWS);
-      for (let b = first; b <= last; b++) obj.mapUpdate('cfi_rows', u32(b), this.mirror.subarray(b * CFI_BLOCK_SIZE, (b + 1) * CFI_BLOCK_SIZE));
-      f.start = this.used;
-      this.used += f.table.rows.length;
+      const start = this.rows.append(obj, encodeRows(f.table.rows), f.table.rows.length);
+      const idx = Buffer.alloc(pi.idx.length * 4);
+      pi.idx.forEach((r, i) => idx.writeUInt32LE(start + r, i * 4));
+      f.pages = { start: this.pages.append(obj, idx, pi.idx.length), base: pi.base, count: pi.idx.length - 1 };
+      f.start = start;
     }
     for (const [pid, maps] of this.procs) obj.mapUpdate('cfi_procs', u32(pid), this.procValue(maps));
   }
@@ -190,6 +238,9 @@ export class CfiTables {
       v.writeBigUInt64LE(BigInt.asUintN(64, m.bias), o + 16);
       v.writeUInt32LE(f?.start ?? 0, o + 24);
       v.writeUInt32LE(f?.start !== undefined ? f.table.rows.length : 0, o + 28);
+      v.writeUInt32LE(f?.pages?.start ?? 0, o + 32);
+      v.writeUInt32LE(f?.pages?.base ?? 0, o + 36);
+      v.writeUInt32LE(f?.pages?.count ?? 0, o + 40);
     });
     return v;
   }

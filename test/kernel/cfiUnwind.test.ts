@@ -80,13 +80,15 @@ function cpuNs(p: number): number {
  * upper bound) over the samples the target's CPU time implies.
  */
 async function bpfNsPerSample(target: number, args: string[]): Promise<{ ns: number; samples: number; doc: ProfileResult }> {
-  const cli = startCli([...args, '--duration', '6', '--json', '--verbose']);
+  // the session outlasts the window however slowly a loaded machine starts it
+  const cli = startCli([...args, '--duration', '10', '--json', '--verbose']);
   assert.ok(await waitFor(() => progStats(cli.child.pid!).runs > 0, 30_000), `not attached: ${cli.stderr()}`);
   await new Promise((r) => setTimeout(r, 1000));
   const a = progStats(cli.child.pid!);
   const ca = cpuNs(target);
   await new Promise((r) => setTimeout(r, 3000));
   const b = progStats(cli.child.pid!);
+  assert.ok(b.ns > a.ns, 'the session still ran at the end of the window');
   const samples = ((cpuNs(target) - ca) / 1e9) * 499;
   const r = await cli.done;
   assert.equal(r.code, 0, r.stderr);
@@ -221,7 +223,7 @@ describe('CPU profiles with --unwind cfi', { skip, timeout: 180_000 }, () => {
     let dw: ProfileResult;
     let perf;
     try {
-      const dwarf = startCli(['profile', '--pid', String(p), '--frequency', '499', '--unwind', 'dwarf', '--duration', '6', '--json']);
+      const dwarf = startCli(['profile', '--pid', String(p), '--frequency', '499', '--unwind', 'dwarf', '--duration', '8', '--json']);
       [cfi, fp, perf] = await Promise.all([
         bpfNsPerSample(p, ['profile', '--pid', String(p), '--frequency', '499', '--unwind', 'cfi']),
         bpfNsPerSample(p, ['profile', '--pid', String(p), '--frequency', '499', '--unwind', 'fp']),
