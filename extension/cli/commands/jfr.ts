@@ -44,11 +44,11 @@ A truncated or corrupted recording ends with exit 2 and the byte offset where it
 
 const ALIASES: Record<string, string[]> = { cpu: CPU_EVENTS, alloc: ALLOC_EVENTS, lock: LOCK_EVENTS };
 
-function read(file: string, visitor: Parameters<typeof readJfrFile>[1]): JfrFileInfo {
+function read(file: string, visitor: Parameters<typeof readJfrFile>[1], known?: Set<string>): JfrFileInfo {
   if (!fs.existsSync(file)) throw inputError(`${file} does not exist`);
   if (!fs.statSync(file).isFile()) throw inputError(`${file} is not a regular file`);
   try {
-    return readJfrFile(file, visitor);
+    return readJfrFile(file, visitor, { onChunk: (c) => known && c.metadata.byName.forEach((_, n) => known.add(n)) });
   } catch (e) {
     if (e instanceof JfrError || e instanceof LimitError) throw inputError(`${file} is not a JFR recording we can read: ${e.message}`);
     throw e;
@@ -129,13 +129,22 @@ export const jfrCommand: Command = {
     if (types.some((t) => !/^[\w$.]+$/.test(t))) throw usageError(`--event ${event}: give cpu, alloc, lock, gc or event type names such as jdk.ThreadSleep`);
     const pprofOut = values.pprof === undefined ? undefined : checkOutputFile(values.pprof as string, '--pprof');
     const b = new JfrProfileBuilder(types, file);
-    const info = read(file, b);
+    const known = new Set<string>();
+    const info = read(file, b, known);
+    const unknown = types.filter((t) => !known.has(t));
+    if (!ALIASES[event] && unknown.length === types.length) throw inputError(`${file} has no event type ${unknown.join(' or ')} (ebpf-studio jfr ${file} lists the types it has)`);
     if (b.events === 0) io.err(`the recording has no ${types.join(' or ')} events${ALIASES[event] ? '' : ' (ebpf-studio jfr FILE lists the types it has)'}`);
     const r = b.result();
     if (pprofOut) writePprof(r, pprofOut, info, io);
     else if (values.json) io.out(JSON.stringify(r, null, 2));
     else if (values.folded) io.out(toFolded(fromProfileResult(r, { groupByProcess: false })).trimEnd());
-    else io.out(formatSummary(r, top));
+    else {
+      // the profile report's first line speaks of a sampling frequency a recording does not have
+      const unit = r.unit === 'us' ? 'µs waited' : r.unit === 'bytes' ? 'bytes allocated (estimated by JFR)' : 'samples';
+      const total = r.stacks.reduce((a, x) => a + (x.value ?? x.count), 0);
+      const head = `${r.samples.toLocaleString('en-US')} ${b.used.join(' + ') || types.join(' + ')} events, ${Math.round(total).toLocaleString('en-US')} ${unit}, ${r.stacks.length} distinct stacks`;
+      io.out([head, ...formatSummary(r, top).split('\n').slice(1)].join('\n'));
+    }
     return 0;
   },
 };
