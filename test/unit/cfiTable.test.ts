@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { CFI_KIND, compileCfiFile, encodeRows, type CfiRow } from '../../extension/sys/elf/cfiTable';
+import { pageIndex } from '../../extension/tracers/cfiTables';
 
 const has = (cmd: string) => {
   try {
@@ -156,4 +157,19 @@ test('a file without .eh_frame compiles to no rows; a non-ELF file is an error',
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('pageIndex: each page points at the row covering its start, and its rows end at the next entry', () => {
+  const rows = [0x1000, 0x1010, 0x1ff0, 0x3008, 0x3100, 0x5000].map((pc) => ({ pc }));
+  const { base, idx } = pageIndex(rows);
+  assert.equal(base, 1);
+  // pages 1..5 and the end: 0x1000 → row 0, 0x2000 → row 2 (0x1ff0), 0x3000 → row 2, 0x4000 → row 4, 0x5000 → row 5, 0x6000 → row 5
+  assert.deepEqual([...idx], [0, 2, 2, 4, 5, 5]);
+  // every pc's row (the last at or below it) lies in its page's [idx[k], idx[k + 1]]
+  for (let pc = 0x1000; pc < 0x6000; pc += 0x10) {
+    const want = rows.reduce((w, r, i) => (r.pc <= pc ? i : w), -1);
+    const k = Math.floor(pc / 4096) - base;
+    assert.ok(want >= idx[k] && want <= idx[k + 1], `pc 0x${pc.toString(16)}`);
+  }
+  assert.deepEqual([...pageIndex([]).idx], []);
 });
