@@ -13,9 +13,8 @@ const WARN_SHARE = 0.8;
 export interface ProfileCpuInput {
   pid: number;
   frequency: number;
-  /** samples of the target the BPF program counted, and those it could not record */
+  /** samples of the target the BPF program took (those it could not record, its `lost`, among them) */
   samples: number;
-  lost: number;
   /** the target's utime + stime over the session in ms; undefined when unreadable */
   cpuMs?: number;
 }
@@ -26,7 +25,7 @@ const MISSED_CAUSES =
   'or the pid filter did not match its threads';
 
 export function checkProfileCpu(x: ProfileCpuInput): ProfileCpuCheck {
-  const sampled = x.samples + x.lost;
+  const sampled = x.samples;
   if (x.cpuMs === undefined) return { pid: x.pid, verdict: 'unread', sampled, message: `pid ${x.pid}: sampled ${sampled} — its CPU time could not be read, so this count is not checked` };
   const expected = Math.round((x.cpuMs / 1000) * x.frequency);
   const base = { pid: x.pid, sampled, expected, cpuMs: x.cpuMs };

@@ -130,7 +130,7 @@ export type ProfileCpuVerdict = 'agree' | 'fewer' | 'missed' | 'idle' | 'unread'
 export interface ProfileCpuCheck {
   pid: number;
   verdict: ProfileCpuVerdict;
-  /** samples taken (recorded + lost) */
+  /** samples taken (the lost ones among them) */
   sampled: number;
   /** samples its CPU time implies at the frequency */
   expected?: number;

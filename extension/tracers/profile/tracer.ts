@@ -227,7 +227,7 @@ function attachSamplers(obj: BpfObject, frequency: number): void {
   }
 }
 
-/** The target's utime + stime (ms) and the samples (recorded + lost) counted by then. */
+/** The target's utime + stime (ms) and the samples counted by then. */
 interface CpuMark {
   ms: number;
   taken: number;
@@ -460,7 +460,8 @@ class ProfileRun implements Session<'profile'> {
     if (!this.target || !sameProcess(this.target)) return undefined;
     let taken: number;
     try {
-      taken = readCounter(this.obj, 'stats', PROFILE_STAT.samples) + readCounter(this.obj, 'stats', PROFILE_STAT.lost);
+      // every sample the filter let through; the lost ones are among them
+      taken = readCounter(this.obj, 'stats', PROFILE_STAT.samples);
     } catch {
       return undefined;
     }
@@ -477,8 +478,8 @@ class ProfileRun implements Session<'profile'> {
   private checkCpu() {
     if (!this.target) return undefined;
     const { cpuFirst: a, cpuLast: b } = this;
-    const [samples, cpuMs] = a && b ? [b.taken - a.taken, b.ms - a.ms] : [this.totals.samples + this.totals.lost, undefined];
-    const check = checkProfileCpu({ pid: this.target.pid, frequency: this.options.frequency, samples, lost: 0, cpuMs });
+    const [samples, cpuMs] = a && b ? [b.taken - a.taken, b.ms - a.ms] : [this.totals.samples, undefined];
+    const check = checkProfileCpu({ pid: this.target.pid, frequency: this.options.frequency, samples, cpuMs });
     this.env.log(`profile: ${check.message}`);
     return check;
   }
