@@ -104,6 +104,7 @@ test('the config: the agent\'s parser accepts it, its files are in the mounted S
   const ep = sm.spec.endpoints[0];
   assert.equal(ep.port, svc.spec.ports[0].name);
   assert.equal(ep.scheme, 'https');
+  assert.equal(ep.honorLabels, true, 'the JVMs\' container, pod and namespace labels must win over the agent pod\'s target labels');
   assert.equal(ep.tlsConfig.serverName, `${svc.metadata.name}.${svc.metadata.namespace}.svc`);
   assert.equal(ep.authorization.credentials.name, token.secret.secretName);
   assert.equal(ep.authorization.credentials.key, token.key);
