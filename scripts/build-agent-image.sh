@@ -25,6 +25,9 @@ mirror=${EBPF_STUDIO_DEBIAN_MIRROR:-}
 
 while [ $# -gt 0 ]; do
   case "$1" in
+    --tag|--engine|--node|--out) [ $# -ge 2 ] || { echo "build-agent-image.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
+  esac
+  case "$1" in
     --tag) tag=$2; shift 2 ;;
     --engine) engine=$2; shift 2 ;;
     --node) nodesrc=$2; shift 2 ;;
