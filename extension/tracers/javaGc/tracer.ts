@@ -133,6 +133,20 @@ class LibjvmAttacher {
   }
 }
 
+/**
+ * Attaches a libjvm.so found at start. A file reached through a running JVM (/proc/PID/map_files)
+ * goes with that JVM: when it exited before its probes were in place, the session runs on without
+ * it (said when the file is still there) instead of failing for every other JVM.
+ */
+function attachFound(attacher: LibjvmAttacher, lib: LibjvmTarget, all: boolean, warnings: string[]): void {
+  try {
+    attacher.attach(lib);
+  } catch (e) {
+    if (!all || !lib.path.startsWith('/proc/')) throw e;
+    if (fs.existsSync(lib.path)) warnings.push(`${lib.label} is not traced: attaching failed: ${(e as Error).message}`);
+  }
+}
+
 /** Attaches the exec hook of --all; without it (logged) new JVMs are looked for in all of /proc. */
 function watchExecs(obj: BpfObject, links: number[], log: (m: string) => void): ExecWatch | undefined {
   try {
@@ -255,7 +269,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     if (!options.all) book.prepare(options.pid);
     const attacher = new LibjvmAttacher(obj, attachPid, links, safepointsAvailable, env.log);
     try {
-      for (const lib of libs) attacher.attach(lib);
+      for (const lib of libs) attachFound(attacher, lib, options.all, warnings);
     } catch (e) {
       obj.close();
       book.close();
