@@ -13,11 +13,15 @@ export class JfrSummaryBuilder implements EventVisitor {
   /** event types whose events carry a stack trace (what a profile can be made of) */
   readonly stackTypes = new Set<string>();
 
+  /** events come in runs of one type (a GC's promotion events, a flush of samples): the last entry is kept at hand */
+  private last: JfrTypeCount | undefined;
+
   count(name: string, size: number): void {
-    let c = this.counts.get(name);
+    let c = this.last?.type === name ? this.last : this.counts.get(name);
     if (!c) this.counts.set(name, (c = { type: name, count: 0, bytes: 0 }));
     c.count++;
     c.bytes += size;
+    this.last = c;
   }
 
   private readonly looked = new WeakSet<JfrClass>();
