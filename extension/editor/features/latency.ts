@@ -61,6 +61,8 @@ async function onMessage(m: FromView, s: Measured): Promise<void> {
 function openPanel(context: vscode.ExtensionContext, m: Measured, options: LatencyOptions): TypedPanel<ToView, FromView> {
   const title = `Latency: ${m.name}`;
   const view = createViewPanel<ToView, FromView>(context, 'latency', title);
+  // beside the source, so its lens stays in sight
+  view.panel.reveal(vscode.ViewColumn.Beside, true);
   view.onReady(() => [{ type: 'init', title: `${m.name} in pid ${options.pid}`, unit: options.unit, thresholdMs: options.thresholdMs }]);
   view.onMessage((msg) => onMessage(msg, m));
   view.panel.onDidDispose(() => {

@@ -1,0 +1,52 @@
+// "Measure latency" in a real VS Code (code-server): the CodeLens on a C function's definition of a
+// workspace program, clicked as a user would, asks for the running process and the slow-call
+// threshold, then reads the live figures ("p50 … · p99 … · … calls/s") while the panel draws the
+// histogram and lists the slow calls with their stacks.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { canvasColorPixels, repoRoot, skipReason } from './codeServer';
+import { codeLenses, lineOf, openWorkspaceFile, waitForCodeLenses } from './editorDom';
+import { kernelSkipReason } from '../helpers';
+import { startSession, step } from './steps';
+
+test('Measure latency from a CodeLens in a real VS Code (code-server)', { skip: skipReason() ?? kernelSkipReason(), timeout: 300_000 }, async (t) => {
+  const s = await startSession(t);
+  await step(t, s, 'the lens on lat_work measures it in the running program and shows p50/p99/calls per second live', async () => {
+    await s.waitForCommand('eBPF: Measure Function Latency');
+    for (const f of ['main.c', 'work.c', 'work.h']) fs.copyFileSync(path.join(repoRoot, 'test/fixtures/c/latency', f), path.join(s.workspace, f));
+    const cc = spawnSync('gcc', ['-O2', '-g', '-pthread', 'main.c', 'work.c', '-o', 'latwork'], { cwd: s.workspace, encoding: 'utf8' });
+    assert.equal(cc.status, 0, cc.stderr);
+    const work = spawn(path.join(s.workspace, 'latwork'), ['calls', '100000'], { cwd: s.workspace, stdio: ['pipe', 'ignore', 'ignore'] });
+    t.after(() => work.kill('SIGKILL'));
+    work.stdin.write('g');
+    const pid = work.pid!;
+    const line = lineOf(path.join(s.workspace, 'work.c'), /^long lat_work\(/);
+    const editor = await openWorkspaceFile(s, 'work.c');
+    const lenses = await waitForCodeLenses(editor, (all) => all.some((l) => l.line === line && /Measure latency/.test(l.text)));
+    assert.ok(lenses.some((l) => l.line === line && /Measure latency/.test(l.text)), `no Measure latency lens on work.c:${line}: ${JSON.stringify(lenses)}`);
+    // codeLenses() lists the decorations in DOM order: click the one above lat_work's line
+    const index = (await codeLenses(editor)).findIndex((l) => l.line === line && /Measure latency/.test(l.text));
+    assert.ok(index >= 0, 'the lens on lat_work scrolled away');
+    await editor.locator('.codelens-decoration').nth(index).locator('a').first().click();
+    await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Measure latency of lat_work: process' }).waitFor({ timeout: 30_000 });
+    await s.page.locator('.quick-input-widget .quick-input-box input').fill(String(pid));
+    await s.pickQuickPickItem(new RegExp(`\\b${pid}\\s+latwork`));
+    await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'slow-call threshold' }).waitFor({ timeout: 10_000 });
+    await s.page.keyboard.press('Enter');
+    const live = await waitForCodeLenses(editor, (all) => all.some((l) => l.line === line && /p50 .+ · p99 .+ · .+ calls\/s/.test(l.text)), 60_000);
+    const shown = live.find((l) => l.line === line);
+    assert.match(shown?.text ?? '', /p50 1\.\d+ ms · p99 \d+(\.\d+)? ms · \d+(\.\d)? calls\/s/, JSON.stringify(live));
+    const frame = await s.webviewFrame('Latency: lat_work');
+    await frame.locator('#slow-calls details').first().waitFor({ timeout: 30_000 });
+    const firstSlow = await frame.locator('#slow-calls details').first().innerText();
+    assert.match(firstSlow, /ms · thread \d+/);
+    assert.ok((await canvasColorPixels(frame, 'histogram', ['--vscode-charts-blue:#3794ff'], { skipTopPx: 20 })) > 50, 'the histogram is blank');
+    await frame.locator('#stop').click();
+    await frame.locator('#status').filter({ hasText: /Stopped/ }).waitFor({ timeout: 15_000 });
+    const after = await waitForCodeLenses(editor, (all) => all.some((l) => l.line === line && /stopped/.test(l.text)), 15_000);
+    t.diagnostic(`lens while running: "${shown?.text}"; after Stop: "${after.find((l) => l.line === line)?.text}"`);
+  });
+});
