@@ -212,7 +212,11 @@ describe('ebpf-studio agent in a privileged container', { skip }, () => {
     assert.match(agent.log(), /serving https:\/\/0\.0\.0\.0:\d+\/metrics .*bearer token required/);
     const tokenFile = path.join(k8s, 'scraper.token');
     fs.writeFileSync(tokenFile, token, { mode: 0o600 });
-    const prom = await startPrometheus(k8s, `127.0.0.1:${port}`, tokenFile, { caFile: path.join(k8s, 'ca.crt'), serverName });
+    // The target labels the Prometheus Operator adds for the agent's pod, and the ServiceMonitor's
+    // relabelings (the pod's name as agent_pod, the rest dropped): no JVM is given the agent's pod.
+    const agentPod = { container: 'agent', pod: 'ebpf-studio-agent-x7k2p', namespace: 'ebpf-studio' };
+    const relabel = [{ source_labels: ['pod'], target_label: 'agent_pod' }, { action: 'labeldrop', regex: '(container|pod|namespace)' }];
+    const prom = await startPrometheus(k8s, `127.0.0.1:${port}`, tokenFile, { caFile: path.join(k8s, 'ca.crt'), serverName }, agentPod, relabel);
     children.push(prom.child);
 
     const j = await jvm(1, 96, 4000);
@@ -231,7 +235,8 @@ describe('ebpf-studio agent in a privileged container', { skip }, () => {
     t.diagnostic(`over https: up ${up[0]?.value}; pauses ${seen.reduce((a, x) => a + x.value, 0)}, -Xlog:gc ${own.logYoung + own.logFull}; labels ${JSON.stringify(seen[0]?.metric ?? {})}`);
     assert.equal(up[0]?.value, 1, `Prometheus cannot scrape the agent over https:\n${prom.log().slice(-1500)}`);
     assert.equal(seen.reduce((a, x) => a + x.value, 0), own.logYoung + own.logFull, 'pauses: Prometheus and -Xlog:gc');
-    assert.ok(seen.every((x) => x.metric.container === j.name && x.metric.image === IMAGE), `labels: ${JSON.stringify(seen.map((x) => x.metric))}`);
+    const labelsOk = (m: Record<string, string>) => m.container === j.name && m.image === IMAGE && m.pod === undefined && m.namespace === undefined && m.agent_pod === agentPod.pod && !Object.keys(m).some((k) => k.startsWith('exported_'));
+    assert.ok(seen.every((x) => labelsOk(x.metric)), `labels: ${JSON.stringify(seen.map((x) => x.metric))}`);
     // Without the token: 401, as for any scraper that lacks the Secret.
     const denied = spawnSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '--cacert', path.join(k8s, 'ca.crt'), '--resolve', `${serverName}:${port}:127.0.0.1`, `https://${serverName}:${port}/metrics`], { encoding: 'utf8' });
     if (denied.status === 0) assert.equal(denied.stdout, '401');

@@ -41,21 +41,26 @@ export async function promQuery(base: string, q: string): Promise<number | undef
 /**
  * Prometheus scraping `target` (host:port) every 2 s with the bearer token in `tokenFile`, its
  * data in `dir`; over https when `tls` is given (the CA to check the agent's certificate with,
- * and the name it must carry). The caller kills `child` (SIGTERM) when done.
+ * and the name it must carry); `target` labels as service discovery would add them, and relabel
+ * rules for them (honor_labels: a series' own labels win). The caller kills `child` (SIGTERM) when done.
  */
 export async function startPrometheus(
   dir: string,
   target: string,
   tokenFile: string,
   tls?: { caFile: string; serverName: string },
+  targetLabels?: Record<string, string>,
+  relabel?: Record<string, unknown>[],
 ): Promise<{ base: string; child: ChildProcess; log(): string; startedAt: number }> {
   assert.ok(prometheus, "Debian's prometheus package is not installed");
   const port = await freePort();
   const cfg = path.join(dir, 'prometheus.yml');
   const https = tls ? `    scheme: https\n    tls_config:\n      ca_file: ${tls.caFile}\n      server_name: ${tls.serverName}\n` : '';
+  const labels = targetLabels ? `        labels: ${JSON.stringify(targetLabels)}\n` : '';
+  const honor = `${targetLabels ? '    honor_labels: true\n' : ''}${relabel ? `    relabel_configs: ${JSON.stringify(relabel)}\n` : ''}`;
   fs.writeFileSync(
     cfg,
-    `global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\nscrape_configs:\n  - job_name: ebpf-studio\n${https}    authorization:\n      type: Bearer\n      credentials_file: ${tokenFile}\n    static_configs:\n      - targets: ['${target}']\n`,
+    `global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\nscrape_configs:\n  - job_name: ebpf-studio\n${https}${honor}    authorization:\n      type: Bearer\n      credentials_file: ${tokenFile}\n    static_configs:\n      - targets: ['${target}']\n${labels}`,
   );
   const child = spawn(prometheus, [`--config.file=${cfg}`, `--storage.tsdb.path=${path.join(dir, 'tsdb')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';

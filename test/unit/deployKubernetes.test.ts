@@ -105,6 +105,7 @@ test('the config: the agent\'s parser accepts it, its files are in the mounted S
   assert.equal(ep.port, svc.spec.ports[0].name);
   assert.equal(ep.scheme, 'https');
   assert.equal(ep.honorLabels, true, 'the JVMs\' container, pod and namespace labels must win over the agent pod\'s target labels');
+  assert.ok(ep.relabelings.some((r: Doc) => r.action === 'labeldrop' && new RegExp(`^(?:${r.regex})$`).test('pod') && new RegExp(`^(?:${r.regex})$`).test('namespace') && new RegExp(`^(?:${r.regex})$`).test('container')), 'the agent pod\'s container, pod and namespace target labels are dropped');
   assert.equal(ep.tlsConfig.serverName, `${svc.metadata.name}.${svc.metadata.namespace}.svc`);
   assert.equal(ep.authorization.credentials.name, token.secret.secretName);
   assert.equal(ep.authorization.credentials.key, token.key);
