@@ -148,11 +148,22 @@ export class CfiTables {
   private readonly rows = new BlockArray('cfi_rows', CFI_ROW_SIZE, CFI_BLOCK_ROWS);
   private readonly pages = new BlockArray('cfi_pages', 4, CFI_BLOCK_PAGES);
   fpMappings = 0;
+  /** ms spent reading mappings and compiling (or finding compiled) tables */
+  planMs = 0;
 
   constructor(private readonly log: (m: string) => void) {}
 
   /** Compiles (or finds) the tables of pid's executable mappings; call before load to size cfi_rows. */
   plan(pid: number): void {
+    const t0 = performance.now();
+    try {
+      this.planProcess(pid);
+    } finally {
+      this.planMs += performance.now() - t0;
+    }
+  }
+
+  private planProcess(pid: number): void {
     let maps: Mapping[];
     try {
       maps = readMaps(pid);
@@ -343,7 +354,7 @@ export function cfiSummary(obj: BpfObject, cfi: CfiTables): string {
     .join(', ');
   const walks = stat(CFI_STAT.walks);
   const ns = walks ? Math.round(stat(CFI_STAT.walkNs) / walks) : 0;
-  return `cfi: ${t.files} files, ${t.rows} rows (${(t.bytes / 1024).toFixed(0)} KiB) in the kernel, ${t.fpMappings} mappings by frame pointers${unsupported ? `; rows not expressed: ${unsupported}` : ''}; ${walks} walks, ${ns} ns a walk, ${stat(CFI_STAT.frames)} frames (${stat(CFI_STAT.fpFrames)} by frame pointers), ${stat(CFI_STAT.lost)} lost; stops: ${stops}`;
+  return `cfi: ${t.files} files, ${t.rows} rows (${(t.bytes / 1024).toFixed(0)} KiB) in the kernel, compiled or found in ${Math.round(cfi.planMs)} ms, ${t.fpMappings} mappings by frame pointers${unsupported ? `; rows not expressed: ${unsupported}` : ''}; ${walks} walks, ${ns} ns a walk, ${stat(CFI_STAT.frames)} frames (${stat(CFI_STAT.fpFrames)} by frame pointers), ${stat(CFI_STAT.lost)} lost; stops: ${stops}`;
 }
 
 /** The result header's figures: tables loaded and walks by how they ended. */

@@ -124,6 +124,13 @@ class Reader {
     } while (b & 0x80);
     return b & 0x40 ? result - mul : result;
   }
+  /** A DWARF block: uleb128 length, then the bytes. */
+  block(): Buffer {
+    const n = this.uleb();
+    const b = this.buf.subarray(this.pos, this.pos + n);
+    this.pos += n;
+    return b;
+  }
   cstr(): string {
     const end = this.buf.indexOf(0, this.pos);
     const s = this.buf.toString('latin1', this.pos, end);
@@ -210,26 +217,28 @@ function isSignalCfa(e: Buffer): boolean {
   return e.length >= 3 && e[0] === 0x77 && e[e.length - 1] === 0x06;
 }
 
+/** Counts a row that cannot be expressed, by why; returns it (kind unsupported). */
+function bad(row: CfiRow, unsupported: Record<string, number>, why: string): CfiRow {
+  unsupported[why] = (unsupported[why] ?? 0) + 1;
+  return row;
+}
+
 function compact(s: State, cie: Cie, pc: number, unsupported: Record<string, number>): CfiRow {
   const row: CfiRow = { pc, kind: CFI_KIND.unsupported, cfaOff: 0, rbpOff: 0, arg: 0 };
-  const bad = (why: string) => {
-    unsupported[why] = (unsupported[why] ?? 0) + 1;
-    return row;
-  };
   if (s.ra.kind === 'undef') return { ...row, kind: CFI_KIND.outermost };
   if (s.cfa.kind === 'expr') {
     const n = pltThreshold(s.cfa.expr);
     if (n !== undefined) return { ...row, kind: CFI_KIND.plt, cfaOff: 8, arg: n };
     if (cie.signal && isSignalCfa(s.cfa.expr)) return { ...row, kind: CFI_KIND.signal };
-    return bad('cfa-expression');
+    return bad(row, unsupported, 'cfa-expression');
   }
-  if (s.ra.kind !== 'offset' || s.ra.off !== -8) return bad('return-address-rule');
-  if (s.cfa.reg !== DW_CFA_REG_RSP && s.cfa.reg !== DW_CFA_REG_RBP) return bad(`cfa-register ${s.cfa.reg}`);
-  if (s.cfa.off < -0x80000000 || s.cfa.off > 0x7fffffff) return bad('cfa-offset-range');
+  if (s.ra.kind !== 'offset' || s.ra.off !== -8) return bad(row, unsupported, 'return-address-rule');
+  if (s.cfa.reg !== DW_CFA_REG_RSP && s.cfa.reg !== DW_CFA_REG_RBP) return bad(row, unsupported, `cfa-register ${s.cfa.reg}`);
+  if (s.cfa.off < -0x80000000 || s.cfa.off > 0x7fffffff) return bad(row, unsupported, 'cfa-offset-range');
   if (s.rbp.kind === 'offset') {
-    if (s.rbp.off < -0x8000 || s.rbp.off >= 0 || s.rbp.off === 0) return bad('rbp-offset-range');
+    if (s.rbp.off < -0x8000 || s.rbp.off >= 0 || s.rbp.off === 0) return bad(row, unsupported, 'rbp-offset-range');
     row.rbpOff = s.rbp.off;
-  } else if (s.rbp.kind === 'other') return bad(`rbp-${s.rbp.what}`);
+  } else if (s.rbp.kind === 'other') return bad(row, unsupported, `rbp-${s.rbp.what}`);
   row.kind = s.cfa.reg === DW_CFA_REG_RSP ? CFI_KIND.sp : CFI_KIND.bp;
   row.cfaOff = s.cfa.off;
   return row;
@@ -266,12 +275,6 @@ function execute(r: Reader, end: number, cie: Cie, state: State, initial: State 
 }
 
 function executeExtended(r: Reader, op: number, cie: Cie, state: State, stack: State[], advance: (d: number) => void, restore: (reg: number) => void, loc: { pc: number }, emit: (pc: number, s: State) => void): void {
-  const block = () => {
-    const n = r.uleb();
-    const b = r.buf.subarray(r.pos, r.pos + n);
-    r.pos += n;
-    return b;
-  };
   switch (op) {
     case 0x00: // nop
     case 0x2e: // GNU_args_size
@@ -323,12 +326,12 @@ function executeExtended(r: Reader, op: number, cie: Cie, state: State, stack: S
       else r.uleb();
       return;
     case 0x0f:
-      state.cfa = { kind: 'expr', expr: block() };
+      state.cfa = { kind: 'expr', expr: r.block() };
       return;
     case 0x10:
     case 0x16: {
       const reg = r.uleb();
-      block();
+      r.block();
       return setReg(state, reg, { kind: 'other', what: op === 0x10 ? 'expression' : 'val-expression' });
     }
     case 0x11:
