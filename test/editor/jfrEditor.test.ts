@@ -30,6 +30,8 @@ test('a .jfr file opens in the flame graph and the GC view (code-server)', { ski
 
   const open = async (name: string) => {
     await s.runCommandFromPalette('View: Show Explorer');
+    // the recordings were written after the window opened: a loaded machine's file watcher may not have said so yet
+    await s.page.locator('.action-label[aria-label^="Refresh Explorer"]').first().click({ force: true, timeout: 10_000 });
     const folder = s.page.locator('.explorer-folders-view .monaco-list-row', { hasText: /^recordings$/ }).first();
     await folder.waitFor({ state: 'visible', timeout: 15_000 });
     if ((await folder.getAttribute('aria-expanded')) !== 'true') await folder.click();
