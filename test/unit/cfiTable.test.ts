@@ -7,7 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { CFI_KIND, compileCfiFile, encodeRows, type CfiRow } from '../../extension/sys/elf/cfiTable';
+import { CFI_KIND, compileCfi, compileCfiFile, encodeRows, type CfiRow } from '../../extension/sys/elf/cfiTable';
+import { ElfFile } from '../../extension/sys/elf/elf';
 import { pageIndex } from '../../extension/tracers/cfiTables';
 
 const has = (cmd: string) => {
@@ -172,4 +173,38 @@ test('pageIndex: each page points at the row covering its start, and its rows en
     assert.ok(want >= idx[k] && want <= idx[k + 1], `pc 0x${pc.toString(16)}`);
   }
   assert.deepEqual([...pageIndex([]).idx], []);
+});
+
+test('a corrupted .eh_frame compiles or fails with a RangeError, promptly and within the row cap', { skip: !has('gcc') ? 'gcc is needed' : false }, () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cfitable-'));
+  try {
+    const src = path.join(dir, 'p.c');
+    fs.writeFileSync(src, 'int f(int x) { return x * 3; }\nint main(int c, char **v) { return f(c); }\n');
+    execFileSync('gcc', ['-O2', '-o', path.join(dir, 'p'), src]);
+    const good = fs.readFileSync(path.join(dir, 'p'));
+    const eh = new ElfFile(path.join(dir, 'p'));
+    const sec = eh.section('.eh_frame')!;
+    eh.close();
+    let seed = 12345;
+    const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff);
+    for (let i = 0; i < 200; i++) {
+      const bad = Buffer.from(good);
+      for (let j = 0; j < 1 + (i % 8); j++) bad[sec.offset + (rnd() % sec.size)] = rnd() & 0xff;
+      const f = path.join(dir, `bad${i}`);
+      fs.writeFileSync(f, bad);
+      const t0 = Date.now();
+      const elf = new ElfFile(f);
+      try {
+        const t = compileCfi(elf, 10_000);
+        assert.ok(t.rows.length <= 10_000 + t.fdes);
+      } catch (e) {
+        assert.ok(e instanceof RangeError, `${i}: ${(e as Error).stack}`);
+      } finally {
+        elf.close();
+      }
+      assert.ok(Date.now() - t0 < 2000, `${i}: took ${Date.now() - t0} ms`);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

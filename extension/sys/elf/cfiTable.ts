@@ -49,6 +49,9 @@ export interface CfiTable {
 /** Bytes per row in the BPF map (struct cfi_row). */
 export const CFI_ROW_SIZE = 12;
 
+/** Rows one file may compile to (node's 22 MB executable has 372k): a crafted .eh_frame stops here with an error, not after gigabytes of rows. */
+export const CFI_MAX_FILE_ROWS = 4_000_000;
+
 const DW_CFA_REG_RBP = 6;
 const DW_CFA_REG_RSP = 7;
 const DW_CFA_REG_RA = 16;
@@ -388,7 +391,7 @@ function fdeRows(r: Reader, end: number, cie: Cie, start: number, range: number,
 const sameRule = (a: CfiRow, b: CfiRow) => a.kind === b.kind && a.cfaOff === b.cfaOff && a.rbpOff === b.rbpOff && a.arg === b.arg;
 
 /** Compiles .eh_frame of an open ELF file (an empty table when it has none). */
-export function compileCfi(elf: ElfFile): CfiTable {
+export function compileCfi(elf: ElfFile, maxRows = CFI_MAX_FILE_ROWS): CfiTable {
   const unsupported: Record<string, number> = {};
   const sec = elf.section('.eh_frame');
   if (!sec || !sec.size) return { rows: [], fdes: 0, unsupported };
@@ -396,6 +399,7 @@ export function compileCfi(elf: ElfFile): CfiTable {
   const vaddr = Number(sec.addr);
   const cies = new Map<number, Cie>();
   const fdes: FdeRows[] = [];
+  let rowCount = 0;
   let pos = 0;
   while (pos + 4 <= data.length) {
     let len = data.readUInt32LE(pos);
@@ -421,7 +425,12 @@ export function compileCfi(elf: ElfFile): CfiTable {
       const start = r.pointer(cie.fdeEnc);
       const range = r.pointer(cie.fdeEnc & 0x0f);
       if (cie.hasAugData) r.pos += r.uleb();
-      if (range > 0) fdes.push(fdeRows(r, end, cie, start, range, unsupported));
+      if (range > 0) {
+        const f = fdeRows(r, end, cie, start, range, unsupported);
+        rowCount += f.rows.length;
+        if (rowCount > maxRows) throw new RangeError(`.eh_frame compiles to more than ${maxRows} rows`);
+        fdes.push(f);
+      }
     }
     pos = end;
   }
