@@ -3,12 +3,14 @@
 // a Quick Pick with their counts; CPU samples open the flame graph with the hot method in it, GCs
 // the Java GC view; a truncated copy shows the byte offset where it stops, and the window keeps working.
 import { test } from 'node:test';
+import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { skipReason } from './codeServer';
 import { startSession, step } from './steps';
-import { compileJavaFixture, removeJavaFixture } from '../helpers';
+import { compileJavaFixture, removeJavaFixture, repoRoot } from '../helpers';
+import { openWorkspaceFile, waitForCodeLenses } from './editorDom';
 
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
 const skip = skipReason() ?? (!fs.existsSync(`${JDK}/bin/javac`) ? `no JDK 17 at ${JDK}` : undefined);
@@ -19,7 +21,9 @@ test('a .jfr file opens in the flame graph and the GC view (code-server)', { ski
   const rec = path.join(work, 'rec.jfr');
   const j = spawnSync(`${JDK}/bin/java`, ['-Xms256m', '-Xmx256m', `-XX:StartFlightRecording=filename=${rec}`, '-cp', classes, 'JfrWorkload', '2'], { encoding: 'utf8', timeout: 60_000 });
   if (j.status !== 0) throw new Error(`java: ${j.stderr}`);
-  const s = await startSession(t, { files: { 'recordings/README.txt': 'JFR recordings\n' } });
+  // the workload's source in the workspace: its lines get the CPU CodeLens (a default-package class: JfrWorkload.java)
+  const src = fs.readFileSync(path.join(repoRoot, 'test/fixtures/java/JfrWorkload.java'), 'utf8');
+  const s = await startSession(t, { files: { 'recordings/README.txt': 'JFR recordings\n', 'JfrWorkload.java': src } });
   const bytes = fs.readFileSync(rec);
   fs.writeFileSync(path.join(s.workspace, 'recordings', 'rec.jfr'), bytes);
   fs.writeFileSync(path.join(s.workspace, 'recordings', 'cut.jfr'), bytes.subarray(0, bytes.length >> 1));
@@ -28,10 +32,12 @@ test('a .jfr file opens in the flame graph and the GC view (code-server)', { ski
   await s.waitForCommand('eBPF: Check This Machine (Doctor)');
   await s.page.keyboard.press('Escape');
 
+  let refreshed = false;
   const open = async (name: string) => {
     await s.runCommandFromPalette('View: Show Explorer');
     // the recordings were written after the window opened: a loaded machine's file watcher may not have said so yet
-    await s.page.locator('.action-label[aria-label^="Refresh Explorer"]').first().click({ force: true, timeout: 10_000 });
+    if (!refreshed) await s.page.locator('.action-label[aria-label^="Refresh Explorer"]').first().click({ force: true, timeout: 10_000 });
+    refreshed = true;
     const folder = s.page.locator('.explorer-folders-view .monaco-list-row', { hasText: /^recordings$/ }).first();
     await folder.waitFor({ state: 'visible', timeout: 15_000 });
     if ((await folder.getAttribute('aria-expanded')) !== 'true') await folder.click();
@@ -40,11 +46,16 @@ test('a .jfr file opens in the flame graph and the GC view (code-server)', { ski
     await file.dblclick();
   };
 
-  await step(t, s, 'CPU samples open the flame graph with the hot method', async () => {
+  await step(t, s, 'CPU samples open the flame graph and CodeLens on the hot method', async () => {
     await open('rec.jfr');
     await s.pickQuickPickItem(/CPU samples/, 30_000);
     const frame = await s.webviewFrame('CPU: rec.jfr', 30_000);
     await frame.locator('.toolbar .status', { hasText: /samples/ }).waitFor({ timeout: 15_000 });
+    const editor = await openWorkspaceFile(s, 'JfrWorkload.java');
+    const hotLine = src.split('\n').findIndex((l) => /static long hotLoop\(/.test(l)) + 1;
+    const lenses = await waitForCodeLenses(editor, (all) => all.some((l) => /^CPU \d+(\.\d+)?% total/.test(l.text) && /hotLoop/.test(l.text)), 30_000);
+    const hot = lenses.find((l) => /hotLoop/.test(l.text));
+    assert.equal(hot?.line, hotLine, `the hotLoop lens sits on its definition: ${JSON.stringify(lenses)}`);
     await s.runCommandFromPalette('View: Close All Editors');
   });
 
