@@ -1,7 +1,8 @@
 // A Java Flight Recording opened by a double-click in a real VS Code (code-server): the recording
 // is made in the test by OpenJDK 17 (test/fixtures/java/JfrWorkload.java). Its events are offered in
 // a Quick Pick with their counts; CPU samples open the flame graph with the hot method in it, GCs
-// the Java GC view; a truncated copy shows the byte offset where it stops, and the window keeps working.
+// the Java GC view; a truncated copy shows the byte offset where it stops, and the window keeps
+// working. The workload's source in the workspace gets the CPU CodeLens on hotLoop's definition.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
