@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ProfileResult, ProfileStack } from '../../extension/protocol/profile';
-import { kernelSkipReason, repoRoot, runCli, startCli, waitFor } from '../helpers';
+import { compileJavaFixture, kernelSkipReason, removeJavaFixture, repoRoot, runCli, startCli, waitFor } from '../helpers';
 import { callerShares, parsePerfScript, perfBinary, perfDwarf, type FoldedStack } from '../peers/perfDwarf';
 import { buildUnwindFixture } from '../peers/unwindFixture';
 
@@ -259,5 +259,35 @@ describe('CPU profiles with --unwind cfi', { skip, timeout: 180_000 }, () => {
     if (theirs) assert.ok(shareWith(ours, 'main') >= shareWith(theirs, 'main') - 0.01, 'we reach main at least as often as perf');
     // one walk stays within a few µs in the kernel (OpenTelemetry's figure is ~3 µs); generous under a loaded CI
     assert.ok(cfi.ns < 30_000, `${cfi.ns} ns per sample`);
+  });
+});
+
+const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
+
+describe('a JVM without -XX:+PreserveFramePointer, off-CPU with --unwind cfi', { skip: skip ?? (!fs.existsSync(`${JDK}/bin/javac`) ? `no JDK 17 at ${JDK}` : false), timeout: 180_000 }, () => {
+  test('a sleeping thread keeps its frames through libc, libjvm and into Java, up to the thread start', async (t) => {
+    const { work: jw, classes } = compileJavaFixture('ebpf-cfi-jvm-', 'OffcpuWaits.java');
+    const jvm = spawn(`${JDK}/bin/java`, ['-cp', classes, 'OffcpuWaits', '90000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      let out = '';
+      jvm.stdout!.on('data', (d) => (out += d));
+      assert.ok(await waitFor(() => out.includes('ready'), 30_000), 'the JVM did not start');
+      const run = (unwind: string) => {
+        const r = runCli(['profile', '--pid', String(jvm.pid), '--event', 'offcpu', '--unwind', unwind, '--java', 'perfmap', '--duration', '3', '--json'], { timeoutMs: 120_000 });
+        assert.equal(r.code, 0, r.stderr);
+        const doc = JSON.parse(r.stdout) as ProfileResult;
+        const sleeper = doc.stacks.filter((s) => s.comm === 'sleeper');
+        const java = (s: ProfileStack) => s.frames.some((f) => f.kind === 'jit' || f.kind === 'interpreted');
+        const whole = (s: ProfileStack) => java(s) && fns(s).includes('JVM_Sleep') && fns(s).includes('start_thread');
+        return { doc, total: sumUs(sleeper), java: sumUs(sleeper.filter(java)), whole: sumUs(sleeper.filter(whole)) };
+      };
+      const cfi = run('cfi');
+      const fp = run('fp');
+      t.diagnostic(`sleeper thread: cfi ${(100 * cfi.whole / cfi.total).toFixed(1)} % of its time from the futex wait through JVM_Sleep and a Java frame to start_thread (${cfi.doc.unwind?.cfiTables?.files} files, ${Math.round((cfi.doc.unwind?.cfiTables?.bytes ?? 0) / 1024)} KiB, ${cfi.doc.unwind?.cfiTables?.nsPerWalk} ns a walk); frame pointers: ${(100 * fp.java / Math.max(1, fp.total)).toFixed(1)} % reach a Java frame`);
+      assert.ok(cfi.total > 0 && cfi.whole / cfi.total > 0.9, `whole stacks for ${cfi.whole} of ${cfi.total} µs`);
+      assert.ok(fp.java / Math.max(1, fp.total) < 0.5, 'frame pointers stop in libc or libjvm');
+    } finally {
+      removeJavaFixture([jvm], jw);
+    }
   });
 });
