@@ -1,4 +1,5 @@
-// "Measure latency" in a real VS Code (code-server): the CodeLens on a C function's definition of a
+// "Measure latency" in a real VS Code (code-server): once eBPF Studio runs (here: the palette
+// command, with the cursor outside any function), the CodeLens on a C function's definition of a
 // workspace program, clicked as a user would, asks for the running process and the slow-call
 // threshold, then reads the live figures ("p50 … · p99 … · … calls/s") while the panel draws the
 // histogram and lists the slow calls with their stacks.
@@ -25,6 +26,10 @@ test('Measure latency from a CodeLens in a real VS Code (code-server)', { skip: 
     const pid = work.pid!;
     const line = lineOf(path.join(s.workspace, 'work.c'), /^long lat_work\(/);
     const editor = await openWorkspaceFile(s, 'work.c');
+    // The extension starts for C files only once something of it runs (never for every C file):
+    // the palette command, with the cursor above any function, says where to put it and starts it.
+    await s.runCommandFromPalette('eBPF: Measure Function Latency');
+    await s.page.locator('.notifications-toasts .notification-list-item-message', { hasText: /Measure latency/ }).first().waitFor({ timeout: 15_000 });
     const lenses = await waitForCodeLenses(editor, (all) => all.some((l) => l.line === line && /Measure latency/.test(l.text)));
     assert.ok(lenses.some((l) => l.line === line && /Measure latency/.test(l.text)), `no Measure latency lens on work.c:${line}: ${JSON.stringify(lenses)}`);
     // codeLenses() lists the decorations in DOM order: click the one above lat_work's line

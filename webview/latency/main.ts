@@ -63,7 +63,7 @@ function renderCards(): void {
 }
 
 function renderSlow(): void {
-  slowTitle.textContent = thresholdMs ? `Slow calls (≥ ${thresholdMs} ms): ${slow.length}${stats && stats.slowLost ? `, ${stats.slowLost} not sent` : ''}` : 'Slow calls: no threshold set';
+  slowTitle.textContent = thresholdMs ? `Slow calls (≥ ${thresholdMs} ms): ${slow.length < MAX_SLOW ? slow.length : `the ${MAX_SLOW} slowest`}${stats && stats.slowLost ? `, ${stats.slowLost} not sent` : ''}` : 'Slow calls: no threshold set';
   slowList.replaceChildren(
     ...slow.slice(0, MAX_SLOW).map((c) => {
       const d = el('details', { class: 'slow-call' });
