@@ -8,6 +8,10 @@
 //    implies; the program's early exits on other processes' samples are included, so both are
 //    upper bounds and their difference is the table walk's own cost), and the user-space CFI
 //    unwind (--unwind dwarf, ns per sample as the tracer reports it) in the same run.
+//  - Off-CPU BPF time per program run (nearly all switch-outs and -ins of the pair) on the
+//    pingpong pair pinned to one CPU (bench/workloads/pingpong.c, ~150k switches a second here),
+//    --unwind cfi against --unwind fp in alternating sessions, with the stack cache's walks and
+//    the walk's own ns from --verbose.
 //  - Table memory for real processes (node, python3, a JVM): rows the tables of their executable
 //    mappings take in the kernel (12 bytes each), files, compile time; OpenTelemetry's stated
 //    ceiling for its tables is 250 MB.
@@ -20,18 +24,23 @@ import { buildUnwindFixture } from '../test/peers/unwindFixture';
 import type { ProfileResult } from '../extension/protocol/profile';
 import { CfiTables } from '../extension/tracers/cfiTables';
 
-function progNs(pid: number): number {
+function progStat(pid: number): { ns: number; runs: number } {
   let ns = 0;
+  let runs = 0;
   for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
     try {
       if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`) !== 'anon_inode:bpf-prog') continue;
-      ns += Number(/^run_time_ns:\s*(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8'))?.[1] ?? 0);
+      const info = fs.readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8');
+      ns += Number(/^run_time_ns:\s*(\d+)/m.exec(info)?.[1] ?? 0);
+      runs += Number(/^run_cnt:\s*(\d+)/m.exec(info)?.[1] ?? 0);
     } catch {
       /* closed meanwhile */
     }
   }
-  return ns;
+  return { ns, runs };
 }
+
+const progNs = (pid: number) => progStat(pid).ns;
 
 function cpuNs(pid: number): number {
   let n = 0;
@@ -139,6 +148,52 @@ async function tableMemory(ctx: BenchContext): Promise<Row[]> {
   return rows;
 }
 
+/** One off-CPU session on pid: BPF ns per program run over 4 s, and its --verbose figures. */
+async function offcpuSession(pid: number, unwind: string): Promise<{ ns: number; perS: number; log: string }> {
+  const cli = spawn(process.execPath, [cliPath(), 'profile', '--pid', String(pid), '--event', 'offcpu', '--unwind', unwind, '--duration', '8', '--verbose', '--json'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  cli.stderr.on('data', (d) => (log += d));
+  const done = new Promise<void>((r) => cli.once('exit', () => r()));
+  for (let i = 0; i < 400 && progStat(cli.pid!).runs === 0; i++) await sleep(50);
+  await sleep(1000);
+  const a = progStat(cli.pid!);
+  await sleep(4000);
+  const b = progStat(cli.pid!);
+  await done;
+  return { ns: (b.ns - a.ns) / Math.max(1, b.runs - a.runs), perS: (b.runs - a.runs) / 4, log };
+}
+
+const cliPath = () => cli;
+
+async function offcpuCost(ctx: BenchContext): Promise<Row> {
+  const pp = spawn(path.join(ctx.buildDir, 'pingpong'), ['3000'], { stdio: ['pipe', 'ignore', 'inherit'] });
+  const stats = fs.readFileSync('/proc/sys/kernel/bpf_stats_enabled', 'utf8').trim();
+  try {
+    await sleep(500);
+    pp.stdin.write('pin 0 0\n');
+    await sleep(300);
+    pp.stdin.write('120\n');
+    fs.writeFileSync('/proc/sys/kernel/bpf_stats_enabled', '1');
+    const runs: Record<string, { ns: number; perS: number; log: string }[]> = { fp: [], cfi: [] };
+    for (let i = 0; i < (ctx.quick ? 1 : 3); i++) for (const m of ['fp', 'cfi']) runs[m].push(await offcpuSession(pp.pid!, m));
+    const med = (m: string) => [...runs[m].map((r) => r.ns)].sort((x, y) => x - y)[Math.floor(runs[m].length / 2)];
+    const last = runs.cfi[runs.cfi.length - 1].log;
+    const walks = /stacks walked (\d+).*?reused (\d+)/.exec(last);
+    return {
+      name: 'cfi: off-CPU BPF time per switch, --unwind cfi (pingpong on one CPU)',
+      value: round(med('cfi')),
+      unit: 'ns',
+      target: null,
+      better: 'lower',
+      peer: { name: '--unwind fp', value: round(med('fp')) },
+      detail: `${round(runs.cfi[0].perS)} program runs/s; ${runs.cfi.length} alternating sessions each; last cfi session: ${walks ? `${walks[1]} walks, ${walks[2]} reuses` : 'no cache figures'}, ${/(\d+) ns a walk/.exec(last)?.[1] ?? '?'} ns a walk; load ${round(os.loadavg()[0], 1)}`,
+    };
+  } finally {
+    fs.writeFileSync('/proc/sys/kernel/bpf_stats_enabled', stats);
+    pp.kill('SIGKILL');
+  }
+}
+
 export async function benchCfi(ctx: BenchContext): Promise<Row[]> {
-  return [await walkCost(ctx), ...(await tableMemory(ctx))];
+  return [await walkCost(ctx), await offcpuCost(ctx), ...(await tableMemory(ctx))];
 }
