@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ProfileResult, ProfileStack } from '../../extension/protocol/profile';
-import { compileJavaFixture, kernelSkipReason, removeJavaFixture, repoRoot, runCli, startCli, waitFor } from '../helpers';
+import { compileJavaFixture, javaAgentSkipReason, kernelSkipReason, removeJavaFixture, repoRoot, runCli, startCli, waitFor } from '../helpers';
 import { callerShares, parsePerfScript, perfBinary, perfDwarf, type FoldedStack } from '../peers/perfDwarf';
 import { buildUnwindFixture } from '../peers/unwindFixture';
 
@@ -286,6 +286,20 @@ describe('a JVM without -XX:+PreserveFramePointer, off-CPU with --unwind cfi', {
       t.diagnostic(`sleeper thread: cfi ${(100 * cfi.whole / cfi.total).toFixed(1)} % of its time from the futex wait through JVM_Sleep and a Java frame to start_thread (${cfi.doc.unwind?.cfiTables?.files} files, ${Math.round((cfi.doc.unwind?.cfiTables?.bytes ?? 0) / 1024)} KiB, ${cfi.doc.unwind?.cfiTables?.nsPerWalk} ns a walk); frame pointers: ${(100 * fp.java / Math.max(1, fp.total)).toFixed(1)} % reach a Java frame`);
       assert.ok(cfi.total > 0 && cfi.whole / cfi.total > 0.9, `whole stacks for ${cfi.whole} of ${cfi.total} µs`);
       assert.ok(fp.java / Math.max(1, fp.total) < 0.5, 'frame pointers stop in libc or libjvm');
+
+      // With the Java agent: the native part by tables, the Java part named by the agent, 3:1
+      const agentSkip = javaAgentSkipReason(JDK);
+      if (agentSkip) return t.diagnostic(`--java agent part skipped: ${agentSkip}`);
+      const r = runCli(['profile', '--pid', String(jvm.pid), '--event', 'offcpu', '--unwind', 'cfi', '--java', 'agent', '--duration', '4', '--json'], { timeoutMs: 120_000 });
+      assert.equal(r.code, 0, r.stderr);
+      const doc = JSON.parse(r.stdout) as ProfileResult;
+      const sl = doc.stacks.filter((s) => s.comm === 'sleeper');
+      const long = sumUs(sl.filter((s) => fns(s).includes('OffcpuWaits.sleepLong') && fns(s).includes('JVM_Sleep')));
+      const short = sumUs(sl.filter((s) => fns(s).includes('OffcpuWaits.sleepShort') && fns(s).includes('JVM_Sleep')));
+      t.diagnostic(`--java agent --unwind cfi: sleepLong ${((100 * long) / (long + short)).toFixed(1)} % (truth 75 %), ${((100 * (long + short)) / sumUs(sl)).toFixed(1)} % of the sleeper's time named down to JVM_Sleep`);
+      assert.equal(doc.unwind?.mode, 'cfi');
+      assert.ok(Math.abs(long / (long + short) - 0.75) <= 0.05, `sleepLong share ${long / (long + short)}`);
+      assert.ok((long + short) / sumUs(sl) > 0.9, 'the Java frames join the table-walked native stack');
     } finally {
       removeJavaFixture([jvm], jw);
     }
