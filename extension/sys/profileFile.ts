@@ -1,6 +1,6 @@
 // Reading and writing profile files in node (the CLI and the extension host): pprof is gzipped
-// profile.proto; folded stacks, speedscope and our `profile --json` are text. The format is
-// told by the bytes, not the file name, so a renamed file still opens.
+// profile.proto; folded stacks, speedscope and our `profile --json` are text; a JFR recording gives
+// its CPU samples. The format is told by the bytes, not the file name, so a renamed file still opens.
 //
 // Every read is bounded (../model/readLimits.ts): gzip stops at maxDecompressedBytes, each reader
 // counts what it builds. The editor and the CLI read through ./profileReader.ts, which runs this
@@ -12,6 +12,8 @@ import { fromProfileResult, type FlameProfile } from '../model/flamegraph/profil
 import { checkResult, fromFolded, fromSpeedscope, ImportError } from '../model/flamegraph/formats';
 import { fromCpuProfile, isCpuProfile } from '../model/flamegraph/cpuprofile';
 import { parseJson, PROFILE_LIMITS, ReadBudget, type ProfileLimits } from '../model/readLimits';
+import { isJfr, readJfrBytes } from '../model/jfr/chunk';
+import { CPU_EVENTS, JfrProfileBuilder } from '../model/jfr/profile';
 
 export type ProfileFormat = 'pprof' | 'text';
 
@@ -37,7 +39,7 @@ export interface LoadedProfile {
   flame: FlameProfile;
   /** set when the file held per-frame detail (pprof, our JSON): exact per-line annotations */
   result?: ProfileResult;
-  format: 'pprof' | 'json' | 'speedscope' | 'folded' | 'cpuprofile';
+  format: 'pprof' | 'json' | 'speedscope' | 'folded' | 'cpuprofile' | 'jfr';
 }
 
 /** Decompresses gzip (every member) up to maxDecompressedBytes: a bomb stops there, in time and memory. */
@@ -71,6 +73,13 @@ export function loadProfileBytes(bytes: Uint8Array, name: string, limits: Profil
   budget.check('maxFileBytes', bytes.length, 'the size of the file');
   const b = isGzip(bytes) ? gunzipBounded(bytes, budget) : bytes;
   if (b.length === 0) throw new ImportError('the file is empty');
+  // a Java Flight Recording: its CPU samples (model/jfr/profile.ts), so Compare and profile-diff take .jfr too
+  if (isJfr(b)) {
+    const jfr = new JfrProfileBuilder(CPU_EVENTS, name);
+    readJfrBytes(b, jfr);
+    const result = jfr.result();
+    return { flame: fromProfileResult(result, { name, budget }), result, format: 'jfr' };
+  }
   if (!looksLikeText(b)) {
     const result = fromPprof(b, budget);
     return { flame: fromProfileResult(result, { name, budget }), result, format: 'pprof' };

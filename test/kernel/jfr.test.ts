@@ -149,6 +149,14 @@ describe(`ebpf-studio jfr on ${label} recording`, { skip: skipOf(JDK), timeout: 
     console.log(`  ${a.samples} allocation samples (${a.stacks.reduce((x, s) => x + (s.value ?? 0), 0)} bytes), ${l.samples} waits (${(myUs / 1e3).toFixed(1)} ms vs jfr ${(theirUs / 1e3).toFixed(1)} ms)`);
   });
 
+  test('profile-diff reads recordings: a recording against itself moves nothing', () => {
+    const r = runCli(['profile-diff', rec, rec, '--json'], { timeoutMs: 120_000 });
+    assert.equal(r.code, 0, r.stderr);
+    const d = JSON.parse(r.stdout) as { base: { samples: number }; movers: { selfDelta: number; totalDelta: number }[] };
+    assert.ok(d.base.samples > 0);
+    assert.ok(d.movers.every((m) => m.selfDelta === 0 && m.totalDelta === 0));
+  });
+
   test('GC pauses equal -Xlog:gc of the same JVM', () => {
     const log = fs.readFileSync(gcLog, 'utf8');
     const pauses = log.split('\n').filter((x) => /GC\(\d+\) Pause /.test(x));

@@ -294,3 +294,21 @@ export class Chunk {
 }
 
 export { JfrError };
+
+/** A recording already in memory (a profile file read whole, ≤ PROFILE_LIMITS.maxFileBytes): its chunks in order. */
+export function readJfrBytes(buf: Uint8Array, visitor: EventVisitor, limits: JfrLimits = JFR_LIMITS): number {
+  const budget = new JfrBudget(limits);
+  let chunks = 0;
+  for (let pos = 0; pos < buf.length; chunks++) {
+    const h = readChunkHeader(buf.subarray(pos, pos + CHUNK_HEADER_BYTES), pos, limits);
+    if (pos + h.size > buf.length) throw new JfrError(pos + 8, `the chunk at byte ${pos} is ${h.size.toLocaleString('en-US')} bytes but the file ends ${(buf.length - pos).toLocaleString('en-US')} bytes after its start (a truncated recording)`);
+    new Chunk(buf.subarray(pos, pos + h.size), h, budget).events(visitor);
+    pos += h.size;
+  }
+  return chunks;
+}
+
+/** Whether bytes start like a JFR recording ("FLR\0"). */
+export function isJfr(b: Uint8Array): boolean {
+  return b.length >= 4 && b[0] === MAGIC[0] && b[1] === MAGIC[1] && b[2] === MAGIC[2] && b[3] === MAGIC[3];
+}
