@@ -262,6 +262,36 @@ describe('CPU profiles with --unwind cfi', { skip, timeout: 180_000 }, () => {
   });
 });
 
+describe('C++ exceptions with --unwind cfi', { skip: skip ?? (spawnSync('g++', ['--version']).status !== 0 ? 'g++ is not installed' : false), timeout: 120_000 }, () => {
+  test('a throw-heavy -O2 loop: through libgcc_s and libstdc++ to main, as perf --call-graph dwarf sees it', async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-cfi-cpp-'));
+    const bin = path.join(dir, 'cfithrow');
+    const cc = spawnSync('g++', ['-O2', '-g', '-fomit-frame-pointer', path.join(repoRoot, 'test/fixtures/c/cfithrow.cpp'), '-o', bin], { encoding: 'utf8' });
+    assert.equal(cc.status, 0, cc.stderr);
+    const child = spawn(bin, [], { stdio: 'ignore' });
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      const ours = startCli(['profile', '--pid', String(child.pid), '--unwind', 'cfi', '--frequency', '499', '--duration', '6', '--json']);
+      const perf = perfBinary() ? await new Promise((r) => setTimeout(r, 1500)).then(() => perfDwarf(child.pid!, 3, 499)) : undefined;
+      const r = await ours.done;
+      assert.equal(r.code, 0, r.stderr);
+      const mine = rootFirst(JSON.parse(r.stdout) as ProfileResult);
+      const share = (st: FoldedStack[], fn: string) => st.filter((x) => x.frames.some((f) => f === fn || f.startsWith(`${fn}(`))).reduce((n, x) => n + x.count, 0) / Math.max(1, st.reduce((n, x) => n + x.count, 0));
+      const names = ['main', 'thrower', 'raise_it', '__cxa_throw', '_Unwind_RaiseException'];
+      const row = (st: FoldedStack[]) => names.map((f) => `${f} ${(100 * share(st, f)).toFixed(1)}%`).join(', ');
+      t.diagnostic(`ours: ${row(mine)}`);
+      if (perf) t.diagnostic(`perf --call-graph dwarf: ${row(perf.stacks)}`);
+      assert.ok(share(mine, 'main') > 0.95, 'main above nearly every sample');
+      assert.ok(share(mine, '__cxa_throw') > 0.5, 'most samples in the throw, under __cxa_throw');
+      if (!perf) return;
+      for (const f of names) assert.ok(Math.abs(share(mine, f) - share(perf.stacks, f)) <= 0.05, `${f}: ours ${share(mine, f)} vs perf ${share(perf.stacks, f)}`);
+    } finally {
+      child.kill('SIGKILL');
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
 
 describe('a JVM without -XX:+PreserveFramePointer, off-CPU with --unwind cfi', { skip: skip ?? (!fs.existsSync(`${JDK}/bin/javac`) ? `no JDK 17 at ${JDK}` : false), timeout: 180_000 }, () => {
