@@ -35,6 +35,8 @@ interface Fixture {
   send(cmd: string): void;
   /** resolves with the next stdout line matching re */
   next(re: RegExp): Promise<RegExpExecArray>;
+  /** tells the fixture to exit and waits until it has: nothing of it outlives the test */
+  exit(): Promise<void>;
 }
 
 async function startFixture(home: string, flags: string[] = []): Promise<Fixture> {
@@ -44,6 +46,15 @@ async function startFixture(home: string, flags: string[] = []): Promise<Fixture
   let out = '';
   jvm.stdout!.on('data', (d) => (out += d));
   jvm.stderr!.on('data', (d) => (out += d));
+  // A write to a JVM that has died fails later (EPIPE), after the test that wrote: kept, and
+  // reported by the next call on the fixture, instead of an error no test owns.
+  let writeError: Error | undefined;
+  jvm.stdin!.on('error', (e) => (writeError ??= e));
+  const exited = new Promise<void>((resolve) => jvm.once('exit', () => resolve()));
+  const alive = (what: string) => {
+    assert.equal(jvm.exitCode ?? jvm.signalCode, null, `the fixture is still running before ${what} (output: ${out.slice(-500)})`);
+    assert.equal(writeError, undefined, `writing to the fixture: ${writeError?.message}`);
+  };
   let seen = 0;
   const next = async (re: RegExp) => {
     let m: RegExpExecArray | null = null;
@@ -62,7 +73,22 @@ async function startFixture(home: string, flags: string[] = []): Promise<Fixture
     return m!;
   };
   await next(/^ready$/);
-  return { jvm, pid: jvm.pid!, send: (c) => jvm.stdin!.write(`${c}\n`), next };
+  return {
+    jvm,
+    pid: jvm.pid!,
+    send: (c) => {
+      alive(`"${c}"`);
+      jvm.stdin!.write(`${c}\n`);
+    },
+    next,
+    exit: async () => {
+      alive('"exit"');
+      jvm.stdin!.end('exit\n');
+      const t = setTimeout(() => jvm.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
 }
 
 function jcmd(home: string, pid: number, ...args: string[]): string {
@@ -136,6 +162,7 @@ describe('Java heap sampling (kernel tier: real JVMs)', { skip }, () => {
       const histBefore = histogramLongArrays(jdk.home, fx.pid);
       // 128 KiB: ~500 samples of the leak, a standard error near 4 %, so the 15 % bound is ~3.5 of them
       const cli = startCli(['memleak', '--pid', String(fx.pid), '--json', '--verbose', '--interval-bytes', '131072']);
+      t.after(() => cli.child.kill('SIGKILL')); // a failure before the SIGINT below leaves no session behind
       assert.ok(await waitFor(() => /java-heap: sampling every/.test(cli.stderr()), 30_000), `the heap sampler started: ${cli.stderr()}`);
       fx.send('start');
       await fx.next(/^started$/);
@@ -197,7 +224,7 @@ describe('Java heap sampling (kernel tier: real JVMs)', { skip }, () => {
         const k = siteOfLine(s.frames[0]?.function, s.frames[0]?.line);
         if (k && k !== 'L') assert.equal(s.leakCandidate, false, `churn site ${k} is no leak candidate: ${s.evidence}`);
       }
-      fx.send('exit');
+      await fx.exit();
     });
   }
 
@@ -222,7 +249,7 @@ describe('Java heap sampling (kernel tier: real JVMs)', { skip }, () => {
     const f = runCli(['profile', '--pid', String(fx.pid), '--event', 'alloc', '--duration', '1', '--folded'], { timeoutMs: 60_000 });
     assert.equal(f.code, 0, f.stderr);
     assert.match(f.stdout, /HeapSites\.churn;byte\[\] \d+/, 'folded: the class is the last frame, weighted by bytes');
-    fx.send('exit');
+    await fx.exit();
   });
 
   test('start/stop 20 times: no RSS growth beyond noise; the stopped agent thread uses no CPU', async (t) => {
@@ -253,7 +280,7 @@ describe('Java heap sampling (kernel tier: real JVMs)', { skip }, () => {
     assert.ok(c0 >= 0, "the agent's heap thread exists");
     await sleep(2000);
     assert.equal(cpu(), c0, 'a stopped heap sampler thread takes no CPU time (it sleeps until the next start)');
-    fx.send('exit');
+    await fx.exit();
   });
 
   test('bad input: a JDK older than 11 exits 4 naming the JDK and the fix (both commands); --native still traces it', async () => {
@@ -280,7 +307,7 @@ describe('Java heap sampling (kernel tier: real JVMs)', { skip }, () => {
     const n = runCli(['memleak', '--pid', String(fx.pid), '--native', '--duration', '1', '--json'], { timeoutMs: 60_000 });
     assert.equal(n.code, 0, n.stderr);
     assert.equal((JSON.parse(n.stdout) as { tracer: string }).tracer, 'memleak', '--native keeps malloc tracing');
-    fx.send('exit');
+    await fx.exit();
   });
 
   test('bad input: --event alloc on a non-JVM exits 2 and points to native memleak', () => {
