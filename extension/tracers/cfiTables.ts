@@ -77,8 +77,8 @@ export const CFI_STOP = ['end', 'no-mapping', 'no-row', 'unsupported', 'read', '
 export type CfiStop = (typeof CFI_STOP)[number];
 export const CFI_STAT = { walks: 7, frames: 8, fpFrames: 9, lost: 10, noTable: 11, walkNs: 12 } as const;
 
-/** A .eh_frame larger than this is not compiled (its mappings are walked by frame pointers). */
-const MAX_EH_FRAME_BYTES = 64 << 20;
+/** A .eh_frame larger than this is not compiled (its mappings are walked by frame pointers): node's is 2.7 MB. */
+const MAX_EH_FRAME_BYTES = 16 << 20;
 /** Rows this helper keeps compiled across sessions (12 bytes each in BPF, more here). */
 const CACHE_MAX_ROWS = 4_000_000;
 
@@ -195,7 +195,16 @@ export class CfiTables {
         this.fpMappings++;
         return fp;
       }
-      if (!this.files.has(key)) this.files.set(key, { table: c.table });
+      if (!this.files.has(key)) {
+        // a session holds at most what the kernel map may (a process mapping many huge files
+        // gets frame pointers for the rest, not a helper out of memory)
+        if (this.plannedRows + c.table.rows.length > CFI_MAX_ROWS) {
+          this.log(`cfi: ${m.path} of pid ${pid}: over ${CFI_MAX_ROWS} rows for this session; walked by frame pointers`);
+          this.fpMappings++;
+          return fp;
+        }
+        this.files.set(key, { table: c.table });
+      }
       return { start: m.start, end: m.end, bias: m.start - m.offset - load.delta, file: key };
     } catch (e) {
       this.log(`cfi: ${m.path} of pid ${pid}: no table (${(e as Error).message}); walked by frame pointers`);

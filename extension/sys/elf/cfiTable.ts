@@ -50,7 +50,7 @@ export interface CfiTable {
 export const CFI_ROW_SIZE = 12;
 
 /** Rows one file may compile to (node's 22 MB executable has 372k): a crafted .eh_frame stops here with an error, not after gigabytes of rows. */
-export const CFI_MAX_FILE_ROWS = 4_000_000;
+export const CFI_MAX_FILE_ROWS = 1_500_000;
 
 const DW_CFA_REG_RBP = 6;
 const DW_CFA_REG_RSP = 7;
