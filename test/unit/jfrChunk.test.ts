@@ -5,7 +5,7 @@
 // with a JfrError naming an offset inside the chunk, never another exception or a hang.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Chunk, JfrBudget, readChunkHeader, type JfrObject } from '../../extension/model/jfr/chunk';
+import { Chunk, JFR_LIMITS, JfrBudget, readChunkHeader, type JfrObject } from '../../extension/model/jfr/chunk';
 import { JfrError } from '../../extension/model/jfr/cursor';
 
 function leb(v: number): number[] {
@@ -141,6 +141,15 @@ test('constant pool events that point at each other, and an array of 2^31 elemen
   assert.throws(() => readAll(big), (e: unknown) => isJfrError(big)(e) && /length of -2147483648|length of 2147483648/.test((e as Error).message));
   const runs = chunk(CLASSES, [event([...leb(EVENT), ...leb(1), 1, ...leb(1), ...leb(1_000_000)])], [NODE_POOL]);
   assert.throws(() => readAll(runs), (e: unknown) => isJfrError(runs)(e) && /runs past the end of its event/.test((e as Error).message));
+});
+
+test('the values a chunk\'s pools hold are counted, nested ones too, per chunk', () => {
+  const buf = chunk(CLASSES, EVENTS, [NODE_POOL]);
+  const h = readChunkHeader(buf.subarray(0, 68), 0);
+  // 2 nodes (each a struct: 2 more) and 1 string: 5 values; 4 is too few, and the count starts again in every chunk
+  assert.throws(() => new Chunk(buf, h, new JfrBudget({ ...JFR_LIMITS, maxPoolValues: 4 })), (e: unknown) => e instanceof JfrError && /maxPoolValues \(4\)/.test(e.message));
+  const budget = new JfrBudget({ ...JFR_LIMITS, maxPoolValues: 5 });
+  for (let i = 0; i < 3; i++) new Chunk(buf, h, budget);
 });
 
 test('every truncation and every byte set to 0x00 or 0xff: a JfrError with an offset, or a clean read', () => {

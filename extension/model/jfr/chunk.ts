@@ -13,13 +13,16 @@ export const JFR_LIMITS = {
   /** Bytes of one chunk, held in memory while it is read: HotSpot rotates chunks at 12 MiB by default. */
   maxChunkBytes: 512 * MiB,
   /** Elements of one array or characters of one string (a stack is at most 2,048 frames deep in HotSpot). */
-  maxLength: 16 * MiB,
+  maxLength: 4 * MiB,
   /** Nesting of inline values (a struct inside a struct): real types nest 3 deep. */
   maxValueDepth: 32,
   /** Elements of the metadata tree: JDK 25's describes ~200 classes in ~5,000 elements. */
   maxMetadataElements: 1_000_000,
-  /** Values held in one chunk's constant pools (stack frames, methods, classes, strings…). */
-  maxPoolValues: 20_000_000,
+  /**
+   * Values held in one chunk's constant pools, nested ones included (each stack frame of each pooled
+   * stack trace is one): ~100 bytes each, so ~1.6 GB at worst. A 12 MB HotSpot chunk holds < 1M.
+   */
+  maxPoolValues: 16_000_000,
   /** Wall time of one read: a 1 GB recording parses in well under this. */
   maxReadMs: 300_000,
 } as const;
@@ -88,7 +91,6 @@ type Decoder = (c: Cursor, depth: number) => JfrValue;
 export class JfrBudget {
   private n = 0;
   readonly deadline: number;
-  poolValues = 0;
 
   constructor(
     readonly limits: JfrLimits = JFR_LIMITS,
@@ -185,6 +187,7 @@ export class Chunk {
     if (!f.array) return one;
     return (c, depth) => {
       const n = c.length(`array ${f.name}`);
+      if (this.pooling) this.countPoolValues(c, n);
       const out: JfrValue[] = [];
       for (let i = 0; i < n; i++) out.push(one(c, depth));
       return out;
@@ -196,6 +199,7 @@ export class Chunk {
     const max = this.budget.limits.maxValueDepth;
     return (c, depth) => {
       if (depth >= max) c.fail(`values of ${t.name} nest deeper than the limit maxValueDepth (${max})`);
+      if (this.pooling) this.countPoolValues(c, 1);
       const o: JfrObject = {};
       for (const f of fields) o[f.name] = f.read(c, depth + 1);
       return o;
@@ -207,8 +211,26 @@ export class Chunk {
     return this.decoder(typeId, c)(c, 0);
   }
 
+  /** While pools are read, every value decoded is kept: counted against maxPoolValues. */
+  private pooling = false;
+  private poolValues = 0;
+
+  private countPoolValues(c: Cursor, n: number): void {
+    this.poolValues += n;
+    if (this.poolValues > this.budget.limits.maxPoolValues) c.fail(`the chunk's constant pools hold more than the limit maxPoolValues (${this.budget.limits.maxPoolValues.toLocaleString('en-US')}) values`);
+  }
+
   /** The constant pool events, last to first (each names the offset of the one before it). */
   private readPools(): void {
+    this.pooling = true;
+    try {
+      this.readPoolChain();
+    } finally {
+      this.pooling = false;
+    }
+  }
+
+  private readPoolChain(): void {
     const seen = new Set<number>();
     let pos = this.header.constantPoolOffset;
     while (pos !== 0) {
@@ -235,8 +257,7 @@ export class Chunk {
       let pool = this.pools.get(typeId);
       if (!pool) this.pools.set(typeId, (pool = new Map()));
       const n = c.length('a constant pool');
-      this.budget.poolValues += n;
-      if (this.budget.poolValues > this.budget.limits.maxPoolValues) c.fail(`the chunk's constant pools hold more than the limit maxPoolValues (${this.budget.limits.maxPoolValues.toLocaleString('en-US')}) values`);
+      this.countPoolValues(c, n);
       const d = this.decoder(typeId, c);
       for (let j = 0; j < n; j++) {
         const key = c.long();
