@@ -25,6 +25,8 @@ async function ask(): Promise<NewProjectArgs | undefined> {
   );
   if (!pick) return undefined;
   const parent = await vscode.window.showOpenDialog({
+    // without a title the dialog shows a bare path: say what the folder is for
+    title: `New BPF Project (${pick.template}): the folder to create it in`,
     canSelectFolders: true,
     canSelectFiles: false,
     defaultUri: vscode.workspace.workspaceFolders?.[0]?.uri,
