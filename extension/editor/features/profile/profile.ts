@@ -351,9 +351,12 @@ function showProfile(shown: Shown, p: FlameProfile, title: string, warnings: str
 async function profile(context: vscode.ExtensionContext, target: Target, frequency: number, durationS: number | null, java: JavaMode = 'auto', event: ProfileEvent = 'cpu'): Promise<string> {
   const stackStorageSize = vscode.workspace.getConfiguration('ebpfStudio.profile').get<number>('stackStorageSize', PROFILE_DEFAULT_STACK_STORAGE);
   const unwind = vscode.workspace.getConfiguration('ebpfStudio.profile').get<UnwindChoice>('unwind', 'auto');
-  const options: ProfileOptions = { pid: target.pid, frequency, includeIdle: false, javaPerfMap: true, stackStorageSize, unwind: UNWIND_CHOICES.includes(unwind) ? unwind : 'auto', java };
+  const chosen = UNWIND_CHOICES.includes(unwind) ? unwind : 'auto';
+  // Unwind tables are loaded for one process: a whole-system profile keeps the default walk.
+  const wholeSystemCfi = chosen === 'cfi' && !target.pid;
+  const options: ProfileOptions = { pid: target.pid, frequency, includeIdle: false, javaPerfMap: true, stackStorageSize, unwind: wholeSystemCfi ? 'auto' : chosen, java };
   let shown: Shown | undefined;
-  const warnings: string[] = [];
+  const warnings: string[] = wholeSystemCfi ? ['Unwind tables in the kernel ("cfi") need one process: this whole-system profile unwinds by CFI in user space instead.'] : [];
   let timer: ReturnType<typeof setTimeout> | undefined;
   let live: ReturnType<typeof setInterval> | undefined;
   const title = `${EVENT_TITLE[event] ?? 'CPU'}: ${target.label}`;
