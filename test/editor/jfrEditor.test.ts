@@ -52,6 +52,7 @@ test('a .jfr file opens in the flame graph and the GC view (code-server)', { ski
     await s.pickQuickPickItem(/CPU samples/, 30_000);
     const frame = await s.webviewFrame('CPU: rec.jfr', 30_000);
     await frame.locator('.toolbar .status', { hasText: /samples/ }).waitFor({ timeout: 15_000 });
+    await s.screenshot('jfr-flamegraph');
     const editor = await openWorkspaceFile(s, 'JfrWorkload.java');
     const hotLine = src.split('\n').findIndex((l) => /static long hotLoop\(/.test(l)) + 1;
     const lenses = await waitForCodeLenses(editor, (all) => all.some((l) => /^CPU \d+(\.\d+)?% total/.test(l.text) && /hotLoop/.test(l.text)), 30_000);

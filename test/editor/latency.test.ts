@@ -49,6 +49,7 @@ test('Measure latency from a CodeLens in a real VS Code (code-server)', { skip: 
     const firstSlow = await frame.locator('#slow-calls details').first().innerText();
     assert.match(firstSlow, /ms · thread \d+/);
     assert.ok((await canvasColorPixels(frame, 'histogram', ['--vscode-charts-blue:#3794ff'], { skipTopPx: 20 })) > 50, 'the histogram is blank');
+    await s.screenshot('latency-lens');
     await frame.locator('#stop').click();
     await frame.locator('#status').filter({ hasText: /Stopped/ }).waitFor({ timeout: 15_000 });
     const after = await waitForCodeLenses(editor, (all) => all.some((l) => l.line === line && /stopped/.test(l.text)), 15_000);
