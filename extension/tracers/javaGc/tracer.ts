@@ -13,7 +13,7 @@ import { asObject, bool, int, PID_MAX } from '../../protocol/validate';
 import { checkPid, identify, pidAlive, readStat, sameProcess } from '../../sys/proc/processes';
 import { countsProblem } from '../../model/javaGcCheck';
 import { ElfFile } from '../../sys/elf/elf';
-import type { Tracer } from '../tracer';
+import type { Session, SessionEvents, Tracer, TracerEnv } from '../tracer';
 import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
 import { hostLibjvms, JvmCounterBook, JvmScanner, libjvmTargetOf, runningTarget, type LibjvmTarget, type RunningJvm } from './jvms';
 import { GcHistReader } from './hists';
@@ -244,192 +244,260 @@ export const javaGcTracer: Tracer<'java-gc'> = {
     };
   },
   async start(options, env, events) {
-    const warnings: string[] = [];
-    const attachPid = options.all ? -1 : options.pid;
-    const startTime = options.all ? undefined : checkPid(options.pid).startTime;
-    const scanner = new JvmScanner();
-    const found = options.all ? findLibjvms(scanner) : { libs: [libjvmTargetOf(options.pid)], jvms: [], skipped: [] };
-    const libs = found.libs;
-    warnings.push(...found.skipped);
-    if (options.all && libs.length === 0) warnings.push('no JDK with hotspot USDT probes was found yet (looked in /usr/lib/jvm, /opt, /usr/local and in running JVMs): JVMs that start later are traced as they appear');
+    const session = new JavaGcSession(options, env, events);
+    session.attach();
+    session.collect();
+    return session;
+  },
+};
 
-    const spLibs = new Set(libs.filter((l) => hasSafepointProbes(l.path)).map((l) => l.identity));
-    // With nothing to attach to yet, the JVMs to come are expected to be like most (with them).
-    const safepointsAvailable = spLibs.size > 0 || libs.length === 0;
-    const safepointsReason = safepointsAvailable
-      ? undefined
-      : `${libs.length === 1 ? libs[0].label : 'no traced libjvm.so'} has no hs_private:safepoint__begin/end USDT probes: safepoints cannot be timed with this JDK`;
-    const progs = [...PROBES.map(([p]) => p), ...(safepointsAvailable ? SAFEPOINT_PROBES.map(([p]) => p) : []), ...(options.all ? ['handle_exec'] : [])];
-    // lazy_wakeup: records reach user space within the ring poller's 100 ms timeout rather than
-    // waking it one by one; updates go out every TICK_MS anyway, and at hundreds of GCs and
-    // safepoints a second the per-record wakeups were most of the tracer's own CPU time.
-    const { obj } = loadFirstWorking(env, 'java-gc', [progs], (o) => setRodata(o, { min_duration_ns: BigInt(options.minUs) * 1000n, lazy_wakeup: true, records: !options.metricsOnly, histograms: Boolean(options.metricsOnly) }));
-    const links: number[] = [];
-    const book = new JvmCounterBook(options.liveCounts === false);
-    if (!options.all) book.prepare(options.pid);
-    const attacher = new LibjvmAttacher(obj, attachPid, links, safepointsAvailable, env.log);
+/** One java-gc session: the probes on the libjvm.so files, the JVMs' counters and what arrived since the last update. */
+class JavaGcSession implements Session<'java-gc'> {
+  readonly targets: number[];
+  readonly warnings: string[] = [];
+  private startTime?: number;
+  private scanner!: JvmScanner;
+  private obj!: BpfObject;
+  private readonly links: number[] = [];
+  private book!: JvmCounterBook;
+  private attacher!: LibjvmAttacher;
+  private execs?: ExecWatch;
+  private safepointsAvailable = false;
+  private safepointsReason?: string;
+  private tickMs = TICK_MS;
+  private followTicks = 1;
+  private forgetTicks = 1;
+  private startNs = 0;
+  // Every event for the CLI's document; a client that drew the live updates (the editor) asks
+  // for a bounded result instead: running figures and the most recent events, so the helper's
+  // memory and the size of what Stop sends back do not grow with the session.
+  private readonly all: JavaGcEvent[] = [];
+  private readonly allSafepoints: JavaSafepoint[] = [];
+  private readonly bounded?: GcLive;
+  private readonly pids: Set<number>;
+  private fresh: JavaGcEvent[] = [];
+  private freshSafepoints: JavaSafepoint[] = [];
+  private lost = 0;
+  private safepointsLost = 0;
+  private closed = false;
+  // Collections that start while the probes are being detached are seen in part (a pool
+  // bracket with no gc__begin reads as a concurrent cycle): the session ends where detaching starts.
+  private detachNs = Infinity;
+  private readonly rbs: ReturnType<BpfObject['openRingBuffer']>[] = [];
+  private hists?: GcHistReader;
+  // Read last just before the probes go: after that the JVMs count what we no longer see.
+  private countsFinal = false;
+  private readonly liveCounts: boolean;
+  private shutting?: Promise<void>;
+  private timer?: NodeJS.Timeout;
+  private ending = false;
+  private ticks = 0;
+
+  constructor(
+    private readonly options: JavaGcOptions,
+    private readonly env: TracerEnv,
+    private readonly events: SessionEvents<'java-gc'>,
+  ) {
+    this.targets = options.all ? [] : [options.pid];
+    this.bounded = options.boundedResult ? new GcLive() : undefined;
+    this.pids = new Set<number>(options.all ? [] : [options.pid]);
+    this.liveCounts = options.liveCounts !== false;
+  }
+
+  /** Finds the libjvm.so files, loads the BPF object, attaches the probes and books the JVMs they cover. */
+  attach(): void {
+    const { options, env } = this;
+    const found = this.findTargets();
+    const libs = found.libs;
+    this.load(libs);
+    this.book = new JvmCounterBook(options.liveCounts === false);
+    if (!options.all) this.book.prepare(options.pid);
+    this.attacher = new LibjvmAttacher(this.obj, options.all ? -1 : options.pid, this.links, this.safepointsAvailable, env.log);
     try {
-      for (const lib of libs) attachFound(attacher, lib, options.all, warnings);
+      for (const lib of libs) attachFound(this.attacher, lib, options.all, this.warnings);
     } catch (e) {
-      obj.close();
-      book.close();
+      this.obj.close();
+      this.book.close();
       if (!options.all && !pidAlive(options.pid)) throw inputError(`process ${options.pid} exited before the probes were attached`);
       throw fromBpfError(`attaching hotspot USDT probes in ${libs.map((l) => l.label).join(', ')}`, e);
     }
-    if (!safepointsAvailable) env.log(`java-gc: ${safepointsReason}`);
+    if (!this.safepointsAvailable) env.log(`java-gc: ${this.safepointsReason}`);
     // Each JVM's own counters, read from when its probes are in place.
     if (!options.all) {
       const id = identify(options.pid);
-      if (id) book.track(id, libs[0].label, false);
-      env.log(`java-gc: ${book.describe(options.pid)}`);
+      if (id) this.book.track(id, libs[0].label, false);
+      env.log(`java-gc: ${this.book.describe(options.pid)}`);
     }
-    for (const j of found.jvms) attacher.follow(j, book, true, warnings);
-    const execs = options.all ? watchExecs(obj, links, env.log) : undefined;
-    // The same cadences in seconds whatever the tick: new JVMs every second, exited ones every 10 s.
-    const tickMs = options.metricsOnly ? METRICS_TICK_MS : TICK_MS;
-    const followTicks = Math.max(1, (FOLLOW_TICKS * TICK_MS) / tickMs);
-    const forgetTicks = Math.max(1, (FORGET_TICKS * TICK_MS) / tickMs);
-    if (options.all) env.log(`java-gc: looking for new JVMs every ${(followTicks * tickMs) / 1000} s${execs ? ' among processes that exec\'d' : ''}`);
+    for (const j of found.jvms) this.attacher.follow(j, this.book, true, this.warnings);
+    this.execs = options.all ? watchExecs(this.obj, this.links, env.log) : undefined;
+  }
 
-    const startNs = monoNs();
-    // Every event for the CLI's document; a client that drew the live updates (the editor) asks
-    // for a bounded result instead: running figures and the most recent events, so the helper's
-    // memory and the size of what Stop sends back do not grow with the session.
-    const all: JavaGcEvent[] = [];
-    const allSafepoints: JavaSafepoint[] = [];
-    const bounded = options.boundedResult ? new GcLive() : undefined;
-    const pids = new Set<number>(options.all ? [] : [options.pid]);
-    let fresh: JavaGcEvent[] = [];
-    let freshSafepoints: JavaSafepoint[] = [];
-    let lost = 0;
-    let safepointsLost = 0;
-    let closed = false;
-    // Collections that start while the probes are being detached are seen in part (a pool
-    // bracket with no gc__begin reads as a concurrent cycle): the session ends where detaching starts.
-    let detachNs = Infinity;
-    const onBatch = (batch: Buffer, offsets: Uint32Array) => {
-      for (const r of records(batch, offsets)) {
-        let e: JavaGcEvent;
-        try {
-          e = decodeJavaGcEvent(r);
-        } catch (err) {
-          // A stale object file: say so rather than throwing on the addon's callback.
-          env.log(`java-gc: ${(err as Error).message}`);
-          return;
-        }
-        if (e.timestampNs > detachNs) continue;
-        pids.add(e.pid);
-        book.count(e);
-        if (!bounded && options.retain !== false) all.push(e);
-        fresh.push(e);
-      }
-    };
-    const onSafepoints = (batch: Buffer, offsets: Uint32Array) => {
-      for (const r of records(batch, offsets)) {
-        try {
-          const sp = decodeSafepoint(r);
-          if (!bounded && options.retain !== false) allSafepoints.push(sp);
-          freshSafepoints.push(sp);
-        } catch (err) {
-          env.log(`java-gc: ${(err as Error).message}`);
-          return;
-        }
-      }
-    };
-    const rbs: ReturnType<BpfObject['openRingBuffer']>[] = [];
+  /** The libjvm.so files to attach to now (the target's, or every one found with --all) and the JVMs running them. */
+  private findTargets(): ReturnType<typeof findLibjvms> {
+    const { options } = this;
+    this.startTime = options.all ? undefined : checkPid(options.pid).startTime;
+    this.scanner = new JvmScanner();
+    const found = options.all ? findLibjvms(this.scanner) : { libs: [libjvmTargetOf(options.pid)], jvms: [], skipped: [] };
+    this.warnings.push(...found.skipped);
+    if (options.all && found.libs.length === 0) this.warnings.push('no JDK with hotspot USDT probes was found yet (looked in /usr/lib/jvm, /opt, /usr/local and in running JVMs): JVMs that start later are traced as they appear');
+    return found;
+  }
+
+  /** Loads the BPF object, with the safepoint programs when the files have their probes. */
+  private load(libs: LibjvmTarget[]): void {
+    const { options, env } = this;
+    const spLibs = new Set(libs.filter((l) => hasSafepointProbes(l.path)).map((l) => l.identity));
+    // With nothing to attach to yet, the JVMs to come are expected to be like most (with them).
+    this.safepointsAvailable = spLibs.size > 0 || libs.length === 0;
+    this.safepointsReason = this.safepointsAvailable
+      ? undefined
+      : `${libs.length === 1 ? libs[0].label : 'no traced libjvm.so'} has no hs_private:safepoint__begin/end USDT probes: safepoints cannot be timed with this JDK`;
+    const progs = [...PROBES.map(([p]) => p), ...(this.safepointsAvailable ? SAFEPOINT_PROBES.map(([p]) => p) : []), ...(options.all ? ['handle_exec'] : [])];
+    // lazy_wakeup: records reach user space within the ring poller's 100 ms timeout rather than
+    // waking it one by one; updates go out every TICK_MS anyway, and at hundreds of GCs and
+    // safepoints a second the per-record wakeups were most of the tracer's own CPU time.
+    this.obj = loadFirstWorking(env, 'java-gc', [progs], (o) => setRodata(o, { min_duration_ns: BigInt(options.minUs) * 1000n, lazy_wakeup: true, records: !options.metricsOnly, histograms: Boolean(options.metricsOnly) })).obj;
+  }
+
+  /** Opens the ring buffers (or the histograms) and sends an update every tick from now on. */
+  collect(): void {
+    const { options, env } = this;
+    // The same cadences in seconds whatever the tick: new JVMs every second, exited ones every 10 s.
+    this.tickMs = options.metricsOnly ? METRICS_TICK_MS : TICK_MS;
+    this.followTicks = Math.max(1, (FOLLOW_TICKS * TICK_MS) / this.tickMs);
+    this.forgetTicks = Math.max(1, (FORGET_TICKS * TICK_MS) / this.tickMs);
+    if (options.all) env.log(`java-gc: looking for new JVMs every ${(this.followTicks * this.tickMs) / 1000} s${this.execs ? ' among processes that exec\'d' : ''}`);
+    this.startNs = monoNs();
     // Metrics only: nothing comes through the rings, so no thread polls them.
-    const hists = options.metricsOnly ? new GcHistReader(obj) : undefined;
+    this.hists = options.metricsOnly ? new GcHistReader(this.obj) : undefined;
     try {
-      if (!hists) rbs.push(obj.openRingBuffer('events', onBatch));
-      if (safepointsAvailable && !hists) rbs.push(obj.openRingBuffer('safepoints', onSafepoints));
+      if (!this.hists) this.rbs.push(this.obj.openRingBuffer('events', (b, o) => this.onBatch(b, o)));
+      if (this.safepointsAvailable && !this.hists) this.rbs.push(this.obj.openRingBuffer('safepoints', (b, o) => this.onSafepoints(b, o)));
     } catch (e) {
-      for (const rb of rbs) rb.close();
-      obj.close();
+      for (const rb of this.rbs) rb.close();
+      this.obj.close();
       throw fromBpfError('opening the java-gc ring buffers', e);
     }
-    const readLost = () => {
-      if (closed) return;
-      lost = readCounter(obj, 'counters', CTR_RINGBUF_FULL) + readCounter(obj, 'counters', CTR_INFLIGHT_FULL) + (hists ? readCounter(obj, 'counters', CTR_HIST_FULL) : 0);
-      safepointsLost = readCounter(obj, 'counters', CTR_SAFEPOINT_LOST);
-    };
-    const pidList = () => [...pids].sort((a, b) => a - b);
-    // Read last just before the probes go: after that the JVMs count what we no longer see.
-    let countsFinal = false;
-    const liveCounts = options.liveCounts !== false;
-    const flush = () => {
-      readLost();
-      if (!countsFinal && liveCounts) book.refresh();
-      const histograms = hists ? countedInKernel(hists.take(), pids, book) : undefined;
-      const u = { events: fresh, ...(histograms ? { histograms } : {}), safepoints: freshSafepoints, safepointsAvailable, safepointsReason, lost, pids: pidList(), startNs, nowNs: monoNs(), ...(liveCounts ? { jvmCounts: book.results(options.minUs, lost) } : {}), ...(warnings.length ? { warnings: [...warnings] } : {}) };
-      fresh = [];
-      freshSafepoints = [];
-      bounded?.apply(u);
-      events.update(u);
-    };
-    let shutting: Promise<void> | undefined;
-    const shutdown = () => (shutting ??= detachAndClose());
-    const detachAndClose = async () => {
-      clearInterval(timer);
-      book.refresh();
-      countsFinal = true;
-      detachNs = monoNs();
-      for (const l of links.splice(0)) {
-        try {
-          obj.detach(l);
-        } catch {
-          /* already gone */
-        }
-      }
-      await new Promise((r) => setTimeout(r, DRAIN_MS));
-      await hists?.final().catch((e) => env.log(`java-gc: reading the pause histograms: ${(e as Error).message}`));
-      readLost();
-      const poolsDropped = readCounter(obj, 'counters', CTR_POOLS_FULL);
-      if (poolsDropped) env.log(`java-gc: ${poolsDropped} pool records did not fit (more than ${JAVA_GC_MAX_POOLS} pools per GC)`);
-      // What arrived since the last tick still goes out live, so a view matches the result.
-      if (fresh.length || freshSafepoints.length || hists?.hasPending) flush();
-      closed = true;
-      for (const rb of rbs) rb.close();
-      obj.close();
-      book.close();
-    };
-    let ending = false;
-    let ticks = 0;
-    const timer = setInterval(() => {
-      // New JVMs (new containers too) are looked for before the update that reports them.
-      ticks++;
-      if (options.all && ticks % followTicks === 0) for (const j of followNewJvms(scanner, execs, ticks / followTicks - 1)) attacher.follow(j, book, false, warnings);
-      // Without live counts nothing reads them: exited JVMs' files are closed and forgotten here.
-      if (!liveCounts && ticks % forgetTicks === 0) book.forgetExited();
-      if (hists) void hists.read(() => closed || detachNs !== Infinity).then(() => detachNs === Infinity && flush(), (e) => env.log(`java-gc: reading the pause histograms: ${(e as Error).message}`));
-      else flush();
-      if (options.all || ending) return;
-      // Same pid but another start time: the JVM exited and the pid was reused.
-      const alive = pidAlive(options.pid) && readStat(options.pid)?.startTime === startTime;
-      if (!alive) {
-        ending = true;
-        void shutdown().then(() => {
-          events.ended('target-exited', `pid ${options.pid} exited; ${bounded ? bounded.count : all.length} GCs traced`);
-        });
-      }
-    }, tickMs);
+    this.timer = setInterval(() => this.tick(), this.tickMs);
+  }
 
-    const result = (): JavaGcResult => {
-      if (!liveCounts && !countsFinal) book.refresh();
-      const jvmCounts = book.results(options.minUs, lost);
-      const problem = countsProblem(jvmCounts);
-      const checked = { jvmCounts, ...(problem ? { problem } : {}) };
-      if (!bounded) return { ...buildResult(pidList(), all, lost, { available: safepointsAvailable, reason: safepointsReason, events: allSafepoints, lost: safepointsLost }), ...checked };
-      const r = bounded.toResult();
-      return { ...r, pids: pidList(), lost, safepoints: { ...r.safepoints, available: safepointsAvailable, ...(safepointsReason ? { reason: safepointsReason } : {}), lost: safepointsLost }, ...checked };
-    };
-    return {
-      targets: options.all ? [] : [options.pid],
-      warnings,
-      snapshot: result,
-      async stop() {
-        await shutdown();
-        return result();
-      },
-    };
-  },
-};
+  private onBatch(batch: Buffer, offsets: Uint32Array): void {
+    for (const r of records(batch, offsets)) {
+      let e: JavaGcEvent;
+      try {
+        e = decodeJavaGcEvent(r);
+      } catch (err) {
+        // A stale object file: say so rather than throwing on the addon's callback.
+        this.env.log(`java-gc: ${(err as Error).message}`);
+        return;
+      }
+      if (e.timestampNs > this.detachNs) continue;
+      this.pids.add(e.pid);
+      this.book.count(e);
+      if (!this.bounded && this.options.retain !== false) this.all.push(e);
+      this.fresh.push(e);
+    }
+  }
+
+  private onSafepoints(batch: Buffer, offsets: Uint32Array): void {
+    for (const r of records(batch, offsets)) {
+      try {
+        const sp = decodeSafepoint(r);
+        if (!this.bounded && this.options.retain !== false) this.allSafepoints.push(sp);
+        this.freshSafepoints.push(sp);
+      } catch (err) {
+        this.env.log(`java-gc: ${(err as Error).message}`);
+        return;
+      }
+    }
+  }
+
+  private tick(): void {
+    const { options, env, hists } = this;
+    // New JVMs (new containers too) are looked for before the update that reports them.
+    this.ticks++;
+    if (options.all && this.ticks % this.followTicks === 0) for (const j of followNewJvms(this.scanner, this.execs, this.ticks / this.followTicks - 1)) this.attacher.follow(j, this.book, false, this.warnings);
+    // Without live counts nothing reads them: exited JVMs' files are closed and forgotten here.
+    if (!this.liveCounts && this.ticks % this.forgetTicks === 0) this.book.forgetExited();
+    if (hists) void hists.read(() => this.closed || this.detachNs !== Infinity).then(() => this.detachNs === Infinity && this.flush(), (e) => env.log(`java-gc: reading the pause histograms: ${(e as Error).message}`));
+    else this.flush();
+    if (options.all || this.ending) return;
+    // Same pid but another start time: the JVM exited and the pid was reused.
+    const alive = pidAlive(options.pid) && readStat(options.pid)?.startTime === this.startTime;
+    if (!alive) {
+      this.ending = true;
+      void this.shutdown().then(() => {
+        this.events.ended('target-exited', `pid ${options.pid} exited; ${this.bounded ? this.bounded.count : this.all.length} GCs traced`);
+      });
+    }
+  }
+
+  private readLost(): void {
+    if (this.closed) return;
+    const { obj } = this;
+    this.lost = readCounter(obj, 'counters', CTR_RINGBUF_FULL) + readCounter(obj, 'counters', CTR_INFLIGHT_FULL) + (this.hists ? readCounter(obj, 'counters', CTR_HIST_FULL) : 0);
+    this.safepointsLost = readCounter(obj, 'counters', CTR_SAFEPOINT_LOST);
+  }
+
+  private pidList(): number[] {
+    return [...this.pids].sort((a, b) => a - b);
+  }
+
+  private flush(): void {
+    const { book, warnings } = this;
+    this.readLost();
+    if (!this.countsFinal && this.liveCounts) book.refresh();
+    const histograms = this.hists ? countedInKernel(this.hists.take(), this.pids, book) : undefined;
+    const u = { events: this.fresh, ...(histograms ? { histograms } : {}), safepoints: this.freshSafepoints, safepointsAvailable: this.safepointsAvailable, safepointsReason: this.safepointsReason, lost: this.lost, pids: this.pidList(), startNs: this.startNs, nowNs: monoNs(), ...(this.liveCounts ? { jvmCounts: book.results(this.options.minUs, this.lost) } : {}), ...(warnings.length ? { warnings: [...warnings] } : {}) };
+    this.fresh = [];
+    this.freshSafepoints = [];
+    this.bounded?.apply(u);
+    this.events.update(u);
+  }
+
+  private shutdown(): Promise<void> {
+    return (this.shutting ??= this.detachAndClose());
+  }
+
+  private async detachAndClose(): Promise<void> {
+    const { obj, env, hists } = this;
+    clearInterval(this.timer);
+    this.book.refresh();
+    this.countsFinal = true;
+    this.detachNs = monoNs();
+    for (const l of this.links.splice(0)) {
+      try {
+        obj.detach(l);
+      } catch {
+        /* already gone */
+      }
+    }
+    await new Promise((r) => setTimeout(r, DRAIN_MS));
+    await hists?.final().catch((e) => env.log(`java-gc: reading the pause histograms: ${(e as Error).message}`));
+    this.readLost();
+    const poolsDropped = readCounter(obj, 'counters', CTR_POOLS_FULL);
+    if (poolsDropped) env.log(`java-gc: ${poolsDropped} pool records did not fit (more than ${JAVA_GC_MAX_POOLS} pools per GC)`);
+    // What arrived since the last tick still goes out live, so a view matches the result.
+    if (this.fresh.length || this.freshSafepoints.length || hists?.hasPending) this.flush();
+    this.closed = true;
+    for (const rb of this.rbs) rb.close();
+    obj.close();
+    this.book.close();
+  }
+
+  snapshot(): JavaGcResult {
+    const { book, safepointsAvailable, safepointsReason, safepointsLost } = this;
+    if (!this.liveCounts && !this.countsFinal) book.refresh();
+    const jvmCounts = book.results(this.options.minUs, this.lost);
+    const problem = countsProblem(jvmCounts);
+    const checked = { jvmCounts, ...(problem ? { problem } : {}) };
+    if (!this.bounded) return { ...buildResult(this.pidList(), this.all, this.lost, { available: safepointsAvailable, reason: safepointsReason, events: this.allSafepoints, lost: safepointsLost }), ...checked };
+    const r = this.bounded.toResult();
+    return { ...r, pids: this.pidList(), lost: this.lost, safepoints: { ...r.safepoints, available: safepointsAvailable, ...(safepointsReason ? { reason: safepointsReason } : {}), lost: safepointsLost }, ...checked };
+  }
+
+  async stop(): Promise<JavaGcResult> {
+    await this.shutdown();
+    return this.snapshot();
+  }
+}
