@@ -42,6 +42,14 @@ export function kindFromRpcCode(code: number): ErrorKind {
   return 'internal';
 }
 
+const DEFAULT_PRIVILEGE_HINT = 'Tracing needs root (or CAP_BPF+CAP_PERFMON, and CAP_SYS_ADMIN for uprobes/USDT): run with sudo, or let the extension start its helper through pkexec.';
+let privilegeHint = DEFAULT_PRIVILEGE_HINT;
+
+/** Where sudo cannot help (inside an unprivileged container), what to say instead; set once at start-up. */
+export function setPrivilegeHint(hint: string | undefined): void {
+  privilegeHint = hint ? `${hint.charAt(0).toUpperCase()}${hint.slice(1)}.` : DEFAULT_PRIVILEGE_HINT;
+}
+
 /** Maps a libbpf failure (BpfError from the addon) to what a user should do about it. */
 export function fromBpfError(what: string, err: unknown): StudioError {
   if (err instanceof StudioError) return err;
@@ -49,7 +57,7 @@ export function fromBpfError(what: string, err: unknown): StudioError {
   const msg = e?.message ?? String(err);
   if (e?.code === 'EPERM' || e?.code === 'EACCES') {
     return privilegeError(
-      `${what}: ${msg}. Tracing needs root (or CAP_BPF+CAP_PERFMON, and CAP_SYS_ADMIN for uprobes/USDT): run with sudo, or let the extension start its helper through pkexec.`,
+      `${what}: ${msg}. ${privilegeHint}`,
       e.log,
     );
   }

@@ -85,6 +85,8 @@ export interface Capabilities {
   advice: string[];
   /** the root-owned install a non-root editor reaches root through, where the helper looked for it */
   install?: { dir: string; version?: string; missing: string[] };
+  /** set when this process runs inside a container: what it withholds (see docs/editor.md, Dev Container) */
+  container?: { runtime: string; ownPidNamespace: boolean; privileged: boolean };
 }
 
 export interface ProcessInfo {

@@ -11,6 +11,7 @@ import { mappedFiles, readMaps } from '../sys/proc/maps';
 import { lossAdvice, readLossHistory } from './lossHistory';
 import { ensureTracefs } from '../sys/tracefs';
 import { INSTALL_ROOT, installReport } from '../privilege/installPlan';
+import { containerLimits, insideContainer } from '../sys/proc/insideContainer';
 
 const CAP_NAMES: Record<number, string> = {
   0: 'CAP_CHOWN', 1: 'CAP_DAC_OVERRIDE', 2: 'CAP_DAC_READ_SEARCH', 5: 'CAP_KILL', 6: 'CAP_SETGID', 7: 'CAP_SETUID',
@@ -123,8 +124,13 @@ export function gatherCapabilities(addon: Addon | undefined, assetDir: string, a
 
   const advice: string[] = [];
   if (!btf) advice.push('The kernel has no BTF (/sys/kernel/btf/vmlinux): CO-RE programs cannot load. Use a kernel built with CONFIG_DEBUG_INFO_BTF=y.');
-  const hasBpfCaps = root || (caps.includes('CAP_BPF') && caps.includes('CAP_PERFMON'));
-  if (!hasBpfCaps) {
+  const container = insideContainer();
+  // Inside a container uid 0 is not enough: the runtime decides which capabilities root keeps.
+  const hasBpfCaps = container ? container.privileged : root || (caps.includes('CAP_BPF') && caps.includes('CAP_PERFMON'));
+  advice.push(...containerLimits(container));
+  if (container && !container.privileged) {
+    /* said by containerLimits: sudo cannot help in here */
+  } else if (!hasBpfCaps) {
     advice.push('No privilege to load BPF: run the CLI with sudo, or let the extension start its helper with pkexec/sudo (setting ebpfStudio.helper.privilege). CAP_BPF+CAP_PERFMON suffice for the profiler and run-queue latency; memory leaks and Java GC need root (uprobes/USDT).');
   } else if (!root && !caps.includes('CAP_SYS_ADMIN')) {
     advice.push('Without root (CAP_SYS_ADMIN), uprobes and USDT fail: Java GC and memory-leak tracing will not attach; the profiler and run-queue latency work.');
@@ -149,5 +155,6 @@ export function gatherCapabilities(addon: Addon | undefined, assetDir: string, a
     tracefs,
     advice,
     install: (({ root, version, missing }) => ({ dir: root, version, missing }))(installReport(INSTALL_ROOT, assetDir)),
+    ...(container ? { container } : {}),
   };
 }

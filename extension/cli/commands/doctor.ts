@@ -49,7 +49,7 @@ export const doctorCommand: Command = {
     const binaries: BinaryReport[] = [];
     let unwind: UnwindModuleInfo[] | undefined;
     if (pid !== undefined) {
-      checkPid(pid);
+      checkPid(pid, false);
       const seen = new Set<string>();
       for (const m of mapsOrExplain(pid)) {
         if (!m.path.startsWith('/') || !m.perms.includes('x') || seen.has(m.path)) continue;
@@ -100,6 +100,7 @@ export const doctorCommand: Command = {
       `libbpf        ${caps.libbpf}`,
       `install       ${install.version ? `${install.dir}: ${install.missing.length ? `missing ${install.missing.join(', ')}` : 'complete (helper, runner, addon, launcher, Java agent, leak interposer and its injector, BPF objects)'}` : `none in ${INSTALL_ROOT} (needed only when the editor is not root: sudo ebpf-studio install-helper)`}`,
       `tracefs       ${caps.tracefs ? 'mounted' : 'not mounted'}`,
+      ...(caps.container ? [`container     inside ${caps.container.runtime}: ${caps.container.privileged ? 'privileged' : 'unprivileged (BPF refused)'}, ${caps.container.ownPidNamespace ? 'own pid namespace (host processes not visible)' : "host's pid namespace"}`] : []),
       'attach kinds:',
       ...Object.entries(caps.attach).map(([k, v]) => `  ${k.padEnd(11)} ${v.ok ? 'works' : `no — ${v.error}`}`),
       'JDKs:',

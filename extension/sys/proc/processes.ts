@@ -10,6 +10,7 @@ import { hostFileIdentity, reachMappedByName } from './mappedFile';
 import { ElfError, ElfFile, type UsdtProbe } from '../elf/elf';
 import { jdkFeature, jdkVersion } from '../jvm/release';
 import { containerOf } from './container';
+import { pidNamespaceRefusal } from './insideContainer';
 import { containerLabel } from './targetLabel';
 
 const PF_KTHREAD = 0x00200000;
@@ -110,10 +111,13 @@ export function bootStartRange(id: ProcessIdentity | undefined): { target_start_
  * Checks a pid given by a user: in range, exists, not a kernel thread. Returns its stat.
  * Throws input errors (exit 2) with the reason.
  */
-export function checkPid(pid: number): Stat {
+/** `forBpf`: the pid will filter BPF events, which carry the host's pids (false: /proc reads only). */
+export function checkPid(pid: number, forBpf = true): Stat {
   if (!Number.isInteger(pid) || pid <= 0 || pid > PID_MAX) {
     throw inputError(`pid ${pid} is not valid: a pid is a whole number from 1 to ${PID_MAX}`);
   }
+  const refusal = forBpf ? pidNamespaceRefusal(pid) : undefined;
+  if (refusal) throw unsuitableError(refusal);
   const stat = readStat(pid);
   if (!stat) throw inputError(`no process with pid ${pid} is running (check with: ps -p ${pid})`);
   if (isKernelThread(stat)) throw unsuitableError(`pid ${pid} (${stat.comm}) is a kernel thread: it has no user-space code to trace`);
