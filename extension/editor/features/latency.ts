@@ -12,6 +12,7 @@ import { createViewPanel, type TypedPanel } from '../ui/webviewPanel';
 import { showError } from '../ui/errors';
 import type { FromView, ToView } from '../../../webview/latency/protocol';
 import { functionLines } from '../../model/functionLines';
+import { isBpfAuthoringFile } from '../../authoring/bpfFiles';
 
 const LANGUAGES = ['c', 'cpp', 'rust', 'go'];
 
@@ -36,7 +37,8 @@ function lensTitle(m: Measured | undefined): string {
 }
 
 function provideLenses(doc: vscode.TextDocument): vscode.CodeLens[] {
-  if (!vscode.workspace.getWorkspaceFolder(doc.uri)) return [];
+  // A .bpf.c program runs in the kernel: no process to measure it in.
+  if (!vscode.workspace.getWorkspaceFolder(doc.uri) || isBpfAuthoringFile(doc.fileName, doc.languageId)) return [];
   return functionLines(doc.getText(), doc.languageId).map((f) => {
     const m = measured.get(keyOf(doc.uri.fsPath, f.line));
     const running = m && !m.ended;
