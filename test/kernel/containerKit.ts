@@ -216,3 +216,21 @@ export function dockerImage(image: string): string | undefined {
   const r = spawnSync('sh', ['-c', `podman save --format docker-archive ${image} | docker load`], { encoding: 'utf8', timeout: 10 * 60_000 });
   return r.status === 0 ? undefined : `docker load of ${image} failed: ${r.stderr.trim().split('\n').pop()}`;
 }
+
+/** An image with node (scripts/build-agent-image.sh makes it): our CLI runs in it from the host's dist/, bind-mounted. */
+export const NODE_IMAGE = 'localhost/ebpf-studio-agent-test:1';
+
+/**
+ * Runs `sh -c script` in a fresh NODE_IMAGE container started with `runArgs`, where $CLI is the
+ * host's dist/cli.js (read-only) under node; the container is removed on exit (and by `stop`).
+ */
+export function shellInNodeContainer(runArgs: string[], script: string) {
+  const name = `ebpf-studio-dcx-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const child = spawn('podman', [...PODMAN, ...RUN, '--name', name, '-e', 'CLI=/opt/ebpf-studio/dist/cli.js', '-v', `${path.join(repoRoot, 'dist')}:/opt/ebpf-studio/dist:ro`, '--entrypoint', 'sh', ...runArgs, NODE_IMAGE, '-c', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((r) => child.on('exit', (code) => r({ code, stdout, stderr })));
+  return { name, stdout: () => stdout, stderr: () => stderr, done, stop: () => podman(['rm', '-f', '-t', '0', name], 30_000) };
+}
