@@ -128,6 +128,8 @@ export function gatherCapabilities(addon: Addon | undefined, assetDir: string, a
   // Inside a container uid 0 is not enough: the runtime decides which capabilities root keeps.
   const hasBpfCaps = container ? container.privileged : root || (caps.includes('CAP_BPF') && caps.includes('CAP_PERFMON'));
   advice.push(...containerLimits(container));
+  // A privileged container gets an empty /sys/kernel/tracing and often has no mount(8) to fill it.
+  if (container?.privileged && !tracefs) advice.push('tracefs is not mounted in this container: tracepoints named through it (bpftrace scripts, Run BPF Loader, tracefs-based probes) fail. Add "--mount", "type=bind,source=/sys/kernel/tracing,target=/sys/kernel/tracing" to the Dev Container\'s runArgs (docs/editor.md, "In a Dev Container").');
   if (container && !container.privileged) {
     /* said by containerLimits: sudo cannot help in here */
   } else if (!hasBpfCaps) {
