@@ -74,7 +74,7 @@ export function containerLimits(c = insideContainer()): string[] {
   const out: string[] = [];
   const where = c.runtime === 'a container' ? 'inside a container' : `inside a ${c.runtime} container`;
   if (!c.privileged) out.push(`${where} without privileges: the container refuses BPF even to root (no CAP_BPF or CAP_SYS_ADMIN, and its seccomp profile blocks bpf()); ${RECIPE}`);
-  if (c.ownPidNamespace) out.push(`${where} with its own pid namespace: the host's processes are not visible, and BPF reports host pids while the pids shown here are the container's, so tracing by --pid is refused; whole-system views name the host's pids. ${RECIPE.replace(/^start/, 'Start')}`);
+  if (c.ownPidNamespace) out.push(`${where} with its own pid namespace: the host's processes are not visible, and BPF reports host pids while the pids shown here are the container's, so tracing by --pid is refused; whole-system profiles name kernel frames only (the host's processes are not in this /proc). ${RECIPE.replace(/^start/, 'Start')}`);
   return out;
 }
 
