@@ -30,7 +30,7 @@ import { fromBpfError, inputError } from '../../protocol/errors';
 import { bootStartRange, checkPid, pidAlive, processInfo, sameProcess, type ProcessIdentity } from '../../sys/proc/processes';
 import { watchTarget } from '../targetWatch';
 import { writePerfMap } from '../../sys/jvm/attach';
-import type { Tracer } from '../tracer';
+import type { Session, SessionEvents, Tracer, TracerEnv } from '../tracer';
 import { loadFirstWorking, readCounter, setRodata } from '../bpfObject';
 import { onlineCpus } from '../profile/tracer';
 import { assemble, readStacks, symbolizeStacks, type RawStack } from '../profile/stacks';
@@ -183,31 +183,117 @@ export const offcpuTracer: Tracer<'offcpu'> = {
     };
   },
   async start(options, env, events) {
-    const wall = options.event === 'wall';
-    const warnings: string[] = [];
-    // The target by pid and start time, read first: the BPF programs signal and sample no other process
-    const target: ProcessIdentity | undefined = options.pid ? { pid: options.pid, startTime: checkPid(options.pid).startTime } : undefined;
-    const info = options.pid ? processInfo(options.pid) : undefined;
+    const session = new OffcpuSession(options, env, events);
+    await session.attach();
+    session.collect();
+    return session;
+  },
+};
+
+type LockSession = Awaited<ReturnType<typeof startLockSession>>;
+
+/** One off-CPU or wall-clock profile: the loaded object, the optional Java agent and lock session, and the last totals read. */
+class OffcpuSession implements Session<'offcpu'> {
+  readonly targets: number[];
+  readonly warnings: string[] = [];
+  private readonly wall: boolean;
+  private readonly javaMode: NonNullable<OffcpuOptions['java']>;
+  private target?: ProcessIdentity;
+  private info?: ReturnType<typeof processInfo>;
+  private java?: JavaAgentSession;
+  private programs: string[] = [];
+  private cfi?: CfiTables;
+  private obj!: BpfObject;
+  // Java join: intervals held until sys_exit come through this ring, with the thread's signal
+  private readonly javaIds = new Map<string, CountEntry>();
+  private readonly commOf = new Map<number, string>();
+  private ring?: RingBufferHandle;
+  private readonly links: number[] = [];
+  private attachedAt = 0n;
+  private tidsAtStart: number[] = [];
+  private jvm?: boolean;
+  private locks?: LockSession;
+  private started = 0;
+  private symbolizer!: Symbolizer;
+  private readonly images = new Map<number, ProcessImage>();
+  private closed = false;
+  private totals = { samples: 0, lost: 0 };
+  private entries: OffcpuEntry[] = [];
+  private javaRaw: RawStack[] = [];
+  private readonly seen = new Set<number>();
+  private ticks = 0;
+  private timer?: NodeJS.Timeout;
+  private unwatch: () => void = () => undefined;
+  private cfiInfo: Partial<UnwindInfo> = {};
+  private final?: ProfileResult;
+  private raw: RawStack[] = [];
+  private stoppedAt = 0n;
+  private readonly liveKernel = new Map<bigint, ProfileFrame[]>();
+  private readonly liveUser = new Map<number, Map<string, ProfileFrame[]>>();
+
+  constructor(
+    private readonly options: OffcpuOptions,
+    private readonly env: TracerEnv,
+    private readonly events: SessionEvents<'offcpu'>,
+  ) {
+    this.targets = options.pid ? [options.pid] : [];
+    this.wall = options.event === 'wall';
+    this.javaMode = options.java ?? 'auto';
+  }
+
+  /** Checks the target and kernel, starts the Java agent where it is wanted, loads the object and attaches its programs. */
+  async attach(): Promise<void> {
+    const { options, env } = this;
+    this.checkTarget();
+    await this.startAgent();
+    await this.load();
+    this.openJavaRing();
+    await this.attachPrograms();
+    this.attachedAt = process.hrtime.bigint();
+    this.tidsAtStart = options.pid ? threadIds(options.pid) : [];
+    env.log(`offcpu: attached via tp_btf${this.wall ? ` with on-CPU samples at ${options.frequency} Hz` : ''}${this.java ? ', Java stacks from the agent at each return to user space' : ''}`);
+    const { info } = this;
+    this.jvm = info?.jvm && foreignOwner(options.pid, env.requester) === undefined;
+    // With the agent, its lock session runs alongside (../javaLocks): Java lock waits name their
+    // lock (and a park's holder; a monitor's would take a safepoint per contended enter, seen in
+    // the waits measured here), and on JDK 21+ virtual threads' waits are added and idle carriers marked
+    this.locks = this.java ? ((await startLockSession(options.pid, env, { locks: true, vthreads: true, monitorOwners: false }).catch((e: Error) => void env.log(`offcpu: Java lock waits keep no lock frame: ${e.message}`))) ?? undefined) : undefined;
+    if (info?.jvm && !info.jvm.preserveFramePointer && !this.java)
+      this.warnings.push(`pid ${options.pid} is a JVM without -XX:+PreserveFramePointer: off-CPU stacks are walked by frame pointers, so Java callers above the first compiled frame are lost. Restart it with -XX:+PreserveFramePointer for whole Java stacks`);
+  }
+
+  /** The target by pid and start time, read first: the BPF programs signal and sample no other process. */
+  private checkTarget(): void {
+    const { options, env } = this;
+    this.target = options.pid ? { pid: options.pid, startTime: checkPid(options.pid).startTime } : undefined;
+    const info = (this.info = options.pid ? processInfo(options.pid) : undefined);
     if (options.pid && !info) throw inputError(`no process with pid ${options.pid} is running (check with: ps -p ${options.pid})`);
     const release = kernelRelease();
     if (!releaseAtLeast(release, 5, 15))
       throw unsuitableError(`off-CPU and wall-clock profiles need Linux 5.15 or later (this kernel is ${release}): each thread's state is kept in BPF task storage and its user registers are read with bpf_task_pt_regs. CPU profiles (ebpf-studio profile --event cpu) work on this kernel`);
-    const javaMode = options.java ?? 'auto';
-    if (options.pid && javaMode === 'agent' && !info?.jvm) {
+    if (options.pid && this.javaMode === 'agent' && !info?.jvm) {
       checkAgentTarget(options.pid, env.requester);
       throw unsuitableError(`pid ${options.pid} is not a HotSpot JVM (no libjvm.so mapped): --java agent loads a JVMTI agent into a JVM; trace it without --java`);
     }
-    let java: JavaAgentSession | undefined;
+  }
+
+  /** The JVMTI agent, for a JVM whose Java frames are wanted (--java agent, or auto without -XX:+PreserveFramePointer). */
+  private async startAgent(): Promise<void> {
+    const { options, env, info, javaMode } = this;
     if (info?.jvm && (javaMode === 'agent' || (javaMode === 'auto' && !info.jvm.preserveFramePointer))) {
       const owner = foreignOwner(options.pid, env.requester);
       if (owner !== undefined || !agentLibrary(env.assetDir)) {
         if (javaMode === 'agent') checkAgentTarget(options.pid, env.requester);
         if (javaMode === 'agent') throw unsuitableError(agentUnavailableMessage(env.assetDir));
-        warnings.push(owner !== undefined ? `pid ${options.pid} is a JVM of uid ${owner}, not yours: no Java agent is loaded into it, so its Java frames stay unnamed` : `${agentUnavailableMessage(env.assetDir)}: blocked threads keep their kernel and native stacks only`);
-      } else java = await startJavaAgent(options.pid, env, { unwind: 'fp', keepStacks: true });
+        this.warnings.push(owner !== undefined ? `pid ${options.pid} is a JVM of uid ${owner}, not yours: no Java agent is loaded into it, so its Java frames stay unnamed` : `${agentUnavailableMessage(env.assetDir)}: blocked threads keep their kernel and native stacks only`);
+      } else this.java = await startJavaAgent(options.pid, env, { unwind: 'fp', keepStacks: true });
     }
-    const programs = PROGRAMS(wall, Boolean(java));
-    const cfi = cfiTablesFor(options, env.log);
+  }
+
+  private async load(): Promise<void> {
+    const { options, env, java, wall } = this;
+    const programs = (this.programs = PROGRAMS(wall, Boolean(java)));
+    const cfi = (this.cfi = cfiTablesFor(options, env.log));
     let loaded: ReturnType<typeof loadFirstWorking>;
     try {
       loaded = loadFirstWorking(env, 'offcpu', [programs], (o) => {
@@ -215,7 +301,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
         // without tables the walk's maps stay one entry each (the stacks map is preallocated)
         if (cfi) cfi.size(o, cfiRowCapacity(cfi.plannedRows), options.stackStorageSize);
         else o.setMaxEntries('cfi_stacks', 1);
-        setRodata(o, { target_tgid: options.pid, ...bootStartRange(target), min_block_ns: BigInt(options.minBlockUs) * 1000n, sample_ns: wall ? BigInt(Math.round(1e9 / options.frequency)) : 0n, java_join: Boolean(java), signal_euid: java ? java.euid : 0xffffffff, cfi_unwind: Boolean(cfi) });
+        setRodata(o, { target_tgid: options.pid, ...bootStartRange(this.target), min_block_ns: BigInt(options.minBlockUs) * 1000n, sample_ns: wall ? BigInt(Math.round(1e9 / options.frequency)) : 0n, java_join: Boolean(java), signal_euid: java ? java.euid : 0xffffffff, cfi_unwind: Boolean(cfi) });
       });
       try {
         cfi?.load(loaded.obj);
@@ -227,251 +313,261 @@ export const offcpuTracer: Tracer<'offcpu'> = {
       await java?.abort();
       throw e;
     }
-    const { obj } = loaded;
-    // Java join: intervals held until sys_exit come through this ring, with the thread's signal
-    const javaIds = new Map<string, CountEntry>();
-    const commOf = new Map<number, string>();
-    let ring: RingBufferHandle | undefined;
+    this.obj = loaded.obj;
+  }
+
+  private openJavaRing(): void {
+    const { java, options } = this;
     if (java) {
       const session = java;
-      ring = obj.openRingBuffer('java_samples', (batch, offsets) => {
+      this.ring = this.obj.openRingBuffer('java_samples', (batch, offsets) => {
         for (let i = 0; i + 1 < offsets.length; i++) {
           const rec = batch.subarray(offsets[i], offsets[i + 1]);
           if (rec.length < OFFCPU_JAVA_SIZE) continue;
           const r = decodeJavaRecord(rec);
           const ids = `${r.tid}/${r.userStackId}/${r.kernStackId}`;
-          if (!javaIds.has(ids)) {
-            let comm = commOf.get(r.tid);
-            if (comm === undefined) commOf.set(r.tid, (comm = threadOwner(r.tid)?.comm ?? ''));
-            javaIds.set(ids, { pid: options.pid, tid: r.tid, userStackId: r.userStackId, kernStackId: r.kernStackId, comm, count: 0 });
+          if (!this.javaIds.has(ids)) {
+            let comm = this.commOf.get(r.tid);
+            if (comm === undefined) this.commOf.set(r.tid, (comm = threadOwner(r.tid)?.comm ?? ''));
+            this.javaIds.set(ids, { pid: options.pid, tid: r.tid, userStackId: r.userStackId, kernStackId: r.kernStackId, comm, count: 0 });
           }
           session.addOffcpuSample(r.tid, r.nsTid, r.ktimeNs, { userStackId: r.userStackId, kernStackId: r.kernStackId }, Math.round(r.totalNs / 1000), r.state, r.count);
         }
       });
     }
-    const links: number[] = [];
+  }
+
+  private async attachPrograms(): Promise<void> {
+    const { obj, options, links, java } = this;
     try {
-      for (const p of programs.filter((p) => !NOT_ATTACHED.has(p))) links.push(obj.attach(p));
+      for (const p of this.programs.filter((p) => !NOT_ATTACHED.has(p))) links.push(obj.attach(p));
     } catch (e) {
-      ring?.close();
+      this.ring?.close();
       obj.close();
       await java?.abort();
       throw fromBpfError('attaching the scheduler tracepoints (tp_btf)', e);
     }
-    if (wall) {
+    if (this.wall) {
       try {
         for (const cpu of onlineCpus()) links.push(obj.attachPerfEvent('on_cpu_sample', { type: 'cpu-clock', frequency: options.frequency, cpu }));
       } catch (e) {
-        ring?.close();
+        this.ring?.close();
         obj.close();
         await java?.abort();
         throw fromBpfError(`opening cpu-clock perf events at ${options.frequency} Hz`, e);
       }
     }
-    const attachedAt = process.hrtime.bigint();
-    const tidsAtStart = options.pid ? threadIds(options.pid) : [];
-    env.log(`offcpu: attached via tp_btf${wall ? ` with on-CPU samples at ${options.frequency} Hz` : ''}${java ? ', Java stacks from the agent at each return to user space' : ''}`);
-    const jvm = info?.jvm && foreignOwner(options.pid, env.requester) === undefined;
-    // With the agent, its lock session runs alongside (../javaLocks): Java lock waits name their
-    // lock (and a park's holder; a monitor's would take a safepoint per contended enter, seen in
-    // the waits measured here), and on JDK 21+ virtual threads' waits are added and idle carriers marked
-    const locks = java ? ((await startLockSession(options.pid, env, { locks: true, vthreads: true, monitorOwners: false }).catch((e: Error) => void env.log(`offcpu: Java lock waits keep no lock frame: ${e.message}`))) ?? undefined) : undefined;
-    if (info?.jvm && !info.jvm.preserveFramePointer && !java)
-      warnings.push(`pid ${options.pid} is a JVM without -XX:+PreserveFramePointer: off-CPU stacks are walked by frame pointers, so Java callers above the first compiled frame are lost. Restart it with -XX:+PreserveFramePointer for whole Java stacks`);
+  }
 
-    const started = Date.now();
-    const symbolizer = new Symbolizer({ log: env.log });
-    const images = new Map<number, ProcessImage>();
-    // The target by its start time too: its pid may be another process's by now.
-    const running = (pid: number) => (target && pid === target.pid ? sameProcess(target) : pidAlive(pid));
-    const capture = (pid: number) => {
-      if (pid === 0 || !running(pid)) return;
-      try {
-        images.set(pid, symbolizer.captureProcess(pid));
-      } catch (e) {
-        env.log(`offcpu: cannot read the mappings of pid ${pid}: ${(e as Error).message}`);
-      }
-    };
-    if (options.pid) capture(options.pid);
-
-    let closed = false;
-    const counts = () => ({ samples: readStat(obj, OFFCPU_STAT.blocks) + readStat(obj, OFFCPU_STAT.samples), lost: readStat(obj, OFFCPU_STAT.lost) + readStat(obj, OFFCPU_STAT.lostStart) + readStat(obj, OFFCPU_STAT.lostTotals) });
-    let totals = { samples: 0, lost: 0 };
-    let entries: OffcpuEntry[] = [];
-    const collect = (final = false) => {
-      // The threads' held running totals are read before the totals map: one moved between the
-      // two reads is counted twice in a live view (at most OFFCPU_AGG_MAX_NS), never lost; the
-      // final read comes after the programs are detached, so nothing moves.
-      totals = counts();
-      const threads = obj.runIterator('dump_threads');
-      const d = obj.mapDump('totals');
-      entries = addHeld(decodeTotals(d.keys, d.values, d.count), decodeHeld(threads));
-      if (final) {
-        // Intervals still open: off CPU from the last switch-out until now (the same clock as
-        // bpf_ktime_get_ns: CLOCK_MONOTONIC), so a thread asleep at the end is not left out.
-        const now = process.hrtime.bigint();
-        const open = [];
-        for (const o of decodeStarts(threads)) {
-          const ns = Number(now - o.ts);
-          if (ns < options.minBlockUs * 1000 || ns < 0) continue;
-          const owner = threadOwner(o.tid);
-          if (!owner || (options.pid && owner.pid !== options.pid)) continue;
-          open.push({ ...o, ...owner, ns });
-        }
-        // Java join: intervals held for a sys_exit that did not come before the end
-        if (java) {
-          const p = obj.mapDump('pending');
-          for (let i = 0; i < p.count; i++) {
-            const r = decodeJavaRecord(p.values.subarray(i * OFFCPU_JAVA_SIZE, (i + 1) * OFFCPU_JAVA_SIZE));
-            const owner = threadOwner(r.tid);
-            open.push({ tid: r.tid, pid: options.pid, comm: owner?.comm ?? '', ns: r.totalNs, userStackId: r.userStackId, kernStackId: r.kernStackId, state: r.state, ts: 0n });
-          }
-        }
-        entries = addOpenIntervals(entries, open);
-      }
-      const read = stackReader(obj, Boolean(cfi));
-      const stacks = read.notes(readStacks(entries, read.read));
-      javaRaw = read.notes(readStacks([...javaIds.values()], read.read));
-      return stacks;
-    };
-    let javaRaw: RawStack[] = [];
-    const seen = new Set<number>();
-    let ticks = 0;
-    const timer = setInterval(() => {
-      if (closed) return;
-      ticks++;
-      try {
-        const c = counts();
-        events.update({ ...c, elapsedMs: Date.now() - started });
-      } catch {
-        return;
-      }
-      if (target) {
-        if (ticks % 5 === 0) capture(target.pid);
-        // libraries loaded since (dlopen): their tables, before their frames are walked again
-        if (cfi && ticks % 5 === 0) refreshCfi(cfi, obj, target.pid, env.log);
-      } else if (ticks % 2 === 0) {
-        // Processes can exit while we trace: their mappings are captured while alive.
-        try {
-          const d = obj.mapDump('totals');
-          for (const e of decodeTotals(d.keys, d.values, d.count)) {
-            if (seen.has(e.pid)) continue;
-            seen.add(e.pid);
-            capture(e.pid);
-          }
-        } catch (e) {
-          env.log(`offcpu: reading totals: ${(e as Error).message}`);
-        }
-      }
-    }, TICK_MS);
-    const unwatch = target
+  /** Counts once a tick from now on, the target's mappings kept, and the end of the target watched. */
+  collect(): void {
+    const { options, env, target } = this;
+    this.started = Date.now();
+    this.symbolizer = new Symbolizer({ log: env.log });
+    if (options.pid) this.capture(options.pid);
+    this.timer = setInterval(() => this.tick(), TICK_MS);
+    this.unwatch = target
       ? watchTarget(target, () => {
-          clearInterval(timer);
-          events.ended('target-exited', `pid ${target.pid} exited`);
+          clearInterval(this.timer);
+          this.events.ended('target-exited', `pid ${target.pid} exited`);
         })
       : () => undefined;
+  }
 
-    let cfiInfo: Partial<UnwindInfo> = {};
-    const result = (stacks: ProfileStack[]): ProfileResult => ({
+  /** The target by its start time too: its pid may be another process's by now. */
+  private running(pid: number): boolean {
+    const { target } = this;
+    return target && pid === target.pid ? sameProcess(target) : pidAlive(pid);
+  }
+
+  private capture(pid: number): void {
+    if (pid === 0 || !this.running(pid)) return;
+    try {
+      this.images.set(pid, this.symbolizer.captureProcess(pid));
+    } catch (e) {
+      this.env.log(`offcpu: cannot read the mappings of pid ${pid}: ${(e as Error).message}`);
+    }
+  }
+
+  private counts(): { samples: number; lost: number } {
+    const { obj } = this;
+    return { samples: readStat(obj, OFFCPU_STAT.blocks) + readStat(obj, OFFCPU_STAT.samples), lost: readStat(obj, OFFCPU_STAT.lost) + readStat(obj, OFFCPU_STAT.lostStart) + readStat(obj, OFFCPU_STAT.lostTotals) };
+  }
+
+  private tick(): void {
+    const { target, obj, env, cfi } = this;
+    if (this.closed) return;
+    this.ticks++;
+    try {
+      const c = this.counts();
+      this.events.update({ ...c, elapsedMs: Date.now() - this.started });
+    } catch {
+      return;
+    }
+    if (target) {
+      if (this.ticks % 5 === 0) this.capture(target.pid);
+      // libraries loaded since (dlopen): their tables, before their frames are walked again
+      if (cfi && this.ticks % 5 === 0) refreshCfi(cfi, obj, target.pid, env.log);
+    } else if (this.ticks % 2 === 0) {
+      // Processes can exit while we trace: their mappings are captured while alive.
+      try {
+        const d = obj.mapDump('totals');
+        for (const e of decodeTotals(d.keys, d.values, d.count)) {
+          if (this.seen.has(e.pid)) continue;
+          this.seen.add(e.pid);
+          this.capture(e.pid);
+        }
+      } catch (e) {
+        env.log(`offcpu: reading totals: ${(e as Error).message}`);
+      }
+    }
+  }
+
+  /** The totals and the threads' held times as raw stacks (and the Java join's, into javaRaw); `final` adds the intervals still open. */
+  private readTotals(final = false): RawStack[] {
+    const { obj, options } = this;
+    // The threads' held running totals are read before the totals map: one moved between the
+    // two reads is counted twice in a live view (at most OFFCPU_AGG_MAX_NS), never lost; the
+    // final read comes after the programs are detached, so nothing moves.
+    this.totals = this.counts();
+    const threads = obj.runIterator('dump_threads');
+    const d = obj.mapDump('totals');
+    this.entries = addHeld(decodeTotals(d.keys, d.values, d.count), decodeHeld(threads));
+    if (final) {
+      // Intervals still open: off CPU from the last switch-out until now (the same clock as
+      // bpf_ktime_get_ns: CLOCK_MONOTONIC), so a thread asleep at the end is not left out.
+      const now = process.hrtime.bigint();
+      const open = [];
+      for (const o of decodeStarts(threads)) {
+        const ns = Number(now - o.ts);
+        if (ns < options.minBlockUs * 1000 || ns < 0) continue;
+        const owner = threadOwner(o.tid);
+        if (!owner || (options.pid && owner.pid !== options.pid)) continue;
+        open.push({ ...o, ...owner, ns });
+      }
+      // Java join: intervals held for a sys_exit that did not come before the end
+      if (this.java) {
+        const p = obj.mapDump('pending');
+        for (let i = 0; i < p.count; i++) {
+          const r = decodeJavaRecord(p.values.subarray(i * OFFCPU_JAVA_SIZE, (i + 1) * OFFCPU_JAVA_SIZE));
+          const owner = threadOwner(r.tid);
+          open.push({ tid: r.tid, pid: options.pid, comm: owner?.comm ?? '', ns: r.totalNs, userStackId: r.userStackId, kernStackId: r.kernStackId, state: r.state, ts: 0n });
+        }
+      }
+      this.entries = addOpenIntervals(this.entries, open);
+    }
+    const read = stackReader(obj, Boolean(this.cfi));
+    const stacks = read.notes(readStacks(this.entries, read.read));
+    this.javaRaw = read.notes(readStacks([...this.javaIds.values()], read.read));
+    return stacks;
+  }
+
+  private result(stacks: ProfileStack[]): ProfileResult {
+    const { options, totals, java } = this;
+    return {
       tracer: 'profile',
       unit: 'us',
       event: options.event,
       states: stateTotals(stacks),
-      frequency: wall ? options.frequency : 0,
+      frequency: this.wall ? options.frequency : 0,
       samples: totals.samples,
       lost: totals.lost,
       stacks,
       // the header says where Java frames came from, and nothing about JIT for a native program
-      unwind: { mode: cfi ? 'cfi' : 'fp', ...cfiInfo, ...(java ? { javaAgent: true } : jvm && options.javaPerfMap ? { perfMap: true } : {}) },
-    });
-    let final: ProfileResult | undefined;
-    let raw: RawStack[] = [];
-    let stoppedAt = 0n;
-    const liveKernel = new Map<bigint, ProfileFrame[]>();
-    const liveUser = new Map<number, Map<string, ProfileFrame[]>>();
-
-    return {
-      targets: options.pid ? [options.pid] : [],
-      warnings,
-      snapshot() {
-        if (final) return final;
-        try {
-          raw = collect();
-        } catch {
-          /* closing: keep the last read */
-        }
-        const live = result(offcpuStacks(raw, entries.map((e) => e.state), entries.map((e) => e.totalNs), liveKernel, liveUser));
-        if (!java) return live;
-        const joined = java.live(live, [...raw, ...javaRaw], (raws) => assemble(raws, liveKernel, liveUser).map((st) => ({ ...st, frames: dropTracingFrames(st.frames) })));
-        const refined = refineJavaStates(joined.stacks);
-        if (!locks) return { ...joined, stacks: refined, states: stateTotals(refined) };
-        // The lock frames live too: the agent's file is read from where the last read ended, and
-        // the join is the same as at stop, over the waits seen so far. The join compares each
-        // lock-state stack with every wait, so past LIVE_LOCK_WAITS_MAX waits (a lock handed over
-        // thousands of times a second) the live view goes without them; the final result has them.
-        try {
-          locks.read();
-        } catch (e) {
-          env.log(`offcpu: reading the Java lock waits: ${(e as Error).message}`);
-        }
-        if (locks.model.waits.length > LIVE_LOCK_WAITS_MAX) return { ...joined, stacks: refined, states: stateTotals(refined) };
-        const withLocks = addVirtualThreads(addLockFrames(refined, locks.model, options.pid), locks.model, options.pid);
-        return { ...joined, stacks: withLocks, states: stateTotals(withLocks) };
-      },
-      async stop() {
-        if (final) return final;
-        clearInterval(timer);
-        unwatch();
-        if (!closed) {
-          closed = true;
-          try {
-            for (const l of links.splice(0)) obj.detach(l);
-            raw = collect(true);
-            const st = (k: keyof typeof OFFCPU_STAT) => readStat(obj, OFFCPU_STAT[k]);
-            if (cfi) {
-              env.log(cfiSummary(obj, cfi));
-              cfiInfo = cfiUnwindInfo(obj, cfi);
-            }
-            env.log(`offcpu: ${st('switches')} switch-outs: stacks walked ${st('walks')} (${st('uncached')} of them preempted outside a system call's return, deeper than the signature reads, or kernel threads: never cached), reused ${st('reused')} (where the thread blocked last time); ${st('checks')} reuses checked by a walk, ${st('mismatch')} found other stacks`);
-            ring?.close();
-          } finally {
-            obj.close();
-          }
-          stoppedAt = process.hrtime.bigint();
-        }
-        const pids = new Set(raw.map((r) => r.entry.pid));
-        for (const pid of pids) capture(pid);
-        if (jvm && options.javaPerfMap && running(options.pid)) {
-          try {
-            await writePerfMap(options.pid, { timeoutMs: 8000 });
-            const img = images.get(options.pid);
-            if (img) symbolizer.refreshPerfMap(img);
-          } catch (e) {
-            env.log(`offcpu: Java methods of pid ${options.pid} are not named: fetching its perf map failed: ${(e as Error).message}`);
-          }
-        }
-        const kernelFrames = new Map<bigint, ProfileFrame[]>();
-        const userFrames = new Map<number, Map<string, ProfileFrame[]>>();
-        await symbolizeStacks([...raw, ...javaRaw], symbolizer, (pid) => images.get(pid), kernelFrames, userFrames, env.log);
-        symbolizer.dispose();
-        const stacks = offcpuStacks(raw, entries.map((e) => e.state), entries.map((e) => e.totalNs), kernelFrames, userFrames);
-        if (options.pid) {
-          const windowUs = Number((stoppedAt - attachedAt) / 1000n);
-          stacks.push(...blockedThroughout(options.pid, tidsAtStart, new Set(entries.map((e) => e.tid)), windowUs));
-        }
-        final = result(stacks);
-        if (java) {
-          const joined = await java.finish(final, [...raw, ...javaRaw], (raws) => assemble(raws, kernelFrames, userFrames).map((st) => ({ ...st, frames: dropTracingFrames(st.frames) })));
-          const refined = refineJavaStates(joined.stacks);
-          final = { ...joined, stacks: refined, states: stateTotals(refined) };
-        }
-        if (locks) {
-          await locks.stop();
-          const stacks = addVirtualThreads(addLockFrames(final.stacks, locks.model, options.pid), locks.model, options.pid);
-          final = { ...final, stacks, states: stateTotals(stacks) };
-        }
-        return final;
-      },
+      unwind: { mode: this.cfi ? 'cfi' : 'fp', ...this.cfiInfo, ...(java ? { javaAgent: true } : this.jvm && options.javaPerfMap ? { perfMap: true } : {}) },
     };
-  },
-};
+  }
+
+  snapshot(): ProfileResult {
+    const { java, locks, options, liveKernel, liveUser } = this;
+    if (this.final) return this.final;
+    try {
+      this.raw = this.readTotals();
+    } catch {
+      /* closing: keep the last read */
+    }
+    const live = this.result(offcpuStacks(this.raw, this.entries.map((e) => e.state), this.entries.map((e) => e.totalNs), liveKernel, liveUser));
+    if (!java) return live;
+    const joined = java.live(live, [...this.raw, ...this.javaRaw], (raws) => assemble(raws, liveKernel, liveUser).map((st) => ({ ...st, frames: dropTracingFrames(st.frames) })));
+    const refined = refineJavaStates(joined.stacks);
+    if (!locks) return { ...joined, stacks: refined, states: stateTotals(refined) };
+    // The lock frames live too: the agent's file is read from where the last read ended, and
+    // the join is the same as at stop, over the waits seen so far. The join compares each
+    // lock-state stack with every wait, so past LIVE_LOCK_WAITS_MAX waits (a lock handed over
+    // thousands of times a second) the live view goes without them; the final result has them.
+    try {
+      locks.read();
+    } catch (e) {
+      this.env.log(`offcpu: reading the Java lock waits: ${(e as Error).message}`);
+    }
+    if (locks.model.waits.length > LIVE_LOCK_WAITS_MAX) return { ...joined, stacks: refined, states: stateTotals(refined) };
+    const withLocks = addVirtualThreads(addLockFrames(refined, locks.model, options.pid), locks.model, options.pid);
+    return { ...joined, stacks: withLocks, states: stateTotals(withLocks) };
+  }
+
+  async stop(): Promise<ProfileResult> {
+    if (this.final) return this.final;
+    clearInterval(this.timer);
+    this.unwatch();
+    if (!this.closed) this.detachAndRead();
+    const { options, env, images, symbolizer, raw, javaRaw, entries } = this;
+    const pids = new Set(raw.map((r) => r.entry.pid));
+    for (const pid of pids) this.capture(pid);
+    if (this.jvm && options.javaPerfMap && this.running(options.pid)) {
+      try {
+        await writePerfMap(options.pid, { timeoutMs: 8000 });
+        const img = images.get(options.pid);
+        if (img) symbolizer.refreshPerfMap(img);
+      } catch (e) {
+        env.log(`offcpu: Java methods of pid ${options.pid} are not named: fetching its perf map failed: ${(e as Error).message}`);
+      }
+    }
+    const kernelFrames = new Map<bigint, ProfileFrame[]>();
+    const userFrames = new Map<number, Map<string, ProfileFrame[]>>();
+    await symbolizeStacks([...raw, ...javaRaw], symbolizer, (pid) => images.get(pid), kernelFrames, userFrames, env.log);
+    symbolizer.dispose();
+    const stacks = offcpuStacks(raw, entries.map((e) => e.state), entries.map((e) => e.totalNs), kernelFrames, userFrames);
+    if (options.pid) {
+      const windowUs = Number((this.stoppedAt - this.attachedAt) / 1000n);
+      stacks.push(...blockedThroughout(options.pid, this.tidsAtStart, new Set(entries.map((e) => e.tid)), windowUs));
+    }
+    return this.finish(stacks, kernelFrames, userFrames);
+  }
+
+  /** Detaches, reads the totals a last time (open intervals included) and closes the object. */
+  private detachAndRead(): void {
+    const { obj, env, cfi } = this;
+    this.closed = true;
+    try {
+      for (const l of this.links.splice(0)) obj.detach(l);
+      this.raw = this.readTotals(true);
+      const st = (k: keyof typeof OFFCPU_STAT) => readStat(obj, OFFCPU_STAT[k]);
+      if (cfi) {
+        env.log(cfiSummary(obj, cfi));
+        this.cfiInfo = cfiUnwindInfo(obj, cfi);
+      }
+      env.log(`offcpu: ${st('switches')} switch-outs: stacks walked ${st('walks')} (${st('uncached')} of them preempted outside a system call's return, deeper than the signature reads, or kernel threads: never cached), reused ${st('reused')} (where the thread blocked last time); ${st('checks')} reuses checked by a walk, ${st('mismatch')} found other stacks`);
+      this.ring?.close();
+    } finally {
+      obj.close();
+    }
+    this.stoppedAt = process.hrtime.bigint();
+  }
+
+  /** The final result: Java frames joined by the agent, then the lock frames. */
+  private async finish(stacks: ProfileStack[], kernelFrames: Map<bigint, ProfileFrame[]>, userFrames: Map<number, Map<string, ProfileFrame[]>>): Promise<ProfileResult> {
+    const { java, locks, options } = this;
+    this.final = this.result(stacks);
+    if (java) {
+      const joined = await java.finish(this.final, [...this.raw, ...this.javaRaw], (raws) => assemble(raws, kernelFrames, userFrames).map((st) => ({ ...st, frames: dropTracingFrames(st.frames) })));
+      const refined = refineJavaStates(joined.stacks);
+      this.final = { ...joined, stacks: refined, states: stateTotals(refined) };
+    }
+    if (locks) {
+      await locks.stop();
+      const stacks = addVirtualThreads(addLockFrames(this.final.stacks, locks.model, options.pid), locks.model, options.pid);
+      this.final = { ...this.final, stacks, states: stateTotals(stacks) };
+    }
+    return this.final;
+  }
+}
