@@ -54,6 +54,24 @@ export async function openWorkspaceFile(s: EditorSession, fileName: string): Pro
   return editor;
 }
 
+/**
+ * Double-clicks `folder/name` in the Explorer (which opens it in its default editor, ours for
+ * profile and recording files). The Explorer is refreshed first: files a test wrote after the
+ * window opened may not have reached it yet through a loaded machine's file watcher.
+ */
+export async function openInExplorer(s: EditorSession, folder: string, name: string): Promise<void> {
+  const exact = (text: string) => new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+  await s.runCommandFromPalette('View: Show Explorer');
+  // the title bar's actions show only under the pointer: the click is sent to the element itself
+  await s.page.locator('.action-label[aria-label^="Refresh Explorer"]').first().dispatchEvent('click', undefined, { timeout: 10_000 });
+  const dir = s.page.locator('.explorer-folders-view .monaco-list-row', { hasText: exact(folder) }).first();
+  await dir.waitFor({ state: 'visible', timeout: 15_000 });
+  if ((await dir.getAttribute('aria-expanded')) !== 'true') await dir.click();
+  const file = s.page.locator('.explorer-folders-view .monaco-list-row', { hasText: exact(name) }).first();
+  await file.waitFor({ state: 'visible', timeout: 15_000 });
+  await file.dblclick();
+}
+
 /** The CodeLenses shown in `editor`: each lens's text and the 1-based line it sits above. */
 export async function codeLenses(editor: Locator): Promise<{ line: number; text: string }[]> {
   // Plain loops, no named inner functions: tsx's keepNames would reference its __name helper,

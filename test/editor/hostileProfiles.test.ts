@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { skipReason } from './codeServer';
 import { startSession, step } from './steps';
+import { openInExplorer } from './editorDom';
 import { gzipBombMembers, speedscopeEventedRamp } from '../unit/hostileProfiles';
 
 const FOLDED = ['main;parse;lex 30', 'main;compute;hot 60', 'main 10', ''].join('\n');
@@ -17,15 +18,7 @@ test('hostile profile files show an error and leave the window working (code-ser
   fs.writeFileSync(path.join(s.workspace, 'profiles', 'bomb.pb.gz'), gzipBombMembers());
   fs.writeFileSync(path.join(s.workspace, 'profiles', 'ramp.speedscope.json'), speedscopeEventedRamp());
 
-  const open = async (name: string) => {
-    await s.runCommandFromPalette('View: Show Explorer');
-    const folder = s.page.locator('.explorer-folders-view .monaco-list-row', { hasText: /^profiles$/ }).first();
-    await folder.waitFor({ state: 'visible', timeout: 15_000 });
-    if ((await folder.getAttribute('aria-expanded')) !== 'true') await folder.click();
-    const file = s.page.locator('.explorer-folders-view .monaco-list-row', { hasText: new RegExp(`^${name.replace(/\./g, '\\.')}$`) }).first();
-    await file.waitFor({ state: 'visible', timeout: 15_000 });
-    await file.dblclick();
-  };
+  const open = (name: string) => openInExplorer(s, 'profiles', name);
 
   await step(t, s, 'a 4 GiB gzip bomb named *.pb.gz shows the limit it passed', async () => {
     await open('bomb.pb.gz');

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { skipReason } from './codeServer';
 import { startSession, step } from './steps';
 import { compileJavaFixture, removeJavaFixture, repoRoot } from '../helpers';
-import { openWorkspaceFile, waitForCodeLenses } from './editorDom';
+import { openInExplorer, openWorkspaceFile, waitForCodeLenses } from './editorDom';
 
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
 const skip = skipReason() ?? (!fs.existsSync(`${JDK}/bin/javac`) ? `no JDK 17 at ${JDK}` : undefined);
@@ -33,19 +33,7 @@ test('a .jfr file opens in the flame graph and the GC view (code-server)', { ski
   await s.waitForCommand('eBPF: Check This Machine (Doctor)');
   await s.page.keyboard.press('Escape');
 
-  let refreshed = false;
-  const open = async (name: string) => {
-    await s.runCommandFromPalette('View: Show Explorer');
-    // the recordings were written after the window opened: a loaded machine's file watcher may not have said so yet
-    if (!refreshed) await s.page.locator('.action-label[aria-label^="Refresh Explorer"]').first().click({ force: true, timeout: 10_000 });
-    refreshed = true;
-    const folder = s.page.locator('.explorer-folders-view .monaco-list-row', { hasText: /^recordings$/ }).first();
-    await folder.waitFor({ state: 'visible', timeout: 15_000 });
-    if ((await folder.getAttribute('aria-expanded')) !== 'true') await folder.click();
-    const file = s.page.locator('.explorer-folders-view .monaco-list-row', { hasText: new RegExp(`^${name.replace(/\./g, '\\.')}$`) }).first();
-    await file.waitFor({ state: 'visible', timeout: 15_000 });
-    await file.dblclick();
-  };
+  const open = (name: string) => openInExplorer(s, 'recordings', name);
 
   await step(t, s, 'CPU samples open the flame graph and CodeLens on the hot method', async () => {
     await open('rec.jfr');
