@@ -33,23 +33,25 @@ function expectFailure(r: CliResult, code: number, reason: RegExp, what: string)
  */
 const PID_TRACERS = (Object.keys(CATALOG) as CatalogName[]).flatMap((n) => {
   const e = CATALOG[n] as TracerEntry;
-  return e.pid && e.cli ? [{ cmd: e.cli.command, refusesKernelThreads: !e.pid.kernelThreads }] : [];
+  return e.pid && e.cli ? [{ cmd: e.cli.command, operand: e.cli.operandExample ? [e.cli.operandExample] : [], refusesKernelThreads: !e.pid.kernelThreads }] : [];
 });
 
 test('bad pids: nonexistent, 0, negative, absurd, a kernel thread', (t) => {
   if (skip) return t.skip(skip);
   const dead = String(deadPid());
   const kworker = fs.readdirSync('/proc').find((d) => /^\d+$/.test(d) && /^kworker/.test(fs.readFileSync(`/proc/${d}/comm`, 'utf8')));
-  for (const { cmd, refusesKernelThreads } of PID_TRACERS) {
-    expectFailure(runCli([cmd, '--pid', dead]), 2, new RegExp(`no process with pid ${dead} is running`), `${cmd} --pid ${dead}`);
-    expectFailure(runCli([cmd, '--pid', '0']), 2, /--pid 0 is out of range: a pid is from 1 to 4194304/, `${cmd} --pid 0`);
-    expectFailure(runCli([cmd, '--pid', '-5']), 2, /--pid -5 is out of range/, `${cmd} --pid -5`);
-    expectFailure(runCli([cmd, '--pid=-5']), 2, /--pid -5 is out of range/, `${cmd} --pid=-5`);
-    expectFailure(runCli([cmd, '--pid', '99999999999']), 2, /--pid 99999999999 is out of range/, `${cmd} --pid 99999999999`);
-    expectFailure(runCli([cmd, '--pid', '12abc']), 2, /--pid takes a process id/, `${cmd} --pid 12abc`);
+  for (const { cmd, operand, refusesKernelThreads } of PID_TRACERS) {
+    // a command's operand (latency's FUNCTION) goes after the options, so the pid is what is judged
+    const run = (args: string[]) => runCli([...args, ...operand]);
+    expectFailure(run([cmd, '--pid', dead]), 2, new RegExp(`no process with pid ${dead} is running`), `${cmd} --pid ${dead}`);
+    expectFailure(run([cmd, '--pid', '0']), 2, /--pid 0 is out of range: a pid is from 1 to 4194304/, `${cmd} --pid 0`);
+    expectFailure(run([cmd, '--pid', '-5']), 2, /--pid -5 is out of range/, `${cmd} --pid -5`);
+    expectFailure(run([cmd, '--pid=-5']), 2, /--pid -5 is out of range/, `${cmd} --pid=-5`);
+    expectFailure(run([cmd, '--pid', '99999999999']), 2, /--pid 99999999999 is out of range/, `${cmd} --pid 99999999999`);
+    expectFailure(run([cmd, '--pid', '12abc']), 2, /--pid takes a process id/, `${cmd} --pid 12abc`);
     if (!refusesKernelThreads) continue;
-    expectFailure(runCli([cmd, '--pid', '2']), 4, /pid 2 \(kthreadd\) is a kernel thread: it has no user-space code/, `${cmd} --pid 2`);
-    if (kworker) expectFailure(runCli([cmd, '--pid', kworker]), 4, /is a kernel thread/, `${cmd} --pid ${kworker} (kworker)`);
+    expectFailure(run([cmd, '--pid', '2']), 4, /pid 2 \(kthreadd\) is a kernel thread: it has no user-space code/, `${cmd} --pid 2`);
+    if (kworker) expectFailure(run([cmd, '--pid', kworker]), 4, /is a kernel thread/, `${cmd} --pid ${kworker} (kworker)`);
   }
 });
 

@@ -35,8 +35,8 @@ export const latencyCommand: Command = {
       return 0;
     }
     const pid = pidFlag(values.pid);
-    if (pid === undefined) throw usageError(`latency needs --pid P (the running process)\n${USAGE}`);
-    if (positionals.length !== 1) throw usageError(`name one FUNCTION or FILE:LINE to measure\n${USAGE}`);
+    if (pid === undefined) throw usageError('latency needs --pid P (the running process)');
+    if (positionals.length !== 1) throw usageError('name one FUNCTION or FILE:LINE to measure');
     const interval = numberFlag(values.interval, '--interval', 0.1, 3600);
     const returns = values.returns ?? 'auto';
     if (returns !== 'auto' && returns !== 'ret' && returns !== 'uretprobe') throw usageError(`--returns takes auto, ret or uretprobe, not ${JSON.stringify(returns)}`);
