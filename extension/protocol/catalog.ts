@@ -47,7 +47,7 @@ export interface TracerEntry {
   /** editor commands that start it (each must be in package.json's contributes.commands) */
   commands: readonly string[];
   /** the CLI command that runs it, and the one line of `ebpf-studio --help` */
-  /** operandExample: a valid operand the command needs after its options (tests pass it to reach its other checks) */
+  /** operandExample: an operand the command needs after its options, valid for any process (tests start it with it) */
   cli?: { command: string; summary: string; operandExample?: string };
   /** takes --pid; kernelThreads: a kernel thread is a valid target (it has no user code to probe) */
   pid?: { kernelThreads: boolean };
@@ -195,7 +195,7 @@ export const CATALOG = {
     title: 'Function latency',
     icon: 'dashboard',
     commands: ['ebpfStudio.measureLatency'],
-    cli: { command: 'latency', summary: 'how long one function of a running process takes (FUNCTION or FILE:LINE): p50/p99, log2 histogram, the slow calls with their stacks', operandExample: 'main' },
+    cli: { command: 'latency', summary: 'how long one function of a running process takes (FUNCTION or FILE:LINE): p50/p99, log2 histogram, the slow calls with their stacks', operandExample: 'clock_nanosleep' },
     pid: { kernelThreads: false },
     target: 'process',
     lossAdvice: 'raise --threshold-ms so fewer slow calls are sent with their stacks',

@@ -163,7 +163,8 @@ const ARGS: Partial<Record<proto.TracingName, (pid: number) => string[]>> = {
 const KILLED = Object.fromEntries(
   (Object.keys(NAMES) as proto.TracingName[]).map((n) => {
     const e = CATALOG[n] as TracerEntry;
-    return [n, { target: e.target, args: ARGS[n] ?? ((pid: number) => [e.cli!.command, ...(e.target === 'system' ? [] : ['--pid', String(pid)])]) }];
+    const operand = e.cli?.operandExample ? [e.cli.operandExample] : [];
+    return [n, { target: e.target, args: ARGS[n] ?? ((pid: number) => [e.cli!.command, ...(e.target === 'system' ? [] : ['--pid', String(pid)]), ...operand]) }];
   }),
 ) as Record<proto.TracingName, { target: TracerTarget; args: (pid: number) => string[] }>;
 
