@@ -1,32 +1,21 @@
 // Reads a JFR recording for the editor in a worker thread (./jfrWorker.ts) with a heap limit and a
 // timeout: the editor opens .jfr files on a double-click, also in Restricted Mode, so a hostile or
 // huge recording costs a worker and a clear error, never the extension host's thread.
-import fs from 'node:fs';
 import path from 'node:path';
-import { createRequire } from 'node:module';
-import { Worker, type WorkerOptions } from 'node:worker_threads';
 import { ImportError, LimitError, PROFILE_LIMITS, type ProfileLimitName } from '../model/readLimits';
 import { JFR_LIMITS } from '../model/jfr/chunk';
 import type { JfrReadResult, JfrWorkerMessage, JfrWorkerRequest } from './jfrWorker';
+import { startWorker } from './profileReader';
 
 export type { JfrReadResult } from './jfrWorker';
 
 const GRACE_MS = 5_000;
 
-/** dist/jfrWorker.js beside the bundle; from source (tests under tsx) the source through tsx's require hook. */
-function startWorker(options: WorkerOptions): Worker {
-  const js = path.join(__dirname, 'jfrWorker.js');
-  if (fs.existsSync(js)) return new Worker(js, options);
-  const load = (m: string) => `require(${JSON.stringify(m)});`;
-  const tsx = createRequire(__filename).resolve('tsx/cjs');
-  return new Worker(load(tsx) + load(path.join(__dirname, 'jfrWorker.ts')), { ...options, eval: true });
-}
-
 /** One pass over `request.file` off this thread; `progress` sees the bytes read so far. */
 export function readJfrInWorker(request: JfrWorkerRequest, progress?: (done: number, total: number) => void): Promise<JfrReadResult> {
   const name = path.basename(request.file);
   return new Promise((resolve, reject) => {
-    const worker = startWorker({ workerData: request, resourceLimits: { maxOldGenerationSizeMb: PROFILE_LIMITS.maxReaderHeapMb }, stdout: true, stderr: true });
+    const worker = startWorker('jfrWorker', { workerData: request, resourceLimits: { maxOldGenerationSizeMb: PROFILE_LIMITS.maxReaderHeapMb }, stdout: true, stderr: true });
     let settled = false;
     const settle = (f: () => void) => {
       if (settled) return;

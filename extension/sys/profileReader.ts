@@ -17,12 +17,12 @@ const GRACE_MS = 5_000;
  * dist/profileWorker.js beside the bundle; from source (tests under tsx, which a worker does not
  * inherit) the source beside this file, loaded through tsx's require hook.
  */
-function startWorker(options: WorkerOptions): Worker {
-  const js = path.join(__dirname, 'profileWorker.js');
+export function startWorker(name: 'profileWorker' | 'jfrWorker', options: WorkerOptions): Worker {
+  const js = path.join(__dirname, `${name}.js`);
   if (fs.existsSync(js)) return new Worker(js, options);
   const load = (m: string) => `require(${JSON.stringify(m)});`;
   const tsx = createRequire(__filename).resolve('tsx/cjs');
-  return new Worker(load(tsx) + load(path.join(__dirname, 'profileWorker.ts')), { ...options, eval: true });
+  return new Worker(load(tsx) + load(path.join(__dirname, `${name}.ts`)), { ...options, eval: true });
 }
 
 const limitError = (limit: ProfileLimitName, max: number, name: string, what: string) => LimitError.of(limit, max, name, what);
@@ -32,7 +32,7 @@ export function readProfile(bytes: Uint8Array, name: string, limits: ProfileLimi
   if (bytes.length > limits.maxFileBytes) return Promise.reject(limitError('maxFileBytes', limits.maxFileBytes, name, `the size of the file (${bytes.length.toLocaleString('en-US')})`));
   return new Promise((resolve, reject) => {
     const request: WorkerRequest = { bytes, name, limits };
-    const worker = startWorker({ workerData: request, resourceLimits: { maxOldGenerationSizeMb: limits.maxReaderHeapMb }, stdout: true, stderr: true });
+    const worker = startWorker('profileWorker', { workerData: request, resourceLimits: { maxOldGenerationSizeMb: limits.maxReaderHeapMb }, stdout: true, stderr: true });
     let settled = false;
     const settle = (f: () => void) => {
       if (settled) return;

@@ -10,7 +10,7 @@ import { loadSession } from './sessionStore';
 import { showSession } from './sessionViews';
 import { makeSession, peekTracer, readSession, sessionJson, SESSION_VIEW_NAMES, type AnySessionFile } from '../../model/sessionFile';
 import { readSessionUri } from './readSessionUri';
-import { errorText } from '../ui/errors';
+import { errorText, showFailure } from '../ui/errors';
 import type { FlameProfile } from '../../model/flamegraph/profileData';
 import { readProfileUri } from '../features/profile/readProfileUri';
 
@@ -24,14 +24,6 @@ async function documentFor(uri: vscode.Uri, session?: { json: unknown }): Promis
   if (session) return readSession(session, name);
   const p = await profileFromFile(uri);
   return makeSession('profile', `CPU: ${name}`, { profile: p, warnings: [] }, new Date());
-}
-
-function showFailure(panel: vscode.WebviewPanel, what: string, why: string): void {
-  const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
-  panel.webview.options = { enableScripts: false };
-  panel.webview.html = `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8"><meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'"></head>
-<body style="font-family: var(--vscode-font-family); color: var(--vscode-foreground); padding: 1em">
-<h3>${esc(what)}</h3><p role="alert">${esc(why)}</p></body></html>`;
 }
 
 class ReadonlyEditor implements vscode.CustomReadonlyEditorProvider {

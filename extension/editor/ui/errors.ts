@@ -18,3 +18,12 @@ export function showError(e: unknown, prefix = 'eBPF Studio'): void {
     void vscode.window.showErrorMessage(msg);
   }
 }
+
+/** A custom editor that could not open its file: the reason in a page that runs no script. */
+export function showFailure(panel: vscode.WebviewPanel, what: string, why: string): void {
+  const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
+  panel.webview.options = { enableScripts: false };
+  panel.webview.html = `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8"><meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'"></head>
+<body style="font-family: var(--vscode-font-family); color: var(--vscode-foreground); padding: 1em">
+<h3>${esc(what)}</h3><p role="alert">${esc(why)}</p></body></html>`;
+}

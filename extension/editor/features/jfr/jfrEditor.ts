@@ -15,7 +15,7 @@ import type { ProfileResult } from '../../../protocol/profile';
 import type { JavaGcResult, JavaGcUpdate } from '../../../protocol/javaGc';
 import { showSession } from '../../sessions/sessionViews';
 import { setAnnotations } from '../profile/profile';
-import { errorText } from '../../ui/errors';
+import { errorText, showFailure } from '../../ui/errors';
 import { registerRecordCommands } from './jfrRecord';
 
 interface Choice extends vscode.QuickPickItem {
@@ -98,14 +98,6 @@ async function show(context: vscode.ExtensionContext, panel: vscode.WebviewPanel
   const warnings = p.stacks.length ? [] : [`The recording has no ${choice.profile?.join(' or ')} events with stacks.`];
   showSession(context, makeSession('profile', title, { profile: fromProfileResult(p, { name: title, groupByProcess: false }), warnings }, started), undefined, panel);
   await annotate(p);
-}
-
-function showFailure(panel: vscode.WebviewPanel, what: string, why: string): void {
-  const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
-  panel.webview.options = { enableScripts: false };
-  panel.webview.html = `<!DOCTYPE html><html lang="en"><head><meta charset="UTF-8"><meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'"></head>
-<body style="font-family: var(--vscode-font-family); color: var(--vscode-foreground); padding: 1em">
-<h3>${esc(what)}</h3><p role="alert">${esc(why)}</p></body></html>`;
 }
 
 class JfrEditor implements vscode.CustomReadonlyEditorProvider {
