@@ -56,7 +56,7 @@ import { effectiveIds, foreignOwner as ownerIfForeign } from '../../sys/ownershi
 import { withElf } from '../../sys/elf/elf';
 import { readMaps, type Mapping } from '../../sys/proc/maps';
 import { mountAt, readMountinfo } from '../../sys/proc/mounts';
-import { identify, sameProcess } from '../../sys/proc/processes';
+import { identify, sameProcess, type ProcessIdentity } from '../../sys/proc/processes';
 import { holdReaderLock, noteAgentLimit } from './readerLock';
 import type { TracerEnv } from '../tracer';
 import type { RawStack } from '../profile/stacks';
@@ -307,114 +307,180 @@ export interface JavaAgentSession {
   abort(): Promise<void>;
 }
 
-/** keepStacks: the joined stacks are added to the target's stacks in the result (off-CPU: those are the intervals not joined) instead of replacing them */
-export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?: number; unwind?: 'fp' | 'dwarf'; keepStacks?: boolean } = {}): Promise<JavaAgentSession> {
-  const cfi = opts.unwind === 'dwarf';
-  const lib = agentLibrary(env.assetDir);
-  if (!lib) throw unsuitableError(agentUnavailableMessage(env.assetDir));
-  // By start time too: the stop and the last jcmd go to this JVM or to none (its pid may be another's by then)
-  const target = identify(pid);
-  if (!target) throw new StudioError('input', `no process with pid ${pid} is running`);
-  const ids = checkAgentTarget(pid, env.requester);
-  const nspid = namespacePid(pid);
-  const libInTarget = placeAgent(pid, lib, ids);
-  const outName = `.ebpf-studio-jvm-${nspid}-${crypto.randomBytes(4).toString('hex')}.txt`;
-  const outInTarget = `/tmp/${outName}`;
-  const outHost = `/proc/${pid}/root/tmp/${outName}`;
-  const owner: FileOwner = { uid: ids.uid, gid: ids.gid, pid };
-  let outFd: number | undefined;
+export interface JavaAgentOptions {
+  depth?: number;
+  unwind?: 'fp' | 'dwarf';
+  /** the joined stacks are added to the target's stacks in the result (off-CPU: those are the intervals not joined) instead of replacing them */
+  keepStacks?: boolean;
+}
+
+type Assemble = (raws: RawStack[]) => ProfileResult['stacks'];
+
+export async function startJavaAgent(pid: number, env: TracerEnv, opts: JavaAgentOptions = {}): Promise<JavaAgentSession> {
+  const session = new AgentSession(pid, env, opts);
+  await session.attach();
+  session.collect();
+  return session;
+}
+
+/** One profile's use of the agent in one JVM: its file, the pairer and the samples joined so far. */
+class AgentSession implements JavaAgentSession {
+  private readonly cfi: boolean;
+  private target!: ProcessIdentity;
+  private ids!: { uid: number; gid: number };
+  private libInTarget!: string;
+  private outInTarget!: string;
+  private outHost!: string;
+  private owner!: FileOwner;
+  private outFd?: number;
+  private t0 = 0;
+  private t0ns = 0n;
+  private readonly pairer = new IncrementalPairer<JoinSample>();
+  private readonly joined = new Map<string, Joined>();
+  private ring?: RingBufferHandle;
+  private stopped = false;
+  private firstMs?: number;
+  private firstJavaTs?: bigint;
+  private latestSampleTs?: bigint;
+  private readonly n = { bpf: 0, agent: 0, joined: 0 };
+  private readonly log: AgentLog = emptyAgentLog();
+  private readonly cache = new CodeCache(this.log.methods);
+  private readOffset = 0;
+  private tail = '';
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly pid: number,
+    private readonly env: TracerEnv,
+    private readonly opts: JavaAgentOptions,
+  ) {
+    this.cfi = opts.unwind === 'dwarf';
+  }
+
+  get euid(): number {
+    return this.ids.uid;
+  }
+
+  get firstSampleMs(): number | undefined {
+    return this.firstMs;
+  }
+
+  /** Checks the target, places the agent in its /tmp, starts it, and asks for the code list. */
+  async attach(): Promise<void> {
+    const { pid, env } = this;
+    this.place();
+    this.t0 = Date.now();
+    this.t0ns = process.hrtime.bigint(); // CLOCK_MONOTONIC, the clock of the agent's timestamps
+    const code = await agentCommand(pid, this.libInTarget, `start,out=${this.outInTarget},depth=${this.opts.depth ?? 128}`, 15000);
+    if (code !== 0) throw unsuitableError(`pid ${pid}: the Java agent did not start: ${AGENT_CODES[code] ?? `Agent_OnAttach returned ${code}`}`);
+    env.log(`profile: Java agent started in pid ${pid} (${this.libInTarget}), writing ${this.outInTarget}`);
+    await this.askCodelist('at the start');
+  }
+
+  /** The refusals, then the agent's copy in the JVM's /tmp and the name of its output file. */
+  private place(): void {
+    const { pid, env } = this;
+    const lib = agentLibrary(env.assetDir);
+    if (!lib) throw unsuitableError(agentUnavailableMessage(env.assetDir));
+    // By start time too: the stop and the last jcmd go to this JVM or to none (its pid may be another's by then)
+    const target = identify(pid);
+    if (!target) throw new StudioError('input', `no process with pid ${pid} is running`);
+    this.target = target;
+    const ids = (this.ids = checkAgentTarget(pid, env.requester));
+    const nspid = namespacePid(pid);
+    this.libInTarget = placeAgent(pid, lib, ids);
+    const outName = `.ebpf-studio-jvm-${nspid}-${crypto.randomBytes(4).toString('hex')}.txt`;
+    this.outInTarget = `/tmp/${outName}`;
+    this.outHost = `/proc/${pid}/root/tmp/${outName}`;
+    this.owner = { uid: ids.uid, gid: ids.gid, pid };
+  }
+
+  /** Polls the agent's file every 500 ms, and once now. */
+  collect(): void {
+    this.timer = setInterval(() => this.poll(), 500);
+    this.timer.unref?.();
+    this.poll(); // opens the file now and holds the reader's lock the agent watches
+  }
+
   // Closes the agent's file and removes it by name, as the JVM's owner inside its root.
-  const removeOut = () => {
-    if (outFd !== undefined) fs.closeSync(outFd);
-    outFd = undefined;
+  private removeOut(): void {
+    if (this.outFd !== undefined) fs.closeSync(this.outFd);
+    this.outFd = undefined;
     try {
-      unlinkAs(owner, outInTarget);
+      unlinkAs(this.owner, this.outInTarget);
     } catch {
       /* not created, or gone with the JVM */
     }
-  };
-  const t0 = Date.now();
-  const t0ns = process.hrtime.bigint(); // CLOCK_MONOTONIC, the clock of the agent's timestamps
-  const code = await agentCommand(pid, libInTarget, `start,out=${outInTarget},depth=${opts.depth ?? 128}`, 15000);
-  if (code !== 0) throw unsuitableError(`pid ${pid}: the Java agent did not start: ${AGENT_CODES[code] ?? `Agent_OnAttach returned ${code}`}`);
-  env.log(`profile: Java agent started in pid ${pid} (${libInTarget}), writing ${outInTarget}`);
+  }
 
-  const pairer = new IncrementalPairer<JoinSample>();
-  const joined = new Map<string, Joined>();
-  let ring: RingBufferHandle | undefined;
-  let stopped = false;
-  let firstSampleMs: number | undefined;
-  let firstJavaTs: bigint | undefined;
-  let latestSampleTs: bigint | undefined;
-  const n = { bpf: 0, agent: 0, joined: 0 };
-  const log: AgentLog = emptyAgentLog();
-  const cache = new CodeCache(log.methods);
   // C1 or C2 per nmethod (./javaFrameTypes.ts says why from Compiler.codelist): asked now for the
   // live view, and again at the end for code compiled meanwhile. Without it: 'compiled', tier unknown.
-  const askCodelist = async (when: string) => {
-    if (!sameProcess(target)) return;
+  private async askCodelist(when: string): Promise<void> {
+    const { pid } = this;
+    if (!sameProcess(this.target)) return;
     try {
-      cache.addCodelist(parseCodelist(await jcmd(pid, 'Compiler.codelist', { timeoutMs: 15000 })));
+      this.cache.addCodelist(parseCodelist(await jcmd(pid, 'Compiler.codelist', { timeoutMs: 15000 })));
     } catch (e) {
-      env.log(`profile: Compiler.codelist ${when} failed in pid ${pid} (${(e as Error).message}): Java frames show compiled without C1/C2`);
+      this.env.log(`profile: Compiler.codelist ${when} failed in pid ${pid} (${(e as Error).message}): Java frames show compiled without C1/C2`);
     }
-  };
-  await askCodelist('at the start');
-  let readOffset = 0;
-  let tail = '';
+  }
 
-  const addSample = (s: JoinSample) => {
-    n.bpf++;
-    if (latestSampleTs === undefined || s.ktimeNs > latestSampleTs) latestSampleTs = s.ktimeNs;
-    pairer.addSample(s);
-  };
+  private addSample(s: JoinSample): void {
+    this.n.bpf++;
+    if (this.latestSampleTs === undefined || s.ktimeNs > this.latestSampleTs) this.latestSampleTs = s.ktimeNs;
+    this.pairer.addSample(s);
+  }
+
+  // The agent's file, opened once, as the JVM's owner inside its root, never through a link.
+  private openOut(): number | undefined {
+    if (this.outFd !== undefined) return this.outFd;
+    try {
+      const fd = openAs(this.owner, this.outInTarget, fs.constants.O_RDONLY);
+      if (!fs.fstatSync(fd).isFile()) {
+        fs.closeSync(fd);
+        return undefined;
+      }
+      this.outFd = fd;
+      holdReaderLock(this.env.addon, fd, this.env.log, 'profile');
+    } catch {
+      return undefined;
+    }
+    return this.outFd;
+  }
 
   // Reads what the agent appended since the last call (the file only grows until stop); complete
   // lines only, the rest waits in `tail`. Records go to the pairer as they are parsed.
-  // The file is opened once, as the JVM's owner inside its root, never through a link.
-  const readMore = () => {
-    if (outFd === undefined) {
-      try {
-        const fd = openAs(owner, outInTarget, fs.constants.O_RDONLY);
-        if (!fs.fstatSync(fd).isFile()) {
-          fs.closeSync(fd);
-          return;
-        }
-        outFd = fd;
-        holdReaderLock(env.addon, fd, env.log, 'profile');
-      } catch {
-        return;
+  private readMore(): void {
+    const fd = this.openOut();
+    if (fd === undefined) return;
+    const { log, env } = this;
+    const buf = Buffer.alloc(1 << 20);
+    for (;;) {
+      const got = fs.readSync(fd, buf, 0, buf.length, this.readOffset);
+      if (got <= 0) break;
+      this.readOffset += got;
+      const text = buf.subarray(0, got).toString('utf8');
+      noteAgentLimit(text, env.log, 'profile');
+      this.tail = parseAgentText(this.tail + text, log);
+      this.cache.take(log.code); // before the records: the agent writes a sample's code events first
+      for (const r of log.records) {
+        this.pairer.addRecord(r);
+        if (r.code > 0 && (this.firstJavaTs === undefined || r.tsNs < this.firstJavaTs)) this.firstJavaTs = r.tsNs;
       }
+      this.n.agent += log.records.length;
+      log.records.length = 0;
     }
-    const fd = outFd;
-    {
-      const buf = Buffer.alloc(1 << 20);
-      for (;;) {
-        const got = fs.readSync(fd, buf, 0, buf.length, readOffset);
-        if (got <= 0) break;
-        readOffset += got;
-        const text = buf.subarray(0, got).toString('utf8');
-        noteAgentLimit(text, env.log, 'profile');
-        tail = parseAgentText(tail + text, log);
-        cache.take(log.code); // before the records: the agent writes a sample's code events first
-        for (const r of log.records) {
-          pairer.addRecord(r);
-          if (r.code > 0 && (firstJavaTs === undefined || r.tsNs < firstJavaTs)) firstJavaTs = r.tsNs;
-        }
-        n.agent += log.records.length;
-        log.records.length = 0;
-      }
-    }
-    if (firstSampleMs === undefined && firstJavaTs !== undefined) firstSampleMs = Date.now() - t0;
-  };
+    if (this.firstMs === undefined && this.firstJavaTs !== undefined) this.firstMs = Date.now() - this.t0;
+  }
 
   // Decides what the watermarks allow and counts the decided samples by (thread, native stack,
   // record): memory grows with distinct stacks, not with samples.
-  const advance = (all: boolean) => {
-    const samplesBefore = all ? ALL_IN : latestSampleTs === undefined ? 0n : latestSampleTs - SAMPLE_SKEW_NS;
+  private advance(all: boolean): void {
+    const { log, cache, joined } = this;
+    const samplesBefore = all ? ALL_IN : this.latestSampleTs === undefined ? 0n : this.latestSampleTs - SAMPLE_SKEW_NS;
     const recordsBefore = all || log.ended ? ALL_IN : log.watermarkNs === undefined ? 0n : log.watermarkNs - RECORD_SKEW_NS;
-    for (const { sample, record } of pairer.advance(samplesBefore, recordsBefore)) {
-      if (record) n.joined++;
+    for (const { sample, record } of this.pairer.advance(samplesBefore, recordsBefore)) {
+      if (record) this.n.joined++;
       if (record) restoreRecoveredLeaf(record, cache);
       const classes = record && record.code > 0 ? frameClasses(record, log.methods, cache) : undefined;
       const recordKey = record ? `${record.code}:${record.frames.map((f) => `${f.method}.${f.bci}.${f.line}`).join(',')}:${classes ? classesKey(classes) : ''}` : '-';
@@ -427,126 +493,138 @@ export async function startJavaAgent(pid: number, env: TracerEnv, opts: { depth?
         j.value += value;
       } else joined.set(key, { tid: sample.tid, native: sample.native, nativeKey: sample.key, record, classes, count, value, ...(sample.state ? { state: sample.state } : {}) });
     }
-  };
+  }
 
-  const poll = () => {
+  private readLogged(step: () => void): void {
     try {
-      readMore();
-      advance(false);
+      step();
     } catch (e) {
-      env.log(`profile: reading the Java agent's file ${outHost} failed: ${(e as Error).message}`);
+      this.env.log(`profile: reading the Java agent's file ${this.outHost} failed: ${(e as Error).message}`);
     }
-  };
+  }
+
+  private poll(): void {
+    this.readLogged(() => {
+      this.readMore();
+      this.advance(false);
+    });
+  }
 
   // The target's stacks in `result` replaced by the joined ones decided so far.
-  const render = (result: ProfileResult, raw: RawStack[], assemble: (raws: RawStack[]) => ProfileResult['stacks']): ProfileResult => {
-    if (!n.bpf) return result;
+  private render(result: ProfileResult, raw: RawStack[], assemble: Assemble): ProfileResult {
+    const { pid, log, cache } = this;
+    if (!this.n.bpf) return result;
     const stackOf = new Map<number, BigUint64Array>();
     const commOf = new Map<number, string>();
     for (const r of raw) {
       if (r.entry.pid !== pid) continue;
       // fp: user and kernel stacks share one id space (the stacks map); cfi: raw user stacks have no id
-      if (!cfi) stackOf.set(r.entry.userStackId, r.user);
+      if (!this.cfi) stackOf.set(r.entry.userStackId, r.user);
       stackOf.set(r.entry.kernStackId, r.kernel);
       commOf.set(r.entry.tid, r.entry.comm);
     }
-    const empty = new BigUint64Array(0);
     const framesCache = new Map<string, ProfileFrame[]>();
-    const items = [...joined.values()].map((j) => {
+    const items = [...this.joined.values()].map((j) => {
       const comm = 'comm' in j.native ? j.native.comm : (commOf.get(j.tid) ?? '');
       const cacheKey = `${j.tid}/${j.nativeKey}`;
       let frames = framesCache.get(cacheKey);
       if (!frames) {
-        const nat = j.native;
-        const rs: RawStack =
-          'user' in nat
-            ? { entry: { pid, tid: j.tid, comm, userStackId: nat.user.length ? 0 : -14, kernStackId: nat.kernStackId, count: 1 }, user: nat.user, kernel: stackOf.get(nat.kernStackId) ?? empty, note: nat.note }
-            : { entry: { pid, tid: j.tid, comm, userStackId: nat.userStackId, kernStackId: nat.kernStackId, count: 1 }, user: stackOf.get(nat.userStackId) ?? empty, kernel: stackOf.get(nat.kernStackId) ?? empty };
-        frames = assemble([rs])[0]?.frames ?? [];
+        frames = assemble([this.rawStackOf(j, comm, stackOf)])[0]?.frames ?? [];
         framesCache.set(cacheKey, frames);
       }
       return { pid, tid: j.tid, comm, frames: joinStack(frames, j.record, log.methods, j.classes && typesOf(j.classes, cache)), count: j.count, value: j.value, ...(j.state ? { state: j.state } : {}) };
     });
-    const others = opts.keepStacks ? result.stacks : result.stacks.filter((s) => s.pid !== pid);
+    const others = this.opts.keepStacks ? result.stacks : result.stacks.filter((s) => s.pid !== pid);
     return { ...result, stacks: [...others, ...foldStacks(items)].sort((a, b) => (b.value ?? b.count) - (a.value ?? a.count)) };
-  };
+  }
 
-  const stopAgent = async () => {
-    if (stopped) return;
-    stopped = true;
-    if (!sameProcess(target)) return;
+  /** The native half of a joined sample as a raw stack for `assemble`. */
+  private rawStackOf(j: Joined, comm: string, stackOf: Map<number, BigUint64Array>): RawStack {
+    const { pid } = this;
+    const empty = new BigUint64Array(0);
+    const nat = j.native;
+    return 'user' in nat
+      ? { entry: { pid, tid: j.tid, comm, userStackId: nat.user.length ? 0 : -14, kernStackId: nat.kernStackId, count: 1 }, user: nat.user, kernel: stackOf.get(nat.kernStackId) ?? empty, note: nat.note }
+      : { entry: { pid, tid: j.tid, comm, userStackId: nat.userStackId, kernStackId: nat.kernStackId, count: 1 }, user: stackOf.get(nat.userStackId) ?? empty, kernel: stackOf.get(nat.kernStackId) ?? empty };
+  }
+
+  private async stopAgent(): Promise<void> {
+    const { pid, env } = this;
+    if (this.stopped) return;
+    this.stopped = true;
+    if (!sameProcess(this.target)) return;
     try {
-      const c = await agentCommand(pid, libInTarget, 'stop', 15000);
+      const c = await agentCommand(pid, this.libInTarget, 'stop', 15000);
       if (c !== 0) env.log(`profile: the Java agent's stop returned ${c}`);
     } catch (e) {
       env.log(`profile: stopping the Java agent in pid ${pid} failed: ${(e as Error).message}`);
     }
-  };
+  }
 
-  const timer = setInterval(poll, 500);
-  timer.unref?.();
-  poll(); // opens the file now and holds the reader's lock the agent watches
+  attachRing(obj: BpfObject): void {
+    this.ring = obj.openRingBuffer('java_samples', (batch, offsets) => {
+      for (let i = 0; i + 1 < offsets.length; i++) {
+        const s = decodeJavaSample(batch.subarray(offsets[i], offsets[i + 1]));
+        this.addSample({ tid: s.tid, nsTid: s.nsTid, ktimeNs: s.ktimeNs, native: { userStackId: s.userStackId, kernStackId: s.kernStackId }, key: `${s.userStackId}/${s.kernStackId}` });
+      }
+    });
+  }
 
-  return {
-    euid: ids.uid,
-    get firstSampleMs() {
-      return firstSampleMs;
-    },
-    attachRing(obj) {
-      ring = obj.openRingBuffer('java_samples', (batch, offsets) => {
-        for (let i = 0; i + 1 < offsets.length; i++) {
-          const s = decodeJavaSample(batch.subarray(offsets[i], offsets[i + 1]));
-          addSample({ tid: s.tid, nsTid: s.nsTid, ktimeNs: s.ktimeNs, native: { userStackId: s.userStackId, kernStackId: s.kernStackId }, key: `${s.userStackId}/${s.kernStackId}` });
-        }
+  addOffcpuSample(tid: number, nsTid: number, ktimeNs: bigint, native: { userStackId: number; kernStackId: number }, weightUs: number, state: ThreadState, count: number): void {
+    this.addSample({ tid, nsTid, ktimeNs, native, key: `${native.userStackId}/${native.kernStackId}`, weightUs, state, count });
+  }
+
+  addCfiSample(tid: number, nsTid: number, ktimeNs: bigint, native: Extract<JavaNative, { user: BigUint64Array }>): void {
+    this.addSample({ tid, nsTid, ktimeNs, native, key: `${native.kernStackId}/${native.user.join(',')}/${native.note ?? ''}` });
+  }
+
+  counts(): { bpf: number; agent: number; joined: number; pending: number } {
+    const { n } = this;
+    return { bpf: n.bpf, agent: n.agent, joined: n.joined, pending: this.pairer.pending };
+  }
+
+  live(result: ProfileResult, raw: RawStack[], assemble: Assemble): ProfileResult {
+    this.poll();
+    return this.render(result, raw, assemble);
+  }
+
+  async abort(): Promise<void> {
+    clearInterval(this.timer);
+    this.ring?.close();
+    await this.stopAgent();
+    this.removeOut();
+  }
+
+  async finish(result: ProfileResult, raw: RawStack[], assemble: Assemble): Promise<ProfileResult> {
+    const { log, env, n } = this;
+    clearInterval(this.timer);
+    await this.askCodelist('at the end'); // before the stop, while the code the profile ran in is listed
+    await this.stopAgent();
+    this.readLogged(() => this.readMore());
+    this.removeOut();
+    if (!log.ended) env.log(`profile: the Java agent's file ended without its end mark; some Java samples may be missing`);
+    if (log.dropped) env.log(`profile: the Java agent's buffer was full ${log.dropped} times`);
+    this.advance(true);
+    if (this.firstJavaTs !== undefined) env.log(`profile: Java agent: first Java sample ${Number((this.firstJavaTs - this.t0ns) / 1000n) / 1000} ms after the attach request`);
+    env.log(`profile: Java agent: ${n.bpf} BPF samples, ${n.agent} agent records, ${n.joined} joined`);
+    if (log.signals) env.log(`profile: Java agent: ${log.signals} signals handled in the JVM, ${(log.handlerNs / log.signals / 1000).toFixed(1)} µs each (the AsyncGetCallTrace walk included)`);
+    this.logFrameTypes();
+    return this.render(result, raw, assemble);
+  }
+
+  /** How many Java frames of the joined samples were interpreted, C1, C2, inlined... */
+  private logFrameTypes(): void {
+    const { log, cache } = this;
+    const tally: Record<string, number> = {};
+    for (const j of this.joined.values()) {
+      if (!j.record || !j.classes) continue;
+      const types = typesOf(j.classes, cache);
+      j.record.frames.forEach((f, i) => {
+        if (log.methods.get(f.method)?.native) return; // JNI methods are native frames, not typed Java
+        const k = types[i] ?? 'unknown';
+        tally[k] = (tally[k] ?? 0) + j.count;
       });
-    },
-    addOffcpuSample(tid, nsTid, ktimeNs, native, weightUs, state, count) {
-      addSample({ tid, nsTid, ktimeNs, native, key: `${native.userStackId}/${native.kernStackId}`, weightUs, state, count });
-    },
-    addCfiSample(tid, nsTid, ktimeNs, native) {
-      addSample({ tid, nsTid, ktimeNs, native, key: `${native.kernStackId}/${native.user.join(',')}/${native.note ?? ''}` });
-    },
-    counts() {
-      return { bpf: n.bpf, agent: n.agent, joined: n.joined, pending: pairer.pending };
-    },
-    live(result, raw, assemble) {
-      poll();
-      return render(result, raw, assemble);
-    },
-    async abort() {
-      clearInterval(timer);
-      ring?.close();
-      await stopAgent();
-      removeOut();
-    },
-    async finish(result, raw, assemble) {
-      clearInterval(timer);
-      await askCodelist('at the end'); // before the stop, while the code the profile ran in is listed
-      await stopAgent();
-      try {
-        readMore();
-      } catch (e) {
-        env.log(`profile: reading the Java agent's file ${outHost} failed: ${(e as Error).message}`);
-      }
-      removeOut();
-      if (!log.ended) env.log(`profile: the Java agent's file ended without its end mark; some Java samples may be missing`);
-      if (log.dropped) env.log(`profile: the Java agent's buffer was full ${log.dropped} times`);
-      advance(true);
-      if (firstJavaTs !== undefined) env.log(`profile: Java agent: first Java sample ${Number((firstJavaTs - t0ns) / 1000n) / 1000} ms after the attach request`);
-      env.log(`profile: Java agent: ${n.bpf} BPF samples, ${n.agent} agent records, ${n.joined} joined`);
-      if (log.signals) env.log(`profile: Java agent: ${log.signals} signals handled in the JVM, ${(log.handlerNs / log.signals / 1000).toFixed(1)} µs each (the AsyncGetCallTrace walk included)`);
-      const tally: Record<string, number> = {};
-      for (const j of joined.values()) {
-        if (!j.record || !j.classes) continue;
-        const types = typesOf(j.classes, cache);
-        j.record.frames.forEach((f, i) => {
-          if (log.methods.get(f.method)?.native) return; // JNI methods are native frames, not typed Java
-          const k = types[i] ?? 'unknown';
-          tally[k] = (tally[k] ?? 0) + j.count;
-        });
-      }
-      env.log(`profile: Java agent: ${cache.nmethods.length} nmethods; Java frame types: ${Object.entries(tally).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`);
-      return render(result, raw, assemble);
-    },
-  };
+    }
+    this.env.log(`profile: Java agent: ${cache.nmethods.length} nmethods; Java frame types: ${Object.entries(tally).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`);
+  }
 }
