@@ -175,3 +175,28 @@ test('the key table is bounded: keys beyond MAX_KEYS are summed in one "other" r
   assert.equal(m.keyRows().find((r) => r.key === 10_000)!.count, 8);
   assert.equal(m.toJSON().keys.length, MAX_KEYS + 1);
 });
+
+test('key table: a name only where it says more than the key (a command, a disk), not an address repeated', () => {
+  const tcp = new LatencyModel('tcplat');
+  tcp.per = 'address';
+  // 10.0.0.1 and 127.0.0.1 as the kernel keeps them; the tracer names an IPv4 key by its own text
+  tcp.apply(update(1, [0, 3], [{ key: 0x0100000a, comm: '10.0.0.1', counts: [0, 2] }, { key: 0x0100007f, comm: '127.0.0.1', counts: [0, 1] }]));
+  assert.deepEqual(tcp.keyRows().map((r) => [r.label, r.name]), [['10.0.0.1', ''], ['127.0.0.1', '']]);
+  assert.equal(tcp.showsNames(), false, 'no name column of addresses beside the addresses');
+  // folded IPv6 peers are a hash: their name is the only thing that says what they are
+  tcp.apply(update(2, [0, 1], [{ key: 0x12345678, comm: 'IPv6', counts: [0, 1] }]));
+  assert.equal(tcp.keyRows().find((r) => r.key === 0x12345678)?.name, 'IPv6');
+  assert.equal(tcp.showsNames(), true);
+
+  const bio = new LatencyModel('biolatency');
+  bio.per = 'disk';
+  bio.apply(update(1, [0, 1], [{ key: (254 << 20) | 0, comm: 'vda', counts: [0, 1] }]));
+  assert.deepEqual(bio.keyRows().map((r) => [r.label, r.name]), [['254:0', 'vda']]);
+  assert.equal(bio.showsNames(), true);
+
+  const cpu = new LatencyModel('cpudist');
+  cpu.per = 'process';
+  cpu.apply(update(1, [0, 1], [{ key: 4242, comm: 'java', counts: [0, 1] }]));
+  assert.deepEqual(cpu.keyRows().map((r) => [r.label, r.name, r.comm]), [['4242', 'java', 'java']]);
+  assert.equal(cpu.showsNames(), true);
+});

@@ -2,11 +2,11 @@
 // histograms, the histogram bars, the heat-map grid and the key table. The tracer's nouns (its
 // key labels) come from the catalog. Unit-tested.
 import { bucketHigh, bucketLow, toBuckets, total } from '../../extension/model/log2hist';
-import { HistLive, MAX_INTERVALS, type IntervalCounts, type HistLiveState } from '../../extension/model/histLive';
+import { HistLive, MAX_INTERVALS, OTHER_KEY, type IntervalCounts, type HistLiveState } from '../../extension/model/histLive';
 import { formatBucketBound } from '../../extension/model/units';
 import type { HistResult, HistUnit, HistUpdate } from '../../extension/protocol/histogram';
 import { statsOf, type HistStats } from '../../extension/model/log2hist';
-import { histogramOf, type HistogramTracer } from '../../extension/protocol/catalog';
+import { histogramOf, keyText, type HistogramTracer } from '../../extension/protocol/catalog';
 import type { SessionState } from './latencyProtocol';
 
 export { MAX_INTERVALS, type IntervalCounts };
@@ -46,6 +46,10 @@ export type SortKey = 'p99' | 'count';
 export interface KeyRow extends HistStats {
   key: number;
   comm: string;
+  /** the key as shown: "4242", "254:0", "10.0.0.1", "other" */
+  label: string;
+  /** the kernel's name for it where that says more than the label ("java", "vda"), else '' */
+  name: string;
   counts: number[];
 }
 
@@ -111,9 +115,18 @@ export class LatencyModel extends HistLive {
   }
 
   keyRows(): KeyRow[] {
-    const rows = [...this.keys].map(([key, k]) => ({ key, comm: k.comm, counts: k.counts, ...statsOf(toBuckets(k.counts)) }));
+    const rows = [...this.keys].map(([key, k]) => {
+      const label = key === OTHER_KEY ? 'other' : keyText(this.tracer, this.per, key);
+      return { key, comm: k.comm, label, name: keyName(label, k.comm), counts: k.counts, ...statsOf(toBuckets(k.counts)) };
+    });
     const by = this.sortBy;
     return rows.sort((a, b) => b[by] - a[by] || b.count - a.count || a.key - b.key);
+  }
+
+  /** Whether the key table needs a name column: some key's name says more than the key itself
+   *  (a pid's command, a disk's "vda"), not where the name only repeats it (an address). */
+  showsNames(rows = this.keyRows()): boolean {
+    return rows.some((r) => r.name !== '');
   }
 
   keyLabel(): string {
@@ -139,6 +152,11 @@ export class LatencyModel extends HistLive {
       dropped: this.dropped,
     };
   }
+}
+
+/** A key's name where it adds to the key's text (the CLI prints it beside the key on the same rule). */
+export function keyName(label: string, comm: string): string {
+  return comm && comm !== label ? comm : '';
 }
 
 export function histogramBars(counts: number[], unit: HistUnit): HistogramBars {

@@ -7,10 +7,10 @@ import { formatDuration } from '../../extension/model/log2hist';
 import { bucketAt, drawHistogram, themeColor, type HistogramLayout } from '../common/histogramChart';
 import { connectHost, el, oncePerFrame } from '../common/viewPage';
 import { drawHeatMap, drawHeatScale, heatColumnsFor } from './heatMapChart';
-import { CATALOG, histogramOf, keyText, type HistogramNouns, type HistogramTracer } from '../../extension/protocol/catalog';
+import { CATALOG, histogramOf, type HistogramNouns, type HistogramTracer } from '../../extension/protocol/catalog';
 import { formatCount } from '../../extension/model/units';
 import { MAX_KEYS, OTHER_KEY } from '../../extension/model/histLive';
-import { bucketRange, heatCellAt, LatencyModel, type HeatLayout, type HeatMap, type HistogramBars, type SortKey } from './latencyModel';
+import { bucketRange, heatCellAt, LatencyModel, type HeatLayout, type HeatMap, type HistogramBars, type KeyRow, type SortKey } from './latencyModel';
 import type { FromView, ToView } from './latencyProtocol';
 
 const vscode = connectHost<FromView>();
@@ -136,17 +136,20 @@ function renderKeys(): void {
   const rows = model.keyRows();
   const other = model.keys.has(OTHER_KEY) ? ` Only the first ${MAX_KEYS.toLocaleString('en-US')} keys have a row: the ${nouns.events} of later ones are summed in the "other" row (bounded memory however many keys come and go).` : '';
   keyNote.textContent = (rows.length > MAX_ROWS ? `Showing ${MAX_ROWS} of ${rows.length}; export for all.` : '') + other;
+  const names = model.showsNames(rows);
   if (model.expanded.size === 0) {
-    renderPlainKeys(rows.slice(0, MAX_ROWS), label);
+    renderPlainKeys(rows.slice(0, MAX_ROWS), label, names);
     return;
   }
   plain = undefined;
-  const body: HTMLElement[] = [keyHeadRow(label)];
+  const cols = keyColumns(label, names);
+  const body: HTMLElement[] = [keyHeadRow(cols)];
   for (const r of rows.slice(0, MAX_ROWS)) {
     const open = model.expanded.has(r.key);
     const tr = el('tr', { class: 'key-row', 'data-key': String(r.key) });
     tr.style.cursor = 'pointer';
-    tr.append(el('td', {}, open ? '▾' : '▸'), el('td', { class: 'num' }, r.key === OTHER_KEY ? 'other' : keyText(model.tracer, model.per, r.key)), el('td', {}, r.comm), el('td', { class: 'num' }, formatCount(r.count)), el('td', { class: 'num' }, fmt(r.p50)), el('td', { class: 'num' }, fmt(r.p90)), el('td', { class: 'num' }, fmt(r.p99)), el('td', { class: 'num' }, fmt(r.max)));
+    const texts = rowTexts(r, names, open ? '▾' : '▸');
+    tr.append(...cols.map(([, cls], k) => el('td', cls ? { class: cls } : {}, texts[k])));
     tr.onclick = () => {
       if (open) model.expanded.delete(r.key);
       else model.expanded.add(r.key);
@@ -154,7 +157,7 @@ function renderKeys(): void {
     };
     body.push(tr);
     if (open) {
-      const cell = el('td', { colspan: '8' });
+      const cell = el('td', { colspan: String(cols.length) });
       const canvas = el('canvas', { class: 'key-histogram' });
       cell.append(canvas);
       const holder = el('tr');
@@ -171,25 +174,35 @@ function renderKeys(): void {
   keyTable.replaceChildren(...body);
 }
 
-function keyHeadRow(label: string): HTMLTableRowElement {
-  const head = el('tr');
-  const cols: [string, string, string][] = [
+/** The key table's columns (header, cell class, header tooltip); the name column only where some
+ * key's name says more than the key (a pid's command), not where it repeats it (an address). */
+function keyColumns(label: string, names: boolean): [string, string, string][] {
+  return [
     ['', '', 'Click a row for its histogram'],
     [label, 'num', `The ${label} the ${nouns.events} were counted under`],
-    ['comm', '', 'Its name'],
+    ...(names ? [['name', '', 'What the kernel calls it: a process’s command, a disk’s name'] as [string, string, string]] : []),
     ['count', 'num', `Its ${nouns.events}: ${nouns.meaning}`],
     ['p50', 'num', `Half of its ${nouns.events} were shorter (estimated from log2 buckets)`],
     ['p90', 'num', `90 % of its ${nouns.events} were shorter (estimated from log2 buckets)`],
     ['p99', 'num', `99 % of its ${nouns.events} were shorter (estimated from log2 buckets)`],
     ['max ≤', 'num', `Its longest ${one()} was at most this (upper bound of its highest bucket)`],
   ];
+}
+
+/** A row's cell texts, in keyColumns' order. */
+function rowTexts(r: KeyRow, names: boolean, arrow: string): string[] {
+  return [arrow, r.label, ...(names ? [r.name] : []), formatCount(r.count), fmt(r.p50), fmt(r.p90), fmt(r.p99), fmt(r.max)];
+}
+
+function keyHeadRow(cols: [string, string, string][]): HTMLTableRowElement {
+  const head = el('tr');
   for (const [t, cls, title] of cols) head.append(el('th', cls ? { class: cls, title } : { title }, t));
   return head;
 }
 
 /** The table while no row is expanded: rows and cells are reused and only changed text is set,
  * so a live update does not rebuild (and lay out again) the whole table every second. */
-let plain: { label: string; head: HTMLTableRowElement; rows: { tr: HTMLTableRowElement; cells: HTMLTableCellElement[] }[] } | undefined;
+let plain: { layout: string; head: HTMLTableRowElement; rows: { tr: HTMLTableRowElement; cells: HTMLTableCellElement[] }[] } | undefined;
 
 /** Whether each table row is on screen (IntersectionObserver; unknown until first reported, then drawn). */
 const rowOnScreen = new WeakMap<Element, boolean>();
@@ -211,13 +224,16 @@ function setTexts(cells: HTMLElement[], texts: string[]): void {
   });
 }
 
-function renderPlainKeys(rows: ReturnType<typeof model.keyRows>, label: string): void {
-  if (!plain || plain.label !== label) plain = { label, head: keyHeadRow(label), rows: [] };
+function renderPlainKeys(rows: KeyRow[], label: string, names: boolean): void {
+  const cols = keyColumns(label, names);
+  // a name column that appears (an IPv6 peer among addresses) lays the rows out anew
+  const layout = `${label}\n${names}`;
+  if (!plain || plain.layout !== layout) plain = { layout, head: keyHeadRow(cols), rows: [] };
   const p = plain;
   while (p.rows.length < rows.length) {
     const tr = el('tr', { class: 'key-row' });
     tr.style.cursor = 'pointer';
-    const cells = ['', 'num', '', 'num', 'num', 'num', 'num', 'num'].map((cls) => el('td', cls ? { class: cls } : {}));
+    const cells = cols.map(([, cls]) => el('td', cls ? { class: cls } : {}));
     tr.append(...cells);
     tr.onclick = () => {
       model.expanded.add(Number(tr.dataset.key));
@@ -229,7 +245,7 @@ function renderPlainKeys(rows: ReturnType<typeof model.keyRows>, label: string):
   rows.forEach((r, i) => {
     const { tr, cells } = p.rows[i];
     if (tr.dataset.key !== String(r.key)) tr.dataset.key = String(r.key);
-    const texts = ['▸', r.key === OTHER_KEY ? 'other' : keyText(model.tracer, model.per, r.key), r.comm, formatCount(r.count), fmt(r.p50), fmt(r.p90), fmt(r.p99), fmt(r.max)];
+    const texts = rowTexts(r, names, '▸');
     // A row off screen keeps its texts for when it scrolls into view: a live update then costs
     // the rows on screen, not every row of the table.
     if (rowOnScreen.get(tr) === false) staleRows.set(tr, texts);
