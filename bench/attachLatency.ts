@@ -64,8 +64,9 @@ export async function benchAttach(ctx: BenchContext): Promise<Row[]> {
       },
       tcplat: {
         ours: ['tcplat'],
-        bpftrace: { program: 'tracepoint:sock:inet_sock_set_state /args->newstate == 2/ { @start[args->skaddr] = nsecs; } tracepoint:tcp:tcp_probe { @us = hist(args->srtt); }', args: [] },
-        probes: 'inet_sock_set_state, tcp_probe',
+        // connect latency (the default) attaches inet_sock_set_state only; --rtt, tcp_probe only
+        bpftrace: { program: 'tracepoint:sock:inet_sock_set_state /args->newstate == 2/ { @start[args->skaddr] = nsecs; } tracepoint:sock:inet_sock_set_state /args->oldstate == 2/ { @us = hist(nsecs - @start[args->skaddr]); }', args: [] },
+        probes: 'inet_sock_set_state',
       },
       memleak: {
         ours: ['memleak', '--pid', cPid, '--mode', 'uprobe'],

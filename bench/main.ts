@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { buildWorkloads, cli, JAVA_HOME, root, type BenchContext, type Row } from './lib';
+import { buildWorkloads, cli, have, JAVA_HOME, root, type BenchContext, type Row } from './lib';
 import { machine } from './machine';
 import { benchJavaGc } from './javaGcOverhead';
 import { benchMemleak } from './memleakOverhead';
@@ -18,6 +18,7 @@ import { benchProfileUnwind } from './profileUnwind';
 import { benchAttach } from './attachLatency';
 import { benchBiolatency } from './biolatencyOverhead';
 import { benchCpudist } from './cpudistOverhead';
+import { benchTcplat } from './tcplatOverhead';
 import { benchLatency } from './latencyOverhead';
 import { benchSymbolizeRows } from './symbolizeRows';
 import { benchFlamegraphRows } from './flamegraphRows';
@@ -55,6 +56,7 @@ const GROUPS: Group[] = [
   { id: 'attach', run: benchAttach, missing: needsRoot },
   { id: 'biolatency', run: benchBiolatency, missing: () => needsTracer('biolatency')() ?? (fs.existsSync('/usr/sbin/biolatency') ? undefined : 'no /usr/sbin/biolatency (apt-get install libbpf-tools)') },
   { id: 'cpudist', run: benchCpudist, missing: () => needsTracer('cpudist')() ?? (fs.existsSync('/usr/sbin/cpudist') ? undefined : 'no /usr/sbin/cpudist (apt-get install libbpf-tools)') },
+  { id: 'tcplat', run: benchTcplat, missing: () => needsTracer('tcplat')() ?? (have('bpftrace') || fs.existsSync('/usr/sbin/tcpconnlat') ? undefined : 'neither bpftrace nor /usr/sbin/tcpconnlat (apt-get install bpftrace libbpf-tools)') },
   { id: 'symbolize', run: benchSymbolizeRows },
   { id: 'flamegraph', run: benchFlamegraphRows },
   { id: 'live-views', run: benchLiveViewRows },

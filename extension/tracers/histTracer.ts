@@ -29,6 +29,8 @@ export interface HistTracerSpec<N extends HistName> {
   object: string;
   /** the twins' base names (HIST_TWIN(tp, prog, fn) makes prog_btf and prog_raw) */
   programs: readonly string[];
+  /** the twins these options need, where not all of them (an idle program still costs its runs) */
+  attachOnly?(options: Opts<N>): readonly string[];
   /** what is attached, for errors: "the scheduler tracepoints" */
   attaches: string;
   /** what a histogram can be kept per; the index is the key_mode the BPF side reads */
@@ -102,7 +104,8 @@ function load<N extends HistName>(spec: HistTracerSpec<N>, options: Opts<N>, env
   );
   const kind = variant === 0 ? 'tp_btf' : 'raw_tp';
   try {
-    for (const p of variants[variant]) obj.attach(p);
+    const wanted = spec.attachOnly?.(options) ?? spec.programs;
+    spec.programs.forEach((p, i) => wanted.includes(p) && obj.attach(variants[variant][i]));
   } catch (e) {
     obj.close();
     throw fromBpfError(`attaching ${spec.attaches} (${kind})`, e);

@@ -30,6 +30,8 @@ const REQUIRED: { name: string; peer?: string; peerTool?: string }[] = [
   { name: 'attach latency tcplat', peer: 'bpftrace', peerTool: 'bpftrace' },
   { name: 'biolatency overhead per I/O', peer: 'libbpf-tools biolatency', peerTool: 'biolatency' },
   { name: 'cpudist overhead per context switch', peer: 'libbpf-tools cpudist', peerTool: 'cpudist' },
+  // libbpf-tools tcpconnlat where it attaches (kprobes), bpftrace on the same tracepoints where not
+  { name: 'tcplat overhead per connect', peer: 'tcpconnlat' },
   { name: 'attach latency memleak', peer: 'bpftrace', peerTool: 'bpftrace' },
   { name: 'attach latency profile', peer: 'bpftrace', peerTool: 'bpftrace' },
   { name: 'symbolize warm', peer: 'llvm-symbolizer' },
@@ -51,7 +53,7 @@ const REQUIRED: { name: string; peer?: string; peerTool?: string }[] = [
  * and agent overhead) run in `npm run bench`; their tracers' results are checked by their own kernel
  * tests, and leaving them out keeps CI within its time budget.
  */
-const REQUIRED_GROUPS = ['java-gc', 'memleak', 'memleak-unwind', 'profile', 'offcpu', 'profile-unwind', 'attach', 'biolatency', 'cpudist', 'symbolize', 'flamegraph', 'events', 'memleak-sampling', 'java-walk', 'agent'];
+const REQUIRED_GROUPS = ['java-gc', 'memleak', 'memleak-unwind', 'profile', 'offcpu', 'profile-unwind', 'attach', 'biolatency', 'cpudist', 'tcplat', 'symbolize', 'flamegraph', 'events', 'memleak-sampling', 'java-walk', 'agent'];
 
 test('bench --quick --json: every row of the benchmark issue, with its peer from the same run', { skip: kernelSkipReason(), timeout: 900_000 }, (t) => {
   const artifacts = path.join(repoRoot, 'test-artifacts');
