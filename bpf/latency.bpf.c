@@ -17,6 +17,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "hist_tracer.bpf.h"
+#include "task.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -38,7 +39,10 @@ char LICENSE[] SEC("license") = "GPL";
 #define LAT_SLOW_SENT 5  /* slow calls sent to user space */
 #define LAT_SLOW_LOST 6  /* slow calls counted but not sent: the ring buffer was full */
 #define LAT_MAX_NS 7     /* the slowest call (per CPU; user space takes the max) */
-#define LAT_NR_STATS 8
+#define LAT_PROF_KEPT 8     /* profile_slow: outermost calls whose samples were kept (slow) */
+#define LAT_PROF_DROPPED 9  /* profile_slow: outermost calls whose samples were dropped (fast) */
+#define LAT_PROF_LOST 10    /* profile_slow: samples or totals not kept (a buffer or map full) */
+#define LAT_NR_STATS 11
 
 /* Calls slower than this are sent to user space with their stack; 0 = none. */
 const volatile __u64 threshold_ns = 0;
@@ -116,6 +120,8 @@ static __always_inline void stat_add(__u32 idx, __u64 n)
 		*s += n; /* per-CPU: no other writer */
 }
 
+#include "latency_slowprof.bpf.h"
+
 static __always_inline __u32 fine_slot(__u64 v)
 {
 	__u32 o, idx;
@@ -189,6 +195,9 @@ int BPF_KPROBE(lat_entry)
 	if (!threshold_ns || !ret_insns || bpf_probe_read_user(&f->ra[d & (LAT_DEPTH - 1)], 8, (void *)sp))
 		f->ra[d & (LAT_DEPTH - 1)] = 0;
 	f->depth = d + 1;
+	/* a new outermost call: the slow-call profile's buffer starts over */
+	if (profile_slow && d == 0)
+		prof_begin(tid, now);
 	return 0;
 }
 
@@ -236,7 +245,7 @@ int BPF_KPROBE(lat_return)
 {
 	__u64 now = bpf_ktime_get_ns(), id = bpf_get_current_pid_tgid();
 	/* After a return, the return address the entry's sp pointed at was popped. */
-	__u64 want = ret_insns ? PT_REGS_SP(ctx) : PT_REGS_SP(ctx) - 8;
+	__u64 want = ret_insns ? PT_REGS_SP(ctx) : PT_REGS_SP(ctx) - 8, delta;
 	__u32 d, tid = (__u32)id, dropped = 0;
 	struct inflight *f;
 
@@ -257,11 +266,16 @@ int BPF_KPROBE(lat_return)
 	if (d == 0 || d > LAT_DEPTH || f->sp[(d - 1) & (LAT_DEPTH - 1)] != want) {
 		/* a call entered before the probes were attached, or too deep to be kept */
 		f->depth = d;
+		if (profile_slow && d == 0)
+			prof_end(tid, id >> 32, false);
 		return 0;
 	}
 	d--;
 	f->depth = d;
-	count(ctx, now - f->ts[d & (LAT_DEPTH - 1)], now, tid, d, f->ra[d & (LAT_DEPTH - 1)]);
+	delta = now - f->ts[d & (LAT_DEPTH - 1)];
+	count(ctx, delta, now, tid, d, f->ra[d & (LAT_DEPTH - 1)]);
+	if (profile_slow && d == 0)
+		prof_end(tid, id >> 32, threshold_ns && delta >= threshold_ns);
 	return 0;
 }
 
@@ -279,6 +293,8 @@ static __always_inline void on_exit(unsigned long long *ctx)
 		return;
 	stat_add(LAT_EXITED, f->depth);
 	bpf_map_delete_elem(&inflight, &tid);
+	if (profile_slow)
+		bpf_map_delete_elem(&prof_threads, &tid);
 }
 
 HIST_TWIN(sched_process_exit, lat_exit, on_exit)

@@ -3,6 +3,7 @@
 // with its stack. The result is exactly the CLI's --json document.
 import type { Frame } from './frames';
 import type { HistOptions, HistResult, HistUpdate } from './histogram';
+import type { ProfileResult } from './profile';
 
 export interface LatencyOptions extends HistOptions<'none'> {
   /** FUNCTION (a symbol of the program or a library it maps) or FILE:LINE */
@@ -11,6 +12,11 @@ export interface LatencyOptions extends HistOptions<'none'> {
   thresholdMs: number;
   /** how returns are caught: at the function's ret instructions, a uretprobe, or chosen (auto) */
   returns?: 'auto' | 'ret' | 'uretprobe';
+  /** "profile the slow calls": a wall-clock profile (on- and off-CPU, with states) of only what
+   * happened inside calls at least thresholdMs long (needs a threshold) */
+  profileSlow?: boolean;
+  /** on-CPU samples per second of that profile */
+  frequency?: number;
 }
 
 /** Figures of all calls so far (percentiles from the kernel's log-linear histogram, within ~3 %). */
@@ -31,6 +37,12 @@ export interface LatencyStats {
   tooDeep: number;
   /** slow calls counted but not sent (the ring buffer was full) */
   slowLost: number;
+  /** calls at least the threshold long (sent or not) */
+  slowCalls?: number;
+  /** profileSlow: outermost calls whose samples were kept (slow) and dropped (fast), and samples not kept (a buffer full) */
+  profiledSlow?: number;
+  profiledFast?: number;
+  profileLost?: number;
 }
 
 export interface SlowCall {
@@ -64,4 +76,6 @@ export interface LatencyResult extends HistResult<'latency'> {
   stats: LatencyStats;
   /** the slowest calls sent, slowest first (at most MAX_SLOW_KEPT) */
   slow: SlowCall[];
+  /** profileSlow: the wall-clock profile of the slow calls (µs per stack and state) */
+  profile?: ProfileResult;
 }

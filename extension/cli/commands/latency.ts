@@ -1,6 +1,7 @@
 // `ebpf-studio latency --pid P FUNCTION|FILE:LINE [--threshold-ms N] [--ms] [--interval S]
-// [--duration S] [--json]`: how long one function of a running process takes, with the stacks of
-// the calls slower than the threshold.
+// [--duration S] [--json] [--profile-slow [--frequency HZ] [--folded]]`: how long one function of a
+// running process takes, with the stacks of the calls slower than the threshold, and on request
+// the wall-clock profile (on and off CPU, by state) of those slow calls only.
 import { cliSummary } from '../../protocol/catalog';
 import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
@@ -9,9 +10,15 @@ import { latencyTracer } from '../../tracers/latency/tracer';
 import { usageError } from '../../protocol/errors';
 import type { LatencyOptions } from '../../protocol/latency';
 import { latencyReport, statsLine } from '../../model/latencyFormat';
+import { PROFILE_MAX_FREQUENCY, type ProfileResult } from '../../protocol/profile';
+import { WALL_DEFAULT_FREQUENCY } from '../../protocol/offcpu';
+import { fromProfileResult } from '../../model/flamegraph/profileData';
+import { toFolded } from '../../model/flamegraph/formats';
+import { formatTimeSummary } from './offcpu';
 
 const USAGE = [
   'ebpf-studio latency --pid P FUNCTION|FILE:LINE [--threshold-ms N] [--returns auto|ret|uretprobe] [--ms] [--interval S] [--duration S] [--json]',
+  '                 [--profile-slow [--frequency HZ] [--folded]]',
   '  FUNCTION         a function of the program or a library it maps (C++: ns::name or its mangled name)',
   '  FILE:LINE        the function at a source line (from the DWARF line tables: build with -g)',
   '  --threshold-ms N calls at least N ms long are reported with their stacks (default: none)',
@@ -22,14 +29,25 @@ const USAGE = [
   '  --interval S     print the figures every S seconds',
   '  --duration S     stop after S seconds (default: Ctrl-C or the process exiting)',
   '  --json           print the result document as JSON',
+  '  --profile-slow   also profile the calls at least --threshold-ms long: a wall-clock profile (on-CPU',
+  '                   samples and off-CPU time with why: sleep, I/O, lock, preempted) of only what ran',
+  '                   inside them; printed after the figures (or with --folded as folded stacks)',
+  `  --frequency HZ   --profile-slow: on-CPU samples per second (default ${WALL_DEFAULT_FREQUENCY})`,
+  '  --folded         --profile-slow: print the slow calls\' profile as folded stacks (flamegraph.pl)',
 ].join('\n');
+
+/** The slow calls' profile after the figures: what was kept, then its time summary. */
+function profileReport(p: ProfileResult | undefined, profiled: number | undefined): string {
+  if (!p) return 'slow calls profile: none read';
+  return [`slow calls profiled: ${profiled ?? 0}`, formatTimeSummary(p)].join('\n');
+}
 
 export const latencyCommand: Command = {
   name: 'latency',
   summary: cliSummary('latency'),
   usage: USAGE,
   async run(argv, io) {
-    const { values, positionals } = parse(argv, { ...commonOptions, pid: { type: 'string', short: 'p' }, 'threshold-ms': { type: 'string' }, returns: { type: 'string' }, ms: { type: 'boolean' }, interval: { type: 'string' } }, true);
+    const { values, positionals } = parse(argv, { ...commonOptions, pid: { type: 'string', short: 'p' }, 'threshold-ms': { type: 'string' }, returns: { type: 'string' }, ms: { type: 'boolean' }, interval: { type: 'string' }, 'profile-slow': { type: 'boolean' }, frequency: { type: 'string' }, folded: { type: 'boolean' } }, true);
     if (values.help) {
       io.out(USAGE);
       return 0;
@@ -40,7 +58,13 @@ export const latencyCommand: Command = {
     const interval = numberFlag(values.interval, '--interval', 0.1, 3600);
     const returns = values.returns ?? 'auto';
     if (returns !== 'auto' && returns !== 'ret' && returns !== 'uretprobe') throw usageError(`--returns takes auto, ret or uretprobe, not ${JSON.stringify(returns)}`);
-    const options: LatencyOptions = { returns, pid, target: positionals[0], thresholdMs: numberFlag(values['threshold-ms'], '--threshold-ms', 0, 3_600_000) ?? 0, per: 'none', unit: values.ms ? 'ms' : 'us', intervalS: interval ?? 1 };
+    const profileSlow = Boolean(values['profile-slow']);
+    const thresholdMs = numberFlag(values['threshold-ms'], '--threshold-ms', 0, 3_600_000) ?? 0;
+    if (profileSlow && !thresholdMs) throw usageError('--profile-slow needs --threshold-ms N (N > 0): the calls at least N ms long are the ones profiled');
+    if (!profileSlow && (values.folded || values.frequency !== undefined)) throw usageError(`${values.folded ? '--folded' : '--frequency'} applies to --profile-slow only`);
+    if (values.folded && values.json) throw usageError('--folded and --json exclude each other: give one');
+    const frequency = numberFlag(values.frequency, '--frequency', 1, PROFILE_MAX_FREQUENCY, { integer: true }) ?? WALL_DEFAULT_FREQUENCY;
+    const options: LatencyOptions = { returns, pid, target: positionals[0], thresholdMs, per: 'none', unit: values.ms ? 'ms' : 'us', intervalS: interval ?? 1, ...(profileSlow ? { profileSlow, frequency } : {}) };
     return runTracer(
       {
         tracer: latencyTracer,
@@ -50,7 +74,10 @@ export const latencyCommand: Command = {
         verbose: Boolean(values.verbose),
         durationS: durationFlag(values.duration),
         formatUpdate: (u) => (interval !== undefined ? `${new Date().toTimeString().slice(0, 8)}  ${statsLine(u.stats)}` : ''),
-        formatResult: (r) => latencyReport(r),
+        formatResult: (r) => {
+          if (values.folded) return r.profile ? toFolded(fromProfileResult(r.profile, { groupByProcess: false })).trimEnd() : '';
+          return profileSlow ? `${latencyReport(r)}\n\n${profileReport(r.profile, r.stats.profiledSlow)}` : latencyReport(r);
+        },
         banner: () => `Measuring ${positionals[0]} in pid ${pid}... Hit Ctrl-C to end.`,
       },
       io,

@@ -5,7 +5,9 @@
 // the stacks of the calls slower than the threshold, which alone cross to user space.
 import type { BpfObject } from '../../../native/index';
 import type { LatencyOptions, LatencyProbe, LatencyResult, LatencyStats, LatencyUpdate, SlowCall } from '../../protocol/latency';
-import { asObject, int, num, oneOf, str, PID_MAX } from '../../protocol/validate';
+import { asObject, bool, int, num, oneOf, str, PID_MAX } from '../../protocol/validate';
+import { PROFILE_MAX_FREQUENCY, type ProfileResult } from '../../protocol/profile';
+import { WALL_DEFAULT_FREQUENCY } from '../../protocol/offcpu';
 import { fromBpfError, inputError, unsuitableError } from '../../protocol/errors';
 import { checkPid, identify, sameProcess, type ProcessIdentity } from '../../sys/proc/processes';
 import { Symbolizer, type ProcessImage } from '../../sys/symbolize';
@@ -17,6 +19,7 @@ import { watchTarget } from '../targetWatch';
 import { CTR_HIST_FULL, CTR_START_FULL, decodeHistEntries, HIST_KEY_SIZE, HistAggregate } from '../histDecode';
 import { decodeFine, decodeSlow, percentile, STAT, type SlowRecord } from './decode';
 import { resolveTarget, type ResolvedFunction } from './resolve';
+import { attachSlowProfile, checkSlowProfileKernel, configureSlowProfile, readSlowProfile, SLOWPROF_PROGRAMS } from './slowProfile';
 
 /** Slow calls kept for the result (the slowest), and sent per update at most. */
 export const MAX_SLOW_KEPT = 100;
@@ -28,21 +31,27 @@ function validate(raw: unknown): LatencyOptions {
   const o = asObject(raw, 'options');
   const target = str(o, 'target', 4096).trim();
   if (!target || target.includes('\0')) throw inputError('target must name a function or FILE:LINE');
+  const thresholdMs = num(o, 'thresholdMs', 0, 3_600_000, 0);
+  const profileSlow = bool(o, 'profileSlow', false);
+  if (profileSlow && !thresholdMs) throw inputError('profiling the slow calls needs a threshold: calls at least thresholdMs (--threshold-ms N) long are the slow ones');
   return {
     pid: int(o, 'pid', 1, PID_MAX),
     target,
-    thresholdMs: num(o, 'thresholdMs', 0, 3_600_000, 0),
+    thresholdMs,
     per: oneOf(o, 'per', ['none'] as const, 'none'),
     unit: oneOf(o, 'unit', ['us', 'ms'] as const, 'us'),
     intervalS: num(o, 'intervalS', 0.1, 3600, 1),
     returns: oneOf(o, 'returns', ['auto', 'ret', 'uretprobe'] as const, 'auto'),
+    profileSlow,
+    frequency: int(o, 'frequency', 1, PROFILE_MAX_FREQUENCY, WALL_DEFAULT_FREQUENCY),
   };
 }
 
 function load(env: TracerEnv, o: LatencyOptions, fn: ResolvedFunction, retInsns: boolean): BpfObject {
-  const base = ['lat_entry', 'lat_return'];
+  const base = ['lat_entry', 'lat_return', ...(o.profileSlow ? SLOWPROF_PROGRAMS : [])];
+  const frequency = o.frequency ?? WALL_DEFAULT_FREQUENCY;
   const { obj } = loadFirstWorking(env, 'latency', [[...base, 'lat_exit_btf'], [...base, 'lat_exit_raw']], (b) =>
-    setRodata(b, { target_tgid: o.pid, unit_ns: o.unit === 'ms' ? 1_000_000 : 1000, threshold_ns: BigInt(Math.round(o.thresholdMs * 1e6)), ret_insns: retInsns }),
+    setRodata(b, { target_tgid: o.pid, unit_ns: o.unit === 'ms' ? 1_000_000 : 1000, threshold_ns: BigInt(Math.round(o.thresholdMs * 1e6)), ret_insns: retInsns, ...configureSlowProfile(b, Boolean(o.profileSlow), frequency) }),
   );
   const binary = fn.module.path;
   try {
@@ -51,7 +60,8 @@ function load(env: TracerEnv, o: LatencyOptions, fn: ResolvedFunction, retInsns:
     else obj.attachUprobe('lat_return', { binary, offset: fn.entryOffset, pid: o.pid, retprobe: true });
     const exit = obj.programs().find((p) => p.name.startsWith('lat_exit_') && p.autoload);
     if (exit) obj.attach(exit.name);
-    env.log(`latency: attached to ${fn.name} in ${fn.module.name}: entry and ${retInsns ? `${fn.retOffsets.length} ret instructions` : 'a uretprobe'}`);
+    if (o.profileSlow) attachSlowProfile(obj, frequency);
+    env.log(`latency: attached to ${fn.name} in ${fn.module.name}: entry and ${retInsns ? `${fn.retOffsets.length} ret instructions` : 'a uretprobe'}${o.profileSlow ? `, the slow calls profiled at ${frequency} Hz on CPU and at each switch off it` : ''}`);
   } catch (e) {
     obj.close();
     throw fromBpfError(`attaching the probes of ${fn.name} in ${fn.module.name}`, e);
@@ -131,8 +141,24 @@ class LatencySession {
       exited: c(STAT.exited),
       tooDeep: c(STAT.tooDeep),
       slowLost: c(STAT.slowLost),
+      ...(this.o.thresholdMs ? { slowCalls: c(STAT.slowSent) + c(STAT.slowLost) } : {}),
+      ...(this.o.profileSlow ? { profiledSlow: c(STAT.profKept), profiledFast: c(STAT.profDropped), profileLost: c(STAT.profLost) } : {}),
     };
   }
+
+  /** The slow calls' wall-clock profile, read before the object closes. */
+  async readProfile(): Promise<void> {
+    if (!this.o.profileSlow || this.closed) return;
+    this.refreshImage();
+    try {
+      const lost = readCounter(this.obj, 'lat_stats', STAT.profLost);
+      this.profile = await readSlowProfile(this.obj, { pid: this.o.pid, frequency: this.o.frequency ?? 0, lost }, this.sym, this.image, this.env.log);
+    } catch (e) {
+      this.env.log(`latency: reading the slow calls' profile failed: ${(e as Error).message}`);
+    }
+  }
+
+  private profile?: ProfileResult;
 
   /** Symbolizes the slow calls that arrived; keeps the slowest for the result. */
   private async slowCalls(): Promise<SlowCall[]> {
@@ -179,7 +205,7 @@ class LatencySession {
   }
 
   result(): LatencyResult {
-    return { ...this.agg.result(this.dropped), probe: this.probe, stats: this.closed ? this.lastStats : this.stats(), slow: [...this.kept] };
+    return { ...this.agg.result(this.dropped), probe: this.probe, stats: this.closed ? this.lastStats : this.stats(), slow: [...this.kept], ...(this.profile ? { profile: this.profile } : {}) };
   }
 
   private lastStats!: LatencyStats;
@@ -201,7 +227,8 @@ class LatencySession {
 
   private ended(): void {
     if (this.closed) return;
-    void this.serial(true).then(() => {
+    void this.serial(true).then(async () => {
+      await this.readProfile();
       this.close();
       this.events.ended('target-exited', `process ${this.o.pid} exited`);
     });
@@ -234,6 +261,7 @@ export const latencyTracer: Tracer<'latency'> = {
     if (!target) throw inputError(`no process with pid ${options.pid} is running (check with: ps -p ${options.pid})`);
     const fn = resolveTarget(options.pid, options.target);
     const warnings: string[] = [];
+    if (options.profileSlow) checkSlowProfileKernel();
     const retInsns = returnsAtRet(options, fn);
     if (retInsns && fn.retOffsets.length === 0) throw unsuitableError(`${fn.name} never returns (no ret instruction): there is no call duration to measure`);
     if (!retInsns && fn.unwinds) warnings.push(`${fn.name} ends in a tail call (${fn.tailCalls.slice(0, 3).join(', ') || 'asked: --returns uretprobe'}): its returns are caught with a uretprobe, and ${fn.unwinds}: an exception thrown through it aborts the program`);
@@ -246,6 +274,7 @@ export const latencyTracer: Tracer<'latency'> = {
       snapshot: () => s.result(),
       async stop() {
         await s.serial(true);
+        await s.readProfile();
         s.close();
         return s.result();
       },
