@@ -112,6 +112,23 @@ export function compileJavaFixture(prefix: string, source: string, jdk = '/usr/l
   return { work, classes };
 }
 
+/**
+ * heavy()'s share of the thread CPU time AgentSplit.java measured itself between two points of its
+ * output (`from` and `to` are offsets into it): the last "split" line before `from` to the last
+ * one before `to`. C2 compiles heavy() and light() differently from run to run, so 3:1 by
+ * iterations is not 3:1 in time; a profile's share is held against this.
+ */
+export function agentSplitShare(out: string, from: number, to = out.length): number | undefined {
+  const last = (text: string) => {
+    const all = [...text.matchAll(/^split heavy (\d+) light (\d+)$/gm)];
+    const m = all.at(-1);
+    return m ? { heavy: Number(m[1]), light: Number(m[2]) } : { heavy: 0, light: 0 };
+  };
+  const [a, b] = [last(out.slice(0, from)), last(out.slice(0, to))];
+  const [heavy, light] = [b.heavy - a.heavy, b.light - a.light];
+  return heavy + light > 0 ? heavy / (heavy + light) : undefined;
+}
+
 /** Kills the JVMs a test started and removes its folder. */
 export function removeJavaFixture(children: ChildProcess[], work: string): void {
   for (const c of children) c.kill('SIGKILL');
