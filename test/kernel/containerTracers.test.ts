@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import type { ProfileResult, ProfileStack } from '../../extension/protocol/profile';
 import type { JavaHeapResult } from '../../extension/protocol/javaHeap';
 import type { JvmResult } from '../../extension/protocol/jvm';
-import { markerLines, repoRoot, sleep, startCli, waitFor } from '../helpers';
+import { agentSplitShare, markerLines, repoRoot, sleep, startCli, waitFor } from '../helpers';
 import { IMAGE, containerBed, containerPrep, lineFollower } from './containerKit';
 import { processInfo } from '../../extension/sys/proc/processes';
 import { containerCgroup } from '../../extension/sys/proc/containerCgroup';
@@ -226,19 +226,22 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     const doc = JSON.parse(r.stdout) as ProfileResult;
     const heavy = countWith(doc, /^AgentSplit\.heavy$/);
     const light = countWith(doc, /^AgentSplit\.light$/);
-    t.diagnostic(`heavy ${heavy}, light ${light}: heavy's share ${pct(heavy / (heavy + light))} (known 75 %), ${doc.samples} samples`);
+    t.diagnostic(`heavy ${heavy}, light ${light}: heavy's share ${pct(heavy / (heavy + light))} (the program measured ${pct(truth)}), ${doc.samples} samples`);
     t.diagnostic(doc.cpuCheck?.message ?? 'no CPU check');
     assert.equal(doc.cpuCheck?.verdict, 'agree', 'every thread\'s samples against the JVM\'s own CPU time');
     // ~1200 samples of heavy/light on an idle machine; at load 20 (2 cores) the JVM gets ~0.7 s of CPU
     // in 8 s, ~100 samples: the share is held to 5 points or 2.5 standard errors, whichever is wider
     const n = heavy + light;
     assert.ok(n >= 80, `only ${n} samples in heavy/light`);
-    const tolerance = Math.max(0.05, 2.5 * Math.sqrt((0.75 * 0.25) / n));
-    assert.ok(Math.abs(heavy / n - 0.75) <= tolerance, `heavy's share ${pct(heavy / n)}, known 75 % ± ${pct(tolerance)} at ${n} samples`);
+    const tolerance = Math.max(0.05, 2.5 * Math.sqrt((truth * (1 - truth)) / n));
+    assert.ok(Math.abs(heavy / n - truth) <= tolerance, `heavy's share ${pct(heavy / n)}, the program measured ${pct(truth)} ± ${pct(tolerance)} at ${n} samples`);
     const chain = doc.stacks.find((s) => s.frames[0]?.function === 'AgentSplit.mix' && s.frames[1]?.function === 'AgentSplit.heavy');
     assert.ok(chain, 'a stack with mix called from heavy');
     assert.equal(chain.frames[1].file, 'AgentSplit.java');
+    const from = c.out().length;
     assert.equal(chain.frames[1].line, 21);
+    const truth = agentSplitShare(c.out(), from);
+    assert.ok(truth !== undefined, `the JVM printed no split: ${c.out().slice(-500)}`);
     assert.deepEqual(fs.readdirSync(`/proc/${c.hostPid}/root/tmp`).filter((f) => f.startsWith('.ebpf-studio-jvm-')), [], "the agent's sample file is removed from the container's /tmp");
   });
 
