@@ -1,0 +1,112 @@
+// latency --profile-slow (the wall-clock profile of only the calls slower than the threshold)
+// against a C program that times its own calls (test/fixtures/c/slowprof: every tenth call of
+// sp_work sleeps 20 ms in sp_sleep, the others spin 0.5 ms on CPU in sp_spin; it prints how many
+// calls took at least 10 ms and how long they took, by its own CLOCK_MONOTONIC). The slow calls
+// counted are the program's, the profile's time is theirs, it is the sleep helper's off-CPU time
+// under the function, and the fast calls' CPU time (kept in the kernel, then dropped) is absent.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { LatencyResult } from '../../extension/protocol/latency';
+import type { ProfileStack } from '../../extension/protocol/profile';
+import { kernelSkipReason, repoRoot, runCli, startCli, waitFor } from '../helpers';
+
+const skip = kernelSkipReason() ?? (spawnSync('gcc', ['--version']).status === 0 ? undefined : 'gcc is missing');
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-slowprof-'));
+
+/** -O2 -g as users build; frame pointers kept, as the wall profile walks them (as `profile --event wall` does). */
+function fixture(): string {
+  const out = path.join(dir, 'slowprof');
+  if (fs.existsSync(out)) return out;
+  const src = path.join(repoRoot, 'test/fixtures/c/slowprof');
+  const r = spawnSync('gcc', ['-O2', '-g', '-fno-omit-frame-pointer', '-o', out, path.join(src, 'main.c'), path.join(src, 'work.c')], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return out;
+}
+
+/** The µs of the stacks that hold `fn` (leaf first: a frame nearer the leaf is a callee). */
+function under(stacks: ProfileStack[], fn: string, caller?: string): number {
+  let us = 0;
+  for (const s of stacks) {
+    const i = s.frames.findIndex((f) => f.function === fn);
+    if (i < 0) continue;
+    if (caller && !s.frames.slice(i + 1).some((f) => f.function === caller)) continue;
+    us += s.value ?? 0;
+  }
+  return us;
+}
+
+test('latency --profile-slow: the slow calls counted as the program counts them, their time under the sleep helper, the fast spin left out', { skip }, async () => {
+  const bin = fixture();
+  const child = spawn(bin, ['300'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  try {
+    assert.ok(await waitFor(() => out.includes('ready'), 10_000), out);
+    const cli = startCli(['latency', '--pid', String(child.pid), 'sp_work', '--threshold-ms', '10', '--profile-slow', '--frequency', '999', '--json', '--verbose']);
+    assert.ok(await waitFor(() => /latency: attached/.test(cli.stderr()) || cli.child.exitCode !== null, 30_000), cli.stderr());
+    child.stdin.write('g');
+    assert.ok(await waitFor(() => /^result .*$/m.test(out), 90_000), `no result: ${out}`);
+    const own = Object.fromEntries(/^result (.*)$/m.exec(out)![1].split(' ').map((kv) => kv.split('=')).map(([k, v]) => [k, Number(v)]));
+    cli.child.kill('SIGINT');
+    const done = await cli.done;
+    assert.equal(done.code, 0, done.stderr);
+    const r = JSON.parse(done.stdout) as LatencyResult;
+    const s = r.stats;
+    const p = r.profile;
+    assert.ok(p, 'no profile in the result');
+    const total = p.stacks.reduce((n, st) => n + (st.value ?? 0), 0);
+    const sleepUs = under(p.stacks, 'sp_sleep', 'sp_work');
+    const spinUs = under(p.stacks, 'sp_spin');
+    const sleepState = p.stacks.filter((st) => st.frames.some((f) => f.function === 'sp_sleep') && st.state === 'sleep').reduce((n, st) => n + (st.value ?? 0), 0);
+    // the share of the slow calls' time the program spent in the sleeping calls (1 on a quiet machine)
+    const sleepPart = own.slow_ns ? own.slow_sleep_ns / own.slow_ns : 0;
+    console.log(
+      `program: ${own.count} calls, ${own.slow} >= 10 ms (${own.edge} within 100 µs of it) totalling ${(own.slow_ns / 1e6).toFixed(1)} ms (asleep ${(own.slow_sleep_ns / 1e6).toFixed(1)}, fast calls preempted past 10 ms ${(own.slow_spin_ns / 1e6).toFixed(1)}) | ` +
+        `ours: ${s.count} calls, ${s.slowCalls} slow, profiled ${s.profiledSlow} kept / ${s.profiledFast} dropped, ${s.profileLost} lost; profile ${(total / 1000).toFixed(1)} ms: ` +
+        `under sp_work>sp_sleep ${((100 * sleepUs) / total).toFixed(1)} % (sleeping ${((100 * sleepState) / total).toFixed(1)} %), under sp_spin ${(spinUs / 1000).toFixed(1)} ms; states ${JSON.stringify(p.states)}`,
+    );
+    assert.equal(s.count, own.count);
+    assert.ok(Math.abs((s.slowCalls ?? -1) - own.slow) <= own.edge, `slow calls: ours ${s.slowCalls}, program ${own.slow} (${own.edge} at the line)`);
+    assert.equal(s.profiledSlow, s.slowCalls, 'every slow call is profiled');
+    assert.equal((s.profiledSlow ?? 0) + (s.profiledFast ?? 0), s.count);
+    assert.equal(s.profileLost, 0);
+    assert.equal(p.event, 'wall');
+    // the profile holds the slow calls' time: their wall time, within 10 % (and the 1/999 s a sample weighs)
+    assert.ok(Math.abs(total - own.slow_ns / 1000) <= 0.1 * (own.slow_ns / 1000) + 5000, `profile ${total} µs, slow calls ${own.slow_ns / 1000} µs`);
+    assert.ok(own.slow_sleep_ns > 0);
+    // ≥ 90 % of what the sleeping calls took is the sleep helper's, under the function, asleep
+    assert.ok(sleepUs >= 0.9 * sleepPart * total, `under sp_sleep ${sleepUs} of ${total} µs, expected >= ${(0.9 * sleepPart * total).toFixed(0)}`);
+    assert.ok(sleepState >= 0.9 * sleepUs, `asleep ${sleepState} of ${sleepUs} µs under sp_sleep`);
+    // the fast calls spun ~135 ms on CPU: none of it is here beyond the fast calls that took 10 ms anyway
+    assert.ok(spinUs <= 1.1 * (own.slow_spin_ns / 1000) + 3000, `under sp_spin ${spinUs} µs; the program's slow spins ${own.slow_spin_ns / 1000} µs`);
+  } finally {
+    child.stdin.end();
+    child.kill();
+  }
+});
+
+test('latency --profile-slow: refused without a threshold, and --folded without --profile-slow, each with a clear error', { skip }, async () => {
+  const bin = fixture();
+  const child = spawn(bin, ['1'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  try {
+    for (const [args, want] of [
+      [['--profile-slow'], /--profile-slow needs --threshold-ms/],
+      [['--profile-slow', '--threshold-ms', '0'], /--profile-slow needs --threshold-ms/],
+      [['--folded', '--threshold-ms', '5'], /--folded applies to --profile-slow only/],
+      [['--profile-slow', '--threshold-ms', '5', '--frequency', '0'], /--frequency/],
+    ] as const) {
+      const r = runCli(['latency', '--pid', String(child.pid), 'sp_work', ...args], { timeoutMs: 20_000 });
+      assert.notEqual(r.code, 0, `${args.join(' ')}: ${r.stdout}`);
+      assert.match(r.stderr, want, args.join(' '));
+      assert.doesNotMatch(r.stderr, /\n\s+at /, 'a stack trace');
+    }
+  } finally {
+    child.stdin.end();
+    child.kill();
+  }
+});
