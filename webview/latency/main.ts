@@ -1,4 +1,5 @@
-// The function-latency view: Stop, the figures of every call so far (count, p50, p90, p99, max,
+// The function-latency view: Stop, "Profile the slow calls" (measures again with their wall-clock
+// profile, a flame graph when that session ends), the figures of every call so far (count, p50, p90, p99, max,
 // calls/s, calls not timed), the live log2 histogram and heat map (the kit's charts) and the slow
 // calls, slowest first, each with its stack (a frame with a source line opens it).
 import { HistLive } from '../../extension/model/histLive';
@@ -22,9 +23,10 @@ const MAX_SLOW = 100;
 
 const app = document.getElementById('app')!;
 const stopBtn = el('button', { id: 'stop' }, 'Stop');
+const profileBtn = el('button', { id: 'profile-slow', title: 'Measure again, profiling on and off CPU only inside the calls slower than the threshold: a flame graph opens when you stop' }, 'Profile the slow calls');
 const status = el('span', { class: 'status', id: 'status' }, 'Waiting for the first interval…');
 const toolbar = el('div', { class: 'toolbar' });
-toolbar.append(stopBtn, status);
+toolbar.append(stopBtn, profileBtn, status);
 const title = el('h2', { id: 'title' });
 const cards = el('div', { class: 'cards', id: 'cards' });
 const notTimed = el('div', { class: 'warning', id: 'not-timed' });
@@ -39,6 +41,11 @@ stopBtn.onclick = () => {
   stopBtn.disabled = true;
   status.textContent = 'Stopping…';
   host.postMessage({ type: 'stop' });
+};
+
+profileBtn.onclick = () => {
+  profileBtn.disabled = true;
+  host.postMessage({ type: 'profileSlow' });
 };
 
 const ns = (v: number) => formatDuration(v, 'ns');
@@ -96,6 +103,8 @@ window.addEventListener('message', (ev: MessageEvent<ToView>) => {
     title.textContent = m.title;
     unit = m.unit;
     thresholdMs = m.thresholdMs;
+    profileBtn.disabled = Boolean(m.profiling);
+    profileBtn.textContent = m.profiling ? 'Profiling the slow calls (flame graph at Stop)' : 'Profile the slow calls';
     status.textContent = 'Measuring…';
   } else if (m.type === 'update') {
     live.apply(m.update);
@@ -105,6 +114,7 @@ window.addEventListener('message', (ev: MessageEvent<ToView>) => {
     status.textContent = 'Measuring…';
   } else if (m.type === 'ended') {
     stopBtn.disabled = true;
+    if (m.reason !== 'stopped') profileBtn.disabled = true;
     status.textContent = m.reason === 'target-exited' ? 'The process exited' : m.reason === 'error' ? `Failed: ${m.message ?? ''}` : 'Stopped';
   }
   render();

@@ -2,8 +2,10 @@
 import type { LatencyUpdate } from '../../extension/protocol/latency';
 
 export type ToView =
-  | { type: 'init'; title: string; unit: 'us' | 'ms'; thresholdMs: number }
+  /** profiling: this session profiles its slow calls (the flame graph opens when it ends) */
+  | { type: 'init'; title: string; unit: 'us' | 'ms'; thresholdMs: number; profiling?: boolean }
   | { type: 'update'; update: LatencyUpdate }
   | { type: 'ended'; reason: 'stopped' | 'target-exited' | 'error'; message?: string };
 
-export type FromView = { type: 'ready' } | { type: 'stop' } | { type: 'openFrame'; file: string; line: number };
+/** profileSlow: measure again with the slow calls' wall-clock profile (opened as a flame graph at the end) */
+export type FromView = { type: 'ready' } | { type: 'stop' } | { type: 'profileSlow' } | { type: 'openFrame'; file: string; line: number };

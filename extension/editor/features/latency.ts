@@ -2,9 +2,14 @@
 // (and the palette command, at the cursor's function) asks for the running process, measures the
 // function there (the latency tracer, by FILE:LINE through the program's DWARF line tables) and,
 // while the session runs, the lens reads "p50 0.8 ms · p99 41 ms · 1.2 k calls/s"; the panel shows
-// the live histogram, heat map and the slow calls with their stacks. Context keys: none.
+// the live histogram, heat map and the slow calls with their stacks. "Profile the slow calls" (a
+// second lens, and a button on the panel) measures with the wall-clock profile of only the calls
+// slower than the threshold, opened as our flame graph when the session ends. Context keys: none.
 import * as vscode from 'vscode';
 import type { LatencyOptions, LatencyStats, LatencyUpdate } from '../../protocol/latency';
+import type { ProfileResult } from '../../protocol/profile';
+import { fromProfileResult } from '../../model/flamegraph/profileData';
+import { openPanel as openFlameGraph } from './profile/profile';
 import { lensText } from '../../model/latencyFormat';
 import { pickProcess } from '../ui/processPicker';
 import { startSession, type ClientSession } from '../sessions/liveSessions';
@@ -24,6 +29,9 @@ interface Measured {
   ended?: string;
   session?: ClientSession<'latency'>;
   panel?: TypedPanel<ToView, FromView>;
+  pid?: number;
+  thresholdMs?: number;
+  profileSlow?: boolean;
 }
 
 const measured = new Map<string, Measured>();
@@ -33,26 +41,37 @@ const keyOf = (file: string, line: number) => `${file}:${line}`;
 function lensTitle(m: Measured | undefined): string {
   if (!m) return '$(dashboard) Measure latency';
   if (m.ended) return `$(dashboard) ${m.stats ? lensText(m.stats) : 'no calls'} (${m.ended})`;
-  return `$(pulse) ${m.stats ? lensText(m.stats) : 'measuring…'}`;
+  return `$(pulse) ${m.stats ? lensText(m.stats) : 'measuring…'}${m.profileSlow ? ' · profiling slow calls' : ''}`;
 }
 
 function provideLenses(doc: vscode.TextDocument): vscode.CodeLens[] {
   // A .bpf.c program runs in the kernel: no process to measure it in.
   if (!vscode.workspace.getWorkspaceFolder(doc.uri) || isBpfAuthoringFile(doc.fileName, doc.languageId)) return [];
-  return functionLines(doc.getText(), doc.languageId).map((f) => {
+  return functionLines(doc.getText(), doc.languageId).flatMap((f) => {
     const m = measured.get(keyOf(doc.uri.fsPath, f.line));
     const running = m && !m.ended;
-    return new vscode.CodeLens(doc.lineAt(f.line - 1).range, {
+    const range = doc.lineAt(f.line - 1).range;
+    const args = [{ file: doc.uri.fsPath, line: f.line, name: f.name }];
+    const lens = new vscode.CodeLens(range, {
       title: lensTitle(m),
       command: running ? 'ebpfStudio.showLatency' : 'ebpfStudio.measureLatency',
-      arguments: [{ file: doc.uri.fsPath, line: f.line, name: f.name }],
+      arguments: args,
       tooltip: running ? `Show the latency of ${f.name}` : `Measure how long ${f.name} takes in a running process`,
     });
+    if (running) return [lens];
+    const profileLens = new vscode.CodeLens(range, { title: '$(flame) Profile the slow calls', command: 'ebpfStudio.profileSlowCalls', arguments: args, tooltip: `Where the slow calls of ${f.name} spend their time, on and off CPU: a flame graph of only the calls slower than a threshold` });
+    return [lens, profileLens];
   });
 }
 
-async function onMessage(m: FromView, s: Measured): Promise<void> {
+async function onMessage(context: vscode.ExtensionContext, m: FromView, s: Measured): Promise<void> {
   if (m.type === 'stop') await s.session?.stop();
+  else if (m.type === 'profileSlow') {
+    const thresholdMs = s.thresholdMs || (await askThreshold(true));
+    if (!thresholdMs) return;
+    s.panel?.panel.dispose();
+    await measure(context, { file: s.file, line: s.line, name: s.name, pid: s.pid, thresholdMs, profileSlow: true });
+  }
   else if (m.type === 'openFrame') {
     const doc = await vscode.workspace.openTextDocument(m.file);
     const pos = new vscode.Position(Math.max(0, m.line - 1), 0);
@@ -65,8 +84,8 @@ function openPanel(context: vscode.ExtensionContext, m: Measured, options: Laten
   const view = createViewPanel<ToView, FromView>(context, 'latency', title);
   // beside the source, so its lens stays in sight
   view.panel.reveal(vscode.ViewColumn.Beside, true);
-  view.onReady(() => [{ type: 'init', title: `${m.name} in pid ${options.pid}`, unit: options.unit, thresholdMs: options.thresholdMs }]);
-  view.onMessage((msg) => onMessage(msg, m));
+  view.onReady(() => [{ type: 'init', title: `${m.name} in pid ${options.pid}`, unit: options.unit, thresholdMs: options.thresholdMs, profiling: options.profileSlow }]);
+  view.onMessage((msg) => onMessage(context, msg, m));
   view.panel.onDidDispose(() => {
     m.panel = undefined;
     void m.session?.stop();
@@ -81,11 +100,26 @@ interface Target {
   /** tests: skip the pickers */
   pid?: number;
   thresholdMs?: number;
+  profileSlow?: boolean;
 }
 
-async function askThreshold(): Promise<number | undefined> {
-  const v = await vscode.window.showInputBox({ title: 'Measure latency: slow-call threshold', prompt: 'Calls at least this many milliseconds long are listed with their stacks (0: none)', value: '10', validateInput: (s) => (/^\d+(\.\d+)?$/.test(s.trim()) ? undefined : 'a number of milliseconds') });
+/** The slow-call threshold; `profiling`: the calls to profile, so 0 is refused. */
+async function askThreshold(profiling = false): Promise<number | undefined> {
+  const prompt = profiling ? 'Only calls at least this many milliseconds long are profiled (on and off CPU)' : 'Calls at least this many milliseconds long are listed with their stacks (0: none)';
+  const valid = (s: string) => (!/^\d+(\.\d+)?$/.test(s.trim()) ? 'a number of milliseconds' : profiling && !(Number(s) > 0) ? 'more than 0: the slow calls are the ones profiled' : undefined);
+  const v = await vscode.window.showInputBox({ title: `${profiling ? 'Profile the slow calls' : 'Measure latency'}: slow-call threshold`, prompt, value: '10', validateInput: valid });
   return v === undefined ? undefined : Number(v);
+}
+
+/** The slow calls' profile as our flame graph (wall clock: on CPU and off it, by state). */
+function showSlowProfile(context: vscode.ExtensionContext, m: Measured, result: ProfileResult): void {
+  const title = `Slow calls of ${m.name} (≥ ${m.thresholdMs} ms, pid ${m.pid})`;
+  const shown = openFlameGraph(context, title);
+  const profile = fromProfileResult(result, { name: title, groupByProcess: false });
+  shown.profile = profile;
+  shown.result = result;
+  const none = result.stacks.length ? [] : [`No call of ${m.name} took ${m.thresholdMs} ms or more while it was measured: nothing to profile.`];
+  shown.post({ type: 'profile', profile, title, warnings: none });
 }
 
 /** Starts measuring; resolves with the session id (tests), undefined when cancelled. */
@@ -96,10 +130,10 @@ async function measure(context: vscode.ExtensionContext, t: Target): Promise<str
     if (!picked || !('process' in picked)) return undefined;
     pid = picked.process.pid;
   }
-  const thresholdMs = t.thresholdMs ?? (await askThreshold());
-  if (thresholdMs === undefined) return undefined;
-  const options: LatencyOptions = { pid, target: `${t.file}:${t.line}`, thresholdMs, per: 'none', unit: 'us', intervalS: 1 };
-  const m: Measured = { file: t.file, line: t.line, name: t.name };
+  const thresholdMs = t.thresholdMs ?? (await askThreshold(t.profileSlow));
+  if (thresholdMs === undefined || (t.profileSlow && !thresholdMs)) return undefined;
+  const options: LatencyOptions = { pid, target: `${t.file}:${t.line}`, thresholdMs, per: 'none', unit: 'us', intervalS: 1, ...(t.profileSlow ? { profileSlow: true } : {}) };
+  const m: Measured = { file: t.file, line: t.line, name: t.name, pid, thresholdMs, profileSlow: t.profileSlow };
   const key = keyOf(t.file, t.line);
   await measured.get(key)?.session?.stop();
   measured.set(key, m);
@@ -115,6 +149,7 @@ async function measure(context: vscode.ExtensionContext, t: Target): Promise<str
       },
       onEnded: (reason, result, message) => {
         if (result) m.stats = result.stats;
+        if (result?.profile) showSlowProfile(context, m, result.profile);
         m.ended = reason === 'target-exited' ? 'process exited' : reason === 'error' ? 'failed' : 'stopped';
         post({ type: 'ended', reason, message });
         changed.fire();
@@ -152,6 +187,19 @@ export function activate(context: vscode.ExtensionContext): void {
           return undefined;
         }
         return await measure(context, t);
+      } catch (e) {
+        showError(e);
+        return undefined;
+      }
+    }),
+    vscode.commands.registerCommand('ebpfStudio.profileSlowCalls', async (given?: Target) => {
+      try {
+        const t = given ?? atCursor();
+        if (!t) {
+          void vscode.window.showInformationMessage('Put the cursor in a C, C++, Rust or Go function, or use the "Profile the slow calls" lens above its definition.');
+          return undefined;
+        }
+        return await measure(context, { ...t, profileSlow: true });
       } catch (e) {
         showError(e);
         return undefined;
