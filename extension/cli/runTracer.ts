@@ -7,6 +7,8 @@ import { cliEnv, requireBpfPrivilege } from './env';
 import { lossHint } from './lossHint';
 import { recordLosses } from '../tracers/lossHistory';
 import { labelPids } from '../sys/proc/targetLabel';
+import { targetContainer } from '../sys/proc/targetContainer';
+import type { ContainerInfo } from '../sys/proc/container';
 
 export interface RunSpec<N extends TracerName> {
   tracer: Tracer<N>;
@@ -20,12 +22,20 @@ export interface RunSpec<N extends TracerName> {
   formatUpdate?(u: UpdateOf<N>): string;
   /** text mode: the final report */
   formatResult(r: ResultOf<N>): string;
+  /** json mode: the document printed, when it is not the result itself (an allocation profile) */
+  toJson?(r: ResultOf<N>): object;
   /** text mode: said once attached, e.g. "Tracing GC of pid 123... Ctrl-C to end." */
   banner?(targets: number[]): string;
   /** in every mode, before the result is printed (e.g. to write it to a file as well) */
   onResult?(r: ResultOf<N>, io: Io): void;
   /** why the result cannot be trusted (it disagrees with the target's own counters): said on stderr, and the exit code is 1 */
   failure?(r: ResultOf<N>): string | undefined;
+}
+
+/** The --json document: it names where its target ran, the container (runtime, name, id, image), null on the host. */
+function jsonText<N extends TracerName>(spec: RunSpec<N>, result: ResultOf<N>, container: ContainerInfo | null | undefined): string {
+  const doc = spec.toJson ? spec.toJson(result) : result;
+  return JSON.stringify(container === undefined ? doc : { ...doc, container }, null, 2);
 }
 
 export async function runTracer<N extends TracerName>(spec: RunSpec<N>, io: Io): Promise<number> {
@@ -77,6 +87,8 @@ export async function runTracer<N extends TracerName>(spec: RunSpec<N>, io: Io):
   }
   // a pid in a container is named with its container (runtime, name, image)
   if (!spec.json && spec.banner) io.err(labelPids(spec.banner(session.targets), session.targets));
+  // read now: the target may have exited (and its container with it) by the end
+  const container = spec.json ? targetContainer(options, session.targets) : undefined;
   const timer = spec.durationS !== undefined ? setTimeout(wake, spec.durationS * 1000) : undefined;
   await done;
   if (timer) clearTimeout(timer);
@@ -86,8 +98,7 @@ export async function runTracer<N extends TracerName>(spec: RunSpec<N>, io: Io):
   spec.onResult?.(result, io);
   if (endedBy?.reason === 'target-exited' && !spec.json) io.err(endedBy.message ?? 'target process exited');
   if (endedBy?.reason === 'error') io.err(`ebpf-studio: ${endedBy.message ?? 'the session failed'}`);
-  if (spec.json) io.out(JSON.stringify(result, null, 2));
-  else io.out(spec.formatResult(result));
+  io.out(spec.json ? jsonText(spec, result, container) : spec.formatResult(result));
   const hint = lossHint(result);
   if (hint) io.err(hint);
   const failed = spec.failure?.(result);

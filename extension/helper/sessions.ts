@@ -10,6 +10,7 @@ import type { Session, TracerEnv } from '../tracers/tracer';
 import { recordLosses } from '../tracers/lossHistory';
 import { bootTicksNow, Visibility } from '../sys/symbolize/visibility';
 import { requester } from '../sys/ownership';
+import { targetContainer } from '../sys/proc/targetContainer';
 
 export interface SessionListener {
   data(sessionId: string, tracer: TracerName, update: unknown): void;
@@ -82,7 +83,9 @@ export class SessionManager {
     started = true;
     // Updates that arrived while attaching go out after the start reply's data is known.
     setImmediate(() => pending.splice(0).forEach((f) => f()));
-    return this.shown({ sessionId: id, tracer: name, targets: session.targets, warnings: session.warnings, startedAtMs: Date.now() }, view);
+    // read now: the target may have exited (and its container with it) by the end
+    const container = targetContainer(options, session.targets);
+    return this.shown({ sessionId: id, tracer: name, targets: session.targets, ...(container !== undefined ? { container } : {}), warnings: session.warnings, startedAtMs: Date.now() }, view);
   }
 
   private get(params: unknown): Entry {

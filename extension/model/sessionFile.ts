@@ -7,6 +7,7 @@ import type { JavaGcUpdate } from '../protocol/javaGc';
 import { isGcLiveState, type GcLiveState } from './javaGcLive';
 import { isHistLiveState, type HistLiveState } from './histLive';
 import type { HistUnit, HistUpdate } from '../protocol/histogram';
+import type { TargetContainer } from '../protocol/protocol';
 import type { FlameProfile } from './flamegraph/profileData';
 import type { LeakLens, LeakViewStack } from './leakSites';
 import { javaHeapSnapshot, type JavaHeapViewData } from './javaHeapReport';
@@ -36,6 +37,8 @@ export type EndedState = { reason: 'stopped' | 'target-exited' | 'error'; messag
  */
 export interface HistSessionData {
   scope: string;
+  /** where the scope's one process or container ran (runtime, id, name, image); null: on the host */
+  container?: TargetContainer | null;
   per: string;
   unit: HistUnit;
   state?: HistLiveState;
@@ -51,7 +54,7 @@ interface SessionShapes {
    * draws, bounded however long the session ran). Files written before it have `updates`
    * instead: every update in order, each with the GCs since the previous one.
    */
-  'java-gc': { target: string; state?: GcLiveState; updates?: JavaGcUpdate[]; ended?: EndedState };
+  'java-gc': { target: string; /** where the target JVM ran; null: on the host */ container?: TargetContainer | null; state?: GcLiveState; updates?: JavaGcUpdate[]; ended?: EndedState };
   /** the last snapshot of outstanding allocations, with each stack's history */
   memleak: { totalBytes: number; totalAllocations: number; dropped: number; stacks: LeakViewStack[]; /** a sampled session: figures are estimates */ sampleBytes?: number; /** the workspace lines that had a CodeLens */ sites?: LeakLens[] };
   /** unwind: how user stacks were unwound, as the view's note says it */
@@ -92,6 +95,13 @@ function bad(message: string): never {
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
+/** A target's container as a session names it: runtime and id, and its names as strings. */
+function checkContainer(v: unknown, where: string): void {
+  if (v === undefined || v === null) return;
+  const names = ['name', 'image', 'pod', 'namespace'] as const;
+  if (!isObj(v) || typeof v.runtime !== 'string' || typeof v.id !== 'string' || names.some((k) => v[k] !== undefined && typeof v[k] !== 'string')) bad(`${where}.container must be null or {"runtime","id"} with "name", "image", "pod", "namespace" strings`);
+}
 
 function checkEnded(v: unknown, where: string): void {
   if (v === undefined) return;
@@ -181,6 +191,7 @@ function checkHistogram(tracer: HistogramTracer, d: Record<string, unknown>, whe
   if (d.state !== undefined) {
     if (!isHistLiveState(d.state)) bad(`${where}.state is not the latency view's figures (version 1 with counts, intervals and keys)`);
   } else checkUpdates(d.updates, where, 'interval');
+  checkContainer(d.container, where);
   checkEnded(d.ended, where);
 }
 
@@ -193,6 +204,7 @@ function checkShape(tracer: Exclude<SessionTracer, HistogramTracer>, d: Record<s
       if (d.state !== undefined) {
         if (!isGcLiveState(d.state)) bad(`${where}.state is not the Java GC view's figures (version 1 with collectors, recent events and a timeline)`);
       } else checkUpdates(d.updates, where, 'events');
+      checkContainer(d.container, where);
       checkEnded(d.ended, where);
       break;
     case 'memleak':

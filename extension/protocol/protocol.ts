@@ -125,11 +125,24 @@ export interface SessionStartParams<N extends TracerName = TracerName> {
   options: OptionsOf<N>;
 }
 
+/** The container a session's target runs in, as its runtime names it (sys/proc/container.ts reads it). */
+export interface TargetContainer {
+  runtime: string;
+  /** the full 64-hex-digit id */
+  id: string;
+  name?: string;
+  image?: string;
+  pod?: string;
+  namespace?: string;
+}
+
 export interface SessionStartResult {
   sessionId: string;
   tracer: TracerName;
   /** pids the session attached to (empty for system-wide) */
   targets: number[];
+  /** where the one target pid (or the --container filter) runs; null: on the host; absent: a system-wide session */
+  container?: TargetContainer | null;
   /** said once at start, e.g. "libc has no frame pointers: stacks above it are truncated" */
   warnings: string[];
   startedAtMs: number;

@@ -15,7 +15,7 @@ import type { ProfileResult, ProfileStack } from '../../extension/protocol/profi
 import type { JavaHeapResult } from '../../extension/protocol/javaHeap';
 import type { JvmResult } from '../../extension/protocol/jvm';
 import { agentSplitShare, markerLines, repoRoot, sleep, startCli, waitFor } from '../helpers';
-import { IMAGE, containerBed, containerPrep, lineFollower } from './containerKit';
+import { IMAGE, containerBed, containerPrep, lineFollower, podman } from './containerKit';
 import { processInfo } from '../../extension/sys/proc/processes';
 import { containerCgroup } from '../../extension/sys/proc/containerCgroup';
 import { cgroup2Mount } from '../../extension/sys/cgroup';
@@ -29,6 +29,13 @@ const has = (s: ProfileStack, re: RegExp) => s.frames.some((f) => f.function !==
 const countWith = (r: ProfileResult, re: RegExp) => r.stacks.filter((s) => has(s, re)).reduce((n, s) => n + s.count, 0);
 const usWith = (r: ProfileResult, re: RegExp) => r.stacks.filter((s) => has(s, re)).reduce((n, s) => n + (s.value ?? 0), 0);
 const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
+
+/** A --json document names the container its target ran in as podman does: runtime, name, full id, image. */
+const containerId = (name: string) => podman(['inspect', '-f', '{{.Id}}', name], 30_000).stdout.trim();
+function assertNamesContainer(doc: unknown, name: string, id = containerId(name)): void {
+  assert.match(id, /^[0-9a-f]{64}$/);
+  assert.deepEqual((doc as { container?: unknown }).container, { runtime: 'podman', id, name, image: IMAGE }, `the document names container ${name}`);
+}
 
 /** Each thread's run-queue wait (ns) and timeslices run so far (/proc/PID/task/TID/schedstat). */
 function threadSched(pid: number): Map<number, { delayNs: number; slices: number }> {
@@ -98,6 +105,7 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     }
     const main = doc.stacks.find((s) => s.frames[0]?.function === 'hot_a')!;
     assert.equal(main.frames[1].function, 'main');
+    assertNamesContainer(doc, c.name);
   });
 
   test('the process listing and the CLI header name the container (runtime, name, image) beside the pid', { timeout: 60_000 }, async (t) => {
@@ -141,12 +149,14 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     const pids = new Set(procs());
     assert.ok(res.histograms.length >= 3 && res.histograms.every((h) => pids.has(h.key)), 'only the container\'s processes');
     assert.ok(Math.abs(ours - (after - before)) <= 0.1 * (after - before), `waits ${ours} within 10 % of the timeslices ${after - before}`);
+    assertNamesContainer(res, busy.name);
     // cpudist: each run on a CPU of the container's threads, the same timeslices
     const d0 = slices();
     const dist = await startCli(['cpudist', '--container', busy.name, '--duration', '3', '--json']).done;
     const d1 = slices();
     assert.equal(dist.code, 0, dist.stderr);
     const runs = (JSON.parse(dist.stdout) as HistResult).histograms.reduce((n, h) => n + h.count, 0);
+    assertNamesContainer(JSON.parse(dist.stdout), busy.name);
     t.diagnostic(`cpudist: ${runs} runs; schedstat: ${d1 - d0} timeslices (the window includes cpudist's start-up)`);
     assert.ok(runs > 0 && runs <= d1 - d0 + 5, `cpudist's runs ${runs} are the container's (at most its ${d1 - d0} timeslices)`);
     const quiet = await startCli(['runqlat', '--container', idle.name, '--duration', '2', '--json']).done;
@@ -163,6 +173,7 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     const writes = 300;
     const c = await contained(['sh', '-c', `echo ready; read x; dd if=/dev/zero of=/app/dd-${process.pid} bs=4k count=${writes} oflag=direct 2>/dev/null; echo done`]);
     const idle = await contained(['sh', '-c', 'echo ready; exec sleep 60']);
+    const id = containerId(c.name); // the container is gone (--rm) once dd is done
     const cli = startCli(['biolatency', '--container', c.name, '--per-process', '--json', '--verbose']);
     const quiet = startCli(['biolatency', '--container', idle.name, '--json', '--verbose']);
     assert.ok(await waitFor(() => [cli, quiet].every((x) => /biolatency: attached via/.test(x.stderr()) || x.child.exitCode !== null), 20_000), cli.stderr() + quiet.stderr());
@@ -183,6 +194,8 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     // one per O_DIRECT write, and a few for the new file's own blocks when its writer starts them (305 seen)
     assert.ok(dd >= writes - 3 && dd <= writes + 8, `the container's requests ${dd} for ${writes} direct writes`);
     assert.equal(idleCount, 0, 'the sleeping container started no I/O');
+    assertNamesContainer(res, c.name, id);
+    assertNamesContainer(JSON.parse(q.stdout), idle.name);
   });
 
   test('memleak --pid: a program in a container allocating from its own arena — "saw nothing" is an error naming the cause', { timeout: 60_000 }, async (t) => {
@@ -192,6 +205,7 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     assert.equal(r.code, 1, `exit 1 when nothing was seen while it ran: ${r.stderr}`);
     const res = JSON.parse(r.stdout) as MemleakResult;
     assert.equal(res.allocationsSeen, 0);
+    assertNamesContainer(res, c.name);
     assert.match(res.problem ?? '', /no allocation was seen in pid \d+ while it ran \(\d+ ms of CPU, \d+ minor page faults: it touched new memory during the session\)/);
     assert.match(r.stderr, /ebpf-studio: error: .*--allocator-lib PATH/);
   });
@@ -215,6 +229,7 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     const frame = doc.stacks.flatMap((s) => s.frames).find((f) => f.function === 'wait_long')!;
     assert.equal(frame.file, '/app/offcpuwait.c');
     assert.ok(doc.stacks.some((s) => s.state === 'lock' && has(s, /^lock_wait$/)), 'the mutex wait is a lock wait');
+    assertNamesContainer(doc, c.name);
   });
 
   test('profile --java agent --pid: a JVM in a container, Java frames in its 3:1 split', { timeout: 120_000 }, async (t) => {
@@ -278,6 +293,7 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     const marks = markerLines(path.join(repoRoot, 'test/fixtures/java/LockContention.java'), /MARK (\w+)/);
     assert.ok(doc.stacks.some((s) => s.frames[0].function === `[lock LockContention$Account held by mon-holder at LockContention.holdMonitor(LockContention.java:${marks.get('holdMonitor')})]`), 'the holder and its line are named');
     assert.deepEqual(fs.readdirSync(`/proc/${c.hostPid}/root/tmp`).filter((f) => f.startsWith('.ebpf-studio-locks-')), [], "the lock tracer's file is removed from the container's /tmp");
+    assertNamesContainer(doc, c.name);
   });
 
   test('memleak --pid: a JVM in a container, allocation shares per site against its own byte counts', { timeout: 120_000 }, async (t) => {
@@ -309,12 +325,14 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     t.diagnostic(`shares: program ${Object.keys(truth).map((k) => `${k} ${share(truth, k).toFixed(1)}`).join(', ')} | ours ${Object.keys(ours).map((k) => `${k} ${share(ours, k).toFixed(1)}`).join(', ')}; ${res.samples} samples`);
     for (const k of Object.keys(truth)) assert.ok(Math.abs(share(ours, k) - share(truth, k)) <= 5, `site ${k}: ours ${share(ours, k).toFixed(1)} % vs the program's ${share(truth, k).toFixed(1)} %`);
     assert.equal(res.stacks[0]?.frames[0].line, lines.get('L'), 'the leaking line is the top live site');
+    assertNamesContainer(res, c.name);
     c.send('exit');
   });
 
   test('jvm --pid: a JVM in a container, its forced full GCs on the timeline with GC-thread CPU', { timeout: 120_000 }, async (t) => {
     const rounds = 3;
     const c = await contained(['java', '-XX:+UseParallelGC', '-XX:ParallelGCThreads=2', '-Xms512m', '-Xmx512m', '-cp', '/app', 'GcPhases', String(rounds), '800', '200']);
+    const id = containerId(c.name); // the container is gone (--rm) once the JVM exits
     const cli = startCli(['jvm', '--pid', String(c.hostPid), '--frequency', '199', '--slice-ms', '100', '--json', '--verbose']);
     assert.ok(await waitFor(() => /jvm: GC, run-queue and CPU tracers attached/.test(cli.stderr()) || cli.child.exitCode !== null, 30_000), `not attached: ${cli.stderr()}`);
     await sleep(1000);
@@ -333,5 +351,6 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     const all = res.cpu.reduce((n, sl) => n + sl.samples.reduce((m, [, k]) => m + k, 0), 0);
     t.diagnostic(`${gcSamples} of ${all} CPU samples on GC threads`);
     assert.ok(gcSamples > 0, 'CPU samples of GC threads');
+    assertNamesContainer(res, c.name, id);
   });
 });

@@ -187,3 +187,13 @@ test('.cpuprofile: samples keep their time order, hitCount without samples, the 
   assert.throws(() => fromCpuProfile({ samples: [] }), /needs a "nodes" array/);
   assert.throws(() => fromCpuProfile({ nodes, samples: [77] }), /node 77/);
 });
+
+test('a GC or latency session names where its target ran: the container read back as written, null for the host, a broken one refused', () => {
+  const c = { runtime: 'podman', id: 'f'.repeat(64), name: 'shop', image: 'localhost/shop:2' };
+  const gc = makeSession('java-gc', 'Java GC: pid 42', { target: 'pid 42', container: c, updates: gcUpdates }, t0, t1);
+  assert.deepEqual((readSession(writeSession(gc)).data as { container?: unknown }).container, c);
+  const rq = makeSession('runqlat', 'Run Queue Latency: pid 42', { scope: 'pid 42', container: null, per: 'none', unit: 'us', updates: rqUpdates }, t0, t1);
+  assert.equal((readSession(writeSession(rq)).data as { container?: unknown }).container, null);
+  refuses(JSON.stringify({ ...gc, data: { ...gc.data, container: { runtime: 'podman' } } }), /data\.container must be null or \{"runtime","id"\}/);
+  refuses(JSON.stringify({ ...rq, data: { ...rq.data, container: { ...c, image: 7 } } }), /data\.container must be null/);
+});

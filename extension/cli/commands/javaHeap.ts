@@ -76,16 +76,12 @@ export async function runAllocProfile(argv: string[], io: Io): Promise<number> {
       tracer: javaHeapTracer,
       options,
       privilege: 'none',
-      json: false,
+      json: Boolean(values.json),
       verbose: Boolean(values.verbose),
       durationS: durationFlag(values.duration),
       formatUpdate: () => '',
-      formatResult: (r) => {
-        const p = toAllocProfile(r, name);
-        if (values.json) return JSON.stringify(p, null, 2);
-        if (values.folded) return allocFolded(p);
-        return allocReportText(r);
-      },
+      toJson: (r) => toAllocProfile(r, name),
+      formatResult: (r) => (values.folded ? allocFolded(toAllocProfile(r, name)) : allocReportText(r)),
       onResult: (r, out) => {
         if (!pprofFile) return;
         try {

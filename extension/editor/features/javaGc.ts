@@ -53,7 +53,10 @@ async function trace(context: vscode.ExtensionContext, options: JavaGcOptions): 
   // the session runs): the finished session is listed in the Sessions view and reopens from them.
   const live = new GcLive();
   const title = `Java GC: ${target}`;
-  const document = (ended: { reason: 'stopped' | 'target-exited' | 'error'; message?: string }) => makeSession('java-gc', title, { target, state: live.toJSON(), ended }, host.startedAt, new Date());
+  // where the JVM runs, as the helper named it at the start (the container may be gone by the end)
+  let container: proto.TargetContainer | null | undefined;
+  const document = (ended: { reason: 'stopped' | 'target-exited' | 'error'; message?: string }) =>
+    makeSession('java-gc', title, { target, ...(container !== undefined ? { container } : {}), state: live.toJSON(), ended }, host.startedAt, new Date());
   const finish = (reason: 'stopped' | 'target-exited' | 'error', message?: string) =>
     host.finish(() => {
       // Once the window is closing the session is stored as the reload ended it, with the figures
@@ -72,6 +75,7 @@ async function trace(context: vscode.ExtensionContext, options: JavaGcOptions): 
     },
     onEnded: (reason, _result: JavaGcResult | undefined, message) => finish(reason, message),
   });
+  container = session.info.container;
   host.checkpointWith(() => document({ reason: 'stopped', message: RELOADED }));
   const view = createViewPanel<ToView, FromView>(context, 'javaGc', `Java GC: ${target}`, undefined, host.key);
   view.onReady(() => [{ type: 'init', target }]);

@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import { saveExport } from '../ui/exportFile';
 import type { HistOptions } from '../../protocol/histogram';
 import { CATALOG, histogramOf, type HistogramTracer } from '../../protocol/catalog';
-import type { OptionsOf } from '../../protocol/protocol';
+import type { OptionsOf, TargetContainer } from '../../protocol/protocol';
 import { HistLive } from '../../model/histLive';
 import { startSession, type ClientSession } from './liveSessions';
 import { recordSession } from './sessionStore';
@@ -45,9 +45,11 @@ export async function openLiveView<N extends HistogramTracer>(context: vscode.Ex
   // The figures are kept as cumulative counts plus the most recent intervals (bounded however long
   // the session runs): the finished session is listed in the Sessions view and reopens from them.
   const live = new HistLive();
+  // where the scope's process or container runs, as the helper named it at the start
+  let container: TargetContainer | null | undefined;
   const document = (ended: { reason: Reason; message?: string }) =>
     // One shape for every histogram tracer: the union of their session files is this one file.
-    makeSession<HistogramTracer>(tracer, `${name}: ${scope}`, { scope, per: options.per, unit: options.unit, state: live.toJSON(), ended } satisfies HistSessionData, host.startedAt, new Date()) as AnySessionFile;
+    makeSession<HistogramTracer>(tracer, `${name}: ${scope}`, { scope, ...(container !== undefined ? { container } : {}), per: options.per, unit: options.unit, state: live.toJSON(), ended } satisfies HistSessionData, host.startedAt, new Date()) as AnySessionFile;
   const finish = (reason: Reason, message?: string) =>
     host.finish(() => {
       // Once the window is closing the session is stored as the reload ended it, with the figures
@@ -65,6 +67,7 @@ export async function openLiveView<N extends HistogramTracer>(context: vscode.Ex
     },
     onEnded: (reason, _result, message) => finish(reason, message),
   });
+  container = session.info.container;
   host.checkpointWith(() => document({ reason: 'stopped', message: RELOADED }));
   const view = createViewPanel<ToView, FromView>(context, CATALOG[tracer].sessionView, `${name}: ${scope}`, undefined, host.key);
   view.onReady(() => [{ type: 'init', scope, per: options.per, unit: options.unit }]);
