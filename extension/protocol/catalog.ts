@@ -194,12 +194,12 @@ export const CATALOG = {
   latency: {
     title: 'Function latency',
     icon: 'dashboard',
-    commands: ['ebpfStudio.measureLatency'],
+    commands: ['ebpfStudio.measureLatency', 'ebpfStudio.profileSlowCalls'],
     cli: { command: 'latency', summary: 'how long one function of a running process takes (FUNCTION or FILE:LINE): p50/p99, log2 histogram, the slow calls with their stacks', operandExample: 'clock_nanosleep' },
     pid: { kernelThreads: false },
     target: 'process',
     lossAdvice: 'raise --threshold-ms so fewer slow calls are sent with their stacks',
-    programs: '^lat_(entry|return|exit_btf|exit_raw)$',
+    programs: '^lat_(entry|return|exit_btf|exit_raw|prof_switch|prof_sample)$',
   },
   memleak: {
     title: 'Memory leaks',
