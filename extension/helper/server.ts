@@ -14,6 +14,7 @@ import { rpcErrorCodes, StudioError } from '../protocol/errors';
 import { asObject, bool } from '../protocol/validate';
 import { defaultAssetDir, loadAddon, type Addon } from '../sys/addon';
 import { listProcesses } from '../sys/proc/processes';
+import { listContainers } from '../sys/proc/containerCgroup';
 import { gatherCapabilities } from '../tracers/capabilities';
 import { SessionManager } from './sessions';
 import { LimitedReader, MAX_MESSAGE_BYTES } from './limitedReader';
@@ -105,6 +106,7 @@ export function createHelperServer(io: HelperIo, role: ServerRole): { connection
       return listProcesses({ jvmOnly: bool(p, 'jvmOnly', false) });
     }),
   );
+  conn.onRequest(proto.listContainers, guard(() => listContainers()));
   conn.onRequest(
     proto.sessionStart,
     guard((p: unknown) => {

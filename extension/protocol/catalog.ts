@@ -28,6 +28,9 @@ export interface HistogramNouns {
   flags?: readonly string[];
   /** the editor command's pickers and panel: "Run Queue Latency" titles them all */
   editor: { title: string; scopes: readonly HistogramScope[] };
+  /** its BPF side can keep to one container's cgroup subtree (bpf/cgroup_filter.bpf.h): the CLI's
+   *  --container and the editor's container scope (added after "One process…") */
+  containers?: boolean;
 }
 
 /** One choice of the editor's scope picker. */
@@ -93,6 +96,7 @@ export const CATALOG = {
       meaning: 'a thread runnable but not running',
       keyLabels: { none: '', process: 'pid', thread: 'tid', pidns: 'pidns', cgroup: 'cgroup' },
       keyNouns: { none: '', process: 'process', thread: 'thread', pidns: 'PID namespace', cgroup: 'cgroup' },
+      containers: true,
       editor: {
         title: 'Run Queue Latency',
         scopes: [
@@ -123,6 +127,7 @@ export const CATALOG = {
       keyNouns: { none: '', disk: 'disk', process: 'process' },
       devKeys: ['disk'],
       flags: ['queued'],
+      containers: true,
       editor: {
         title: 'Block I/O Latency',
         scopes: [
@@ -151,6 +156,7 @@ export const CATALOG = {
       keyLabels: { none: '', process: 'pid', thread: 'tid' },
       keyNouns: { none: '', process: 'process', thread: 'thread' },
       flags: ['offcpu', 'preempted'],
+      containers: true,
       editor: {
         title: 'On-CPU Time per Run',
         scopes: [

@@ -136,6 +136,15 @@ export interface TargetContainer {
   namespace?: string;
 }
 
+/** A running container, as the editor's container scope offers it (the helper reads the runtimes' files as root). */
+export interface ContainerListing {
+  container: TargetContainer;
+  /** "podman: my-app, image debian:bookworm" */
+  label: string;
+  /** its processes now */
+  processes: number;
+}
+
 export interface SessionStartResult {
   sessionId: string;
   tracer: TracerName;
@@ -176,6 +185,8 @@ export interface SessionEndedParams<N extends TracerName = TracerName> {
 
 export const capabilities = new RequestType0<Capabilities, void>('capabilities');
 export const listProcesses = new RequestType<ListProcessesParams, ProcessInfo[], void>('listProcesses');
+/** the running containers a kit tracer's container scope can select (the same listing `--container` names on an unknown name) */
+export const listContainers = new RequestType0<ContainerListing[], void>('listContainers');
 export const sessionStart = new RequestType<SessionStartParams, SessionStartResult, void>('session/start');
 export const sessionStop = new RequestType<SessionRef, SessionResult, void>('session/stop');
 export const sessionSnapshot = new RequestType<SessionRef, SessionResult, void>('session/snapshot');

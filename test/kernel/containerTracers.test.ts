@@ -17,7 +17,7 @@ import type { JvmResult } from '../../extension/protocol/jvm';
 import { agentSplitShare, markerLines, repoRoot, sleep, startCli, waitFor } from '../helpers';
 import { IMAGE, containerBed, containerPrep, lineFollower, podman } from './containerKit';
 import { processInfo } from '../../extension/sys/proc/processes';
-import { containerCgroup } from '../../extension/sys/proc/containerCgroup';
+import { containerCgroup, listContainers } from '../../extension/sys/proc/containerCgroup';
 import { cgroup2Mount } from '../../extension/sys/cgroup';
 import type { HistResult } from '../../extension/protocol/histogram';
 import type { MemleakResult } from '../../extension/protocol/memleak';
@@ -126,6 +126,9 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     const idle = await contained(['sh', '-c', 'echo ready; exec sleep 60']);
     const cg = containerCgroup(busy.name);
     t.diagnostic(`${cg.label}: cgroup ${cg.cgroupPath}`);
+    // the editor's container scope lists it from the same scan, with its names and processes
+    const listed = listContainers().find((l) => l.container.name === busy.name);
+    assert.deepEqual(listed && { ...listed, processes: listed.processes >= 4 }, { container: { runtime: 'podman', id: containerId(busy.name), name: busy.name, image: IMAGE }, label: `podman: ${busy.name}, image ${IMAGE}`, processes: true });
     // the processes of its cgroup and those below it
     const procs = (dir = path.join(cgroup2Mount()!, cg.cgroupPath)): number[] => [
       ...fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number),

@@ -56,6 +56,21 @@ test('an unknown method gets MethodNotFound and the helper keeps answering', asy
   }
 });
 
+test('listContainers: the running containers a container scope offers, each with its full id and label (none outside containers)', async () => {
+  const { client, toHelper } = pair();
+  try {
+    const list = await client.sendRequest(proto.listContainers).catch((e: Error) => e);
+    if (list instanceof Error) return assert.match(list.message, /no cgroup v2 file system is mounted here/);
+    for (const l of list) {
+      assert.match(l.container.id, /^[0-9a-f]{64}$/);
+      assert.ok(l.label.startsWith(l.container.runtime) && l.processes >= 1, JSON.stringify(l));
+    }
+  } finally {
+    client.dispose();
+    toHelper.end();
+  }
+});
+
 test('closing the input shuts the helper down', async () => {
   const { client, toHelper, exitCode } = pair();
   client.dispose();

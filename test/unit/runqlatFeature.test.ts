@@ -1,6 +1,7 @@
 // The "Show Run Queue Latency" command's pickers (with the `vscode` mock and a fake helper): the
-// scope choices stay as they were; "One process…" opens the shared process picker, which offers
-// "Enter a pid…", says so when the typed pid has exited, and starts the session on a picked process.
+// scope choices (the catalog's, and "A container…": histogramContainerScope.test.ts); "One
+// process…" opens the shared process picker, which offers "Enter a pid…", says so when the typed
+// pid has exited, and starts the session on a picked process.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fakeContext, installVscodeMock, recorded } from '../mocks/vscode';
@@ -30,7 +31,7 @@ function answer(scope: RegExp, inPicker: (rows: Row[]) => Row | undefined, seen:
   };
 }
 
-test('scopes unchanged: whole system, one process, per process, per thread, per PID namespace', async () => {
+test('scopes: whole system, one process, a container, per process, per thread, per PID namespace', async () => {
   const calls: string[] = [];
   const params: unknown[] = [];
   setHelper(listingHelper([program(300, 'server')], calls, params));
@@ -39,7 +40,7 @@ test('scopes unchanged: whole system, one process, per process, per thread, per 
   await vscode.commands.executeCommand('ebpfStudio.showRunQueueLatency');
   assert.deepEqual(
     seen.scopes.map((s) => s.label.replace(/^\$\([a-z-]+\) /, '')),
-    ['Whole system', 'One process…', 'Per process', 'Per thread', 'Per PID namespace'],
+    ['Whole system', 'One process…', 'A container…', 'Per process', 'Per thread', 'Per PID namespace'],
   );
   assert.deepEqual(calls, ['session/start'], 'no process list for a system-wide scope');
   assert.deepEqual(params[0], { tracer: 'runqlat', options: { pid: 0, per: 'thread', unit: 'us', intervalS: 1 } });

@@ -17,8 +17,8 @@ import type { FromView, ToView } from '../../../webview/common/latencyProtocol';
 type Reason = 'stopped' | 'target-exited' | 'error';
 
 /** "whole system, per process", "pid 42": what the panel's title and the Sessions view say. */
-export function scopeLabel(tracer: HistogramTracer, o: HistOptions): string {
-  const who = o.pid ? `pid ${o.pid}` : 'whole system';
+export function scopeLabel(tracer: HistogramTracer, o: HistOptions, where?: string): string {
+  const who = where ?? (o.container ? `container ${o.container.slice(0, 12)}` : o.pid ? `pid ${o.pid}` : 'whole system');
   return o.per === 'none' ? who : `${who}, per ${histogramOf(tracer).keyNouns[o.per] ?? o.per}`;
 }
 
@@ -37,8 +37,9 @@ async function onMessage(view: ReturnType<typeof createViewPanel<ToView, FromVie
 }
 
 /** Opens a tracer's live panel on a new session; resolves once the session runs. */
-export async function openLiveView<N extends HistogramTracer>(context: vscode.ExtensionContext, tracer: N, options: OptionsOf<N> & HistOptions): Promise<ClientSession<N>> {
-  const scope = scopeLabel(tracer, options);
+/** `where`: the scope's words when the options alone would not name it well ("container shop", where the options hold its id). */
+export async function openLiveView<N extends HistogramTracer>(context: vscode.ExtensionContext, tracer: N, options: OptionsOf<N> & HistOptions, where?: string): Promise<ClientSession<N>> {
+  const scope = scopeLabel(tracer, options, where);
   const name = histogramOf(tracer).editor.title;
   const host = new LiveViewHost<ToView, FromView>();
   const send = (m: ToView) => host.send(m);

@@ -7,6 +7,7 @@ import { inputError, unsuitableError } from '../../protocol/errors';
 import { cgroup2Mount, cgroupOfPid } from '../cgroup';
 import { containerOf, type ContainerInfo } from './container';
 import { containerLabel } from './targetLabel';
+import type { ContainerListing } from '../../protocol/protocol';
 
 export interface ContainerCgroup {
   container: ContainerInfo;
@@ -33,21 +34,48 @@ export function containerDir(cgroupPath: string, id: string): string | undefined
   return i < 0 ? undefined : `/${segs.slice(0, i + 1).join('/')}`;
 }
 
+/** A running container: its names, its cgroup v2 directory (when it has one) and how many processes it runs. */
+export interface RunningContainer {
+  c: ContainerInfo;
+  dir?: string;
+  processes: number;
+}
+
+/** The containers running now, each once (the processes are looked at once, each one's container named). */
+export function runningContainers(proc = '/proc'): RunningContainer[] {
+  const seen = new Map<string, RunningContainer>();
+  for (const e of fs.readdirSync(proc)) {
+    if (!/^\d+$/.test(e)) continue;
+    const c = containerOf(Number(e));
+    if (!c) continue;
+    const known = seen.get(c.id);
+    if (known) {
+      known.processes++;
+      continue;
+    }
+    const cg = cgroupOfPid(Number(e));
+    seen.set(c.id, { c, dir: cg ? containerDir(cg, c.id) : undefined, processes: 1 });
+  }
+  return [...seen.values()];
+}
+
+/** The running containers a container filter can select (those with a cgroup v2 directory), named as pickers show them. */
+export function listContainers(proc = '/proc'): ContainerListing[] {
+  if (!cgroup2Mount()) throw unsuitableError('no cgroup v2 file system is mounted here: a container is selected by its cgroup v2 directory');
+  return runningContainers(proc)
+    .filter((x) => x.dir !== undefined)
+    .map((x) => ({ container: x.c, label: containerLabel(x.c), processes: x.processes }))
+    .sort((a, b) => a.label.localeCompare(b.label));
+}
+
 /** The running container `query` names, with its cgroup; a clear error when none or several do. */
 export function containerCgroup(query: string, proc = '/proc'): ContainerCgroup {
   if (!CONTAINER_QUERY.test(query)) throw inputError(`--container takes a container's name or id, not "${query.slice(0, 80)}"`);
   const root = cgroup2Mount();
   if (!root) throw unsuitableError('no cgroup v2 file system is mounted here: a container is selected by its cgroup v2 directory');
-  const seen = new Map<string, { c: ContainerInfo; dir?: string }>();
-  for (const e of fs.readdirSync(proc)) {
-    if (!/^\d+$/.test(e)) continue;
-    const c = containerOf(Number(e));
-    if (!c || seen.has(c.id)) continue;
-    const cg = cgroupOfPid(Number(e));
-    seen.set(c.id, { c, dir: cg ? containerDir(cg, c.id) : undefined });
-  }
-  const hits = [...seen.values()].filter((x) => matches(x.c, query));
-  const known = () => [...seen.values()].map((x) => x.c.name ?? x.c.id.slice(0, 12)).slice(0, 20).join(', ') || 'none';
+  const running = runningContainers(proc);
+  const hits = running.filter((x) => matches(x.c, query));
+  const known = () => running.map((x) => x.c.name ?? x.c.id.slice(0, 12)).slice(0, 20).join(', ') || 'none';
   if (hits.length === 0) throw inputError(`no running container is named "${query}" or has an id starting with it (running: ${known()})`);
   if (hits.length > 1) throw inputError(`"${query}" names ${hits.length} running containers (${hits.map((x) => containerLabel(x.c)).join('; ')}): give more of the id`);
   const { c, dir } = hits[0];
