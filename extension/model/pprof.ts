@@ -61,23 +61,42 @@ export interface PprofOptions {
 
 /** Encodes a profile as an uncompressed profile.proto message. */
 export function toPprof(r: ProfileResult, opts: PprofOptions = {}): Uint8Array {
-  const strings = new StringTable();
-  const s = (x: string) => strings.dedup(x);
-  const periodNs = r.frequency > 0 ? Math.round(1e9 / r.frequency) : 0;
+  return new PprofEncoder(r).encode(opts);
+}
 
-  interface MapAcc {
-    id: number;
-    file: string;
-    buildId?: string;
-    lo: bigint;
-    hi: bigint;
-    bias?: bigint;
-    symbolized: boolean;
-    lines: boolean;
-    inline: boolean;
+/** A mapping as the samples are encoded: its address range widens with each frame in it. */
+interface MapAcc {
+  id: number;
+  file: string;
+  buildId?: string;
+  lo: bigint;
+  hi: bigint;
+  bias?: bigint;
+  symbolized: boolean;
+  lines: boolean;
+  inline: boolean;
+}
+
+/** One profile being encoded: its string table and its mappings, functions and locations, each made once. */
+class PprofEncoder {
+  private readonly strings = new StringTable();
+  private readonly periodNs: number;
+  private readonly mappings = new Map<string, MapAcc>();
+  private readonly functions = new Map<string, number>();
+  private readonly functionRows: PFunction[] = [];
+  private readonly locations = new Map<string, number>();
+  private readonly locationRows: Location[] = [];
+
+  constructor(private readonly r: ProfileResult) {
+    this.periodNs = r.frequency > 0 ? Math.round(1e9 / r.frequency) : 0;
   }
-  const mappings = new Map<string, MapAcc>();
-  const mappingFor = (pid: number, f: ProfileFrame): MapAcc | undefined => {
+
+  private s(x: string): number {
+    return this.strings.dedup(x);
+  }
+
+  private mappingFor(pid: number, f: ProfileFrame): MapAcc | undefined {
+    const { mappings } = this;
     const file = f.kind === 'kernel' ? KERNEL_MAPPING : f.module === JAVA_MODULE && f.javaType ? `[java:${f.javaType}]` : f.module;
     if (!file) return undefined;
     const addr = addressOf(f);
@@ -86,7 +105,7 @@ export function toPprof(r: ProfileResult, opts: PprofOptions = {}): Uint8Array {
     const key = f.kind === 'kernel' ? KERNEL_MAPPING : `${pid}\0${file}\0${bias ?? ''}`;
     let m = mappings.get(key);
     if (!m) {
-      const buildId = r.buildIds?.[f.kind === 'kernel' ? '[kernel]' : file];
+      const buildId = this.r.buildIds?.[f.kind === 'kernel' ? '[kernel]' : file];
       mappings.set(key, (m = { id: mappings.size + 1, file, buildId, lo: addr, hi: addr, bias, symbolized: true, lines: true, inline: false }));
     }
     // Placeholder frames (a lost stack, an imported folded frame) have no address: they do not widen the range.
@@ -95,107 +114,114 @@ export function toPprof(r: ProfileResult, opts: PprofOptions = {}): Uint8Array {
       if (addr > m.hi) m.hi = addr;
     }
     return m;
-  };
+  }
 
-  const functions = new Map<string, number>();
-  const functionRows: PFunction[] = [];
-  const functionId = (name: string, file: string | null): number => {
+  private functionId(name: string, file: string | null): number {
     const key = `${name}\0${file ?? ''}`;
-    let id = functions.get(key);
+    let id = this.functions.get(key);
     if (id === undefined) {
-      id = functionRows.length + 1;
-      functions.set(key, id);
-      functionRows.push(new PFunction({ id, name: s(name), systemName: s(name), filename: file ? s(file) : 0 }));
+      id = this.functionRows.length + 1;
+      this.functions.set(key, id);
+      this.functionRows.push(new PFunction({ id, name: this.s(name), systemName: this.s(name), filename: file ? this.s(file) : 0 }));
     }
     return id;
-  };
+  }
 
-  const locations = new Map<string, number>();
-  const locationRows: Location[] = [];
-  const locationId = (pid: number, group: ProfileFrame[]): number => {
+  private locationId(pid: number, group: ProfileFrame[]): number {
     const outer = group[group.length - 1];
-    const m = mappingFor(pid, outer);
+    const m = this.mappingFor(pid, outer);
     const addr = addressOf(outer);
     const named = group.filter((f) => f.function !== null);
     const key = `${m?.id ?? 0}\0${addr}\0${group.map((f) => `${f.function}\0${f.file}\0${f.line}`).join('\0')}`;
-    let id = locations.get(key);
+    let id = this.locations.get(key);
     if (id !== undefined) return id;
-    id = locationRows.length + 1;
-    locations.set(key, id);
+    id = this.locationRows.length + 1;
+    this.locations.set(key, id);
     if (m) {
       if (named.length < group.length) m.symbolized = false;
       if (named.some((f) => !f.file || !f.line)) m.lines = false;
       if (group.length > 1) m.inline = true;
     }
-    locationRows.push(
+    this.locationRows.push(
       new Location({
         id,
         mappingId: m?.id ?? 0,
         address: addr,
-        line: named.map((f) => new Line({ functionId: functionId(f.function!, f.file), line: f.line ?? 0 })),
+        line: named.map((f) => new Line({ functionId: this.functionId(f.function!, f.file), line: f.line ?? 0 })),
       }),
     );
     return id;
-  };
+  }
 
-  const pidKey = s('pid');
-  const tidKey = s('tid');
-  const commKey = s('comm');
-  const stateKey = s('state');
-  // Time profiles (off-CPU, wall) carry their µs as the second value: off_cpu/microseconds or
-  // wall/microseconds, the default sample type; the first stays the count of intervals or samples.
-  const timed = r.unit === 'us';
-  const samples = r.stacks
-    .filter((st) => st.count > 0)
-    .map(
-      (st) =>
-        new Sample({
-          locationId: locationsOf(st.frames).map((g) => locationId(st.pid, g)),
-          value: [st.count, timed ? stackValue(st) : st.count * periodNs],
-          label: [
-            new Label({ key: pidKey, num: st.pid }),
-            new Label({ key: tidKey, num: st.tid }),
-            new Label({ key: commKey, str: s(st.comm) }),
-            ...(st.state ? [new Label({ key: stateKey, str: s(st.state) })] : []),
-          ],
+  private samples(timed: boolean): Sample[] {
+    const pidKey = this.s('pid');
+    const tidKey = this.s('tid');
+    const commKey = this.s('comm');
+    const stateKey = this.s('state');
+    return this.r.stacks
+      .filter((st) => st.count > 0)
+      .map(
+        (st) =>
+          new Sample({
+            locationId: locationsOf(st.frames).map((g) => this.locationId(st.pid, g)),
+            value: [st.count, timed ? stackValue(st) : st.count * this.periodNs],
+            label: [
+              new Label({ key: pidKey, num: st.pid }),
+              new Label({ key: tidKey, num: st.tid }),
+              new Label({ key: commKey, str: this.s(st.comm) }),
+              ...(st.state ? [new Label({ key: stateKey, str: this.s(st.state) })] : []),
+            ],
+          }),
+      );
+  }
+
+  private mappingRows(): Mapping[] {
+    return [...this.mappings.values()].map(
+      (m) =>
+        new Mapping({
+          id: m.id,
+          memoryStart: m.lo,
+          memoryLimit: m.hi + 1n,
+          // file offset of memoryStart: exact where the frames knew their offsets
+          fileOffset: m.bias !== undefined ? m.lo - m.bias : 0,
+          filename: this.s(m.file),
+          buildId: m.buildId ? this.s(m.buildId) : 0,
+          hasFunctions: m.symbolized,
+          hasFilenames: m.symbolized && m.lines,
+          hasLineNumbers: m.symbolized && m.lines,
+          hasInlineFrames: m.inline,
         }),
     );
+  }
 
-  const mappingRows = [...mappings.values()].map(
-    (m) =>
-      new Mapping({
-        id: m.id,
-        memoryStart: m.lo,
-        memoryLimit: m.hi + 1n,
-        // file offset of memoryStart: exact where the frames knew their offsets
-        fileOffset: m.bias !== undefined ? m.lo - m.bias : 0,
-        filename: s(m.file),
-        buildId: m.buildId ? s(m.buildId) : 0,
-        hasFunctions: m.symbolized,
-        hasFilenames: m.symbolized && m.lines,
-        hasLineNumbers: m.symbolized && m.lines,
-        hasInlineFrames: m.inline,
-      }),
-  );
-  const comment = [s(timed ? `ebpf-studio ${r.event ?? 'offcpu'} profile: ${r.samples} samples, ${r.lost} samples lost` : `ebpf-studio profile at ${r.frequency} Hz: ${r.samples} samples, ${r.lost} samples lost`)];
-  const timeType = r.event === 'wall' ? 'wall' : r.event === 'lock' ? 'lock_wait' : r.event === 'vthread' ? 'vthread_wait' : 'off_cpu';
-  const profile = new Profile({
-    sampleType: timed
-      ? [new ValueType({ type: s(r.event === 'wall' ? 'samples' : 'intervals'), unit: s('count') }), new ValueType({ type: s(timeType), unit: s('microseconds') })]
-      : [new ValueType({ type: s('samples'), unit: s('count') }), new ValueType({ type: s('cpu'), unit: s('nanoseconds') })],
-    ...(timed ? { defaultSampleType: s(timeType) } : {}),
-    sample: samples,
-    mapping: mappingRows,
-    location: locationRows,
-    function: functionRows,
-    stringTable: strings,
-    timeNanos: opts.startMs ? BigInt(Math.round(opts.startMs)) * 1000000n : 0,
-    durationNanos: opts.durationMs ? BigInt(Math.round(opts.durationMs)) * 1000000n : 0,
-    periodType: timed ? new ValueType({ type: s(timeType), unit: s('microseconds') }) : new ValueType({ type: s('cpu'), unit: s('nanoseconds') }),
-    period: timed ? 1 : periodNs,
-    comment,
-  });
-  return profile.encode();
+  encode(opts: PprofOptions): Uint8Array {
+    const { r, periodNs } = this;
+    const s = (x: string) => this.s(x);
+    // Time profiles (off-CPU, wall) carry their µs as the second value: off_cpu/microseconds or
+    // wall/microseconds, the default sample type; the first stays the count of intervals or samples.
+    const timed = r.unit === 'us';
+    const samples = this.samples(timed);
+    const mappingRows = this.mappingRows();
+    const comment = [s(timed ? `ebpf-studio ${r.event ?? 'offcpu'} profile: ${r.samples} samples, ${r.lost} samples lost` : `ebpf-studio profile at ${r.frequency} Hz: ${r.samples} samples, ${r.lost} samples lost`)];
+    const timeType = r.event === 'wall' ? 'wall' : r.event === 'lock' ? 'lock_wait' : r.event === 'vthread' ? 'vthread_wait' : 'off_cpu';
+    const profile = new Profile({
+      sampleType: timed
+        ? [new ValueType({ type: s(r.event === 'wall' ? 'samples' : 'intervals'), unit: s('count') }), new ValueType({ type: s(timeType), unit: s('microseconds') })]
+        : [new ValueType({ type: s('samples'), unit: s('count') }), new ValueType({ type: s('cpu'), unit: s('nanoseconds') })],
+      ...(timed ? { defaultSampleType: s(timeType) } : {}),
+      sample: samples,
+      mapping: mappingRows,
+      location: this.locationRows,
+      function: this.functionRows,
+      stringTable: this.strings,
+      timeNanos: opts.startMs ? BigInt(Math.round(opts.startMs)) * 1000000n : 0,
+      durationNanos: opts.durationMs ? BigInt(Math.round(opts.durationMs)) * 1000000n : 0,
+      periodType: timed ? new ValueType({ type: s(timeType), unit: s('microseconds') }) : new ValueType({ type: s('cpu'), unit: s('nanoseconds') }),
+      period: timed ? 1 : periodNs,
+      comment,
+    });
+    return profile.encode();
+  }
 }
 
 function kindOf(mappingFile: string, address: bigint, name: string | null): FrameKind {
