@@ -28,10 +28,11 @@ function doc(fileName: string) {
   };
 }
 
-test('a C program has a Measure latency lens per function; a .bpf.c program has none', () => {
+test('a C program has a Measure latency and a Profile the slow calls lens per function; a .bpf.c program has none', () => {
   assert.ok(provider, 'no CodeLens provider registered');
   const titles = provider.provideCodeLenses(doc('/w/main.c')).map((l) => l.command?.title);
-  assert.equal(titles.length, 2, JSON.stringify(titles));
-  assert.ok(titles.every((t) => /Measure latency/.test(t ?? '')));
+  assert.equal(titles.length, 4, JSON.stringify(titles));
+  assert.equal(titles.filter((t) => /Measure latency/.test(t ?? '')).length, 2, JSON.stringify(titles));
+  assert.equal(titles.filter((t) => /Profile the slow calls/.test(t ?? '')).length, 2, JSON.stringify(titles));
   assert.deepEqual(provider.provideCodeLenses(doc('/w/minimal.bpf.c')), []);
 });
