@@ -18,6 +18,11 @@ test+=(prometheus)
 # tracers on programs in real containers (test/kernel/containers.test.ts): podman with runc (crun
 # refuses hybrid cgroups), and mmdebstrap to build the image with its own JDK from Debian's packages
 test+=(podman runc mmdebstrap)
+# the same under docker (test/kernel/agentContainer.test.ts): Debian's docker.io (with containerd,
+# tini, iptables). Nothing needs it running: without systemd the test starts a dockerd of its own
+# (no bridge, no iptables rules) and stops it; on a fresh machine this adds ~15 s here and ~50 s
+# to that test (dockerd, and the two test images loaded into docker's store from podman's)
+test+=(docker.io)
 
 want=("${build[@]}")
 for a in "$@"; do

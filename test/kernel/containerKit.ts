@@ -191,7 +191,7 @@ export const DOCKER_IMAGE = IMAGE;
  * A string: why not.
  */
 export async function dockerDaemon(): Promise<string | { started: boolean; stop(): void }> {
-  if (!has('docker') || !has('dockerd')) return 'docker.io is not installed (apt-get install --no-install-recommends docker.io)';
+  if (!has('docker') || !has('dockerd')) return 'docker.io is not installed (scripts/install-deps.sh --test installs it)';
   const info = () => spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { encoding: 'utf8', timeout: 30_000 }).status === 0;
   let daemon: ChildProcess | undefined;
   if (!info()) {
