@@ -137,23 +137,27 @@ test('the kit tracers\' panels (block I/O, on-CPU time, TCP connect latency) sho
     const writer = await dd(['if=/dev/zero', `of=${file}`, 'oflag=direct', 'conv=notrunc']);
     const reader = await dd([`if=${file}`, 'of=/dev/null', 'iflag=direct']);
     const rowOf = (table: { rows: string[][] }, pid: number) => table.rows.find((r) => r[1] === String(pid));
-    // the next interval (1 s) brings the last of them
+    // the next interval (1 s, later on a loaded machine) brings the last of them
     await until(async () => {
       const k = await keyTable(frame);
-      return [writer, reader].every((p) => num(rowOf(k, p)?.[3] ?? '0') >= IOS * 0.9);
-    }, 10_000);
-    await frame.waitForTimeout(1200);
+      return [writer, reader].every((p) => num(rowOf(k, p)?.[3] ?? '0') >= IOS);
+    }, 5_000);
     await stopAndCheck(frame, 'I/Os', 'I/O');
+    // every I/O of the machine: dd's, whoever issued them, and the system's own
+    const all = num(await frame.locator('#card-count .value').innerText());
+    assert.ok(all >= 2 * IOS, `the panel's total ${all} holds dd's ${2 * IOS} requests`);
     const table = await keyTable(frame);
     assert.deepEqual(table.head.slice(1, 4), ['pid', 'name', 'count'], 'a per-process table names each pid');
     for (const [what, pid] of [['writes', writer], ['reads', reader]] as const) {
       const row = rowOf(table, pid);
       assert.ok(row, `no row for dd ${what} (pid ${pid}): ${JSON.stringify(table.rows)}`);
       assert.equal(row[2], 'dd');
-      // exact on an idle disk; the kernel test allows 10 % for requests split or merged under load
-      assert.ok(Math.abs(num(row[3]) - IOS) <= IOS * 0.1, `dd's ${IOS} O_DIRECT ${what}: the panel counted ${row[3]}`);
+      // A request is the process's that issues it: one the block layer dispatches later from its
+      // kworker (a busy queue) is the kworker's. Exact on an idle disk; 10 % may go so, as in the kernel test.
+      assert.ok(num(row[3]) <= IOS && num(row[3]) >= IOS * 0.9, `dd's ${IOS} O_DIRECT ${what}: the panel counted ${row[3]}`);
       t.diagnostic(`dd ${what} (pid ${pid}): the workload did ${IOS} O_DIRECT requests, the panel counted ${row[3]} (p50 ${row[4]}, p99 ${row[6]})`);
     }
+    t.diagnostic(`all I/Os: ${all}; other rows: ${table.rows.filter((r) => r[2] !== 'dd').map((r) => `${r[2]} ${r[3]}`).join(', ')}`);
     assert.match(await frame.locator('#keys-title').innerText(), /^Per process \(\d+\)$/);
     await shoot(s, frame, 'biolatency-panel');
   });
@@ -210,8 +214,7 @@ test('the kit tracers\' panels (block I/O, on-CPU time, TCP connect latency) sho
       });
     }
     const rowOf = (k: { rows: string[][] }) => k.rows.find((r) => r[1] === ADDR);
-    await until(async () => num(rowOf(await keyTable(frame))?.[2] ?? '0') >= CONNECTS, 10_000);
-    await frame.waitForTimeout(1200);
+    await until(async () => num(rowOf(await keyTable(frame))?.[2] ?? '0') >= CONNECTS, 5_000);
     await stopAndCheck(frame, 'connects', 'connect');
     const table = await keyTable(frame);
     // an address's name is its own text: no column repeating it
