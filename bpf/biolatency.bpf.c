@@ -72,12 +72,12 @@ static __always_inline void io_done(struct request *rq)
 	disk = BPF_CORE_READ(rq, q, disk);
 	key = key_mode == BIO_KEY_DISK ? disk_key(disk) : key_mode == BIO_KEY_PROCESS ? s->tgid : HIST_KEY_NONE;
 	h = delta >= 0 ? hist_add(key, delta) : NULL;
-	if (h && !h->comm[0]) {
-		if (key_mode == BIO_KEY_PROCESS)
-			__builtin_memcpy(h->comm, s->comm, sizeof(h->comm));
-		else if (key_mode == BIO_KEY_DISK && disk)
-			BPF_CORE_READ_STR_INTO(&h->comm, disk, disk_name);
-	}
+	/* A process is named by its newest request, so one that exec'd shows the program it became
+	 * (a 16-byte copy per I/O); a disk's name does not change. */
+	if (h && key_mode == BIO_KEY_PROCESS)
+		__builtin_memcpy(h->comm, s->comm, sizeof(h->comm));
+	else if (h && !h->comm[0] && key_mode == BIO_KEY_DISK && disk)
+		BPF_CORE_READ_STR_INTO(&h->comm, disk, disk_name);
 	bpf_map_delete_elem(&start, &rq);
 }
 

@@ -104,5 +104,12 @@ static __always_inline void on_exit(unsigned long long *ctx)
 	bpf_map_delete_elem(&start, &tid);
 }
 
+/* sched_process_exec: attached per process or per thread only (extension/tracers/cpudist.ts) */
+static __always_inline void on_exec(unsigned long long *ctx)
+{
+	hist_rename_on_exec();
+}
+
 HIST_TWIN(sched_switch, cpu_switch, on_switch)
 HIST_TWIN(sched_process_exit, cpu_exit, on_exit)
+HIST_TWIN(sched_process_exec, cpu_exec, on_exec)

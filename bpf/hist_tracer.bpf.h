@@ -93,6 +93,20 @@ static __always_inline struct hist_value *hist_add(__u32 key, __u64 delta_ns)
 	return h;
 }
 
+/* At sched_process_exec (the new program's name is set): the calling process's histogram in this
+ * epoch, if it has one, takes that name. For tracers that name a key from the task at its first
+ * event: one run per exec keeps the newest name, where a name read per event would cost every
+ * event. Per process the key is the tgid; per thread the exec'ing thread's tid, which exec has
+ * made the tgid too. */
+static __always_inline void hist_rename_on_exec(void)
+{
+	struct hist_key k = { .key = bpf_get_current_pid_tgid() >> 32, .epoch = hist_epoch() };
+	struct hist_value *h = bpf_map_lookup_elem(&hists, &k);
+
+	if (h)
+		bpf_get_current_comm(&h->comm, sizeof(h->comm));
+}
+
 /* The twin programs of one tracepoint, named prog_btf and prog_raw, both calling
  * fn(unsigned long long *ctx): the tracepoint's arguments are ctx[0], ctx[1], ... in either kind
  * (what BPF_PROG unpacks), so one handler serves both. */

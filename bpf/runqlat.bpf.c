@@ -119,6 +119,13 @@ static __always_inline void on_switch_ctx(unsigned long long *ctx)
 	on_switch((struct task_struct *)ctx[1], (struct task_struct *)ctx[2]);
 }
 
+/* sched_process_exec: attached per process or per thread only (extension/tracers/runqlat/tracer.ts) */
+static __always_inline void on_exec(unsigned long long *ctx)
+{
+	hist_rename_on_exec();
+}
+
 HIST_TWIN(sched_wakeup, wakeup, on_wakeup)
 HIST_TWIN(sched_wakeup_new, wakeup_new, on_wakeup)
 HIST_TWIN(sched_switch, switch, on_switch_ctx)
+HIST_TWIN(sched_process_exec, runq_exec, on_exec)

@@ -65,13 +65,14 @@ static __always_inline void count(struct sock *sk, __u64 delta_ns, struct hist_s
 	else if (key_mode == TCPL_KEY_PROCESS && s)
 		key = s->tgid;
 	h = hist_add(key, delta_ns);
-	if (!h || h->comm[0])
+	if (!h)
 		return;
-	/* An IPv4 address is named in user space from the key; a process here, from its connect. */
-	if (v6)
-		__builtin_memcpy(h->comm, ipv6, sizeof(ipv6));
-	else if (key_mode == TCPL_KEY_PROCESS && s)
+	/* A process is named by its newest connect, so one that exec'd shows the program it became
+	 * (a 16-byte copy per connect); an IPv4 address is named in user space from the key. */
+	if (key_mode == TCPL_KEY_PROCESS && s)
 		__builtin_memcpy(h->comm, s->comm, sizeof(h->comm));
+	else if (v6 && !h->comm[0])
+		__builtin_memcpy(h->comm, ipv6, sizeof(ipv6));
 }
 
 static __always_inline void syn_sent(__u64 sk, __u64 now)
@@ -98,7 +99,8 @@ static __always_inline void on_state(unsigned long long *ctx)
 	struct hist_start *s;
 	__s64 delta;
 
-	if (rtt || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+	/* Most state changes neither begin nor end a connect: they return before reading the socket. */
+	if (rtt || (new != STATE_SYN_SENT && old != STATE_SYN_SENT) || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
 		return;
 	if (new == STATE_SYN_SENT) {
 		syn_sent(key, now);

@@ -89,7 +89,7 @@ export const CATALOG = {
     target: 'system',
     lossAdvice: 'narrow it with --pid P, or use --per-process instead of --per-thread (fewer histogram keys)',
     sessionView: 'runqlat',
-    programs: '^(wakeup|wakeup_new|switch)_(btf|raw)$',
+    programs: '^(wakeup|wakeup_new|switch|runq_exec)_(btf|raw)$',
     histogram: {
       events: 'waits',
       measure: 'time waiting for a CPU',
@@ -148,7 +148,7 @@ export const CATALOG = {
     target: 'system',
     lossAdvice: 'narrow it with --pid P, or use --per-process instead of --per-thread (fewer histogram keys)',
     sessionView: 'cpudist',
-    programs: '^cpu_(switch|exit)_(btf|raw)$',
+    programs: '^cpu_(switch|exit|exec)_(btf|raw)$',
     histogram: {
       events: 'runs',
       measure: 'time on a CPU per run (off it with --offcpu)',
@@ -238,7 +238,7 @@ export const CATALOG = {
     target: 'jvm',
     lossAdvice: 'sample less often (--frequency 49) or trace for a shorter --duration',
     // the java-gc, runqlat and profile programs on one JVM, and the off-CPU tracer's
-    programs: '^(handle_(gc|pool)_|(wakeup|wakeup_new|switch)_(btf|raw)$|on_sample$|thread_exit$|dump_threads$)',
+    programs: '^(handle_(gc|pool)_|(wakeup|wakeup_new|switch|runq_exec)_(btf|raw)$|on_sample$|thread_exit$|dump_threads$)',
   },
   'java-heap': {
     title: 'Java heap leaks',

@@ -9,8 +9,10 @@ import { containerCgroup } from '../sys/proc/containerCgroup';
 export const cpudistTracer = histTracer({
   name: 'cpudist',
   object: 'cpudist',
-  programs: ['cpu_switch', 'cpu_exit'],
-  attaches: 'the sched_switch and sched_process_exit tracepoints',
+  programs: ['cpu_switch', 'cpu_exit', 'cpu_exec'],
+  // an exec renames the process's histogram: only where histograms are named after a process
+  attachOnly: (o) => (o.per === 'none' ? ['cpu_switch', 'cpu_exit'] : ['cpu_switch', 'cpu_exit', 'cpu_exec']),
+  attaches: 'the sched_switch, sched_process_exit and sched_process_exec tracepoints',
   // key_mode 0, CPUD_KEY_PROCESS, CPUD_KEY_THREAD
   per: ['none', 'process', 'thread'],
   // a container's tasks, by its cgroup (bpf/cgroup_filter.bpf.h)

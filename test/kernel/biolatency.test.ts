@@ -4,7 +4,7 @@
 // is named) and per process (the workload's pid is there, named).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { HistResult } from '../../extension/protocol/histogram';
@@ -123,6 +123,31 @@ test('biolatency --per-process names the process that did the I/O', { timeout: 6
     // The writes and the reads are two dd processes (children of the workload's shell).
     assert.ok(n >= IOS, `dd's I/Os counted under dd: ${n} of ${2 * IOS} (${result.histograms.map((h) => `${h.key} ${h.comm} ${h.count}`).join(', ')})`);
   } finally {
+    fs.rmSync(file, { force: true });
+  }
+});
+
+test('biolatency --per-process names a process by the program it became by exec, not the shell it was', { timeout: 60_000 }, async (t) => {
+  if (skip) return t.skip(skip);
+  const first = path.join('/var/tmp', `ebpf-studio-bio-sh-${process.pid}.dat`);
+  const file = path.join('/var/tmp', `ebpf-studio-bio-${process.pid}.dat`);
+  try {
+    // Written with O_DIRECT, so neither file is in the page cache: the shell's own read of the
+    // first is a block read in its name before it becomes dd.
+    spawnSync('dd', ['if=/dev/zero', `of=${first}`, 'bs=4k', 'count=1', 'oflag=direct', 'status=none']);
+    spawnSync('dd', ['if=/dev/zero', `of=${file}`, 'bs=4k', `count=${IOS / 3}`, 'oflag=direct', 'status=none']);
+    const run = await startOurs(['--json', '--per-process']);
+    const sh = spawn('sh', ['-c', `read x < ${first}; exec dd if=${file} of=/dev/null bs=4k iflag=direct status=none`], { stdio: 'ignore' });
+    await new Promise((r) => sh.on('exit', r));
+    run.child.kill('SIGINT');
+    const r = await run.done;
+    const result = JSON.parse(r.stdout) as HistResult<'biolatency'>;
+    const mine = result.histograms.find((h) => h.key === sh.pid);
+    const all = result.histograms.map((h) => `${h.key} ${h.comm} ${h.count}`).join(', ');
+    assert.ok(mine && mine.count >= IOS / 3, `the shell-then-dd process's reads under its pid ${sh.pid}: ${all}`);
+    assert.equal(mine.comm, 'dd', `named by the program it became: ${all}`);
+  } finally {
+    fs.rmSync(first, { force: true });
     fs.rmSync(file, { force: true });
   }
 });

@@ -12,6 +12,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Bucket, HistResult } from '../../extension/protocol/histogram';
@@ -257,6 +258,38 @@ test('tcplat --per-process counts the connects under the process that made them'
   const client = result.histograms.find((h) => h.key === w.child.pid);
   assert.equal(client?.count, 50, `the workload's 50 connects under its pid: ${result.histograms.map((h) => `${h.key} ${h.comm} ${h.count}`).join(', ')}`);
   assert.equal(client.comm, 'tcpw');
+});
+
+test('tcplat --per-process names a process by the program it became by exec, not the shell it was', { timeout: 60_000 }, async (t) => {
+  if (skip) return t.skip(skip);
+  const binary = compile();
+  // bash connects once itself (its /dev/tcp) to a server of the test's, then becomes the workload
+  const server = net.createServer((c) => c.destroy());
+  await new Promise<void>((r) => server.listen(PORT + 1, ADDR, r));
+  const run = await startOurs(['--per-process']);
+  const sh = spawn('bash', ['-c', `exec 3<>/dev/tcp/${ADDR}/${PORT + 1} && exec ${binary} ${ADDR} ${PORT} 20 0`], { stdio: ['pipe', 'pipe', 'ignore'] });
+  let out = '';
+  sh.stdout.on('data', (d) => (out += d));
+  const exited = new Promise((r) => sh.on('exit', r));
+  try {
+    // the workload is listening once the shell's connect is through and the exec happened
+    assert.ok(await waitFor(() => fs.readFileSync(`/proc/${sh.pid}/comm`, 'utf8').trim() === 'tcpw', 10_000), 'the shell became the workload');
+    await new Promise((r) => setTimeout(r, 300));
+    sh.stdin.write('g');
+    assert.ok(await waitFor(() => out.includes('done'), 60_000), 'the workload finished');
+  } finally {
+    run.child.kill('SIGINT');
+    sh.stdin.end();
+    await exited;
+    server.close();
+  }
+  const d = await run.done;
+  assert.equal(d.code, 0, d.stderr);
+  const result = JSON.parse(d.stdout) as HistResult<'tcplat'>;
+  const mine = result.histograms.find((h) => h.key === sh.pid);
+  const all = result.histograms.map((h) => `${h.key} ${h.comm} ${h.count}`).join(', ');
+  assert.equal(mine?.count, 21, `the shell's connect and the workload's 20 under one pid: ${all}`);
+  assert.equal(mine.comm, 'tcpw', `named by the program it became: ${all}`);
 });
 
 test('tcplat refuses --rtt with --pid or --per-process, with a reason', (t) => {

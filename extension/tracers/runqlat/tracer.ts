@@ -8,7 +8,9 @@ import { containerCgroup } from '../../sys/proc/containerCgroup';
 export const runqlatTracer = histTracer({
   name: 'runqlat',
   object: 'runqlat',
-  programs: ['wakeup', 'wakeup_new', 'switch'],
+  programs: ['wakeup', 'wakeup_new', 'switch', 'runq_exec'],
+  // an exec renames the process's (or its thread's) histogram: only where they are named after one
+  attachOnly: (o) => (o.per === 'process' || o.per === 'thread' ? ['wakeup', 'wakeup_new', 'switch', 'runq_exec'] : ['wakeup', 'wakeup_new', 'switch']),
   attaches: 'the scheduler tracepoints',
   // in the order of RUNQLAT_KEY_* (bpf/runqlat.h)
   per: ['none', 'process', 'thread', 'pidns', 'cgroup'],
