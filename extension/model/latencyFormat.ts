@@ -1,6 +1,6 @@
 // The latency tracer's figures as text: the CodeLens line ("p50 0.8 ms · p99 41 ms · 1.2 k
 // calls/s") and the CLI's report (summary, histogram, slow calls with their stacks). Pure.
-import type { LatencyResult, LatencyStats, SlowCall } from '../protocol/latency';
+import type { CallerLatency, LatencyResult, LatencyStats, SlowCall } from '../protocol/latency';
 import type { Frame } from '../protocol/frames';
 import { formatDuration, renderText } from './log2hist';
 
@@ -44,6 +44,19 @@ export function droppedLine(s: LatencyStats): string {
   return parts.length ? `not timed: ${parts.join(', ')}` : '';
 }
 
+/** "by caller" as a table: calls, their share, mean, max and total per calling function. */
+export function callersText(callers: CallerLatency[], shown = 20): string {
+  const all = callers.reduce((n, c) => n + c.count, 0);
+  const ns = (v: number) => formatDuration(v, 'ns').padStart(10);
+  const rows = callers.slice(0, shown).map((c) => {
+    const where = c.file ? `  ${c.file}${c.line ? `:${c.line}` : ''}` : c.module ? `  ${c.module}` : '';
+    const sites = c.sites > 1 ? ` (${c.sites} call sites)` : '';
+    return `${String(c.count).padStart(9)} ${(all ? (100 * c.count) / all : 0).toFixed(1).padStart(5)}% ${ns(c.count ? c.totalNs / c.count : 0)} ${ns(c.maxNs)} ${ns(c.totalNs)}  ${c.caller}${sites}${where}`;
+  });
+  const more = callers.length > shown ? [`  … ${callers.length - shown} more callers`] : [];
+  return [`by caller (${callers.length}):`, '    calls  share       mean        max      total  caller', ...rows, ...more].join('\n');
+}
+
 export function latencyReport(r: LatencyResult, slowShown = 10): string {
   const h = r.histograms[0];
   const lines = [
@@ -51,6 +64,8 @@ export function latencyReport(r: LatencyResult, slowShown = 10): string {
     h ? renderText(h.buckets, r.unit === 'ms' ? 'msecs' : 'usecs') : '',
     statsLine(r.stats),
     droppedLine(r.stats),
+    r.callers ? callersText(r.callers) : '',
+    r.stats.callersFull ? `${r.stats.callersFull} calls from more call sites than the kernel keeps (1024) are in the totals only` : '',
   ];
   if (r.slow.length) lines.push(`slowest calls (${Math.min(slowShown, r.slow.length)} of ${r.slow.length} kept):`, ...r.slow.slice(0, slowShown).map(slowText));
   return lines.filter(Boolean).join('\n');

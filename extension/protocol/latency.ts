@@ -2,7 +2,7 @@
 // log2-histogram kit's shapes plus the exact figures kept in the kernel and the slow calls, each
 // with its stack. The result is exactly the CLI's --json document.
 import type { Frame } from './frames';
-import type { HistOptions, HistResult, HistUpdate } from './histogram';
+import type { Bucket, HistOptions, HistResult, HistUpdate } from './histogram';
 import type { ProfileResult } from './profile';
 
 export interface LatencyOptions extends HistOptions<'none'> {
@@ -17,6 +17,25 @@ export interface LatencyOptions extends HistOptions<'none'> {
   profileSlow?: boolean;
   /** on-CPU samples per second of that profile */
   frequency?: number;
+  /** also the figures per caller (the function each call returns to) */
+  byCaller?: boolean;
+}
+
+/** The calls from one calling function (its call sites together), cumulative over the session. */
+export interface CallerLatency {
+  /** the calling function, innermost inlined one first; its address when it has no symbol */
+  caller: string;
+  module: string | null;
+  /** the source of its busiest call site, when the module has line tables */
+  file: string | null;
+  line: number | null;
+  /** call sites (return addresses) counted together here */
+  sites: number;
+  count: number;
+  totalNs: number;
+  maxNs: number;
+  /** log2 histogram in the session's unit */
+  buckets: Bucket[];
 }
 
 /** Figures of all calls so far (percentiles from the kernel's log-linear histogram, within ~3 %). */
@@ -43,6 +62,8 @@ export interface LatencyStats {
   profiledSlow?: number;
   profiledFast?: number;
   profileLost?: number;
+  /** byCaller: calls not split by caller (more call sites than the kernel keeps) */
+  callersFull?: number;
 }
 
 export interface SlowCall {
@@ -69,6 +90,8 @@ export interface LatencyUpdate extends HistUpdate {
   stats: LatencyStats;
   /** slow calls that arrived in this interval (at most MAX_SLOW_PER_UPDATE) */
   slow: SlowCall[];
+  /** byCaller: every caller so far, most calls first */
+  callers?: CallerLatency[];
 }
 
 export interface LatencyResult extends HistResult<'latency'> {
@@ -78,4 +101,6 @@ export interface LatencyResult extends HistResult<'latency'> {
   slow: SlowCall[];
   /** profileSlow: the wall-clock profile of the slow calls (µs per stack and state) */
   profile?: ProfileResult;
+  /** byCaller: every caller, most calls first */
+  callers?: CallerLatency[];
 }

@@ -4,6 +4,8 @@
 // calls took at least 10 ms and how long they took, by its own CLOCK_MONOTONIC). The slow calls
 // counted are the program's, the profile's time is theirs, it is the sleep helper's off-CPU time
 // under the function, and the fast calls' CPU time (kept in the kernel, then dropped) is absent.
+// Then --by-caller: the same function called from two functions, each one's calls counted as
+// the program counts them, named, with its own durations.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -84,6 +86,41 @@ test('latency --profile-slow: the slow calls counted as the program counts them,
     assert.ok(sleepState >= 0.9 * sleepUs, `asleep ${sleepState} of ${sleepUs} µs under sp_sleep`);
     // the fast calls spun ~135 ms on CPU: none of it is here beyond the fast calls that took 10 ms anyway
     assert.ok(spinUs <= 1.1 * (own.slow_spin_ns / 1000) + 3000, `under sp_spin ${spinUs} µs; the program's slow spins ${own.slow_spin_ns / 1000} µs`);
+  } finally {
+    child.stdin.end();
+    child.kill();
+  }
+});
+
+test('latency --by-caller: calls from two functions counted apart as the program counts them, each named with its own durations', { skip }, async () => {
+  const bin = fixture();
+  const child = spawn(bin, ['120', 'callers'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  try {
+    assert.ok(await waitFor(() => out.includes('ready'), 10_000), out);
+    const cli = startCli(['latency', '--pid', String(child.pid), 'sp_work', '--by-caller', '--json', '--verbose']);
+    assert.ok(await waitFor(() => /latency: attached/.test(cli.stderr()) || cli.child.exitCode !== null, 30_000), cli.stderr());
+    child.stdin.write('g');
+    assert.ok(await waitFor(() => /^result .*$/m.test(out), 90_000), `no result: ${out}`);
+    const own = Object.fromEntries(/^result (.*)$/m.exec(out)![1].split(' ').map((kv) => kv.split('=')).map(([k, v]) => [k, Number(v)]));
+    cli.child.kill('SIGINT');
+    const done = await cli.done;
+    assert.equal(done.code, 0, done.stderr);
+    const r = JSON.parse(done.stdout) as LatencyResult;
+    const rows = r.callers ?? [];
+    const a = rows.find((c) => c.caller === 'sp_from_a');
+    const b = rows.find((c) => c.caller === 'sp_from_b');
+    console.log(`program: from_a ${own.from_a}, from_b ${own.from_b} (${own.b_slow} slow) | ours: ${rows.map((c) => `${c.caller} ${c.count} calls mean ${(c.totalNs / c.count / 1e6).toFixed(2)} ms max ${(c.maxNs / 1e6).toFixed(1)} ms (${c.file}:${c.line})`).join(', ')}`);
+    assert.ok(a && b, JSON.stringify(rows));
+    assert.equal(a.count, own.from_a);
+    assert.equal(b.count, own.from_b);
+    assert.equal(rows.reduce((n, c) => n + c.count, 0), r.stats.count);
+    assert.match(a.file ?? '', /slowprof\/main\.c$/);
+    // from_b's calls: every other one sleeps 20 ms; from_a's never do
+    assert.ok(b.maxNs >= 20e6 && b.totalNs >= own.b_slow * 20e6, `from_b max ${b.maxNs}, total ${b.totalNs}`);
+    assert.ok(a.totalNs / a.count < 0.5 * (b.totalNs / b.count), `means: a ${a.totalNs / a.count}, b ${b.totalNs / b.count}`);
+    assert.equal(b.buckets.reduce((n, k) => n + k.count, 0), b.count);
   } finally {
     child.stdin.end();
     child.kill();

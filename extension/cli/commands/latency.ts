@@ -18,7 +18,7 @@ import { formatTimeSummary } from './offcpu';
 
 const USAGE = [
   'ebpf-studio latency --pid P FUNCTION|FILE:LINE [--threshold-ms N] [--returns auto|ret|uretprobe] [--ms] [--interval S] [--duration S] [--json]',
-  '                 [--profile-slow [--frequency HZ] [--folded]]',
+  '                 [--by-caller] [--profile-slow [--frequency HZ] [--folded]]',
   '  FUNCTION         a function of the program or a library it maps (C++: ns::name or its mangled name)',
   '  FILE:LINE        the function at a source line (from the DWARF line tables: build with -g)',
   '  --threshold-ms N calls at least N ms long are reported with their stacks (default: none)',
@@ -29,6 +29,8 @@ const USAGE = [
   '  --interval S     print the figures every S seconds',
   '  --duration S     stop after S seconds (default: Ctrl-C or the process exiting)',
   '  --json           print the result document as JSON',
+  '  --by-caller      also the figures per caller (the function each call returns to): calls, mean,',
+  '                   max, total and a log2 histogram each',
   '  --profile-slow   also profile the calls at least --threshold-ms long: a wall-clock profile (on-CPU',
   '                   samples and off-CPU time with why: sleep, I/O, lock, preempted) of only what ran',
   '                   inside them; printed after the figures (or with --folded as folded stacks)',
@@ -47,7 +49,7 @@ export const latencyCommand: Command = {
   summary: cliSummary('latency'),
   usage: USAGE,
   async run(argv, io) {
-    const { values, positionals } = parse(argv, { ...commonOptions, pid: { type: 'string', short: 'p' }, 'threshold-ms': { type: 'string' }, returns: { type: 'string' }, ms: { type: 'boolean' }, interval: { type: 'string' }, 'profile-slow': { type: 'boolean' }, frequency: { type: 'string' }, folded: { type: 'boolean' } }, true);
+    const { values, positionals } = parse(argv, { ...commonOptions, pid: { type: 'string', short: 'p' }, 'threshold-ms': { type: 'string' }, returns: { type: 'string' }, ms: { type: 'boolean' }, interval: { type: 'string' }, 'profile-slow': { type: 'boolean' }, 'by-caller': { type: 'boolean' }, frequency: { type: 'string' }, folded: { type: 'boolean' } }, true);
     if (values.help) {
       io.out(USAGE);
       return 0;
@@ -64,7 +66,7 @@ export const latencyCommand: Command = {
     if (!profileSlow && (values.folded || values.frequency !== undefined)) throw usageError(`${values.folded ? '--folded' : '--frequency'} applies to --profile-slow only`);
     if (values.folded && values.json) throw usageError('--folded and --json exclude each other: give one');
     const frequency = numberFlag(values.frequency, '--frequency', 1, PROFILE_MAX_FREQUENCY, { integer: true }) ?? WALL_DEFAULT_FREQUENCY;
-    const options: LatencyOptions = { returns, pid, target: positionals[0], thresholdMs, per: 'none', unit: values.ms ? 'ms' : 'us', intervalS: interval ?? 1, ...(profileSlow ? { profileSlow, frequency } : {}) };
+    const options: LatencyOptions = { returns, pid, target: positionals[0], thresholdMs, per: 'none', unit: values.ms ? 'ms' : 'us', intervalS: interval ?? 1, ...(profileSlow ? { profileSlow, frequency } : {}), ...(values['by-caller'] ? { byCaller: true } : {}) };
     return runTracer(
       {
         tracer: latencyTracer,

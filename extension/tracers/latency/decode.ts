@@ -9,7 +9,7 @@ export const STACK_MAX = 48;
 const SLOW_HEADER = 40;
 
 /** Indexes of `lat_stats`. */
-export const STAT = { calls: 0, sumNs: 1, abandoned: 2, exited: 3, tooDeep: 4, slowSent: 5, slowLost: 6, maxNs: 7, profKept: 8, profDropped: 9, profLost: 10 } as const;
+export const STAT = { calls: 0, sumNs: 1, abandoned: 2, exited: 3, tooDeep: 4, slowSent: 5, slowLost: 6, maxNs: 7, profKept: 8, profDropped: 9, profLost: 10, callersFull: 11 } as const;
 
 /** [low, high) in ns of a fine slot (the inverse of fine_slot() in the BPF program). */
 export function fineBounds(slot: number): [number, number] {

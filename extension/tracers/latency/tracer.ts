@@ -4,13 +4,13 @@
 // (one heat-map column per interval), exact counts and percentiles in the kernel, and symbolizes
 // the stacks of the calls slower than the threshold, which alone cross to user space.
 import type { BpfObject } from '../../../native/index';
-import type { LatencyOptions, LatencyProbe, LatencyResult, LatencyStats, LatencyUpdate, SlowCall } from '../../protocol/latency';
+import type { CallerLatency, LatencyOptions, LatencyProbe, LatencyResult, LatencyStats, LatencyUpdate, SlowCall } from '../../protocol/latency';
 import { asObject, bool, int, num, oneOf, str, PID_MAX } from '../../protocol/validate';
 import { PROFILE_MAX_FREQUENCY, type ProfileResult } from '../../protocol/profile';
 import { WALL_DEFAULT_FREQUENCY } from '../../protocol/offcpu';
 import { fromBpfError, inputError, unsuitableError } from '../../protocol/errors';
 import { checkPid, identify, sameProcess, type ProcessIdentity } from '../../sys/proc/processes';
-import { Symbolizer, type ProcessImage } from '../../sys/symbolize';
+import { Symbolizer, type Frame, type ProcessImage } from '../../sys/symbolize';
 import { assertOwnProcess, requester } from '../../sys/ownership';
 import type { SessionEvents, Tracer, TracerEnv } from '../tracer';
 import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
@@ -19,6 +19,7 @@ import { watchTarget } from '../targetWatch';
 import { CTR_HIST_FULL, CTR_START_FULL, decodeHistEntries, HIST_KEY_SIZE, HistAggregate } from '../histDecode';
 import { decodeFine, decodeSlow, percentile, STAT, type SlowRecord } from './decode';
 import { resolveTarget, type ResolvedFunction } from './resolve';
+import { decodeCallers, mergeCallers } from './callers';
 import { attachSlowProfile, checkSlowProfileKernel, configureSlowProfile, readSlowProfile, SLOWPROF_PROGRAMS } from './slowProfile';
 
 /** Slow calls kept for the result (the slowest), and sent per update at most. */
@@ -43,6 +44,7 @@ function validate(raw: unknown): LatencyOptions {
     intervalS: num(o, 'intervalS', 0.1, 3600, 1),
     returns: oneOf(o, 'returns', ['auto', 'ret', 'uretprobe'] as const, 'auto'),
     profileSlow,
+    byCaller: bool(o, 'byCaller', false),
     frequency: int(o, 'frequency', 1, PROFILE_MAX_FREQUENCY, WALL_DEFAULT_FREQUENCY),
   };
 }
@@ -50,9 +52,10 @@ function validate(raw: unknown): LatencyOptions {
 function load(env: TracerEnv, o: LatencyOptions, fn: ResolvedFunction, retInsns: boolean): BpfObject {
   const base = ['lat_entry', 'lat_return', ...(o.profileSlow ? SLOWPROF_PROGRAMS : [])];
   const frequency = o.frequency ?? WALL_DEFAULT_FREQUENCY;
-  const { obj } = loadFirstWorking(env, 'latency', [[...base, 'lat_exit_btf'], [...base, 'lat_exit_raw']], (b) =>
-    setRodata(b, { target_tgid: o.pid, unit_ns: o.unit === 'ms' ? 1_000_000 : 1000, threshold_ns: BigInt(Math.round(o.thresholdMs * 1e6)), ret_insns: retInsns, ...configureSlowProfile(b, Boolean(o.profileSlow), frequency) }),
-  );
+  const { obj } = loadFirstWorking(env, 'latency', [[...base, 'lat_exit_btf'], [...base, 'lat_exit_raw']], (b) => {
+    if (!o.byCaller) b.setMaxEntries('callers', 1);
+    setRodata(b, { target_tgid: o.pid, unit_ns: o.unit === 'ms' ? 1_000_000 : 1000, threshold_ns: BigInt(Math.round(o.thresholdMs * 1e6)), ret_insns: retInsns, by_caller: Boolean(o.byCaller), ...configureSlowProfile(b, Boolean(o.profileSlow), frequency) });
+  });
   const binary = fn.module.path;
   try {
     obj.attachUprobe('lat_entry', { binary, offset: fn.entryOffset, pid: o.pid, retprobe: false });
@@ -142,6 +145,7 @@ class LatencySession {
       tooDeep: c(STAT.tooDeep),
       slowLost: c(STAT.slowLost),
       ...(this.o.thresholdMs ? { slowCalls: c(STAT.slowSent) + c(STAT.slowLost) } : {}),
+      ...(this.o.byCaller ? { callersFull: c(STAT.callersFull) } : {}),
       ...(this.o.profileSlow ? { profiledSlow: c(STAT.profKept), profiledFast: c(STAT.profDropped), profileLost: c(STAT.profLost) } : {}),
     };
   }
@@ -159,6 +163,25 @@ class LatencySession {
   }
 
   private profile?: ProfileResult;
+  private callers?: CallerLatency[];
+  private readonly callerFrames = new Map<bigint, Frame | undefined>();
+
+  /** byCaller: the call sites so far, the new ones named, merged per calling function. */
+  private async readCallers(): Promise<CallerLatency[] | undefined> {
+    if (!this.o.byCaller) return undefined;
+    const sites = decodeCallers(this.obj.mapDump('callers'));
+    const fresh = sites.map((s) => s.address).filter((a) => !this.callerFrames.has(a));
+    if (fresh.length) {
+      this.refreshImage();
+      try {
+        const frames = this.image ? await this.sym.symbolizeUser(this.image, fresh, { returnAddresses: fresh.map(() => true) }) : [];
+        fresh.forEach((a, i) => this.callerFrames.set(a, frames[i]));
+      } catch (e) {
+        this.env.log(`latency: naming the callers failed: ${(e as Error).message}`);
+      }
+    }
+    return (this.callers = mergeCallers(sites, sites.map((s) => this.callerFrames.get(s.address))));
+  }
 
   /** Symbolizes the slow calls that arrived; keeps the slowest for the result. */
   private async slowCalls(): Promise<SlowCall[]> {
@@ -194,8 +217,9 @@ class LatencySession {
     const entries = decodeHistEntries(taken.dump, 'none');
     this.dropped = readCounter(this.obj, 'counters', CTR_START_FULL) + readCounter(this.obj, 'counters', CTR_HIST_FULL);
     const slow = await this.slowCalls();
+    const callers = await this.readCallers();
     if (this.closed && !final) return;
-    const update: LatencyUpdate = { ...this.agg.addInterval(entries, taken.endedNs, this.dropped), stats: this.stats(), slow };
+    const update: LatencyUpdate = { ...this.agg.addInterval(entries, taken.endedNs, this.dropped), stats: this.stats(), slow, ...(callers ? { callers } : {}) };
     this.events.update(update);
   }
 
@@ -205,7 +229,7 @@ class LatencySession {
   }
 
   result(): LatencyResult {
-    return { ...this.agg.result(this.dropped), probe: this.probe, stats: this.closed ? this.lastStats : this.stats(), slow: [...this.kept], ...(this.profile ? { profile: this.profile } : {}) };
+    return { ...this.agg.result(this.dropped), probe: this.probe, stats: this.closed ? this.lastStats : this.stats(), slow: [...this.kept], ...(this.profile ? { profile: this.profile } : {}), ...(this.callers ? { callers: this.callers } : {}) };
   }
 
   private lastStats!: LatencyStats;
