@@ -265,31 +265,110 @@ const START_FAILURES: Record<string, string> = {
 };
 
 export async function startInject(options: MemleakOptions, env: TracerEnv, events: SessionEvents<'memleak'>, warnings: string[]): Promise<Session<'memleak'>> {
-  const pid = options.pid!;
-  const lib = fs.realpathSync(preloadLibPath(env.assetDir)!);
-  const injector = injectorPath(env.assetDir)!;
-  const st = procStatus(pid);
-  if (!st) throw new StudioError('unsuitable', `process ${pid} exited`);
-  const [uid, gid] = [st.uid[0], st.gid[0]];
-  const foreign = foreignRoot(pid);
-  // The report folder, the settings file and the table are made by the process's owner
-  // (sys/asUser.ts): root never creates, writes or deletes in a folder that user controls. In a
-  // container, inside the process's root, with paths as it sees them.
-  const owner: FileOwner = foreign ? { uid, gid, pid } : { uid, gid };
-  let libInTarget = lib;
-  if (foreign) {
-    const homes = libraryHomes(pid);
-    if ('why' in homes) throw new StudioError('unsuitable', `${homes.why}. Use --mode uprobe to trace it with uprobes instead`);
-    libInTarget = placeLibrary(pid, owner, lib, homes.dirs);
-    env.log(`memleak: process ${pid} runs in another mount namespace: the library is placed at ${libInTarget} in its filesystem`);
-  } else if (!readableBy(lib, uid)) {
-    throw new StudioError('unsuitable', `${lib} is not readable by the owner of process ${pid} (uid ${uid}): install the helper (ebpf-studio install-helper) so the library sits in a world-readable root-owned folder, or use --mode uprobe`);
+  const session = new InjectSession(options, env, events, warnings);
+  await session.attach();
+  session.collect();
+  return session;
+}
+
+type LeakTableReader = ReturnType<typeof leakTableReader>;
+
+/** One injected leak session: the library's copy, the table's fd, the injector's target arguments and the timers. */
+class InjectSession implements Session<'memleak'> {
+  readonly targets: number[];
+  private readonly pid: number;
+  private readonly reports: LeakReports;
+  private injector!: string;
+  private uid = 0;
+  private gid = 0;
+  private owner!: FileOwner;
+  private libInTarget!: string;
+  private dir!: string;
+  private conf!: string;
+  private file!: string;
+  private table!: number;
+  private t0 = 0n;
+  /** pid, ids and start time as the injector was given them */
+  private target!: string[];
+  private reader!: LeakTableReader;
+  private detached = false;
+  private timer?: NodeJS.Timeout;
+  private watch?: NodeJS.Timeout;
+
+  constructor(
+    private readonly options: MemleakOptions,
+    private readonly env: TracerEnv,
+    events: SessionEvents<'memleak'>,
+    readonly warnings: string[],
+  ) {
+    this.pid = options.pid!;
+    this.targets = [this.pid];
+    this.reports = new LeakReports(events, () => {
+      clearInterval(this.timer);
+      clearInterval(this.watch);
+      this.reader.sym.dispose();
+      // after the detach: the lock goes with the fd, and the library must not take that for our death first
+      fs.closeSync(this.table);
+    });
   }
-  const dir = reportDir(owner, foreign ? ['/dev/shm', '/tmp'] : undefined);
-  const conf = path.join(dir, 'settings');
-  const file = path.join(dir, `${namespacePid(pid)}.leak`);
-  const removeFiles = () => {
-    for (const f of [conf, file]) {
+
+  /** Places the library, makes the table and the settings, and has the injector start it in the process. */
+  async attach(): Promise<void> {
+    const { pid, env } = this;
+    this.place();
+    this.openTable();
+    const lines = this.settings(this.watchTable());
+    this.t0 = process.hrtime.bigint();
+    try {
+      this.target = targetArgs(pid, this.uid, this.gid);
+    } catch (e) {
+      fs.closeSync(this.table);
+      this.removeFiles();
+      throw e;
+    }
+    const started = await this.start(lines);
+    if (!started.ok) {
+      fs.closeSync(this.table);
+      const why = START_FAILURES[started.result ?? ''] ?? started.out.replace(/^ebpf-studio-inject: /gm, '');
+      throw new StudioError('unsuitable', `cannot inject the leak tracer into process ${pid}: ${why}. Use --mode uprobe to trace it with uprobes instead`);
+    }
+    env.log(`memleak: injected ${this.libInTarget} into pid ${pid} in ${Number((process.hrtime.bigint() - this.t0) / 1_000_000n)} ms; table ${this.file} (unlinked, read through its fd)`);
+    this.reader = leakTableReader(pid, this.table, this.owner, this.t0, this.options, env, this.warnings, 'inject');
+    this.reader.capture();
+  }
+
+  /** The process's ids, the library where it can open it, and the names of the report folder's files. */
+  private place(): void {
+    const { pid, env } = this;
+    const lib = fs.realpathSync(preloadLibPath(env.assetDir)!);
+    this.injector = injectorPath(env.assetDir)!;
+    const st = procStatus(pid);
+    if (!st) throw new StudioError('unsuitable', `process ${pid} exited`);
+    const [uid, gid] = [st.uid[0], st.gid[0]];
+    this.uid = uid;
+    this.gid = gid;
+    const foreign = foreignRoot(pid);
+    // The report folder, the settings file and the table are made by the process's owner
+    // (sys/asUser.ts): root never creates, writes or deletes in a folder that user controls. In a
+    // container, inside the process's root, with paths as it sees them.
+    const owner: FileOwner = (this.owner = foreign ? { uid, gid, pid } : { uid, gid });
+    this.libInTarget = lib;
+    if (foreign) {
+      const homes = libraryHomes(pid);
+      if ('why' in homes) throw new StudioError('unsuitable', `${homes.why}. Use --mode uprobe to trace it with uprobes instead`);
+      this.libInTarget = placeLibrary(pid, owner, lib, homes.dirs);
+      env.log(`memleak: process ${pid} runs in another mount namespace: the library is placed at ${this.libInTarget} in its filesystem`);
+    } else if (!readableBy(lib, uid)) {
+      throw new StudioError('unsuitable', `${lib} is not readable by the owner of process ${pid} (uid ${uid}): install the helper (ebpf-studio install-helper) so the library sits in a world-readable root-owned folder, or use --mode uprobe`);
+    }
+    this.dir = reportDir(owner, foreign ? ['/dev/shm', '/tmp'] : undefined);
+    this.conf = path.join(this.dir, 'settings');
+    this.file = path.join(this.dir, `${namespacePid(pid)}.leak`);
+  }
+
+  private removeFiles(): void {
+    const { owner, env, uid, dir } = this;
+    for (const f of [this.conf, this.file]) {
       try {
         unlinkAs(owner, f);
       } catch (e) {
@@ -301,96 +380,100 @@ export async function startInject(options: MemleakOptions, env: TracerEnv, event
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') env.log(`memleak: left ${dir} in place (${(e as Error).message}): it holds files eBPF Studio did not make`);
     }
-  };
+  }
+
   // The table file, made exclusively (never an existing file or a planted link); the library
   // opens it by name. Its fd stays here, with a shared lock the library watches.
-  let table: number;
-  try {
-    table = openAs(owner, file, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o600);
-  } catch (e) {
-    removeFiles();
-    throw new StudioError('internal', `cannot create the leak table ${file} as uid ${uid}: ${(e as Error).message}`);
-  }
-  let watched = true;
-  try {
-    env.addon.lockShared(table);
-  } catch (e) {
-    watched = false;
-    env.log(`memleak: no lock on the table (${(e as Error).message}): the library will not notice if this session dies`);
-  }
-  const lines = [`EBPF_STUDIO_PRELOAD_DIR=${dir}`, `EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING=${options.maxOutstanding ?? 1_000_000}`];
-  if (watched) lines.push('EBPF_STUDIO_PRELOAD_WATCH=1');
-  if (options.minSize) lines.push(`EBPF_STUDIO_PRELOAD_MIN_SIZE=${options.minSize}`);
-  if (options.maxSize) lines.push(`EBPF_STUDIO_PRELOAD_MAX_SIZE=${options.maxSize}`);
-  if (options.sampleRate > 1) lines.push(`EBPF_STUDIO_PRELOAD_SAMPLE_RATE=${options.sampleRate}`);
-  if (options.sampleBytes) lines.push(`EBPF_STUDIO_PRELOAD_SAMPLE_BYTES=${options.sampleBytes}`);
-  if (process.env.EBPF_STUDIO_PRELOAD_UNWINDER) lines.push(`EBPF_STUDIO_PRELOAD_UNWINDER=${process.env.EBPF_STUDIO_PRELOAD_UNWINDER}`);
-  const t0 = process.hrtime.bigint();
-  let started: { ok: boolean; out: string; result?: string };
-  let target: string[];
-  try {
-    target = targetArgs(pid, uid, gid);
-  } catch (e) {
-    fs.closeSync(table);
-    removeFiles();
-    throw e;
-  }
-  try {
-    // created exclusively: never an existing file or a planted link
-    writeAllAndClose(createAs(owner, conf, 0o600), Buffer.from(lines.join('\n') + '\n'));
-    started = await runInjector(injector, ['start', ...target, libInTarget, conf], env.log);
-  } finally {
-    // the library has read its settings and mapped its table (or never will): no name is needed any more
-    removeFiles();
-  }
-  if (!started.ok) {
-    fs.closeSync(table);
-    const why = START_FAILURES[started.result ?? ''] ?? started.out.replace(/^ebpf-studio-inject: /gm, '');
-    throw new StudioError('unsuitable', `cannot inject the leak tracer into process ${pid}: ${why}. Use --mode uprobe to trace it with uprobes instead`);
-  }
-  env.log(`memleak: injected ${libInTarget} into pid ${pid} in ${Number((process.hrtime.bigint() - t0) / 1_000_000n)} ms; table ${file} (unlinked, read through its fd)`);
-  const { sym, capture, measure, dropped, sampling, empty, tick } = leakTableReader(pid, table, owner, t0, options, env, warnings, 'inject');
-  capture();
-
-  let detached = false;
-  const detach = async () => {
-    if (detached) return;
-    detached = true;
-    if (sameProcess({ pid, startTime: Number(target[3]) })) {
-      // the process as found at the start: the injector refuses one that is not that any more
-      const r = await runInjector(injector, ['stop', ...target, libInTarget], env.log);
-      if (!r.ok) warnings.push(`restoring the allocator of process ${pid} failed (${r.out}); the injected library puts them back itself once this session has ended`);
+  private openTable(): void {
+    try {
+      this.table = openAs(this.owner, this.file, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_EXCL, 0o600);
+    } catch (e) {
+      this.removeFiles();
+      throw new StudioError('internal', `cannot create the leak table ${this.file} as uid ${this.uid}: ${(e as Error).message}`);
     }
-  };
-  const reports = new LeakReports(events, () => {
-    clearInterval(timer);
-    clearInterval(watch);
-    sym.dispose();
-    // after the detach: the lock goes with the fd, and the library must not take that for our death first
-    fs.closeSync(table);
-  });
-  const timer = setInterval(() => void tick(reports), options.intervalS * 1000);
+  }
 
-  const resultNow = async (): Promise<MemleakResult> => {
-    await detach();
-    const snap = readReport(table, owner);
-    if (!snap) return empty();
-    const { stacks } = await measure(snap, process.hrtime.bigint());
-    env.log(`memleak: inject report: ${snap.header.allocs} allocations, ${snap.header.frees} frees recorded since attach, ${snap.header.stacksUsed} stacks`);
-    return { tracer: 'memleak', pid, stacks, dropped: dropped(snap.header), lost: 0, mode: 'inject', ...sampling };
-  };
-  // The process may exit while traced: its table file stays readable for the final report.
+  /** Whether the shared lock on the table was taken, so the library can watch for this session's death. */
+  private watchTable(): boolean {
+    try {
+      this.env.addon.lockShared(this.table);
+      return true;
+    } catch (e) {
+      this.env.log(`memleak: no lock on the table (${(e as Error).message}): the library will not notice if this session dies`);
+      return false;
+    }
+  }
+
+  private settings(watched: boolean): string[] {
+    const { options } = this;
+    const lines = [`EBPF_STUDIO_PRELOAD_DIR=${this.dir}`, `EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING=${options.maxOutstanding ?? 1_000_000}`];
+    if (watched) lines.push('EBPF_STUDIO_PRELOAD_WATCH=1');
+    if (options.minSize) lines.push(`EBPF_STUDIO_PRELOAD_MIN_SIZE=${options.minSize}`);
+    if (options.maxSize) lines.push(`EBPF_STUDIO_PRELOAD_MAX_SIZE=${options.maxSize}`);
+    if (options.sampleRate > 1) lines.push(`EBPF_STUDIO_PRELOAD_SAMPLE_RATE=${options.sampleRate}`);
+    if (options.sampleBytes) lines.push(`EBPF_STUDIO_PRELOAD_SAMPLE_BYTES=${options.sampleBytes}`);
+    if (process.env.EBPF_STUDIO_PRELOAD_UNWINDER) lines.push(`EBPF_STUDIO_PRELOAD_UNWINDER=${process.env.EBPF_STUDIO_PRELOAD_UNWINDER}`);
+    return lines;
+  }
+
+  /** Writes the settings and runs the injector's start; the names are removed whatever happened. */
+  private async start(lines: string[]): Promise<{ ok: boolean; out: string; result?: string }> {
+    try {
+      // created exclusively: never an existing file or a planted link
+      writeAllAndClose(createAs(this.owner, this.conf, 0o600), Buffer.from(lines.join('\n') + '\n'));
+      return await runInjector(this.injector, ['start', ...this.target, this.libInTarget, this.conf], this.env.log);
+    } finally {
+      // the library has read its settings and mapped its table (or never will): no name is needed any more
+      this.removeFiles();
+    }
+  }
+
+  /** Live reports every interval; the target watched by pid and start time. */
+  collect(): void {
+    const { options } = this;
+    this.timer = setInterval(() => void this.reader.tick(this.reports), options.intervalS * 1000);
+    // The process may exit while traced: its table file stays readable for the final report.
+    this.watch = setInterval(() => this.watchTarget(), TARGET_WATCH_MS);
+  }
+
   // By pid and start time (the injector's own target arguments): a zombie, or the pid's next process, is not the target.
-  const watch = setInterval(() => {
-    if (sameProcess({ pid, startTime: Number(target[3]) })) return;
-    detached = true;
-    void reports.finish(`process ${pid} exited`, resultNow, () => Number((process.hrtime.bigint() - t0) / 1_000_000n));
-  }, TARGET_WATCH_MS);
+  private watchTarget(): void {
+    const { pid } = this;
+    if (sameProcess({ pid, startTime: Number(this.target[3]) })) return;
+    this.detached = true;
+    void this.reports.finish(`process ${pid} exited`, () => this.resultNow(), () => Number((process.hrtime.bigint() - this.t0) / 1_000_000n));
+  }
 
-  return {
-    targets: [pid],
-    warnings,
-    snapshot: () => reports.result ?? empty(),
-    stop: () => reports.stop(resultNow, empty, () => undefined),
-  };
+  private async detach(): Promise<void> {
+    const { pid } = this;
+    if (this.detached) return;
+    this.detached = true;
+    if (sameProcess({ pid, startTime: Number(this.target[3]) })) {
+      // the process as found at the start: the injector refuses one that is not that any more
+      const r = await runInjector(this.injector, ['stop', ...this.target, this.libInTarget], this.env.log);
+      if (!r.ok) this.warnings.push(`restoring the allocator of process ${pid} failed (${r.out}); the injected library puts them back itself once this session has ended`);
+    }
+  }
+
+  private async resultNow(): Promise<MemleakResult> {
+    const { pid, reader } = this;
+    await this.detach();
+    const snap = readReport(this.table, this.owner);
+    if (!snap) return reader.empty();
+    const { stacks } = await reader.measure(snap, process.hrtime.bigint());
+    this.env.log(`memleak: inject report: ${snap.header.allocs} allocations, ${snap.header.frees} frees recorded since attach, ${snap.header.stacksUsed} stacks`);
+    return { tracer: 'memleak', pid, stacks, dropped: reader.dropped(snap.header), lost: 0, mode: 'inject', ...reader.sampling };
+  }
+
+  snapshot(): MemleakResult {
+    return this.reports.result ?? this.reader.empty();
+  }
+
+  stop(): Promise<MemleakResult> {
+    return this.reports.stop(
+      () => this.resultNow(),
+      () => this.reader.empty(),
+      () => undefined,
+    );
+  }
 }
