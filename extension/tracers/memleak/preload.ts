@@ -13,7 +13,7 @@
 // Which targets cannot be preloaded (preloadBlocker): static executables (no PT_INTERP: no
 // dynamic loader to read LD_PRELOAD) and setuid/setgid ones (the loader ignores LD_PRELOAD in
 // secure-execution mode). The tracer falls back to uprobes for them and says why.
-import { spawn, type StdioOptions } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { launchIdentity } from '../../sys/identity';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -318,109 +318,172 @@ export function leakTableReader(pid: number, file: string | number, owner: FileO
 }
 
 export async function startPreload(options: MemleakOptions, env: TracerEnv, events: SessionEvents<'memleak'>, warnings: string[]): Promise<Session<'memleak'>> {
-  const launch = options.launch!;
-  const lib = preloadLibPath(env.assetDir);
-  if (!lib) throw new StudioError('internal', `the leak interposer ${PRELOAD_LIB} is missing from ${env.assetDir}: run "npm run build"`);
-  const cwd = launch.cwd ?? process.cwd();
-  if (!fs.existsSync(cwd) || !fs.statSync(cwd).isDirectory()) throw inputError(`the working directory ${cwd} does not exist`);
-  const baseEnv = { ...process.env, ...(launch.env ?? {}) };
-  const exe = resolveCommand(launch.command[0], baseEnv.PATH, cwd);
-  // Who the command runs as is the helper's decision (extension/sys/identity.ts), never the request's.
-  const { uid, gid } = launchIdentity(launch);
-  const owner: FileOwner = { uid, gid };
-  const dir = reportDir(owner);
-  const t0 = process.hrtime.bigint();
-  const childEnv: NodeJS.ProcessEnv = {
-    ...baseEnv,
-    // The launcher moves this into LD_PRELOAD right before the exec (not into itself).
-    EBPF_STUDIO_LAUNCH_PRELOAD: baseEnv.LD_PRELOAD ? `${lib}:${baseEnv.LD_PRELOAD}` : lib,
-    EBPF_STUDIO_PRELOAD_DIR: dir,
-    EBPF_STUDIO_PRELOAD_FD: '3',
-    EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING: String(options.maxOutstanding ?? 1_000_000),
-  };
-  if (options.minSize) childEnv.EBPF_STUDIO_PRELOAD_MIN_SIZE = String(options.minSize);
-  if (options.maxSize) childEnv.EBPF_STUDIO_PRELOAD_MAX_SIZE = String(options.maxSize);
-  if (options.sampleRate > 1) childEnv.EBPF_STUDIO_PRELOAD_SAMPLE_RATE = String(options.sampleRate);
-  if (options.sampleBytes) childEnv.EBPF_STUDIO_PRELOAD_SAMPLE_BYTES = String(options.sampleBytes);
-  const stdio: StdioOptions = launch.output === 'inherit' ? ['inherit', 'inherit', 'inherit', 'pipe'] : launch.output === 'stderr' ? ['inherit', 2, 2, 'pipe'] : ['ignore', 'pipe', 'pipe', 'pipe'];
-  const reports = new LeakReports(events, () => {
-    clearInterval(timer);
-    channel?.destroy();
-    sym.dispose();
-    removeReportDir(dir, owner, env.log);
-  });
-  // The launcher enters cwd after libuv dropped to uid/gid (libuv itself would chdir as root),
-  // then execs exe with the command's own argv[0] and the interposer preloaded; same pid.
-  const child = spawn(launcherPath(env.assetDir), ['--cwd', cwd, '--no-stop', '--exec', exe, '--preload', '--', ...launch.command], { cwd: '/', env: childEnv, stdio, uid, gid });
-  child.stdout?.on('data', (d: Buffer) => (reports.output += d.toString()));
-  child.stderr?.on('data', (d: Buffer) => (reports.output += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const spawnFailed = await new Promise<Error | undefined>((resolve) => {
-    child.once('spawn', () => resolve(undefined));
-    child.once('error', (e) => resolve(e));
-  });
-  if (spawnFailed || !child.pid) {
-    removeReportDir(dir, owner, env.log);
-    throw new StudioError('internal', `cannot start ${launch.command[0]}: ${spawnFailed?.message ?? 'no pid'}`);
-  }
-  const pid = child.pid;
-  const file = path.join(dir, `${pid}.leak`);
-  env.log(`memleak: ${launch.command[0]} (pid ${pid}) runs with ${lib} preloaded; report file ${file}`);
+  const session = new PreloadSession(options, env, events, warnings);
+  await session.launch();
+  session.collect();
+  return session;
+}
 
-  const { sym, capture, measure, dropped, sampling, empty, tick } = leakTableReader(pid, file, owner, t0, options, env, warnings, 'preload');
+type LeakTableReader = ReturnType<typeof leakTableReader>;
+type LaunchSpec = NonNullable<MemleakOptions['launch']>;
+
+/** One launched program with the interposer preloaded: its report folder and table, its notices channel and the timer. */
+class PreloadSession implements Session<'memleak'> {
+  private readonly launchSpec: LaunchSpec;
+  private readonly reports: LeakReports;
+  private owner!: FileOwner;
+  private dir!: string;
+  private t0 = 0n;
+  private child!: ChildProcess;
+  private exited!: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private channel: Socket | null = null;
+  private pid = 0;
+  private file!: string;
+  private reader!: LeakTableReader;
+  private started = false;
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly options: MemleakOptions,
+    private readonly env: TracerEnv,
+    events: SessionEvents<'memleak'>,
+    readonly warnings: string[],
+  ) {
+    this.launchSpec = options.launch!;
+    this.reports = new LeakReports(events, () => {
+      clearInterval(this.timer);
+      this.channel?.destroy();
+      this.reader.sym.dispose();
+      removeReportDir(this.dir, this.owner, env.log);
+    });
+  }
+
+  get targets(): number[] {
+    return [this.pid];
+  }
+
+  /** Starts the command with the interposer preloaded, as the launch's user, and listens to its notices. */
+  async launch(): Promise<void> {
+    const { options, env, launchSpec: launch } = this;
+    const lib = preloadLibPath(env.assetDir);
+    if (!lib) throw new StudioError('internal', `the leak interposer ${PRELOAD_LIB} is missing from ${env.assetDir}: run "npm run build"`);
+    const cwd = launch.cwd ?? process.cwd();
+    if (!fs.existsSync(cwd) || !fs.statSync(cwd).isDirectory()) throw inputError(`the working directory ${cwd} does not exist`);
+    const baseEnv = { ...process.env, ...(launch.env ?? {}) };
+    const exe = resolveCommand(launch.command[0], baseEnv.PATH, cwd);
+    // Who the command runs as is the helper's decision (extension/sys/identity.ts), never the request's.
+    const { uid, gid } = launchIdentity(launch);
+    this.owner = { uid, gid };
+    this.dir = reportDir(this.owner);
+    this.t0 = process.hrtime.bigint();
+    const pid = (this.pid = await this.spawn(cwd, exe, this.childEnv(lib, baseEnv), { uid, gid }));
+    this.file = path.join(this.dir, `${pid}.leak`);
+    env.log(`memleak: ${launch.command[0]} (pid ${pid}) runs with ${lib} preloaded; report file ${this.file}`);
+    this.reader = leakTableReader(pid, this.file, this.owner, this.t0, options, env, this.warnings, 'preload');
+    this.listen();
+  }
+
+  private childEnv(lib: string, baseEnv: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+    const { options } = this;
+    const childEnv: NodeJS.ProcessEnv = {
+      ...baseEnv,
+      // The launcher moves this into LD_PRELOAD right before the exec (not into itself).
+      EBPF_STUDIO_LAUNCH_PRELOAD: baseEnv.LD_PRELOAD ? `${lib}:${baseEnv.LD_PRELOAD}` : lib,
+      EBPF_STUDIO_PRELOAD_DIR: this.dir,
+      EBPF_STUDIO_PRELOAD_FD: '3',
+      EBPF_STUDIO_PRELOAD_MAX_OUTSTANDING: String(options.maxOutstanding ?? 1_000_000),
+    };
+    if (options.minSize) childEnv.EBPF_STUDIO_PRELOAD_MIN_SIZE = String(options.minSize);
+    if (options.maxSize) childEnv.EBPF_STUDIO_PRELOAD_MAX_SIZE = String(options.maxSize);
+    if (options.sampleRate > 1) childEnv.EBPF_STUDIO_PRELOAD_SAMPLE_RATE = String(options.sampleRate);
+    if (options.sampleBytes) childEnv.EBPF_STUDIO_PRELOAD_SAMPLE_BYTES = String(options.sampleBytes);
+    return childEnv;
+  }
+
+  /** Spawns the launcher; its pid, or the report folder removed and an error. */
+  private async spawn(cwd: string, exe: string, childEnv: NodeJS.ProcessEnv, ids: { uid: number; gid: number }): Promise<number> {
+    const { env, launchSpec: launch } = this;
+    const stdio: StdioOptions = launch.output === 'inherit' ? ['inherit', 'inherit', 'inherit', 'pipe'] : launch.output === 'stderr' ? ['inherit', 2, 2, 'pipe'] : ['ignore', 'pipe', 'pipe', 'pipe'];
+    // The launcher enters cwd after libuv dropped to uid/gid (libuv itself would chdir as root),
+    // then execs exe with the command's own argv[0] and the interposer preloaded; same pid.
+    const child = (this.child = spawn(launcherPath(env.assetDir), ['--cwd', cwd, '--no-stop', '--exec', exe, '--preload', '--', ...launch.command], { cwd: '/', env: childEnv, stdio, uid: ids.uid, gid: ids.gid }));
+    child.stdout?.on('data', (d: Buffer) => (this.reports.output += d.toString()));
+    child.stderr?.on('data', (d: Buffer) => (this.reports.output += d.toString()));
+    this.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    const spawnFailed = await new Promise<Error | undefined>((resolve) => {
+      child.once('spawn', () => resolve(undefined));
+      child.once('error', (e) => resolve(e));
+    });
+    if (spawnFailed || !child.pid) {
+      removeReportDir(this.dir, this.owner, env.log);
+      throw new StudioError('internal', `cannot start ${launch.command[0]}: ${spawnFailed?.message ?? 'no pid'}`);
+    }
+    return child.pid;
+  }
 
   // ---- the program's notices ---------------------------------------------------------------
-  const release = () => {
+  private listen(): void {
+    const channel = (this.channel = this.child.stdio[3] as Socket | null);
+    channel?.on('data', (d: Buffer) => {
+      for (const c of d.toString('latin1')) {
+        if (c === 's') {
+          this.started = true;
+          this.reader.capture();
+        } else if (c === 'x') {
+          this.reader.capture(); // libraries loaded since the last capture; their files stay open after exit
+          this.release();
+        }
+      }
+    });
+    channel?.on('error', () => undefined);
+  }
+
+  private release(): void {
     try {
-      const fd = openReport(file, owner, true);
+      const fd = openReport(this.file, this.owner, true);
       if (fd === undefined) return;
       const b = Buffer.alloc(4);
       b.writeUInt32LE(STATE.released);
       fs.writeSync(fd, b, 0, 4, STATE_OFFSET);
       fs.closeSync(fd);
     } catch (e) {
-      env.log(`memleak: releasing the program at exit failed: ${(e as Error).message}`);
+      this.env.log(`memleak: releasing the program at exit failed: ${(e as Error).message}`);
     }
-  };
-  let started = false;
-  const channel = child.stdio[3] as Socket | null;
-  channel?.on('data', (d: Buffer) => {
-    for (const c of d.toString('latin1')) {
-      if (c === 's') {
-        started = true;
-        capture();
-      } else if (c === 'x') {
-        capture(); // libraries loaded since the last capture; their files stay open after exit
-        release();
-      }
-    }
-  });
-  channel?.on('error', () => undefined);
+  }
 
-  const timer = setInterval(() => void tick(reports), options.intervalS * 1000);
+  /** Live reports every interval, and the final one when the program exits. */
+  collect(): void {
+    const { options, launchSpec: launch } = this;
+    this.timer = setInterval(() => void this.reader.tick(this.reports), options.intervalS * 1000);
+    void this.exited.then((exit) => this.reports.finish(exitMessage(launch.command[0], exit), () => this.resultNow(), () => Number((process.hrtime.bigint() - this.t0) / 1_000_000n)));
+  }
 
-  const resultNow = async (): Promise<MemleakResult> => {
-    const snap = readReport(file, owner);
+  private async resultNow(): Promise<MemleakResult> {
+    const { reader, launchSpec: launch } = this;
+    const snap = readReport(this.file, this.owner);
     if (!snap) {
-      const r = empty();
-      if (!started) warnings.push(`${launch.command[0]} never loaded the leak tracer (${PRELOAD_LIB}): nothing was recorded`);
+      const r = reader.empty();
+      if (!this.started) this.warnings.push(`${launch.command[0]} never loaded the leak tracer (${PRELOAD_LIB}): nothing was recorded`);
       return r;
     }
-    const { stacks } = await measure(snap, process.hrtime.bigint());
-    env.log(`memleak: preload report: ${snap.header.allocs} allocations, ${snap.header.frees} frees recorded, ${snap.header.stacksUsed} stacks, unwinder ${snap.header.unwinder === 1 ? 'libunwind' : 'libgcc'}`);
-    return { tracer: 'memleak', pid, stacks, dropped: dropped(snap.header), lost: 0, mode: 'preload', ...sampling };
-  };
+    const { stacks } = await reader.measure(snap, process.hrtime.bigint());
+    this.env.log(`memleak: preload report: ${snap.header.allocs} allocations, ${snap.header.frees} frees recorded, ${snap.header.stacksUsed} stacks, unwinder ${snap.header.unwinder === 1 ? 'libunwind' : 'libgcc'}`);
+    return { tracer: 'memleak', pid: this.pid, stacks, dropped: reader.dropped(snap.header), lost: 0, mode: 'preload', ...reader.sampling };
+  }
 
-  void exited.then((exit) => reports.finish(exitMessage(launch.command[0], exit), resultNow, () => Number((process.hrtime.bigint() - t0) / 1_000_000n)));
+  snapshot(): MemleakResult {
+    return this.reports.result ?? this.reader.empty();
+  }
 
-  return {
-    targets: [pid],
-    warnings,
-    snapshot: () => reports.result ?? empty(),
-    stop: () =>
-      reports.stop(resultNow, empty, () => {
+  stop(): Promise<MemleakResult> {
+    const { child } = this;
+    return this.reports.stop(
+      () => this.resultNow(),
+      () => this.reader.empty(),
+      () => {
         // Stop ends a launched program: it was started for this session.
         if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      }),
-  };
+      },
+    );
+  }
 }
