@@ -32,6 +32,7 @@ interface Measured {
   pid?: number;
   thresholdMs?: number;
   profileSlow?: boolean;
+  byCaller?: boolean;
 }
 
 const measured = new Map<string, Measured>();
@@ -70,7 +71,10 @@ async function onMessage(context: vscode.ExtensionContext, m: FromView, s: Measu
     const thresholdMs = s.thresholdMs || (await askThreshold(true));
     if (!thresholdMs) return;
     s.panel?.panel.dispose();
-    await measure(context, { file: s.file, line: s.line, name: s.name, pid: s.pid, thresholdMs, profileSlow: true });
+    await measure(context, { file: s.file, line: s.line, name: s.name, pid: s.pid, thresholdMs, profileSlow: true, byCaller: s.byCaller });
+  } else if (m.type === 'byCaller') {
+    s.panel?.panel.dispose();
+    await measure(context, { file: s.file, line: s.line, name: s.name, pid: s.pid, thresholdMs: s.thresholdMs, profileSlow: s.profileSlow, byCaller: true });
   }
   else if (m.type === 'openFrame') {
     const doc = await vscode.workspace.openTextDocument(m.file);
@@ -84,7 +88,7 @@ function openPanel(context: vscode.ExtensionContext, m: Measured, options: Laten
   const view = createViewPanel<ToView, FromView>(context, 'latency', title);
   // beside the source, so its lens stays in sight
   view.panel.reveal(vscode.ViewColumn.Beside, true);
-  view.onReady(() => [{ type: 'init', title: `${m.name} in pid ${options.pid}`, unit: options.unit, thresholdMs: options.thresholdMs, profiling: options.profileSlow }]);
+  view.onReady(() => [{ type: 'init', title: `${m.name} in pid ${options.pid}`, unit: options.unit, thresholdMs: options.thresholdMs, profiling: options.profileSlow, byCaller: options.byCaller }]);
   view.onMessage((msg) => onMessage(context, msg, m));
   view.panel.onDidDispose(() => {
     m.panel = undefined;
@@ -101,6 +105,7 @@ interface Target {
   pid?: number;
   thresholdMs?: number;
   profileSlow?: boolean;
+  byCaller?: boolean;
 }
 
 /** The slow-call threshold; `profiling`: the calls to profile, so 0 is refused. */
@@ -132,8 +137,8 @@ async function measure(context: vscode.ExtensionContext, t: Target): Promise<str
   }
   const thresholdMs = t.thresholdMs ?? (await askThreshold(t.profileSlow));
   if (thresholdMs === undefined || (t.profileSlow && !thresholdMs)) return undefined;
-  const options: LatencyOptions = { pid, target: `${t.file}:${t.line}`, thresholdMs, per: 'none', unit: 'us', intervalS: 1, ...(t.profileSlow ? { profileSlow: true } : {}) };
-  const m: Measured = { file: t.file, line: t.line, name: t.name, pid, thresholdMs, profileSlow: t.profileSlow };
+  const options: LatencyOptions = { pid, target: `${t.file}:${t.line}`, thresholdMs, per: 'none', unit: 'us', intervalS: 1, ...(t.profileSlow ? { profileSlow: true } : {}), ...(t.byCaller ? { byCaller: true } : {}) };
+  const m: Measured = { file: t.file, line: t.line, name: t.name, pid, thresholdMs, profileSlow: t.profileSlow, byCaller: t.byCaller };
   const key = keyOf(t.file, t.line);
   await measured.get(key)?.session?.stop();
   measured.set(key, m);
