@@ -72,6 +72,27 @@ async function keyTable(frame: Frame): Promise<{ head: string[]; rows: string[][
 const num = (text: string) => Number(text.replace(/,/g, ''));
 /** "724 µs", "1.02 ms", "850 ns" in µs */
 const usOf = (text: string) => Number.parseFloat(text) * ({ ns: 1e-3, 'µs': 1, ms: 1e3, s: 1e6 }[text.trim().split(' ')[1]] ?? NaN);
+/**
+ * The histogram's buckets as its tooltips tell them ("512 µs – 1.02 ms" → count): the bars are a
+ * canvas, so the pointer moves across it (mousemove events, one every 4 px) as over each bar.
+ */
+async function histogramBuckets(frame: Frame): Promise<Map<string, number>> {
+  const tips = await frame.locator('#histogram').evaluate((c) => {
+    const r = c.getBoundingClientRect();
+    const tip = document.querySelector('.tooltip') as HTMLElement;
+    const seen: string[] = [];
+    for (let x = r.left + 1; x < r.right; x += 4) {
+      c.dispatchEvent(new MouseEvent('mousemove', { clientX: x, clientY: r.top + r.height / 2 }));
+      if (tip.style.display !== 'none') seen.push(tip.textContent ?? '');
+    }
+    c.dispatchEvent(new MouseEvent('mouseleave'));
+    return seen;
+  });
+  const out = new Map<string, number>();
+  for (const m of tips.map((t) => /^(.+)\ncount: (\d+)/.exec(t))) if (m) out.set(m[1], Number(m[2]));
+  return out;
+}
+
 
 /** Polls an async condition (a DOM read) every 250 ms; false when it never held. */
 async function until(cond: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
@@ -162,7 +183,7 @@ test('the kit tracers\' panels (block I/O, on-CPU time, TCP connect latency) sho
     await shoot(s, frame, 'biolatency-panel');
   });
 
-  await step(t, s, 'On-CPU Time per Run of one process: one run per 700 µs burn, in the 512 µs bucket', async () => {
+  await step(t, s, 'On-CPU Time per Run of one process: its 700 µs burns in the 512 µs bucket', async () => {
     fs.writeFileSync(path.join(tmp, 'cpuw.c'), BURN_C);
     const cc = spawnSync('gcc', ['-O1', '-o', path.join(tmp, 'cpuw'), path.join(tmp, 'cpuw.c')], { encoding: 'utf8' });
     assert.equal(cc.status, 0, cc.stderr);
@@ -182,13 +203,16 @@ test('the kit tracers\' panels (block I/O, on-CPU time, TCP connect latency) sho
     await frame.waitForTimeout(1200);
     await stopAndCheck(frame, 'runs', 'run');
     const runs = await count();
-    const p50 = (await frame.locator('#card-p50 .value').innerText()).trim();
-    // Each burn is a run that the sleep ends; a preemption on a busy machine splits it in pieces, so
-    // more are allowed (the kernel test's bound is ≥ 90 % of the rounds; at load 20 here, 1.4 times).
-    assert.ok(runs >= ROUNDS * 0.9 && runs <= ROUNDS * 2, `${ROUNDS} burns of 700 µs: the panel counted ${runs} runs`);
-    const v = usOf(p50);
-    assert.ok(v >= 512 && v <= 1024, `the median run is in the 512-1023 µs bucket of the 700 µs burns: ${p50}`);
-    t.diagnostic(`cpuw: ${ROUNDS} burns of 700 µs in ${ms} ms; the panel counted ${runs} runs, p50 ${p50}`);
+    const buckets = await histogramBuckets(frame);
+    const inSlice = [...buckets].filter(([range]) => range.startsWith('512 µs')).reduce((a, [, n]) => a + n, 0);
+    const longer = [...buckets].filter(([range]) => usOf(range) >= 1024).reduce((a, [, n]) => a + n, 0);
+    // Each burn is one run that its sleep ends; on a busy machine a preemption cuts it in pieces
+    // (short runs, one more each): the kernel test's bounds, ≥ 90 % of the rounds counted and at
+    // least half of them whole in 512-1023 µs, and no run much longer than the burn.
+    assert.ok(runs >= ROUNDS * 0.9, `${ROUNDS} burns of 700 µs: the panel counted ${runs} runs`);
+    assert.ok(inSlice >= ROUNDS * 0.5 && inSlice <= ROUNDS, `${ROUNDS} burns of 700 µs: ${inSlice} runs in 512 µs – 1.02 ms (${JSON.stringify([...buckets])})`);
+    assert.ok(longer <= runs * 0.05, `${longer} of ${runs} runs over 1023 µs, the burn is 700 µs`);
+    t.diagnostic(`cpuw: ${ROUNDS} burns of 700 µs in ${ms} ms; the panel counted ${runs} runs, ${inSlice} in 512 µs – 1.02 ms, ${longer} longer; p50 ${await frame.locator('#card-p50 .value').innerText()}`);
     await shoot(s, frame, 'cpudist-panel');
     w.stdin.end();
   });
@@ -233,3 +257,8 @@ test('the kit tracers\' panels (block I/O, on-CPU time, TCP connect latency) sho
     await shoot(s, frame, 'tcplat-panel');
   });
 });
+    // a clicked row opens its own histogram across the whole (narrower) table
+    await frame.locator(`#key-table tr.key-row[data-key]`).filter({ hasText: ADDR }).click();
+    await frame.locator('#key-table canvas.key-histogram').waitFor({ timeout: 5_000 });
+    assert.equal(await frame.locator('#key-table td[colspan]').getAttribute('colspan'), String(table.head.length));
+    assert.deepEqual((await keyTable(frame)).head, table.head, 'the expanded table has the same columns');
