@@ -16,7 +16,7 @@ import { openInExplorer, openWorkspaceFile, waitForCodeLenses } from './editorDo
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
 const skip = skipReason() ?? (!fs.existsSync(`${JDK}/bin/javac`) ? `no JDK 17 at ${JDK}` : undefined);
 
-test('a .jfr file opens in the flame graph and the GC view (code-server)', { skip, timeout: 300_000 }, async (t) => {
+test('a .jfr file opens in the flame graph, the GC view and the JVM timeline (code-server)', { skip, timeout: 300_000 }, async (t) => {
   const { work, classes } = compileJavaFixture('ebpf-jfr-editor-', 'JfrWorkload.java', JDK);
   t.after(() => removeJavaFixture([], work));
   const rec = path.join(work, 'rec.jfr');
@@ -53,6 +53,27 @@ test('a .jfr file opens in the flame graph and the GC view (code-server)', { ski
     await open('rec.jfr');
     await s.pickQuickPickItem(/Garbage collections/, 30_000);
     await s.webviewFrameWithText(/G1 Young Generation/, 30_000);
+    await s.runCommandFromPalette('View: Close All Editors');
+  });
+
+  await step(t, s, 'the JVM timeline shows the recording\'s GCs, CPU samples and lock waits on one clock', async () => {
+    await open('rec.jfr');
+    await s.pickQuickPickItem(/JVM timeline/, 30_000);
+    const frame = await s.webviewFrameWithText(/Stopped \(JVM timeline: rec\.jfr\)/, 30_000);
+    await frame.locator('#notes', { hasText: /JFR records no run-queue waits/ }).waitFor({ timeout: 5000 });
+    // select the whole recording: its range statistics name the collector, the samples and the waits
+    const box = (await frame.locator('#lanes').boundingBox())!;
+    await s.page.mouse.move(box.x + 160, box.y + box.height / 2);
+    await s.page.mouse.down();
+    await s.page.mouse.move(box.x + box.width - 5, box.y + box.height / 2, { steps: 8 });
+    await s.page.mouse.up();
+    await frame.locator('#range-title').filter({ hasText: /^Selected range/ }).waitFor({ timeout: 10_000 });
+    const [gcRow, cpuRow, offRow] = await Promise.all(['#range-gc', '#range-cpu', '#range-offcpu'].map((id) => frame.locator(id).innerText()));
+    t.diagnostic(`range: ${gcRow} / ${cpuRow} / ${offRow}`);
+    assert.match(gcRow, /G1 Young Generation ×\d+/);
+    assert.match(cpuRow, /CPU samples\s+[1-9]\d*:/);
+    assert.match(offRow, /Application threads: .*lock \(futex\) [\d.]+ s/);
+    await s.screenshot('jfr-timeline', await s.webviewElement(frame));
     await s.runCommandFromPalette('View: Close All Editors');
   });
 

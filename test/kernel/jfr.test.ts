@@ -3,7 +3,8 @@
 // parks) under -XX:StartFlightRecording with the profile settings and -Xlog:gc. In the same run:
 // event counts and bytes per type equal `jfr summary`'s; the top frames of the execution samples,
 // their self and total counts, the allocation bytes and the lock waits equal what `jfr print --json`
-// says aggregated here; GC pauses equal -Xlog:gc's. A truncated copy and fuzzed copies end with
+// says aggregated here; GC pauses equal -Xlog:gc's; the JVM timeline made of the recording holds
+// its samples per thread, its lock waits, GCs and safepoints. A truncated copy and fuzzed copies end with
 // exit 2 and a byte offset (or read cleanly), never a stack trace. The same again with Temurin 25,
 // whose recording also has JEP 509's CPU-time samples (jdk.CPUTimeSample), compared with JDK 25's
 // own jfr tool. Needs a JDK, not BPF; the Record JFR step runs as root (the JVM's owner here).
@@ -14,6 +15,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { JavaGcResult } from '../../extension/protocol/javaGc';
 import type { ProfileResult } from '../../extension/protocol/profile';
+import type { JvmResult } from '../../extension/protocol/jvm';
+import { fromSessionFile } from '../../extension/model/jvmTimeline';
 import { compileJavaFixture, removeJavaFixture, runCli, waitFor } from '../helpers';
 import { dumpJfr, recordJfr } from '../../extension/sys/jvm/jfrRecord';
 
@@ -28,7 +31,7 @@ interface JfrFrame {
 }
 interface JfrEvent {
   type: string;
-  values: { duration?: string; weight?: number; stackTrace?: { frames: JfrFrame[] } | null };
+  values: { duration?: string; weight?: number; stackTrace?: { frames: JfrFrame[] } | null; sampledThread?: { javaName: string }; eventThread?: { javaName: string } };
 }
 
 /** "PT0.0129S" → µs */
@@ -169,6 +172,42 @@ describe(`ebpf-studio jfr on ${label} recording`, { skip: skipOf(JDK), timeout: 
     assert.equal(gc.events.filter((e) => e.kind === 'young').length, young);
     assert.ok(gc.safepoints.available && gc.safepoints.events.length >= pauses.length);
     console.log(`  ${gc.summary.pauseCount} pauses (${young} young) = -Xlog:gc's ${pauses.length}; ${gc.safepoints.events.length} safepoints`);
+  });
+
+  test('the JVM timeline of a recording: its CPU samples, waits, GCs and safepoints on one clock, as jfr print has them', () => {
+    const r = runCli(['jfr', rec, '--event', 'timeline', '--json'], { timeoutMs: 120_000 });
+    assert.equal(r.code, 0, r.stderr);
+    const tl = JSON.parse(r.stdout) as JvmResult;
+    assert.equal(tl.tracer, 'jvm');
+    // CPU: every sample of the recording's CPU type in a slice, each under its thread and stack
+    const samples = jfrPrint(cpuType);
+    const perThread = new Map<string, number>();
+    for (const e of samples) {
+      const name = (e.values.sampledThread ?? e.values.eventThread)?.javaName ?? '?';
+      perThread.set(name, (perThread.get(name) ?? 0) + 1);
+    }
+    const mine = new Map<string, number>();
+    for (const sl of tl.cpu) for (const [i, n] of sl.samples) mine.set(tl.stacks[i].comm, (mine.get(tl.stacks[i].comm) ?? 0) + n);
+    assert.deepEqual(Object.fromEntries([...mine].sort()), Object.fromEntries([...perThread].sort()), 'CPU samples per thread');
+    assert.ok(tl.cpu.every((sl) => sl.startNs >= tl.startNs && sl.endNs <= tl.endNs + tl.sliceMs * 1e6), 'slices within the recording');
+    // waits: parks and monitor enters as lock time, in µs, as jfr has their durations
+    const waits = jfrPrint('jdk.JavaMonitorEnter,jdk.ThreadPark');
+    const theirUs = waits.reduce((x, e) => x + isoUs(e.values.duration), 0);
+    let lockUs = 0;
+    for (const sl of tl.offcpu ?? []) for (let i = 0; i < sl.rows.length; i += 3) if (sl.rows[i + 1] === 2) lockUs += sl.rows[i + 2];
+    assert.ok(Math.abs(lockUs - theirUs) <= theirUs * 1e-3 + waits.length, `lock µs ${lockUs} vs jfr's ${theirUs}`);
+    // GCs and safepoints: what --event gc finds, moved onto the timeline's clock
+    const gc = JSON.parse(runCli(['jfr', rec, '--event', 'gc', '--json'], { timeoutMs: 120_000 }).stdout) as JavaGcResult;
+    assert.equal(tl.gc.length, gc.events.length);
+    assert.equal(tl.safepoints.length, gc.safepoints.events.length);
+    assert.ok(tl.gc.every((e) => e.timestampNs > tl.startNs && e.timestampNs < tl.endNs), 'GCs within the recording');
+    assert.match(tl.warnings.join(' '), /no run-queue waits/);
+    // the text report and the editor's timeline read it (a bare `jvm --json` document)
+    const text = runCli(['jfr', rec, '--event', 'timeline'], { timeoutMs: 120_000 });
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, new RegExp(`CPU samples: ${samples.length}\\b`));
+    assert.doesNotThrow(() => fromSessionFile(r.stdout));
+    console.log(`  timeline: ${samples.length} CPU samples in ${tl.cpu.length} slices of ${tl.sliceMs} ms (${perThread.size} threads), ${(lockUs / 1e3).toFixed(1)} ms of lock waits (jfr ${(theirUs / 1e3).toFixed(1)} ms), ${tl.gc.length} GCs, ${tl.safepoints.length} safepoints; ${tl.frequency} samples/s per thread`);
   });
 
   test('a truncated and fuzzed recordings end with exit 2 and a byte offset, never a stack trace', () => {

@@ -258,6 +258,8 @@ function render(): void {
   if (view.data.dropped) n.push(`${view.data.dropped} run-queue waits dropped`);
   if (view.data.droppedBeforeNs) n.push(`Raw events before ${view.label(view.data.droppedBeforeNs)} are not kept (a live session keeps its last ${Math.round(view.data.rawWindowNs / 60e9)} minutes; a reloaded panel its last 2): the lanes and the whole session's figures cover it all, a selection and Export only the kept events.`);
   if (view.state === 'running') n.push('Function names appear when the session stops (the profiler symbolizes at the end).');
+  // what the document says of its own gaps (a Flight Recording has no run-queue waits)
+  for (const w of view.data.warnings ?? []) n.push(w);
   notes.textContent = n.join(' · ');
   drawLanes();
   // The range panel follows the live edge while nothing is selected, at most once a second: its

@@ -1,7 +1,8 @@
 // `ebpf-studio jfr FILE`: reads a Java Flight Recording (OpenJDK 11+, async-profiler) with our own
 // streaming reader and prints what is in it (event counts per type, like `jfr summary`), or turns
 // its samples into our documents: a CPU, allocation, lock or any stack-carrying event type's
-// profile (text, --json, --folded, --pprof) and the GC events into the java-gc document. No
+// profile (text, --json, --folded, --pprof), the GC events into the java-gc document, and the whole
+// recording into the JVM timeline's document (--event timeline). No
 // privilege: it only reads the file, one chunk at a time, within the reader's limits.
 import fs from 'node:fs';
 import type { Command, Io } from '../command';
@@ -12,6 +13,7 @@ import { encodePprofGz } from '../../sys/profileFile';
 import { JfrError } from '../../model/jfr/cursor';
 import { ALLOC_EVENTS, CPU_EVENTS, JfrProfileBuilder, LOCK_EVENTS } from '../../model/jfr/profile';
 import { JfrGcBuilder } from '../../model/jfr/gc';
+import { JfrTimelineBuilder } from '../../model/jfr/timeline';
 import { JfrSummaryBuilder } from '../../model/jfr/summary';
 import { LimitError } from '../../model/readLimits';
 import { fromProfileResult } from '../../model/flamegraph/profileData';
@@ -19,6 +21,7 @@ import { toFolded } from '../../model/flamegraph/formats';
 import { toAllocPprof } from '../../model/allocPprof';
 import { formatSummary } from './profile';
 import { formatGcResult } from './javaGc';
+import { formatJvmResult } from './jvm';
 import { checkOutputFile } from './profileOutput';
 import { numberFlag, parse, pidFlag } from '../args';
 import { dumpJfr, JFR_SETTINGS, recordJfr, type JfrSettings } from '../../sys/jvm/jfrRecord';
@@ -32,23 +35,40 @@ const USAGE = `ebpf-studio jfr FILE [--event WHAT] [--json | --folded | --pprof 
   --event alloc  allocation samples (jdk.ObjectAllocationSample) by stack, in bytes
   --event lock   contended monitor enters and parks (jdk.JavaMonitorEnter, jdk.ThreadPark), in µs
   --event gc     garbage-collection pauses and safepoints, as \`java-gc --json\` documents them
+  --event timeline  GCs, safepoints, CPU samples and waits per thread on one clock, as
+                 \`jvm --json\` documents them (the editor's "Open JVM Timeline" opens the JSON)
   --event TYPE   any event type with a stack trace (e.g. jdk.ThreadSleep,jdk.FileRead), comma-separated
-  --json         print the document as JSON (the summary, the profile, or the GC result)
+  --json         print the document as JSON (the summary, the profile, the GC result or the timeline)
   --folded       print folded stacks (flamegraph.pl, speedscope)
   --pprof OUT    write the profile as gzipped pprof to OUT
   --top N        rows of the text report (default 20)
   --record PID   record a running JVM of yours (JFR.start, then JFR.stop after --duration, default 30 s)
                  through its attach socket, as jcmd would, into --out
   --dump PID     write what a JVM that records continuously has recorded so far into --out
-A truncated or corrupted recording ends with exit 2 and the byte offset where it stopped making sense.`;
+A truncated or corrupted recording ends with exit 2 and the byte offset where it stopped making sense.
+Reading a recording of 32 MB or more prints its progress on stderr.`;
 
 const ALIASES: Record<string, string[]> = { cpu: CPU_EVENTS, alloc: ALLOC_EVENTS, lock: LOCK_EVENTS };
 
-function read(file: string, visitor: Parameters<typeof readJfrFile>[1], known?: Set<string>): JfrFileInfo {
+/** Recordings this large say how far the read has got (a 100 MB one takes a few seconds). */
+const PROGRESS_BYTES = 32 * 1024 * 1024;
+
+/** A progress line on stderr at each tenth of the file. */
+function progressLines(file: string, io: Io): (p: { done: number; total: number }) => void {
+  let shown = 0;
+  return ({ done, total }) => {
+    const tenth = Math.floor((10 * done) / total);
+    if (total < PROGRESS_BYTES || tenth <= shown || done === total) return;
+    shown = tenth;
+    io.err(`reading ${file}: ${Math.round(done / 1e6)} of ${Math.round(total / 1e6)} MB`);
+  };
+}
+
+function read(file: string, visitor: Parameters<typeof readJfrFile>[1], io: Io, known?: Set<string>): JfrFileInfo {
   if (!fs.existsSync(file)) throw inputError(`${file} does not exist`);
   if (!fs.statSync(file).isFile()) throw inputError(`${file} is not a regular file`);
   try {
-    return readJfrFile(file, visitor, { onChunk: (c) => known && c.metadata.byName.forEach((_, n) => known.add(n)) });
+    return readJfrFile(file, visitor, { onChunk: (c) => known && c.metadata.byName.forEach((_, n) => known.add(n)), progress: progressLines(file, io) });
   } catch (e) {
     if (e instanceof JfrError || e instanceof LimitError) throw inputError(`${file} is not a JFR recording we can read: ${e.message}`);
     throw e;
@@ -113,24 +133,32 @@ export const jfrCommand: Command = {
     if (!event) {
       if (values.folded || values.pprof !== undefined) throw usageError('--folded and --pprof need --event (cpu, alloc, lock or an event type)');
       const s = new JfrSummaryBuilder();
-      const info = read(file, s);
+      const info = read(file, s, io);
       io.out(values.json ? JSON.stringify({ file, version: `${info.major}.${info.minor}`, chunks: info.chunks, bytes: info.bytes, startNanos: info.startNanos, durationNanos: info.durationNanos, types: s.types() }, null, 2) : summaryText(info, s.types()));
       return 0;
     }
     if (event === 'gc') {
       if (values.folded || values.pprof !== undefined) throw usageError('--event gc has no stacks: use --json or the text report');
       const g = new JfrGcBuilder();
-      read(file, g);
+      read(file, g, io);
       const r = g.result();
       io.out(values.json ? JSON.stringify(r, null, 2) : formatGcResult(r));
       return 0;
     }
+    if (event === 'timeline') {
+      if (values.folded || values.pprof !== undefined) throw usageError('--event timeline: use --json (for "Open JVM Timeline") or the text report');
+      const b = new JfrTimelineBuilder(file);
+      read(file, b, io);
+      const r = b.result();
+      io.out(values.json ? JSON.stringify(r) : formatJvmResult(r));
+      return 0;
+    }
     const types = ALIASES[event] ?? event.split(',').map((t) => t.trim());
-    if (types.some((t) => !/^[\w$.]+$/.test(t))) throw usageError(`--event ${event}: give cpu, alloc, lock, gc or event type names such as jdk.ThreadSleep`);
+    if (types.some((t) => !/^[\w$.]+$/.test(t))) throw usageError(`--event ${event}: give cpu, alloc, lock, gc, timeline or event type names such as jdk.ThreadSleep`);
     const pprofOut = values.pprof === undefined ? undefined : checkOutputFile(values.pprof as string, '--pprof');
     const b = new JfrProfileBuilder(types, file);
     const known = new Set<string>();
-    const info = read(file, b, known);
+    const info = read(file, b, io, known);
     const unknown = types.filter((t) => !known.has(t));
     if (!ALIASES[event] && unknown.length === types.length) throw inputError(`${file} has no event type ${unknown.join(' or ')} (ebpf-studio jfr ${file} lists the types it has)`);
     if (b.events === 0) io.err(`the recording has no ${types.join(' or ')} events${ALIASES[event] ? '' : ' (ebpf-studio jfr FILE lists the types it has)'}`);

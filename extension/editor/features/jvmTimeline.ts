@@ -120,6 +120,12 @@ async function trace(context: vscode.ExtensionContext, options: JvmOptions): Pro
   return session.id;
 }
 
+/** A finished timeline document (a Flight Recording's) in a new panel, or in `panel` (a custom editor's). */
+export function showJvmResult(context: vscode.ExtensionContext, title: string, result: JvmResult, ended: JvmSessionFile['ended'], panel?: vscode.WebviewPanel): void {
+  const p = openPanel(context, title, () => undefined, undefined, panel);
+  p.send({ type: 'load', result, name: title, ended: ended ?? { reason: 'stopped' } });
+}
+
 /** The JVM timeline stored under a key (a finished or reloaded session), or undefined. */
 function storedTimeline(key: string | undefined): (JvmSessionFile & { title?: string }) | undefined {
   const text = key ? loadStoredText(key) : undefined;

@@ -1,12 +1,12 @@
 // JFR events with a stack trace as our profile document (the flame graph's, pprof's and folded
 // output's input): execution and CPU-time samples as CPU samples, allocation samples as bytes,
 // monitor enters and parks as lock waits (µs), any other stack-carrying event counted or timed.
-// Java frames keep class.method and file:line (the file derived from the class, as the Java agent
-// names it: com/x/Foo$Bar → com/x/Foo.java). Pure: no I/O.
+// Frames and threads come from ./stacks.ts. Pure: no I/O.
 import type { ProfileEvent, ProfileFrame, ProfileResult, ProfileStack, ProfileUnit, ThreadState } from '../../protocol/profile';
 import { LOCK_MODULE } from '../../protocol/javaLocks';
 import { PROFILE_LIMITS, ReadBudget } from '../readLimits';
-import { JFR_LIMITS, PoolRef, type Chunk, type EventVisitor, type JfrObject, type JfrValue } from './chunk';
+import { JFR_LIMITS, type Chunk, type EventVisitor, type JfrObject } from './chunk';
+import { JfrStacks } from './stacks';
 import type { JfrClass } from './metadata';
 
 /**
@@ -23,6 +23,11 @@ export const ALLOC_MODULE = '[alloc]';
 const SLEEP = new Set(['jdk.ThreadSleep', 'jdk.JavaMonitorWait']);
 const IO = /^jdk\.(Socket|File)(Read|Write|Force)$/;
 
+/** The thread state a timed event of this type stands for: sleeping, I/O, else a lock wait. */
+export function waitStateOf(type: string): 'sleep' | 'io' | 'lock' {
+  return SLEEP.has(type) ? 'sleep' : IO.test(type) ? 'io' : 'lock';
+}
+
 /** How the events of one profile are weighed. */
 interface Weighing {
   unit: ProfileUnit;
@@ -38,12 +43,6 @@ function weighing(types: string[], has: (field: string) => boolean): Weighing {
   return { unit: 'samples', event: 'cpu' };
 }
 
-/** "java/util/HashMap$Node" → "java/util/HashMap.java": where the class's source sits under a source root. */
-export function sourceOfClass(internalName: string): string | null {
-  const outer = internalName.replace(/\./g, '/').replace(/\$.*$/, '');
-  return outer && !outer.includes('/0x') ? `${outer}.java` : null;
-}
-
 const ARRAY_OF: Record<string, string> = { B: 'byte', C: 'char', D: 'double', F: 'float', I: 'int', J: 'long', S: 'short', Z: 'boolean' };
 
 /** A class as Java source names it: "[B" → "byte[]", "[[Ljava/lang/String;" → "java.lang.String[][]". */
@@ -55,27 +54,11 @@ export function javaClassName(name: string): string {
   return base.replace(/\//g, '.') + '[]'.repeat(dims);
 }
 
-const FRAME_KIND: Record<string, Pick<ProfileFrame, 'kind' | 'javaType'>> = {
-  Interpreted: { kind: 'interpreted', javaType: 'interpreted' },
-  'JIT compiled': { kind: 'jit', javaType: 'compiled' },
-  'C1 compiled': { kind: 'jit', javaType: 'c1' },
-  'C2 compiled': { kind: 'jit', javaType: 'c2' },
-  Inlined: { kind: 'jit', javaType: 'inlined' },
-  Native: { kind: 'native' },
-};
-
-interface CachedStack {
-  sig: string;
-  frames: ProfileFrame[];
-}
-
 export class JfrProfileBuilder implements EventVisitor {
   private readonly stacks = new Map<string, ProfileStack>();
   private readonly typeOf = new WeakMap<ProfileStack, string>();
   private chunk: Chunk | undefined;
-  private frameCache = new Map<string, ProfileFrame>();
-  private stackCache = new Map<number, CachedStack>();
-  private threadCache = new Map<number, { tid: number; name: string }>();
+  private readonly frames: JfrStacks;
   private weigh: Weighing | undefined;
   private readonly budget: ReadBudget;
   private pid = 0;
@@ -86,6 +69,7 @@ export class JfrProfileBuilder implements EventVisitor {
     name: string,
   ) {
     this.budget = new ReadBudget(name, { ...PROFILE_LIMITS, maxReadMs: JFR_LIMITS.maxReadMs });
+    this.frames = new JfrStacks(this.budget);
   }
 
   wants(t: JfrClass): boolean {
@@ -93,18 +77,19 @@ export class JfrProfileBuilder implements EventVisitor {
   }
 
   event(t: JfrClass, v: JfrObject, chunk: Chunk): void {
-    if (chunk !== this.chunk) this.enterChunk(chunk);
+    this.chunk = chunk;
+    this.frames.enter(chunk);
     if (t.name === 'jdk.JVMInformation') {
       if (typeof v.pid === 'number') this.pid = v.pid;
       return;
     }
     this.weigh ??= weighing(this.types, (f) => t.fields.some((x) => x.name === f));
     this.seen.set(t.name, (this.seen.get(t.name) ?? 0) + 1);
-    const stack = this.stackOf(v.stackTrace);
-    const thread = this.threadOf(v.sampledThread ?? v.eventThread);
+    const stack = this.frames.stack(v.stackTrace);
+    const thread = this.frames.thread(v.sampledThread ?? v.eventThread);
     const value = this.valueOf(t, v);
     const label = this.labelOf(t, v);
-    const state = this.weigh.state ?? (this.weigh.event === 'offcpu' ? (SLEEP.has(t.name) ? 'sleep' : IO.test(t.name) ? 'io' : 'lock') : undefined);
+    const state = this.weigh.state ?? (this.weigh.event === 'offcpu' ? waitStateOf(t.name) : undefined);
     const key = `${t.name}\0${thread.tid}\0${label?.function ?? ''}\0${stack.sig}`;
     let s = this.stacks.get(key);
     if (!s) {
@@ -116,13 +101,6 @@ export class JfrProfileBuilder implements EventVisitor {
     }
     s.count++;
     s.value! += value;
-  }
-
-  private enterChunk(chunk: Chunk): void {
-    this.chunk = chunk;
-    this.frameCache = new Map();
-    this.stackCache = new Map();
-    this.threadCache = new Map();
   }
 
   private valueOf(t: JfrClass, v: JfrObject): number {
@@ -141,51 +119,6 @@ export class JfrProfileBuilder implements EventVisitor {
     if (t.name === 'jdk.ThreadPark') return frame(LOCK_MODULE, v.parkedClass === null ? '[park (no blocker)]' : `[park ${cls('parkedClass')}]`);
     if (this.weigh!.unit === 'bytes' && 'objectClass' in v) return frame(ALLOC_MODULE, `[${cls('objectClass')}]`);
     return undefined;
-  }
-
-  private threadOf(ref: JfrValue | undefined): { tid: number; name: string } {
-    const key = ref instanceof PoolRef ? ref.key : -1;
-    let th = this.threadCache.get(key);
-    if (!th) {
-      const c = this.chunk!;
-      const tid = c.get(ref, 'osThreadId');
-      th = { tid: typeof tid === 'number' ? tid : 0, name: c.str(ref, 'javaName') ?? c.str(ref, 'osName') ?? '?' };
-      this.threadCache.set(key, th);
-    }
-    return th;
-  }
-
-  private stackOf(ref: JfrValue | undefined): CachedStack {
-    const key = ref instanceof PoolRef ? ref.key : -1;
-    let s = this.stackCache.get(key);
-    if (s) return s;
-    const c = this.chunk!;
-    const raw = c.get(ref, 'frames');
-    const list = Array.isArray(raw) ? raw : [];
-    this.budget.depth(list.length);
-    const frames = list.map((f) => this.frameOf(f));
-    s = { sig: frames.map((f) => `${f.function}:${f.line ?? ''}:${f.javaType ?? f.kind}`).join(';'), frames };
-    if (ref instanceof PoolRef) this.stackCache.set(key, s);
-    return s;
-  }
-
-  private frameOf(f: JfrValue): ProfileFrame {
-    const c = this.chunk!;
-    const o = (c.resolve(f) ?? {}) as JfrObject;
-    const m = o.method instanceof PoolRef ? o.method.key : -1;
-    const line = typeof o.lineNumber === 'number' && o.lineNumber > 0 ? o.lineNumber : null;
-    const type = o.type instanceof PoolRef ? o.type.key : -1;
-    const key = `${m}:${line}:${type}`;
-    let frame = this.frameCache.get(key);
-    if (frame) return frame;
-    const cls = c.str(o, 'method', 'type', 'name') ?? '?';
-    const name = c.str(o, 'method', 'name') ?? '?';
-    const how = FRAME_KIND[c.str(o, 'type', 'description') ?? ''] ?? { kind: 'jit' as const };
-    frame = { address: '0x0', module: '[java]', function: `${cls.replace(/\//g, '.')}.${name}`, file: how.kind === 'native' ? null : sourceOfClass(cls), line: how.kind === 'native' ? null : line, ...how };
-    if (how.javaType === 'inlined') frame.inlined = true;
-    this.frameCache.set(key, frame);
-    this.budget.frame();
-    return frame;
   }
 
   /** The event types the profile is made of: CPU samples are one type (CPU_EVENTS), others all asked. */

@@ -2,7 +2,8 @@
 // worker (sys/jfrReader.ts) with a progress bar, asks which events to show (CPU samples,
 // allocations, lock waits, GCs, or any other event type with stacks, with their counts), and shows
 // them in our views: stacks in the flame graph (Java frames' file:line open the source, and the
-// lines of workspace files get CodeLens), GCs in the Java GC view. Commands: those of ./jfrRecord.ts.
+// lines of workspace files get CodeLens), GCs in the Java GC view, everything on one clock in the
+// JVM timeline. Commands: those of ./jfrRecord.ts.
 // Context keys: none. View types: ebpfStudio.jfrFile (editor).
 import path from 'node:path';
 import * as vscode from 'vscode';
@@ -17,10 +18,13 @@ import { showSession } from '../../sessions/sessionViews';
 import { setAnnotations } from '../profile/profile';
 import { errorText, showFailure } from '../../ui/errors';
 import { registerRecordCommands } from './jfrRecord';
+import { showJvmResult } from '../jvmTimeline';
+import { WAIT_EVENTS } from '../../../model/jfr/timeline';
 
 interface Choice extends vscode.QuickPickItem {
   profile?: string[];
   gc?: boolean;
+  timeline?: boolean;
   title: string;
 }
 
@@ -39,12 +43,14 @@ export function jfrChoices(r: JfrReadResult): Choice[] {
   add('Lock waits', LOCK_EVENTS, 'Lock waits');
   const gcs = count(r, ['jdk.GCPhasePause']);
   if (gcs > 0) out.push({ label: 'Garbage collections', description: `${gcs.toLocaleString('en-US')} pauses`, detail: 'jdk.GarbageCollection, jdk.GCPhasePause, safepoints', gc: true, title: 'GC' });
+  const onClock = count(r, [...CPU_EVENTS, ...WAIT_EVENTS, 'jdk.GCPhasePause']);
+  if (onClock > 0) out.push({ label: 'JVM timeline', description: `${onClock.toLocaleString('en-US')} events`, detail: 'GCs, safepoints, CPU samples and waits per thread on one clock', timeline: true, title: 'JVM timeline' });
   const known = new Set([...CPU_EVENTS, ...ALLOC_EVENTS, ...LOCK_EVENTS]);
   for (const t of r.types) if (r.stackTypes.includes(t.type) && !known.has(t.type) && t.count > 0) out.push({ label: t.type, description: `${t.count.toLocaleString('en-US')} events`, profile: [t.type], title: t.type });
   return out;
 }
 
-function read(file: string, request: { profile?: string[]; gc?: boolean }): Promise<JfrReadResult> {
+function read(file: string, request: { profile?: string[]; gc?: boolean; timeline?: boolean }): Promise<JfrReadResult> {
   return Promise.resolve(
     vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Reading ${path.basename(file)}`, cancellable: false }, async (progress) => {
       let last = 0;
@@ -90,6 +96,10 @@ async function show(context: vscode.ExtensionContext, panel: vscode.WebviewPanel
   const name = path.basename(file);
   const started = new Date(r.info.startNanos / 1e6);
   const title = `${choice.title}: ${name}`;
+  if (choice.timeline && r.timeline) {
+    showJvmResult(context, title, r.timeline, { reason: 'stopped', message: `recorded by JFR, ${started.toISOString()}` }, panel);
+    return;
+  }
   if (choice.gc && r.gc) {
     showSession(context, makeSession('java-gc', title, { target: `${name} (JFR, pid ${r.gc.pids[0] ?? '?'})`, updates: [gcUpdate(r.gc, r.info.durationNanos)], ended: { reason: 'stopped', message: 'recorded by JFR' } }, started), undefined, panel);
     return;
@@ -114,7 +124,7 @@ class JfrEditor implements vscode.CustomReadonlyEditorProvider {
       const choices = jfrChoices(first);
       if (!choices.length) throw new Error(`the recording has ${first.types.reduce((a, t) => a + t.count, 0)} events but none with stacks and no GCs: nothing to draw (ebpf-studio jfr ${path.basename(file)} lists them)`);
       const choice = choices.length === 1 ? choices[0] : ((await vscode.window.showQuickPick(choices, { title: `${path.basename(file)}: which events?`, placeHolder: 'CPU samples open the flame graph; GCs the Java GC view' })) ?? choices[0]);
-      const r = choice.profile?.join() === CPU_EVENTS.join() ? first : await read(file, { profile: choice.profile, gc: choice.gc });
+      const r = choice.profile?.join() === CPU_EVENTS.join() ? first : await read(file, { profile: choice.profile, gc: choice.gc, timeline: choice.timeline });
       await show(this.context, panel, file, choice, r);
     } catch (e) {
       showFailure(panel, `Cannot open ${path.basename(file)}`, errorText(e));
