@@ -5,6 +5,8 @@
 // that burns 700 µs of CPU and sleeps, round after round) and TCP connect latency per remote
 // address (connects to a listener on a loopback address of this test's own). Each panel speaks
 // its tracer's nouns, not runqlat's "waits"; screenshots go to test-artifacts/<tracer>-panel.png.
+// On-CPU time of a podman container picked by "A container…" (by its name and image) counts its
+// busy tasks' runs, and nothing of a container that sleeps.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -16,6 +18,7 @@ import type { Frame } from 'playwright-core';
 import { canvasColorPixels, type EditorSession, repoRoot, skipReason } from './codeServer';
 import { kernelSkipReason, waitFor } from '../helpers';
 import { startSession, step } from './steps';
+import { IMAGE, containerPrep, podman } from '../kernel/containerKit';
 
 const manifest = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8'));
 const hasCommand = (id: string) => (manifest.contributes?.commands ?? []).some((c: { command: string }) => c.command === id);
@@ -216,6 +219,45 @@ test('the kit tracers\' panels (block I/O, on-CPU time, TCP connect latency) sho
     await shoot(s, frame, 'cpudist-panel');
     w.stdin.end();
   });
+
+  await step(
+    t,
+    s,
+    'On-CPU Time per Run of a container: "A container…" lists it by name and image; its busy tasks\' runs are counted, a sleeping one\'s are not',
+    async () => {
+      const name = (what: string) => `ebpf-studio-kp-${process.pid}-${what}`;
+      t.after(() => void podman(['rm', '-f', '-t', '0', name('busy'), name('idle')], 30_000));
+      const run = (what: string, script: string) => podman(['run', '-d', '--network', 'none', '--ulimit', 'nofile=4096:4096', '--ulimit', 'nproc=4096:4096', '--name', name(what), IMAGE, 'sh', '-c', script], 60_000);
+      for (const [what, script] of [['busy', 'for i in 1 2; do (while :; do :; done) & done; wait'], ['idle', 'exec sleep 300']]) {
+        const r = run(what, script);
+        assert.equal(r.status, 0, r.stderr);
+      }
+      const count = async (frame: Frame) => num(await frame.locator('#card-count .value').innerText());
+      const panel = async (what: string) => {
+        await s.runCommandFromPalette('View: Close All Editors');
+        await s.runCommandAndPick('eBPF: Show On-CPU Time per Run', 'A container');
+        await s.page.locator('.quick-input-widget .quick-input-title', { hasText: ': container' }).waitFor({ timeout: 15_000 });
+        const rows = await s.quickPickItems();
+        const row = rows.find((r) => r.includes(name(what)));
+        assert.ok(row?.includes(IMAGE) && /podman/.test(row), `the container's row names it, its image and runtime: ${JSON.stringify(rows)}`);
+        await s.pickQuickPickItem(name(what));
+        await s.pickQuickPickItem('Microseconds');
+        const frame = await s.webviewFrame(`On-CPU Time per Run: container ${name(what)}`);
+        await frame.locator('#status').filter({ hasText: `Tracing container ${name(what)}` }).waitFor({ timeout: 15_000 });
+        await frame.waitForTimeout(3000);
+        await frame.locator('#stop').click();
+        await frame.locator('#status').filter({ hasText: /Stopped/ }).waitFor({ timeout: 10_000 });
+        return { frame, runs: await count(frame) };
+      };
+      const busy = await panel('busy');
+      assert.ok(busy.runs > 20, `two busy loops on two CPUs for 3 s: ${busy.runs} runs counted`);
+      await shoot(s, busy.frame, 'cpudist-container-panel');
+      const idle = await panel('idle');
+      t.diagnostic(`container ${name('busy')}: ${busy.runs} runs in ~3 s; ${name('idle')} (sleeping): ${idle.runs}`);
+      assert.ok(idle.runs <= 2, `a sleeping container runs on no CPU: ${idle.runs} runs`);
+    },
+    containerPrep().skip,
+  );
 
   await step(t, s, 'TCP Connect Latency per remote address: every connect to the listener, its address once', async () => {
     const server = net.createServer((c) => c.destroy());
