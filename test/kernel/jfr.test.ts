@@ -206,6 +206,8 @@ describe(`ebpf-studio jfr on ${label} recording`, { skip: skipOf(JDK), timeout: 
     const text = runCli(['jfr', rec, '--event', 'timeline'], { timeoutMs: 120_000 });
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, new RegExp(`CPU samples: ${samples.length}\\b`));
+    // G1's eden before and after each collection (jdk.G1HeapSummary) gives the allocation rate
+    assert.match(text.stdout, /Allocation: \d+ MB\/s/);
     assert.doesNotThrow(() => fromSessionFile(r.stdout));
     console.log(`  timeline: ${samples.length} CPU samples in ${tl.cpu.length} slices of ${tl.sliceMs} ms (${perThread.size} threads), ${(lockUs / 1e3).toFixed(1)} ms of lock waits (jfr ${(theirUs / 1e3).toFixed(1)} ms), ${tl.gc.length} GCs, ${tl.safepoints.length} safepoints; ${tl.frequency} samples/s per thread`);
   });

@@ -1,7 +1,8 @@
 // JFR's garbage-collection events as our java-gc result document (what `ebpf-studio java-gc --json`
 // prints and the GC view shows): one event per stop-the-world pause (jdk.GCPhasePause), named after
 // its collection (jdk.GarbageCollection) in the JVM's own manager names, with the heap before and
-// after (jdk.GCHeapSummary); ZGC's and Shenandoah's concurrent cycles as cycles; safepoints from
+// after (jdk.GCHeapSummary) and, for G1 and Parallel, the eden's (jdk.G1HeapSummary,
+// jdk.PSHeapSummary: the JVM timeline's allocation rate comes from it); ZGC's and Shenandoah's concurrent cycles as cycles; safepoints from
 // jdk.SafepointBegin / StateSynchronization / ExecuteVMOperation. Times are ns since the
 // recording's start. Pure: no I/O.
 import type { JavaGcEvent, JavaGcResult, JavaSafepoint } from '../../protocol/javaGc';
@@ -26,7 +27,7 @@ const MANAGER: Record<string, string> = {
 };
 const CYCLES: Record<string, string> = { Z: 'ZGC Cycles', 'ZGC Major': 'ZGC Major Cycles', 'ZGC Minor': 'ZGC Minor Cycles', Shenandoah: 'Shenandoah Cycles' };
 
-const WANTED = new Set(['jdk.GarbageCollection', 'jdk.GCPhasePause', 'jdk.GCHeapSummary', 'jdk.SafepointBegin', 'jdk.SafepointStateSynchronization', 'jdk.SafepointEnd', 'jdk.ExecuteVMOperation', 'jdk.JVMInformation']);
+const WANTED = new Set(['jdk.GarbageCollection', 'jdk.GCPhasePause', 'jdk.GCHeapSummary', 'jdk.G1HeapSummary', 'jdk.PSHeapSummary', 'jdk.SafepointBegin', 'jdk.SafepointStateSynchronization', 'jdk.SafepointEnd', 'jdk.ExecuteVMOperation', 'jdk.JVMInformation']);
 
 interface Pause {
   gcId: number;
@@ -50,6 +51,8 @@ export class JfrGcBuilder implements EventVisitor {
   private readonly gcs = new Map<number, { name: string; startNs: number; durationNs: number; tid: number }>();
   private readonly pauses: Pause[] = [];
   private readonly heap = new Map<number, { before?: number; after?: number; committed?: number }>();
+  /** eden used before and after each collection, by gcId, and the pool's name as the MXBean has it */
+  private readonly eden = new Map<number, { name: string; before?: number; after?: number; committed?: number }>();
   private readonly safepoints = new Map<number, Safepoint>();
   private origin: number | undefined;
   private pid = 0;
@@ -85,9 +88,26 @@ export class JfrGcBuilder implements EventVisitor {
         this.heap.set(gcId, h);
         break;
       }
+      case 'jdk.G1HeapSummary':
+      case 'jdk.PSHeapSummary':
+        this.edenSummary(t.name, v, c);
+        break;
       default:
         this.safepoint(t.name, v, startNs, durationNs, tid, c);
     }
+  }
+
+  private edenSummary(type: string, v: JfrObject, c: Chunk): void {
+    const g1 = type === 'jdk.G1HeapSummary';
+    const used = num(g1 ? v.edenUsedSize : c.get(v, 'edenSpace', 'used'));
+    const committed = num(g1 ? v.edenTotalSize : c.get(v, 'edenSpace', 'committedSize'));
+    const e = this.eden.get(num(v.gcId)) ?? { name: g1 ? 'G1 Eden Space' : 'PS Eden Space' };
+    if (c.str(v, 'when') === 'Before GC') e.before = used;
+    else {
+      e.after = used;
+      e.committed = committed;
+    }
+    this.eden.set(num(v.gcId), e);
   }
 
   private safepoint(type: string, v: JfrObject, startNs: number, durationNs: number, tid: number, c: Chunk): void {
@@ -109,6 +129,8 @@ export class JfrGcBuilder implements EventVisitor {
       const { collector, kind } = classify(MANAGER[gc?.name ?? ''] ?? gc?.name ?? '', p.name, false);
       const h = this.heap.get(p.gcId);
       const pools = h?.before !== undefined && h.after !== undefined && !pooled.has(p.gcId) ? [{ name: 'Java heap', usedBefore: h.before, usedAfter: h.after, committedAfter: h.committed ?? 0 }] : [];
+      const eden = this.eden.get(p.gcId);
+      if (pools.length && eden?.before !== undefined && eden.after !== undefined) pools.push({ name: eden.name, usedBefore: eden.before, usedAfter: eden.after, committedAfter: eden.committed ?? 0 });
       pooled.add(p.gcId);
       out.push({ pid: this.pid, tid: p.tid, cpu: 0, timestampNs: p.startNs, durationNs: p.durationNs, collector, kind, operation: p.name, escalated: false, full: kind === 'full', pools });
     }
