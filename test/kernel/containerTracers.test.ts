@@ -238,7 +238,10 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
   test('profile --java agent --pid: a JVM in a container, Java frames in its 3:1 split', { timeout: 120_000 }, async (t) => {
     const c = await contained(['sh', '-c', 'echo ready; exec java -cp /app AgentSplit 90']);
     await sleep(2000); // heavy/light/mix compiled
+    const from = c.out().length;
     const r = await startCli(['profile', '--pid', String(c.hostPid), '--java', 'agent', '--frequency', '299', '--duration', '8', '--json', '--verbose']).done;
+    const truth = agentSplitShare(c.out(), from);
+    assert.ok(truth !== undefined, `the JVM printed no split: ${c.out().slice(-500)}`);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stderr, /Java agent started/);
     const doc = JSON.parse(r.stdout) as ProfileResult;
@@ -256,10 +259,7 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
     const chain = doc.stacks.find((s) => s.frames[0]?.function === 'AgentSplit.mix' && s.frames[1]?.function === 'AgentSplit.heavy');
     assert.ok(chain, 'a stack with mix called from heavy');
     assert.equal(chain.frames[1].file, 'AgentSplit.java');
-    const from = c.out().length;
     assert.equal(chain.frames[1].line, 21);
-    const truth = agentSplitShare(c.out(), from);
-    assert.ok(truth !== undefined, `the JVM printed no split: ${c.out().slice(-500)}`);
     assert.deepEqual(fs.readdirSync(`/proc/${c.hostPid}/root/tmp`).filter((f) => f.startsWith('.ebpf-studio-jvm-')), [], "the agent's sample file is removed from the container's /tmp");
   });
 
