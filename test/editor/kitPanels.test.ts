@@ -72,9 +72,6 @@ async function keyTable(frame: Frame): Promise<{ head: string[]; rows: string[][
   return { head: head ?? [], rows };
 }
 
-const num = (text: string) => Number(text.replace(/,/g, ''));
-/** "724 µs", "1.02 ms", "850 ns" in µs */
-const usOf = (text: string) => Number.parseFloat(text) * ({ ns: 1e-3, 'µs': 1, ms: 1e3, s: 1e6 }[text.trim().split(' ')[1]] ?? NaN);
 /**
  * The histogram's buckets as its tooltips tell them ("512 µs – 1.02 ms" → count): the bars are a
  * canvas, so the pointer moves across it (mousemove events, one every 4 px) as over each bar.
@@ -96,6 +93,9 @@ async function histogramBuckets(frame: Frame): Promise<Map<string, number>> {
   return out;
 }
 
+const num = (text: string) => Number(text.replace(/,/g, ''));
+/** "724 µs", "1.02 ms", "850 ns" in µs */
+const usOf = (text: string) => Number.parseFloat(text) * ({ ns: 1e-3, 'µs': 1, ms: 1e3, s: 1e6 }[text.trim().split(' ')[1]] ?? NaN);
 
 /** Polls an async condition (a DOM read) every 250 ms; false when it never held. */
 async function until(cond: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
@@ -295,12 +295,12 @@ test('the kit tracers\' panels (block I/O, on-CPU time, TCP connect latency) sho
     // the handshake happens inside each connect: its median is below the client's own (which adds Node's event loop)
     assert.ok(p50us <= 2 * own[own.length >> 1] + 1, `median handshake ${p50}, the client's own connect ${own[own.length >> 1].toFixed(1)} µs`);
     assert.match(await frame.locator('#keys-title').innerText(), /^Per remote address \(\d+\)$/);
-    t.diagnostic(`${CONNECTS} connects to ${ADDR}: the panel counted ${row[2]}, p50 ${p50} (the client's own connect, median ${own[own.length >> 1].toFixed(1)} µs)`);
-    await shoot(s, frame, 'tcplat-panel');
-  });
-});
     // a clicked row opens its own histogram across the whole (narrower) table
     await frame.locator(`#key-table tr.key-row[data-key]`).filter({ hasText: ADDR }).click();
     await frame.locator('#key-table canvas.key-histogram').waitFor({ timeout: 5_000 });
     assert.equal(await frame.locator('#key-table td[colspan]').getAttribute('colspan'), String(table.head.length));
     assert.deepEqual((await keyTable(frame)).head, table.head, 'the expanded table has the same columns');
+    t.diagnostic(`${CONNECTS} connects to ${ADDR}: the panel counted ${row[2]}, p50 ${p50} (the client's own connect, median ${own[own.length >> 1].toFixed(1)} µs)`);
+    await shoot(s, frame, 'tcplat-panel');
+  });
+});
