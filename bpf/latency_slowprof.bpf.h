@@ -13,11 +13,16 @@
 #define EBPF_STUDIO_LATENCY_SLOWPROF_BPF_H
 
 #include "offcpu.h"
+#include "cfi_walk.bpf.h"
 
 /* Profiling on (the programs below are loaded and the maps sized only then). */
 const volatile bool profile_slow = false;
 /* The weight of one on-CPU sample (1e9 / frequency). */
 const volatile __u64 prof_sample_ns = 0;
+/* User stacks walked by the target's unwind tables (cfi_walk.bpf.h): the measured function often
+ * blocks in a libc routine built without frame pointers, and a frame-pointer walk from there
+ * skips the routine's caller, which may be the function itself. false: frame pointers. */
+const volatile bool prof_cfi = false;
 
 /* Distinct (stacks, state) kept per call; more are counted lost. */
 #define PROF_SLOTS 32
@@ -162,6 +167,21 @@ static __always_inline void prof_end(__u32 tid, __u32 tgid, bool slow)
 	stat_add(LAT_PROF_KEPT, 1);
 }
 
+/* task's (the current thread's) user stack: by its tables when it has them, else by frame pointers. */
+static __always_inline __s32 prof_user_stackid(void *ctx, struct task_struct *task)
+{
+	struct pt_regs *regs;
+	long id;
+
+	if (prof_cfi) {
+		regs = (struct pt_regs *)bpf_task_pt_regs(task);
+		id = cfi_user_stackid(task->tgid, regs->ip, regs->sp, regs->bp, OFFCPU_MAX_DEPTH);
+		if (id != -ENOENT)
+			return id;
+	}
+	return bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+}
+
 /* Why prev (the current task, being switched out) leaves the CPU: offcpu.bpf.c's classes. */
 static __always_inline __u32 prof_state(struct task_struct *prev)
 {
@@ -190,7 +210,7 @@ int BPF_PROG(lat_prof_switch, bool preempt, struct task_struct *prev, struct tas
 		if (t && t->call_start) {
 			/* the kernel walk starts here: skip this program's frame */
 			t->out_kern_stack_id = bpf_get_stackid(ctx, &stacks, 1 & BPF_F_SKIP_FIELD_MASK);
-			t->out_user_stack_id = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+			t->out_user_stack_id = prof_user_stackid(ctx, prev);
 			t->out_state = prof_state(prev);
 			t->out_ts = bpf_ktime_get_ns();
 		}
@@ -221,7 +241,7 @@ int lat_prof_sample(struct bpf_perf_event_data *ctx)
 	t = bpf_map_lookup_elem(&prof_threads, &tid);
 	if (!t || !t->call_start)
 		return 0;
-	prof_add(t, bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK), bpf_get_stackid(ctx, &stacks, 0), OFFCPU_STATE_ONCPU, prof_sample_ns);
+	prof_add(t, prof_user_stackid(ctx, bpf_get_current_task_btf()), bpf_get_stackid(ctx, &stacks, 0), OFFCPU_STATE_ONCPU, prof_sample_ns);
 	return 0;
 }
 

@@ -17,6 +17,8 @@ export interface LatencyOptions extends HistOptions<'none'> {
   profileSlow?: boolean;
   /** on-CPU samples per second of that profile */
   frequency?: number;
+  /** how that profile walks user stacks: the target's unwind tables (default) or frame pointers */
+  unwind?: 'cfi' | 'fp';
   /** also the figures per caller (the function each call returns to) */
   byCaller?: boolean;
 }

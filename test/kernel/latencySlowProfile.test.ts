@@ -19,12 +19,12 @@ import { kernelSkipReason, repoRoot, runCli, startCli, waitFor } from '../helper
 const skip = kernelSkipReason() ?? (spawnSync('gcc', ['--version']).status === 0 ? undefined : 'gcc is missing');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-slowprof-'));
 
-/** -O2 -g as users build; frame pointers kept, as the wall profile walks them (as `profile --event wall` does). */
+/** -O2 -g as users build (no frame pointers: the profile walks the program's unwind tables). */
 function fixture(): string {
   const out = path.join(dir, 'slowprof');
   if (fs.existsSync(out)) return out;
   const src = path.join(repoRoot, 'test/fixtures/c/slowprof');
-  const r = spawnSync('gcc', ['-O2', '-g', '-fno-omit-frame-pointer', '-o', out, path.join(src, 'main.c'), path.join(src, 'work.c')], { encoding: 'utf8' });
+  const r = spawnSync('gcc', ['-O2', '-g', '-o', out, path.join(src, 'main.c'), path.join(src, 'work.c')], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   return out;
 }
@@ -63,6 +63,8 @@ test('latency --profile-slow: the slow calls counted as the program counts them,
     assert.ok(p, 'no profile in the result');
     const total = p.stacks.reduce((n, st) => n + (st.value ?? 0), 0);
     const sleepUs = under(p.stacks, 'sp_sleep', 'sp_work');
+    // whole stacks: the function's callers above it too (its returns caught at its ret instructions)
+    const wholeUs = under(p.stacks, 'sp_sleep', 'main');
     const spinUs = under(p.stacks, 'sp_spin');
     const sleepState = p.stacks.filter((st) => st.frames.some((f) => f.function === 'sp_sleep') && st.state === 'sleep').reduce((n, st) => n + (st.value ?? 0), 0);
     // the share of the slow calls' time the program spent in the sleeping calls (1 on a quiet machine)
@@ -84,6 +86,8 @@ test('latency --profile-slow: the slow calls counted as the program counts them,
     // ≥ 90 % of what the sleeping calls took is the sleep helper's, under the function, asleep
     assert.ok(sleepUs >= 0.9 * sleepPart * total, `under sp_sleep ${sleepUs} of ${total} µs, expected >= ${(0.9 * sleepPart * total).toFixed(0)}`);
     assert.ok(sleepState >= 0.9 * sleepUs, `asleep ${sleepState} of ${sleepUs} µs under sp_sleep`);
+    assert.ok(wholeUs >= 0.9 * sleepUs, `main above sp_sleep in ${wholeUs} of ${sleepUs} µs`);
+    assert.equal(p.unwind?.mode, 'cfi');
     // the fast calls spun ~135 ms on CPU: none of it is here beyond the fast calls that took 10 ms anyway
     assert.ok(spinUs <= 1.1 * (own.slow_spin_ns / 1000) + 3000, `under sp_spin ${spinUs} µs; the program's slow spins ${own.slow_spin_ns / 1000} µs`);
   } finally {

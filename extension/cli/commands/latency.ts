@@ -18,7 +18,7 @@ import { formatTimeSummary } from './offcpu';
 
 const USAGE = [
   'ebpf-studio latency --pid P FUNCTION|FILE:LINE [--threshold-ms N] [--returns auto|ret|uretprobe] [--ms] [--interval S] [--duration S] [--json]',
-  '                 [--by-caller] [--profile-slow [--frequency HZ] [--folded]]',
+  '                 [--by-caller] [--profile-slow [--frequency HZ] [--unwind cfi|fp] [--folded]]',
   '  FUNCTION         a function of the program or a library it maps (C++: ns::name or its mangled name)',
   '  FILE:LINE        the function at a source line (from the DWARF line tables: build with -g)',
   '  --threshold-ms N calls at least N ms long are reported with their stacks (default: none)',
@@ -35,6 +35,8 @@ const USAGE = [
   '                   samples and off-CPU time with why: sleep, I/O, lock, preempted) of only what ran',
   '                   inside them; printed after the figures (or with --folded as folded stacks)',
   `  --frequency HZ   --profile-slow: on-CPU samples per second (default ${WALL_DEFAULT_FREQUENCY})`,
+  '  --unwind cfi|fp  --profile-slow: user stacks walked by the program\'s unwind tables (cfi, default:',
+  '                   a function blocking in libc keeps its own frame) or by frame pointers (fp)',
   '  --folded         --profile-slow: print the slow calls\' profile as folded stacks (flamegraph.pl)',
 ].join('\n');
 
@@ -49,7 +51,7 @@ export const latencyCommand: Command = {
   summary: cliSummary('latency'),
   usage: USAGE,
   async run(argv, io) {
-    const { values, positionals } = parse(argv, { ...commonOptions, pid: { type: 'string', short: 'p' }, 'threshold-ms': { type: 'string' }, returns: { type: 'string' }, ms: { type: 'boolean' }, interval: { type: 'string' }, 'profile-slow': { type: 'boolean' }, 'by-caller': { type: 'boolean' }, frequency: { type: 'string' }, folded: { type: 'boolean' } }, true);
+    const { values, positionals } = parse(argv, { ...commonOptions, pid: { type: 'string', short: 'p' }, 'threshold-ms': { type: 'string' }, returns: { type: 'string' }, ms: { type: 'boolean' }, interval: { type: 'string' }, 'profile-slow': { type: 'boolean' }, 'by-caller': { type: 'boolean' }, unwind: { type: 'string' }, frequency: { type: 'string' }, folded: { type: 'boolean' } }, true);
     if (values.help) {
       io.out(USAGE);
       return 0;
@@ -63,10 +65,12 @@ export const latencyCommand: Command = {
     const profileSlow = Boolean(values['profile-slow']);
     const thresholdMs = numberFlag(values['threshold-ms'], '--threshold-ms', 0, 3_600_000) ?? 0;
     if (profileSlow && !thresholdMs) throw usageError('--profile-slow needs --threshold-ms N (N > 0): the calls at least N ms long are the ones profiled');
-    if (!profileSlow && (values.folded || values.frequency !== undefined)) throw usageError(`${values.folded ? '--folded' : '--frequency'} applies to --profile-slow only`);
+    if (!profileSlow && (values.folded || values.frequency !== undefined || values.unwind !== undefined)) throw usageError(`${values.folded ? '--folded' : values.unwind !== undefined ? '--unwind' : '--frequency'} applies to --profile-slow only`);
+    const unwind = values.unwind ?? 'cfi';
+    if (unwind !== 'cfi' && unwind !== 'fp') throw usageError(`--unwind takes cfi or fp, not ${JSON.stringify(unwind)}`);
     if (values.folded && values.json) throw usageError('--folded and --json exclude each other: give one');
     const frequency = numberFlag(values.frequency, '--frequency', 1, PROFILE_MAX_FREQUENCY, { integer: true }) ?? WALL_DEFAULT_FREQUENCY;
-    const options: LatencyOptions = { returns, pid, target: positionals[0], thresholdMs, per: 'none', unit: values.ms ? 'ms' : 'us', intervalS: interval ?? 1, ...(profileSlow ? { profileSlow, frequency } : {}), ...(values['by-caller'] ? { byCaller: true } : {}) };
+    const options: LatencyOptions = { returns, pid, target: positionals[0], thresholdMs, per: 'none', unit: values.ms ? 'ms' : 'us', intervalS: interval ?? 1, ...(profileSlow ? { profileSlow, frequency, unwind } : {}), ...(values['by-caller'] ? { byCaller: true } : {}) };
     return runTracer(
       {
         tracer: latencyTracer,

@@ -11,6 +11,7 @@ import { kernelRelease, releaseAtLeast } from '../../sys/kernelRelease';
 import { onlineCpus } from '../profile/tracer';
 import { readStacks, symbolizeStacks } from '../profile/stacks';
 import { decodeTotals } from '../offcpu/decode';
+import { CfiTables, cfiRowCapacity, cfiStackReader, cfiSummary, cfiUnwindInfo } from '../cfiTables';
 import { offcpuStacks, stateTotals } from '../offcpu/tracer';
 
 /** The programs the profile adds to the latency object. */
@@ -26,12 +27,25 @@ export function checkSlowProfileKernel(): void {
     throw unsuitableError(`profiling the slow calls needs Linux 5.15 or later (this kernel is ${release}): a switched-out thread's user registers are read with bpf_task_pt_regs. Measure without --profile-slow`);
 }
 
+/** The target's unwind tables, compiled (or found) before the object is loaded: they size its maps. */
+export function planCfi(pid: number, log: (m: string) => void): CfiTables {
+  const t = new CfiTables(log);
+  t.plan(pid);
+  return t;
+}
+
 /** Sizes the profile's maps and sets its constants, before the object is loaded. */
-export function configureSlowProfile(obj: BpfObject, on: boolean, frequency: number): Record<string, number | bigint | boolean> {
+export function configureSlowProfile(obj: BpfObject, on: boolean, frequency: number, cfi: CfiTables | undefined): Record<string, number | bigint | boolean> {
   obj.setMaxEntries('prof_threads', on ? THREADS_MAX : 1);
   obj.setMaxEntries('stacks', on ? STACKS_MAX : 1);
   obj.setMaxEntries('totals', on ? TOTALS_MAX : 1);
-  return { profile_slow: on, prof_sample_ns: on ? BigInt(Math.round(1e9 / frequency)) : 0n };
+  if (on && cfi) cfi.size(obj, cfiRowCapacity(cfi.plannedRows), STACKS_MAX);
+  else {
+    // without tables the walk's maps stay one entry each (cfi_stacks is preallocated)
+    obj.setMaxEntries('cfi_stacks', 1);
+    obj.setMaxEntries('cfi_procs', 1);
+  }
+  return { profile_slow: on, prof_sample_ns: on ? BigInt(Math.round(1e9 / frequency)) : 0n, prof_cfi: Boolean(on && cfi) };
 }
 
 /** The scheduler hook and one cpu-clock sampler per CPU; returns their links. */
@@ -51,10 +65,13 @@ export function attachSlowProfile(obj: BpfObject, frequency: number): number[] {
 }
 
 /** The kept totals as a wall-clock profile document, symbolized against the target's image. */
-export async function readSlowProfile(obj: BpfObject, o: { pid: number; frequency: number; lost: number }, sym: Symbolizer, image: ProcessImage | undefined, log: (m: string) => void): Promise<ProfileResult> {
+export async function readSlowProfile(obj: BpfObject, o: { pid: number; frequency: number; lost: number; cfi?: CfiTables }, sym: Symbolizer, image: ProcessImage | undefined, log: (m: string) => void): Promise<ProfileResult> {
   const d = obj.mapDump('totals');
   const entries = decodeTotals(d.keys, d.values, d.count);
-  const raw = readStacks(entries, (id) => obj.readStack('stacks', id));
+  const fromMap = (id: number) => obj.readStack('stacks', id);
+  const read = o.cfi ? cfiStackReader(obj, fromMap) : { read: fromMap, notes: <T>(raw: T[]) => raw };
+  const raw = read.notes(readStacks(entries, read.read));
+  if (o.cfi) log(cfiSummary(obj, o.cfi));
   const kernelFrames = new Map<bigint, ProfileFrame[]>();
   const userFrames = new Map<number, Map<string, ProfileFrame[]>>();
   await symbolizeStacks(raw, sym, (pid) => (pid === o.pid ? image : undefined), kernelFrames, userFrames, log);
@@ -74,6 +91,6 @@ export async function readSlowProfile(obj: BpfObject, o: { pid: number; frequenc
     samples: entries.reduce((n, e) => n + e.count, 0),
     lost: o.lost,
     stacks,
-    unwind: { mode: 'fp' },
+    unwind: o.cfi ? { mode: 'cfi', ...cfiUnwindInfo(obj, o.cfi) } : { mode: 'fp' },
   };
 }

@@ -20,7 +20,8 @@ import { CTR_HIST_FULL, CTR_START_FULL, decodeHistEntries, HIST_KEY_SIZE, HistAg
 import { decodeFine, decodeSlow, percentile, STAT, type SlowRecord } from './decode';
 import { resolveTarget, type ResolvedFunction } from './resolve';
 import { decodeCallers, mergeCallers } from './callers';
-import { attachSlowProfile, checkSlowProfileKernel, configureSlowProfile, readSlowProfile, SLOWPROF_PROGRAMS } from './slowProfile';
+import { attachSlowProfile, checkSlowProfileKernel, configureSlowProfile, planCfi, readSlowProfile, SLOWPROF_PROGRAMS } from './slowProfile';
+import type { CfiTables } from '../cfiTables';
 
 /** Slow calls kept for the result (the slowest), and sent per update at most. */
 export const MAX_SLOW_KEPT = 100;
@@ -45,19 +46,22 @@ function validate(raw: unknown): LatencyOptions {
     returns: oneOf(o, 'returns', ['auto', 'ret', 'uretprobe'] as const, 'auto'),
     profileSlow,
     byCaller: bool(o, 'byCaller', false),
+    unwind: oneOf(o, 'unwind', ['cfi', 'fp'] as const, 'cfi'),
     frequency: int(o, 'frequency', 1, PROFILE_MAX_FREQUENCY, WALL_DEFAULT_FREQUENCY),
   };
 }
 
-function load(env: TracerEnv, o: LatencyOptions, fn: ResolvedFunction, retInsns: boolean): BpfObject {
+function load(env: TracerEnv, o: LatencyOptions, fn: ResolvedFunction, retInsns: boolean): { obj: BpfObject; cfi?: CfiTables } {
+  const cfi = o.profileSlow && o.unwind !== 'fp' ? planCfi(o.pid, env.log) : undefined;
   const base = ['lat_entry', 'lat_return', ...(o.profileSlow ? SLOWPROF_PROGRAMS : [])];
   const frequency = o.frequency ?? WALL_DEFAULT_FREQUENCY;
   const { obj } = loadFirstWorking(env, 'latency', [[...base, 'lat_exit_btf'], [...base, 'lat_exit_raw']], (b) => {
     if (!o.byCaller) b.setMaxEntries('callers', 1);
-    setRodata(b, { target_tgid: o.pid, unit_ns: o.unit === 'ms' ? 1_000_000 : 1000, threshold_ns: BigInt(Math.round(o.thresholdMs * 1e6)), ret_insns: retInsns, by_caller: Boolean(o.byCaller), ...configureSlowProfile(b, Boolean(o.profileSlow), frequency) });
+    setRodata(b, { target_tgid: o.pid, unit_ns: o.unit === 'ms' ? 1_000_000 : 1000, threshold_ns: BigInt(Math.round(o.thresholdMs * 1e6)), ret_insns: retInsns, by_caller: Boolean(o.byCaller), ...configureSlowProfile(b, Boolean(o.profileSlow), frequency, cfi) });
   });
   const binary = fn.module.path;
   try {
+    cfi?.load(obj);
     obj.attachUprobe('lat_entry', { binary, offset: fn.entryOffset, pid: o.pid, retprobe: false });
     if (retInsns) for (const offset of fn.retOffsets) obj.attachUprobe('lat_return', { binary, offset, pid: o.pid, retprobe: false });
     else obj.attachUprobe('lat_return', { binary, offset: fn.entryOffset, pid: o.pid, retprobe: true });
@@ -69,7 +73,7 @@ function load(env: TracerEnv, o: LatencyOptions, fn: ResolvedFunction, retInsns:
     obj.close();
     throw fromBpfError(`attaching the probes of ${fn.name} in ${fn.module.name}`, e);
   }
-  return obj;
+  return { obj, cfi };
 }
 
 function maxOver(obj: BpfObject): number {
@@ -101,6 +105,7 @@ class LatencySession {
     private readonly fn: ResolvedFunction,
     readonly probe: LatencyProbe,
     private readonly obj: BpfObject,
+    private readonly cfi: CfiTables | undefined,
     private readonly env: TracerEnv,
     private readonly events: SessionEvents<'latency'>,
     target: ProcessIdentity,
@@ -156,7 +161,7 @@ class LatencySession {
     this.refreshImage();
     try {
       const lost = readCounter(this.obj, 'lat_stats', STAT.profLost);
-      this.profile = await readSlowProfile(this.obj, { pid: this.o.pid, frequency: this.o.frequency ?? 0, lost }, this.sym, this.image, this.env.log);
+      this.profile = await readSlowProfile(this.obj, { pid: this.o.pid, frequency: this.o.frequency ?? 0, lost, cfi: this.cfi }, this.sym, this.image, this.env.log);
     } catch (e) {
       this.env.log(`latency: reading the slow calls' profile failed: ${(e as Error).message}`);
     }
@@ -266,7 +271,10 @@ function returnsAtRet(o: LatencyOptions, fn: ResolvedFunction): boolean {
     if (o.returns === 'ret') throw unsuitableError(`${fn.name} ends in a tail call (${fn.tailCalls.slice(0, 3).join(', ')}): those calls end at no ret of its own; measure it with --returns uretprobe`);
     return false;
   }
-  return o.returns === 'ret' || fn.unwinds !== undefined;
+  // A uretprobe swaps each in-flight call's return address for its trampoline's, where the
+  // slow-call profile's table walk (which, unlike the kernel's frame-pointer walk, is not told of
+  // it) would stop: its stacks would end at the function.
+  return o.returns === 'ret' || fn.unwinds !== undefined || (Boolean(o.profileSlow) && o.unwind !== 'fp');
 }
 
 function probeOf(fn: ResolvedFunction, retInsns: boolean): LatencyProbe {
@@ -288,10 +296,11 @@ export const latencyTracer: Tracer<'latency'> = {
     if (options.profileSlow) checkSlowProfileKernel();
     const retInsns = returnsAtRet(options, fn);
     if (retInsns && fn.retOffsets.length === 0) throw unsuitableError(`${fn.name} never returns (no ret instruction): there is no call duration to measure`);
+    if (!retInsns && options.profileSlow && options.unwind !== 'fp') warnings.push(`the slow calls' stacks end at ${fn.name}: its returns are caught with a uretprobe${fn.tailCalls.length ? ' (it ends in a tail call)' : ''}, whose trampoline the unwind-table walk cannot pass; --unwind fp walks past it, through functions that keep frame pointers`);
     if (!retInsns && fn.unwinds) warnings.push(`${fn.name} ends in a tail call (${fn.tailCalls.slice(0, 3).join(', ') || 'asked: --returns uretprobe'}): its returns are caught with a uretprobe, and ${fn.unwinds}: an exception thrown through it aborts the program`);
     if (fn.line) env.log(`latency: ${options.target} is in ${fn.name} (${fn.line.file}:${fn.line.line})`);
-    const obj = load(env, options, fn, retInsns);
-    const s = new LatencySession(options, fn, probeOf(fn, retInsns), obj, env, events, target);
+    const { obj, cfi } = load(env, options, fn, retInsns);
+    const s = new LatencySession(options, fn, probeOf(fn, retInsns), obj, cfi, env, events, target);
     return {
       targets: [options.pid],
       warnings,
