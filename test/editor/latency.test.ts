@@ -55,4 +55,28 @@ test('Measure latency from a CodeLens in a real VS Code (code-server)', { skip: 
     const after = await waitForCodeLenses(editor, (all) => all.some((l) => l.line === line && /stopped/.test(l.text)), 15_000);
     t.diagnostic(`lens while running: "${shown?.text}"; after Stop: "${after.find((l) => l.line === line)?.text}"`);
   });
+  await step(t, s, 'Profile the slow calls from the panel: measured again, and at Stop the flame graph of only the slow calls, asleep', async () => {
+    const pid = Number(/pid (\d+)/.exec(await (await s.webviewFrame('Latency: lat_work')).locator('#title').innerText())?.[1]);
+    await (await s.webviewFrame('Latency: lat_work')).locator('#profile-slow').click();
+    // the same threshold: no question; the panel is replaced by one that measures with the profile on
+    let frame: Awaited<ReturnType<typeof s.webviewFrame>> | undefined;
+    for (const deadline = Date.now() + 30_000; !frame && Date.now() < deadline; ) {
+      await s.page.waitForTimeout(500);
+      const f = await s.webviewFrame('Latency: lat_work').catch(() => undefined);
+      const on = await f?.locator('#profile-slow', { hasText: /Profiling the slow calls/ }).waitFor({ timeout: 2000 }).then(() => true).catch(() => false);
+      if (on) frame = f;
+    }
+    assert.ok(frame, 'no panel profiling the slow calls');
+    await frame.locator('#slow-calls details').first().waitFor({ timeout: 30_000 });
+    await frame.locator('#stop').click();
+    const flame = await s.webviewFrame(`Slow calls of lat_work (≥ 10 ms, pid ${pid})`, 60_000);
+    const legend = flame.locator('.legend');
+    await legend.filter({ hasText: /Where the time went:/ }).waitFor({ timeout: 30_000 });
+    const text = (await legend.innerText()).replace(/\s+/g, ' ');
+    assert.match(text, /sleeping [\d.]+ (µs|ms|s) \([\d.]+ %\)/, `the slow calls slept: ${text}`);
+    await flame.locator('#search').fill('lat_work');
+    await flame.locator('.toolbar .status', { hasText: /^matched [1-9]/ }).waitFor({ timeout: 5000 });
+    await s.screenshot('latency-slow-calls-flamegraph', await s.webviewElement(flame));
+    t.diagnostic(`slow calls' flame graph legend: ${text}`);
+  });
 });
