@@ -14,7 +14,9 @@ import os from 'node:os';
 import path from 'node:path';
 import type { LatencyResult } from '../../extension/protocol/latency';
 import type { ProfileStack } from '../../extension/protocol/profile';
-import { kernelSkipReason, repoRoot, runCli, startCli, waitFor } from '../helpers';
+import * as proto from '../../extension/protocol/protocol';
+import { kernelSkipReason, loadedPrograms, repoRoot, runCli, startCli, waitFor } from '../helpers';
+import { AttackBed, attackSkipReason, makeUser, removeUser, spawnAsUser } from './attackKit';
 
 const skip = kernelSkipReason() ?? (spawnSync('gcc', ['--version']).status === 0 ? undefined : 'gcc is missing');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-slowprof-'));
@@ -149,5 +151,56 @@ test('latency --profile-slow: refused without a threshold, and --folded without 
   } finally {
     child.stdin.end();
     child.kill();
+  }
+});
+
+test('attack: a user profiling the slow calls of root’s process (or splitting them by caller) through the helper is refused; its own works', { skip: attackSkipReason() ?? skip }, async () => {
+  const bed = new AttackBed('latency-slowprof');
+  const user = makeUser(`ebpfS${process.pid % 100000}`);
+  try {
+    const rootBin = path.join(bed.base, 'root-only', 'slowprof');
+    fs.copyFileSync(fixture(), rootBin);
+    bed.watch(rootBin);
+    const before = bed.fingerprint();
+    const victim = spawn(rootBin, ['20'], { stdio: ['pipe', 'pipe', 'ignore'] });
+    bed.children.push(victim);
+    let vout = '';
+    victim.stdout.on('data', (d) => (vout += d));
+    assert.ok(await waitFor(() => vout.includes('ready'), 10_000));
+    const h = bed.helperFor(user);
+    const programsBefore = loadedPrograms().filter((p) => p.name.startsWith('lat_')).length;
+    for (const extra of [{ profileSlow: true, thresholdMs: 10 }, { byCaller: true }, { profileSlow: true, thresholdMs: 10, byCaller: true, unwind: 'fp' }]) {
+      await assert.rejects(h.conn.sendRequest(proto.sessionStart, { tracer: 'latency', options: { pid: victim.pid, target: 'sp_work', ...extra } } as never), /refused: measuring a function of pid \d+, a process of uid 0, not yours/);
+    }
+    assert.equal(loadedPrograms().filter((p) => p.name.startsWith('lat_')).length, programsBefore, 'a refused request left programs loaded');
+    victim.stdin.write('g');
+    assert.ok(await waitFor(() => /result count=20 /.test(vout), 30_000), vout);
+    victim.stdin.end();
+    assert.deepEqual(bed.fingerprint(), before);
+    // the legitimate owner, in the same test
+    const mine = path.join(bed.userDir(user, 'bin'), 'slowprof');
+    fs.copyFileSync(fixture(), mine);
+    fs.chmodSync(mine, 0o755);
+    const child = spawnAsUser(user, [mine, '30'], {}, bed.children);
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    assert.ok(await waitFor(() => out.includes('ready'), 10_000));
+    const started = (await h.conn.sendRequest(proto.sessionStart, { tracer: 'latency', options: { pid: child.pid, target: 'sp_work', thresholdMs: 10, profileSlow: true, byCaller: true } } as never)) as proto.SessionStartResult;
+    child.stdin!.write('g');
+    assert.ok(await waitFor(() => out.includes('result'), 30_000), out);
+    const own = Object.fromEntries(/^result (.*)$/m.exec(out)![1].split(' ').map((kv) => kv.split('=')).map(([k, v]) => [k, Number(v)]));
+    const r = (await h.conn.sendRequest(proto.sessionStop, { sessionId: started.sessionId } as never)) as proto.SessionResult<'latency'>;
+    const p = r.result.profile;
+    const sleepUs = p ? under(p.stacks, 'sp_sleep', 'sp_work') : 0;
+    console.log(`attack: refused 3 requests on root's pid; the owner's own session: ${r.result.stats.count} of 30 calls, ${r.result.stats.profiledSlow} slow profiled (program ${own.slow}), ${sleepUs} µs under sp_sleep, callers ${r.result.callers?.map((c) => c.caller).join(', ')}`);
+    assert.equal(r.result.stats.count, 30);
+    assert.ok(Math.abs((r.result.stats.profiledSlow ?? -1) - own.slow) <= own.edge);
+    assert.ok(sleepUs > 0, 'the owner got no slow-call profile');
+    assert.equal(r.result.callers?.[0]?.caller, 'main');
+    child.stdin!.end();
+    await h.close();
+  } finally {
+    bed.dispose();
+    removeUser(user);
   }
 });
