@@ -238,7 +238,7 @@ export function replayMessages(f: AnySessionFile): unknown[] {
   if (isHistogramTracer(f.tracer)) {
     const d = f.data as HistSessionData;
     return [
-      { type: 'init', scope: d.scope, per: d.per, unit: d.unit },
+      { type: 'init', tracer: f.tracer, scope: d.scope, per: d.per, unit: d.unit },
       ...(d.state ? [{ type: 'restore', state: d.state }] : []),
       ...(d.updates ?? []).map((update) => ({ type: 'update', update })),
       { type: 'ended', reason: d.ended?.reason ?? 'stopped', message: d.ended?.message },

@@ -88,7 +88,7 @@ export const CATALOG = {
     pid: { kernelThreads: true },
     target: 'system',
     lossAdvice: 'narrow it with --pid P, or use --per-process instead of --per-thread (fewer histogram keys)',
-    sessionView: 'runqlat',
+    sessionView: 'latencyKit',
     programs: '^(wakeup|wakeup_new|switch|runq_exec)_(btf|raw)$',
     histogram: {
       events: 'waits',
@@ -117,7 +117,7 @@ export const CATALOG = {
     pid: { kernelThreads: true },
     target: 'system',
     lossAdvice: 'narrow it with --pid P, or use --per-disk instead of --per-process (fewer histogram keys)',
-    sessionView: 'biolatency',
+    sessionView: 'latencyKit',
     programs: '^rq_(insert|issue|complete)_(btf|raw)$',
     histogram: {
       events: 'I/Os',
@@ -147,7 +147,7 @@ export const CATALOG = {
     pid: { kernelThreads: true },
     target: 'system',
     lossAdvice: 'narrow it with --pid P, or use --per-process instead of --per-thread (fewer histogram keys)',
-    sessionView: 'cpudist',
+    sessionView: 'latencyKit',
     programs: '^cpu_(switch|exit|exec)_(btf|raw)$',
     histogram: {
       events: 'runs',
@@ -176,7 +176,7 @@ export const CATALOG = {
     pid: { kernelThreads: true }, // kernel threads open TCP connections too (NFS, iSCSI clients)
     target: 'system',
     lossAdvice: 'narrow it with --pid P, or use --per-address instead of --per-process (fewer histogram keys)',
-    sessionView: 'tcplat',
+    sessionView: 'latencyKit',
     programs: '^tcp_(state|probe)_(btf|raw)$',
     histogram: {
       events: 'connects',

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { CATALOG, CATALOG_NAMES, keyText, type TracerEntry } from '../../extension/protocol/catalog';
+import { CATALOG, CATALOG_NAMES, HISTOGRAM_TRACERS, keyText, type TracerEntry } from '../../extension/protocol/catalog';
 import { SESSION_VIEW_NAMES } from '../../extension/model/sessionFile';
 import { commands } from '../../extension/cli/commands/index';
 import { tracers } from '../../extension/tracers/index';
@@ -39,8 +39,9 @@ test('the check fails when a package.json entry is missing', () => {
   noCommand.contributes.commands = noCommand.contributes.commands.filter((c) => c.command !== 'ebpfStudio.showRunQueueLatency');
   assert.deepEqual(missingFromPackage(noCommand), ['runqlat: command ebpfStudio.showRunQueueLatency is not in contributes.commands']);
   const noRestore = structuredClone(pkg);
-  noRestore.activationEvents = noRestore.activationEvents.filter((a) => a !== 'onWebviewPanel:ebpfStudio.runqlat');
-  assert.deepEqual(missingFromPackage(noRestore), ['runqlat: activationEvents lacks onWebviewPanel:ebpfStudio.runqlat']);
+  // every histogram tracer shows in the kit's one view: without its activation none comes back
+  noRestore.activationEvents = noRestore.activationEvents.filter((a) => a !== 'onWebviewPanel:ebpfStudio.latencyKit');
+  assert.deepEqual(missingFromPackage(noRestore), HISTOGRAM_TRACERS.map((n) => `${n}: activationEvents lacks onWebviewPanel:ebpfStudio.latencyKit`));
 });
 
 test('every session view has a webview bundle and is restored after a reload', () => {

@@ -40,9 +40,9 @@ const rqUpdate = (i: number): RunqlatUpdate => ({ interval: { timestampNs: 100 *
 
 const cases = [
   { name: 'Java GC', view: 'javaGc', command: 'ebpfStudio.traceJavaGc', args: { pid: 7 }, update: gcUpdate, model: () => new GcLive() },
-  { name: 'run queue', view: 'runqlat', command: 'ebpfStudio.showRunQueueLatency', args: { per: 'none' }, update: rqUpdate, model: () => new HistLive() },
-  // the kit's panel for another tracer: its own view type, restored the same way
-  { name: 'block I/O', view: 'biolatency', command: 'ebpfStudio.showBlockIoLatency', args: { per: 'disk' }, update: rqUpdate, model: () => new HistLive() },
+  { name: 'run queue', view: 'latencyKit', tracer: 'runqlat', command: 'ebpfStudio.showRunQueueLatency', args: { per: 'none' }, update: rqUpdate, model: () => new HistLive() },
+  // the kit's panel for another tracer: the same view type, restored with its own tracer
+  { name: 'block I/O', view: 'latencyKit', tracer: 'biolatency', command: 'ebpfStudio.showBlockIoLatency', args: { per: 'disk' }, update: rqUpdate, model: () => new HistLive() },
 ] as const;
 
 /** A window's extension context over a storage folder; the same folder after a reload. */
@@ -96,6 +96,7 @@ for (const c of cases) {
     await restored.say({ type: 'ready' });
     assert.deepEqual(restored.posted.find((m) => m.type === 'ended'), { type: 'ended', reason: 'stopped', message: RELOADED });
     assert.deepEqual(restored.posted.find((m) => m.type === 'restore')?.state, data.state);
+    if ('tracer' in c) assert.equal((restored.posted.find((m) => m.type === 'init') as { tracer?: string } | undefined)?.tracer, c.tracer, 'the one kit view is told its tracer');
     for (const d of next.subscriptions) d.dispose();
   });
 

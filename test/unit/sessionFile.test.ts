@@ -129,14 +129,15 @@ test('replay: GC and run-queue sessions resend init, every update in order, then
   assert.deepEqual(gc.map((m) => m.type), ['init', 'update', 'update', 'ended']);
   assert.equal(gc[2].update!.events[0].durationNs, 40_000_000);
   assert.equal(gc[3].reason, 'target-exited');
-  const rq = replayMessages(readSession(writeSession(sessions[1]))) as { type: string; per?: string }[];
+  const rq = replayMessages(readSession(writeSession(sessions[1]))) as { type: string; per?: string; tracer?: string }[];
   assert.deepEqual(rq.map((m) => m.type), ['init', 'update', 'ended']);
   assert.equal(rq[0].per, 'process');
+  assert.equal(rq[0].tracer, 'runqlat', 'the kit view is told which tracer it shows');
   const leaks = replayMessages(readSession(writeSession(sessions[2]))) as { type: string; running?: boolean; totalBytes?: number }[];
   assert.deepEqual([leaks[0].type, leaks[0].running, leaks[0].totalBytes], ['snapshot', false, 3072]);
   const prof = replayMessages(readSession(writeSession(sessions[3]))) as { type: string; profile?: { total: number } }[];
   assert.deepEqual([prof[0].type, prof[0].profile!.total], ['profile', 40]);
-  assert.deepEqual(sessions.map((s) => viewOf(s.tracer)), ['javaGc', 'runqlat', 'memleak', 'flamegraph']);
+  assert.deepEqual(sessions.map((s) => viewOf(s.tracer)), ['javaGc', 'latencyKit', 'memleak', 'flamegraph']);
 });
 
 function refuses(text: string, pattern: RegExp): void {

@@ -6,8 +6,8 @@ import type { HistLiveState } from '../../extension/model/histLive';
 export type SessionState = 'running' | 'stopped' | 'target-exited' | 'error';
 
 export type ToView =
-  /** sent once the view said `ready`: what is traced and how */
-  | { type: 'init'; scope: string; per: string; unit: HistUnit }
+  /** sent once the view said `ready`: which tracer (its nouns), what is traced and how */
+  | { type: 'init'; tracer: string; scope: string; per: string; unit: HistUnit }
   /** one interval's data (histograms are of that interval only) */
   | { type: 'update'; update: HistUpdate }
   /** the figures so far, kept by the extension (a reopened or restored view); updates follow */

@@ -7,7 +7,7 @@ import { formatDuration } from '../../extension/model/log2hist';
 import { bucketAt, drawHistogram, themeColor, type HistogramLayout } from '../common/histogramChart';
 import { connectHost, el, oncePerFrame } from '../common/viewPage';
 import { drawHeatMap, drawHeatScale, heatColumnsFor } from './heatMapChart';
-import { CATALOG, histogramOf, type HistogramNouns, type HistogramTracer } from '../../extension/protocol/catalog';
+import { CATALOG, histogramOf, isHistogramTracer, type HistogramNouns, type HistogramTracer } from '../../extension/protocol/catalog';
 import { formatCount } from '../../extension/model/units';
 import { MAX_KEYS, OTHER_KEY } from '../../extension/model/histLive';
 import { bucketRange, heatCellAt, LatencyModel, type HeatLayout, type HeatMap, type HistogramBars, type KeyRow, type SortKey } from './latencyModel';
@@ -15,7 +15,7 @@ import type { FromView, ToView } from './latencyProtocol';
 
 const vscode = connectHost<FromView>();
 const model = new LatencyModel('runqlat');
-/** the tracer's nouns (set by startLatencyView) */
+/** the tracer's nouns (set when the extension's init names the tracer) */
 let nouns: HistogramNouns = histogramOf('runqlat');
 /** "wait" from "waits": the cards' labels */
 const one = () => nouns.events.replace(/s$/, '');
@@ -326,6 +326,7 @@ window.addEventListener('message', (ev: MessageEvent<ToView>) => {
   const m = ev.data;
   switch (m.type) {
     case 'init':
+      if (isHistogramTracer(m.tracer)) showTracer(m.tracer);
       model.scope = m.scope;
       model.per = m.per;
       model.unit = m.unit;
@@ -347,8 +348,8 @@ window.addEventListener('message', (ev: MessageEvent<ToView>) => {
   schedule();
 });
 
-/** Starts the view of one tracer: its nouns in the legends, then `ready` to the extension. */
-export function startLatencyView(tracer: HistogramTracer): void {
+/** The tracer the view shows (its first message says which): its nouns in the titles and legends. */
+function showTracer(tracer: HistogramTracer): void {
   model.tracer = tracer;
   nouns = histogramOf(tracer);
   const title = CATALOG[tracer].title.toLowerCase();
@@ -356,6 +357,13 @@ export function startLatencyView(tracer: HistogramTracer): void {
   heatCanvas.setAttribute('aria-label', `${title} heat map`);
   heatLegend.textContent = `x: time (one column per interval, newest right); y: ${nouns.measure} (log2 buckets); shade: how many ${nouns.events} fell in the cell (log scale, above).`;
   histLegend.textContent = `Bars: ${nouns.events} (${nouns.meaning}) per latency bucket; each bucket spans twice the one before. Hover a bar for its range and share.`;
+  // the cards and the key table's head are built once, in the nouns of their time
+  cards.replaceChildren();
+  plain = undefined;
+}
+
+/** Starts the view: `ready` to the extension, whose `init` names the tracer. */
+export function startLatencyView(): void {
   render();
   vscode.postMessage({ type: 'ready' });
 }

@@ -71,7 +71,7 @@ export async function openLiveView<N extends HistogramTracer>(context: vscode.Ex
   container = session.info.container;
   host.checkpointWith(() => document({ reason: 'stopped', message: RELOADED }));
   const view = createViewPanel<ToView, FromView>(context, CATALOG[tracer].sessionView, `${name}: ${scope}`, undefined, host.key);
-  view.onReady(() => [{ type: 'init', scope, per: options.per, unit: options.unit }]);
+  view.onReady(() => [{ type: 'init', tracer, scope, per: options.per, unit: options.unit }]);
   host.attach(view);
   for (const w of session.info.warnings) void vscode.window.showWarningMessage(`eBPF Studio: ${w}`);
   // The view says "Stopped" at once, with the figures as of the click; the helper detaches after.

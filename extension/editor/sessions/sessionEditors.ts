@@ -3,7 +3,8 @@
 // *.speedscope.json, *.cpuprofile, *.pb.gz → the flame graph), and a webview panel serializer
 // per view so open panels come back after a window reload. Commands: none. Context keys: none.
 // View types: ebpfStudio.sessionFile, ebpfStudio.profileFile (editors); ebpfStudio.javaGc,
-// ebpfStudio.runqlat, ebpfStudio.memleak, ebpfStudio.flamegraph (serializers).
+// ebpfStudio.latencyKit (every histogram tracer's), ebpfStudio.memleak, ebpfStudio.flamegraph
+// (serializers).
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { loadSession } from './sessionStore';

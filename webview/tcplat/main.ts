@@ -1,4 +1,0 @@
-// The TCP latency view: the kit's latency view with tcplat's nouns.
-import { startLatencyView } from '../common/latencyView';
-
-startLatencyView('tcplat');
