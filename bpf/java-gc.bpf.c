@@ -108,7 +108,10 @@ struct {
 } counters SEC(".maps");
 
 /* Processes that exec'd since user space last drained this map (tgid -> 1): all mode looks for
- * new JVMs among them rather than reading every process in /proc each second. */
+ * new JVMs among them rather than reading every process in /proc each second. With launcher
+ * names set, only execs of a program so named land here (looked at within a second); every
+ * other exec lands in `other_execs`, which user space drains only every few tens of seconds: a
+ * host's shells, compilers and scripts then cost no user-space work per exec. */
 #define JAVA_GC_EXECS_MAX 4096
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -116,6 +119,20 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } execs SEC(".maps");
+
+#define JAVA_GC_OTHER_EXECS_MAX 16384
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, JAVA_GC_OTHER_EXECS_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, __u8);
+} other_execs SEC(".maps");
+
+/* The program names (comm after the exec: the file's base name, 15 bytes at most, NUL-padded)
+ * whose execs go to `execs`; all zero: every exec does. */
+#define JAVA_GC_LAUNCHERS 8
+const volatile __u64 launchers[JAVA_GC_LAUNCHERS][2] = {};
 
 static __always_inline void count(__u32 which)
 {
@@ -454,14 +471,36 @@ int BPF_USDT(handle_gc_sp_end)
 	return 0;
 }
 
+/* Whether the current task's name is one of `launchers` (true when none is set). */
+static __always_inline bool launcher_named(void)
+{
+	__u64 comm[2] = {};
+
+	if (!launchers[0][0])
+		return true;
+	bpf_get_current_comm(comm, sizeof(comm));
+	for (int i = 0; i < JAVA_GC_LAUNCHERS; i++) {
+		if (!launchers[i][0])
+			break;
+		if (launchers[i][0] == comm[0] && launchers[i][1] == comm[1])
+			return true;
+	}
+	return false;
+}
+
 /* Loaded in all mode only. An exec is rare next to a GC: one map update each. */
 SEC("tracepoint/sched/sched_process_exec")
 int handle_exec(void *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	__u8 one = 1;
+	long err;
 
-	if (bpf_map_update_elem(&execs, &tgid, &one, BPF_ANY))
+	if (launcher_named())
+		err = bpf_map_update_elem(&execs, &tgid, &one, BPF_ANY);
+	else
+		err = bpf_map_update_elem(&other_execs, &tgid, &one, BPF_ANY);
+	if (err)
 		count(JAVA_GC_CTR_EXECS_FULL);
 	return 0;
 }

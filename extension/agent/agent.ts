@@ -141,6 +141,8 @@ export class Agent {
   private onGc(u: JavaGcUpdate): void {
     const h = this.health.get('java-gc')!;
     h.lostNow = u.lost;
+    // Named (main class, container) as they are found: a JVM may exit before its pauses are read.
+    for (const pid of u.found ?? []) this.jvm(pid);
     for (const e of u.events) {
       // A ZGC/Shenandoah cycle runs beside the application: it is not a pause.
       if (e.kind === 'concurrent-cycle') continue;
@@ -497,6 +499,16 @@ export class Agent {
   }
 
   // ---- exposition ---------------------------------------------------------------------------
+  /**
+   * What a scrape gets: the GC histograms are read from the kernel first (as ebpf_exporter
+   * reads its maps per scrape), so they are current while the agent reads them only every few
+   * seconds between scrapes.
+   */
+  async scrape(): Promise<string> {
+    await this.gcSession?.refresh?.().catch(() => undefined);
+    return this.metrics();
+  }
+
   metrics(): string {
     const x = new Exposition();
     x.histogram('ebpf_studio_jvm_gc_pause_seconds', 'Stop-the-world GC pauses of each JVM, from HotSpot USDT gc__begin/gc__end (one per collection as the JVM counts it).', this.gcPause);

@@ -105,7 +105,8 @@ export class RequestError extends Error {
 }
 
 export interface Endpoints {
-  metrics(): string;
+  /** the exposition text; a promise when the counts are read first */
+  metrics(): string | Promise<string>;
   profile(seconds: number): Promise<Buffer>;
   offcpu?(seconds: number, event: 'offcpu' | 'wall'): Promise<Buffer>;
   allocs?(seconds: number, pid: number): Promise<Buffer>;
@@ -258,7 +259,15 @@ function route(req: http.IncomingMessage, res: http.ServerResponse, url: URL, ep
     return send(res, 200, req.method === 'POST' ? '' : 'num_symbols: 0\n');
   }
   if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'only GET\n', undefined, { Allow: 'GET, HEAD' });
-  if (url.pathname === '/metrics') return send(res, 200, ep.metrics(), 'text/plain; version=0.0.4; charset=utf-8');
+  if (url.pathname === '/metrics') {
+    void Promise.resolve()
+      .then(() => ep.metrics())
+      .then(
+        (text) => send(res, 200, text, 'text/plain; version=0.0.4; charset=utf-8'),
+        (e) => send(res, 500, `reading the metrics failed: ${(e as Error).message}\n`),
+      );
+    return;
+  }
   const pprofKind = ({ '/debug/pprof/profile': 'CPU', '/debug/pprof/offcpu': 'off-CPU', '/debug/pprof/allocs': 'allocation' } as Record<string, string>)[url.pathname];
   if (pprofKind) return pull(res, url, pprofKind, ep, send, log);
   if (url.pathname === '/' || url.pathname === '/debug/pprof/') return send(res, 200, INDEX);

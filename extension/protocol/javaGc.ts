@@ -148,6 +148,8 @@ export interface JavaGcUpdate {
   warnings?: string[];
   /** metricsOnly: the pauses and safepoints counted in the kernel since the previous update */
   histograms?: JavaGcPauseCounts[];
+  /** all mode: the JVMs found since the previous update (sent as they are found, so they can be named while they run) */
+  found?: number[];
 }
 
 /**

@@ -33,6 +33,8 @@ export interface Session<N extends TracerName> {
   snapshot(): ResultOf<N>;
   /** detaches everything and returns the final result; idempotent */
   stop(): Promise<ResultOf<N>>;
+  /** sends an update with what was counted so far before it resolves (sessions whose updates are periodic reads of kernel maps) */
+  refresh?(): Promise<void>;
 }
 
 export interface Tracer<N extends TracerName> {

@@ -74,7 +74,7 @@ export const agentCommand: Command = {
     process.once('SIGTERM', () => wake());
 
     const endpoints = {
-      metrics: () => agent.metrics(),
+      metrics: () => agent.scrape(),
       profile: (s: number) => agent.profile(s),
       offcpu: cfg.profile.offcpu ? (s: number, event: 'offcpu' | 'wall') => agent.offcpu(s, event) : undefined,
       allocs: cfg.profile.allocs ? (s: number, pid: number) => agent.allocs(s, pid) : undefined,

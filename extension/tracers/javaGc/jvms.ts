@@ -12,6 +12,14 @@ import { gcCollectors, HsperfFile } from '../../sys/jvm/hsperfdata';
 
 const LIBJVM = /\/libjvm\.so$/;
 
+/**
+ * The programs whose execs --all looks at within a second: the JDK's launchers (a JVM each) and
+ * jsvc (Apache Commons Daemon, which creates the JVM of many services in-process). 15 bytes at
+ * most (the kernel's comm), 8 at most (bpf/java-gc.bpf.c JAVA_GC_LAUNCHERS).
+ */
+export const JVM_LAUNCHERS = ['java', 'jsvc', 'javac', 'jshell', 'jcmd', 'jar', 'jdb', 'keytool'];
+const LAUNCHER_SET = new Set(JVM_LAUNCHERS);
+
 /** A libjvm.so to attach to: `path` opens it from here, `identity` names the real file. */
 export interface LibjvmTarget {
   path: string;
@@ -51,7 +59,8 @@ export interface RunningJvm extends ProcessIdentity {
  * ones, and not /proc at all.
  */
 export class JvmScanner {
-  private seen = new Map<number, { startTime: number; comm: string; jvm: boolean; looks: number }>();
+  /** `slow`: looked at again only at slow looks (found by a scan of /proc, or exec'd a program of no launcher's name) */
+  private seen = new Map<number, { startTime: number; comm: string; jvm: boolean; looks: number; slow: boolean }>();
   private scans = 0;
 
   /**
@@ -77,7 +86,7 @@ export class JvmScanner {
         alive.add(pid);
         continue;
       }
-      if (this.judge(pid, out)) alive.add(pid);
+      if (this.judge(pid, out, false, true)) alive.add(pid);
     }
     for (const pid of this.seen.keys()) if (!alive.has(pid)) this.seen.delete(pid);
     return out;
@@ -86,13 +95,16 @@ export class JvmScanner {
   /**
    * JVMs among the pids that exec'd since the last look and the young processes still being
    * watched; every other process is left as judged. Exited ones are dropped by the next scan().
+   * `others` (a slow look): the pids that exec'd a program of no launcher's name; young processes
+   * found that way, or by a scan of /proc, are looked at again at slow looks only.
    */
-  scanExecs(execd: Iterable<number>): RunningJvm[] {
+  scanExecs(execd: Iterable<number>, others?: Iterable<number>): RunningJvm[] {
     const out: RunningJvm[] = [];
     const fresh = new Set(execd);
-    const look = new Set(fresh);
-    for (const [pid, s] of this.seen) if (!s.jvm && s.looks < 3) look.add(pid);
-    for (const pid of look) if (!this.judge(pid, out, fresh.has(pid))) this.seen.delete(pid);
+    const slowFresh = new Set(others ?? []);
+    const look = new Set([...fresh, ...slowFresh]);
+    for (const [pid, s] of this.seen) if (!s.jvm && s.looks < 3 && (others || !s.slow)) look.add(pid);
+    for (const pid of look) if (!this.judge(pid, out, fresh.has(pid) || slowFresh.has(pid), slowFresh.has(pid) && !fresh.has(pid))) this.seen.delete(pid);
     return out;
   }
 
@@ -100,7 +112,7 @@ export class JvmScanner {
    * Reads one process; pushes it to `out` when it is a JVM not returned before (`execd`: it runs
    * another program now, whatever its name). False: gone or a kernel thread.
    */
-  private judge(pid: number, out: RunningJvm[], execd = false): boolean {
+  private judge(pid: number, out: RunningJvm[], execd: boolean, slow: boolean): boolean {
     const st = readStat(pid);
     if (!st || isKernelThread(st)) return false;
     const prev = this.seen.get(pid);
@@ -119,7 +131,7 @@ export class JvmScanner {
     } catch {
       /* gone, or not ours to read */
     }
-    this.seen.set(pid, { startTime: st.startTime, comm: st.comm, jvm: Boolean(m), looks: same ? prev.looks + 1 : 1 });
+    this.seen.set(pid, { startTime: st.startTime, comm: st.comm, jvm: Boolean(m), looks: same ? prev.looks + 1 : 1, slow: same ? prev.slow : slow && !LAUNCHER_SET.has(st.comm) });
     if (m) out.push({ pid, startTime: st.startTime, libjvm: m });
     return true;
   }

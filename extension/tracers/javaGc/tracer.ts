@@ -15,7 +15,7 @@ import { countsProblem } from '../../model/javaGcCheck';
 import { ElfFile } from '../../sys/elf/elf';
 import type { Session, SessionEvents, Tracer, TracerEnv } from '../tracer';
 import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
-import { hostLibjvms, JvmCounterBook, JvmScanner, libjvmTargetOf, runningTarget, type LibjvmTarget, type RunningJvm } from './jvms';
+import { hostLibjvms, JVM_LAUNCHERS, JvmCounterBook, JvmScanner, libjvmTargetOf, runningTarget, type LibjvmTarget, type RunningJvm } from './jvms';
 import { GcHistReader } from './hists';
 import { CTR_EXECS_FULL, CTR_HIST_FULL, CTR_INFLIGHT_FULL, CTR_POOLS_FULL, CTR_RINGBUF_FULL, CTR_SAFEPOINT_LOST, decodeJavaGcEvent, decodeSafepoint, JAVA_GC_MAX_POOLS } from './decode';
 
@@ -169,49 +169,83 @@ function bootTicks(): number {
 
 // ---- the session ------------------------------------------------------------------------------
 const TICK_MS = 500;
-/** Metrics only: nothing is drawn live, so updates (and the histogram reads) go out once a second. */
+/** Metrics only: nothing is drawn live, so the session ticks (looks for new JVMs) once a second. */
 const METRICS_TICK_MS = 1000;
+/**
+ * Metrics only: the kernel's histograms are read (and an update sent) every this many ticks, and
+ * whenever refresh() asks (a scrape): a scraper then gets current counts, and between scrapes
+ * the service does no work per JVM (the map holds thousands of entries: JVMs that come and go
+ * within this time do not fill it).
+ */
+const METRICS_READ_TICKS = 15;
 /** The ring buffer thread polls every 100 ms: let it hand over what is left after detaching. */
 const DRAIN_MS = 250;
 /** Without live counts, exited JVMs are looked for every this many ticks. */
 const FORGET_TICKS = 20;
-/** --all looks for new JVMs every this many ticks: among the processes that exec'd since. */
+/** --all looks for new JVMs every this many ticks: among the launchers that exec'd since. */
 const FOLLOW_TICKS = 2;
 /**
- * Every this many looks, --all reads every process in /proc anyway (a JVM that no exec made: a
- * JVM's fork); and at every look while exec events cannot be had.
+ * Every this many looks, --all also looks among the processes that exec'd a program of another
+ * name since (bpf/java-gc.bpf.c other_execs): a JVM embedded in a launcher of its own (a renamed
+ * or copied java, a native program that creates a JVM) is found within this many seconds.
  */
-const FULL_SCAN_LOOKS = 60;
+const OTHER_EXECS_LOOKS = 30;
+/**
+ * Every this many looks, --all reads the processes of /proc it has not seen (a JVM no exec made:
+ * one restored from a checkpoint); at every look while exec events cannot be had.
+ */
+const FULL_SCAN_LOOKS = 300;
+/** `launchers` as bpf/java-gc.bpf.c reads them: 16 NUL-padded bytes each. */
+function launcherNames(names: string[]): Buffer {
+  const b = Buffer.alloc(8 * 16);
+  names.slice(0, 8).forEach((n, i) => b.write(n.slice(0, 15), i * 16, 'latin1'));
+  return b;
+}
 
 /**
- * The pids that exec'd since the last take(), from the kernel (bpf/java-gc.bpf.c handle_exec),
- * so --all need not read every process each second to find new JVMs. Undefined when some may be
- * missing (the map was full, or the hook is not attached): then the caller reads all of /proc.
+ * The pids that exec'd since they were last taken, from the kernel (bpf/java-gc.bpf.c
+ * handle_exec), so --all need not read every process each second to find new JVMs: those that
+ * exec'd a launcher at every look, the others every OTHER_EXECS_LOOKS looks. Undefined when some
+ * may be missing (a map was full): then the caller reads all of /proc.
  */
 class ExecWatch {
   private full = 0;
   constructor(private readonly obj: BpfObject) {}
 
-  take(): number[] | undefined {
-    const d = this.obj.mapDump('execs', { delete: true });
-    const pids: number[] = [];
-    for (let i = 0; i < d.count; i++) pids.push(d.keys.readUInt32LE(i * 4));
+  take(others: boolean): { launched: number[]; others?: number[] } | undefined {
+    const taken = { launched: this.drain('execs'), ...(others ? { others: this.drain('other_execs') } : {}) };
     const full = readCounter(this.obj, 'counters', CTR_EXECS_FULL);
-    if (full === this.full) return pids;
+    if (full === this.full) return taken;
     this.full = full;
     return undefined;
   }
+
+  private drain(map: string): number[] {
+    const d = this.obj.mapDump(map, { delete: true });
+    const pids: number[] = [];
+    for (let i = 0; i < d.count; i++) pids.push(d.keys.readUInt32LE(i * 4));
+    return pids;
+  }
 }
 
-/** New JVMs: among the processes that exec'd, or from all of /proc (every FULL_SCAN_LOOKS looks, and without exec events). */
+/** New JVMs: among the processes that exec'd, or from /proc (every FULL_SCAN_LOOKS looks, and without exec events). */
 function followNewJvms(scanner: JvmScanner, execs: ExecWatch | undefined, look: number): RunningJvm[] {
-  let execd: number[] | undefined;
+  let execd: ReturnType<ExecWatch['take']>;
   try {
-    execd = execs?.take();
+    execd = execs?.take(look % OTHER_EXECS_LOOKS === 0);
   } catch {
     execd = undefined;
   }
-  return execd && look % FULL_SCAN_LOOKS !== 0 ? scanner.scanExecs(execd) : scanner.scan(execs ? 1 : 10);
+  if (!execd) return scanner.scan(execs ? 1 : 10);
+  const found = scanner.scanExecs(execd.launched, execd.others);
+  // Processes not seen yet only: those that exec'd were just looked at.
+  return look % FULL_SCAN_LOOKS === 0 && look > 0 ? [...found, ...scanner.scan(Number.MAX_SAFE_INTEGER)] : found;
+}
+
+/** The object's constants: with --all, which execs are looked at within a second (JVM_LAUNCHERS). */
+function configure(o: BpfObject, options: JavaGcOptions): void {
+  setRodata(o, { min_duration_ns: BigInt(options.minUs) * 1000n, lazy_wakeup: true, records: !options.metricsOnly, histograms: Boolean(options.metricsOnly) });
+  if (options.all) o.setRodata('launchers', launcherNames(JVM_LAUNCHERS));
 }
 
 /** Counts read from the kernel, booked as the events they replace are (the JVMs' own counters are checked against them). */
@@ -276,6 +310,8 @@ class JavaGcSession implements Session<'java-gc'> {
   private readonly bounded?: GcLive;
   private readonly pids: Set<number>;
   private fresh: JavaGcEvent[] = [];
+  /** JVMs found (all mode) since the last update */
+  private found: number[] = [];
   private freshSafepoints: JavaSafepoint[] = [];
   private lost = 0;
   private safepointsLost = 0;
@@ -328,7 +364,10 @@ class JavaGcSession implements Session<'java-gc'> {
       if (id) this.book.track(id, libs[0].label, false);
       env.log(`java-gc: ${this.book.describe(options.pid)}`);
     }
-    for (const j of found.jvms) this.attacher.follow(j, this.book, true, this.warnings);
+    for (const j of found.jvms) {
+      this.attacher.follow(j, this.book, true, this.warnings);
+      this.found.push(j.pid);
+    }
     this.execs = options.all ? watchExecs(this.obj, this.links, env.log) : undefined;
   }
 
@@ -356,7 +395,7 @@ class JavaGcSession implements Session<'java-gc'> {
     // lazy_wakeup: records reach user space within the ring poller's 100 ms timeout rather than
     // waking it one by one; updates go out every TICK_MS anyway, and at hundreds of GCs and
     // safepoints a second the per-record wakeups were most of the tracer's own CPU time.
-    this.obj = loadFirstWorking(env, 'java-gc', [progs], (o) => setRodata(o, { min_duration_ns: BigInt(options.minUs) * 1000n, lazy_wakeup: true, records: !options.metricsOnly, histograms: Boolean(options.metricsOnly) })).obj;
+    this.obj = loadFirstWorking(env, 'java-gc', [progs], (o) => configure(o, options)).obj;
   }
 
   /** Opens the ring buffers (or the histograms) and sends an update every tick from now on. */
@@ -366,7 +405,7 @@ class JavaGcSession implements Session<'java-gc'> {
     this.tickMs = options.metricsOnly ? METRICS_TICK_MS : TICK_MS;
     this.followTicks = Math.max(1, (FOLLOW_TICKS * TICK_MS) / this.tickMs);
     this.forgetTicks = Math.max(1, (FORGET_TICKS * TICK_MS) / this.tickMs);
-    if (options.all) env.log(`java-gc: looking for new JVMs every ${(this.followTicks * this.tickMs) / 1000} s${this.execs ? ' among processes that exec\'d' : ''}`);
+    if (options.all) env.log(`java-gc: looking for new JVMs every ${(this.followTicks * this.tickMs) / 1000} s${this.execs ? ` among processes that exec'd ${JVM_LAUNCHERS.join(', ')}, every ${(OTHER_EXECS_LOOKS * this.followTicks * this.tickMs) / 1000} s among those that exec'd anything else` : ''}`);
     this.startNs = monoNs();
     // Metrics only: nothing comes through the rings, so no thread polls them.
     this.hists = options.metricsOnly ? new GcHistReader(this.obj) : undefined;
@@ -413,14 +452,20 @@ class JavaGcSession implements Session<'java-gc'> {
   }
 
   private tick(): void {
-    const { options, env, hists } = this;
+    const { options, hists } = this;
     // New JVMs (new containers too) are looked for before the update that reports them.
     this.ticks++;
-    if (options.all && this.ticks % this.followTicks === 0) for (const j of followNewJvms(this.scanner, this.execs, this.ticks / this.followTicks - 1)) this.attacher.follow(j, this.book, false, this.warnings);
+    if (options.all && this.ticks % this.followTicks === 0) {
+      for (const j of followNewJvms(this.scanner, this.execs, this.ticks / this.followTicks - 1)) {
+        this.attacher.follow(j, this.book, false, this.warnings);
+        this.found.push(j.pid);
+      }
+    }
     // Without live counts nothing reads them: exited JVMs' files are closed and forgotten here.
     if (!this.liveCounts && this.ticks % this.forgetTicks === 0) this.book.forgetExited();
-    if (hists) void hists.read(() => this.closed || this.detachNs !== Infinity).then(() => this.detachNs === Infinity && this.flush(), (e) => env.log(`java-gc: reading the pause histograms: ${(e as Error).message}`));
-    else this.flush();
+    if (!hists) this.flush();
+    // A JVM found is named in an update right away (it may be gone at the next read).
+    else if (this.ticks % METRICS_READ_TICKS === 0 || this.found.length) void this.readHists();
     if (options.all || this.ending) return;
     // Same pid but another start time: the JVM exited and the pid was reused.
     const alive = pidAlive(options.pid) && readStat(options.pid)?.startTime === this.startTime;
@@ -430,6 +475,21 @@ class JavaGcSession implements Session<'java-gc'> {
         this.events.ended('target-exited', `pid ${options.pid} exited; ${this.bounded ? this.bounded.count : this.all.length} GCs traced`);
       });
     }
+  }
+
+  /** Metrics only: reads the kernel's histograms and sends what they counted as an update. */
+  private readHists(): Promise<void> {
+    const { hists, env } = this;
+    if (!hists || this.closed || this.detachNs !== Infinity) return Promise.resolve();
+    return hists.read(() => this.closed || this.detachNs !== Infinity).then(
+      () => void (this.detachNs === Infinity && this.flush()),
+      (e) => env.log(`java-gc: reading the pause histograms: ${(e as Error).message}`),
+    );
+  }
+
+  /** Brings the live figures up to date now: in metrics-only mode an update is sent before this resolves. */
+  refresh(): Promise<void> {
+    return this.readHists();
   }
 
   private readLost(): void {
@@ -448,8 +508,9 @@ class JavaGcSession implements Session<'java-gc'> {
     this.readLost();
     if (!this.countsFinal && this.liveCounts) book.refresh();
     const histograms = this.hists ? countedInKernel(this.hists.take(), this.pids, book) : undefined;
-    const u = { events: this.fresh, ...(histograms ? { histograms } : {}), safepoints: this.freshSafepoints, safepointsAvailable: this.safepointsAvailable, safepointsReason: this.safepointsReason, lost: this.lost, pids: this.pidList(), startNs: this.startNs, nowNs: monoNs(), ...(this.liveCounts ? { jvmCounts: book.results(this.options.minUs, this.lost) } : {}), ...(warnings.length ? { warnings: [...warnings] } : {}) };
+    const u = { events: this.fresh, ...(histograms ? { histograms } : {}), safepoints: this.freshSafepoints, safepointsAvailable: this.safepointsAvailable, safepointsReason: this.safepointsReason, lost: this.lost, pids: this.pidList(), startNs: this.startNs, nowNs: monoNs(), ...(this.liveCounts ? { jvmCounts: book.results(this.options.minUs, this.lost) } : {}), ...(warnings.length ? { warnings: [...warnings] } : {}), ...(this.found.length ? { found: this.found } : {}) };
     this.fresh = [];
+    this.found = [];
     this.freshSafepoints = [];
     this.bounded?.apply(u);
     this.events.update(u);
