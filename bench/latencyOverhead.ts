@@ -100,7 +100,7 @@ export async function benchLatency(ctx: BenchContext): Promise<Row[]> {
       target: null,
       better: 'lower',
       peer: { name: 'bpftrace uprobe+uretprobe hist()', value: round(median(peer) - b, 0) },
-      detail: `ours with --threshold-ms 10 --profile-slow (every call fast: the per-thread profile buffer begun at the entry and dropped at the return, the cpu-clock sampler at 99 Hz and the sched_switch hook attached) against ours without it, ${round(median(ours) - b, 0)} ns; same rounds as the row above`,
+      detail: `ours with --threshold-ms 10 --profile-slow (every call fast: the per-thread profile buffer begun at the entry and dropped at the return, the cpu-clock sampler at 99 Hz and the sched_switch hook attached; returns caught at the ret instruction, which the profile's unwind-table walk needs) against ours --returns ret without it, ${round(median(atRet) - b, 0)} ns; same rounds as the row above`,
     },
   ];
 }
