@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Locator } from 'playwright-core';
+import type { Frame, Locator } from 'playwright-core';
 import { repoRoot, type EditorSession } from './codeServer';
 
 /**
@@ -133,4 +133,14 @@ export async function cursorLineAfterOpen(s: EditorSession, fileName: string, li
 export async function problemRows(s: EditorSession): Promise<string[]> {
   const rows = s.page.locator('.markers-panel .monaco-list-row');
   return rows.evaluateAll((els) => els.map((e) => `${e.getAttribute('aria-label') ?? ''} | ${(e.textContent ?? '').replace(/\u00a0/g, ' ')}`));
+}
+
+/** Drags across a JVM timeline's lanes (right of their 150 px labels) and waits for the selected range's statistics. */
+export async function selectTimelineRange(s: EditorSession, frame: Frame): Promise<void> {
+  const box = (await frame.locator('#lanes').boundingBox())!;
+  await s.page.mouse.move(box.x + 160, box.y + box.height / 2);
+  await s.page.mouse.down();
+  await s.page.mouse.move(box.x + box.width - 5, box.y + box.height / 2, { steps: 8 });
+  await s.page.mouse.up();
+  await frame.locator('#range-title').filter({ hasText: /^Selected range/ }).waitFor({ timeout: 10_000 });
 }

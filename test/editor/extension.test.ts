@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { canvasColorPixels, type EditorSession, repoRoot, skipReason } from './codeServer';
-import { buildCFixture, cursorLineAfterOpen, lineOf, openWorkspaceFile, problemRows, waitForCodeLenses } from './editorDom';
+import { buildCFixture, cursorLineAfterOpen, lineOf, openWorkspaceFile, problemRows, selectTimelineRange, waitForCodeLenses } from './editorDom';
 import { kernelSkipReason } from '../helpers';
 import { buildUnwindFixture } from '../peers/unwindFixture';
 import { findJdks } from '../../extension/sys/proc/processes';
@@ -583,13 +583,8 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
       await exited;
       // The JVM is gone: the session ends by itself and keeps its data.
       await frame.locator('#status').filter({ hasText: /Process exited|Stopped/ }).waitFor({ timeout: 30_000 });
-      // Drag across the lanes (right of the 150 px labels) to select most of the session.
-      const box = (await frame.locator('#lanes').boundingBox())!;
-      await s.page.mouse.move(box.x + 160, box.y + box.height / 2);
-      await s.page.mouse.down();
-      await s.page.mouse.move(box.x + box.width - 5, box.y + box.height / 2, { steps: 8 });
-      await s.page.mouse.up();
-      await frame.locator('#range-title').filter({ hasText: /^Selected range/ }).waitFor({ timeout: 5000 });
+      // Select most of the session across the lanes.
+      await selectTimelineRange(s, frame);
       const gcRow = await frame.locator('#range-gc').innerText();
       assert.match(gcRow, /PS MarkSweep ×2/, `the range's GC row: ${gcRow}`);
       const cpuRow = await frame.locator('#range-cpu').innerText();

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { skipReason } from './codeServer';
 import { startSession, step } from './steps';
 import { compileJavaFixture, removeJavaFixture, repoRoot } from '../helpers';
-import { openInExplorer, openWorkspaceFile, waitForCodeLenses } from './editorDom';
+import { openInExplorer, openWorkspaceFile, selectTimelineRange, waitForCodeLenses } from './editorDom';
 
 const JDK = '/usr/lib/jvm/java-17-openjdk-amd64';
 const skip = skipReason() ?? (!fs.existsSync(`${JDK}/bin/javac`) ? `no JDK 17 at ${JDK}` : undefined);
@@ -62,12 +62,7 @@ test('a .jfr file opens in the flame graph, the GC view and the JVM timeline (co
     const frame = await s.webviewFrameWithText(/Stopped \(JVM timeline: rec\.jfr\)/, 30_000);
     await frame.locator('#notes', { hasText: /JFR records no run-queue waits/ }).waitFor({ timeout: 5000 });
     // select the whole recording: its range statistics name the collector, the samples and the waits
-    const box = (await frame.locator('#lanes').boundingBox())!;
-    await s.page.mouse.move(box.x + 160, box.y + box.height / 2);
-    await s.page.mouse.down();
-    await s.page.mouse.move(box.x + box.width - 5, box.y + box.height / 2, { steps: 8 });
-    await s.page.mouse.up();
-    await frame.locator('#range-title').filter({ hasText: /^Selected range/ }).waitFor({ timeout: 10_000 });
+    await selectTimelineRange(s, frame);
     const [gcRow, cpuRow, offRow] = await Promise.all(['#range-gc', '#range-cpu', '#range-offcpu'].map((id) => frame.locator(id).innerText()));
     t.diagnostic(`range: ${gcRow} / ${cpuRow} / ${offRow}`);
     assert.match(gcRow, /G1 Young Generation ×\d+/);
