@@ -34,6 +34,16 @@ export function planCfi(pid: number, log: (m: string) => void): CfiTables {
   return t;
 }
 
+/** Tables for the libraries the target loaded since (dlopen), before their frames are walked again. */
+export function refreshCfi(cfi: CfiTables, obj: BpfObject, pid: number, log: (m: string) => void): void {
+  try {
+    cfi.plan(pid);
+    cfi.load(obj);
+  } catch (e) {
+    log(`latency: loading unwind tables for new mappings of pid ${pid}: ${(e as Error).message}`);
+  }
+}
+
 /** Sizes the profile's maps and sets its constants, before the object is loaded. */
 export function configureSlowProfile(obj: BpfObject, on: boolean, frequency: number, cfi: CfiTables | undefined): Record<string, number | bigint | boolean> {
   obj.setMaxEntries('prof_threads', on ? THREADS_MAX : 1);

@@ -20,12 +20,14 @@ import { CTR_HIST_FULL, CTR_START_FULL, decodeHistEntries, HIST_KEY_SIZE, HistAg
 import { decodeFine, decodeSlow, percentile, STAT, type SlowRecord } from './decode';
 import { resolveTarget, type ResolvedFunction } from './resolve';
 import { decodeCallers, mergeCallers } from './callers';
-import { attachSlowProfile, checkSlowProfileKernel, configureSlowProfile, planCfi, readSlowProfile, SLOWPROF_PROGRAMS } from './slowProfile';
+import { attachSlowProfile, checkSlowProfileKernel, configureSlowProfile, planCfi, readSlowProfile, refreshCfi, SLOWPROF_PROGRAMS } from './slowProfile';
 import type { CfiTables } from '../cfiTables';
 
 /** Slow calls kept for the result (the slowest), and sent per update at most. */
 export const MAX_SLOW_KEPT = 100;
 export const MAX_SLOW_PER_UPDATE = 50;
+/** Intervals between looks for libraries loaded since (their unwind tables, for the slow-call profile). */
+const CFI_REFRESH_INTERVALS = 5;
 /** Slow records waiting to be symbolized: beyond this, the fastest of them are let go. */
 const MAX_SLOW_PENDING = 1000;
 
@@ -98,6 +100,7 @@ class LatencySession {
   private readonly t0 = Date.now();
   private reading: Promise<void> = Promise.resolve();
   private dropped = 0;
+  private intervals = 0;
   closed = false;
 
   constructor(
@@ -220,6 +223,7 @@ class LatencySession {
     const taken = await this.epochs.take(() => this.closed);
     if (!taken) return;
     const entries = decodeHistEntries(taken.dump, 'none');
+    if (this.cfi && ++this.intervals % CFI_REFRESH_INTERVALS === 0) refreshCfi(this.cfi, this.obj, this.o.pid, this.env.log);
     this.dropped = readCounter(this.obj, 'counters', CTR_START_FULL) + readCounter(this.obj, 'counters', CTR_HIST_FULL);
     const slow = await this.slowCalls();
     const callers = await this.readCallers();
