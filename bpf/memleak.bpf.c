@@ -15,6 +15,7 @@
 #include "memleak.h"
 #include "stackcopy.bpf.h"
 #include "task.bpf.h"
+#include "cfi_walk.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -44,6 +45,9 @@ const volatile bool hold_at_exit = false;
  * instead of the kernel's frame-pointer walk */
 const volatile bool dwarf_stacks = false;
 const volatile __u32 stack_copy_bytes = 8192;
+/* user allocations: stacks walked here by the target's unwind tables (cfi_walk.bpf.h), nothing
+ * copied; a process without tables in cfi_procs falls back to the frame-pointer walk */
+const volatile bool cfi_unwind = false;
 
 #define KIND_PLAIN 0   /* result is the returned pointer */
 #define KIND_REALLOC 1 /* frees `ptr` when it returns non-NULL (or size == 0) */
@@ -258,9 +262,17 @@ static __always_inline void record(void *ctx, __u64 addr, __u64 size, __u64 stac
 		.size = size,
 		.timestamp_ns = bpf_ktime_get_ns(),
 	};
-	bool dwarf = dwarf_stacks && (stack_flags & BPF_F_USER_STACK);
-	long id = dwarf ? copy_user_stack(ctx) : bpf_get_stackid(ctx, &stack_traces, stack_flags);
+	bool user = stack_flags & BPF_F_USER_STACK;
+	long id = -ENOENT;
 	struct memleak_alloc *old;
+
+	/* At the uretprobe the registers are the caller's, just after the call returned: ip, sp and
+	 * bp are where the walk starts (exact: ip is where the thread stands, not a return address).
+	 * Walked ids (CFI_STACK_ID_BASE | hash) are one per distinct stack, so totals stay per stack. */
+	if (cfi_unwind && user)
+		id = cfi_user_stackid(bpf_get_current_pid_tgid() >> 32, PT_REGS_IP((struct pt_regs *)ctx), PT_REGS_SP((struct pt_regs *)ctx), PT_REGS_FP((struct pt_regs *)ctx), MEMLEAK_MAX_STACK_DEPTH);
+	if (id == -ENOENT)
+		id = dwarf_stacks && user ? copy_user_stack(ctx) : bpf_get_stackid(ctx, &stack_traces, stack_flags);
 
 	if (id < 0)
 		count(MEMLEAK_CNT_STACK_LOST);

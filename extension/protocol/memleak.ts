@@ -64,8 +64,11 @@ export interface MemleakOptions {
   allocatorLib?: string;
   /** symbol prefix in that library, e.g. "je_" or "tc_" */
   symbolPrefix?: string;
-  /** user-space stacks: CFI from a stack copy per recorded allocation (dwarf), or frame pointers walked in the kernel (fp) */
-  unwind?: 'auto' | 'dwarf' | 'fp';
+  /**
+   * user-space stacks: CFI from a stack copy per recorded allocation (dwarf), the target's unwind
+   * tables walked in the kernel (cfi: uprobe mode, a running process), or frame pointers walked in the kernel (fp)
+   */
+  unwind?: 'auto' | 'dwarf' | 'fp' | 'cfi';
   /** dwarf: bytes of user stack copied per recorded allocation */
   stackCopyBytes?: number;
   /** default auto */

@@ -14,7 +14,7 @@ import { reportText, toFolded } from '../../model/memleakFormat';
 import { javaLeakTarget, runJavaLeaks } from './javaHeap';
 
 const USAGE =
-  'ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--native] [--min-age-ms N] [--sample-rate N] [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json | --folded] [--allocator-lib PATH] [--symbol-prefix P] [--mode preload|inject|uprobe|auto] [--sample-bytes N] [--unwind auto|dwarf|fp] [--stack-copy-kb N]\n  --unwind MODE    uprobe mode: dwarf copies the stack at each recorded allocation and unwinds it by CFI,\n                   so callers survive code built without frame pointers; fp walks frame pointers in the kernel (cheaper);\n                   auto (default): dwarf when the program has no frame pointers, else fp\n                   (preload mode always unwinds by CFI, in the process)\n  --native         a JVM (--pid): trace its malloc/free (JNI, direct buffers, libjvm) instead of its Java heap\n                   (without --native, a JVM gets Java heap leaks: memleak --pid P --help on a JVM)\n  --stack-copy-kb N  dwarf: KiB of stack copied per recorded allocation (default 8, 1..16)';
+  'ebpf-studio memleak (--pid P | -- COMMAND [ARGS...]) [--native] [--min-age-ms N] [--sample-rate N] [--min-size N] [--max-size N] [--top N] [--interval S] [--kernel] [--duration S] [--json | --folded] [--allocator-lib PATH] [--symbol-prefix P] [--mode preload|inject|uprobe|auto] [--sample-bytes N] [--unwind auto|dwarf|fp|cfi] [--stack-copy-kb N]\n  --unwind MODE    uprobe mode: dwarf copies the stack at each recorded allocation and unwinds it by CFI,\n                   so callers survive code built without frame pointers; fp walks frame pointers in the kernel (cheaper);\n                   cfi walks the running process\'s unwind tables in the kernel (--pid; whole stacks, nothing copied);\n                   auto (default): dwarf when the program has no frame pointers, else fp\n                   (preload mode always unwinds by CFI, in the process)\n  --native         a JVM (--pid): trace its malloc/free (JNI, direct buffers, libjvm) instead of its Java heap\n                   (without --native, a JVM gets Java heap leaks: memleak --pid P --help on a JVM)\n  --stack-copy-kb N  dwarf: KiB of stack copied per recorded allocation (default 8, 1..16)';
 
 export const memleakCommand: Command = {
   name: 'memleak',
@@ -68,10 +68,10 @@ export const memleakCommand: Command = {
     if (mode === 'inject' && command.length) throw usageError('--mode inject attaches to a running process (--pid P); a command it starts is preloaded (--mode preload or auto)');
     if (mode === 'preload' && !command.length) throw usageError('--mode preload traces a command it starts (-- COMMAND): a running process or the kernel cannot be preloaded; use --mode inject, uprobe or auto');
     const machine = Boolean(values.json || values.folded);
-    const unwind = (values.unwind ?? 'auto') as 'auto' | 'dwarf' | 'fp';
-    if (!['auto', 'dwarf', 'fp'].includes(unwind)) throw usageError(`--unwind must be one of auto, dwarf, fp, not "${values.unwind}"`);
+    const unwind = (values.unwind ?? 'auto') as 'auto' | 'dwarf' | 'fp' | 'cfi';
+    if (!['auto', 'dwarf', 'fp', 'cfi'].includes(unwind)) throw usageError(`--unwind must be one of auto, dwarf, fp, cfi, not "${values.unwind}"`);
     const copyKb = numberFlag(values['stack-copy-kb'], '--stack-copy-kb', 1, 16, { integer: true });
-    if (copyKb !== undefined && (unwind === 'fp' || kernel)) throw usageError('--stack-copy-kb applies to user stacks unwound with --unwind dwarf (or auto)');
+    if (copyKb !== undefined && (unwind === 'fp' || unwind === 'cfi' || kernel)) throw usageError('--stack-copy-kb applies to user stacks unwound with --unwind dwarf (or auto)');
     const minSize = numberFlag(values['min-size'], '--min-size', 0, Number.MAX_SAFE_INTEGER, { integer: true }) ?? 0;
     const maxSize = numberFlag(values['max-size'], '--max-size', 1, Number.MAX_SAFE_INTEGER, { integer: true }) ?? 0;
     if (maxSize && maxSize < minSize) throw usageError(`--max-size ${maxSize} is smaller than --min-size ${minSize}`);

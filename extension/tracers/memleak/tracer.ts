@@ -34,6 +34,7 @@ import { allocatorLibBlocker, glibcBlocker, preloadBlocker, preloadLibPath, star
 import { injectRefusal, startInject } from './inject';
 import { MEMLEAK_MODES } from '../../protocol/memleak';
 import { resolveCommand } from '../launchStopped';
+import { cfiRowCapacity, cfiSummary, CfiTables, isCfiStackId, kernelWalksTables, readCfiStack } from '../cfiTables';
 
 interface Probe {
   symbol: string;
@@ -73,6 +74,9 @@ const KERNEL_TRACEPOINTS: [string, string][] = [
   ['kmem_cache_free_tp', 'kmem_cache_free'],
   ['mm_page_free_tp', 'mm_page_free'],
 ];
+
+/** Distinct stacks the kernel walk keeps (cfi_stacks), as many as the frame-pointer stack map. */
+const MEMLEAK_CFI_STACKS = 16384;
 
 const LIBC = /\/(libc\.so\.6|libc-[\d.]+\.so|libc\.musl-[^/]+\.so\.1|ld-musl-[^/]+\.so\.1)$/;
 const LIBSTDCXX = /\/libstdc\+\+\.so(\.\d+)*$/;
@@ -126,9 +130,18 @@ function findMapped(maps: Mapping[], re: RegExp): string | undefined {
  * would lose. One built with frame pointers keeps the cheap walk: its allocating functions call
  * malloc, so they are no leaves and have their frames.
  */
+/** --unwind cfi is a walk in BPF of a running process's tables: refused where it cannot be that. */
+function cfiUnwindChecked<U extends string>(unwind: U, mode: string, pid: number | undefined, kernel: boolean): U {
+  if (unwind !== 'cfi') return unwind;
+  if (kernel) throw inputError('--unwind cfi walks user stacks: kernel allocations (--kernel) have kernel stacks');
+  if (pid === undefined) throw inputError('--unwind cfi needs --pid: the unwind tables are those of a running process (a launched command is traced by preloading, which unwinds by CFI in the process)');
+  if (mode === 'preload' || mode === 'inject') throw inputError(`--unwind cfi walks stacks in the kernel, from uprobes: it cannot be used with --mode ${mode}`);
+  return unwind;
+}
+
 function useDwarfStacks(options: MemleakOptions, exe: string): boolean {
   if (options.unwind === 'dwarf') return true;
-  if (options.unwind === 'fp') return false;
+  if (options.unwind === 'fp' || options.unwind === 'cfi') return false;
   try {
     return lacksFramePointers(checkBinary(exe));
   } catch {
@@ -170,7 +183,7 @@ export const memleakTracer: Tracer<'memleak'> = {
       maxOutstanding: int(o, 'maxOutstanding', 1, 100_000_000, MEMLEAK_DEFAULT_MAX_OUTSTANDING),
       allocatorLib,
       symbolPrefix,
-      unwind: oneOf(o, 'unwind', ['auto', 'dwarf', 'fp'] as const, 'auto'),
+      unwind: cfiUnwindChecked(oneOf(o, 'unwind', ['auto', 'dwarf', 'fp', 'cfi'] as const, 'auto'), mode, pid, kernel),
       stackCopyBytes: int(o, 'stackCopyBytes', 1024, MEMLEAK_MAX_STACK_COPY, MEMLEAK_DEFAULT_STACK_COPY),
     };
   },
@@ -179,6 +192,8 @@ export const memleakTracer: Tracer<'memleak'> = {
     if (options.pid !== undefined) checkPid(options.pid);
     if (options.allocatorLib) requireElfFile(options.allocatorLib, 'allocatorLib');
     const warnings: string[] = [];
+    // the table walk runs in BPF: it needs the uprobes, whatever auto would pick
+    if (options.unwind === 'cfi') options = { ...options, mode: 'uprobe' };
     const why = preloadRefusal(options, env.assetDir);
     if (why === undefined) return startPreload(options, env, events, warnings);
     if (why) warnings.push(`${why}: tracing with uprobes instead`);
@@ -210,6 +225,8 @@ class UprobeLeakSession implements Session<'memleak'> {
   private target?: ProcessIdentity;
   private obj!: BpfObject;
   private dwarf?: MemleakDwarfStacks;
+  /** --unwind cfi: the target's unwind tables, walked by the BPF programs */
+  private cfi?: CfiTables;
   private copies?: RingBufferHandle;
   private rb?: RingBufferHandle;
   private probedLibc = '';
@@ -260,6 +277,7 @@ class UprobeLeakSession implements Session<'memleak'> {
     // A launched program is still the stopped launcher here: judge the binary it will exec.
     const dwarfStacks = !options.kernel && useDwarfStacks(options, launched?.exe ?? `/proc/${pid}/exe`);
     try {
+      this.cfi = this.planCfi();
       this.obj = this.load(dwarfStacks);
     } catch (e) {
       this.abandon();
@@ -282,11 +300,27 @@ class UprobeLeakSession implements Session<'memleak'> {
     if (dwarfStacks) this.openCopies();
   }
 
+  /**
+   * --unwind cfi: the target's tables compiled before the probes attach (they size the maps, and
+   * the allocations right after attaching get whole stacks too).
+   */
+  private planCfi(): CfiTables | undefined {
+    if (this.options.unwind !== 'cfi' || this.options.kernel) return undefined;
+    if (!kernelWalksTables()) throw unsuitableError('--unwind cfi needs kernel 5.17 or later (bpf_loop): use --unwind dwarf');
+    const cfi = new CfiTables(this.env.log);
+    cfi.plan(this.pid);
+    return cfi;
+  }
+
   private load(dwarfStacks: boolean): BpfObject {
-    const { options, env, pid, target } = this;
+    const { options, env, pid, target, cfi } = this;
     const programs = options.kernel ? KERNEL_TRACEPOINTS.map(([p]) => p) : USER_PROGRAMS;
-    return loadFirstWorking(env, 'memleak', [programs], (o) => {
+    const obj = loadFirstWorking(env, 'memleak', [programs], (o) => {
       o.setMaxEntries('allocs', options.maxOutstanding ?? MEMLEAK_DEFAULT_MAX_OUTSTANDING);
+      // without tables the walk's maps stay one entry each
+      if (cfi) cfi.size(o, cfiRowCapacity(cfi.plannedRows), MEMLEAK_CFI_STACKS);
+      else o.setMaxEntries('cfi_stacks', 1);
+      if (cfi) setRodata(o, { cfi_unwind: true });
       if (dwarfStacks) {
         o.setMaxEntries('copy_scratch', env.addon.numPossibleCpus());
         o.setMaxEntries('stack_copies', 16 << 20);
@@ -302,6 +336,13 @@ class UprobeLeakSession implements Session<'memleak'> {
         hold_at_exit: Boolean(this.launched),
       });
     }).obj;
+    try {
+      cfi?.load(obj);
+    } catch (e) {
+      obj.close();
+      throw e;
+    }
+    return obj;
   }
 
   private openCopies(): void {
@@ -353,6 +394,7 @@ class UprobeLeakSession implements Session<'memleak'> {
     for (const timer of this.timers) clearInterval(timer);
     this.rb?.close();
     this.copies?.close();
+    if (this.cfi) this.env.log(cfiSummary(this.obj, this.cfi));
     this.obj.close();
     this.dwarf?.close();
     this.sym.dispose();
@@ -370,9 +412,10 @@ class UprobeLeakSession implements Session<'memleak'> {
     }
     if (text === this.mapsText) return;
     this.mapsText = text;
+    this.refreshCfi();
     try {
       this.image = this.sym.captureProcess(this.pid);
-      const fix = this.dwarf ? { stacks: 'cfi' as const } : { stacks: 'fp' as const, fpFix: 'or trace with --unwind dwarf (the default), which unwinds by CFI' };
+      const fix = this.dwarf || this.cfi ? { stacks: 'cfi' as const } : { stacks: 'fp' as const, fpFix: 'or trace with --unwind dwarf (the default), which unwinds by CFI' };
       for (const w of this.sym.warnings(this.image, fix)) if (!this.warnings.includes(w)) this.warnings.push(w);
     } catch (e) {
       this.env.log(`memleak: capturing the maps of ${this.pid} failed: ${(e as Error).message}`);
@@ -382,7 +425,7 @@ class UprobeLeakSession implements Session<'memleak'> {
   private async symbolize(ids: number[]): Promise<void> {
     const todo = this.frames.todo(ids);
     if (!todo.length) return;
-    const stacks = todo.map((id) => (this.dwarf?.isInterned(id) ? [...this.dwarf.stack(id)] : [...this.obj.readStack('stack_traces', id)]));
+    const stacks = todo.map((id) => [...this.readStack(id)]);
     const addrs = stacks.flat();
     const t = Date.now();
     let resolved: Frame[] | undefined;
@@ -397,6 +440,23 @@ class UprobeLeakSession implements Session<'memleak'> {
     }
     this.env.log(`memleak: symbolized ${todo.length} stacks (${addrs.length} frames) in ${Date.now() - t} ms`);
     this.frames.store(todo, stacks, resolved);
+  }
+
+  private readStack(id: number): BigUint64Array {
+    if (this.dwarf?.isInterned(id)) return this.dwarf.stack(id);
+    if (this.cfi && isCfiStackId(id)) return readCfiStack(this.obj, id).pcs;
+    return this.obj.readStack('stack_traces', id);
+  }
+
+  /** Tables for libraries the target mapped since (dlopen): compiled once, their rows added. */
+  private refreshCfi(): void {
+    if (!this.cfi || !this.obj) return;
+    try {
+      this.cfi.plan(this.pid);
+      this.cfi.load(this.obj);
+    } catch (e) {
+      this.env.log(`memleak: loading unwind tables for new mappings of pid ${this.pid}: ${(e as Error).message}`);
+    }
   }
 
   // ---- reading ----------------------------------------------------------------------------
