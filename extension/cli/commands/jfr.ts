@@ -11,6 +11,7 @@ import type { ProfileResult } from '../../protocol/profile';
 import { readJfrFile, type JfrFileInfo } from '../../sys/jfrFile';
 import { encodePprofGz } from '../../sys/profileFile';
 import { JfrError } from '../../model/jfr/cursor';
+import type { EventVisitor } from '../../model/jfr/chunk';
 import { ALLOC_EVENTS, CPU_EVENTS, JfrProfileBuilder, LOCK_EVENTS } from '../../model/jfr/profile';
 import { JfrGcBuilder } from '../../model/jfr/gc';
 import { JfrTimelineBuilder } from '../../model/jfr/timeline';
@@ -24,10 +25,12 @@ import { formatGcResult } from './javaGc';
 import { formatJvmResult } from './jvm';
 import { checkOutputFile } from './profileOutput';
 import { numberFlag, parse, pidFlag } from '../args';
-import { dumpJfr, JFR_SETTINGS, recordJfr, type JfrSettings } from '../../sys/jvm/jfrRecord';
+import { dumpJfr, JFR_SETTINGS, methodFilter, recordJfr, type JfrSettings } from '../../sys/jvm/jfrRecord';
+import { MethodTimingBuilder, methodTimingText } from '../../model/jfr/methodTrace';
 
 const USAGE = `ebpf-studio jfr FILE [--event WHAT] [--json | --folded | --pprof OUT] [--top N]
        ebpf-studio jfr --record PID --out FILE [--duration S] [--settings profile|default]
+                       [--method-timing M[,M...]] [--method-trace M[,M...]]
        ebpf-studio jfr --dump PID --out FILE
   FILE           a Java Flight Recording (.jfr) from OpenJDK 11 or later, or async-profiler
   (no --event)   event counts and bytes per event type, like \`jfr summary\`
@@ -37,6 +40,7 @@ const USAGE = `ebpf-studio jfr FILE [--event WHAT] [--json | --folded | --pprof 
   --event gc     garbage-collection pauses and safepoints, as \`java-gc --json\` documents them
   --event timeline  GCs, safepoints, CPU samples and waits per thread on one clock, as
                  \`jvm --json\` documents them (the editor's "Open JVM Timeline" opens the JSON)
+  --event method-timing  JDK 25's jdk.MethodTiming per method: calls, min, avg, max (--json too)
   --event TYPE   any event type with a stack trace (e.g. jdk.ThreadSleep,jdk.FileRead), comma-separated
   --json         print the document as JSON (the summary, the profile, the GC result or the timeline)
   --folded       print folded stacks (flamegraph.pl, speedscope)
@@ -44,6 +48,11 @@ const USAGE = `ebpf-studio jfr FILE [--event WHAT] [--json | --folded | --pprof 
   --top N        rows of the text report (default 20)
   --record PID   record a running JVM of yours (JFR.start, then JFR.stop after --duration, default 30 s)
                  through its attach socket, as jcmd would, into --out
+  --method-timing M,...  JDK 25 or later: JFR times every call of these methods (jdk.MethodTiming:
+                 count, min, avg, max per method); M is Class::method (com.example.Foo::parse),
+                 a class (all its methods) or @an.Annotation
+  --method-trace M,...   JDK 25 or later: one jdk.MethodTrace event per call of these methods, with
+                 its duration and stack (see them with --event jdk.MethodTrace)
   --dump PID     write what a JVM that records continuously has recorded so far into --out
 A truncated or corrupted recording ends with exit 2 and the byte offset where it stopped making sense.
 Reading a recording of 32 MB or more prints its progress on stderr.`;
@@ -100,6 +109,7 @@ async function record(values: Record<string, unknown>, positionals: string[], io
   if (fs.existsSync(out)) throw inputError(`--out ${values.out} exists: choose a new file`);
   const pid = pidFlag((values.record ?? values.dump) as string, values.record !== undefined ? '--record' : '--dump')!;
   if (values.dump !== undefined) {
+    if (values['method-timing'] !== undefined || values['method-trace'] !== undefined) throw usageError('--method-timing and --method-trace start a recording: use them with --record PID');
     await dumpJfr(pid, { dest: out, timeoutMs: 20_000 });
     io.err(`wrote the recording of pid ${pid} so far to ${out}`);
     return 0;
@@ -107,9 +117,54 @@ async function record(values: Record<string, unknown>, positionals: string[], io
   const durationS = numberFlag(values.duration as string | undefined, '--duration', 1, 86_400, { integer: true }) ?? 30;
   const settings = (values.settings ?? 'profile') as JfrSettings;
   if (!JFR_SETTINGS.includes(settings)) throw usageError(`--settings must be one of ${JFR_SETTINGS.join(', ')}`);
-  await recordJfr(pid, { durationS, settings, dest: out, timeoutMs: 20_000 });
-  io.err(`recorded pid ${pid} for ${durationS} s (${settings} settings) into ${out}: ebpf-studio jfr ${values.out}`);
+  const methods = (flag: string) => {
+    const v = values[flag] as string | undefined;
+    if (v === undefined) return undefined;
+    const list = v.split(',');
+    methodFilter(list, `--${flag}`);
+    return list;
+  };
+  const methodTiming = methods('method-timing');
+  const methodTrace = methods('method-trace');
+  await recordJfr(pid, { durationS, settings, dest: out, timeoutMs: 20_000, ...(methodTiming ? { methodTiming } : {}), ...(methodTrace ? { methodTrace } : {}) });
+  const timed = [methodTiming ? `; method timing: ebpf-studio jfr ${values.out} --event method-timing` : '', methodTrace ? `; calls: --event jdk.MethodTrace` : ''].join('');
+  io.err(`recorded pid ${pid} for ${durationS} s (${settings} settings) into ${out}: ebpf-studio jfr ${values.out}${timed}`);
   return 0;
+}
+
+/** The events read into a document of their own (no stacks): the GC view's, the JVM timeline's. */
+const DOCUMENTS: Record<string, (file: string) => { visitor: EventVisitor; print: (json: boolean) => string }> = {
+  gc: () => {
+    const b = new JfrGcBuilder();
+    return { visitor: b, print: (json) => (json ? JSON.stringify(b.result(), null, 2) : formatGcResult(b.result())) };
+  },
+  timeline: (file) => {
+    const b = new JfrTimelineBuilder(file);
+    // compact JSON: "Open JVM Timeline" reads it back, and a long recording's slices add up
+    return { visitor: b, print: (json) => (json ? JSON.stringify(b.result()) : formatJvmResult(b.result())) };
+  },
+};
+
+/** --event cpu|alloc|lock|TYPE: the events' stacks as a profile, in the output asked for. */
+function printProfile(file: string, event: string, values: Record<string, unknown>, top: number, io: Io): void {
+  const types = ALIASES[event] ?? event.split(',').map((t) => t.trim());
+  if (types.some((t) => !/^[\w$.]+$/.test(t))) throw usageError(`--event ${event}: give cpu, alloc, lock, gc, timeline or event type names such as jdk.ThreadSleep`);
+  const pprofOut = values.pprof === undefined ? undefined : checkOutputFile(values.pprof as string, '--pprof');
+  const b = new JfrProfileBuilder(types, file);
+  const known = new Set<string>();
+  const info = read(file, b, io, known);
+  const unknown = types.filter((t) => !known.has(t));
+  if (!ALIASES[event] && unknown.length === types.length) throw inputError(`${file} has no event type ${unknown.join(' or ')} (ebpf-studio jfr ${file} lists the types it has)`);
+  if (b.events === 0) io.err(`the recording has no ${types.join(' or ')} events${ALIASES[event] ? '' : ' (ebpf-studio jfr FILE lists the types it has)'}`);
+  const r = b.result();
+  if (pprofOut) return writePprof(r, pprofOut, info, io);
+  if (values.json) return io.out(JSON.stringify(r, null, 2));
+  if (values.folded) return io.out(toFolded(fromProfileResult(r, { groupByProcess: false })).trimEnd());
+  // the profile report's first line speaks of a sampling frequency a recording does not have
+  const unit = r.unit === 'us' ? 'µs waited' : r.unit === 'bytes' ? 'bytes allocated (estimated by JFR)' : 'samples';
+  const total = r.stacks.reduce((a, x) => a + (x.value ?? x.count), 0);
+  const head = `${r.samples.toLocaleString('en-US')} ${b.used.join(' + ') || types.join(' + ')} events, ${Math.round(total).toLocaleString('en-US')} ${unit}, ${r.stacks.length} distinct stacks`;
+  io.out([head, ...formatSummary(r, top).split('\n').slice(1)].join('\n'));
 }
 
 export const jfrCommand: Command = {
@@ -117,12 +172,13 @@ export const jfrCommand: Command = {
   summary: 'read a Java Flight Recording: event counts, or its samples as a profile and its GCs',
   usage: USAGE,
   async run(argv, io) {
-    const { values, positionals } = parse(argv, { event: { type: 'string' }, json: { type: 'boolean' }, folded: { type: 'boolean' }, pprof: { type: 'string' }, top: { type: 'string' }, record: { type: 'string' }, dump: { type: 'string' }, out: { type: 'string' }, duration: { type: 'string' }, settings: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, true);
+    const { values, positionals } = parse(argv, { event: { type: 'string' }, json: { type: 'boolean' }, folded: { type: 'boolean' }, pprof: { type: 'string' }, top: { type: 'string' }, record: { type: 'string' }, dump: { type: 'string' }, out: { type: 'string' }, duration: { type: 'string' }, settings: { type: 'string' }, 'method-timing': { type: 'string' }, 'method-trace': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, true);
     if (values.help) {
       io.out(USAGE);
       return 0;
     }
     if (values.record !== undefined || values.dump !== undefined) return record(values, positionals, io);
+    if (values['method-timing'] !== undefined || values['method-trace'] !== undefined) throw usageError('--method-timing and --method-trace go with --record PID');
     if (positionals.length !== 1) throw usageError(`give one recording (got ${positionals.length})`);
     const [file] = positionals;
     const event = values.event as string | undefined;
@@ -137,42 +193,15 @@ export const jfrCommand: Command = {
       io.out(values.json ? JSON.stringify({ file, version: `${info.major}.${info.minor}`, chunks: info.chunks, bytes: info.bytes, startNanos: info.startNanos, durationNanos: info.durationNanos, types: s.types() }, null, 2) : summaryText(info, s.types()));
       return 0;
     }
-    if (event === 'gc') {
-      if (values.folded || values.pprof !== undefined) throw usageError('--event gc has no stacks: use --json or the text report');
-      const g = new JfrGcBuilder();
-      read(file, g, io);
-      const r = g.result();
-      io.out(values.json ? JSON.stringify(r, null, 2) : formatGcResult(r));
+    const doc = DOCUMENTS[event];
+    if (doc) {
+      if (values.folded || values.pprof !== undefined) throw usageError(`--event ${event} has no stacks: use --json or the text report`);
+      const { visitor, print } = doc(file);
+      read(file, visitor, io);
+      io.out(print(Boolean(values.json)));
       return 0;
     }
-    if (event === 'timeline') {
-      if (values.folded || values.pprof !== undefined) throw usageError('--event timeline: use --json (for "Open JVM Timeline") or the text report');
-      const b = new JfrTimelineBuilder(file);
-      read(file, b, io);
-      const r = b.result();
-      io.out(values.json ? JSON.stringify(r) : formatJvmResult(r));
-      return 0;
-    }
-    const types = ALIASES[event] ?? event.split(',').map((t) => t.trim());
-    if (types.some((t) => !/^[\w$.]+$/.test(t))) throw usageError(`--event ${event}: give cpu, alloc, lock, gc, timeline or event type names such as jdk.ThreadSleep`);
-    const pprofOut = values.pprof === undefined ? undefined : checkOutputFile(values.pprof as string, '--pprof');
-    const b = new JfrProfileBuilder(types, file);
-    const known = new Set<string>();
-    const info = read(file, b, io, known);
-    const unknown = types.filter((t) => !known.has(t));
-    if (!ALIASES[event] && unknown.length === types.length) throw inputError(`${file} has no event type ${unknown.join(' or ')} (ebpf-studio jfr ${file} lists the types it has)`);
-    if (b.events === 0) io.err(`the recording has no ${types.join(' or ')} events${ALIASES[event] ? '' : ' (ebpf-studio jfr FILE lists the types it has)'}`);
-    const r = b.result();
-    if (pprofOut) writePprof(r, pprofOut, info, io);
-    else if (values.json) io.out(JSON.stringify(r, null, 2));
-    else if (values.folded) io.out(toFolded(fromProfileResult(r, { groupByProcess: false })).trimEnd());
-    else {
-      // the profile report's first line speaks of a sampling frequency a recording does not have
-      const unit = r.unit === 'us' ? 'µs waited' : r.unit === 'bytes' ? 'bytes allocated (estimated by JFR)' : 'samples';
-      const total = r.stacks.reduce((a, x) => a + (x.value ?? x.count), 0);
-      const head = `${r.samples.toLocaleString('en-US')} ${b.used.join(' + ') || types.join(' + ')} events, ${Math.round(total).toLocaleString('en-US')} ${unit}, ${r.stacks.length} distinct stacks`;
-      io.out([head, ...formatSummary(r, top).split('\n').slice(1)].join('\n'));
-    }
+    printProfile(file, event, values, top, io);
     return 0;
   },
 };
