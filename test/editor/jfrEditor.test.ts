@@ -43,7 +43,8 @@ test('a .jfr file opens in the flame graph, the GC view and the JVM timeline (co
     await s.screenshot('jfr-flamegraph');
     const editor = await openWorkspaceFile(s, 'JfrWorkload.java');
     const hotLine = src.split('\n').findIndex((l) => /static long hotLoop\(/.test(l)) + 1;
-    const lenses = await waitForCodeLenses(editor, (all) => all.some((l) => /^CPU \d+(\.\d+)?% total/.test(l.text) && /hotLoop/.test(l.text)), 30_000);
+    // lenses render before the editor's lines settle: wait for the lens at its line, not only its text
+    const lenses = await waitForCodeLenses(editor, (all) => all.some((l) => /^CPU \d+(\.\d+)?% total/.test(l.text) && /hotLoop/.test(l.text) && l.line === hotLine), 30_000);
     const hot = lenses.find((l) => /hotLoop/.test(l.text));
     assert.equal(hot?.line, hotLine, `the hotLoop lens sits on its definition: ${JSON.stringify(lenses)}`);
     await s.runCommandFromPalette('View: Close All Editors');
