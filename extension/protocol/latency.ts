@@ -84,8 +84,8 @@ export interface LatencyProbe {
   module: string;
   /** link-time address of the entry */
   address: string;
-  /** how the return is caught */
-  returns: 'ret-instructions' | 'uretprobe';
+  /** how the return is caught ('jfr-method-trace': the JVM times the Java method itself, JDK 25's JFR) */
+  returns: 'ret-instructions' | 'uretprobe' | 'jfr-method-trace';
 }
 
 export interface LatencyUpdate extends HistUpdate {

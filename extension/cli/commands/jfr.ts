@@ -143,6 +143,11 @@ const DOCUMENTS: Record<string, (file: string) => { visitor: EventVisitor; print
     // compact JSON: "Open JVM Timeline" reads it back, and a long recording's slices add up
     return { visitor: b, print: (json) => (json ? JSON.stringify(b.result()) : formatJvmResult(b.result())) };
   },
+  // JDK 25's per-method figures (the calls' stacks are --event jdk.MethodTrace)
+  'method-timing': (file) => {
+    const b = new MethodTimingBuilder();
+    return { visitor: b, print: (json) => (json ? JSON.stringify({ file, methods: b.result() }, null, 2) : methodTimingText(b.result())) };
+  },
 };
 
 /** --event cpu|alloc|lock|TYPE: the events' stacks as a profile, in the output asked for. */

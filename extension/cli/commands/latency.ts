@@ -7,6 +7,7 @@ import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
 import { latencyTracer } from '../../tracers/latency/tracer';
+import { usesJfrMethodTrace } from '../../tracers/latency/jfrMethodTrace';
 import { usageError } from '../../protocol/errors';
 import type { LatencyOptions } from '../../protocol/latency';
 import { latencyReport, statsLine } from '../../model/latencyFormat';
@@ -21,6 +22,8 @@ const USAGE = [
   '                 [--by-caller] [--profile-slow [--frequency HZ] [--unwind cfi|fp] [--folded]]',
   '  FUNCTION         a function of the program or a library it maps (C++: ns::name or its mangled name)',
   '  FILE:LINE        the function at a source line (from the DWARF line tables: build with -g)',
+  '  Class.method     a Java method (or Class::method) of a JDK 25+ JVM: timed by the JVM\'s own JFR',
+  '                   method tracing (every call, the slowest with their Java stacks), asked as its owner',
   '  --threshold-ms N calls at least N ms long are reported with their stacks (default: none)',
   '  --returns HOW    where returns are caught: ret (a uprobe on each ret instruction: safe for C++',
   '                   exceptions thrown through it), uretprobe (cheaper per call; a C++ exception thrown',
@@ -75,7 +78,8 @@ export const latencyCommand: Command = {
       {
         tracer: latencyTracer,
         options,
-        privilege: 'uprobe',
+        // a Java method of a JDK 25+ JVM is timed by the JVM's own JFR, asked as its owner
+        privilege: usesJfrMethodTrace(pid, positionals[0]) ? 'none' : 'uprobe',
         json: Boolean(values.json),
         verbose: Boolean(values.verbose),
         durationS: durationFlag(values.duration),

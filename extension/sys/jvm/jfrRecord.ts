@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import { jcmd, type AttachOptions } from './attach';
 import { StudioError } from '../../protocol/errors';
 import { openAs, processOwner, unlinkAs } from '../asUser';
+import { processInfo } from '../proc/processes';
 
 export const JFR_SETTINGS = ['default', 'profile'] as const;
 export type JfrSettings = (typeof JFR_SETTINGS)[number];
@@ -60,9 +61,55 @@ function fetchRecording(pid: number, jvmPath: string, dest: string): string {
   return dest;
 }
 
+/** A JFR method filter (JDK 25): Class::method, Class (all its methods), @Annotation, ::<clinit>. */
+const METHOD_FILTER = /^(@[A-Za-z_$][\w$.]*|[A-Za-z_$][\w$.]*(::([A-Za-z_$][\w$]*|<init>|<clinit>))?|::<clinit>)$/;
+export const MAX_METHOD_FILTERS = 64;
+
+/** JFR's filter text for a list of methods ("a.B::c", "a.D"): joined by ';', each checked. */
+export function methodFilter(methods: string[], what: string): string {
+  const list = methods.map((m) => m.trim()).filter(Boolean);
+  if (!list.length) throw new StudioError('usage', `${what}: name at least one method, e.g. com.example.Foo::parse`);
+  if (list.length > MAX_METHOD_FILTERS) throw new StudioError('usage', `${what}: at most ${MAX_METHOD_FILTERS} methods (got ${list.length})`);
+  const bad = list.find((m) => !METHOD_FILTER.test(m));
+  if (bad !== undefined) throw new StudioError('usage', `${what}: ${JSON.stringify(bad.slice(0, 200))} is not a method filter: give Class::method (e.g. com.example.Foo::parse, Foo::<init>), a class (com.example.Foo) or @an.Annotation`);
+  return list.join(';');
+}
+
+/** Method timing and tracing came with JDK 25 (JEP 520): an older JVM is refused by name. */
+export function requireMethodTracing(pid: number): { version: string; feature: number } {
+  const jvm = processInfo(pid)?.jvm;
+  if (!jvm) throw new StudioError('input', `pid ${pid} is not a running JVM (no libjvm.so mapped)`);
+  const feature = jvm.feature ?? NaN;
+  if (!(feature >= 25)) throw new StudioError('unsuitable', `pid ${pid} runs JDK ${jvm.version ?? 'of unknown version'} (${jvm.javaHome}): JFR's method timing and tracing need JDK 25 or later`);
+  return { version: jvm.version ?? String(feature), feature };
+}
+
+/** Starts a named recording with JFR.start's extra arguments (settings, event settings). */
+export async function startRecording(pid: number, name: string, args: string, o: AttachOptions): Promise<void> {
+  checkReply(pid, 'JFR.start', await jcmd(pid, `JFR.start name=${name} ${args}`, o));
+}
+
+/** JFR.dump of one named recording (what it has so far) into `dest`. */
+export async function dumpRecording(pid: number, name: string, dest: string, o: AttachOptions): Promise<string> {
+  const jvmPath = `/tmp/${name}-${Date.now()}-dump.jfr`;
+  checkReply(pid, 'JFR.dump', await jcmd(pid, `JFR.dump name=${name} filename=${jvmPath}`, { ...o, timeoutMs: Math.max(o.timeoutMs ?? 0, 60_000) }));
+  return fetchRecording(pid, jvmPath, dest);
+}
+
+/** JFR.stop of a named recording: written to `dest` when given, else discarded. */
+export async function stopRecording(pid: number, name: string, dest: string | undefined, o: AttachOptions): Promise<string | undefined> {
+  const jvmPath = `/tmp/${name}.jfr`;
+  checkReply(pid, 'JFR.stop', await jcmd(pid, `JFR.stop name=${name}${dest ? ` filename=${jvmPath}` : ''}`, { ...o, timeoutMs: Math.max(o.timeoutMs ?? 0, 60_000) }));
+  return dest ? fetchRecording(pid, jvmPath, dest) : undefined;
+}
+
 export interface RecordOptions extends AttachOptions {
   durationS: number;
   settings: JfrSettings;
+  /** JDK 25: JFR's method timing (jdk.MethodTiming) of these methods (filters, see methodFilter) */
+  methodTiming?: string[];
+  /** JDK 25: every call of these methods traced (jdk.MethodTrace, with its stack) */
+  methodTrace?: string[];
   /** where the recording goes */
   dest: string;
   /** ends the recording early (it is still written) */
@@ -73,11 +120,11 @@ export interface RecordOptions extends AttachOptions {
 export async function recordJfr(pid: number, o: RecordOptions): Promise<string> {
   if (!JFR_SETTINGS.includes(o.settings)) throw new StudioError('usage', `JFR settings must be one of ${JFR_SETTINGS.join(', ')}`);
   const name = `ebpf-studio-${process.pid}-${Date.now()}`;
-  const jvmPath = `/tmp/${name}.jfr`;
-  checkReply(pid, 'JFR.start', await jcmd(pid, `JFR.start name=${name} settings=${o.settings}`, o));
+  const methods = [o.methodTiming?.length ? `method-timing=${methodFilter(o.methodTiming, 'method timing')}` : '', o.methodTrace?.length ? `method-trace=${methodFilter(o.methodTrace, 'method trace')}` : ''].filter(Boolean);
+  if (methods.length) requireMethodTracing(pid);
+  await startRecording(pid, name, [`settings=${o.settings}`, ...methods].join(' '), o);
   await sleep(o.durationS * 1000, o.signal);
-  checkReply(pid, 'JFR.stop', await jcmd(pid, `JFR.stop name=${name} filename=${jvmPath}`, { ...o, timeoutMs: Math.max(o.timeoutMs ?? 0, 60_000) }));
-  return fetchRecording(pid, jvmPath, o.dest);
+  return (await stopRecording(pid, name, o.dest, o))!;
 }
 
 /** JFR.dump of every recording the JVM runs (a JVM that records continuously): returns `dest`. */

@@ -22,6 +22,7 @@ import { resolveTarget, type ResolvedFunction } from './resolve';
 import { decodeCallers, mergeCallers } from './callers';
 import { attachSlowProfile, checkSlowProfileKernel, configureSlowProfile, planCfi, readSlowProfile, refreshCfi, SLOWPROF_PROGRAMS } from './slowProfile';
 import type { CfiTables } from '../cfiTables';
+import { startJfrLatency, usesJfrMethodTrace } from './jfrMethodTrace';
 
 /** Slow calls kept for the result (the slowest), and sent per update at most. */
 export const MAX_SLOW_KEPT = 100;
@@ -290,6 +291,7 @@ export const latencyTracer: Tracer<'latency'> = {
   validate,
   async start(options, env, events) {
     checkPid(options.pid);
+    if (usesJfrMethodTrace(options.pid, options.target)) return startJfrLatency(options, env, events);
     // Resolving reads the process's own files (through map_files, as root in the helper), which
     // its owner may keep from others, and its timings are its owner's to see.
     assertOwnProcess(options.pid, 'measuring a function', env.requester ?? requester());

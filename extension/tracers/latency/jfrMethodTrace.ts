@@ -1,0 +1,219 @@
+// Java method latency on JDK 25 and later through JFR's method tracing (JEP 520): the JVM itself
+// instruments the method (bytecode, at its entry and exits) and writes one jdk.MethodTrace event
+// per call with its duration and the caller's stack. We start a recording of that event alone
+// (threshold 0: every call) through our attach path, as the JVM's owner; every few seconds a
+// JFR.dump of it gives the live figures, and at the end JFR.stop writes the whole of it, read
+// with our own JFR reader into the latency tracer's document. The recording is stopped (and its
+// files removed) whatever happens: nothing stays running in the JVM.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { LatencyOptions, LatencyResult, LatencyStats, LatencyUpdate, SlowCall } from '../../protocol/latency';
+import type { HistInterval } from '../../protocol/histogram';
+import { inputError, unsuitableError } from '../../protocol/errors';
+import { toBuckets } from '../../model/log2hist';
+import { MethodTraceBuilder, type TracedCall } from '../../model/jfr/methodTrace';
+import { JfrError } from '../../model/jfr/cursor';
+import { readJfrFile } from '../../sys/jfrFile';
+import { checkPid, identify, processInfo, type ProcessIdentity } from '../../sys/proc/processes';
+import { assertOwnProcess, requester } from '../../sys/ownership';
+import { dumpRecording, methodFilter, requireMethodTracing, startRecording, stopRecording } from '../../sys/jvm/jfrRecord';
+import { watchTarget } from '../targetWatch';
+import type { Session, SessionEvents, TracerEnv } from '../tracer';
+import { FINE_SLOTS, fineSlot, percentile } from './decode';
+
+/** Live figures come from a JFR.dump of the whole recording: at most this often. */
+export const JFR_DUMP_MIN_S = 2;
+/** Beyond this size a dump is not taken for live figures (the final read still is). */
+const LIVE_DUMP_MAX_BYTES = 256 * 1024 * 1024;
+const SLOW_KEPT = 100;
+const ATTACH = { timeoutMs: 20_000 };
+
+/** "com.x.Foo.parse" or "com.x.Foo::parse" → JFR's "com.x.Foo::parse"; undefined when it names no Java method. */
+export function javaMethodFilter(target: string): string | undefined {
+  const t = target.trim();
+  if (t.includes('::')) return t;
+  const m = /^([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\.([A-Za-z_$][\w$]*|<init>|<clinit>)$/.exec(t);
+  return m ? `${m[1]}::${m[2]}` : undefined;
+}
+
+/**
+ * Whether this latency session goes through JFR: a Java method (Class.method, Class::method) of
+ * a JVM of JDK 25 or later. A native function of a JVM is named by its (mangled) symbol.
+ */
+export function usesJfrMethodTrace(pid: number, target: string): boolean {
+  return javaMethodFilter(target) !== undefined && (processInfo(pid)?.jvm?.feature ?? 0) >= 25;
+}
+
+function monotonicOffsetNs(): number {
+  return Date.now() * 1e6 - Number(process.hrtime.bigint());
+}
+
+class JfrLatencySession {
+  private builder: MethodTraceBuilder;
+  private prevLog2: number[] = [];
+  private readonly intervals: HistInterval[] = [];
+  private readonly t0 = Date.now();
+  private readonly monoOffset = monotonicOffsetNs();
+  private readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-jfr-'));
+  private readonly timer: NodeJS.Timeout;
+  private readonly unwatch: () => void;
+  private reading: Promise<void> = Promise.resolve();
+  private seq = 0;
+  private liveOff = false;
+  closed = false;
+
+  constructor(
+    private readonly o: LatencyOptions,
+    private readonly name: string,
+    private readonly filter: string,
+    private readonly jdk: string,
+    private readonly env: TracerEnv,
+    private readonly events: SessionEvents<'latency'>,
+    target: ProcessIdentity,
+  ) {
+    this.builder = this.fresh();
+    this.timer = setInterval(() => void this.serial(() => this.live()), Math.max(JFR_DUMP_MIN_S, o.intervalS) * 1000);
+    this.unwatch = watchTarget(target, () => this.targetGone());
+  }
+
+  private fresh(): MethodTraceBuilder {
+    return new MethodTraceBuilder(this.o.unit, Math.round(this.o.thresholdMs * 1e6), { slots: FINE_SLOTS, slotOf: fineSlot }, SLOW_KEPT);
+  }
+
+  private serial(f: () => Promise<void>): Promise<void> {
+    this.reading = this.reading.then(f).catch((e) => this.env.log(`latency (JFR): ${(e as Error).message}`));
+    return this.reading;
+  }
+
+  /** Reads a recording file whole into a new builder, then removes it. */
+  private readFile(file: string): MethodTraceBuilder {
+    const b = this.fresh();
+    try {
+      readJfrFile(file, b);
+    } catch (e) {
+      if (e instanceof JfrError) throw inputError(`the JVM's recording could not be read: ${e.message}`);
+      throw e;
+    } finally {
+      fs.rmSync(file, { force: true });
+    }
+    return b;
+  }
+
+  /** One interval: what the new read adds to the log2 histogram since the last. */
+  private advance(b: MethodTraceBuilder): LatencyUpdate {
+    const now = b.log2.map((c, i) => c - (this.prevLog2[i] ?? 0));
+    this.prevLog2 = [...b.log2];
+    this.builder = b;
+    const interval = { timestampNs: Number(process.hrtime.bigint()), buckets: toBuckets(now.map((c) => Math.max(0, c))) };
+    this.intervals.push(interval);
+    return { interval, keys: [], dropped: 0, stats: this.stats(), slow: this.slow().slice(0, 50) };
+  }
+
+  private async live(): Promise<void> {
+    if (this.closed || this.liveOff) return;
+    const file = await dumpRecording(this.o.pid, this.name, path.join(this.dir, `live-${++this.seq}.jfr`), ATTACH);
+    if (fs.statSync(file).size > LIVE_DUMP_MAX_BYTES) this.liveOff = true;
+    const b = this.readFile(file);
+    if (!this.closed) this.events.update(this.advance(b));
+  }
+
+  stats(): LatencyStats {
+    const b = this.builder;
+    const seconds = Math.max(0.001, (Date.now() - this.t0) / 1000);
+    return {
+      count: b.calls,
+      totalNs: b.totalNs,
+      p50Ns: Math.round(percentile(b.fineCounts, 50)),
+      p90Ns: Math.round(percentile(b.fineCounts, 90)),
+      p99Ns: Math.round(percentile(b.fineCounts, 99)),
+      maxNs: b.maxNs,
+      callsPerS: b.calls / seconds,
+      abandoned: 0,
+      exited: 0,
+      tooDeep: 0,
+      slowLost: 0,
+      ...(this.o.thresholdMs ? { slowCalls: b.slowCount } : {}),
+    };
+  }
+
+  private slow(): SlowCall[] {
+    return this.builder.slowest().map((c: TracedCall) => ({ durationNs: c.durationNs, tid: c.tid, endNs: Math.max(0, c.endEpochNs - this.monoOffset), stack: c.stack }));
+  }
+
+  result(): LatencyResult {
+    const h = toBuckets(this.builder.log2);
+    const methods = [...this.builder.methods];
+    return {
+      tracer: 'latency',
+      unit: this.o.unit,
+      histograms: [{ key: -1, comm: 'all', count: this.builder.calls, buckets: h }],
+      intervals: [...this.intervals],
+      dropped: 0,
+      probe: { function: methods.length === 1 ? methods[0] : this.filter, module: `JVM pid ${this.o.pid} (JDK ${this.jdk}): JFR method tracing`, address: '0x0', returns: 'jfr-method-trace' },
+      stats: this.stats(),
+      slow: this.slow(),
+    };
+  }
+
+  /** Stops the recording: its whole content read when the JVM still runs (`keep`), else discarded. */
+  async finish(keep: boolean): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.timer);
+    this.unwatch();
+    await this.reading;
+    try {
+      const file = await stopRecording(this.o.pid, this.name, keep ? path.join(this.dir, 'final.jfr') : undefined, ATTACH).catch(async (e) => {
+        // never leave the tracing running in the JVM: stop it without a file, then say why
+        await stopRecording(this.o.pid, this.name, undefined, ATTACH).catch(() => undefined);
+        throw e;
+      });
+      if (file) this.advance(this.readFile(file));
+    } finally {
+      fs.rmSync(this.dir, { recursive: true, force: true });
+    }
+  }
+
+  private targetGone(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.timer);
+    void this.reading.then(() => {
+      fs.rmSync(this.dir, { recursive: true, force: true });
+      this.events.ended('target-exited', `process ${this.o.pid} exited (the figures are those of the last read)`);
+    });
+  }
+}
+
+/** The latency session of a Java method on a JDK 25+ JVM. */
+export async function startJfrLatency(o: LatencyOptions, env: TracerEnv, events: SessionEvents<'latency'>): Promise<Session<'latency'>> {
+  checkPid(o.pid);
+  assertOwnProcess(o.pid, 'measuring a Java method', env.requester ?? requester());
+  const target = identify(o.pid);
+  if (!target) throw inputError(`no process with pid ${o.pid} is running (check with: ps -p ${o.pid})`);
+  const { version } = requireMethodTracing(o.pid);
+  const method = javaMethodFilter(o.target);
+  if (!method) throw inputError(`${JSON.stringify(o.target.slice(0, 200))} names no Java method: give Class.method or Class::method (e.g. com.example.Foo.parse)`);
+  const filter = methodFilter([method], 'the method');
+  if (o.profileSlow || o.byCaller) throw unsuitableError(`${o.profileSlow ? 'profiling the slow calls' : 'figures per caller'} is not available for Java methods measured by JFR: the slowest calls' stacks are in the result`);
+  const name = `ebpf-studio-latency-${process.pid}-${Date.now()}`;
+  await startRecording(o.pid, name, `settings=none +jdk.MethodTrace#enabled=true +jdk.MethodTrace#filter=${filter} +jdk.MethodTrace#threshold=0ms +jdk.MethodTrace#stackTrace=true`, ATTACH);
+  env.log(`latency: JFR recording ${name} traces ${filter} in pid ${o.pid} (JDK ${version})`);
+  let s: JfrLatencySession;
+  try {
+    s = new JfrLatencySession(o, name, filter, version, env, events, target);
+  } catch (e) {
+    await stopRecording(o.pid, name, undefined, ATTACH).catch(() => undefined);
+    throw e;
+  }
+  return {
+    targets: [o.pid],
+    warnings: [],
+    snapshot: () => s.result(),
+    async stop() {
+      await s.finish(true);
+      return s.result();
+    },
+  };
+}
