@@ -31,6 +31,7 @@ import { benchJavaHeap } from './javaHeapOverhead';
 import { benchAgent } from './agentOverhead';
 import { benchOffcpu } from './offcpuOverhead';
 import { benchCfi } from './cfiWalk';
+import { benchCfiHost } from './cfiHost';
 import { benchJavaWalk } from './javaWalk';
 import { benchJfr } from './jfrParse';
 
@@ -53,6 +54,7 @@ const GROUPS: Group[] = [
   { id: 'offcpu', run: benchOffcpu, missing: needsTracer('offcpu') },
   { id: 'profile-unwind', run: benchProfileUnwind, missing: needsTracer('profile') },
   { id: 'cfi', run: benchCfi, missing: needsTracer('profile') },
+  { id: 'cfi-host', run: benchCfiHost, missing: () => needsTracer('profile')() ?? (have('perf') ? undefined : 'no perf (apt-get install linux-perf)') },
   { id: 'attach', run: benchAttach, missing: needsRoot },
   { id: 'biolatency', run: benchBiolatency, missing: () => needsTracer('biolatency')() ?? (fs.existsSync('/usr/sbin/biolatency') ? undefined : 'no /usr/sbin/biolatency (apt-get install libbpf-tools)') },
   { id: 'cpudist', run: benchCpudist, missing: () => needsTracer('cpudist')() ?? (fs.existsSync('/usr/sbin/cpudist') ? undefined : 'no /usr/sbin/cpudist (apt-get install libbpf-tools)') },
