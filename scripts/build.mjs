@@ -7,6 +7,7 @@ import path from 'node:path';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { buildJvmAgent } from './buildJvmAgent.mjs';
+import { buildJavaLatency } from './buildJavaLatency.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Set(process.argv.slice(2));
@@ -209,6 +210,7 @@ if (!args.has('--skip-native')) buildNative();
 if (!args.has('--skip-native')) buildPreload();
 if (!args.has('--skip-native')) buildInjector();
 if (!args.has('--skip-native')) buildJvmAgent(root, dist);
+if (!args.has('--skip-native')) buildJavaLatency(root, dist);
 await bundle();
 if (!args.has('--skip-typecheck')) run(process.execPath, [path.join(root, 'node_modules', 'tsgo', 'bin', 'tsc'), '--noEmit', '-p', '.']);
 console.log('build: done');

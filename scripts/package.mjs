@@ -111,7 +111,7 @@ const ls = spawnSync(vsce, ['ls', '--no-dependencies'], { cwd: root, encoding: '
 if (ls.status !== 0) fail(`vsce ls exited with ${ls.status}`);
 const files = ls.stdout.split('\n').map((s) => s.trim()).filter(Boolean);
 const allowed = [/^package\.json$/, /^README\.md$/, /^LICENSE$/, /^CHANGELOG\.md$/, /^bin\//, /^media\//, /^syntaxes\//, /^snippets\//,
-  /^dist\/[^/]+\.js$/, /^dist\/bpf\/[^/]+\.bpf\.o$/, /^dist\/ebpf_studio\.node$/, /^dist\/ebpf-studio-launch$/, /^dist\/libebpf-studio-preload\.so$/, /^dist\/ebpf-studio-inject$/, /^dist\/libebpf-studio-jvmagent\.so$/, /^dist\/webview\/[^/]+\.(js|css)$/];
+  /^dist\/[^/]+\.js$/, /^dist\/bpf\/[^/]+\.bpf\.o$/, /^dist\/ebpf_studio\.node$/, /^dist\/ebpf-studio-launch$/, /^dist\/libebpf-studio-preload\.so$/, /^dist\/ebpf-studio-inject$/, /^dist\/libebpf-studio-jvmagent\.so$/, /^dist\/ebpf-studio-javalatency\.jar$/, /^dist\/webview\/[^/]+\.(js|css)$/];
 const stray = files.filter((f) => !allowed.some((re) => re.test(f)) || f.endsWith('.map') || f.endsWith('.ts'));
 if (stray.length) fail(`files outside the allow-list would be packed (fix .vscodeignore):\n  ${stray.join('\n  ')}`);
 const absent = requiredOutputs().map((o) => o.file).filter((f) => !files.includes(f));

@@ -60,7 +60,7 @@ export function callersText(callers: CallerLatency[], shown = 20): string {
 export function latencyReport(r: LatencyResult, slowShown = 10): string {
   const h = r.histograms[0];
   const lines = [
-    r.probe.returns === 'jfr-method-trace' ? `${r.probe.function} in ${r.probe.module}` : `${r.probe.function} in ${r.probe.module} (${r.probe.address}, returns at ${r.probe.returns})`,
+    r.probe.returns === 'jfr-method-trace' || r.probe.returns === 'java-agent' ? `${r.probe.function} in ${r.probe.module}` : `${r.probe.function} in ${r.probe.module} (${r.probe.address}, returns at ${r.probe.returns})`,
     h ? renderText(h.buckets, r.unit === 'ms' ? 'msecs' : 'usecs') : '',
     statsLine(r.stats),
     droppedLine(r.stats),

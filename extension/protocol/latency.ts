@@ -85,7 +85,7 @@ export interface LatencyProbe {
   /** link-time address of the entry */
   address: string;
   /** how the return is caught ('jfr-method-trace': the JVM times the Java method itself, JDK 25's JFR) */
-  returns: 'ret-instructions' | 'uretprobe' | 'jfr-method-trace';
+  returns: 'ret-instructions' | 'uretprobe' | 'jfr-method-trace' | 'java-agent';
 }
 
 export interface LatencyUpdate extends HistUpdate {

@@ -7,7 +7,7 @@ import type { Command } from '../command';
 import { commonOptions, durationFlag, numberFlag, parse, pidFlag } from '../args';
 import { runTracer } from '../runTracer';
 import { latencyTracer } from '../../tracers/latency/tracer';
-import { usesJfrMethodTrace } from '../../tracers/latency/jfrMethodTrace';
+import { latencyRoute } from '../../tracers/latency/javaTarget';
 import { usageError } from '../../protocol/errors';
 import type { LatencyOptions } from '../../protocol/latency';
 import { latencyReport, statsLine } from '../../model/latencyFormat';
@@ -22,8 +22,10 @@ const USAGE = [
   '                 [--by-caller] [--profile-slow [--frequency HZ] [--unwind cfi|fp] [--folded]]',
   '  FUNCTION         a function of the program or a library it maps (C++: ns::name or its mangled name)',
   '  FILE:LINE        the function at a source line (from the DWARF line tables: build with -g)',
-  '  Class.method     a Java method (or Class::method) of a JDK 25+ JVM: timed by the JVM\'s own JFR',
-  '                   method tracing (every call, the slowest with their Java stacks), asked as its owner',
+  '  Class.method     a Java method (or Class::method; Class.method(descriptor) for one overload) of a',
+  '                   running JVM, asked as its owner: JDK 25+ by the JVM\'s own JFR method tracing, JDK',
+  '                   17 to 23 by eBPF Studio\'s agent (the class is rewritten to time every call and put',
+  '                   back at the end); the slowest calls come with their Java stacks',
   '  --threshold-ms N calls at least N ms long are reported with their stacks (default: none)',
   '  --returns HOW    where returns are caught: ret (a uprobe on each ret instruction: safe for C++',
   '                   exceptions thrown through it), uretprobe (cheaper per call; a C++ exception thrown',
@@ -78,8 +80,8 @@ export const latencyCommand: Command = {
       {
         tracer: latencyTracer,
         options,
-        // a Java method of a JDK 25+ JVM is timed by the JVM's own JFR, asked as its owner
-        privilege: usesJfrMethodTrace(pid, positionals[0]) ? 'none' : 'uprobe',
+        // a Java method of a JVM is timed inside the JVM (JFR or our agent), asked as its owner
+        privilege: latencyRoute(pid, positionals[0]) === 'native' ? 'uprobe' : 'none',
         json: Boolean(values.json),
         verbose: Boolean(values.verbose),
         durationS: durationFlag(values.duration),

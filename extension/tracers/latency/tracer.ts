@@ -8,7 +8,7 @@ import type { CallerLatency, LatencyOptions, LatencyProbe, LatencyResult, Latenc
 import { asObject, bool, int, num, oneOf, str, PID_MAX } from '../../protocol/validate';
 import { PROFILE_MAX_FREQUENCY, type ProfileResult } from '../../protocol/profile';
 import { WALL_DEFAULT_FREQUENCY } from '../../protocol/offcpu';
-import { fromBpfError, inputError, unsuitableError } from '../../protocol/errors';
+import { fromBpfError, inputError, StudioError, unsuitableError } from '../../protocol/errors';
 import { checkPid, identify, sameProcess, type ProcessIdentity } from '../../sys/proc/processes';
 import { Symbolizer, type Frame, type ProcessImage } from '../../sys/symbolize';
 import { assertOwnProcess, requester } from '../../sys/ownership';
@@ -22,7 +22,10 @@ import { resolveTarget, type ResolvedFunction } from './resolve';
 import { decodeCallers, mergeCallers } from './callers';
 import { attachSlowProfile, checkSlowProfileKernel, configureSlowProfile, planCfi, readSlowProfile, refreshCfi, SLOWPROF_PROGRAMS } from './slowProfile';
 import type { CfiTables } from '../cfiTables';
-import { startJfrLatency, usesJfrMethodTrace } from './jfrMethodTrace';
+import { startJfrLatency } from './jfrMethodTrace';
+import { startAgentLatency } from './javaAgentLatency';
+import { latencyRoute } from './javaTarget';
+import { processInfo } from '../../sys/proc/processes';
 
 /** Slow calls kept for the result (the slowest), and sent per update at most. */
 export const MAX_SLOW_KEPT = 100;
@@ -286,18 +289,31 @@ function probeOf(fn: ResolvedFunction, retInsns: boolean): LatencyProbe {
   return { function: fn.name, module: fn.module.name, address: `0x${fn.entry.toString(16)}`, returns: retInsns ? 'ret-instructions' : 'uretprobe' };
 }
 
+/** resolveTarget, whose refusal on a JVM says how Java methods are named. */
+function resolveInJvm(pid: number, target: string): ResolvedFunction {
+  try {
+    return resolveTarget(pid, target);
+  } catch (e) {
+    if (!(e instanceof StudioError) || !processInfo(pid)?.jvm) throw e;
+    throw new StudioError(e.kind, `${e.message}. pid ${pid} is a JVM: name a Java method as Class.method (e.g. com.example.Parser.parse or Parser.parse: every overload) or Class.method(descriptor) for one overload (e.g. Parser.parse(Ljava/lang/String;)I)`, e.detail);
+  }
+}
+
 export const latencyTracer: Tracer<'latency'> = {
   name: 'latency',
   validate,
   async start(options, env, events) {
     checkPid(options.pid);
-    if (usesJfrMethodTrace(options.pid, options.target)) return startJfrLatency(options, env, events);
+    // A Java method of a JVM: the JVM's JFR method tracing (JDK 25+) or our agent (JDK 17 to 23).
+    const route = latencyRoute(options.pid, options.target);
+    if (route === 'jfr') return startJfrLatency(options, env, events);
+    if (route === 'agent') return startAgentLatency(options, env, events, processInfo(options.pid)?.jvm?.feature);
     // Resolving reads the process's own files (through map_files, as root in the helper), which
     // its owner may keep from others, and its timings are its owner's to see.
     assertOwnProcess(options.pid, 'measuring a function', env.requester ?? requester());
     const target = identify(options.pid);
     if (!target) throw inputError(`no process with pid ${options.pid} is running (check with: ps -p ${options.pid})`);
-    const fn = resolveTarget(options.pid, options.target);
+    const fn = resolveInJvm(options.pid, options.target);
     const warnings: string[] = [];
     if (options.profileSlow) checkSlowProfileKernel();
     const retInsns = returnsAtRet(options, fn);
