@@ -34,6 +34,7 @@ import { benchCfi } from './cfiWalk';
 import { benchCfiHost } from './cfiHost';
 import { benchJavaWalk } from './javaWalk';
 import { benchJfr } from './jfrParse';
+import { benchJfrMethodTrace, JDK25 } from './jfrMethodTrace';
 
 interface Group {
   id: string;
@@ -71,6 +72,7 @@ const GROUPS: Group[] = [
   { id: 'java-walk', run: (ctx) => benchJavaWalk(ctx, cli), missing: () => needsTracer('profile')() ?? (fs.existsSync(path.join(root, 'dist', 'libebpf-studio-jvmagent.so')) ? undefined : 'dist/libebpf-studio-jvmagent.so is not built (npm run build with a JDK)') },
   { id: 'latency', run: benchLatency, missing: needsTracer('latency') },
   { id: 'jfr', run: benchJfr, missing: () => (fs.existsSync(path.join(JAVA_HOME, 'bin', 'javac')) ? undefined : 'no JDK 17 (apt-get install openjdk-17-jdk-headless)') },
+  { id: 'jfr-method-trace', run: benchJfrMethodTrace, missing: () => (fs.existsSync(path.join(JDK25, 'bin', 'java')) ? undefined : `no Temurin 25 at ${JDK25}`) },
 ];
 
 function usage(): never {
