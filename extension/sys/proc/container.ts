@@ -10,6 +10,11 @@
 //   CRI-O      .../kubepods-*-pod<uid>.slice/crio-ID.scope
 //   any CRI    /kubepods/<qos>/pod<uid>/ID (cgroupfs driver: the runtime is found by its files)
 // The runtimes' conmon and shim cgroups (libpod-conmon-ID, crio-conmon-ID) are not containers.
+// Paths that name no id by their form are a containerd task's when runc's state.json for it says so:
+//   containerd /NS/ID (ctr run, cgroupfs), .../NS-ID.scope (ctr --runc-systemd-cgroup): ids are any
+//              name containerd allows, found in /run/containerd/runc/NS/ID/state.json
+// A rootless podman container has no cgroup of its own on cgroup v1 (and an id root's stores do not
+// know on v2): it is found from its conmon parent and named from its user's store (rootlessPodman.ts).
 //
 // Metadata, read as root, first at the path itself (a DaemonSet mounts the runtime's state there
 // read-only), then through /proc/1/root (the host's root seen from a privileged container sharing
@@ -27,6 +32,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { readOpened } from '../elf/fileCheck';
+import { readUserOwnedFile, rootlessContainerOf } from './rootlessPodman';
 
 export type ContainerRuntime = 'podman' | 'docker' | 'containerd' | 'cri-o' | 'kubernetes' | 'container';
 
@@ -213,6 +219,8 @@ export const METADATA_DIRS: Record<'podman' | 'docker' | 'containerd' | 'cri-o' 
 /** Reads the runtimes' files under one root ("" or "/proc/1/root"); keeps parsed containers.json while it is unchanged. */
 export class ContainerLookup {
   private readonly cache = new Map<string, { info: ContainerInfo; complete: boolean; at: number }>();
+  /** cgroup paths and processes that named no container (each process outside one has its own cgroup path) */
+  private readonly misses = new Map<string, { info: ContainerInfo | undefined; complete: boolean; at: number }>();
   private readonly indexes = new Map<string, { key: string; text: string | undefined }>();
 
   constructor(
@@ -223,8 +231,49 @@ export class ContainerLookup {
   /** The container of a process, or undefined when it runs in none (or is gone). */
   of(pid: number, now = Date.now()): ContainerInfo | undefined {
     const text = this.readCgroup(pid);
-    const c = text === undefined ? undefined : parseContainerCgroup(text);
-    return c && this.describe(c, now);
+    if (text === undefined) return undefined;
+    const c = parseContainerCgroup(text);
+    const info = c && this.describe(c, now);
+    if (info?.name) return info;
+    // a rootless container: its cgroup (v2) names an id root's stores do not know, or (v1) none
+    return this.rootless(pid, now) ?? info ?? this.containerdTask(text, now);
+  }
+
+  /** A task `ctr run` (or any containerd client) started, by its cgroup path and containerd's runc state. */
+  private containerdTask(procCgroup: string, now: number): ContainerInfo | undefined {
+    const cg = cgroupPathOf(procCgroup);
+    if (!cg || cg === '/') return undefined;
+    return this.cached(`containerd:${cg}`, now, () => {
+      for (const root of this.roots) {
+        const at = (p: string) => path.join(root || '/', p);
+        for (const { ns, id } of containerdCandidates(cg, () => listDir(at(CONTAINERD_RUNC)))) {
+          const found = containerdNames(at, cg, ns, id);
+          if (found) return found;
+        }
+      }
+      return undefined;
+    });
+  }
+
+  /** A rootless podman container, named from its own user's store (see rootlessPodman.ts for why that is safe). */
+  private rootless(pid: number, now: number): ContainerInfo | undefined {
+    const r = rootlessContainerOf(pid);
+    if (!r) return undefined;
+    return this.cached(`rootless:${r.uid}:${r.id}`, now, () => {
+      const names = namesFromContainersJson(readUserOwnedFile(r.index, r.uid, CONTAINER_LIMITS.maxIndexBytes), r.id);
+      return { runtime: 'podman', id: r.id, ...(names?.name && { name: names.name }), ...(names?.image && { image: names.image }) };
+    });
+  }
+
+  /** `find` once per key: kept when it named a container, looked up again after retryMs when not. */
+  private cached(key: string, now: number, find: () => ContainerInfo | undefined): ContainerInfo | undefined {
+    const hit = this.misses.get(key) ?? this.cache.get(key);
+    if (hit && (hit.complete || now - hit.at < CONTAINER_LIMITS.retryMs)) return hit.info;
+    const info = find();
+    for (const m of [this.cache, this.misses]) if (m.size >= CONTAINER_LIMITS.maxCached) m.clear();
+    if (info) this.cache.set(key, { info, complete: info.name !== undefined, at: now });
+    else this.misses.set(key, { info, complete: false, at: now });
+    return info;
   }
 
   /** Names a container found in a cgroup path; cached per id (a container's names do not change). */
@@ -295,6 +344,66 @@ export class ContainerLookup {
     this.indexes.set(file, { key, text });
     return text;
   }
+}
+
+const CONTAINERD_RUNC = '/run/containerd/runc';
+/** containerd's rule for namespaces and container ids: no "/" and no ".." can come through */
+const CONTAINERD_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,74}[A-Za-z0-9])?$/;
+const MAX_NAMESPACES = 64;
+
+/** The cgroup path of a /proc/PID/cgroup text: the v2 line's, else name=systemd's. */
+export function cgroupPathOf(procCgroup: string): string | undefined {
+  const lines = procCgroup.split('\n');
+  const pick = (prefix: string) => lines.find((l) => l.startsWith(prefix))?.slice(prefix.length);
+  return pick('0::') || lines.map((l) => /^\d+:name=systemd:(.*)$/.exec(l)?.[1]).find((p) => p !== undefined);
+}
+
+/**
+ * The (namespace, id) pairs a cgroup path may be a containerd task's, as containerd's runc shim
+ * places them: cgroupfs "/NS/ID" (ctr's default, and nerdctl's), systemd ".../NS-ID.scope"
+ * (ctr --runc-systemd-cgroup: "system.slice:NS:ID"), where the namespaces are those with a runc
+ * state directory. Each pair is only a candidate: runc's state.json must name the same cgroup.
+ */
+export function containerdCandidates(cgroupPath: string, namespaces: () => string[]): { ns: string; id: string }[] {
+  const segs = cgroupPath.split('/').filter(Boolean);
+  const [ns, id] = segs.slice(-2);
+  const out: { ns: string; id: string }[] = [];
+  if (segs.length >= 2 && CONTAINERD_NAME.test(ns) && CONTAINERD_NAME.test(id)) out.push({ ns, id });
+  const scope = /^(.+)\.scope$/.exec(segs[segs.length - 1] ?? '');
+  if (scope) {
+    for (const n of namespaces().filter((x) => CONTAINERD_NAME.test(x)).slice(0, MAX_NAMESPACES)) {
+      const rest = scope[1].startsWith(`${n}-`) ? scope[1].slice(n.length + 1) : '';
+      if (CONTAINERD_NAME.test(rest)) out.push({ ns: n, id: rest });
+    }
+  }
+  return out;
+}
+
+function listDir(dir: string): string[] {
+  try {
+    return fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * A containerd task's names from runc's state.json (root-owned, written by the shim's runc) when it
+ * places the task in `cgroupPath`, and the annotations of the bundle it names: a CRI container's
+ * Kubernetes names, else the id as its name and containerd's namespace. The image of a `ctr run`
+ * container is in containerd's metadata database only, not in these files.
+ */
+function containerdNames(at: (p: string) => string, cgroupPath: string, ns: string, id: string): ContainerInfo | undefined {
+  const state = obj(parseJson(readMetadataFile(at(`${CONTAINERD_RUNC}/${ns}/${id}/state.json`))));
+  if (state.id !== id) return undefined;
+  const paths = Object.values(obj(state.cgroup_paths)).filter((p): p is string => typeof p === 'string');
+  if (!paths.some((p) => p.endsWith(cgroupPath))) return undefined;
+  const bundle = bundleOfRuncState(JSON.stringify(state));
+  const names = bundle ? namesFromAnnotations(bundleAnnotations(readMetadataFile(at(`${bundle}/config.json`))) ?? {}) : {};
+  const info: ContainerInfo = { runtime: 'containerd', id, name: names.name ?? id, namespace: names.namespace ?? ns };
+  if (names.image) info.image = names.image;
+  if (names.pod) info.pod = names.pod;
+  return info;
 }
 
 /** /proc/PID/cgroup: owned by the process's user and sized 0 by stat, so read as the kernel gives it (a few lines). */
