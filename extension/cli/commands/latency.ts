@@ -9,6 +9,7 @@ import { runTracer } from '../runTracer';
 import { latencyTracer } from '../../tracers/latency/tracer';
 import { latencyRoute } from '../../tracers/latency/javaTarget';
 import { usageError } from '../../protocol/errors';
+import { assertOwnProcess } from '../../sys/ownership';
 import type { LatencyOptions } from '../../protocol/latency';
 import { latencyReport, statsLine } from '../../model/latencyFormat';
 import { PROFILE_MAX_FREQUENCY, type ProfileResult } from '../../protocol/profile';
@@ -76,6 +77,9 @@ export const latencyCommand: Command = {
     if (values.folded && values.json) throw usageError('--folded and --json exclude each other: give one');
     const frequency = numberFlag(values.frequency, '--frequency', 1, PROFILE_MAX_FREQUENCY, { integer: true }) ?? WALL_DEFAULT_FREQUENCY;
     const options: LatencyOptions = { returns, pid, target: positionals[0], thresholdMs, per: 'none', unit: values.ms ? 'ms' : 'us', intervalS: interval ?? 1, ...(profileSlow ? { profileSlow, frequency, unwind } : {}), ...(values['by-caller'] ? { byCaller: true } : {}) };
+    // Another user's process is refused here, by whom it belongs to, before any privilege question
+    // (its maps, which tell a JVM, may not even be readable).
+    assertOwnProcess(pid, 'measuring a function');
     return runTracer(
       {
         tracer: latencyTracer,

@@ -228,14 +228,17 @@ async function startAgent(o: LatencyOptions, env: TracerEnv, m: JavaMethod): Pro
   const p = { owner, jar, out, id };
   await loadCommand(o.pid, jar, startArgs(m, o, id, out));
   let snap: JavaSnapshot | undefined;
+  let unread: string | undefined;
   try {
     snap = readSnapshot(owner, out);
   } catch (e) {
-    removeOut(p);
-    throw unsuitableError(`the Java latency agent's answer in pid ${o.pid} could not be read: ${(e as Error).message}`);
+    unread = (e as Error).message;
   }
   if (!snap || snap.state === 'error' || snap.id !== id) {
+    // whatever the answer, no session is left running in the JVM (stop of an unknown id does nothing)
+    await loadCommand(o.pid, jar, `stop,id=${id},out=${out}`).catch(() => undefined);
     removeOut(p);
+    if (unread) throw unsuitableError(`the Java latency agent's answer in pid ${o.pid} could not be read: ${unread}`);
     const why = snap?.state === 'error' ? snap.error : 'it wrote no answer';
     throw new StudioError(/not loaded|no method|several loaded/.test(why ?? '') ? 'input' : 'unsuitable', `pid ${o.pid}: ${why}`);
   }
