@@ -266,7 +266,7 @@ describe('what a user sees of other processes through the installed helper', { s
     });
   }
 
-  for (const unwind of ['fp', 'dwarf'] as const) {
+  for (const unwind of ['fp', 'dwarf', 'cfi'] as const) {
     test(`attack: memleak --pid of root's program (uprobe, --unwind ${unwind}) as the user leaks nothing of root's; own leaks named; root's CLI gets all`, { timeout: 120_000 }, async () => {
       const r = runCli(['memleak', '--pid', String(rootPid), '--mode', 'uprobe', '--unwind', unwind, '--duration', '3', '--json'], { timeoutMs: 60_000 });
       assert.equal(r.code, 0, r.stderr);
