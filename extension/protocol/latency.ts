@@ -94,6 +94,8 @@ export interface LatencyUpdate extends HistUpdate {
   slow: SlowCall[];
   /** byCaller: every caller so far, most calls first */
   callers?: CallerLatency[];
+  /** found during the session (the CLI says each once on stderr) */
+  warnings?: string[];
 }
 
 export interface LatencyResult extends HistResult<'latency'> {

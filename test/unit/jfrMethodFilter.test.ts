@@ -3,7 +3,7 @@
 // jcmd line (no spaces, no option injection), and the per-method timing table.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { javaMethodFilter } from '../../extension/tracers/latency/jfrMethodTrace';
+import { javaDescriptor, javaMethodFilter } from '../../extension/tracers/latency/jfrMethodTrace';
 import { MAX_METHOD_FILTERS, methodFilter } from '../../extension/sys/jvm/jfrRecord';
 import { methodTimingText } from '../../extension/model/jfr/methodTrace';
 
@@ -13,6 +13,10 @@ test('a latency target names a Java method as Class.method or Class::method', ()
   assert.equal(javaMethodFilter('com.example.Foo$Inner.run'), 'com.example.Foo$Inner::run');
   assert.equal(javaMethodFilter('com.example.Foo.<init>'), 'com.example.Foo::<init>');
   assert.equal(javaMethodFilter(' Foo::bar '), 'Foo::bar');
+  // one overload: JFR times them all, the descriptor is matched as the events are read
+  assert.equal(javaMethodFilter('com.example.Foo.parse(Ljava/lang/String;)I'), 'com.example.Foo::parse');
+  assert.equal(javaDescriptor('com.example.Foo.parse(Ljava/lang/String;)I'), '(Ljava/lang/String;)I');
+  assert.equal(javaDescriptor('com.example.Foo.parse'), '');
   for (const native of ['malloc', 'foo.c:12', 'bar.isra.0', '_ZN3foo3barEv']) assert.equal(javaMethodFilter(native), undefined, native);
 });
 

@@ -56,6 +56,8 @@ export class MethodTraceBuilder implements EventVisitor {
     private readonly thresholdNs: number,
     private readonly fine: { slots: number; slotOf(ns: number): number },
     private readonly keep = 100,
+    /** only the overload of this JVM descriptor, e.g. "(I)J" (JFR's filter times every overload) */
+    private readonly descriptor = '',
   ) {
     this.fineCounts = new Array<number>(fine.slots).fill(0);
     this.unitNs = unit === 'ms' ? 1e6 : 1e3;
@@ -67,6 +69,7 @@ export class MethodTraceBuilder implements EventVisitor {
   }
 
   event(_t: JfrClass, v: JfrObject, c: Chunk): void {
+    if (this.descriptor && c.str(v, 'method', 'descriptor') !== this.descriptor) return;
     const ns = typeof v.duration === 'number' ? Math.max(0, c.durationNanos(v.duration)) : 0;
     const name = methodName(c, v);
     this.methods.add(name);

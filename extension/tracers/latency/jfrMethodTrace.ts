@@ -29,9 +29,19 @@ const LIVE_DUMP_MAX_BYTES = 256 * 1024 * 1024;
 const SLOW_KEPT = 100;
 const ATTACH = { timeoutMs: 20_000 };
 
-/** "com.x.Foo.parse" or "com.x.Foo::parse" → JFR's "com.x.Foo::parse"; undefined when it names no Java method. */
+/** The JVM descriptor of a `Class.method(descriptor)` target ('' for every overload). */
+export function javaDescriptor(target: string): string {
+  const paren = target.indexOf('(');
+  return paren < 0 ? '' : target.trim().slice(paren).slice(0, 1000);
+}
+
+/**
+ * "com.x.Foo.parse" or "com.x.Foo::parse" → JFR's "com.x.Foo::parse" (a descriptor after it,
+ * "(I)J", is ours to match: JFR's filter times every overload); undefined when it names no Java method.
+ */
 export function javaMethodFilter(target: string): string | undefined {
-  const t = target.trim();
+  const paren = target.indexOf('(');
+  const t = (paren < 0 ? target : target.slice(0, paren)).trim();
   if (t.includes('::')) return t;
   const m = /^([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\.([A-Za-z_$][\w$]*|<init>|<clinit>)$/.exec(t);
   return m ? `${m[1]}::${m[2]}` : undefined;
@@ -61,6 +71,7 @@ class JfrLatencySession {
   private reading: Promise<void> = Promise.resolve();
   private seq = 0;
   private liveOff = false;
+  private readonly warnings: string[] = [];
   closed = false;
 
   constructor(
@@ -78,7 +89,7 @@ class JfrLatencySession {
   }
 
   private fresh(): MethodTraceBuilder {
-    return new MethodTraceBuilder(this.o.unit, Math.round(this.o.thresholdMs * 1e6), { slots: FINE_SLOTS, slotOf: fineSlot }, SLOW_KEPT);
+    return new MethodTraceBuilder(this.o.unit, Math.round(this.o.thresholdMs * 1e6), { slots: FINE_SLOTS, slotOf: fineSlot }, SLOW_KEPT, javaDescriptor(this.o.target));
   }
 
   private serial(f: () => Promise<void>): Promise<void> {
@@ -90,7 +101,10 @@ class JfrLatencySession {
   private readFile(file: string): MethodTraceBuilder {
     const b = this.fresh();
     try {
-      readJfrFile(file, b);
+      const info = readJfrFile(file, b);
+      // JFR keeps a recording under its size limit (250 MB) by dropping its oldest chunks
+      if (info.chunks && info.startNanos > this.t0 * 1e6 + 5e9 && !this.warnings.some((w) => w.startsWith('JFR dropped')))
+        this.warnings.push(`JFR dropped the recording's oldest part (over its 250 MB limit): the figures cover its last ${Math.round(info.durationNanos / 1e9)} s only`);
     } catch (e) {
       if (e instanceof JfrError) throw inputError(`the JVM's recording could not be read: ${e.message}`);
       throw e;
@@ -107,7 +121,7 @@ class JfrLatencySession {
     this.builder = b;
     const interval = { timestampNs: Number(process.hrtime.bigint()), buckets: toBuckets(now.map((c) => Math.max(0, c))) };
     this.intervals.push(interval);
-    return { interval, keys: [], dropped: 0, stats: this.stats(), slow: this.slow().slice(0, 50) };
+    return { interval, keys: [], dropped: 0, stats: this.stats(), slow: this.slow().slice(0, 50), ...(this.warnings.length ? { warnings: [...this.warnings] } : {}) };
   }
 
   private async live(): Promise<void> {
@@ -121,12 +135,14 @@ class JfrLatencySession {
   stats(): LatencyStats {
     const b = this.builder;
     const seconds = Math.max(0.001, (Date.now() - this.t0) / 1000);
+    // interpolated inside a slot, a percentile could pass the exact maximum
+    const pct = (p: number) => Math.min(b.maxNs, Math.round(percentile(b.fineCounts, p)));
     return {
       count: b.calls,
       totalNs: b.totalNs,
-      p50Ns: Math.round(percentile(b.fineCounts, 50)),
-      p90Ns: Math.round(percentile(b.fineCounts, 90)),
-      p99Ns: Math.round(percentile(b.fineCounts, 99)),
+      p50Ns: pct(50),
+      p90Ns: pct(90),
+      p99Ns: pct(99),
       maxNs: b.maxNs,
       callsPerS: b.calls / seconds,
       abandoned: 0,
@@ -169,7 +185,10 @@ class JfrLatencySession {
         await stopRecording(this.o.pid, this.name, undefined, ATTACH).catch(() => undefined);
         throw e;
       });
-      if (file) this.advance(this.readFile(file));
+      if (!file) return;
+      const b = this.readFile(file);
+      if (!b.calls) this.warnings.push(`no call of ${this.filter}${javaDescriptor(this.o.target)} was timed: it was not called while measured, or the name is not the method's (JFR needs the class's full name, e.g. com.example.Foo.parse)`);
+      this.events.update(this.advance(b));
     } finally {
       fs.rmSync(this.dir, { recursive: true, force: true });
     }
