@@ -35,6 +35,7 @@ import { benchCfiHost } from './cfiHost';
 import { benchJavaWalk } from './javaWalk';
 import { benchJfr } from './jfrParse';
 import { benchJfrMethodTrace, JDK25 } from './jfrMethodTrace';
+import { benchLatencyJava } from './latencyJavaOverhead';
 
 interface Group {
   id: string;
@@ -73,6 +74,7 @@ const GROUPS: Group[] = [
   { id: 'latency', run: benchLatency, missing: needsTracer('latency') },
   { id: 'jfr', run: benchJfr, missing: () => (fs.existsSync(path.join(JAVA_HOME, 'bin', 'javac')) ? undefined : 'no JDK 17 (apt-get install openjdk-17-jdk-headless)') },
   { id: 'jfr-method-trace', run: benchJfrMethodTrace, missing: () => (fs.existsSync(path.join(JDK25, 'bin', 'java')) ? undefined : `no Temurin 25 at ${JDK25}`) },
+  { id: 'latency-java', run: benchLatencyJava, missing: () => (fs.existsSync(path.join(root, 'dist', 'ebpf-studio-javalatency.jar')) ? (fs.existsSync(path.join(JAVA_HOME, 'bin', 'javac')) ? undefined : `no JDK 17 at ${JAVA_HOME}`) : 'dist/ebpf-studio-javalatency.jar is not built (no JDK 17-23 javac at build)') },
 ];
 
 function usage(): never {
