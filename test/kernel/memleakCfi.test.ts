@@ -68,7 +68,7 @@ interface ModeRun {
 }
 
 /** Runs the fixture, under `memleak --unwind mode` (attach mode) unless mode is undefined; the report is taken on Ctrl-C while it lives. */
-async function runFixture(mode: 'cfi' | 'dwarf' | 'fp' | undefined): Promise<ModeRun> {
+async function runFixture(mode: 'cfi' | 'dwarf' | 'fp' | 'auto' | undefined): Promise<ModeRun> {
   const target = spawn(build(), [], { stdio: ['pipe', 'pipe', 'inherit'] });
   let out = '';
   target.stdout!.on('data', (d) => (out += d));
@@ -127,17 +127,20 @@ function expectPath(r: MemleakResult, leaf: string, bytes: number, lines: [numbe
   );
 }
 
-test('memleak --unwind cfi: a -O2 program without frame pointers, its two leak paths exact and whole to main (dwarf the same, fp cut short)', { timeout: 180000 }, async (t) => {
+test('memleak --unwind cfi: a -O2 program without frame pointers, its two leak paths exact and whole to main (dwarf and auto the same, fp cut short)', { timeout: 180000 }, async (t) => {
   if (skip(t)) return;
   // one at a time: each run's malloc+free timing is the cost of that mode alone
   const untraced = await runFixture(undefined);
   const fp = await runFixture('fp');
   const dwarf = await runFixture('dwarf');
   const cfi = await runFixture('cfi');
+  // auto on a running process without frame pointers: the same walk
+  const auto = await runFixture('auto');
   const a = mk.get('CALL-A')!;
   for (const [label, run] of [
     ['cfi', cfi],
     ['dwarf', dwarf],
+    ['auto', auto],
   ] as const) {
     const r = run.result!;
     assert.equal(r.mode, 'uprobe');
@@ -152,6 +155,7 @@ test('memleak --unwind cfi: a -O2 program without frame pointers, its two leak p
   assert.ok(summary, `cfi summary in the log:\n${cfi.stderr}`);
   assert.ok(Number(summary[3]) >= 1000, `${summary[3]} walks for 1000 leaks and the churn`);
   assert.equal(Number(summary[6]), 0, 'no walked stack lost');
+  assert.match(auto.stderr, /cfi: \d+ files, \d+ rows/, 'auto walked the tables too');
   // frame pointers: the same bytes from the same leaves, but no stack gets from the leaf through leak_a to main
   const fpr = fp.result!;
   const sum = (leaf: string) => byLeaf(fpr, leaf).reduce((n, s) => n + s.bytes, 0);

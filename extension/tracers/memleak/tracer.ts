@@ -121,15 +121,6 @@ function findMapped(maps: Mapping[], re: RegExp): string | undefined {
   return maps.find((m) => re.test(m.path) && !m.deleted)?.path;
 }
 
-/**
- * --unwind auto in uprobe mode: a stack copy per recorded allocation costs more than the
- * frame-pointer walk in the target and tens of µs of unwinding in the tracer (bench "memleak CFI
- * leak stacks"), which an exact, or finely sampled, trace of a malloc-heavy program cannot keep up
- * with (copies the tracer falls behind on leave their allocations without a stack). So auto copies
- * stacks only where they are needed: an executable without frame pointers, whose callers the walk
- * would lose. One built with frame pointers keeps the cheap walk: its allocating functions call
- * malloc, so they are no leaves and have their frames.
- */
 /** --unwind cfi is a walk in BPF of a running process's tables: refused where it cannot be that. */
 function cfiUnwindChecked<U extends string>(unwind: U, mode: string, pid: number | undefined, kernel: boolean): U {
   if (unwind !== 'cfi') return unwind;
@@ -139,14 +130,27 @@ function cfiUnwindChecked<U extends string>(unwind: U, mode: string, pid: number
   return unwind;
 }
 
-function useDwarfStacks(options: MemleakOptions, exe: string): boolean {
-  if (options.unwind === 'dwarf') return true;
-  if (options.unwind === 'fp' || options.unwind === 'cfi') return false;
+/**
+ * --unwind auto in uprobe mode: a stack copy per recorded allocation costs more than the
+ * frame-pointer walk in the target and tens of µs of unwinding in the tracer (bench "memleak CFI
+ * leak stacks"), which an exact, or finely sampled, trace of a malloc-heavy program cannot keep up
+ * with (copies the tracer falls behind on leave their allocations without a stack). So auto takes
+ * CFI stacks only where they are needed: an executable without frame pointers, whose callers the
+ * walk would lose; a running process's by its unwind tables walked in BPF (nothing copied, ~1 µs
+ * a stack), a launched one (no tables before it execs) by stack copies. One built with frame
+ * pointers keeps the cheap walk: its allocating functions call malloc, so they are no leaves and
+ * have their frames.
+ */
+function userStacks(options: MemleakOptions, exe: string, attach: boolean): 'dwarf' | 'fp' | 'cfi' {
+  if (options.unwind === 'dwarf' || options.unwind === 'fp' || options.unwind === 'cfi') return options.unwind;
+  let noFp: boolean;
   try {
-    return lacksFramePointers(checkBinary(exe));
+    noFp = lacksFramePointers(checkBinary(exe));
   } catch {
-    return true;
+    noFp = true;
   }
+  if (!noFp) return 'fp';
+  return attach && kernelWalksTables() ? 'cfi' : 'dwarf';
 }
 
 export const memleakTracer: Tracer<'memleak'> = {
@@ -275,9 +279,10 @@ class UprobeLeakSession implements Session<'memleak'> {
   attach(): void {
     const { options, env, pid, launched } = this;
     // A launched program is still the stopped launcher here: judge the binary it will exec.
-    const dwarfStacks = !options.kernel && useDwarfStacks(options, launched?.exe ?? `/proc/${pid}/exe`);
+    const stacks = options.kernel ? 'fp' : userStacks(options, launched?.exe ?? `/proc/${pid}/exe`, !launched);
+    const dwarfStacks = stacks === 'dwarf';
     try {
-      this.cfi = this.planCfi();
+      this.cfi = stacks === 'cfi' ? this.planCfi() : undefined;
       this.obj = this.load(dwarfStacks);
     } catch (e) {
       this.abandon();
@@ -304,8 +309,7 @@ class UprobeLeakSession implements Session<'memleak'> {
    * --unwind cfi: the target's tables compiled before the probes attach (they size the maps, and
    * the allocations right after attaching get whole stacks too).
    */
-  private planCfi(): CfiTables | undefined {
-    if (this.options.unwind !== 'cfi' || this.options.kernel) return undefined;
+  private planCfi(): CfiTables {
     if (!kernelWalksTables()) throw unsuitableError('--unwind cfi needs kernel 5.17 or later (bpf_loop): use --unwind dwarf');
     const cfi = new CfiTables(this.env.log);
     cfi.plan(this.pid);
@@ -415,7 +419,7 @@ class UprobeLeakSession implements Session<'memleak'> {
     this.refreshCfi();
     try {
       this.image = this.sym.captureProcess(this.pid);
-      const fix = this.dwarf || this.cfi ? { stacks: 'cfi' as const } : { stacks: 'fp' as const, fpFix: 'or trace with --unwind dwarf (the default), which unwinds by CFI' };
+      const fix = this.dwarf || this.cfi ? { stacks: 'cfi' as const } : { stacks: 'fp' as const, fpFix: 'or trace with --unwind cfi (a running process) or dwarf, which unwind by CFI' };
       for (const w of this.sym.warnings(this.image, fix)) if (!this.warnings.includes(w)) this.warnings.push(w);
     } catch (e) {
       this.env.log(`memleak: capturing the maps of ${this.pid} failed: ${(e as Error).message}`);
