@@ -15,7 +15,8 @@ export interface JavaMethod {
 }
 
 const IDENT = /^[A-Za-z_$][\w$]*$/;
-const DESCRIPTOR = /^\((\[*([BCDFIJSZ]|L[^;.[()]+;))*\)(V|\[*([BCDFIJSZ]|L[^;.[()]+;))$/;
+// class names in a descriptor: no ',' or '=' either, which would split the agent's options
+const DESCRIPTOR = /^\((\[*([BCDFIJSZ]|L[^;.[(),=\s]+;))*\)(V|\[*([BCDFIJSZ]|L[^;.[(),=\s]+;))$/;
 
 /** Parses `Class.method` or `Class.method(descriptor)`; undefined when the operand is not of that form. */
 export function parseJavaMethod(text: string): JavaMethod | undefined {
