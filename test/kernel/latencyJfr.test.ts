@@ -14,7 +14,9 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { LatencyResult } from '../../extension/protocol/latency';
-import { compileJavaFixture, removeJavaFixture, runCli, startCli, waitFor } from '../helpers';
+import * as proto from '../../extension/protocol/protocol';
+import { cliJs, compileJavaFixture, removeJavaFixture, runCli, startCli, waitFor } from '../helpers';
+import { AttackBed, asUser, attackSkipReason, makeUser, removeUser, spawnAsUser, type AttackUser } from './attackKit';
 
 const JDK25 = '/usr/lib/jvm/temurin-25-jdk-amd64';
 const JDK17 = '/usr/lib/jvm/java-17-openjdk-amd64';
@@ -35,9 +37,10 @@ interface Fixture {
   own(): Promise<Own>;
 }
 
-function startFixture(jdk: string, classes: string, calls: number, children: ChildProcess[]): Fixture {
-  const child = spawn(`${jdk}/bin/java`, ['-cp', classes, 'MethodLatency', String(calls)], { stdio: ['pipe', 'pipe', 'pipe'] });
-  children.push(child);
+function startFixture(jdk: string, classes: string, calls: number, children: ChildProcess[], as?: AttackUser): Fixture {
+  const cmd = [`${jdk}/bin/java`, '-cp', classes, 'MethodLatency', String(calls)];
+  const child = as ? spawnAsUser(as, cmd, {}, children) : spawn(cmd[0], cmd.slice(1), { stdio: ['pipe', 'pipe', 'pipe'] });
+  if (!as) children.push(child);
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   return {
@@ -52,8 +55,9 @@ function startFixture(jdk: string, classes: string, calls: number, children: Chi
   };
 }
 
-function jcmd(pid: number, what: string): string {
-  return spawnSync(`${JDK25}/bin/jcmd`, [String(pid), what], { encoding: 'utf8', timeout: 30_000 }).stdout;
+function jcmd(pid: number, what: string, as?: AttackUser): string {
+  const cmd = [`${JDK25}/bin/jcmd`, String(pid), what];
+  return as ? asUser(as, cmd, { timeoutMs: 30_000 }).stdout : spawnSync(cmd[0], cmd.slice(1), { encoding: 'utf8', timeout: 30_000 }).stdout;
 }
 
 /** Waits until the JVM runs a recording of ours (the tracing is in place before the calls start). */
@@ -174,5 +178,94 @@ describe('Java method latency and timing through JDK 25 JFR', { skip, timeout: 6
       fx.child.kill('SIGKILL');
       fs.rmSync(w17, { recursive: true, force: true });
     }
+  });
+});
+
+// An unprivileged user asks for the JFR method tracing of another user's and root's JDK 25 JVMs,
+// through the CLI (latency, and jfr --record --method-timing) and through the installed helper
+// (which runs as root for it): every request is refused before the JVM is asked anything, and
+// neither JVM runs a recording afterwards. The JVM's owner measures it, as himself and through
+// the helper, in the same test.
+describe('attack: JFR method tracing of another user\'s JVM', { skip: skip ?? attackSkipReason(), timeout: 600_000 }, () => {
+  const tag = process.pid % 100000;
+  let mallory: AttackUser | undefined;
+  let bob: AttackUser | undefined;
+  let bed: AttackBed | undefined;
+  let work = '';
+  const children: ChildProcess[] = [];
+
+  before(() => {
+    mallory = makeUser(`ebpfJm${tag}`);
+    bob = makeUser(`ebpfJb${tag}`);
+    bed = new AttackBed('latjfr');
+    ({ work } = compileJavaFixture('ebpf-latjfr-att-', 'MethodLatency.java', JDK25));
+  });
+  after(() => {
+    removeJavaFixture(children, work);
+    for (const c of bed?.children ?? []) c.kill('SIGKILL');
+    bed?.dispose();
+    removeUser(mallory);
+    removeUser(bob);
+  });
+
+  test('mallory is refused on bob\'s and root\'s JVM (CLI and helper); bob measures his own', async () => {
+    const dir = bed!.userDir(bob!, 'jvm');
+    fs.copyFileSync(path.join(work, 'classes', 'MethodLatency.class'), path.join(dir, 'MethodLatency.class'));
+    fs.chmodSync(path.join(dir, 'MethodLatency.class'), 0o644);
+    const bobFx = startFixture(JDK25, dir, 100, bed!.children, bob);
+    const rootFx = startFixture(JDK25, dir, 100, children);
+    assert.ok(await waitFor(() => bobFx.out().includes('ready') && rootFx.out().includes('ready'), 30_000), 'the JVMs did not start');
+    for (const [who, fx, owner] of [['bob', bobFx, bob], ['root', rootFx, undefined]] as const) {
+      const pid = fx.child.pid!;
+      for (const args of [['latency', '--pid', String(pid), 'MethodLatency.work', '--duration', '2'], ['jfr', '--record', String(pid), '--out', '/tmp/ebpf-mallory.jfr', '--duration', '1', '--method-timing', 'MethodLatency::work']]) {
+        const r = asUser(mallory!, [process.execPath, cliJs, ...args], { timeoutMs: 60_000 });
+        assert.notEqual(r.status, 0, `${who} ${args[0]}: ${r.stdout}`);
+        assert.match(r.stderr, /not yours|refused/, r.stderr);
+        assert.doesNotMatch(r.stderr, /\n\s+at /);
+        console.log(`  mallory ${args[0]} on ${who}'s JVM (CLI): exit ${r.status}: ${r.stderr.trim().split('\n')[0].slice(0, 140)}`);
+      }
+      const h = bed!.helperFor(mallory!);
+      try {
+        await assert.rejects(h.conn.sendRequest(proto.sessionStart, { tracer: 'latency', options: { pid, target: 'MethodLatency.work', thresholdMs: 0 } } as never), /not yours|refused/);
+      } finally {
+        await h.close();
+      }
+      assert.match(jcmd(pid, 'JFR.check', owner), /No available recordings/, `${who}'s JVM runs no recording`);
+    }
+    assert.ok(!fs.existsSync('/tmp/ebpf-mallory.jfr'));
+    // bob, as himself through the CLI, then through the helper
+    const cli = spawnAsUser(bob!, [process.execPath, cliJs, 'latency', '--pid', String(bobFx.child.pid), 'MethodLatency.work', '--duration', '120', '--json'], {}, bed!.children);
+    let out = '';
+    cli.stdout!.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((resolve) => cli.once('exit', resolve));
+    await recordingStarted(bobFx.child.pid!).catch(async () => assert.ok(await waitFor(() => /ebpf-studio/.test(jcmd(bobFx.child.pid!, 'JFR.check', bob)), 30_000, 300)));
+    bobFx.go();
+    const own = await bobFx.own();
+    cli.kill('SIGINT');
+    assert.equal(await exited, 0);
+    const res = JSON.parse(out) as LatencyResult;
+    assert.equal(res.stats.count, own.calls);
+    const bobFx2 = startFixture(JDK25, dir, 50, bed!.children, bob);
+    assert.ok(await waitFor(() => bobFx2.out().includes('ready'), 30_000));
+    const h = bed!.helperFor(bob!);
+    try {
+      const refused = (await h.conn.sendRequest(proto.sessionStart, { tracer: 'latency', options: { pid: rootFx.child.pid, target: 'MethodLatency.work', thresholdMs: 0 } } as never).catch((e: Error) => e)) as Error;
+      assert.match(String(refused.message), /not yours|refused/, 'bob is refused on root\'s JVM through the helper');
+      const started = (await h.conn.sendRequest(proto.sessionStart, { tracer: 'latency', options: { pid: bobFx2.child.pid, target: 'MethodLatency.work', thresholdMs: 10 } } as never)) as proto.SessionStartResult;
+      bobFx2.go();
+      const own2 = await bobFx2.own();
+      const r = (await h.conn.sendRequest(proto.sessionStop, { sessionId: started.sessionId } as never)) as proto.SessionResult<'latency'>;
+      console.log(`  bob through the helper: ${r.result.stats.count} calls of ${own2.calls}, ${r.result.stats.slowCalls} over 10 ms (his program: ${own2.over10ms})`);
+      assert.equal(r.result.stats.count, own2.calls);
+      assert.equal(r.result.stats.slowCalls, own2.over10ms);
+      assert.match(jcmd(bobFx2.child.pid!, 'JFR.check', bob), /No available recordings/);
+      bobFx2.child.stdin!.end();
+    } finally {
+      await h.close();
+    }
+    console.log(`  bob on his own JVM: ${res.stats.count} calls of ${own.calls}, p50 ${res.stats.p50Ns} ns (his program: ${own.p50Ns})`);
+    assert.match(jcmd(bobFx.child.pid!, 'JFR.check', bob), /No available recordings/);
+    bobFx.child.stdin!.end();
+    rootFx.child.stdin!.end();
   });
 });

@@ -8,6 +8,7 @@ import { jcmd, type AttachOptions } from './attach';
 import { StudioError } from '../../protocol/errors';
 import { openAs, processOwner, unlinkAs } from '../asUser';
 import { processInfo } from '../proc/processes';
+import { assertOwnProcess } from '../ownership';
 
 export const JFR_SETTINGS = ['default', 'profile'] as const;
 export type JfrSettings = (typeof JFR_SETTINGS)[number];
@@ -121,6 +122,8 @@ export async function recordJfr(pid: number, o: RecordOptions): Promise<string> 
   if (!JFR_SETTINGS.includes(o.settings)) throw new StudioError('usage', `JFR settings must be one of ${JFR_SETTINGS.join(', ')}`);
   const name = `ebpf-studio-${process.pid}-${Date.now()}`;
   const methods = [o.methodTiming?.length ? `method-timing=${methodFilter(o.methodTiming, 'method timing')}` : '', o.methodTrace?.length ? `method-trace=${methodFilter(o.methodTrace, 'method trace')}` : ''].filter(Boolean);
+  // whose JVM it is comes first: another user's JVM is not ours to look at (its JDK included)
+  assertOwnProcess(pid, 'recording JFR');
   if (methods.length) requireMethodTracing(pid);
   await startRecording(pid, name, [`settings=${o.settings}`, ...methods].join(' '), o);
   await sleep(o.durationS * 1000, o.signal);
