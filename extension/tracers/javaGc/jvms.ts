@@ -12,6 +12,30 @@ import { gcCollectors, HsperfFile } from '../../sys/jvm/hsperfdata';
 
 const LIBJVM = /\/libjvm\.so$/;
 
+/** Processes older than this when a scan of /proc first sees them are judged once (clock ticks: 10 s). */
+const SETTLED_TICKS = 1000;
+
+/** CLOCK_BOOTTIME in clock ticks, the unit of /proc/PID/stat's start time (0: unknown, nothing is settled). */
+function uptimeTicks(): number {
+  try {
+    return Math.floor(Number(fs.readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * 100);
+  } catch {
+    return 0;
+  }
+}
+
+/** Those of `pids` that are running now (all of them when /proc cannot be listed). */
+function running(pids: Iterable<number>): number[] {
+  const list = [...pids];
+  if (list.length < 8) return list;
+  try {
+    const now = new Set(fs.readdirSync('/proc'));
+    return list.filter((p) => now.has(String(p)));
+  } catch {
+    return list;
+  }
+}
+
 /**
  * The programs whose execs --all looks at within a second: the JDK's launchers (a JVM each) and
  * jsvc (Apache Commons Daemon, which creates the JVM of many services in-process). 15 bytes at
@@ -72,6 +96,9 @@ export class JvmScanner {
     const out: RunningJvm[] = [];
     const recheck = this.scans++ % recheckEvery === 0;
     const alive = new Set<number>();
+    // A process running for a while without libjvm.so is not a launcher about to map it: it is
+    // judged once (one that execs later is looked at again from its exec).
+    const settled = uptimeTicks() - SETTLED_TICKS;
     let names: string[] = [];
     try {
       names = fs.readdirSync('/proc');
@@ -86,7 +113,7 @@ export class JvmScanner {
         alive.add(pid);
         continue;
       }
-      if (this.judge(pid, out, false, true)) alive.add(pid);
+      if (this.judge(pid, out, false, true, settled)) alive.add(pid);
     }
     for (const pid of this.seen.keys()) if (!alive.has(pid)) this.seen.delete(pid);
     return out;
@@ -101,7 +128,9 @@ export class JvmScanner {
   scanExecs(execd: Iterable<number>, others?: Iterable<number>): RunningJvm[] {
     const out: RunningJvm[] = [];
     const fresh = new Set(execd);
-    const slowFresh = new Set(others ?? []);
+    // Most of them ran a moment (a shell's commands): one listing of /proc drops those that
+    // exited without a failed open (and a thrown error) each.
+    const slowFresh = new Set(others ? running(others) : []);
     const look = new Set([...fresh, ...slowFresh]);
     for (const [pid, s] of this.seen) if (!s.jvm && s.looks < 3 && (others || !s.slow)) look.add(pid);
     for (const pid of look) if (!this.judge(pid, out, fresh.has(pid) || slowFresh.has(pid), slowFresh.has(pid) && !fresh.has(pid))) this.seen.delete(pid);
@@ -112,7 +141,7 @@ export class JvmScanner {
    * Reads one process; pushes it to `out` when it is a JVM not returned before (`execd`: it runs
    * another program now, whatever its name). False: gone or a kernel thread.
    */
-  private judge(pid: number, out: RunningJvm[], execd: boolean, slow: boolean): boolean {
+  private judge(pid: number, out: RunningJvm[], execd: boolean, slow: boolean, settledBefore = 0): boolean {
     const st = readStat(pid);
     if (!st || isKernelThread(st)) return false;
     const prev = this.seen.get(pid);
@@ -131,7 +160,7 @@ export class JvmScanner {
     } catch {
       /* gone, or not ours to read */
     }
-    this.seen.set(pid, { startTime: st.startTime, comm: st.comm, jvm: Boolean(m), looks: same ? prev.looks + 1 : 1, slow: same ? prev.slow : slow && !LAUNCHER_SET.has(st.comm) });
+    this.seen.set(pid, { startTime: st.startTime, comm: st.comm, jvm: Boolean(m), looks: same ? prev.looks + 1 : st.startTime < settledBefore ? 3 : 1, slow: same ? prev.slow : slow && !LAUNCHER_SET.has(st.comm) });
     if (m) out.push({ pid, startTime: st.startTime, libjvm: m });
     return true;
   }
