@@ -283,8 +283,9 @@ static __always_inline int cfi_row_step(struct cfi_state *s, struct cfi_row *row
 		s->st.reason = CFI_STOP_END;
 		return 1;
 	case CFI_KIND_NONE:
-		s->st.reason = CFI_STOP_NO_ROW;
-		return 1;
+		/* code between a file's FDEs (V8's embedded builtins in node, hand-written
+		 * trampolines): such code without CFI keeps frame pointers, as JIT code does */
+		return cfi_fp_step(s);
 	default:
 		s->st.reason = CFI_STOP_UNSUPPORTED;
 		return 1;
@@ -345,10 +346,8 @@ static long cfi_step(__u64 index, void *data)
 		return 1;
 	}
 	row = cfi_find_row_paged(m, (__u32)rel);
-	if (!row) {
-		s->st.reason = CFI_STOP_NO_ROW;
-		return 1;
-	}
+	if (!row)
+		return cfi_fp_step(s);
 	return cfi_row_step(s, row);
 }
 

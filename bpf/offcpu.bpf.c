@@ -470,6 +470,10 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 				else
 					next_check = pl->next_check;
 			}
+			/* walked by frame pointers while the unwind tables still compile: walk the
+			 * place again next time rather than reuse a cut-short stack */
+			if (cfi_unwind && uid >= 0 && uid < CFI_STACK_ID_BASE)
+				next_check = 1;
 			__builtin_memcpy(pl->sig, sig, sizeof(sig));
 			pl->kern_stack_id = kid;
 			pl->user_stack_id = uid;

@@ -22,11 +22,12 @@ export interface OffcpuOptions {
    */
   java?: 'agent' | 'perfmap' | 'auto';
   /**
-   * User stacks: 'fp' (default) walks frame pointers in the kernel; 'cfi' walks the target's
-   * unwind tables (compiled from .eh_frame, loaded into BPF maps) in the kernel, so callers of code
-   * built without frame pointers are kept. Needs a pid.
+   * User stacks: 'fp' walks frame pointers in the kernel; 'cfi' walks the target's unwind tables
+   * (compiled from .eh_frame, loaded into BPF maps) in the kernel, so callers of code built without
+   * frame pointers are kept (needs a pid); 'auto' (default) = cfi for one process on a kernel that
+   * runs the walk (5.17+), fp otherwise.
    */
-  unwind?: 'fp' | 'cfi';
+  unwind?: 'auto' | 'fp' | 'cfi';
 }
 
 export const OFFCPU_DEFAULT_MIN_BLOCK_US = 1;

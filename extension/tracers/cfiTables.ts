@@ -12,6 +12,12 @@ import { readMaps, type Mapping } from '../sys/proc/maps';
 import { reachMapped } from '../sys/proc/mappedFile';
 import { readCounter } from './bpfObject';
 import type { UnwindInfo } from '../protocol/profile';
+import { kernelRelease, releaseAtLeast } from '../sys/kernelRelease';
+
+/** Whether this kernel runs the table walk: bpf_loop (5.17) for its frames, bpf_task_pt_regs (5.15) for the user registers. */
+export function kernelWalksTables(): boolean {
+  return releaseAtLeast(kernelRelease(), 5, 17);
+}
 
 /** Mirrors bpf/cfi_walk.h. */
 export const CFI_MAX_MAPPINGS = 256;
@@ -124,6 +130,26 @@ function compiledFor(pid: number, m: Mapping): Compiled {
   return c;
 }
 
+/** Rows per .eh_frame byte, at most (0.16–0.18 measured on libc, python3.11): sizes the maps before the tables are compiled. */
+const ROWS_PER_EH_FRAME_BYTE = 0.25;
+
+/** Rows and page-index entries a file's table will take, from its section headers alone (or its compiled table). */
+function estimateFor(pid: number, m: Mapping): { rows: number; pages: number } {
+  const reached = reachMapped(pid, m);
+  const st = fs.statSync(reached.path);
+  const hit = compiledCache.get(`${m.dev}:${m.inode}`);
+  if (hit && hit.stamp === `${st.size}:${st.mtimeMs}`) return { rows: hit.table.rows.length, pages: pageIndex(hit.table.rows).idx.length };
+  const elf = new ElfFile(reached.path);
+  try {
+    const eh = elf.section('.eh_frame');
+    if (!eh || eh.size > MAX_EH_FRAME_BYTES) return { rows: 0, pages: 0 };
+    const text = elf.segments.filter((s) => s.type === PT_LOAD && s.flags & 1).reduce((n, s) => n + Number(s.memsz), 0);
+    return { rows: Math.ceil(eh.size * ROWS_PER_EH_FRAME_BYTE), pages: Math.ceil(text / PAGE) + 2 };
+  } finally {
+    elf.close();
+  }
+}
+
 interface PlannedMapping {
   start: bigint;
   end: bigint;
@@ -151,7 +177,76 @@ export class CfiTables {
   /** ms spent reading mappings and compiling (or finding compiled) tables */
   planMs = 0;
 
+  /** planLater: the process whose files compile in the background, and the rows and page entries they will take */
+  private later?: { pid: number; files: Mapping[]; rows: number; pages: number };
+  /** ms from planLater until its tables were in the kernel */
+  readyMs?: number;
+
   constructor(private readonly log: (m: string) => void) {}
+
+  /**
+   * Reads pid's executable mappings and estimates their tables' size from section headers (a few
+   * ms) without compiling them; loadLater compiles and loads them once the session samples. A big
+   * process's files take 0.3–3 s to compile: its first stacks are walked by frame pointers instead
+   * of the session starting that much later.
+   */
+  planLater(pid: number): void {
+    let maps: Mapping[];
+    try {
+      maps = readMaps(pid);
+    } catch (e) {
+      this.log(`cfi: cannot read /proc/${pid}/maps: ${(e as Error).message}`);
+      return;
+    }
+    const files = new Map<string, Mapping>();
+    for (const m of maps) if (m.perms[2] === 'x' && m.path.startsWith('/') && m.inode) files.set(`${m.dev}:${m.inode}`, m);
+    const later = { pid, files: [...files.values()], rows: 0, pages: 0 };
+    for (const m of later.files) {
+      try {
+        const e = estimateFor(pid, m);
+        later.rows += e.rows;
+        later.pages += e.pages;
+      } catch {
+        /* unreadable: walked by frame pointers, as plan will say */
+      }
+    }
+    this.later = later;
+  }
+
+  /** Whether the tables planLater deferred are in the kernel (true when nothing was deferred). */
+  get ready(): boolean {
+    return this.later === undefined;
+  }
+
+  /** Compiles planLater's files one per event-loop turn, then loads them and the process's mappings into obj (unless closed by then). */
+  async loadLater(obj: BpfObject, closed: () => boolean): Promise<void> {
+    const later = this.later;
+    if (!later) return;
+    const t0 = performance.now();
+    for (const m of later.files) {
+      await new Promise((r) => setImmediate(r));
+      if (closed()) return;
+      const t = performance.now();
+      try {
+        compiledFor(later.pid, m);
+      } catch {
+        /* plan below says why and walks it by frame pointers */
+      } finally {
+        this.planMs += performance.now() - t;
+      }
+    }
+    if (closed()) return;
+    this.plan(later.pid);
+    this.load(obj);
+    this.later = undefined;
+    this.readyMs = performance.now() - t0;
+    this.log(`cfi: tables of pid ${later.pid} loaded ${Math.round(this.readyMs)} ms after sampling began (${this.plannedRows} rows); stacks before were walked by frame pointers`);
+  }
+
+  /** Rows to size cfi_rows for: those planned, or planLater's estimate. */
+  get sizingRows(): number {
+    return Math.max(this.plannedRows, this.later?.rows ?? 0);
+  }
 
   /** Compiles (or finds) the tables of pid's executable mappings; call before load to size cfi_rows. */
   plan(pid: number): void {
@@ -225,7 +320,8 @@ export class CfiTables {
     let pages = 0;
     for (const f of this.files.values()) pages += pageIndex(f.table.rows).idx.length;
     this.rows.size(obj, rows);
-    this.pages.size(obj, Math.ceil((pages * rows) / Math.max(1, this.plannedRows)) + 1024);
+    const later = this.later ? Math.ceil((this.later.pages * rows) / Math.max(1, this.later.rows)) : 0;
+    this.pages.size(obj, Math.max(later, Math.ceil((pages * rows) / Math.max(1, this.plannedRows))) + 1024);
     obj.setMaxEntries('cfi_stacks', Math.max(1, stacks));
   }
 
@@ -330,6 +426,9 @@ export function cfiRowCapacity(planned: number): number {
   return Math.min(CFI_MAX_ROWS, Math.ceil(planned * 1.25) + 65536);
 }
 
+/** The last frame of a stack the kernel walked by frame pointers because the process's tables were not loaded yet. */
+export const CFI_NOT_YET_NOTE = '[stack walked by frame pointers: the unwind tables were still compiling]';
+
 interface RawWithNote {
   entry: { userStackId: number };
   note?: string;
@@ -347,7 +446,8 @@ export function cfiStackReader(obj: BpfObject, readMapStack: (id: number) => Big
     read: (id: number) => (isCfiStackId(id) ? get(id).pcs : readMapStack(id)),
     notes: <T extends RawWithNote>(raw: T[]): T[] =>
       raw.map((r) => {
-        const note = isCfiStackId(r.entry.userStackId) ? cfiStopNote(get(r.entry.userStackId).stop) : undefined;
+        const id = r.entry.userStackId;
+        const note = isCfiStackId(id) ? cfiStopNote(get(id).stop) : id >= 0 ? CFI_NOT_YET_NOTE : undefined;
         return note && !r.note ? { ...r, note } : r;
       }),
   };

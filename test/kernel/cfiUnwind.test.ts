@@ -14,6 +14,7 @@ import type { ProfileResult, ProfileStack } from '../../extension/protocol/profi
 import { compileJavaFixture, javaAgentSkipReason, kernelSkipReason, removeJavaFixture, repoRoot, runCli, startCli, waitFor } from '../helpers';
 import { callerShares, parsePerfScript, perfBinary, perfDwarf, type FoldedStack } from '../peers/perfDwarf';
 import { buildUnwindFixture } from '../peers/unwindFixture';
+import { CFI_NOT_YET_NOTE } from '../../extension/tracers/cfiTables';
 
 const skip = kernelSkipReason();
 const SRC = path.join(repoRoot, 'test/fixtures/c/cfisleep.c');
@@ -24,6 +25,8 @@ let child: ChildProcess | undefined;
 let pid = 0;
 
 const fns = (s: ProfileStack) => s.frames.filter((f) => f.kind !== 'kernel').map((f) => f.function ?? '?');
+/** A stack sampled before the session's tables were in: walked by frame pointers, marked so; left out where the walk's own stacks are compared. */
+const early = (st: ProfileStack) => st.frames.some((f) => f.function === CFI_NOT_YET_NOTE);
 const sumUs = (stacks: ProfileStack[]) => stacks.reduce((a, s) => a + (s.value ?? 0), 0);
 const OURS = ['main', 'long_wait', 'short_wait'];
 
@@ -95,7 +98,7 @@ async function bpfNsPerSample(target: number, args: string[]): Promise<{ ns: num
   return { ns: (b.ns - a.ns) / Math.max(1, samples), samples, doc: JSON.parse(r.stdout) as ProfileResult };
 }
 
-const rootFirst = (r: ProfileResult): FoldedStack[] => r.stacks.map((s) => ({ frames: fns(s).reverse(), count: s.count }));
+const rootFirst = (r: ProfileResult): FoldedStack[] => r.stacks.filter((s) => !early(s)).map((s) => ({ frames: fns(s).reverse(), count: s.count }));
 const shareWith = (stacks: FoldedStack[], fn: string) => stacks.filter((s) => s.frames.includes(fn)).reduce((n, s) => n + s.count, 0) / Math.max(1, stacks.reduce((n, s) => n + s.count, 0));
 
 describe('in-kernel CFI unwinding (--unwind cfi)', { skip, timeout: 120_000 }, () => {
@@ -123,7 +126,7 @@ describe('in-kernel CFI unwinding (--unwind cfi)', { skip, timeout: 120_000 }, (
     assert.equal(r.code, 0, r.stderr);
     const doc = JSON.parse(r.stdout) as ProfileResult;
     assert.equal(doc.unwind?.mode, 'cfi');
-    const sleeping = doc.stacks.filter((s) => s.state === 'sleep' && fns(s).includes('clock_nanosleep'));
+    const sleeping = doc.stacks.filter((s) => s.state === 'sleep' && fns(s).includes('clock_nanosleep') && !early(s));
     const long = sleeping.filter((s) => fns(s).includes('long_wait'));
     const short = sleeping.filter((s) => fns(s).includes('short_wait'));
     const share = sumUs(long) / (sumUs(long) + sumUs(short));
@@ -162,7 +165,7 @@ describe('in-kernel CFI unwinding (--unwind cfi)', { skip, timeout: 120_000 }, (
       const r = await ours.done;
       assert.equal(r.code, 0, r.stderr);
       const doc = JSON.parse(r.stdout) as ProfileResult;
-      const inHandler = doc.stacks.filter((s) => s.state === 'sleep' && fns(s).includes('handler_wait'));
+      const inHandler = doc.stacks.filter((s) => s.state === 'sleep' && fns(s).includes('handler_wait') && !early(s));
       const reach = sumUs(inHandler.filter((s) => fns(s).includes('main') && fns(s).includes('burn'))) / sumUs(inHandler);
       t.diagnostic(`ours: ${(sumUs(inHandler) / 1000).toFixed(0)} ms asleep in the handler, ${(100 * reach).toFixed(1)} % of it reaches burn and main through the signal frame; ${/cfi: .*/.exec(r.stderr)?.[0]}`);
       assert.ok(inHandler.length > 0, 'the handler sleeps are seen');
@@ -178,12 +181,20 @@ describe('in-kernel CFI unwinding (--unwind cfi)', { skip, timeout: 120_000 }, (
     }
   });
 
-  test('frame pointers (the default) on the same program: one stack at clock_nanosleep, no caller', () => {
-    const r = runCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--duration', '2', '--json'], { timeoutMs: 60_000 });
+  test('frame pointers (--unwind fp) on the same program: one stack at clock_nanosleep, no caller', () => {
+    const r = runCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--unwind', 'fp', '--duration', '2', '--json'], { timeoutMs: 60_000 });
     assert.equal(r.code, 0, r.stderr);
     const doc = JSON.parse(r.stdout) as ProfileResult;
     assert.equal(doc.unwind?.mode, 'fp');
     assert.ok(!doc.stacks.some((s) => fns(s).includes('long_wait') || fns(s).includes('main')), 'no frame above libc without frame pointers');
+  });
+
+  test('the default for one process on this kernel is the table walk, CPU and off-CPU alike', () => {
+    for (const event of ['offcpu', 'cpu']) {
+      const r = runCli(['profile', '--pid', String(pid), '--event', event, '--duration', '2', '--json'], { timeoutMs: 60_000 });
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal((JSON.parse(r.stdout) as ProfileResult).unwind?.mode, 'cfi', event);
+    }
   });
 
   test('bad input: --unwind cfi without --pid, --unwind dwarf with offcpu', () => {
@@ -306,7 +317,7 @@ describe('a JVM without -XX:+PreserveFramePointer, off-CPU with --unwind cfi', {
         const r = runCli(['profile', '--pid', String(jvm.pid), '--event', 'offcpu', '--unwind', unwind, '--java', 'perfmap', '--duration', '3', '--json'], { timeoutMs: 120_000 });
         assert.equal(r.code, 0, r.stderr);
         const doc = JSON.parse(r.stdout) as ProfileResult;
-        const sleeper = doc.stacks.filter((s) => s.comm === 'sleeper');
+        const sleeper = doc.stacks.filter((s) => s.comm === 'sleeper' && !early(s));
         const java = (s: ProfileStack) => s.frames.some((f) => f.kind === 'jit' || f.kind === 'interpreted');
         const whole = (s: ProfileStack) => java(s) && fns(s).includes('JVM_Sleep') && fns(s).includes('start_thread');
         return { doc, total: sumUs(sleeper), java: sumUs(sleeper.filter(java)), whole: sumUs(sleeper.filter(whole)) };
@@ -323,7 +334,7 @@ describe('a JVM without -XX:+PreserveFramePointer, off-CPU with --unwind cfi', {
       const r = runCli(['profile', '--pid', String(jvm.pid), '--event', 'offcpu', '--unwind', 'cfi', '--java', 'agent', '--duration', '4', '--json'], { timeoutMs: 120_000 });
       assert.equal(r.code, 0, r.stderr);
       const doc = JSON.parse(r.stdout) as ProfileResult;
-      const sl = doc.stacks.filter((s) => s.comm === 'sleeper');
+      const sl = doc.stacks.filter((s) => s.comm === 'sleeper' && !early(s));
       const long = sumUs(sl.filter((s) => fns(s).includes('OffcpuWaits.sleepLong') && fns(s).includes('JVM_Sleep')));
       const short = sumUs(sl.filter((s) => fns(s).includes('OffcpuWaits.sleepShort') && fns(s).includes('JVM_Sleep')));
       t.diagnostic(`--java agent --unwind cfi: sleepLong ${((100 * long) / (long + short)).toFixed(1)} % (truth 75 %), ${((100 * (long + short)) / sumUs(sl)).toFixed(1)} % of the sleeper's time named down to JVM_Sleep`);
@@ -334,4 +345,152 @@ describe('a JVM without -XX:+PreserveFramePointer, off-CPU with --unwind cfi', {
       removeJavaFixture([jvm], jw);
     }
   });
+});
+
+/** A Debian program (built without frame pointers) doing a few seconds of CPU work; outer: the frames that mean the walk reached the program's start. */
+interface DebianWorkload {
+  name: string;
+  cmd: string;
+  args: (dir: string) => string[];
+}
+
+const OUTERMOST = ['main', '__libc_start_call_main', '__libc_start_main', '_start'];
+const DEBIAN: DebianWorkload[] = [
+  { name: 'xz', cmd: '/usr/bin/xz', args: (d) => ['-9', '-T1', '-c', ...Array(8).fill(path.join(d, 'text'))] },
+  { name: 'gzip', cmd: '/usr/bin/gzip', args: (d) => ['-9', '-c', ...Array(40).fill(path.join(d, 'text'))] },
+  { name: 'python3', cmd: '/usr/bin/python3', args: () => ['-c', 'def fib(n):\n  return n if n < 2 else fib(n - 1) + fib(n - 2)\nwhile True:\n  fib(25)\n'] },
+  { name: 'sqlite3', cmd: '/usr/bin/sqlite3', args: () => [':memory:', 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 4000000000) SELECT sum(x) FROM c;'] },
+  { name: 'node', cmd: '/usr/bin/node', args: () => ['-e', 'const o = { a: [1, 2, 3], b: "text", c: { d: 1.5 } }; for (;;) JSON.parse(JSON.stringify([o, o, o, o]));'] },
+];
+
+/** Semi-compressible text (a seeded word salad) for xz and gzip. */
+function writeText(file: string, bytes: number): void {
+  const words = ['alpha', 'beta', 'gamma', 'delta', 'stack', 'frame', 'unwind', 'kernel', 'table', 'row', 'cfa', 'return'];
+  let seed = 12345;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8);
+  const parts: string[] = [];
+  let n = 0;
+  while (n < bytes) {
+    const line = `${words[rnd() % words.length]} ${rnd() % 100000} ${words[rnd() % words.length]}-${words[rnd() % words.length]} ${(rnd() % 1000) / 7}\n`;
+    parts.push(line);
+    n += line.length;
+  }
+  fs.writeFileSync(file, parts.join(''));
+}
+
+/** A function's name without symbol version, C++ parameter list or template return type, so the two symbolizers' spellings meet. */
+function bare(f: string): string {
+  const s = f.replace(/@@?[A-Za-z_0-9.]+$/, '').replace(/\(.*\)( const)?$/, '');
+  let depth = 0;
+  let cut = -1;
+  for (let i = 0; i < s.length; i++) {
+    if (s[i] === '<') depth++;
+    else if (s[i] === '>') depth--;
+    else if (s[i] === ' ' && depth === 0) cut = i;
+  }
+  return s.slice(cut + 1);
+}
+const named = (f: string) => !f.startsWith('[') && !f.startsWith('0x');
+
+/** Share of samples containing each function (inclusive) and ending in it (self). */
+function shares(stacks: FoldedStack[]): { total: number; incl: Map<string, number>; self: Map<string, number>; outer: number } {
+  const incl = new Map<string, number>();
+  const self = new Map<string, number>();
+  let total = 0;
+  let outer = 0;
+  for (const s of stacks) {
+    const fr = s.frames.map(bare);
+    total += s.count;
+    for (const f of new Set(fr)) incl.set(f, (incl.get(f) ?? 0) + s.count);
+    const leaf = fr[fr.length - 1];
+    if (leaf) self.set(leaf, (self.get(leaf) ?? 0) + s.count);
+    if (fr.some((f) => OUTERMOST.includes(f))) outer += s.count;
+  }
+  const norm = (m: Map<string, number>) => new Map([...m].map(([k, v]) => [k, v / Math.max(1, total)]));
+  return { total, incl: norm(incl), self: norm(self), outer: outer / Math.max(1, total) };
+}
+
+/** The named functions perf ranks highest, inclusive (the program's start aside: held separately) and self. */
+function topFunctions(perf: ReturnType<typeof shares>): { incl: string[]; self: string[] } {
+  const rank = (m: Map<string, number>, n: number) =>
+    [...m]
+      .filter(([f, v]) => named(f) && !OUTERMOST.includes(f) && v >= 0.03)
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([f]) => f);
+  return { incl: rank(perf.incl, 8), self: rank(perf.self, 4) };
+}
+
+/** The perf_event fds a process holds: a session has attached once it has some. */
+const perfEventFds = (p: number) => {
+  try {
+    return fs.readdirSync(`/proc/${p}/fd`).filter((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/${p}/fd/${fd}`) === 'anon_inode:[perf_event]';
+      } catch {
+        return false;
+      }
+    }).length;
+  } catch {
+    return 0;
+  }
+};
+
+describe("Debian's programs without frame pointers: --unwind cfi against perf --call-graph dwarf in the same run", { skip: skip ?? (perfBinary() ? false : 'perf is not installed (linux-perf)'), timeout: 240_000 }, () => {
+  let dir = '';
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-cfi-debian-'));
+    writeText(path.join(dir, 'text'), 6 << 20);
+  });
+  after(() => {
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  for (const w of DEBIAN) {
+    test(`${w.name}: top functions' shares within 2.5 points of perf's, the program's start reached at least as often`, async (t) => {
+      if (!fs.existsSync(w.cmd)) return t.skip(`${w.cmd} is not installed`);
+      const prog = spawn(w.cmd, w.args(dir), { stdio: 'ignore' });
+      try {
+        await new Promise((r) => setTimeout(r, 500));
+        assert.equal(prog.exitCode, null, `${w.name} exited early`);
+        // both samplers on the same process over the same seconds
+        // ended by Ctrl-C once perf is done: node's tables take seconds to compile on a loaded VM
+        const ours = startCli(['profile', '--pid', String(prog.pid), '--unwind', 'cfi', '--frequency', '999', '--duration', '60', '--json', '--verbose']);
+        assert.ok(await waitFor(() => perfEventFds(ours.child.pid!) > 0, 30_000), `not attached: ${ours.stderr()}`);
+        const attached = Date.now();
+        // the session samples at once; its stacks are walked by frame pointers (and say so) until the tables are in
+        assert.ok(await waitFor(() => /cfi: tables of pid \d+ loaded/.test(ours.stderr()), 20_000), `tables never loaded: ${ours.stderr()}`);
+        const readyMs = Date.now() - attached;
+        const perf = await perfDwarf(prog.pid!, 4, 999, 16384, { userOnly: true, noInline: true });
+        ours.child.kill('SIGINT');
+        const r = await ours.done;
+        assert.equal(r.code, 0, r.stderr);
+        const doc = JSON.parse(r.stdout) as ProfileResult;
+        assert.equal(doc.unwind?.mode, 'cfi');
+        const earlyShare = doc.stacks.filter(early).reduce((n, st) => n + st.count, 0) / Math.max(1, doc.samples);
+        t.diagnostic(`${w.name}: tables in ${readyMs} ms after attach (${/loaded (\d+) ms after/.exec(r.stderr)?.[1]} ms by the session's clock); ${(100 * earlyShare).toFixed(1)} % of samples taken before, walked by frame pointers and marked`);
+        const a = shares(rootFirst(doc));
+        const b = shares(perf.stacks);
+        const top = topFunctions(b);
+        const pt = (x: number | undefined) => `${(100 * (x ?? 0)).toFixed(1)}`;
+        t.diagnostic(`${w.name}: ${a.total} samples ours, ${b.total} perf; start reached: ours ${pt(a.outer)} %, perf ${pt(b.outer)} %; load ${os.loadavg()[0].toFixed(1)}`);
+        t.diagnostic(`  inclusive (ours/perf): ${top.incl.map((f) => `${f} ${pt(a.incl.get(f))}/${pt(b.incl.get(f))}`).join(', ')}`);
+        t.diagnostic(`  self (ours/perf): ${top.self.map((f) => `${f} ${pt(a.self.get(f))}/${pt(b.self.get(f))}`).join(', ')}`);
+        t.diagnostic(/cfi: .*/.exec(r.stderr)?.[0] ?? 'no cfi summary');
+        assert.ok(a.total > 500 && b.total > 500, 'enough samples from both');
+        assert.ok(a.outer >= b.outer - 0.01, `the program's start reached in ${pt(a.outer)} % of our samples, ${pt(b.outer)} % of perf's`);
+        // Where perf's stacks mostly end short of the start (node: V8's builtins have no CFI, perf
+        // stops in them), frames above that point are only ours: higher shares there are not an error.
+        const perfShort = b.outer < 0.5;
+        if (perfShort) t.diagnostic(`  perf reaches the start in ${pt(b.outer)} % of its samples: our inclusive shares may exceed its`);
+        for (const f of top.incl) {
+          const d = (a.incl.get(f) ?? 0) - (b.incl.get(f) ?? 0);
+          assert.ok(Math.abs(d) <= 0.025 || (perfShort && d > 0), `${f} inclusive: ours ${pt(a.incl.get(f))} %, perf ${pt(b.incl.get(f))} %`);
+        }
+        for (const f of top.self) assert.ok(Math.abs((a.self.get(f) ?? 0) - (b.self.get(f) ?? 0)) <= 0.025, `${f} self: ours ${pt(a.self.get(f))} %, perf ${pt(b.self.get(f))} %`);
+      } finally {
+        prog.kill('SIGKILL');
+      }
+    });
+  }
 });

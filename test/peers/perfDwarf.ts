@@ -23,13 +23,14 @@ export function perfBinary(): string | undefined {
 }
 
 /** perf script's text: blank-line separated samples, a header line then one "addr sym (dso)" line per frame, leaf first. */
-export function parsePerfScript(text: string): FoldedStack[] {
+export function parsePerfScript(text: string, opts: { userOnly?: boolean } = {}): FoldedStack[] {
   const counts = new Map<string, number>();
   for (const block of text.split(/\n\s*\n/)) {
     const lines = block.split('\n').filter((l) => l.trim());
     if (lines.length < 2) continue;
     const frames = lines
       .slice(1)
+      .filter((l) => !opts.userOnly || !/\(\[kernel\.kallsyms\]\)\s*$/.test(l))
       .map((l) => /^\s*[0-9a-f]+\s+(.+?)(?:\s+\(.*\))?\s*$/.exec(l)?.[1] ?? '[unknown]')
       .map((f) => f.replace(/\+0x[0-9a-f]+$/, '').replace(/ \(inlined\)$/, ''))
       .reverse();
@@ -46,8 +47,8 @@ export interface PerfRun {
   scriptMs: number;
 }
 
-/** Samples `pid` for `seconds` at `frequency` with DWARF call graphs (stack copy of `stackBytes`). */
-export async function perfDwarf(pid: number, seconds: number, frequency: number, stackBytes = 16384): Promise<PerfRun> {
+/** Samples `pid` for `seconds` at `frequency` with DWARF call graphs (stack copy of `stackBytes`); userOnly drops kernel frames (samples in the kernel keep their user stack); noInline skips perf's inlined frames. */
+export async function perfDwarf(pid: number, seconds: number, frequency: number, stackBytes = 16384, opts: { userOnly?: boolean; noInline?: boolean } = {}): Promise<PerfRun> {
   const perf = perfBinary();
   if (!perf) throw new Error('perf is not installed (Debian package linux-perf)');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'perf-dwarf-'));
@@ -61,10 +62,11 @@ export async function perfDwarf(pid: number, seconds: number, frequency: number,
       p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`perf record exited ${code}: ${err.trim()}`))));
     });
     const t0 = Date.now();
-    const s = spawnSync(perf, ['script', '-i', data, '-F', 'comm,tid,ip,sym,dso'], { encoding: 'utf8', maxBuffer: 512 << 20 });
+    // --no-inline: perf resolves inlined frames with addr2line per address, minutes on a big binary (node)
+    const s = spawnSync(perf, ['script', '-i', data, '-F', 'comm,tid,ip,sym,dso', ...(opts.noInline ? ['--no-inline'] : [])], { encoding: 'utf8', maxBuffer: 512 << 20, timeout: 120_000 });
     const scriptMs = Date.now() - t0;
-    if (s.status !== 0) throw new Error(`perf script failed: ${s.stderr}`);
-    const stacks = parsePerfScript(s.stdout);
+    if (s.status !== 0) throw new Error(`perf script failed${s.error ? ` (${s.error.message})` : ''}: ${s.stderr}`);
+    const stacks = parsePerfScript(s.stdout, opts);
     return { stacks, samples: stacks.reduce((n, x) => n + x.count, 0), scriptMs };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

@@ -21,9 +21,11 @@ export const OFFCPU_USAGE = `  --event E        cpu (default): on-CPU samples;
                    a JVM (--java agent, or auto without -XX:+PreserveFramePointer): each blocked
                    thread's Java stack is taken by the agent when it returns from the blocking
                    system call (a sleeping thread is never signalled)
-  --unwind fp|cfi  offcpu/wall user stacks: fp (default) walks frame pointers in the kernel; cfi
-                   walks the process's unwind tables (.eh_frame, loaded into the kernel) so code
-                   built without frame pointers keeps its callers (needs --pid)`;
+  --unwind fp|cfi  offcpu/wall user stacks: cfi walks the process's unwind tables (.eh_frame,
+                   loaded into the kernel) so code built without frame pointers keeps its callers
+                   (needs --pid); fp walks frame pointers in the kernel. Default (auto): cfi with
+                   --pid on Linux 5.17+, fp otherwise. The first stacks of a session are walked by
+                   frame pointers while the tables compile (a few hundred ms, ~3 s for node)`;
 
 const ms = (us: number) => (us >= 10_000_000 ? `${(us / 1e6).toFixed(1)} s` : `${(us / 1000).toFixed(1)} ms`);
 
@@ -60,7 +62,7 @@ export async function runOffcpuProfile(event: 'offcpu' | 'wall', values: Values,
     if (values[flag] !== undefined) throw usageError(`--${flag} applies to --event cpu only: off-CPU and wall stacks are walked in the kernel (Java frames: --java)`);
   }
   const unwind = values.unwind as string | undefined;
-  if (unwind !== undefined && unwind !== 'fp' && unwind !== 'cfi') throw usageError(`--unwind takes fp or cfi with --event ${event}, not "${unwind}": its stacks are walked in the kernel, by frame pointers or by unwind tables`);
+  if (unwind !== undefined && unwind !== 'fp' && unwind !== 'cfi' && unwind !== 'auto') throw usageError(`--unwind takes fp or cfi with --event ${event}, not "${unwind}": its stacks are walked in the kernel, by frame pointers or by unwind tables`);
   if (unwind === 'cfi' && pid === undefined) throw usageError('--unwind cfi needs --pid: unwind tables are loaded for one process');
   if (event === 'offcpu' && values.frequency !== undefined) throw usageError('--frequency applies to --event cpu and wall: off-CPU time is measured at every context switch, not sampled');
   const minBlockUs = numberFlag(values['min-block-us'], '--min-block-us', 0, OFFCPU_MAX_MIN_BLOCK_US, { integer: true }) ?? OFFCPU_DEFAULT_MIN_BLOCK_US;
@@ -82,7 +84,7 @@ export async function runOffcpuProfile(event: 'offcpu' | 'wall', values: Values,
         stackStorageSize: numberFlag(values['stack-storage-size'], '--stack-storage-size', 1, PROFILE_MAX_STACK_STORAGE, { integer: true }) ?? PROFILE_DEFAULT_STACK_STORAGE,
         javaPerfMap: !values['no-java'],
         java: values['no-java'] ? 'perfmap' : ((java as 'agent' | 'perfmap' | 'auto' | undefined) ?? 'auto'),
-        unwind: unwind === 'cfi' ? 'cfi' : 'fp',
+        unwind: (unwind as 'auto' | 'fp' | 'cfi' | undefined) ?? 'auto',
       },
       privilege: 'bpf',
       json: Boolean(values.json),

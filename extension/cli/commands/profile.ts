@@ -27,14 +27,16 @@ ${OFFCPU_USAGE}
                    (AsyncGetCallTrace, no restart; the agent stays loaded but idle afterwards);
                    perfmap = name JIT frames from the perf map (whole stacks need -XX:+PreserveFramePointer);
                    auto (default) = agent when the JVM runs without -XX:+PreserveFramePointer
-  --unwind MODE    how user stacks are unwound (default auto = dwarf):
+  --unwind MODE    how user stacks are unwound (default auto = cfi for one process on Linux
+                   5.17+, dwarf for --all or a JVM):
                      dwarf: CFI (.eh_frame/.debug_frame) from a copy of the stack, whole stacks
                             through -O2 code, leaf functions and libraries without frame pointers;
                             code without CFI (JIT) is walked by frame pointer
                      fp:    frame pointers walked in the kernel; nothing copied per sample
                      cfi:   unwind tables compiled from each file's .eh_frame, walked in the
                             kernel (needs --pid); nothing copied per sample, whole stacks through
-                            code without frame pointers
+                            code without frame pointers. Its first samples are walked by frame
+                            pointers while the tables compile (a few hundred ms, ~3 s for node)
                    a JVM profiled with the agent: auto = dwarf too. The agent gives the Java
                    frames; the unwind gives the native part under the first JIT or interpreter
                    frame (JNI libraries, libjvm, libc, often built without frame pointers),

@@ -42,7 +42,7 @@ import { unsuitableError } from '../../protocol/errors';
 import { kernelRelease, releaseAtLeast } from '../../sys/kernelRelease';
 import type { CountEntry } from '../profile/decode';
 import { addLockFrames, addVirtualThreads, startLockSession } from '../javaLocks/tracer';
-import { cfiRowCapacity, cfiStackReader, cfiSummary, CfiTables, cfiUnwindInfo } from '../cfiTables';
+import { cfiRowCapacity, cfiStackReader, cfiSummary, CfiTables, cfiUnwindInfo, kernelWalksTables } from '../cfiTables';
 
 export * from './decode';
 
@@ -144,11 +144,15 @@ function blockedThroughout(pid: number, tids: number[], seen: Set<number>, windo
 }
 
 /** --unwind cfi: the target's tables, compiled before the object is loaded (they size its map). */
-function cfiTablesFor(options: OffcpuOptions, log: (m: string) => void): CfiTables | undefined {
-  if (options.unwind !== 'cfi') return undefined;
+function cfiTablesFor(options: OffcpuOptions, log: (m: string) => void, javaAgent: boolean): CfiTables | undefined {
+  // auto: one process on a kernel that runs the walk gets its tables; all processes, frame pointers
+  const unwind = options.unwind ?? 'auto';
+  if (unwind === 'fp' || (unwind === 'auto' && !(options.pid && kernelWalksTables()))) return undefined;
   if (!options.pid) throw inputError('--unwind cfi needs --pid: unwind tables are loaded for one process');
   const t = new CfiTables(log);
-  t.plan(options.pid);
+  // the agent's Java stacks join the native stacks seen at each wait: those are whole from the start
+  if (javaAgent) t.plan(options.pid);
+  else t.planLater(options.pid);
   return t;
 }
 
@@ -179,7 +183,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
       stackStorageSize: int(o, 'stackStorageSize', 1, PROFILE_MAX_STACK_STORAGE, PROFILE_DEFAULT_STACK_STORAGE),
       javaPerfMap: bool(o, 'javaPerfMap', true),
       java: oneOf(o, 'java', ['agent', 'perfmap', 'auto'] as const, 'auto'),
-      unwind: oneOf(o, 'unwind', ['fp', 'cfi'] as const, 'fp'),
+      unwind: oneOf(o, 'unwind', ['auto', 'fp', 'cfi'] as const, 'auto'),
     };
   },
   async start(options, env, events) {
@@ -250,6 +254,7 @@ class OffcpuSession implements Session<'offcpu'> {
     this.openJavaRing();
     await this.attachPrograms();
     this.attachedAt = process.hrtime.bigint();
+    this.cfi?.loadLater(this.obj!, () => this.closed).catch((e: Error) => env.log(`offcpu: loading unwind tables: ${e.message}`));
     this.tidsAtStart = options.pid ? threadIds(options.pid) : [];
     env.log(`offcpu: attached via tp_btf${this.wall ? ` with on-CPU samples at ${options.frequency} Hz` : ''}${this.java ? ', Java stacks from the agent at each return to user space' : ''}`);
     const { info } = this;
@@ -293,13 +298,13 @@ class OffcpuSession implements Session<'offcpu'> {
   private async load(): Promise<void> {
     const { options, env, java, wall } = this;
     const programs = (this.programs = PROGRAMS(wall, Boolean(java)));
-    const cfi = (this.cfi = cfiTablesFor(options, env.log));
+    const cfi = (this.cfi = cfiTablesFor(options, env.log, Boolean(java)));
     let loaded: ReturnType<typeof loadFirstWorking>;
     try {
       loaded = loadFirstWorking(env, 'offcpu', [programs], (o) => {
         o.setMaxEntries('stacks', options.stackStorageSize);
         // without tables the walk's maps stay one entry each (the stacks map is preallocated)
-        if (cfi) cfi.size(o, cfiRowCapacity(cfi.plannedRows), options.stackStorageSize);
+        if (cfi) cfi.size(o, cfiRowCapacity(cfi.sizingRows), options.stackStorageSize);
         else o.setMaxEntries('cfi_stacks', 1);
         setRodata(o, { target_tgid: options.pid, ...bootStartRange(this.target), min_block_ns: BigInt(options.minBlockUs) * 1000n, sample_ns: wall ? BigInt(Math.round(1e9 / options.frequency)) : 0n, java_join: Boolean(java), signal_euid: java ? java.euid : 0xffffffff, cfi_unwind: Boolean(cfi) });
       });
@@ -407,7 +412,7 @@ class OffcpuSession implements Session<'offcpu'> {
     if (target) {
       if (this.ticks % 5 === 0) this.capture(target.pid);
       // libraries loaded since (dlopen): their tables, before their frames are walked again
-      if (cfi && this.ticks % 5 === 0) refreshCfi(cfi, obj, target.pid, env.log);
+      if (cfi?.ready && this.ticks % 5 === 0) refreshCfi(cfi, obj, target.pid, env.log);
     } else if (this.ticks % 2 === 0) {
       // Processes can exit while we trace: their mappings are captured while alive.
       try {
