@@ -18,7 +18,10 @@ final class Session {
     final long threshold, unit;
     final int slowMax;
     final List<String> methods = Collections.synchronizedList(new ArrayList<>());
-    final LongAdder count = new LongAdder(), sum = new LongAdder(), slowCalls = new LongAdder();
+    final LongAdder sum = new LongAdder(), slowCalls = new LongAdder();
+    /** lo[i]: the least duration (ns) of log2 slot i in the session's unit, unit << (i - 1) */
+    private final long[] lo = new long[LOG2_SLOTS + 1];
+    private final int unitBits;
     final AtomicLong max = new AtomicLong();
     final AtomicLongArray fine = new AtomicLongArray(FINE_SLOTS), log2 = new AtomicLongArray(LOG2_SLOTS);
     final PriorityQueue<Slow> slow = new PriorityQueue<>((a, b) -> Long.compare(a.d, b.d));
@@ -45,6 +48,23 @@ final class Session {
         this.threshold = threshold;
         this.unit = Math.max(1, unit);
         this.slowMax = Math.max(1, Math.min(1000, slowMax));
+        for (int i = 1; i <= LOG2_SLOTS; i++) lo[i] = i - 1 < Long.numberOfLeadingZeros(this.unit) - 1 ? this.unit << (i - 1) : Long.MAX_VALUE;
+        unitBits = 63 - Long.numberOfLeadingZeros(this.unit);
+    }
+
+    /** log2Slot(d / unit) without the division (per call): from d's own octave, off by one at most. */
+    int unitSlot(long d) {
+        int i = Math.max(0, Math.min(LOG2_SLOTS - 1, 64 - Long.numberOfLeadingZeros(d) - unitBits));
+        while (i < LOG2_SLOTS - 1 && d >= lo[i + 1]) i++;
+        while (i > 0 && d < lo[i]) i--;
+        return i;
+    }
+
+    /** Every call lands in exactly one fine slot: their sum is the exact count. */
+    long count() {
+        long n = 0;
+        for (int i = 0; i < FINE_SLOTS; i++) n += fine.get(i);
+        return n;
     }
 
     static int fineSlot(long ns) {
@@ -61,10 +81,9 @@ final class Session {
 
     void record(long d) {
         if (d < 0) d = 0;
-        count.increment();
         sum.add(d);
         fine.incrementAndGet(fineSlot(d));
-        log2.incrementAndGet(log2Slot(d / unit));
+        log2.incrementAndGet(unitSlot(d));
         for (long m = max.get(); d > m && !max.compareAndSet(m, d); m = max.get()) { }
         if (threshold > 0 && d >= threshold) slow(d);
     }

@@ -15,7 +15,7 @@ final class Snapshot {
     static synchronized void write(Session s) {
         StringBuilder b = new StringBuilder(4096);
         b.append("{\"v\":1,\"state\":").append(str(s.state)).append(",\"id\":").append(str(s.id)).append(",\"t\":").append(System.nanoTime());
-        b.append(",\"count\":").append(s.count.sum()).append(",\"sum\":").append(s.sum.sum()).append(",\"max\":").append(s.max.get()).append(",\"slowCalls\":").append(s.slowCalls.sum());
+        b.append(",\"count\":").append(s.count()).append(",\"sum\":").append(s.sum.sum()).append(",\"max\":").append(s.max.get()).append(",\"slowCalls\":").append(s.slowCalls.sum());
         b.append(",\"methods\":[");
         synchronized (s.methods) {
             for (int i = 0; i < s.methods.size() && i < 50; i++) b.append(i > 0 ? "," : "").append(str(s.methods.get(i)));
