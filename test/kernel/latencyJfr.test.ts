@@ -162,6 +162,30 @@ describe('Java method latency and timing through JDK 25 JFR', { skip, timeout: 6
     fx.child.stdin!.end();
   });
 
+  test('one overload by descriptor; a wrong one times nothing and says so; the JVM exiting mid-session ends it with the figures so far', async () => {
+    const fx = startFixture(JDK25, classes, 2000, children);
+    assert.ok(await waitFor(() => fx.out().includes('ready'), 30_000));
+    const pid = fx.child.pid!;
+    const right = startCli(['latency', '--pid', String(pid), 'MethodLatency.work(I)J', '--duration', '120', '--json']);
+    const wrong = startCli(['latency', '--pid', String(pid), 'MethodLatency.work(J)J', '--duration', '120', '--json']);
+    assert.ok(await waitFor(() => (jcmd(pid, 'JFR.check').match(/ebpf-studio-latency/g) ?? []).length === 2, 30_000, 300), 'both recordings started');
+    fx.go();
+    // past a live read (every 2 s), then the JVM dies mid-run
+    await new Promise((r) => setTimeout(r, 5000));
+    wrong.child.kill('SIGINT');
+    const b = await wrong.done;
+    assert.match(b.stderr, /warning: no call of MethodLatency::work\(J\)J was timed/);
+    fx.child.kill('SIGKILL');
+    const a = await right.done;
+    assert.equal(a.code, 0, a.stderr);
+    const ra = JSON.parse(a.stdout) as LatencyResult;
+    const rb = JSON.parse(b.stdout) as LatencyResult;
+    console.log(`JVM killed mid-run: the (I)J session had ${ra.stats.count} calls, p50 ${ra.stats.p50Ns}; the (J)J one ${rb.stats.count}; stderr: ${b.stderr.trim().split('\n').pop()}`);
+    assert.ok(ra.stats.count > 0 && ra.stats.count < 2000, `figures so far: ${ra.stats.count}`);
+    assert.ok(ra.stats.p50Ns > 0.9e6 && ra.stats.p50Ns < 2e6, `p50 ${ra.stats.p50Ns}`);
+    assert.equal(rb.stats.count, 0);
+  });
+
   test('a JDK 17 JVM is refused by name; a bad method filter is a usage error', { skip: fs.existsSync(`${JDK17}/bin/java`) ? undefined : `no JDK 17 at ${JDK17}` }, async () => {
     const { work: w17, classes: c17 } = compileJavaFixture('ebpf-latjfr17-', 'MethodLatency.java', JDK17);
     const fx = startFixture(JDK17, c17, 10, children);
