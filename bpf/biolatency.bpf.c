@@ -69,7 +69,8 @@ static __always_inline void io_done(struct request *rq)
 	if (!s)
 		return;
 	delta = now - s->ts;
-	disk = BPF_CORE_READ(rq, q, disk);
+	/* the disk only when keys are disks: two pointer reads per I/O otherwise spent for nothing */
+	disk = key_mode == BIO_KEY_DISK ? BPF_CORE_READ(rq, q, disk) : NULL;
 	key = key_mode == BIO_KEY_DISK ? disk_key(disk) : key_mode == BIO_KEY_PROCESS ? s->tgid : HIST_KEY_NONE;
 	h = delta >= 0 ? hist_add(key, delta) : NULL;
 	/* A process is named by its newest request, so one that exec'd shows the program it became

@@ -8,6 +8,8 @@ export const biolatencyTracer = histTracer({
   name: 'biolatency',
   object: 'biolatency',
   programs: ['rq_insert', 'rq_issue', 'rq_complete'],
+  // the queue's insert is timed with --queued only: otherwise its program would run per request for nothing
+  attachOnly: (o) => (o.queued ? ['rq_insert', 'rq_issue', 'rq_complete'] : ['rq_issue', 'rq_complete']),
   attaches: 'the block tracepoints',
   // key_mode 0, BIO_KEY_DISK, BIO_KEY_PROCESS
   per: ['none', 'disk', 'process'],
