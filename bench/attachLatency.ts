@@ -54,8 +54,9 @@ export async function benchAttach(ctx: BenchContext): Promise<Row[]> {
       },
       biolatency: {
         ours: ['biolatency'],
-        bpftrace: { program: 'tracepoint:block:block_rq_insert, tracepoint:block:block_rq_issue { @start[args->dev, args->sector] = nsecs; } tracepoint:block:block_rq_complete { @us = hist(nsecs); }', args: [] },
-        probes: '3 block tracepoints',
+        // from issue (the default) attaches issue and complete; --queued adds insert
+        bpftrace: { program: 'tracepoint:block:block_rq_issue { @start[args->dev, args->sector] = nsecs; } tracepoint:block:block_rq_complete { @us = hist(nsecs); }', args: [] },
+        probes: '2 block tracepoints',
       },
       cpudist: {
         ours: ['cpudist'],
