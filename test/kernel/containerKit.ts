@@ -8,7 +8,7 @@
 // it ~15 s).
 import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -78,6 +78,10 @@ export interface ContainerBedOptions {
   fixtures: string[];
   /** the engine that runs the containers (default podman); docker needs the image as dockerImage() made it */
   engine?: 'podman' | 'docker';
+  /** run them with ctr on this containerd instead (containerdDaemon(), started in an earlier before hook) */
+  containerd?: () => Containerd;
+  /** run them with rootless podman as this user instead (rootlessPodman(), started in an earlier before hook) */
+  rootless?: () => RootlessPodman;
   /** a shell line run once in a throwaway container to build them with the image's own tools */
   build?: string;
 }
@@ -91,25 +95,42 @@ export function containerBed(opts: ContainerBedOptions) {
   const started: Contained[] = [];
   let seq = 0;
   const docker = opts.engine === 'docker';
-  const engine = (args: string[], timeoutMs = 120_000) => (docker ? spawnSync('docker', args, { encoding: 'utf8', timeout: timeoutMs }) : podman(args, timeoutMs));
+  const engine = (args: string[], timeoutMs = 120_000) => {
+    const user = opts.rootless?.();
+    if (user) return spawnSync(...user.command(args), { encoding: 'utf8', timeout: timeoutMs });
+    return docker ? spawnSync('docker', args, { encoding: 'utf8', timeout: timeoutMs }) : podman(args, timeoutMs);
+  };
   const image = docker ? DOCKER_IMAGE : IMAGE;
 
   before(() => {
     fs.chmodSync(work, 0o755);
     for (const f of opts.fixtures) fs.copyFileSync(path.join(repoRoot, 'test', 'fixtures', f), path.join(work, path.basename(f)));
+    // a rootless container's root is its user on the host: the shared directory is theirs
+    const user = opts.rootless?.();
+    if (user) for (const f of [work, ...fs.readdirSync(work).map((f) => path.join(work, f))]) fs.chownSync(f, user.uid, user.gid);
     if (!opts.build) return;
-    const r = engine([...RUN, '-v', `${work}:/app`, image, 'sh', '-c', opts.build]);
+    const ctrd = opts.containerd?.();
+    const r = ctrd ? ctrd.ctr(['run', '--rm', ...ctrd.mount(work), IMAGE, `ebpf-studio-build-${process.pid}`, 'sh', '-c', opts.build], 300_000) : engine([...RUN, '-v', `${work}:/app`, image, 'sh', '-c', opts.build]);
     assert.equal(r.status, 0, `building the fixtures in the container failed: ${r.stderr}`);
   });
   after(() => {
-    for (const c of started) engine(['rm', '-f', ...(docker ? [] : ['-t', '0']), c.name], 30_000);
+    const ctrd = opts.containerd?.();
+    for (const c of started) {
+      if (ctrd) ctrd.remove(c.name);
+      else engine(['rm', '-f', ...(docker ? [] : ['-t', '0']), c.name], 30_000);
+    }
     fs.rmSync(work, { recursive: true, force: true });
   });
 
   /** Starts `argv` in a new container (stdin and stdout attached), once it printed `ready`. */
   async function contained(argv: string[], extra: string[] = []): Promise<Contained> {
     const name = `ebpf-studio-test-${process.pid}-${++seq}`;
-    const child = spawn(docker ? 'docker' : 'podman', [...(docker ? [] : PODMAN), ...RUN, '--name', name, '-v', `${work}:/app`, ...extra, image, ...argv], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const ctrd = opts.containerd?.();
+    const child = ctrd
+      ? spawn('ctr', [...ctrd.base, 'run', '--rm', ...ctrd.mount(work), IMAGE, name, ...argv], { stdio: ['pipe', 'pipe', 'inherit'] })
+      : opts.rootless
+        ? spawn(...opts.rootless().command([...RUN, '--name', name, '-v', `${work}:/app`, ...extra, image, ...argv]), { stdio: ['pipe', 'pipe', 'inherit'] })
+        : spawn(docker ? 'docker' : 'podman', [...(docker ? [] : PODMAN), ...RUN, '--name', name, '-v', `${work}:/app`, ...extra, image, ...argv], { stdio: ['pipe', 'pipe', 'inherit'] });
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
@@ -117,7 +138,7 @@ export function containerBed(opts: ContainerBedOptions) {
     started.push(c);
     assert.ok(await waitFor(() => out.includes('ready') || child.exitCode !== null, 60_000), `${argv.join(' ')} did not start in its container`);
     assert.ok(out.includes('ready'), `${argv.join(' ')} exited in its container: ${out}`);
-    const pid = engine(['inspect', '-f', '{{.State.Pid}}', name], 30_000);
+    const pid = ctrd ? { stdout: String(ctrd.pidOf(name) ?? ''), stderr: 'no runc state' } : engine(['inspect', '-f', '{{.State.Pid}}', name], 30_000);
     c.hostPid = Number(pid.stdout.trim());
     assert.ok(c.hostPid > 0, `no host pid for ${name}: ${pid.stderr}`);
     return c;
@@ -233,4 +254,149 @@ export function shellInNodeContainer(runArgs: string[], script: string) {
   child.stderr!.on('data', (d) => (stderr += d));
   const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((r) => child.on('exit', (code) => r({ code, stdout, stderr })));
   return { name, stdout: () => stdout, stderr: () => stderr, done, stop: () => podman(['rm', '-f', '-t', '0', name], 30_000) };
+}
+
+/** A containerd of the test's own (root, state and socket under a temporary directory), driven with ctr in one namespace. */
+export interface Containerd {
+  /** ctr's global arguments: this daemon's socket and the test's namespace */
+  base: string[];
+  namespace: string;
+  ctr(args: string[], timeoutMs?: number): SpawnSyncReturns<string>;
+  /** ctr run's arguments that bind `dir` at /app */
+  mount(dir: string): string[];
+  /** a task's host pid, from the runc state the shim keeps (/run/containerd/runc/NS/ID/state.json) */
+  pidOf(id: string): number | undefined;
+  /** kills a task and removes its container */
+  remove(id: string): void;
+  /** how long the image import took */
+  note: string;
+  stop(): void;
+}
+
+/**
+ * Starts a private containerd (no docker: only containerd, its runc shim and ctr), imports the test
+ * image into it (podman save as an OCI archive, then ctr images import) and returns it; a string says
+ * why not. stop() removes every container of its namespace, ends the daemon and deletes its files.
+ */
+export async function containerdDaemon(): Promise<string | Containerd> {
+  if (!has('containerd') || !has('ctr') || !has('containerd-shim-runc-v2')) return 'containerd is not installed (docker.io brings it: scripts/install-deps.sh --test)';
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-containerd-'));
+  const sock = path.join(dir, 'containerd.sock');
+  const namespace = `ebpf-studio-${process.pid}`;
+  const base = ['-a', sock, '-n', namespace];
+  const ctr = (args: string[], timeoutMs = 120_000) => spawnSync('ctr', [...base, ...args], { encoding: 'utf8', timeout: timeoutMs });
+  fs.writeFileSync(path.join(dir, 'config.toml'), `version = 2\nroot = "${dir}/root"\nstate = "${dir}/state"\n[grpc]\n  address = "${sock}"\n`);
+  const daemon = spawn('containerd', ['--config', path.join(dir, 'config.toml')], { stdio: 'ignore' });
+  const pidOf = (id: string) => {
+    try {
+      return (JSON.parse(fs.readFileSync(`/run/containerd/runc/${namespace}/${id}/state.json`, 'utf8')) as { init_process_pid?: number }).init_process_pid;
+    } catch {
+      return undefined;
+    }
+  };
+  const remove = (id: string) => {
+    ctr(['task', 'kill', '-s', 'KILL', id], 30_000);
+    ctr(['task', 'rm', '-f', id], 30_000);
+    ctr(['containers', 'rm', id], 30_000);
+  };
+  const stop = () => {
+    for (const id of ctr(['containers', 'ls', '-q']).stdout.split('\n').filter(Boolean)) remove(id);
+    if (daemon.exitCode === null) {
+      daemon.kill('SIGTERM');
+      spawnSync('sh', ['-c', `for i in $(seq 100); do kill -0 ${daemon.pid} 2>/dev/null || exit 0; sleep 0.1; done; kill -9 ${daemon.pid}`]);
+    }
+    // nothing stays mounted once the tasks are gone; the image's snapshots are deleted with the directory
+    spawnSync('sh', ['-c', `grep -o " ${dir}/[^ ]*" /proc/self/mounts | sort -r | xargs -r umount -l`]);
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(`/run/containerd/runc/${namespace}`, { recursive: true, force: true });
+  };
+  const up = () => ctr(['version'], 10_000).status === 0;
+  if (!(await waitFor(() => up() || daemon.exitCode !== null, 30_000)) || daemon.exitCode !== null) {
+    stop();
+    return `containerd did not start (exit ${daemon.exitCode})`;
+  }
+  const t0 = Date.now();
+  const archive = path.join(dir, 'image.tar');
+  const save = spawnSync('podman', ['save', '--format', 'oci-archive', '-o', archive, IMAGE], { encoding: 'utf8', timeout: 10 * 60_000 });
+  const imp = save.status === 0 ? ctr(['images', 'import', '--base-name', IMAGE.replace(/:[^:]*$/, ''), archive], 10 * 60_000) : save;
+  fs.rmSync(archive, { force: true });
+  if (imp.status !== 0) {
+    stop();
+    return `the test image could not be put into containerd: ${(imp.stderr || '').trim().split('\n').pop()}`;
+  }
+  const mount = (d: string) => ['--mount', `type=bind,src=${d},dst=/app,options=rbind:rw`];
+  return { base, namespace, ctr, mount, pidOf, remove, stop, note: `image saved and imported into containerd in ${((Date.now() - t0) / 1000).toFixed(0)} s` };
+}
+
+/** A user the test made, with the test image in their own rootless podman store. */
+export interface RootlessPodman {
+  user: string;
+  uid: number;
+  gid: number;
+  /** the command and arguments that run `podman ARGS` as the user (vfs storage, runc) */
+  command(args: string[]): [string, string[]];
+  /** how the user and the image were had */
+  note: string;
+  /** ends the user's processes (containers, podman's pause process), deletes the user, their files and subordinate ids */
+  stop(): void;
+}
+
+/** Why rootless podman cannot run here (checked before any user is made), or undefined. */
+export function rootlessSkipReason(): string | undefined {
+  const missing = ['podman', 'runc', 'newuidmap', 'newgidmap', 'useradd', 'userdel', 'runuser'].filter((c) => !has(c));
+  if (missing.length) return `${missing.join(', ')} missing (rootless podman needs the uidmap package: scripts/install-deps.sh --test)`;
+  if (!fs.existsSync(TARBALL)) return `the image's rootfs tarball ${TARBALL} is missing (containerPrep() makes it)`;
+  const max = Number(fs.readFileSync('/proc/sys/user/max_user_namespaces', 'utf8'));
+  if (!(max > 0)) return 'user namespaces are disabled (user.max_user_namespaces is 0)';
+  return undefined;
+}
+
+/**
+ * Makes a user (home under the temporary directory; subordinate ids from useradd's own ranges),
+ * checks that podman runs rootless for them and imports the image's tarball into their store.
+ * A string: why rootless podman does not work here.
+ */
+export function rootlessPodman(): string | RootlessPodman {
+  const user = `ebpfRl${process.pid % 100000}`;
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-rootless-'));
+  fs.rmdirSync(home);
+  const add = spawnSync('useradd', ['-m', '-d', home, '-U', '-s', '/bin/sh', user], { encoding: 'utf8' });
+  if (add.status !== 0) return `useradd ${user} failed: ${add.stderr.trim()}`;
+  const id = (flag: string) => Number(spawnSync('id', [flag, user], { encoding: 'utf8' }).stdout.trim());
+  const [uid, gid] = [id('-u'), id('-g')];
+  const env = ['env', '-i', `HOME=${home}`, `USER=${user}`, `LOGNAME=${user}`, 'PATH=/usr/sbin:/usr/bin:/sbin:/bin'];
+  const command = (args: string[]): [string, string[]] => ['runuser', ['-u', user, '--', ...env, 'podman', '--storage-driver=vfs', '--runtime', 'runc', ...args]];
+  const stop = () => {
+    spawnSync(...command(['rm', '-a', '-f', '-t', '0']), { timeout: 60_000 });
+    // podman leaves a pause process (catatonit) holding the user namespace: end each of the user's processes by pid
+    for (let round = 0; round < 3; round++) {
+      const pids = fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e)).filter((e) => {
+        try {
+          return fs.statSync(`/proc/${e}`).uid === uid;
+        } catch {
+          return false;
+        }
+      });
+      for (const p of pids) spawnSync('kill', ['-9', p]);
+      if (!pids.length) break;
+      spawnSync('sleep', ['0.3']);
+    }
+    spawnSync('userdel', ['-r', '-f', user], { encoding: 'utf8' });
+    fs.rmSync(home, { recursive: true, force: true });
+    fs.rmSync(`/tmp/podman-run-${uid}`, { recursive: true, force: true });
+    fs.rmSync(`/tmp/containers-user-${uid}`, { recursive: true, force: true });
+  };
+  const subuids = fs.readFileSync('/etc/subuid', 'utf8').split('\n').filter((l) => l.startsWith(`${user}:`));
+  const info = spawnSync(...command(['info', '--format', '{{.Host.CgroupsVersion}} {{.Host.CgroupManager}} {{.Store.GraphDriverName}}']), { encoding: 'utf8', timeout: 60_000 });
+  if (info.status !== 0) {
+    stop();
+    return `podman does not run rootless here (subordinate ids ${subuids.join(' ') || 'none'}): ${info.stderr.trim().split('\n').pop()}`;
+  }
+  const t0 = Date.now();
+  const imp = spawnSync(...command(['import', TARBALL, IMAGE]), { encoding: 'utf8', timeout: 10 * 60_000 });
+  if (imp.status !== 0) {
+    stop();
+    return `podman import as ${user} failed: ${imp.stderr.trim().split('\n').pop()}`;
+  }
+  return { user, uid, gid, command, stop, note: `rootless podman as ${user} (uid ${uid}, ${subuids.join(' ')}): cgroups ${info.stdout.trim()}; image imported into the user's store in ${((Date.now() - t0) / 1000).toFixed(0)} s` };
 }
