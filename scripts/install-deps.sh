@@ -23,6 +23,10 @@ test+=(podman runc mmdebstrap)
 # (no bridge, no iptables rules) and stops it; on a fresh machine this adds ~15 s here and ~50 s
 # to that test (dockerd, and the two test images loaded into docker's store from podman's)
 test+=(docker.io)
+# rootless podman as a user the test makes (test/kernel/containerdRootless.test.ts): newuidmap and
+# newgidmap map the user's subordinate ids. ~5 s to install here; the test adds ~30 s importing the
+# image into that user's store. (Its containerd half uses docker.io's containerd and ctr: ~40 s.)
+test+=(uidmap)
 
 want=("${build[@]}")
 for a in "$@"; do
