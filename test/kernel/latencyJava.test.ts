@@ -150,6 +150,18 @@ describe('latency of a Java method on JDK 17 (agent)', { skip: baseSkip, timeout
     assert.ok(after2 < base * 1.5 + 2, `the class is restored: ${after2} ns/call vs ${base} before`);
   });
 
+  test('recursion is timed at every depth, calls ending by an exception are timed too', async () => {
+    for (const [method, key] of [['LatencyAgentTarget.rec', 'recCalls'], ['LatencyAgentTarget.thrower', 'throwerCalls']] as const) {
+      const s = session(['--pid', String(fx.pid), method]);
+      assert.ok(await waitFor(() => snapshots(fx.pid).length > 0, 60_000, 50), `started: ${s.err()}`);
+      await new Promise((r) => setTimeout(r, 300));
+      const own = await fx.ask('shapes 1000', 'shapes');
+      const r = await s.end();
+      console.log(`  ${method}: ${r.stats.count} calls counted, the program made ${own[key]}${key === 'throwerCalls' ? ` (${own.thrown} threw)` : ''}`);
+      assert.equal(r.stats.count, own[key]);
+    }
+  });
+
   test('clear errors: class not loaded, no such method, a non-Java operand on a JVM', () => {
     for (const [operand, re] of [
       ['com.example.NotLoaded.parse', /class com\.example\.NotLoaded is not loaded/],
