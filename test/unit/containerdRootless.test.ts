@@ -73,6 +73,7 @@ test('a user\'s store file is read only when that user owns it, never through a 
     fs.writeFileSync(file, '[1]');
     fs.chownSync(file, 65534, 65534);
     assert.equal(readUserOwnedFile(file, 65534, 100), '[1]');
+    assert.equal(readUserOwnedFile('/store/containers.json', 65534, 100, r), '[1]', 'below a directory of ours (/proc/1/root in a container)');
     assert.equal(readUserOwnedFile(file, 65533, 100), undefined, 'another user\'s file');
     assert.equal(readUserOwnedFile(file, 65534, 2), undefined, 'past the limit');
     assert.equal(readUserOwnedFile(`${r}/store/../store/containers.json`, 65534, 100), undefined);

@@ -260,7 +260,8 @@ export class ContainerLookup {
     const r = rootlessContainerOf(pid);
     if (!r) return undefined;
     return this.cached(`rootless:${r.uid}:${r.id}`, now, () => {
-      const names = namesFromContainersJson(readUserOwnedFile(r.index, r.uid, CONTAINER_LIMITS.maxIndexBytes), r.id);
+      const text = this.roots.map((root) => readUserOwnedFile(r.index, r.uid, CONTAINER_LIMITS.maxIndexBytes, root || '/')).find((t) => t !== undefined);
+      const names = namesFromContainersJson(text, r.id);
       return { runtime: 'podman', id: r.id, ...(names?.name && { name: names.name }), ...(names?.image && { image: names.image }) };
     });
   }

@@ -101,15 +101,17 @@ export function rootlessContainerOf(pid: number, proc = '/proc'): RootlessContai
 /**
  * A regular file owned by `uid` (at most `max` bytes), or undefined. Opened one component at a
  * time through the directory already opened (/proc/self/fd/N/NAME), each with O_NOFOLLOW: no
- * symbolic link the user planted is followed, and nothing but a regular file is read.
+ * symbolic link the user planted is followed, and nothing but a regular file is read. `under` is
+ * a directory of ours the path is taken below ("/", or "/proc/1/root" for the host's files seen
+ * from a container sharing its pid namespace).
  */
-export function readUserOwnedFile(file: string, uid: number, max: number): string | undefined {
+export function readUserOwnedFile(file: string, uid: number, max: number, under = '/'): string | undefined {
   const parts = file.split('/').filter(Boolean);
   if (!file.startsWith('/') || parts.some((s) => s === '..' || s === '.')) return undefined;
   const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = fs.constants;
   let fd: number | undefined;
   try {
-    fd = fs.openSync('/', O_RDONLY | O_DIRECTORY);
+    fd = fs.openSync(under, O_RDONLY | O_DIRECTORY);
     for (let i = 0; i < parts.length; i++) {
       const last = i === parts.length - 1;
       const next = fs.openSync(`/proc/self/fd/${fd}/${parts[i]}`, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | (last ? 0 : O_DIRECTORY));
