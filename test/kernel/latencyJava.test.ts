@@ -162,6 +162,19 @@ describe('latency of a Java method on JDK 17 (agent)', { skip: baseSkip, timeout
     }
   });
 
+  test('the tool killed mid-session: the agent\'s lease lapses, it puts the class back and removes its files', async () => {
+    const base = (await fx.ask('bench 2000000', 'bench')).nsPerCall;
+    const s = session(['--pid', String(fx.pid), 'LatencyAgentTarget.tiny']);
+    assert.ok(await waitFor(() => snapshots(fx.pid).length > 0, 60_000, 50), `started: ${s.err()}`);
+    await new Promise((r) => setTimeout(r, 1500));
+    s.child.kill('SIGKILL');
+    const t0 = Date.now();
+    assert.ok(await waitFor(() => snapshots(fx.pid).length === 0, 40_000, 200), 'the agent removed its files');
+    const after2 = (await fx.ask('bench 2000000', 'bench')).nsPerCall;
+    console.log(`  CLI killed: the agent stopped itself after ${((Date.now() - t0) / 1000).toFixed(1)} s; tiny() ${base.toFixed(2)} ns/call before, ${after2.toFixed(2)} after`);
+    assert.ok(after2 < base * 1.5 + 2, `restored: ${after2} vs ${base}`);
+  });
+
   test('clear errors: class not loaded, no such method, a non-Java operand on a JVM', () => {
     for (const [operand, re] of [
       ['com.example.NotLoaded.parse', /class com\.example\.NotLoaded is not loaded/],

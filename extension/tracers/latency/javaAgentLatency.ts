@@ -6,14 +6,15 @@
 // (never through a link, never a FIFO: O_NONBLOCK and a regular-file check), capped in size and
 // parsed without trust (./javaSnapshot.ts). Nothing stays running in the JVM after the session: the
 // writer thread ends and the class is retransformed from its original bytes (the agent's classes
-// stay loaded, as every java.lang.instrument agent's do).
+// stay loaded, as every java.lang.instrument agent's do). Should we die without sending `stop`,
+// the lease file we keep fresh beside the snapshot goes stale and the agent stops itself.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { LatencyOptions, LatencyProbe, LatencyResult, LatencyStats, SlowCall } from '../../protocol/latency';
 import { inputError, StudioError, unsuitableError } from '../../protocol/errors';
 import { attachCommand, namespacePid } from '../../sys/jvm/attach';
-import { openAs, unlinkAs, type FileOwner } from '../../sys/asUser';
+import { createAs, openAs, unlinkAs, type FileOwner } from '../../sys/asUser';
 import { contentTag, placeCopy } from '../../sys/placeCopy';
 import { assertOwnProcess, effectiveIds, requester } from '../../sys/ownership';
 import { checkPid, identify, type ProcessIdentity } from '../../sys/proc/processes';
@@ -104,6 +105,24 @@ export function agentStats(snap: JavaSnapshot, seconds: number, thresholdMs: num
   };
 }
 
+/** The agent stops itself when the lease file beside its snapshot is this stale (we died without a stop). */
+export function leaseMs(intervalS: number): number {
+  return Math.max(15_000, Math.round(intervalS * 10_000));
+}
+
+/** Creates (fresh) or renews the lease as the JVM's owner, never through a link or into a FIFO. */
+function renewLease(owner: FileOwner, file: string, create: boolean): void {
+  const c = fs.constants;
+  const fd = create ? createAs(owner, file, 0o600) : openAs(owner, file, c.O_WRONLY | c.O_NONBLOCK);
+  try {
+    if (!fs.fstatSync(fd).isFile()) throw new Error(`${file} is not a regular file`);
+    const now = new Date();
+    fs.futimesSync(fd, now, now);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 interface Placed {
   owner: FileOwner;
   jar: string;
@@ -137,6 +156,11 @@ class AgentLatencySession {
   }
 
   read(): JavaSnapshot | undefined {
+    try {
+      renewLease(this.p.owner, `${this.p.out}.lease`, false);
+    } catch (e) {
+      this.env.log(`latency: renewing the agent's lease failed: ${(e as Error).message}`);
+    }
     try {
       return readSnapshot(this.p.owner, this.p.out);
     } catch (e) {
@@ -201,7 +225,7 @@ class AgentLatencySession {
 }
 
 function removeOut(p: Placed): void {
-  for (const f of [p.out, `${p.out}.new`]) {
+  for (const f of [p.out, `${p.out}.new`, `${p.out}.lease`]) {
     try {
       unlinkAs(p.owner, f);
     } catch {
@@ -212,7 +236,7 @@ function removeOut(p: Placed): void {
 
 function startArgs(m: JavaMethod, o: LatencyOptions, id: string, out: string): string {
   const desc = m.descriptor ? `,desc=${m.descriptor}` : '';
-  return `start,id=${id},class=${m.className},method=${m.method}${desc},out=${out},threshold=${Math.round(o.thresholdMs * 1e6)},unit=${o.unit === 'ms' ? 1_000_000 : 1000},interval=${Math.round(o.intervalS * 1000)},slow=${SLOW_KEPT}`;
+  return `start,id=${id},class=${m.className},method=${m.method}${desc},out=${out},threshold=${Math.round(o.thresholdMs * 1e6)},unit=${o.unit === 'ms' ? 1_000_000 : 1000},interval=${Math.round(o.intervalS * 1000)},slow=${SLOW_KEPT},lease=${leaseMs(o.intervalS)}`;
 }
 
 /** Places the jar, sends `start`, and reads the agent's answer: the first snapshot, or its error. */
@@ -226,7 +250,17 @@ async function startAgent(o: LatencyOptions, env: TracerEnv, m: JavaMethod): Pro
   const id = crypto.randomBytes(6).toString('hex');
   const out = `/tmp/.ebpf-studio-latency-${namespacePid(o.pid)}-${id}.json`;
   const p = { owner, jar, out, id };
-  await loadCommand(o.pid, jar, startArgs(m, o, id, out));
+  try {
+    renewLease(owner, `${out}.lease`, true);
+  } catch (e) {
+    throw unsuitableError(`cannot create the agent's lease file ${out}.lease in pid ${o.pid}'s /tmp as uid ${owner.uid}: ${(e as Error).message}`);
+  }
+  try {
+    await loadCommand(o.pid, jar, startArgs(m, o, id, out));
+  } catch (e) {
+    removeOut(p);
+    throw e;
+  }
   let snap: JavaSnapshot | undefined;
   let unread: string | undefined;
   try {

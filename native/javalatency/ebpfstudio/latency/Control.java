@@ -50,8 +50,10 @@ final class Control {
         transformer = t;
         targets = found;
         Recorder.session = s;
+        lastId = s.id;
+        lastOut = s.out;
         Snapshot.write(s); // the first, before the attach command returns: the helper reads it next
-        writer = new Writer(s, Math.max(100, Integer.parseInt(o.getOrDefault("interval", "1000"))));
+        writer = new Writer(s, Math.max(100, Integer.parseInt(o.getOrDefault("interval", "1000"))), Long.parseLong(o.getOrDefault("lease", "0")));
         writer.start();
     }
 
@@ -68,6 +70,28 @@ final class Control {
         transformer = null;
         targets = null;
         writer = null;
+    }
+
+    /** The reader is gone: stop, and remove what only it would have read. */
+    static void abandon(String id) {
+        try {
+            stop(id);
+        } catch (Throwable e) {
+            // stop did what it could
+        }
+        for (String f : new String[] {outOf(id), outOf(id) + ".lease"}) {
+            try {
+                if (f != null) java.nio.file.Files.deleteIfExists(java.nio.file.Paths.get(f));
+            } catch (Throwable e) {
+                // gone already
+            }
+        }
+    }
+
+    private static String lastOut, lastId;
+
+    private static synchronized String outOf(String id) {
+        return id != null && id.equals(lastId) ? lastOut : null;
     }
 
     private static void restore(Instrumentation in, Class<?>[] cs) {
