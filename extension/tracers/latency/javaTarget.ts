@@ -2,7 +2,6 @@
 // names (Class.method, all overloads, or Class.method(descriptor) for one), and which path times
 // it on this JDK. Pure but for the /proc reads of isJvm and jvmFeature.
 import { inputError } from '../../protocol/errors';
-import { jvmLibrary } from '../javaAgent/agent';
 import { processInfo } from '../../sys/proc/processes';
 import { javaMethodFilter } from './jfrMethodTrace';
 
@@ -56,9 +55,4 @@ export function latencyRoute(pid: number, target: string): 'native' | 'agent' | 
   const jvm = processInfo(pid)?.jvm;
   if (!jvm || (parseJavaMethod(target.trim()) === undefined && javaMethodFilter(target) === undefined)) return 'native';
   return javaLatencyPath(jvm.feature);
-}
-
-/** Whether the process maps HotSpot's libjvm.so. */
-export function isJvm(pid: number): boolean {
-  return jvmLibrary(pid) !== undefined;
 }
