@@ -463,7 +463,10 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 
 			if (reuse) {
 				stat_add(OFFCPU_STAT_CHECKS);
-				if (kid != pl->kern_stack_id || uid != pl->user_stack_id)
+				/* a stack walked by frame pointers before the tables were in is replaced, not wrong */
+				if (cfi_unwind && pl->user_stack_id >= 0 && pl->user_stack_id < CFI_STACK_ID_BASE && uid >= CFI_STACK_ID_BASE)
+					next_check = recheck_every;
+				else if (kid != pl->kern_stack_id || uid != pl->user_stack_id)
 					stat_add(OFFCPU_STAT_MISMATCH);
 				else if (pl->next_check < recheck_max)
 					next_check = pl->next_check * 2;

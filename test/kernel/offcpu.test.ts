@@ -126,7 +126,8 @@ describe('off-CPU profile', { skip, timeout: 120_000 }, () => {
   test('3:1 split, futex wait as lock, total = wall × threads − CPU, and bpftrace agrees', async (t) => {
     const hasBpftrace = spawnSync('bpftrace', ['--version']).status === 0;
     const pprof = path.join(work, 'off.pb.gz');
-    const ours = startCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--min-block-us', '0', '--duration', String(DURATION_S), '--json', '--verbose', '--pprof', pprof]);
+    // frame pointers, as bpftrace walks them: the same stacks to compare (the table walk: cfiUnwind.test.ts)
+    const ours = startCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--unwind', 'fp', '--min-block-us', '0', '--duration', String(DURATION_S), '--json', '--verbose', '--pprof', pprof]);
     assert.ok(await waitFor(() => /attached via/.test(ours.stderr()), 20_000), `not attached: ${ours.stderr()}`);
     // the program's own split and its CPU time over the profile's window (from the attach, DURATION_S long)
     const [spent0, cpu0] = [spent(), cpuNs(pid)];
@@ -238,7 +239,7 @@ describe('off-CPU profile', { skip, timeout: 120_000 }, () => {
   });
 
   test('the stack cache alone: every checked reuse has the stacks a walk finds', async (t) => {
-    const ours = runCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--min-block-us', '0', '--duration', '4', '--json', '--verbose']);
+    const ours = runCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--unwind', 'fp', '--min-block-us', '0', '--duration', '4', '--json', '--verbose']);
     assert.equal(ours.code, 0, ours.stderr);
     const cache = /(\d+) reuses checked by a walk, (\d+) found other stacks/.exec(ours.stderr);
     assert.ok(cache, `no stack-cache figures in: ${ours.stderr}`);
