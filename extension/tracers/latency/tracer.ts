@@ -144,13 +144,16 @@ class LatencySession {
     const fine = decodeFine(this.obj.mapDump('fine'));
     const count = c(STAT.calls);
     const seconds = Math.max(0.001, (Date.now() - this.t0) / 1000);
+    const maxNs = maxOver(this.obj);
+    // a percentile interpolated inside its slot may pass the longest call the kernel measured
+    const pct = (p: number) => Math.round(Math.min(maxNs || Infinity, percentile(fine, p)));
     return {
       count,
       totalNs: c(STAT.sumNs),
-      p50Ns: Math.round(percentile(fine, 50)),
-      p90Ns: Math.round(percentile(fine, 90)),
-      p99Ns: Math.round(percentile(fine, 99)),
-      maxNs: maxOver(this.obj),
+      p50Ns: pct(50),
+      p90Ns: pct(90),
+      p99Ns: pct(99),
+      maxNs,
       callsPerS: count / seconds,
       abandoned: c(STAT.abandoned),
       exited: c(STAT.exited),
