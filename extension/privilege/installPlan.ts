@@ -17,7 +17,7 @@ export const RUNNER_LAUNCHER = `${INSTALL_ROOT}/ebpf-studio-runner`;
 export const RUNNER_POLKIT_ACTION = 'dev.ebpfstudio.runner.run';
 export const RUNNER_POLKIT_POLICY = `/usr/share/polkit-1/actions/${RUNNER_POLKIT_ACTION}.policy`;
 /** What the features need in the install, by file name (doctor lists what is missing). */
-export const REQUIRED_FILES = ['helper.js', 'runner.js', 'ebpf_studio.node', 'ebpf-studio-launch', 'libebpf-studio-jvmagent.so', 'libebpf-studio-preload.so', 'ebpf-studio-inject'];
+export const REQUIRED_FILES = ['helper.js', 'runner.js', 'ebpf_studio.node', 'ebpf-studio-launch', 'libebpf-studio-jvmagent.so', 'ebpf-studio-javalatency.jar', 'libebpf-studio-preload.so', 'ebpf-studio-inject'];
 const SAFE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 export interface InstallFile {
@@ -54,8 +54,8 @@ export function shq(s: string): string {
 /** What goes into the version folder from `distDir`: bundle, addon, launcher, BPF objects. */
 export function installFiles(distDir: string): InstallFile[] {
   const f = (rel: string, mode: 0o644 | 0o755): InstallFile => ({ from: path.join(distDir, rel), to: rel, mode, sha256: sha256File(path.join(distDir, rel)) });
-  // The agent, the interposer and its injector are optional in a build (no JDK headers, no
-  // compiler): without them --java agent and the preload and inject leak modes say so; doctor lists what the install lacks.
+  // The agents, the interposer and its injector are optional in a build (no JDK headers or javac, no
+  // compiler): without them --java agent, Java latency and the preload and inject leak modes say so; doctor lists what the install lacks.
   const optional = (rel: string, mode: 0o644 | 0o755) => (fs.existsSync(path.join(distDir, rel)) ? [f(rel, mode)] : []);
   const files = [
     f('helper.js', 0o644),
@@ -63,6 +63,7 @@ export function installFiles(distDir: string): InstallFile[] {
     f('ebpf_studio.node', 0o755),
     f('ebpf-studio-launch', 0o755),
     ...optional('libebpf-studio-jvmagent.so', 0o755),
+    ...optional('ebpf-studio-javalatency.jar', 0o644),
     ...optional('libebpf-studio-preload.so', 0o755),
     ...optional('ebpf-studio-inject', 0o755),
   ];

@@ -249,6 +249,18 @@ describe('attacks on Java latency: another user\'s JVM, planted links and FIFOs'
     const res = JSON.parse(r.stdout) as LatencyResult;
     assert.ok(res.stats.count > 0, 'bob gets his figures');
     console.log(`  bob on his own JVM: ${res.stats.count} calls, p50 ${res.stats.p50Ns} ns`);
+    // and through the root-owned helper, as sudo would start it for him
+    const h = bed.helperFor(bob!);
+    try {
+      const started = (await h.conn.sendRequest(proto.sessionStart, { tracer: 'latency', options: { pid: bobFx.pid, target: 'LatencyAgentTarget.work', thresholdMs: 10 } } as never)) as proto.SessionStartResult;
+      await new Promise((r) => setTimeout(r, 2000));
+      const viaHelper = ((await h.conn.sendRequest(proto.sessionStop, { sessionId: started.sessionId })) as { result: LatencyResult }).result;
+      assert.ok(viaHelper.stats.count > 0 && viaHelper.slow.length > 0, 'bob gets his figures through the helper');
+      console.log(`  bob on his own JVM through the helper: ${viaHelper.stats.count} calls, ${viaHelper.slow.length} slow calls with stacks`);
+    } finally {
+      await h.close();
+    }
+    assert.deepEqual(snapshots(bobFx.pid), [], 'no file left in his /tmp');
   });
 
   test('bob\'s links and FIFOs at the jar and snapshot paths make root read or write nothing else', async () => {

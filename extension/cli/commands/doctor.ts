@@ -7,6 +7,7 @@ import { INSTALL_ROOT, installReport } from '../../privilege/installPlan';
 function describeMissing(missing: string[]): string {
   const what: string[] = [];
   if (missing.some((m) => m.includes('jvmagent'))) what.push('--java agent (Java frames through the JVM agent)');
+  if (missing.some((m) => m.includes('javalatency'))) what.push('latency of Java methods on JDK 17 to 23');
   if (missing.some((m) => m.includes('preload'))) what.push('preload leak mode');
   if (missing.some((m) => m.includes('inject'))) what.push('leak tracing of a running process by injection');
   if (missing.some((m) => m.includes('runner'))) what.push('Run BPF Loader / bpftrace / Run BPF Program / Load and Verify');
