@@ -170,7 +170,7 @@ describe('Java method latency and timing through JDK 25 JFR', { skip, timeout: 6
     const pid = fx.child.pid!;
     const right = startCli(['latency', '--pid', String(pid), 'MethodLatency.work(I)J', '--duration', '120', '--json']);
     const wrong = startCli(['latency', '--pid', String(pid), 'MethodLatency.work(J)J', '--duration', '120', '--json']);
-    assert.ok(await waitFor(() => (jcmd(pid, 'JFR.check').match(/ebpf-studio-latency/g) ?? []).length === 2, 30_000, 300), 'both recordings started');
+    assert.ok(await waitFor(() => (jcmd(pid, 'JFR.check').match(/ebpf-studio-latency/g) ?? []).length === 2, 60_000, 300), 'both recordings started');
     fx.go();
     // past a live read (every 2 s), then the JVM dies mid-run
     await new Promise((r) => setTimeout(r, 5000));

@@ -85,9 +85,18 @@ export function requireMethodTracing(pid: number): { version: string; feature: n
   return { version: jvm.version ?? String(feature), feature };
 }
 
-/** Starts a named recording with JFR.start's extra arguments (settings, event settings). */
+/**
+ * Starts a named recording with JFR.start's extra arguments (settings, event settings). A JVM
+ * slow to reply (instrumenting methods on a loaded machine) may have started it all the same:
+ * on any failure it is stopped by name, so nothing is left recording.
+ */
 export async function startRecording(pid: number, name: string, args: string, o: AttachOptions): Promise<void> {
-  checkReply(pid, 'JFR.start', await jcmd(pid, `JFR.start name=${name} ${args}`, o));
+  try {
+    checkReply(pid, 'JFR.start', await jcmd(pid, `JFR.start name=${name} ${args}`, { ...o, timeoutMs: Math.max(o.timeoutMs ?? 0, 60_000) }));
+  } catch (e) {
+    await jcmd(pid, `JFR.stop name=${name}`, o).catch(() => undefined);
+    throw e;
+  }
 }
 
 /** JFR.dump of one named recording (what it has so far) into `dest`. */

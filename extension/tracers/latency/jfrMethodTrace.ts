@@ -66,7 +66,7 @@ class JfrLatencySession {
   private readonly t0 = Date.now();
   private readonly monoOffset = monotonicOffsetNs();
   private readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-jfr-'));
-  private readonly timer: NodeJS.Timeout;
+  private timer?: NodeJS.Timeout;
   private readonly unwatch: () => void;
   private reading: Promise<void> = Promise.resolve();
   private seq = 0;
@@ -84,7 +84,7 @@ class JfrLatencySession {
     target: ProcessIdentity,
   ) {
     this.builder = this.fresh();
-    this.timer = setInterval(() => void this.serial(() => this.live()), Math.max(JFR_DUMP_MIN_S, o.intervalS) * 1000);
+    this.schedule(0);
     this.unwatch = watchTarget(target, () => this.targetGone());
   }
 
@@ -122,6 +122,19 @@ class JfrLatencySession {
     const interval = { timestampNs: Number(process.hrtime.bigint()), buckets: toBuckets(now.map((c) => Math.max(0, c))) };
     this.intervals.push(interval);
     return { interval, keys: [], dropped: 0, stats: this.stats(), slow: this.slow().slice(0, 50), ...(this.warnings.length ? { warnings: [...this.warnings] } : {}) };
+  }
+
+  /**
+   * The next live read: each one dumps and reads the whole recording so far, so it is spaced to
+   * at least ten times what the last one took (its cost stays under a tenth of a CPU).
+   */
+  private schedule(lastMs: number): void {
+    if (this.closed || this.liveOff) return;
+    const ms = Math.max(JFR_DUMP_MIN_S * 1000, this.o.intervalS * 1000, 10 * lastMs);
+    this.timer = setTimeout(() => {
+      const t = Date.now();
+      void this.serial(() => this.live()).then(() => this.schedule(Date.now() - t));
+    }, ms);
   }
 
   private async live(): Promise<void> {
@@ -176,7 +189,7 @@ class JfrLatencySession {
   async finish(keep: boolean): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    clearInterval(this.timer);
+    clearTimeout(this.timer);
     this.unwatch();
     await this.reading;
     try {
@@ -197,7 +210,7 @@ class JfrLatencySession {
   private targetGone(): void {
     if (this.closed) return;
     this.closed = true;
-    clearInterval(this.timer);
+    clearTimeout(this.timer);
     void this.reading.then(() => {
       fs.rmSync(this.dir, { recursive: true, force: true });
       this.events.ended('target-exited', `process ${this.o.pid} exited (the figures are those of the last read)`);
