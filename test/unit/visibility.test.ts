@@ -175,6 +175,14 @@ describe('what a requester may see', () => {
     assert.equal(new Visibility({ uid: ALICE }, sources()).shape(update, ROOT_PID).stacks[0].frames[1].address, '0x0');
   });
 
+  test("a latency slow call's stack is cut like any frames", () => {
+    const doc = { tracer: 'latency', pid: ROOT_PID, slow: [{ durationNs: 5, tid: ROOT_PID, stack: [{ address: SECRET, module: '/opt/secret', function: 'root_secret_fn', file: '/src/s.c', line: 3 }] }], note: { stack: 'text' } };
+    const out = new Visibility({ uid: ALICE }, sources()).shape(doc);
+    assert.deepEqual(out.slow[0].stack, [{ address: '0x0', module: '/opt/secret', function: '[unknown]' }]);
+    assert.deepEqual(out.note, { stack: 'text' }, 'a "stack" that is not frames is left alone');
+    assert.deepEqual(new Visibility({ uid: ALICE }, sources()).shape({ ...doc, pid: ALICE_PID }).slow, doc.slow);
+  });
+
   test('odd paths are judged unreadable', () => {
     const v = new Visibility({ uid: ALICE }, sources());
     for (const p of ['relative/x', '/usr/lib/../lib/libc.so.6', '/usr//lib/libc.so.6', '/nope/x', '/usr/lib/libc.so.6 (deleted)']) assert.equal(v.moduleAccess(p), 'none', p);

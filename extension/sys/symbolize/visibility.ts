@@ -214,7 +214,8 @@ export class Visibility {
     const here = typeof o.pid === 'number' && Number.isInteger(o.pid) ? o.pid : pid;
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(o)) {
-      if (k === 'frames' && Array.isArray(x)) out[k] = this.frames(x, here);
+      // `stack`: a latency slow call's frames (the same frame shape under another name)
+      if (Array.isArray(x) && (k === 'frames' || (k === 'stack' && x.every(isFrameLike)))) out[k] = this.frames(x, here);
       else if (k === 'warnings' && Array.isArray(x)) out[k] = x.map((w) => (typeof w === 'string' ? this.message(w) : w));
       else if (k === 'buildIds' && x && typeof x === 'object' && !Array.isArray(x)) out[k] = this.buildIds(x as Record<string, unknown>);
       else if (k === 'modules' && Array.isArray(x)) out[k] = x.filter((m) => !isModuleEntry(m) || this.moduleAccess(m.module, this.rootOf(here)) === 'read');
@@ -290,6 +291,11 @@ export class Visibility {
     if (r === undefined) this.roots.set(pid, (r = this.src.processRoot(pid)));
     return r;
   }
+}
+
+/** A frame of any tracer: an object with an address (profile, memleak, latency). */
+function isFrameLike(f: unknown): boolean {
+  return !!f && typeof f === 'object' && typeof (f as { address?: unknown }).address === 'string';
 }
 
 function isModuleEntry(m: unknown): m is { module: string } {
