@@ -333,6 +333,7 @@ export interface RootlessPodman {
   user: string;
   uid: number;
   gid: number;
+  home: string;
   /** the command and arguments that run `podman ARGS` as the user (vfs storage, runc) */
   command(args: string[]): [string, string[]];
   /** how the user and the image were had */
@@ -398,5 +399,5 @@ export function rootlessPodman(): string | RootlessPodman {
     stop();
     return `podman import as ${user} failed: ${imp.stderr.trim().split('\n').pop()}`;
   }
-  return { user, uid, gid, command, stop, note: `rootless podman as ${user} (uid ${uid}, ${subuids.join(' ')}): cgroups ${info.stdout.trim()}; image imported into the user's store in ${((Date.now() - t0) / 1000).toFixed(0)} s` };
+  return { user, uid, gid, home, command, stop, note: `rootless podman as ${user} (uid ${uid}, ${subuids.join(' ')}): cgroups ${info.stdout.trim()}; image imported into the user's store in ${((Date.now() - t0) / 1000).toFixed(0)} s` };
 }
