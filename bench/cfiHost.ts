@@ -46,8 +46,14 @@ function cpuNs(pid: number): number {
   return n;
 }
 
-/** CPU ns a tracer process spent (its threads, plus its BPF programs' run time). */
-const tracerNs = (pid: number) => ({ cpu: cpuNs(pid), bpf: progStats(pid).ns });
+/** CPU ns a tracer process spent (its threads, plus its BPF programs' run time); 0 once it is gone. */
+function tracerNs(pid: number): { cpu: number; bpf: number } {
+  try {
+    return { cpu: cpuNs(pid), bpf: progStats(pid).ns };
+  } catch {
+    return { cpu: 0, bpf: 0 };
+  }
+}
 
 /** Runs fn with kernel.bpf_stats_enabled on, restoring it after. */
 async function withBpfStats<T>(fn: () => Promise<T>): Promise<T> {
@@ -68,10 +74,12 @@ interface HostCost {
 }
 
 /** The cost of a running tracer over `seconds` (after a second of warm-up), as % of the machine. */
-async function costOver(pid: number, seconds: number): Promise<HostCost> {
+async function costOver(t: Attached, seconds: number): Promise<HostCost> {
+  const pid = t.child.pid!;
   await sleep(1000);
   const a = tracerNs(pid);
   await sleep(seconds * 1000);
+  if (t.child.exitCode !== null || t.child.signalCode !== null) throw new Error(`the tracer exited during the measurement (${t.child.exitCode ?? t.child.signalCode}): ${t.output().trim().slice(-600)}`);
   const b = tracerNs(pid);
   const machineNs = seconds * 1e9 * os.cpus().length;
   const cpuPct = ((b.cpu - a.cpu) / machineNs) * 100;
@@ -116,13 +124,18 @@ async function wholeHost(ctx: BenchContext): Promise<Row[]> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-cfi-host-'));
   const runs: Record<string, HostCost[]> = { ...Object.fromEntries(Object.keys(ours).map((k) => [k, [] as HostCost[]])), perf: [] };
   const loads: number[] = [];
+  const failures: string[] = [];
   try {
     await withBpfStats(async () => {
       for (let i = 0; i < rounds; i++) {
         for (const [mode, args] of Object.entries(ours)) {
           const t = await startCli(['profile', '--all', '--frequency', '99', ...args]);
           try {
-            runs[mode].push(await costOver(t.child.pid!, seconds));
+            runs[mode].push(await costOver(t, seconds));
+          } catch (e) {
+            // a session that dies is said in the row, and the rounds go on
+            failures.push(`${mode}: ${(e as Error).message.split('\n')[0].slice(0, 160)}`);
+            ctx.log(`cfi-host: whole-host ${mode} session failed: ${(e as Error).message}`);
           } finally {
             await t.stop();
           }
@@ -130,12 +143,12 @@ async function wholeHost(ctx: BenchContext): Promise<Row[]> {
         }
         const p = await startPerf(path.join(dir, 'perf.data'));
         try {
-          runs.perf.push(await costOver(p.child.pid!, seconds));
+          runs.perf.push(await costOver(p, seconds));
         } finally {
           await p.stop();
         }
         loads.push(load());
-        ctx.log(`cfi-host: whole-host round ${i + 1}: ${Object.entries(runs).map(([k, v]) => `${k} ${round(v[v.length - 1].pct, 3)} %`).join(', ')} (load ${load()})`);
+        ctx.log(`cfi-host: whole-host round ${i + 1}: ${Object.entries(runs).map(([k, v]) => `${k} ${v.length ? round(v[v.length - 1].pct, 3) : '-'} %`).join(', ')} (load ${load()})`);
       }
     });
   } finally {
@@ -145,7 +158,8 @@ async function wholeHost(ctx: BenchContext): Promise<Row[]> {
   const parts = (k: string) => `${k} ${round(med(k), 3)} % (process ${round(median(runs[k].map((r) => r.cpuPct)), 3)} %, BPF ${round(median(runs[k].map((r) => r.bpfPct)), 3)} %)`;
   const main = cfi.ok ? 'cfi' : 'auto';
   const fallback = cfi.ok ? '' : `; --all --unwind cfi is refused ("${cfi.why}"), so this is the default unwind for --all (auto)`;
-  const detail = `${os.cpus().length} CPUs, ${seconds} s a session, ${rounds} alternating rounds, medians: ${Object.keys(runs).map(parts).join('; ')}; % of all CPUs' time; perf's interrupt-side sampling is charged to the sampled tasks, not to perf; load ${Math.min(...loads)}–${Math.max(...loads)}`;
+  const counts = Object.entries(runs).map(([k, v]) => `${k} ${v.length}`).join(', ');
+  const detail = `${os.cpus().length} CPUs, ${seconds} s a session, ${rounds} alternating rounds (sessions measured: ${counts}), medians: ${Object.keys(runs).map(parts).join('; ')}; % of all CPUs' time; perf's interrupt-side sampling is charged to the sampled tasks, not to perf${failures.length ? `; FAILED sessions: ${failures.join(' | ')}` : ''}; load ${Math.min(...loads)}–${Math.max(...loads)}`;
   return [
     {
       name: `cfi-host: whole-host CPU profile at 99 Hz (profile --all${cfi.ok ? ' --unwind cfi' : ''}), CPU of the profiler`,
@@ -185,13 +199,12 @@ function buildPingpongNoFp(ctx: BenchContext): string {
  * CPU-second of the pair (the BPF programs on its switches run in its context; other tenants of
  * CPU 0 change the wall rate, not this).
  */
-async function pairRun(pp: LineProcess, seconds: number): Promise<{ ops: number; cs: number; opsPerCpuS: number }> {
+async function pairRun(pp: LineProcess, seconds: number): Promise<{ ops: number; cs: number; cpuNsPerOp: number }> {
   const c0 = cpuNs(pp.pid);
   pp.send(String(seconds));
   const m = /ops_per_sec ([\d.]+) cs_per_sec ([\d.]+)/.exec(await pp.next('ops_per_sec'))!;
-  const cpuS = (cpuNs(pp.pid) - c0) / 1e9;
   const ops = Number(m[1]);
-  return { ops, cs: Number(m[2]), opsPerCpuS: (ops * seconds) / Math.max(1e-9, cpuS) };
+  return { ops, cs: Number(m[2]), cpuNsPerOp: (cpuNs(pp.pid) - c0) / Math.max(1, ops * seconds) };
 }
 
 /** The work per pass that puts the pair near `want` switches a second (switch time is linear in work). */
@@ -213,9 +226,9 @@ async function calibrate(pp: LineProcess, want: number): Promise<{ work: number;
 interface SwitchRound {
   ops: number;
   cs: number;
-  opsPerCpuS: number;
-  /** % of one CPU */
-  pct?: number;
+  cpuNsPerOp: number;
+  /** the tracer's CPU (process + BPF) per switch of the pair, ns */
+  nsPerSwitch?: number;
 }
 
 async function tracedRound(pp: LineProcess, seconds: number, start: () => Promise<Attached>): Promise<SwitchRound> {
@@ -223,11 +236,9 @@ async function tracedRound(pp: LineProcess, seconds: number, start: () => Promis
   try {
     await sleep(1500); // our tables compile in the first few hundred ms
     const a = tracerNs(t.child.pid!);
-    const t0 = performance.now();
     const r = await pairRun(pp, seconds);
-    const ms = performance.now() - t0;
     const b = tracerNs(t.child.pid!);
-    return { ...r, pct: ((b.cpu - a.cpu + b.bpf - a.bpf) / (ms * 1e6)) * 100 };
+    return { ...r, nsPerSwitch: (b.cpu - a.cpu + b.bpf - a.bpf) / Math.max(1, r.cs * seconds) };
   } finally {
     await t.stop();
   }
@@ -260,25 +271,27 @@ async function offcpuSwitches(ctx: BenchContext): Promise<Row[]> {
           runs[k].push(run ? await run() : await pairRun(pp, seconds));
           loads.push(load());
         }
-        ctx.log(`cfi-host: off-CPU round ${i + 1}: ${Object.entries(runs).filter(([, v]) => v.length).map(([k, v]) => `${k} ${round(v[v.length - 1].cs)} cs/s${v[v.length - 1].pct !== undefined ? ` ${round(v[v.length - 1].pct!, 2)} %` : ''}`).join(', ')}`);
+        ctx.log(`cfi-host: off-CPU round ${i + 1}: ${Object.entries(runs).filter(([, v]) => v.length).map(([k, v]) => `${k} ${round(v[v.length - 1].cs)} cs/s${v[v.length - 1].nsPerSwitch !== undefined ? ` ${round(v[v.length - 1].nsPerSwitch!)} ns/switch` : ''}`).join(', ')}`);
       }
     });
     const ops = (k: string) => median(runs[k].map((r) => r.ops));
-    const perCpu = (k: string) => median(runs[k].map((r) => r.opsPerCpuS));
-    const pct = (k: string) => median(runs[k].map((r) => r.pct ?? NaN));
-    const slow = (k: string) => (1 - perCpu(k) / perCpu('base')) * 100;
+    const perOp = (k: string) => median(runs[k].map((r) => r.cpuNsPerOp));
+    const nsSw = (k: string) => median(runs[k].map((r) => r.nsPerSwitch ?? NaN));
+    // the tracer's cost at exactly 50k switches a second, from its cost per switch
+    const pct = (k: string) => (nsSw(k) * 50000) / 1e7;
+    const slow = (k: string) => (perOp(k) / perOp('base') - 1) * 100;
     const wallSlow = (k: string) => round((1 - ops(k) / ops('base')) * 100, 1);
     const bt = runs.bpftrace.length > 0;
     const detail = `pingpong built -O2 without frame pointers, both threads on CPU 0 (the tracers on CPU 1), work ${cal.work}: untraced ${round(median(runs.base.map((r) => r.cs)))} switches/s, ours ${round(median(runs.ours.map((r) => r.cs)))}${bt ? `, bpftrace ${round(median(runs.bpftrace.map((r) => r.cs)))}` : ''}; ${rounds} alternating rounds of ${seconds} s, medians; ours: profile --event offcpu --pid P --unwind cfi (kernel and whole user stacks, its stack cache by place); bpftrace: sched_switch /pid == P/ { @[kstack, ustack] = count(); } (frame-pointer ustack: stops at libc here); load ${Math.min(...loads)}–${Math.max(...loads)}`;
     return [
       {
-        name: 'cfi-host: off-CPU whole native stacks (--unwind cfi) at ~50k switches/s, tracer CPU (process + BPF)',
+        name: 'cfi-host: off-CPU whole native stacks (--unwind cfi) at 50k switches/s, tracer CPU (process + BPF)',
         value: round(pct('ours'), 2),
         unit: '% of a CPU',
         target: 3,
         better: 'lower',
         peer: bt ? { name: 'bpftrace sched_switch kstack+ustack', value: round(pct('bpftrace'), 2) } : null,
-        detail,
+        detail: `its CPU per switch × 50k (ours ${round(nsSw('ours'))} ns a switch${bt ? `, bpftrace ${round(nsSw('bpftrace'))} ns` : ''}): ${detail}`,
       },
       {
         name: 'cfi-host: off-CPU whole native stacks (--unwind cfi) at ~50k switches/s, slowdown of the workload',
@@ -287,7 +300,7 @@ async function offcpuSwitches(ctx: BenchContext): Promise<Row[]> {
         target: 3,
         better: 'lower',
         peer: bt ? { name: 'bpftrace sched_switch kstack+ustack', value: round(slow('bpftrace'), 2) } : null,
-        detail: `round trips per CPU-second of the pair against untraced rounds in between (wall rate: ours ${wallSlow('ours')} %${bt ? `, bpftrace ${wallSlow('bpftrace')} %` : ''}, noisy where other work shares CPU 0): ${detail}`,
+        detail: `the pair's own CPU per round trip (the BPF programs on its switches run in its context) against untraced rounds in between: base ${round(perOp('base'))} ns, ours ${round(perOp('ours'))} ns${bt ? `, bpftrace ${round(perOp('bpftrace'))} ns` : ''}; drop of the wall rate of round trips: ours ${wallSlow('ours')} %${bt ? `, bpftrace ${wallSlow('bpftrace')} %` : ''} (negative: faster traced; on this VM the pair runs up to 3× faster while our off-CPU tracer is attached, with fp as with cfi, not under bpftrace or a busy loop on CPU 1: cause not found); ${detail}`,
       },
     ];
   } finally {
