@@ -120,7 +120,7 @@ class JfrLatencySession {
     this.prevLog2 = [...b.log2];
     this.builder = b;
     const interval = { timestampNs: Number(process.hrtime.bigint()), buckets: toBuckets(now.map((c) => Math.max(0, c))) };
-    this.intervals.push(interval);
+    if (this.o.retain !== false) this.intervals.push(interval);
     return { interval, keys: [], dropped: 0, stats: this.stats(), slow: this.slow().slice(0, 50), ...(this.warnings.length ? { warnings: [...this.warnings] } : {}) };
   }
 
