@@ -64,14 +64,14 @@ export const doctorCommand: Command = {
       }
       const exe = fs.readlinkSync(`/proc/${pid}/exe`);
       for (const b of binaries) {
-        // The profiler unwinds by CFI (--unwind dwarf, the default): a module without frame
+        // The profiler unwinds by CFI (its default, in the kernel or --unwind dwarf): a module without frame
         // pointers is a problem only without CFI too, or for tools that walk frame pointers.
         if (b.path === exe && !b.debugInfo) caps.advice.push(`${b.path} has no debug info: frames show module+offset, not file:line. Rebuild with -g.`);
         if (!lacksFramePointers(b)) continue;
         if (!b.cfi) {
           caps.advice.push(`${b.path} has neither frame pointers nor CFI (.eh_frame/.debug_frame): stacks through it end there. ${b.path === exe ? 'Rebuild it with -fno-omit-frame-pointer or without -fno-asynchronous-unwind-tables.' : 'Install its debug-symbols package.'}`);
         } else if (b.path === exe) {
-          caps.advice.push(`${b.path} has no frame pointers: the profiler unwinds it by CFI (the default, --unwind dwarf); leak stacks in uprobe mode walk frame pointers and lose its callers (rebuild with -fno-omit-frame-pointer for those).`);
+          caps.advice.push(`${b.path} has no frame pointers: the profiler unwinds it by CFI (the default: its unwind tables walked in the kernel, or --unwind dwarf); leak stacks in uprobe mode walk frame pointers and lose its callers (rebuild with -fno-omit-frame-pointer for those).`);
         } else if (/\/lib(c|stdc\+\+)[.-]/.test(b.path)) {
           caps.advice.push(`${b.path} has no frame pointers: the profiler unwinds it by CFI (the default); tools that walk frame pointers lose the callers above it (distributions that build it with frame pointers: ${FRAME_POINTER_DISTROS}).`);
         }
@@ -114,7 +114,7 @@ export const doctorCommand: Command = {
         lines.push(`  ${b.path}  debug info: ${yes(b.debugInfo)}  ${fp}  CFI: ${yes(b.cfi === true)}`);
       }
       if (unwind) {
-        lines.push(`how the profiler unwinds pid ${pid} (--unwind dwarf, the default):`);
+        lines.push(`how the profiler unwinds pid ${pid} by CFI (--unwind dwarf; the default walks the same .eh_frame as tables in the kernel):`);
         for (const m of unwind) lines.push(`  ${describeUnwind(m)}`);
       }
     }
