@@ -71,17 +71,17 @@ describe('tracers on programs in containerd containers run by ctr (no docker)', 
   const { contained, jvm } = containerBed({ ...FIXTURES, containerd: () => d! });
   after(() => d?.stop());
 
-  const want = (id: string): ContainerInfo => ({ runtime: 'containerd', id, name: id, namespace: d!.namespace });
+  const want = (id: string): ContainerInfo => ({ runtime: 'containerd', id, name: id, namespace: d!.namespace, image: IMAGE });
 
   test('profile --pid: a C program in a ctr container, 3:1 CPU split; the document, the listing and the header name it', { timeout: 120_000 }, async (t) => {
     t.diagnostic(d!.note);
     const c = await contained(['sh', '-c', 'echo ready; exec /app/cpusplit 40']);
     t.diagnostic(`/proc/${c.hostPid}/cgroup: ${spawnSync('sh', ['-c', `grep '^0::' /proc/${c.hostPid}/cgroup`], { encoding: 'utf8' }).stdout.trim()}`);
     await profileSplit(c, want(c.name), t);
-    assert.equal(processInfo(c.hostPid)?.container, `containerd: ${c.name}`);
+    assert.equal(processInfo(c.hostPid)?.container, `containerd: ${c.name}, image ${IMAGE}`);
     const r = await startCli(['profile', '--pid', String(c.hostPid), '--duration', '1']).done;
     assert.equal(r.code, 0, r.stderr);
-    assert.ok(r.stderr.includes(`Sampling pid ${c.hostPid} (containerd: ${c.name}) at`), r.stderr);
+    assert.ok(r.stderr.includes(`Sampling pid ${c.hostPid} (containerd: ${c.name}, image ${IMAGE}) at`), r.stderr);
   });
 
   test('java-gc --pid: a JVM in a ctr container, every pause its -Xlog:gc logs', { timeout: 120_000 }, async (t) => {

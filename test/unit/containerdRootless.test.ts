@@ -11,6 +11,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { ContainerLookup, cgroupPathOf, containerdCandidates } from '../../extension/sys/proc/container';
 import { parseConmonArgs, readUserOwnedFile } from '../../extension/sys/proc/rootlessPodman';
+import { boltValue } from '../../extension/sys/proc/boltRead';
 
 const ID = '993c539891aecd30d1275cd7d23be2f8de1b3de31e778aae77ebb014525381e5';
 const root = process.getuid?.() === 0;
@@ -88,6 +89,40 @@ test('a user\'s store file is read only when that user owns it, never through a 
     const t0 = Date.now();
     assert.equal(readUserOwnedFile(fifo, 65534, 100), undefined);
     assert.ok(Date.now() - t0 < 2000, 'a FIFO does not block');
+  } finally {
+    fs.rmSync(r, { recursive: true, force: true });
+  }
+});
+
+test('a file that is not a bbolt database, or is torn, names no image and never throws', () => {
+  const r = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-bolt-'));
+  try {
+    const keys = ['v1', 'ns', 'containers', 'id', 'image'];
+    const tryBuf = (b: Buffer) => {
+      fs.writeFileSync(path.join(r, 'meta.db'), b);
+      const fd = fs.openSync(path.join(r, 'meta.db'), 'r');
+      try {
+        return boltValue(fd, b.length, keys);
+      } finally {
+        fs.closeSync(fd);
+      }
+    };
+    assert.equal(tryBuf(Buffer.alloc(0)), undefined);
+    let seed = 7;
+    const noise = Buffer.from(Buffer.alloc(65536).map(() => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) & 0xff));
+    assert.equal(tryBuf(noise), undefined);
+    // a valid meta page whose root points past the end, then at itself with a huge element count
+    const meta = Buffer.alloc(8192);
+    meta.writeUInt32LE(0xed0cdaed, 16);
+    meta.writeUInt32LE(2, 20);
+    meta.writeUInt32LE(4096, 24);
+    meta.writeBigUInt64LE(99n, 32);
+    assert.equal(tryBuf(meta), undefined);
+    meta.writeBigUInt64LE(1n, 32);
+    meta.writeBigUInt64LE(1n, 4096);
+    meta.writeUInt16LE(0x02, 4096 + 8);
+    meta.writeUInt16LE(65535, 4096 + 10);
+    assert.equal(tryBuf(meta), undefined);
   } finally {
     fs.rmSync(r, { recursive: true, force: true });
   }

@@ -12,7 +12,8 @@
 // The runtimes' conmon and shim cgroups (libpod-conmon-ID, crio-conmon-ID) are not containers.
 // Paths that name no id by their form are a containerd task's when runc's state.json for it says so:
 //   containerd /NS/ID (ctr run, cgroupfs), .../NS-ID.scope (ctr --runc-systemd-cgroup): ids are any
-//              name containerd allows, found in /run/containerd/runc/NS/ID/state.json
+//              name containerd allows, found in /run/containerd/runc/NS/ID/state.json; the image
+//              from containerd's metadata database (boltRead.ts) under the root the bundle links to
 // A rootless podman container has no cgroup of its own on cgroup v1 (and an id root's stores do not
 // know on v2): it is found from its conmon parent and named from its user's store (rootlessPodman.ts).
 //
@@ -33,6 +34,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { readOpened } from '../elf/fileCheck';
 import { readUserOwnedFile, rootlessContainerOf } from './rootlessPodman';
+import { boltValue } from './boltRead';
 
 export type ContainerRuntime = 'podman' | 'docker' | 'containerd' | 'cri-o' | 'kubernetes' | 'container';
 
@@ -389,10 +391,41 @@ function listDir(dir: string): string[] {
 }
 
 /**
+ * The image a containerd container was made from, as containerd's metadata database keeps it
+ * (bucket v1/NS/containers/ID, key "image"): the database is under containerd's root, which the
+ * bundle's root-owned "work" link names (ROOT/io.containerd.runtime.v2.task/NS/ID).
+ */
+function containerdImage(at: (p: string) => string, bundle: string, ns: string, id: string): string | undefined {
+  let root = '/var/lib/containerd';
+  try {
+    const work = at(`${bundle}/work`);
+    if (fs.lstatSync(work).uid === 0) {
+      const m = /^(\/.+)\/io\.containerd\.runtime\.v2\.task\/([^/]+)\/([^/]+)$/.exec(fs.readlinkSync(work));
+      if (m && m[2] === ns && m[3] === id && !m[1].split('/').includes('..')) root = m[1];
+    }
+  } catch {
+    /* no link: containerd's default root */
+  }
+  let fd: number;
+  try {
+    fd = fs.openSync(at(`${root}/io.containerd.metadata.v1.bolt/meta.db`), fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  } catch {
+    return undefined;
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile() || st.uid !== 0) return undefined;
+    return clean(boltValue(fd, st.size, ['v1', ns, 'containers', id, 'image'])?.toString('utf8'));
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
  * A containerd task's names from runc's state.json (root-owned, written by the shim's runc) when it
  * places the task in `cgroupPath`, and the annotations of the bundle it names: a CRI container's
- * Kubernetes names, else the id as its name and containerd's namespace. The image of a `ctr run`
- * container is in containerd's metadata database only, not in these files.
+ * Kubernetes names, else the id as its name and containerd's namespace; the image from the
+ * annotations, else from containerd's metadata database.
  */
 function containerdNames(at: (p: string) => string, cgroupPath: string, ns: string, id: string): ContainerInfo | undefined {
   const state = obj(parseJson(readMetadataFile(at(`${CONTAINERD_RUNC}/${ns}/${id}/state.json`))));
@@ -402,7 +435,8 @@ function containerdNames(at: (p: string) => string, cgroupPath: string, ns: stri
   const bundle = bundleOfRuncState(JSON.stringify(state));
   const names = bundle ? namesFromAnnotations(bundleAnnotations(readMetadataFile(at(`${bundle}/config.json`))) ?? {}) : {};
   const info: ContainerInfo = { runtime: 'containerd', id, name: names.name ?? id, namespace: names.namespace ?? ns };
-  if (names.image) info.image = names.image;
+  const image = names.image ?? (bundle ? containerdImage(at, bundle, ns, id) : undefined);
+  if (image) info.image = image;
   if (names.pod) info.pod = names.pod;
   return info;
 }
