@@ -13,6 +13,8 @@ import type { ProfileResult, ProfileStack } from '../../extension/protocol/profi
 import type { JavaGcResult } from '../../extension/protocol/javaGc';
 import type { ContainerInfo } from '../../extension/sys/proc/container';
 import { processInfo } from '../../extension/sys/proc/processes';
+import { containerCgroup } from '../../extension/sys/proc/containerCgroup';
+import { cgroup2Mount } from '../../extension/sys/cgroup';
 import { startCli, waitFor } from '../helpers';
 import { IMAGE, containerBed, containerdDaemon, containerPrep, rootlessPodman, rootlessSkipReason, type Containerd, type Contained, type RootlessPodman } from './containerKit';
 import { spawnSync } from 'node:child_process';
@@ -79,6 +81,8 @@ describe('tracers on programs in containerd containers run by ctr (no docker)', 
     t.diagnostic(`/proc/${c.hostPid}/cgroup: ${spawnSync('sh', ['-c', `grep '^0::' /proc/${c.hostPid}/cgroup`], { encoding: 'utf8' }).stdout.trim()}`);
     await profileSplit(c, want(c.name), t);
     assert.equal(processInfo(c.hostPid)?.container, `containerd: ${c.name}, image ${IMAGE}`);
+    // --container selects it by its cgroup (cgroupfs: /NAMESPACE/ID), as the scheduler tracers filter
+    if (cgroup2Mount()) assert.equal(containerCgroup(c.name).cgroupPath, `/${d!.namespace}/${c.name}`);
     const r = await startCli(['profile', '--pid', String(c.hostPid), '--duration', '1']).done;
     assert.equal(r.code, 0, r.stderr);
     assert.ok(r.stderr.includes(`Sampling pid ${c.hostPid} (containerd: ${c.name}, image ${IMAGE}) at`), r.stderr);
