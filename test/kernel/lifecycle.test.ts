@@ -237,7 +237,9 @@ test('java-gc --all: JVMs come and go, every one is traced, the session goes on'
 
 test('profile --pid: the target exits mid-session → samples kept, exit 0', async (t) => {
   if (skip) return t.skip(skip);
-  const target = spawn(spin(), ['2'], { stdio: 'ignore' });
+  // 4 s of spinning: at 99 Hz that is ~400 samples on an idle machine, and still past 50 when a
+  // loaded one gives it a fraction of a CPU after the profiler's start-up
+  const target = spawn(spin(), ['4'], { stdio: 'ignore' });
   const r = await startCli(['profile', '--pid', String(target.pid), '--json', '--no-java']).done;
   assert.equal(r.code, 0, r.stderr);
   const doc = JSON.parse(r.stdout) as ProfileResult;
