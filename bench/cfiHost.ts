@@ -209,10 +209,11 @@ async function pairRun(pp: LineProcess, seconds: number): Promise<{ ops: number;
 
 /** The work per pass that puts the pair near `want` switches a second (switch time is linear in work). */
 async function calibrate(pp: LineProcess, want: number): Promise<{ work: number; cs: number }> {
+  // the better of two: other work on CPU 0 only ever slows the pair
   const at = async (w: number) => {
     pp.send(`work ${w}`);
     await pp.next('work');
-    return (await pairRun(pp, 2)).cs;
+    return Math.max((await pairRun(pp, 2)).cs, (await pairRun(pp, 2)).cs);
   };
   const w0 = 2000;
   const w1 = 20000;
@@ -279,8 +280,8 @@ async function offcpuSwitches(ctx: BenchContext): Promise<Row[]> {
     const nsSw = (k: string) => median(runs[k].map((r) => r.nsPerSwitch ?? NaN));
     // the tracer's cost at exactly 50k switches a second, from its cost per switch
     const pct = (k: string) => (nsSw(k) * 50000) / 1e7;
-    const slow = (k: string) => (perOp(k) / perOp('base') - 1) * 100;
-    const wallSlow = (k: string) => round((1 - ops(k) / ops('base')) * 100, 1);
+    const cpuSlow = (k: string) => round((perOp(k) / perOp('base') - 1) * 100, 1);
+    const slow = (k: string) => (1 - ops(k) / ops('base')) * 100;
     const bt = runs.bpftrace.length > 0;
     const detail = `pingpong built -O2 without frame pointers, both threads on CPU 0 (the tracers on CPU 1), work ${cal.work}: untraced ${round(median(runs.base.map((r) => r.cs)))} switches/s, ours ${round(median(runs.ours.map((r) => r.cs)))}${bt ? `, bpftrace ${round(median(runs.bpftrace.map((r) => r.cs)))}` : ''}; ${rounds} alternating rounds of ${seconds} s, medians; ours: profile --event offcpu --pid P --unwind cfi (kernel and whole user stacks, its stack cache by place); bpftrace: sched_switch /pid == P/ { @[kstack, ustack] = count(); } (frame-pointer ustack: stops at libc here); load ${Math.min(...loads)}–${Math.max(...loads)}`;
     return [
@@ -297,10 +298,11 @@ async function offcpuSwitches(ctx: BenchContext): Promise<Row[]> {
         name: 'cfi-host: off-CPU whole native stacks (--unwind cfi) at ~50k switches/s, slowdown of the workload',
         value: round(slow('ours'), 2),
         unit: '%',
-        target: 3,
+        // traced faster than untraced beyond the noise: no verdict either way
+        target: slow('ours') < -3 ? null : 3,
         better: 'lower',
         peer: bt ? { name: 'bpftrace sched_switch kstack+ustack', value: round(slow('bpftrace'), 2) } : null,
-        detail: `the pair's own CPU per round trip (the BPF programs on its switches run in its context) against untraced rounds in between: base ${round(perOp('base'))} ns, ours ${round(perOp('ours'))} ns${bt ? `, bpftrace ${round(perOp('bpftrace'))} ns` : ''}; drop of the wall rate of round trips: ours ${wallSlow('ours')} %${bt ? `, bpftrace ${wallSlow('bpftrace')} %` : ''} (negative: faster traced; on this VM the pair runs up to 3× faster while our off-CPU tracer is attached, with fp as with cfi, not under bpftrace or a busy loop on CPU 1: cause not found); ${detail}`,
+        detail: `drop of the pair's round trips a second against untraced rounds in between (negative: faster traced: under heavy load from other work, the pair ran up to 3× faster while our off-CPU tracer was attached, fp as cfi, not under bpftrace or a busy loop on CPU 1, cause not found); the pair's own CPU per round trip (the BPF programs on its switches run in its context): base ${round(perOp('base'))} ns, ours ${round(perOp('ours'))} ns (+${cpuSlow('ours')} %)${bt ? `, bpftrace ${round(perOp('bpftrace'))} ns (+${cpuSlow('bpftrace')} %)` : ''}; ${detail}`,
       },
     ];
   } finally {
