@@ -30,6 +30,19 @@ namespace ebpf_studio {
 
 namespace {
 
+// libdw's message for its last error, never NULL: dwfl_errmsg passes an error libelf or libdw
+// raised on to elf_errmsg/dwarf_errmsg, which return NULL once that library's own error was
+// cleared (seen with a process exiting mid-unwind), and a NULL char* into std::string crashes.
+const char* LastDwflError() {
+  const char* m = dwfl_errmsg(-1);
+  return m != nullptr ? m : "unwinding failed (libdw gave no message)";
+}
+
+const char* LastElfError() {
+  const char* m = elf_errmsg(-1);
+  return m != nullptr ? m : "libelf gave no message";
+}
+
 constexpr unsigned kNumRegs = 17;  // x86_64 DWARF 0..16 (16 = return address column, rip)
 constexpr int kMaxFrames = 1024;
 
@@ -186,7 +199,7 @@ Unwinder::Unwinder(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Unwinder>(
     if (pid_ <= 0) ThrowTypeError(env, "new Unwinder(pid): pid must be positive");
   }
   dwfl_ = dwfl_begin(&kCallbacks);
-  if (!dwfl_) ThrowBpfError(env, "new Unwinder(" + std::to_string(pid_) + ")", ENOMEM, nullptr, dwfl_errmsg(-1));
+  if (!dwfl_) ThrowBpfError(env, "new Unwinder(" + std::to_string(pid_) + ")", ENOMEM, nullptr, LastDwflError());
   if (!Report()) {
     std::string e = error_;
     Free();
@@ -216,7 +229,7 @@ bool Unwinder::Report() {
   dwfl_report_end(dwfl_, nullptr, nullptr);
   if (r != 0) {
     active = nullptr;
-    error_ = (fromMaps_ ? std::string("reading the recorded maps") : std::string("reading /proc/") + std::to_string(pid_) + "/maps") + ": " + (r > 0 ? strerror(r) : dwfl_errmsg(-1));
+    error_ = (fromMaps_ ? std::string("reading the recorded maps") : std::string("reading /proc/") + std::to_string(pid_) + "/maps") + ": " + (r > 0 ? strerror(r) : LastDwflError());
     return false;
   }
   if (!attached_) {
@@ -224,13 +237,13 @@ bool Unwinder::Report() {
     Elf* host = HostElf();
     if (host == nullptr) {
       active = nullptr;
-      error_ = std::string("opening /proc/self/exe for the register layout: ") + elf_errmsg(-1);
+      error_ = std::string("opening /proc/self/exe for the register layout: ") + LastElfError();
       return false;
     }
     attached_ = dwfl_attach_state(dwfl_, host, pid_, &kThreadCallbacks, this);
     if (!attached_) {
       active = nullptr;
-      error_ = std::string("dwfl_attach_state: ") + dwfl_errmsg(-1);
+      error_ = std::string("dwfl_attach_state: ") + LastDwflError();
       return false;
     }
   }
@@ -258,7 +271,7 @@ void Unwinder::Walk(Napi::Env env, const Napi::CallbackInfo& info, size_t max, s
   active = this;
   int r = dwfl_getthread_frames(dwfl_, current.tid, OnFrame, &c);
   active = nullptr;
-  if (r == -1) err = dwfl_errmsg(-1);
+  if (r == -1) err = LastDwflError();
   if (pcs_.empty()) pcs_.push_back(regv[16]);
   // libdw ends an unwind quietly (no error) when a read fails; a read past the copied bytes is
   // how we know the stack went on above what was copied.
