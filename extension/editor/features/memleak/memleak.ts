@@ -289,7 +289,7 @@ function baseOptions(): Omit<MemleakOptions, 'pid' | 'launch'> {
     top: 200,
     intervalS: c.get<number>('intervalSeconds', 2),
     maxOutstanding: c.get<number>('maxOutstanding', MEMLEAK_DEFAULT_MAX_OUTSTANDING),
-    unwind: (['auto', 'dwarf', 'fp'] as const).find((u) => u === c.get<string>('unwind', 'auto')) ?? 'auto',
+    unwind: (['auto', 'dwarf', 'fp', 'cfi'] as const).find((u) => u === c.get<string>('unwind', 'auto')) ?? 'auto',
     mode: c.get<MemleakMode>('mode', 'auto'),
     sampleBytes: 0,
   };
