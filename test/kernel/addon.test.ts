@@ -708,9 +708,10 @@ async function launch(launcher: string, argv: string[]): Promise<{ code: number;
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (err += d));
   assert.ok(await waitFor(() => isStopped(child.pid!), 3000), 'the launcher did not stop itself');
-  const exited = once(child, 'exit');
+  // 'close', not 'exit': the pipes' last bytes (the launcher's error line) may arrive after the exit
+  const closed = once(child, 'close');
   process.kill(child.pid!, 'SIGCONT');
-  const [code] = await exited;
+  const [code] = await closed;
   return { code, out, err };
 }
 
