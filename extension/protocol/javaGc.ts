@@ -86,6 +86,8 @@ export interface JavaGcEvent {
   /** the safepoint this pause ran at (result documents only, when safepoints were traced): the
    * time every thread took to stop before it, and the whole safepoint */
   safepoint?: { timeToSafepointNs: number; durationNs: number };
+  /** the pause's phases in order, where a Flight Recording has them (jdk.GCPhasePauseLevel1) */
+  phases?: { name: string; durationNs: number }[];
 }
 
 /** A safepoint: every Java thread stopped for a VM operation (hs_private:safepoint__begin/end). */

@@ -171,6 +171,11 @@ describe(`ebpf-studio jfr on ${label} recording`, { skip: skipOf(JDK), timeout: 
     assert.equal(gc.summary.pauseCount, pauses.length);
     assert.equal(gc.events.filter((e) => e.kind === 'young').length, young);
     assert.ok(gc.safepoints.available && gc.safepoints.events.length >= pauses.length);
+    // each pause's phases (jdk.GCPhasePauseLevel1), every one of the recording's under its pause
+    const level1 = /^\s*jdk\.GCPhasePauseLevel1\s+(\d+)/m.exec(jfrTool(['summary', rec]));
+    assert.equal(gc.events.reduce((n, e) => n + (e.phases?.length ?? 0), 0), Number(level1?.[1] ?? 0), 'every level-1 phase under its pause');
+    assert.ok(gc.events.every((e) => (e.phases ?? []).reduce((n, p) => n + p.durationNs, 0) <= e.durationNs + 1000), 'phases within their pause');
+    assert.match(runCli(['jfr', rec, '--event', 'gc'], { timeoutMs: 120_000 }).stdout, /^PAUSE PHASE\s+COUNT\s+TOTAL\s+SHARE$/m);
     console.log(`  ${gc.summary.pauseCount} pauses (${young} young) = -Xlog:gc's ${pauses.length}; ${gc.safepoints.events.length} safepoints`);
   });
 

@@ -48,10 +48,35 @@ export function formatGcResult(r: JavaGcResult): string {
       for (const p of pools) out.push(`${p.name.padEnd(34)} ${`${formatSize(p.lastBefore)} → ${formatSize(p.lastAfter)}`.padEnd(26)} ${formatReclaim(p.totalReclaimed)}`);
     }
   }
+  const phases = phaseTable(r);
+  if (phases) out.push('', phases);
   out.push('', formatSafepoints(r));
   for (const c of r.jvmCounts ?? []) out.push(`${c.verdict === 'missed' ? 'ERROR ' : ''}${c.message}`);
   if (r.lost > 0) out.push(`warning: ${r.lost} GC events lost (kernel buffer full)`);
   return out.join('\n');
+}
+
+/** Where pause time went, by phase, when the events carry phases (a Flight Recording's); '' otherwise. */
+function phaseTable(r: JavaGcResult): string {
+  const by = new Map<string, { ns: number; count: number }>();
+  let pauseNs = 0;
+  for (const e of r.events) {
+    if (!e.phases) continue;
+    pauseNs += e.durationNs;
+    for (const p of e.phases) {
+      const t = by.get(p.name) ?? { ns: 0, count: 0 };
+      t.ns += p.durationNs;
+      t.count++;
+      by.set(p.name, t);
+    }
+  }
+  if (!by.size) return '';
+  const rows = [...by].sort((a, b) => b[1].ns - a[1].ns).slice(0, 15);
+  const w = Math.max(28, ...rows.map(([n]) => n.length));
+  return [
+    `${'PAUSE PHASE'.padEnd(w)} ${'COUNT'.padStart(6)} ${'TOTAL'.padStart(10)} ${'SHARE'.padStart(6)}`,
+    ...rows.map(([n, t]) => `${n.padEnd(w)} ${String(t.count).padStart(6)} ${formatDuration(t.ns, 'ns').padStart(10)} ${`${((100 * t.ns) / Math.max(1, pauseNs)).toFixed(1)}%`.padStart(6)}`),
+  ].join('\n');
 }
 
 export function formatSafepoints(r: JavaGcResult): string {

@@ -2,7 +2,8 @@
 // prints and the GC view shows): one event per stop-the-world pause (jdk.GCPhasePause), named after
 // its collection (jdk.GarbageCollection) in the JVM's own manager names, with the heap before and
 // after (jdk.GCHeapSummary) and, for G1 and Parallel, the eden's (jdk.G1HeapSummary,
-// jdk.PSHeapSummary: the JVM timeline's allocation rate comes from it); ZGC's and Shenandoah's concurrent cycles as cycles; safepoints from
+// jdk.PSHeapSummary: the JVM timeline's allocation rate comes from it), each pause's phases
+// (jdk.GCPhasePauseLevel1); ZGC's and Shenandoah's concurrent cycles as cycles; safepoints from
 // jdk.SafepointBegin / StateSynchronization / ExecuteVMOperation. Times are ns since the
 // recording's start. Pure: no I/O.
 import type { JavaGcEvent, JavaGcResult, JavaSafepoint } from '../../protocol/javaGc';
@@ -27,7 +28,7 @@ const MANAGER: Record<string, string> = {
 };
 const CYCLES: Record<string, string> = { Z: 'ZGC Cycles', 'ZGC Major': 'ZGC Major Cycles', 'ZGC Minor': 'ZGC Minor Cycles', Shenandoah: 'Shenandoah Cycles' };
 
-const WANTED = new Set(['jdk.GarbageCollection', 'jdk.GCPhasePause', 'jdk.GCHeapSummary', 'jdk.G1HeapSummary', 'jdk.PSHeapSummary', 'jdk.SafepointBegin', 'jdk.SafepointStateSynchronization', 'jdk.SafepointEnd', 'jdk.ExecuteVMOperation', 'jdk.JVMInformation']);
+const WANTED = new Set(['jdk.GarbageCollection', 'jdk.GCPhasePause', 'jdk.GCHeapSummary', 'jdk.G1HeapSummary', 'jdk.PSHeapSummary', 'jdk.GCPhasePauseLevel1', 'jdk.SafepointBegin', 'jdk.SafepointStateSynchronization', 'jdk.SafepointEnd', 'jdk.ExecuteVMOperation', 'jdk.JVMInformation']);
 
 interface Pause {
   gcId: number;
@@ -50,6 +51,8 @@ const num = (v: unknown): number => (typeof v === 'number' ? v : 0);
 export class JfrGcBuilder implements EventVisitor {
   private readonly gcs = new Map<number, { name: string; startNs: number; durationNs: number; tid: number }>();
   private readonly pauses: Pause[] = [];
+  /** level-1 phases by gcId, in the order the recording has them */
+  private readonly phases = new Map<number, { name: string; startNs: number; durationNs: number }[]>();
   private readonly heap = new Map<number, { before?: number; after?: number; committed?: number }>();
   /** eden used before and after each collection, by gcId, and the pool's name as the MXBean has it */
   private readonly eden = new Map<number, { name: string; before?: number; after?: number; committed?: number }>();
@@ -86,6 +89,13 @@ export class JfrGcBuilder implements EventVisitor {
           h.committed = num(c.get(v, 'heapSpace', 'committedSize'));
         }
         this.heap.set(gcId, h);
+        break;
+      }
+      case 'jdk.GCPhasePauseLevel1': {
+        const list = this.phases.get(gcId) ?? [];
+        // a collection's phases are a few dozen; a hostile recording's are capped here
+        if (list.length < 256) list.push({ name: c.str(v, 'name') ?? '?', startNs, durationNs });
+        this.phases.set(gcId, list);
         break;
       }
       case 'jdk.G1HeapSummary':
@@ -132,7 +142,9 @@ export class JfrGcBuilder implements EventVisitor {
       const eden = this.eden.get(p.gcId);
       if (pools.length && eden?.before !== undefined && eden.after !== undefined) pools.push({ name: eden.name, usedBefore: eden.before, usedAfter: eden.after, committedAfter: eden.committed ?? 0 });
       pooled.add(p.gcId);
-      out.push({ pid: this.pid, tid: p.tid, cpu: 0, timestampNs: p.startNs, durationNs: p.durationNs, collector, kind, operation: p.name, escalated: false, full: kind === 'full', pools });
+      // a collection may pause more than once (G1's remark and cleanup): each pause gets the phases that ran inside it
+      const phases = (this.phases.get(p.gcId) ?? []).filter((ph) => ph.startNs >= p.startNs && ph.startNs <= p.startNs + p.durationNs).map(({ name, durationNs }) => ({ name, durationNs }));
+      out.push({ pid: this.pid, tid: p.tid, cpu: 0, timestampNs: p.startNs, durationNs: p.durationNs, collector, kind, operation: p.name, escalated: false, full: kind === 'full', pools, ...(phases.length ? { phases } : {}) });
     }
     for (const gc of this.gcs.values()) {
       const cycle = CYCLES[gc.name];
