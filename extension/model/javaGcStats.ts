@@ -184,3 +184,28 @@ export function formatSize(n: number): string {
 export function formatReclaim(n: number): string {
   return n < 0 ? `grew ${formatSize(-n)}` : formatSize(n);
 }
+
+export interface PausePhase {
+  name: string;
+  count: number;
+  totalNs: number;
+  /** of the pause time of the pauses that carry phases, % */
+  share: number;
+}
+
+/** Where pause time went, by phase, over the pauses that carry phases (a Flight Recording's); heaviest first. */
+export function pausePhases(events: readonly JavaGcEvent[]): PausePhase[] {
+  const by = new Map<string, { count: number; totalNs: number }>();
+  let pauseNs = 0;
+  for (const e of events) {
+    if (!e.phases) continue;
+    pauseNs += e.durationNs;
+    for (const p of e.phases) {
+      const t = by.get(p.name) ?? { count: 0, totalNs: 0 };
+      t.count++;
+      t.totalNs += p.durationNs;
+      by.set(p.name, t);
+    }
+  }
+  return [...by].map(([name, t]) => ({ name, ...t, share: (100 * t.totalNs) / Math.max(1, pauseNs) })).sort((a, b) => b.totalNs - a.totalNs);
+}

@@ -50,10 +50,14 @@ test('a .jfr file opens in the flame graph, the GC view and the JVM timeline (co
     await s.runCommandFromPalette('View: Close All Editors');
   });
 
-  await step(t, s, 'garbage collections open the Java GC view', async () => {
+  await step(t, s, 'garbage collections open the Java GC view, with the pauses\' phases', async () => {
     await open('rec.jfr');
     await s.pickQuickPickItem(/Garbage collections/, 30_000);
-    await s.webviewFrameWithText(/G1 Young Generation/, 30_000);
+    const frame = await s.webviewFrameWithText(/G1 Young Generation/, 30_000);
+    // the recording's pause phases, which the live tracer does not have
+    const phases = await frame.locator('#phases tr').count();
+    assert.ok(phases > 1, `a pause-phase table (rows: ${phases})`);
+    assert.match(await frame.locator('#phases').innerText(), /References/);
     await s.runCommandFromPalette('View: Close All Editors');
   });
 

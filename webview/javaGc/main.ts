@@ -32,11 +32,13 @@ const histLegend = el('div', { class: 'legend', id: 'histogram-legend' }, 'Bars:
 const timeLegend = el('div', { class: 'legend', id: 'timeline-legend' }, 'Each mark is the longest pause in its interval, colored by collector; full collections have a lane and scale of their own. Hover a mark for its figures.');
 const quantileNote = el('div', { class: 'legend', id: 'quantile-note' });
 const poolTable = el('table', { id: 'pools' });
+const phaseTitle = el('h2', {}, 'Pause phases');
+const phaseTable = el('table', { id: 'phases' });
 const collectorTable = el('table', { id: 'collectors' });
 const safepointLine = el('div', { id: 'safepoints' });
 const tooltip = el('div', { class: 'tooltip' });
 tooltip.style.display = 'none';
-app.append(toolbar, lostLine, countLine, cards, quantileNote, el('h2', {}, 'Collectors'), collectorTable, el('h2', {}, 'Durations by collector'), histCanvas, histLegend, el('h2', {}, 'Pause timeline'), timeCanvas, timeLegend, el('h2', {}, 'Safepoints'), safepointLine, el('h2', {}, 'Memory pools'), poolTable, tooltip);
+app.append(toolbar, lostLine, countLine, cards, quantileNote, el('h2', {}, 'Collectors'), collectorTable, el('h2', {}, 'Durations by collector'), histCanvas, histLegend, el('h2', {}, 'Pause timeline'), timeCanvas, timeLegend, el('h2', {}, 'Safepoints'), safepointLine, el('h2', {}, 'Memory pools'), poolTable, phaseTitle, phaseTable, tooltip);
 
 stopBtn.onclick = () => {
   // Says at once that the click landed; the status changes again when the session has ended.
@@ -175,6 +177,28 @@ function render(): void {
     return tr;
   });
   poolTable.replaceChildren(head, ...rows);
+  renderPhases();
+}
+
+/** Where pause time went by phase: only a Flight Recording's pauses carry phases (the live tracer's do not). */
+function renderPhases(): void {
+  const phases = model.phases().slice(0, 15);
+  phaseTitle.style.display = phaseTable.style.display = phases.length ? '' : 'none';
+  if (!phases.length) return;
+  const head = el('tr');
+  for (const [t, cls, title] of [
+    ['Phase', '', 'A phase of the pauses (jdk.GCPhasePauseLevel1 in the recording)'],
+    ['Count', 'num', 'Pauses that ran it'],
+    ['Total', 'num', 'Its time, summed over those pauses'],
+    ['Share', 'num', 'Of the pause time of the pauses with phases'],
+  ] as const)
+    head.append(el('th', cls ? { class: cls, title } : { title }, t));
+  const rows = phases.map((p) => {
+    const tr = el('tr');
+    tr.append(el('td', {}, p.name), el('td', { class: 'num' }, formatCount(p.count)), el('td', { class: 'num' }, formatDuration(p.totalNs, 'ns')), el('td', { class: 'num' }, `${p.share.toFixed(1)} %`));
+    return tr;
+  });
+  phaseTable.replaceChildren(head, ...rows);
 }
 
 const schedule = oncePerFrame(render);

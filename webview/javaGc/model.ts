@@ -4,7 +4,7 @@
 // Pure: no DOM, unit-tested.
 import type { JavaGcCollectorSummary, JavaGcKind, JavaGcSummary, JavaGcUpdate, JavaSafepointSummary } from '../../extension/protocol/javaGc';
 import { GcLive, type GcLiveState } from '../../extension/model/javaGcLive';
-import type { PoolReclaim } from '../../extension/model/javaGcStats';
+import { pausePhases, type PausePhase, type PoolReclaim } from '../../extension/model/javaGcStats';
 import { bucketLow } from '../../extension/model/log2hist';
 import { formatBucketBound } from '../../extension/model/units';
 import type { SessionState } from './protocol';
@@ -148,6 +148,11 @@ export class GcModel {
 
   pools(): PoolReclaim[] {
     return this.live.pools();
+  }
+
+  /** Pause time by phase, over the kept pauses that carry phases (a Flight Recording's); none otherwise. */
+  phases(): PausePhase[] {
+    return pausePhases(this.live.recent);
   }
 
   /** The result document: figures over the whole session; events are the most recent ones kept. */

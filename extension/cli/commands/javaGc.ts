@@ -9,7 +9,7 @@ import { javaGcTracer } from '../../tracers/javaGc/tracer';
 import { usageError } from '../../protocol/errors';
 import type { JavaGcResult, JavaGcUpdate } from '../../protocol/javaGc';
 import { formatDuration, renderText } from '../../model/log2hist';
-import { formatReclaim, formatSize, poolReclaim } from '../../model/javaGcStats';
+import { formatReclaim, formatSize, pausePhases, poolReclaim } from '../../model/javaGcStats';
 
 const HEADER = `${'TIME'.padEnd(12)} ${'PID'.padEnd(8)} ${'CPU'.padEnd(4)} ${'COLLECTOR'.padEnd(20)} ${'KIND'.padEnd(17)} DURATION`;
 
@@ -58,24 +58,12 @@ export function formatGcResult(r: JavaGcResult): string {
 
 /** Where pause time went, by phase, when the events carry phases (a Flight Recording's); '' otherwise. */
 function phaseTable(r: JavaGcResult): string {
-  const by = new Map<string, { ns: number; count: number }>();
-  let pauseNs = 0;
-  for (const e of r.events) {
-    if (!e.phases) continue;
-    pauseNs += e.durationNs;
-    for (const p of e.phases) {
-      const t = by.get(p.name) ?? { ns: 0, count: 0 };
-      t.ns += p.durationNs;
-      t.count++;
-      by.set(p.name, t);
-    }
-  }
-  if (!by.size) return '';
-  const rows = [...by].sort((a, b) => b[1].ns - a[1].ns).slice(0, 15);
-  const w = Math.max(28, ...rows.map(([n]) => n.length));
+  const rows = pausePhases(r.events).slice(0, 15);
+  if (!rows.length) return '';
+  const w = Math.max(28, ...rows.map((p) => p.name.length));
   return [
     `${'PAUSE PHASE'.padEnd(w)} ${'COUNT'.padStart(6)} ${'TOTAL'.padStart(10)} ${'SHARE'.padStart(6)}`,
-    ...rows.map(([n, t]) => `${n.padEnd(w)} ${String(t.count).padStart(6)} ${formatDuration(t.ns, 'ns').padStart(10)} ${`${((100 * t.ns) / Math.max(1, pauseNs)).toFixed(1)}%`.padStart(6)}`),
+    ...rows.map((p) => `${p.name.padEnd(w)} ${String(p.count).padStart(6)} ${formatDuration(p.totalNs, 'ns').padStart(10)} ${`${p.share.toFixed(1)}%`.padStart(6)}`),
   ].join('\n');
 }
 
