@@ -46,6 +46,7 @@ function requiredOutputs() {
   if (exists('native/preload')) need.push({ file: 'dist/libebpf-studio-preload.so', from: ['native/preload'] });
   if (exists('native/inject/inject.c')) need.push({ file: 'dist/ebpf-studio-inject', from: ['native/inject'] });
   if (exists('native/jvmagent/agent.c') && findJdkHome()) need.push({ file: 'dist/libebpf-studio-jvmagent.so', from: ['native/jvmagent'] });
+  if (exists('native/javalatency') && fs.existsSync(path.join(root, 'dist/ebpf-studio-javalatency.jar'))) need.push({ file: 'dist/ebpf-studio-javalatency.jar', from: ['native/javalatency'] });
   // As scripts/build.mjs decides: an object is rebuilt from its own source and the headers in bpf/.
   const bpfFiles = fs.readdirSync(path.join(root, 'bpf'));
   const headers = bpfFiles.filter((f) => f.endsWith('.h')).map((f) => `bpf/${f}`);

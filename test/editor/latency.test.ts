@@ -79,4 +79,32 @@ test('Measure latency from a CodeLens in a real VS Code (code-server)', { skip: 
     await s.screenshot('latency-slow-calls-flamegraph', await s.webviewElement(flame));
     t.diagnostic(`slow calls' flame graph legend: ${text}`);
   });
+  const jdk = '/usr/lib/jvm/java-17-openjdk-amd64';
+  const noJava = !fs.existsSync(`${jdk}/bin/javac`) || !fs.existsSync(path.join(repoRoot, 'dist/ebpf-studio-javalatency.jar')) ? 'no JDK 17, or the latency agent jar is not built' : undefined;
+  await step(t, s, 'the lens on a Java method measures it in a running JVM (JDK 17, no restart)', async () => {
+    fs.copyFileSync(path.join(repoRoot, 'test/fixtures/java/LatencyAgentTarget.java'), path.join(s.workspace, 'LatencyAgentTarget.java'));
+    const jc = spawnSync(`${jdk}/bin/javac`, ['-d', path.join(s.workspace, 'classes'), 'LatencyAgentTarget.java'], { cwd: s.workspace, encoding: 'utf8' });
+    assert.equal(jc.status, 0, jc.stderr);
+    const jvm = spawn(`${jdk}/bin/java`, ['-cp', 'classes', 'LatencyAgentTarget'], { cwd: s.workspace, stdio: ['pipe', 'ignore', 'ignore'] });
+    t.after(() => jvm.kill('SIGKILL'));
+    const line = lineOf(path.join(s.workspace, 'LatencyAgentTarget.java'), /static long work\(int i\)/);
+    const editor = await openWorkspaceFile(s, 'LatencyAgentTarget.java');
+    await waitForCodeLenses(editor, (all) => all.some((l) => l.line === line && /Measure latency/.test(l.text)), 30_000);
+    const index = (await codeLenses(editor)).findIndex((l) => l.line === line && /Measure latency/.test(l.text));
+    assert.ok(index >= 0, 'no Measure latency lens on LatencyAgentTarget.work');
+    await editor.locator('.codelens-decoration').nth(index).locator('a').first().click();
+    await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Measure latency of LatencyAgentTarget.work: JVM' }).waitFor({ timeout: 30_000 });
+    await s.page.locator('.quick-input-widget .quick-input-box input').fill(String(jvm.pid));
+    await s.pickQuickPickItem(new RegExp(`\\b${jvm.pid}\\s+LatencyAgentTarget`), 30_000);
+    await s.page.locator('.quick-input-widget .quick-input-title', { hasText: 'slow-call threshold' }).waitFor({ timeout: 10_000 });
+    await s.page.keyboard.press('Enter');
+    // 4 calls in 5 spin ~1 ms, the fifth sleeps 20 ms: p50 about a millisecond, p99 about 20
+    const live = await waitForCodeLenses(editor, (all) => all.some((l) => l.line === line && /p50 .+ · p99 .+ · .+ calls\/s/.test(l.text)), 60_000);
+    const shown = live.find((l) => l.line === line)?.text ?? '';
+    assert.match(shown, /p50 1\.\d+ ms · p99 (19|2\d)(\.\d+)? ms/, JSON.stringify(live));
+    const frame = await s.webviewFrame('Latency: LatencyAgentTarget.work');
+    await frame.locator('#stop').click();
+    await frame.locator('#status').filter({ hasText: /Stopped/ }).waitFor({ timeout: 30_000 });
+    t.diagnostic(`Java lens while running: "${shown}"`);
+  }, noJava);
 });

@@ -103,3 +103,39 @@ test('function definitions for the lenses: C, C++, Rust, Go; not declarations or
   assert.deepEqual(functionLines('pub async fn go_x(a: u8) -> u8 {\n', 'rust'), [{ line: 1, name: 'go_x' }]);
   assert.deepEqual(functionLines('func (s *S) Run(x int) error {\n', 'go'), [{ line: 1, name: 'Run' }]);
 });
+
+test('Java methods by the name the JVM gives them: package.Class.method, nested classes joined by $', () => {
+  const src = [
+    'package com.example.app;',
+    '',
+    'public class Parser {',
+    '    private int count;',
+    '    public static int parse(String s) throws Exception {',
+    '        if (s == null) {',
+    '            return 0;',
+    '        }',
+    '        return s.length();',
+    '    }',
+    '    List<String> names(int n)',
+    '    {',
+    '        return null;',
+    '    }',
+    '    Parser() {',
+    '    }',
+    '    static class Inner {',
+    '        void run() {',
+    '            synchronized (this) {',
+    '            }',
+    '        }',
+    '    }',
+    '    abstract void nobody();',
+    '}',
+  ].join('\n');
+  assert.deepEqual(functionLines(src, 'java'), [
+    { line: 5, name: 'com.example.app.Parser.parse' },
+    { line: 11, name: 'com.example.app.Parser.names' },
+    { line: 18, name: 'com.example.app.Parser$Inner.run' },
+  ]);
+  // the default package: no prefix
+  assert.deepEqual(functionLines('class A {\n  static long work(int i) {\n  }\n}\n', 'java'), [{ line: 2, name: 'A.work' }]);
+});

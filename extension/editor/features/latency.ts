@@ -1,6 +1,7 @@
 // "Measure latency": a CodeLens on each C, C++, Rust and Go function definition of the workspace
 // (and the palette command, at the cursor's function) asks for the running process, measures the
-// function there (the latency tracer, by FILE:LINE through the program's DWARF line tables) and,
+// function there (the latency tracer, by FILE:LINE through the program's DWARF line tables; a Java
+// method of a running JVM by its package.Class.method, through JFR or eBPF Studio's agent) and,
 // while the session runs, the lens reads "p50 0.8 ms · p99 41 ms · 1.2 k calls/s"; the panel shows
 // the live histogram, heat map and the slow calls with their stacks. "Profile the slow calls" (a
 // second lens, and a button on the panel) measures with the wall-clock profile of only the calls
@@ -19,7 +20,9 @@ import type { FromView, ToView } from '../../../webview/latency/protocol';
 import { functionLines } from '../../model/functionLines';
 import { isBpfAuthoringFile } from '../../authoring/bpfFiles';
 
-const LANGUAGES = ['c', 'cpp', 'rust', 'go'];
+const LANGUAGES = ['c', 'cpp', 'rust', 'go', 'java'];
+/** A Java method is measured in a JVM by name; the others by FILE:LINE in a native process. */
+const isJava = (file: string) => file.endsWith('.java');
 
 interface Measured {
   file: string;
@@ -59,7 +62,8 @@ function provideLenses(doc: vscode.TextDocument): vscode.CodeLens[] {
       arguments: args,
       tooltip: running ? `Show the latency of ${f.name}` : `Measure how long ${f.name} takes in a running process`,
     });
-    if (running) return [lens];
+    // the slow calls' profile is the native tracer's (kernel stacks of the calls): not for Java methods
+    if (running || isJava(doc.uri.fsPath)) return [lens];
     const profileLens = new vscode.CodeLens(range, { title: '$(flame) Profile the slow calls', command: 'ebpfStudio.profileSlowCalls', arguments: args, tooltip: `Where the slow calls of ${f.name} spend their time, on and off CPU: a flame graph of only the calls slower than a threshold` });
     return [lens, profileLens];
   });
@@ -131,13 +135,14 @@ function showSlowProfile(context: vscode.ExtensionContext, m: Measured, result: 
 async function measure(context: vscode.ExtensionContext, t: Target): Promise<string | undefined> {
   let pid = t.pid;
   if (pid === undefined) {
-    const picked = await pickProcess({ command: 'Measure latency', title: `Measure latency of ${t.name}: process` });
+    const picked = await pickProcess({ command: 'Measure latency', title: `Measure latency of ${t.name}: ${isJava(t.file) ? 'JVM' : 'process'}`, ...(isJava(t.file) ? { jvmOnly: true } : {}) });
     if (!picked || !('process' in picked)) return undefined;
     pid = picked.process.pid;
   }
   const thresholdMs = t.thresholdMs ?? (await askThreshold(t.profileSlow));
   if (thresholdMs === undefined || (t.profileSlow && !thresholdMs)) return undefined;
-  const options: LatencyOptions = { pid, target: `${t.file}:${t.line}`, thresholdMs, per: 'none', unit: 'us', intervalS: 1, ...(t.profileSlow ? { profileSlow: true } : {}), ...(t.byCaller ? { byCaller: true } : {}) };
+  if (t.profileSlow && isJava(t.file)) throw new Error(`Profile the slow calls is for native functions: measure ${t.name} instead`);
+  const options: LatencyOptions = { pid, target: isJava(t.file) ? t.name : `${t.file}:${t.line}`, thresholdMs, per: 'none', unit: 'us', intervalS: 1, ...(t.profileSlow ? { profileSlow: true } : {}), ...(t.byCaller ? { byCaller: true } : {}) };
   const m: Measured = { file: t.file, line: t.line, name: t.name, pid, thresholdMs, profileSlow: t.profileSlow, byCaller: t.byCaller };
   const key = keyOf(t.file, t.line);
   await measured.get(key)?.session?.stop();
@@ -188,7 +193,7 @@ export function activate(context: vscode.ExtensionContext): void {
       try {
         const t = given ?? atCursor();
         if (!t) {
-          void vscode.window.showInformationMessage('Put the cursor in a C, C++, Rust or Go function, or use the "Measure latency" lens above its definition.');
+          void vscode.window.showInformationMessage('Put the cursor in a C, C++, Rust or Go function or a Java method, or use the "Measure latency" lens above its definition.');
           return undefined;
         }
         return await measure(context, t);
