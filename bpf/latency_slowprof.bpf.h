@@ -14,6 +14,7 @@
 
 #include "offcpu.h"
 #include "cfi_walk.bpf.h"
+#include "offcpu_state.bpf.h"
 
 /* Profiling on (the programs below are loaded and the maps sized only then). */
 const volatile bool profile_slow = false;
@@ -26,10 +27,6 @@ const volatile bool prof_cfi = false;
 
 /* Distinct (stacks, state) kept per call; more are counted lost. */
 #define PROF_SLOTS 32
-#define TASK_RUNNING 0
-#define TASK_UNINTERRUPTIBLE 0x2
-#define NR_futex 202
-#define NR_futex_waitv 449
 
 struct prof_entry {
 	__s32 user_stack_id;
@@ -167,37 +164,6 @@ static __always_inline void prof_end(__u32 tid, __u32 tgid, bool slow)
 	stat_add(LAT_PROF_KEPT, 1);
 }
 
-/* task's (the current thread's) user stack: by its tables when it has them, else by frame pointers. */
-static __always_inline __s32 prof_user_stackid(void *ctx, struct task_struct *task)
-{
-	struct pt_regs *regs;
-	long id;
-
-	if (prof_cfi) {
-		regs = (struct pt_regs *)bpf_task_pt_regs(task);
-		id = cfi_user_stackid(task->tgid, regs->ip, regs->sp, regs->bp, OFFCPU_MAX_DEPTH);
-		if (id != -ENOENT)
-			return id;
-	}
-	return bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-}
-
-/* Why prev (the current task, being switched out) leaves the CPU: offcpu.bpf.c's classes. */
-static __always_inline __u32 prof_state(struct task_struct *prev)
-{
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	long state = bpf_core_field_exists(prev->__state) ? prev->__state : task_state(prev);
-	long nr = regs->orig_ax;
-
-	if (state == TASK_RUNNING)
-		return OFFCPU_STATE_PREEMPTED;
-	if (state & TASK_UNINTERRUPTIBLE)
-		return OFFCPU_STATE_IO;
-	if (nr == NR_futex || nr == NR_futex_waitv)
-		return OFFCPU_STATE_LOCK;
-	return OFFCPU_STATE_SLEEP;
-}
-
 SEC("tp_btf/sched_switch")
 int BPF_PROG(lat_prof_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -210,8 +176,8 @@ int BPF_PROG(lat_prof_switch, bool preempt, struct task_struct *prev, struct tas
 		if (t && t->call_start) {
 			/* the kernel walk starts here: skip this program's frame */
 			t->out_kern_stack_id = bpf_get_stackid(ctx, &stacks, 1 & BPF_F_SKIP_FIELD_MASK);
-			t->out_user_stack_id = prof_user_stackid(ctx, prev);
-			t->out_state = prof_state(prev);
+			t->out_user_stack_id = cfi_or_fp_user_stackid(ctx, &stacks, prev, prof_cfi);
+			t->out_state = offcpu_state(prev, ((struct pt_regs *)bpf_task_pt_regs(prev))->orig_ax);
 			t->out_ts = bpf_ktime_get_ns();
 		}
 	}
@@ -241,7 +207,7 @@ int lat_prof_sample(struct bpf_perf_event_data *ctx)
 	t = bpf_map_lookup_elem(&prof_threads, &tid);
 	if (!t || !t->call_start)
 		return 0;
-	prof_add(t, prof_user_stackid(ctx, bpf_get_current_task_btf()), bpf_get_stackid(ctx, &stacks, 0), OFFCPU_STATE_ONCPU, prof_sample_ns);
+	prof_add(t, cfi_or_fp_user_stackid(ctx, &stacks, bpf_get_current_task_btf(), prof_cfi), bpf_get_stackid(ctx, &stacks, 0), OFFCPU_STATE_ONCPU, prof_sample_ns);
 	return 0;
 }
 

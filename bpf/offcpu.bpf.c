@@ -18,15 +18,11 @@
 #include "fpchain.bpf.h"
 #include "cfi_walk.bpf.h"
 #include "offcpu.h"
+#include "offcpu_state.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 #define ENOSYS 38
-#define TASK_RUNNING 0
-#define TASK_UNINTERRUPTIBLE 0x2
-/* x86_64 system call numbers of the futex waits */
-#define NR_futex 202
-#define NR_futex_waitv 449
 
 /* 0 = every process; otherwise only threads of this tgid. */
 const volatile __u32 target_tgid = 0;
@@ -213,20 +209,6 @@ static __always_inline long block_signature(struct task_struct *task, __u64 *sig
 	return nr;
 }
 
-/* Why the current thread (prev, being switched out) leaves the CPU. */
-static __always_inline __u32 classify(struct task_struct *prev, long nr)
-{
-	long state = bpf_core_field_exists(prev->__state) ? prev->__state : task_state(prev);
-
-	if (state == TASK_RUNNING)
-		return OFFCPU_STATE_PREEMPTED;
-	if (state & TASK_UNINTERRUPTIBLE)
-		return OFFCPU_STATE_IO;
-	if (nr == NR_futex || nr == NR_futex_waitv)
-		return OFFCPU_STATE_LOCK;
-	return OFFCPU_STATE_SLEEP;
-}
-
 static __always_inline void add_totals(struct offcpu_key *k, __u64 ns, __u64 count)
 {
 	struct offcpu_val one = { .total_ns = ns, .count = count }, *v;
@@ -380,21 +362,6 @@ int BPF_PROG(sys_exit_btf)
 	return 0;
 }
 
-/* The current task's user stack: by its unwind tables when it has them, else by frame pointers. */
-static __always_inline __s32 user_stackid(void *ctx, struct task_struct *task)
-{
-	struct pt_regs *regs;
-	long id;
-
-	if (cfi_unwind) {
-		regs = (struct pt_regs *)bpf_task_pt_regs(task);
-		id = cfi_user_stackid(task->tgid, regs->ip, regs->sp, regs->bp, OFFCPU_MAX_DEPTH);
-		if (id != -ENOENT)
-			return id;
-	}
-	return bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-}
-
 static __always_inline bool same_signature(const __u64 *a, const __u64 *b)
 {
 	for (int i = 0; i < OFFCPU_SIG_WORDS; i++)
@@ -423,7 +390,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 		return;
 	}
 	nr = block_signature(prev, sig, &done, &deep);
-	state = classify(prev, nr);
+	state = offcpu_state(prev, nr);
 	sig[5] |= state;
 	/* Preempted inside a system call or in user code: the stacks are wherever the preemption came,
 	 * so they are walked. Preempted once the call returned (a woken thread preempts its waker on
@@ -456,7 +423,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 		/* the kernel walk starts at this program (the call site's address): skip that frame, or
 		 * each call site of the compiled program would make another stack of the same path */
 		kid = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 1 & BPF_F_SKIP_FIELD_MASK) : -1;
-		uid = user_stacks ? user_stackid(ctx, prev) : -1;
+		uid = user_stacks ? cfi_or_fp_user_stackid(ctx, &stacks, prev, cfi_unwind) : -1;
 		stat_add(OFFCPU_STAT_WALKS);
 		if (pl) {
 			__u32 next_check = recheck_every;
@@ -600,7 +567,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	k.state = OFFCPU_STATE_ONCPU;
 	bpf_get_current_comm(k.comm, sizeof(k.comm));
 	k.kern_stack_id = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
-	k.user_stack_id = user_stacks ? user_stackid(ctx, bpf_get_current_task_btf()) : -1;
+	k.user_stack_id = user_stacks ? cfi_or_fp_user_stackid(ctx, &stacks, bpf_get_current_task_btf(), cfi_unwind) : -1;
 	stat_add(OFFCPU_STAT_SAMPLES);
 	if (stack_lost(k.user_stack_id) || stack_lost(k.kern_stack_id))
 		stat_add(OFFCPU_STAT_LOST);
