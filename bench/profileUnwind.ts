@@ -66,7 +66,8 @@ export async function benchProfileUnwind(ctx: BenchContext): Promise<Row[]> {
     // (at 99 Hz for 2 s, sampling noise alone moves it by more than the 5-point target).
     const secs = ctx.quick ? 3 : 5;
     const hz = 499;
-    const ours = spawnSync(process.execPath, [cli, 'profile', '--pid', String(child.pid), '--frequency', String(hz), '--duration', String(secs), '--json'], { encoding: 'utf8', maxBuffer: 256 << 20 });
+    // --unwind dwarf: this row is the user-space CFI unwind (the default is now the kernel's walk, bench group cfi)
+    const ours = spawnSync(process.execPath, [cli, 'profile', '--pid', String(child.pid), '--unwind', 'dwarf', '--frequency', String(hz), '--duration', String(secs), '--json'], { encoding: 'utf8', maxBuffer: 256 << 20 });
     if (ours.status !== 0) throw new Error(`profile failed: ${ours.stderr}`);
     const res = JSON.parse(ours.stdout) as ProfileResult;
     const folded = res.stacks.map((s) => ({ frames: s.frames.filter((f) => f.kind !== 'kernel').map((f) => f.function ?? '?').reverse(), count: s.count }));
