@@ -31,6 +31,32 @@ function fixture(): string {
   return out;
 }
 
+/**
+ * Runs the fixture with `args` and `latency --pid` on it with `flags` (plus --json) from before its
+ * calls start to after its "result" line: the program's own figures and our result document.
+ */
+async function measure(args: string[], flags: string[]): Promise<{ own: Record<string, number>; r: LatencyResult }> {
+  const child = spawn(fixture(), args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  try {
+    assert.ok(await waitFor(() => out.includes('ready'), 10_000), out);
+    const cli = startCli(['latency', '--pid', String(child.pid), ...flags, '--json', '--verbose']);
+    assert.ok(await waitFor(() => /latency: attached/.test(cli.stderr()) || cli.child.exitCode !== null, 30_000), cli.stderr());
+    child.stdin.write('g');
+    assert.ok(await waitFor(() => /^result .*$/m.test(out), 90_000), `no result: ${out}`);
+    const own = Object.fromEntries(/^result (.*)$/m.exec(out)![1].split(' ').map((kv) => kv.split('=')).map(([k, v]) => [k, Number(v)]));
+    cli.child.kill('SIGINT');
+    const done = await cli.done;
+    assert.equal(done.code, 0, done.stderr);
+    return { own, r: JSON.parse(done.stdout) as LatencyResult };
+  } finally {
+    child.stdin.end();
+    child.kill();
+  }
+}
+
 /** The µs of the stacks that hold `fn` (leaf first: a frame nearer the leaf is a callee). */
 function under(stacks: ProfileStack[], fn: string, caller?: string): number {
   let us = 0;
@@ -44,93 +70,56 @@ function under(stacks: ProfileStack[], fn: string, caller?: string): number {
 }
 
 test('latency --profile-slow: the slow calls counted as the program counts them, their time under the sleep helper, the fast spin left out', { skip }, async () => {
-  const bin = fixture();
-  const child = spawn(bin, ['300'], { stdio: ['pipe', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (out += d));
-  try {
-    assert.ok(await waitFor(() => out.includes('ready'), 10_000), out);
-    const cli = startCli(['latency', '--pid', String(child.pid), 'sp_work', '--threshold-ms', '10', '--profile-slow', '--frequency', '999', '--json', '--verbose']);
-    assert.ok(await waitFor(() => /latency: attached/.test(cli.stderr()) || cli.child.exitCode !== null, 30_000), cli.stderr());
-    child.stdin.write('g');
-    assert.ok(await waitFor(() => /^result .*$/m.test(out), 90_000), `no result: ${out}`);
-    const own = Object.fromEntries(/^result (.*)$/m.exec(out)![1].split(' ').map((kv) => kv.split('=')).map(([k, v]) => [k, Number(v)]));
-    cli.child.kill('SIGINT');
-    const done = await cli.done;
-    assert.equal(done.code, 0, done.stderr);
-    const r = JSON.parse(done.stdout) as LatencyResult;
-    const s = r.stats;
-    const p = r.profile;
-    assert.ok(p, 'no profile in the result');
-    const total = p.stacks.reduce((n, st) => n + (st.value ?? 0), 0);
-    const sleepUs = under(p.stacks, 'sp_sleep', 'sp_work');
-    // whole stacks: the function's callers above it too (its returns caught at its ret instructions)
-    const wholeUs = under(p.stacks, 'sp_sleep', 'main');
-    const spinUs = under(p.stacks, 'sp_spin');
-    const sleepState = p.stacks.filter((st) => st.frames.some((f) => f.function === 'sp_sleep') && st.state === 'sleep').reduce((n, st) => n + (st.value ?? 0), 0);
-    // the share of the slow calls' time the program spent in the sleeping calls (1 on a quiet machine)
-    const sleepPart = own.slow_ns ? own.slow_sleep_ns / own.slow_ns : 0;
-    console.log(
-      `program: ${own.count} calls, ${own.slow} >= 10 ms (${own.edge} within 100 µs of it) totalling ${(own.slow_ns / 1e6).toFixed(1)} ms (asleep ${(own.slow_sleep_ns / 1e6).toFixed(1)}, fast calls preempted past 10 ms ${(own.slow_spin_ns / 1e6).toFixed(1)}) | ` +
-        `ours: ${s.count} calls, ${s.slowCalls} slow, profiled ${s.profiledSlow} kept / ${s.profiledFast} dropped, ${s.profileLost} lost; profile ${(total / 1000).toFixed(1)} ms: ` +
-        `under sp_work>sp_sleep ${((100 * sleepUs) / total).toFixed(1)} % (sleeping ${((100 * sleepState) / total).toFixed(1)} %), under sp_spin ${(spinUs / 1000).toFixed(1)} ms; states ${JSON.stringify(p.states)}`,
-    );
-    assert.equal(s.count, own.count);
-    assert.ok(Math.abs((s.slowCalls ?? -1) - own.slow) <= own.edge, `slow calls: ours ${s.slowCalls}, program ${own.slow} (${own.edge} at the line)`);
-    assert.equal(s.profiledSlow, s.slowCalls, 'every slow call is profiled');
-    assert.equal((s.profiledSlow ?? 0) + (s.profiledFast ?? 0), s.count);
-    assert.equal(s.profileLost, 0);
-    assert.equal(p.event, 'wall');
-    // the profile holds the slow calls' time: their wall time, within 10 % (and the 1/999 s a sample weighs)
-    assert.ok(Math.abs(total - own.slow_ns / 1000) <= 0.1 * (own.slow_ns / 1000) + 5000, `profile ${total} µs, slow calls ${own.slow_ns / 1000} µs`);
-    assert.ok(own.slow_sleep_ns > 0);
-    // ≥ 90 % of what the sleeping calls took is the sleep helper's, under the function, asleep
-    assert.ok(sleepUs >= 0.9 * sleepPart * total, `under sp_sleep ${sleepUs} of ${total} µs, expected >= ${(0.9 * sleepPart * total).toFixed(0)}`);
-    assert.ok(sleepState >= 0.9 * sleepUs, `asleep ${sleepState} of ${sleepUs} µs under sp_sleep`);
-    assert.ok(wholeUs >= 0.9 * sleepUs, `main above sp_sleep in ${wholeUs} of ${sleepUs} µs`);
-    assert.equal(p.unwind?.mode, 'cfi');
-    // the fast calls spun ~135 ms on CPU: none of it is here beyond the fast calls that took 10 ms anyway
-    assert.ok(spinUs <= 1.1 * (own.slow_spin_ns / 1000) + 3000, `under sp_spin ${spinUs} µs; the program's slow spins ${own.slow_spin_ns / 1000} µs`);
-  } finally {
-    child.stdin.end();
-    child.kill();
-  }
+  const { own, r } = await measure(['300'], ['sp_work', '--threshold-ms', '10', '--profile-slow', '--frequency', '999']);
+  const s = r.stats;
+  const p = r.profile;
+  assert.ok(p, 'no profile in the result');
+  const total = p.stacks.reduce((n, st) => n + (st.value ?? 0), 0);
+  const sleepUs = under(p.stacks, 'sp_sleep', 'sp_work');
+  // whole stacks: the function's callers above it too (its returns caught at its ret instructions)
+  const wholeUs = under(p.stacks, 'sp_sleep', 'main');
+  const spinUs = under(p.stacks, 'sp_spin');
+  const sleepState = p.stacks.filter((st) => st.frames.some((f) => f.function === 'sp_sleep') && st.state === 'sleep').reduce((n, st) => n + (st.value ?? 0), 0);
+  // the share of the slow calls' time the program spent in the sleeping calls (1 on a quiet machine)
+  const sleepPart = own.slow_ns ? own.slow_sleep_ns / own.slow_ns : 0;
+  console.log(
+    `program: ${own.count} calls, ${own.slow} >= 10 ms (${own.edge} within 100 µs of it) totalling ${(own.slow_ns / 1e6).toFixed(1)} ms (asleep ${(own.slow_sleep_ns / 1e6).toFixed(1)}, fast calls preempted past 10 ms ${(own.slow_spin_ns / 1e6).toFixed(1)}) | ` +
+      `ours: ${s.count} calls, ${s.slowCalls} slow, profiled ${s.profiledSlow} kept / ${s.profiledFast} dropped, ${s.profileLost} lost; profile ${(total / 1000).toFixed(1)} ms: ` +
+      `under sp_work>sp_sleep ${((100 * sleepUs) / total).toFixed(1)} % (sleeping ${((100 * sleepState) / total).toFixed(1)} %), under sp_spin ${(spinUs / 1000).toFixed(1)} ms; states ${JSON.stringify(p.states)}`,
+  );
+  assert.equal(s.count, own.count);
+  assert.ok(Math.abs((s.slowCalls ?? -1) - own.slow) <= own.edge, `slow calls: ours ${s.slowCalls}, program ${own.slow} (${own.edge} at the line)`);
+  assert.equal(s.profiledSlow, s.slowCalls, 'every slow call is profiled');
+  assert.equal((s.profiledSlow ?? 0) + (s.profiledFast ?? 0), s.count);
+  assert.equal(s.profileLost, 0);
+  assert.equal(p.event, 'wall');
+  // the profile holds the slow calls' time: their wall time, within 10 % (and the 1/999 s a sample weighs)
+  assert.ok(Math.abs(total - own.slow_ns / 1000) <= 0.1 * (own.slow_ns / 1000) + 5000, `profile ${total} µs, slow calls ${own.slow_ns / 1000} µs`);
+  assert.ok(own.slow_sleep_ns > 0);
+  // ≥ 90 % of what the sleeping calls took is the sleep helper's, under the function, asleep
+  assert.ok(sleepUs >= 0.9 * sleepPart * total, `under sp_sleep ${sleepUs} of ${total} µs, expected >= ${(0.9 * sleepPart * total).toFixed(0)}`);
+  assert.ok(sleepState >= 0.9 * sleepUs, `asleep ${sleepState} of ${sleepUs} µs under sp_sleep`);
+  assert.ok(wholeUs >= 0.9 * sleepUs, `main above sp_sleep in ${wholeUs} of ${sleepUs} µs`);
+  assert.equal(p.unwind?.mode, 'cfi');
+  // the fast calls spun ~135 ms on CPU: none of it is here beyond the fast calls that took 10 ms anyway
+  assert.ok(spinUs <= 1.1 * (own.slow_spin_ns / 1000) + 3000, `under sp_spin ${spinUs} µs; the program's slow spins ${own.slow_spin_ns / 1000} µs`);
 });
 
 test('latency --by-caller: calls from two functions counted apart as the program counts them, each named with its own durations', { skip }, async () => {
-  const bin = fixture();
-  const child = spawn(bin, ['120', 'callers'], { stdio: ['pipe', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (d) => (out += d));
-  try {
-    assert.ok(await waitFor(() => out.includes('ready'), 10_000), out);
-    const cli = startCli(['latency', '--pid', String(child.pid), 'sp_work', '--by-caller', '--json', '--verbose']);
-    assert.ok(await waitFor(() => /latency: attached/.test(cli.stderr()) || cli.child.exitCode !== null, 30_000), cli.stderr());
-    child.stdin.write('g');
-    assert.ok(await waitFor(() => /^result .*$/m.test(out), 90_000), `no result: ${out}`);
-    const own = Object.fromEntries(/^result (.*)$/m.exec(out)![1].split(' ').map((kv) => kv.split('=')).map(([k, v]) => [k, Number(v)]));
-    cli.child.kill('SIGINT');
-    const done = await cli.done;
-    assert.equal(done.code, 0, done.stderr);
-    const r = JSON.parse(done.stdout) as LatencyResult;
-    const rows = r.callers ?? [];
-    const a = rows.find((c) => c.caller === 'sp_from_a');
-    const b = rows.find((c) => c.caller === 'sp_from_b');
-    console.log(`program: from_a ${own.from_a}, from_b ${own.from_b} (${own.b_slow} slow) | ours: ${rows.map((c) => `${c.caller} ${c.count} calls mean ${(c.totalNs / c.count / 1e6).toFixed(2)} ms max ${(c.maxNs / 1e6).toFixed(1)} ms (${c.file}:${c.line})`).join(', ')}`);
-    assert.ok(a && b, JSON.stringify(rows));
-    assert.equal(a.count, own.from_a);
-    assert.equal(b.count, own.from_b);
-    assert.equal(rows.reduce((n, c) => n + c.count, 0), r.stats.count);
-    assert.match(a.file ?? '', /slowprof\/main\.c$/);
-    // from_b's calls: every other one sleeps 20 ms; from_a's never do
-    assert.ok(b.maxNs >= 20e6 && b.totalNs >= own.b_slow * 20e6, `from_b max ${b.maxNs}, total ${b.totalNs}`);
-    assert.ok(a.totalNs / a.count < 0.5 * (b.totalNs / b.count), `means: a ${a.totalNs / a.count}, b ${b.totalNs / b.count}`);
-    assert.equal(b.buckets.reduce((n, k) => n + k.count, 0), b.count);
-  } finally {
-    child.stdin.end();
-    child.kill();
-  }
+  const { own, r } = await measure(['120', 'callers'], ['sp_work', '--by-caller']);
+  const rows = r.callers ?? [];
+  const a = rows.find((c) => c.caller === 'sp_from_a');
+  const b = rows.find((c) => c.caller === 'sp_from_b');
+  console.log(`program: from_a ${own.from_a}, from_b ${own.from_b} (${own.b_slow} slow) | ours: ${rows.map((c) => `${c.caller} ${c.count} calls mean ${(c.totalNs / c.count / 1e6).toFixed(2)} ms max ${(c.maxNs / 1e6).toFixed(1)} ms (${c.file}:${c.line})`).join(', ')}`);
+  assert.ok(a && b, JSON.stringify(rows));
+  assert.equal(a.count, own.from_a);
+  assert.equal(b.count, own.from_b);
+  assert.equal(rows.reduce((n, c) => n + c.count, 0), r.stats.count);
+  assert.match(a.file ?? '', /slowprof\/main\.c$/);
+  // from_b's calls: every other one sleeps 20 ms; from_a's never do
+  assert.ok(b.maxNs >= 20e6 && b.totalNs >= own.b_slow * 20e6, `from_b max ${b.maxNs}, total ${b.totalNs}`);
+  assert.ok(a.totalNs / a.count < 0.5 * (b.totalNs / b.count), `means: a ${a.totalNs / a.count}, b ${b.totalNs / b.count}`);
+  assert.equal(b.buckets.reduce((n, k) => n + k.count, 0), b.count);
 });
 
 test('latency --profile-slow: refused without a threshold, and --folded without --profile-slow, each with a clear error', { skip }, async () => {
