@@ -191,13 +191,8 @@ export class CfiTables {
    * of the session starting that much later.
    */
   planLater(pid: number): void {
-    let maps: Mapping[];
-    try {
-      maps = readMaps(pid);
-    } catch (e) {
-      this.log(`cfi: cannot read /proc/${pid}/maps: ${(e as Error).message}`);
-      return;
-    }
+    const maps = this.mapsOf(pid);
+    if (!maps) return;
     const files = new Map<string, Mapping>();
     for (const m of maps) if (m.perms[2] === 'x' && m.path.startsWith('/') && m.inode) files.set(`${m.dev}:${m.inode}`, m);
     const later = { pid, files: [...files.values()], rows: 0, pages: 0 };
@@ -258,14 +253,19 @@ export class CfiTables {
     }
   }
 
-  private planProcess(pid: number): void {
-    let maps: Mapping[];
+  /** pid's mappings, or undefined (said in the log) when they cannot be read. */
+  private mapsOf(pid: number): Mapping[] | undefined {
     try {
-      maps = readMaps(pid);
+      return readMaps(pid);
     } catch (e) {
       this.log(`cfi: cannot read /proc/${pid}/maps: ${(e as Error).message}`);
-      return;
+      return undefined;
     }
+  }
+
+  private planProcess(pid: number): void {
+    const maps = this.mapsOf(pid);
+    if (!maps) return;
     const out: PlannedMapping[] = [];
     for (const m of maps) {
       if (m.perms[2] !== 'x' || m.path === '[vsyscall]') continue;
