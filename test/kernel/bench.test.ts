@@ -79,4 +79,6 @@ test('bench --quick --json: every row of the benchmark issue, with its peer from
     if (want.peer && (!want.peerTool || has(want.peerTool))) assert.ok(row.peer?.name.includes(want.peer), `${row.name}: peer ${JSON.stringify(row.peer)}, expected ${want.peer}`);
   }
   t.diagnostic(`${rows.length} rows in ${seconds.toFixed(0)} s; table in test-artifacts/bench-quick.md`);
+  // each group's wall time, so CI's log shows where the quick run's minutes go
+  for (const line of r.stderr.split('\n')) if (/^bench: \S+ took /.test(line)) t.diagnostic(line);
 });
