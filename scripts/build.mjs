@@ -187,6 +187,8 @@ async function bundle() {
     { entryPoints: { profileWorker: 'extension/sys/profileWorker.ts' } },
     // JFR recordings are read in a worker thread too (extension/sys/jfrReader.ts), by the extension
     { entryPoints: { jfrWorker: 'extension/sys/jfrWorker.ts' } },
+    // stops a JFR recording of ours whose session was killed (extension/sys/jvm/recordingGuard.ts)
+    { entryPoints: { jfrGuard: 'extension/sys/jvm/jfrGuard.ts' } },
   ];
   if (fs.existsSync(path.join(root, 'extension/lsp/server.ts'))) entries.push({ entryPoints: { server: 'extension/lsp/server.ts' } });
   const jobs = entries.map((e) => esbuild.build({ ...node, ...e, outdir: dist, absWorkingDir: root }));

@@ -66,6 +66,8 @@ export function installFiles(distDir: string): InstallFile[] {
     ...optional('ebpf-studio-javalatency.jar', 0o644),
     ...optional('libebpf-studio-preload.so', 0o755),
     ...optional('ebpf-studio-inject', 0o755),
+    // ends a JFR recording the helper started if the helper is killed mid-session
+    ...optional('jfrGuard.js', 0o644),
   ];
   for (const o of fs.readdirSync(path.join(distDir, 'bpf')).filter((n) => n.endsWith('.bpf.o')).sort()) files.push(f(`bpf/${o}`, 0o644));
   return files;

@@ -126,6 +126,22 @@ describe('Java method latency and timing through JDK 25 JFR', { skip, timeout: 6
     fx.child.stdin!.end();
   });
 
+  test('a CLI killed with SIGKILL mid-session leaves no recording running in the JVM (latency and jfr --record)', async () => {
+    const fx = startFixture(JDK25, classes, 1, children);
+    assert.ok(await waitFor(() => fx.out().includes('ready'), 30_000));
+    const pid = fx.child.pid!;
+    for (const args of [['latency', '--pid', String(pid), 'MethodLatency.work', '--duration', '120'], ['jfr', '--record', String(pid), '--out', path.join(work, 'killed.jfr'), '--duration', '120', '--method-trace', 'MethodLatency::work']]) {
+      const cli = startCli(args);
+      await recordingStarted(pid);
+      cli.child.kill('SIGKILL');
+      await cli.done;
+      // the guard, not the dead CLI, stops it: the JVM no longer traces the method for nobody
+      assert.ok(await waitFor(() => /No available recordings/.test(jcmd(pid, 'JFR.check')), 20_000, 300), `${args[0]}: a recording still runs after the CLI was killed: ${jcmd(pid, 'JFR.check')}`);
+    }
+    assert.ok(!fs.existsSync(path.join(work, 'killed.jfr')), 'a killed recording wrote no file of ours');
+    fx.child.stdin!.end();
+  });
+
   test('jfr --record --method-timing/--method-trace: counts equal jfr summary, timing equals jfr print', async () => {
     const fx = startFixture(JDK25, classes, 200, children);
     assert.ok(await waitFor(() => fx.out().includes('ready'), 30_000));

@@ -9,6 +9,7 @@ import { StudioError } from '../../protocol/errors';
 import { openAs, processOwner, unlinkAs } from '../asUser';
 import { processInfo } from '../proc/processes';
 import { assertOwnProcess } from '../ownership';
+import { guardRecording } from './recordingGuard';
 
 export const JFR_SETTINGS = ['default', 'profile'] as const;
 export type JfrSettings = (typeof JFR_SETTINGS)[number];
@@ -135,8 +136,14 @@ export async function recordJfr(pid: number, o: RecordOptions): Promise<string> 
   assertOwnProcess(pid, 'recording JFR');
   if (methods.length) requireMethodTracing(pid);
   await startRecording(pid, name, [`settings=${o.settings}`, ...methods].join(' '), o);
-  await sleep(o.durationS * 1000, o.signal);
-  return (await stopRecording(pid, name, o.dest, o))!;
+  // killed while it waits, we would leave the JVM recording for nobody: the guard stops it then
+  const guard = guardRecording(pid, name, (s) => process.stderr.write(`${s}\n`));
+  try {
+    await sleep(o.durationS * 1000, o.signal);
+    return (await stopRecording(pid, name, o.dest, o))!;
+  } finally {
+    guard.release();
+  }
 }
 
 /** JFR.dump of every recording the JVM runs (a JVM that records continuously): returns `dest`. */

@@ -18,6 +18,7 @@ import { readJfrFile } from '../../sys/jfrFile';
 import { checkPid, identify, processInfo, type ProcessIdentity } from '../../sys/proc/processes';
 import { assertOwnProcess, requester } from '../../sys/ownership';
 import { dumpRecording, methodFilter, requireMethodTracing, startRecording, stopRecording } from '../../sys/jvm/jfrRecord';
+import { guardRecording } from '../../sys/jvm/recordingGuard';
 import { watchTarget } from '../targetWatch';
 import type { Session, SessionEvents, TracerEnv } from '../tracer';
 import { FINE_SLOTS, fineSlot, percentile } from './decode';
@@ -231,12 +232,15 @@ export async function startJfrLatency(o: LatencyOptions, env: TracerEnv, events:
   if (o.profileSlow || o.byCaller) throw unsuitableError(`${o.profileSlow ? 'profiling the slow calls' : 'figures per caller'} is not available for Java methods measured by JFR: the slowest calls' stacks are in the result`);
   const name = `ebpf-studio-latency-${process.pid}-${Date.now()}`;
   await startRecording(o.pid, name, `settings=none +jdk.MethodTrace#enabled=true +jdk.MethodTrace#filter=${filter} +jdk.MethodTrace#threshold=0ms +jdk.MethodTrace#stackTrace=true`, ATTACH);
+  // a killed CLI or editor must not leave the JVM tracing the method for nobody
+  const guard = guardRecording(o.pid, name, env.log);
   env.log(`latency: JFR recording ${name} traces ${filter} in pid ${o.pid} (JDK ${version})`);
   let s: JfrLatencySession;
   try {
     s = new JfrLatencySession(o, name, filter, version, env, events, target);
   } catch (e) {
     await stopRecording(o.pid, name, undefined, ATTACH).catch(() => undefined);
+    guard.release();
     throw e;
   }
   return {
@@ -244,7 +248,11 @@ export async function startJfrLatency(o: LatencyOptions, env: TracerEnv, events:
     warnings: [],
     snapshot: () => s.result(),
     async stop() {
-      await s.finish(true);
+      try {
+        await s.finish(true);
+      } finally {
+        guard.release();
+      }
       return s.result();
     },
   };
