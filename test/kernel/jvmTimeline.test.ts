@@ -19,8 +19,15 @@ import * as proto from '../../extension/protocol/protocol';
 import type { JvmUpdate } from '../../extension/model/jvmTimeline';
 import { jdk, noJdkReason } from './gcWorkload';
 import { formatRate } from '../../extension/model/allocRate';
+import { kernelWalksTables } from '../../extension/tracers/cfiTables';
 
 const skip = kernelSkipReason() ?? noJdkReason;
+
+/** libjvm's frames down to HotSpot's thread entry, then libc's start_thread. */
+function reachesThreadStart(frames: readonly { function?: string; module?: string }[]): boolean {
+  const entry = frames.findIndex((f) => /^thread_native_entry/.test(f.function ?? '') && /libjvm\.so$/.test(f.module ?? ''));
+  return entry > 0 && /libjvm\.so$/.test(frames[entry - 1].module ?? '') && frames.slice(entry + 1).some((f) => f.function === 'start_thread');
+}
 const ROUNDS = 3;
 
 describe('jvm timeline on a real JVM', { skip }, () => {
@@ -78,6 +85,9 @@ describe('jvm timeline on a real JVM', { skip }, () => {
     assert.ok(res.cpu.length > 5 && res.runq.length > 5);
 
     let gcShare = 0;
+    // GC and VM threads run libjvm and libc, built without frame pointers: the kernel's table walk
+    // takes their stacks through libjvm up to the thread's start.
+    const vmStacks = { samples: 0, whole: 0 };
     for (const e of forced) {
       // The range a user would drag around the GC: from its start to its end.
       const range = tl.range(e.timestampNs, e.timestampNs + e.durationNs);
@@ -88,7 +98,15 @@ describe('jvm timeline on a real JVM', { skip }, () => {
       gcShare += gcSamples / range.cpuTotal;
       // The flame graph of that range is made of the GC threads' stacks.
       assert.ok(range.stacks.some((s) => /GC Thread|VM Thread/.test(s.comm)));
+      for (const s of range.stacks.filter((x) => /GC Thread|VM Thread/.test(x.comm))) {
+        vmStacks.samples += s.count;
+        if (reachesThreadStart(s.frames)) vmStacks.whole += s.count;
+      }
     }
+    const vmExample = res.stacks.find((s) => /GC Thread|VM Thread/.test(s.comm) && reachesThreadStart(s.frames));
+    t.diagnostic(`GC/VM thread samples in the forced GCs: ${vmStacks.whole} of ${vmStacks.samples} reach the thread's start through libjvm; e.g. ${vmExample?.frames.map((f) => f.function ?? '?').join(' < ')}`);
+    if (kernelWalksTables()) assert.ok(/cfi: tables of pid \d+ loaded[^]*cfi: tables of pid \d+ loaded/.test(r.stderr), `the CPU and off-CPU parts walk unwind tables in the kernel: ${r.stderr}`);
+    assert.ok(vmStacks.whole >= 0.9 * vmStacks.samples, `${vmStacks.whole} of ${vmStacks.samples} GC/VM thread samples reach thread_native_entry and start_thread through libjvm`);
     gcShare /= forced.length;
     // Off CPU: the thread that called System.gc() waits out each forced collection (a futex wait
     // for the VM thread), counted in the slice in which it woke, which overlaps the GC.

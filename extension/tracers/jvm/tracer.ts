@@ -14,6 +14,7 @@ import { javaGcTracer, libjvmOf } from '../javaGc/tracer';
 import { runqlatTracer } from '../runqlat/tracer';
 import { profileTracer } from '../profile/tracer';
 import { offcpuTracer } from '../offcpu/tracer';
+import { kernelWalksTables } from '../cfiTables';
 import { writePerfMap } from '../../sys/jvm/attach';
 import { foreignOwner } from '../../sys/ownership';
 import { identify, sameProcess } from '../../sys/proc/processes';
@@ -145,8 +146,11 @@ class JvmSession implements Session<'jvm'> {
     this.started.push(gc as Session<TracerName>);
     const rq = await runqlatTracer.start({ pid: options.pid, per: 'thread', unit: 'us', intervalS: options.sliceMs / 1000 }, env, this.sub('runqlat', (u: RunqlatUpdate) => this.onRunq(u)));
     this.started.push(rq as Session<TracerName>);
+    // Native frames by the unwind tables in the kernel where it walks them: libjvm and libc have no
+    // frame pointers, so GC and VM threads reach thread_native_entry and start_thread with nothing
+    // copied per sample; JIT frames still come from the perf map.
     const prof = await profileTracer.start(
-      { pid: options.pid, frequency: options.frequency, includeIdle: false, javaPerfMap: true, stackStorageSize: PROFILE_DEFAULT_STACK_STORAGE },
+      { pid: options.pid, frequency: options.frequency, includeIdle: false, javaPerfMap: true, stackStorageSize: PROFILE_DEFAULT_STACK_STORAGE, ...(kernelWalksTables() ? { unwind: 'cfi' as const } : {}) },
       env,
       this.sub('profile', (u) => {
         this.cpuLost = u.lost;
