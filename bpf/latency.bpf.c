@@ -57,6 +57,10 @@ const volatile __u64 threshold_ns = 0;
 const volatile bool ret_insns = false;
 /* Also a histogram per call site (the return address: user space names its function). */
 const volatile bool by_caller = false;
+/* key_mode (hist_tracer.bpf.h): one histogram for everything, or one per cgroup v2 (the low 32
+ * bits of its id, as runqlat keys them): the fleet agent probes a file machine-wide (pid -1) and
+ * names each cgroup's container; a cgroup outlives its processes, so an exited one is still named. */
+#define LAT_KEY_CGROUP 1
 
 struct inflight {
 	__u64 task_start; /* the thread's start time: tells a reused thread id */
@@ -276,7 +280,7 @@ static __always_inline void count(struct pt_regs *ctx, __u64 delta, __u64 now, _
 	stat_add(LAT_SUM_NS, delta);
 	if (max && delta > *max)
 		*max = delta;
-	h = hist_add(HIST_KEY_NONE, delta);
+	h = hist_add(key_mode == LAT_KEY_CGROUP ? (__u32)bpf_get_current_cgroup_id() : HIST_KEY_NONE, delta);
 	if (h && !h->comm[0])
 		bpf_get_current_comm(h->comm, sizeof(h->comm));
 	if (threshold_ns && delta >= threshold_ns)

@@ -6,6 +6,8 @@
 //    and pid; the series of a JVM that exited are dropped a while later (forgetExitedAfterSeconds).
 //  - runqlat reads the kernel's log2 histograms every intervalSeconds and adds them up; so do the
 //    other kit tracers named under "histograms" (kitMetrics.ts).
+//  - the native functions named under "latency" are probed in every process running their file
+//    (latencyMetrics.ts); their kernel histograms are read on each scrape and every intervalSeconds.
 //  - the CPU, off-CPU/wall and Java allocation profilers run only while a /debug/pprof/profile,
 //    /debug/pprof/offcpu or /debug/pprof/allocs request waits: requests of the same kind (same event,
 //    same JVM) that arrive while a profile is being taken join it and get the same profile.
@@ -32,6 +34,7 @@ import { JvmSelector, containerLabels } from './select';
 import { encodePprofGz } from '../sys/profileFile';
 import type { AgentConfig, KitExportName } from './config';
 import { KitExport } from './kitMetrics';
+import { FUNCTION_LATENCY_HELP, FUNCTION_LATENCY_METRIC, LatencyExport } from './latencyMetrics';
 import { RequestError } from './server';
 import { addLog2, Exposition, Histograms, PAUSE_BUCKETS_S, RUNQ_BUCKETS_S, type Labels } from './exposition';
 
@@ -43,7 +46,7 @@ const SWEEP_MS = 15_000;
 /** how often a newly installed JDK is looked for (a directory read and a realpath per JDK) */
 const JDK_SCAN_MS = 60_000;
 
-type TracerId = 'java-gc' | 'runqlat' | 'profile' | 'offcpu' | 'java-heap' | KitExportName;
+type TracerId = 'java-gc' | 'runqlat' | 'profile' | 'offcpu' | 'java-heap' | KitExportName | `latency:${string}`;
 
 interface TracerHealth {
   up: boolean;
@@ -75,6 +78,9 @@ export class Agent {
   private readonly safepoint = new Histograms(PAUSE_BUCKETS_S);
   private readonly runq = new Histograms(RUNQ_BUCKETS_S);
   private readonly kits = new Map<KitExportName, KitExport>();
+  /** the "latency" entries, all in one family */
+  private readonly funcLatency = new Histograms(RUNQ_BUCKETS_S);
+  private readonly latencies: LatencyExport[] = [];
   private readonly jvms = new Map<number, JvmInfo>();
   /** names containers from their runtimes' files (cached per container id) */
   private readonly containers = new ContainerLookup();
@@ -112,10 +118,18 @@ export class Agent {
       this.kits.set(name, new KitExport(name, c));
       this.health.set(name, fresh());
     }
+    // Their own names of cgroups, walked again at most each second: a new container's first
+    // calls are named before its next read.
+    const cgroups = cfg.latency.length ? new CgroupNames(undefined, 1000) : undefined;
+    for (const e of cfg.latency) {
+      const l = new LatencyExport(e, this.funcLatency, cgroups!, this.containers);
+      this.latencies.push(l);
+      this.health.set(l.id as TracerId, fresh());
+    }
   }
 
   async start(): Promise<void> {
-    await Promise.all([this.cfg.jvm.enabled ? this.startGc() : undefined, this.cfg.runqueue.enabled ? this.startRunq() : undefined, ...[...this.kits.values()].map((k) => this.startKit(k))]);
+    await Promise.all([this.cfg.jvm.enabled ? this.startGc() : undefined, this.cfg.runqueue.enabled ? this.startRunq() : undefined, ...[...this.kits.values()].map((k) => this.startKit(k)), ...this.latencies.map((l) => this.startLatency(l))]);
     this.timers.push(setInterval(() => void this.sweep(), SWEEP_MS));
   }
 
@@ -237,6 +251,7 @@ export class Agent {
       this.runq.forget((l) => l.cgroup === cg);
     }
     for (const k of this.kits.values()) k.forgetIdle(now, this.cfg.forgetExitedAfterSeconds * 1000);
+    for (const l of this.latencies) l.forgetIdle(now, this.cfg.forgetExitedAfterSeconds * 1000);
     if (!this.gcSession || this.stopping || now - this.lastJdkScan < JDK_SCAN_MS) return;
     this.lastJdkScan = now;
     let libs: string[];
@@ -315,6 +330,36 @@ export class Agent {
       h.lastError = undefined;
     } catch (e) {
       this.tracerFailed(k.name, e, () => this.startKit(k));
+    }
+  }
+
+  // ---- native function latency ("latency") ------------------------------------------------
+  private async startLatency(l: LatencyExport): Promise<void> {
+    if (this.stopping) return;
+    const id = l.id as TracerId;
+    const h = this.health.get(id)!;
+    try {
+      for (const p of l.start(this.env)) this.warn(`ebpf-studio agent: ${id}: not probed in ${p}`);
+      h.up = true;
+      h.lastError = undefined;
+      this.log(`agent: ${id} probed in ${l.session!.attached.map((f) => f.name + (f.pid ? ` (as pid ${f.pid} runs it)` : '')).join(', ')}`);
+      this.timers.push(setInterval(() => void this.lookLatency(l), l.cfg.intervalSeconds * 1000));
+    } catch (e) {
+      this.tracerFailed(id, e, () => this.startLatency(l));
+    }
+  }
+
+  /** Every intervalSeconds: new copies of the file probed, the counts read. */
+  private async lookLatency(l: LatencyExport): Promise<void> {
+    if (this.stopping) return;
+    const h = this.health.get(l.id as TracerId)!;
+    try {
+      const r = l.look();
+      for (const p of r.problems) this.warn(`ebpf-studio agent: ${l.id}: not probed in ${p}`);
+      await l.read();
+      h.lostNow = l.lost();
+    } catch (e) {
+      this.log(`agent: ${l.id}: reading failed: ${(e as Error).message}`);
     }
   }
 
@@ -505,7 +550,7 @@ export class Agent {
    * seconds between scrapes.
    */
   async scrape(): Promise<string> {
-    await this.gcSession?.refresh?.().catch(() => undefined);
+    await Promise.all([this.gcSession?.refresh?.().catch(() => undefined), ...this.latencies.map((l) => l.read().catch(() => undefined))]);
     return this.metrics();
   }
 
@@ -515,6 +560,7 @@ export class Agent {
     x.histogram('ebpf_studio_jvm_safepoint_seconds', 'Safepoints of each JVM (every Java thread stopped), from hs_private:safepoint__begin/end.', this.safepoint);
     x.histogram('ebpf_studio_runqueue_latency_seconds', 'Time runnable threads waited for a CPU (sched_wakeup to sched_switch), kernel log2 buckets; _sum estimated at bucket middles; per cgroup: the waiting thread\'s cgroup v2 path, "other" past runqueue.maxCgroups.', this.runq);
     for (const k of this.kits.values()) x.histogram(k.metric, k.help, k.hist);
+    if (this.latencies.length) x.histogram(FUNCTION_LATENCY_METRIC, FUNCTION_LATENCY_HELP, this.funcLatency);
     x.family('ebpf_studio_jvms_traced', 'gauge', 'JVMs whose GC pauses are exported (running or exited within forgetExitedAfterSeconds).');
     x.sample('ebpf_studio_jvms_traced', {}, [...this.jvms.values()].filter((j) => j.covered).length);
     x.family('ebpf_studio_tracer_up', 'gauge', '1 while the tracer is attached (profile: ready to sample on request), 0 after it failed.');
@@ -545,6 +591,7 @@ export class Agent {
     this.gcSession = undefined;
     this.runqSession = undefined;
     for (const k of this.kits.values()) k.session = undefined;
+    for (const l of this.latencies) l.close();
   }
 }
 

@@ -9,6 +9,7 @@
 //   "runqueue": { "enabled": true, "per": "system", "intervalSeconds": 5, "maxCgroups": 100 },  // per: system | pidns | cgroup
 //   "profile": { "enabled": true, "frequency": 99, "maxSeconds": 60, "offcpu": true, "allocs": true },
 //   "histograms": { "biolatency": { "per": "disk", "queued": false, "intervalSeconds": 5, "maxSeries": 100 }, "tcplat": {}, "cpudist": {} },
+//   "latency": [{ "binary": "/usr/sbin/nginx", "function": "ngx_http_process_request", "labels": { "service": "web" }, "containers": ["4f1c2e9a0b7d"], "intervalSeconds": 10 }],
 //   "forgetExitedAfterSeconds": 300
 // }
 import { inputError } from '../protocol/errors';
@@ -31,6 +32,8 @@ export interface AgentConfig {
   profile: { enabled: boolean; frequency: number; maxSeconds: number; offcpu: boolean; allocs: boolean };
   /** the log2-histogram tracers exported as Prometheus histograms, off unless named (runqlat is "runqueue") */
   histograms: Partial<Record<KitExportName, KitExportConfig>>;
+  /** native functions whose call latency is exported (ebpf_studio_function_latency_seconds), probed in every process that runs their file */
+  latency: LatencyExportConfig[];
   /** series of a JVM that exited are dropped this long after its exit */
   forgetExitedAfterSeconds: number;
 }
@@ -47,11 +50,29 @@ export interface KitExportConfig {
   maxSeries: number;
 }
 
+export interface LatencyExportConfig {
+  /** the file as the processes running it name it (inside their own root: a container's path) */
+  binary: string;
+  /** a function name (C++: demangled, as latency takes it) or FILE:LINE */
+  function: string;
+  /** constant labels of its series */
+  labels: Record<string, string>;
+  /** only calls of processes in these containers (the form of jvm.containers); none: every process */
+  containers?: string[];
+  /** how often processes are looked through for new copies of the file, and the histograms read between scrapes */
+  intervalSeconds: number;
+}
+
+/** Labels the agent sets itself on a function's series: "labels" may not name them. */
+export const LATENCY_OWN_LABELS = ['function', 'binary', 'le', 'container', 'container_id', 'image', 'pod', 'namespace'];
+const MAX_LATENCY_ENTRIES = 64;
+
 export const DEFAULT_CONFIG: AgentConfig = {
   jvm: { enabled: true, minPauseUs: 0 },
   runqueue: { enabled: true, per: 'system', intervalSeconds: 5, maxCgroups: 100 },
   profile: { enabled: true, frequency: 99, maxSeconds: 60, offcpu: true, allocs: true },
   histograms: {},
+  latency: [],
   forgetExitedAfterSeconds: 300,
 };
 
@@ -85,6 +106,33 @@ function kitExport(name: KitExportName, raw: unknown, r: Readers): KitExportConf
   return { enabled: r.bool(o, path, 'enabled', true), options, maxSeries: r.num(o, path, 'maxSeries', 100, 1, 10000) };
 }
 
+/** latency[i]: a file, a function in it, and what its series carry. */
+function latencyExport(raw: unknown, i: number, r: Readers): LatencyExportConfig {
+  const path = ['latency', String(i)];
+  const o = r.obj(raw, path);
+  r.only(o, path, ['binary', 'function', 'labels', 'containers', 'intervalSeconds']);
+  const binary = o.binary;
+  if (typeof binary !== 'string' || !binary.startsWith('/') || binary.includes('\0') || binary.length > 4096) r.fail([...path, 'binary'], `must be the absolute path of the program or library (as the processes running it see it), not ${r.show(binary)}`);
+  const fn = o.function;
+  if (typeof fn !== 'string' || fn.trim() === '' || fn.includes('\0') || fn.length > 4096) r.fail([...path, 'function'], `must name a function (as nm -C shows it) or FILE:LINE, not ${r.show(fn)}`);
+  const labels: Record<string, string> = {};
+  if (o.labels !== undefined) {
+    const l = r.obj(o.labels, [...path, 'labels']);
+    for (const [k, v] of Object.entries(l)) {
+      if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(k) || k.startsWith('__') || LATENCY_OWN_LABELS.includes(k)) r.fail([...path, 'labels'], `has the label name ${r.show(k)}: a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not __...) other than ${LATENCY_OWN_LABELS.join(', ')}`);
+      if (typeof v !== 'string' || v.length > 256) r.fail([...path, 'labels'], `has ${r.show(k)}: its value must be a string of at most 256 characters`);
+      labels[k] = v as string;
+    }
+  }
+  const out: LatencyExportConfig = { binary: binary as string, function: (fn as string).trim(), labels, intervalSeconds: r.num(o, path, 'intervalSeconds', 10, 1, 300) };
+  if (o.containers !== undefined) {
+    const c = o.containers;
+    if (!Array.isArray(c) || c.length === 0 || c.some((x) => typeof x !== 'string' || containerEntryKind(x) === undefined)) r.fail([...path, 'containers'], 'must be a non-empty list of container ids (12 to 64 hex digits) or cgroup v2 path patterns starting with /, as jvm.containers; leave it out for every process');
+    out.containers = c as string[];
+  }
+  return out;
+}
+
 /** 1-based line of a character offset. */
 function lineAt(text: string, offset: number): number {
   return text.slice(0, Math.max(0, offset)).split('\n').length;
@@ -95,6 +143,14 @@ function lineOfPath(text: string, path: string[]): number | undefined {
   let from = 0;
   let at = -1;
   for (const key of path) {
+    if (/^\d+$/.test(key)) {
+      // a list's entry: the start of its (key+1)-th element
+      const el = listElement(text, from, Number(key));
+      if (el < 0) return at >= 0 ? lineAt(text, at) : undefined;
+      at = el;
+      from = el + 1;
+      continue;
+    }
     const re = new RegExp(`"${key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"\\s*:`, 'g');
     re.lastIndex = from;
     const m = re.exec(text);
@@ -103,6 +159,37 @@ function lineOfPath(text: string, path: string[]): number | undefined {
     from = m.index + m[0].length;
   }
   return at >= 0 ? lineAt(text, at) : undefined;
+}
+
+/** Where the n-th element of the JSON list opening at or after `from` starts, or -1. */
+function listElement(text: string, from: number, n: number): number {
+  let depth = 0;
+  let inString = false;
+  let index = 0;
+  let expecting = false;
+  for (let i = text.indexOf('[', from); i >= 0 && i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+      continue;
+    }
+    if (expecting && !/\s/.test(c)) {
+      if (index === n) return i;
+      expecting = false;
+    }
+    if (c === '"') inString = true;
+    else if (c === '[' || c === '{') {
+      depth++;
+      if (depth === 1) expecting = true;
+    } else if (c === ']' || c === '}') {
+      if (--depth === 0) return -1;
+    } else if (c === ',' && depth === 1) {
+      index++;
+      expecting = true;
+    }
+  }
+  return -1;
 }
 
 /**
@@ -157,7 +244,7 @@ export function parseConfig(text: string, file: string, echo = true): AgentConfi
   };
 
   const top = obj(raw, []);
-  only(top, [], ['listen', 'tls', 'auth', 'jvm', 'runqueue', 'profile', 'histograms', 'forgetExitedAfterSeconds']);
+  only(top, [], ['listen', 'tls', 'auth', 'jvm', 'runqueue', 'profile', 'histograms', 'latency', 'forgetExitedAfterSeconds']);
   const cfg: AgentConfig = structuredClone(DEFAULT_CONFIG);
   const listen = str(top, [], 'listen');
   if (listen) cfg.listen = listen;
@@ -217,6 +304,16 @@ export function parseConfig(text: string, file: string, echo = true): AgentConfi
     const h = obj(top.histograms, ['histograms']);
     only(h, ['histograms'], KIT_EXPORTS);
     for (const name of KIT_EXPORTS) if (h[name] !== undefined) cfg.histograms[name] = kitExport(name, h[name], { obj, only, bool, num, fail, show });
+  }
+  if (top.latency !== undefined) {
+    if (!Array.isArray(top.latency) || top.latency.length > MAX_LATENCY_ENTRIES) fail(['latency'], `must be a list of at most ${MAX_LATENCY_ENTRIES} entries, each {"binary": "/path/of/program", "function": "name"}`);
+    cfg.latency = (top.latency as unknown[]).map((e, i) => latencyExport(e, i, { obj, only, bool, num, fail, show }));
+    const seen = new Set<string>();
+    cfg.latency.forEach((e, i) => {
+      const key = `${e.binary}\0${e.function}`;
+      if (seen.has(key)) fail(['latency', String(i)], `names ${e.function} in ${e.binary} a second time: one entry per function and file (its probes and series are one)`);
+      seen.add(key);
+    });
   }
   cfg.forgetExitedAfterSeconds = num(top, [], 'forgetExitedAfterSeconds', 300, 0, 7 * 24 * 3600);
   return cfg;

@@ -21,7 +21,11 @@ export const RUNQ_BUCKETS_S = Array.from({ length: RUNQ_SLOTS }, (_, i) => 2 ** 
 
 /** Kernel log2 buckets in µs (the kit's, bucket i counts 2^(i-1) <= v < 2^i µs) added to RUNQ_BUCKETS_S series. */
 export function addLog2(h: Histograms, labels: Labels, buckets: Bucket[]): void {
-  const slots = fromBuckets(buckets);
+  addLog2Slots(h, labels, fromBuckets(buckets));
+}
+
+/** The same from the kernel's slots as they are (slot i: 2^(i-1) <= v < 2^i µs). */
+export function addLog2Slots(h: Histograms, labels: Labels, slots: number[]): void {
   const counts = slots.slice(0, RUNQ_SLOTS);
   const over = slots.slice(RUNQ_SLOTS).reduce((a, b) => a + b, 0);
   // The kernel keeps counts only: the sum is estimated at each bucket's middle (1.5 × 2^(i-1) µs).

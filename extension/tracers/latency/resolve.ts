@@ -96,6 +96,7 @@ function notFound(files: ReachedFile[], name: string): never {
       throw unsuitableError(`${name} exists in ${exe.name} only as compiler clones (${clones.join(', ')}): name one of them to measure the calls that reach it`);
     }
   }
+  if (files.length === 1) throw inputError(`no function ${name} in ${files[0].name} (its symbol tables name none): check the name (nm -C ${files[0].name})`);
   throw inputError(`no function ${name} in the files process maps code from (${files.map((f) => path.basename(f.name)).join(', ')})`);
 }
 
@@ -122,21 +123,20 @@ function byLine(files: ReachedFile[], file: string, line: number): { file: Reach
 }
 
 /** Why a uretprobe's swapped return address could break the program: C++ exceptions unwind through
- * calls (a C++ runtime is mapped, or the module has exception tables), Go moves its stacks. */
-function unwinder(pid: number, elf: ElfFile): string | undefined {
-  const cxx = mapsOrExplain(pid).find((m) => /\/lib(std)?c\+\+(abi)?\.so/.test(m.path));
+ * calls (a C++ runtime is mapped or linked, or the module has exception tables), Go moves its
+ * stacks. Without a pid (a file probed machine-wide) the file alone says. */
+function unwinder(pid: number | undefined, elf: ElfFile): string | undefined {
+  const cxx = pid === undefined ? undefined : mapsOrExplain(pid).find((m) => /\/lib(std)?c\+\+(abi)?\.so/.test(m.path));
   if (cxx) return `it maps the C++ runtime (${path.basename(cxx.path)}), whose exceptions unwind through calls`;
+  const dynstr = elf.section('.dynstr');
+  if (dynstr && /lib(std)?c\+\+(abi)?\.so/.test(elf.sectionData(dynstr).toString('latin1'))) return 'it links the C++ runtime, whose exceptions unwind through calls';
   if (elf.section('.gcc_except_table')) return 'it has C++ exception tables (.gcc_except_table)';
   if (elf.section('.gopclntab') || elf.section('.go.buildinfo')) return 'it is a Go program, whose runtime moves stacks';
   return undefined;
 }
 
-/** The function of a `FUNCTION` or `FILE:LINE` target in a running process. */
-export function resolveTarget(pid: number, target: string): ResolvedFunction {
-  const files = codeFiles(pid);
-  const fl = /^(.*[./][^:]*):(\d+)$/.exec(target);
-  const found = fl ? byLine(files, fl[1], Number(fl[2])) : { ...byName(files, target), line: undefined };
-  const { file, sym } = found;
+/** The entry, return sites and tail calls of a function symbol found in `file`. */
+function describe(file: ReachedFile, sym: FunctionSymbol, line: ResolvedFunction['line'], pid: number | undefined): ResolvedFunction {
   return withElf(file.path, (elf) => {
     const dis = run('objdump', ['-d', '--no-show-raw-insn', `--start-address=0x${sym.value.toString(16)}`, `--stop-address=0x${(sym.value + sym.size).toString(16)}`, file.path]);
     const sites = returnSites(dis, sym.value, sym.value + sym.size);
@@ -149,8 +149,33 @@ export function resolveTarget(pid: number, target: string): ResolvedFunction {
       entryOffset: fileOffset(elf, sym.value),
       retOffsets: sites.rets.map((a) => fileOffset(elf, a)),
       tailCalls: sites.tailCalls,
-      line: found.line,
+      line,
       unwinds: unwinder(pid, elf),
     };
   });
+}
+
+/** A `FILE:LINE` target as [file, line], or undefined for a function name. */
+function fileLine(target: string): [string, number] | undefined {
+  const fl = /^(.*[./][^:]*):(\d+)$/.exec(target);
+  return fl ? [fl[1], Number(fl[2])] : undefined;
+}
+
+/** The function of a `FUNCTION` or `FILE:LINE` target in a running process. */
+export function resolveTarget(pid: number, target: string): ResolvedFunction {
+  const files = codeFiles(pid);
+  const fl = fileLine(target);
+  const found = fl ? byLine(files, fl[0], fl[1]) : { ...byName(files, target), line: undefined };
+  return describe(found.file, found.sym, found.line, pid);
+}
+
+/**
+ * The function of a `FUNCTION` or `FILE:LINE` target in one file, whichever processes run it (the
+ * fleet agent probes a file machine-wide): refused as resolveTarget refuses it (missing, only
+ * inlined, only compiler clones, named twice).
+ */
+export function resolveInFile(file: ReachedFile, target: string): ResolvedFunction {
+  const fl = fileLine(target);
+  const found = fl ? byLine([file], fl[0], fl[1]) : { ...byName([file], target), line: undefined };
+  return describe(found.file, found.sym, found.line, undefined);
 }
