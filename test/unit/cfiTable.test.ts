@@ -208,3 +208,71 @@ test('a corrupted .eh_frame compiles or fails with a RangeError, promptly and wi
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('.debug_frame: a -fno-asynchronous-unwind-tables -g program\'s functions get their rows from it (readelf agrees), also from a separate debug file, zlib-compressed or not', { skip: !has('readelf') || !has('gcc') || !has('objcopy') ? 'gcc and binutils are needed' : false }, () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cfitable-'));
+  try {
+    const exe = path.join(dir, 'df');
+    execFileSync('gcc', ['-O2', '-g', '-fomit-frame-pointer', '-fno-asynchronous-unwind-tables', '-o', exe, path.join(__dirname, '..', 'fixtures', 'c', 'cfisleep.c')]);
+    const main = parseInt(/^([0-9a-f]+) T main$/m.exec(execFileSync('nm', [exe], { encoding: 'utf8' }))![1], 16);
+    // .eh_frame has crt's _start and the .plt only: main is in a gap there
+    const own = compileCfiFile(exe);
+    assert.ok(own.debugFrameFdes! >= 4, `FDEs from .debug_frame: ${own.debugFrameFdes}`);
+    assert.equal(rowAt(own.rows, main + 1)?.kind, CFI_KIND.sp, 'main: CFA by rsp, from .debug_frame');
+    const r = compare(exe);
+    assert.deepEqual(r.bad, []);
+    assert.ok(r.checked > 15, `${r.checked} rows checked`);
+    // stripped of its debug sections, with them in DIR/.build-id/xx/rest.debug
+    const id = new ElfFile(exe);
+    const buildId = id.buildId()!;
+    id.close();
+    const debug = path.join(dir, 'debug', '.build-id', buildId.slice(0, 2), `${buildId.slice(2)}.debug`);
+    fs.mkdirSync(path.dirname(debug), { recursive: true });
+    execFileSync('objcopy', ['--only-keep-debug', exe, debug]);
+    execFileSync('strip', ['--strip-debug', exe]);
+    assert.equal(rowAt(compileCfiFile(exe).rows, main + 1)?.kind, CFI_KIND.none, 'stripped, no debug directory: main has no row');
+    for (const compress of ['none', 'zlib']) {
+      execFileSync('objcopy', [`--compress-debug-sections=${compress}`, debug]);
+      const sep = compileCfiFile(exe, { debugDirs: [path.join(dir, 'nothing-here'), path.join(dir, 'debug')] });
+      assert.deepEqual(sep.rows, own.rows, `rows from the separate debug file (${compress})`);
+    }
+    // a debug file of another build at that path is not used
+    fs.writeFileSync(path.join(dir, 'other.c'), 'int main(void) { return 0; }\n');
+    execFileSync('gcc', ['-O2', '-g', '-fno-asynchronous-unwind-tables', '-o', path.join(dir, 'other'), path.join(dir, 'other.c')]);
+    execFileSync('objcopy', ['--only-keep-debug', path.join(dir, 'other'), debug]);
+    assert.equal(rowAt(compileCfiFile(exe, { debugDirs: [path.join(dir, 'debug')] }).rows, main + 1)?.kind, CFI_KIND.none);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a corrupted .debug_frame leaves the .eh_frame rows and says so, promptly', { skip: !has('gcc') ? 'gcc is needed' : false }, () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cfitable-'));
+  try {
+    const exe = path.join(dir, 'df');
+    execFileSync('gcc', ['-O2', '-g', '-fno-asynchronous-unwind-tables', '-o', exe, path.join(__dirname, '..', 'fixtures', 'c', 'cfisleep.c')]);
+    const good = fs.readFileSync(exe);
+    const elf = new ElfFile(exe);
+    const sec = elf.section('.debug_frame')!;
+    const base = compileCfi(elf);
+    elf.close();
+    const ehRows = (t: { rows: CfiRow[] }) => t.rows.filter((x) => x.kind === CFI_KIND.plt || x.kind === CFI_KIND.outermost).length;
+    let corrupt = 0;
+    let seed = 777;
+    const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff);
+    for (let i = 0; i < 200; i++) {
+      const bad = Buffer.from(good);
+      for (let j = 0; j < 1 + (i % 8); j++) bad[sec.offset + (rnd() % sec.size)] = rnd() & 0xff;
+      const f = path.join(dir, `bad${i}`);
+      fs.writeFileSync(f, bad);
+      const t0 = Date.now();
+      const t = compileCfiFile(f, { maxRows: 10_000 });
+      assert.equal(ehRows(t), ehRows(base), `${i}: the .plt and _start rows of .eh_frame stay`);
+      if (t.unsupported['debug_frame-corrupt']) corrupt++;
+      assert.ok(Date.now() - t0 < 2000, `${i}: took ${Date.now() - t0} ms`);
+    }
+    assert.ok(corrupt > 0, 'unreadable .debug_frame records are counted');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -8,7 +8,10 @@
 // glibc, libstdc++ and gcc output actually use are kept: CFA = rsp+N or rbp+N, the .plt CFA
 // expression (its value depends on the pc's position in a 16-byte stub), and the signal
 // trampoline's (registers read from the ucontext the kernel pushed). The rest is counted by kind.
-import { withElf, type ElfFile } from './elf';
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { ElfFile, PT_LOAD, withElf, type Section } from './elf';
 
 /** Row kinds, as bpf/cfi_walk.bpf.h reads them. */
 export const CFI_KIND = {
@@ -42,6 +45,8 @@ export interface CfiTable {
   rows: CfiRow[];
   /** FDEs compiled */
   fdes: number;
+  /** of which from .debug_frame, for code .eh_frame does not cover */
+  debugFrameFdes?: number;
   /** rows that could not be expressed, by why (e.g. "cfa-expression", "cfa-register 10") */
   unsupported: Record<string, number>;
 }
@@ -189,6 +194,8 @@ function parseCie(r: Reader, end: number): Cie {
   if (aug.includes('eh')) r.u64();
   const codeAlign = r.uleb();
   const dataAlign = r.sleb();
+  // DWARF 4 CIEs (.debug_frame) give the address and segment selector sizes here
+  if (version >= 4) r.pos += 2;
   const raReg = version === 1 ? r.u8() : r.uleb();
   const cie: Cie = { codeAlign, dataAlign, raReg, fdeEnc: 0, hasAugData: false, signal: false, initial: Buffer.alloc(0) };
   if (aug.startsWith('z')) {
@@ -390,53 +397,216 @@ function fdeRows(r: Reader, end: number, cie: Cie, start: number, range: number,
 
 const sameRule = (a: CfiRow, b: CfiRow) => a.kind === b.kind && a.cfaOff === b.cfaOff && a.rbpOff === b.rbpOff && a.arg === b.arg;
 
-/** Compiles .eh_frame of an open ELF file (an empty table when it has none). */
-export function compileCfi(elf: ElfFile, maxRows = CFI_MAX_FILE_ROWS): CfiTable {
-  const unsupported: Record<string, number> = {};
-  const sec = elf.section('.eh_frame');
-  if (!sec || !sec.size) return { rows: [], fdes: 0, unsupported };
-  const data = elf.sectionData(sec);
-  const vaddr = Number(sec.addr);
-  const cies = new Map<number, Cie>();
-  const fdes: FdeRows[] = [];
-  let rowCount = 0;
-  let pos = 0;
-  while (pos + 4 <= data.length) {
-    let len = data.readUInt32LE(pos);
-    let hdr = 4;
-    if (len === 0) break; // terminator
-    if (len === 0xffffffff) {
-      len = Number(data.readBigUInt64LE(pos + 4));
-      hdr = 12;
-    }
-    const body = pos + hdr;
-    const end = body + len;
-    if (end > data.length) break;
-    const id = data.readUInt32LE(body);
-    const r = new Reader(data, body + 4, vaddr);
-    if (id === 0) cies.set(pos, parseCie(r, end));
-    else {
-      const ciePos = body - id;
-      let cie = cies.get(ciePos);
-      if (!cie) {
-        cie = parseCie(new Reader(data, ciePos + 8, vaddr), ciePos + 4 + data.readUInt32LE(ciePos));
-        cies.set(ciePos, cie);
-      }
-      const start = r.pointer(cie.fdeEnc);
-      const range = r.pointer(cie.fdeEnc & 0x0f);
-      if (cie.hasAugData) r.pos += r.uleb();
-      if (range > 0) {
-        const f = fdeRows(r, end, cie, start, range, unsupported);
-        rowCount += f.rows.length;
-        if (rowCount > maxRows) throw new RangeError(`.eh_frame compiles to more than ${maxRows} rows`);
-        fdes.push(f);
-      }
-    }
-    pos = end;
+/** A CFI section's bytes: .eh_frame (pc-relative pointers, CIE id 0) or .debug_frame (absolute addresses, CIE id all ones). */
+interface FrameSection {
+  data: Buffer;
+  vaddr: number;
+  eh: boolean;
+}
+
+/** One CIE or FDE record: its body (after length and id), end, and id (a CIE pointer in an FDE). */
+interface Entry {
+  body: number;
+  end: number;
+  cie: boolean;
+  /** where the FDE's CIE starts */
+  ciePos: number;
+}
+
+function entryAt(f: FrameSection, pos: number): Entry | undefined {
+  const { data } = f;
+  if (pos + 8 > data.length) return undefined;
+  let len = data.readUInt32LE(pos);
+  let hdr = 4;
+  if (len === 0xffffffff) {
+    if (pos + 16 > data.length) return undefined;
+    len = Number(data.readBigUInt64LE(pos + 4));
+    hdr = 12;
   }
+  const end = pos + hdr + len;
+  // .debug_frame's 64-bit format has 8-byte CIE ids and pointers; .eh_frame's are always 4 bytes
+  const wide = !f.eh && hdr === 12;
+  const idAt = pos + hdr;
+  if (len === 0 || end > data.length || idAt + (wide ? 8 : 4) > end) return { body: end, end, cie: false, ciePos: -1 };
+  const id = wide ? data.readBigUInt64LE(idAt) : BigInt(data.readUInt32LE(idAt));
+  const body = idAt + (wide ? 8 : 4);
+  const cie = f.eh ? id === 0n : id === (wide ? 0xffffffffffffffffn : 0xffffffffn);
+  return { body, end, cie, ciePos: cie ? pos : f.eh ? idAt - Number(id) : Number(id) };
+}
+
+/** Executable sections (SHF_ALLOC | SHF_EXECINSTR), else executable segments: where code is (FDEs elsewhere, e.g. of code the linker dropped, are left out). */
+function codeRanges(elf: ElfFile): [number, number][] {
+  const secs = elf.sections.filter((s) => (s.flags & 6n) === 6n && s.size > 0);
+  if (secs.length) return secs.map((s) => [Number(s.addr), Number(s.addr) + s.size]);
+  return elf.segments.filter((s) => s.type === PT_LOAD && s.flags & 1).map((s) => [Number(s.vaddr), Number(s.vaddr + s.memsz)]);
+}
+
+/** Decoded CIEs of one section by record position. */
+function cieReader(f: FrameSection): (pos: number) => Cie | undefined {
+  const cies = new Map<number, Cie | undefined>();
+  return (pos) => {
+    if (cies.has(pos)) return cies.get(pos);
+    const e = entryAt(f, pos);
+    let cie: Cie | undefined;
+    if (e?.cie && e.end > e.body) {
+      cie = parseCie(new Reader(f.data, e.body, f.vaddr), e.end);
+      // .debug_frame: addresses are plain 8-byte values (the CIE has no 'R' augmentation)
+      if (!f.eh && !cie.hasAugData) cie.fdeEnc = 0;
+    }
+    cies.set(pos, cie);
+    return cie;
+  };
+}
+
+/**
+ * The FDEs of one CFI section, compiled. keep(start, end) says which code ranges to compile (the
+ * rest is skipped before its program runs); rows count against budget.
+ */
+function sectionFdes(f: FrameSection, keep: (start: number, end: number) => boolean, unsupported: Record<string, number>, budget: { rows: number; max: number }): FdeRows[] {
+  const cieAt = cieReader(f);
+  const fdes: FdeRows[] = [];
+  for (let pos = 0, e = entryAt(f, 0); e; pos = e.end, e = entryAt(f, pos)) {
+    if (f.eh && e.end === e.body && e.ciePos < 0 && f.data.readUInt32LE(pos) === 0) break; // terminator
+    if (e.cie || e.ciePos < 0) continue;
+    const cie = cieAt(e.ciePos);
+    if (!cie) {
+      unsupported['fde-without-cie'] = (unsupported['fde-without-cie'] ?? 0) + 1;
+      continue;
+    }
+    const r = new Reader(f.data, e.body, f.vaddr);
+    const start = r.pointer(cie.fdeEnc);
+    const range = r.pointer(cie.fdeEnc & 0x0f);
+    if (range <= 0 || !keep(start, start + range)) continue;
+    if (cie.hasAugData) r.pos += r.uleb();
+    const rows = fdeRows(r, e.end, cie, start, range, unsupported);
+    budget.rows += rows.rows.length;
+    if (budget.rows > budget.max) throw new RangeError(`${f.eh ? '.eh_frame' : '.debug_frame'} compiles to more than ${budget.max} rows`);
+    fdes.push(rows);
+  }
+  return fdes;
+}
+
+/** Whether [start, end) overlaps a range of sorted, disjoint-start FDEs. */
+function overlaps(sorted: FdeRows[], start: number, end: number): boolean {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid].start < end) lo = mid + 1;
+    else hi = mid;
+  }
+  // sorted[lo - 1] is the last FDE starting before end; an earlier one may reach further
+  for (let i = lo - 1; i >= 0 && i >= lo - 4; i--) if (sorted[i].end > start) return true;
+  return false;
+}
+
+/** Bytes of the file's code no FDE covers, gaps under 16 bytes (alignment padding) left out. */
+function uncoveredCode(sorted: FdeRows[], code: [number, number][]): number {
+  let n = 0;
+  for (const [lo, hi] of code) {
+    let at = lo;
+    for (const f of sorted) {
+      if (f.end <= at || f.start >= hi) continue;
+      if (f.start - at >= 16) n += f.start - at;
+      at = Math.max(at, f.end);
+    }
+    if (hi - at >= 16) n += hi - at;
+  }
+  return n;
+}
+
+/** .debug_frame decompressed from SHF_COMPRESSED (zlib) when it is; undefined when it cannot be read within maxBytes. */
+function debugFrameData(elf: ElfFile, sec: Section, maxBytes: number, unsupported: Record<string, number>): Buffer | undefined {
+  const SHF_COMPRESSED = 0x800n;
+  if (!(sec.flags & SHF_COMPRESSED)) {
+    if (sec.size <= maxBytes) return elf.sectionData(sec);
+    unsupported['debug_frame-too-large'] = 1;
+    return undefined;
+  }
+  const raw = elf.sectionData(sec);
+  // Elf64_Chdr: ch_type (1 = zlib), reserved, ch_size, ch_addralign
+  if (raw.length < 24 || raw.readUInt32LE(0) !== 1) {
+    unsupported['debug_frame-compression'] = 1;
+    return undefined;
+  }
+  if (Number(raw.readBigUInt64LE(8)) > maxBytes) {
+    unsupported['debug_frame-too-large'] = 1;
+    return undefined;
+  }
+  try {
+    return zlib.inflateSync(raw.subarray(24), { maxOutputLength: maxBytes });
+  } catch {
+    unsupported['debug_frame-corrupt'] = 1;
+    return undefined;
+  }
+}
+
+/** The file's separate debug file by build-id (/usr/lib/debug/.build-id/xx/rest.debug), checked to carry the same build-id. */
+export function separateDebugFile(elf: ElfFile, debugDirs: readonly string[]): ElfFile | undefined {
+  const id = elf.buildId();
+  if (!id || !/^[0-9a-f]{4,}$/.test(id)) return undefined;
+  for (const dir of debugDirs) {
+    const p = path.join(dir, '.build-id', id.slice(0, 2), `${id.slice(2)}.debug`);
+    let dbg: ElfFile | undefined;
+    try {
+      if (!fs.statSync(p).isFile()) continue;
+      dbg = new ElfFile(p);
+      if (dbg.buildId() === id) return dbg;
+    } catch {
+      /* absent or unreadable: the next directory */
+    }
+    dbg?.close();
+  }
+  return undefined;
+}
+
+export interface CompileOptions {
+  /** rows the file may compile to */
+  maxRows?: number;
+  /** where separate debug files are looked up by build-id (none: only the file's own .debug_frame) */
+  debugDirs?: readonly string[];
+}
+
+/** .debug_frame bytes read at most (decompressed): libjvm's debug file has 1.6 MB. */
+const MAX_DEBUG_FRAME_BYTES = 32 << 20;
+
+/**
+ * Compiles .eh_frame of an open ELF file and, where it leaves code uncovered (programs built with
+ * -fno-asynchronous-unwind-tables -g keep their CFI in .debug_frame only), the FDEs of .debug_frame
+ * (the file's own, else its separate debug file's) for that code. An empty table when it has neither.
+ */
+export function compileCfi(elf: ElfFile, opts: CompileOptions | number = {}): CfiTable {
+  const { maxRows = CFI_MAX_FILE_ROWS, debugDirs = [] } = typeof opts === 'number' ? { maxRows: opts } : opts;
+  const unsupported: Record<string, number> = {};
+  const budget = { rows: 0, max: maxRows };
+  const code = codeRanges(elf);
+  const inCode = (start: number) => code.some(([lo, hi]) => start >= lo && start < hi);
+  const sec = elf.section('.eh_frame');
+  const fdes = sec?.size ? sectionFdes({ data: elf.sectionData(sec), vaddr: Number(sec.addr), eh: true }, () => true, unsupported, budget) : [];
+  fdes.sort((a, b) => a.start - b.start);
+  const extra = uncoveredCode(fdes, code) ? debugFrameFdes(elf, fdes, inCode, debugDirs, unsupported, budget) : [];
   // rows keep 32-bit pcs (link-time addresses of shared objects and PIEs start at 0)
-  const rows = mergeFdes(fdes).filter((r) => r.pc <= 0xffffffff || !(unsupported['pc-above-4GiB'] = (unsupported['pc-above-4GiB'] ?? 0) + 1));
-  return { rows, fdes: fdes.length, unsupported };
+  const rows = mergeFdes([...fdes, ...extra]).filter((r) => r.pc <= 0xffffffff || !(unsupported['pc-above-4GiB'] = (unsupported['pc-above-4GiB'] ?? 0) + 1));
+  return { rows, fdes: fdes.length + extra.length, ...(extra.length ? { debugFrameFdes: extra.length } : {}), unsupported };
+}
+
+/** FDEs of .debug_frame (the file's, else its separate debug file's) for code in no .eh_frame FDE. */
+function debugFrameFdes(elf: ElfFile, eh: FdeRows[], inCode: (pc: number) => boolean, debugDirs: readonly string[], unsupported: Record<string, number>, budget: { rows: number; max: number }): FdeRows[] {
+  const own = elf.section('.debug_frame');
+  const dbg = own ? undefined : separateDebugFile(elf, debugDirs);
+  try {
+    const sec = own ?? dbg?.section('.debug_frame');
+    if (!sec || !sec.size) return [];
+    const data = debugFrameData(dbg ?? elf, sec, MAX_DEBUG_FRAME_BYTES, unsupported);
+    if (!data) return [];
+    return sectionFdes({ data, vaddr: 0, eh: false }, (start, end) => inCode(start) && !overlaps(eh, start, end), unsupported, budget);
+  } catch (e) {
+    // a .debug_frame that cannot be read leaves the .eh_frame rows as they are
+    unsupported[e instanceof RangeError && /more than/.test(e.message) ? 'debug_frame-too-many-rows' : 'debug_frame-corrupt'] = 1;
+    return [];
+  } finally {
+    dbg?.close();
+  }
 }
 
 /** Sorted rows of all FDEs, a "none" row at each gap, consecutive equal rules merged. */
@@ -457,8 +627,8 @@ function mergeFdes(fdes: FdeRows[]): CfiRow[] {
   return out;
 }
 
-export function compileCfiFile(path: string): CfiTable {
-  return withElf(path, compileCfi);
+export function compileCfiFile(file: string, opts: CompileOptions = {}): CfiTable {
+  return withElf(file, (elf) => compileCfi(elf, opts));
 }
 
 /** Rows as struct cfi_row (12 bytes each): u32 pc, s32 cfa_off, s16 rbp_off, u8 kind, u8 arg. */
