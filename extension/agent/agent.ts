@@ -131,6 +131,7 @@ export class Agent {
   async start(): Promise<void> {
     await Promise.all([this.cfg.jvm.enabled ? this.startGc() : undefined, this.cfg.runqueue.enabled ? this.startRunq() : undefined, ...[...this.kits.values()].map((k) => this.startKit(k)), ...this.latencies.map((l) => this.startLatency(l))]);
     this.timers.push(setInterval(() => void this.sweep(), SWEEP_MS));
+    for (const l of this.latencies) this.timers.push(setInterval(() => void this.lookLatency(l), l.cfg.intervalSeconds * 1000));
   }
 
   // ---- JVMs ---------------------------------------------------------------------------------
@@ -343,15 +344,22 @@ export class Agent {
       h.up = true;
       h.lastError = undefined;
       this.log(`agent: ${id} probed in ${l.session!.attached.map((f) => f.name + (f.pid ? ` (as pid ${f.pid} runs it)` : '')).join(', ')}`);
-      this.timers.push(setInterval(() => void this.lookLatency(l), l.cfg.intervalSeconds * 1000));
     } catch (e) {
-      this.tracerFailed(id, e, () => this.startLatency(l));
+      // A file no process runs yet (its container not started) is a normal state of a fleet: looked
+      // for again every intervalSeconds, and said again only when the reason changes.
+      const message = (e as Error).message ?? String(e);
+      const changed = h.lastError !== message;
+      h.up = false;
+      h.attachFailures++;
+      h.lastError = message;
+      if (changed) this.warn(`ebpf-studio agent: ${id} could not start: ${message} (looking again every ${l.cfg.intervalSeconds} s; the other tracers run on)`);
     }
   }
 
-  /** Every intervalSeconds: new copies of the file probed, the counts read. */
+  /** Every intervalSeconds: not probed yet, tried again; else new copies of the file probed and the counts read. */
   private async lookLatency(l: LatencyExport): Promise<void> {
     if (this.stopping) return;
+    if (!l.up) return this.startLatency(l);
     const h = this.health.get(l.id as TracerId)!;
     try {
       const r = l.look();

@@ -16,6 +16,8 @@ import { StudioError } from '../../extension/protocol/errors';
 import { CgroupNames, cgroup2Mount, parseProcCgroup } from '../../extension/sys/cgroup';
 import { JvmSelector, containerIds, containerLabel } from '../../extension/agent/select';
 import { KitExport } from '../../extension/agent/kitMetrics';
+import { FUNCTION_LATENCY_HELP, FUNCTION_LATENCY_METRIC, LatencyExport } from '../../extension/agent/latencyMetrics';
+import { ContainerLookup } from '../../extension/sys/proc/container';
 import type { HistUpdate } from '../../extension/protocol/histogram';
 
 function configError(text: string): string {
@@ -279,4 +281,67 @@ test('a kit tracer exported: one family per flag set, keys named, series bounded
   assert.equal(cpu.hist.size, 0);
   const check = fs.existsSync('/usr/bin/promtool') ? spawnSync('/usr/bin/promtool', ['check', 'metrics'], { input: x, encoding: 'utf8' }) : undefined;
   if (check) assert.equal(`${check.stdout}${check.stderr}`.trim(), '', 'promtool check metrics');
+});
+
+test('config "latency": entries with their defaults; a bad path, name, label, container or a second entry names its line', () => {
+  const c = parseConfig('{"latency": [{"binary": "/usr/sbin/nginx", "function": "ngx_http_process_request"}, {"binary": "/app/server", "function": "Parser::parse", "labels": {"service": "orders"}, "containers": ["4f1c2e9a0b7d"], "intervalSeconds": 2}]}', 'a.json');
+  assert.deepEqual(c.latency, [
+    { binary: '/usr/sbin/nginx', function: 'ngx_http_process_request', labels: {}, intervalSeconds: 10 },
+    { binary: '/app/server', function: 'Parser::parse', labels: { service: 'orders' }, containers: ['4f1c2e9a0b7d'], intervalSeconds: 2 },
+  ]);
+  assert.deepEqual(parseConfig('{}', 'a.json').latency, [], 'none unless named');
+  const two = (second: string) => `{\n "latency": [\n  {"binary": "/bin/a", "function": "f", "labels": {"x": "{[,]}"}},\n  ${second}\n ]\n}`;
+  assert.match(configError(two('{"binary": "bin/b", "function": "f"}')), /^agent\.json:4: latency\.1\.binary must be the absolute path of the program or library/);
+  assert.match(configError(two('{"binary": "/bin/b", "function": " "}')), /^agent\.json:4: latency\.1\.function must name a function \(as nm -C shows it\) or FILE:LINE/);
+  assert.match(configError(two('{"binary": "/bin/b", "function": "f", "labels": {"le": "1"}}')), /^agent\.json:4: latency\.1\.labels has the label name "le": a Prometheus label name .* other than function, binary, le, container/);
+  assert.match(configError(two('{"binary": "/bin/b", "function": "f", "labels": {"bad-name": "1"}}')), /label name "bad-name"/);
+  assert.match(configError(two('{"binary": "/bin/b", "function": "f", "labels": {"n": 1}}')), /latency\.1\.labels has "n": its value must be a string/);
+  assert.match(configError(two('{"binary": "/bin/b", "function": "f", "containers": ["web"]}')), /^agent\.json:4: latency\.1\.containers must be a non-empty list of container ids/);
+  assert.match(configError(two('{"binary": "/bin/a", "function": "f"}')), /^agent\.json:4: latency\.1 names f in \/bin\/a a second time/);
+  assert.match(configError(two('{"binary": "/bin/b", "function": "f", "pid": 1}')), /^agent\.json:4: latency\.1\.pid is not a known key: use one of binary, function, labels, containers, intervalSeconds/);
+  assert.match(configError(two('{"binary": "/bin/b", "function": "f", "intervalSeconds": 0}')), /latency\.1\.intervalSeconds must be a whole number from 1 to 300, not 0/);
+  assert.match(configError('{"latency": {"binary": "/bin/a"}}'), /latency must be a list of at most 64 entries/);
+  assert.match(configError('{"latency": ["/bin/a"]}'), /latency\.0 must be a JSON object/);
+});
+
+test('a function\'s latency exported: per container from its cgroup, others in one series, a new cgroup named before it counts, containers filter', () => {
+  const id = 'ab'.repeat(32);
+  const paths = new Map<number, string>([
+    [1, `/system.slice/docker-${id}.scope`],
+    [2, '/user.slice/user-0.slice/session-1.scope'],
+    [3, '/system.slice/cron.service'],
+  ]);
+  const cgroups = { name: (n: number) => paths.get(n) } as unknown as CgroupNames;
+  // No runtime files to read: a container is named by its id.
+  const containers = new ContainerLookup(['/nonexistent-root']);
+  const hist = new Histograms(RUNQ_BUCKETS_S);
+  const cfg = parseConfig(`{"latency": [{"binary": "/app/srv", "function": "handle", "labels": {"service": "web"}}, {"binary": "/app/srv", "function": "parse", "containers": ["${id.slice(0, 12)}"]}]}`, 'a.json');
+  const all = new LatencyExport(cfg.latency[0], hist, cgroups, containers);
+  const only = new LatencyExport(cfg.latency[1], hist, cgroups, containers);
+  const slots = (i: number, n: number) => Object.assign(new Array(32).fill(0), { [i]: n });
+  const feed = (e: LatencyExport, entries: { key: number; slots: number[] }[]) => (e as unknown as { add(x: unknown[]): void }).add(entries.map((x) => ({ ...x, epoch: 0, comm: '' })));
+  feed(all, [{ key: 1, slots: slots(11, 7) }, { key: 2, slots: slots(3, 2) }, { key: 3, slots: slots(3, 1) }, { key: 9, slots: slots(5, 4) }]);
+  feed(only, [{ key: 1, slots: slots(11, 3) }, { key: 2, slots: slots(11, 5) }]);
+  let x = new Exposition().histogram(FUNCTION_LATENCY_METRIC, FUNCTION_LATENCY_HELP, hist).text();
+  const short = id.slice(0, 12);
+  assert.match(x, new RegExp(`^ebpf_studio_function_latency_seconds_count\\{function="handle",binary="/app/srv",service="web",container="${short}",container_id="${short}"\\} 7$`, 'm'));
+  assert.match(x, /^ebpf_studio_function_latency_seconds_count\{function="handle",binary="\/app\/srv",service="web"\} 3$/m, 'outside containers: one series');
+  assert.match(x, new RegExp(`^ebpf_studio_function_latency_seconds_bucket\\{function="parse",binary="/app/srv",container="${short}",container_id="${short}",le="0.001024"\\} 0$`, 'm'));
+  assert.match(x, new RegExp(`^ebpf_studio_function_latency_seconds_bucket\\{function="parse",binary="/app/srv",container="${short}",container_id="${short}",le="0.002048"\\} 3$`, 'm'));
+  assert.doesNotMatch(x, /function="parse",binary="\/app\/srv"\}/, 'outside the configured container: not exported');
+  // cgroup 9 was not named yet: its 4 calls wait one read, and are counted under its container once named.
+  paths.set(9, `/system.slice/docker-${id}.scope/sub`);
+  feed(all, []);
+  x = new Exposition().histogram(FUNCTION_LATENCY_METRIC, FUNCTION_LATENCY_HELP, hist).text();
+  assert.match(x, new RegExp(`^ebpf_studio_function_latency_seconds_count\\{function="handle",binary="/app/srv",service="web",container="${short}",container_id="${short}"\\} 11$`, 'm'));
+  // a cgroup gone before it was named: counted without container labels at the next read
+  feed(all, [{ key: 77, slots: slots(2, 1) }]);
+  feed(all, []);
+  x = new Exposition().histogram(FUNCTION_LATENCY_METRIC, FUNCTION_LATENCY_HELP, hist).text();
+  assert.match(x, /^ebpf_studio_function_latency_seconds_count\{function="handle",binary="\/app\/srv",service="web"\} 4$/m);
+  const check = fs.existsSync('/usr/bin/promtool') ? spawnSync('/usr/bin/promtool', ['check', 'metrics'], { input: x, encoding: 'utf8' }) : undefined;
+  if (check) assert.equal(`${check.stdout}${check.stderr}`.trim(), '', 'promtool check metrics');
+  all.forgetIdle(Date.now() + 1000, 500);
+  only.forgetIdle(Date.now() + 1000, 500);
+  assert.equal(hist.size, 0);
 });
