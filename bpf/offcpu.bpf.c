@@ -45,6 +45,10 @@ const volatile bool java_join = false;
 /* The JVM owner's effective uid: a thread acting as anyone else is never signalled (see
  * task.bpf.h current_euid_is). (__u32)-1: no check. */
 const volatile __u32 signal_euid = (__u32)-1;
+/* Wall clock with the Java join: on-CPU samples are sent and signalled too (like the CPU
+ * profiler's), so each carries its time and Java frames (a slow-call profile keeps only the
+ * samples inside its windows); otherwise they are summed here without either. */
+const volatile bool java_on_cpu = false;
 /* Stack cache: a thread that blocks where it blocked last time (same signature, see
  * block_signature) reuses that switch-out's stack ids instead of walking both stacks again. A
  * place's reuses are checked by a real walk, which counts a mismatch if it found other stacks, so
@@ -552,6 +556,30 @@ int dump_threads(struct bpf_iter__task *ctx)
 	return 0;
 }
 
+/* Wall clock, java_on_cpu: the sample goes to the join with its time; the thread is signalled so
+ * the agent walks its Java stack on the way back to user space. False: sum it here. */
+static __always_inline bool send_on_cpu_java(struct offcpu_key *k)
+{
+	struct offcpu_java *r;
+
+	if (!current_euid_is(signal_euid))
+		return false;
+	r = bpf_ringbuf_reserve(&java_samples, sizeof(*r), 0);
+	if (!r)
+		return false;
+	r->ktime_ns = bpf_ktime_get_ns();
+	r->total_ns = sample_ns;
+	r->tid = k->tid;
+	r->ns_tid = current_ns_tid();
+	r->user_stack_id = k->user_stack_id;
+	r->kern_stack_id = k->kern_stack_id;
+	r->state = OFFCPU_STATE_ONCPU;
+	r->count = 1;
+	bpf_send_signal_thread(27 /* SIGPROF */);
+	bpf_ringbuf_submit(r, 0);
+	return true;
+}
+
 /* Wall clock: an on-CPU sample of a traced thread weighs sample_ns. */
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
@@ -571,6 +599,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	stat_add(OFFCPU_STAT_SAMPLES);
 	if (stack_lost(k.user_stack_id) || stack_lost(k.kern_stack_id))
 		stat_add(OFFCPU_STAT_LOST);
+	if (java_join && java_on_cpu && send_on_cpu_java(&k))
+		return 0;
 	add_total(&k, sample_ns);
 	return 0;
 }

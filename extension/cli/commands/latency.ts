@@ -39,7 +39,8 @@ const USAGE = [
   '                   max, total and a log2 histogram each',
   '  --profile-slow   also profile the calls at least --threshold-ms long: a wall-clock profile (on-CPU',
   '                   samples and off-CPU time with why: sleep, I/O, lock, preempted) of only what ran',
-  '                   inside them; printed after the figures (or with --folded as folded stacks)',
+  '                   inside them; printed after the figures (or with --folded as folded stacks). A',
+  '                   Java method: our JVMTI agent adds the Java frames (JDK 17 to 23; needs root)',
   `  --frequency HZ   --profile-slow: on-CPU samples per second (default ${WALL_DEFAULT_FREQUENCY})`,
   '  --unwind cfi|fp  --profile-slow: user stacks walked by the program\'s unwind tables (cfi, default:',
   '                   a function blocking in libc keeps its own frame) or by frame pointers (fp)',
@@ -49,6 +50,7 @@ const USAGE = [
 /** The slow calls' profile after the figures: what was kept, then its time summary. */
 function profileReport(p: ProfileResult | undefined, profiled: number | undefined): string {
   if (!p) return 'slow calls profile: none read';
+  if (!profiled) return 'slow calls profiled: 0: no call was slower than the threshold, so the profile is empty';
   return [`slow calls profiled: ${profiled ?? 0}`, formatTimeSummary(p)].join('\n');
 }
 
@@ -85,7 +87,8 @@ export const latencyCommand: Command = {
         tracer: latencyTracer,
         options,
         // a Java method of a JVM is timed inside the JVM (JFR or our agent), asked as its owner
-        privilege: latencyRoute(pid, positionals[0]) === 'native' ? 'uprobe' : 'none',
+        // ... but the slow calls' profile is a BPF wall-clock profile of the JVM
+        privilege: latencyRoute(pid, positionals[0]) === 'native' ? 'uprobe' : profileSlow ? 'bpf' : 'none',
         json: Boolean(values.json),
         verbose: Boolean(values.verbose),
         durationS: durationFlag(values.duration),

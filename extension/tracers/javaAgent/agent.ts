@@ -307,8 +307,24 @@ export interface JavaAgentSession {
   abort(): Promise<void>;
 }
 
+/**
+ * Keeps only some samples (the latency tracer's slow-call windows): each paired sample waits until
+ * the horizon passes its time (every window that could hold it is known then; undefined: all are),
+ * then is kept or let go. The target's stacks not joined by the agent are left out of the result.
+ */
+export interface SampleFilter {
+  horizonNs(): bigint | undefined;
+  keep(nsTid: number, tid: number, ktimeNs: bigint): boolean;
+  /** samples let go unseen: more were waiting than HELD_MAX */
+  lost(n: number): void;
+}
+
+/** Paired samples waiting for a SampleFilter's horizon: beyond this, the newest are let go (counted). */
+const HELD_MAX = 100_000;
+
 export interface JavaAgentOptions {
   depth?: number;
+  keep?: SampleFilter;
   unwind?: 'fp' | 'dwarf';
   /** the joined stacks are added to the target's stacks in the result (off-CPU: those are the intervals not joined) instead of replacing them */
   keepStacks?: boolean;
@@ -337,6 +353,7 @@ class AgentSession implements JavaAgentSession {
   private t0ns = 0n;
   private readonly pairer = new IncrementalPairer<JoinSample>();
   private readonly joined = new Map<string, Joined>();
+  private held: { sample: JoinSample; record: AgentRecord | undefined; classes: FrameClass[] | undefined }[] = [];
   private ring?: RingBufferHandle;
   private stopped = false;
   private firstMs?: number;
@@ -476,23 +493,44 @@ class AgentSession implements JavaAgentSession {
   // Decides what the watermarks allow and counts the decided samples by (thread, native stack,
   // record): memory grows with distinct stacks, not with samples.
   private advance(all: boolean): void {
-    const { log, cache, joined } = this;
+    const { log, cache } = this;
     const samplesBefore = all ? ALL_IN : this.latestSampleTs === undefined ? 0n : this.latestSampleTs - SAMPLE_SKEW_NS;
     const recordsBefore = all || log.ended ? ALL_IN : log.watermarkNs === undefined ? 0n : log.watermarkNs - RECORD_SKEW_NS;
     for (const { sample, record } of this.pairer.advance(samplesBefore, recordsBefore)) {
       if (record) this.n.joined++;
       if (record) restoreRecoveredLeaf(record, cache);
       const classes = record && record.code > 0 ? frameClasses(record, log.methods, cache) : undefined;
-      const recordKey = record ? `${record.code}:${record.frames.map((f) => `${f.method}.${f.bci}.${f.line}`).join(',')}:${classes ? classesKey(classes) : ''}` : '-';
-      const key = `${sample.tid}/${sample.key}/${recordKey}/${sample.state ?? ''}`;
-      const j = joined.get(key);
-      const count = sample.count ?? 1;
-      const value = sample.weightUs ?? count;
-      if (j) {
-        j.count += count;
-        j.value += value;
-      } else joined.set(key, { tid: sample.tid, native: sample.native, nativeKey: sample.key, record, classes, count, value, ...(sample.state ? { state: sample.state } : {}) });
+      if (this.opts.keep) {
+        if (this.held.length < HELD_MAX) this.held.push({ sample, record, classes });
+        else this.opts.keep.lost(1);
+      } else this.fold(sample, record, classes);
     }
+    if (this.opts.keep) this.release(all);
+  }
+
+  /** The held samples the filter's horizon has passed: kept ones folded in, the rest let go. */
+  private release(all: boolean): void {
+    const keep = this.opts.keep!;
+    const h = all ? undefined : keep.horizonNs();
+    const wait: typeof this.held = [];
+    for (const x of this.held) {
+      if (h !== undefined && x.sample.ktimeNs >= h) wait.push(x);
+      else if (keep.keep(x.sample.nsTid ?? 0, x.sample.tid, x.sample.ktimeNs)) this.fold(x.sample, x.record, x.classes);
+    }
+    this.held = wait;
+  }
+
+  /** Counts one decided sample by (thread, native stack, record, state). */
+  private fold(sample: JoinSample, record: AgentRecord | undefined, classes: FrameClass[] | undefined): void {
+    const recordKey = record ? `${record.code}:${record.frames.map((f) => `${f.method}.${f.bci}.${f.line}`).join(',')}:${classes ? classesKey(classes) : ''}` : '-';
+    const key = `${sample.tid}/${sample.key}/${recordKey}/${sample.state ?? ''}`;
+    const j = this.joined.get(key);
+    const count = sample.count ?? 1;
+    const value = sample.weightUs ?? count;
+    if (j) {
+      j.count += count;
+      j.value += value;
+    } else this.joined.set(key, { tid: sample.tid, native: sample.native, nativeKey: sample.key, record, classes, count, value, ...(sample.state ? { state: sample.state } : {}) });
   }
 
   private readLogged(step: () => void): void {
@@ -534,7 +572,7 @@ class AgentSession implements JavaAgentSession {
       }
       return { pid, tid: j.tid, comm, frames: joinStack(frames, j.record, log.methods, j.classes && typesOf(j.classes, cache)), count: j.count, value: j.value, ...(j.state ? { state: j.state } : {}) };
     });
-    const others = this.opts.keepStacks ? result.stacks : result.stacks.filter((s) => s.pid !== pid);
+    const others = this.opts.keep ? [] : this.opts.keepStacks ? result.stacks : result.stacks.filter((s) => s.pid !== pid);
     return { ...result, stacks: [...others, ...foldStacks(items)].sort((a, b) => (b.value ?? b.count) - (a.value ?? a.count)) };
   }
 

@@ -24,6 +24,11 @@ import { HistAggregate } from '../histDecode';
 import { percentile } from './decode';
 import { javaMethodOf, type JavaMethod } from './javaTarget';
 import { parseSnapshot, SNAPSHOT_MAX_BYTES, SnapshotError, type JavaSnapshot } from './javaSnapshot';
+import { SlowWindows } from './javaSlowWindows';
+import { checkSlowProfileKernel } from './slowProfile';
+import { startFilteredJavaWall } from '../offcpu/tracer';
+import { PROFILE_DEFAULT_STACK_STORAGE, type ProfileResult } from '../../protocol/profile';
+import { OFFCPU_DEFAULT_MIN_BLOCK_US, WALL_DEFAULT_FREQUENCY } from '../../protocol/offcpu';
 
 export const JAVALATENCY_FILE = 'ebpf-studio-javalatency.jar';
 const ATTACH = { timeoutMs: 20_000 };
@@ -173,6 +178,7 @@ class AgentLatencySession {
   collect(snap: JavaSnapshot | undefined): void {
     if (!snap || snap.state === 'error' || snap.id !== this.p.id) return;
     this.last = snap;
+    this.prof?.windows.add(snap);
     const delta = snap.log2.map((c, i) => Math.max(0, c - (this.prevLog2[i] ?? 0)));
     this.prevLog2 = snap.log2;
     const fresh = snap.slow.filter((c) => !this.seenSeq.has(c.seq)).sort((a, b) => b.durationNs - a.durationNs);
@@ -184,7 +190,17 @@ class AgentLatencySession {
     if (!this.closed) this.events.update({ ...interval, stats: this.stats(), slow: slow.slice(0, 50) });
   }
 
+  /** profileSlow: the wall-clock profile of the JVM, kept to the slow calls' windows */
+  prof?: { windows: SlowWindows; off: Session<'offcpu'>; result?: ProfileResult };
+
   stats(): LatencyStats {
+    const st = this.statsOfSnapshot();
+    const w = this.prof?.windows.n;
+    // fast: every call not slow; lost: windows never seen or not kept, samples let go
+    return w ? { ...st, profiledSlow: w.windows, profiledFast: Math.max(0, st.count - (st.slowCalls ?? 0)), profileLost: w.missed + w.noTid + w.dropped + w.lost } : st;
+  }
+
+  private statsOfSnapshot(): LatencyStats {
     return agentStats(this.last ?? { state: 'running', id: '', count: 0, sumNs: 0, maxNs: 0, slowCalls: 0, methods: [], log2: [], fine: [], slow: [] }, (Date.now() - this.t0) / 1000, this.o.thresholdMs);
   }
 
@@ -196,7 +212,7 @@ class AgentLatencySession {
   result(): LatencyResult {
     const methods = this.last?.methods ?? [];
     const probe = methods.length ? { ...this.probe, function: methods.length === 1 ? methods[0] : `${this.probe.function} (${methods.length} methods: ${methods.slice(0, 5).join(', ')})` } : this.probe;
-    return { ...this.agg.result(0), probe, stats: this.stats(), slow: [...this.kept] };
+    return { ...this.agg.result(0), probe, stats: this.stats(), slow: [...this.kept], ...(this.prof?.result ? { profile: this.prof.result } : {}) };
   }
 
   /** Asks the agent to put the class back and write its last snapshot, folds that in, removes the files. */
@@ -213,6 +229,21 @@ class AgentLatencySession {
       this.closed = true;
       removeOut(this.p);
     }
+    await this.finishProfile();
+  }
+
+  /** Every window is known once the agent stopped: the profile keeps the samples inside them. */
+  private async finishProfile(): Promise<void> {
+    const prof = this.prof;
+    if (!prof || prof.result) return;
+    prof.windows.end();
+    try {
+      prof.result = (await prof.off.stop()) as ProfileResult;
+    } catch (e) {
+      this.env.log(`latency: reading the slow calls' profile failed: ${(e as Error).message}`);
+    }
+    const n = prof.windows.n;
+    this.env.log(`latency: slow-call profile: ${n.windows} windows (${n.missed} overwritten in the agent before a snapshot, ${n.noTid} without a thread id, ${n.dropped} over the cap); samples ${n.kept} kept, ${n.outside} outside every window, ${n.lost} let go (too many waiting)`);
   }
 
   private ended(): void {
@@ -220,7 +251,7 @@ class AgentLatencySession {
     clearInterval(this.timer);
     this.unwatch();
     this.closed = true;
-    this.events.ended('target-exited', `process ${this.o.pid} exited`);
+    void this.finishProfile().then(() => this.events.ended('target-exited', `process ${this.o.pid} exited`));
   }
 }
 
@@ -236,7 +267,7 @@ function removeOut(p: Placed): void {
 
 function startArgs(m: JavaMethod, o: LatencyOptions, id: string, out: string): string {
   const desc = m.descriptor ? `,desc=${m.descriptor}` : '';
-  return `start,id=${id},class=${m.className},method=${m.method}${desc},out=${out},threshold=${Math.round(o.thresholdMs * 1e6)},unit=${o.unit === 'ms' ? 1_000_000 : 1000},interval=${Math.round(o.intervalS * 1000)},slow=${SLOW_KEPT},lease=${leaseMs(o.intervalS)}`;
+  return `start,id=${id},class=${m.className},method=${m.method}${desc},out=${out},threshold=${Math.round(o.thresholdMs * 1e6)},unit=${o.unit === 'ms' ? 1_000_000 : 1000},interval=${Math.round(o.intervalS * 1000)},slow=${SLOW_KEPT},lease=${leaseMs(o.intervalS)}${o.profileSlow ? ',profile=1' : ''}`;
 }
 
 /** Places the jar, sends `start`, and reads the agent's answer: the first snapshot, or its error. */
@@ -280,6 +311,22 @@ async function startAgent(o: LatencyOptions, env: TracerEnv, m: JavaMethod): Pro
   return p;
 }
 
+/**
+ * "Profile the slow calls": the JVM's wall-clock profile with its Java frames (our JVMTI agent's
+ * join, ../offcpu), every on-CPU sample and blocked interval timed, of which only those inside a
+ * slow call's window (tid, start, end from the latency agent) are kept.
+ */
+async function startSlowProfile(o: LatencyOptions, env: TracerEnv): Promise<{ windows: SlowWindows; off: Session<'offcpu'> }> {
+  checkSlowProfileKernel();
+  const windows = new SlowWindows();
+  const off = await startFilteredJavaWall(
+    { pid: o.pid, event: 'wall', minBlockUs: OFFCPU_DEFAULT_MIN_BLOCK_US, frequency: o.frequency ?? WALL_DEFAULT_FREQUENCY, stackStorageSize: PROFILE_DEFAULT_STACK_STORAGE, javaPerfMap: true, java: 'agent', unwind: o.unwind === 'fp' ? 'fp' : 'auto' },
+    env,
+    windows,
+  );
+  return { windows, off };
+}
+
 /** The latency session of a Java method on a JDK 17 to 23 JVM. */
 export async function startAgentLatency(o: LatencyOptions, env: TracerEnv, events: SessionEvents<'latency'>, feature: number | undefined): Promise<Session<'latency'>> {
   checkPid(o.pid);
@@ -287,10 +334,18 @@ export async function startAgentLatency(o: LatencyOptions, env: TracerEnv, event
   const target = identify(o.pid);
   if (!target) throw inputError(`no process with pid ${o.pid} is running (check with: ps -p ${o.pid})`);
   const m = javaMethodOf(o.pid, o.target);
-  if (o.profileSlow || o.byCaller) throw unsuitableError(`${o.profileSlow ? 'profiling the slow calls' : 'figures per caller'} is not available for Java methods: the slowest calls' Java stacks are in the result`);
-  const p = await startAgent(o, env, m);
+  if (o.byCaller) throw unsuitableError(`figures per caller is not available for Java methods: the slowest calls' Java stacks are in the result`);
+  const prof = o.profileSlow ? await startSlowProfile(o, env) : undefined;
+  let p: Placed;
+  try {
+    p = await startAgent(o, env, m);
+  } catch (e) {
+    await prof?.off.stop().catch(() => undefined);
+    throw e;
+  }
   const probe: LatencyProbe = { function: `${m.className}.${m.method}${m.descriptor}`, module: `JVM pid ${o.pid} (JDK ${feature ?? '?'}): Java agent`, address: '0x0', returns: 'java-agent' };
   const s = new AgentLatencySession(o, p, probe, env, events, target);
+  s.prof = prof;
   s.collect(s.read());
   return {
     targets: [o.pid],

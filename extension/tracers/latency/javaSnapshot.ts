@@ -10,6 +10,8 @@ import { HIST_MAX_SLOTS } from '../histDecode';
 export const SNAPSHOT_MAX_BYTES = 4 << 20;
 const MAX_SLOW = 1000;
 const MAX_METHODS = 50;
+/** the agent's ring of slow-call windows (Windows.java RING) */
+export const MAX_WINDOWS = 1024;
 
 export interface JavaSlowCall {
   seq: number;
@@ -17,6 +19,15 @@ export interface JavaSlowCall {
   endNs: number;
   tid: number;
   stack: Frame[];
+}
+
+/** A slow call's time window on one thread, for its profile: System.nanoTime = CLOCK_MONOTONIC ns. */
+export interface JavaWindow {
+  seq: number;
+  /** the thread's id in the JVM's pid namespace (0: unknown) */
+  tid: number;
+  startNs: bigint;
+  endNs: bigint;
 }
 
 export interface JavaSnapshot {
@@ -33,6 +44,9 @@ export interface JavaSnapshot {
   /** log-linear ns slots (./decode.ts fineBounds) */
   fine: number[];
   slow: JavaSlowCall[];
+  /** profiling the slow calls: every slow call that started before this has ended and is in `windows` */
+  horizonNs?: bigint;
+  windows?: JavaWindow[];
 }
 
 export class SnapshotError extends Error {}
@@ -76,6 +90,19 @@ function slowCall(v: unknown): JavaSlowCall {
   return { seq: n(o.seq, 'seq'), durationNs: n(o.d, 'a duration'), endNs: n(o.end, 'an end time'), tid: n(o.tid, 'a thread id'), stack };
 }
 
+/** A clock reading: past 2^53 ns (104 days of uptime) a JSON number is no longer exact, but µs-close is enough for a window. */
+function clock(v: unknown, what: string): bigint {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 2 ** 63) throw new SnapshotError(`${what} is not a clock reading`);
+  return BigInt(Math.round(v));
+}
+
+function window(v: unknown): JavaWindow {
+  const [seq, tid, start, end] = arr(v, 'a window', 4);
+  const w = { seq: n(seq, 'a window number'), tid: n(tid, 'a window thread'), startNs: clock(start, 'a window start'), endNs: clock(end, 'a window end') };
+  if (w.endNs < w.startNs) throw new SnapshotError('a window ends before it starts');
+  return w;
+}
+
 /** Parses one snapshot's text; throws SnapshotError on anything unexpected. */
 export function parseSnapshot(text: string): JavaSnapshot {
   if (text.length > SNAPSHOT_MAX_BYTES) throw new SnapshotError('the snapshot is too large');
@@ -108,6 +135,7 @@ export function parseSnapshot(text: string): JavaSnapshot {
     log2,
     fine,
     slow: arr(o.slow, 'slow', MAX_SLOW).map(slowCall),
+    ...(o.windows !== undefined ? { horizonNs: clock(o.horizon, 'horizon'), windows: arr(o.windows, 'windows', MAX_WINDOWS).map(window) } : {}),
   };
 }
 

@@ -34,7 +34,7 @@ import type { Session, SessionEvents, Tracer, TracerEnv } from '../tracer';
 import { loadFirstWorking, readCounter, setRodata } from '../bpfObject';
 import { onlineCpus } from '../profile/tracer';
 import { assemble, readStacks, symbolizeStacks, type RawStack } from '../profile/stacks';
-import { agentLibrary, agentUnavailableMessage, checkAgentTarget, foreignOwner, startJavaAgent, type JavaAgentSession } from '../javaAgent/agent';
+import { agentLibrary, agentUnavailableMessage, checkAgentTarget, foreignOwner, startJavaAgent, type JavaAgentSession, type SampleFilter } from '../javaAgent/agent';
 import type { RingBufferHandle } from '../../../native/index';
 import fs from 'node:fs';
 import { addHeld, addOpenIntervals, decodeHeld, decodeJavaRecord, decodeStarts, decodeTotals, OFFCPU_JAVA_SIZE, OFFCPU_STAT, parseProcStack, stateOfLetter, type OffcpuEntry } from './decode';
@@ -194,6 +194,18 @@ export const offcpuTracer: Tracer<'offcpu'> = {
   },
 };
 
+/**
+ * A wall-clock profile of a JVM with its Java frames, keeping only the samples `keep` keeps (the
+ * latency tracer's slow Java calls): on-CPU samples and blocked intervals each go to the agent's
+ * join with their time, and nothing without a time is kept.
+ */
+export async function startFilteredJavaWall(options: OffcpuOptions, env: TracerEnv, keep: SampleFilter): Promise<Session<'offcpu'>> {
+  const session = new OffcpuSession({ ...options, event: 'wall', java: 'agent' }, env, { update: () => undefined, ended: () => undefined }, keep);
+  await session.attach();
+  session.collect();
+  return session;
+}
+
 type LockSession = Awaited<ReturnType<typeof startLockSession>>;
 
 /** One off-CPU or wall-clock profile: the loaded object, the optional Java agent and lock session, and the last totals read. */
@@ -239,6 +251,7 @@ class OffcpuSession implements Session<'offcpu'> {
     private readonly options: OffcpuOptions,
     private readonly env: TracerEnv,
     private readonly events: SessionEvents<'offcpu'>,
+    private readonly keep?: SampleFilter,
   ) {
     this.targets = options.pid ? [options.pid] : [];
     this.wall = options.event === 'wall';
@@ -291,7 +304,7 @@ class OffcpuSession implements Session<'offcpu'> {
         if (javaMode === 'agent') checkAgentTarget(options.pid, env.requester);
         if (javaMode === 'agent') throw unsuitableError(agentUnavailableMessage(env.assetDir));
         this.warnings.push(owner !== undefined ? `pid ${options.pid} is a JVM of uid ${owner}, not yours: no Java agent is loaded into it, so its Java frames stay unnamed` : `${agentUnavailableMessage(env.assetDir)}: blocked threads keep their kernel and native stacks only`);
-      } else this.java = await startJavaAgent(options.pid, env, { unwind: 'fp', keepStacks: true });
+      } else this.java = await startJavaAgent(options.pid, env, { unwind: 'fp', keepStacks: true, ...(this.keep ? { keep: this.keep } : {}) });
     }
   }
 
@@ -306,7 +319,7 @@ class OffcpuSession implements Session<'offcpu'> {
         // without tables the walk's maps stay one entry each (the stacks map is preallocated)
         if (cfi) cfi.size(o, cfiRowCapacity(cfi.sizingRows), options.stackStorageSize);
         else o.setMaxEntries('cfi_stacks', 1);
-        setRodata(o, { target_tgid: options.pid, ...bootStartRange(this.target), min_block_ns: BigInt(options.minBlockUs) * 1000n, sample_ns: wall ? BigInt(Math.round(1e9 / options.frequency)) : 0n, java_join: Boolean(java), signal_euid: java ? java.euid : 0xffffffff, cfi_unwind: Boolean(cfi) });
+        setRodata(o, { target_tgid: options.pid, ...bootStartRange(this.target), min_block_ns: BigInt(options.minBlockUs) * 1000n, sample_ns: wall ? BigInt(Math.round(1e9 / options.frequency)) : 0n, java_join: Boolean(java), java_on_cpu: Boolean(java && this.keep), signal_euid: java ? java.euid : 0xffffffff, cfi_unwind: Boolean(cfi) });
       });
       try {
         cfi?.load(loaded.obj);

@@ -32,6 +32,7 @@ final class Control {
         String cls = need(o, "class"), method = need(o, "method"), desc = o.getOrDefault("desc", "");
         Class<?>[] found = find(in, cls);
         Session s = new Session(o.get("id"), out, cls + "." + method + desc, Long.parseLong(need(o, "threshold")), Long.parseLong(need(o, "unit")), Integer.parseInt(o.getOrDefault("slow", "100")));
+        if ("1".equals(o.get("profile"))) s.windows = new Windows();
         ClassFileTransformer t = Rewriter.transformer(found, method, desc, s.methods);
         in.addTransformer(t, true);
         try {

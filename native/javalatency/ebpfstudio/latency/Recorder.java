@@ -8,9 +8,19 @@ public final class Recorder {
 
     private Recorder() { }
 
-    public static void exit(long start) {
-        long d = System.nanoTime() - start;
+    /** The call's start; with the slow calls profiled, the thread's outermost call is tracked too. */
+    public static long enter() {
+        long t = System.nanoTime();
         Session s = session;
-        if (s != null) s.record(d);
+        if (s != null && s.windows != null) s.windows.enter(t);
+        return t;
+    }
+
+    public static void exit(long start) {
+        long end = System.nanoTime(), d = end - start;
+        Session s = session;
+        if (s == null) return;
+        s.record(d);
+        if (s.windows != null) s.windows.exit(start, end, s.threshold > 0 && d >= s.threshold);
     }
 }

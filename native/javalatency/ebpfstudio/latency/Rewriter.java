@@ -119,7 +119,7 @@ final class Rewriter {
         @Override
         protected void onMethodEnter() {
             start = newLocal(Type.LONG_TYPE);
-            mv.visitMethodInsn(INVOKESTATIC, "java/lang/System", "nanoTime", "()J", false);
+            mv.visitMethodInsn(INVOKESTATIC, RECORDER.getInternalName(), "enter", "()J", false);
             mv.visitVarInsn(LSTORE, start);
             mv.visitLabel(from);
         }

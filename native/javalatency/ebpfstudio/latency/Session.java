@@ -27,6 +27,8 @@ final class Session {
     final PriorityQueue<Slow> slow = new PriorityQueue<>((a, b) -> Long.compare(a.d, b.d));
     long seq;
     volatile String state = "running";
+    /** the slow calls' time windows, when they are profiled; set before the session is published */
+    Windows windows;
 
     static final class Slow {
         long seq;
