@@ -85,6 +85,8 @@ export const CFI_STAT = { walks: 7, frames: 8, fpFrames: 9, lost: 10, noTable: 1
 
 /** A .eh_frame larger than this is not compiled (its mappings are walked by frame pointers): node's is 2.7 MB. */
 const MAX_EH_FRAME_BYTES = 16 << 20;
+/** Where a file's separate debug file is looked up by build-id, for .debug_frame rows where .eh_frame leaves code uncovered (root-owned: what the helper reads there no user placed). */
+const DEBUG_DIRS = ['/usr/lib/debug'];
 /** Rows this helper keeps compiled across sessions (12 bytes each in BPF, more here). */
 const CACHE_MAX_ROWS = 4_000_000;
 
@@ -119,7 +121,7 @@ function compiledFor(pid: number, m: Mapping): Compiled {
   let c: Compiled;
   try {
     const eh = elf.section('.eh_frame');
-    const table = eh && eh.size > MAX_EH_FRAME_BYTES ? { rows: [], fdes: 0, unsupported: { 'eh_frame-too-large': 1 } } : compileCfi(elf);
+    const table = eh && eh.size > MAX_EH_FRAME_BYTES ? { rows: [], fdes: 0, unsupported: { 'eh_frame-too-large': 1 } } : compileCfi(elf, { debugDirs: DEBUG_DIRS });
     const loads = elf.segments.filter((s) => s.type === PT_LOAD).map((s) => ({ offset: s.offset, filesz: s.filesz, delta: s.vaddr - s.offset }));
     c = { stamp, table, loads };
   } finally {
@@ -142,9 +144,11 @@ function estimateFor(pid: number, m: Mapping): { rows: number; pages: number } {
   const elf = new ElfFile(reached.path);
   try {
     const eh = elf.section('.eh_frame');
-    if (!eh || eh.size > MAX_EH_FRAME_BYTES) return { rows: 0, pages: 0 };
+    // a program built with -fno-asynchronous-unwind-tables -g has its CFI in .debug_frame
+    const cfiBytes = (eh?.size ?? 0) + (elf.section('.debug_frame')?.size ?? 0);
+    if (!cfiBytes || (eh && eh.size > MAX_EH_FRAME_BYTES)) return { rows: 0, pages: 0 };
     const text = elf.segments.filter((s) => s.type === PT_LOAD && s.flags & 1).reduce((n, s) => n + Number(s.memsz), 0);
-    return { rows: Math.ceil(eh.size * ROWS_PER_EH_FRAME_BYTE), pages: Math.ceil(text / PAGE) + 2 };
+    return { rows: Math.ceil(cfiBytes * ROWS_PER_EH_FRAME_BYTE), pages: Math.ceil(text / PAGE) + 2 };
   } finally {
     elf.close();
   }

@@ -107,6 +107,9 @@ describe('in-kernel CFI unwinding (--unwind cfi)', { skip, timeout: 120_000 }, (
     const bin = path.join(work, 'cfisleep');
     const cc = spawnSync('gcc', ['-O2', '-g', '-fomit-frame-pointer', SRC, '-o', bin], { encoding: 'utf8' });
     assert.equal(cc.status, 0, `gcc failed: ${cc.stderr}`);
+    // the same program with its CFI in .debug_frame only (.eh_frame keeps crt's _start and the .plt)
+    const df = spawnSync('gcc', ['-O2', '-g', '-fomit-frame-pointer', '-fno-asynchronous-unwind-tables', SRC, '-o', `${bin}-df`], { encoding: 'utf8' });
+    assert.equal(df.status, 0, `gcc failed: ${df.stderr}`);
     child = spawn(bin, [], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
@@ -178,6 +181,39 @@ describe('in-kernel CFI unwinding (--unwind cfi)', { skip, timeout: 120_000 }, (
       assert.ok(reach >= pReach - 0.02, 'we reach main through the signal frame at least as often as perf');
     } finally {
       sig.kill('SIGKILL');
+    }
+  });
+
+  test('-fno-asynchronous-unwind-tables -g: the walk reaches main by .debug_frame rows, at least as often as perf --call-graph dwarf', async (t) => {
+    const df = spawn(path.join(work, 'cfisleep-df'), [], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      let out = '';
+      df.stdout!.on('data', (d) => (out += d));
+      assert.ok(await waitFor(() => out.includes('ready'), 10_000), 'the fixture did not start');
+      const ours = startCli(['profile', '--pid', String(df.pid), '--event', 'offcpu', '--unwind', 'cfi', '--duration', '3', '--json', '--verbose']);
+      assert.ok(await waitFor(() => /attached via/.test(ours.stderr()), 20_000), `not attached: ${ours.stderr()}`);
+      const perf = perfBinary() ? await perfSwitches(df.pid!, 1) : undefined;
+      const r = await ours.done;
+      assert.equal(r.code, 0, r.stderr);
+      const doc = JSON.parse(r.stdout) as ProfileResult;
+      const sleeping = doc.stacks.filter((s) => s.state === 'sleep' && fns(s).includes('clock_nanosleep') && !early(s));
+      const reachMain = sumUs(sleeping.filter((s) => fns(s).includes('main'))) / Math.max(1, sumUs(sleeping));
+      const ourPaths = new Set(sleeping.map((s) => fixturePath(fns(s).reverse())));
+      t.diagnostic(`ours: ${(100 * reachMain).toFixed(1)} % of sleeping time reaches main; paths ${[...ourPaths].join(' | ')}; ${/cfi: \d+ files.*/.exec(r.stderr)?.[0]}`);
+      assert.ok(reachMain > 0.95, `main above ${reachMain} of the sleeping time`);
+      assert.deepEqual([...ourPaths].sort(), ['main;long_wait', 'main;short_wait']);
+      if (!perf) return t.diagnostic('perf is not installed (linux-perf): the same-run comparison is skipped');
+      const perfSleeping = perf.filter((s) => s.frames.some((f) => /clock_nanosleep/.test(f)));
+      const n = perfSleeping.reduce((a, s) => a + s.count, 0);
+      const perfMain = perfSleeping.filter((s) => s.frames.includes('main')).reduce((a, s) => a + s.count, 0) / Math.max(1, n);
+      const perfPaths = new Set(perfSleeping.map((s) => fixturePath(s.frames)).filter((p) => p));
+      t.diagnostic(`perf --call-graph dwarf: ${n} switch-outs in clock_nanosleep, ${(100 * perfMain).toFixed(1)} % reach main; paths ${[...perfPaths].join(' | ')}`);
+      assert.ok(n > 10, `perf saw ${n} switch-outs`);
+      assert.ok(reachMain >= perfMain - 0.02, 'we reach main at least as often as perf');
+      // perf's paths are ours, or their inner part where perf stops short of main
+      for (const p of perfPaths) assert.ok([...ourPaths].some((o) => o === p || o.endsWith(`;${p}`)), `perf's path ${p} is in ours: ${[...ourPaths].join(' | ')}`);
+    } finally {
+      df.kill('SIGKILL');
     }
   });
 
