@@ -20,11 +20,12 @@ import type { JvmUpdate } from '../../extension/model/jvmTimeline';
 import { jdk, noJdkReason } from './gcWorkload';
 import { formatRate } from '../../extension/model/allocRate';
 import { kernelWalksTables } from '../../extension/tracers/cfiTables';
+import type { ProfileFrame } from '../../extension/protocol/frames';
 
 const skip = kernelSkipReason() ?? noJdkReason;
 
 /** libjvm's frames down to HotSpot's thread entry, then libc's start_thread. */
-function reachesThreadStart(frames: readonly { function?: string; module?: string }[]): boolean {
+function reachesThreadStart(frames: readonly ProfileFrame[]): boolean {
   const entry = frames.findIndex((f) => /^thread_native_entry/.test(f.function ?? '') && /libjvm\.so$/.test(f.module ?? ''));
   return entry > 0 && /libjvm\.so$/.test(frames[entry - 1].module ?? '') && frames.slice(entry + 1).some((f) => f.function === 'start_thread');
 }
