@@ -150,6 +150,37 @@ describe('latency of a Java method on JDK 17 (agent)', { skip: baseSkip, timeout
     assert.ok(after2 < base * 1.5 + 2, `the class is restored: ${after2} ns/call vs ${base} before`);
   });
 
+  test('--profile-slow: the slow calls\' wall-clock profile is under the method, sleeping, as long as the program slept; no slow call: empty, said', { skip: fs.existsSync(path.join(distDir, 'libebpf-studio-jvmagent.so')) ? undefined : 'the JVMTI agent is not built' }, async () => {
+    const t0 = Date.now();
+    const n0 = (await fx.ask('pause', 'paused')).calls;
+    const s = session(['--pid', String(fx.pid), 'LatencyAgentTarget.work', '--threshold-ms', '10', '--profile-slow']);
+    assert.ok(await waitFor(() => snapshots(fx.pid).length > 0, 60_000, 50), `the agent started: ${s.err()}`);
+    await new Promise((r) => setTimeout(r, 300));
+    await fx.ask('resume', 'resumed');
+    await new Promise((r) => setTimeout(r, 3000));
+    const n1 = (await fx.ask('pause', 'paused')).calls;
+    const r = await s.end();
+    await fx.ask('resume', 'resumed');
+    const own = await fx.ask(`stats ${n0} ${n1}`, 'stats');
+    const p = r.profile;
+    assert.ok(p, `a profile: ${s.err()}`);
+    const us = (st: { value?: number; count: number }) => st.value ?? st.count;
+    const total = p.stacks.reduce((a, st) => a + us(st), 0);
+    const under = p.stacks.filter((st) => st.frames.some((f) => f.function === 'LatencyAgentTarget.work')).reduce((a, st) => a + us(st), 0);
+    const sleeping = p.stacks.filter((st) => st.state === 'sleep').reduce((a, st) => a + us(st), 0);
+    console.log(`  profile of the slow calls: ${(total / 1000).toFixed(1)} ms, ${((100 * under) / total).toFixed(1)} % under work(), ${((100 * sleeping) / total).toFixed(1)} % sleeping, ${r.stats.profiledSlow} calls profiled; the program: ${own.over10ms} calls >= 10 ms, slept ${(own.sleptNs / 1e6).toFixed(1)} ms`);
+    assert.ok(Math.abs((r.stats.profiledSlow ?? 0) - own.over10ms) <= 2, `profiled ${r.stats.profiledSlow} slow calls, the program made ${own.over10ms}`);
+    assert.ok(under >= 0.9 * total, `under the method: ${under} of ${total} µs`);
+    assert.ok(sleeping >= 0.9 * total, `sleeping: ${sleeping} of ${total} µs`);
+    assert.ok(within(total * 1000, own.sleptNs, 10), `the profile's ${total} µs vs the program's slept ${own.sleptNs} ns`);
+    assert.deepEqual(snapshots(fx.pid), [], 'the snapshot is removed');
+    // a threshold no call reaches: an empty profile, and the reason said
+    const none = runCli(['latency', '--pid', String(fx.pid), 'LatencyAgentTarget.work', '--threshold-ms', '1000', '--profile-slow', '--duration', '1.5'], { timeoutMs: 60_000 });
+    assert.equal(none.code, 0, none.stderr);
+    assert.match(none.stdout, /slow calls profiled: 0: no call was slower than the threshold, so the profile is empty/);
+    console.log(`  no call over 1000 ms: "${none.stdout.trim().split('\n').pop()}"; both runs ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  });
+
   test('recursion is timed at every depth, calls ending by an exception are timed too', async () => {
     for (const [method, key] of [['LatencyAgentTarget.rec', 'recCalls'], ['LatencyAgentTarget.thrower', 'throwerCalls']] as const) {
       const s = session(['--pid', String(fx.pid), method]);
