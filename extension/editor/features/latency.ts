@@ -62,8 +62,7 @@ function provideLenses(doc: vscode.TextDocument): vscode.CodeLens[] {
       arguments: args,
       tooltip: running ? `Show the latency of ${f.name}` : `Measure how long ${f.name} takes in a running process`,
     });
-    // the slow calls' profile is the native tracer's (kernel stacks of the calls): not for Java methods
-    if (running || isJava(doc.uri.fsPath)) return [lens];
+    if (running) return [lens];
     const profileLens = new vscode.CodeLens(range, { title: '$(flame) Profile the slow calls', command: 'ebpfStudio.profileSlowCalls', arguments: args, tooltip: `Where the slow calls of ${f.name} spend their time, on and off CPU: a flame graph of only the calls slower than a threshold` });
     return [lens, profileLens];
   });
@@ -141,7 +140,6 @@ async function measure(context: vscode.ExtensionContext, t: Target): Promise<str
   }
   const thresholdMs = t.thresholdMs ?? (await askThreshold(t.profileSlow));
   if (thresholdMs === undefined || (t.profileSlow && !thresholdMs)) return undefined;
-  if (t.profileSlow && isJava(t.file)) throw new Error(`Profile the slow calls is for native functions: measure ${t.name} instead`);
   const options: LatencyOptions = { pid, target: isJava(t.file) ? t.name : `${t.file}:${t.line}`, thresholdMs, per: 'none', unit: 'us', intervalS: 1, ...(t.profileSlow ? { profileSlow: true } : {}), ...(t.byCaller ? { byCaller: true } : {}) };
   const m: Measured = { file: t.file, line: t.line, name: t.name, pid, thresholdMs, profileSlow: t.profileSlow, byCaller: t.byCaller };
   const key = keyOf(t.file, t.line);
@@ -206,7 +204,7 @@ export function activate(context: vscode.ExtensionContext): void {
       try {
         const t = given ?? atCursor();
         if (!t) {
-          void vscode.window.showInformationMessage('Put the cursor in a C, C++, Rust or Go function, or use the "Profile the slow calls" lens above its definition.');
+          void vscode.window.showInformationMessage('Put the cursor in a C, C++, Rust or Go function or a Java method, or use the "Profile the slow calls" lens above its definition.');
           return undefined;
         }
         return await measure(context, { ...t, profileSlow: true });
