@@ -15,7 +15,11 @@
 // the line at fault), a non-loopback address without TLS (refused, with the fix). The kit tracers'
 // histograms ("histograms" in the config), scraped by Prometheus: the I/Os of a loop disk of the
 // test's own equal libbpf-tools biolatency -D's count, connects to 127.0.0.2 the test's count, and a
-// sleeper's on-CPU runs our `cpudist --pid`'s. Closed by default:
+// sleeper's on-CPU runs our `cpudist --pid`'s. Native function latency ("latency" in the config): the
+// calls of the latency fixture (test/fixtures/c/latency) started after the agent, and of its copy in
+// a container-like box (its own mount namespace and file, a docker-ID.scope cgroup), as Prometheus
+// has them, equal the program's own count, bucket by bucket as its own clock says, and a function
+// only ever inlined, one that does not exist and a missing file are down with the reason. Closed by default:
 // the first test's agent runs as installed (the token --make-token writes) and Prometheus scrapes it
 // with authorization.credentials_file; a missing token or a group-writable config stops the start.
 import { after, before, describe, test } from 'node:test';
@@ -688,6 +692,112 @@ describe('ebpf-studio agent', { skip }, () => {
       await agent.done;
       spawnSync('losetup', ['-d', dev]);
       fs.rmSync(backing, { force: true });
+    }
+  });
+
+  test('function latency through Prometheus: a program started later and its copy in a container (own mount namespace and file, docker-ID.scope cgroup) counted as they count; bad entries say why', { timeout: 60_000 }, async (t) => {
+    const root = cgroup2Mount();
+    if (!root) return t.skip('no cgroup2 file system is mounted: the copy cannot be put into a container-like cgroup');
+    if (spawnSync('gcc', ['--version']).status !== 0) return t.skip('gcc is missing');
+    if (spawnSync('unshare', ['--mount', 'true']).status !== 0) return t.skip('unshare --mount does not work here');
+    // The latency fixture: 90 % of its lat_work calls sleep 1 ms, 10 % 20 ms; it prints its own count.
+    const fix = path.join(work, 'latfix');
+    const fixtures = path.join(__dirname, '..', 'fixtures', 'c', 'latency');
+    const cc = spawnSync('gcc', ['-O2', '-g', '-pthread', '-o', fix, path.join(fixtures, 'main.c'), path.join(fixtures, 'work.c')], { encoding: 'utf8' });
+    assert.equal(cc.status, 0, cc.stderr);
+    // The container's copy: a file of its own (a tmpfs only its mount namespace has), at a path the host lacks.
+    const innerDir = `/mnt/ebpf-studio-lat-${process.pid}`;
+    const inner = `${innerDir}/latfix`;
+    const id = crypto.randomBytes(32).toString('hex');
+    const scope = path.join(root, `docker-${id}.scope`);
+    fs.mkdirSync(scope);
+    const cfg = path.join(work, 'latency.json');
+    const latency = [
+      { binary: fix, function: 'lat_work', labels: { fixture: 'host' }, intervalSeconds: 1 },
+      { binary: inner, function: 'lat_work', intervalSeconds: 1 },
+      { binary: fix, function: 'scale', intervalSeconds: 1 },
+      { binary: fix, function: 'no_such_function', intervalSeconds: 1 },
+      { binary: `/nonexistent-${process.pid}/prog`, function: 'f', intervalSeconds: 1 },
+    ];
+    fs.writeFileSync(cfg, JSON.stringify({ jvm: { enabled: false }, runqueue: { enabled: false }, profile: { enabled: false }, latency }));
+    const agent = startCli(['agent', '--listen', '127.0.0.1:0', '--insecure-no-auth', '--config', cfg]);
+    children.push(agent.child);
+    const programs: ChildProcess[] = [];
+    try {
+      assert.ok(await waitFor(() => /serving (http:\/\/[^/]+)\/metrics/.test(agent.stderr()), 30_000), `the agent did not start: ${agent.stderr()}`);
+      const base = /serving (http:\/\/[^/]+)\/metrics/.exec(agent.stderr())![1];
+      const prom = await startPrometheus('latency', Number(new URL(base).port), '1s');
+      // Both start after the agent: the host's through its file's probes, the copy once a look finds it.
+      const run = (cmd: string, args: string[]) => {
+        const p = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'inherit'] });
+        children.push(p);
+        programs.push(p);
+        let out = '';
+        p.stdout!.on('data', (d) => (out += d));
+        return { p, out: () => out };
+      };
+      const host = run(fix, ['calls', '300']);
+      const boxed = run('sh', ['-c', `echo $$ > ${scope}/cgroup.procs && exec unshare --mount --propagation private sh -c 'mount -t tmpfs none /mnt && mkdir ${innerDir} && cp ${fix} ${inner} && exec ${inner} calls 200'`]);
+      assert.ok(await waitFor(() => host.out().includes('ready') && boxed.out().includes('ready'), 10_000), `the fixtures did not start: ${host.out()} ${boxed.out()}`);
+      const up = (text: string, entry: string) => new RegExp(`^ebpf_studio_tracer_up\\{tracer="latency:${entry}"\\} 1$`, 'm').test(text);
+      let text = '';
+      for (const end = Date.now() + 10_000; Date.now() < end && !up(text, `${inner}:lat_work`); await sleep(250)) text = await (await fetch(`${base}/metrics`)).text();
+      assert.ok(up(text, `${inner}:lat_work`), `the copy was not found:\n${agent.stderr()}`);
+      assert.ok(up(text, `${fix}:lat_work`), text);
+      for (const f of [host, boxed]) f.p.stdin!.write('g');
+      assert.ok(await waitFor(() => /result count=/.test(host.out()) && /result count=/.test(boxed.out()), 20_000), 'the fixtures did not finish');
+      const own = (out: string) => {
+        const m = /result count=(\d+) total_ns=(\d+) p50_ns=(\d+) p99_ns=(\d+) slow10ms=(\d+)/.exec(out)!;
+        return { count: Number(m[1]), totalS: Number(m[2]) / 1e9, p50S: Number(m[3]) / 1e9, p99S: Number(m[4]) / 1e9, slow: Number(m[5]) };
+      };
+      const mine = { host: own(host.out()), boxed: own(boxed.out()) };
+      const short = id.slice(0, 12);
+      const sel = { host: `binary="${fix}",fixture="host"`, boxed: `binary="${inner}",container="${short}",container_id="${short}"` };
+      const q = (which: 'host' | 'boxed') => `sum(ebpf_studio_function_latency_seconds_count{${sel[which]}})`;
+      const got: Record<string, number | undefined> = {};
+      for (const end = Date.now() + 20_000; Date.now() < end; await sleep(1000)) {
+        for (const w of ['host', 'boxed'] as const) got[w] = await promQuery(prom.base, q(w)).catch(() => undefined);
+        if (got.host === mine.host.count && got.boxed === mine.boxed.count) break;
+      }
+      const p = async (which: 'host' | 'boxed', qq: number) => promQuery(prom.base, `histogram_quantile(${qq}, sum by (le) (ebpf_studio_function_latency_seconds_bucket{${sel[which]}}))`);
+      const quant = { p50: await p('host', 0.5), p99: await p('host', 0.99) };
+      text = await (await fetch(`${base}/metrics`)).text();
+      t.diagnostic(`Prometheus: ${got.host} calls of lat_work on the host (the program: ${mine.host.count}), ${got.boxed} in the container's copy (the program: ${mine.boxed.count}); host p50 ${quant.p50} s, p99 ${quant.p99} s (the program: ${mine.host.p50S}, ${mine.host.p99S})`);
+      assert.equal(got.host, mine.host.count, `Prometheus has ${got.host} calls on the host, the program made ${mine.host.count}`);
+      assert.equal(got.boxed, mine.boxed.count, `Prometheus has ${got.boxed} calls in the container, the program made ${mine.boxed.count}`);
+      for (const w of ['host', 'boxed'] as const) {
+        const cum = new Map([...text.matchAll(new RegExp(`^ebpf_studio_function_latency_seconds_bucket\\{function="lat_work",${sel[w]},le="([^"]+)"\\} (\\d+)$`, 'gm'))].map((m) => [m[1], Number(m[2])]));
+        const values = [...cum.values()];
+        assert.ok(values.length === 26 && values.every((v, i) => i === 0 || v >= values[i - 1]), `${w}: buckets not cumulative: ${[...cum].join(' ')}`);
+        assert.equal(cum.get('+Inf'), mine[w].count);
+        // every call sleeps at least 1 ms; those under 10 ms by the program's clock are the 1 ms ones
+        assert.equal(cum.get('0.000512'), 0, `${w}: calls under 0.5 ms: ${[...cum].join(' ')}`);
+        assert.ok(Math.abs(cum.get('0.008192')! - (mine[w].count - mine[w].slow)) <= 1, `${w}: ${cum.get('0.008192')} calls under 8.2 ms, the program timed ${mine[w].count - mine[w].slow} under 10 ms: ${[...cum].join(' ')}`);
+        const sum = Number(new RegExp(`^ebpf_studio_function_latency_seconds_sum\\{function="lat_work",${sel[w]}\\} (\\S+)$`, 'm').exec(text)?.[1]);
+        // estimated at bucket middles (each call at most 1.5 times its own length, at least 0.75 times)
+        assert.ok(sum >= 0.75 * mine[w].totalS && sum <= 1.5 * mine[w].totalS, `${w}: _sum ${sum} s, the program's total ${mine[w].totalS} s`);
+      }
+      // histogram_quantile lands in the log2 bucket the program's own percentile is in
+      const bucketOf = (s: number) => Math.floor(Math.log2(s * 1e6));
+      assert.equal(bucketOf(quant.p50!), bucketOf(mine.host.p50S), `p50: histogram_quantile ${quant.p50} s, the program ${mine.host.p50S} s`);
+      assert.equal(bucketOf(quant.p99!), bucketOf(mine.host.p99S), `p99: histogram_quantile ${quant.p99} s, the program ${mine.host.p99S} s`);
+      // bad entries: down, each with its reason; the good ones ran beside them
+      const why = (entry: string) => new RegExp(`^ebpf_studio_tracer_error_info\\{tracer="latency:${entry.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}",error="([^"]*)"\\} 1$`, 'm').exec(text)?.[1];
+      assert.match(why(`${fix}:scale`) ?? '', /scale is inlined into its callers everywhere in .*latfix: it has no entry of its own to probe/);
+      assert.match(why(`${fix}:no_such_function`) ?? '', /no function no_such_function in .*latfix/);
+      assert.match(why(`/nonexistent-${process.pid}/prog:f`) ?? '', /is not a file on this machine and no running process runs a file of that name/);
+      assert.match(agent.stderr(), /latency:.*:scale could not start: .*inlined/);
+      const check = spawnSync(promtool!, ['check', 'metrics'], { input: text, encoding: 'utf8' });
+      assert.equal(`${check.stdout}${check.stderr}`.trim(), '', `promtool check metrics reported: ${check.stdout}${check.stderr}`);
+      prom.child.kill('SIGTERM');
+      agent.child.kill('SIGTERM');
+      assert.equal((await agent.done).code, 0, agent.stderr());
+    } finally {
+      agent.child.kill('SIGTERM');
+      for (const p of programs) p.stdin!.end();
+      for (const p of programs) if (p.exitCode === null && p.signalCode === null) await new Promise((r) => p.once('exit', r));
+      assert.ok(await waitFor(() => !fs.readFileSync(path.join(scope, 'cgroup.procs'), 'utf8').trim(), 10_000), 'the test cgroup still has processes');
+      fs.rmdirSync(scope);
     }
   });
 
