@@ -251,14 +251,15 @@ describe('attacks on Java latency: another user\'s JVM, planted links and FIFOs'
     bobFx?.kill();
     for (const c of bed?.children ?? []) c.kill('SIGKILL');
     if (bed) fs.rmSync(bed.base, { recursive: true, force: true });
-    // the jar bob's own sessions placed in the shared /tmp goes with him
-    for (const n of fs.readdirSync('/tmp').filter((f) => f.startsWith('ebpf-studio-javalatency-'))) if (bob && fs.lstatSync(`/tmp/${n}`).uid === bob.uid) fs.rmSync(`/tmp/${n}`, { force: true });
+    // the jar (and the JVMTI agent of his slow calls' profile) bob's own sessions placed in the shared /tmp go with him
+    for (const n of fs.readdirSync('/tmp').filter((f) => f.startsWith('ebpf-studio-javalatency-') || f.startsWith('ebpf-studio-jvmagent-'))) if (bob && fs.lstatSync(`/tmp/${n}`).uid === bob.uid) fs.rmSync(`/tmp/${n}`, { force: true });
     removeUser(mallory);
     removeUser(bob);
   });
 
   test('mallory is refused on bob\'s and root\'s JVM, through the CLI and the helper', async () => {
-    const jarsBefore = fs.readdirSync('/tmp').filter((n) => n.startsWith('ebpf-studio-javalatency-')).sort();
+    const placed = () => fs.readdirSync('/tmp').filter((n) => n.startsWith('ebpf-studio-javalatency-') || n.startsWith('ebpf-studio-jvmagent-')).sort();
+    const jarsBefore = placed();
     for (const [who, pid] of [['bob', bobFx.pid], ['root', rootFx.pid]] as const) {
       const r = asUser(mallory!, [process.execPath, cliJs, 'latency', '--pid', String(pid), 'LatencyAgentTarget.work', '--duration', '1']);
       assert.notEqual(r.status, 0, `${who}: ${r.stdout}`);
@@ -268,12 +269,14 @@ describe('attacks on Java latency: another user\'s JVM, planted links and FIFOs'
       const h = bed.helperFor(mallory!);
       try {
         await assert.rejects(h.conn.sendRequest(proto.sessionStart, { tracer: 'latency', options: { pid, target: 'LatencyAgentTarget.work', thresholdMs: 0 } } as never), /refused|not yours/);
+        // the slow calls' profile would load the JVMTI agent too: refused before anything is placed
+        await assert.rejects(h.conn.sendRequest(proto.sessionStart, { tracer: 'latency', options: { pid, target: 'LatencyAgentTarget.work', thresholdMs: 10, profileSlow: true } } as never), /refused|not yours/);
       } finally {
         await h.close();
       }
       assert.deepEqual(snapshots(pid), [], `${who}'s JVM got no session`);
     }
-    assert.deepEqual(fs.readdirSync('/tmp').filter((n) => n.startsWith('ebpf-studio-javalatency-')).sort(), jarsBefore, 'no jar was placed');
+    assert.deepEqual(placed(), jarsBefore, 'no jar or JVMTI agent was placed');
     // bob measures his own JVM, as himself
     const r = asUser(bob!, [process.execPath, cliJs, 'latency', '--pid', String(bobFx.pid), 'LatencyAgentTarget.work', '--duration', '3', '--json'], { timeoutMs: 90_000 });
     assert.equal(r.status, 0, r.stderr);
@@ -283,11 +286,13 @@ describe('attacks on Java latency: another user\'s JVM, planted links and FIFOs'
     // and through the root-owned helper, as sudo would start it for him
     const h = bed.helperFor(bob!);
     try {
-      const started = (await h.conn.sendRequest(proto.sessionStart, { tracer: 'latency', options: { pid: bobFx.pid, target: 'LatencyAgentTarget.work', thresholdMs: 10 } } as never)) as proto.SessionStartResult;
+      const started = (await h.conn.sendRequest(proto.sessionStart, { tracer: 'latency', options: { pid: bobFx.pid, target: 'LatencyAgentTarget.work', thresholdMs: 10, profileSlow: true } } as never)) as proto.SessionStartResult;
       await new Promise((r) => setTimeout(r, 2000));
       const viaHelper = ((await h.conn.sendRequest(proto.sessionStop, { sessionId: started.sessionId })) as { result: LatencyResult }).result;
       assert.ok(viaHelper.stats.count > 0 && viaHelper.slow.length > 0, 'bob gets his figures through the helper');
-      console.log(`  bob on his own JVM through the helper: ${viaHelper.stats.count} calls, ${viaHelper.slow.length} slow calls with stacks`);
+      const profiled = viaHelper.profile?.stacks.filter((st) => st.frames.some((f) => f.function === 'LatencyAgentTarget.work')).length ?? 0;
+      assert.ok(profiled > 0, 'and the profile of his slow calls');
+      console.log(`  bob on his own JVM through the helper: ${viaHelper.stats.count} calls, ${viaHelper.slow.length} slow calls with stacks, ${viaHelper.stats.profiledSlow} profiled (${profiled} stacks under work())`);
     } finally {
       await h.close();
     }
