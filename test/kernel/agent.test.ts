@@ -18,7 +18,8 @@
 // sleeper's on-CPU runs our `cpudist --pid`'s. Native function latency ("latency" in the config): the
 // calls of the latency fixture (test/fixtures/c/latency) started after the agent, and of its copy in
 // a container-like box (its own mount namespace and file, a docker-ID.scope cgroup), as Prometheus
-// has them, equal the program's own count, bucket by bucket as its own clock says, and a function
+// has them, equal the program's own count, bucket by bucket as its own clock says; a C++ function that
+// throws through itself is counted for the calls that returned and its program lives; a function
 // only ever inlined, one that does not exist and a missing file are down with the reason. Closed by default:
 // the first test's agent runs as installed (the token --make-token writes) and Prometheus scrapes it
 // with authorization.credentials_file; a missing token or a group-writable config stops the start.
@@ -705,6 +706,10 @@ describe('ebpf-studio agent', { skip }, () => {
     const fixtures = path.join(__dirname, '..', 'fixtures', 'c', 'latency');
     const cc = spawnSync('gcc', ['-O2', '-g', '-pthread', '-o', fix, path.join(fixtures, 'main.c'), path.join(fixtures, 'work.c')], { encoding: 'utf8' });
     assert.equal(cc.status, 0, cc.stderr);
+    // A C++ function that throws through itself in 10 of its 52 calls: the program must live (its returns probed at its ret instructions).
+    const thrower = path.join(work, 'latthrow');
+    const cxx = spawnSync('g++', ['-O2', '-g', '-o', thrower, path.join(fixtures, '..', '..', 'cpp', 'latency_throw.cpp')], { encoding: 'utf8' });
+    assert.equal(cxx.status, 0, cxx.stderr);
     // The container's copy: a file of its own (a tmpfs only its mount namespace has), at a path the host lacks.
     const innerDir = `/mnt/ebpf-studio-lat-${process.pid}`;
     const inner = `${innerDir}/latfix`;
@@ -715,6 +720,7 @@ describe('ebpf-studio agent', { skip }, () => {
     const latency = [
       { binary: fix, function: 'lat_work', labels: { fixture: 'host' }, intervalSeconds: 1 },
       { binary: inner, function: 'lat_work', intervalSeconds: 1 },
+      { binary: thrower, function: 'lat_parse', intervalSeconds: 1 },
       { binary: fix, function: 'scale', intervalSeconds: 1 },
       { binary: fix, function: 'no_such_function', intervalSeconds: 1 },
       { binary: `/nonexistent-${process.pid}/prog`, function: 'f', intervalSeconds: 1 },
@@ -738,14 +744,17 @@ describe('ebpf-studio agent', { skip }, () => {
       };
       const host = run(fix, ['calls', '300']);
       const boxed = run('sh', ['-c', `echo $$ > ${scope}/cgroup.procs && exec unshare --mount --propagation private sh -c 'mount -t tmpfs none /mnt && mkdir ${innerDir} && cp ${fix} ${inner} && exec ${inner} calls 200'`]);
-      assert.ok(await waitFor(() => host.out().includes('ready') && boxed.out().includes('ready'), 10_000), `the fixtures did not start: ${host.out()} ${boxed.out()}`);
+      const throws = run(thrower, ['52']);
+      assert.ok(await waitFor(() => [host, boxed, throws].every((f) => f.out().includes('ready')), 10_000), `the fixtures did not start: ${host.out()} ${boxed.out()} ${throws.out()}`);
       const up = (text: string, entry: string) => new RegExp(`^ebpf_studio_tracer_up\\{tracer="latency:${entry}"\\} 1$`, 'm').test(text);
       let text = '';
       for (const end = Date.now() + 10_000; Date.now() < end && !up(text, `${inner}:lat_work`); await sleep(250)) text = await (await fetch(`${base}/metrics`)).text();
       assert.ok(up(text, `${inner}:lat_work`), `the copy was not found:\n${agent.stderr()}`);
       assert.ok(up(text, `${fix}:lat_work`), text);
-      for (const f of [host, boxed]) f.p.stdin!.write('g');
-      assert.ok(await waitFor(() => /result count=/.test(host.out()) && /result count=/.test(boxed.out()), 20_000), 'the fixtures did not finish');
+      for (const f of [host, boxed, throws]) f.p.stdin!.write('g');
+      assert.ok(await waitFor(() => [host, boxed, throws].every((f) => /result count=/.test(f.out())), 20_000), 'the fixtures did not finish');
+      const thrown = /result count=(\d+) thrown=(\d+)/.exec(throws.out())!;
+      const returned = Number(thrown[1]) - Number(thrown[2]);
       const own = (out: string) => {
         const m = /result count=(\d+) total_ns=(\d+) p50_ns=(\d+) p99_ns=(\d+) slow10ms=(\d+)/.exec(out)!;
         return { count: Number(m[1]), totalS: Number(m[2]) / 1e9, p50S: Number(m[3]) / 1e9, p99S: Number(m[4]) / 1e9, slow: Number(m[5]) };
@@ -755,16 +764,21 @@ describe('ebpf-studio agent', { skip }, () => {
       const sel = { host: `binary="${fix}",fixture="host"`, boxed: `binary="${inner}",container="${short}",container_id="${short}"` };
       const q = (which: 'host' | 'boxed') => `sum(ebpf_studio_function_latency_seconds_count{${sel[which]}})`;
       const got: Record<string, number | undefined> = {};
+      const qThrow = `sum(ebpf_studio_function_latency_seconds_count{binary="${thrower}"})`;
       for (const end = Date.now() + 20_000; Date.now() < end; await sleep(1000)) {
         for (const w of ['host', 'boxed'] as const) got[w] = await promQuery(prom.base, q(w)).catch(() => undefined);
-        if (got.host === mine.host.count && got.boxed === mine.boxed.count) break;
+        got.throws = await promQuery(prom.base, qThrow).catch(() => undefined);
+        if (got.host === mine.host.count && got.boxed === mine.boxed.count && got.throws === returned) break;
       }
       const p = async (which: 'host' | 'boxed', qq: number) => promQuery(prom.base, `histogram_quantile(${qq}, sum by (le) (ebpf_studio_function_latency_seconds_bucket{${sel[which]}}))`);
       const quant = { p50: await p('host', 0.5), p99: await p('host', 0.99) };
       text = await (await fetch(`${base}/metrics`)).text();
-      t.diagnostic(`Prometheus: ${got.host} calls of lat_work on the host (the program: ${mine.host.count}), ${got.boxed} in the container's copy (the program: ${mine.boxed.count}); host p50 ${quant.p50} s, p99 ${quant.p99} s (the program: ${mine.host.p50S}, ${mine.host.p99S})`);
+      t.diagnostic(`Prometheus: ${got.host} calls of lat_work on the host (the program: ${mine.host.count}), ${got.boxed} in the container's copy (the program: ${mine.boxed.count}), ${got.throws} of lat_parse (returned: ${returned}); host p50 ${quant.p50} s, p99 ${quant.p99} s (the program: ${mine.host.p50S}, ${mine.host.p99S})`);
       assert.equal(got.host, mine.host.count, `Prometheus has ${got.host} calls on the host, the program made ${mine.host.count}`);
       assert.equal(got.boxed, mine.boxed.count, `Prometheus has ${got.boxed} calls in the container, the program made ${mine.boxed.count}`);
+      assert.equal(got.throws, returned, `Prometheus has ${got.throws} calls of lat_parse, ${returned} of the program's returned (the others threw)`);
+      throws.p.stdin!.end();
+      assert.equal(await new Promise((r) => (throws.p.exitCode !== null ? r(throws.p.exitCode) : throws.p.once('exit', (c) => r(c)))), 0, 'the C++ program did not live through its exceptions');
       for (const w of ['host', 'boxed'] as const) {
         const cum = new Map([...text.matchAll(new RegExp(`^ebpf_studio_function_latency_seconds_bucket\\{function="lat_work",${sel[w]},le="([^"]+)"\\} (\\d+)$`, 'gm'))].map((m) => [m[1], Number(m[2])]));
         const values = [...cum.values()];
