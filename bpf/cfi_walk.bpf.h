@@ -65,6 +65,23 @@ struct {
 	__type(value, struct cfi_proc);
 } cfi_procs SEC(".maps");
 
+/* Whole-host sessions: each file's table by slot (a mapping's file field), and when a walk last
+ * used it (bpf_ktime_get_ns), which user space reads to load the files walks meet first and to
+ * evict the least recently used when the table memory cap is reached. One entry each otherwise. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct cfi_file);
+} cfi_files SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} cfi_file_use SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -88,9 +105,11 @@ struct cfi_state {
 	struct cfi_stack st;
 	__u64 ip, sp, bp;
 	__u64 win_base, win_len;
+	__u64 now; /* when the walk began: the use stamp of the files it meets */
 	__u32 max_frames;
 	__u8 exact; /* ip is where the thread was interrupted, not a return address */
-	__u8 pad[3];
+	__u8 flags; /* CFI_FLAG_* */
+	__u8 pad[2];
 	__u64 win[CFI_WIN_WORDS];
 };
 
@@ -205,18 +224,43 @@ static __always_inline long cfi_read(struct cfi_state *s, __u64 addr, __u64 *out
 }
 
 /* The row for rel through the file's page index: a search over one page's rows. */
-static __always_inline struct cfi_row *cfi_find_row_paged(struct cfi_mapping *m, __u32 rel)
+static __always_inline struct cfi_row *cfi_find_row_paged(struct cfi_range *r, __u32 rel)
 {
 	__u32 page = rel >> CFI_PAGE_SHIFT, k, *lo, *hi;
 
-	if (page < m->page_base || page - m->page_base >= m->page_count)
+	if (page < r->page_base || page - r->page_base >= r->page_count)
 		return NULL;
-	k = m->page_start + (page - m->page_base);
+	k = r->page_start + (page - r->page_base);
 	lo = cfi_page_at(k);
 	hi = cfi_page_at(k + 1);
 	if (!lo || !hi || *hi < *lo || *hi - *lo >= (1 << CFI_ROW_STEPS))
 		return NULL;
 	return cfi_find_row(*lo, *hi - *lo + 1, rel);
+}
+
+/* The mapping's file's table: its own range, or its file's slot (stamped as used now; a file
+ * without rows there marks the walk as pending or cut by the cap). NULL: none. */
+static __always_inline struct cfi_range *cfi_range_of(struct cfi_state *s, struct cfi_mapping *m)
+{
+	__u32 slot = m->file;
+	struct cfi_file *f;
+	__u64 *use;
+
+	if (!slot)
+		return m->r.row_len ? &m->r : NULL;
+	f = bpf_map_lookup_elem(&cfi_files, &slot);
+	if (!f)
+		return NULL;
+	use = bpf_map_lookup_elem(&cfi_file_use, &slot);
+	if (use && *use != s->now)
+		*use = s->now;
+	if (f->r.row_len)
+		return &f->r;
+	if (f->state == CFI_FILE_CAPPED)
+		s->flags |= CFI_FLAG_CAPPED;
+	else if (f->state == CFI_FILE_PENDING)
+		s->flags |= CFI_FLAG_PENDING;
+	return NULL;
 }
 
 struct cfi_loop_ctx {
@@ -316,6 +360,7 @@ static long cfi_step(__u64 index, void *data)
 	struct cfi_loop_ctx *c = data;
 	struct cfi_state *s = c->s;
 	struct cfi_mapping *m;
+	struct cfi_range *r;
 	struct cfi_row *row;
 	__u64 pc, rel;
 	__u32 n = s->st.depth;
@@ -338,14 +383,15 @@ static long cfi_step(__u64 index, void *data)
 		s->st.reason = CFI_STOP_NO_MAPPING;
 		return 1;
 	}
-	if (!m->row_len)
+	r = cfi_range_of(s, m);
+	if (!r)
 		return cfi_fp_step(s);
 	rel = pc - m->bias;
 	if (rel > 0xffffffffULL) {
 		s->st.reason = CFI_STOP_NO_ROW;
 		return 1;
 	}
-	row = cfi_find_row_paged(m, (__u32)rel);
+	row = cfi_find_row_paged(r, (__u32)rel);
 	if (!row)
 		return cfi_fp_step(s);
 	return cfi_row_step(s, row);
@@ -396,7 +442,9 @@ static __always_inline long cfi_user_stackid(__u32 tgid, __u64 ip, __u64 sp, __u
 	c.s->st.depth = 0;
 	c.s->st.fp_frames = 0;
 	c.s->st.reason = CFI_STOP_DEPTH;
+	c.s->flags = 0;
 	t0 = bpf_ktime_get_ns();
+	c.s->now = t0;
 	/* the whole window, or near the top of the stack a quarter of it */
 	c.s->win_base = sp;
 	c.s->win_len = sizeof(c.s->win);
@@ -410,9 +458,21 @@ static __always_inline long cfi_user_stackid(__u32 tgid, __u64 ip, __u64 sp, __u
 	cfi_stat(CFI_STAT_FRAMES, c.s->st.depth);
 	cfi_stat(CFI_STAT_FP_FRAMES, c.s->st.fp_frames);
 	cfi_stat(c.s->st.reason < CFI_STOP_COUNT ? c.s->st.reason : CFI_STOP_DEPTH, 1);
+	if ((c.s->flags & CFI_FLAG_CAPPED) && c.s->st.reason != CFI_STOP_END)
+		cfi_stat(CFI_STAT_CUT_BY_CAP, 1);
+	c.s->st.flags = c.s->flags;
 	id = c.s->st.depth ? cfi_store(&c.s->st) : -ENOENT;
 	cfi_stat(CFI_STAT_WALK_NS, bpf_ktime_get_ns() - t0);
 	return id;
+}
+
+/* Why this CPU's last walk stopped (CFI_STOP_*), read right after cfi_user_stackid. */
+static __always_inline int cfi_last_stop(void)
+{
+	__u32 zero = 0;
+	struct cfi_state *s = bpf_map_lookup_elem(&cfi_scratch, &zero);
+
+	return s ? s->st.reason : CFI_STOP_END;
 }
 
 #endif

@@ -52,22 +52,45 @@ struct cfi_page_block {
 	__u32 row[CFI_BLOCK_PAGES];
 };
 
-/* 48 bytes: 0 start  8 end (u64, [start, end) of the mapping)  16 bias (u64: runtime address −
- * link-time address)  24 row_start  28 row_len (u32: the file's rows in cfi_rows; row_len 0 = no
- * table: walked by frame pointers)  32 page_start (u32: its page index in cfi_pages)  36 page_base
- * (u32: link-time page of the index's first entry)  40 page_count (u32: pages indexed; the index
- * has page_count + 1 entries)  44 pad */
-struct cfi_mapping {
-	__u64 start;
-	__u64 end;
-	__u64 bias;
+/* Where a file's table is, 20 bytes: 0 row_start  4 row_len (u32: the file's rows in cfi_rows;
+ * row_len 0 = no table: walked by frame pointers)  8 page_start (u32: its page index in cfi_pages)
+ * 12 page_base (u32: link-time page of the index's first entry)  16 page_count (u32: pages
+ * indexed; the index has page_count + 1 entries) */
+struct cfi_range {
 	__u32 row_start;
 	__u32 row_len;
 	__u32 page_start;
 	__u32 page_base;
 	__u32 page_count;
-	__u32 pad;
 };
+
+/* 48 bytes: 0 start  8 end (u64, [start, end) of the mapping)  16 bias (u64: runtime address −
+ * link-time address)  24 the file's table (struct cfi_range)  44 file (u32: 0 = the range here is
+ * the file's; else its slot in cfi_files, where the range lives: a whole-host session loads and
+ * evicts a file's table once for every process that maps it) */
+struct cfi_mapping {
+	__u64 start;
+	__u64 end;
+	__u64 bias;
+	struct cfi_range r;
+	__u32 file;
+};
+
+/* A file's table in a whole-host session, 24 bytes: 0 its range (row_len 0 while it has none)
+ * 20 state (CFI_FILE_*) */
+#define CFI_FILE_LOADED 0
+#define CFI_FILE_PENDING 1 /* being compiled: walked by frame pointers until it lands */
+#define CFI_FILE_CAPPED 2  /* kept out (or evicted) by the table memory cap */
+#define CFI_FILE_NONE 3    /* no table to load (no .eh_frame, or none usable): frame pointers */
+
+struct cfi_file {
+	struct cfi_range r;
+	__u32 state;
+};
+
+/* Walk flags (struct cfi_stack.flags): the walk met a file whose table was not in */
+#define CFI_FLAG_PENDING 1
+#define CFI_FLAG_CAPPED 2
 
 /* Per process, 8 + 48 × CFI_MAX_MAPPINGS bytes: 0 count (u32)  4 pad  8 mappings sorted by start */
 struct cfi_proc {
@@ -87,14 +110,15 @@ struct cfi_proc {
 #define CFI_STOP_COUNT 7
 
 /* 16 + 8 × CFI_MAX_FRAMES bytes: 0 hash (u64 over the pcs)  8 depth (u32)  12 reason (u8,
- * CFI_STOP_*)  13 fp_frames (u8: frames reached by frame pointers)  14 pad  16 pcs (leaf first: the
- * ip, then return addresses as pushed) */
+ * CFI_STOP_*)  13 fp_frames (u8: frames reached by frame pointers)  14 flags (u8, CFI_FLAG_*)
+ * 15 pad  16 pcs (leaf first: the ip, then return addresses as pushed) */
 struct cfi_stack {
 	__u64 hash;
 	__u32 depth;
 	__u8 reason;
 	__u8 fp_frames;
-	__u16 pad;
+	__u8 flags;
+	__u8 pad;
 	__u64 pcs[CFI_MAX_FRAMES];
 };
 
@@ -105,6 +129,8 @@ struct cfi_stack {
 #define CFI_STAT_LOST (CFI_STOP_COUNT + 3)   /* the stacks map was full */
 #define CFI_STAT_NO_TABLE (CFI_STOP_COUNT + 4) /* a process without tables: the caller's own walk */
 #define CFI_STAT_WALK_NS (CFI_STOP_COUNT + 5)  /* ns spent walking (two clock reads per walk) */
-#define CFI_STAT_COUNT (CFI_STOP_COUNT + 6)
+/* walks that met a file the table memory cap kept out and did not reach the outermost frame */
+#define CFI_STAT_CUT_BY_CAP (CFI_STOP_COUNT + 6)
+#define CFI_STAT_COUNT (CFI_STOP_COUNT + 7)
 
 #endif

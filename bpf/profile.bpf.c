@@ -135,17 +135,44 @@ static __always_inline void emit_sample(__u32 tgid, __u32 tid, __s32 kern_stack_
 }
 
 
+/* Whole-host --unwind cfi: processes user space should (re)read the mappings of, each with why
+ * (CFI_WANT_*): no tables yet, or a walk met code in no mapping it knows (a library loaded or
+ * code mapped since, or a new program after exec). An LRU map: bounded, the oldest asks go. */
+#define CFI_WANT_NEW 1
+#define CFI_WANT_REMAP 2
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} cfi_wanted SEC(".maps");
+
+static __always_inline void cfi_want(__u32 tgid, __u32 why)
+{
+	__u32 *v = bpf_map_lookup_elem(&cfi_wanted, &tgid);
+
+	if (!v || *v < why)
+		bpf_map_update_elem(&cfi_wanted, &tgid, &why, BPF_ANY);
+}
+
 /* The user stack: by the process's unwind tables when it has them, else by frame pointers. The
  * user-mode registers are the ones saved on entry to the kernel, whether this sample interrupted
  * user code or a system call. */
 static __always_inline __s32 user_stackid(void *ctx, __u32 tgid)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs;
 	long id;
 
-	if (unwind_cfi) {
-		regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	/* kernel threads have no user stack (bpf_get_stackid says so with -EFAULT) */
+	if (unwind_cfi && BPF_CORE_READ(task, mm)) {
+		regs = (struct pt_regs *)bpf_task_pt_regs(task);
 		id = cfi_user_stackid(tgid, regs->ip, regs->sp, regs->bp, PROFILE_MAX_DEPTH);
+		if (!target_pid && id == -ENOENT)
+			cfi_want(tgid, CFI_WANT_NEW);
+		else if (!target_pid && id >= 0 && cfi_last_stop() == CFI_STOP_NO_MAPPING)
+			cfi_want(tgid, CFI_WANT_REMAP);
 		if (id != -ENOENT)
 			return id;
 	}

@@ -34,6 +34,8 @@ export interface ProfileOptions {
   unwind?: UnwindChoice;
   /** dwarf mode: bytes of user stack copied per sample */
   stackCopyBytes?: number;
+  /** cfi, whole host (pid 0): bytes of unwind tables the kernel may hold; the least recently used go first */
+  cfiMaxBytes?: number;
 }
 
 /** Where a module's frames come from in this profile (doctor --pid and the view show it). */
@@ -57,9 +59,15 @@ export interface UnwindInfo {
   javaAgent?: boolean;
   /** a JVM profiled without the agent: its JIT frames are named from the perf map it wrote */
   perfMap?: boolean;
-  /** cfi: the unwind tables in the kernel (files, rows, bytes), the mean BPF ns a walk took, and how walks ended, by why */
-  cfiTables?: { files: number; rows: number; bytes: number; fpMappings: number; nsPerWalk?: number };
+  /**
+   * cfi: the unwind tables in the kernel (files, rows, bytes), the mean BPF ns a walk took, and how
+   * walks ended, by why. Whole-host sessions also: the table memory cap, tables evicted to make
+   * room, files kept out by the cap at the end, processes whose mappings were loaded.
+   */
+  cfiTables?: { files: number; rows: number; bytes: number; fpMappings: number; nsPerWalk?: number; capBytes?: number; evictions?: number; cappedFiles?: number; processes?: number };
   cfiStops?: Record<string, number>;
+  /** cfi, whole host: samples whose stack was cut because a file's table did not fit the table memory cap */
+  cutByCap?: number;
 }
 
 export interface ProfileUpdate {

@@ -23,12 +23,12 @@ export function kernelWalksTables(): boolean {
 export const CFI_MAX_MAPPINGS = 256;
 export const CFI_MAX_FRAMES = 127;
 export const CFI_STACK_ID_BASE = 0x40000000;
-const CFI_MAPPING_SIZE = 48;
-const CFI_PROC_SIZE = 8 + CFI_MAPPING_SIZE * CFI_MAX_MAPPINGS;
+export const CFI_MAPPING_SIZE = 48;
+export const CFI_PROC_SIZE = 8 + CFI_MAPPING_SIZE * CFI_MAX_MAPPINGS;
 const CFI_STACK_HEADER = 16;
 /** Rows per cfi_rows entry (struct cfi_row_block), page-index entries per cfi_pages entry */
-const CFI_BLOCK_ROWS = 512;
-const CFI_BLOCK_PAGES = 1024;
+export const CFI_BLOCK_ROWS = 512;
+export const CFI_BLOCK_PAGES = 1024;
 const PAGE = 1 << 12; // CFI_PAGE_SHIFT
 
 /** A file's page index (bpf/cfi_walk.h): entry k = the row covering the start of page base + k; count + 1 entries. */
@@ -81,7 +81,9 @@ class BlockArray {
 }
 export const CFI_STOP = ['end', 'no-mapping', 'no-row', 'unsupported', 'read', 'depth', 'loop'] as const;
 export type CfiStop = (typeof CFI_STOP)[number];
-export const CFI_STAT = { walks: 7, frames: 8, fpFrames: 9, lost: 10, noTable: 11, walkNs: 12 } as const;
+export const CFI_STAT = { walks: 7, frames: 8, fpFrames: 9, lost: 10, noTable: 11, walkNs: 12, cutByCap: 13 } as const;
+/** struct cfi_stack flags: the walk met a file whose table was still compiling, or kept out by the memory cap */
+export const CFI_FLAG = { pending: 1, capped: 2 } as const;
 
 /** A .eh_frame larger than this is not compiled (its mappings are walked by frame pointers): node's is 2.7 MB. */
 const MAX_EH_FRAME_BYTES = 16 << 20;
@@ -90,7 +92,7 @@ const DEBUG_DIRS = ['/usr/lib/debug'];
 /** Rows this helper keeps compiled across sessions (12 bytes each in BPF, more here). */
 const CACHE_MAX_ROWS = 4_000_000;
 
-interface Compiled {
+export interface Compiled {
   stamp: string;
   table: CfiTable;
   /** link-time vaddr − file offset of each PT_LOAD (the load bias follows from a mapping's offset) */
@@ -105,6 +107,29 @@ function cacheRows(): number {
   return n;
 }
 
+/** The PT_LOAD segments of an ELF file, as Compiled.loads. */
+export function loadSegments(elf: ElfFile): Compiled['loads'] {
+  return elf.segments.filter((s) => s.type === PT_LOAD).map((s) => ({ offset: s.offset, filesz: s.filesz, delta: s.vaddr - s.offset }));
+}
+
+/** Compiles the table of the ELF file at path (no cache): rows, and its load segments. */
+export function compileElf(path: string): Omit<Compiled, 'stamp'> {
+  const elf = new ElfFile(path);
+  try {
+    const eh = elf.section('.eh_frame');
+    const table = eh && eh.size > MAX_EH_FRAME_BYTES ? { rows: [], fdes: 0, unsupported: { 'eh_frame-too-large': 1 } } : compileCfi(elf, { debugDirs: DEBUG_DIRS });
+    return { table, loads: loadSegments(elf) };
+  } finally {
+    elf.close();
+  }
+}
+
+/** A mapping's load bias (runtime − link-time address) from its file's segments; undefined when no segment holds its offset. */
+export function mappingBias(loads: Compiled['loads'], m: Mapping): bigint | undefined {
+  const load = loads.find((l) => m.offset >= l.offset && m.offset < l.offset + (l.filesz || 1n));
+  return load ? m.start - m.offset - load.delta : undefined;
+}
+
 /** The file's table, compiled now or from this helper's cache. */
 function compiledFor(pid: number, m: Mapping): Compiled {
   const reached = reachMapped(pid, m);
@@ -117,16 +142,7 @@ function compiledFor(pid: number, m: Mapping): Compiled {
     compiledCache.set(key, hit);
     return hit;
   }
-  const elf = new ElfFile(reached.path);
-  let c: Compiled;
-  try {
-    const eh = elf.section('.eh_frame');
-    const table = eh && eh.size > MAX_EH_FRAME_BYTES ? { rows: [], fdes: 0, unsupported: { 'eh_frame-too-large': 1 } } : compileCfi(elf, { debugDirs: DEBUG_DIRS });
-    const loads = elf.segments.filter((s) => s.type === PT_LOAD).map((s) => ({ offset: s.offset, filesz: s.filesz, delta: s.vaddr - s.offset }));
-    c = { stamp, table, loads };
-  } finally {
-    elf.close();
-  }
+  const c = { stamp, ...compileElf(reached.path) };
   compiledCache.set(key, c);
   while (cacheRows() > CACHE_MAX_ROWS && compiledCache.size > 1) compiledCache.delete(compiledCache.keys().next().value as string);
   return c;
@@ -169,6 +185,17 @@ export interface CfiTableStats {
   /** executable mappings walked by frame pointers (no file, no .eh_frame, unreadable) */
   fpMappings: number;
   unsupported: Record<string, number>;
+  /** whole-host sessions: the table memory cap, tables evicted for room, files kept out now, processes with mappings loaded */
+  capBytes?: number;
+  evictions?: number;
+  cappedFiles?: number;
+  processes?: number;
+}
+
+/** What the summary and the result header read of a session's tables. */
+export interface CfiTableSource {
+  planMs: number;
+  stats(): CfiTableStats;
 }
 
 /** The tables of one BPF object: which files' rows are loaded where, and each process's mappings. */
@@ -289,8 +316,8 @@ export class CfiTables {
     const key = `${m.dev}:${m.inode}`;
     try {
       const c = compiledFor(pid, m);
-      const load = c.loads.find((l) => m.offset >= l.offset && m.offset < l.offset + (l.filesz || 1n));
-      if (!c.table.rows.length || !load) {
+      const bias = mappingBias(c.loads, m);
+      if (!c.table.rows.length || bias === undefined) {
         this.fpMappings++;
         return fp;
       }
@@ -304,7 +331,7 @@ export class CfiTables {
         }
         this.files.set(key, { table: c.table });
       }
-      return { start: m.start, end: m.end, bias: m.start - m.offset - load.delta, file: key };
+      return { start: m.start, end: m.end, bias, file: key };
     } catch (e) {
       this.log(`cfi: ${m.path} of pid ${pid}: no table (${(e as Error).message}); walked by frame pointers`);
       this.fpMappings++;
@@ -379,7 +406,7 @@ export class CfiTables {
   }
 }
 
-function u32(n: number): Buffer {
+export function u32(n: number): Buffer {
   const b = Buffer.alloc(4);
   b.writeUInt32LE(n);
   return b;
@@ -389,16 +416,18 @@ export interface CfiStack {
   pcs: BigUint64Array;
   stop: CfiStop;
   fpFrames: number;
+  /** CFI_FLAG bits */
+  flags: number;
 }
 
 /** A walked stack from cfi_stacks (id ≥ CFI_STACK_ID_BASE); empty when absent. */
 export function readCfiStack(obj: BpfObject, id: number): CfiStack {
   const v = obj.mapLookup('cfi_stacks', u32(id));
-  if (!v || v.length < CFI_STACK_HEADER) return { pcs: new BigUint64Array(0), stop: 'end', fpFrames: 0 };
+  if (!v || v.length < CFI_STACK_HEADER) return { pcs: new BigUint64Array(0), stop: 'end', fpFrames: 0, flags: 0 };
   const depth = Math.min(v.readUInt32LE(8), CFI_MAX_FRAMES, (v.length - CFI_STACK_HEADER) / 8);
   const pcs = new BigUint64Array(depth);
   for (let i = 0; i < depth; i++) pcs[i] = v.readBigUInt64LE(CFI_STACK_HEADER + i * 8);
-  return { pcs, stop: CFI_STOP[v[12]] ?? 'end', fpFrames: v[13] };
+  return { pcs, stop: CFI_STOP[v[12]] ?? 'end', fpFrames: v[13], flags: v[14] };
 }
 
 export const isCfiStackId = (id: number) => id >= CFI_STACK_ID_BASE;
@@ -432,6 +461,15 @@ export function cfiRowCapacity(planned: number): number {
 
 /** The last frame of a stack the kernel walked by frame pointers because the process's tables were not loaded yet. */
 export const CFI_NOT_YET_NOTE = '[stack walked by frame pointers: the unwind tables were still compiling]';
+/** The last frame of a stack cut because a file's table was kept out (or evicted) by the table memory cap. */
+export const CFI_CAP_NOTE = "[stack cut: a file's unwind table did not fit the table memory cap (--cfi-max-mb)]";
+
+/** The note a walked stack ends with: why it stopped short, and which table was missing if one was. */
+export function cfiStackNote(s: CfiStack): string | undefined {
+  if (s.stop !== 'end' && s.flags & CFI_FLAG.capped) return CFI_CAP_NOTE;
+  if (s.stop !== 'end' && s.flags & CFI_FLAG.pending) return CFI_NOT_YET_NOTE;
+  return cfiStopNote(s.stop);
+}
 
 interface RawWithNote {
   entry: { userStackId: number };
@@ -451,14 +489,14 @@ export function cfiStackReader(obj: BpfObject, readMapStack: (id: number) => Big
     notes: <T extends RawWithNote>(raw: T[]): T[] =>
       raw.map((r) => {
         const id = r.entry.userStackId;
-        const note = isCfiStackId(id) ? cfiStopNote(get(id).stop) : id >= 0 ? CFI_NOT_YET_NOTE : undefined;
+        const note = isCfiStackId(id) ? cfiStackNote(get(id)) : id >= 0 ? CFI_NOT_YET_NOTE : undefined;
         return note && !r.note ? { ...r, note } : r;
       }),
   };
 }
 
 /** One log line: the tables loaded and how the kernel's walks ended. */
-export function cfiSummary(obj: BpfObject, cfi: CfiTables): string {
+export function cfiSummary(obj: BpfObject, cfi: CfiTableSource): string {
   const stat = (i: number) => readCounter(obj, 'cfi_stats', i);
   const t = cfi.stats();
   const stops = CFI_STOP.map((s, i) => `${s} ${stat(i)}`).join(', ');
@@ -467,15 +505,18 @@ export function cfiSummary(obj: BpfObject, cfi: CfiTables): string {
     .join(', ');
   const walks = stat(CFI_STAT.walks);
   const ns = walks ? Math.round(stat(CFI_STAT.walkNs) / walks) : 0;
-  return `cfi: ${t.files} files, ${t.rows} rows (${(t.bytes / 1024).toFixed(0)} KiB) in the kernel, compiled or found in ${Math.round(cfi.planMs)} ms, ${t.fpMappings} mappings by frame pointers${unsupported ? `; rows not expressed: ${unsupported}` : ''}; ${walks} walks, ${ns} ns a walk, ${stat(CFI_STAT.frames)} frames (${stat(CFI_STAT.fpFrames)} by frame pointers), ${stat(CFI_STAT.lost)} lost; stops: ${stops}`;
+  const cap = t.capBytes === undefined ? '' : ` of a ${(t.capBytes / 2 ** 20).toFixed(2)} MiB cap (${t.processes} processes, ${t.evictions} tables evicted, ${t.cappedFiles} files kept out now, ${stat(CFI_STAT.cutByCap)} stacks cut by the cap)`;
+  return `cfi: ${t.files} files, ${t.rows} rows (${(t.bytes / 1024).toFixed(0)} KiB) in the kernel${cap}, compiled or found in ${Math.round(cfi.planMs)} ms, ${t.fpMappings} mappings by frame pointers${unsupported ? `; rows not expressed: ${unsupported}` : ''}; ${walks} walks, ${ns} ns a walk, ${stat(CFI_STAT.frames)} frames (${stat(CFI_STAT.fpFrames)} by frame pointers), ${stat(CFI_STAT.lost)} lost; stops: ${stops}`;
 }
 
 /** The result header's figures: tables loaded and walks by how they ended. */
-export function cfiUnwindInfo(obj: BpfObject, cfi: CfiTables): Pick<UnwindInfo, 'cfiTables' | 'cfiStops'> {
+export function cfiUnwindInfo(obj: BpfObject, cfi: CfiTableSource): Pick<UnwindInfo, 'cfiTables' | 'cfiStops' | 'cutByCap'> {
   const t = cfi.stats();
   const cfiStops: Record<string, number> = {};
   CFI_STOP.forEach((s, i) => (cfiStops[s] = readCounter(obj, 'cfi_stats', i)));
   const walks = readCounter(obj, 'cfi_stats', CFI_STAT.walks);
   const nsPerWalk = walks ? Math.round(readCounter(obj, 'cfi_stats', CFI_STAT.walkNs) / walks) : undefined;
-  return { cfiTables: { files: t.files, rows: t.rows, bytes: t.bytes, fpMappings: t.fpMappings, nsPerWalk }, cfiStops };
+  const cfiTables: NonNullable<UnwindInfo['cfiTables']> = { files: t.files, rows: t.rows, bytes: t.bytes, fpMappings: t.fpMappings, nsPerWalk };
+  if (t.capBytes === undefined) return { cfiTables, cfiStops };
+  return { cfiTables: { ...cfiTables, capBytes: t.capBytes, evictions: t.evictions, cappedFiles: t.cappedFiles, processes: t.processes }, cfiStops, cutByCap: readCounter(obj, 'cfi_stats', CFI_STAT.cutByCap) };
 }

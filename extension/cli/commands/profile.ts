@@ -13,6 +13,7 @@ import { fromProfileResult } from '../../model/flamegraph/profileData';
 import { frameTotals } from '../../model/flamegraph/model';
 import { runAllocProfile, wantsAllocEvent } from './javaHeap';
 import { OFFCPU_USAGE, runOffcpuProfile } from './offcpu';
+import { CFI_HOST_DEFAULT_MAX_BYTES, CFI_HOST_MAX_MAX_BYTES, CFI_HOST_MIN_MAX_BYTES } from '../../tracers/cfiHost';
 import { checkOutputFile, profileOutputs } from './profileOutput';
 import { runLockProfile, wantsLockEvent } from './javaLocks';
 
@@ -27,16 +28,21 @@ ${OFFCPU_USAGE}
                    (AsyncGetCallTrace, no restart; the agent stays loaded but idle afterwards);
                    perfmap = name JIT frames from the perf map (whole stacks need -XX:+PreserveFramePointer);
                    auto (default) = agent when the JVM runs without -XX:+PreserveFramePointer
-  --unwind MODE    how user stacks are unwound (default auto = cfi for one process on Linux
-                   5.17+, dwarf for --all or a JVM):
+  --unwind MODE    how user stacks are unwound (default auto = cfi on Linux 5.17+, one process
+                   or --all; dwarf for a JVM or an older kernel):
                      dwarf: CFI (.eh_frame/.debug_frame) from a copy of the stack, whole stacks
                             through -O2 code, leaf functions and libraries without frame pointers;
                             code without CFI (JIT) is walked by frame pointer
                      fp:    frame pointers walked in the kernel; nothing copied per sample
                      cfi:   unwind tables compiled from each file's .eh_frame, walked in the
-                            kernel (needs --pid); nothing copied per sample, whole stacks through
-                            code without frame pointers. Its first samples are walked by frame
-                            pointers while the tables compile (a few hundred ms, ~3 s for node)
+                            kernel; nothing copied per sample, whole stacks through code without
+                            frame pointers. Its first samples are walked by frame pointers while
+                            the tables compile (a few hundred ms, ~3 s for node). With --all, a
+                            file's table is compiled once a sample meets it, shared by every
+                            process that maps the file
+  --cfi-max-mb N   --all with cfi: unwind table memory the kernel holds (default ${CFI_HOST_DEFAULT_MAX_BYTES / 2 ** 20}, allocated
+                   at start); when full, the least recently sampled file's table goes first,
+                   and stacks a missing table cuts are counted ("cut by the ... cap")
                    a JVM profiled with the agent: auto = dwarf too. The agent gives the Java
                    frames; the unwind gives the native part under the first JIT or interpreter
                    frame (JNI libraries, libjvm, libc, often built without frame pointers),
@@ -75,7 +81,8 @@ export function formatSummary(r: ProfileResult, top = 20): string {
     .sort((a, b) => b.self - a.self)
     .slice(0, top)
     .map((x) => `${pct(x.self)}% ${pct(x.total)}%  ${x.f.name}${x.f.kind === 'native' ? '' : ` [${x.f.javaType ?? x.f.kind}]`}${x.f.file ? `  ${x.f.file}:${x.f.line}` : ''}`);
-  const head = `${r.samples} samples at ${r.frequency} Hz, ${r.lost} lost, ${r.stacks.length} distinct stacks`;
+  const cut = r.unwind?.cutByCap ? `, ${r.unwind.cutByCap} cut by the unwind table memory cap (--cfi-max-mb)` : '';
+  const head = `${r.samples} samples at ${r.frequency} Hz, ${r.lost} lost${cut}, ${r.stacks.length} distinct stacks`;
   return [head, '', ' self%  total%  function', ...rows].join('\n');
 }
 
@@ -98,6 +105,7 @@ export const profileCommand: Command = {
       'stack-storage-size': { type: 'string' },
       unwind: { type: 'string' },
       'stack-copy-kb': { type: 'string' },
+      'cfi-max-mb': { type: 'string' },
       pprof: { type: 'string' },
       event: { type: 'string' },
       'min-block-us': { type: 'string' },
@@ -122,7 +130,8 @@ export const profileCommand: Command = {
     if (!UNWIND_CHOICES.includes(unwind)) throw usageError(`--unwind must be one of ${UNWIND_CHOICES.join(', ')}, not "${values.unwind}"`);
     const copyKb = numberFlag(values['stack-copy-kb'], '--stack-copy-kb', 1, PROFILE_MAX_STACK_COPY_KB, { integer: true });
     if (copyKb !== undefined && (unwind === 'fp' || unwind === 'cfi')) throw usageError(`--stack-copy-kb applies to --unwind dwarf (or auto), not ${unwind}`);
-    if (unwind === 'cfi' && pid === undefined) throw usageError('--unwind cfi needs --pid: unwind tables are loaded for one process');
+    const cfiMaxMb = numberFlag(values['cfi-max-mb'], '--cfi-max-mb', CFI_HOST_MIN_MAX_BYTES / 2 ** 20, CFI_HOST_MAX_MAX_BYTES / 2 ** 20);
+    if (cfiMaxMb !== undefined && (pid !== undefined || unwind === 'fp' || unwind === 'dwarf')) throw usageError('--cfi-max-mb applies to --all with --unwind cfi (or auto)');
     if (values.pprof === '') throw usageError('--pprof takes a file name, e.g. --pprof cpu.pb.gz');
     const pprofFile = typeof values.pprof === 'string' ? checkOutputFile(values.pprof, '--pprof') : undefined;
     const startMs = Date.now();
@@ -142,6 +151,7 @@ export const profileCommand: Command = {
           stackStorageSize: numberFlag(values['stack-storage-size'], '--stack-storage-size', 1, PROFILE_MAX_STACK_STORAGE, { integer: true }) ?? PROFILE_DEFAULT_STACK_STORAGE,
           unwind,
           stackCopyBytes: (copyKb ?? PROFILE_DEFAULT_STACK_COPY_KB) * 1024,
+          ...(cfiMaxMb !== undefined ? { cfiMaxBytes: Math.round(cfiMaxMb * 2 ** 20) } : {}),
         },
         privilege: 'bpf',
         json: Boolean(values.json),

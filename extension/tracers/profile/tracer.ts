@@ -34,6 +34,7 @@ import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject'
 import { decodeCounts, parseCpuList, PROFILE_STAT, type CountEntry } from './decode';
 import { assemble, readStacks, symbolizeStacks, type RawStack } from './stacks';
 import { cfiRowCapacity, cfiStackReader, cfiSummary, CfiTables, cfiUnwindInfo, kernelWalksTables } from '../cfiTables';
+import { CFI_HOST_DEFAULT_MAX_BYTES, CFI_HOST_MAX_MAX_BYTES, CFI_HOST_MIN_MAX_BYTES, HostCfiTables } from '../cfiHost';
 import { DwarfAggregator, PROFILE_DEFAULT_STACK_COPY, PROFILE_SAMPLE_HEADER_SIZE, PROFILE_MAX_STACK_COPY } from './dwarf';
 import { unwindModules } from './unwindModules';
 import { agentLibrary, agentUnavailableMessage, checkAgentTarget, foreignOwner, JAVA_MODES, startJavaAgent, type JavaAgentSession } from '../javaAgent/agent';
@@ -41,6 +42,7 @@ import { agentLibrary, agentUnavailableMessage, checkAgentTarget, foreignOwner, 
 export * from './decode';
 
 const TICK_MS = 1000;
+const HOST_TICK_MS = 500;
 
 export function onlineCpus(): number[] {
   try {
@@ -96,6 +98,7 @@ export const profileTracer: Tracer<'profile'> = {
       unwind: oneOf(o, 'unwind', UNWIND_CHOICES, 'auto'),
       stackCopyBytes: int(o, 'stackCopyBytes', 1024, PROFILE_MAX_STACK_COPY, PROFILE_DEFAULT_STACK_COPY),
       java: oneOf(o, 'java', JAVA_MODES, 'auto'),
+      ...(o.cfiMaxBytes !== undefined ? { cfiMaxBytes: int(o, 'cfiMaxBytes', CFI_HOST_MIN_MAX_BYTES, CFI_HOST_MAX_MAX_BYTES) } : {}),
     };
   },
   async start(options, env, events) {
@@ -113,19 +116,22 @@ export const profileTracer: Tracer<'profile'> = {
     // (Debian's libz and libc have no frame pointers). The cost is in the helper (~30 µs of
     // unwinding per sample) plus a 16 KiB copy per sample in the kernel, nothing in the JVM.
     // The join (../javaAgent/agent.ts) is by tid and time either way; fp stays available (--unwind fp).
-    // One process that is not a JVM: auto walks its unwind tables in the kernel (cfi) where the
-    // kernel can, ~4 µs a sample with nothing copied, against ~30 µs of user-space CFI per sample;
-    // a whole-system profile and a JVM (whose agent joins the user-space unwind) keep dwarf.
-    const auto: UnwindMode = options.pid && !cmdline?.jvm && kernelWalksTables() ? 'cfi' : 'dwarf';
+    // One process that is not a JVM, or the whole host: auto walks unwind tables in the kernel
+    // (cfi) where the kernel can, ~4 µs a sample with nothing copied, against ~30 µs of user-space
+    // CFI per sample (a whole host at 99 Hz: bench cfi-host); a JVM (whose agent joins the
+    // user-space unwind) keeps dwarf.
+    const auto: UnwindMode = !cmdline?.jvm && kernelWalksTables() ? 'cfi' : 'dwarf';
     const choice = options.unwind ?? 'auto';
     const mode: UnwindMode = choice === 'auto' ? auto : choice;
-    if (mode === 'cfi' && !options.pid) throw inputError('--unwind cfi needs --pid: unwind tables are loaded for one process');
-    // cfi: the target's tables sized now, compiled and loaded once sampling runs (ProfileRun)
-    const cfi = mode === 'cfi' ? new CfiTables(env.log) : undefined;
+    if (options.cfiMaxBytes !== undefined && (mode !== 'cfi' || options.pid)) throw inputError('cfiMaxBytes (--cfi-max-mb) applies to a whole-host profile with --unwind cfi');
+    // cfi: the target's tables sized now, compiled and loaded once sampling runs (ProfileRun);
+    // the whole host's as processes and files are first met in samples, within a memory cap
+    const cfi = mode === 'cfi' && options.pid ? new CfiTables(env.log) : undefined;
+    const host = mode === 'cfi' && !options.pid ? new HostCfiTables(env.log, options.cfiMaxBytes ?? CFI_HOST_DEFAULT_MAX_BYTES) : undefined;
     cfi?.planLater(options.pid);
     const { java, jvmPids } = await javaPath(options, cmdline, mode, env, warnings);
     const stackCopyBytes = options.stackCopyBytes ?? PROFILE_DEFAULT_STACK_COPY;
-    const obj = await loadProfiler(options, target, mode, stackCopyBytes, java, env, cfi);
+    const obj = await loadProfiler(options, target, mode, stackCopyBytes, java, env, cfi, host);
     const dwarf = mode === 'dwarf' ? new DwarfAggregator(env.addon, stackCopyBytes, env.log) : undefined;
     if (dwarf && options.pid) dwarf.pool.prime(options.pid);
     let ring: RingBufferHandle | undefined;
@@ -139,7 +145,7 @@ export const profileTracer: Tracer<'profile'> = {
       await java?.abort();
       throw e;
     }
-    return new ProfileRun(options, target, mode, obj, dwarf, ring, java, jvmPids, env, events, warnings, cfi);
+    return new ProfileRun(options, target, mode, obj, dwarf, ring, java, jvmPids, env, events, warnings, cfi, host);
   },
 };
 
@@ -178,12 +184,13 @@ async function javaPath(options: ProfileOptions, cmdline: ProcessInfo | undefine
  * too (in dwarf mode the samples ring carries tid and time, forwarded once unwound). A failure
  * stops the agent before it is thrown.
  */
-async function loadProfiler(options: ProfileOptions, target: ProcessIdentity | undefined, mode: UnwindMode, stackCopyBytes: number, java: JavaAgentSession | undefined, env: TracerEnv, cfi: CfiTables | undefined): Promise<BpfObject> {
+async function loadProfiler(options: ProfileOptions, target: ProcessIdentity | undefined, mode: UnwindMode, stackCopyBytes: number, java: JavaAgentSession | undefined, env: TracerEnv, cfi: CfiTables | undefined, host: HostCfiTables | undefined): Promise<BpfObject> {
   try {
     const { obj } = loadFirstWorking(env, 'profile', [['on_sample']], (o) => {
       o.setMaxEntries('stacks', options.stackStorageSize ?? PROFILE_DEFAULT_STACK_STORAGE);
       // without tables the walk's maps stay one entry each (the walked-stacks map is preallocated)
       if (cfi) cfi.size(o, cfiRowCapacity(cfi.sizingRows), options.stackStorageSize ?? PROFILE_DEFAULT_STACK_STORAGE);
+      else if (host) host.size(o, options.stackStorageSize ?? PROFILE_DEFAULT_STACK_STORAGE);
       else o.setMaxEntries('cfi_stacks', 1);
       if (mode === 'dwarf') {
         o.setMaxEntries('samples', ringBytes(options.frequency, stackCopyBytes, onlineCpus().length));
@@ -193,6 +200,7 @@ async function loadProfiler(options: ProfileOptions, target: ProcessIdentity | u
     });
     try {
       cfi?.load(obj);
+      host?.attach(obj);
     } catch (e) {
       obj.close();
       throw e;
@@ -253,6 +261,8 @@ class ProfileRun implements Session<'profile'> {
   private readonly images = new Map<number, ProcessImage>();
   private readonly warnOpts: Parameters<Symbolizer['warnings']>[1];
   private readonly timer: ReturnType<typeof setInterval>;
+  /** whole-host cfi: processes and files met in samples get their tables twice a second */
+  private readonly hostTimer?: ReturnType<typeof setInterval>;
   private ticks = 0;
   /** system-wide: pids whose mappings were captured */
   private readonly seen = new Set<number>();
@@ -289,6 +299,7 @@ class ProfileRun implements Session<'profile'> {
     private readonly events: SessionEvents<'profile'>,
     readonly warnings: string[],
     private readonly cfi?: CfiTables,
+    private readonly host?: HostCfiTables,
   ) {
     this.targets = options.pid ? [options.pid] : [];
     this.warnOpts = mode !== 'fp' ? ({ stacks: 'cfi' } as const) : ({ stacks: 'fp', fpFix: 'or profile with --unwind cfi or dwarf, which unwind by CFI' } as const);
@@ -300,6 +311,7 @@ class ProfileRun implements Session<'profile'> {
       if (img) warnings.push(...this.symbolizer.warnings(img, this.warnOpts));
     }
     this.timer = setInterval(() => this.tick(), TICK_MS);
+    if (host) this.hostTimer = setInterval(() => this.tickHost(), HOST_TICK_MS);
     cfi?.loadLater(obj, () => this.closed).catch((e: Error) => env.log(`profile: loading unwind tables: ${e.message}`));
     this.unwatch = target
       ? watchTarget(target, () => {
@@ -340,17 +352,29 @@ class ProfileRun implements Session<'profile'> {
       this.readCpu();
       if (this.ticks % 5 === 0) this.capture(this.target.pid);
       if (this.cfi && this.ticks % 5 === 0) this.refreshCfi(this.target.pid);
-    } else if (this.ticks % 2 === 0) {
-      try {
-        const d = obj.mapDump('counts');
-        for (const e of decodeCounts(d.keys, d.values, d.count)) {
-          if (this.seen.has(e.pid)) continue;
-          this.seen.add(e.pid);
-          this.capture(e.pid);
-        }
-      } catch (e) {
-        this.env.log(`profile: reading counts: ${(e as Error).message}`);
+    } else if (this.ticks % 2 === 0) this.captureNew();
+  }
+
+  private tickHost(): void {
+    if (this.closed) return;
+    try {
+      this.host?.tick(() => this.closed);
+    } catch (e) {
+      this.env.log(`profile: loading unwind tables: ${(e as Error).message}`);
+    }
+  }
+
+  /** System-wide: the mappings of processes first seen in the counts. */
+  private captureNew(): void {
+    try {
+      const d = this.obj.mapDump('counts');
+      for (const e of decodeCounts(d.keys, d.values, d.count)) {
+        if (this.seen.has(e.pid)) continue;
+        this.seen.add(e.pid);
+        this.capture(e.pid);
       }
+    } catch (e) {
+      this.env.log(`profile: reading counts: ${(e as Error).message}`);
     }
   }
 
@@ -372,7 +396,7 @@ class ProfileRun implements Session<'profile'> {
     if (this.dwarf) return this.dwarf.raw((id) => obj.readStack('stacks', id));
     const d = obj.mapDump('counts');
     const entries: CountEntry[] = decodeCounts(d.keys, d.values, d.count);
-    if (!this.cfi) return readStacks(entries, (id) => obj.readStack('stacks', id));
+    if (!this.cfi && !this.host) return readStacks(entries, (id) => obj.readStack('stacks', id));
     const cfi = cfiStackReader(obj, (id) => obj.readStack('stacks', id));
     return cfi.notes(readStacks(entries, cfi.read));
   }
@@ -434,6 +458,7 @@ class ProfileRun implements Session<'profile'> {
   async stop(): Promise<ProfileResult> {
     if (this.final) return this.final;
     clearInterval(this.timer);
+    clearInterval(this.hostTimer);
     this.unwatch();
     await this.liveNaming;
     if (!this.closed) this.detach();
@@ -500,9 +525,10 @@ class ProfileRun implements Session<'profile'> {
     try {
       this.ring?.close();
       this.rawLast = this.collect();
-      if (this.cfi) {
-        this.env.log(cfiSummary(this.obj, this.cfi));
-        this.cfiInfo = cfiUnwindInfo(this.obj, this.cfi);
+      const tables = this.cfi ?? this.host;
+      if (tables) {
+        this.env.log(cfiSummary(this.obj, tables));
+        this.cfiInfo = cfiUnwindInfo(this.obj, tables);
       }
     } finally {
       this.obj.close();

@@ -1,0 +1,405 @@
+// Unwind tables for a whole-host profile (profile --all --unwind cfi): nothing is compiled up
+// front. A process gets its executable mappings in cfi_procs when its first sample finds none
+// (bpf/profile.bpf.c cfi_wanted); each file it maps gets a slot in cfi_files (by device and
+// inode, shared by every process that maps it), and a file's table is compiled only once a walk
+// has met it (its use stamp in cfi_file_use), off the sampling path (one file per event-loop
+// turn); until it lands, walks step through its code by frame pointers. Tables live within a
+// memory cap (./cfiBudget.ts): when a newly met file needs room, the least recently used idle
+// tables are evicted; a file that finds none stays out and the stacks it cuts are counted
+// (cfi_stats CFI_STAT_CUT_BY_CAP), never dropped silently.
+import { encodeRows, CFI_ROW_SIZE } from '../sys/elf/cfiTable';
+import { ElfFile } from '../sys/elf/elf';
+import { readMaps, type Mapping } from '../sys/proc/maps';
+import { reachMapped } from '../sys/proc/mappedFile';
+import { pidAlive, readStat } from '../sys/proc/processes';
+import type { BpfObject } from '../../native/index';
+import { CfiBudget } from './cfiBudget';
+import { CFI_BLOCK_PAGES, CFI_BLOCK_ROWS, CFI_MAPPING_SIZE, CFI_MAX_MAPPINGS, CFI_PROC_SIZE, compileElf, loadSegments, mappingBias, pageIndex, u32, type CfiTableStats, type Compiled } from './cfiTables';
+
+/** Default table memory cap of a whole-host session: the desktop set of bench cfi-host (node, java, python3, clangd) takes 43 MiB. */
+export const CFI_HOST_DEFAULT_MAX_BYTES = 64 << 20;
+export const CFI_HOST_MIN_MAX_BYTES = 16 << 10;
+export const CFI_HOST_MAX_MAX_BYTES = 1 << 30;
+/** A table a walk used this recently is never evicted for another's. */
+export const CFI_HOST_MIN_IDLE_MS = 2000;
+const ROW_BLOCK_BYTES = CFI_BLOCK_ROWS * CFI_ROW_SIZE;
+const MAX_SLOTS = 8192;
+const MAX_PROCS = 4096;
+/** A process whose walks meet code in no mapping we know is re-read at most this often (JIT code maps new pages all the time). */
+const REMAP_EVERY_MS = 10_000;
+/** bpf/cfi_walk.h CFI_FILE_* */
+const FILE_STATE = { loaded: 0, pending: 1, capped: 2, none: 3 } as const;
+/** bpf/profile.bpf.c CFI_WANT_* */
+const WANT_NEW = 1;
+
+/** How a cap divides into row blocks and page-index entries (the index takes ~1 % of the rows' bytes measured; 1/32 here, one block at least). */
+export function capLayout(capBytes: number): { rowBlocks: number; pageEntries: number } {
+  const pageEntries = Math.max(CFI_BLOCK_PAGES, Math.floor(capBytes / 32 / 4 / CFI_BLOCK_PAGES) * CFI_BLOCK_PAGES);
+  return { rowBlocks: Math.max(1, Math.floor((capBytes - pageEntries * 4) / ROW_BLOCK_BYTES)), pageEntries };
+}
+
+interface HostFile {
+  key: string;
+  slot: number;
+  state: keyof typeof FILE_STATE;
+  loads: Compiled['loads'];
+  /** a process that maps it and the mapping: how to open it for compiling */
+  from: { pid: number; m: Mapping };
+  /** .eh_frame bytes: the smallest tables met compile first (most stacks whole soonest) */
+  ehBytes: number;
+  /** compiled: rows as struct cfi_row, and the page index (row numbers relative to the file) */
+  rows?: Buffer;
+  /** rows and page-index entries once compiled (kept when the compiled rows are dropped) */
+  nrows: number;
+  pageEntries: number;
+  pages?: { base: number; idx: Uint32Array };
+  unsupported?: Record<string, number>;
+  /** ms on the walks' clock (CLOCK_MONOTONIC), 0 = never met */
+  lastUse: number;
+  /** lastUse when the cap last kept it out: placed again only once walks meet it after that */
+  cappedUse?: number;
+  refs: number;
+  /** kept out, its rows dropped, and room found since: the compile loop takes it again */
+  recompile?: boolean;
+}
+
+interface HostProc {
+  startTime: number;
+  files: Set<string>;
+  plannedMs: number;
+}
+
+const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
+
+export class HostCfiTables {
+  private readonly files = new Map<string, HostFile>();
+  private readonly bySlot = new Map<number, HostFile>();
+  private readonly freeSlots: number[] = [];
+  private readonly procs = new Map<number, HostProc>();
+  private readonly budget: CfiBudget;
+  private readonly layout: { rowBlocks: number; pageEntries: number };
+  private pageMirror: Uint32Array;
+  private obj?: BpfObject;
+  private compiling = false;
+  private ticks = 0;
+  private told = new Set<string>();
+  fpMappings = 0;
+  /** ms spent reading mappings, ELF headers and compiling */
+  planMs = 0;
+
+  constructor(
+    private readonly log: (m: string) => void,
+    readonly capBytes: number,
+    private readonly selfPid = process.pid,
+  ) {
+    this.layout = capLayout(capBytes);
+    this.budget = new CfiBudget(this.layout.rowBlocks, this.layout.pageEntries, CFI_HOST_MIN_IDLE_MS);
+    this.pageMirror = new Uint32Array(this.layout.pageEntries);
+    for (let s = MAX_SLOTS - 1; s >= 1; s--) this.freeSlots.push(s);
+  }
+
+  /** Sets the map sizes on an opened, not yet loaded object: the cap, preallocated. */
+  size(obj: BpfObject, stacks: number): void {
+    obj.setMaxEntries('cfi_rows', this.layout.rowBlocks);
+    obj.setMaxEntries('cfi_pages', this.layout.pageEntries / CFI_BLOCK_PAGES);
+    obj.setMaxEntries('cfi_files', MAX_SLOTS);
+    obj.setMaxEntries('cfi_file_use', MAX_SLOTS);
+    obj.setMaxEntries('cfi_procs', MAX_PROCS);
+    obj.setMaxEntries('cfi_stacks', Math.max(1, stacks));
+  }
+
+  /** The loaded object the tables go into. */
+  attach(obj: BpfObject): void {
+    this.obj = obj;
+  }
+
+  /** Once a second: processes asked for, use stamps read, files met compiled (in the background) or placed again, exited processes dropped. */
+  tick(closed: () => boolean): void {
+    const obj = this.obj;
+    if (!obj) return;
+    const t0 = performance.now();
+    try {
+      this.readWanted(obj);
+      this.readUse(obj);
+      if (++this.ticks % 5 === 0) this.reap(obj);
+      this.retryCapped(obj);
+    } finally {
+      this.planMs += performance.now() - t0;
+    }
+    if (!this.compiling) {
+      this.compiling = true;
+      this.compileMet(obj, closed)
+        .catch((e: Error) => this.log(`cfi: compiling tables: ${e.message}`))
+        .finally(() => (this.compiling = false));
+    }
+  }
+
+  private readWanted(obj: BpfObject): void {
+    const d = obj.mapDump('cfi_wanted', { delete: true });
+    const now = nowMs();
+    for (let i = 0; i < d.count; i++) {
+      const pid = d.keys.readUInt32LE(i * 4);
+      const why = d.values.readUInt32LE(i * 4);
+      const p = this.procs.get(pid);
+      const fresh = !p || readStat(pid)?.startTime !== p.startTime;
+      if (fresh || (now - p.plannedMs >= REMAP_EVERY_MS && why >= WANT_NEW)) this.planProcess(obj, pid);
+    }
+  }
+
+  private readUse(obj: BpfObject): void {
+    const d = obj.mapDump('cfi_file_use');
+    for (let i = 0; i < d.count; i++) {
+      const ns = d.values.readBigUInt64LE(i * 8);
+      if (!ns) continue;
+      const f = this.bySlot.get(d.keys.readUInt32LE(i * 4));
+      if (f) f.lastUse = Number(ns) / 1e6;
+    }
+  }
+
+  /** Reads pid's executable mappings and writes them, each with its file's slot, into cfi_procs. */
+  private planProcess(obj: BpfObject, pid: number): void {
+    const st = readStat(pid);
+    if (!st) return;
+    let maps: Mapping[];
+    try {
+      maps = readMaps(pid);
+    } catch (e) {
+      this.once(`maps ${pid}`, `cfi: cannot read /proc/${pid}/maps: ${(e as Error).message}; its stacks are walked by frame pointers`);
+      this.procs.set(pid, { startTime: st.startTime, files: new Set(), plannedMs: nowMs() });
+      return;
+    }
+    const files = new Set<string>();
+    const out: { start: bigint; end: bigint; bias: bigint; slot: number }[] = [];
+    for (const m of maps) {
+      if (m.perms[2] !== 'x' || m.path === '[vsyscall]') continue;
+      // the profiler's own stacks are walked by frame pointers: tables for them would only unwind this work
+      const f = pid === this.selfPid ? undefined : this.fileFor(pid, m);
+      const bias = f ? mappingBias(f.loads, m) : undefined;
+      if (f && bias !== undefined) {
+        files.add(f.key);
+        f.from = { pid, m };
+        out.push({ start: m.start, end: m.end, bias, slot: f.slot });
+      } else {
+        this.fpMappings++;
+        out.push({ start: m.start, end: m.end, bias: 0n, slot: 0 });
+      }
+    }
+    out.sort((a, b) => (a.start < b.start ? -1 : 1));
+    this.setRefs(pid, files);
+    this.procs.set(pid, { startTime: st.startTime, files, plannedMs: nowMs() });
+    try {
+      obj.mapUpdate('cfi_procs', u32(pid), procValue(out.slice(0, CFI_MAX_MAPPINGS)));
+    } catch (e) {
+      this.once('procs full', `cfi: no room for the mappings of pid ${pid} (${(e as Error).message}); such processes are walked by frame pointers`);
+    }
+  }
+
+  private setRefs(pid: number, files: Set<string>): void {
+    const old = this.procs.get(pid)?.files ?? new Set<string>();
+    for (const k of files) if (!old.has(k)) this.files.get(k)!.refs++;
+    for (const k of old) if (!files.has(k)) this.files.get(k)!.refs--;
+  }
+
+  /** The file of an executable mapping, with a slot (pending until a walk meets it); undefined: walked by frame pointers. */
+  private fileFor(pid: number, m: Mapping): HostFile | undefined {
+    if (!m.path.startsWith('/') || !m.inode) return undefined;
+    const key = `${m.dev}:${m.inode}`;
+    const known = this.files.get(key);
+    if (known) return known.state === 'none' ? undefined : known;
+    const slot = this.freeSlots.pop() ?? this.reclaimSlot();
+    if (slot === undefined) {
+      this.once('slots', `cfi: more than ${MAX_SLOTS - 1} files met; further files are walked by frame pointers`);
+      return undefined;
+    }
+    let loads: Compiled['loads'] = [];
+    let state: HostFile['state'] = 'pending';
+    let ehBytes = 0;
+    try {
+      const elf = new ElfFile(reachMapped(pid, m).path);
+      try {
+        loads = loadSegments(elf);
+        ehBytes = Number(elf.section('.eh_frame')?.size ?? 0);
+        if (!ehBytes) state = 'none';
+      } finally {
+        elf.close();
+      }
+    } catch {
+      state = 'none'; // unreadable or not ELF: frame pointers
+    }
+    const f: HostFile = { key, slot, state, loads, from: { pid, m }, ehBytes, nrows: 0, pageEntries: 0, lastUse: 0, refs: 0 };
+    this.files.set(key, f);
+    this.bySlot.set(slot, f);
+    this.writeSlot(f);
+    return state === 'none' ? undefined : f;
+  }
+
+  /** A slot of a file no process maps any more, the least recently used (its table goes). */
+  private reclaimSlot(): number | undefined {
+    let victim: HostFile | undefined;
+    for (const f of this.files.values()) if (f.refs <= 0 && (!victim || f.lastUse < victim.lastUse)) victim = f;
+    if (!victim) return undefined;
+    this.budget.remove(victim.key);
+    this.files.delete(victim.key);
+    this.bySlot.delete(victim.slot);
+    return victim.slot;
+  }
+
+  /** Compiles the pending files walks have met, smallest first, one per event-loop turn, placing each. */
+  private async compileMet(obj: BpfObject, closed: () => boolean): Promise<void> {
+    for (;;) {
+      await new Promise((r) => setImmediate(r));
+      if (closed()) return;
+      let next: HostFile | undefined;
+      for (const f of this.files.values()) if (((f.state === 'pending' && f.lastUse > 0) || f.recompile) && (!next || f.ehBytes < next.ehBytes)) next = f;
+      if (!next) return;
+      const t = performance.now();
+      try {
+        next.recompile = false;
+        this.compile(next);
+        if (next.state === 'pending' || next.state === 'capped') this.place(obj, next);
+        this.trimCompiled();
+      } finally {
+        this.planMs += performance.now() - t;
+      }
+    }
+  }
+
+  private compile(f: HostFile): void {
+    const t0 = performance.now();
+    try {
+      const c = compileElf(reachMapped(f.from.pid, f.from.m).path);
+      f.unsupported = c.table.unsupported;
+      if (!c.table.rows.length) throw new Error('no rows');
+      f.rows = encodeRows(c.table.rows);
+      f.nrows = c.table.rows.length;
+      f.pages = pageIndex(c.table.rows);
+      f.pageEntries = f.pages.idx.length;
+      this.log(`cfi: ${f.from.m.path}: ${f.nrows} rows compiled in ${Math.round(performance.now() - t0)} ms`);
+    } catch (e) {
+      this.log(`cfi: ${f.from.m.path}: no table (${(e as Error).message}); walked by frame pointers`);
+      f.state = 'none';
+      this.writeSlot(f);
+    }
+  }
+
+  /** Puts a compiled table within the cap (evicting idle ones as needed), or marks it kept out. */
+  private place(obj: BpfObject, f: HostFile): void {
+    const blocks = Math.ceil(f.nrows / CFI_BLOCK_ROWS);
+    const placed = this.budget.place(f.key, blocks, f.pages!.idx.length, (k) => this.files.get(k)?.lastUse ?? 0, nowMs());
+    if (!placed) {
+      this.keepOut(f);
+      return;
+    }
+    for (const k of placed.evicted) this.keepOut(this.files.get(k)!);
+    const rowStart = placed.at.rows.start * CFI_BLOCK_ROWS;
+    for (let b = 0; b < blocks; b++) {
+      const block = Buffer.alloc(ROW_BLOCK_BYTES);
+      f.rows!.copy(block, 0, b * ROW_BLOCK_BYTES, Math.min(f.rows!.length, (b + 1) * ROW_BLOCK_BYTES));
+      obj.mapUpdate('cfi_rows', u32(placed.at.rows.start + b), block);
+    }
+    const p = placed.at.pages;
+    f.pages!.idx.forEach((r, i) => (this.pageMirror[p.start + i] = rowStart + r));
+    for (let b = Math.floor(p.start / CFI_BLOCK_PAGES); b <= Math.floor((p.start + p.len - 1) / CFI_BLOCK_PAGES); b++) {
+      obj.mapUpdate('cfi_pages', u32(b), Buffer.from(this.pageMirror.buffer, b * CFI_BLOCK_PAGES * 4, CFI_BLOCK_PAGES * 4));
+    }
+    f.state = 'loaded';
+    this.writeSlot(f);
+  }
+
+  /** Marks a file's table out of the kernel for the cap (walks through it count as cut). */
+  private keepOut(f: HostFile): void {
+    if (f.state !== 'capped') this.once(`cap ${f.key}`, `cfi: ${f.from.m.path} (${f.nrows} rows) ${f.state === 'loaded' ? 'evicted' : 'kept out'} for the table memory cap of ${(this.capBytes / 2 ** 20).toFixed(2)} MiB; stacks through it are cut and counted`);
+    const write = f.state !== 'capped';
+    f.state = 'capped';
+    f.cappedUse = f.lastUse;
+    if (write) this.writeSlot(f);
+  }
+
+  /**
+   * Compiled rows kept here for tables out of the kernel (evicted or kept out) stay within the
+   * cap too: beyond it the least recently used are dropped (compiled again if met again).
+   */
+  private trimCompiled(): void {
+    const out = [...this.files.values()].filter((f) => f.rows && f.state !== 'loaded').sort((a, b) => a.lastUse - b.lastUse);
+    let bytes = out.reduce((n, f) => n + f.rows!.length, 0);
+    for (const f of out) {
+      if (bytes <= this.capBytes) break;
+      bytes -= f.rows!.length;
+      f.rows = undefined;
+      f.pages = undefined;
+    }
+  }
+
+  /** Files the cap kept out that walks met again: placed if idle tables can make room now. */
+  private retryCapped(obj: BpfObject): void {
+    const now = nowMs();
+    const use = (k: string) => this.files.get(k)?.lastUse ?? 0;
+    for (const f of this.files.values()) {
+      if (f.state !== 'capped' || f.lastUse <= (f.cappedUse ?? 0)) continue;
+      f.cappedUse = f.lastUse;
+      if (!this.budget.victims(Math.ceil(f.nrows / CFI_BLOCK_ROWS), f.pageEntries, use, now)) continue;
+      // its compiled rows were dropped: compiled again (it stays out, its stacks cut, until then)
+      if (!f.rows) f.recompile = true;
+      else this.place(obj, f);
+    }
+  }
+
+  /** Drops exited processes' mappings (a pid taken by a new process is planned afresh when it asks). */
+  private reap(obj: BpfObject): void {
+    for (const [pid, p] of this.procs) {
+      if (pidAlive(pid) && readStat(pid)?.startTime === p.startTime) continue;
+      this.setRefs(pid, new Set());
+      this.procs.delete(pid);
+      obj.mapDelete('cfi_procs', u32(pid));
+    }
+  }
+
+  private writeSlot(f: HostFile): void {
+    const v = Buffer.alloc(24);
+    const at = f.state === 'loaded' ? this.budget.resident.get(f.key) : undefined;
+    if (at) {
+      v.writeUInt32LE(at.rows.start * CFI_BLOCK_ROWS, 0);
+      v.writeUInt32LE(f.nrows, 4);
+      v.writeUInt32LE(at.pages.start, 8);
+      v.writeUInt32LE(f.pages!.base, 12);
+      v.writeUInt32LE(f.pages!.idx.length - 1, 16);
+    }
+    v.writeUInt32LE(FILE_STATE[f.state], 20);
+    this.obj?.mapUpdate('cfi_files', u32(f.slot), v);
+  }
+
+  private once(key: string, message: string): void {
+    if (this.told.has(key)) return;
+    this.told.add(key);
+    this.log(message);
+  }
+
+  stats(): CfiTableStats {
+    const unsupported: Record<string, number> = {};
+    let rows = 0;
+    let files = 0;
+    let capped = 0;
+    for (const f of this.files.values()) {
+      if (f.state === 'capped') capped++;
+      if (f.state !== 'loaded') continue;
+      files++;
+      rows += f.nrows;
+      for (const [k, n] of Object.entries(f.unsupported ?? {})) unsupported[k] = (unsupported[k] ?? 0) + n;
+    }
+    const used = this.budget.used;
+    return { files, rows, bytes: used.rowBlocks * ROW_BLOCK_BYTES + used.pageEntries * 4, fpMappings: this.fpMappings, unsupported, capBytes: this.capBytes, evictions: this.budget.evictions, cappedFiles: capped, processes: this.procs.size };
+  }
+}
+
+function procValue(maps: { start: bigint; end: bigint; bias: bigint; slot: number }[]): Buffer {
+  const v = Buffer.alloc(CFI_PROC_SIZE);
+  v.writeUInt32LE(maps.length, 0);
+  maps.forEach((m, i) => {
+    const o = 8 + i * CFI_MAPPING_SIZE;
+    v.writeBigUInt64LE(m.start, o);
+    v.writeBigUInt64LE(m.end, o + 8);
+    v.writeBigUInt64LE(BigInt.asUintN(64, m.bias), o + 16);
+    v.writeUInt32LE(m.slot, o + 44);
+  });
+  return v;
+}
