@@ -238,7 +238,9 @@ class AgentLatencySession {
     if (!prof || prof.result) return;
     prof.windows.end();
     try {
-      prof.result = (await prof.off.stop()) as ProfileResult;
+      const r = (await prof.off.stop()) as ProfileResult;
+      // its samples: those kept, not all the JVM's
+      prof.result = { ...r, samples: r.stacks.reduce((a, st) => a + st.count, 0) };
     } catch (e) {
       this.env.log(`latency: reading the slow calls' profile failed: ${(e as Error).message}`);
     }
