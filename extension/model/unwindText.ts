@@ -47,6 +47,7 @@ export function unwindSummary(u: UnwindInfo | undefined): string | undefined {
   if (u.javaAgent) parts.push('Java by the JVMTI agent');
   else if (namesJit(u)) parts.push(u.mode === 'fp' ? 'JIT named by perf map' : 'JIT by perf map');
   if (u.truncated) parts.push(`${plural(u.truncated, 'sample')} cut short`);
+  if (u.cutByCap) parts.push(`${plural(u.cutByCap, 'sample')} cut by the table memory cap`);
   return `stacks: ${parts.join(', ')}`;
 }
 
@@ -72,5 +73,6 @@ export function unwindDetails(u: UnwindInfo | undefined): string | undefined {
   if (u.javaAgent) lines.push('Java frames from the JVMTI agent (AsyncGetCallTrace), joined where the native stack reaches JIT or interpreter code.');
   else if (namesJit(u)) lines.push('JIT-compiled code (no CFI) by frame pointers, named from the perf map (/tmp/perf-PID.map).');
   if (u.truncated) lines.push(`${plural(u.truncated, 'sample')} deeper than the stack copy: their outermost callers are missing (raise the stack copy size).`);
+  if (u.cutByCap) lines.push(`${plural(u.cutByCap, 'sample')} met a file whose unwind table did not fit the table memory cap${u.cfiTables?.capBytes ? ` (${Math.round(u.cfiTables.capBytes / 2 ** 20)} MiB)` : ''}: their callers beyond it are missing (raise --cfi-max-mb).`);
   return lines.join('\n');
 }

@@ -18,7 +18,8 @@ import { CFI_BLOCK_PAGES, CFI_BLOCK_ROWS, CFI_MAPPING_SIZE, CFI_MAX_MAPPINGS, CF
 
 /** Default table memory cap of a whole-host session: the desktop set of bench cfi-host (node, java, python3, clangd) takes 43 MiB. */
 export const CFI_HOST_DEFAULT_MAX_BYTES = 64 << 20;
-export const CFI_HOST_MIN_MAX_BYTES = 16 << 10;
+/** One block of rows and one of page index */
+export const CFI_HOST_MIN_MAX_BYTES = 10 << 10;
 export const CFI_HOST_MAX_MAX_BYTES = 1 << 30;
 /** A table a walk used this recently is never evicted for another's. */
 export const CFI_HOST_MIN_IDLE_MS = 2000;
@@ -70,6 +71,13 @@ interface HostProc {
 }
 
 const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
+/** Rows per .eh_frame byte, at least (0.16–0.18 measured on libc, python3.11, node): a file surely too big for the room is not compiled. */
+const MIN_ROWS_PER_EH_BYTE = 0.1;
+
+/** Row blocks and page entries a file's table takes: exact once compiled, else the least it can take. */
+function sizeOf(f: { nrows: number; pageEntries: number; ehBytes: number }): [number, number] {
+  return f.nrows ? [Math.ceil(f.nrows / CFI_BLOCK_ROWS), f.pageEntries] : [Math.max(1, Math.ceil((f.ehBytes * MIN_ROWS_PER_EH_BYTE) / CFI_BLOCK_ROWS)), 1];
+}
 
 export class HostCfiTables {
   private readonly files = new Map<string, HostFile>();
@@ -255,6 +263,11 @@ export class HostCfiTables {
       const t = performance.now();
       try {
         next.recompile = false;
+        // no room for it even after evicting idle tables: kept out uncompiled (tried again when met again)
+        if (!this.budget.victims(...sizeOf(next), this.lastUse, nowMs())) {
+          this.keepOut(next);
+          continue;
+        }
         this.compile(next);
         if (next.state === 'pending' || next.state === 'capped') this.place(obj, next);
         this.trimCompiled();
@@ -285,7 +298,7 @@ export class HostCfiTables {
   /** Puts a compiled table within the cap (evicting idle ones as needed), or marks it kept out. */
   private place(obj: BpfObject, f: HostFile): void {
     const blocks = Math.ceil(f.nrows / CFI_BLOCK_ROWS);
-    const placed = this.budget.place(f.key, blocks, f.pages!.idx.length, (k) => this.files.get(k)?.lastUse ?? 0, nowMs());
+    const placed = this.budget.place(f.key, blocks, f.pages!.idx.length, this.lastUse, nowMs());
     if (!placed) {
       this.keepOut(f);
       return;
@@ -308,7 +321,7 @@ export class HostCfiTables {
 
   /** Marks a file's table out of the kernel for the cap (walks through it count as cut). */
   private keepOut(f: HostFile): void {
-    if (f.state !== 'capped') this.once(`cap ${f.key}`, `cfi: ${f.from.m.path} (${f.nrows} rows) ${f.state === 'loaded' ? 'evicted' : 'kept out'} for the table memory cap of ${(this.capBytes / 2 ** 20).toFixed(2)} MiB; stacks through it are cut and counted`);
+    if (f.state !== 'capped') this.once(`cap ${f.key}`, `cfi: ${f.from.m.path} (${f.nrows ? `${f.nrows} rows` : `${f.ehBytes} bytes of .eh_frame`}) ${f.state === 'loaded' ? 'evicted' : 'kept out'} for the table memory cap of ${(this.capBytes / 2 ** 20).toFixed(2)} MiB; stacks through it are cut and counted`);
     const write = f.state !== 'capped';
     f.state = 'capped';
     f.cappedUse = f.lastUse;
@@ -331,13 +344,14 @@ export class HostCfiTables {
   }
 
   /** Files the cap kept out that walks met again: placed if idle tables can make room now. */
+  private readonly lastUse = (k: string) => this.files.get(k)?.lastUse ?? 0;
+
   private retryCapped(obj: BpfObject): void {
     const now = nowMs();
-    const use = (k: string) => this.files.get(k)?.lastUse ?? 0;
     for (const f of this.files.values()) {
       if (f.state !== 'capped' || f.lastUse <= (f.cappedUse ?? 0)) continue;
       f.cappedUse = f.lastUse;
-      if (!this.budget.victims(Math.ceil(f.nrows / CFI_BLOCK_ROWS), f.pageEntries, use, now)) continue;
+      if (!this.budget.victims(...sizeOf(f), this.lastUse, now)) continue;
       // its compiled rows were dropped: compiled again (it stays out, its stacks cut, until then)
       if (!f.rows) f.recompile = true;
       else this.place(obj, f);
