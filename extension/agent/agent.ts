@@ -41,8 +41,11 @@ import { addLog2, Exposition, Histograms, PAUSE_BUCKETS_S, RUNQ_BUCKETS_S, type 
 const RETRY_MS = 30_000;
 /** different profiles taken at once (cpu, offcpu, wall, and one per JVM asked for allocations) */
 const MAX_RUNS = 6;
-/** how often exited JVMs are looked for */
-const SWEEP_MS = 15_000;
+/**
+ * How often exited JVMs (and idle series) are looked for: a fifth of forgetExitedAfterSeconds,
+ * within these bounds (300 s: every minute, so a series goes 300 to 360 s after its JVM).
+ */
+const SWEEP_MS = { min: 1000, max: 60_000 };
 /** how often a newly installed JDK is looked for (a directory read and a realpath per JDK) */
 const JDK_SCAN_MS = 60_000;
 
@@ -130,7 +133,8 @@ export class Agent {
 
   async start(): Promise<void> {
     await Promise.all([this.cfg.jvm.enabled ? this.startGc() : undefined, this.cfg.runqueue.enabled ? this.startRunq() : undefined, ...[...this.kits.values()].map((k) => this.startKit(k)), ...this.latencies.map((l) => this.startLatency(l))]);
-    this.timers.push(setInterval(() => void this.sweep(), SWEEP_MS));
+    const sweepMs = Math.min(SWEEP_MS.max, Math.max(SWEEP_MS.min, (this.cfg.forgetExitedAfterSeconds * 1000) / 5));
+    this.timers.push(setInterval(() => void this.sweep(), sweepMs));
     for (const l of this.latencies) this.timers.push(setInterval(() => void this.lookLatency(l), l.cfg.intervalSeconds * 1000));
   }
 
@@ -140,7 +144,7 @@ export class Agent {
     const h = this.health.get('java-gc')!;
     try {
       const libs = allLibjvms().libs;
-      this.gcSession = await javaGcTracer.start(javaGcTracer.validate({ all: true, minUs: this.cfg.jvm.minPauseUs, retain: false, liveCounts: false, metricsOnly: true }), this.env, {
+      this.gcSession = await javaGcTracer.start(javaGcTracer.validate({ all: true, minUs: this.cfg.jvm.minPauseUs, retain: false, liveCounts: false, metricsOnly: true, ...(this.cfg.jvm.launchers ? { launchers: this.cfg.jvm.launchers } : {}) }), this.env, {
         update: (u) => this.onGc(u),
         ended: (_reason, message) => this.tracerEnded('java-gc', message ?? 'the session ended', () => this.startGc()),
       });
@@ -346,11 +350,11 @@ export class Agent {
       this.log(`agent: ${id} probed in ${l.session!.attached.map((f) => f.name + (f.pid ? ` (as pid ${f.pid} runs it)` : '')).join(', ')}`);
     } catch (e) {
       // A file no process runs yet (its container not started) is a normal state of a fleet: looked
-      // for again every intervalSeconds, and said again only when the reason changes.
+      // for again every intervalSeconds, and said (and counted a failure) again only when the reason changes.
       const message = (e as Error).message ?? String(e);
       const changed = h.lastError !== message;
       h.up = false;
-      h.attachFailures++;
+      if (changed) h.attachFailures++;
       h.lastError = message;
       if (changed) this.warn(`ebpf-studio agent: ${id} could not start: ${message} (looking again every ${l.cfg.intervalSeconds} s; the other tracers run on)`);
     }
@@ -553,12 +557,13 @@ export class Agent {
 
   // ---- exposition ---------------------------------------------------------------------------
   /**
-   * What a scrape gets: the GC histograms are read from the kernel first (as ebpf_exporter
-   * reads its maps per scrape), so they are current while the agent reads them only every few
-   * seconds between scrapes.
+   * What a scrape gets: the histograms are read from the kernel first (as ebpf_exporter reads
+   * its maps per scrape), so they are current while the agent reads them between scrapes only
+   * every intervalSeconds (GC: every 30 s).
    */
   async scrape(): Promise<string> {
-    await Promise.all([this.gcSession?.refresh?.().catch(() => undefined), ...this.latencies.map((l) => l.read().catch(() => undefined))]);
+    const sessions = [this.gcSession, this.runqSession, ...[...this.kits.values()].map((k) => k.session)];
+    await Promise.all([...sessions.map((s) => s?.refresh?.().catch(() => undefined)), ...this.latencies.map((l) => l.read().catch(() => undefined))]);
     return this.metrics();
   }
 

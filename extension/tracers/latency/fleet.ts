@@ -22,6 +22,9 @@ import { resolveInFile, type ResolvedFunction } from './resolve';
 /** bpf/latency.bpf.c's LAT_KEY_CGROUP */
 const KEY_CGROUP = 1;
 
+const INFLIGHT_MAX = 4096;
+const CGROUPS_MAX = 4096;
+
 type Returns = 'ret' | 'uretprobe';
 
 /** One loaded object: the returns of every file it probes are caught the same way (a constant of the object). */
@@ -154,7 +157,12 @@ export class FleetLatency {
     const had = this.sets.get(returns);
     if (had) return had;
     const { obj } = loadFirstWorking(this.env, 'latency', [['lat_entry', 'lat_return', 'lat_exit_btf'], ['lat_entry', 'lat_return', 'lat_exit_raw']], (b) => {
+      // Preallocated per entry of the config: sized for a machine, not the CLI's defaults. Threads
+      // inside the function at once, and cgroups with calls in one read, past these are counted lost.
       b.setMaxEntries('callers', 1);
+      b.setMaxEntries('inflight', INFLIGHT_MAX);
+      b.setMaxEntries('hists', CGROUPS_MAX);
+      b.setMaxEntries('slow', 4096);
       setRodata(b, { target_tgid: 0, key_mode: KEY_CGROUP, unit_ns: 1000, threshold_ns: 0n, ret_insns: returns === 'ret', by_caller: false, ...configureSlowProfile(b, false, 1, undefined) });
     });
     try {
