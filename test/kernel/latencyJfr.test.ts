@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { LatencyResult } from '../../extension/protocol/latency';
 import * as proto from '../../extension/protocol/protocol';
-import { cliJs, compileJavaFixture, removeJavaFixture, runCli, startCli, waitFor } from '../helpers';
+import { cliJs, compileJavaFixture, distDir, kernelSkipReason, removeJavaFixture, runCli, startCli, waitFor } from '../helpers';
 import { AttackBed, asUser, attackSkipReason, makeUser, removeUser, spawnAsUser, type AttackUser } from './attackKit';
 
 const JDK25 = '/usr/lib/jvm/temurin-25-jdk-amd64';
@@ -28,6 +28,8 @@ interface Own {
   p99Ns: number;
   maxNs: number;
   over10ms: number;
+  /** the time the calls over 10 ms spent in Thread.sleep */
+  slowSleptNs: number;
 }
 
 interface Fixture {
@@ -49,8 +51,8 @@ function startFixture(jdk: string, classes: string, calls: number, children: Chi
     go: () => child.stdin!.write('go\n'),
     async own() {
       assert.ok(await waitFor(() => /done calls=/.test(out), 120_000), `the fixture did not finish: ${out}`);
-      const m = /done calls=(\d+) p50Ns=(\d+) p99Ns=(\d+) maxNs=(\d+) totalNs=\d+ over10ms=(\d+)/.exec(out)!;
-      return { calls: +m[1], p50Ns: +m[2], p99Ns: +m[3], maxNs: +m[4], over10ms: +m[5] };
+      const m = /done calls=(\d+) p50Ns=(\d+) p99Ns=(\d+) maxNs=(\d+) totalNs=\d+ over10ms=(\d+) slowSleptNs=(\d+)/.exec(out)!;
+      return { calls: +m[1], p50Ns: +m[2], p99Ns: +m[3], maxNs: +m[4], over10ms: +m[5], slowSleptNs: +m[6] };
     },
   };
 }
@@ -102,6 +104,34 @@ describe('Java method latency and timing through JDK 25 JFR', { skip, timeout: 6
       assert.equal(s.stack[1].file, 'MethodLatency.java');
       assert.equal(s.stack[1].line, 32);
     }
+    assert.match(jcmd(pid, 'JFR.check'), /No available recordings/);
+    fx.child.stdin!.end();
+  });
+
+  test('latency --profile-slow: the slow calls\' profile is under work(), asleep, as long as they slept; the fast calls\' 1 ms sleeps are not in it', { skip: kernelSkipReason() ?? (fs.existsSync(path.join(distDir, 'libebpf-studio-jvmagent.so')) ? undefined : 'the JVMTI agent is not built') }, async () => {
+    const t0 = Date.now();
+    const fx = startFixture(JDK25, classes, 200, children);
+    assert.ok(await waitFor(() => fx.out().includes('ready'), 30_000));
+    const pid = fx.child.pid!;
+    const cli = startCli(['latency', '--pid', String(pid), 'MethodLatency.work', '--threshold-ms', '10', '--profile-slow', '--duration', '120', '--json']);
+    await recordingStarted(pid);
+    fx.go();
+    const own = await fx.own();
+    cli.child.kill('SIGINT');
+    const r = await cli.done;
+    assert.equal(r.code, 0, r.stderr);
+    const res = JSON.parse(r.stdout) as LatencyResult;
+    const p = res.profile;
+    assert.ok(p, r.stderr);
+    const us = (st: { value?: number; count: number }) => st.value ?? st.count;
+    const total = p.stacks.reduce((a, st) => a + us(st), 0);
+    const under = p.stacks.filter((st) => st.frames.some((f) => f.function === 'MethodLatency.work')).reduce((a, st) => a + us(st), 0);
+    const sleeping = p.stacks.filter((st) => st.state === 'sleep').reduce((a, st) => a + us(st), 0);
+    console.log(`profile of the slow calls: ${(total / 1000).toFixed(1)} ms, ${((100 * under) / total).toFixed(1)} % under work(), ${((100 * sleeping) / total).toFixed(1)} % sleeping, ${res.stats.profiledSlow} calls profiled; the program: ${own.over10ms} calls >= 10 ms slept ${(own.slowSleptNs / 1e6).toFixed(1)} ms (all ${own.calls} calls: ${(own.calls - own.over10ms)} more sleeps of 1 ms); ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    assert.equal(res.stats.profiledSlow, own.over10ms);
+    assert.ok(under >= 0.9 * total, `under the method: ${under} of ${total} µs`);
+    assert.ok(sleeping >= 0.9 * total, `sleeping: ${sleeping} of ${total} µs`);
+    within(total * 1000, own.slowSleptNs, 10, 'the profile\'s time vs the slow calls\' sleep');
     assert.match(jcmd(pid, 'JFR.check'), /No available recordings/);
     fx.child.stdin!.end();
   });

@@ -56,3 +56,14 @@ test('a sample is kept inside a window of its own thread only; seen windows coun
   w.end();
   assert.equal(w.horizonNs(), undefined, 'after the agent stopped every window is known');
 });
+
+test('windows added one by one (JFR\'s events), out of order and nested, are sorted and merged at the end', () => {
+  const w = new SlowWindows();
+  w.addWindow(5, 300n, 400n);
+  w.addWindow(5, 120n, 180n); // an inner call of the next: recursion
+  w.addWindow(5, 100n, 200n);
+  w.addWindow(5, 150n, 250n);
+  assert.equal(w.horizonNs(), 0n, 'nothing can be decided before the end');
+  w.end();
+  assert.deepEqual([110n, 240n, 260n, 350n].map((t) => w.keep(5, 5, t)), [true, true, false, true]);
+});

@@ -34,6 +34,13 @@ function methodName(c: Chunk, v: JfrObject): string {
   return `${cls.replace(/\//g, '.')}.${c.str(v, 'method', 'name') ?? '?'}`;
 }
 
+/** A slow call's time window: its thread (OS id) and wall-clock (epoch) ns. */
+export interface TracedWindow {
+  tid: number;
+  startEpochNs: number;
+  endEpochNs: number;
+}
+
 /** Every jdk.MethodTrace event: cumulative figures, read once per recording (or dump of it). */
 export class MethodTraceBuilder implements EventVisitor {
   calls = 0;
@@ -48,6 +55,9 @@ export class MethodTraceBuilder implements EventVisitor {
   /** the methods the events timed (a class filter times all its methods) */
   readonly methods = new Set<string>();
   private slow: TracedCall[] = [];
+  /** windowsMax > 0: every slow call's window (for the profile of the slow calls), at most windowsMax */
+  readonly windows: TracedWindow[] = [];
+  windowsDropped = 0;
   private readonly frames: JfrStacks;
   private readonly unitNs: number;
 
@@ -58,6 +68,7 @@ export class MethodTraceBuilder implements EventVisitor {
     private readonly keep = 100,
     /** only the overload of this JVM descriptor, e.g. "(I)J" (JFR's filter times every overload) */
     private readonly descriptor = '',
+    private readonly windowsMax = 0,
   ) {
     this.fineCounts = new Array<number>(fine.slots).fill(0);
     this.unitNs = unit === 'ms' ? 1e6 : 1e3;
@@ -82,6 +93,7 @@ export class MethodTraceBuilder implements EventVisitor {
     this.log2[b]++;
     if (ns < this.thresholdNs) return;
     this.slowCount++;
+    if (this.windowsMax) this.window(c, v, ns);
     if (this.slow.length >= this.keep && ns <= this.slow[this.slow.length - 1].durationNs) return;
     this.frames.enter(c);
     const cls = c.str(v, 'method', 'type', 'name') ?? '?';
@@ -91,6 +103,16 @@ export class MethodTraceBuilder implements EventVisitor {
     this.slow.push({ durationNs: ns, tid: this.frames.thread(v.eventThread).tid, endEpochNs: start + ns, stack });
     this.slow.sort((a, b) => b.durationNs - a.durationNs);
     if (this.slow.length > this.keep) this.slow.length = this.keep;
+  }
+
+  private window(c: Chunk, v: JfrObject, ns: number): void {
+    if (this.windows.length >= this.windowsMax) {
+      this.windowsDropped++;
+      return;
+    }
+    this.frames.enter(c);
+    const start = typeof v.startTime === 'number' ? c.ticksToNanos(v.startTime) : 0;
+    this.windows.push({ tid: this.frames.thread(v.eventThread).tid, startEpochNs: start, endEpochNs: start + ns });
   }
 
   /** The slowest calls at least the threshold long, slowest first. */

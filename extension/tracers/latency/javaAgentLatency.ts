@@ -24,11 +24,7 @@ import { HistAggregate } from '../histDecode';
 import { percentile } from './decode';
 import { javaMethodOf, type JavaMethod } from './javaTarget';
 import { parseSnapshot, SNAPSHOT_MAX_BYTES, SnapshotError, type JavaSnapshot } from './javaSnapshot';
-import { SlowWindows } from './javaSlowWindows';
-import { checkSlowProfileKernel } from './slowProfile';
-import { startFilteredJavaWall } from '../offcpu/tracer';
-import { PROFILE_DEFAULT_STACK_STORAGE, type ProfileResult } from '../../protocol/profile';
-import { OFFCPU_DEFAULT_MIN_BLOCK_US, WALL_DEFAULT_FREQUENCY } from '../../protocol/offcpu';
+import { endJavaSlowProfile, startJavaSlowProfile, withProfileStats, type JavaSlowProfile } from './javaSlowProfile';
 
 export const JAVALATENCY_FILE = 'ebpf-studio-javalatency.jar';
 const ATTACH = { timeoutMs: 20_000 };
@@ -191,13 +187,10 @@ class AgentLatencySession {
   }
 
   /** profileSlow: the wall-clock profile of the JVM, kept to the slow calls' windows */
-  prof?: { windows: SlowWindows; off: Session<'offcpu'>; result?: ProfileResult };
+  prof?: JavaSlowProfile;
 
   stats(): LatencyStats {
-    const st = this.statsOfSnapshot();
-    const w = this.prof?.windows.n;
-    // fast: every call not slow; lost: windows never seen or not kept, samples let go
-    return w ? { ...st, profiledSlow: w.windows, profiledFast: Math.max(0, st.count - (st.slowCalls ?? 0)), profileLost: w.missed + w.noTid + w.dropped + w.lost } : st;
+    return withProfileStats(this.statsOfSnapshot(), this.prof);
   }
 
   private statsOfSnapshot(): LatencyStats {
@@ -229,23 +222,8 @@ class AgentLatencySession {
       this.closed = true;
       removeOut(this.p);
     }
-    await this.finishProfile();
-  }
-
-  /** Every window is known once the agent stopped: the profile keeps the samples inside them. */
-  private async finishProfile(): Promise<void> {
-    const prof = this.prof;
-    if (!prof || prof.result) return;
-    prof.windows.end();
-    try {
-      const r = (await prof.off.stop()) as ProfileResult;
-      // its samples: those kept, not all the JVM's
-      prof.result = { ...r, samples: r.stacks.reduce((a, st) => a + st.count, 0) };
-    } catch (e) {
-      this.env.log(`latency: reading the slow calls' profile failed: ${(e as Error).message}`);
-    }
-    const n = prof.windows.n;
-    this.env.log(`latency: slow-call profile: ${n.windows} windows (${n.missed} overwritten in the agent before a snapshot, ${n.noTid} without a thread id, ${n.dropped} over the cap); samples ${n.kept} kept, ${n.outside} outside every window, ${n.lost} let go (too many waiting)`);
+    // every window is known once the agent stopped
+    if (this.prof) await endJavaSlowProfile(this.prof, this.env.log);
   }
 
   private ended(): void {
@@ -253,7 +231,7 @@ class AgentLatencySession {
     clearInterval(this.timer);
     this.unwatch();
     this.closed = true;
-    void this.finishProfile().then(() => this.events.ended('target-exited', `process ${this.o.pid} exited`));
+    void (this.prof ? endJavaSlowProfile(this.prof, this.env.log) : Promise.resolve()).then(() => this.events.ended('target-exited', `process ${this.o.pid} exited`));
   }
 }
 
@@ -313,22 +291,6 @@ async function startAgent(o: LatencyOptions, env: TracerEnv, m: JavaMethod): Pro
   return p;
 }
 
-/**
- * "Profile the slow calls": the JVM's wall-clock profile with its Java frames (our JVMTI agent's
- * join, ../offcpu), every on-CPU sample and blocked interval timed, of which only those inside a
- * slow call's window (tid, start, end from the latency agent) are kept.
- */
-async function startSlowProfile(o: LatencyOptions, env: TracerEnv): Promise<{ windows: SlowWindows; off: Session<'offcpu'> }> {
-  checkSlowProfileKernel();
-  const windows = new SlowWindows();
-  const off = await startFilteredJavaWall(
-    { pid: o.pid, event: 'wall', minBlockUs: OFFCPU_DEFAULT_MIN_BLOCK_US, frequency: o.frequency ?? WALL_DEFAULT_FREQUENCY, stackStorageSize: PROFILE_DEFAULT_STACK_STORAGE, javaPerfMap: true, java: 'agent', unwind: o.unwind === 'fp' ? 'fp' : 'auto' },
-    env,
-    windows,
-  );
-  return { windows, off };
-}
-
 /** The latency session of a Java method on a JDK 17 to 23 JVM. */
 export async function startAgentLatency(o: LatencyOptions, env: TracerEnv, events: SessionEvents<'latency'>, feature: number | undefined): Promise<Session<'latency'>> {
   checkPid(o.pid);
@@ -337,7 +299,7 @@ export async function startAgentLatency(o: LatencyOptions, env: TracerEnv, event
   if (!target) throw inputError(`no process with pid ${o.pid} is running (check with: ps -p ${o.pid})`);
   const m = javaMethodOf(o.pid, o.target);
   if (o.byCaller) throw unsuitableError(`figures per caller is not available for Java methods: the slowest calls' Java stacks are in the result`);
-  const prof = o.profileSlow ? await startSlowProfile(o, env) : undefined;
+  const prof = o.profileSlow ? await startJavaSlowProfile(o, env) : undefined;
   let p: Placed;
   try {
     p = await startAgent(o, env, m);

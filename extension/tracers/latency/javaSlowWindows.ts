@@ -16,6 +16,19 @@ interface Span {
   endNs: bigint;
 }
 
+/** Sorted, overlapping windows (a recursive method's inner calls, when each call is a window) made one. */
+function merged(list: Span[]): Span[] {
+  const by = [...list].sort((a, b) => (a.startNs < b.startNs ? -1 : a.startNs > b.startNs ? 1 : 0));
+  const out: Span[] = [];
+  for (const w of by) {
+    const last = out[out.length - 1];
+    if (last && w.startNs <= last.endNs) {
+      if (w.endNs > last.endNs) last.endNs = w.endNs;
+    } else out.push({ ...w });
+  }
+  return out;
+}
+
 export class SlowWindows implements SampleFilter {
   /** per thread (its id in the JVM's pid namespace), in end order: a thread's outermost calls do not overlap */
   private readonly byTid = new Map<number, Span[]>();
@@ -31,18 +44,23 @@ export class SlowWindows implements SampleFilter {
       if (w.seq <= this.lastSeq) continue;
       this.n.missed += w.seq - this.lastSeq - 1;
       this.lastSeq = w.seq;
-      this.n.windows++;
-      if (!w.tid) this.n.noTid++;
-      else if (this.kept >= WINDOWS_KEPT) this.n.dropped++;
-      else {
-        const list = this.byTid.get(w.tid) ?? [];
-        if (!list.length) this.byTid.set(w.tid, list);
-        list.push({ startNs: w.startNs, endNs: w.endNs });
-        this.kept++;
-      }
+      this.addWindow(w.tid, w.startNs, w.endNs);
     }
     if (snap.horizonNs !== undefined && snap.horizonNs > this.horizon) this.horizon = snap.horizonNs;
     if (this.kept > WINDOWS_KEPT / 2) this.prune(this.horizon - PRUNE_BEFORE_NS);
+  }
+
+  /** One slow call's window (tid 0: its thread is unknown); a thread's windows come in end order, or end() sorts them. */
+  addWindow(tid: number, startNs: bigint, endNs: bigint): void {
+    this.n.windows++;
+    if (!tid) this.n.noTid++;
+    else if (this.kept >= WINDOWS_KEPT) this.n.dropped++;
+    else {
+      const list = this.byTid.get(tid) ?? [];
+      if (!list.length) this.byTid.set(tid, list);
+      list.push({ startNs, endNs });
+      this.kept++;
+    }
   }
 
   private prune(beforeNs: bigint): void {
@@ -58,6 +76,7 @@ export class SlowWindows implements SampleFilter {
   /** The agent is stopped and its last snapshot read: every window is known. */
   end(): void {
     this.final = true;
+    for (const [tid, list] of this.byTid) this.byTid.set(tid, merged(list));
   }
 
   horizonNs(): bigint | undefined {

@@ -22,6 +22,7 @@ import { guardRecording } from '../../sys/jvm/recordingGuard';
 import { watchTarget } from '../targetWatch';
 import type { Session, SessionEvents, TracerEnv } from '../tracer';
 import { FINE_SLOTS, fineSlot, percentile } from './decode';
+import { endJavaSlowProfile, startJavaSlowProfile, withProfileStats, type JavaSlowProfile } from './javaSlowProfile';
 
 /** Live figures come from a JFR.dump of the whole recording: at most this often. */
 export const JFR_DUMP_MIN_S = 2;
@@ -60,6 +61,20 @@ function monotonicOffsetNs(): number {
   return Date.now() * 1e6 - Number(process.hrtime.bigint());
 }
 
+/** Slow-call windows kept from the final read for their profile (each a few dozen bytes). */
+const WINDOWS_MAX = 100_000;
+
+/**
+ * Wall clock minus CLOCK_MONOTONIC to the microsecond, for JFR's epoch times of the slow calls
+ * against the profile's bpf_ktime_get_ns: read at a millisecond edge of Date.now (≤ 1 ms of spin).
+ */
+function preciseMonotonicOffsetNs(): number {
+  const d0 = Date.now();
+  let d = d0;
+  for (let i = 0; d === d0 && i < 10_000_000; i++) d = Date.now();
+  return d * 1e6 - Number(process.hrtime.bigint());
+}
+
 class JfrLatencySession {
   private builder: MethodTraceBuilder;
   private prevLog2: number[] = [];
@@ -89,8 +104,21 @@ class JfrLatencySession {
     this.unwatch = watchTarget(target, () => this.targetGone());
   }
 
-  private fresh(): MethodTraceBuilder {
-    return new MethodTraceBuilder(this.o.unit, Math.round(this.o.thresholdMs * 1e6), { slots: FINE_SLOTS, slotOf: fineSlot }, SLOW_KEPT, javaDescriptor(this.o.target));
+  /** profileSlow: the JVM's wall-clock profile, kept to the windows of the final read's slow calls */
+  prof?: JavaSlowProfile;
+  private readonly preciseOffset = preciseMonotonicOffsetNs();
+
+  private fresh(windows = false): MethodTraceBuilder {
+    return new MethodTraceBuilder(this.o.unit, Math.round(this.o.thresholdMs * 1e6), { slots: FINE_SLOTS, slotOf: fineSlot }, SLOW_KEPT, javaDescriptor(this.o.target), windows ? WINDOWS_MAX : 0);
+  }
+
+  /** The final read's slow calls as the profile's windows, on its clock; then the profile of the samples inside them. */
+  private async endProfile(b: MethodTraceBuilder | undefined): Promise<void> {
+    const prof = this.prof;
+    if (!prof) return;
+    for (const w of b?.windows ?? []) prof.windows.addWindow(w.tid, BigInt(Math.round(w.startEpochNs - this.preciseOffset)), BigInt(Math.round(w.endEpochNs - this.preciseOffset)));
+    if (b?.windowsDropped) prof.windows.n.dropped += b.windowsDropped;
+    await endJavaSlowProfile(prof, this.env.log);
   }
 
   private serial(f: () => Promise<void>): Promise<void> {
@@ -99,8 +127,8 @@ class JfrLatencySession {
   }
 
   /** Reads a recording file whole into a new builder, then removes it. */
-  private readFile(file: string): MethodTraceBuilder {
-    const b = this.fresh();
+  private readFile(file: string, windows = false): MethodTraceBuilder {
+    const b = this.fresh(windows);
     try {
       const info = readJfrFile(file, b);
       // JFR keeps a recording under its size limit (250 MB) by dropping its oldest chunks
@@ -147,6 +175,10 @@ class JfrLatencySession {
   }
 
   stats(): LatencyStats {
+    return withProfileStats(this.callStats(), this.prof);
+  }
+
+  private callStats(): LatencyStats {
     const b = this.builder;
     const seconds = Math.max(0.001, (Date.now() - this.t0) / 1000);
     // interpolated inside a slot, a percentile could pass the exact maximum
@@ -183,6 +215,7 @@ class JfrLatencySession {
       probe: { function: methods.length === 1 ? methods[0] : this.filter, module: `JVM pid ${this.o.pid} (JDK ${this.jdk}): JFR method tracing`, address: '0x0', returns: 'jfr-method-trace' },
       stats: this.stats(),
       slow: this.slow(),
+      ...(this.prof?.result ? { profile: this.prof.result } : {}),
     };
   }
 
@@ -193,6 +226,7 @@ class JfrLatencySession {
     clearTimeout(this.timer);
     this.unwatch();
     await this.reading;
+    let b: MethodTraceBuilder | undefined;
     try {
       const file = await stopRecording(this.o.pid, this.name, keep ? path.join(this.dir, 'final.jfr') : undefined, ATTACH).catch(async (e) => {
         // never leave the tracing running in the JVM: stop it without a file, then say why
@@ -200,11 +234,12 @@ class JfrLatencySession {
         throw e;
       });
       if (!file) return;
-      const b = this.readFile(file);
+      b = this.readFile(file, Boolean(this.prof));
       if (!b.calls) this.warnings.push(`no call of ${this.filter}${javaDescriptor(this.o.target)} was timed: it was not called while measured, or the name is not the method's (JFR needs the class's full name, e.g. com.example.Foo.parse)`);
       this.events.update(this.advance(b));
     } finally {
       fs.rmSync(this.dir, { recursive: true, force: true });
+      await this.endProfile(b);
     }
   }
 
@@ -212,8 +247,9 @@ class JfrLatencySession {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.timer);
-    void this.reading.then(() => {
+    void this.reading.then(async () => {
       fs.rmSync(this.dir, { recursive: true, force: true });
+      await this.endProfile(undefined);
       this.events.ended('target-exited', `process ${this.o.pid} exited (the figures are those of the last read)`);
     });
   }
@@ -229,17 +265,25 @@ export async function startJfrLatency(o: LatencyOptions, env: TracerEnv, events:
   const method = javaMethodFilter(o.target);
   if (!method) throw inputError(`${JSON.stringify(o.target.slice(0, 200))} names no Java method: give Class.method or Class::method (e.g. com.example.Foo.parse)`);
   const filter = methodFilter([method], 'the method');
-  if (o.profileSlow || o.byCaller) throw unsuitableError(`${o.profileSlow ? 'profiling the slow calls' : 'figures per caller'} is not available for Java methods measured by JFR: the slowest calls' stacks are in the result`);
+  if (o.byCaller) throw unsuitableError(`figures per caller is not available for Java methods measured by JFR: the slowest calls' stacks are in the result`);
   const name = `ebpf-studio-latency-${process.pid}-${Date.now()}`;
-  await startRecording(o.pid, name, `settings=none +jdk.MethodTrace#enabled=true +jdk.MethodTrace#filter=${filter} +jdk.MethodTrace#threshold=0ms +jdk.MethodTrace#stackTrace=true`, ATTACH);
+  const prof = o.profileSlow ? await startJavaSlowProfile(o, env) : undefined;
+  try {
+    await startRecording(o.pid, name, `settings=none +jdk.MethodTrace#enabled=true +jdk.MethodTrace#filter=${filter} +jdk.MethodTrace#threshold=0ms +jdk.MethodTrace#stackTrace=true`, ATTACH);
+  } catch (e) {
+    await prof?.off.stop().catch(() => undefined);
+    throw e;
+  }
   // a killed CLI or editor must not leave the JVM tracing the method for nobody
   const guard = guardRecording(o.pid, name, env.log);
   env.log(`latency: JFR recording ${name} traces ${filter} in pid ${o.pid} (JDK ${version})`);
   let s: JfrLatencySession;
   try {
     s = new JfrLatencySession(o, name, filter, version, env, events, target);
+    s.prof = prof;
   } catch (e) {
     await stopRecording(o.pid, name, undefined, ATTACH).catch(() => undefined);
+    await prof?.off.stop().catch(() => undefined);
     guard.release();
     throw e;
   }
