@@ -14,7 +14,7 @@ import type { ProfileResult, ProfileStack } from '../../extension/protocol/profi
 import { compileJavaFixture, javaAgentSkipReason, kernelSkipReason, removeJavaFixture, repoRoot, runCli, startCli, waitFor } from '../helpers';
 import { callerShares, parsePerfScript, perfBinary, perfDwarf, type FoldedStack } from '../peers/perfDwarf';
 import { buildUnwindFixture } from '../peers/unwindFixture';
-import { CFI_NOT_YET_NOTE } from '../../extension/tracers/cfiTables';
+import { CFI_CAP_NOTE, CFI_NOT_YET_NOTE } from '../../extension/tracers/cfiTables';
 
 const skip = kernelSkipReason();
 const SRC = path.join(repoRoot, 'test/fixtures/c/cfisleep.c');
@@ -306,6 +306,91 @@ describe('CPU profiles with --unwind cfi', { skip, timeout: 180_000 }, () => {
     if (theirs) assert.ok(shareWith(ours, 'main') >= shareWith(theirs, 'main') - 0.01, 'we reach main at least as often as perf');
     // one walk stays within a few µs in the kernel (OpenTelemetry's figure is ~3 µs); generous under a loaded CI
     assert.ok(cfi.ns < 30_000, `${cfi.ns} ns per sample`);
+  });
+});
+
+describe('the whole host with --unwind cfi (--all)', { skip, timeout: 120_000 }, () => {
+  let dir = '';
+  const kids: ChildProcess[] = [];
+  const run = (file: string, ...args: string[]) => {
+    const c = spawn(path.join(dir, file), args, { stdio: 'ignore' });
+    kids.push(c);
+    return c;
+  };
+  before(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-cfi-all-'));
+  });
+  after(() => {
+    for (const c of kids) c.kill('SIGKILL');
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+  /** Two -O2 programs without frame pointers: unwindfix (leaf under caller_a 3:1 caller_b) and cpusplit (hot_a 3:1 hot_b, leaves of main). */
+  const build = (): string | undefined => {
+    const reason = buildUnwindFixture(dir);
+    if (reason) return reason;
+    const cc = spawnSync('gcc', ['-O2', '-g', '-fomit-frame-pointer', path.join(repoRoot, 'test/fixtures/c/cpusplit.c'), '-o', path.join(dir, 'cpusplit')], { encoding: 'utf8' });
+    return cc.status === 0 ? undefined : `gcc failed: ${cc.stderr}`;
+  };
+  /** A program's stacks in a whole-host profile, root first, those walked before its tables were in left out. */
+  const of = (doc: ProfileResult, comm: string) => rootFirst({ ...doc, stacks: doc.stacks.filter((st) => st.comm === comm) });
+  const hotShare = (st: FoldedStack[]) => shareWith(st, 'hot_a') / Math.max(1e-9, shareWith(st, 'hot_a') + shareWith(st, 'hot_b'));
+
+  test('two -O2 programs without frame pointers reach main with their 3:1 splits, tables met in samples', async (t) => {
+    const reason = build();
+    if (reason) return t.skip(reason);
+    const both = [run('unwindfix', 'split', '60'), run('cpusplit', '60')];
+    await new Promise((r) => setTimeout(r, 200));
+    const r = await startCli(['profile', '--all', '--unwind', 'cfi', '--duration', '5', '--json', '--verbose']).done;
+    for (const c of both) c.kill('SIGKILL');
+    assert.equal(r.code, 0, r.stderr);
+    const doc = JSON.parse(r.stdout) as ProfileResult;
+    const a = of(doc, 'unwindfix');
+    const b = of(doc, 'cpusplit');
+    const split = callerShares(a, 'leaf', ['caller_a', 'caller_b']);
+    t.diagnostic(`unwindfix: ${a.reduce((n, st) => n + st.count, 0)} samples, main in ${(100 * shareWith(a, 'main')).toFixed(1)} %, caller_a ${(100 * split.caller_a).toFixed(1)} % (truth 75 %); cpusplit: ${b.reduce((n, st) => n + st.count, 0)} samples, main in ${(100 * shareWith(b, 'main')).toFixed(1)} %, hot_a ${(100 * hotShare(b)).toFixed(1)} % (truth 75 %); load ${os.loadavg()[0].toFixed(1)}`);
+    t.diagnostic(/cfi: \d+ files.*/.exec(r.stderr)?.[0].slice(0, 400) ?? 'no cfi summary');
+    assert.equal(doc.unwind?.mode, 'cfi');
+    assert.equal(doc.unwind?.cfiTables?.capBytes, 64 << 20, 'the default cap');
+    assert.equal(typeof doc.unwind?.cutByCap, 'number', 'the cut count is in the result, 0 or not');
+    assert.ok(a.length && b.length, 'both programs sampled after their tables landed');
+    for (const [name, st] of [['unwindfix', a], ['cpusplit', b]] as const) assert.ok(shareWith(st, 'main') >= 0.95, `${name}: main in ${shareWith(st, 'main')} of its samples`);
+    // ~60 samples each on a loaded 2-CPU VM: ±15 points is ~2.5 standard deviations
+    assert.ok(Math.abs(split.caller_a - 0.75) <= 0.15, `caller_a ${split.caller_a}`);
+    assert.ok(Math.abs(hotShare(b) - 0.75) <= 0.15, `hot_a ${hotShare(b)}`);
+  });
+
+  test('a tiny table memory cap: an idle table is evicted for a new one, stacks cut are counted, what fits stays whole', async (t) => {
+    const reason = fs.existsSync(path.join(dir, 'cpusplit')) ? undefined : build();
+    if (reason) return t.skip(reason);
+    // one block of rows: room for one small program's table at a time (libc's never fits)
+    const first = run('unwindfix', 'split', '60');
+    await new Promise((r) => setTimeout(r, 200));
+    const ours = startCli(['profile', '--all', '--unwind', 'cfi', '--cfi-max-mb', '0.01', '--duration', '8', '--json', '--verbose']);
+    assert.ok(await waitFor(() => /unwindfix: \d+ rows compiled/.test(ours.stderr()), 20_000), `unwindfix's table never compiled: ${ours.stderr()}`);
+    await new Promise((r) => setTimeout(r, 500));
+    // the first program stops (its table goes idle); the second needs the room
+    first.kill('SIGSTOP');
+    run('cpusplit', '60');
+    const r = await ours.done;
+    assert.equal(r.code, 0, r.stderr);
+    const doc = JSON.parse(r.stdout) as ProfileResult;
+    const b = of(doc, 'cpusplit');
+    const cut = doc.stacks.filter((st) => st.frames.some((f) => f.function === CFI_CAP_NOTE)).reduce((n, st) => n + st.count, 0);
+    t.diagnostic(`${doc.unwind?.cfiTables?.evictions} evictions, ${doc.unwind?.cutByCap} samples cut by the cap (${cut} in stacks ending in its note); cpusplit: ${b.reduce((n, st) => n + st.count, 0)} samples, main in ${(100 * shareWith(b, 'main')).toFixed(1)} % (before its table landed: cut at its own code), hot_a ${(100 * hotShare(b.filter((st) => st.frames.includes('main')))).toFixed(1)} % of those reaching main; load ${os.loadavg()[0].toFixed(1)}`);
+    t.diagnostic(/cfi: \d+ files.*/.exec(r.stderr)?.[0].slice(0, 400) ?? 'no cfi summary');
+    assert.match(r.stderr, /unwindfix \(\d+ rows\) evicted for the table memory cap/);
+    assert.ok((doc.unwind?.cfiTables?.evictions ?? 0) >= 1, 'an eviction');
+    assert.ok((doc.unwind?.cutByCap ?? 0) > 0 && cut > 0, 'stacks cut by the cap, counted and marked');
+    assert.ok(cut <= doc.unwind!.cutByCap! + doc.lost, 'the marked stacks are those counted');
+    // cpusplit's table fits once unwindfix's goes: from then its stacks reach main (and stop in
+    // libc, whose table does not fit); before, they were cut at its own code and marked so
+    const whole = b.filter((st) => st.frames.includes('main'));
+    assert.ok(whole.reduce((n, st) => n + st.count, 0) > 30, 'cpusplit sampled with its table in');
+    assert.ok(Math.abs(hotShare(whole) - 0.75) <= 0.15, `hot_a ${hotShare(whole)}`);
+    const marked = (st: ProfileStack) => st.frames.some((f) => f.function === CFI_CAP_NOTE || f.function === CFI_NOT_YET_NOTE);
+    const silent = doc.stacks.filter((st) => st.comm === 'cpusplit' && !fns(st).includes('main') && !marked(st));
+    assert.deepEqual(silent.map(fns), [], 'every cpusplit stack short of main says why');
+    assert.match(r.stderr, /0\.01 MiB cap/);
   });
 });
 
