@@ -11,6 +11,7 @@ import { PROFILE_LIMITS, ReadBudget } from '../readLimits';
 import { JFR_LIMITS, type Chunk, type EventVisitor, type JfrObject } from './chunk';
 import type { JfrClass } from './metadata';
 import { JfrStacks, sourceOfClass } from './stacks';
+import type { JavaCallSiteTable } from '../javaCallers';
 
 export const METHOD_TRACE = 'jdk.MethodTrace';
 export const METHOD_TIMING = 'jdk.MethodTiming';
@@ -58,6 +59,8 @@ export class MethodTraceBuilder implements EventVisitor {
   /** windowsMax > 0: every slow call's window (for the profile of the slow calls), at most windowsMax */
   readonly windows: TracedWindow[] = [];
   windowsDropped = 0;
+  /** by caller: each call counted at its caller's frame (set before the read) */
+  callers?: JavaCallSiteTable;
   private readonly frames: JfrStacks;
   private readonly unitNs: number;
 
@@ -91,6 +94,7 @@ export class MethodTraceBuilder implements EventVisitor {
     const b = bucketIndex(Math.floor(ns / this.unitNs));
     while (this.log2.length <= b) this.log2.push(0);
     this.log2[b]++;
+    if (this.callers) this.caller(c, v, ns, b);
     if (ns < this.thresholdNs) return;
     this.slowCount++;
     if (this.windowsMax) this.window(c, v, ns);
@@ -113,6 +117,13 @@ export class MethodTraceBuilder implements EventVisitor {
     this.frames.enter(c);
     const start = typeof v.startTime === 'number' ? c.ticksToNanos(v.startTime) : 0;
     this.windows.push({ tid: this.frames.thread(v.eventThread).tid, startEpochNs: start, endEpochNs: start + ns });
+  }
+
+  /** The event's stack starts at the frame that called the method: its call site. */
+  private caller(c: Chunk, v: JfrObject, ns: number, slot: number): void {
+    this.frames.enter(c);
+    const top = this.frames.stack(v.stackTrace).frames[0];
+    this.callers!.add(top?.function ?? undefined, top?.file ?? null, top?.line ?? null, ns, slot);
   }
 
   /** The slowest calls at least the threshold long, slowest first. */

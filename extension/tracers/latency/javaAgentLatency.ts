@@ -11,7 +11,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { LatencyOptions, LatencyProbe, LatencyResult, LatencyStats, SlowCall } from '../../protocol/latency';
+import type { CallerLatency, LatencyOptions, LatencyProbe, LatencyResult, LatencyStats, SlowCall } from '../../protocol/latency';
 import { inputError, StudioError, unsuitableError } from '../../protocol/errors';
 import { attachCommand, namespacePid } from '../../sys/jvm/attach';
 import { createAs, openAs, unlinkAs, type FileOwner } from '../../sys/asUser';
@@ -24,6 +24,7 @@ import { HistAggregate } from '../histDecode';
 import { percentile } from './decode';
 import { javaMethodOf, type JavaMethod } from './javaTarget';
 import { parseSnapshot, SNAPSHOT_MAX_BYTES, SnapshotError, type JavaSnapshot } from './javaSnapshot';
+import { javaCallerRows } from '../../model/javaCallers';
 import { endJavaSlowProfile, startJavaSlowProfile, withProfileStats, type JavaSlowProfile } from './javaSlowProfile';
 
 export const JAVALATENCY_FILE = 'ebpf-studio-javalatency.jar';
@@ -183,7 +184,15 @@ class AgentLatencySession {
     this.kept.push(...slow);
     this.kept.sort((a, b) => b.durationNs - a.durationNs).splice(SLOW_KEPT);
     const interval = this.agg.addInterval([{ key: -1, epoch: 0, slots: delta, comm: '' }], Number(process.hrtime.bigint()), 0);
-    if (!this.closed) this.events.update({ ...interval, stats: this.stats(), slow: slow.slice(0, 50) });
+    const callers = this.callers();
+    if (!this.closed) this.events.update({ ...interval, stats: this.stats(), slow: slow.slice(0, 50), ...(callers ? { callers } : {}) });
+  }
+
+  /** byCaller: every caller so far (the agent counts them cumulatively), merged per calling method. */
+  private callers(): CallerLatency[] | undefined {
+    if (!this.o.byCaller) return undefined;
+    const c = this.last?.callers;
+    return c ? javaCallerRows(c.sites, c.other, c.max) : [];
   }
 
   /** profileSlow: the wall-clock profile of the JVM, kept to the slow calls' windows */
@@ -205,7 +214,7 @@ class AgentLatencySession {
   result(): LatencyResult {
     const methods = this.last?.methods ?? [];
     const probe = methods.length ? { ...this.probe, function: methods.length === 1 ? methods[0] : `${this.probe.function} (${methods.length} methods: ${methods.slice(0, 5).join(', ')})` } : this.probe;
-    return { ...this.agg.result(0), probe, stats: this.stats(), slow: [...this.kept], ...(this.prof?.result ? { profile: this.prof.result } : {}) };
+    return { ...this.agg.result(0), probe, stats: this.stats(), slow: [...this.kept], ...(this.prof?.result ? { profile: this.prof.result } : {}), ...(this.o.byCaller ? { callers: this.callers() } : {}) };
   }
 
   /** Asks the agent to put the class back and write its last snapshot, folds that in, removes the files. */
@@ -247,7 +256,7 @@ function removeOut(p: Placed): void {
 
 function startArgs(m: JavaMethod, o: LatencyOptions, id: string, out: string): string {
   const desc = m.descriptor ? `,desc=${m.descriptor}` : '';
-  return `start,id=${id},class=${m.className},method=${m.method}${desc},out=${out},threshold=${Math.round(o.thresholdMs * 1e6)},unit=${o.unit === 'ms' ? 1_000_000 : 1000},interval=${Math.round(o.intervalS * 1000)},slow=${SLOW_KEPT},lease=${leaseMs(o.intervalS)}${o.profileSlow ? ',profile=1' : ''}`;
+  return `start,id=${id},class=${m.className},method=${m.method}${desc},out=${out},threshold=${Math.round(o.thresholdMs * 1e6)},unit=${o.unit === 'ms' ? 1_000_000 : 1000},interval=${Math.round(o.intervalS * 1000)},slow=${SLOW_KEPT},lease=${leaseMs(o.intervalS)}${o.profileSlow ? ',profile=1' : ''}${o.byCaller ? ',callers=1' : ''}`;
 }
 
 /** Places the jar, sends `start`, and reads the agent's answer: the first snapshot, or its error. */
@@ -279,11 +288,14 @@ async function startAgent(o: LatencyOptions, env: TracerEnv, m: JavaMethod): Pro
   } catch (e) {
     unread = (e as Error).message;
   }
-  if (!snap || snap.state === 'error' || snap.id !== id) {
+  // the JVM keeps the agent classes of its first load: one from before figures by caller ignores the ask
+  const stale = o.byCaller && snap && snap.state !== 'error' && snap.id === id && !snap.callers;
+  if (!snap || snap.state === 'error' || snap.id !== id || stale) {
     // whatever the answer, no session is left running in the JVM (stop of an unknown id does nothing)
     await loadCommand(o.pid, jar, `stop,id=${id},out=${out}`).catch(() => undefined);
     removeOut(p);
     if (unread) throw unsuitableError(`the Java latency agent's answer in pid ${o.pid} could not be read: ${unread}`);
+    if (stale) throw unsuitableError(`pid ${o.pid} runs an older copy of the Java latency agent (loaded by an earlier session), which cannot split calls by caller: restart the JVM to use --by-caller`);
     const why = snap?.state === 'error' ? snap.error : 'it wrote no answer';
     throw new StudioError(/not loaded|no method|several loaded/.test(why ?? '') ? 'input' : 'unsuitable', `pid ${o.pid}: ${why}`);
   }
@@ -298,7 +310,6 @@ export async function startAgentLatency(o: LatencyOptions, env: TracerEnv, event
   const target = identify(o.pid);
   if (!target) throw inputError(`no process with pid ${o.pid} is running (check with: ps -p ${o.pid})`);
   const m = javaMethodOf(o.pid, o.target);
-  if (o.byCaller) throw unsuitableError(`figures per caller is not available for Java methods: the slowest calls' Java stacks are in the result`);
   const prof = o.profileSlow ? await startJavaSlowProfile(o, env) : undefined;
   let p: Placed;
   try {

@@ -6,6 +6,7 @@
 import type { Frame } from '../../protocol/frames';
 import { FINE_SLOTS, STACK_MAX } from './decode';
 import { HIST_MAX_SLOTS } from '../histDecode';
+import { JAVA_CALLER_SITES, type JavaCallFigures, type JavaCallSite } from '../../model/javaCallers';
 
 export const SNAPSHOT_MAX_BYTES = 4 << 20;
 const MAX_SLOW = 1000;
@@ -47,6 +48,8 @@ export interface JavaSnapshot {
   /** profiling the slow calls: every slow call that started before this has ended and is in `windows` */
   horizonNs?: bigint;
   windows?: JavaWindow[];
+  /** by caller: the call sites (at most JAVA_CALLER_SITES) and the calls from sites beyond them */
+  callers?: { sites: JavaCallSite[]; other: JavaCallFigures; max: number };
 }
 
 export class SnapshotError extends Error {}
@@ -103,6 +106,28 @@ function window(v: unknown): JavaWindow {
   return w;
 }
 
+/** count, sum, max, [log2 slots] */
+function figures(v: unknown[], what: string): JavaCallFigures {
+  const [count, sum, max, log2] = v;
+  return { count: n(count, `${what} count`), sumNs: n(sum, `${what} sum`), maxNs: n(max, `${what} max`), log2: arr(log2, `${what} log2`, HIST_MAX_SLOTS).map((x) => n(x, `${what} log2 count`)) };
+}
+
+/** [class, method, file, line, count, sum, max, [log2]] */
+function callSite(v: unknown): JavaCallSite {
+  const a = arr(v, 'a call site', 8);
+  if (a.length !== 8) throw new SnapshotError('a call site is not 8 fields');
+  const line = n(a[3], 'a call site line');
+  return { caller: `${s(a[0], 'a caller class')}.${s(a[1], 'a caller method')}`, file: s(a[2], 'a caller file', true) || null, line: line || null, ...figures(a.slice(4), 'a call site') };
+}
+
+function callers(v: unknown): JavaSnapshot['callers'] {
+  if (!v || typeof v !== 'object' || Array.isArray(v)) throw new SnapshotError('callers is not an object');
+  const o = v as Record<string, unknown>;
+  const max = n(o.max, 'callers max');
+  if (max > JAVA_CALLER_SITES) throw new SnapshotError(`callers max is over ${JAVA_CALLER_SITES}`);
+  return { max, sites: arr(o.sites, 'call sites', max).map(callSite), other: figures(arr(o.other, 'other callers', 4), 'other callers') };
+}
+
 /** Parses one snapshot's text; throws SnapshotError on anything unexpected. */
 export function parseSnapshot(text: string): JavaSnapshot {
   if (text.length > SNAPSHOT_MAX_BYTES) throw new SnapshotError('the snapshot is too large');
@@ -135,6 +160,7 @@ export function parseSnapshot(text: string): JavaSnapshot {
     log2,
     fine,
     slow: arr(o.slow, 'slow', MAX_SLOW).map(slowCall),
+    ...(o.callers !== undefined ? { callers: callers(o.callers) } : {}),
     ...(o.windows !== undefined ? { horizonNs: clock(o.horizon, 'horizon'), windows: arr(o.windows, 'windows', MAX_WINDOWS).map(window) } : {}),
   };
 }

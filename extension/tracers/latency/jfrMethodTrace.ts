@@ -8,11 +8,12 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { LatencyOptions, LatencyResult, LatencyStats, LatencyUpdate, SlowCall } from '../../protocol/latency';
+import type { CallerLatency, LatencyOptions, LatencyResult, LatencyStats, LatencyUpdate, SlowCall } from '../../protocol/latency';
 import type { HistInterval } from '../../protocol/histogram';
-import { inputError, unsuitableError } from '../../protocol/errors';
+import { inputError } from '../../protocol/errors';
 import { toBuckets } from '../../model/log2hist';
 import { MethodTraceBuilder, type TracedCall } from '../../model/jfr/methodTrace';
+import { JavaCallSiteTable, javaCallerRows } from '../../model/javaCallers';
 import { JfrError } from '../../model/jfr/cursor';
 import { readJfrFile } from '../../sys/jfrFile';
 import { checkPid, identify, processInfo, type ProcessIdentity } from '../../sys/proc/processes';
@@ -109,7 +110,15 @@ class JfrLatencySession {
   private readonly preciseOffset = preciseMonotonicOffsetNs();
 
   private fresh(windows = false): MethodTraceBuilder {
-    return new MethodTraceBuilder(this.o.unit, Math.round(this.o.thresholdMs * 1e6), { slots: FINE_SLOTS, slotOf: fineSlot }, SLOW_KEPT, javaDescriptor(this.o.target), windows ? WINDOWS_MAX : 0);
+    const b = new MethodTraceBuilder(this.o.unit, Math.round(this.o.thresholdMs * 1e6), { slots: FINE_SLOTS, slotOf: fineSlot }, SLOW_KEPT, javaDescriptor(this.o.target), windows ? WINDOWS_MAX : 0);
+    if (this.o.byCaller) b.callers = new JavaCallSiteTable();
+    return b;
+  }
+
+  /** byCaller: the calls of the last read per calling method (each call's caller is its event's top frame). */
+  private callers(): { callers?: CallerLatency[] } {
+    const t = this.builder.callers;
+    return t ? { callers: javaCallerRows(t.list(), t.other) } : {};
   }
 
   /** The final read's slow calls as the profile's windows, on its clock; then the profile of the samples inside them. */
@@ -150,7 +159,7 @@ class JfrLatencySession {
     this.builder = b;
     const interval = { timestampNs: Number(process.hrtime.bigint()), buckets: toBuckets(now.map((c) => Math.max(0, c))) };
     if (this.o.retain !== false) this.intervals.push(interval);
-    return { interval, keys: [], dropped: 0, stats: this.stats(), slow: this.slow().slice(0, 50), ...(this.warnings.length ? { warnings: [...this.warnings] } : {}) };
+    return { interval, keys: [], dropped: 0, stats: this.stats(), slow: this.slow().slice(0, 50), ...this.callers(), ...(this.warnings.length ? { warnings: [...this.warnings] } : {}) };
   }
 
   /**
@@ -215,6 +224,7 @@ class JfrLatencySession {
       probe: { function: methods.length === 1 ? methods[0] : this.filter, module: `JVM pid ${this.o.pid} (JDK ${this.jdk}): JFR method tracing`, address: '0x0', returns: 'jfr-method-trace' },
       stats: this.stats(),
       slow: this.slow(),
+      ...this.callers(),
       ...(this.prof?.result ? { profile: this.prof.result } : {}),
     };
   }
@@ -265,7 +275,6 @@ export async function startJfrLatency(o: LatencyOptions, env: TracerEnv, events:
   const method = javaMethodFilter(o.target);
   if (!method) throw inputError(`${JSON.stringify(o.target.slice(0, 200))} names no Java method: give Class.method or Class::method (e.g. com.example.Foo.parse)`);
   const filter = methodFilter([method], 'the method');
-  if (o.byCaller) throw unsuitableError(`figures per caller is not available for Java methods measured by JFR: the slowest calls' stacks are in the result`);
   const name = `ebpf-studio-latency-${process.pid}-${Date.now()}`;
   const prof = o.profileSlow ? await startJavaSlowProfile(o, env) : undefined;
   try {

@@ -33,7 +33,8 @@ final class Control {
         Class<?>[] found = find(in, cls);
         Session s = new Session(o.get("id"), out, cls + "." + method + desc, Long.parseLong(need(o, "threshold")), Long.parseLong(need(o, "unit")), Integer.parseInt(o.getOrDefault("slow", "100")));
         if ("1".equals(o.get("profile"))) s.windows = new Windows();
-        ClassFileTransformer t = Rewriter.transformer(found, method, desc, s.methods);
+        if ("1".equals(o.get("callers"))) s.callers = new Callers();
+        ClassFileTransformer t = Rewriter.transformer(found, method, desc, s.methods, s.callers != null);
         in.addTransformer(t, true);
         try {
             in.retransformClasses(found);

@@ -1,6 +1,7 @@
 // Wraps the chosen method(s) of a class with timing: System.nanoTime() at entry into a new local,
-// Recorder.exit(start) before every return, and a catch-all handler over the whole body that
-// records and rethrows, so calls that end by an exception (thrown here or below) are timed too.
+// Recorder.exit(start) (exitCaller, when figures by caller are asked) before every return, and a
+// catch-all handler over the whole body that records and rethrows, so calls that end by an
+// exception (thrown here or below) are timed too.
 // Written with java.base's own ASM (jdk.internal.org.objectweb.asm, present in JDK 17 to 23)
 // rather than a class-file rewriter of our own: stack-map frames must be recomputed after adding
 // a handler, and ASM's frame computation and AdviceAdapter's constructor/exit tracking are
@@ -50,18 +51,18 @@ final class Rewriter {
         }
     }
 
-    static ClassFileTransformer transformer(Class<?>[] targets, String method, String desc, List<String> matched) {
+    static ClassFileTransformer transformer(Class<?>[] targets, String method, String desc, List<String> matched, boolean byCaller) {
         Set<Class<?>> set = new HashSet<>(Arrays.asList(targets));
         return new ClassFileTransformer() {
             @Override
             public byte[] transform(ClassLoader l, String name, Class<?> c, ProtectionDomain pd, byte[] bytes) {
                 if (c == null || !set.contains(c)) return null;
-                return rewrite(bytes, l, method, desc, matched);
+                return rewrite(bytes, l, method, desc, matched, byCaller);
             }
         };
     }
 
-    static byte[] rewrite(byte[] bytes, ClassLoader loader, String method, String desc, List<String> matched) {
+    static byte[] rewrite(byte[] bytes, ClassLoader loader, String method, String desc, List<String> matched, boolean byCaller) {
         ClassReader r = new ClassReader(bytes);
         ClassWriter w = new ClassWriter(r, ClassWriter.COMPUTE_FRAMES) {
             @Override
@@ -87,7 +88,7 @@ final class Rewriter {
                 }
                 if (!name.equals(method) || (!desc.isEmpty() && !desc.equals(d)) || (acc & (Opcodes.ACC_ABSTRACT | Opcodes.ACC_NATIVE)) != 0) return mv;
                 matched.add(owner.replace('/', '.') + "." + name + d);
-                return new Timing(mv, acc, name, d);
+                return new Timing(mv, acc, name, d, byCaller ? "exitCaller" : "exit");
             }
         }, ClassReader.EXPAND_FRAMES);
         return matched.size() == before ? null : w.toByteArray();
@@ -110,10 +111,12 @@ final class Rewriter {
     private static final class Timing extends AdviceAdapter {
         private static final Type RECORDER = Type.getType(Recorder.class);
         private final Label from = new Label(), handler = new Label();
+        private final String exit;
         private int start;
 
-        Timing(MethodVisitor mv, int acc, String name, String desc) {
+        Timing(MethodVisitor mv, int acc, String name, String desc, String exit) {
             super(API, mv, acc, name, desc);
+            this.exit = exit;
         }
 
         @Override
@@ -131,7 +134,7 @@ final class Rewriter {
 
         private void record() {
             mv.visitVarInsn(LLOAD, start);
-            mv.visitMethodInsn(INVOKESTATIC, RECORDER.getInternalName(), "exit", "(J)V", false);
+            mv.visitMethodInsn(INVOKESTATIC, RECORDER.getInternalName(), exit, "(J)V", false);
         }
 
         @Override

@@ -29,6 +29,8 @@ final class Session {
     volatile String state = "running";
     /** the slow calls' time windows, when they are profiled; set before the session is published */
     Windows windows;
+    /** the figures per call site, when asked; set before the session is published */
+    Callers callers;
 
     static final class Slow {
         long seq;

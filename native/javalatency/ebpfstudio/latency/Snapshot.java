@@ -17,6 +17,7 @@ final class Snapshot {
         b.append("{\"v\":1,\"state\":").append(str(s.state)).append(",\"id\":").append(str(s.id)).append(",\"t\":").append(System.nanoTime());
         b.append(",\"count\":").append(s.count()).append(",\"sum\":").append(s.sum.sum()).append(",\"max\":").append(s.max.get()).append(",\"slowCalls\":").append(s.slowCalls.sum());
         if (s.windows != null) s.windows.write(b);
+        if (s.callers != null) s.callers.write(b);
         b.append(",\"methods\":[");
         synchronized (s.methods) {
             for (int i = 0; i < s.methods.size() && i < 50; i++) b.append(i > 0 ? "," : "").append(str(s.methods.get(i)));
