@@ -466,6 +466,27 @@ static __always_inline long cfi_user_stackid(__u32 tgid, __u64 ip, __u64 sp, __u
 	return id;
 }
 
+/* Whole-host sessions (CPU, off-CPU): processes user space should (re)read the mappings of, each with why
+ * (CFI_WANT_*): no tables yet, or a walk met code in no mapping it knows (a library loaded or
+ * code mapped since, or a new program after exec). An LRU map: bounded, the oldest asks go. */
+#define CFI_WANT_NEW 1
+#define CFI_WANT_REMAP 2
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} cfi_wanted SEC(".maps");
+
+static __always_inline void cfi_want(__u32 tgid, __u32 why)
+{
+	__u32 *v = bpf_map_lookup_elem(&cfi_wanted, &tgid);
+
+	if (!v || *v < why)
+		bpf_map_update_elem(&cfi_wanted, &tgid, &why, BPF_ANY);
+}
+
 /* Why this CPU's last walk stopped (CFI_STOP_*), read right after cfi_user_stackid. */
 static __always_inline int cfi_last_stop(void)
 {

@@ -84,6 +84,33 @@ struct {
 	__uint(value_size, OFFCPU_MAX_DEPTH * sizeof(__u64));
 } stacks SEC(".maps");
 
+/* task's user stack, by its tables where it has them; across the whole host, a process without
+ * tables or whose walk left its known mappings is asked for. Kernel threads have no user stack. */
+static __always_inline __s32 user_stackid(void *ctx, struct task_struct *task)
+{
+	__s32 id = cfi_or_fp_user_stackid(ctx, &stacks, task, cfi_unwind);
+	__u32 tgid = task->tgid;
+
+	if (!cfi_unwind || target_tgid || !task->mm)
+		return id;
+	/* (cfi_wanted: see cfi_walk.bpf.h; user space reads it in whole-host sessions only) */
+	if (!bpf_map_lookup_elem(&cfi_procs, &tgid))
+		cfi_want(tgid, CFI_WANT_NEW);
+	else if (id >= CFI_STACK_ID_BASE && cfi_last_stop() == CFI_STOP_NO_MAPPING)
+		cfi_want(tgid, CFI_WANT_REMAP);
+	return id;
+}
+
+/* Whether this CPU's last table walk stepped by frame pointers through a file whose table was
+ * still compiling (a whole-host session): its stack may be cut short, so its place is walked again. */
+static __always_inline bool cfi_last_walk_pending(void)
+{
+	__u32 zero = 0;
+	struct cfi_state *s = bpf_map_lookup_elem(&cfi_scratch, &zero);
+
+	return s && (s->flags & CFI_FLAG_PENDING);
+}
+
 /* Per traced thread: its open interval and running total (start) and its stack cache (places). */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -427,15 +454,16 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 		/* the kernel walk starts at this program (the call site's address): skip that frame, or
 		 * each call site of the compiled program would make another stack of the same path */
 		kid = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 1 & BPF_F_SKIP_FIELD_MASK) : -1;
-		uid = user_stacks ? cfi_or_fp_user_stackid(ctx, &stacks, prev, cfi_unwind) : -1;
+		uid = user_stacks ? user_stackid(ctx, prev) : -1;
 		stat_add(OFFCPU_STAT_WALKS);
 		if (pl) {
 			__u32 next_check = recheck_every;
 
 			if (reuse) {
 				stat_add(OFFCPU_STAT_CHECKS);
-				/* a stack walked by frame pointers before the tables were in is replaced, not wrong */
-				if (cfi_unwind && pl->user_stack_id >= 0 && pl->user_stack_id < CFI_STACK_ID_BASE && uid >= CFI_STACK_ID_BASE)
+				/* a stack walked by frame pointers before the tables were in (or through a file
+				 * whose table was: next_check 1, below) is replaced, not wrong */
+				if (cfi_unwind && pl->user_stack_id >= 0 && (pl->user_stack_id < CFI_STACK_ID_BASE || pl->next_check == 1) && uid >= CFI_STACK_ID_BASE)
 					next_check = recheck_every;
 				else if (kid != pl->kern_stack_id || uid != pl->user_stack_id)
 					stat_add(OFFCPU_STAT_MISMATCH);
@@ -446,7 +474,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 			}
 			/* walked by frame pointers while the unwind tables still compile: walk the
 			 * place again next time rather than reuse a cut-short stack */
-			if (cfi_unwind && uid >= 0 && uid < CFI_STACK_ID_BASE)
+			if (cfi_unwind && uid >= 0 && (uid < CFI_STACK_ID_BASE || cfi_last_walk_pending()))
 				next_check = 1;
 			__builtin_memcpy(pl->sig, sig, sizeof(sig));
 			pl->kern_stack_id = kid;
@@ -595,7 +623,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	k.state = OFFCPU_STATE_ONCPU;
 	bpf_get_current_comm(k.comm, sizeof(k.comm));
 	k.kern_stack_id = kernel_stacks ? bpf_get_stackid(ctx, &stacks, 0) : -1;
-	k.user_stack_id = user_stacks ? cfi_or_fp_user_stackid(ctx, &stacks, bpf_get_current_task_btf(), cfi_unwind) : -1;
+	k.user_stack_id = user_stacks ? user_stackid(ctx, bpf_get_current_task_btf()) : -1;
 	stat_add(OFFCPU_STAT_SAMPLES);
 	if (stack_lost(k.user_stack_id) || stack_lost(k.kern_stack_id))
 		stat_add(OFFCPU_STAT_LOST);

@@ -135,27 +135,6 @@ static __always_inline void emit_sample(__u32 tgid, __u32 tid, __s32 kern_stack_
 }
 
 
-/* Whole-host --unwind cfi: processes user space should (re)read the mappings of, each with why
- * (CFI_WANT_*): no tables yet, or a walk met code in no mapping it knows (a library loaded or
- * code mapped since, or a new program after exec). An LRU map: bounded, the oldest asks go. */
-#define CFI_WANT_NEW 1
-#define CFI_WANT_REMAP 2
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, __u32);
-} cfi_wanted SEC(".maps");
-
-static __always_inline void cfi_want(__u32 tgid, __u32 why)
-{
-	__u32 *v = bpf_map_lookup_elem(&cfi_wanted, &tgid);
-
-	if (!v || *v < why)
-		bpf_map_update_elem(&cfi_wanted, &tgid, &why, BPF_ANY);
-}
-
 /* The user stack: by the process's unwind tables when it has them, else by frame pointers. The
  * user-mode registers are the ones saved on entry to the kernel, whether this sample interrupted
  * user code or a system call. */

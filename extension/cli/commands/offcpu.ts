@@ -21,11 +21,12 @@ export const OFFCPU_USAGE = `  --event E        cpu (default): on-CPU samples;
                    a JVM (--java agent, or auto without -XX:+PreserveFramePointer): each blocked
                    thread's Java stack is taken by the agent when it returns from the blocking
                    system call (a sleeping thread is never signalled)
-  --unwind fp|cfi  offcpu/wall user stacks: cfi walks the process's unwind tables (.eh_frame,
-                   loaded into the kernel) so code built without frame pointers keeps its callers
-                   (needs --pid); fp walks frame pointers in the kernel. Default (auto): cfi with
-                   --pid on Linux 5.17+, fp otherwise. The first stacks of a session are walked by
-                   frame pointers while the tables compile (a few hundred ms, ~3 s for node)`;
+  --unwind fp|cfi  offcpu/wall user stacks: cfi walks the processes' unwind tables (.eh_frame,
+                   .debug_frame, loaded into the kernel) so code built without frame pointers
+                   keeps its callers; fp walks frame pointers in the kernel. Default (auto): cfi
+                   on Linux 5.17+, fp otherwise. The first stacks of a session are walked by
+                   frame pointers while the tables compile (a few hundred ms, ~3 s for node);
+                   with --all, each file's once a switch-out first meets it`;
 
 const ms = (us: number) => (us >= 10_000_000 ? `${(us / 1e6).toFixed(1)} s` : `${(us / 1000).toFixed(1)} ms`);
 
@@ -63,7 +64,6 @@ export async function runOffcpuProfile(event: 'offcpu' | 'wall', values: Values,
   }
   const unwind = values.unwind as string | undefined;
   if (unwind !== undefined && unwind !== 'fp' && unwind !== 'cfi' && unwind !== 'auto') throw usageError(`--unwind takes fp or cfi with --event ${event}, not "${unwind}": its stacks are walked in the kernel, by frame pointers or by unwind tables`);
-  if (unwind === 'cfi' && pid === undefined) throw usageError('--unwind cfi needs --pid: unwind tables are loaded for one process');
   if (event === 'offcpu' && values.frequency !== undefined) throw usageError('--frequency applies to --event cpu and wall: off-CPU time is measured at every context switch, not sampled');
   const minBlockUs = numberFlag(values['min-block-us'], '--min-block-us', 0, OFFCPU_MAX_MIN_BLOCK_US, { integer: true }) ?? OFFCPU_DEFAULT_MIN_BLOCK_US;
   const java = values.java as string | undefined;

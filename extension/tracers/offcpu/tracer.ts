@@ -43,6 +43,7 @@ import { kernelRelease, releaseAtLeast } from '../../sys/kernelRelease';
 import type { CountEntry } from '../profile/decode';
 import { addLockFrames, addVirtualThreads, startLockSession } from '../javaLocks/tracer';
 import { cfiRowCapacity, cfiStackReader, cfiSummary, CfiTables, cfiUnwindInfo, kernelWalksTables } from '../cfiTables';
+import { CFI_HOST_DEFAULT_MAX_BYTES, HostCfiTables } from '../cfiHost';
 
 export * from './decode';
 
@@ -143,12 +144,27 @@ function blockedThroughout(pid: number, tids: number[], seen: Set<number>, windo
   return out;
 }
 
+/** Whole-host tables are read and compiled as often as the CPU profiler's (../profile/tracer.ts). */
+const HOST_TICK_MS = 500;
+
+/** Whether user stacks are walked by unwind tables: auto where the kernel runs the walk (one process or the whole host). */
+function walksTables(options: OffcpuOptions): boolean {
+  const unwind = options.unwind ?? 'auto';
+  return unwind === 'cfi' || (unwind === 'auto' && kernelWalksTables());
+}
+
+/**
+ * The whole host's tables (no --pid), met as processes block: each process's mappings when its
+ * first switch-out finds none, each file compiled once a walk meets it (frame pointers through it
+ * until then), within the CPU profiler's default memory cap.
+ */
+function hostTablesFor(options: OffcpuOptions, log: (m: string) => void): HostCfiTables | undefined {
+  return !options.pid && walksTables(options) ? new HostCfiTables(log, CFI_HOST_DEFAULT_MAX_BYTES) : undefined;
+}
+
 /** --unwind cfi: the target's tables, compiled before the object is loaded (they size its map). */
 function cfiTablesFor(options: OffcpuOptions, log: (m: string) => void, javaAgent: boolean): CfiTables | undefined {
-  // auto: one process on a kernel that runs the walk gets its tables; all processes, frame pointers
-  const unwind = options.unwind ?? 'auto';
-  if (unwind === 'fp' || (unwind === 'auto' && !(options.pid && kernelWalksTables()))) return undefined;
-  if (!options.pid) throw inputError('--unwind cfi needs --pid: unwind tables are loaded for one process');
+  if (!options.pid || !walksTables(options)) return undefined;
   const t = new CfiTables(log);
   // the agent's Java stacks join the native stacks seen at each wait: those are whole from the start
   if (javaAgent) t.plan(options.pid);
@@ -219,6 +235,8 @@ class OffcpuSession implements Session<'offcpu'> {
   private java?: JavaAgentSession;
   private programs: string[] = [];
   private cfi?: CfiTables;
+  private host?: HostCfiTables;
+  private hostTimer?: NodeJS.Timeout;
   private obj!: BpfObject;
   // Java join: intervals held until sys_exit come through this ring, with the thread's signal
   private readonly javaIds = new Map<string, CountEntry>();
@@ -312,17 +330,20 @@ class OffcpuSession implements Session<'offcpu'> {
     const { options, env, java, wall } = this;
     const programs = (this.programs = PROGRAMS(wall, Boolean(java)));
     const cfi = (this.cfi = cfiTablesFor(options, env.log, Boolean(java)));
+    const host = (this.host = hostTablesFor(options, env.log));
     let loaded: ReturnType<typeof loadFirstWorking>;
     try {
       loaded = loadFirstWorking(env, 'offcpu', [programs], (o) => {
         o.setMaxEntries('stacks', options.stackStorageSize);
         // without tables the walk's maps stay one entry each (the stacks map is preallocated)
         if (cfi) cfi.size(o, cfiRowCapacity(cfi.sizingRows), options.stackStorageSize);
+        else if (host) host.size(o, options.stackStorageSize);
         else o.setMaxEntries('cfi_stacks', 1);
-        setRodata(o, { target_tgid: options.pid, ...bootStartRange(this.target), min_block_ns: BigInt(options.minBlockUs) * 1000n, sample_ns: wall ? BigInt(Math.round(1e9 / options.frequency)) : 0n, java_join: Boolean(java), java_on_cpu: Boolean(java && this.keep), signal_euid: java ? java.euid : 0xffffffff, cfi_unwind: Boolean(cfi) });
+        setRodata(o, { target_tgid: options.pid, ...bootStartRange(this.target), min_block_ns: BigInt(options.minBlockUs) * 1000n, sample_ns: wall ? BigInt(Math.round(1e9 / options.frequency)) : 0n, java_join: Boolean(java), java_on_cpu: Boolean(java && this.keep), signal_euid: java ? java.euid : 0xffffffff, cfi_unwind: Boolean(cfi || host) });
       });
       try {
         cfi?.load(loaded.obj);
+        host?.attach(loaded.obj);
       } catch (e) {
         loaded.obj.close();
         throw e;
@@ -384,6 +405,7 @@ class OffcpuSession implements Session<'offcpu'> {
     this.symbolizer = new Symbolizer({ log: env.log });
     if (options.pid) this.capture(options.pid);
     this.timer = setInterval(() => this.tick(), TICK_MS);
+    if (this.host) this.hostTimer = setInterval(() => this.tickHost(), HOST_TICK_MS);
     this.unwatch = target
       ? watchTarget(target, () => {
           clearInterval(this.timer);
@@ -410,6 +432,15 @@ class OffcpuSession implements Session<'offcpu'> {
   private counts(): { samples: number; lost: number } {
     const { obj } = this;
     return { samples: readStat(obj, OFFCPU_STAT.blocks) + readStat(obj, OFFCPU_STAT.samples), lost: readStat(obj, OFFCPU_STAT.lost) + readStat(obj, OFFCPU_STAT.lostStart) + readStat(obj, OFFCPU_STAT.lostTotals) };
+  }
+
+  private tickHost(): void {
+    if (this.closed) return;
+    try {
+      this.host?.tick(() => this.closed);
+    } catch (e) {
+      this.env.log(`offcpu: loading unwind tables: ${(e as Error).message}`);
+    }
   }
 
   private tick(): void {
@@ -474,7 +505,7 @@ class OffcpuSession implements Session<'offcpu'> {
       }
       this.entries = addOpenIntervals(this.entries, open);
     }
-    const read = stackReader(obj, Boolean(this.cfi));
+    const read = stackReader(obj, Boolean(this.cfi || this.host));
     const stacks = read.notes(readStacks(this.entries, read.read));
     this.javaRaw = read.notes(readStacks([...this.javaIds.values()], read.read));
     return stacks;
@@ -492,7 +523,7 @@ class OffcpuSession implements Session<'offcpu'> {
       lost: totals.lost,
       stacks,
       // the header says where Java frames came from, and nothing about JIT for a native program
-      unwind: { mode: this.cfi ? 'cfi' : 'fp', ...this.cfiInfo, ...(java ? { javaAgent: true } : this.jvm && options.javaPerfMap ? { perfMap: true } : {}) },
+      unwind: { mode: this.cfi || this.host ? 'cfi' : 'fp', ...this.cfiInfo, ...(java ? { javaAgent: true } : this.jvm && options.javaPerfMap ? { perfMap: true } : {}) },
     };
   }
 
@@ -554,15 +585,17 @@ class OffcpuSession implements Session<'offcpu'> {
 
   /** Detaches, reads the totals a last time (open intervals included) and closes the object. */
   private detachAndRead(): void {
-    const { obj, env, cfi } = this;
+    const { obj, env } = this;
+    const tables = this.cfi ?? this.host;
     this.closed = true;
+    clearInterval(this.hostTimer);
     try {
       for (const l of this.links.splice(0)) obj.detach(l);
       this.raw = this.readTotals(true);
       const st = (k: keyof typeof OFFCPU_STAT) => readStat(obj, OFFCPU_STAT[k]);
-      if (cfi) {
-        env.log(cfiSummary(obj, cfi));
-        this.cfiInfo = cfiUnwindInfo(obj, cfi);
+      if (tables) {
+        env.log(cfiSummary(obj, tables));
+        this.cfiInfo = cfiUnwindInfo(obj, tables);
       }
       env.log(`offcpu: ${st('switches')} switch-outs: stacks walked ${st('walks')} (${st('uncached')} of them preempted outside a system call's return, deeper than the signature reads, or kernel threads: never cached), reused ${st('reused')} (where the thread blocked last time); ${st('checks')} reuses checked by a walk, ${st('mismatch')} found other stacks`);
       this.ring?.close();
