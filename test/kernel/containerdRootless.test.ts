@@ -11,20 +11,31 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ProfileResult, ProfileStack } from '../../extension/protocol/profile';
 import type { JavaGcResult } from '../../extension/protocol/javaGc';
+import type { JvmResult } from '../../extension/protocol/jvm';
+import type { MemleakResult } from '../../extension/protocol/memleak';
 import type { ContainerInfo } from '../../extension/sys/proc/container';
 import { processInfo } from '../../extension/sys/proc/processes';
 import { containerCgroup } from '../../extension/sys/proc/containerCgroup';
-import { cgroup2Mount } from '../../extension/sys/cgroup';
-import { startCli, waitFor } from '../helpers';
-import { IMAGE, containerBed, containerdDaemon, containerPrep, rootlessPodman, rootlessSkipReason, type Containerd, type Contained, type RootlessPodman } from './containerKit';
+import { cgroup2Mount, cgroupOfPid } from '../../extension/sys/cgroup';
+import type { HistResult } from '../../extension/protocol/histogram';
+import { markerLines, repoRoot, sleep, startCli, waitFor } from '../helpers';
+import { IMAGE, containerBed, containerdDaemon, containerPrep, lineFollower, rootlessPodman, rootlessSkipReason, type Containerd, type Contained, type RootlessPodman } from './containerKit';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 
 const prep = containerPrep();
 const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
 const has = (s: ProfileStack, re: RegExp) => s.frames.some((f) => f.function !== null && re.test(f.function));
 const countWith = (r: ProfileResult, re: RegExp) => r.stacks.filter((s) => has(s, re)).reduce((n, s) => n + s.count, 0);
-const FIXTURES = { fixtures: ['c/cpusplit.c', 'java/GcWorkload.java'], build: 'gcc -g -O0 -fno-omit-frame-pointer -o /app/cpusplit /app/cpusplit.c && javac -d /app /app/GcWorkload.java' };
+const FIXTURES = {
+  fixtures: ['c/cpusplit.c', 'c/leakpaths.c', 'c/offcpuwait.c', 'java/GcWorkload.java'],
+  build:
+    'gcc -g -O0 -fno-omit-frame-pointer -o /app/cpusplit /app/cpusplit.c && ' +
+    'gcc -g -O2 -fno-omit-frame-pointer -o /app/leakpaths /app/leakpaths.c && ' +
+    'gcc -g -O1 -fno-omit-frame-pointer -pthread -o /app/offcpuwait /app/offcpuwait.c && ' +
+    'javac -d /app /app/GcWorkload.java',
+};
 
 /** profile --pid on cpusplit in the container: hot_a's 3:1 share, file:line from the container's binary, the container named. */
 async function profileSplit(c: Contained, want: ContainerInfo, t: { diagnostic(s: string): void }) {
@@ -61,6 +72,70 @@ async function javaGcPauses(j: Contained & { done: Promise<{ young: number; full
   assert.equal(check?.verdict, 'agree', check?.message);
 }
 
+/**
+ * memleak --pid on leakpaths in the container: the bytes at each of its two malloc lines equal the
+ * totals it printed, in the mode its seccomp filter leaves (inject without one, else uprobes on
+ * the container's own libc).
+ */
+async function leakTotals(c: Contained, mode: 'inject' | 'uprobe', t: { diagnostic(s: string): void }) {
+  const seccomp = /^Seccomp:\s+(\d)/m.exec(fs.readFileSync(`/proc/${c.hostPid}/status`, 'utf8'))?.[1];
+  const t0 = Date.now();
+  const cli = startCli(['memleak', '--pid', String(c.hostPid), '--json', '--verbose', '--top', '100', '--interval', '0.5']);
+  assert.ok(await waitFor(() => /memleak: injected |attached in/.test(cli.stderr()) || cli.child.exitCode !== null, 30_000), `not attached: ${cli.stderr()}`);
+  const attachMs = Date.now() - t0;
+  const line = lineFollower(c);
+  c.send('go');
+  const [, b, cc] = await line(/^leaked b=(\d+) c=(\d+)/);
+  // stopped while it lives (it waits for its input to end): the report needs no exit
+  await sleep(700);
+  cli.child.kill('SIGINT');
+  const r = await cli.done;
+  assert.equal(r.code, 0, r.stderr);
+  const doc = JSON.parse(r.stdout) as MemleakResult;
+  const marks = markerLines(path.join(repoRoot, 'test/fixtures/c/leakpaths.c'), /\/\* (ALLOC-[BC]) \*\//);
+  const at = (name: string) => doc.stacks.filter((s) => s.frames[0]?.file === '/app/leakpaths.c' && s.frames[0].line === marks.get(name)).reduce((n, s) => n + s.bytes, 0);
+  const elsewhere = doc.stacks.filter((s) => s.frames[0]?.file === '/app/leakpaths.c' && ![marks.get('ALLOC-B'), marks.get('ALLOC-C')].includes(s.frames[0].line ?? -1));
+  t.diagnostic(`Seccomp ${seccomp}, mode ${doc.mode}: ours ALLOC-B ${at('ALLOC-B')} B, ALLOC-C ${at('ALLOC-C')} B; the program printed b=${b} c=${cc}; ${doc.allocationsSeen ?? '-'} allocations seen; attached in ${attachMs} ms`);
+  assert.equal(doc.mode, mode, r.stderr);
+  if (seccomp === '2') assert.match(r.stderr, /seccomp/i, 'the fallback from injection says why');
+  if (mode === 'uprobe') assert.match(r.stderr, /probing \/usr\/lib\/x86_64-linux-gnu\/libc\.so\.6 through \/proc\/\d+\/(map_files|root)/);
+  assert.equal(at('ALLOC-B'), Number(b), "ALLOC-B's bytes: ours and the program's own total");
+  assert.equal(at('ALLOC-C'), Number(cc), "ALLOC-C's bytes: ours and the program's own total");
+  assert.deepEqual(elsewhere.map((s) => s.frames[0].line), [], 'no other line of the program leaks');
+  assert.equal(doc.problem, undefined);
+}
+
+/**
+ * profile --event offcpu --pid on offcpuwait in the container: the sleeper's and the reader's
+ * wait_long share against the program's own clock over the same window (counters it keeps in
+ * /app/SPENT, read from the host's side of the bind mount).
+ */
+async function offcpuSplit(pid: number, spentFile: string, t: { diagnostic(s: string): void }) {
+  const own = () => {
+    const buf = fs.readFileSync(spentFile);
+    const n = (i: number) => Number(buf.readBigUInt64LE(8 * i));
+    return { long: n(0) + n(2), short: n(1) + n(3) };
+  };
+  const seconds = 3;
+  const cli = startCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--min-block-us', '0', '--duration', String(seconds), '--json', '--verbose']);
+  assert.ok(await waitFor(() => /attached via/.test(cli.stderr()) || cli.child.exitCode !== null, 20_000), `not attached: ${cli.stderr()}`);
+  const s0 = own();
+  await sleep(seconds * 1000);
+  const s1 = own();
+  const r = await cli.done;
+  assert.equal(r.code, 0, r.stderr);
+  const doc = JSON.parse(r.stdout) as ProfileResult;
+  const us = (re: RegExp) => doc.stacks.filter((s) => has(s, re)).reduce((n, s) => n + (s.value ?? 0), 0);
+  const [long, short] = [us(/^wait_long$/), us(/^wait_short$/)];
+  const truth = (s1.long - s0.long) / (s1.long - s0.long + s1.short - s0.short);
+  t.diagnostic(`wait_long ${(long / 1e3).toFixed(0)} ms, wait_short ${(short / 1e3).toFixed(0)} ms: share ${pct(long / (long + short))}; the program's own clock ${pct(truth)} (75 % on an idle machine)`);
+  assert.ok(truth > 0.6 && truth < 0.8, `the program spent ${pct(truth)} of its waits in wait_long: not the 3:1 workload`);
+  assert.ok(long + short > 0.8 * seconds * 2e6, 'the sleeper and the reader were off CPU most of the window under the two functions');
+  assert.ok(Math.abs(long / (long + short) - truth) <= 0.03, `wait_long share ${pct(long / (long + short))} vs the program's own ${pct(truth)}`);
+  assert.equal(doc.stacks.flatMap((s) => s.frames).find((f) => f.function === 'wait_long')?.file, '/app/offcpuwait.c');
+  assert.ok(doc.stacks.some((s) => s.state === 'lock' && has(s, /^lock_wait$/)), 'the mutex wait is a lock wait');
+}
+
 const containerdMissing = prep.skip ?? (['containerd', 'ctr', 'containerd-shim-runc-v2'].find((c) => spawnSync('sh', ['-c', `command -v ${c}`]).status !== 0) && 'containerd is not installed (docker.io brings it: scripts/install-deps.sh --test)');
 
 describe('tracers on programs in containerd containers run by ctr (no docker)', { skip: containerdMissing || false, timeout: 600_000 }, () => {
@@ -70,7 +145,7 @@ describe('tracers on programs in containerd containers run by ctr (no docker)', 
     if (typeof r === 'string') throw new Error(r);
     d = r;
   });
-  const { contained, jvm } = containerBed({ ...FIXTURES, containerd: () => d! });
+  const { contained, jvm, work } = containerBed({ ...FIXTURES, containerd: () => d! });
   after(() => d?.stop());
 
   const want = (id: string): ContainerInfo => ({ runtime: 'containerd', id, name: id, namespace: d!.namespace, image: IMAGE });
@@ -92,6 +167,53 @@ describe('tracers on programs in containerd containers run by ctr (no docker)', 
     const j = await jvm(3, 192, 200);
     await javaGcPauses(j, t);
   });
+
+  test('memleak --pid: a C program in a ctr container (no seccomp filter: injected), its leaks\' lines and bytes as it prints them', { timeout: 90_000 }, async (t) => {
+    const c = await contained(['/app/leakpaths']);
+    await leakTotals(c, 'inject', t);
+  });
+
+  test('profile --event offcpu --pid: a C program in a ctr container, its 3:1 blocked-time split by its own clock', { timeout: 90_000 }, async (t) => {
+    const c = await contained(['/app/offcpuwait', '/app/spent-ctr']);
+    await offcpuSplit(c.hostPid, path.join(work, 'spent-ctr'), t);
+  });
+
+  test('java-gc --all and the JVM timeline: a JVM started later in a new ctr container, every pause its -Xlog:gc logs', { timeout: 120_000 }, async (t) => {
+    const all = startCli(['java-gc', '--all', '--json', '--verbose']);
+    let timeline: ReturnType<typeof startCli> | undefined;
+    try {
+      assert.ok(await waitFor(() => all.stderr().includes('looking for new JVMs') || all.child.exitCode !== null, 30_000), `--all did not start: ${all.stderr()}`);
+      const j = await jvm(2, 128, 3000);
+      assert.ok(await waitFor(() => new RegExp(`attached to .* as pid ${j.hostPid} maps it`).test(all.stderr()), 10_000), `the container's libjvm.so was not attached: ${all.stderr()}`);
+      assert.ok(await waitFor(() => all.stderr().includes(`pid ${j.hostPid}: its own counters (`), 10_000), `counters not read: ${all.stderr()}`);
+      timeline = startCli(['jvm', '--pid', String(j.hostPid), '--frequency', '49', '--json', '--verbose']);
+      const tl = timeline;
+      assert.ok(await waitFor(() => /jvm: GC, run-queue and CPU tracers attached/.test(tl.stderr()) || tl.child.exitCode !== null, 30_000), `the timeline did not attach: ${tl.stderr()}`);
+      j.send('go');
+      const own = await j.done;
+      await sleep(1500); // both look at it while it lingers
+      all.child.kill('SIGINT');
+      tl.child.kill('SIGINT');
+      const [ra, rt] = [await all.done, await tl.done];
+      assert.equal(ra.code, 0, ra.stderr);
+      assert.equal(rt.code, 0, rt.stderr);
+      const gc = JSON.parse(ra.stdout) as JavaGcResult;
+      const res = JSON.parse(rt.stdout) as JvmResult;
+      const n = (events: { collector: string }[], collector: string) => events.filter((e) => e.collector === collector).length;
+      const mine = gc.events.filter((e) => e.pid === j.hostPid);
+      const check = gc.jvmCounts?.find((x) => x.pid === j.hostPid);
+      t.diagnostic(`-Xlog:gc: young ${own.logYoung} full ${own.logFull}; java-gc --all ${n(mine, 'Copy')}/${n(mine, 'MarkSweepCompact')}; timeline ${n(res.gc, 'Copy')}/${n(res.gc, 'MarkSweepCompact')}; ${check?.message}`);
+      assert.ok(own.young > 5 && own.full >= 2, 'the workload collects');
+      assert.equal(own.logYoung + own.logFull, own.young + own.full, "-Xlog:gc and the JVM's beans agree");
+      for (const [what, events] of [['java-gc --all', mine], ['the timeline', res.gc]] as const) {
+        assert.equal(n(events, 'Copy'), own.logYoung, `${what}: young pauses against -Xlog:gc`);
+        assert.equal(n(events, 'MarkSweepCompact'), own.logFull, `${what}: full pauses against -Xlog:gc`);
+      }
+      assert.equal(check?.verdict, 'agree', check?.message);
+    } finally {
+      for (const cli of [all, timeline]) if (cli && cli.child.exitCode === null) cli.child.kill('SIGKILL');
+    }
+  });
 });
 
 const rootlessMissing = prep.skip ?? rootlessSkipReason();
@@ -105,7 +227,7 @@ describe('tracers on programs in rootless podman containers, from the host as ro
     if (typeof r === 'string') refused = r;
     else u = r;
   });
-  const { contained, jvm } = containerBed({ ...FIXTURES, rootless: () => u! });
+  const { contained, jvm, work } = containerBed({ ...FIXTURES, rootless: () => u! });
   after(() => u?.stop());
 
   test('profile --pid: a C program in a rootless container, 3:1 CPU split, named from its user\'s store', { timeout: 120_000 }, async (t) => {
@@ -144,5 +266,75 @@ describe('tracers on programs in rootless podman containers, from the host as ro
     if (refused) return t.skip(refused);
     const j = await jvm(3, 192, 200);
     await javaGcPauses(j, t);
+  });
+
+  // One container for the leak and the waits: each rootless start copies the image (vfs storage),
+  // seconds on this machine. leakpaths is its main process, offcpuwait its child.
+  let pair: Promise<{ leak: Contained; waiter: number }> | undefined;
+  const leakAndWaits = () =>
+    (pair ??= (async () => {
+      const leak = await contained(['sh', '-c', '/app/offcpuwait /app/spent-rootless & exec /app/leakpaths']);
+      let waiter = 0;
+      const children = () => fs.readFileSync(`/proc/${leak.hostPid}/task/${leak.hostPid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+      assert.ok(await waitFor(() => /^ready \d+$/m.test(leak.out()) && (waiter = children().find((p) => fs.readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'offcpuwait') ?? 0) > 0, 20_000), `offcpuwait did not start beside leakpaths: ${leak.out()}`);
+      return { leak, waiter };
+    })());
+
+  test('memleak --pid: a C program in a rootless container (seccomp filter: uprobes on its own libc), its leaks\' lines and bytes as it prints them', { timeout: 90_000 }, async (t) => {
+    if (refused) return t.skip(refused);
+    await leakTotals((await leakAndWaits()).leak, 'uprobe', t);
+  });
+
+  test('profile --event offcpu --pid: a C program in a rootless container, its 3:1 blocked-time split by its own clock', { timeout: 90_000 }, async (t) => {
+    if (refused) return t.skip(refused);
+    await offcpuSplit((await leakAndWaits()).waiter, path.join(work, 'spent-rootless'), t);
+  });
+
+  // This hybrid host gives a rootless container no cgroup of its own; on cgroup v2 with systemd its
+  // processes sit in user@UID.service/user.slice/libpod-ID.scope. The processes of the running
+  // container are moved into that path in this host's real cgroup2 hierarchy (no systemd here owns
+  // it), and then named and selected by it.
+  test('cgroup v2: a rootless container in the path podman gives it under systemd is named and selected by it (runqlat --container)', { timeout: 60_000 }, async (t) => {
+    if (refused) return t.skip(refused);
+    const root = cgroup2Mount();
+    if (!root) return t.skip('no cgroup2 hierarchy is mounted here');
+    const { leak, waiter } = await leakAndWaits();
+    const id = spawnSync(...u!.command(['inspect', '--format', '{{.Id}}', leak.name]), { encoding: 'utf8' }).stdout.trim();
+    assert.match(id, /^[0-9a-f]{64}$/);
+    const segs = ['user.slice', `user-${u!.uid}.slice`, `user@${u!.uid}.service`, 'user.slice', `libpod-${id}.scope`];
+    const dir = `/${segs.join('/')}`;
+    const was = [leak.hostPid, waiter].map((p) => cgroupOfPid(p)!);
+    const made = segs.map((_, i) => path.join(root, ...segs.slice(0, i + 1))).filter((d) => !fs.existsSync(d));
+    for (const d of made) fs.mkdirSync(d);
+    try {
+      for (const p of [leak.hostPid, waiter]) fs.writeFileSync(path.join(root, dir, 'cgroup.procs'), String(p));
+      assert.equal(cgroupOfPid(waiter), dir);
+      const cg = containerCgroup(leak.name);
+      t.diagnostic(`${cg.label}: cgroup ${cg.cgroupPath} (level ${cg.level}); before the move ${was.join(', ')}`);
+      assert.equal(cg.cgroupPath, dir);
+      assert.deepEqual({ runtime: cg.container.runtime, id: cg.container.id, name: cg.container.name }, { runtime: 'podman', id, name: leak.name });
+      // selected in the kernel by that cgroup: the waits of its two processes, as many as their timeslices
+      const slices = () => [leak.hostPid, waiter].reduce((n, p) => n + fs.readdirSync(`/proc/${p}/task`).reduce((m, tid) => m + Number(fs.readFileSync(`/proc/${p}/task/${tid}/schedstat`, 'utf8').split(' ')[2]), 0), 0);
+      const cli = startCli(['runqlat', '--container', leak.name, '--per-process', '--duration', '2', '--json', '--verbose']);
+      assert.ok(await waitFor(() => /runqlat: attached via/.test(cli.stderr()) || cli.child.exitCode !== null, 20_000), cli.stderr());
+      const before = slices();
+      const r = await cli.done;
+      const after = slices();
+      assert.equal(r.code, 0, r.stderr);
+      const res = JSON.parse(r.stdout) as HistResult;
+      const ours = res.histograms.reduce((n, h) => n + h.count, 0);
+      t.diagnostic(`runqlat: ${ours} waits in ${res.histograms.map((h) => `${h.key} ${h.comm}`).join(', ')}; their schedstat: ${after - before} timeslices`);
+      assert.ok(res.histograms.length > 0 && res.histograms.every((h) => h.key === leak.hostPid || h.key === waiter), "only the container's processes");
+      assert.ok(Math.abs(ours - (after - before)) <= 0.1 * (after - before), `waits ${ours} within 10 % of the timeslices ${after - before}`);
+    } finally {
+      for (const [i, p] of [leak.hostPid, waiter].entries()) {
+        try {
+          fs.writeFileSync(path.join(root, was[i], 'cgroup.procs'), String(p));
+        } catch {
+          /* it ended */
+        }
+      }
+      for (const d of made.reverse()) fs.rmdirSync(d);
+    }
   });
 });
