@@ -193,6 +193,25 @@ describe('latency of a Java method on JDK 17 (agent)', { skip: baseSkip, timeout
     }
   });
 
+  test('--by-caller: leaf()\'s calls per caller equal the program\'s own counts, each at the line of its call', async () => {
+    const t0 = Date.now();
+    const s = session(['--pid', String(fx.pid), 'LatencyAgentTarget.leaf', '--by-caller']);
+    // the snapshot itself (not just its lease): the class is rewritten
+    assert.ok(await waitFor(() => snapshots(fx.pid).some((n) => n.endsWith('.json')), 60_000, 50), `started: ${s.err()}`);
+    const own = await fx.ask('callers 3000 5000', 'callers');
+    const r = await s.end();
+    const src = fs.readFileSync(path.join(__dirname, '../fixtures/java/LatencyAgentTarget.java'), 'utf8').split('\n');
+    const lineOf = (mark: string) => src.findIndex((l) => l.includes(mark)) + 1;
+    const rows = (r.callers ?? []).map((c) => [c.caller, c.count, c.file, c.line]);
+    console.log(`  by caller: ${JSON.stringify(rows)}; the program: viaA ${own.a}, viaB ${own.b} calls; ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    assert.deepEqual(rows, [
+      ['LatencyAgentTarget.viaB', own.b, 'LatencyAgentTarget.java', lineOf("viaB's call")],
+      ['LatencyAgentTarget.viaA', own.a, 'LatencyAgentTarget.java', lineOf("viaA's call")],
+    ]);
+    assert.equal(r.stats.count, own.a + own.b);
+    assert.deepEqual(snapshots(fx.pid), []);
+  });
+
   test('the tool killed mid-session: the agent\'s lease lapses, it puts the class back and removes its files', async () => {
     const base = (await fx.ask('bench 2000000', 'bench')).nsPerCall;
     const s = session(['--pid', String(fx.pid), 'LatencyAgentTarget.tiny']);

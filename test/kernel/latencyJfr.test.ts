@@ -67,6 +67,9 @@ async function recordingStarted(pid: number): Promise<void> {
   assert.ok(await waitFor(() => /ebpf-studio/.test(jcmd(pid, 'JFR.check')), 30_000, 300), 'no recording of ours started in the JVM');
 }
 
+/** The line of the fixture's source holding `mark`. */
+const lineOf = (mark: string) => fs.readFileSync(path.join(__dirname, '../fixtures/java/MethodLatency.java'), 'utf8').split('\n').findIndex((l) => l.includes(mark)) + 1;
+
 const within = (ours: number, theirs: number, pct: number, what: string) => assert.ok(Math.abs(ours - theirs) <= (theirs * pct) / 100, `${what}: ours ${ours} vs the program's ${theirs} (more than ${pct} % apart)`);
 
 describe('Java method latency and timing through JDK 25 JFR', { skip, timeout: 600_000 }, () => {
@@ -76,7 +79,7 @@ describe('Java method latency and timing through JDK 25 JFR', { skip, timeout: 6
   before(() => ({ work, classes } = compileJavaFixture('ebpf-latjfr-', 'MethodLatency.java', JDK25)));
   after(() => removeJavaFixture(children, work));
 
-  test('latency --pid P Class.method: exact count, p50/p99 within 5 % of the program, slow stacks, nothing left running', async () => {
+  test('latency --pid P Class.method: exact count, p50/p99 within 5 % of the program, slow stacks, by caller, nothing left running', async () => {
     const fx = startFixture(JDK25, classes, 400, children);
     assert.ok(await waitFor(() => fx.out().includes('ready'), 30_000));
     const pid = fx.child.pid!;
@@ -102,8 +105,25 @@ describe('Java method latency and timing through JDK 25 JFR', { skip, timeout: 6
       assert.equal(s.stack[0].function, 'MethodLatency.work');
       assert.equal(s.stack[1].function, 'MethodLatency.main');
       assert.equal(s.stack[1].file, 'MethodLatency.java');
-      assert.equal(s.stack[1].line, 32);
+      assert.equal(s.stack[1].line, lineOf('            work(i);'));
     }
+    assert.match(jcmd(pid, 'JFR.check'), /No available recordings/);
+    // --by-caller in the same JVM: leaf()'s calls from viaA and viaB, each event's top frame its caller
+    const t0 = Date.now();
+    const byCaller = startCli(['latency', '--pid', String(pid), 'MethodLatency.leaf', '--by-caller', '--duration', '120', '--json']);
+    await recordingStarted(pid);
+    fx.child.stdin!.write('callers 3000 5000\n');
+    assert.ok(await waitFor(() => /callers a=/.test(fx.out()), 60_000), fx.out());
+    const [, a, b] = /callers a=(\d+) b=(\d+)/.exec(fx.out())!.map(Number);
+    byCaller.child.kill('SIGINT');
+    const rc = await byCaller.done;
+    assert.equal(rc.code, 0, rc.stderr);
+    const rows = ((JSON.parse(rc.stdout) as LatencyResult).callers ?? []).map((c) => [c.caller, c.count, c.file, c.line]);
+    console.log(`by caller: ${JSON.stringify(rows)}; the program: viaA ${a}, viaB ${b} calls; ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    assert.deepEqual(rows, [
+      ['MethodLatency.viaB', b, 'MethodLatency.java', lineOf("viaB's call")],
+      ['MethodLatency.viaA', a, 'MethodLatency.java', lineOf("viaA's call")],
+    ]);
     assert.match(jcmd(pid, 'JFR.check'), /No available recordings/);
     fx.child.stdin!.end();
   });
