@@ -20,7 +20,8 @@
 // a container-like box (its own mount namespace and file, a docker-ID.scope cgroup), as Prometheus
 // has them, equal the program's own count, bucket by bucket as its own clock says; a C++ function that
 // throws through itself is counted for the calls that returned and its program lives; a function
-// only ever inlined, one that does not exist and a missing file are down with the reason. Closed by default:
+// only ever inlined, one that does not exist and a missing file are down with the reason; an
+// unprivileged user's own program run at the copy's path (unshare -rm) is not counted. Closed by default:
 // the first test's agent runs as installed (the token --make-token writes) and Prometheus scrapes it
 // with authorization.credentials_file; a missing token or a group-writable config stops the start.
 import { after, before, describe, test } from 'node:test';
@@ -37,6 +38,7 @@ import { cgroup2Mount } from '../../extension/sys/cgroup';
 import { loadProfileBytes } from '../../extension/sys/profileFile';
 import { freePort, promQuery, prometheus, promtool } from './promKit';
 import { parseBccHistograms } from './bccText';
+import { attackSkipReason, makeUser, removeUser, spawnAsUser, type AttackUser } from './attackKit';
 
 const go = ['/usr/bin/go', '/usr/lib/go/bin/go'].find((p) => fs.existsSync(p));
 const skip = kernelSkipReason() ?? noJdkReason ?? (!prometheus || !promtool ? "Debian's prometheus package is not installed (scripts/install-deps.sh --test)" : undefined);
@@ -696,7 +698,7 @@ describe('ebpf-studio agent', { skip }, () => {
     }
   });
 
-  test('function latency through Prometheus: a program started later and its copy in a container (own mount namespace and file, docker-ID.scope cgroup) counted as they count; bad entries say why', { timeout: 60_000 }, async (t) => {
+  test('function latency through Prometheus: a program started later and its copy in a container (own mount namespace and file, docker-ID.scope cgroup) counted as they count; bad entries say why; attack: a user’s own program at that path (user namespace) is not counted', { timeout: 60_000 }, async (t) => {
     const root = cgroup2Mount();
     if (!root) return t.skip('no cgroup2 file system is mounted: the copy cannot be put into a container-like cgroup');
     if (spawnSync('gcc', ['--version']).status !== 0) return t.skip('gcc is missing');
@@ -729,6 +731,11 @@ describe('ebpf-studio agent', { skip }, () => {
     const agent = startCli(['agent', '--listen', '127.0.0.1:0', '--insecure-no-auth', '--config', cfg]);
     children.push(agent.child);
     const programs: ChildProcess[] = [];
+    // The attack: an unprivileged user runs a program of their own at the container copy's path,
+    // in a user and mount namespace of their own, to have its calls counted as the container's.
+    const canAttack = attackSkipReason() === undefined && spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'unshare', '-rm', 'true']).status === 0;
+    let user: AttackUser | undefined;
+    const theirSource = path.join(os.tmpdir(), `ebpf-studio-latfix-${process.pid}`);
     try {
       assert.ok(await waitFor(() => /serving (http:\/\/[^/]+)\/metrics/.test(agent.stderr()), 30_000), `the agent did not start: ${agent.stderr()}`);
       const base = /serving (http:\/\/[^/]+)\/metrics/.exec(agent.stderr())![1];
@@ -745,14 +752,28 @@ describe('ebpf-studio agent', { skip }, () => {
       const host = run(fix, ['calls', '300']);
       const boxed = run('sh', ['-c', `echo $$ > ${scope}/cgroup.procs && exec unshare --mount --propagation private sh -c 'mount -t tmpfs none /mnt && mkdir ${innerDir} && cp ${fix} ${inner} && exec ${inner} calls 200'`]);
       const throws = run(thrower, ['52']);
-      assert.ok(await waitFor(() => [host, boxed, throws].every((f) => f.out().includes('ready')), 10_000), `the fixtures did not start: ${host.out()} ${boxed.out()} ${throws.out()}`);
+      let attacker: { p: ChildProcess; out: () => string } | undefined;
+      if (canAttack) {
+        user = makeUser(`ebpfL${process.pid % 100000}`);
+        fs.copyFileSync(fix, theirSource);
+        fs.chmodSync(theirSource, 0o755);
+        const p = spawnAsUser(user, ['unshare', '-rm', 'sh', '-c', `mount -t tmpfs none /mnt && mkdir ${innerDir} && cp ${theirSource} ${inner} && exec ${inner} calls 400`], {}, children);
+        programs.push(p);
+        let out = '';
+        p.stdout!.on('data', (d) => (out += d));
+        attacker = { p, out: () => out };
+      } else t.diagnostic('the attack part is skipped: unprivileged users cannot make user namespaces here, or setpriv/useradd is missing');
+      const all = [host, boxed, throws, ...(attacker ? [attacker] : [])];
+      assert.ok(await waitFor(() => all.every((f) => f.out().includes('ready')), 10_000), `the fixtures did not start: ${all.map((f) => f.out()).join(' ')}`);
       const up = (text: string, entry: string) => new RegExp(`^ebpf_studio_tracer_up\\{tracer="latency:${entry}"\\} 1$`, 'm').test(text);
       let text = '';
       for (const end = Date.now() + 10_000; Date.now() < end && !up(text, `${inner}:lat_work`); await sleep(250)) text = await (await fetch(`${base}/metrics`)).text();
       assert.ok(up(text, `${inner}:lat_work`), `the copy was not found:\n${agent.stderr()}`);
       assert.ok(up(text, `${fix}:lat_work`), text);
-      for (const f of [host, boxed, throws]) f.p.stdin!.write('g');
-      assert.ok(await waitFor(() => [host, boxed, throws].every((f) => /result count=/.test(f.out())), 20_000), 'the fixtures did not finish');
+      // a look with the attacker's process running (they look every second)
+      if (attacker) await sleep(1500);
+      for (const f of all) f.p.stdin!.write('g');
+      assert.ok(await waitFor(() => all.every((f) => /result count=/.test(f.out())), 20_000), 'the fixtures did not finish');
       const thrown = /result count=(\d+) thrown=(\d+)/.exec(throws.out())!;
       const returned = Number(thrown[1]) - Number(thrown[2]);
       const own = (out: string) => {
@@ -762,7 +783,8 @@ describe('ebpf-studio agent', { skip }, () => {
       const mine = { host: own(host.out()), boxed: own(boxed.out()) };
       const short = id.slice(0, 12);
       const sel = { host: `binary="${fix}",fixture="host"`, boxed: `binary="${inner}",container="${short}",container_id="${short}"` };
-      const q = (which: 'host' | 'boxed') => `sum(ebpf_studio_function_latency_seconds_count{${sel[which]}})`;
+      // every series of the copy's path: the attacker's calls would be in one without container labels
+      const q = (which: 'host' | 'boxed') => `sum(ebpf_studio_function_latency_seconds_count{${which === 'host' ? sel.host : `binary="${inner}"`}})`;
       const got: Record<string, number | undefined> = {};
       const qThrow = `sum(ebpf_studio_function_latency_seconds_count{binary="${thrower}"})`;
       for (const end = Date.now() + 20_000; Date.now() < end; await sleep(1000)) {
@@ -775,7 +797,8 @@ describe('ebpf-studio agent', { skip }, () => {
       text = await (await fetch(`${base}/metrics`)).text();
       t.diagnostic(`Prometheus: ${got.host} calls of lat_work on the host (the program: ${mine.host.count}), ${got.boxed} in the container's copy (the program: ${mine.boxed.count}), ${got.throws} of lat_parse (returned: ${returned}); host p50 ${quant.p50} s, p99 ${quant.p99} s (the program: ${mine.host.p50S}, ${mine.host.p99S})`);
       assert.equal(got.host, mine.host.count, `Prometheus has ${got.host} calls on the host, the program made ${mine.host.count}`);
-      assert.equal(got.boxed, mine.boxed.count, `Prometheus has ${got.boxed} calls in the container, the program made ${mine.boxed.count}`);
+      assert.equal(got.boxed, mine.boxed.count, `Prometheus has ${got.boxed} calls of ${inner}, the container's program made ${mine.boxed.count}${attacker ? ` and the attacker's ${own(attacker.out()).count}` : ''}`);
+      if (attacker) assert.equal(own(attacker.out()).count, 400, "the attacker's program did not run");
       assert.equal(got.throws, returned, `Prometheus has ${got.throws} calls of lat_parse, ${returned} of the program's returned (the others threw)`);
       throws.p.stdin!.end();
       assert.equal(await new Promise((r) => (throws.p.exitCode !== null ? r(throws.p.exitCode) : throws.p.once('exit', (c) => r(c)))), 0, 'the C++ program did not live through its exceptions');
@@ -812,6 +835,8 @@ describe('ebpf-studio agent', { skip }, () => {
       for (const p of programs) if (p.exitCode === null && p.signalCode === null) await new Promise((r) => p.once('exit', r));
       assert.ok(await waitFor(() => !fs.readFileSync(path.join(scope, 'cgroup.procs'), 'utf8').trim(), 10_000), 'the test cgroup still has processes');
       fs.rmdirSync(scope);
+      fs.rmSync(theirSource, { force: true });
+      removeUser(user);
     }
   });
 

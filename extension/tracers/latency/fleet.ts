@@ -3,7 +3,7 @@
 // histogram kept in the kernel per cgroup (the agent names each cgroup's container). Uprobes live
 // on an inode: a process in a container runs its image's own file, reached through
 // /proc/PID/map_files or /proc/PID/root and told apart by its real file (mappedFile.ts), and each
-// real file is probed once however many processes run it. Such files are found by a look through
+// real file is probed once however many processes run it; a copy that is not root's is left alone. Such files are found by a look through
 // /proc (scan()): a readlink per process, and the maps of a process only when it runs the file (a
 // library: of each process once per program it runs). Nothing per call reaches user space; the
 // histograms are read when the agent asks (read()).
@@ -103,7 +103,11 @@ export class FleetLatency {
       } catch {
         continue; // exited, or closed to us: looked at again if it runs another program
       }
-      if (file && !this.files.has(file.identity)) note(this.attachFile(file, pid));
+      if (!file || this.files.has(file.identity)) continue;
+      const theirs = notRoots(file.path);
+      // Not remembered: a user creating files by the thousand would otherwise fill the map.
+      if (theirs) this.env.log(`latency: not probing ${file.name} as pid ${pid} runs it: ${theirs}`);
+      else note(this.attachFile(file, pid));
     }
     return { added, problems };
   }
@@ -203,6 +207,24 @@ export class FleetLatency {
     for (const { obj } of this.sets.values()) obj.close();
     this.sets.clear();
   }
+}
+
+/**
+ * Why a copy of the file found through a process is not root's, or undefined. Any user may run a
+ * program of their own at that path in a mount namespace of their own (unshare -rm): probing it
+ * would count their calls as the configured program's. A rootful container's image files are
+ * root's; a rootless container's belong to its user, and are left out with the rest.
+ */
+function notRoots(file: string): string | undefined {
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(file);
+  } catch {
+    return 'it is gone';
+  }
+  if (st.uid !== 0) return `the file is owned by uid ${st.uid}, not root (a user's own copy)`;
+  if (st.mode & 0o022) return `the file is writable by ${st.mode & 0o002 ? 'every user' : 'its group'}`;
+  return undefined;
 }
 
 /** Why nothing of `binary` could be probed yet: no such file here, and no process runs one. */
