@@ -150,35 +150,48 @@ describe('latency of a Java method on JDK 17 (agent)', { skip: baseSkip, timeout
     assert.ok(after2 < base * 1.5 + 2, `the class is restored: ${after2} ns/call vs ${base} before`);
   });
 
-  test('--profile-slow: the slow calls\' wall-clock profile is under the method, sleeping, as long as the program slept; no slow call: empty, said', { skip: fs.existsSync(path.join(distDir, 'libebpf-studio-jvmagent.so')) ? undefined : 'the JVMTI agent is not built' }, async () => {
-    const t0 = Date.now();
+  /** One --profile-slow session over a window of the fixture's calls (paused at both ends): its result and the program's own figures. */
+  async function profiled(thresholdMs: string): Promise<{ r: LatencyResult; own: Record<string, number>; total: number; under: (state: string) => number; inState: (state: string) => number }> {
     const n0 = (await fx.ask('pause', 'paused')).calls;
-    const s = session(['--pid', String(fx.pid), 'LatencyAgentTarget.work', '--threshold-ms', '10', '--profile-slow']);
+    const s = session(['--pid', String(fx.pid), 'LatencyAgentTarget.work', '--threshold-ms', thresholdMs, '--profile-slow']);
     assert.ok(await waitFor(() => snapshots(fx.pid).length > 0, 60_000, 50), `the agent started: ${s.err()}`);
     await new Promise((r) => setTimeout(r, 300));
     await fx.ask('resume', 'resumed');
-    await new Promise((r) => setTimeout(r, 3000));
+    await new Promise((r) => setTimeout(r, 2000));
     const n1 = (await fx.ask('pause', 'paused')).calls;
     const r = await s.end();
     await fx.ask('resume', 'resumed');
     const own = await fx.ask(`stats ${n0} ${n1}`, 'stats');
-    const p = r.profile;
-    assert.ok(p, `a profile: ${s.err()}`);
+    assert.ok(r.profile, `a profile: ${s.err()}`);
+    const stacks = r.profile.stacks;
     const us = (st: { value?: number; count: number }) => st.value ?? st.count;
-    const total = p.stacks.reduce((a, st) => a + us(st), 0);
-    const under = p.stacks.filter((st) => st.frames.some((f) => f.function === 'LatencyAgentTarget.work')).reduce((a, st) => a + us(st), 0);
-    const sleeping = p.stacks.filter((st) => st.state === 'sleep').reduce((a, st) => a + us(st), 0);
-    console.log(`  profile of the slow calls: ${(total / 1000).toFixed(1)} ms, ${((100 * under) / total).toFixed(1)} % under work(), ${((100 * sleeping) / total).toFixed(1)} % sleeping, ${r.stats.profiledSlow} calls profiled; the program: ${own.over10ms} calls >= 10 ms, slept ${(own.sleptNs / 1e6).toFixed(1)} ms`);
-    assert.ok(Math.abs((r.stats.profiledSlow ?? 0) - own.over10ms) <= 2, `profiled ${r.stats.profiledSlow} slow calls, the program made ${own.over10ms}`);
-    assert.ok(under >= 0.9 * total, `under the method: ${under} of ${total} µs`);
-    assert.ok(sleeping >= 0.9 * total, `sleeping: ${sleeping} of ${total} µs`);
-    assert.ok(within(total * 1000, own.sleptNs, 10), `the profile's ${total} µs vs the program's slept ${own.sleptNs} ns`);
+    const sum = (f: (st: (typeof stacks)[number]) => boolean) => stacks.filter(f).reduce((a, st) => a + us(st), 0);
+    const underWork = (st: (typeof stacks)[number]) => st.frames.some((f) => f.function === 'LatencyAgentTarget.work');
     assert.deepEqual(snapshots(fx.pid), [], 'the snapshot is removed');
+    return { r, own, total: sum(() => true), under: (state) => sum((st) => st.state === state && underWork(st)), inState: (state) => sum((st) => st.state === state) };
+  }
+
+  test('--profile-slow: the slow calls\' wall-clock profile is under the method, asleep (or on CPU), as long as the program slept (or spun); no slow call: empty, said', { skip: fs.existsSync(path.join(distDir, 'libebpf-studio-jvmagent.so')) ? undefined : 'the JVMTI agent is not built' }, async () => {
+    const t0 = Date.now();
+    // over 10 ms: the calls that sleep 20 ms
+    const a = await profiled('10');
+    console.log(`  slow calls (>= 10 ms) profiled: ${(a.total / 1000).toFixed(1)} ms, ${((100 * a.under('sleep')) / a.total).toFixed(1)} % asleep under work(), ${a.r.stats.profiledSlow} calls; the program: ${a.own.over10ms} calls >= 10 ms, slept ${(a.own.sleptNs / 1e6).toFixed(1)} ms`);
+    assert.ok(Math.abs((a.r.stats.profiledSlow ?? 0) - a.own.over10ms) <= 2, `profiled ${a.r.stats.profiledSlow} slow calls, the program made ${a.own.over10ms}`);
+    assert.ok(a.under('sleep') >= 0.9 * a.total, `asleep under the method: ${a.under('sleep')} of ${a.total} µs`);
+    assert.ok(within(a.total * 1000, a.own.sleptNs, 10), `the profile's ${a.total} µs vs the program's slept ${a.own.sleptNs} ns`);
+    // over 0.5 ms: every call, the 1 ms spins too: their on-CPU samples under work() with its Java frames
+    const b = await profiled('0.5');
+    const spunNs = b.own.totalNs - b.own.sleptNs;
+    console.log(`  every call profiled: on CPU ${(b.inState('oncpu') / 1000).toFixed(1)} ms (${(b.under('oncpu') / 1000).toFixed(1)} under work()), asleep ${(b.inState('sleep') / 1000).toFixed(1)} ms; the program spun ${(spunNs / 1e6).toFixed(1)} ms, slept ${(b.own.sleptNs / 1e6).toFixed(1)} ms`);
+    assert.ok(b.under('oncpu') >= 0.9 * b.inState('oncpu'), 'on-CPU samples under the method');
+    // a spin preempted (the CPUs are shared: 44 % of it was at load 13) is off CPU without a Java
+    // stack and left out: a floor, and never more than the program spun
+    assert.ok(b.inState('oncpu') * 1000 >= 0.25 * spunNs && b.inState('oncpu') * 1000 <= 1.15 * spunNs, `on CPU ${b.inState('oncpu')} µs vs the program's spin ${spunNs} ns`);
     // a threshold no call reaches: an empty profile, and the reason said
     const none = runCli(['latency', '--pid', String(fx.pid), 'LatencyAgentTarget.work', '--threshold-ms', '1000', '--profile-slow', '--duration', '1.5'], { timeoutMs: 60_000 });
     assert.equal(none.code, 0, none.stderr);
     assert.match(none.stdout, /slow calls profiled: 0: no call was slower than the threshold, so the profile is empty/);
-    console.log(`  no call over 1000 ms: "${none.stdout.trim().split('\n').pop()}"; both runs ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(`  no call over 1000 ms: "${none.stdout.trim().split('\n').pop()}"; the three runs ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   });
 
   test('recursion is timed at every depth, calls ending by an exception are timed too', async () => {
