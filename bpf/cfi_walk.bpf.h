@@ -273,8 +273,10 @@ static __always_inline int cfi_fp_step(struct cfi_state *s)
 {
 	__u64 rec[2];
 
+	/* rbp 0 ends a chain of frame pointers; in a file whose table is not in (still compiling, or
+	 * kept out by the cap) it only says that code keeps none: a cut, not the outermost frame */
 	if (s->bp < 4096 || s->bp < s->sp) {
-		s->st.reason = s->bp ? CFI_STOP_READ : CFI_STOP_END;
+		s->st.reason = s->bp || (s->flags & (CFI_FLAG_PENDING | CFI_FLAG_CAPPED)) ? CFI_STOP_READ : CFI_STOP_END;
 		return 1;
 	}
 	if (cfi_read(s, s->bp, &rec[0]) || cfi_read(s, s->bp + 8, &rec[1])) {
