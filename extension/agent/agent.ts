@@ -484,9 +484,11 @@ export class Agent {
 
   /** A gzipped pprof CPU profile of the machine (the covered processes) over `seconds`. */
   profile(seconds: number): Promise<Buffer> {
-    // CFI stacks as `profile` takes them (native code built without frame pointers unwinds whole;
-    // JIT code has no CFI and is walked by frame pointer, whole with -XX:+PreserveFramePointer).
-    // Java methods are named from each JVM's perf map.
+    // Stacks walked in the kernel by unwind tables (auto = cfi on 5.17+, as `profile --all`):
+    // native code built without frame pointers (libjvm, libc, JNI libraries, -O2 programs) keeps
+    // its callers with nothing copied per sample; each file's table is compiled once a sample
+    // meets it (frame pointers until then). JIT code has no CFI and is walked by frame pointer,
+    // whole with -XX:+PreserveFramePointer. Java methods are named from each JVM's perf map.
     const options = profileTracer.validate({ pid: 0, frequency: this.cfg.profile.frequency, java: 'perfmap', javaPerfMap: true, unwind: 'auto' });
     return this.pull('cpu', 'profile', seconds, () => profileTracer.start(options, this.env, quiet), this.machineProfile('profile'));
   }
@@ -497,8 +499,9 @@ export class Agent {
    */
   offcpu(seconds: number, event: 'offcpu' | 'wall'): Promise<Buffer> {
     // Java frames from the perf maps, as for CPU profiles: loading the JVMTI agent into every JVM
-    // of the machine on a scrape is not something a pull endpoint should do.
-    const options = offcpuTracer.validate({ pid: 0, event, frequency: this.cfg.profile.frequency, java: 'perfmap', javaPerfMap: true });
+    // of the machine on a scrape is not something a pull endpoint should do. Native frames by the
+    // kernel's table walk, as for CPU profiles.
+    const options = offcpuTracer.validate({ pid: 0, event, frequency: this.cfg.profile.frequency, java: 'perfmap', javaPerfMap: true, unwind: 'auto' });
     return this.pull(event, 'offcpu', seconds, () => offcpuTracer.start(options, this.env, quiet), this.machineProfile('offcpu'));
   }
 
