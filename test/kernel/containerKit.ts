@@ -309,6 +309,14 @@ export async function containerdDaemon(): Promise<string | Containerd> {
     spawnSync('sh', ['-c', `grep -o " ${dir}/[^ ]*" /proc/self/mounts | sort -r | xargs -r umount -l`]);
     fs.rmSync(dir, { recursive: true, force: true });
     fs.rmSync(`/run/containerd/runc/${namespace}`, { recursive: true, force: true });
+    // the shim makes a cgroup per namespace (cgroupfs: /NS/ID) in every hierarchy and leaves it, empty
+    for (const h of ['', ...fs.readdirSync('/sys/fs/cgroup')]) {
+      try {
+        fs.rmdirSync(path.join('/sys/fs/cgroup', h, namespace));
+      } catch {
+        /* none there, or still busy */
+      }
+    }
   };
   const up = () => ctr(['version'], 10_000).status === 0;
   if (!(await waitFor(() => up() || daemon.exitCode !== null, 30_000)) || daemon.exitCode !== null) {
@@ -334,8 +342,10 @@ export interface RootlessPodman {
   uid: number;
   gid: number;
   home: string;
-  /** the command and arguments that run `podman ARGS` as the user (vfs storage, runc) */
+  /** the command and arguments that run `podman ARGS` as the user (their storage driver, runc) */
   command(args: string[]): [string, string[]];
+  /** the storage driver: overlay where the kernel mounts it in a user namespace (each container starts in well under a second), else vfs (each start copies the image) */
+  driver: 'overlay' | 'vfs';
   /** how the user and the image were had */
   note: string;
   /** ends the user's processes (containers, podman's pause process), deletes the user, their files and subordinate ids */
@@ -366,7 +376,10 @@ export function rootlessPodman(): string | RootlessPodman {
   const id = (flag: string) => Number(spawnSync('id', [flag, user], { encoding: 'utf8' }).stdout.trim());
   const [uid, gid] = [id('-u'), id('-g')];
   const env = ['env', '-i', `HOME=${home}`, `USER=${user}`, `LOGNAME=${user}`, 'PATH=/usr/sbin:/usr/bin:/sbin:/bin'];
-  const command = (args: string[]): [string, string[]] => ['runuser', ['-u', user, '--', ...env, 'podman', '--storage-driver=vfs', '--runtime', 'runc', ...args]];
+  const as = (driver: string, args: string[]): [string, string[]] => ['runuser', ['-u', user, '--', ...env, 'podman', `--storage-driver=${driver}`, '--runtime', 'runc', ...args]];
+  const overlay = spawnSync(...as('overlay', ['info', '--format', '{{.Store.GraphStatus}}']), { encoding: 'utf8', timeout: 60_000 });
+  const driver = overlay.status === 0 && overlay.stdout.includes('Native Overlay Diff:true') ? 'overlay' : 'vfs';
+  const command = (args: string[]) => as(driver, args);
   const stop = () => {
     spawnSync(...command(['rm', '-a', '-f', '-t', '0']), { timeout: 60_000 });
     // podman leaves a pause process (catatonit) holding the user namespace: end each of the user's processes by pid
@@ -399,5 +412,5 @@ export function rootlessPodman(): string | RootlessPodman {
     stop();
     return `podman import as ${user} failed: ${imp.stderr.trim().split('\n').pop()}`;
   }
-  return { user, uid, gid, home, command, stop, note: `rootless podman as ${user} (uid ${uid}, ${subuids.join(' ')}): cgroups ${info.stdout.trim()}; image imported into the user's store in ${((Date.now() - t0) / 1000).toFixed(0)} s` };
+  return { user, uid, gid, home, command, driver, stop, note: `rootless podman as ${user} (uid ${uid}, ${subuids.join(' ')}): cgroups ${info.stdout.trim()}; image imported into the user's store in ${((Date.now() - t0) / 1000).toFixed(0)} s` };
 }

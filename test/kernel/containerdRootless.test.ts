@@ -1,10 +1,14 @@
 // Tracers on programs in containers that neither podman (as root) nor docker run: a containerd of
 // the test's own driven by ctr (no docker daemon: containerd, its runc shim and runc, the way a
 // Kubernetes node runs containers without the CRI), and rootless podman as a user the test makes
-// (vfs storage, runc; on this machine's hybrid cgroup v1 the container gets no cgroup of its own).
+// (native overlay storage where the kernel allows it, else vfs; runc; on this machine's hybrid
+// cgroup v1 the container gets no cgroup of its own).
 // Traced from the host as root, each result against the program's own account: a C program's
-// known 3:1 CPU split, a JVM's -Xlog:gc and GarbageCollectorMXBeans; the --json document, the
-// process listing and the CLI's header name the container.
+// known 3:1 CPU split, the leak totals a C program prints (memleak injected where no seccomp filter
+// runs, by uprobes on the container's libc under one), a C program's own clock of its 3:1 blocked
+// time, a JVM's -Xlog:gc and GarbageCollectorMXBeans (by --pid, and by java-gc --all and the JVM
+// timeline for a JVM started later); the --json document, the process listing and the CLI's header
+// name the container.
 //
 // The bed (image, fixtures built inside, the daemons and the user) is test/kernel/containerKit.ts.
 import { after, before, describe, test } from 'node:test';
@@ -246,7 +250,7 @@ describe('tracers on programs in rootless podman containers, from the host as ro
     if (refused) return t.skip(refused);
     const c = await contained(['sh', '-c', 'echo ready; exec /app/cpusplit 20']);
     const id = spawnSync(...u!.command(['inspect', '--format', '{{.Id}}', c.name]), { encoding: 'utf8' }).stdout.trim();
-    const index = spawnSync('sh', ['-c', `ls ${u!.home}/.local/share/containers/storage/vfs-containers/containers.json`], { encoding: 'utf8' }).stdout.trim();
+    const index = spawnSync('sh', ['-c', `ls ${u!.home}/.local/share/containers/storage/${u!.driver}-containers/containers.json`], { encoding: 'utf8' }).stdout.trim();
     assert.ok(index, 'the user\'s containers.json');
     fs.chownSync(index, 0, 0);
     try {
@@ -268,8 +272,8 @@ describe('tracers on programs in rootless podman containers, from the host as ro
     await javaGcPauses(j, t);
   });
 
-  // One container for the leak and the waits: each rootless start copies the image (vfs storage),
-  // seconds on this machine. leakpaths is its main process, offcpuwait its child.
+  // One container for the leak and the waits (a rootless start on vfs storage copies the image):
+  // leakpaths is its main process, offcpuwait its child.
   let pair: Promise<{ leak: Contained; waiter: number }> | undefined;
   const leakAndWaits = () =>
     (pair ??= (async () => {

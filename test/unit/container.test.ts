@@ -26,6 +26,7 @@ test('cgroup texts name the container and its runtime in every layout', () => {
     ['docker, v2, systemd', `0::/system.slice/docker-${ID}.scope\n`, { runtime: 'docker', id: ID }],
     ['docker, v1, cgroupfs, v2 line at the root', `${V1(`/docker/${ID}`)}\n0::/\n`, { runtime: 'docker', id: ID }],
     ['containerd under kubepods, systemd', `0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1f2e3d4c_5b6a_7980_a1b2_c3d4e5f60718.slice/cri-containerd-${ID}.scope\n`, { runtime: 'containerd', id: ID, podUid: '1f2e3d4c-5b6a-7980-a1b2-c3d4e5f60718' }],
+    ['containerd under kubepods, systemd, best-effort QoS', `0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1f2e3d4c_5b6a_7980_a1b2_c3d4e5f60718.slice/cri-containerd-${ID}.scope\n`, { runtime: 'containerd', id: ID, podUid: '1f2e3d4c-5b6a-7980-a1b2-c3d4e5f60718' }],
     ['CRI-O under kubepods, systemd, guaranteed QoS', `0::/kubepods.slice/kubepods-pod1f2e3d4c_5b6a_7980_a1b2_c3d4e5f60718.slice/crio-${ID}.scope\n`, { runtime: 'cri-o', id: ID, podUid: '1f2e3d4c-5b6a-7980-a1b2-c3d4e5f60718' }],
     ['CRI-O conmon is no container', `0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1f2e3d4c_5b6a_7980_a1b2_c3d4e5f60718.slice/crio-conmon-${ID}.scope\n`, undefined],
     ['kubepods, hybrid, cgroupfs driver', `${V1(`/kubepods/besteffort/pod1f2e3d4c-5b6a-7980-a1b2-c3d4e5f60718/${ID}`)}\n0::/\n`, { runtime: 'kubernetes', id: ID, podUid: '1f2e3d4c-5b6a-7980-a1b2-c3d4e5f60718' }],

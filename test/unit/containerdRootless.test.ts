@@ -19,6 +19,8 @@ const root = process.getuid?.() === 0;
 test('a cgroup path gives containerd (namespace, id) candidates as its runc shim places tasks', () => {
   const ns = () => ['default', 'ebpf', 'k8s.io', '../x'];
   assert.deepEqual(containerdCandidates('/ebpf/web-1', ns), [{ ns: 'ebpf', id: 'web-1' }]);
+  // ctr run without -n: containerd's default namespace (cgroupfs, the same path on v1 and v2)
+  assert.deepEqual(containerdCandidates('/default/web-1', ns), [{ ns: 'default', id: 'web-1' }]);
   assert.deepEqual(containerdCandidates('/system.slice/ebpf-web-1.scope', ns), [{ ns: 'system.slice', id: 'ebpf-web-1.scope' }, { ns: 'ebpf', id: 'web-1' }]);
   assert.deepEqual(containerdCandidates('/', ns), []);
   assert.deepEqual(containerdCandidates('/only', ns), []);
