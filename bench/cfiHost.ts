@@ -4,8 +4,11 @@
 //    from schedstat plus the run time of its BPF programs from kernel.bpf_stats_enabled) over 20 s
 //    as % of the machine (all CPUs), against `perf record -F 99 -a -g` (its process's CPU time;
 //    perf's sampling and frame-pointer walk run in the interrupt, charged to the interrupted task,
-//    so perf's figure is a lower bound). --unwind cfi is tried first; where the whole-host mode
-//    refuses it, the row says so and measures the default and --unwind fp instead.
+//    so perf's figure is a lower bound). Each session's first seconds (the warm-up, where --unwind
+//    cfi compiles the tables of the files its samples meet) are measured apart, in a row of their
+//    own; the steady state after them is the main figure, for every variant alike. --unwind cfi,
+//    dwarf (user-space CFI) and fp are measured; the cfi session's summary gives the share of
+//    walks that reached the outermost frame.
 //  - Off-CPU with whole native stacks at ~50k context switches a second: the pingpong pair
 //    (bench/workloads/pingpong.c built -O2 WITHOUT frame pointers, both threads on CPU 0, the work
 //    per pass set so the pair switches ~50k times a second) under `profile --event offcpu --pid P
@@ -73,18 +76,30 @@ interface HostCost {
   bpfPct: number;
 }
 
-/** The cost of a running tracer over `seconds` (after a second of warm-up), as % of the machine. */
-async function costOver(t: Attached, seconds: number): Promise<HostCost> {
-  const pid = t.child.pid!;
-  await sleep(1000);
-  const a = tracerNs(pid);
-  await sleep(seconds * 1000);
-  if (t.child.exitCode !== null || t.child.signalCode !== null) throw new Error(`the tracer exited during the measurement (${t.child.exitCode ?? t.child.signalCode}): ${t.output().trim().slice(-600)}`);
-  const b = tracerNs(pid);
+/** The cost between two readings of a tracer over `seconds`, as % of the machine. */
+function costBetween(a: { cpu: number; bpf: number }, b: { cpu: number; bpf: number }, seconds: number): HostCost {
   const machineNs = seconds * 1e9 * os.cpus().length;
   const cpuPct = ((b.cpu - a.cpu) / machineNs) * 100;
   const bpfPct = ((b.bpf - a.bpf) / machineNs) * 100;
   return { pct: cpuPct + bpfPct, cpuPct, bpfPct };
+}
+
+/** The cost of a running tracer over `seconds` after `warmupS` seconds of warm-up (measured too), as % of the machine. */
+async function costOver(t: Attached, seconds: number, warmupS = 1): Promise<HostCost & { warmup: HostCost }> {
+  const pid = t.child.pid!;
+  const w = tracerNs(pid);
+  await sleep(warmupS * 1000);
+  const a = tracerNs(pid);
+  await sleep(seconds * 1000);
+  if (t.child.exitCode !== null || t.child.signalCode !== null) throw new Error(`the tracer exited during the measurement (${t.child.exitCode ?? t.child.signalCode}): ${t.output().trim().slice(-600)}`);
+  const b = tracerNs(pid);
+  return { ...costBetween(a, b, seconds), warmup: costBetween(w, a, warmupS) };
+}
+
+/** From a --verbose cfi session's summary: walks, the share that reached the outermost frame, ms compiling, tables loaded. */
+function cfiWalks(output: string): { walks: number; whole: number; ms: number; files: number; kib: number } | undefined {
+  const m = /cfi: (\d+) files, \d+ rows \((\d+) KiB\).* compiled or found in (\d+) ms.*; (\d+) walks.*stops: end (\d+)/.exec(output);
+  return m ? { files: Number(m[1]), kib: Number(m[2]), ms: Number(m[3]), walks: Number(m[4]), whole: Number(m[5]) / Math.max(1, Number(m[4])) } : undefined;
 }
 
 /** perf record in the background until stop() (it prints nothing while it records). */
@@ -118,11 +133,13 @@ function wholeHostCfi(): { ok: boolean; why: string } {
 
 async function wholeHost(ctx: BenchContext): Promise<Row[]> {
   const seconds = ctx.quick ? 5 : 20;
+  const warmup = ctx.quick ? 3 : 8;
   const rounds = ctx.quick ? 1 : 3;
   const cfi = wholeHostCfi();
-  const ours: Record<string, string[]> = cfi.ok ? { cfi: ['--unwind', 'cfi'], fp: ['--unwind', 'fp'] } : { auto: [], fp: ['--unwind', 'fp'] };
+  const ours: Record<string, string[]> = cfi.ok ? { cfi: ['--unwind', 'cfi', '--verbose'], dwarf: ['--unwind', 'dwarf'], fp: ['--unwind', 'fp'] } : { auto: [], fp: ['--unwind', 'fp'] };
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-cfi-host-'));
-  const runs: Record<string, HostCost[]> = { ...Object.fromEntries(Object.keys(ours).map((k) => [k, [] as HostCost[]])), perf: [] };
+  const runs: Record<string, (HostCost & { warmup: HostCost })[]> = { ...Object.fromEntries(Object.keys(ours).map((k) => [k, []])), perf: [] };
+  const walks: NonNullable<ReturnType<typeof cfiWalks>>[] = [];
   const loads: number[] = [];
   const failures: string[] = [];
   try {
@@ -131,7 +148,7 @@ async function wholeHost(ctx: BenchContext): Promise<Row[]> {
         for (const [mode, args] of Object.entries(ours)) {
           const t = await startCli(['profile', '--all', '--frequency', '99', ...args]);
           try {
-            runs[mode].push(await costOver(t, seconds));
+            runs[mode].push(await costOver(t, seconds, warmup));
           } catch (e) {
             // a session that dies is said in the row, and the rounds go on
             failures.push(`${mode}: ${(e as Error).message.split('\n')[0].slice(0, 160)}`);
@@ -139,11 +156,13 @@ async function wholeHost(ctx: BenchContext): Promise<Row[]> {
           } finally {
             await t.stop();
           }
+          const w = mode === 'cfi' ? cfiWalks(t.output()) : undefined;
+          if (w) walks.push(w);
           loads.push(load());
         }
         const p = await startPerf(path.join(dir, 'perf.data'));
         try {
-          runs.perf.push(await costOver(p, seconds));
+          runs.perf.push(await costOver(p, seconds, warmup));
         } finally {
           await p.stop();
         }
@@ -155,14 +174,38 @@ async function wholeHost(ctx: BenchContext): Promise<Row[]> {
     fs.rmSync(dir, { recursive: true, force: true });
   }
   const med = (k: string) => median(runs[k].map((r) => r.pct));
-  const parts = (k: string) => `${k} ${round(med(k), 3)} % (process ${round(median(runs[k].map((r) => r.cpuPct)), 3)} %, BPF ${round(median(runs[k].map((r) => r.bpfPct)), 3)} %)`;
+  const medWarm = (k: string) => median(runs[k].map((r) => r.warmup.pct));
+  const parts = (k: string) => `${k} ${round(med(k), 3)} % (process ${round(median(runs[k].map((r) => r.cpuPct)), 3)} %, BPF ${round(median(runs[k].map((r) => r.bpfPct)), 3)} %; first ${warmup} s ${round(medWarm(k), 3)} %)`;
   const main = cfi.ok ? 'cfi' : 'auto';
   const fallback = cfi.ok ? '' : `; --all --unwind cfi is refused ("${cfi.why}"), so this is the default unwind for --all (auto)`;
   const counts = Object.entries(runs).map(([k, v]) => `${k} ${v.length}`).join(', ');
-  const detail = `${os.cpus().length} CPUs, ${seconds} s a session, ${rounds} alternating rounds (sessions measured: ${counts}), medians: ${Object.keys(runs).map(parts).join('; ')}; % of all CPUs' time; perf's interrupt-side sampling is charged to the sampled tasks, not to perf${failures.length ? `; FAILED sessions: ${failures.join(' | ')}` : ''}; load ${Math.min(...loads)}–${Math.max(...loads)}`;
+  const walked = walks.length ? `; cfi sessions: ${walks.map((w) => `${w.walks} walks, ${round(100 * w.whole, 1)} % to the outermost frame, ${w.files} tables (${w.kib} KiB) compiled in ${w.ms} ms`).join(' | ')}` : '';
+  const detail = `${os.cpus().length} CPUs, ${seconds} s a session after ${warmup} s of warm-up, ${rounds} alternating rounds (sessions measured: ${counts}), medians: ${Object.keys(runs).map(parts).join('; ')}; % of all CPUs' time; perf's interrupt-side sampling is charged to the sampled tasks, not to perf${walked}${failures.length ? `; FAILED sessions: ${failures.join(' | ')}` : ''}; load ${Math.min(...loads)}–${Math.max(...loads)}`;
+  const warmRows: Row[] = cfi.ok
+    ? [
+        {
+          name: `cfi-host: whole-host CPU profile at 99 Hz, --unwind cfi, its first ${warmup} s (tables compiled as samples meet files)`,
+          value: round(medWarm('cfi'), 3),
+          unit: '%',
+          target: null,
+          better: 'lower',
+          peer: { name: 'perf record -F 99 -a -g', value: round(medWarm('perf'), 3) },
+          detail,
+        },
+        {
+          name: 'cfi-host: whole-host CPU profile at 99 Hz, --unwind dwarf (user-space CFI from stack copies)',
+          value: round(med('dwarf'), 3),
+          unit: '%',
+          target: null,
+          better: 'lower',
+          peer: { name: 'perf record -F 99 -a -g', value: round(med('perf'), 3) },
+          detail,
+        },
+      ]
+    : [];
   return [
     {
-      name: `cfi-host: whole-host CPU profile at 99 Hz (profile --all${cfi.ok ? ' --unwind cfi' : ''}), CPU of the profiler`,
+      name: `cfi-host: whole-host CPU profile at 99 Hz (profile --all${cfi.ok ? ' --unwind cfi' : ''}), CPU of the profiler after warm-up`,
       value: round(med(main), 3),
       unit: '%',
       target: 1,
@@ -171,6 +214,7 @@ async function wholeHost(ctx: BenchContext): Promise<Row[]> {
       detail: detail + fallback,
       limit: cfi.ok ? undefined : 'the whole-host mode loads no unwind tables: it copies stacks to user space (dwarf) or walks frame pointers',
     },
+    ...warmRows,
     {
       name: 'cfi-host: whole-host CPU profile at 99 Hz, --unwind fp (frame pointers in the kernel)',
       value: round(med('fp'), 3),

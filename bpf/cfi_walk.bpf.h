@@ -66,7 +66,7 @@ struct {
 } cfi_procs SEC(".maps");
 
 /* Whole-host sessions: each file's table by slot (a mapping's file field), and when a walk last
- * used it (bpf_ktime_get_ns), which user space reads to load the files walks meet first and to
+ * used it and how many did, which user space reads to compile the files walks meet most, and to
  * evict the least recently used when the table memory cap is reached. One entry each otherwise. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -79,7 +79,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct cfi_file_use);
 } cfi_file_use SEC(".maps");
 
 struct {
@@ -244,7 +244,7 @@ static __always_inline struct cfi_range *cfi_range_of(struct cfi_state *s, struc
 {
 	__u32 slot = m->file;
 	struct cfi_file *f;
-	__u64 *use;
+	struct cfi_file_use *use;
 
 	if (!slot)
 		return m->r.row_len ? &m->r : NULL;
@@ -252,8 +252,10 @@ static __always_inline struct cfi_range *cfi_range_of(struct cfi_state *s, struc
 	if (!f)
 		return NULL;
 	use = bpf_map_lookup_elem(&cfi_file_use, &slot);
-	if (use && *use != s->now)
-		*use = s->now;
+	if (use && use->last != s->now) {
+		use->last = s->now;
+		use->walks++;
+	}
 	if (f->r.row_len)
 		return &f->r;
 	if (f->state == CFI_FILE_CAPPED)

@@ -88,6 +88,13 @@ struct cfi_file {
 	__u32 state;
 };
 
+/* A whole-host file's use, 16 bytes: 0 last (u64, bpf_ktime_get_ns of the last walk that met it)
+ * 8 walks (u64: walks that met it; per-CPU races may lose a few, it only ranks files) */
+struct cfi_file_use {
+	__u64 last;
+	__u64 walks;
+};
+
 /* Walk flags (struct cfi_stack.flags): the walk met a file whose table was not in */
 #define CFI_FLAG_PENDING 1
 #define CFI_FLAG_CAPPED 2

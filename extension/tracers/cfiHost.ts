@@ -1,12 +1,16 @@
 // Unwind tables for a whole-host profile (profile --all --unwind cfi): nothing is compiled up
 // front. A process gets its executable mappings in cfi_procs when its first sample finds none
 // (bpf/profile.bpf.c cfi_wanted); each file it maps gets a slot in cfi_files (by device and
-// inode, shared by every process that maps it), and a file's table is compiled only once a walk
-// has met it (its use stamp in cfi_file_use), off the sampling path (one file per event-loop
-// turn); until it lands, walks step through its code by frame pointers. Tables live within a
+// inode, shared by every process that maps it), and a file's table is compiled only once walks
+// have met it (its use in cfi_file_use), off the sampling path (one file per event-loop turn),
+// the files met most per byte of .eh_frame first, within a CPU budget: a burst at the start, then
+// a steady trickle, so a host that keeps starting new programs (compilers, test builds) never
+// has the profiler compiling all the time. Until a table lands, walks step through its code by
+// frame pointers. Tables live within a
 // memory cap (./cfiBudget.ts): when a newly met file needs room, the least recently used idle
 // tables are evicted; a file that finds none stays out and the stacks it cuts are counted
 // (cfi_stats CFI_STAT_CUT_BY_CAP), never dropped silently.
+import os from 'node:os';
 import { encodeRows, CFI_ROW_SIZE } from '../sys/elf/cfiTable';
 import { ElfFile } from '../sys/elf/elf';
 import { readMaps, type Mapping } from '../sys/proc/maps';
@@ -21,6 +25,9 @@ export const CFI_HOST_DEFAULT_MAX_BYTES = 64 << 20;
 /** One block of rows and one of page index */
 export const CFI_HOST_MIN_MAX_BYTES = 10 << 10;
 export const CFI_HOST_MAX_MAX_BYTES = 1 << 30;
+/** Compiling: ms of CPU at once at the start, then ms per second per CPU sampled (0.25 % of the machine). */
+const COMPILE_BURST_MS = 3000;
+const COMPILE_MS_PER_S_PER_CPU = 2.5;
 /** A table a walk used this recently is never evicted for another's. */
 export const CFI_HOST_MIN_IDLE_MS = 2000;
 const ROW_BLOCK_BYTES = CFI_BLOCK_ROWS * CFI_ROW_SIZE;
@@ -57,6 +64,8 @@ interface HostFile {
   unsupported?: Record<string, number>;
   /** ms on the walks' clock (CLOCK_MONOTONIC), 0 = never met */
   lastUse: number;
+  /** walks that met it */
+  walks: number;
   /** lastUse when the cap last kept it out: placed again only once walks meet it after that */
   cappedUse?: number;
   refs: number;
@@ -91,6 +100,9 @@ export class HostCfiTables {
   private compiling = false;
   private ticks = 0;
   private told = new Set<string>();
+  /** compile budget (ms of CPU) and when it was last topped up */
+  private budgetMs = COMPILE_BURST_MS;
+  private budgetAt = performance.now();
   fpMappings = 0;
   /** ms spent reading mappings, ELF headers and compiling */
   planMs = 0;
@@ -98,6 +110,8 @@ export class HostCfiTables {
   constructor(
     private readonly log: (m: string) => void,
     readonly capBytes: number,
+    /** CPUs sampled: the steady compile budget scales with them, as the sampling does */
+    private readonly cpus = os.cpus().length,
     private readonly selfPid = process.pid,
   ) {
     this.layout = capLayout(capBytes);
@@ -157,10 +171,12 @@ export class HostCfiTables {
   private readUse(obj: BpfObject): void {
     const d = obj.mapDump('cfi_file_use');
     for (let i = 0; i < d.count; i++) {
-      const ns = d.values.readBigUInt64LE(i * 8);
+      const ns = d.values.readBigUInt64LE(i * 16);
       if (!ns) continue;
       const f = this.bySlot.get(d.keys.readUInt32LE(i * 4));
-      if (f) f.lastUse = Number(ns) / 1e6;
+      if (!f) continue;
+      f.lastUse = Number(ns) / 1e6;
+      f.walks = Number(d.values.readBigUInt64LE(i * 16 + 8));
     }
   }
 
@@ -234,7 +250,7 @@ export class HostCfiTables {
     } catch {
       state = 'none'; // unreadable or not ELF: frame pointers
     }
-    const f: HostFile = { key, slot, state, loads, from: { pid, m }, ehBytes, nrows: 0, pageEntries: 0, lastUse: 0, refs: 0 };
+    const f: HostFile = { key, slot, state, loads, from: { pid, m }, ehBytes, nrows: 0, pageEntries: 0, lastUse: 0, walks: 0, refs: 0 };
     this.files.set(key, f);
     this.bySlot.set(slot, f);
     this.writeSlot(f);
@@ -252,13 +268,28 @@ export class HostCfiTables {
     return victim.slot;
   }
 
-  /** Compiles the pending files walks have met, smallest first, one per event-loop turn, placing each. */
+  /** The file to compile next: walks that met it per byte of .eh_frame (what a ms of compiling buys), highest first. */
+  private nextToCompile(): HostFile | undefined {
+    let next: HostFile | undefined;
+    const worth = (f: HostFile) => f.walks / Math.max(1, f.ehBytes);
+    for (const f of this.files.values()) if (((f.state === 'pending' && f.lastUse > 0) || f.recompile) && (!next || worth(f) > worth(next))) next = f;
+    return next;
+  }
+
+  /** ms of compiling the budget allows now (negative: overdrawn by the last file). */
+  private compileAllowance(): number {
+    const now = performance.now();
+    this.budgetMs = Math.min(COMPILE_BURST_MS, this.budgetMs + ((now - this.budgetAt) / 1000) * COMPILE_MS_PER_S_PER_CPU * this.cpus);
+    this.budgetAt = now;
+    return this.budgetMs;
+  }
+
+  /** Compiles the pending files walks have met, one per event-loop turn while the budget lasts, placing each. */
   private async compileMet(obj: BpfObject, closed: () => boolean): Promise<void> {
     for (;;) {
       await new Promise((r) => setImmediate(r));
-      if (closed()) return;
-      let next: HostFile | undefined;
-      for (const f of this.files.values()) if (((f.state === 'pending' && f.lastUse > 0) || f.recompile) && (!next || f.ehBytes < next.ehBytes)) next = f;
+      if (closed() || this.compileAllowance() <= 0) return;
+      const next = this.nextToCompile();
       if (!next) return;
       const t = performance.now();
       try {
@@ -273,6 +304,7 @@ export class HostCfiTables {
         this.trimCompiled();
       } finally {
         this.planMs += performance.now() - t;
+        this.budgetMs -= performance.now() - t;
       }
     }
   }
