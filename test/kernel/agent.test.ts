@@ -6,7 +6,10 @@
 // Java method of a second JVM (test/fixtures/java/HotMethod.java). SIGTERM must leave none of the
 // agent's BPF programs loaded. The off-CPU and allocation pull endpoints: `go tool pprof -top` on
 // /debug/pprof/offcpu names the functions a C workload (test/fixtures/c/offcpuwait.c) sleeps in, with
-// three times the time in wait_long as in wait_short, as the workload does; /debug/pprof/allocs on a
+// three times the time in wait_long as in wait_short, as the workload does (built without frame
+// pointers: whole stacks come from the kernel's unwind-table walk), and /debug/pprof/profile takes
+// an -O2 no-frame-pointer program's samples to main as perf --call-graph dwarf does in the same
+// seconds (test/fixtures/c/unwind); /debug/pprof/allocs on a
 // JVM (test/fixtures/java/HeapSites.java) puts the fixture's line with the most allocations on top,
 // and refuses a JVM the config does not cover. Per cgroup, a cgroup the CFS quota starves (the kernel
 // counts its throttling) has a clearly higher run-queue p99 than a free one. Of two JVMs, one moved
@@ -38,6 +41,10 @@ import { cgroup2Mount } from '../../extension/sys/cgroup';
 import { loadProfileBytes } from '../../extension/sys/profileFile';
 import { freePort, promQuery, prometheus, promtool } from './promKit';
 import { parseBccHistograms } from './bccText';
+import { buildUnwindFixture } from '../peers/unwindFixture';
+import { perfBinary, perfDwarf, type PerfRun } from '../peers/perfDwarf';
+import { CFI_NOT_YET_NOTE } from '../../extension/tracers/cfiTables';
+import type { ProfileStack } from '../../extension/protocol/profile';
 import { attackSkipReason, makeUser, removeUser, spawnAsUser, type AttackUser } from './attackKit';
 
 const go = ['/usr/bin/go', '/usr/lib/go/bin/go'].find((p) => fs.existsSync(p));
@@ -96,6 +103,35 @@ function pprofSeconds(v: string): number {
   const m = /^([\d.]+)(us|µs|ms|s|mins|hrs)$/.exec(v);
   if (!m) return NaN;
   return Number(m[1]) * { us: 1e-6, µs: 1e-6, ms: 1e-3, s: 1, mins: 60, hrs: 3600 }[m[2] as 'us']!;
+}
+
+const pct = (n: number, of: number) => `${((100 * n) / Math.max(1, of)).toFixed(1)} %`;
+
+/** Of a process's stacks (weight: value or count): all, those walked before their tables were in (marked so), the rest, and of those the ones reaching `root`. */
+function wholeShare(stacks: ProfileStack[], root: RegExp): { all: number; early: number; walked: number; whole: number } {
+  const r = { all: 0, early: 0, walked: 0, whole: 0 };
+  for (const st of stacks) {
+    const w = st.value ?? st.count;
+    r.all += w;
+    if (st.frames.some((f) => f.function === CFI_NOT_YET_NOTE)) r.early += w;
+    else {
+      r.walked += w;
+      if (st.frames.some((f) => root.test(f.function ?? ''))) r.whole += w;
+    }
+  }
+  return r;
+}
+
+/** The agent's CPU profile of the -O2 no-frame-pointer fixture: its samples reach main as often as perf --call-graph dwarf's (same seconds) do, 90 % at least. */
+async function checkSpinnerProfile(t: { diagnostic(m: string): void }, cpu: { status: number; bytes: Buffer }, pid: number, perfRun: Promise<PerfRun> | undefined): Promise<void> {
+  assert.equal(cpu.status, 200, cpu.bytes.toString());
+  const ours = wholeShare(loadProfileBytes(cpu.bytes, 'CPU').result!.stacks.filter((st) => st.pid === pid), /^main$/);
+  const perf = await perfRun;
+  const perfMain = perf ? perf.stacks.filter((st) => st.frames.includes('main')).reduce((n, st) => n + st.count, 0) / Math.max(1, perf.samples) : undefined;
+  t.diagnostic(`/debug/pprof/profile, -O2 no-frame-pointer fixture: ${ours.all} samples, ${pct(ours.whole, ours.walked)} of the ${ours.walked} walked by its tables reach main (${pct(ours.whole, ours.all)} of all; ${pct(ours.early, ours.all)} walked before the tables were in); perf --call-graph dwarf: ${perf ? `${perf.samples} samples, ${(100 * perfMain!).toFixed(1)} % reach main` : 'not installed'}; load ${os.loadavg()[0].toFixed(1)}`);
+  assert.ok(ours.walked >= 20, `${ours.walked} samples of the fixture walked by its tables`);
+  assert.ok(ours.whole >= 0.9 * ours.walked, 'the fixture\'s samples reach main through code without frame pointers');
+  if (perfMain !== undefined) assert.ok(ours.whole / ours.walked >= perfMain - 0.02, 'main reached at least as often as perf --call-graph dwarf reaches it');
 }
 
 /** Pauses in a -Xlog:gc file: "[0.123s][info][gc] GC(4) Pause Young (Allocation Failure) 17M->1M(61M) 2.345ms". */
@@ -413,14 +449,21 @@ describe('ebpf-studio agent', { skip }, () => {
     if (!go) return t.skip('go is not installed (golang-go): go tool pprof is the reference reader of these endpoints');
     const heapSkip = javaAgentSkipReason(jdk!.home);
     if (heapSkip) return t.skip(heapSkip);
-    // The sleeper: wait_long blocks 90 ms for each 30 ms wait_short blocks, in three threads.
+    // The sleeper: wait_long blocks 90 ms for each 30 ms wait_short blocks, in three threads. No
+    // frame pointers (-O1 keeps the calls): its callers come from the kernel's table walk.
     const bin = path.join(work, 'offcpuwait');
-    const cc = spawnSync('gcc', ['-g', '-O1', '-fno-omit-frame-pointer', '-pthread', path.join(repoRoot, 'test/fixtures/c/offcpuwait.c'), '-o', bin], { encoding: 'utf8' });
+    const cc = spawnSync('gcc', ['-g', '-O1', '-fomit-frame-pointer', '-pthread', path.join(repoRoot, 'test/fixtures/c/offcpuwait.c'), '-o', bin], { encoding: 'utf8' });
     assert.equal(cc.status, 0, `gcc failed: ${cc.stderr}`);
     const sleeper = spawn(bin, [], { stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(sleeper);
     let sleeperOut = '';
     sleeper.stdout!.on('data', (d) => (sleeperOut += d));
+    // On CPU: the -O2 no-frame-pointer unwinding fixture (leaf, recursion, qsort through libc, its own library).
+    const unwDir = path.join(work, 'unw');
+    fs.mkdirSync(unwDir);
+    const unwSkip = buildUnwindFixture(unwDir);
+    const spinner = unwSkip ? undefined : spawn(path.join(unwDir, 'unwindfix'), ['all', '40'], { stdio: 'ignore' });
+    if (spinner) children.push(spinner);
     // The allocator: one thread at 100 MB/s; per loop 1 byte[8192] (site A), 2 int[1024] (B), 10 char[100] (C): C makes 10/13 of the objects.
     const hsClasses = path.join(work, 'hs');
     const jc = spawnSync(path.join(jdk!.home, 'bin', 'javac'), ['-d', hsClasses, path.join(repoRoot, 'test/fixtures/java/HeapSites.java')], { encoding: 'utf8' });
@@ -479,6 +522,9 @@ describe('ebpf-studio agent', { skip }, () => {
     const bytes = (u: string) => fetch(u).then(async (r) => ({ status: r.status, bytes: Buffer.from(await r.arrayBuffer()) }));
     // Meanwhile agent B's CPU and off-CPU profiles: only HeapSites may be in them.
     const coveredRun = Promise.all([bytes(`${base}/debug/pprof/profile?seconds=4`), bytes(`${base}/debug/pprof/offcpu?seconds=4`)]);
+    // and agent A's CPU profile of the spinner, perf --call-graph dwarf on it in the same seconds
+    const cpuRun = spinner ? bytes(`${allBase}/debug/pprof/profile?seconds=4`) : undefined;
+    const perfRun = spinner && perfBinary() ? sleep(700).then(() => perfDwarf(spinner.pid!, 3, 99)) : undefined;
     const [a, b] = await Promise.all([bytes(offUrl), bytes(offUrl)]);
     assert.equal(a.status, 200);
     assert.equal(a.bytes[0], 0x1f, 'the off-CPU profile is gzipped');
@@ -498,6 +544,11 @@ describe('ebpf-studio agent', { skip }, () => {
     // The workload blocks 3:1; a loaded machine's wakeup latency counts as off-CPU time too.
     console.log(`off-CPU by go tool pprof: wait_long ${long.toFixed(2)} s, wait_short ${short.toFixed(2)} s (${(long / short).toFixed(2)}:1; the workload blocks 3:1)`);
     assert.ok(long / short > 2 && long / short < 4.5, `wait_long ${long} s vs wait_short ${short} s: not the workload's 3:1`);
+    const offWhole = wholeShare(loadProfileBytes(a.bytes, 'off-CPU').result!.stacks.filter((st) => st.pid === sleeper.pid), /^(start_thread|main)$/);
+    t.diagnostic(`/debug/pprof/offcpu, the no-frame-pointer sleeper: ${pct(offWhole.whole, offWhole.walked)} of the time walked by its tables reaches start_thread or main; ${pct(offWhole.early, offWhole.all)} of it was walked before they were in`);
+    assert.ok(offWhole.whole >= 0.9 * offWhole.walked, 'off-CPU stacks of code without frame pointers reach the thread start');
+    if (cpuRun) await checkSpinnerProfile(t, await cpuRun, spinner!.pid!, perfRun);
+    else t.diagnostic(`CPU profile of the unwinding fixture not taken: ${unwSkip}`);
 
     const alloc = await allocRun;
     console.log(`go tool pprof -sample_index=alloc_objects -top -lines on /debug/pprof/allocs:\n${alloc.out.split('\n').slice(0, 16).join('\n')}`);
@@ -535,7 +586,7 @@ describe('ebpf-studio agent', { skip }, () => {
       assert.deepEqual(programIdsLoaded(ours), [], 'BPF programs of the agent are still loaded after SIGTERM');
     }
     heap.stdin!.end();
-    for (const c of [sleeper, idle]) c.kill('SIGKILL');
+    for (const c of [sleeper, idle, spinner]) c?.kill('SIGKILL');
   });
 
   test('one tracer failing does not stop the others: without CAP_SYS_ADMIN java-gc is down and says why, run-queue latency flows', { timeout: 60_000 }, async (t) => {
