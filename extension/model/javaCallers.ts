@@ -61,7 +61,7 @@ export class JavaCallSiteTable {
 
 /** The row of the calls from sites beyond the cap. */
 export function otherCallersName(max: number): string {
-  return `(other callers: call sites beyond the first ${max})`;
+  return `(other callers: beyond the first ${max} call sites, or unknown)`;
 }
 
 /** Call sites merged per calling method, most calls first, then the "other" row when it has calls. */

@@ -80,7 +80,10 @@ async function onMessage(context: vscode.ExtensionContext, m: FromView, s: Measu
     await measure(context, { file: s.file, line: s.line, name: s.name, pid: s.pid, thresholdMs: s.thresholdMs, profileSlow: s.profileSlow, byCaller: true });
   }
   else if (m.type === 'openFrame') {
-    const doc = await vscode.workspace.openTextDocument(m.file);
+    // a Java frame names its source under its package's directory (com/x/Foo.java): found in the workspace
+    const file = m.file.startsWith('/') ? m.file : (await vscode.workspace.findFiles(`**/${m.file}`, '**/node_modules/**', 1))[0]?.fsPath;
+    if (!file) return void vscode.window.showInformationMessage(`${m.file} is not in the workspace.`);
+    const doc = await vscode.workspace.openTextDocument(file);
     const pos = new vscode.Position(Math.max(0, m.line - 1), 0);
     await vscode.window.showTextDocument(doc, { selection: new vscode.Range(pos, pos), viewColumn: vscode.ViewColumn.One });
   }

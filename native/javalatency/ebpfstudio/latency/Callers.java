@@ -6,6 +6,7 @@
 package ebpfstudio.latency;
 
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -16,7 +17,8 @@ import java.util.stream.Stream;
 
 final class Callers {
     static final int MAX_SITES = 256;
-    private static final StackWalker WALKER = StackWalker.getInstance();
+    /** the walk needs 4 frames (record, exitCaller, the method, its caller): the first batch fetched no larger */
+    private static final StackWalker WALKER = StackWalker.getInstance(Collections.emptySet(), 4);
     /** our own frames, then the measured method's, then its caller's */
     private static final Function<Stream<StackWalker.StackFrame>, Optional<StackWalker.StackFrame>> CALLER =
         s -> s.dropWhile(f -> f.getClassName().startsWith("ebpfstudio.latency.")).skip(1).findFirst();
