@@ -858,17 +858,22 @@ describe('ebpf-studio agent', { skip }, () => {
         const values = [...cum.values()];
         assert.ok(values.length === 26 && values.every((v, i) => i === 0 || v >= values[i - 1]), `${w}: buckets not cumulative: ${[...cum].join(' ')}`);
         assert.equal(cum.get('+Inf'), mine[w].count);
-        // every call sleeps at least 1 ms; those under 10 ms by the program's clock are the 1 ms ones
+        // Every call sleeps at least 1 ms. The probes time a call from inside the program's own
+        // clock readings (a few µs less): the calls it timed under 10 ms are all under 16.4 ms here,
+        // and those at 10 ms or more are none under 8.2 ms, however loaded the machine.
         assert.equal(cum.get('0.000512'), 0, `${w}: calls under 0.5 ms: ${[...cum].join(' ')}`);
-        assert.ok(Math.abs(cum.get('0.008192')! - (mine[w].count - mine[w].slow)) <= 1, `${w}: ${cum.get('0.008192')} calls under 8.2 ms, the program timed ${mine[w].count - mine[w].slow} under 10 ms: ${[...cum].join(' ')}`);
+        const under10 = mine[w].count - mine[w].slow;
+        assert.ok(cum.get('0.008192')! <= under10 && under10 <= cum.get('0.016384')!, `${w}: ${cum.get('0.008192')} calls under 8.2 ms and ${cum.get('0.016384')} under 16.4 ms, the program timed ${under10} under 10 ms: ${[...cum].join(' ')}`);
         const sum = Number(new RegExp(`^ebpf_studio_function_latency_seconds_sum\\{function="lat_work",${sel[w]}\\} (\\S+)$`, 'm').exec(text)?.[1]);
         // estimated at bucket middles (each call at most 1.5 times its own length, at least 0.75 times)
         assert.ok(sum >= 0.75 * mine[w].totalS && sum <= 1.5 * mine[w].totalS, `${w}: _sum ${sum} s, the program's total ${mine[w].totalS} s`);
       }
-      // histogram_quantile lands in the log2 bucket the program's own percentile is in
+      // histogram_quantile lands in the log2 bucket the program's own percentile is in (or the one
+      // below, when the program's value is within its clock readings of the bucket's lower edge)
       const bucketOf = (s: number) => Math.floor(Math.log2(s * 1e6));
-      assert.equal(bucketOf(quant.p50!), bucketOf(mine.host.p50S), `p50: histogram_quantile ${quant.p50} s, the program ${mine.host.p50S} s`);
-      assert.equal(bucketOf(quant.p99!), bucketOf(mine.host.p99S), `p99: histogram_quantile ${quant.p99} s, the program ${mine.host.p99S} s`);
+      for (const [k, ours, theirs] of [['p50', quant.p50!, mine.host.p50S], ['p99', quant.p99!, mine.host.p99S]] as const) {
+        assert.ok([bucketOf(theirs), bucketOf(theirs * 0.97)].includes(bucketOf(ours)), `${k}: histogram_quantile ${ours} s, the program ${theirs} s`);
+      }
       // bad entries: down, each with its reason; the good ones ran beside them
       const why = (entry: string) => new RegExp(`^ebpf_studio_tracer_error_info\\{tracer="latency:${entry.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}",error="([^"]*)"\\} 1$`, 'm').exec(text)?.[1];
       assert.match(why(`${fix}:scale`) ?? '', /scale is inlined into its callers everywhere in .*latfix: it has no entry of its own to probe/);
