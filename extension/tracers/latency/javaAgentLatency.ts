@@ -288,14 +288,16 @@ async function startAgent(o: LatencyOptions, env: TracerEnv, m: JavaMethod): Pro
   } catch (e) {
     unread = (e as Error).message;
   }
-  // the JVM keeps the agent classes of its first load: one from before figures by caller ignores the ask
-  const stale = o.byCaller && snap && snap.state !== 'error' && snap.id === id && !snap.callers;
+  // the JVM keeps the agent classes of its first load: one from before figures by caller (or the
+  // slow calls' windows) ignores the ask
+  const answered = snap && snap.state !== 'error' && snap.id === id ? snap : undefined;
+  const stale = answered && o.byCaller && !answered.callers ? 'split calls by caller: restart the JVM to use --by-caller' : answered && o.profileSlow && !answered.windows ? "time the slow calls' windows: restart the JVM to use --profile-slow" : undefined;
   if (!snap || snap.state === 'error' || snap.id !== id || stale) {
     // whatever the answer, no session is left running in the JVM (stop of an unknown id does nothing)
     await loadCommand(o.pid, jar, `stop,id=${id},out=${out}`).catch(() => undefined);
     removeOut(p);
     if (unread) throw unsuitableError(`the Java latency agent's answer in pid ${o.pid} could not be read: ${unread}`);
-    if (stale) throw unsuitableError(`pid ${o.pid} runs an older copy of the Java latency agent (loaded by an earlier session), which cannot split calls by caller: restart the JVM to use --by-caller`);
+    if (stale) throw unsuitableError(`pid ${o.pid} runs an older copy of the Java latency agent (loaded by an earlier session), which cannot ${stale}`);
     const why = snap?.state === 'error' ? snap.error : 'it wrote no answer';
     throw new StudioError(/not loaded|no method|several loaded/.test(why ?? '') ? 'input' : 'unsuitable', `pid ${o.pid}: ${why}`);
   }
