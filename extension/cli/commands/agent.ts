@@ -83,7 +83,7 @@ export const agentCommand: Command = {
     };
     const server = await listen(addr, prepared, endpoints, (m) => io.err(m));
     await agent.start();
-    const what = [cfg.jvm.enabled && `JVM GC pauses and safepoints (${[cfg.jvm.mainClasses?.join(', '), cfg.jvm.containers && `in ${cfg.jvm.containers.join(', ')}`].filter(Boolean).join(' ') || 'every JVM'})`, cfg.runqueue.enabled && `run-queue latency (${cfg.runqueue.per})`, ...Object.entries(cfg.histograms).map(([n, h]) => h?.enabled && `${n} (${h.options.per})`), cfg.profile.enabled && `CPU${cfg.profile.offcpu ? ', off-CPU' : ''}${cfg.profile.allocs ? ', Java allocation' : ''} profiles on request`].filter(Boolean);
+    const what = [cfg.jvm.enabled && `JVM GC pauses and safepoints (${[cfg.jvm.mainClasses?.join(', '), cfg.jvm.containers && `in ${cfg.jvm.containers.join(', ')}`].filter(Boolean).join(' ') || 'every JVM'})`, cfg.runqueue.enabled && `run-queue latency (${cfg.runqueue.per})`, ...Object.entries(cfg.histograms).map(([n, h]) => h?.enabled && `${n} (${h.options.per})`), cfg.latency.length > 0 && `native function latency (${cfg.latency.map((e) => `${e.function} in ${e.binary}`).join(', ')})`, cfg.profile.enabled && `CPU${cfg.profile.offcpu ? ', off-CPU' : ''}${cfg.profile.allocs ? ', Java allocation' : ''} profiles on request`].filter(Boolean);
     const auth = prepared.insecure ? 'no authentication' : prepared.auth?.bearer ? 'bearer token required' : 'basic auth required';
     io.err(`ebpf-studio agent: serving ${server.url}/metrics${cfg.profile.enabled ? ` and ${server.url}/debug/pprof/profile?seconds=N` : ''} (${auth}): ${what.join(', ')}`);
     await done;
