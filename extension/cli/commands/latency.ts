@@ -10,7 +10,7 @@ import { latencyTracer } from '../../tracers/latency/tracer';
 import { latencyRoute } from '../../tracers/latency/javaTarget';
 import { usageError } from '../../protocol/errors';
 import { assertOwnProcess } from '../../sys/ownership';
-import type { LatencyOptions } from '../../protocol/latency';
+import type { LatencyOptions, LatencyStats } from '../../protocol/latency';
 import { latencyReport, statsLine } from '../../model/latencyFormat';
 import { PROFILE_MAX_FREQUENCY, type ProfileResult } from '../../protocol/profile';
 import { WALL_DEFAULT_FREQUENCY } from '../../protocol/offcpu';
@@ -50,10 +50,11 @@ const USAGE = [
 ].join('\n');
 
 /** The slow calls' profile after the figures: what was kept, then its time summary. */
-function profileReport(p: ProfileResult | undefined, profiled: number | undefined): string {
+function profileReport(p: ProfileResult | undefined, st: LatencyStats): string {
   if (!p) return 'slow calls profile: none read';
-  if (!profiled) return 'slow calls profiled: 0: no call was slower than the threshold, so the profile is empty';
-  return [`slow calls profiled: ${profiled ?? 0}`, formatTimeSummary(p)].join('\n');
+  if (!st.profiledSlow) return 'slow calls profiled: 0: no call was slower than the threshold, so the profile is empty';
+  const lost = st.profileLost ? ` (${st.profileLost} slow-call windows or samples lost to full buffers: the profile is short of them)` : '';
+  return [`slow calls profiled: ${st.profiledSlow}${lost}`, formatTimeSummary(p)].join('\n');
 }
 
 export const latencyCommand: Command = {
@@ -97,7 +98,7 @@ export const latencyCommand: Command = {
         formatUpdate: (u) => (interval !== undefined ? `${new Date().toTimeString().slice(0, 8)}  ${statsLine(u.stats)}` : ''),
         formatResult: (r) => {
           if (values.folded) return r.profile ? toFolded(fromProfileResult(r.profile, { groupByProcess: false })).trimEnd() : '';
-          return profileSlow ? `${latencyReport(r)}\n\n${profileReport(r.profile, r.stats.profiledSlow)}` : latencyReport(r);
+          return profileSlow ? `${latencyReport(r)}\n\n${profileReport(r.profile, r.stats)}` : latencyReport(r);
         },
         banner: () => `Measuring ${positionals[0]} in pid ${pid}... Hit Ctrl-C to end.`,
       },
