@@ -40,10 +40,15 @@ export interface FleetFile {
   identity: string;
 }
 
-/** How a function's returns are caught: at its ret instructions where an exception or a moving stack may pass through a call, else the cheaper uretprobe. */
-function returnsOf(fn: ResolvedFunction): Returns {
+/**
+ * How a function's returns are caught: at its ret instructions where an exception or a moving
+ * stack may pass through a call, else the cheaper uretprobe (whose swapped return address an
+ * unwinder cannot step past: the program would abort). A library may be loaded by any program, a
+ * C++ one among them, so its functions are always probed at their ret instructions.
+ */
+function returnsOf(fn: ResolvedFunction, library: boolean): Returns {
   if (fn.tailCalls.length) return 'uretprobe';
-  return fn.unwinds ? 'ret' : 'uretprobe';
+  return fn.unwinds || library ? 'ret' : 'uretprobe';
 }
 
 export class FleetLatency {
@@ -140,14 +145,15 @@ export class FleetLatency {
     const where = pid === undefined ? file.name : `${file.name} as pid ${pid} runs it`;
     try {
       const fn = resolveInFile(file, this.target);
-      const returns = returnsOf(fn);
+      const returns = returnsOf(fn, this.library);
       if (returns === 'ret' && fn.retOffsets.length === 0) throw unsuitableError(`${fn.name} never returns (no ret instruction): there is no call duration to measure`);
       const set = this.probeSet(returns);
       set.obj.attachUprobe('lat_entry', { binary: file.path, offset: fn.entryOffset, pid: -1, retprobe: false });
       if (returns === 'ret') for (const offset of fn.retOffsets) set.obj.attachUprobe('lat_return', { binary: file.path, offset, pid: -1, retprobe: false });
       else set.obj.attachUprobe('lat_return', { binary: file.path, offset: fn.entryOffset, pid: -1, retprobe: true });
       this.files.set(file.identity, { file: ff, fn });
-      this.env.log(`latency: ${fn.name} in ${where}: entry and ${returns === 'ret' ? `${fn.retOffsets.length} ret instructions` : 'a uretprobe'}, every process`);
+      const risk = returns === 'uretprobe' && (fn.unwinds || this.library) ? ` (it ends in a tail call, so its returns are caught by a uretprobe: an exception thrown through it aborts the program${fn.unwinds ? `, and ${fn.unwinds}` : ''})` : '';
+      this.env.log(`latency: ${fn.name} in ${where}: entry and ${returns === 'ret' ? `${fn.retOffsets.length} ret instructions` : 'a uretprobe'}, every process${risk}`);
       return { added: ff };
     } catch (e) {
       const problem = `${where}: ${(e as Error).message}`;
