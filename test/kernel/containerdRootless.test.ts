@@ -81,7 +81,7 @@ async function javaGcPauses(j: Contained & { done: Promise<{ young: number; full
  * totals it printed, in the mode its seccomp filter leaves (inject without one, else uprobes on
  * the container's own libc).
  */
-async function leakTotals(c: Contained, mode: 'inject' | 'uprobe', t: { diagnostic(s: string): void }) {
+async function leakTotals(c: Contained, mode: 'inject' | 'uprobe', want: ContainerInfo, t: { diagnostic(s: string): void }) {
   const seccomp = /^Seccomp:\s+(\d)/m.exec(fs.readFileSync(`/proc/${c.hostPid}/status`, 'utf8'))?.[1];
   const t0 = Date.now();
   const cli = startCli(['memleak', '--pid', String(c.hostPid), '--json', '--verbose', '--top', '100', '--interval', '0.5']);
@@ -107,6 +107,7 @@ async function leakTotals(c: Contained, mode: 'inject' | 'uprobe', t: { diagnost
   assert.equal(at('ALLOC-C'), Number(cc), "ALLOC-C's bytes: ours and the program's own total");
   assert.deepEqual(elsewhere.map((s) => s.frames[0].line), [], 'no other line of the program leaks');
   assert.equal(doc.problem, undefined);
+  assert.deepEqual((doc as { container?: unknown }).container, want, 'the --json document names the container');
 }
 
 /**
@@ -114,7 +115,7 @@ async function leakTotals(c: Contained, mode: 'inject' | 'uprobe', t: { diagnost
  * wait_long share against the program's own clock over the same window (counters it keeps in
  * /app/SPENT, read from the host's side of the bind mount).
  */
-async function offcpuSplit(pid: number, spentFile: string, t: { diagnostic(s: string): void }) {
+async function offcpuSplit(pid: number, spentFile: string, want: ContainerInfo, t: { diagnostic(s: string): void }) {
   const own = () => {
     const buf = fs.readFileSync(spentFile);
     const n = (i: number) => Number(buf.readBigUInt64LE(8 * i));
@@ -138,6 +139,7 @@ async function offcpuSplit(pid: number, spentFile: string, t: { diagnostic(s: st
   assert.ok(Math.abs(long / (long + short) - truth) <= 0.03, `wait_long share ${pct(long / (long + short))} vs the program's own ${pct(truth)}`);
   assert.equal(doc.stacks.flatMap((s) => s.frames).find((f) => f.function === 'wait_long')?.file, '/app/offcpuwait.c');
   assert.ok(doc.stacks.some((s) => s.state === 'lock' && has(s, /^lock_wait$/)), 'the mutex wait is a lock wait');
+  assert.deepEqual((doc as { container?: unknown }).container, want, 'the --json document names the container');
 }
 
 const containerdMissing = prep.skip ?? (['containerd', 'ctr', 'containerd-shim-runc-v2'].find((c) => spawnSync('sh', ['-c', `command -v ${c}`]).status !== 0) && 'containerd is not installed (docker.io brings it: scripts/install-deps.sh --test)');
@@ -174,12 +176,12 @@ describe('tracers on programs in containerd containers run by ctr (no docker)', 
 
   test('memleak --pid: a C program in a ctr container (no seccomp filter: injected), its leaks\' lines and bytes as it prints them', { timeout: 90_000 }, async (t) => {
     const c = await contained(['/app/leakpaths']);
-    await leakTotals(c, 'inject', t);
+    await leakTotals(c, 'inject', want(c.name), t);
   });
 
   test('profile --event offcpu --pid: a C program in a ctr container, its 3:1 blocked-time split by its own clock', { timeout: 90_000 }, async (t) => {
     const c = await contained(['/app/offcpuwait', '/app/spent-ctr']);
-    await offcpuSplit(c.hostPid, path.join(work, 'spent-ctr'), t);
+    await offcpuSplit(c.hostPid, path.join(work, 'spent-ctr'), want(c.name), t);
   });
 
   test('java-gc --all and the JVM timeline: a JVM started later in a new ctr container, every pause its -Xlog:gc logs', { timeout: 120_000 }, async (t) => {
@@ -188,10 +190,11 @@ describe('tracers on programs in containerd containers run by ctr (no docker)', 
     try {
       assert.ok(await waitFor(() => all.stderr().includes('looking for new JVMs') || all.child.exitCode !== null, 30_000), `--all did not start: ${all.stderr()}`);
       const j = await jvm(2, 128, 3000);
-      assert.ok(await waitFor(() => new RegExp(`attached to .* as pid ${j.hostPid} maps it`).test(all.stderr()), 10_000), `the container's libjvm.so was not attached: ${all.stderr()}`);
-      assert.ok(await waitFor(() => all.stderr().includes(`pid ${j.hostPid}: its own counters (`), 10_000), `counters not read: ${all.stderr()}`);
+      // the timeline attaches while --all finds the JVM
       timeline = startCli(['jvm', '--pid', String(j.hostPid), '--frequency', '49', '--json', '--verbose']);
       const tl = timeline;
+      assert.ok(await waitFor(() => new RegExp(`attached to .* as pid ${j.hostPid} maps it`).test(all.stderr()), 10_000), `the container's libjvm.so was not attached: ${all.stderr()}`);
+      assert.ok(await waitFor(() => all.stderr().includes(`pid ${j.hostPid}: its own counters (`), 10_000), `counters not read: ${all.stderr()}`);
       assert.ok(await waitFor(() => /jvm: GC, run-queue and CPU tracers attached/.test(tl.stderr()) || tl.child.exitCode !== null, 30_000), `the timeline did not attach: ${tl.stderr()}`);
       j.send('go');
       const own = await j.done;
@@ -274,24 +277,27 @@ describe('tracers on programs in rootless podman containers, from the host as ro
 
   // One container for the leak and the waits (a rootless start on vfs storage copies the image):
   // leakpaths is its main process, offcpuwait its child.
-  let pair: Promise<{ leak: Contained; waiter: number }> | undefined;
+  let pair: Promise<{ leak: Contained; waiter: number; want: ContainerInfo }> | undefined;
   const leakAndWaits = () =>
     (pair ??= (async () => {
       const leak = await contained(['sh', '-c', '/app/offcpuwait /app/spent-rootless & exec /app/leakpaths']);
       let waiter = 0;
       const children = () => fs.readFileSync(`/proc/${leak.hostPid}/task/${leak.hostPid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
       assert.ok(await waitFor(() => /^ready \d+$/m.test(leak.out()) && (waiter = children().find((p) => fs.readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'offcpuwait') ?? 0) > 0, 20_000), `offcpuwait did not start beside leakpaths: ${leak.out()}`);
-      return { leak, waiter };
+      const id = spawnSync(...u!.command(['inspect', '--format', '{{.Id}}', leak.name]), { encoding: 'utf8' }).stdout.trim();
+      return { leak, waiter, want: { runtime: 'podman', id, name: leak.name, image: IMAGE } };
     })());
 
   test('memleak --pid: a C program in a rootless container (seccomp filter: uprobes on its own libc), its leaks\' lines and bytes as it prints them', { timeout: 90_000 }, async (t) => {
     if (refused) return t.skip(refused);
-    await leakTotals((await leakAndWaits()).leak, 'uprobe', t);
+    const { leak, want } = await leakAndWaits();
+    await leakTotals(leak, 'uprobe', want, t);
   });
 
   test('profile --event offcpu --pid: a C program in a rootless container, its 3:1 blocked-time split by its own clock', { timeout: 90_000 }, async (t) => {
     if (refused) return t.skip(refused);
-    await offcpuSplit((await leakAndWaits()).waiter, path.join(work, 'spent-rootless'), t);
+    const { waiter, want } = await leakAndWaits();
+    await offcpuSplit(waiter, path.join(work, 'spent-rootless'), want, t);
   });
 
   // This hybrid host gives a rootless container no cgroup of its own; on cgroup v2 with systemd its
@@ -302,8 +308,8 @@ describe('tracers on programs in rootless podman containers, from the host as ro
     if (refused) return t.skip(refused);
     const root = cgroup2Mount();
     if (!root) return t.skip('no cgroup2 hierarchy is mounted here');
-    const { leak, waiter } = await leakAndWaits();
-    const id = spawnSync(...u!.command(['inspect', '--format', '{{.Id}}', leak.name]), { encoding: 'utf8' }).stdout.trim();
+    const { leak, waiter, want } = await leakAndWaits();
+    const id = want.id;
     assert.match(id, /^[0-9a-f]{64}$/);
     const segs = ['user.slice', `user-${u!.uid}.slice`, `user@${u!.uid}.service`, 'user.slice', `libpod-${id}.scope`];
     const dir = `/${segs.join('/')}`;
