@@ -360,13 +360,14 @@ describe('the whole host with --unwind cfi (--all)', { skip, timeout: 120_000 },
     assert.ok(Math.abs(hotShare(b) - 0.75) <= 0.15, `hot_a ${hotShare(b)}`);
   });
 
-  test('a tiny table memory cap: an idle table is evicted for a new one, stacks cut are counted, what fits stays whole', async (t) => {
+  test('a tiny table memory cap (auto unwind): an idle table is evicted for a new one, stacks cut are counted, what fits stays whole', async (t) => {
     const reason = fs.existsSync(path.join(dir, 'cpusplit')) ? undefined : build();
     if (reason) return t.skip(reason);
     // one block of rows: room for one small program's table at a time (libc's never fits)
     const first = run('unwindfix', 'split', '60');
     await new Promise((r) => setTimeout(r, 200));
-    const ours = startCli(['profile', '--all', '--unwind', 'cfi', '--cfi-max-mb', '0.01', '--duration', '8', '--json', '--verbose']);
+    // no --unwind: auto is the table walk for the whole host too
+    const ours = startCli(['profile', '--all', '--cfi-max-mb', '0.01', '--duration', '8', '--json', '--verbose']);
     assert.ok(await waitFor(() => /unwindfix: \d+ rows compiled/.test(ours.stderr()), 20_000), `unwindfix's table never compiled: ${ours.stderr()}`);
     await new Promise((r) => setTimeout(r, 500));
     // the first program stops (its table goes idle); the second needs the room
@@ -379,6 +380,7 @@ describe('the whole host with --unwind cfi (--all)', { skip, timeout: 120_000 },
     const cut = doc.stacks.filter((st) => st.frames.some((f) => f.function === CFI_CAP_NOTE)).reduce((n, st) => n + st.count, 0);
     t.diagnostic(`${doc.unwind?.cfiTables?.evictions} evictions, ${doc.unwind?.cutByCap} samples cut by the cap (${cut} in stacks ending in its note); cpusplit: ${b.reduce((n, st) => n + st.count, 0)} samples, main in ${(100 * shareWith(b, 'main')).toFixed(1)} % (before its table landed: cut at its own code), hot_a ${(100 * hotShare(b.filter((st) => st.frames.includes('main')))).toFixed(1)} % of those reaching main; load ${os.loadavg()[0].toFixed(1)}`);
     t.diagnostic(/cfi: \d+ files.*/.exec(r.stderr)?.[0].slice(0, 400) ?? 'no cfi summary');
+    assert.equal(doc.unwind?.mode, 'cfi', 'auto walks tables for --all');
     assert.match(r.stderr, /unwindfix \(\d+ rows\) evicted for the table memory cap/);
     assert.ok((doc.unwind?.cfiTables?.evictions ?? 0) >= 1, 'an eviction');
     assert.ok((doc.unwind?.cutByCap ?? 0) > 0 && cut > 0, 'stacks cut by the cap, counted and marked');
