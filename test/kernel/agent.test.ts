@@ -883,8 +883,11 @@ describe('ebpf-studio agent', { skip }, () => {
       const check = spawnSync(promtool!, ['check', 'metrics'], { input: text, encoding: 'utf8' });
       assert.equal(`${check.stdout}${check.stderr}`.trim(), '', `promtool check metrics reported: ${check.stdout}${check.stderr}`);
       prom.child.kill('SIGTERM');
+      const ours = progIdsOf(agent.child.pid!);
+      assert.ok(ours.some((id) => loadedPrograms().some((p) => p.id === id && p.name.startsWith('lat_'))), 'the agent holds no latency probes');
       agent.child.kill('SIGTERM');
       assert.equal((await agent.done).code, 0, agent.stderr());
+      assert.deepEqual(programIdsLoaded(ours), [], 'BPF programs of the agent are still loaded after SIGTERM');
     } finally {
       agent.child.kill('SIGTERM');
       for (const p of programs) p.stdin!.end();
