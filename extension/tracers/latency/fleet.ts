@@ -4,7 +4,7 @@
 // on an inode: a process in a container runs its image's own file, reached through
 // /proc/PID/map_files or /proc/PID/root and told apart by its real file (mappedFile.ts), and each
 // real file is probed once however many processes run it; a copy that is not root's is left alone. Such files are found by a look through
-// /proc (scan()): a readlink per process, and the maps of a process only when it runs the file (a
+// /proc (scan()): a readlink per process (one look a second serves every entry), and the maps of a process only when it runs the file (a
 // library: of each process once per program it runs). Nothing per call reaches user space; the
 // histograms are read when the agent asks (read()).
 import fs from 'node:fs';
@@ -120,23 +120,14 @@ export class FleetLatency {
   /** Processes that run a program not looked at yet (an exec, a new process); forgets the pids gone. */
   private newPrograms(): number[] {
     const out: number[] = [];
-    const alive = new Set<number>();
-    for (const name of fs.readdirSync('/proc')) {
-      if (!/^\d+$/.test(name)) continue;
-      const pid = Number(name);
-      let exe: string;
-      try {
-        exe = fs.readlinkSync(`/proc/${pid}/exe`);
-      } catch {
-        continue; // a kernel thread, or gone
-      }
-      alive.add(pid);
+    const programs = programsNow();
+    for (const [pid, exe] of programs) {
       if (this.looked.get(pid) === exe) continue;
       this.looked.set(pid, exe);
       const program = exe.replace(/ \(deleted\)$/, '');
       if (this.library || program === this.binary || program === this.hostReal) out.push(pid);
     }
-    for (const pid of this.looked.keys()) if (!alive.has(pid)) this.looked.delete(pid);
+    for (const pid of this.looked.keys()) if (!programs.has(pid)) this.looked.delete(pid);
     return out;
   }
 
@@ -213,6 +204,25 @@ export class FleetLatency {
     for (const { obj } of this.sets.values()) obj.close();
     this.sets.clear();
   }
+}
+
+/** The last look through /proc, shared by every entry that looks within a second of it. */
+let listing: { at: number; programs: Map<number, string> } | undefined;
+
+/** Every process's program (the link /proc/PID/exe), kernel threads left out. */
+function programsNow(now = Date.now()): Map<number, string> {
+  if (listing && now - listing.at >= 0 && now - listing.at < 1000) return listing.programs;
+  const programs = new Map<number, string>();
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      programs.set(Number(name), fs.readlinkSync(`/proc/${name}/exe`));
+    } catch {
+      // a kernel thread, or gone
+    }
+  }
+  listing = { at: now, programs };
+  return programs;
 }
 
 /**
