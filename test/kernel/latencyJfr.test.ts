@@ -148,7 +148,9 @@ describe('Java method latency and timing through JDK 25 JFR', { skip, timeout: 6
     const under = p.stacks.filter((st) => st.frames.some((f) => f.function === 'MethodLatency.work')).reduce((a, st) => a + us(st), 0);
     const sleeping = p.stacks.filter((st) => st.state === 'sleep').reduce((a, st) => a + us(st), 0);
     console.log(`profile of the slow calls: ${(total / 1000).toFixed(1)} ms, ${((100 * under) / total).toFixed(1)} % under work(), ${((100 * sleeping) / total).toFixed(1)} % sleeping, ${res.stats.profiledSlow} calls profiled; the program: ${own.over10ms} calls >= 10 ms slept ${(own.slowSleptNs / 1e6).toFixed(1)} ms (all ${own.calls} calls: ${(own.calls - own.over10ms)} more sleeps of 1 ms); ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    assert.equal(res.stats.profiledSlow, own.over10ms);
+    // every call JFR timed over the threshold is a window; the program's own clock (around the call, not in it) may count one more or less under load
+    assert.equal(res.stats.profiledSlow, res.stats.slowCalls);
+    assert.ok(Math.abs((res.stats.profiledSlow ?? 0) - own.over10ms) <= 2, `profiled ${res.stats.profiledSlow}, the program's own ${own.over10ms}`);
     assert.ok(under >= 0.9 * total, `under the method: ${under} of ${total} µs`);
     assert.ok(sleeping >= 0.9 * total, `sleeping: ${sleeping} of ${total} µs`);
     within(total * 1000, own.slowSleptNs, 10, 'the profile\'s time vs the slow calls\' sleep');
