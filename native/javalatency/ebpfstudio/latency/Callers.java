@@ -1,8 +1,9 @@
-// "By caller": the session's figures per call site (the calling method and the line of the call),
-// made only when asked: the rewritten method then calls Recorder.exitCaller, which walks the
-// stack to the frame below the method (StackWalker: the JVM's own walk, no Throwable and no whole
-// stack copied). Bounded: the first MAX_SITES call sites get their own figures, every later one is
-// counted in `other`, so a method called from generated code at countless sites cannot grow this.
+// "By caller": the session's figures per call site (the calling method and the bytecode index of
+// the call, shown by its line), made only when asked: the rewritten method then calls
+// Recorder.exitCaller, which walks the stack to the frame below the method (StackWalker: the JVM's
+// own walk, no Throwable and no whole stack copied). Bounded: the first MAX_SITES call sites get
+// their own figures, every later one is counted in `other`, so a method called from generated code
+// at countless sites cannot grow this.
 package ebpfstudio.latency;
 
 import java.util.ArrayList;
@@ -45,23 +46,27 @@ final class Callers {
         }
     }
 
-    /** A call site's identity: the class, method and line of the call. */
+    /**
+     * A call site's identity: the class, method and bytecode index of the call. Not its line: a
+     * frame's line and file are looked up through a StackTraceElement made for them, which costs
+     * a fifth of the walk on every call; they are read once, when the site is first seen.
+     */
     private static final class Key {
         final String cls, method;
-        final int line, hash;
+        final int bci, hash;
 
-        Key(String cls, String method, int line) {
+        Key(String cls, String method, int bci) {
             this.cls = cls;
             this.method = method;
-            this.line = line;
-            this.hash = (cls.hashCode() * 31 + method.hashCode()) * 31 + line;
+            this.bci = bci;
+            this.hash = (cls.hashCode() * 31 + method.hashCode()) * 31 + bci;
         }
 
         @Override
         public boolean equals(Object o) {
             if (!(o instanceof Key)) return false;
             Key k = (Key) o;
-            return k.hash == hash && k.line == line && k.cls.equals(cls) && k.method.equals(method);
+            return k.hash == hash && k.bci == bci && k.cls.equals(cls) && k.method.equals(method);
         }
 
         @Override
@@ -80,7 +85,7 @@ final class Callers {
             other.add(d, slot);
             return;
         }
-        Key k = new Key(f.getClassName(), f.getMethodName(), f.getLineNumber());
+        Key k = new Key(f.getClassName(), f.getMethodName(), f.getByteCodeIndex());
         Site s = sites.get(k);
         if (s == null) s = add(k, f);
         s.add(d, slot);
@@ -90,7 +95,7 @@ final class Callers {
         Site s = sites.get(k);
         if (s != null) return s;
         if (sites.size() >= MAX_SITES) return other;
-        s = new Site(k.cls, k.method, sourceOf(k.cls, f.getFileName()), k.line);
+        s = new Site(k.cls, k.method, sourceOf(k.cls, f.getFileName()), f.getLineNumber());
         sites.put(k, s);
         return s;
     }
