@@ -77,6 +77,8 @@ interface HostFile {
   refs: number;
   /** kept out, its rows dropped, and room found since: the compile loop takes it again */
   recompile?: boolean;
+  /** the process it was to be read through has exited: waits for another that maps it */
+  orphan?: boolean;
 }
 
 interface HostProc {
@@ -209,6 +211,7 @@ export class HostCfiTables {
       if (f && bias !== undefined) {
         files.add(f.key);
         f.from = { pid, m };
+        f.orphan = false;
         out.push({ start: m.start, end: m.end, bias, slot: f.slot });
       } else {
         this.fpMappings++;
@@ -279,7 +282,7 @@ export class HostCfiTables {
   private nextToCompile(): HostFile | undefined {
     let next: HostFile | undefined;
     const worth = (f: HostFile) => f.walks / Math.max(1, f.ehBytes);
-    for (const f of this.files.values()) if (((f.state === 'pending' && f.lastUse > 0) || f.recompile) && (!next || worth(f) > worth(next))) next = f;
+    for (const f of this.files.values()) if (((f.state === 'pending' && f.lastUse > 0) || f.recompile) && !f.orphan && (!next || worth(f) > worth(next))) next = f;
     return next;
   }
 
@@ -308,7 +311,7 @@ export class HostCfiTables {
           continue;
         }
         this.compile(next);
-        if (next.state === 'pending' || next.state === 'capped') this.place(obj, next);
+        if (next.rows && (next.state === 'pending' || next.state === 'capped')) this.place(obj, next);
         this.trimCompiled();
       } finally {
         this.planMs += performance.now() - t;
@@ -329,6 +332,11 @@ export class HostCfiTables {
       f.pageEntries = f.pages.idx.length;
       this.log(`cfi: ${f.from.m.path}: ${f.nrows} rows compiled in ${Math.round(performance.now() - t0)} ms`);
     } catch (e) {
+      // short-lived processes: the file is read through the next process planned that maps it
+      if (!pidAlive(f.from.pid)) {
+        f.orphan = true;
+        return;
+      }
       this.log(`cfi: ${f.from.m.path}: no table (${(e as Error).message}); walked by frame pointers`);
       f.state = 'none';
       this.writeSlot(f);
