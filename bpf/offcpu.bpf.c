@@ -490,6 +490,27 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, __u6
 	t->start.ts = now;
 }
 
+/* java_on_cpu: an interval not held for the join (preempted, or blocked outside a system call)
+ * goes with its time too, unsignalled: the thread is not current here. Its Java stack is the one
+ * of the thread's next joined sample, in user space. False: add it here. */
+static __always_inline bool send_timed(struct offcpu_key *k, __u64 delta, struct task_struct *next)
+{
+	struct offcpu_java *r = bpf_ringbuf_reserve(&java_samples, sizeof(*r), 0);
+
+	if (!r)
+		return false;
+	r->ktime_ns = bpf_ktime_get_ns();
+	r->total_ns = delta;
+	r->tid = k->tid;
+	r->ns_tid = task_ns_tid(next);
+	r->user_stack_id = k->user_stack_id;
+	r->kern_stack_id = k->kern_stack_id;
+	r->state = k->state;
+	r->count = 1;
+	bpf_ringbuf_submit(r, 0);
+	return true;
+}
+
 static __always_inline void on_switch(void *ctx, struct task_struct *prev, struct task_struct *next)
 {
 	struct offcpu_thread *t;
@@ -532,6 +553,8 @@ static __always_inline void on_switch(void *ctx, struct task_struct *prev, struc
 	if (stack_lost(k.user_stack_id) || stack_lost(k.kern_stack_id))
 		stat_add(OFFCPU_STAT_LOST);
 	if (java_join && in_syscall && k.state != OFFCPU_STATE_PREEMPTED && hold_for_java(&k, delta))
+		return;
+	if (java_join && java_on_cpu && send_timed(&k, delta, next))
 		return;
 	add_held(sp, &k, delta);
 }

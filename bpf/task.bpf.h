@@ -24,12 +24,11 @@ static __always_inline long task_state(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___pre514 *)t, state);
 }
 
-/* The current thread's id in its own (innermost) pid namespace: what gettid() returns inside a
+/* A thread's id in its own (innermost) pid namespace: what gettid() returns inside a
  * container (the Java agent's join key). task->thread_pid->numbers[level].nr; 0 when it cannot
  * be read. */
-static __always_inline __u32 current_ns_tid(void)
+static __always_inline __u32 task_ns_tid(struct task_struct *task)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct pid *p = BPF_CORE_READ(task, thread_pid);
 	unsigned int level;
 	__u32 nr = 0;
@@ -41,6 +40,11 @@ static __always_inline __u32 current_ns_tid(void)
 		return 0;
 	bpf_core_read(&nr, sizeof(nr), &p->numbers[level].nr);
 	return nr;
+}
+
+static __always_inline __u32 current_ns_tid(void)
+{
+	return task_ns_tid((struct task_struct *)bpf_get_current_task());
 }
 
 /* Kernels before 5.5 call the process start time on the boot clock `real_start_time`. */

@@ -175,18 +175,23 @@ describe('latency of a Java method on JDK 17 (agent)', { skip: baseSkip, timeout
     const t0 = Date.now();
     // over 10 ms: the calls that sleep 20 ms
     const a = await profiled('10');
-    console.log(`  slow calls (>= 10 ms) profiled: ${(a.total / 1000).toFixed(1)} ms, ${((100 * a.under('sleep')) / a.total).toFixed(1)} % asleep under work(), ${a.r.stats.profiledSlow} calls; the program: ${a.own.over10ms} calls >= 10 ms, slept ${(a.own.sleptNs / 1e6).toFixed(1)} ms`);
+    const underA = ['sleep', 'oncpu', 'preempted'].reduce((x, st) => x + a.under(st), 0);
+    console.log(`  slow calls (>= 10 ms) profiled: ${(a.total / 1000).toFixed(1)} ms, ${((100 * underA) / a.total).toFixed(1)} % under work(), asleep there ${(a.under('sleep') / 1000).toFixed(1)} ms (${((100 * a.under('sleep')) / a.total).toFixed(1)} %), ${a.r.stats.profiledSlow} calls; the program: ${a.own.over10ms} calls >= 10 ms taking ${(a.own.over10msNs / 1e6).toFixed(1)} ms, slept ${(a.own.sleptNs / 1e6).toFixed(1)} ms`);
     assert.ok(Math.abs((a.r.stats.profiledSlow ?? 0) - a.own.over10ms) <= 2, `profiled ${a.r.stats.profiledSlow} slow calls, the program made ${a.own.over10ms}`);
-    assert.ok(a.under('sleep') >= 0.9 * a.total, `asleep under the method: ${a.under('sleep')} of ${a.total} µs`);
-    assert.ok(within(a.total * 1000, a.own.sleptNs, 10), `the profile's ${a.total} µs vs the program's slept ${a.own.sleptNs} ns`);
+    assert.ok(underA >= 0.9 * a.total, `under the method: ${underA} of ${a.total} µs`);
+    // asleep, but a loaded machine adds the wait for a CPU after each wake-up (preempted)
+    assert.ok(a.under('sleep') >= 0.8 * a.total, `asleep under the method: ${a.under('sleep')} of ${a.total} µs`);
+    assert.ok(within(a.under('sleep') * 1000, a.own.sleptNs, 10), `asleep ${a.under('sleep')} µs vs the program's slept ${a.own.sleptNs} ns`);
+    assert.ok(within(a.total * 1000, a.own.over10msNs, 10), `the profile's ${a.total} µs vs the program's own time in its slow calls, ${a.own.over10msNs} ns`);
     // over 0.5 ms: every call, the 1 ms spins too: their on-CPU samples under work() with its Java frames
     const b = await profiled('0.5');
     const spunNs = b.own.totalNs - b.own.sleptNs;
-    console.log(`  every call profiled: on CPU ${(b.inState('oncpu') / 1000).toFixed(1)} ms (${(b.under('oncpu') / 1000).toFixed(1)} under work()), asleep ${(b.inState('sleep') / 1000).toFixed(1)} ms; the program spun ${(spunNs / 1e6).toFixed(1)} ms, slept ${(b.own.sleptNs / 1e6).toFixed(1)} ms`);
-    assert.ok(b.under('oncpu') >= 0.9 * b.inState('oncpu'), 'on-CPU samples under the method');
-    // a spin preempted (the CPUs are shared: 44 % of it was at load 13) is off CPU without a Java
-    // stack and left out: a floor, and never more than the program spun
-    assert.ok(b.inState('oncpu') * 1000 >= 0.25 * spunNs && b.inState('oncpu') * 1000 <= 1.15 * spunNs, `on CPU ${b.inState('oncpu')} µs vs the program's spin ${spunNs} ns`);
+    const ran = b.inState('oncpu') + b.inState('preempted');
+    console.log(`  every call profiled: on CPU ${(b.inState('oncpu') / 1000).toFixed(1)} ms (${(b.under('oncpu') / 1000).toFixed(1)} under work()), preempted ${(b.inState('preempted') / 1000).toFixed(1)} ms (${(b.under('preempted') / 1000).toFixed(1)} under work()), asleep ${(b.inState('sleep') / 1000).toFixed(1)} ms; the program spun ${(spunNs / 1e6).toFixed(1)} ms, slept ${(b.own.sleptNs / 1e6).toFixed(1)} ms`);
+    assert.ok(b.under('oncpu') + b.under('preempted') >= 0.9 * ran, 'on-CPU and preempted time under the method');
+    // the spins' time: on CPU, or preempted (the CPUs are shared); the preempted time's Java stack
+    // is where the thread ran on from, so a spin preempted at its end may land outside the window
+    assert.ok(within(ran * 1000, spunNs, 25), `on CPU and preempted ${ran} µs vs the program's spin ${spunNs} ns`);
     // a threshold no call reaches: an empty profile, and the reason said
     const none = runCli(['latency', '--pid', String(fx.pid), 'LatencyAgentTarget.work', '--threshold-ms', '1000', '--profile-slow', '--duration', '1.5'], { timeoutMs: 60_000 });
     assert.equal(none.code, 0, none.stderr);

@@ -152,8 +152,9 @@ describe('Java method latency and timing through JDK 25 JFR', { skip, timeout: 6
     assert.equal(res.stats.profiledSlow, res.stats.slowCalls);
     assert.ok(Math.abs((res.stats.profiledSlow ?? 0) - own.over10ms) <= 2, `profiled ${res.stats.profiledSlow}, the program's own ${own.over10ms}`);
     assert.ok(under >= 0.9 * total, `under the method: ${under} of ${total} µs`);
-    assert.ok(sleeping >= 0.9 * total, `sleeping: ${sleeping} of ${total} µs`);
-    within(total * 1000, own.slowSleptNs, 10, 'the profile\'s time vs the slow calls\' sleep');
+    // asleep, but a loaded machine adds the wait for a CPU after each wake-up (preempted)
+    assert.ok(sleeping >= 0.8 * total, `sleeping: ${sleeping} of ${total} µs`);
+    within(sleeping * 1000, own.slowSleptNs, 10, 'the profile\'s time asleep vs the slow calls\' sleep');
     assert.match(jcmd(pid, 'JFR.check'), /No available recordings/);
     fx.child.stdin!.end();
   });

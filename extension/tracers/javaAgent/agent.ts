@@ -321,6 +321,8 @@ export interface SampleFilter {
 
 /** Paired samples waiting for a SampleFilter's horizon: beyond this, the newest are let go (counted). */
 const HELD_MAX = 100_000;
+/** SampleFilter: a sample without a Java stack takes its thread's next one at most this much later. */
+const BORROW_NS = 100_000_000n;
 
 export interface JavaAgentOptions {
   depth?: number;
@@ -354,6 +356,9 @@ class AgentSession implements JavaAgentSession {
   private readonly pairer = new IncrementalPairer<JoinSample>();
   private readonly joined = new Map<string, Joined>();
   private held: { sample: JoinSample; record: AgentRecord | undefined; classes: FrameClass[] | undefined }[] = [];
+  /** SampleFilter: per thread, the samples without a Java stack waiting for its next one */
+  private readonly orphans = new Map<number, JoinSample[]>();
+  private orphanCount = 0;
   private ring?: RingBufferHandle;
   private stopped = false;
   private firstMs?: number;
@@ -500,12 +505,41 @@ class AgentSession implements JavaAgentSession {
       if (record) this.n.joined++;
       if (record) restoreRecoveredLeaf(record, cache);
       const classes = record && record.code > 0 ? frameClasses(record, log.methods, cache) : undefined;
-      if (this.opts.keep) {
-        if (this.held.length < HELD_MAX) this.held.push({ sample, record, classes });
-        else this.opts.keep.lost(1);
-      } else this.fold(sample, record, classes);
+      if (this.opts.keep) this.holdJoined(sample, record, classes);
+      else this.fold(sample, record, classes);
     }
-    if (this.opts.keep) this.release(all);
+    if (!this.opts.keep) return;
+    if (all) for (const list of this.orphans.values()) for (const o of list) this.hold(o, undefined, undefined);
+    if (all) this.orphans.clear();
+    this.release(all);
+  }
+
+  /**
+   * SampleFilter mode: a sample without a Java stack of its own (an interval the thread was not
+   * signalled for: preempted, a page fault; or a signal lost) takes the thread's next one, where
+   * the thread ran on from, if that comes within BORROW_NS.
+   */
+  private holdJoined(sample: JoinSample, record: AgentRecord | undefined, classes: FrameClass[] | undefined): void {
+    const tid = sample.nsTid || sample.tid;
+    const waiting = this.orphans.get(tid);
+    if (!record) {
+      if (this.orphanCount >= HELD_MAX) return this.hold(sample, undefined, undefined);
+      if (waiting) waiting.push(sample);
+      else this.orphans.set(tid, [sample]);
+      this.orphanCount++;
+      return;
+    }
+    if (waiting) {
+      for (const o of waiting) this.hold(o, record.tsNs - o.ktimeNs <= BORROW_NS ? record : undefined, record.tsNs - o.ktimeNs <= BORROW_NS ? classes : undefined);
+      this.orphanCount -= waiting.length;
+      this.orphans.delete(tid);
+    }
+    this.hold(sample, record, classes);
+  }
+
+  private hold(sample: JoinSample, record: AgentRecord | undefined, classes: FrameClass[] | undefined): void {
+    if (this.held.length < HELD_MAX) this.held.push({ sample, record, classes });
+    else this.opts.keep!.lost(1);
   }
 
   /** The held samples the filter's horizon has passed: kept ones folded in, the rest let go. */
