@@ -276,3 +276,27 @@ test('a corrupted .debug_frame leaves the .eh_frame rows and says so, promptly',
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a .debug_frame that inflates to 32 MiB of zeros, or claims more, costs a moment and leaves .eh_frame\'s rows', { skip: !has('gcc') || !has('objcopy') ? 'gcc and binutils are needed' : false }, () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cfitable-'));
+  try {
+    const exe = path.join(dir, 'df');
+    execFileSync('gcc', ['-O2', '-g', '-fno-asynchronous-unwind-tables', '-o', exe, path.join(__dirname, '..', 'fixtures', 'c', 'cfisleep.c')]);
+    const base = compileCfiFile(exe);
+    for (const [name, bytes] of [['fits', (32 << 20) - 4096], ['over', (32 << 20) + 4096]] as const) {
+      fs.writeFileSync(path.join(dir, 'zeros'), Buffer.alloc(bytes));
+      const bomb = path.join(dir, name);
+      execFileSync('objcopy', ['--update-section', `.debug_frame=${path.join(dir, 'zeros')}`, exe, bomb]);
+      execFileSync('objcopy', ['--compress-debug-sections=zlib', bomb]);
+      assert.ok(fs.statSync(bomb).size < 1 << 20, 'the compressed section is small');
+      const t0 = Date.now();
+      const t = compileCfiFile(bomb);
+      assert.ok(Date.now() - t0 < 2000, `${name}: took ${Date.now() - t0} ms`);
+      assert.deepEqual(t.rows, base.rows.filter((r) => t.rows.some((x) => x.pc === r.pc)), `${name}: .eh_frame's rows, nothing invented`);
+      assert.ok(t.rows.some((r) => r.kind === CFI_KIND.plt), `${name}: the .plt row of .eh_frame`);
+      if (name === 'over') assert.equal(t.unsupported['debug_frame-too-large'], 1);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

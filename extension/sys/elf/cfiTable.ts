@@ -466,7 +466,8 @@ function sectionFdes(f: FrameSection, keep: (start: number, end: number) => bool
   const cieAt = cieReader(f);
   const fdes: FdeRows[] = [];
   for (let pos = 0, e = entryAt(f, 0); e; pos = e.end, e = entryAt(f, pos)) {
-    if (f.eh && e.end === e.body && e.ciePos < 0 && f.data.readUInt32LE(pos) === 0) break; // terminator
+    // a zero length ends the section (the .eh_frame terminator; readelf reads .debug_frame so too)
+    if (e.end === e.body && e.ciePos < 0 && f.data.readUInt32LE(pos) === 0) break;
     if (e.cie || e.ciePos < 0) continue;
     const cie = cieAt(e.ciePos);
     if (!cie) {
