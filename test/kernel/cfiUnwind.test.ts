@@ -15,6 +15,7 @@ import { compileJavaFixture, javaAgentSkipReason, kernelSkipReason, removeJavaFi
 import { callerShares, parsePerfScript, perfBinary, perfDwarf, type FoldedStack } from '../peers/perfDwarf';
 import { buildUnwindFixture } from '../peers/unwindFixture';
 import { CFI_CAP_NOTE, CFI_NOT_YET_NOTE } from '../../extension/tracers/cfiTables';
+import { attackSkipReason, makeUser, removeUser, spawnAsUser } from './attackKit';
 
 const skip = kernelSkipReason();
 const SRC = path.join(repoRoot, 'test/fixtures/c/cfisleep.c');
@@ -214,6 +215,46 @@ describe('in-kernel CFI unwinding (--unwind cfi)', { skip, timeout: 120_000 }, (
       for (const p of perfPaths) assert.ok([...ourPaths].some((o) => o === p || o.endsWith(`;${p}`)), `perf's path ${p} is in ours: ${[...ourPaths].join(' | ')}`);
     } finally {
       df.kill('SIGKILL');
+    }
+  });
+
+  test('attack: a user\'s program whose .debug_frame inflates to 32 MiB of zeros neither stalls nor cuts root\'s whole-host off-CPU profile', { skip: attackSkipReason(['gcc', 'objcopy']) ?? false }, async (t) => {
+    // the user's copy of the .debug_frame program, its CFI replaced by a zlib bomb, in a folder of theirs
+    const user = makeUser(`ebpfB${process.pid % 100000}`);
+    const dir = fs.mkdtempSync('/var/tmp/ebpf-cfibomb-');
+    const kids: ChildProcess[] = [];
+    try {
+      const bomb = path.join(dir, 'bomb');
+      fs.writeFileSync(path.join(work, 'zeros'), Buffer.alloc((32 << 20) - 4096));
+      for (const args of [['--update-section', `.debug_frame=${path.join(work, 'zeros')}`, path.join(work, 'cfisleep-df'), bomb], ['--compress-debug-sections=zlib', bomb]]) {
+        const r = spawnSync('objcopy', args, { encoding: 'utf8' });
+        assert.equal(r.status, 0, r.stderr);
+      }
+      fs.chownSync(dir, user.uid, user.gid);
+      fs.chownSync(bomb, user.uid, user.gid);
+      const theirs = spawnAsUser(user, [bomb], {}, kids);
+      let out = '';
+      theirs.stdout!.on('data', (d) => (out += d));
+      assert.ok(await waitFor(() => out.includes('ready'), 10_000), 'the user\'s program did not start');
+      const t0 = Date.now();
+      const r = runCli(['profile', '--all', '--event', 'offcpu', '--duration', '3', '--json', '--verbose'], { timeoutMs: 90_000 });
+      const ms = Date.now() - t0;
+      assert.equal(r.code, 0, r.stderr);
+      const doc = JSON.parse(r.stdout) as ProfileResult;
+      const compiled = new RegExp(`cfi: ${bomb}: (\\d+) rows compiled in (\\d+) ms`).exec(r.stderr);
+      const ours = doc.stacks.filter((st) => st.pid === pid && st.state === 'sleep' && !early(st));
+      const reach = sumUs(ours.filter((st) => fns(st).includes('main'))) / Math.max(1, sumUs(ours));
+      t.diagnostic(`root's profile --all --event offcpu took ${ms} ms; the user's file: ${compiled ? `${compiled[1]} rows in ${compiled[2]} ms` : 'not compiled in the session'}; root's cfisleep: ${(100 * reach).toFixed(1)} % of its sleep walked by tables reaches main; load ${os.loadavg()[0].toFixed(1)}`);
+      if (compiled) assert.ok(Number(compiled[2]) < 2000, 'the bomb compiles in a moment');
+      assert.ok(ours.length > 0 && reach > 0.95, 'root\'s own program keeps its whole stacks');
+      // the user's program: its .eh_frame rows only (the .plt, _start), nothing made up from the zeros
+      const bombStacks = doc.stacks.filter((st) => st.pid === theirs.pid);
+      assert.ok(bombStacks.length > 0, 'the user\'s program was traced');
+      assert.ok(!bombStacks.some((st) => fns(st).includes('main') && fns(st).includes('long_wait')), 'no rows invented for the code the zeros claim to cover');
+    } finally {
+      for (const k of kids) k.kill('SIGKILL');
+      fs.rmSync(dir, { recursive: true, force: true });
+      removeUser(user);
     }
   });
 
