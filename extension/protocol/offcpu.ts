@@ -22,12 +22,14 @@ export interface OffcpuOptions {
    */
   java?: 'agent' | 'perfmap' | 'auto';
   /**
-   * User stacks: 'fp' walks frame pointers in the kernel; 'cfi' walks the target's unwind tables
-   * (compiled from .eh_frame, loaded into BPF maps) in the kernel, so callers of code built without
-   * frame pointers are kept (needs a pid); 'auto' (default) = cfi for one process on a kernel that
-   * runs the walk (5.17+), fp otherwise.
+   * User stacks: 'fp' walks frame pointers in the kernel; 'cfi' walks the processes' unwind tables
+   * (compiled from .eh_frame/.debug_frame, loaded into BPF maps) in the kernel, so callers of code
+   * built without frame pointers are kept; 'auto' (default) = cfi on a kernel that runs the walk
+   * (5.17+), fp otherwise.
    */
   unwind?: 'auto' | 'fp' | 'cfi';
+  /** the whole system with cfi: bytes of unwind tables the kernel holds (default CFI_HOST_DEFAULT_MAX_BYTES) */
+  cfiMaxBytes?: number;
 }
 
 export const OFFCPU_DEFAULT_MIN_BLOCK_US = 1;

@@ -274,15 +274,18 @@ describe('in-kernel CFI unwinding (--unwind cfi)', { skip, timeout: 120_000 }, (
     }
   });
 
-  test('bad input: --unwind tables or dwarf with offcpu', () => {
+  test('bad input: --unwind tables or dwarf with offcpu, --cfi-max-mb with --pid', () => {
     const a = runCli(['profile', '--all', '--event', 'offcpu', '--unwind', 'tables', '--duration', '1']);
     assert.notEqual(a.code, 0);
     assert.match(a.stderr, /--unwind takes fp or cfi with --event offcpu, not "tables"/);
     const b = runCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--unwind', 'dwarf', '--duration', '1']);
     assert.notEqual(b.code, 0);
     assert.match(b.stderr, /--unwind takes fp or cfi with --event offcpu/);
+    const c = runCli(['profile', '--pid', String(pid), '--event', 'offcpu', '--cfi-max-mb', '8', '--duration', '1']);
+    assert.equal(c.code, 2);
+    assert.match(c.stderr, /--cfi-max-mb applies to --all with --unwind cfi/);
     // (a stack frame, not the usage's "at start")
-    assert.doesNotMatch(a.stderr + b.stderr, /\n\s+at .*:\d+:\d+\)?$/m, 'no stack trace');
+    assert.doesNotMatch(a.stderr + b.stderr + c.stderr, /\n\s+at .*:\d+:\d+\)?$/m, 'no stack trace');
   });
 });
 

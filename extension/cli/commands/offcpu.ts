@@ -6,6 +6,7 @@ import type { Io } from '../command';
 import { durationFlag, numberFlag, type Values } from '../args';
 import { runTracer } from '../runTracer';
 import { offcpuTracer } from '../../tracers/offcpu/tracer';
+import { CFI_HOST_MAX_MAX_BYTES, CFI_HOST_MIN_MAX_BYTES } from '../../tracers/cfiHost';
 import { usageError } from '../../protocol/errors';
 import { profileOutputs } from './profileOutput';
 import { PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE, THREAD_STATE_LABEL, THREAD_STATES, type ProfileFrame, type ProfileResult } from '../../protocol/profile';
@@ -64,6 +65,8 @@ export async function runOffcpuProfile(event: 'offcpu' | 'wall', values: Values,
   }
   const unwind = values.unwind as string | undefined;
   if (unwind !== undefined && unwind !== 'fp' && unwind !== 'cfi' && unwind !== 'auto') throw usageError(`--unwind takes fp or cfi with --event ${event}, not "${unwind}": its stacks are walked in the kernel, by frame pointers or by unwind tables`);
+  const cfiMaxMb = numberFlag(values['cfi-max-mb'], '--cfi-max-mb', CFI_HOST_MIN_MAX_BYTES / 2 ** 20, CFI_HOST_MAX_MAX_BYTES / 2 ** 20);
+  if (cfiMaxMb !== undefined && (pid !== undefined || unwind === 'fp')) throw usageError('--cfi-max-mb applies to --all with --unwind cfi (or auto)');
   if (event === 'offcpu' && values.frequency !== undefined) throw usageError('--frequency applies to --event cpu and wall: off-CPU time is measured at every context switch, not sampled');
   const minBlockUs = numberFlag(values['min-block-us'], '--min-block-us', 0, OFFCPU_MAX_MIN_BLOCK_US, { integer: true }) ?? OFFCPU_DEFAULT_MIN_BLOCK_US;
   const java = values.java as string | undefined;
@@ -85,6 +88,7 @@ export async function runOffcpuProfile(event: 'offcpu' | 'wall', values: Values,
         javaPerfMap: !values['no-java'],
         java: values['no-java'] ? 'perfmap' : ((java as 'agent' | 'perfmap' | 'auto' | undefined) ?? 'auto'),
         unwind: (unwind as 'auto' | 'fp' | 'cfi' | undefined) ?? 'auto',
+        ...(cfiMaxMb !== undefined ? { cfiMaxBytes: Math.round(cfiMaxMb * 2 ** 20) } : {}),
       },
       privilege: 'bpf',
       json: Boolean(values.json),

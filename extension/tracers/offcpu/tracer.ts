@@ -43,7 +43,7 @@ import { kernelRelease, releaseAtLeast } from '../../sys/kernelRelease';
 import type { CountEntry } from '../profile/decode';
 import { addLockFrames, addVirtualThreads, startLockSession } from '../javaLocks/tracer';
 import { cfiRowCapacity, cfiStackReader, cfiSummary, CfiTables, cfiUnwindInfo, kernelWalksTables } from '../cfiTables';
-import { CFI_HOST_DEFAULT_MAX_BYTES, HostCfiTables } from '../cfiHost';
+import { CFI_HOST_DEFAULT_MAX_BYTES, CFI_HOST_MAX_MAX_BYTES, CFI_HOST_MIN_MAX_BYTES, HostCfiTables } from '../cfiHost';
 
 export * from './decode';
 
@@ -156,10 +156,11 @@ function walksTables(options: OffcpuOptions): boolean {
 /**
  * The whole host's tables (no --pid), met as processes block: each process's mappings when its
  * first switch-out finds none, each file compiled once a walk meets it (frame pointers through it
- * until then), within the CPU profiler's default memory cap.
+ * until then), within a memory cap (the CPU profiler's default unless given).
  */
 function hostTablesFor(options: OffcpuOptions, log: (m: string) => void): HostCfiTables | undefined {
-  return !options.pid && walksTables(options) ? new HostCfiTables(log, CFI_HOST_DEFAULT_MAX_BYTES) : undefined;
+  if (options.cfiMaxBytes !== undefined && (options.pid || !walksTables(options))) throw inputError('cfiMaxBytes (--cfi-max-mb) applies to a whole-host profile with --unwind cfi');
+  return !options.pid && walksTables(options) ? new HostCfiTables(log, options.cfiMaxBytes ?? CFI_HOST_DEFAULT_MAX_BYTES) : undefined;
 }
 
 /** --unwind cfi: the target's tables, compiled before the object is loaded (they size its map). */
@@ -200,6 +201,7 @@ export const offcpuTracer: Tracer<'offcpu'> = {
       javaPerfMap: bool(o, 'javaPerfMap', true),
       java: oneOf(o, 'java', ['agent', 'perfmap', 'auto'] as const, 'auto'),
       unwind: oneOf(o, 'unwind', ['auto', 'fp', 'cfi'] as const, 'auto'),
+      ...(o.cfiMaxBytes !== undefined ? { cfiMaxBytes: int(o, 'cfiMaxBytes', CFI_HOST_MIN_MAX_BYTES, CFI_HOST_MAX_MAX_BYTES) } : {}),
     };
   },
   async start(options, env, events) {
