@@ -759,6 +759,122 @@ static uint64_t call(struct borrowed *b, uint64_t fn, const char *str, uint64_t 
 	}
 }
 
+/* ---- seccomp filters ------------------------------------------------------------------------- */
+
+#ifndef PTRACE_SECCOMP_GET_FILTER
+#define PTRACE_SECCOMP_GET_FILTER 0x420c
+#endif
+
+/* Distinct filters met so far (threads share them: each is printed once). Bounded: a process may
+ * hold many threads and long chains, and the answer must stay small. */
+#define MAX_FILTER_INSNS 4096
+#define MAX_DISTINCT_INSNS (256 * 1024)
+static struct { uint64_t *insns; long n; } distinct[1024];
+static unsigned n_distinct;
+static long distinct_insns;
+
+/* The number of the distinct filter equal to insns[0..n), adding it if new; -1 past the bounds. */
+static long filter_id(const uint64_t *insns, long n)
+{
+	for (unsigned i = 0; i < n_distinct; i++)
+		if (distinct[i].n == n && memcmp(distinct[i].insns, insns, (size_t)n * 8) == 0)
+			return i;
+	if (n_distinct == sizeof distinct / sizeof distinct[0] || distinct_insns + n > MAX_DISTINCT_INSNS)
+		return -1;
+	uint64_t *copy = malloc((size_t)n * 8);
+	if (!copy)
+		return -1;
+	memcpy(copy, insns, (size_t)n * 8);
+	distinct[n_distinct].insns = copy;
+	distinct[n_distinct].n = n;
+	distinct_insns += n;
+	return n_distinct++;
+}
+
+/* The thread's Seccomp: mode (0 none, 1 strict, 2 filter), or -1 when unreadable. */
+static int seccomp_mode(pid_t tid)
+{
+	char file[96], text[4096];
+	snprintf(file, sizeof file, "/proc/%d/task/%d/status", target, tid);
+	if (!read_small(file, text, sizeof text))
+		return -1;
+	const char *m = status_field(text, "Seccomp");
+	return m ? atoi(m) : -1;
+}
+
+/* Prints "thread TID F1 F2 ..." (the ids of its filters, the most recently installed first) for a
+ * thread under filters. Reading them needs the thread stopped under our ptrace as root
+ * (CAP_SYS_ADMIN): it is seized, interrupted, read and let go, nothing written; a signal that
+ * stopped it instead of our interrupt is delivered at the detach. */
+static void thread_filters(pid_t tid)
+{
+	int status;
+	if (ptrace(PTRACE_SEIZE, tid, 0, (void *)(long)PTRACE_O_TRACEEXEC) != 0)
+		die(1, "cannot attach to thread %d to read its seccomp filters (%s)", tid, strerror(errno));
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 || !wait_stop(tid, &status)) {
+		ptrace(PTRACE_DETACH, tid, 0, 0);
+		die(1, "thread %d could not be stopped to read its seccomp filters", tid);
+	}
+	if ((status >> 16) == PTRACE_EVENT_EXEC)
+		exec_seen(tid);
+	int deliver = (status >> 16) == 0 ? WSTOPSIG(status) : 0;
+	static uint64_t insns[MAX_FILTER_INSNS];
+	printf("thread %d", tid);
+	for (long idx = 0;; idx++) {
+		long n = ptrace(PTRACE_SECCOMP_GET_FILTER, tid, (void *)idx, NULL);
+		if (n < 0 && errno == ENOENT)
+			break;
+		if (n <= 0 || n > MAX_FILTER_INSNS || ptrace(PTRACE_SECCOMP_GET_FILTER, tid, (void *)idx, insns) != n) {
+			int e = errno;
+			ptrace(PTRACE_DETACH, tid, 0, (void *)(long)deliver);
+			die(1, "seccomp filter %ld of thread %d cannot be read (%s)", idx, tid, n > MAX_FILTER_INSNS ? "too long" : strerror(e));
+		}
+		long id = filter_id(insns, n);
+		if (id < 0) {
+			ptrace(PTRACE_DETACH, tid, 0, (void *)(long)deliver);
+			die(1, "process %d holds more seccomp filters than are read (over %d distinct instructions)", target, MAX_DISTINCT_INSNS);
+		}
+		printf(" %ld", id);
+	}
+	printf("\n");
+	ptrace(PTRACE_DETACH, tid, 0, (void *)(long)deliver);
+}
+
+/* `filters`: every thread's seccomp filters, so the caller can tell whether the injected code's
+ * system calls are all allowed. Lines: "thread TID mode M" for a thread in no filter mode,
+ * "thread TID F..." for one under filters, then "filter F HEX" per distinct filter (its
+ * struct sock_filter records as the kernel holds them), then "ok 0". */
+static void print_filters(void)
+{
+	char dir[64];
+	snprintf(dir, sizeof dir, "/proc/%d/task", target);
+	DIR *d = opendir(dir);
+	if (!d)
+		die(1, "process %d is gone", target);
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		if (tid <= 0)
+			continue;
+		int mode = seccomp_mode(tid);
+		if (mode == 2)
+			thread_filters(tid);
+		else if (mode >= 0)
+			printf("thread %d mode %d\n", tid, mode);
+	}
+	closedir(d);
+	for (unsigned i = 0; i < n_distinct; i++) {
+		printf("filter %u ", i);
+		for (long j = 0; j < distinct[i].n; j++) {
+			const uint8_t *b = (const uint8_t *)&distinct[i].insns[j];
+			for (int k = 0; k < 8; k++)
+				printf("%02x", b[k]);
+		}
+		printf("\n");
+	}
+	printf("ok 0\n");
+}
+
 /* ---- main ---------------------------------------------------------------------------------- */
 
 /* A decimal argument up to max, or exit 2. */
@@ -786,15 +902,27 @@ static void recheck(struct borrowed *b)
 int main(int argc, char **argv)
 {
 	bool start = argc > 1 && strcmp(argv[1], "start") == 0;
-	if (argc != (start ? 8 : 7) || (!start && strcmp(argv[1], "stop") != 0))
-		die(2, "usage: ebpf-studio-inject start PID UID GID START LIBRARY CONFIG | stop PID UID GID START LIBRARY");
+	bool filters = argc > 1 && strcmp(argv[1], "filters") == 0;
+	if (argc != (start ? 8 : filters ? 6 : 7) || (!start && !filters && strcmp(argv[1], "stop") != 0))
+		die(2, "usage: ebpf-studio-inject start PID UID GID START LIBRARY CONFIG | stop PID UID GID START LIBRARY | filters PID UID GID START");
 	target = (pid_t)number(argv[2], "pid", 0x3fffffff);
 	want_uid = (uid_t)number(argv[3], "uid", 0xfffffffe);
 	want_gid = (gid_t)number(argv[4], "gid", 0xfffffffe);
 	want_start = number(argv[5], "start time", ~0ull);
-	const char *lib = argv[6];
 	if (target <= 0)
 		die(2, "not a pid: %s", argv[2]);
+	if (filters) {
+		/* as root (the kernel hands filters to CAP_SYS_ADMIN only), for a process as the caller found it */
+		same_userns = in_our_userns(&target_ns_owner);
+		const char *why = process_refusal(0);
+		if (why)
+			refuse(why);
+		if (geteuid() != 0)
+			die(1, "reading seccomp filters needs root");
+		print_filters();
+		return 0;
+	}
+	const char *lib = argv[6];
 	if (lib[0] != '/')
 		die(2, "the library path must be absolute: %s", lib);
 	/* first as root, to name what changed; then as the owner, and after the attach (see the header) */

@@ -32,11 +32,12 @@
 //
 // Refused, with the reason, so the tracer falls back to uprobes (injectRefusal): no injector or
 // library built, a statically linked program (no libc.so.6 mapped), a process already being
-// traced, a setuid/setgid process or one with a thread whose ids differ, one that runs under a seccomp filter (a call
-// it does not expect could kill it), a container whose /tmp, /var/tmp and /dev/shm are all
+// traced, a setuid/setgid process or one with a thread whose ids differ, one whose seccomp filters
+// (read by the injector as root, evaluated in seccomp.ts) do not allow every system call the injected
+// code makes, a container whose /tmp, /var/tmp and /dev/shm are all
 // read-only or noexec (nowhere to place the library) or whose glibc is older than the library's,
 // and another user's process unless the requester is root.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { MemleakOptions, MemleakResult } from '../../protocol/memleak';
@@ -53,6 +54,7 @@ import { TARGET_WATCH_MS } from '../targetWatch';
 import { withElf } from '../../sys/elf/elf';
 import { glibcBlocker, leakTableReader, PRELOAD_LIB, preloadLibPath, readReport, reportDir } from './preload';
 import { LeakReports } from './report';
+import { filterRefusal, INJECTED_SYSCALLS, parseFilters, type ProcessFilters } from './seccomp';
 
 export const INJECTOR = 'ebpf-studio-inject';
 
@@ -94,7 +96,6 @@ export function injectRefusal(options: MemleakOptions, env: TracerEnv): string |
   if (new Set(st.uid).size > 1 || new Set(st.gid).size > 1) return `process ${pid} runs with changed ids (setuid or setgid)`;
   const mixed = threadWithOtherIds(pid, st);
   if (mixed) return mixed;
-  if (st.seccomp === 2) return `process ${pid} runs under a seccomp filter, which could kill it for a system call the injected code makes`;
   const foreign = foreignOwner(pid);
   if (foreign !== undefined) return `process ${pid} belongs to uid ${foreign}, not to you (only root may load code into another user's process)`;
   let container: boolean;
@@ -120,7 +121,42 @@ export function injectRefusal(options: MemleakOptions, env: TracerEnv): string |
     return `the memory map of process ${pid} cannot be read (${(e as Error).message})`;
   }
   if (!/\/libc\.so\.6$/m.test(maps)) return `process ${pid} has no libc.so.6 mapped (statically linked, or not a glibc program)`;
-  return undefined;
+  return seccompRefusal(pid, st, injectorPath(env.assetDir)!, env.log);
+}
+
+/**
+ * Why a seccomp filter of the process would refuse a system call the injected code makes, or
+ * undefined (no filter, or every filter of every thread returns ALLOW for all of them: seccomp.ts).
+ * The filters are read by the injector as root; any doubt is a refusal.
+ */
+function seccompRefusal(pid: number, st: ProcStatus, injector: string, log: (m: string) => void): string | undefined {
+  let tids: string[];
+  try {
+    tids = fs.readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return `the threads of process ${pid} cannot be listed`;
+  }
+  if (!tids.some((tid) => (procStatus(pid, Number(tid))?.seccomp ?? 2) !== 0)) return undefined;
+  const under = `process ${pid} runs under a seccomp filter`;
+  if (process.geteuid?.() !== 0) return `${under}, which only root can read to tell whether it allows the injected code's system calls`;
+  let args: string[];
+  try {
+    args = targetArgs(pid, st.uid[0], st.gid[0]);
+  } catch {
+    return `process ${pid} exited`;
+  }
+  const r = spawnSync(injector, ['filters', ...args], { encoding: 'utf8', timeout: 10_000, killSignal: 'SIGKILL', maxBuffer: 16 << 20 });
+  if (r.status !== 0) return `${under} that could not be read (${(r.stderr || r.error?.message || `exit ${r.status}`).trim().replace(/^ebpf-studio-inject: /, '')})`;
+  let filters: ProcessFilters;
+  try {
+    filters = parseFilters(r.stdout);
+  } catch (e) {
+    return `${under} that could not be read (${(e as Error).message})`;
+  }
+  const why = filterRefusal(filters);
+  const n = filters.filters.size;
+  log(`memleak: process ${pid}: ${n} distinct seccomp filter(s) over ${filters.threads.size} thread(s): ${why ?? `ALLOW for all ${INJECTED_SYSCALLS.length} system calls the injected code makes`}`);
+  return why && `${why.replace(/^the seccomp filter of thread (\d+)/, `the seccomp filter of process ${pid} (thread $1)`)}`;
 }
 
 /** Why a thread of the process runs with other ids than its main thread (a daemon that switched one thread to a user), or undefined. */
