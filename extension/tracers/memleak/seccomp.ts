@@ -218,6 +218,7 @@ function load(code: number, k: number, s: State, data: Val[]): { v: Val } | stri
 function alu(code: number, a: Val, b: Val): { v: Val } | string {
   const op = code & 0xf0;
   if (op === 0x80) return { v: a === undefined ? undefined : (-a) >>> 0 }; // NEG
+  if ((op === 0x30 || op === 0x90) && b === 0) return 'a division by zero';
   if (a === undefined || b === undefined) {
     if (op > 0xa0) return 'an unknown ALU operation';
     // a division by an unknown divisor may be one by zero, which ends the program with 0 (KILL)
