@@ -22,8 +22,8 @@ import { CFI_BLOCK_PAGES, CFI_BLOCK_ROWS, CFI_MAPPING_SIZE, CFI_MAX_MAPPINGS, CF
 
 /** Default table memory cap of a whole-host session: the desktop set of bench cfi-host (node, java, python3, clangd) takes 43 MiB. */
 export const CFI_HOST_DEFAULT_MAX_BYTES = 64 << 20;
-/** One block of rows and one of page index */
-export const CFI_HOST_MIN_MAX_BYTES = 10 << 10;
+/** 0.01 MiB: one block of rows and one of page index */
+export const CFI_HOST_MIN_MAX_BYTES = Math.ceil(0.01 * 2 ** 20);
 export const CFI_HOST_MAX_MAX_BYTES = 1 << 30;
 /**
  * Compiling: up to COMPILE_BURST_MS of CPU in the session's first COMPILE_STARTUP_MS (the tables

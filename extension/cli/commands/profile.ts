@@ -13,11 +13,11 @@ import { fromProfileResult } from '../../model/flamegraph/profileData';
 import { frameTotals } from '../../model/flamegraph/model';
 import { runAllocProfile, wantsAllocEvent } from './javaHeap';
 import { OFFCPU_USAGE, runOffcpuProfile } from './offcpu';
-import { CFI_HOST_DEFAULT_MAX_BYTES, CFI_HOST_MAX_MAX_BYTES, CFI_HOST_MIN_MAX_BYTES } from '../../tracers/cfiHost';
+import { CFI_HOST_DEFAULT_MAX_BYTES, CFI_HOST_MAX_MAX_BYTES } from '../../tracers/cfiHost';
 import { checkOutputFile, profileOutputs } from './profileOutput';
 import { runLockProfile, wantsLockEvent } from './javaLocks';
 
-const USAGE = `ebpf-studio profile (--pid P | --all) [--event cpu|offcpu|wall] [--min-block-us N] [--frequency HZ] [--duration S] [--java agent|perfmap|auto] [--unwind auto|dwarf|fp|cfi] [--stack-copy-kb N] [--stack-storage-size N] [--json | --folded] [--pprof FILE]
+const USAGE = `ebpf-studio profile (--pid P | --all) [--event cpu|offcpu|wall] [--min-block-us N] [--frequency HZ] [--duration S] [--java agent|perfmap|auto] [--unwind auto|dwarf|fp|cfi] [--cfi-max-mb N] [--stack-copy-kb N] [--stack-storage-size N] [--json | --folded] [--pprof FILE]
   --pid P          sample process P (all its threads)
   --all            sample every process (the idle task excluded; add --idle to include it)
 ${OFFCPU_USAGE}
@@ -40,13 +40,14 @@ ${OFFCPU_USAGE}
                             the tables compile (a few hundred ms, ~3 s for node). With --all, a
                             file's table is compiled once a sample meets it, shared by every
                             process that maps the file
-  --cfi-max-mb N   --all with cfi: unwind table memory the kernel holds (default ${CFI_HOST_DEFAULT_MAX_BYTES / 2 ** 20}, allocated
-                   at start); when full, the least recently sampled file's table goes first,
-                   and stacks a missing table cuts are counted ("cut by the ... cap")
                    a JVM profiled with the agent: auto = dwarf too. The agent gives the Java
                    frames; the unwind gives the native part under the first JIT or interpreter
                    frame (JNI libraries, libjvm, libc, often built without frame pointers),
                    joined to the agent's stack by thread and time
+  --cfi-max-mb N   --all with cfi: MiB of unwind tables the kernel holds (default ${CFI_HOST_DEFAULT_MAX_BYTES / 2 ** 20},
+                   0.01 at least; allocated at start); when full, the least recently sampled
+                   file's table goes first, and samples a missing table cuts are counted
+                   ("N cut by the unwind table memory cap")
   --stack-copy-kb N
                    dwarf: KiB of user stack copied per sample (default ${PROFILE_DEFAULT_STACK_COPY_KB}, 1..${PROFILE_MAX_STACK_COPY_KB});
                    deeper stacks end in a "[stack deeper than ...]" frame
@@ -122,6 +123,7 @@ export const profileCommand: Command = {
     const event = (values.event as string | undefined) ?? 'cpu';
     if (!['cpu', 'offcpu', 'wall'].includes(event)) throw usageError(`--event takes cpu, offcpu, wall, alloc, lock or vthread, not "${event}"`);
     if (values.pprof === '') throw usageError('--pprof takes a file name, e.g. --pprof cpu.pb.gz');
+    if (values['cfi-max-mb'] !== undefined && event !== 'cpu') throw usageError(`--cfi-max-mb applies to CPU profiles (--event cpu) of --all, not --event ${event}`);
     if (event === 'offcpu' || event === 'wall') return runOffcpuProfile(event, values, pid, typeof values.pprof === 'string' ? checkOutputFile(values.pprof, '--pprof') : undefined, io);
     if (values['min-block-us'] !== undefined) throw usageError('--min-block-us applies to --event offcpu or wall');
     const frequency = numberFlag(values.frequency, '--frequency', 1, PROFILE_MAX_FREQUENCY, { integer: true }) ?? PROFILE_DEFAULT_FREQUENCY;
@@ -130,7 +132,7 @@ export const profileCommand: Command = {
     if (!UNWIND_CHOICES.includes(unwind)) throw usageError(`--unwind must be one of ${UNWIND_CHOICES.join(', ')}, not "${values.unwind}"`);
     const copyKb = numberFlag(values['stack-copy-kb'], '--stack-copy-kb', 1, PROFILE_MAX_STACK_COPY_KB, { integer: true });
     if (copyKb !== undefined && (unwind === 'fp' || unwind === 'cfi')) throw usageError(`--stack-copy-kb applies to --unwind dwarf (or auto), not ${unwind}`);
-    const cfiMaxMb = numberFlag(values['cfi-max-mb'], '--cfi-max-mb', CFI_HOST_MIN_MAX_BYTES / 2 ** 20, CFI_HOST_MAX_MAX_BYTES / 2 ** 20);
+    const cfiMaxMb = numberFlag(values['cfi-max-mb'], '--cfi-max-mb', 0.01, CFI_HOST_MAX_MAX_BYTES / 2 ** 20);
     if (cfiMaxMb !== undefined && (pid !== undefined || unwind === 'fp' || unwind === 'dwarf')) throw usageError('--cfi-max-mb applies to --all with --unwind cfi (or auto)');
     if (values.pprof === '') throw usageError('--pprof takes a file name, e.g. --pprof cpu.pb.gz');
     const pprofFile = typeof values.pprof === 'string' ? checkOutputFile(values.pprof, '--pprof') : undefined;
