@@ -6,6 +6,9 @@
  *       entries of the malloc family to its wrappers)
  *   ebpf-studio-inject stop PID UID GID START LIBRARY
  *       ebpf_studio_inject_stop(): the entries go back
+ *   ebpf-studio-inject filters PID UID GID START
+ *       as root: every thread's seccomp filters, for the caller to tell whether they allow
+ *       the system calls the injected code makes (print_filters)
  *
  * UID and GID are the ids the caller found the process running with, START its start time
  * (field 22 of /proc/PID/stat). LIBRARY and CONFIG are paths as the process sees them, inside its
@@ -818,6 +821,12 @@ static void thread_filters(pid_t tid)
 	if ((status >> 16) == PTRACE_EVENT_EXEC)
 		exec_seen(tid);
 	int deliver = (status >> 16) == 0 ? WSTOPSIG(status) : 0;
+	/* held now: still the process, with the ids, the caller asked about (not a pid reused meanwhile) */
+	const char *why = process_refusal(tid);
+	if (why) {
+		ptrace(PTRACE_DETACH, tid, 0, (void *)(long)deliver);
+		refuse(why);
+	}
 	static uint64_t insns[MAX_FILTER_INSNS];
 	printf("thread %d", tid);
 	for (long idx = 0;; idx++) {

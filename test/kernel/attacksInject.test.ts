@@ -2,7 +2,9 @@
 // the helper), against the root-owned install: the target exec'ing a setuid-root program between
 // the helper's check and the injector's attach while a link to a root file is renamed over the
 // table's name; a root daemon with one thread switched to alice and a worker still root; links
-// at the table's and the settings' names for the interposer itself, in preload and inject mode.
+// at the table's and the settings' names for the interposer itself, in preload and inject mode;
+// a process whose filtered thread's sibling execs a setuid-root program the moment root holds that
+// thread to read its seccomp filters.
 // Each must leave root's files unchanged and load nothing into a root process, while alice's own
 // leak trace through the same helper stays exact.
 import { after, before, describe, test } from 'node:test';
@@ -110,6 +112,7 @@ describe('attacks on memleak inject mode (kernel)', { skip }, () => {
     bins.race = build('inject_race', path.join(fixtures, 'inject_race.c'));
     bins.mixed = build('inject_mixed', path.join(fixtures, 'inject_mixed.c'), ['-lpthread']);
     bins.leaky = build('leaky', path.join(fixtures, 'leaky.c'), ['-fno-omit-frame-pointer']);
+    bins.seccomp = build('seccomp_exec', path.join(fixtures, 'seccomp_exec.c'), ['-lpthread']);
   });
 
   after(() => {
@@ -265,6 +268,78 @@ describe('attacks on memleak inject mode (kernel)', { skip }, () => {
       await killAndReap(target);
     }
     assert.deepEqual(bed.fingerprint(), before);
+  });
+
+  test(`seccomp: a thread under a filter of alice's own, watched by its sibling, which execs ${SETUID} the moment root holds that thread to read its filters, 5 rounds: nothing loaded into the root process, left neither traced nor stopped, root's files unchanged`, { timeout: 120_000 }, async (t) => {
+    const before = bed.fingerprint();
+    const h = bed.helperFor(alice!);
+    const outcomes: string[] = [];
+    let becameRoot = 0;
+    try {
+      for (const delayUs of [0, 20, 200, 2000, 20_000]) {
+        const attacker = spawnAsUser(alice!, [bins.seccomp, 'race', SETUID!, String(delayUs)], {}, bed.children);
+        const io = lineReader(attacker);
+        const pid = Number((await io.next(/pid (\d+)/))[1]);
+        const r = await startInject(h, pid);
+        await io.next(/exec/, 5000).catch(() => undefined);
+        await sleep(300);
+        const st = status(pid);
+        const root = euid(pid) === 0;
+        becameRoot += root ? 1 : 0;
+        const loaded = injected(pid);
+        if (r.id) await h.conn.sendRequest(proto.sessionStop, { sessionId: r.id }).catch(() => undefined);
+        const what = `delay ${delayUs} us: target euid ${euid(pid)}, ${/^State:.*$/m.exec(st)?.[0]}, ${/^TracerPid:.*$/m.exec(st)?.[0]}; helper: ${r.error ? r.error.slice(0, 300) : 'injected (before the exec)'}`;
+        outcomes.push(what);
+        t.diagnostic(what);
+        assert.ok(!(root && loaded), `round ${what}: the interposer is loaded in a root process`);
+        assert.match(st, /^TracerPid:\s+0$/m, `round ${what}: left traced`);
+        assert.doesNotMatch(st, /^State:\s+[tT]/m, `round ${what}: left stopped`);
+        assert.deepEqual(bed.fingerprint(), before, `round ${what}: root's file changed`);
+        await killAndReap(attacker, pid);
+      }
+    } finally {
+      await h.close();
+    }
+    assert.ok(becameRoot >= 3, `the target became root (exec'd ${SETUID}) while held: ${outcomes.join('\n')}`);
+    assert.deepEqual(bed.fingerprint(), before, "root's file kept its content, owner and mode");
+  });
+
+  test("seccomp: alice's leaky program under a filter of her own: allowing our calls, injected and exact; refusing flock, refused by name and unharmed", { timeout: 90_000 }, async (t) => {
+    const leakLine = fs.readFileSync(path.join(fixtures, 'leaky.c'), 'utf8').split('\n').findIndex((l) => l.includes('LEAK-MALLOC')) + 1;
+    const work = bed.userDir(alice!, 'seccomp-work');
+    const h = bed.helperFor(alice!);
+    try {
+      for (const deny of [-1, 73]) {
+        const prog = spawnAsUser(alice!, [bins.seccomp, 'wrap', String(deny), bins.leaky, '--wait'], { cwd: work }, bed.children);
+        const io = lineReader(prog);
+        await io.next(/ready/);
+        assert.match(status(prog.pid!), /^Seccomp:\s+2$/m);
+        const r = await startInject(h, prog.pid!);
+        if (deny === 73) {
+          t.diagnostic(`a filter refusing flock: ${r.error}`);
+          assert.equal(r.id, undefined, 'injected despite a filter refusing flock');
+          assert.match(r.error ?? '', /seccomp filter of process \d+ \(thread \d+\) returns ERRNO 1 for flock/);
+          assert.equal(injected(prog.pid!), false);
+          prog.stdin!.write('\n');
+          await io.next(/leaked/);
+          prog.stdin!.write('\n');
+          assert.equal(await new Promise((res) => prog.once('exit', res)), 0, 'the program ran on and ended well');
+          continue;
+        }
+        assert.ok(r.id, `alice's own process under an allow-all filter is injected: ${r.error}\n${h.stderr()}`);
+        prog.stdin!.write('\n');
+        await io.next(/leaked/);
+        const res = ((await h.conn.sendRequest(proto.sessionStop, { sessionId: r.id! })) as { result: MemleakResult }).result;
+        const at = res.stacks.filter((s) => s.frames.some((f) => f.file?.endsWith('leaky.c') && f.line === leakLine));
+        t.diagnostic(`under an allow-all filter: mode ${res.mode}, ${at.reduce((n, s) => n + s.allocations, 0)} allocations, ${at.reduce((n, s) => n + s.bytes, 0)} B at leaky.c:${leakLine}`);
+        assert.equal(res.mode, 'inject');
+        assert.equal(at.reduce((n, s) => n + s.bytes, 0), 10_000);
+        prog.stdin!.write('\n');
+        await killAndReap(prog);
+      }
+    } finally {
+      await h.close();
+    }
   });
 
   for (const where of ['', 'in a user namespace of her own (unshare -Ur) ']) {
