@@ -67,3 +67,17 @@ test('windows added one by one (JFR\'s events), out of order and nested, are sor
   w.end();
   assert.deepEqual([110n, 240n, 260n, 350n].map((t) => w.keep(5, 5, t)), [true, true, false, true]);
 });
+
+test('JFR\'s reads give every window each time: the last read replaces them, its horizon only moves on; long ones at the end are counted partial', () => {
+  const w = new SlowWindows();
+  w.resetTo([{ tid: 3, startNs: 100n, endNs: 200n }], 1000n);
+  w.resetTo([{ tid: 3, startNs: 100n, endNs: 200n }, { tid: 3, startNs: 300n, endNs: 400n }], 900n);
+  assert.equal(w.horizonNs(), 1000n, 'never back');
+  assert.equal(w.n.windows, 2, 'not counted twice');
+  w.resetTo([{ tid: 3, startNs: 100n, endNs: 200n }, { tid: 3, startNs: 300n, endNs: 400n }, { tid: 4, startNs: 0n, endNs: 5000n }], undefined, 1000n);
+  w.end();
+  assert.deepEqual({ windows: w.n.windows, partial: w.n.partial }, { windows: 3, partial: 1 });
+  assert.deepEqual([150n, 250n, 350n].map((t) => w.keep(3, 3, t)), [true, false, true]);
+  assert.equal(w.keep(4, 4, 4000n), true);
+});
+

@@ -39,11 +39,11 @@ export async function endJavaSlowProfile(prof: JavaSlowProfile, log: (m: string)
     log(`latency: reading the slow calls' profile failed: ${(e as Error).message}`);
   }
   const n = prof.windows.n;
-  log(`latency: slow-call profile: ${n.windows} windows (${n.missed} overwritten in the agent before a snapshot, ${n.noTid} without a thread id, ${n.dropped} over the cap); samples ${n.kept} kept, ${n.outside} outside every window, ${n.lost} let go (too many waiting)`);
+  log(`latency: slow-call profile: ${n.windows} windows (${n.missed} overwritten in the agent before a snapshot, ${n.noTid} without a thread id, ${n.dropped} over the cap, ${n.partial} longer than the reader's lag: their first samples may be missing); samples ${n.kept} kept, ${n.outside} outside every window, ${n.lost} let go (too many waiting)`);
 }
 
 /** The figures with the profile's: slow calls profiled, fast ones not, and what was lost (windows never seen or not kept, samples let go). */
 export function withProfileStats(st: LatencyStats, prof: JavaSlowProfile | undefined): LatencyStats {
   const w = prof?.windows.n;
-  return w ? { ...st, profiledSlow: w.windows, profiledFast: Math.max(0, st.count - (st.slowCalls ?? 0)), profileLost: w.missed + w.noTid + w.dropped + w.lost } : st;
+  return w ? { ...st, profiledSlow: w.windows, profiledFast: Math.max(0, st.count - (st.slowCalls ?? 0)), profileLost: w.missed + w.noTid + w.dropped + w.partial + w.lost } : st;
 }

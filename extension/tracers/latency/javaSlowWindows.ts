@@ -37,7 +37,7 @@ export class SlowWindows implements SampleFilter {
   private horizon = 0n;
   private final = false;
   /** windows seen, missed (overwritten in the agent), without a thread id, dropped (over WINDOWS_KEPT); samples kept, outside every window, let go */
-  readonly n = { windows: 0, missed: 0, noTid: 0, dropped: 0, kept: 0, outside: 0, lost: 0 };
+  readonly n = { windows: 0, missed: 0, noTid: 0, dropped: 0, kept: 0, outside: 0, lost: 0, partial: 0 };
 
   add(snap: JavaSnapshot): void {
     for (const w of [...(snap.windows ?? [])].sort((a, b) => a.seq - b.seq)) {
@@ -61,6 +61,22 @@ export class SlowWindows implements SampleFilter {
       list.push({ startNs, endNs });
       this.kept++;
     }
+  }
+
+  /**
+   * Every window so far, from a source that reads them all each time (JFR's dumps), and a horizon
+   * it vouches for; a window longer than the horizon's lag may have had its first samples decided
+   * before it was known: counted (partial) when given at the end.
+   */
+  resetTo(spans: { tid: number; startNs: bigint; endNs: bigint }[], horizonNs?: bigint, lagNs = 0n): void {
+    this.byTid.clear();
+    this.kept = 0;
+    Object.assign(this.n, { windows: 0, noTid: 0, dropped: 0, partial: 0 });
+    for (const w of spans) {
+      this.addWindow(w.tid, w.startNs, w.endNs);
+      if (lagNs && w.endNs - w.startNs > lagNs) this.n.partial++;
+    }
+    if (horizonNs !== undefined && horizonNs > this.horizon) this.horizon = horizonNs;
   }
 
   private prune(beforeNs: bigint): void {

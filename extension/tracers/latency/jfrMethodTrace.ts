@@ -62,8 +62,14 @@ function monotonicOffsetNs(): number {
   return Date.now() * 1e6 - Number(process.hrtime.bigint());
 }
 
-/** Slow-call windows kept from the final read for their profile (each a few dozen bytes). */
+/** Slow-call windows kept from a read for their profile (each a few dozen bytes). */
 const WINDOWS_MAX = 100_000;
+/**
+ * JFR writes a call's event when it returns, so a dump says nothing of the calls still running:
+ * the profile's samples wait this long behind the last dump before they are decided. A slow call
+ * longer than this may lose its first samples (counted).
+ */
+const WINDOW_LAG_NS = 10_000_000_000n;
 
 /**
  * Wall clock minus CLOCK_MONOTONIC to the microsecond, for JFR's epoch times of the slow calls
@@ -121,13 +127,24 @@ class JfrLatencySession {
     return t ? { callers: javaCallerRows(t.list(), t.other) } : {};
   }
 
-  /** The final read's slow calls as the profile's windows, on its clock; then the profile of the samples inside them. */
-  private async endProfile(b: MethodTraceBuilder | undefined): Promise<void> {
+  /** A read's slow calls as the profile's windows, on its clock (bpf_ktime_get_ns), with the horizon the read vouches for. */
+  private windowsOf(b: MethodTraceBuilder | undefined, dumpedAtNs?: bigint): void {
     const prof = this.prof;
-    if (!prof) return;
-    for (const w of b?.windows ?? []) prof.windows.addWindow(w.tid, BigInt(Math.round(w.startEpochNs - this.preciseOffset)), BigInt(Math.round(w.endEpochNs - this.preciseOffset)));
-    if (b?.windowsDropped) prof.windows.n.dropped += b.windowsDropped;
-    await endJavaSlowProfile(prof, this.env.log);
+    if (!prof || !b) return;
+    const mono = (epochNs: number) => BigInt(Math.round(epochNs - this.preciseOffset));
+    prof.windows.resetTo(
+      b.windows.map((w) => ({ tid: w.tid, startNs: mono(w.startEpochNs), endNs: mono(w.endEpochNs) })),
+      dumpedAtNs === undefined ? undefined : dumpedAtNs - WINDOW_LAG_NS,
+      dumpedAtNs === undefined ? WINDOW_LAG_NS : 0n,
+    );
+    prof.windows.n.dropped += b.windowsDropped;
+  }
+
+  /** The final read's slow calls as the profile's windows; then the profile of the samples inside them. */
+  private async endProfile(b: MethodTraceBuilder | undefined): Promise<void> {
+    if (!this.prof) return;
+    this.windowsOf(b);
+    await endJavaSlowProfile(this.prof, this.env.log);
   }
 
   private serial(f: () => Promise<void>): Promise<void> {
@@ -177,10 +194,13 @@ class JfrLatencySession {
 
   private async live(): Promise<void> {
     if (this.closed || this.liveOff) return;
+    const dumpedAt = process.hrtime.bigint(); // every call that ended before is in the dump
     const file = await dumpRecording(this.o.pid, this.name, path.join(this.dir, `live-${++this.seq}.jfr`), ATTACH);
     if (fs.statSync(file).size > LIVE_DUMP_MAX_BYTES) this.liveOff = true;
-    const b = this.readFile(file);
-    if (!this.closed) this.events.update(this.advance(b));
+    const b = this.readFile(file, Boolean(this.prof));
+    if (this.closed) return;
+    this.windowsOf(b, dumpedAt);
+    this.events.update(this.advance(b));
   }
 
   stats(): LatencyStats {
