@@ -6,7 +6,7 @@ import type { Io } from '../command';
 import { durationFlag, numberFlag, type Values } from '../args';
 import { runTracer } from '../runTracer';
 import { offcpuTracer } from '../../tracers/offcpu/tracer';
-import { CFI_HOST_MAX_MAX_BYTES, CFI_HOST_MIN_MAX_BYTES } from '../../tracers/cfiHost';
+import { CFI_HOST_MAX_MAX_BYTES } from '../../tracers/cfiHost';
 import { usageError } from '../../protocol/errors';
 import { profileOutputs } from './profileOutput';
 import { PROFILE_DEFAULT_STACK_STORAGE, PROFILE_MAX_FREQUENCY, PROFILE_MAX_STACK_STORAGE, THREAD_STATE_LABEL, THREAD_STATES, type ProfileFrame, type ProfileResult } from '../../protocol/profile';
@@ -55,7 +55,8 @@ export function formatTimeSummary(r: ProfileResult, top = 20): string {
     .map((x) => `${pct(x.self)}% ${pct(x.total)}% ${ms(x.self).padStart(10)}  ${x.f.name}${x.f.file ? `  ${x.f.file}:${x.f.line}` : ''}`);
   const states = THREAD_STATES.filter((s) => r.states?.[s]).map((s) => `  ${THREAD_STATE_LABEL[s].padEnd(24)} ${ms(r.states![s]!).padStart(10)}  ${pct(r.states![s]!)}%`);
   const what = r.event === 'wall' ? `wall clock (on-CPU samples at ${r.frequency} Hz and off-CPU time)` : 'off-CPU time';
-  const head = `${what}: ${ms(p.total)} in ${r.samples} intervals/samples, ${r.lost} lost, ${r.stacks.length} distinct stacks`;
+  const cut = r.unwind?.cutByCap ? `, ${r.unwind.cutByCap} cut by the unwind table memory cap (--cfi-max-mb)` : '';
+  const head = `${what}: ${ms(p.total)} in ${r.samples} intervals/samples, ${r.lost} lost${cut}, ${r.stacks.length} distinct stacks`;
   return [head, '', ...states, '', ' self%  total%       self  function (self: the innermost frame of the program, where it waits)', ...rows].join('\n');
 }
 
@@ -65,7 +66,8 @@ export async function runOffcpuProfile(event: 'offcpu' | 'wall', values: Values,
   }
   const unwind = values.unwind as string | undefined;
   if (unwind !== undefined && unwind !== 'fp' && unwind !== 'cfi' && unwind !== 'auto') throw usageError(`--unwind takes fp or cfi with --event ${event}, not "${unwind}": its stacks are walked in the kernel, by frame pointers or by unwind tables`);
-  const cfiMaxMb = numberFlag(values['cfi-max-mb'], '--cfi-max-mb', CFI_HOST_MIN_MAX_BYTES / 2 ** 20, CFI_HOST_MAX_MAX_BYTES / 2 ** 20);
+  // (off-CPU and wall profiles of --all walk the same capped tables as CPU profiles)
+  const cfiMaxMb = numberFlag(values['cfi-max-mb'], '--cfi-max-mb', 0.01, CFI_HOST_MAX_MAX_BYTES / 2 ** 20);
   if (cfiMaxMb !== undefined && (pid !== undefined || unwind === 'fp')) throw usageError('--cfi-max-mb applies to --all with --unwind cfi (or auto)');
   if (event === 'offcpu' && values.frequency !== undefined) throw usageError('--frequency applies to --event cpu and wall: off-CPU time is measured at every context switch, not sampled');
   const minBlockUs = numberFlag(values['min-block-us'], '--min-block-us', 0, OFFCPU_MAX_MIN_BLOCK_US, { integer: true }) ?? OFFCPU_DEFAULT_MIN_BLOCK_US;

@@ -123,7 +123,6 @@ export const profileCommand: Command = {
     const event = (values.event as string | undefined) ?? 'cpu';
     if (!['cpu', 'offcpu', 'wall'].includes(event)) throw usageError(`--event takes cpu, offcpu, wall, alloc, lock or vthread, not "${event}"`);
     if (values.pprof === '') throw usageError('--pprof takes a file name, e.g. --pprof cpu.pb.gz');
-    if (values['cfi-max-mb'] !== undefined && event !== 'cpu') throw usageError(`--cfi-max-mb applies to CPU profiles (--event cpu) of --all, not --event ${event}`);
     if (event === 'offcpu' || event === 'wall') return runOffcpuProfile(event, values, pid, typeof values.pprof === 'string' ? checkOutputFile(values.pprof, '--pprof') : undefined, io);
     if (values['min-block-us'] !== undefined) throw usageError('--min-block-us applies to --event offcpu or wall');
     const frequency = numberFlag(values.frequency, '--frequency', 1, PROFILE_MAX_FREQUENCY, { integer: true }) ?? PROFILE_DEFAULT_FREQUENCY;
