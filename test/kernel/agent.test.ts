@@ -522,9 +522,10 @@ describe('ebpf-studio agent', { skip }, () => {
     const bytes = (u: string) => fetch(u).then(async (r) => ({ status: r.status, bytes: Buffer.from(await r.arrayBuffer()) }));
     // Meanwhile agent B's CPU and off-CPU profiles: only HeapSites may be in them.
     const coveredRun = Promise.all([bytes(`${base}/debug/pprof/profile?seconds=4`), bytes(`${base}/debug/pprof/offcpu?seconds=4`)]);
-    // and agent A's CPU profile of the spinner, perf --call-graph dwarf on it in the same seconds
-    const cpuRun = spinner ? bytes(`${allBase}/debug/pprof/profile?seconds=4`) : undefined;
-    const perfRun = spinner && perfBinary() ? sleep(700).then(() => perfDwarf(spinner.pid!, 3, 99)) : undefined;
+    // and agent A's CPU profile of the spinner (6 s: its first second or two, while the tables
+    // of the files met compile, is walked by frame pointers), perf --call-graph dwarf on it in the same seconds
+    const cpuRun = spinner ? bytes(`${allBase}/debug/pprof/profile?seconds=6`) : undefined;
+    const perfRun = spinner && perfBinary() ? sleep(2000).then(() => perfDwarf(spinner.pid!, 3, 99)) : undefined;
     const [a, b] = await Promise.all([bytes(offUrl), bytes(offUrl)]);
     assert.equal(a.status, 200);
     assert.equal(a.bytes[0], 0x1f, 'the off-CPU profile is gzipped');
