@@ -6,6 +6,7 @@
 import type { Frame } from '../../protocol/frames';
 import { FINE_SLOTS, STACK_MAX } from './decode';
 import { HIST_MAX_SLOTS } from '../histDecode';
+import { sourceOfClass } from '../../model/jfr/stacks';
 import { JAVA_CALLER_SITES, type JavaCallFigures, type JavaCallSite } from '../../model/javaCallers';
 
 export const SNAPSHOT_MAX_BYTES = 4 << 20;
@@ -117,7 +118,9 @@ function callSite(v: unknown): JavaCallSite {
   const a = arr(v, 'a call site', 8);
   if (a.length !== 8) throw new SnapshotError('a call site is not 8 fields');
   const line = n(a[3], 'a call site line');
-  return { caller: `${s(a[0], 'a caller class')}.${s(a[1], 'a caller method')}`, file: s(a[2], 'a caller file', true) || null, line: line || null, ...figures(a.slice(4), 'a call site') };
+  const cls = s(a[0], 'a caller class');
+  // a frame of a method from before the class was rewritten (still running) has no file or line: its class names the file
+  return { caller: `${cls}.${s(a[1], 'a caller method')}`, file: s(a[2], 'a caller file', true) || sourceOfClass(cls), line: line || null, ...figures(a.slice(4), 'a call site') };
 }
 
 function callers(v: unknown): JavaSnapshot['callers'] {
