@@ -131,8 +131,19 @@ struct {
 
 /* The program names (comm after the exec: the file's base name, 15 bytes at most, NUL-padded)
  * whose execs go to `execs`; all zero: every exec does. */
-#define JAVA_GC_LAUNCHERS 8
+#define JAVA_GC_LAUNCHERS 32
 const volatile __u64 launchers[JAVA_GC_LAUNCHERS][2] = {};
+
+/* true (a metrics service): each launcher's exec also rings `launched`, whose reader sleeps until
+ * the kernel wakes it, instead of user space looking at `execs` on a timer. The record (the tgid)
+ * is only a doorbell: `execs` stays the list of what exec'd, so a ring that is full (its reader
+ * already woken and behind) loses nothing. */
+const volatile bool launch_wakeups = false;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} launched SEC(".maps");
 
 static __always_inline void count(__u32 which)
 {
@@ -496,10 +507,13 @@ int handle_exec(void *ctx)
 	__u8 one = 1;
 	long err;
 
-	if (launcher_named())
+	if (launcher_named()) {
 		err = bpf_map_update_elem(&execs, &tgid, &one, BPF_ANY);
-	else
+		if (launch_wakeups)
+			bpf_ringbuf_output(&launched, &tgid, sizeof(tgid), 0);
+	} else {
 		err = bpf_map_update_elem(&other_execs, &tgid, &one, BPF_ANY);
+	}
 	if (err)
 		count(JAVA_GC_CTR_EXECS_FULL);
 	return 0;

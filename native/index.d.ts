@@ -137,8 +137,11 @@ export class BpfObject {
    * reuse: every batch lands in the same (grown as needed) Buffer and Uint32Array, valid only while
    * the callback runs; for high-volume rings whose records the callback consumes at once (no
    * garbage Buffer per batch for the GC to catch up with).
+   * wakeupsOnly: the thread sleeps until the kernel wakes it (no 100 ms poll timeout), for rings
+   * that carry rare events and whose programs submit without BPF_RB_NO_WAKEUP: an idle ring then
+   * costs no wakeup at all.
    */
-  openRingBuffer(map: string, callback: RingBufferCallback, options?: { reuse?: boolean }): RingBufferHandle;
+  openRingBuffer(map: string, callback: RingBufferCallback, options?: { reuse?: boolean; wakeupsOnly?: boolean }): RingBufferHandle;
 
   /** closes ring buffers, destroys every link, closes the object; idempotent */
   close(): void;

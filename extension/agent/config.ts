@@ -5,8 +5,8 @@
 //   "listen": "127.0.0.1:9435",
 //   "tls": { "certFile": "/etc/ebpf-studio/agent.crt", "keyFile": "/etc/ebpf-studio/agent.key" },
 //   "auth": { "bearerTokenFile": "/etc/ebpf-studio/token" },          // or "basicAuthFile": lines user:password
-//   "jvm": { "enabled": true, "mainClasses": ["com.example.Main"], "containers": ["4f1c2e9a0b7d", "/machine.slice/systemd-nspawn@web.service"], "minPauseUs": 0 },
-//   "runqueue": { "enabled": true, "per": "system", "intervalSeconds": 5, "maxCgroups": 100 },  // per: system | pidns | cgroup
+//   "jvm": { "enabled": true, "mainClasses": ["com.example.Main"], "containers": ["4f1c2e9a0b7d", "/machine.slice/systemd-nspawn@web.service"], "minPauseUs": 0, "launchers": ["orderservice"] },
+//   "runqueue": { "enabled": true, "per": "system", "intervalSeconds": 60, "maxCgroups": 100 },  // per: system | pidns | cgroup
 //   "profile": { "enabled": true, "frequency": 99, "maxSeconds": 60, "offcpu": true, "allocs": true },
 //   "histograms": { "biolatency": { "per": "disk", "queued": false, "intervalSeconds": 5, "maxSeries": 100 }, "tcplat": {}, "cpudist": {} },
 //   "latency": [{ "binary": "/usr/sbin/nginx", "function": "ngx_http_process_request", "labels": { "service": "web" }, "containers": ["4f1c2e9a0b7d"], "intervalSeconds": 10 }],
@@ -19,13 +19,17 @@ import { kitTracers } from '../tracers/index';
 import type { HistName } from '../tracers/histTracer';
 import { readTrusted } from './files';
 import { containerEntryKind } from './select';
+import { MAX_EXTRA_LAUNCHERS } from '../tracers/javaGc/jvms';
 
 export interface AgentConfig {
   listen?: string;
   tls?: { certFile: string; keyFile: string };
   auth?: { bearerTokenFile?: string; basicAuthFile?: string };
-  /** mainClasses, containers: which JVMs are covered (both given: a JVM must match both); see select.ts */
-  jvm: { enabled: boolean; mainClasses?: string[]; containers?: string[]; minPauseUs: number };
+  /**
+   * mainClasses, containers: which JVMs are covered (both given: a JVM must match both); see select.ts.
+   * launchers: program names besides the JDK's whose execs are looked at as they happen (others every 30 s).
+   */
+  jvm: { enabled: boolean; mainClasses?: string[]; containers?: string[]; minPauseUs: number; launchers?: string[] };
   /** maxCgroups: per cgroup, at most this many series; waits of the others are counted under cgroup="other" */
   runqueue: { enabled: boolean; per: 'system' | 'pidns' | 'cgroup'; intervalSeconds: number; maxCgroups: number };
   /** enabled: profiles on request at all; offcpu: /debug/pprof/offcpu; allocs: /debug/pprof/allocs (loads the JVMTI agent into the JVM asked for) */
@@ -69,7 +73,8 @@ const MAX_LATENCY_ENTRIES = 64;
 
 export const DEFAULT_CONFIG: AgentConfig = {
   jvm: { enabled: true, minPauseUs: 0 },
-  runqueue: { enabled: true, per: 'system', intervalSeconds: 5, maxCgroups: 100 },
+  // Each scrape reads the run-queue histograms: between scrapes they are read only once a minute.
+  runqueue: { enabled: true, per: 'system', intervalSeconds: 60, maxCgroups: 100 },
   profile: { enabled: true, frequency: 99, maxSeconds: 60, offcpu: true, allocs: true },
   histograms: {},
   latency: [],
@@ -131,6 +136,15 @@ function latencyExport(raw: unknown, i: number, r: Readers): LatencyExportConfig
     out.containers = c as string[];
   }
   return out;
+}
+
+/** jvm.launchers: names a JVM's launcher has (a file's base name, as exec names the process), besides the JDK's. */
+function launcherNames(v: unknown, r: Pick<Readers, 'fail' | 'show'>): string[] {
+  const form = `a list of at most ${MAX_EXTRA_LAUNCHERS} program names, each the base name of a launcher's file (what ps -o comm= shows for its process), e.g. ["orderservice"]`;
+  if (!Array.isArray(v) || v.length === 0 || v.length > MAX_EXTRA_LAUNCHERS) r.fail(['jvm', 'launchers'], `must be ${form}; leave it out for the JDK's launchers only`);
+  const bad = (v as unknown[]).find((x) => typeof x !== 'string' || x === '' || x.includes('/') || x.includes('\0') || x.length > 255);
+  if (bad !== undefined) r.fail(['jvm', 'launchers'], `has ${r.show(bad)}: each entry must be a program name, not a path: ${form}`);
+  return v as string[];
 }
 
 /** 1-based line of a character offset. */
@@ -264,7 +278,7 @@ export function parseConfig(text: string, file: string, echo = true): AgentConfi
   }
   if (top.jvm !== undefined) {
     const j = obj(top.jvm, ['jvm']);
-    only(j, ['jvm'], ['enabled', 'mainClasses', 'containers', 'minPauseUs']);
+    only(j, ['jvm'], ['enabled', 'mainClasses', 'containers', 'minPauseUs', 'launchers']);
     cfg.jvm.enabled = bool(j, ['jvm'], 'enabled', true);
     cfg.jvm.minPauseUs = num(j, ['jvm'], 'minPauseUs', 0, 0, 3_600_000_000);
     if (j.mainClasses !== undefined) {
@@ -280,12 +294,13 @@ export function parseConfig(text: string, file: string, echo = true): AgentConfi
       if (bad !== undefined) fail(['jvm', 'containers'], `has ${show(bad)}: each entry must be ${form}`);
       cfg.jvm.containers = c as string[];
     }
+    if (j.launchers !== undefined) cfg.jvm.launchers = launcherNames(j.launchers, { fail, show });
   }
   if (top.runqueue !== undefined) {
     const r = obj(top.runqueue, ['runqueue']);
     only(r, ['runqueue'], ['enabled', 'per', 'intervalSeconds', 'maxCgroups']);
     cfg.runqueue.enabled = bool(r, ['runqueue'], 'enabled', true);
-    cfg.runqueue.intervalSeconds = num(r, ['runqueue'], 'intervalSeconds', 5, 1, 300);
+    cfg.runqueue.intervalSeconds = num(r, ['runqueue'], 'intervalSeconds', DEFAULT_CONFIG.runqueue.intervalSeconds, 1, 300);
     cfg.runqueue.maxCgroups = num(r, ['runqueue'], 'maxCgroups', 100, 1, 10000);
     const per = r.per ?? 'system';
     if (per !== 'system' && per !== 'pidns' && per !== 'cgroup') fail(['runqueue', 'per'], `must be "system", "pidns" or "cgroup", not ${show(per)}`);

@@ -28,6 +28,12 @@ export interface JavaGcOptions {
    * event or safepoint is sent (a metrics service: the agent). Unset: one event per collection.
    */
   metricsOnly?: boolean;
+  /**
+   * all mode: program names (comm, matched by their first 15 bytes as the kernel keeps them)
+   * whose execs are looked at as they happen, besides the JDK's launchers (JVM_LAUNCHERS); execs
+   * of any other name are looked at every 30 s.
+   */
+  launchers?: string[];
 }
 
 /**

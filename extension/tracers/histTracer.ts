@@ -198,6 +198,9 @@ export function histTracer<N extends HistName>(spec: HistTracerSpec<N>): KitTrac
         targets: o.pid ? [o.pid] : [],
         warnings: [],
         snapshot: () => s.result() as unknown as ResultOf<N>,
+        // Reads the kernel's histograms now (an update is sent before this resolves): a service
+        // that reads on each scrape can keep a long interval.
+        refresh: () => s.serial(false),
         async stop() {
           await s.serial(true);
           s.close();

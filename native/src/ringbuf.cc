@@ -1,6 +1,9 @@
 #include "ringbuf.h"
 
 #include <bpf/libbpf.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -32,11 +35,24 @@ constexpr size_t kFirstReusedOffsets = 1024;
 }  // namespace
 
 std::shared_ptr<RingPoller> RingPoller::Start(Napi::Env env, int mapFd, Napi::Function callback, Napi::Object owner,
-                                              const std::string& what, bool reuse) {
+                                              const std::string& what, bool reuse, bool wakeupsOnly) {
   std::shared_ptr<RingPoller> self(new RingPoller(env));
   LogCapture log;
   self->rb_ = ring_buffer__new(mapFd, &RingPoller::OnRecord, self.get(), nullptr);
   if (self->rb_ == nullptr) ThrowBpfError(env, what, errno, &log);
+  if (wakeupsOnly) {
+    self->stopFd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    self->waitFd_ = epoll_create1(EPOLL_CLOEXEC);
+    epoll_event ring{}, stop{};
+    ring.events = EPOLLIN;
+    ring.data.fd = ring_buffer__epoll_fd(self->rb_);
+    stop.events = EPOLLIN;
+    stop.data.fd = self->stopFd_;
+    if (self->stopFd_ < 0 || self->waitFd_ < 0 || epoll_ctl(self->waitFd_, EPOLL_CTL_ADD, ring.data.fd, &ring) != 0 ||
+        epoll_ctl(self->waitFd_, EPOLL_CTL_ADD, self->stopFd_, &stop) != 0) {
+      ThrowBpfError(env, what, errno, nullptr, "setting up the ring buffer's wait");
+    }
+  }
 
   self->reuse_ = reuse;
   self->tsfn_ = Tsfn::New(env, callback, "ebpf-studio ring buffer", kMaxQueuedBatches, 1, self.get());
@@ -55,6 +71,8 @@ RingPoller::~RingPoller() {
   } else if (rb_ != nullptr) {
     ring_buffer__free(rb_);
   }
+  if (waitFd_ >= 0) close(waitFd_);
+  if (stopFd_ >= 0) close(stopFd_);
 }
 
 void RingPoller::OnEnvCleanup(void* arg) {
@@ -67,6 +85,11 @@ void RingPoller::Stop() {
   if (!started_ || stopped_) return;
   stopped_ = true;
   stopRequested_ = true;
+  if (stopFd_ >= 0) {
+    uint64_t one = 1;
+    // Ends RunWakeupsOnly's wait; an eventfd write of 1 cannot fail short of overflow.
+    (void)!write(stopFd_, &one, sizeof(one));
+  }
   // Abort wakes a BlockingCall waiting for queue room; the thread then sees napi_closing.
   tsfn_.Abort();
   thread_.join();
@@ -81,6 +104,7 @@ void RingPoller::Stop() {
 }
 
 void RingPoller::Run() {
+  if (waitFd_ >= 0) return RunWakeupsOnly();
   while (!stopRequested_.load()) {
     int n = ring_buffer__poll(rb_, kPollTimeoutMs);
     if (stopRequested_.load()) break;
@@ -89,6 +113,25 @@ void RingPoller::Run() {
     if (n == 0) n = ring_buffer__consume(rb_);
     if (n < 0 && n != -EINTR) {
       if (n != -ECANCELED) fprintf(stderr, "ebpf-studio: ring buffer poll failed: %s\n", strerror(-n));
+      break;
+    }
+    if (!Flush()) break;
+  }
+}
+
+void RingPoller::RunWakeupsOnly() {
+  while (!stopRequested_.load()) {
+    epoll_event ev[2];
+    int k = epoll_wait(waitFd_, ev, 2, -1);
+    if (stopRequested_.load()) break;
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) {
+      fprintf(stderr, "ebpf-studio: ring buffer wait failed: %s\n", strerror(errno));
+      break;
+    }
+    int n = ring_buffer__consume(rb_);
+    if (n < 0 && n != -EINTR) {
+      if (n != -ECANCELED) fprintf(stderr, "ebpf-studio: ring buffer read failed: %s\n", strerror(-n));
       break;
     }
     if (!Flush()) break;
@@ -190,9 +233,11 @@ Napi::Value BpfObject::OpenRingBuffer(const Napi::CallbackInfo& info) {
   Napi::Function callback = FunctionArg(info, 1, "callback");
   std::string what = "openRingBuffer(" + name + ")";
   bool reuse = false;
+  bool wakeupsOnly = false;
   if (info.Length() > 2 && !info[2].IsUndefined()) {
-    if (!info[2].IsObject()) ThrowTypeError(env, what + ": options must be an object ({ reuse?: boolean })");
+    if (!info[2].IsObject()) ThrowTypeError(env, what + ": options must be an object ({ reuse?: boolean, wakeupsOnly?: boolean })");
     reuse = info[2].As<Napi::Object>().Get("reuse").ToBoolean().Value();
+    wakeupsOnly = info[2].As<Napi::Object>().Get("wakeupsOnly").ToBoolean().Value();
   }
   bpf_map* map = Map(env, name, what);
   int fd = MapFd(env, map, what);
@@ -202,7 +247,7 @@ Napi::Value BpfObject::OpenRingBuffer(const Napi::CallbackInfo& info) {
   // Handles closed by JS leave stopped pollers behind; forget them here.
   rings_.erase(std::remove_if(rings_.begin(), rings_.end(), [](const auto& r) { return r->stopped(); }),
                rings_.end());
-  std::shared_ptr<RingPoller> poller = RingPoller::Start(env, fd, callback, Value(), what, reuse);
+  std::shared_ptr<RingPoller> poller = RingPoller::Start(env, fd, callback, Value(), what, reuse, wakeupsOnly);
   rings_.push_back(poller);
   return RingBufferHandle::New(env, std::move(poller));
 }

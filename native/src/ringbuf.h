@@ -23,8 +23,11 @@ class RingPoller {
   // With reuse, every batch is copied into the same JS buffers (grown when a batch outgrows
   // them), valid only while the callback runs: for high-volume rings whose records the
   // callback consumes at once, so no garbage Buffer per batch waits for a GC.
+  // With wakeupsOnly, the thread sleeps until the kernel wakes it (a record submitted without
+  // BPF_RB_NO_WAKEUP) or Stop(): no poll timeout, so an idle ring costs no wakeup at all; records
+  // a program submits with BPF_RB_NO_WAKEUP then wait for the next woken one.
   static std::shared_ptr<RingPoller> Start(Napi::Env env, int mapFd, Napi::Function callback, Napi::Object owner,
-                                           const std::string& what, bool reuse);
+                                           const std::string& what, bool reuse, bool wakeupsOnly);
   ~RingPoller();
   RingPoller(const RingPoller&) = delete;
   RingPoller& operator=(const RingPoller&) = delete;
@@ -50,6 +53,8 @@ class RingPoller {
   static int OnRecord(void* ctx, void* data, size_t size);
   static void OnEnvCleanup(void* arg);
   void Run();
+  // Run() of a wakeupsOnly poller: epoll on the ring's epoll fd and stopFd_, no timeout.
+  void RunWakeupsOnly();
   // Poller thread: hands the pending batch to JS; false once the TSFN is closing.
   bool Flush();
 
@@ -66,6 +71,10 @@ class RingPoller {
   std::mutex spareMutex_;
   std::vector<std::unique_ptr<Batch>> spare_;
   bool reuse_ = false;
+  // wakeupsOnly: the poller's own epoll set (the ring's epoll fd and stopFd_), and the eventfd
+  // Stop() writes to end the wait.
+  int waitFd_ = -1;
+  int stopFd_ = -1;
   Napi::Reference<Napi::Buffer<uint8_t>> reusedData_;
   Napi::Reference<Napi::Uint32Array> reusedOffsets_;
 };

@@ -36,7 +36,7 @@ test('config: defaults, every section, and errors that name their line', () => {
   const c = parseConfig(JSON.stringify({ listen: '0.0.0.0:9435', jvm: { mainClasses: ['com.x.Main'], minPauseUs: 50 }, runqueue: { per: 'pidns', intervalSeconds: 2 }, profile: { frequency: 49, maxSeconds: 20, allocs: false }, forgetExitedAfterSeconds: 0 }), 'a.json');
   assert.deepEqual(c.jvm, { enabled: true, mainClasses: ['com.x.Main'], minPauseUs: 50 });
   assert.deepEqual(c.runqueue, { enabled: true, per: 'pidns', intervalSeconds: 2, maxCgroups: 100 });
-  assert.deepEqual(parseConfig('{"runqueue": {"per": "cgroup", "maxCgroups": 5}}', 'a.json').runqueue, { enabled: true, per: 'cgroup', intervalSeconds: 5, maxCgroups: 5 });
+  assert.deepEqual(parseConfig('{"runqueue": {"per": "cgroup", "maxCgroups": 5}}', 'a.json').runqueue, { enabled: true, per: 'cgroup', intervalSeconds: 60, maxCgroups: 5 });
   assert.deepEqual(c.profile, { enabled: true, frequency: 49, maxSeconds: 20, offcpu: true, allocs: false });
   assert.equal(c.forgetExitedAfterSeconds, 0);
 
@@ -54,6 +54,10 @@ test('config: defaults, every section, and errors that name their line', () => {
   assert.match(configError('{\n "jvm": {\n  "containers": ["4F1C2E9A0B7D"]\n }\n}'), /^agent\.json:3: jvm\.containers has "4F1C2E9A0B7D"/);
   assert.match(configError('{\n "jvm": {\n  "containers": ["abc123"]\n }\n}'), /^agent\.json:3: jvm\.containers has "abc123"/);
   assert.match(configError('{\n "jvm": {\n  "containers": "/docker"\n }\n}'), /^agent\.json:3: jvm\.containers must be a non-empty list/);
+  assert.deepEqual(parseConfig('{"jvm": {"launchers": ["orderservice", "a-launcher-name-over-15-bytes"]}}', 'a.json').jvm.launchers, ['orderservice', 'a-launcher-name-over-15-bytes']);
+  assert.match(configError('{\n "jvm": {\n  "launchers": ["/opt/app/bin/orderservice"]\n }\n}'), /^agent\.json:3: jvm\.launchers has "\/opt\/app\/bin\/orderservice": each entry must be a program name, not a path/);
+  assert.match(configError('{\n "jvm": {\n  "launchers": []\n }\n}'), /^agent\.json:3: jvm\.launchers must be a list of at most 24 program names/);
+  assert.match(configError(`{"jvm": {"launchers": ${JSON.stringify(Array.from({ length: 25 }, (_, i) => `l${i}`))}}}`), /jvm\.launchers must be a list of at most 24/);
   assert.match(configError('{\n "tls": {"certFile": "c.pem"}\n}'), /^agent\.json:2: tls needs both certFile and keyFile/);
   assert.match(configError('{\n "auth": {}\n}'), /^agent\.json:2: auth needs bearerTokenFile or basicAuthFile/);
 });

@@ -39,10 +39,27 @@ function running(pids: Iterable<number>): number[] {
 /**
  * The programs whose execs --all looks at within a second: the JDK's launchers (a JVM each) and
  * jsvc (Apache Commons Daemon, which creates the JVM of many services in-process). 15 bytes at
- * most (the kernel's comm), 8 at most (bpf/java-gc.bpf.c JAVA_GC_LAUNCHERS).
+ * most (the kernel's comm); with the configured ones (MAX_EXTRA_LAUNCHERS), 32 at most
+ * (bpf/java-gc.bpf.c JAVA_GC_LAUNCHERS).
  */
 export const JVM_LAUNCHERS = ['java', 'jsvc', 'javac', 'jshell', 'jcmd', 'jar', 'jdb', 'keytool'];
-const LAUNCHER_SET = new Set(JVM_LAUNCHERS);
+/** Launcher names a user may add (the agent's jvm.launchers, java-gc's `launchers`). */
+export const MAX_EXTRA_LAUNCHERS = 24;
+
+/** A program name as the kernel keeps it in comm: its first 15 bytes. */
+export function launcherComm(name: string): Buffer {
+  return Buffer.from(name, 'utf8').subarray(0, 15);
+}
+
+/** The JDK's launchers and `extra`, each once, as comm holds them. */
+export function launcherNames(extra: readonly string[] = []): Buffer[] {
+  const byComm = new Map<string, Buffer>();
+  for (const name of [...JVM_LAUNCHERS, ...extra]) {
+    const comm = launcherComm(name);
+    byComm.set(comm.toString('hex'), comm);
+  }
+  return [...byComm.values()];
+}
 
 /** A libjvm.so to attach to: `path` opens it from here, `identity` names the real file. */
 export interface LibjvmTarget {
@@ -86,6 +103,18 @@ export class JvmScanner {
   /** `slow`: looked at again only at slow looks (found by a scan of /proc, or exec'd a program of no launcher's name) */
   private seen = new Map<number, { startTime: number; comm: string; jvm: boolean; looks: number; slow: boolean }>();
   private scans = 0;
+  /** the launchers' names as /proc/PID/stat shows comm */
+  private readonly launchers: Set<string>;
+
+  constructor(launchers: Buffer[] = launcherNames()) {
+    this.launchers = new Set(launchers.map((b) => b.toString('utf8')));
+  }
+
+  /** Whether a launcher that exec'd has not mapped libjvm.so yet and is still to be looked at again (at the next look). */
+  get watchingYoung(): boolean {
+    for (const s of this.seen.values()) if (!s.jvm && s.looks < 3 && !s.slow) return true;
+    return false;
+  }
 
   /**
    * JVMs not returned by an earlier scan. Processes already judged are read again only every
@@ -160,7 +189,7 @@ export class JvmScanner {
     } catch {
       /* gone, or not ours to read */
     }
-    this.seen.set(pid, { startTime: st.startTime, comm: st.comm, jvm: Boolean(m), looks: same ? prev.looks + 1 : st.startTime < settledBefore ? 3 : 1, slow: same ? prev.slow : slow && !LAUNCHER_SET.has(st.comm) });
+    this.seen.set(pid, { startTime: st.startTime, comm: st.comm, jvm: Boolean(m), looks: same ? prev.looks + 1 : st.startTime < settledBefore ? 3 : 1, slow: same ? prev.slow : slow && !this.launchers.has(st.comm) });
     if (m) out.push({ pid, startTime: st.startTime, libjvm: m });
     return true;
   }

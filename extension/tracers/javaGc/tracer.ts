@@ -9,13 +9,13 @@ import type { JavaGcEvent, JavaGcOptions, JavaGcPauseCounts, JavaGcResult, JavaS
 import { buildResult } from '../../model/javaGcStats';
 import { GcLive } from '../../model/javaGcLive';
 import { fromBpfError, inputError } from '../../protocol/errors';
-import { asObject, bool, int, PID_MAX } from '../../protocol/validate';
+import { asObject, bool, int, PID_MAX, strArray } from '../../protocol/validate';
 import { checkPid, identify, pidAlive, readStat, sameProcess } from '../../sys/proc/processes';
 import { countsProblem } from '../../model/javaGcCheck';
 import { ElfFile } from '../../sys/elf/elf';
 import type { Session, SessionEvents, Tracer, TracerEnv } from '../tracer';
 import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
-import { hostLibjvms, JVM_LAUNCHERS, JvmCounterBook, JvmScanner, libjvmTargetOf, runningTarget, type LibjvmTarget, type RunningJvm } from './jvms';
+import { hostLibjvms, launcherNames, MAX_EXTRA_LAUNCHERS, JvmCounterBook, JvmScanner, libjvmTargetOf, runningTarget, type LibjvmTarget, type RunningJvm } from './jvms';
 import { GcHistReader } from './hists';
 import { CTR_EXECS_FULL, CTR_HIST_FULL, CTR_INFLIGHT_FULL, CTR_POOLS_FULL, CTR_RINGBUF_FULL, CTR_SAFEPOINT_LOST, decodeJavaGcEvent, decodeSafepoint, JAVA_GC_MAX_POOLS } from './decode';
 
@@ -195,10 +195,17 @@ const OTHER_EXECS_LOOKS = 30;
  * one restored from a checkpoint); at every look while exec events cannot be had.
  */
 const FULL_SCAN_LOOKS = 300;
-/** `launchers` as bpf/java-gc.bpf.c reads them: 16 NUL-padded bytes each. */
-function launcherNames(names: string[]): Buffer {
-  const b = Buffer.alloc(8 * 16);
-  names.slice(0, 8).forEach((n, i) => b.write(n.slice(0, 15), i * 16, 'latin1'));
+/**
+ * Metrics only, woken by launchers' execs: the slow look (other programs' execs, exited JVMs,
+ * the histograms) comes every this long, as often as on the 1 s timer.
+ */
+const SLOW_LOOK_MS = OTHER_EXECS_LOOKS * 1000;
+/** A launcher maps libjvm.so some milliseconds after its exec: the first look waits this long. */
+const FIRST_LOOK_MS = 250;
+/** `launchers` as bpf/java-gc.bpf.c reads them: JAVA_GC_LAUNCHERS names of 16 NUL-padded bytes each. */
+function launcherRodata(names: Buffer[]): Buffer {
+  const b = Buffer.alloc(32 * 16);
+  names.slice(0, 32).forEach((n, i) => n.copy(b, i * 16));
   return b;
 }
 
@@ -242,10 +249,13 @@ function followNewJvms(scanner: JvmScanner, execs: ExecWatch | undefined, look: 
   return look % FULL_SCAN_LOOKS === 0 && look > 0 ? [...found, ...scanner.scan(Number.MAX_SAFE_INTEGER)] : found;
 }
 
-/** The object's constants: with --all, which execs are looked at within a second (JVM_LAUNCHERS). */
+/**
+ * The object's constants: with --all, which execs are looked at within a second (the launchers),
+ * and whether they ring `launched` (metrics only: see JavaGcSession.waitForLaunches).
+ */
 function configure(o: BpfObject, options: JavaGcOptions): void {
-  setRodata(o, { min_duration_ns: BigInt(options.minUs) * 1000n, lazy_wakeup: true, records: !options.metricsOnly, histograms: Boolean(options.metricsOnly) });
-  if (options.all) o.setRodata('launchers', launcherNames(JVM_LAUNCHERS));
+  setRodata(o, { min_duration_ns: BigInt(options.minUs) * 1000n, lazy_wakeup: true, records: !options.metricsOnly, histograms: Boolean(options.metricsOnly), launch_wakeups: Boolean(options.all && options.metricsOnly) });
+  if (options.all) o.setRodata('launchers', launcherRodata(launcherNames(options.launchers)));
 }
 
 /** Counts read from the kernel, booked as the events they replace are (the JVMs' own counters are checked against them). */
@@ -255,6 +265,14 @@ function countedInKernel(counts: JavaGcPauseCounts[], pids: Set<number>, book: J
     if (c.what === 'pause' && c.kind) book.countMany(c.pid, c.kind, c.counts.reduce((a, b) => a + b, 0));
   }
   return counts;
+}
+
+/** `launchers`: program names as exec gives them (a file's base name), MAX_EXTRA_LAUNCHERS at most. */
+function launchersOption(o: Record<string, unknown>): string[] {
+  const names = strArray(o, 'launchers', MAX_EXTRA_LAUNCHERS);
+  const bad = names.find((n) => n === '' || n.includes('/') || n.length > 255);
+  if (bad !== undefined) throw inputError(`launchers: "${bad.slice(0, 80)}" is not a program name: give the base name of the launcher's file (what exec gives the process as its name), e.g. "orderservice"`);
+  return names;
 }
 
 function monoNs(): number {
@@ -275,6 +293,7 @@ export const javaGcTracer: Tracer<'java-gc'> = {
       ...(bool(o, 'boundedResult', false) ? { boundedResult: true } : {}),
       ...(o.liveCounts !== undefined ? { liveCounts: bool(o, 'liveCounts', true) } : {}),
       ...(bool(o, 'metricsOnly', false) ? { metricsOnly: true } : {}),
+      ...(o.launchers !== undefined ? { launchers: launchersOption(o) } : {}),
     };
   },
   async start(options, env, events) {
@@ -326,6 +345,9 @@ class JavaGcSession implements Session<'java-gc'> {
   private readonly liveCounts: boolean;
   private shutting?: Promise<void>;
   private timer?: NodeJS.Timeout;
+  /** metrics only: the look for new JVMs a launcher's exec asked for */
+  private lookTimer?: NodeJS.Timeout;
+  private slowLooks = 0;
   private ending = false;
   private ticks = 0;
 
@@ -375,7 +397,7 @@ class JavaGcSession implements Session<'java-gc'> {
   private findTargets(): ReturnType<typeof findLibjvms> {
     const { options } = this;
     this.startTime = options.all ? undefined : checkPid(options.pid).startTime;
-    this.scanner = new JvmScanner();
+    this.scanner = new JvmScanner(launcherNames(options.launchers));
     const found = options.all ? findLibjvms(this.scanner) : { libs: [libjvmTargetOf(options.pid)], jvms: [], skipped: [] };
     this.warnings.push(...found.skipped);
     if (options.all && found.libs.length === 0) this.warnings.push('no JDK with hotspot USDT probes was found yet (looked in /usr/lib/jvm, /opt, /usr/local and in running JVMs): JVMs that start later are traced as they appear');
@@ -401,11 +423,6 @@ class JavaGcSession implements Session<'java-gc'> {
   /** Opens the ring buffers (or the histograms) and sends an update every tick from now on. */
   collect(): void {
     const { options, env } = this;
-    // The same cadences in seconds whatever the tick: new JVMs every second, exited ones every 10 s.
-    this.tickMs = options.metricsOnly ? METRICS_TICK_MS : TICK_MS;
-    this.followTicks = Math.max(1, (FOLLOW_TICKS * TICK_MS) / this.tickMs);
-    this.forgetTicks = Math.max(1, (FORGET_TICKS * TICK_MS) / this.tickMs);
-    if (options.all) env.log(`java-gc: looking for new JVMs every ${(this.followTicks * this.tickMs) / 1000} s${this.execs ? ` among processes that exec'd ${JVM_LAUNCHERS.join(', ')}, every ${(OTHER_EXECS_LOOKS * this.followTicks * this.tickMs) / 1000} s among those that exec'd anything else` : ''}`);
     this.startNs = monoNs();
     // Metrics only: nothing comes through the rings, so no thread polls them.
     this.hists = options.metricsOnly ? new GcHistReader(this.obj) : undefined;
@@ -417,7 +434,65 @@ class JavaGcSession implements Session<'java-gc'> {
       this.obj.close();
       throw fromBpfError('opening the java-gc ring buffers', e);
     }
+    if (this.hists && this.execs && this.waitForLaunches()) return;
+    // The same cadences in seconds whatever the tick: new JVMs every second, exited ones every 10 s.
+    this.tickMs = options.metricsOnly ? METRICS_TICK_MS : TICK_MS;
+    this.followTicks = Math.max(1, (FOLLOW_TICKS * TICK_MS) / this.tickMs);
+    this.forgetTicks = Math.max(1, (FORGET_TICKS * TICK_MS) / this.tickMs);
+    if (options.all) env.log(`java-gc: looking for new JVMs every ${(this.followTicks * this.tickMs) / 1000} s${this.execs ? ` among processes that exec'd ${this.launcherList()}, every ${(OTHER_EXECS_LOOKS * this.followTicks * this.tickMs) / 1000} s among those that exec'd anything else` : ''}`);
     this.timer = setInterval(() => this.tick(), this.tickMs);
+  }
+
+  private launcherList(): string {
+    return launcherNames(this.options.launchers)
+      .map((b) => b.toString('utf8'))
+      .join(', ');
+  }
+
+  /**
+   * Metrics only, all mode: no timer each second. The kernel wakes the session when a launcher
+   * execs (bpf/java-gc.bpf.c `launched`, read by a thread with no poll timeout); the launcher is
+   * looked at a moment later and again each second until it maps libjvm.so (three looks, as on
+   * the timer). The execs of other programs, exited JVMs and the histograms wait for the slow look
+   * (each scrape reads the histograms too): an idle service wakes every SLOW_LOOK_MS only.
+   */
+  private waitForLaunches(): boolean {
+    try {
+      this.rbs.push(this.obj.openRingBuffer('launched', () => this.lookSoon(FIRST_LOOK_MS), { wakeupsOnly: true }));
+    } catch (e) {
+      this.env.log(`java-gc: no exec wakeups (${(e as Error).message}): looking for new JVMs each second`);
+      return false;
+    }
+    this.env.log(`java-gc: looking for new JVMs as processes exec ${this.launcherList()}, every ${SLOW_LOOK_MS / 1000} s among those that exec'd anything else`);
+    this.timer = setInterval(() => this.slowLook(), SLOW_LOOK_MS);
+    return true;
+  }
+
+  private lookSoon(ms: number): void {
+    if (this.lookTimer || this.detachNs !== Infinity) return;
+    this.lookTimer = setTimeout(() => {
+      this.lookTimer = undefined;
+      this.look(false);
+    }, ms);
+  }
+
+  /** New JVMs among the launchers that exec'd (slow: among every exec, and all of /proc now and then); named in an update at once. */
+  private look(slow: boolean): void {
+    if (this.detachNs !== Infinity) return;
+    // followNewJvms' look numbers: a multiple of OTHER_EXECS_LOOKS takes the other execs too.
+    const n = slow ? this.slowLooks++ * OTHER_EXECS_LOOKS : 1;
+    for (const j of followNewJvms(this.scanner, this.execs, n)) {
+      this.attacher.follow(j, this.book, false, this.warnings);
+      this.found.push(j.pid);
+    }
+    if (this.found.length && !slow) void this.readHists();
+    if (this.scanner.watchingYoung) this.lookSoon(1000);
+  }
+
+  private slowLook(): void {
+    this.look(true);
+    if (!this.liveCounts) this.book.forgetExited();
+    void this.readHists();
   }
 
   private onBatch(batch: Buffer, offsets: Uint32Array): void {
@@ -523,6 +598,7 @@ class JavaGcSession implements Session<'java-gc'> {
   private async detachAndClose(): Promise<void> {
     const { obj, env, hists } = this;
     clearInterval(this.timer);
+    clearTimeout(this.lookTimer);
     this.book.refresh();
     this.countsFinal = true;
     this.detachNs = monoNs();
