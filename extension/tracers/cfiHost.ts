@@ -27,13 +27,13 @@ export const CFI_HOST_MIN_MAX_BYTES = Math.ceil(0.01 * 2 ** 20);
 export const CFI_HOST_MAX_MAX_BYTES = 1 << 30;
 /**
  * Compiling: up to COMPILE_BURST_MS of CPU in the session's first COMPILE_STARTUP_MS (the tables
- * of what runs now), then COMPILE_MS_PER_S_PER_CPU (0.25 % of the machine), saved up to
+ * of what runs now), then COMPILE_MS_PER_S_PER_CPU (0.15 % of the machine), saved up to
  * COMPILE_STEADY_MS (one libc-sized file at once; a bigger one overdraws, and the next waits).
  */
 const COMPILE_BURST_MS = 3000;
 const COMPILE_STARTUP_MS = 5000;
 const COMPILE_STEADY_MS = 500;
-const COMPILE_MS_PER_S_PER_CPU = 2.5;
+const COMPILE_MS_PER_S_PER_CPU = 1.5;
 /** A table a walk used this recently is never evicted for another's. */
 export const CFI_HOST_MIN_IDLE_MS = 2000;
 const ROW_BLOCK_BYTES = CFI_BLOCK_ROWS * CFI_ROW_SIZE;
@@ -43,8 +43,6 @@ const MAX_PROCS = 4096;
 const REMAP_EVERY_MS = 10_000;
 /** bpf/cfi_walk.h CFI_FILE_* */
 const FILE_STATE = { loaded: 0, pending: 1, capped: 2, none: 3 } as const;
-/** bpf/profile.bpf.c CFI_WANT_* */
-const WANT_NEW = 1;
 
 /** How a cap divides into row blocks and page-index entries (the index takes ~1 % of the rows' bytes measured; 1/32 here, one block at least). */
 export function capLayout(capBytes: number): { rowBlocks: number; pageEntries: number } {
@@ -81,6 +79,19 @@ interface HostFile {
   orphan?: boolean;
 }
 
+export interface HostCfiOptions {
+  /** CPUs sampled: the steady compile budget scales with them, as the sampling does */
+  cpus?: number;
+  /**
+   * Whether the log names files (and errors reading them): only for a requester who may see
+   * every process's (root). The log reaches the requester, and a whole-host session meets other
+   * users' programs; otherwise files are named by device and inode.
+   */
+  showPaths?: boolean;
+  /** walked by frame pointers, no tables: this process */
+  selfPid?: number;
+}
+
 interface HostProc {
   startTime: number;
   files: Set<string>;
@@ -108,6 +119,11 @@ export class HostCfiTables {
   private compiling = false;
   private ticks = 0;
   private told = new Set<string>();
+  /** the tick resident tables' use was last read */
+  private useReadAt = -1;
+  private readonly cpus: number;
+  private readonly showPaths: boolean;
+  private readonly selfPid: number;
   /** compile budget (ms of CPU) and when it was last topped up */
   private budgetMs = COMPILE_BURST_MS;
   private budgetAt = performance.now();
@@ -119,10 +135,11 @@ export class HostCfiTables {
   constructor(
     private readonly log: (m: string) => void,
     readonly capBytes: number,
-    /** CPUs sampled: the steady compile budget scales with them, as the sampling does */
-    private readonly cpus = os.cpus().length,
-    private readonly selfPid = process.pid,
+    opts: HostCfiOptions = {},
   ) {
+    this.cpus = opts.cpus ?? os.cpus().length;
+    this.showPaths = opts.showPaths ?? false;
+    this.selfPid = opts.selfPid ?? process.pid;
     this.layout = capLayout(capBytes);
     this.budget = new CfiBudget(this.layout.rowBlocks, this.layout.pageEntries, CFI_HOST_MIN_IDLE_MS);
     this.pageMirror = new Uint32Array(this.layout.pageEntries);
@@ -160,7 +177,7 @@ export class HostCfiTables {
     if (!this.compiling) {
       this.compiling = true;
       this.compileMet(obj, closed)
-        .catch((e: Error) => this.log(`cfi: compiling tables: ${e.message}`))
+        .catch((e: Error) => this.log(`cfi: compiling tables: ${this.showPaths ? e.message : e.name}`))
         .finally(() => (this.compiling = false));
     }
   }
@@ -168,25 +185,36 @@ export class HostCfiTables {
   private readWanted(obj: BpfObject): void {
     const d = obj.mapDump('cfi_wanted', { delete: true });
     const now = nowMs();
+    // a process asked for again (new code mapped, or its entry found no room) is re-read at most every REMAP_EVERY_MS
     for (let i = 0; i < d.count; i++) {
       const pid = d.keys.readUInt32LE(i * 4);
-      const why = d.values.readUInt32LE(i * 4);
       const p = this.procs.get(pid);
       const fresh = !p || readStat(pid)?.startTime !== p.startTime;
-      if (fresh || (now - p.plannedMs >= REMAP_EVERY_MS && why >= WANT_NEW)) this.planProcess(obj, pid);
+      if (fresh || now - p.plannedMs >= REMAP_EVERY_MS) this.planProcess(obj, pid);
     }
   }
 
-  private readUse(obj: BpfObject): void {
-    // slot by slot: a batch read of the whole array costs the kernel ~0.5 µs an entry, used or not
+  /**
+   * The use of files waiting for a table (pending, kept out), slot by slot: a batch read of the
+   * whole array costs the kernel ~0.5 µs an entry, used or not. Loaded files' use matters only
+   * when a table must make room: read then (freshUse).
+   */
+  private readUse(obj: BpfObject, loaded = false): void {
     for (const [slot, f] of this.bySlot) {
-      if (f.state === 'none') continue;
+      if (f.state === 'none' || (f.state === 'loaded') !== loaded) continue;
       const v = obj.mapLookup('cfi_file_use', u32(slot));
       const ns = v ? v.readBigUInt64LE(0) : 0n;
       if (!ns) continue;
       f.lastUse = Number(ns) / 1e6;
       f.walks = Number(v!.readBigUInt64LE(8));
     }
+  }
+
+  /** Resident tables' use read now (once a tick at most), before deciding which to evict. */
+  private freshUse(obj: BpfObject): void {
+    if (this.useReadAt === this.ticks) return;
+    this.useReadAt = this.ticks;
+    this.readUse(obj, true);
   }
 
   /** Reads pid's executable mappings and writes them, each with its file's slot, into cfi_procs. */
@@ -306,6 +334,7 @@ export class HostCfiTables {
       try {
         next.recompile = false;
         // no room for it even after evicting idle tables: kept out uncompiled (tried again when met again)
+        this.freshUse(obj);
         if (!this.budget.victims(...sizeOf(next), this.lastUse, nowMs())) {
           this.keepOut(next);
           continue;
@@ -330,14 +359,14 @@ export class HostCfiTables {
       f.nrows = c.table.rows.length;
       f.pages = pageIndex(c.table.rows);
       f.pageEntries = f.pages.idx.length;
-      this.log(`cfi: ${f.from.m.path}: ${f.nrows} rows compiled in ${Math.round(performance.now() - t0)} ms`);
+      this.log(`cfi: ${this.name(f)}: ${f.nrows} rows compiled in ${Math.round(performance.now() - t0)} ms`);
     } catch (e) {
       // short-lived processes: the file is read through the next process planned that maps it
       if (!pidAlive(f.from.pid)) {
         f.orphan = true;
         return;
       }
-      this.log(`cfi: ${f.from.m.path}: no table (${(e as Error).message}); walked by frame pointers`);
+      this.log(`cfi: ${this.name(f)}: no table${this.showPaths ? ` (${(e as Error).message})` : ''}; walked by frame pointers`);
       f.state = 'none';
       this.writeSlot(f);
     }
@@ -369,7 +398,7 @@ export class HostCfiTables {
 
   /** Marks a file's table out of the kernel for the cap (walks through it count as cut). */
   private keepOut(f: HostFile): void {
-    if (f.state !== 'capped') this.once(`cap ${f.key}`, `cfi: ${f.from.m.path} (${f.nrows ? `${f.nrows} rows` : `${f.ehBytes} bytes of .eh_frame`}) ${f.state === 'loaded' ? 'evicted' : 'kept out'} for the table memory cap of ${(this.capBytes / 2 ** 20).toFixed(2)} MiB; stacks through it are cut and counted`);
+    if (f.state !== 'capped') this.once(`cap ${f.key}`, `cfi: ${this.name(f)} (${f.nrows ? `${f.nrows} rows` : `${f.ehBytes} bytes of .eh_frame`}) ${f.state === 'loaded' ? 'evicted' : 'kept out'} for the table memory cap of ${(this.capBytes / 2 ** 20).toFixed(2)} MiB; stacks through it are cut and counted`);
     const write = f.state !== 'capped';
     f.state = 'capped';
     f.cappedUse = f.lastUse;
@@ -399,6 +428,7 @@ export class HostCfiTables {
     for (const f of this.files.values()) {
       if (f.state !== 'capped' || f.lastUse <= (f.cappedUse ?? 0)) continue;
       f.cappedUse = f.lastUse;
+      this.freshUse(obj);
       if (!this.budget.victims(...sizeOf(f), this.lastUse, now)) continue;
       // its compiled rows were dropped: compiled again (it stays out, its stacks cut, until then)
       if (!f.rows) f.recompile = true;
@@ -428,6 +458,11 @@ export class HostCfiTables {
     }
     v.writeUInt32LE(FILE_STATE[f.state], 20);
     this.obj?.mapUpdate('cfi_files', u32(f.slot), v);
+  }
+
+  /** A file as the log names it (see HostCfiOptions.showPaths). */
+  private name(f: HostFile): string {
+    return this.showPaths ? f.from.m.path : `file ${f.key} (device:inode)`;
   }
 
   private once(key: string, message: string): void {

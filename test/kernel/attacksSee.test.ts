@@ -242,11 +242,13 @@ describe('what a user sees of other processes through the installed helper', { s
     assert.notEqual(cat.status, 0, 'the user cannot read the root-only binary');
   });
 
-  for (const unwind of ['fp', 'dwarf'] as const) {
+  for (const unwind of ['fp', 'dwarf', 'cfi'] as const) {
     test(`attack: profile --all --unwind ${unwind} as the user leaks no secret, no root-only symbol, no kernel address; own frames named; root's CLI gets all`, { timeout: 120_000 }, async (t) => {
       assertRootSeesAll(rootCli(['--unwind', unwind, '--frequency', '499']), `root CLI, --unwind ${unwind}`);
       const { result, json } = await profileAs(alice!, 'profile', { frequency: 499, unwind }, 3000);
       assert.deepEqual(secretsIn(json), [], 'what reached the user');
+      // the whole host's table log (compiled, kept out) names other users' files by device and inode only
+      assert.doesNotMatch(json, /cfi: [^"]*secretd/, 'no root file named in the log');
       assertRootProcessCut(result, `profile ${unwind}`);
       assertKernelNamedWithoutAddresses(result, `profile ${unwind}`);
       assertOwnFramesNamed(result, `profile ${unwind}`);

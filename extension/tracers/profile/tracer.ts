@@ -127,7 +127,7 @@ export const profileTracer: Tracer<'profile'> = {
     // cfi: the target's tables sized now, compiled and loaded once sampling runs (ProfileRun);
     // the whole host's as processes and files are first met in samples, within a memory cap
     const cfi = mode === 'cfi' && options.pid ? new CfiTables(env.log) : undefined;
-    const host = mode === 'cfi' && !options.pid ? new HostCfiTables(env.log, options.cfiMaxBytes ?? CFI_HOST_DEFAULT_MAX_BYTES, onlineCpus().length) : undefined;
+    const host = mode === 'cfi' && !options.pid ? new HostCfiTables(env.log, options.cfiMaxBytes ?? CFI_HOST_DEFAULT_MAX_BYTES, { cpus: onlineCpus().length, showPaths: !env.requester || env.requester.uid === 0 }) : undefined;
     cfi?.planLater(options.pid);
     const { java, jvmPids } = await javaPath(options, cmdline, mode, env, warnings);
     const stackCopyBytes = options.stackCopyBytes ?? PROFILE_DEFAULT_STACK_COPY;
