@@ -249,6 +249,7 @@ describe('what a user sees of other processes through the installed helper', { s
       assert.deepEqual(secretsIn(json), [], 'what reached the user');
       // the whole host's table log (compiled, kept out) names other users' files by device and inode only
       assert.doesNotMatch(json, /cfi: [^"]*secretd/, 'no root file named in the log');
+      if (unwind === 'cfi') assert.match(json, /cfi: file [0-9a-f]+:[0-9a-f]+:\d+ \(device:inode\): \d+ rows compiled/, 'the log it got names files by device and inode');
       assertRootProcessCut(result, `profile ${unwind}`);
       assertKernelNamedWithoutAddresses(result, `profile ${unwind}`);
       assertOwnFramesNamed(result, `profile ${unwind}`);
