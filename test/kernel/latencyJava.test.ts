@@ -308,6 +308,8 @@ describe('attacks on Java latency: another user\'s JVM, planted links and FIFOs'
         await assert.rejects(h.conn.sendRequest(proto.sessionStart, { tracer: 'latency', options: { pid, target: 'LatencyAgentTarget.work', thresholdMs: 0 } } as never), /refused|not yours/);
         // the slow calls' profile would load the JVMTI agent too: refused before anything is placed
         await assert.rejects(h.conn.sendRequest(proto.sessionStart, { tracer: 'latency', options: { pid, target: 'LatencyAgentTarget.work', thresholdMs: 10, profileSlow: true } } as never), /refused|not yours/);
+        // and split by caller (another rewrite of the class): refused the same way
+        await assert.rejects(h.conn.sendRequest(proto.sessionStart, { tracer: 'latency', options: { pid, target: 'LatencyAgentTarget.work', thresholdMs: 0, byCaller: true } } as never), /refused|not yours/);
       } finally {
         await h.close();
       }

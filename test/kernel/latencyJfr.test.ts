@@ -322,6 +322,7 @@ describe('attack: JFR method tracing of another user\'s JVM', { skip: skip ?? at
       const h = bed!.helperFor(mallory!);
       try {
         await assert.rejects(h.conn.sendRequest(proto.sessionStart, { tracer: 'latency', options: { pid, target: 'MethodLatency.work', thresholdMs: 0 } } as never), /not yours|refused/);
+        await assert.rejects(h.conn.sendRequest(proto.sessionStart, { tracer: 'latency', options: { pid, target: 'MethodLatency.work', thresholdMs: 0, byCaller: true } } as never), /not yours|refused/);
       } finally {
         await h.close();
       }
