@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { cli, JAVA_HOME, libjvm, LineProcess, median, round, startBpftrace, type BenchContext, type Row } from './lib';
+import { cli, JAVA_HOME, libjvm, LineProcess, median, root, round, startBpftrace, type BenchContext, type Row } from './lib';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const TICK = 100; // USER_HZ
@@ -56,14 +56,22 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** The agent as installed: a bearer token made by --make-token, required on every request (the scrapes below send it). */
+/** The node flags the systemd unit runs the agent with (its ExecStart line), so the row measures the agent as installed. */
+function unitNodeFlags(): string[] {
+  const unit = fs.readFileSync(path.join(root, 'scripts', 'systemd', 'ebpf-studio-agent.service'), 'utf8');
+  const m = /^ExecStart=\S*node((?:\s+--\S+)*)\s+\S*cli\.js agent/m.exec(unit);
+  if (!m) throw new Error('scripts/systemd/ebpf-studio-agent.service has no ExecStart=node [FLAGS] .../cli.js agent line');
+  return m[1].trim().split(/\s+/).filter(Boolean);
+}
+
+/** The agent as installed: the unit's node flags, a bearer token made by --make-token, required on every request (the scrapes below send it). */
 async function startAgent(): Promise<{ child: ChildProcess; base: string; auth: Record<string, string> }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ebpf-studio-bench-token-'));
   const tokenFile = path.join(dir, 'agent.token');
   const made = spawnSync(process.execPath, [cli, 'agent', '--make-token', '--token-file', tokenFile], { encoding: 'utf8' });
   if (made.status !== 0) throw new Error(`agent --make-token failed: ${made.stderr}`);
   const auth = { Authorization: `Bearer ${fs.readFileSync(tokenFile, 'utf8').trim()}` };
-  const child = spawn(process.execPath, [cli, 'agent', '--listen', '127.0.0.1:0', '--token-file', tokenFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [...unitNodeFlags(), cli, 'agent', '--listen', '127.0.0.1:0', '--token-file', tokenFile], { stdio: ['ignore', 'ignore', 'pipe'] });
   child.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
   let err = '';
   child.stderr!.on('data', (d) => (err += d));
@@ -181,7 +189,7 @@ export async function benchAgent(ctx: BenchContext): Promise<Row[]> {
       better: 'lower',
       peer: peerChild ? { name: 'bpftrace, same GC and safepoint probes, in-kernel histograms', value: round(peerCpu, 3) } : null,
       detail: `${round(wallS, 0)} s run${ctx.quick ? ' (--quick; the full suite runs the 10 minutes the issue asks)' : ''}, ${round(gcRate, 0)} GCs/s in the GC-heavy JVM, ${started} JVMs started and stopped (one every ${churnS} s). The agent also runs system-wide run-queue latency and serves /metrics every 14 s; bpftrace keeps its histograms in the kernel and prints only at exit, so its figure is the floor for this probe set. CPU = the agent's threads' run time (/proc/PID/task/*/schedstat, ns; /proc/PID/stat's 10 ms ticks read ${round(agentCpuTicks, 2)} %) over the run; its BPF programs run in the traced threads and are not in it (nor in bpftrace's).`,
-      limit: 'pauses and safepoints are counted in the kernel (no record per pause) and read on each scrape (every 15 s without one); what is left is user space in a Node process: a 1 s look at the execs of programs named as JDK launchers (one map read when none came), each new JVM read once (/proc/PID/maps, its libjvm.so, cmdline, cgroup), the other execs of the machine looked at every 30 s, run-queue reads every 5 s, a scrape rendering every series, and V8\'s own threads. bpftrace does nothing in user space until it exits: its figure is the floor, not a like-for-like service',
+      limit: "pauses and safepoints are counted in the kernel (no record per pause) and read on each scrape (every 30 s without one); the agent has no timer shorter than 30 s: the kernel wakes it when a program named as a JDK launcher (or in jvm.launchers) execs, and what is left is user space in a Node process: each new JVM read once (/proc/PID/stat and maps, its libjvm.so, cmdline, cgroup), the other execs of the machine looked at every 30 s (on a shared build machine, dozens of live processes each time), a scrape rendering every series and reading the run-queue histograms, and V8's own threads and the first runs of each code path (the quick run's 30 s start a few seconds after the agent). bpftrace does nothing in user space until it exits but poll its buffers: its figure is the floor, not a like-for-like service",
     });
     rows.push({
       name: `agent RSS growth after warm-up (${span} run)`,

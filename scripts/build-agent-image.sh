@@ -76,7 +76,7 @@ mmdebstrap --variant=essential --include="$packages" \
 "$engine" import \
   --change 'ENV EBPF_STUDIO_ROOT=/opt/ebpf-studio' \
   --change 'WORKDIR /opt/ebpf-studio' \
-  --change 'ENTRYPOINT ["/usr/bin/node", "/opt/ebpf-studio/dist/cli.js", "agent"]' \
+  --change 'ENTRYPOINT ["/usr/bin/node", "--no-memory-reducer", "/opt/ebpf-studio/dist/cli.js", "agent"]' \
   --change 'CMD ["--listen", "127.0.0.1:9435"]' \
   --change 'EXPOSE 9435' \
   --change "LABEL org.opencontainers.image.title=ebpf-studio-agent org.opencontainers.image.version=$version" \

@@ -127,6 +127,9 @@ export function overlayLayers(superOptions: string): string[] {
 export function realIdentity(pid: number, m: Mapping): string {
   const [maj, min] = parseDev(m.dev);
   const asIs = `${maj}:${min}:${m.inode}`;
+  // overlayfs has an anonymous device (major 0): a file on a block device is itself, and its
+  // process's mountinfo need not be read (the agent names every JVM that starts by this).
+  if (maj !== 0) return asIs;
   let mounts: MountLine[];
   try {
     mounts = parseMountinfo(fs.readFileSync(`/proc/${pid}/mountinfo`, 'utf8'));

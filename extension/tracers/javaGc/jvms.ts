@@ -61,6 +61,39 @@ export function launcherNames(extra: readonly string[] = []): Buffer[] {
   return [...byComm.values()];
 }
 
+/** judge()'s reads of /proc/PID/maps, one buffer for all (a JVM's maps are 20-100 KB; a slow look reads dozens of processes). */
+const MAPS_CHUNK = Buffer.allocUnsafe(64 * 1024);
+const LIBJVM_NAME = '/libjvm.so';
+
+/**
+ * The libjvm.so mapping of a process, from its /proc/PID/maps read in chunks into MAPS_CHUNK:
+ * most processes map none, and a byte search decides without a string of the whole file (the
+ * garbage of a look was mostly those strings) or any parse; only lines naming libjvm.so are parsed.
+ */
+function libjvmInMaps(pid: number): Mapping | undefined {
+  const fd = fs.openSync(`/proc/${pid}/maps`, 'r');
+  try {
+    let kept = 0;
+    for (;;) {
+      const n = fs.readSync(fd, MAPS_CHUNK, kept, MAPS_CHUNK.length - kept, null);
+      const end = kept + n;
+      // Whole lines only, but for the last one at the end of the file.
+      const whole = n > 0 ? MAPS_CHUNK.lastIndexOf(10, end - 1) + 1 : end;
+      for (let at = MAPS_CHUNK.indexOf(LIBJVM_NAME, 0, 'latin1'); at >= 0 && at < whole; at = MAPS_CHUNK.indexOf(LIBJVM_NAME, at + 1, 'latin1')) {
+        const stop = MAPS_CHUNK.indexOf(10, at);
+        const m = libjvmMapping(parseMaps(MAPS_CHUNK.toString('utf8', MAPS_CHUNK.lastIndexOf(10, at) + 1, stop < 0 || stop > whole ? whole : stop)));
+        if (m) return m;
+      }
+      // The end, or one line longer than the buffer (no mapping line is).
+      if (n <= 0 || whole === 0) return undefined;
+      MAPS_CHUNK.copy(MAPS_CHUNK, 0, whole, end);
+      kept = end - whole;
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /** A libjvm.so to attach to: `path` opens it from here, `identity` names the real file. */
 export interface LibjvmTarget {
   path: string;
@@ -178,14 +211,7 @@ export class JvmScanner {
     if (same && (prev.jvm || prev.looks >= 3)) return true;
     let m: Mapping | undefined;
     try {
-      // Most processes map no libjvm.so: a search of the text decides before any parse, and a
-      // JVM's thousand-line maps are parsed whole only when its first such line is not the one.
-      const text = fs.readFileSync(`/proc/${pid}/maps`, 'utf8');
-      const at = text.indexOf('/libjvm.so');
-      if (at >= 0) {
-        const end = text.indexOf('\n', at);
-        m = libjvmMapping(parseMaps(text.slice(text.lastIndexOf('\n', at) + 1, end < 0 ? undefined : end))) ?? libjvmMapping(parseMaps(text));
-      }
+      m = libjvmInMaps(pid);
     } catch {
       /* gone, or not ours to read */
     }
