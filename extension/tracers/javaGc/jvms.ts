@@ -79,9 +79,11 @@ function libjvmInMaps(pid: number): Mapping | undefined {
       const end = kept + n;
       // Whole lines only, but for the last one at the end of the file.
       const whole = n > 0 ? MAPS_CHUNK.lastIndexOf(10, end - 1) + 1 : end;
-      for (let at = MAPS_CHUNK.indexOf(LIBJVM_NAME, 0, 'latin1'); at >= 0 && at < whole; at = MAPS_CHUNK.indexOf(LIBJVM_NAME, at + 1, 'latin1')) {
-        const stop = MAPS_CHUNK.indexOf(10, at);
-        const m = libjvmMapping(parseMaps(MAPS_CHUNK.toString('utf8', MAPS_CHUNK.lastIndexOf(10, at) + 1, stop < 0 || stop > whole ? whole : stop)));
+      // Searched within what was read: indexOf on the whole buffer would scan all 64 KiB each time.
+      const lines = MAPS_CHUNK.subarray(0, whole);
+      for (let at = lines.indexOf(LIBJVM_NAME, 0, 'latin1'); at >= 0; at = lines.indexOf(LIBJVM_NAME, at + 1, 'latin1')) {
+        const stop = lines.indexOf(10, at);
+        const m = libjvmMapping(parseMaps(lines.toString('utf8', lines.lastIndexOf(10, at) + 1, stop < 0 ? whole : stop)));
         if (m) return m;
       }
       // The end, or one line longer than the buffer (no mapping line is).
