@@ -281,7 +281,7 @@ describe('attacks on memleak inject mode (kernel)', { skip }, () => {
         const io = lineReader(attacker);
         const pid = Number((await io.next(/pid (\d+)/))[1]);
         const r = await startInject(h, pid);
-        await io.next(/exec/, 5000).catch(() => undefined);
+        await io.next(/exec/, 2000).catch(() => undefined);
         await sleep(300);
         const st = status(pid);
         const root = euid(pid) === 0;

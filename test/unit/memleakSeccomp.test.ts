@@ -3,6 +3,8 @@
 // deny-list, argument checks, KILL), each with the verdict the kernel would give.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
 import { AUDIT_ARCH_X86_64, evaluate, filterRefusal, INJECTED_SYSCALLS, parseFilters, SECCOMP_RET_ALLOW, type Insn, type ProcessFilters } from '../../extension/tracers/memleak/seccomp';
 
 const ALLOW = SECCOMP_RET_ALLOW;
@@ -120,4 +122,21 @@ test('the injector\'s list is read strictly', () => {
   assert.throws(() => parseFilters('thread 1 mode 0\n'), /did not finish/);
   assert.throws(() => parseFilters('thread x\nok 0\n'), /unexpected line/);
   assert.throws(() => parseFilters('filter 0 abcd\nok 0\n'), /not whole instructions/);
+});
+
+test("podman 4.3's default profile as the kernel holds it (libseccomp's output, read by the injector from a container): ALLOW for all our calls; its argument checks followed", () => {
+  const pf = parseFilters(fs.readFileSync(path.join(__dirname, '..', 'fixtures', 'seccomp', 'podman-4.3-default.txt'), 'utf8'));
+  const prog = pf.filters.get(0)!;
+  assert.equal(prog.length, 1158);
+  assert.equal(filterRefusal(pf), undefined);
+  // personality: allowed for a few personas only; any other falls to the default action (ERRNO ENOSYS)
+  assert.deepEqual(evaluate(prog, { name: 'personality', nr: 135, args: [0n] }), { returns: [ALLOW] });
+  assert.deepEqual(evaluate(prog, { name: 'personality', nr: 135, args: [0x1234n] }), { returns: [ERRNO(38)] });
+  assert.deepEqual(new Set((evaluate(prog, { name: 'personality', nr: 135 }) as { returns: number[] }).returns), new Set([ALLOW, ERRNO(38)]));
+  // a call the profile does not list: its default action (ERRNO ENOSYS or EPERM)
+  const r = evaluate(prog, { name: 'kexec_load', nr: 246 }) as { returns: number[] };
+  assert.equal(r.returns.length, 1);
+  assert.equal(r.returns[0] >>> 16, 0x0005);
+  // an architecture the profile does not name (aarch64; it names x86-64, i386 and x32) is refused
+  assert.ok((evaluate(prog, { name: 'read', nr: 63 }, 0xc00000b7) as { returns: number[] }).returns.every((v) => v !== ALLOW));
 });
