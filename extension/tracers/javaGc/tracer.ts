@@ -485,7 +485,9 @@ class JavaGcSession implements Session<'java-gc'> {
       this.attacher.follow(j, this.book, false, this.warnings);
       this.found.push(j.pid);
     }
-    if (this.found.length && !slow) void this.readHists();
+    // Named in an update now, before it can exit; its pauses are read with everyone's (a scrape,
+    // the slow look), not by a histogram read per JVM that starts.
+    if (this.found.length && !slow && this.detachNs === Infinity) this.flush();
     if (this.scanner.watchingYoung) this.lookSoon(1000);
   }
 
