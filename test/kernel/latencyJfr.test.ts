@@ -239,12 +239,17 @@ describe('Java method latency and timing through JDK 25 JFR', { skip, timeout: 6
     const pid = fx.child.pid!;
     const right = startCli(['latency', '--pid', String(pid), 'MethodLatency.work(I)J', '--duration', '120', '--json']);
     const wrong = startCli(['latency', '--pid', String(pid), 'MethodLatency.work(J)J', '--duration', '120', '--json']);
-    assert.ok(await waitFor(() => (jcmd(pid, 'JFR.check').match(/ebpf-studio-latency/g) ?? []).length === 2, 60_000, 300), 'both recordings started');
+    // another method's session at the same time: JFR unites the filters, each session keeps its own method
+    const other = startCli(['latency', '--pid', String(pid), 'MethodLatency.leaf', '--duration', '120', '--json']);
+    assert.ok(await waitFor(() => (jcmd(pid, 'JFR.check').match(/ebpf-studio-latency/g) ?? []).length === 3, 60_000, 300), 'the three recordings started');
     fx.go();
     // past a live read (every 2 s), then the JVM dies mid-run
     await new Promise((r) => setTimeout(r, 5000));
     wrong.child.kill('SIGINT');
+    other.child.kill('SIGINT');
     const b = await wrong.done;
+    const o = await other.done;
+    assert.equal((JSON.parse(o.stdout) as LatencyResult).stats.count, 0, `leaf() was not called, yet: ${o.stdout.slice(0, 300)}`);
     assert.match(b.stderr, /warning: no call of MethodLatency::work\(J\)J was timed/);
     fx.child.kill('SIGKILL');
     const a = await right.done;

@@ -61,6 +61,11 @@ export class MethodTraceBuilder implements EventVisitor {
   windowsDropped = 0;
   /** by caller: each call counted at its caller's frame (set before the read) */
   callers?: JavaCallSiteTable;
+  /**
+   * only events of this method ("pkg.Class.method"): JFR unites the method filters of every
+   * recording the JVM runs, so a recording also gets the calls another session asked for
+   */
+  only?: string;
   private readonly frames: JfrStacks;
   private readonly unitNs: number;
 
@@ -84,8 +89,9 @@ export class MethodTraceBuilder implements EventVisitor {
 
   event(_t: JfrClass, v: JfrObject, c: Chunk): void {
     if (this.descriptor && c.str(v, 'method', 'descriptor') !== this.descriptor) return;
-    const ns = typeof v.duration === 'number' ? Math.max(0, c.durationNanos(v.duration)) : 0;
     const name = methodName(c, v);
+    if (this.only !== undefined && name !== this.only) return;
+    const ns = typeof v.duration === 'number' ? Math.max(0, c.durationNanos(v.duration)) : 0;
     this.methods.add(name);
     this.calls++;
     this.totalNs += ns;

@@ -118,6 +118,7 @@ class JfrLatencySession {
   private fresh(windows = false): MethodTraceBuilder {
     const b = new MethodTraceBuilder(this.o.unit, Math.round(this.o.thresholdMs * 1e6), { slots: FINE_SLOTS, slotOf: fineSlot }, SLOW_KEPT, javaDescriptor(this.o.target), windows ? WINDOWS_MAX : 0);
     if (this.o.byCaller) b.callers = new JavaCallSiteTable();
+    b.only = this.filter.replace('::', '.');
     return b;
   }
 
