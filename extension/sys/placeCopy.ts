@@ -24,11 +24,14 @@ export function placeCopy(owner: FileOwner, name: string, bytes: Buffer): string
   }
   if (existing !== undefined) {
     // /tmp is world-writable: only a file that is ours byte for byte, owned by root or the
-    // process's user, with one link and writable by nobody else, is ever loaded. A loaded copy is
-    // never rewritten (a mapped shared object must not change under the process).
+    // process's user and writable by nobody else, is ever loaded; the user's own with one link.
+    // A root-owned copy may have more (perf's build-id cache in ~/.debug links every object a
+    // `perf record` sees mapped): another name changes nothing, as only root can write it. A
+    // loaded copy is never rewritten (a mapped shared object must not change under the process).
     try {
       const st = fs.fstatSync(existing);
-      const trusted = st.isFile() && st.nlink === 1 && (st.uid === 0 || st.uid === owner.uid) && (st.mode & 0o022) === 0 && st.size === bytes.length && fs.readFileSync(existing).equals(bytes);
+      const owned = st.uid === 0 || (st.uid === owner.uid && st.nlink === 1);
+      const trusted = st.isFile() && owned && (st.mode & 0o022) === 0 && st.size === bytes.length && fs.readFileSync(existing).equals(bytes);
       return trusted ? undefined : `${name} exists but is not eBPF Studio's copy of uid ${owner.uid} or root (or others can write it, or it has other links)`;
     } finally {
       fs.closeSync(existing);
