@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { CTR_HIST_FULL, decodeHistEntries, decodeJavaGcEvent, decodeRawGcEvent, decodeSafepoint, EV_CYCLE, JAVA_GC_HIST_EDGES_NS, JAVA_GC_HIST_KEY_SIZE, JAVA_GC_HIST_SLOTS, JAVA_GC_HIST_VALUE_SIZE, JAVA_SAFEPOINT_EVENT_SIZE, JAVA_GC_EVENT_SIZE, JAVA_GC_HEADER_SIZE, JAVA_GC_MAX_POOLS, JAVA_GC_POOL_NAME_LEN, JAVA_GC_POOL_SIZE, POOL_HAS_AFTER, POOL_HAS_BEFORE } from '../../extension/tracers/javaGc/decode';
 import { javaGcTracer } from '../../extension/tracers/javaGc/tracer';
+import { JVM_LAUNCHERS, launcherNames } from '../../extension/tracers/javaGc/jvms';
 import { PAUSE_BUCKETS_S } from '../../extension/agent/exposition';
 import { repoRoot } from '../helpers';
 
@@ -209,4 +210,13 @@ test('options: metricsOnly is a boolean, left out unless set', () => {
   assert.deepEqual(javaGcTracer.validate({ all: true, metricsOnly: true }), { pid: 0, all: true, minUs: 0, metricsOnly: true });
   assert.deepEqual(javaGcTracer.validate({ all: true, metricsOnly: false }), { pid: 0, all: true, minUs: 0 });
   assert.throws(() => javaGcTracer.validate({ all: true, metricsOnly: 1 }), /metricsOnly must be true or false/);
+});
+
+test('options: launchers are program names, 24 at most; as comm keeps them, the JDK\'s first', () => {
+  assert.deepEqual(javaGcTracer.validate({ all: true, launchers: ['orderservice'] }), { pid: 0, all: true, minUs: 0, launchers: ['orderservice'] });
+  assert.throws(() => javaGcTracer.validate({ all: true, launchers: ['/opt/app/bin/orderservice'] }), /is not a program name: give the base name/);
+  assert.throws(() => javaGcTracer.validate({ all: true, launchers: [''] }), /is not a program name/);
+  assert.throws(() => javaGcTracer.validate({ all: true, launchers: Array.from({ length: 25 }, (_, i) => `l${i}`) }), /launchers must be an array of at most 24 strings/);
+  const names = launcherNames(['orderservice', 'java', 'a-launcher-name-over-15-bytes']).map((b) => b.toString('latin1'));
+  assert.deepEqual(names, [...JVM_LAUNCHERS, 'orderservice', 'a-launcher-name']);
 });
