@@ -79,7 +79,7 @@ static bool stayed_root; /* Yama, or another owner's user namespace: attached as
 static bool same_userns;  /* the target is in our user namespace */
 static uid_t target_ns_owner; /* else the uid that made its namespace */
 /* why borrowing attempts failed, for the message when none succeeds */
-static unsigned tries_unsafe, tries_signal, tries_failed;
+static unsigned tries_signal, tries_failed;
 
 static void die(int code, const char *fmt, ...)
 {
@@ -481,6 +481,95 @@ static bool blocking_syscall(long nr)
 	}
 }
 
+/* Why a thread was not at a safe point, by kind (see unsafe_why), with how often: the message
+ * when none is says what the threads were doing. */
+#define WHY_LIBRARY (-2L)	/* running in the C library or the loader, and it did not come out */
+#define WHY_RESTART_FUTEX (-3L)	/* restart_syscall of a futex wait with a timeout */
+#define WHY_RESTART_UNKNOWN (-4L) /* restart_syscall of a call that could not be told */
+static struct { long why; unsigned n; } unsafe_tally[8];
+
+static void count_unsafe(long why)
+{
+	for (size_t i = 0; i < sizeof unsafe_tally / sizeof unsafe_tally[0]; i++) {
+		if (unsafe_tally[i].n == 0)
+			unsafe_tally[i].why = why;
+		if (unsafe_tally[i].why == why) {
+			unsafe_tally[i].n++;
+			return;
+		}
+	}
+}
+
+/* The tally as "N times inside the C library or the loader, M times in system call 202 (futex)...". */
+static const char *unsafe_why(void)
+{
+	static char out[1024];
+	size_t at = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < sizeof unsafe_tally / sizeof unsafe_tally[0] && unsafe_tally[i].n && at < sizeof out; i++) {
+		long w = unsafe_tally[i].why;
+		char what[160];
+		if (w == WHY_LIBRARY)
+			snprintf(what, sizeof what, "inside the C library or the loader");
+		else if (w == WHY_RESTART_FUTEX)
+			snprintf(what, sizeof what, "in restart_syscall continuing a futex wait (a lock or condition, not a blocking call it can be borrowed in)");
+		else if (w == WHY_RESTART_UNKNOWN)
+			snprintf(what, sizeof what, "in restart_syscall continuing a call that could not be told (its kernel wait channel was unreadable or it moved meanwhile)");
+		else
+			snprintf(what, sizeof what, "in system call %ld%s, not a blocking call it can be borrowed in", w, w == 202 ? " (futex: a lock or condition)" : "");
+		at += (size_t)snprintf(out + at, sizeof out - at, "%s%u times %s", at ? ", " : "", unsafe_tally[i].n, what);
+	}
+	return at ? out : "0 times at an unsafe point";
+}
+
+/* What a thread was blocked in just before it was stopped: how many times it had given up the CPU
+ * (voluntary context switches, -1 unknown) and the kernel function it waits in (its wait channel). */
+struct blocked_in {
+	long switches;
+	char wchan[128];
+};
+
+static long voluntary_switches(pid_t tid)
+{
+	static char text[64 * 1024]; /* a long Groups: line comes before it */
+	char file[96];
+	snprintf(file, sizeof file, "/proc/%d/task/%d/status", target, tid);
+	if (!read_small(file, text, sizeof text))
+		return -1;
+	const char *v = status_field(text, "voluntary_ctxt_switches");
+	return v ? strtol(v, NULL, 10) : -1;
+}
+
+/* Samples tid (seized, still running or blocked) before it is interrupted; the switch count is
+ * kept only when it did not change while the wait channel was read. */
+static void sample_blocked(pid_t tid, struct blocked_in *s)
+{
+	char file[96];
+	long before = voluntary_switches(tid);
+	snprintf(file, sizeof file, "/proc/%d/task/%d/wchan", target, tid);
+	if (!read_small(file, s->wchan, sizeof s->wchan))
+		s->wchan[0] = 0;
+	s->switches = before >= 0 && voluntary_switches(tid) == before ? before : -1;
+}
+
+/* A thread stopped in restart_syscall (219): the kernel continues a call that a stop interrupted
+ * (ours, an earlier attach's, a debugger's, SIGSTOP/SIGCONT) and whose remaining time it kept. On
+ * x86-64 that call is one of: a sleep (nanosleep, clock_nanosleep on any clock), poll, or a futex
+ * wait with a timeout. The first two are blocking calls of the list; a futex wait is not. The
+ * registers cannot tell them apart (the number is gone, the arguments overlap), so the kernel's
+ * wait channel read just before the stop does: a futex wait's is a futex function on every kernel
+ * (futex_wait_queue_me, futex_wait_queue, futex_do_wait), a sleep's or poll's never is. It counts
+ * only when the thread went from that wait straight into our stop: exactly one voluntary switch
+ * (the stop's own) since it was read. False with *why (a WHY_ code) when not safe. */
+static bool restarted_blocking(pid_t tid, const struct blocked_in *s, long *why)
+{
+	*why = WHY_RESTART_UNKNOWN;
+	if (s->switches < 0 || !s->wchan[0] || strcmp(s->wchan, "0") == 0 || voluntary_switches(tid) != s->switches + 1)
+		return false;
+	*why = WHY_RESTART_FUTEX;
+	return !strstr(s->wchan, "futex");
+}
+
 static bool in_ranges(const struct ranges *r, uint64_t ip)
 {
 	for (int i = 0; i < 2; i++)
@@ -603,6 +692,8 @@ static bool try_borrow(pid_t tid, const struct ranges *unsafe, struct borrowed *
 		}
 		return false;
 	}
+	struct blocked_in blocked;
+	sample_blocked(tid, &blocked);
 	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 || !wait_stop(tid, &status)) {
 		tries_failed++;
 		ptrace(PTRACE_DETACH, tid, 0, 0);
@@ -621,9 +712,17 @@ static bool try_borrow(pid_t tid, const struct ranges *unsafe, struct borrowed *
 		ptrace(PTRACE_DETACH, tid, 0, 0);
 		return false;
 	}
-	bool in_syscall = (long)b->regs.orig_rax >= 0;
-	if (in_syscall ? !blocking_syscall((long)b->regs.orig_rax) : !step_out(tid, unsafe, &b->regs)) {
-		tries_unsafe++;
+	long nr = (long)b->regs.orig_rax, why = nr;
+	bool safe;
+	if (nr < 0) { /* not in a system call */
+		safe = step_out(tid, unsafe, &b->regs);
+		why = WHY_LIBRARY;
+	} else if (nr == 219) /* restart_syscall */
+		safe = restarted_blocking(tid, &blocked, &why);
+	else
+		safe = blocking_syscall(nr);
+	if (!safe) {
+		count_unsafe(why);
 		ptrace(PTRACE_DETACH, tid, 0, 0);
 		return false;
 	}
@@ -964,7 +1063,7 @@ int main(int argc, char **argv)
 
 	struct borrowed b;
 	if (!borrow(&unsafe, &b, 3000))
-		die(1, "no thread of process %d was at a safe point within 3 s: %u times inside the C library or the loader, %u times about to take a signal, %u times not stoppable", target, tries_unsafe, tries_signal, tries_failed);
+		die(1, "no thread of process %d was at a safe point within 3 s: %s; %u times about to take a signal, %u times not stoppable", target, unsafe_why(), tries_signal, tries_failed);
 	recheck(&b);
 
 	bool failed;
