@@ -158,9 +158,10 @@ function walksTables(options: OffcpuOptions): boolean {
  * first switch-out finds none, each file compiled once a walk meets it (frame pointers through it
  * until then), within a memory cap (the CPU profiler's default unless given).
  */
-function hostTablesFor(options: OffcpuOptions, log: (m: string) => void): HostCfiTables | undefined {
+function hostTablesFor(options: OffcpuOptions, env: TracerEnv): HostCfiTables | undefined {
   if (options.cfiMaxBytes !== undefined && (options.pid || !walksTables(options))) throw inputError('cfiMaxBytes (--cfi-max-mb) applies to a whole-host profile with --unwind cfi');
-  return !options.pid && walksTables(options) ? new HostCfiTables(log, options.cfiMaxBytes ?? CFI_HOST_DEFAULT_MAX_BYTES) : undefined;
+  // the log names files by path for root only (another user's programs stay unnamed), as for CPU
+  return !options.pid && walksTables(options) ? new HostCfiTables(env.log, options.cfiMaxBytes ?? CFI_HOST_DEFAULT_MAX_BYTES, { showPaths: !env.requester || env.requester.uid === 0 }) : undefined;
 }
 
 /** --unwind cfi: the target's tables, compiled before the object is loaded (they size its map). */
@@ -332,7 +333,7 @@ class OffcpuSession implements Session<'offcpu'> {
     const { options, env, java, wall } = this;
     const programs = (this.programs = PROGRAMS(wall, Boolean(java)));
     const cfi = (this.cfi = cfiTablesFor(options, env.log, Boolean(java)));
-    const host = (this.host = hostTablesFor(options, env.log));
+    const host = (this.host = hostTablesFor(options, env));
     let loaded: ReturnType<typeof loadFirstWorking>;
     try {
       loaded = loadFirstWorking(env, 'offcpu', [programs], (o) => {
