@@ -32,7 +32,8 @@
  * one of them would deadlock the call if every thread were held, so the others keep running and
  * only one is borrowed. The borrowed thread itself must hold none of them: it is taken only when
  * it was interrupted outside the C library and the dynamic loader (in the program's own code), or
- * inside a blocking system call that malloc never makes (sleeps, poll/epoll, reads, waits).
+ * inside a blocking system call that malloc never makes (sleeps, poll/epoll, reads, waits), also
+ * when a stop made the kernel continue it as restart_syscall (see restarted_blocking).
  * Otherwise it is let go for a moment and another thread, or the same one later, is tried.
  *
  * What the borrowed thread sees: its registers (general, and the whole x87/SSE/AVX state) are

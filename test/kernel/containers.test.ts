@@ -104,12 +104,16 @@ describe('tracers on programs in real containers', { skip: prep.skip }, () => {
     }
   });
 
-  /** memleak --pid on leaky in a container: its three leaks' lines and bytes, in the mode asked for; the command's stderr. */
-  async function leaks(c: Awaited<ReturnType<typeof contained>>, mode: 'inject' | 'uprobe', t: { diagnostic(s: string): void }): Promise<string> {
-    const cli = startCli(['memleak', '--pid', String(c.hostPid), '--json', '--top', '100', '--verbose', '--interval', '0.5']);
+  /**
+   * memleak --pid on leaky in a container: its three leaks' lines and bytes, in the mode asked for
+   * (`asked`: with --mode, else auto's choice); `wake` makes it leak (default: a line). The command's stderr.
+   */
+  async function leaks(c: Awaited<ReturnType<typeof contained>>, mode: 'inject' | 'uprobe', t: { diagnostic(s: string): void }, opts: { wake?: () => void; asked?: boolean } = {}): Promise<string> {
+    const cli = startCli(['memleak', '--pid', String(c.hostPid), ...(opts.asked ? ['--mode', mode] : []), '--json', '--top', '100', '--verbose', '--interval', '0.5']);
     assert.ok(await waitFor(() => /memleak: injected |attached in/.test(cli.stderr()) || cli.child.exitCode !== null, 30_000), `not attached: ${cli.stderr()}`);
-    c.send('go');
-    assert.ok(await waitFor(() => c.out().includes('leaked'), 20_000), 'the program did not leak');
+    const leakedBefore = c.out().split('leaked').length;
+    (opts.wake ?? (() => c.send('go')))();
+    assert.ok(await waitFor(() => c.out().split('leaked').length > leakedBefore, 20_000), 'the program did not leak');
     // Stopped while it lives: the report needs no exit.
     await new Promise((r) => setTimeout(r, 600));
     cli.child.kill('SIGINT');
@@ -140,6 +144,26 @@ describe('tracers on programs in real containers', { skip: prep.skip }, () => {
     assert.match(fs.readFileSync(`/proc/${c.hostPid}/status`, 'utf8'), /^Seccomp:\s+2$/m, 'the container runs under a seccomp filter: the case proves nothing');
     const stderr = await leaks(c, 'inject', t);
     assert.match(stderr, /seccomp filter\(s\) over \d+ thread\(s\): ALLOW for all \d+ system calls/, stderr);
+  });
+
+  test('memleak --pid --mode inject: a program asleep in clock_nanosleep whose sleep was restarted (restart_syscall), then blocked in read() on a pipe, is injected each time; its later leaks are exact', { timeout: 60_000 }, async (t) => {
+    const c = await contained(['/app/leaky', '--sleep']);
+    const syscall = () => Number(fs.readFileSync(`/proc/${c.hostPid}/syscall`, 'utf8').split(' ')[0]);
+    assert.ok(await waitFor(() => syscall() === 230, 10_000), `not asleep in clock_nanosleep: ${syscall()}`);
+    // a stop and a continue (job control, a debugger, or our own seccomp read) leave the rest of the sleep to restart_syscall
+    process.kill(c.hostPid, 'SIGSTOP');
+    process.kill(c.hostPid, 'SIGCONT');
+    assert.ok(await waitFor(() => syscall() === 219, 5_000), `the sleep is not in restart_syscall: ${syscall()}`);
+    let t0 = Date.now();
+    await leaks(c, 'inject', t, { asked: true, wake: () => process.kill(c.hostPid, 'SIGUSR1') });
+    t.diagnostic(`asleep (restart_syscall): injected, leaked and reported in ${Date.now() - t0} ms`);
+    // now in read() on its stdin, a pipe
+    assert.ok(await waitFor(() => syscall() === 0, 5_000), `not in read(): ${syscall()}`);
+    t0 = Date.now();
+    await leaks(c, 'inject', t, { asked: true });
+    t.diagnostic(`in read() on a pipe: injected, leaked and reported in ${Date.now() - t0} ms`);
+    c.send('go');
+    assert.equal(await c.exited, 0, `the program: ${c.out()}`);
   });
 
   test('memleak --pid: a leaky C program whose seccomp profile refuses a call of ours (flock) gets uprobes on its own libc, the call named, the program unharmed', { timeout: 90_000 }, async (t) => {

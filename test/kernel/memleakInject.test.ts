@@ -450,3 +450,55 @@ test('a container whose /tmp and /dev/shm are noexec and /var/tmp read-only: --m
     c.stop();
   }
 });
+
+test('a thread whose sleep or poll was restarted (restart_syscall, after a stop) is borrowed; one in a restarted timed futex wait is refused, named', async (t) => {
+  if (skip(t)) return;
+  // The three calls the kernel continues through restart_syscall after a stop, each with 300 s left.
+  const blocker = path.join(work, 'blocker');
+  const code = `#include <linux/futex.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+	static int word;
+	struct timespec ts = { 300, 0 };
+	setvbuf(stdout, NULL, _IONBF, 0);
+	printf("ready\\n");
+	if (strcmp(argv[1], "sleep") == 0) nanosleep(&ts, NULL);
+	if (strcmp(argv[1], "poll") == 0) poll(NULL, 0, 300000);
+	if (strcmp(argv[1], "futex") == 0) syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, &ts);
+	return argc;
+}
+`;
+  const cc = spawnSync('gcc', ['-O2', '-x', 'c', '-o', blocker, '-'], { input: code, encoding: 'utf8' });
+  assert.equal(cc.status, 0, cc.stderr);
+  const syscallOf = (pid: number) => Number(fs.readFileSync(`/proc/${pid}/syscall`, 'utf8').split(' ')[0]);
+  for (const [call, first] of [['sleep', 230], ['poll', 7], ['futex', 202]] as const) {
+    const target = await startTarget(blocker, [call]);
+    try {
+      const pid = target.child.pid!;
+      const until = Date.now() + 5000;
+      while (syscallOf(pid) !== first && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      process.kill(pid, 'SIGSTOP');
+      process.kill(pid, 'SIGCONT');
+      while (syscallOf(pid) !== 219 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(syscallOf(pid), 219, `${call}: not continued by restart_syscall`);
+      const startTime = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[19];
+      // `stop` borrows a thread first, then finds the library not loaded: which message tells whether it got one
+      const t0 = Date.now();
+      const r = spawnSync(injector, ['stop', String(pid), String(process.getuid!()), String(process.getgid!()), startTime, fs.realpathSync(lib)], { encoding: 'utf8', timeout: 30_000 });
+      t.diagnostic(`${call}: ${r.stderr.trim()} (${Date.now() - t0} ms)`);
+      assert.equal(r.status, 1);
+      if (call === 'futex') assert.match(r.stderr, /no thread of process \d+ was at a safe point within 3 s: \d+ times in restart_syscall continuing a futex wait/);
+      else assert.match(r.stderr, /is not loaded in process \d+: nothing to stop/);
+      // given back as it was: still blocked in the same call, alive
+      assert.equal(syscallOf(pid), 219, `${call}: not back in restart_syscall`);
+      assert.equal(target.child.exitCode, null);
+    } finally {
+      target.child.kill('SIGKILL');
+    }
+  }
+});
