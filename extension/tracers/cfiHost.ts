@@ -1,15 +1,14 @@
 // Unwind tables for a whole-host profile (profile --all --unwind cfi): nothing is compiled up
 // front. A process gets its executable mappings in cfi_procs when its first sample finds none
-// (bpf/profile.bpf.c cfi_wanted); each file it maps gets a slot in cfi_files (by device and
+// (cfi_wanted, bpf/cfi_walk.bpf.h); each file it maps gets a slot in cfi_files (by device and
 // inode, shared by every process that maps it), and a file's table is compiled only once walks
 // have met it (its use in cfi_file_use), off the sampling path (one file per event-loop turn),
 // the files met most per byte of .eh_frame first, within a CPU budget: a burst at the start, then
 // a steady trickle, so a host that keeps starting new programs (compilers, test builds) never
 // has the profiler compiling all the time. Until a table lands, walks step through its code by
-// frame pointers. Tables live within a
-// memory cap (./cfiBudget.ts): when a newly met file needs room, the least recently used idle
-// tables are evicted; a file that finds none stays out and the stacks it cuts are counted
-// (cfi_stats CFI_STAT_CUT_BY_CAP), never dropped silently.
+// frame pointers. Tables live within a memory cap (./cfiBudget.ts): when a newly met file needs
+// room, the least recently used idle tables are evicted; a file that finds none stays out and the
+// stacks it cuts are counted (cfi_stats CFI_STAT_CUT_BY_CAP), never dropped silently.
 import os from 'node:os';
 import { encodeRows, CFI_ROW_SIZE } from '../sys/elf/cfiTable';
 import { ElfFile } from '../sys/elf/elf';
@@ -57,7 +56,7 @@ interface HostFile {
   loads: Compiled['loads'];
   /** a process that maps it and the mapping: how to open it for compiling */
   from: { pid: number; m: Mapping };
-  /** .eh_frame bytes: the smallest tables met compile first (most stacks whole soonest) */
+  /** .eh_frame bytes: what compiling it costs, roughly (files compile by walks per byte) */
   ehBytes: number;
   /** compiled: rows as struct cfi_row, and the page index (row numbers relative to the file) */
   rows?: Buffer;
