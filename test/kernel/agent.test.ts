@@ -396,9 +396,9 @@ describe('ebpf-studio agent', { skip }, () => {
       const [{ agent, base }, control] = await Promise.all([start('containers', { containers: [id.slice(0, 12)] }), start('control', {})]);
       // Each lingers 3 s after its GCs (done in a fraction of a second): the agent reads who a JVM
       // is from /proc/PID when its first GCs reach it (every 500 ms), so the JVM must still be there.
-      const [inside, outside] = await Promise.all([workloads.start(2, 300, 3000), workloads.start(2, 300, 3000)]);
-      // Into the container before its first GC (the agent reads a JVM's cgroup when it first sees it).
-      fs.writeFileSync(path.join(scope, 'cgroup.procs'), String(inside.pid));
+      // Into the container before it execs java, as a runtime does (the agent reads a JVM's cgroup
+      // when it first sees it, which can be right at the launcher's exec).
+      const [inside, outside] = await Promise.all([workloads.start(2, 300, 3000, [], scope), workloads.start(2, 300, 3000)]);
       assert.match(fs.readFileSync(`/proc/${inside.pid}/cgroup`, 'utf8'), new RegExp(`^0::/docker-${id}\\.scope$`, 'm'));
 
       const refused = await fetch(`${base}/debug/pprof/allocs?seconds=1&pid=${outside.pid}`);

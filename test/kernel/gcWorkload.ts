@@ -34,9 +34,15 @@ export class GcWorkloads {
     assert.equal(r.status, 0, `javac failed: ${r.stderr}`);
   }
 
-  /** Starts GcWorkload; it waits for go() before making its GCs, and lingers lingerMs after them. `jvmArgs`: more JVM options (-Xlog:gc:file=...). */
-  async start(fullGcs: number, allocMb: number, lingerMs = 0, jvmArgs: string[] = []) {
-    const child = spawn(path.join(jdk!.home, 'bin', 'java'), ['-XX:+UseSerialGC', '-Xmx64m', ...jvmArgs, '-cp', this.classDir, 'GcWorkload', String(fullGcs), String(allocMb), String(lingerMs)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  /**
+   * Starts GcWorkload; it waits for go() before making its GCs, and lingers lingerMs after them. `jvmArgs`: more JVM options (-Xlog:gc:file=...).
+   * `cgroup`: a cgroup folder the process joins before it execs java, as a container runtime puts it.
+   */
+  async start(fullGcs: number, allocMb: number, lingerMs = 0, jvmArgs: string[] = [], cgroup?: string) {
+    const argv = [path.join(jdk!.home, 'bin', 'java'), '-XX:+UseSerialGC', '-Xmx64m', ...jvmArgs, '-cp', this.classDir, 'GcWorkload', String(fullGcs), String(allocMb), String(lingerMs)];
+    const child = cgroup
+      ? spawn('/bin/sh', ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', cgroup, ...argv], { stdio: ['pipe', 'pipe', 'inherit'] })
+      : spawn(argv[0], argv.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
     this.children.push(child);
     let out = '';
     child.stdout!.on('data', (d) => (out += d));
