@@ -54,6 +54,7 @@ import { TARGET_WATCH_MS } from '../targetWatch';
 import { withElf } from '../../sys/elf/elf';
 import { glibcBlocker, leakTableReader, PRELOAD_LIB, preloadLibPath, readReport, reportDir } from './preload';
 import { LeakReports } from './report';
+import { ProcessActivity } from './activity';
 import { filterRefusal, INJECTED_SYSCALLS, parseFilters, type ProcessFilters } from './seccomp';
 
 export const INJECTOR = 'ebpf-studio-inject';
@@ -330,6 +331,8 @@ class InjectSession implements Session<'memleak'> {
   private detached = false;
   private timer?: NodeJS.Timeout;
   private watch?: NodeJS.Timeout;
+  /** the process's CPU and page faults, against which "no allocation seen" is judged */
+  private activity: ProcessActivity;
 
   constructor(
     private readonly options: MemleakOptions,
@@ -339,6 +342,7 @@ class InjectSession implements Session<'memleak'> {
   ) {
     this.pid = options.pid!;
     this.targets = [this.pid];
+    this.activity = new ProcessActivity(this.pid);
     this.reports = new LeakReports(events, () => {
       clearInterval(this.timer);
       clearInterval(this.watch);
@@ -475,7 +479,7 @@ class InjectSession implements Session<'memleak'> {
   // By pid and start time (the injector's own target arguments): a zombie, or the pid's next process, is not the target.
   private watchTarget(): void {
     const { pid } = this;
-    if (sameProcess({ pid, startTime: Number(this.target[3]) })) return;
+    if (sameProcess({ pid, startTime: Number(this.target[3]) })) return this.activity.sample();
     this.detached = true;
     void this.reports.finish(`process ${pid} exited`, () => this.resultNow(), () => Number((process.hrtime.bigint() - this.t0) / 1_000_000n));
   }
@@ -498,7 +502,11 @@ class InjectSession implements Session<'memleak'> {
     if (!snap) return reader.empty();
     const { stacks } = await reader.measure(snap, process.hrtime.bigint());
     this.env.log(`memleak: inject report: ${snap.header.allocs} allocations, ${snap.header.frees} frees recorded since attach, ${snap.header.stacksUsed} stacks`);
-    return { tracer: 'memleak', pid, stacks, dropped: reader.dropped(snap.header), lost: 0, mode: 'inject', ...reader.sampling };
+    const allocationsSeen = Number(snap.header.allocs) + Number(snap.header.tableFull);
+    // recorded allocations only: sampling or a size filter may leave none of a busy process's
+    const filtered = this.options.sampleRate > 1 || this.options.sampleBytes || this.options.minSize || this.options.maxSize;
+    const problem = filtered ? undefined : this.activity.silence(allocationsSeen, `the malloc family of pid ${pid} (the injected interposer)`);
+    return { tracer: 'memleak', pid, stacks, dropped: reader.dropped(snap.header), lost: 0, mode: 'inject', ...reader.sampling, allocationsSeen, ...(problem ? { problem } : {}) };
   }
 
   snapshot(): MemleakResult {

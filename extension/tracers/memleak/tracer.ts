@@ -25,7 +25,7 @@ import { requireElfFile } from '../../sys/elf/fileCheck';
 import type { Session, SessionEvents, Tracer, TracerEnv } from '../tracer';
 import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject';
 import { TARGET_WATCH_MS } from '../targetWatch';
-import { memleakSilence } from '../../model/memleakSilence';
+import { ProcessActivity } from './activity';
 import { MEMLEAK_DEFAULT_STACK_COPY, MEMLEAK_MAX_STACK_COPY, MemleakDwarfStacks } from './dwarf';
 import { launchStopped, type StoppedChild } from '../launchStopped';
 import { aggregate, CNT, decodeAllocDump, decodeExitEvent } from './decode';
@@ -689,43 +689,4 @@ function attachUser(obj: BpfObject, pid: number, options: MemleakOptions, launch
     }
   }
   return libcPath === libc ? libc : `${libc} as pid ${pid} maps it (${libcPath})`;
-}
-
-/**
- * The CPU time and minor faults of a traced process during the session (from /proc/PID/stat,
- * sampled while it lives, so an exit keeps the last reading).
- */
-class ProcessActivity {
-  private readonly first: Activity | undefined;
-  private last: Activity | undefined;
-  constructor(private readonly pid: number) {
-    this.first = this.last = readActivity(pid);
-  }
-
-  sample(): void {
-    this.last = readActivity(this.pid) ?? this.last;
-  }
-
-  /** Why a session that saw no allocation while the process ran cannot be taken as "no leak". */
-  silence(allocations: number, probed: string): string | undefined {
-    this.sample();
-    if (!this.first || !this.last) return undefined;
-    return memleakSilence({ pid: this.pid, allocations, probed, cpuMs: (this.last.ticks - this.first.ticks) * 10, minorFaults: this.last.minflt - this.first.minflt });
-  }
-}
-
-interface Activity {
-  /** utime + stime in clock ticks (USER_HZ, 100 per second) */
-  ticks: number;
-  minflt: number;
-}
-
-function readActivity(pid: number): Activity | undefined {
-  try {
-    const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return { ticks: Number(rest[11]) + Number(rest[12]), minflt: Number(rest[7]) };
-  } catch {
-    return undefined;
-  }
 }
