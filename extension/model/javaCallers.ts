@@ -4,7 +4,8 @@
 // tracer's CallerLatency rows. Bounded like the agent: the first JAVA_CALLER_SITES call sites get
 // their own figures, the calls from any later one are counted as "other". Pure.
 import type { CallerLatency } from '../protocol/latency';
-import { addCounts, toBuckets } from './log2hist';
+import { toBuckets } from './log2hist';
+import { mergeCallSites } from './callerRows';
 
 /** Call sites kept apart (the agent's Callers.MAX_SITES). */
 export const JAVA_CALLER_SITES = 256;
@@ -66,19 +67,7 @@ export function otherCallersName(max: number): string {
 
 /** Call sites merged per calling method, most calls first, then the "other" row when it has calls. */
 export function javaCallerRows(sites: JavaCallSite[], other?: JavaCallFigures, max = JAVA_CALLER_SITES): CallerLatency[] {
-  const rows = new Map<string, CallerLatency & { counts: number[]; busiest: number }>();
-  for (const s of sites) {
-    let r = rows.get(s.caller);
-    if (!r) rows.set(s.caller, (r = { caller: s.caller, module: null, file: s.file, line: s.line, sites: 0, count: 0, totalNs: 0, maxNs: 0, buckets: [], counts: [], busiest: -1 }));
-    r.sites++;
-    r.count += s.count;
-    r.totalNs += s.sumNs;
-    r.maxNs = Math.max(r.maxNs, s.maxNs);
-    addCounts(r.counts, s.log2);
-    // the row's line is that of its busiest call site
-    if (s.count > r.busiest) Object.assign(r, { busiest: s.count, file: s.file, line: s.line });
-  }
-  const out = [...rows.values()].map(({ counts, busiest: _busiest, ...r }) => ({ ...r, buckets: toBuckets(counts) })).sort((a, b) => b.count - a.count || a.caller.localeCompare(b.caller));
+  const out = mergeCallSites(sites.map((s) => ({ who: { caller: s.caller, module: null, file: s.file, line: s.line }, figures: { ...s, slots: s.log2 } })));
   if (other?.count) out.push({ caller: otherCallersName(max), module: null, file: null, line: null, sites: 0, count: other.count, totalNs: other.sumNs, maxNs: other.maxNs, buckets: toBuckets(other.log2) });
   return out;
 }

@@ -5,7 +5,7 @@
 import type { MapDump } from '../../../native/index';
 import type { CallerLatency } from '../../protocol/latency';
 import type { Frame } from '../../protocol/frames';
-import { addCounts, toBuckets } from '../../model/log2hist';
+import { mergeCallSites } from '../../model/callerRows';
 
 export const CALLER_VALUE_SIZE = 280;
 const SLOTS = 32;
@@ -44,21 +44,5 @@ function callerOf(site: CallSite, f: Frame | undefined): { caller: string; modul
 
 /** Call sites merged per calling function, most calls first; `frames[i]` names `sites[i]`. */
 export function mergeCallers(sites: CallSite[], frames: (Frame | undefined)[]): CallerLatency[] {
-  const rows = new Map<string, CallerLatency & { counts: number[]; busiest: number }>();
-  sites.forEach((site, i) => {
-    const who = callerOf(site, frames[i]);
-    const key = `${who.module ?? ''}\0${who.caller}`;
-    let r = rows.get(key);
-    if (!r) rows.set(key, (r = { ...who, sites: 0, count: 0, totalNs: 0, maxNs: 0, buckets: [], counts: [], busiest: -1 }));
-    r.sites++;
-    r.count += site.count;
-    r.totalNs += site.sumNs;
-    r.maxNs = Math.max(r.maxNs, site.maxNs);
-    addCounts(r.counts, site.slots);
-    // the row's source line is that of its busiest call site
-    if (site.count > r.busiest) Object.assign(r, { busiest: site.count, file: who.file, line: who.line });
-  });
-  return [...rows.values()]
-    .map(({ counts, busiest: _busiest, ...r }) => ({ ...r, buckets: toBuckets(counts) }))
-    .sort((a, b) => b.count - a.count || a.caller.localeCompare(b.caller));
+  return mergeCallSites(sites.map((site, i) => ({ who: callerOf(site, frames[i]), figures: site })));
 }
