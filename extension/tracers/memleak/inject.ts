@@ -372,6 +372,8 @@ class InjectSession implements Session<'memleak'> {
       const why = START_FAILURES[started.result ?? ''] ?? started.out.replace(/^ebpf-studio-inject: /gm, '');
       throw new StudioError('unsuitable', `cannot inject the leak tracer into process ${pid}: ${why}. Use --mode uprobe to trace it with uprobes instead`);
     }
+    // from here: the injection's own page faults and CPU are not the program's
+    this.activity = new ProcessActivity(pid);
     env.log(`memleak: injected ${this.libInTarget} into pid ${pid} in ${Number((process.hrtime.bigint() - this.t0) / 1_000_000n)} ms; table ${this.file} (unlinked, read through its fd)`);
     this.reader = leakTableReader(pid, this.table, this.owner, this.t0, this.options, env, this.warnings, 'inject');
     this.reader.capture();
