@@ -32,6 +32,8 @@ const JDKS = [
 const AGENT = path.join(distDir, 'libebpf-studio-jvmagent.so');
 const skip = javaAgentSkipReason(JDK);
 const children: ChildProcess[] = [];
+/** profile start/stop cycles on one JVM: each crosses the agent's load-or-reuse and the SIGPROF handover */
+const CYCLES = 10;
 let work = '';
 let classes = '';
 
@@ -230,12 +232,13 @@ describe('profile --java agent (kernel)', { skip }, () => {
     });
   }
 
-  test('the JVM survives 20 profile start/stop cycles with threads starting and ending, and computes right', async (t) => {
-    // until killed: 20 cycles take ~1 minute on an idle machine and over 5 on a loaded one
+  test(`the JVM survives ${CYCLES} profile start/stop cycles with threads starting and ending, and computes right`, async (t) => {
+    // until killed: 10 cycles take ~30 s on an idle machine (each a fresh CLI, agent load or reuse,
+    // SIGPROF handed over and back, threads born and gone between them)
     const { jvm, out } = startJvm(['0', 'churn']);
     await sleep(1500);
     const joins: string[] = [];
-    for (let i = 0; i < 20; i++) {
+    for (let i = 0; i < CYCLES; i++) {
       const r = await profileForCpu(jvm.pid!, 600);
       assert.equal(r.code, 0, `cycle ${i}: ${r.stderr}`);
       assert.doesNotMatch(r.stderr, /stopping the Java agent .* failed|ended without its end mark/, `cycle ${i}: the agent stopped cleanly`);
@@ -249,7 +252,7 @@ describe('profile --java agent (kernel)', { skip }, () => {
     }
     t.diagnostic(`joined of BPF samples per cycle: ${joins.join(' ')}`);
     await sleep(1200); // one more progress line after the last stop
-    assert.equal(jvm.exitCode, null, 'the JVM is alive after 20 cycles');
+    assert.equal(jvm.exitCode, null, `the JVM is alive after ${CYCLES} cycles`);
     const lines = out().trim().split('\n').filter((l) => l.startsWith('rounds '));
     t.diagnostic(`last progress line: ${lines.at(-1)}`);
     assert.ok(lines.length > 5, `the JVM kept printing progress: ${out().slice(-500)}`);
