@@ -176,7 +176,8 @@ async function startPair(ctx: BenchContext, oneCpu: boolean): Promise<LineProces
  * task is charged to the idle task.
  */
 async function pairRow(ctx: BenchContext, oneCpu: boolean): Promise<Row> {
-  const rounds = oneCpu ? (ctx.quick ? 9 : 11) : ctx.quick ? 5 : 9;
+  // quick (CI): the target row keeps enough rounds for its median; the context rows only show the run
+  const rounds = oneCpu ? (ctx.quick ? 7 : 11) : ctx.quick ? 3 : 9;
   const seconds = oneCpu && ctx.quick ? 1.5 : ctx.quick ? 1 : 2;
   const p = await startPair(ctx, oneCpu);
   try {
@@ -270,7 +271,7 @@ export async function benchOffcpu(ctx: BenchContext): Promise<Row[]> {
  * and pipe work; here each switch comes with the CPU work a loaded server does between them.
  */
 async function busyRow(ctx: BenchContext): Promise<Row> {
-  const rounds = ctx.quick ? 5 : 9;
+  const rounds = ctx.quick ? 3 : 9;
   const seconds = ctx.quick ? 1 : 2;
   const procs = Array.from({ length: 2 * os.cpus().length }, () => new LineProcess(path.join(ctx.buildDir, 'pingpong'), []));
   try {
