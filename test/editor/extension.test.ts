@@ -286,7 +286,7 @@ test('eBPF Studio in a real VS Code (code-server)', { skip: skipReason(), timeou
   await step(t, s, 'Find Memory Leaks on a JVM: a CodeLens on the Java line that leaks (live bytes, class, GCs survived, growth)', () => javaHeapLeaksStep(t, s, agentJdk!),
     !paletteTitle('ebpfStudio.findMemoryLeaks') ? 'package.json has no ebpfStudio.findMemoryLeaks' : (kernelSkipReason() ?? agentSkip));
   // After the restore step (it needs the first GC session's panel and row to be the latest).
-  await step(t, s, 'Trace Java GC at ~100 GCs/s for most of a minute: the figures keep growing and Stop lands promptly', () => gcLiveStep(t, s, jdk!.home), javaGcSkip);
+  await step(t, s, 'Trace Java GC at ~100 GCs/s for half a minute: the figures keep growing and Stop lands promptly', () => gcLiveStep(t, s, jdk!.home), javaGcSkip);
 
   await step(
     t,
