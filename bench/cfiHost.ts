@@ -102,6 +102,18 @@ function cfiWalks(output: string): { walks: number; whole: number; ms: number; f
   return m ? { files: Number(m[1]), kib: Number(m[2]), ms: Number(m[3]), walks: Number(m[4]), whole: Number(m[5]) / Math.max(1, Number(m[4])) } : undefined;
 }
 
+/** Runs fn with EBPF_STUDIO_STATE_DIR (where root's table cache lives) set to dir for the processes it starts. */
+async function withStateDir<T>(dir: string, fn: () => Promise<T>): Promise<T> {
+  const was = process.env.EBPF_STUDIO_STATE_DIR;
+  process.env.EBPF_STUDIO_STATE_DIR = dir;
+  try {
+    return await fn();
+  } finally {
+    if (was === undefined) delete process.env.EBPF_STUDIO_STATE_DIR;
+    else process.env.EBPF_STUDIO_STATE_DIR = was;
+  }
+}
+
 /** perf record in the background until stop() (it prints nothing while it records). */
 async function startPerf(file: string): Promise<Attached> {
   const t0 = performance.now();
@@ -136,7 +148,9 @@ async function wholeHost(ctx: BenchContext): Promise<Row[]> {
   const warmup = ctx.quick ? 3 : 8;
   const rounds = ctx.quick ? 1 : 3;
   const cfi = wholeHostCfi();
-  const ours: Record<string, string[]> = cfi.ok ? { cfi: ['--unwind', 'cfi', '--verbose'], dwarf: ['--unwind', 'dwarf'], fp: ['--unwind', 'fp'] } : { auto: [], fp: ['--unwind', 'fp'] };
+  // cold: a session whose table cache on disk is empty (a host's first profile); cfi: the next
+  // session, on the cache the cold one filled (every later profile)
+  const ours: Record<string, string[]> = cfi.ok ? { cold: ['--unwind', 'cfi', '--verbose'], cfi: ['--unwind', 'cfi', '--verbose'], dwarf: ['--unwind', 'dwarf'], fp: ['--unwind', 'fp'] } : { auto: [], fp: ['--unwind', 'fp'] };
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-cfi-host-'));
   const runs: Record<string, (HostCost & { warmup: HostCost })[]> = { ...Object.fromEntries(Object.keys(ours).map((k) => [k, []])), perf: [] };
   const walks: NonNullable<ReturnType<typeof cfiWalks>>[] = [];
@@ -145,8 +159,9 @@ async function wholeHost(ctx: BenchContext): Promise<Row[]> {
   try {
     await withBpfStats(async () => {
       for (let i = 0; i < rounds; i++) {
+        const state = fs.mkdtempSync(path.join(dir, 'state-'));
         for (const [mode, args] of Object.entries(ours)) {
-          const t = await startCli(['profile', '--all', '--frequency', '99', ...args]);
+          const t = await withStateDir(state, () => startCli(['profile', '--all', '--frequency', '99', ...args]));
           try {
             runs[mode].push(await costOver(t, seconds, warmup));
           } catch (e) {
@@ -156,7 +171,7 @@ async function wholeHost(ctx: BenchContext): Promise<Row[]> {
           } finally {
             await t.stop();
           }
-          const w = mode === 'cfi' ? cfiWalks(t.output()) : undefined;
+          const w = mode === 'cfi' || mode === 'cold' ? cfiWalks(t.output()) : undefined;
           if (w) walks.push(w);
           loads.push(load());
         }
@@ -179,18 +194,27 @@ async function wholeHost(ctx: BenchContext): Promise<Row[]> {
   const main = cfi.ok ? 'cfi' : 'auto';
   const fallback = cfi.ok ? '' : `; --all --unwind cfi is refused ("${cfi.why}"), so this is the default unwind for --all (auto)`;
   const counts = Object.entries(runs).map(([k, v]) => `${k} ${v.length}`).join(', ');
-  const walked = walks.length ? `; cfi sessions: ${walks.map((w) => `${w.walks} walks, ${round(100 * w.whole, 1)} % to the outermost frame, ${w.files} tables (${w.kib} KiB) compiled in ${w.ms} ms`).join(' | ')}` : '';
+  const walked = walks.length ? `; cfi sessions (cold, warm by round): ${walks.map((w) => `${w.walks} walks, ${round(100 * w.whole, 1)} % to the outermost frame, ${w.files} tables (${w.kib} KiB) compiled in ${w.ms} ms`).join(' | ')}` : '';
   const detail = `${os.cpus().length} CPUs, ${seconds} s a session after ${warmup} s of warm-up, ${rounds} alternating rounds (sessions measured: ${counts}), medians: ${Object.keys(runs).map(parts).join('; ')}; % of all CPUs' time; perf's interrupt-side sampling is charged to the sampled tasks, not to perf${walked}${failures.length ? `; FAILED sessions: ${failures.join(' | ')}` : ''}; load ${Math.min(...loads)}–${Math.max(...loads)}`;
   const warmRows: Row[] = cfi.ok
     ? [
         {
-          name: `cfi-host: whole-host CPU profile at 99 Hz, --unwind cfi, its first ${warmup} s (tables compiled as samples meet files)`,
+          name: `cfi-host: whole-host CPU profile at 99 Hz, --unwind cfi, its first ${warmup} s (tables read from the disk cache, or compiled as samples meet files)`,
           value: round(medWarm('cfi'), 3),
           unit: '%',
           target: null,
           better: 'lower',
           peer: { name: 'perf record -F 99 -a -g', value: round(medWarm('perf'), 3) },
-          detail,
+          detail: `a session after another on this host (its table cache on disk filled by the cold session just before): ${detail}`,
+        },
+        {
+          name: `cfi-host: whole-host CPU profile at 99 Hz, --unwind cfi, its first ${warmup} s on an empty table cache (every table compiled)`,
+          value: round(medWarm('cold'), 3),
+          unit: '%',
+          target: null,
+          better: 'lower',
+          peer: { name: 'perf record -F 99 -a -g', value: round(medWarm('perf'), 3) },
+          detail: `a host's first session (state directory new and empty); after its warm-up: ${round(med('cold'), 3)} %: ${detail}`,
         },
         {
           name: 'cfi-host: whole-host CPU profile at 99 Hz, --unwind dwarf (user-space CFI from stack copies)',

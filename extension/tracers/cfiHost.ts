@@ -10,14 +10,15 @@
 // room, the least recently used idle tables are evicted; a file that finds none stays out and the
 // stacks it cuts are counted (cfi_stats CFI_STAT_CUT_BY_CAP), never dropped silently.
 import os from 'node:os';
-import { encodeRows, CFI_ROW_SIZE } from '../sys/elf/cfiTable';
+import { CFI_ROW_SIZE } from '../sys/elf/cfiTable';
 import { ElfFile } from '../sys/elf/elf';
 import { readMaps, type Mapping } from '../sys/proc/maps';
 import { reachMapped } from '../sys/proc/mappedFile';
 import { pidAlive, readStat } from '../sys/proc/processes';
 import type { BpfObject } from '../../native/index';
 import { CfiBudget } from './cfiBudget';
-import { CFI_BLOCK_PAGES, CFI_BLOCK_ROWS, CFI_MAPPING_SIZE, CFI_MAX_MAPPINGS, CFI_PROC_SIZE, compileElf, loadSegments, mappingBias, pageIndex, u32, type CfiTableStats, type Compiled } from './cfiTables';
+import { CfiDiskCache } from './cfiCache';
+import { CFI_BLOCK_PAGES, CFI_BLOCK_ROWS, CFI_MAPPING_SIZE, CFI_MAX_MAPPINGS, CFI_PROC_SIZE, compileCached, loadSegments, mappingBias, u32, type CfiTableStats, type Compiled } from './cfiTables';
 
 /** Default table memory cap of a whole-host session: the desktop set of bench cfi-host (node, java, python3, clangd) takes 43 MiB. */
 export const CFI_HOST_DEFAULT_MAX_BYTES = 64 << 20;
@@ -89,6 +90,8 @@ export interface HostCfiOptions {
   showPaths?: boolean;
   /** walked by frame pointers, no tables: this process */
   selfPid?: number;
+  /** keep compiled tables on disk across sessions (root only; ./cfiCache.ts): default true */
+  diskCache?: boolean;
 }
 
 interface HostProc {
@@ -127,6 +130,9 @@ export class HostCfiTables {
   private budgetMs = COMPILE_BURST_MS;
   private budgetAt = performance.now();
   private readonly startedAt = performance.now();
+  private readonly disk?: CfiDiskCache;
+  /** tables read from the disk cache instead of compiled */
+  cacheHits = 0;
   fpMappings = 0;
   /** ms spent reading mappings, ELF headers and compiling */
   planMs = 0;
@@ -140,6 +146,7 @@ export class HostCfiTables {
     this.showPaths = opts.showPaths ?? false;
     this.selfPid = opts.selfPid ?? process.pid;
     this.layout = capLayout(capBytes);
+    if (opts.diskCache !== false) this.disk = CfiDiskCache.open(log);
     this.budget = new CfiBudget(this.layout.rowBlocks, this.layout.pageEntries, CFI_HOST_MIN_IDLE_MS);
     this.pageMirror = new Uint32Array(this.layout.pageEntries);
     for (let s = MAX_SLOTS - 1; s >= 1; s--) this.freeSlots.push(s);
@@ -351,14 +358,15 @@ export class HostCfiTables {
   private compile(f: HostFile): void {
     const t0 = performance.now();
     try {
-      const c = compileElf(reachMapped(f.from.pid, f.from.m).path);
-      f.unsupported = c.table.unsupported;
-      if (!c.table.rows.length) throw new Error('no rows');
-      f.rows = encodeRows(c.table.rows);
-      f.nrows = c.table.rows.length;
-      f.pages = pageIndex(c.table.rows);
+      const c = compileCached(reachMapped(f.from.pid, f.from.m).path, this.disk, this.log);
+      f.unsupported = c.unsupported;
+      if (!c.nrows) throw new Error('no rows');
+      f.rows = c.rows;
+      f.nrows = c.nrows;
+      f.pages = c.pages;
       f.pageEntries = f.pages.idx.length;
-      this.log(`cfi: ${this.name(f)}: ${f.nrows} rows compiled in ${Math.round(performance.now() - t0)} ms`);
+      if (c.hit) this.cacheHits++;
+      this.log(`cfi: ${this.name(f)}: ${f.nrows} rows ${c.hit ? 'read from the table cache' : 'compiled'} in ${Math.round(performance.now() - t0)} ms`);
     } catch (e) {
       // short-lived processes: the file is read through the next process planned that maps it
       if (!pidAlive(f.from.pid)) {

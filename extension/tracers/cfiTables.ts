@@ -6,7 +6,8 @@
 // size and mtime) so the next session does not compile libc again.
 import fs from 'node:fs';
 import type { BpfObject } from '../../native/index';
-import { compileCfi, encodeRows, CFI_ROW_SIZE, type CfiTable } from '../sys/elf/cfiTable';
+import { compileCfi, encodeRows, CFI_ROW_SIZE, type CfiRow, type CfiTable } from '../sys/elf/cfiTable';
+import { cacheKey, CfiDiskCache, type CachedTable } from './cfiCache';
 import { ElfFile, PT_LOAD } from '../sys/elf/elf';
 import { readMaps, type Mapping } from '../sys/proc/maps';
 import { reachMapped } from '../sys/proc/mappedFile';
@@ -124,6 +125,40 @@ export function compileElf(path: string): Omit<Compiled, 'stamp'> {
   }
 }
 
+/**
+ * The table of the ELF file at p: from the disk cache when it holds one for this very file, else
+ * compiled (and stored there, unless the file changed while it compiled).
+ */
+export function compileCached(p: string, cache: CfiDiskCache | undefined, log: (m: string) => void = () => undefined): CachedTable & { hit: boolean } {
+  const key = cache ? cacheKey(p) : '';
+  const hit = cache?.get(key);
+  if (hit) return { ...hit, hit: true };
+  const c = compileElf(p);
+  const t: CachedTable = { rows: encodeRows(c.table.rows), nrows: c.table.rows.length, pages: pageIndex(c.table.rows), fdes: c.table.fdes, debugFrameFdes: c.table.debugFrameFdes, unsupported: c.table.unsupported, loads: c.loads };
+  if (cache && t.nrows && cacheKey(p) === key) {
+    try {
+      cache.put(key, t);
+    } catch (e) {
+      log(`cfi: table not kept on disk: ${(e as Error).message}`);
+    }
+  }
+  return { ...t, hit: false };
+}
+
+/** Rows back from struct cfi_row bytes. */
+export function decodeRows(b: Buffer, n: number): CfiRow[] {
+  const rows = new Array<CfiRow>(n);
+  for (let i = 0, o = 0; i < n; i++, o += CFI_ROW_SIZE) rows[i] = { pc: b.readUInt32LE(o), cfaOff: b.readInt32LE(o + 4), rbpOff: b.readInt16LE(o + 8), kind: b[o + 10], arg: b[o + 11] };
+  return rows;
+}
+
+/** This helper's disk cache, opened on first use (undefined: not root, or no safe place for it). */
+let diskCache: CfiDiskCache | undefined | null = null;
+function disk(): CfiDiskCache | undefined {
+  if (diskCache === null) diskCache = CfiDiskCache.open(() => undefined);
+  return diskCache;
+}
+
 /** A mapping's load bias (runtime − link-time address) from its file's segments; undefined when no segment holds its offset. */
 export function mappingBias(loads: Compiled['loads'], m: Mapping): bigint | undefined {
   const load = loads.find((l) => m.offset >= l.offset && m.offset < l.offset + (l.filesz || 1n));
@@ -142,7 +177,8 @@ function compiledFor(pid: number, m: Mapping): Compiled {
     compiledCache.set(key, hit);
     return hit;
   }
-  const c = { stamp, ...compileElf(reached.path) };
+  const t = compileCached(reached.path, disk());
+  const c = { stamp, table: { rows: decodeRows(t.rows, t.nrows), fdes: t.fdes, debugFrameFdes: t.debugFrameFdes, unsupported: t.unsupported }, loads: t.loads };
   compiledCache.set(key, c);
   while (cacheRows() > CACHE_MAX_ROWS && compiledCache.size > 1) compiledCache.delete(compiledCache.keys().next().value as string);
   return c;

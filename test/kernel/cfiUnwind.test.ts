@@ -4,7 +4,7 @@
 // give one stack, clock_nanosleep in libc; the table walk must give both functions with main above
 // them, 3:1, as `perf record -e sched:sched_switch --call-graph dwarf` does on the same process in
 // the same run.
-import { after, before, describe, test } from 'node:test';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -14,8 +14,9 @@ import type { ProfileResult, ProfileStack } from '../../extension/protocol/profi
 import { compileJavaFixture, javaAgentSkipReason, kernelSkipReason, removeJavaFixture, repoRoot, runCli, startCli, waitFor } from '../helpers';
 import { callerShares, parsePerfScript, perfBinary, perfDwarf, type FoldedStack } from '../peers/perfDwarf';
 import { buildUnwindFixture } from '../peers/unwindFixture';
-import { CFI_CAP_NOTE, CFI_NOT_YET_NOTE } from '../../extension/tracers/cfiTables';
-import { attackSkipReason, makeUser, removeUser, spawnAsUser } from './attackKit';
+import { CFI_CAP_NOTE, CFI_NOT_YET_NOTE, compileCached } from '../../extension/tracers/cfiTables';
+import { cacheKey, CfiDiskCache, encodeEntry, type CachedTable } from '../../extension/tracers/cfiCache';
+import { asUser, attackSkipReason, makeUser, removeUser, spawnAsUser } from './attackKit';
 
 const skip = kernelSkipReason();
 const SRC = path.join(repoRoot, 'test/fixtures/c/cfisleep.c');
@@ -412,7 +413,7 @@ describe('the whole host with --unwind cfi (--all)', { skip, timeout: 120_000 },
     await new Promise((r) => setTimeout(r, 200));
     // no --unwind: auto is the table walk for the whole host too
     const ours = startCli(['profile', '--all', '--cfi-max-mb', '0.01', '--duration', '8', '--json', '--verbose']);
-    assert.ok(await waitFor(() => /unwindfix: \d+ rows compiled/.test(ours.stderr()), 20_000), `unwindfix's table never compiled: ${ours.stderr()}`);
+    assert.ok(await waitFor(() => /unwindfix: \d+ rows (compiled|read from the table cache)/.test(ours.stderr()), 20_000), `unwindfix's table never compiled: ${ours.stderr()}`);
     await new Promise((r) => setTimeout(r, 500));
     // the first program stops (its table goes idle); the second needs the room
     first.kill('SIGSTOP');
@@ -438,6 +439,112 @@ describe('the whole host with --unwind cfi (--all)', { skip, timeout: 120_000 },
     const silent = doc.stacks.filter((st) => st.comm === 'cpusplit' && !fns(st).includes('main') && !marked(st));
     assert.deepEqual(silent.map(fns), [], 'every cpusplit stack short of main says why');
     assert.match(r.stderr, /0\.01 MiB cap/);
+  });
+
+  /** A whole-host session's stacks of unwindfix and cpusplit, both running: main reached, the 3:1 splits (as the first test, with tables compiled fresh). */
+  const wholeSession = async (t: TestContext, state: string, seconds: number) => {
+    const both = [run('unwindfix', 'split', '60'), run('cpusplit', '60')];
+    try {
+      await new Promise((r) => setTimeout(r, 200));
+      const r = await startCli(['profile', '--all', '--unwind', 'cfi', '--duration', String(seconds), '--json', '--verbose'], { env: { ...process.env, EBPF_STUDIO_STATE_DIR: state } }).done;
+      assert.equal(r.code, 0, r.stderr);
+      const doc = JSON.parse(r.stdout) as ProfileResult;
+      const [a, b] = [of(doc, 'unwindfix'), of(doc, 'cpusplit')];
+      const split = callerShares(a, 'leaf', ['caller_a', 'caller_b']);
+      t.diagnostic(`unwindfix: main in ${(100 * shareWith(a, 'main')).toFixed(1)} %, caller_a ${(100 * split.caller_a).toFixed(1)} %; cpusplit: main in ${(100 * shareWith(b, 'main')).toFixed(1)} %, hot_a ${(100 * hotShare(b)).toFixed(1)} %; load ${os.loadavg()[0].toFixed(1)}`);
+      assert.ok(a.length && b.length, 'both programs sampled after their tables landed');
+      for (const [name, st] of [['unwindfix', a], ['cpusplit', b]] as const) assert.ok(shareWith(st, 'main') >= 0.95, `${name}: main in ${shareWith(st, 'main')} of its samples`);
+      assert.ok(Math.abs(split.caller_a - 0.75) <= 0.15, `caller_a ${split.caller_a}`);
+      assert.ok(Math.abs(hotShare(b) - 0.75) <= 0.15, `hot_a ${hotShare(b)}`);
+      return r.stderr;
+    } finally {
+      for (const c of both) c.kill('SIGKILL');
+    }
+  };
+  const sameTable = (a: CachedTable, b: CachedTable, what: string) => {
+    assert.ok(a.nrows > 0 && a.rows.equals(b.rows), `${what}: rows`);
+    assert.deepEqual({ base: a.pages.base, idx: [...a.pages.idx], loads: a.loads, unsupported: a.unsupported, fdes: a.fdes }, { base: b.pages.base, idx: [...b.pages.idx], loads: b.loads, unsupported: b.unsupported, fdes: b.fdes }, what);
+  };
+
+  test('the table cache on disk: a hit is what a fresh compile gives, a corrupt or foreign entry is compiled afresh, a session on it keeps whole stacks', async (t) => {
+    const reason = fs.existsSync(path.join(dir, 'cpusplit')) ? undefined : build();
+    if (reason) return t.skip(reason);
+    const state = fs.mkdtempSync(path.join(dir, 'state-'));
+    const cache = CfiDiskCache.open((m) => t.diagnostic(m), state);
+    assert.ok(cache, 'root gets a cache in its private state directory');
+    const [ufx, cps] = [path.join(dir, 'unwindfix'), path.join(dir, 'cpusplit')];
+    const libc = fs.realpathSync('/lib/x86_64-linux-gnu/libc.so.6');
+    for (const f of [ufx, cps, libc]) {
+      const fresh = compileCached(f, undefined);
+      assert.equal(compileCached(f, cache).hit, false, `${f}: compiled, then stored`);
+      const hit = compileCached(f, cache);
+      assert.equal(hit.hit, true, `${f}: read back`);
+      sameTable(hit, fresh, f);
+    }
+    // one byte flipped in unwindfix's rows: the checksum fails, the entry goes
+    const entry = cache.file(cacheKey(ufx));
+    const bytes = fs.readFileSync(entry);
+    bytes[bytes.length - 100] ^= 0xff;
+    fs.writeFileSync(entry, bytes);
+    assert.equal(cache.get(cacheKey(ufx)), undefined, 'a corrupt entry is not used');
+    assert.ok(!fs.existsSync(entry), 'a corrupt entry is removed');
+    // libc's valid entry in cpusplit's place: its key is another file's
+    fs.copyFileSync(cache.file(cacheKey(libc)), cache.file(cacheKey(cps)));
+    assert.equal(cache.get(cacheKey(cps)), undefined, "another file's entry is not used");
+    sameTable(compileCached(cps, cache), compileCached(cps, undefined), 'cpusplit compiled afresh');
+    // the session meets a truncated entry for unwindfix, a good one for cpusplit
+    fs.writeFileSync(entry, bytes.subarray(0, 200));
+    const log = await wholeSession(t, state, 4);
+    assert.match(log, /cpusplit: \d+ rows read from the table cache/);
+    assert.match(log, /unwindfix: \d+ rows compiled/);
+    assert.equal(compileCached(ufx, cache).hit, true, 'the session stored the table it compiled');
+  });
+
+  test("attack: a user can neither plant, replace nor link an entry of root's table cache, and a cache directory a user made is not used", { skip: attackSkipReason() ?? false }, async (t) => {
+    const reason = fs.existsSync(path.join(dir, 'cpusplit')) ? undefined : build();
+    if (reason) return t.skip(reason);
+    const u = makeUser(`ebpfC${process.pid % 100000}`);
+    try {
+      fs.chmodSync(dir, 0o755); // only the cache directory itself keeps the user out
+      const cps = path.join(dir, 'cpusplit');
+      const fresh = compileCached(cps, undefined);
+      // cpusplit's table with every CFA 8 bytes off: walks through its code would go astray
+      const rows = Buffer.from(fresh.rows);
+      for (let o = 4; o < rows.length; o += 12) rows.writeInt32LE(rows.readInt32LE(o) + 8, o);
+      const poison = encodeEntry(cacheKey(cps), { ...fresh, rows });
+      const priv = fs.mkdtempSync(path.join(dir, 'root-state-'));
+      fs.chmodSync(priv, 0o755);
+      const cache = CfiDiskCache.open(() => undefined, priv)!;
+      compileCached(cps, cache);
+      const entry = cache.file(cacheKey(cps));
+      const before = fs.readFileSync(entry);
+      for (const cmd of [`base64 -d > ${entry}`, `base64 -d > ${cache.dir}/${'0'.repeat(64)}.cfi`, `ln -sf /etc/passwd ${entry}`, `mv ${entry} ${priv}/gone`, `rm -f ${entry}`, `chmod 777 ${cache.dir}`]) {
+        const r = asUser(u, ['sh', '-c', cmd], { input: poison.toString('base64') });
+        assert.notEqual(r.status, 0, `${cmd} succeeded as ${u.name}`);
+      }
+      assert.ok(fs.readFileSync(entry).equals(before), "root's entry unchanged");
+      assert.deepEqual(fs.readdirSync(cache.dir), [path.basename(entry)], 'nothing planted');
+      // a world-writable state directory where the user made cfi-tables first, with a well-formed poisoned entry
+      const shared = fs.mkdtempSync(path.join(dir, 'shared-'));
+      fs.chmodSync(shared, 0o1777);
+      const planted = path.join(shared, 'cfi-tables', path.basename(entry));
+      const r = asUser(u, ['sh', '-c', `mkdir -m 777 ${shared}/cfi-tables && base64 -d > ${planted}`], { input: poison.toString('base64') });
+      assert.equal(r.status, 0, r.stderr);
+      assert.ok(fs.readFileSync(planted).equals(poison), 'planted as meant');
+      // or a link to a directory of the user's
+      const linked = fs.mkdtempSync(path.join(dir, 'linked-'));
+      fs.chmodSync(linked, 0o1777);
+      assert.equal(asUser(u, ['sh', '-c', `mkdir -m 700 ${linked}/own && ln -s ${linked}/own ${linked}/cfi-tables`]).status, 0);
+      const said: string[] = [];
+      assert.equal(CfiDiskCache.open((m) => said.push(m), linked), undefined, 'a linked cache directory is refused');
+      assert.match(said.join('\n'), /is not root's/);
+      const log = await wholeSession(t, shared, 3);
+      assert.match(log, /no table cache on disk \(.*cfi-tables is not root's\)/);
+      assert.match(log, /cpusplit: \d+ rows compiled/);
+      assert.deepEqual(fs.readdirSync(path.join(shared, 'cfi-tables')), [path.basename(entry)], "root wrote nothing into the user's directory");
+    } finally {
+      removeUser(u);
+    }
   });
 });
 
