@@ -12,7 +12,8 @@ import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { kernelSkipReason, repoRoot, waitFor } from '../helpers';
+import type { HistResult } from '../../extension/protocol/histogram';
+import { kernelSkipReason, repoRoot, startCli, waitFor } from '../helpers';
 
 export const IMAGE = 'localhost/ebpf-studio-test-jdk:1';
 const CACHE = '/var/cache/ebpf-studio-test';
@@ -413,4 +414,41 @@ export function rootlessPodman(): string | RootlessPodman {
     return `podman import as ${user} failed: ${imp.stderr.trim().split('\n').pop()}`;
   }
   return { user, uid, gid, home, command, driver, stop, note: `rootless podman as ${user} (uid ${uid}, ${subuids.join(' ')}): cgroups ${info.stdout.trim()}; image imported into the user's store in ${((Date.now() - t0) / 1000).toFixed(0)} s` };
+}
+
+/** Timeslices run by every thread of these processes so far (the third field of /proc/PID/task/TID/schedstat). */
+export function timeslices(pids: number[]): number {
+  let n = 0;
+  for (const p of pids) {
+    for (const tid of fs.readdirSync(`/proc/${p}/task`)) {
+      try {
+        n += Number(fs.readFileSync(`/proc/${p}/task/${tid}/schedstat`, 'utf8').split(' ')[2]);
+      } catch {
+        /* the thread ended */
+      }
+    }
+  }
+  return n;
+}
+
+/**
+ * `runqlat --container NAME --per-process` against the container's own schedstat: each timeslice run
+ * follows one wait in the run queue, so its waits are within 10 % of the timeslices its processes
+ * (`procs()`, read at each end of the window) ran while it was attached, and every process it
+ * names is one of them (at least `minProcs`).
+ */
+export async function runqlatMatchesSchedstat(name: string, durationS: number, procs: () => number[], minProcs: number, t: { diagnostic(s: string): void }): Promise<HistResult> {
+  const cli = startCli(['runqlat', '--container', name, '--per-process', '--duration', String(durationS), '--json', '--verbose']);
+  assert.ok(await waitFor(() => /runqlat: attached via/.test(cli.stderr()) || cli.child.exitCode !== null, 20_000), cli.stderr());
+  const before = timeslices(procs());
+  const r = await cli.done;
+  const after = timeslices(procs());
+  assert.equal(r.code, 0, r.stderr);
+  const res = JSON.parse(r.stdout) as HistResult;
+  const ours = res.histograms.reduce((n, h) => n + h.count, 0);
+  t.diagnostic(`runqlat: ${ours} waits in ${res.histograms.length} processes (${res.histograms.map((h) => `${h.key} ${h.comm}`).join(', ')}); their schedstat: ${after - before} timeslices`);
+  const pids = new Set(procs());
+  assert.ok(res.histograms.length >= minProcs && res.histograms.every((h) => pids.has(h.key)), "only the container's processes");
+  assert.ok(Math.abs(ours - (after - before)) <= 0.1 * (after - before), `waits ${ours} within 10 % of the timeslices ${after - before}`);
+  return res;
 }

@@ -15,7 +15,7 @@ import type { ProfileResult, ProfileStack } from '../../extension/protocol/profi
 import type { JavaHeapResult } from '../../extension/protocol/javaHeap';
 import type { JvmResult } from '../../extension/protocol/jvm';
 import { agentSplitShare, markerLines, repoRoot, sleep, startCli, waitFor } from '../helpers';
-import { IMAGE, containerBed, containerPrep, lineFollower, podman } from './containerKit';
+import { IMAGE, containerBed, containerPrep, lineFollower, podman, runqlatMatchesSchedstat, timeslices } from './containerKit';
 import { processInfo } from '../../extension/sys/proc/processes';
 import { containerCgroup, listContainers } from '../../extension/sys/proc/containerCgroup';
 import { cgroup2Mount } from '../../extension/sys/cgroup';
@@ -134,29 +134,12 @@ describe('CPU, off-CPU and JVM tracers on programs in real containers', { skip: 
       ...fs.readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number),
       ...fs.readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()).flatMap((d) => procs(path.join(dir, d.name))),
     ];
-    // timeslices run (the third field of schedstat): each follows a wait in the run queue
-    const slices = () => {
-      let n = 0;
-      for (const p of procs()) for (const tid of fs.readdirSync(`/proc/${p}/task`)) n += Number(fs.readFileSync(`/proc/${p}/task/${tid}/schedstat`, 'utf8').split(' ')[2]);
-      return n;
-    };
-    const cli = startCli(['runqlat', '--container', busy.name, '--per-process', '--duration', '4', '--json', '--verbose']);
-    assert.ok(await waitFor(() => /runqlat: attached via/.test(cli.stderr()) || cli.child.exitCode !== null, 20_000), cli.stderr());
-    const before = slices();
-    const r = await cli.done;
-    const after = slices();
-    assert.equal(r.code, 0, r.stderr);
-    const res = JSON.parse(r.stdout) as HistResult;
-    const ours = res.histograms.reduce((n, h) => n + h.count, 0);
-    t.diagnostic(`runqlat: ${ours} waits in ${res.histograms.length} processes (${res.histograms.map((h) => `${h.key} ${h.comm}`).join(', ')}); their schedstat: ${after - before} timeslices`);
-    const pids = new Set(procs());
-    assert.ok(res.histograms.length >= 3 && res.histograms.every((h) => pids.has(h.key)), 'only the container\'s processes');
-    assert.ok(Math.abs(ours - (after - before)) <= 0.1 * (after - before), `waits ${ours} within 10 % of the timeslices ${after - before}`);
+    const res = await runqlatMatchesSchedstat(busy.name, 4, procs, 3, t);
     assertNamesContainer(res, busy.name);
     // cpudist: each run on a CPU of the container's threads, the same timeslices
-    const d0 = slices();
+    const d0 = timeslices(procs());
     const dist = await startCli(['cpudist', '--container', busy.name, '--duration', '3', '--json']).done;
-    const d1 = slices();
+    const d1 = timeslices(procs());
     assert.equal(dist.code, 0, dist.stderr);
     const runs = (JSON.parse(dist.stdout) as HistResult).histograms.reduce((n, h) => n + h.count, 0);
     assertNamesContainer(JSON.parse(dist.stdout), busy.name);

@@ -21,9 +21,8 @@ import type { ContainerInfo } from '../../extension/sys/proc/container';
 import { processInfo } from '../../extension/sys/proc/processes';
 import { containerCgroup } from '../../extension/sys/proc/containerCgroup';
 import { cgroup2Mount, cgroupOfPid } from '../../extension/sys/cgroup';
-import type { HistResult } from '../../extension/protocol/histogram';
 import { markerLines, repoRoot, sleep, startCli, waitFor } from '../helpers';
-import { IMAGE, containerBed, containerdDaemon, containerPrep, lineFollower, rootlessPodman, rootlessSkipReason, type Containerd, type Contained, type RootlessPodman } from './containerKit';
+import { IMAGE, containerBed, containerdDaemon, containerPrep, lineFollower, rootlessPodman, runqlatMatchesSchedstat, rootlessSkipReason, type Containerd, type Contained, type RootlessPodman } from './containerKit';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -324,18 +323,7 @@ describe('tracers on programs in rootless podman containers, from the host as ro
       assert.equal(cg.cgroupPath, dir);
       assert.deepEqual({ runtime: cg.container.runtime, id: cg.container.id, name: cg.container.name }, { runtime: 'podman', id, name: leak.name });
       // selected in the kernel by that cgroup: the waits of its two processes, as many as their timeslices
-      const slices = () => [leak.hostPid, waiter].reduce((n, p) => n + fs.readdirSync(`/proc/${p}/task`).reduce((m, tid) => m + Number(fs.readFileSync(`/proc/${p}/task/${tid}/schedstat`, 'utf8').split(' ')[2]), 0), 0);
-      const cli = startCli(['runqlat', '--container', leak.name, '--per-process', '--duration', '2', '--json', '--verbose']);
-      assert.ok(await waitFor(() => /runqlat: attached via/.test(cli.stderr()) || cli.child.exitCode !== null, 20_000), cli.stderr());
-      const before = slices();
-      const r = await cli.done;
-      const after = slices();
-      assert.equal(r.code, 0, r.stderr);
-      const res = JSON.parse(r.stdout) as HistResult;
-      const ours = res.histograms.reduce((n, h) => n + h.count, 0);
-      t.diagnostic(`runqlat: ${ours} waits in ${res.histograms.map((h) => `${h.key} ${h.comm}`).join(', ')}; their schedstat: ${after - before} timeslices`);
-      assert.ok(res.histograms.length > 0 && res.histograms.every((h) => h.key === leak.hostPid || h.key === waiter), "only the container's processes");
-      assert.ok(Math.abs(ours - (after - before)) <= 0.1 * (after - before), `waits ${ours} within 10 % of the timeslices ${after - before}`);
+      await runqlatMatchesSchedstat(leak.name, 2, () => [leak.hostPid, waiter], 1, t);
     } finally {
       for (const [i, p] of [leak.hostPid, waiter].entries()) {
         try {
