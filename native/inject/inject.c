@@ -757,25 +757,45 @@ static void give_back(struct borrowed *b)
 	ptrace(PTRACE_DETACH, b->tid, 0, 0);
 }
 
+/* Calls visit(tid, arg) for each thread of the target until one returns true, and returns that
+ * thread, or 0 when none did; exits when the target's threads cannot be listed (it is gone). */
+static pid_t each_thread(bool (*visit)(pid_t tid, void *arg), void *arg)
+{
+	char dir[64];
+	snprintf(dir, sizeof dir, "/proc/%d/task", target);
+	DIR *d = opendir(dir);
+	if (!d)
+		die(1, "process %d is gone", target);
+	pid_t found = 0;
+	struct dirent *e;
+	while (!found && (e = readdir(d))) {
+		pid_t tid = (pid_t)atoi(e->d_name);
+		if (tid > 0 && visit(tid, arg))
+			found = tid;
+	}
+	closedir(d);
+	return found;
+}
+
+struct borrow_try {
+	const struct ranges *unsafe;
+	struct borrowed *b;
+};
+
+static bool borrow_visit(pid_t tid, void *arg)
+{
+	struct borrow_try *t = arg;
+	return try_borrow(tid, t->unsafe, t->b);
+}
+
 /* Borrows a thread of the target at a safe point, trying every thread for up to timeout_ms. */
 static bool borrow(const struct ranges *unsafe, struct borrowed *b, uint64_t timeout_ms)
 {
-	char dir[64];
+	struct borrow_try t = { unsafe, b };
 	uint64_t until = now_ms() + timeout_ms;
-	snprintf(dir, sizeof dir, "/proc/%d/task", target);
 	do {
-		DIR *d = opendir(dir);
-		if (!d)
-			die(1, "process %d is gone", target);
-		struct dirent *e;
-		while ((e = readdir(d))) {
-			pid_t tid = (pid_t)atoi(e->d_name);
-			if (tid > 0 && try_borrow(tid, unsafe, b)) {
-				closedir(d);
-				return true;
-			}
-		}
-		closedir(d);
+		if (each_thread(borrow_visit, &t))
+			return true;
 		struct timespec ts = { 0, 2 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	} while (now_ms() < until);
@@ -949,29 +969,25 @@ static void thread_filters(pid_t tid)
 	ptrace(PTRACE_DETACH, tid, 0, (void *)(long)deliver);
 }
 
+/* One thread's seccomp mode, or its filters, for print_filters. */
+static bool print_thread_filters(pid_t tid, void *arg)
+{
+	(void)arg;
+	int mode = seccomp_mode(tid);
+	if (mode == 2)
+		thread_filters(tid);
+	else if (mode >= 0)
+		printf("thread %d mode %d\n", tid, mode);
+	return false;
+}
+
 /* `filters`: every thread's seccomp filters, so the caller can tell whether the injected code's
  * system calls are all allowed. Lines: "thread TID mode M" for a thread in no filter mode,
  * "thread TID F..." for one under filters, then "filter F HEX" per distinct filter (its
  * struct sock_filter records as the kernel holds them), then "ok 0". */
 static void print_filters(void)
 {
-	char dir[64];
-	snprintf(dir, sizeof dir, "/proc/%d/task", target);
-	DIR *d = opendir(dir);
-	if (!d)
-		die(1, "process %d is gone", target);
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		pid_t tid = (pid_t)atoi(e->d_name);
-		if (tid <= 0)
-			continue;
-		int mode = seccomp_mode(tid);
-		if (mode == 2)
-			thread_filters(tid);
-		else if (mode >= 0)
-			printf("thread %d mode %d\n", tid, mode);
-	}
-	closedir(d);
+	each_thread(print_thread_filters, NULL);
 	for (unsigned i = 0; i < n_distinct; i++) {
 		printf("filter %u ", i);
 		for (long j = 0; j < distinct[i].n; j++) {
