@@ -6,7 +6,9 @@
 //    perf's sampling and frame-pointer walk run in the interrupt, charged to the interrupted task,
 //    so perf's figure is a lower bound). Each session's first seconds (the warm-up, where --unwind
 //    cfi compiles the tables of the files its samples meet) are measured apart, in a row of their
-//    own; the steady state after them is the main figure, for every variant alike. --unwind cfi,
+//    own; the steady state after them is the main figure, for every variant alike. Each round's
+//    cfi sessions share a new state directory: the first (cold) starts with an empty table cache
+//    on disk and fills it, the next (cfi) reads it, as every profile after a host's first does. --unwind cfi,
 //    dwarf (user-space CFI) and fp are measured; the cfi session's summary gives the share of
 //    walks that reached the outermost frame.
 //  - Off-CPU with whole native stacks at ~50k context switches a second: the pingpong pair
