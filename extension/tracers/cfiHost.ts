@@ -507,3 +507,13 @@ function procValue(maps: { start: bigint; end: bigint; bias: bigint; slot: numbe
   });
   return v;
 }
+
+/** One turn of a session's host tables, from its timer: a table that fails to load is logged under the tracer's name, and the session goes on. */
+export function tickHostTables(host: HostCfiTables, closed: () => boolean, log: (line: string) => void, tracer: string): void {
+  if (closed()) return;
+  try {
+    host.tick(closed);
+  } catch (e) {
+    log(`${tracer}: loading unwind tables: ${(e as Error).message}`);
+  }
+}

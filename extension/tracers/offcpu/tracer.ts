@@ -43,7 +43,7 @@ import { kernelRelease, releaseAtLeast } from '../../sys/kernelRelease';
 import type { CountEntry } from '../profile/decode';
 import { addLockFrames, addVirtualThreads, startLockSession } from '../javaLocks/tracer';
 import { cfiRowCapacity, cfiStackReader, cfiSummary, CfiTables, cfiUnwindInfo, kernelWalksTables } from '../cfiTables';
-import { CFI_HOST_DEFAULT_MAX_BYTES, CFI_HOST_MAX_MAX_BYTES, CFI_HOST_MIN_MAX_BYTES, HostCfiTables } from '../cfiHost';
+import { CFI_HOST_DEFAULT_MAX_BYTES, CFI_HOST_MAX_MAX_BYTES, CFI_HOST_MIN_MAX_BYTES, HostCfiTables, tickHostTables } from '../cfiHost';
 
 export * from './decode';
 
@@ -408,7 +408,10 @@ class OffcpuSession implements Session<'offcpu'> {
     this.symbolizer = new Symbolizer({ log: env.log });
     if (options.pid) this.capture(options.pid);
     this.timer = setInterval(() => this.tick(), TICK_MS);
-    if (this.host) this.hostTimer = setInterval(() => this.tickHost(), HOST_TICK_MS);
+    if (this.host) {
+      const tables = this.host;
+      this.hostTimer = setInterval(() => tickHostTables(tables, () => this.closed, (l) => this.env.log(l), 'offcpu'), HOST_TICK_MS);
+    }
     this.unwatch = target
       ? watchTarget(target, () => {
           clearInterval(this.timer);
@@ -435,15 +438,6 @@ class OffcpuSession implements Session<'offcpu'> {
   private counts(): { samples: number; lost: number } {
     const { obj } = this;
     return { samples: readStat(obj, OFFCPU_STAT.blocks) + readStat(obj, OFFCPU_STAT.samples), lost: readStat(obj, OFFCPU_STAT.lost) + readStat(obj, OFFCPU_STAT.lostStart) + readStat(obj, OFFCPU_STAT.lostTotals) };
-  }
-
-  private tickHost(): void {
-    if (this.closed) return;
-    try {
-      this.host?.tick(() => this.closed);
-    } catch (e) {
-      this.env.log(`offcpu: loading unwind tables: ${(e as Error).message}`);
-    }
   }
 
   private tick(): void {

@@ -34,7 +34,7 @@ import { loadFirstWorking, readCounter, records, setRodata } from '../bpfObject'
 import { decodeCounts, parseCpuList, PROFILE_STAT, type CountEntry } from './decode';
 import { assemble, readStacks, symbolizeStacks, type RawStack } from './stacks';
 import { cfiRowCapacity, cfiStackReader, cfiSummary, CfiTables, cfiUnwindInfo, kernelWalksTables } from '../cfiTables';
-import { CFI_HOST_DEFAULT_MAX_BYTES, CFI_HOST_MAX_MAX_BYTES, CFI_HOST_MIN_MAX_BYTES, HostCfiTables } from '../cfiHost';
+import { CFI_HOST_DEFAULT_MAX_BYTES, CFI_HOST_MAX_MAX_BYTES, CFI_HOST_MIN_MAX_BYTES, HostCfiTables, tickHostTables } from '../cfiHost';
 import { DwarfAggregator, PROFILE_DEFAULT_STACK_COPY, PROFILE_SAMPLE_HEADER_SIZE, PROFILE_MAX_STACK_COPY } from './dwarf';
 import { unwindModules } from './unwindModules';
 import { agentLibrary, agentUnavailableMessage, checkAgentTarget, foreignOwner, JAVA_MODES, startJavaAgent, type JavaAgentSession } from '../javaAgent/agent';
@@ -311,7 +311,7 @@ class ProfileRun implements Session<'profile'> {
       if (img) warnings.push(...this.symbolizer.warnings(img, this.warnOpts));
     }
     this.timer = setInterval(() => this.tick(), TICK_MS);
-    if (host) this.hostTimer = setInterval(() => this.tickHost(), HOST_TICK_MS);
+    if (host) this.hostTimer = setInterval(() => tickHostTables(host, () => this.closed, (l) => this.env.log(l), 'profile'), HOST_TICK_MS);
     cfi?.loadLater(obj, () => this.closed).catch((e: Error) => env.log(`profile: loading unwind tables: ${e.message}`));
     this.unwatch = target
       ? watchTarget(target, () => {
@@ -353,15 +353,6 @@ class ProfileRun implements Session<'profile'> {
       if (this.ticks % 5 === 0) this.capture(this.target.pid);
       if (this.cfi && this.ticks % 5 === 0) this.refreshCfi(this.target.pid);
     } else if (this.ticks % 2 === 0) this.captureNew();
-  }
-
-  private tickHost(): void {
-    if (this.closed) return;
-    try {
-      this.host?.tick(() => this.closed);
-    } catch (e) {
-      this.env.log(`profile: loading unwind tables: ${(e as Error).message}`);
-    }
   }
 
   /** System-wide: the mappings of processes first seen in the counts. */
