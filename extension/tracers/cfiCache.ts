@@ -107,7 +107,7 @@ export class CfiDiskCache {
     }
     const t = decodeEntry(buf, key);
     if (!t) this.drop(file);
-    else fs.utimesSync(file, new Date(), new Date()); // most recently used: evicted last
+    else this.touch(file);
     return t;
   }
 
@@ -117,12 +117,27 @@ export class CfiDiskCache {
     const tmp = `${file}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`;
     const fd = fs.openSync(tmp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, 0o600);
     try {
-      fs.writeSync(fd, encodeEntry(key, t));
-    } finally {
-      fs.closeSync(fd);
+      try {
+        fs.writeSync(fd, encodeEntry(key, t));
+      } finally {
+        fs.closeSync(fd);
+      }
+      fs.renameSync(tmp, file);
+    } catch (e) {
+      this.drop(tmp);
+      throw e;
     }
-    fs.renameSync(tmp, file);
     this.trim();
+  }
+
+  /** Marks an entry used now (evicted last); one another session just evicted is no matter. */
+  private touch(file: string): void {
+    try {
+      const now = new Date();
+      fs.utimesSync(file, now, now);
+    } catch {
+      /* gone: stored again when next compiled */
+    }
   }
 
   private drop(file: string): void {
