@@ -117,11 +117,9 @@ async function startListener(pid: number, nspid: number, owner: FileOwner, deadl
   const sock = `/tmp/.java_pid${nspid}`;
   if (ownSocket(owner, sock)) return sock;
   const name = `.attach_pid${nspid}`;
-  // /tmp first (HotSpot looks in both): a trigger left behind if we are killed mid-attach then
-  // sits in the JVM's temporary folder, not in the user's project.
   const triggers: { base: 'cwd' | 'root'; file: string }[] = [
-    { base: 'root', file: `/tmp/${name}` },
     { base: 'cwd', file: name },
+    { base: 'root', file: `/tmp/${name}` },
   ];
   let trigger: { base: 'cwd' | 'root'; file: string } | undefined;
   const failures: string[] = [];
@@ -131,7 +129,7 @@ async function startListener(pid: number, nspid: number, owner: FileOwner, deadl
       trigger = t;
       break;
     } catch (e) {
-      // a name already taken (by a link someone planted, or a trigger left behind), a read-only cwd: try the other
+      // read-only cwd, or a name already taken (by a link someone planted): try /tmp
       failures.push(`${t.base === 'cwd' ? `${name} in its working directory` : t.file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
     }
   }
