@@ -168,8 +168,12 @@ describe('java-gc tracer on a real JVM', { skip }, () => {
     }
   });
 
-  test('--all started before the JVM sees its GCs and keeps running after it exits', async () => {
+  test('--all started before the JVM sees its GCs and keeps running after it exits', async (t) => {
     const cli = startCli(['java-gc', '--all', '--json', '--verbose']);
+    // a failed assertion must not leave the session running (the test file would never end)
+    t.after(() => {
+      if (cli.child.exitCode === null && cli.child.signalCode === null) cli.child.kill('SIGKILL');
+    });
     assert.ok(await waitFor(() => /Tracing|attached to/.test(cli.stderr()), 15_000), `not attached: ${cli.stderr()}`);
     await waitFor(() => cli.stderr().split('\n').filter((l) => l.includes('attached to')).length >= 1, 5000);
     const w = await startWorkload(2, 512);

@@ -134,6 +134,15 @@ export interface RunningJvm extends ProcessIdentity {
  * pids that exec'd since the last look (an exec event), a scan reads only those and the young
  * ones, and not /proc at all.
  */
+/**
+ * How many looks a process that exec'd gets before it is judged not a JVM: a launcher (looked at
+ * every second) maps libjvm.so milliseconds after its exec on an idle machine but seconds later on
+ * a loaded one (3 looks missed a CI run's JVM); others are looked at only at slow looks.
+ */
+const LAUNCHER_LOOKS = 15;
+const OTHER_LOOKS = 3;
+const youngLooks = (s: { slow: boolean }) => (s.slow ? OTHER_LOOKS : LAUNCHER_LOOKS);
+
 export class JvmScanner {
   /** `slow`: looked at again only at slow looks (found by a scan of /proc, or exec'd a program of no launcher's name) */
   private seen = new Map<number, { startTime: number; comm: string; jvm: boolean; looks: number; slow: boolean }>();
@@ -147,7 +156,7 @@ export class JvmScanner {
 
   /** Whether a launcher that exec'd has not mapped libjvm.so yet and is still to be looked at again (at the next look). */
   get watchingYoung(): boolean {
-    for (const s of this.seen.values()) if (!s.jvm && s.looks < 3 && !s.slow) return true;
+    for (const s of this.seen.values()) if (!s.jvm && s.looks < youngLooks(s) && !s.slow) return true;
     return false;
   }
 
@@ -173,7 +182,7 @@ export class JvmScanner {
       if (!/^\d+$/.test(name)) continue;
       const pid = Number(name);
       const known = this.seen.get(pid);
-      if (known && !recheck && (known.jvm || known.looks >= 3)) {
+      if (known && !recheck && (known.jvm || known.looks >= youngLooks(known))) {
         alive.add(pid);
         continue;
       }
@@ -196,7 +205,7 @@ export class JvmScanner {
     // exited without a failed open (and a thrown error) each.
     const slowFresh = new Set(others ? running(others) : []);
     const look = new Set([...fresh, ...slowFresh]);
-    for (const [pid, s] of this.seen) if (!s.jvm && s.looks < 3 && (others || !s.slow)) look.add(pid);
+    for (const [pid, s] of this.seen) if (!s.jvm && s.looks < youngLooks(s) && (others || !s.slow)) look.add(pid);
     for (const pid of look) if (!this.judge(pid, out, fresh.has(pid) || slowFresh.has(pid), slowFresh.has(pid) && !fresh.has(pid))) this.seen.delete(pid);
     return out;
   }
@@ -210,14 +219,14 @@ export class JvmScanner {
     if (!st || isKernelThread(st)) return false;
     const prev = this.seen.get(pid);
     const same = !execd && prev && prev.startTime === st.startTime && prev.comm === st.comm;
-    if (same && (prev.jvm || prev.looks >= 3)) return true;
+    if (same && (prev.jvm || prev.looks >= youngLooks(prev))) return true;
     let m: Mapping | undefined;
     try {
       m = libjvmInMaps(pid);
     } catch {
       /* gone, or not ours to read */
     }
-    this.seen.set(pid, { startTime: st.startTime, comm: st.comm, jvm: Boolean(m), looks: same ? prev.looks + 1 : st.startTime < settledBefore ? 3 : 1, slow: same ? prev.slow : slow && !this.launchers.has(st.comm) });
+    this.seen.set(pid, { startTime: st.startTime, comm: st.comm, jvm: Boolean(m), looks: same ? prev.looks + 1 : st.startTime < settledBefore ? LAUNCHER_LOOKS : 1, slow: same ? prev.slow : slow && !this.launchers.has(st.comm) });
     if (m) out.push({ pid, startTime: st.startTime, libjvm: m });
     return true;
   }
