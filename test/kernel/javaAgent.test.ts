@@ -54,15 +54,18 @@ function startJvm(args: string[], jvmFlags: string[] = [], home = JDK): { jvm: C
  * One `profile` of pid (with `flags`: the agent by default) that samples until the JVM has run `cpuMs` of CPU time (all
  * its threads, from /proc) since the agent started, and at least 1 s: on a loaded machine a fixed
  * second can hold almost none of the JVM's work, so the window is the program's own time.
+ * `mark()`, called as the agent starts (the profile's first sample), gives `from`: where the
+ * program's own split is read from, so both cover the same window (attaching can take seconds on
+ * a loaded machine).
  */
-async function profileForCpu(pid: number, cpuMs: number, flags = ['--java', 'agent']): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function profileForCpu(pid: number, cpuMs: number, flags = ['--java', 'agent'], mark: () => number = () => 0): Promise<{ code: number | null; stdout: string; stderr: string; from: number }> {
   const cli = startCli(['profile', '--pid', String(pid), ...flags, '--frequency', '299', '--json', '--verbose']);
   try {
     assert.ok(await waitFor(() => /Java agent started/.test(cli.stderr()) || cli.child.exitCode !== null, 60_000), `the agent started: ${cli.stderr()}`);
-    const [t0, cpu0] = [Date.now(), processCpuMs(pid) ?? 0];
+    const [t0, cpu0, from] = [Date.now(), processCpuMs(pid) ?? 0, mark()];
     await waitFor(() => Date.now() - t0 >= 1000 && (processCpuMs(pid) ?? Infinity) - cpu0 >= cpuMs, 60_000);
     cli.child.kill('SIGINT');
-    return await cli.done;
+    return { ...(await cli.done), from };
   } finally {
     cli.child.kill('SIGKILL'); // nothing left behind by a failure above
   }
@@ -74,6 +77,27 @@ async function measuredSplit(out: () => string, from: number): Promise<number> {
   const share = agentSplitShare(out(), from);
   assert.ok(share !== undefined, `the JVM printed no split: ${out().slice(-500)}`);
   return share;
+}
+
+/**
+ * What a split that misses is made of, for its failure message: heavy's and light's samples by the
+ * kind of their frame and their leaf, and the program's own per-second shares in the window (a
+ * share that moves within it would mean its phases, not our samples, differ).
+ */
+function splitBreakdown(r: ProfileResult, out: string, from: number): string {
+  const by = (re: RegExp) => {
+    const m = new Map<string, number>();
+    for (const s of r.stacks) {
+      const i = fnIndex(s, re);
+      if (i < 0) continue;
+      const k = `${s.frames[i].kind}/${i === 0 ? 'leaf' : s.frames[0].function}`;
+      m.set(k, (m.get(k) ?? 0) + s.count);
+    }
+    return [...m].map(([k, n]) => `${k} ${n}`).join(', ');
+  };
+  const lines = [...out.slice(from).matchAll(/^split heavy (\d+) light (\d+)$/gm)].map((m) => [Number(m[1]), Number(m[2])]);
+  const perSecond = lines.slice(1).map(([h, l], i) => (100 * (h - lines[i][0])) / (h + l - lines[i][0] - lines[i][1]));
+  return `heavy: ${by(/^AgentSplit\.heavy$/)}; light: ${by(/^AgentSplit\.light$/)}; the program's per-second shares: ${perSecond.map((x) => x.toFixed(1)).join(' ')}`;
 }
 
 function cleanup(pid: number | undefined) {
@@ -93,10 +117,9 @@ describe('profile --java agent (kernel)', { skip }, () => {
       const { jvm, out } = startJvm(['60'], [], jdk.home);
       await sleep(2000); // let heavy/light/mix get compiled
       assert.equal(checkJvmHasAgct(jvm.pid!), true, "the running JVM's libjvm.so, read through /proc/PID/root, exports AsyncGetCallTrace");
-      const from = out().length;
       // 5 s of the JVM's CPU (main and compress threads): ~700 samples of heavy/light however loaded
-      const r = await profileForCpu(jvm.pid!, 5000, []);
-      const truth = await measuredSplit(out, from);
+      const r = await profileForCpu(jvm.pid!, 5000, [], () => out().length);
+      const truth = await measuredSplit(out, r.from);
       assert.equal(r.code, 0, r.stderr);
       assert.match(r.stderr, /Java agent started/, 'auto chose the agent for a JVM without -XX:+PreserveFramePointer');
       assert.doesNotMatch(r.stderr, /Restart it with the flag/, 'no restart advice when the agent gives whole stacks');
@@ -106,8 +129,10 @@ describe('profile --java agent (kernel)', { skip }, () => {
       const light = samplesWith(result, /^AgentSplit\.light$/);
       const share = heavy / (heavy + light);
       t.diagnostic(`heavy ${heavy}, light ${light}: heavy's share ${(100 * share).toFixed(1)}% (the program measured ${(100 * truth).toFixed(1)}%), ${result.samples} samples`);
+      const parts = splitBreakdown(result, out(), r.from);
+      t.diagnostic(parts);
       assert.ok(heavy + light >= 200, `only ${heavy + light} samples in heavy/light`);
-      assert.ok(Math.abs(share - truth) <= 0.05, `heavy's share is ${(100 * share).toFixed(1)}%, the program measured ${(100 * truth).toFixed(1)}% ± 5`);
+      assert.ok(Math.abs(share - truth) <= 0.05, `heavy's share is ${(100 * share).toFixed(1)}%, the program measured ${(100 * truth).toFixed(1)}% ± 5 (${parts})`);
 
       // The whole chain, leaf first: mix → heavy → main, each with its source line.
       const chain = result.stacks.find((s) => s.frames[0]?.function === 'AgentSplit.mix' && s.frames[1]?.function === 'AgentSplit.heavy');
@@ -141,9 +166,8 @@ describe('profile --java agent (kernel)', { skip }, () => {
   test('--unwind dwarf --java agent: the native part unwound by CFI keeps zlib\'s callers under the JNI call, Java callers with file:line', async (t) => {
     const { jvm, out } = startJvm(['60']);
     await sleep(2000);
-    const from = out().length;
-    const r = await profileForCpu(jvm.pid!, 5000, ['--java', 'agent', '--unwind', 'dwarf']);
-    const truth = await measuredSplit(out, from);
+    const r = await profileForCpu(jvm.pid!, 5000, ['--java', 'agent', '--unwind', 'dwarf'], () => out().length);
+    const truth = await measuredSplit(out, r.from);
     assert.equal(r.code, 0, r.stderr);
     assert.doesNotMatch(r.stderr, /does not apply/, 'dwarf is not refused for a JVM with the agent');
     const result = JSON.parse(r.stdout) as ProfileResult;
