@@ -23,6 +23,10 @@ export interface Stat {
   flags: number;
   /** process start time in clock ticks since boot */
   startTime: number;
+  /** minor page faults so far (first touches of memory) */
+  minflt: number;
+  /** utime + stime in clock ticks (USER_HZ, 100 a second on Linux) */
+  cpuTicks: number;
 }
 
 export function parseStat(text: string): Stat {
@@ -37,6 +41,8 @@ export function parseStat(text: string): Stat {
     ppid: Number(rest[1]),
     flags: Number(rest[6]),
     startTime: Number(rest[19]),
+    minflt: Number(rest[7]),
+    cpuTicks: Number(rest[11]) + Number(rest[12]),
   };
 }
 
@@ -53,13 +59,8 @@ export function readStat(pid: number): Stat | undefined {
  * clock ticks (USER_HZ, 100 a second on Linux); undefined when it is gone.
  */
 export function processCpuMs(pid: number): number | undefined {
-  try {
-    const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return (Number(rest[11]) + Number(rest[12])) * 10;
-  } catch {
-    return undefined;
-  }
+  const st = readStat(pid);
+  return st && st.cpuTicks * 10;
 }
 
 export function isKernelThread(stat: Stat): boolean {
