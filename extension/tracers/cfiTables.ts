@@ -129,7 +129,7 @@ export function compileElf(path: string): Omit<Compiled, 'stamp'> {
  * The table of the ELF file at p: from the disk cache when it holds one for this very file, else
  * compiled (and stored there, unless the file changed while it compiled).
  */
-export function compileCached(p: string, cache: CfiDiskCache | undefined, log: (m: string) => void = () => undefined): CachedTable & { hit: boolean } {
+export function compileCached(p: string, cache: CfiDiskCache | undefined, log: (m: string) => void = () => undefined): CachedTable & { hit: boolean; compiled?: CfiRow[] } {
   const key = cache ? cacheKey(p) : '';
   const hit = cache?.get(key);
   if (hit) return { ...hit, hit: true };
@@ -142,7 +142,8 @@ export function compileCached(p: string, cache: CfiDiskCache | undefined, log: (
       log(`cfi: table not kept on disk: ${(e as Error).message}`);
     }
   }
-  return { ...t, hit: false };
+  // the rows as compiled too, so a caller that wants them as objects need not decode its own encoding
+  return { ...t, hit: false, compiled: c.table.rows };
 }
 
 /** Rows back from struct cfi_row bytes. */
@@ -178,7 +179,7 @@ function compiledFor(pid: number, m: Mapping): Compiled {
     return hit;
   }
   const t = compileCached(reached.path, disk());
-  const c = { stamp, table: { rows: decodeRows(t.rows, t.nrows), fdes: t.fdes, debugFrameFdes: t.debugFrameFdes, unsupported: t.unsupported }, loads: t.loads };
+  const c = { stamp, table: { rows: t.compiled ?? decodeRows(t.rows, t.nrows), fdes: t.fdes, debugFrameFdes: t.debugFrameFdes, unsupported: t.unsupported }, loads: t.loads };
   compiledCache.set(key, c);
   while (cacheRows() > CACHE_MAX_ROWS && compiledCache.size > 1) compiledCache.delete(compiledCache.keys().next().value as string);
   return c;
