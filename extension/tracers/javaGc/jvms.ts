@@ -128,13 +128,6 @@ export interface RunningJvm extends ProcessIdentity {
 }
 
 /**
- * Finds JVMs by their maps. The first scan reads every process; later scans read only processes
- * not seen before, those that exec'd since (another name), and young ones whose launcher has not
- * mapped libjvm.so yet, so following new JVMs costs a /proc/PID/stat read per process. Given the
- * pids that exec'd since the last look (an exec event), a scan reads only those and the young
- * ones, and not /proc at all.
- */
-/**
  * How many looks a process that exec'd gets before it is judged not a JVM: a launcher (looked at
  * every second) maps libjvm.so milliseconds after its exec on an idle machine but seconds later on
  * a loaded one (3 looks missed a CI run's JVM); others are looked at only at slow looks.
@@ -143,6 +136,13 @@ const LAUNCHER_LOOKS = 15;
 const OTHER_LOOKS = 3;
 const youngLooks = (s: { slow: boolean }) => (s.slow ? OTHER_LOOKS : LAUNCHER_LOOKS);
 
+/**
+ * Finds JVMs by their maps. The first scan reads every process; later scans read only processes
+ * not seen before, those that exec'd since (another name), and young ones whose launcher has not
+ * mapped libjvm.so yet, so following new JVMs costs a /proc/PID/stat read per process. Given the
+ * pids that exec'd since the last look (an exec event), a scan reads only those and the young
+ * ones, and not /proc at all.
+ */
 export class JvmScanner {
   /** `slow`: looked at again only at slow looks (found by a scan of /proc, or exec'd a program of no launcher's name) */
   private seen = new Map<number, { startTime: number; comm: string; jvm: boolean; looks: number; slow: boolean }>();
