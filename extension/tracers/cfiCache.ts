@@ -36,12 +36,33 @@ export interface CachedTable {
   debugFrameFdes?: number;
   unsupported: Record<string, number>;
   loads: { offset: bigint; filesz: bigint; delta: bigint }[];
+  /** separate debug files the table depends on, each with its cacheKey() when compiled ("-": absent then) */
+  debugDeps?: [string, string][];
 }
 
 /** The key of the file at p now: device, inode, size, mtime, ctime (ns). */
 export function cacheKey(p: string): string {
   const st = fs.statSync(p, { bigint: true });
   return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+}
+
+/** cacheKey() of a file that may be absent ("-"). */
+export function stampOrAbsent(p: string): string {
+  try {
+    return cacheKey(p);
+  } catch {
+    return '-';
+  }
+}
+
+/** The debug files a table was compiled with, as they are now. */
+export function debugDepsOf(files: readonly string[] | undefined): [string, string][] | undefined {
+  return files?.length ? files.map((f) => [f, stampOrAbsent(f)]) : undefined;
+}
+
+/** Whether a debug file the table depends on was added, changed or removed since it was compiled. */
+export function debugDepsChanged(deps: readonly [string, string][] | undefined): boolean {
+  return Boolean(deps?.some(([f, stamp]) => stampOrAbsent(f) !== stamp));
 }
 
 /** Why a directory on the way to the cache is unsafe (someone other than root could change it), or undefined. */
@@ -175,7 +196,7 @@ function stateDir(): string {
 /** An entry's bytes: header, key, meta, rows, page index, SHA-256 of all that. */
 export function encodeEntry(key: string, t: CachedTable): Buffer {
   const k = Buffer.from(key);
-  const meta = Buffer.from(JSON.stringify({ base: t.pages.base, fdes: t.fdes, debugFrameFdes: t.debugFrameFdes, unsupported: t.unsupported, loads: t.loads.map((l) => [String(l.offset), String(l.filesz), String(l.delta)]) }));
+  const meta = Buffer.from(JSON.stringify({ base: t.pages.base, fdes: t.fdes, debugFrameFdes: t.debugFrameFdes, unsupported: t.unsupported, loads: t.loads.map((l) => [String(l.offset), String(l.filesz), String(l.delta)]), ...(t.debugDeps ? { debugDeps: t.debugDeps } : {}) }));
   const h = Buffer.alloc(HEADER);
   MAGIC.copy(h, 0);
   h.writeUInt32LE(CFI_CACHE_VERSION, 8);
@@ -210,11 +231,14 @@ export function decodeEntry(buf: Buffer, key: string): CachedTable | undefined {
       if (!Array.isArray(l) || l.length !== 3 || l.some((s) => typeof s !== 'string' || !/^-?\d{1,20}$/.test(s))) throw new Error('bad load');
       return { offset: BigInt(l[0] as string), filesz: BigInt(l[1] as string), delta: BigInt(l[2] as string) };
     });
+    const deps = m.debugDeps;
+    const goodDep = (d: unknown) => Array.isArray(d) && d.length === 2 && d.every((x) => typeof x === 'string' && x.length > 0 && x.length <= 4096);
+    if (deps !== undefined && (!Array.isArray(deps) || deps.length > 8 || !deps.every(goodDep))) return undefined;
     const rows = Buffer.from(buf.subarray(rowsAt, rowsAt + nrows * CFI_ROW_SIZE));
     const idx = new Uint32Array(pageBytes / 4);
     Buffer.from(idx.buffer).set(buf.subarray(rowsAt + nrows * CFI_ROW_SIZE, body.length));
     if (idx.some((r) => r >= nrows)) return undefined;
-    return { rows, nrows, pages: { base: m.base, idx }, fdes: m.fdes, debugFrameFdes: m.debugFrameFdes as number | undefined, unsupported: unsupported as Record<string, number>, loads };
+    return { rows, nrows, pages: { base: m.base, idx }, fdes: m.fdes, debugFrameFdes: m.debugFrameFdes as number | undefined, unsupported: unsupported as Record<string, number>, loads, ...(deps ? { debugDeps: deps as [string, string][] } : {}) };
   } catch {
     return undefined;
   }

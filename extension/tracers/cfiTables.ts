@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import type { BpfObject } from '../../native/index';
 import { compileCfi, encodeRows, CFI_ROW_SIZE, type CfiRow, type CfiTable } from '../sys/elf/cfiTable';
-import { cacheKey, CfiDiskCache, type CachedTable } from './cfiCache';
+import { cacheKey, CfiDiskCache, debugDepsChanged, debugDepsOf, type CachedTable } from './cfiCache';
 import { ElfFile, PT_LOAD } from '../sys/elf/elf';
 import { readMaps, type Mapping } from '../sys/proc/maps';
 import { reachMapped } from '../sys/proc/mappedFile';
@@ -98,6 +98,8 @@ export interface Compiled {
   table: CfiTable;
   /** link-time vaddr − file offset of each PT_LOAD (the load bias follows from a mapping's offset) */
   loads: { offset: bigint; filesz: bigint; delta: bigint }[];
+  /** the separate debug files the table depends on, as CachedTable.debugDeps */
+  debugDeps?: [string, string][];
 }
 
 const compiledCache = new Map<string, Compiled>();
@@ -114,11 +116,11 @@ export function loadSegments(elf: ElfFile): Compiled['loads'] {
 }
 
 /** Compiles the table of the ELF file at path (no cache): rows, and its load segments. */
-export function compileElf(path: string): Omit<Compiled, 'stamp'> {
+export function compileElf(path: string, debugDirs: readonly string[] = DEBUG_DIRS): Omit<Compiled, 'stamp'> {
   const elf = new ElfFile(path);
   try {
     const eh = elf.section('.eh_frame');
-    const table = eh && eh.size > MAX_EH_FRAME_BYTES ? { rows: [], fdes: 0, unsupported: { 'eh_frame-too-large': 1 } } : compileCfi(elf, { debugDirs: DEBUG_DIRS });
+    const table = eh && eh.size > MAX_EH_FRAME_BYTES ? { rows: [], fdes: 0, unsupported: { 'eh_frame-too-large': 1 } } : compileCfi(elf, { debugDirs });
     return { table, loads: loadSegments(elf) };
   } finally {
     elf.close();
@@ -129,12 +131,14 @@ export function compileElf(path: string): Omit<Compiled, 'stamp'> {
  * The table of the ELF file at p: from the disk cache when it holds one for this very file, else
  * compiled (and stored there, unless the file changed while it compiled).
  */
-export function compileCached(p: string, cache: CfiDiskCache | undefined, log: (m: string) => void = () => undefined): CachedTable & { hit: boolean; compiled?: CfiRow[] } {
+export function compileCached(p: string, cache: CfiDiskCache | undefined, log: (m: string) => void = () => undefined, debugDirs: readonly string[] = DEBUG_DIRS): CachedTable & { hit: boolean; compiled?: CfiRow[] } {
   const key = cache ? cacheKey(p) : '';
   const hit = cache?.get(key);
-  if (hit) return { ...hit, hit: true };
-  const c = compileElf(p);
-  const t: CachedTable = { rows: encodeRows(c.table.rows), nrows: c.table.rows.length, pages: pageIndex(c.table.rows), fdes: c.table.fdes, debugFrameFdes: c.table.debugFrameFdes, unsupported: c.table.unsupported, loads: c.loads };
+  // a debug file installed (or removed) since: the entry is compiled afresh and replaced
+  if (hit && !debugDepsChanged(hit.debugDeps)) return { ...hit, hit: true };
+  const c = compileElf(p, debugDirs);
+  const debugDeps = debugDepsOf(c.table.debugFiles);
+  const t: CachedTable = { rows: encodeRows(c.table.rows), nrows: c.table.rows.length, pages: pageIndex(c.table.rows), fdes: c.table.fdes, debugFrameFdes: c.table.debugFrameFdes, unsupported: c.table.unsupported, loads: c.loads, ...(debugDeps ? { debugDeps } : {}) };
   if (cache && t.nrows && cacheKey(p) === key) {
     try {
       cache.put(key, t);
@@ -173,13 +177,13 @@ function compiledFor(pid: number, m: Mapping): Compiled {
   const key = `${m.dev}:${m.inode}`;
   const stamp = `${st.size}:${st.mtimeMs}`;
   const hit = compiledCache.get(key);
-  if (hit && hit.stamp === stamp) {
+  if (hit && hit.stamp === stamp && !debugDepsChanged(hit.debugDeps)) {
     compiledCache.delete(key); // most recently used last
     compiledCache.set(key, hit);
     return hit;
   }
   const t = compileCached(reached.path, disk());
-  const c = { stamp, table: { rows: t.compiled ?? decodeRows(t.rows, t.nrows), fdes: t.fdes, debugFrameFdes: t.debugFrameFdes, unsupported: t.unsupported }, loads: t.loads };
+  const c = { stamp, table: { rows: t.compiled ?? decodeRows(t.rows, t.nrows), fdes: t.fdes, debugFrameFdes: t.debugFrameFdes, unsupported: t.unsupported }, loads: t.loads, debugDeps: t.debugDeps };
   compiledCache.set(key, c);
   while (cacheRows() > CACHE_MAX_ROWS && compiledCache.size > 1) compiledCache.delete(compiledCache.keys().next().value as string);
   return c;

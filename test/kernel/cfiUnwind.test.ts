@@ -500,6 +500,41 @@ describe('the whole host with --unwind cfi (--all)', { skip, timeout: 120_000 },
     assert.equal(compileCached(ufx, cache).hit, true, 'the session stored the table it compiled');
   });
 
+  test('the table cache on disk: a separate debug file installed or removed later replaces the entry, with the rows it gives', (t) => {
+    const w = fs.mkdtempSync(path.join(os.tmpdir(), 'cfi-debugdep-'));
+    try {
+      const exe = path.join(w, 'df');
+      const built = spawnSync('gcc', ['-O2', '-g', '-fomit-frame-pointer', '-fno-asynchronous-unwind-tables', '-o', exe, SRC], { encoding: 'utf8' });
+      if (built.status !== 0) return t.skip(`gcc: ${built.stderr}`);
+      const buildId = /Build ID: ([0-9a-f]+)/.exec(spawnSync('readelf', ['-n', exe], { encoding: 'utf8' }).stdout)?.[1];
+      if (!buildId) return t.skip('the fixture has no build-id');
+      // its .debug_frame moved to DIR/.build-id/xx/rest.debug, installed later (as libc6-dbg would be)
+      const dirs = [path.join(w, 'debug')];
+      const debug = path.join(dirs[0], '.build-id', buildId.slice(0, 2), `${buildId.slice(2)}.debug`);
+      const kept = path.join(w, 'df.debug');
+      assert.equal(spawnSync('objcopy', ['--only-keep-debug', exe, kept]).status, 0);
+      assert.equal(spawnSync('strip', ['--strip-debug', exe]).status, 0);
+      const cache = CfiDiskCache.open((m) => t.diagnostic(m), fs.mkdtempSync(path.join(w, 'state-')))!;
+      const without = compileCached(exe, cache, undefined, dirs);
+      assert.equal(without.debugFrameFdes, undefined, 'no debug file: no .debug_frame rows');
+      assert.equal(compileCached(exe, cache, undefined, dirs).hit, true, 'stored and read back');
+      fs.mkdirSync(path.dirname(debug), { recursive: true });
+      fs.copyFileSync(kept, debug);
+      const withDebug = compileCached(exe, cache, undefined, dirs);
+      assert.equal(withDebug.hit, false, 'the debug file installed since: compiled afresh');
+      assert.ok((withDebug.debugFrameFdes ?? 0) >= 4 && withDebug.nrows > without.nrows, `rows from the debug file: ${withDebug.debugFrameFdes} FDEs, ${without.nrows} → ${withDebug.nrows} rows`);
+      const again = compileCached(exe, cache, undefined, dirs);
+      assert.equal(again.hit, true, 'the new entry is read back');
+      sameTable(again, withDebug, 'with the debug file');
+      fs.rmSync(debug);
+      const gone = compileCached(exe, cache, undefined, dirs);
+      assert.equal(gone.hit, false, 'the debug file removed: compiled afresh');
+      assert.equal(gone.nrows, without.nrows);
+    } finally {
+      fs.rmSync(w, { recursive: true, force: true });
+    }
+  });
+
   test("attack: a user can neither plant, replace nor link an entry of root's table cache, and a cache directory a user made is not used", { skip: attackSkipReason() ?? false }, async (t) => {
     const reason = fs.existsSync(path.join(dir, 'cpusplit')) ? undefined : build();
     if (reason) return t.skip(reason);

@@ -49,6 +49,11 @@ export interface CfiTable {
   debugFrameFdes?: number;
   /** rows that could not be expressed, by why (e.g. "cfa-expression", "cfa-register 10") */
   unsupported: Record<string, number>;
+  /**
+   * Where a separate debug file was looked for (.eh_frame left code uncovered and the file has no
+   * .debug_frame of its own): one added, changed or removed there changes the table.
+   */
+  debugFiles?: string[];
 }
 
 /** Bytes per row in the BPF map (struct cfi_row). */
@@ -542,12 +547,17 @@ function debugFrameData(elf: ElfFile, sec: Section, maxBytes: number, unsupporte
   }
 }
 
+/** Where the file's separate debug file may be, by build-id (DIR/.build-id/xx/rest.debug), in the order looked at. */
+export function debugFileCandidates(elf: ElfFile, debugDirs: readonly string[]): string[] {
+  const id = elf.buildId();
+  if (!id || !/^[0-9a-f]{4,}$/.test(id)) return [];
+  return debugDirs.map((dir) => path.join(dir, '.build-id', id.slice(0, 2), `${id.slice(2)}.debug`));
+}
+
 /** The file's separate debug file by build-id (/usr/lib/debug/.build-id/xx/rest.debug), checked to carry the same build-id. */
 export function separateDebugFile(elf: ElfFile, debugDirs: readonly string[]): ElfFile | undefined {
   const id = elf.buildId();
-  if (!id || !/^[0-9a-f]{4,}$/.test(id)) return undefined;
-  for (const dir of debugDirs) {
-    const p = path.join(dir, '.build-id', id.slice(0, 2), `${id.slice(2)}.debug`);
+  for (const p of debugFileCandidates(elf, debugDirs)) {
     let dbg: ElfFile | undefined;
     try {
       if (!fs.statSync(p).isFile()) continue;
@@ -585,10 +595,12 @@ export function compileCfi(elf: ElfFile, opts: CompileOptions | number = {}): Cf
   const sec = elf.section('.eh_frame');
   const fdes = sec?.size ? sectionFdes({ data: elf.sectionData(sec), vaddr: Number(sec.addr), eh: true }, () => true, unsupported, budget) : [];
   fdes.sort((a, b) => a.start - b.start);
-  const extra = uncoveredCode(fdes, code) ? debugFrameFdes(elf, fdes, inCode, debugDirs, unsupported, budget) : [];
+  const uncovered = uncoveredCode(fdes, code);
+  const extra = uncovered ? debugFrameFdes(elf, fdes, inCode, debugDirs, unsupported, budget) : [];
+  const debugFiles = uncovered && !elf.section('.debug_frame') ? debugFileCandidates(elf, debugDirs) : [];
   // rows keep 32-bit pcs (link-time addresses of shared objects and PIEs start at 0)
   const rows = mergeFdes([...fdes, ...extra]).filter((r) => r.pc <= 0xffffffff || !(unsupported['pc-above-4GiB'] = (unsupported['pc-above-4GiB'] ?? 0) + 1));
-  return { rows, fdes: fdes.length + extra.length, ...(extra.length ? { debugFrameFdes: extra.length } : {}), unsupported };
+  return { rows, fdes: fdes.length + extra.length, ...(extra.length ? { debugFrameFdes: extra.length } : {}), unsupported, ...(debugFiles.length ? { debugFiles } : {}) };
 }
 
 /** FDEs of .debug_frame (the file's, else its separate debug file's) for code in no .eh_frame FDE. */
