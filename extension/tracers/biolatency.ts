@@ -7,15 +7,18 @@ import { containerCgroup } from '../sys/proc/containerCgroup';
 export const biolatencyTracer = histTracer({
   name: 'biolatency',
   object: 'biolatency',
-  programs: ['rq_insert', 'rq_issue', 'rq_complete'],
-  // the queue's insert is timed with --queued only: otherwise its program would run per request for nothing
-  attachOnly: (o) => (o.queued ? ['rq_insert', 'rq_issue', 'rq_complete'] : ['rq_issue', 'rq_complete']),
+  programs: ['rq_start', 'rq_insert', 'rq_issue', 'rq_complete'],
+  // The queue's insert is timed with --queued only: otherwise its program would run per request for
+  // nothing. A request told apart by who started it (a pid, a container, per process) is judged where
+  // it was made from a bio (block_io_start): a busy queue issues it later from another task's context.
+  attachOnly: (o) => [...(o.pid || o.container || o.per === 'process' ? ['rq_start'] : []), ...(o.queued ? ['rq_insert'] : []), 'rq_issue', 'rq_complete'],
+  newerKernel: ['rq_start'],
   attaches: 'the block tracepoints',
   // key_mode 0, BIO_KEY_DISK, BIO_KEY_PROCESS
   per: ['none', 'disk', 'process'],
   // I/O a container's tasks start, by their cgroup (bpf/cgroup_filter.bpf.h)
   containerFilter: true,
-  rodata: (o) => ({ queued: o.queued }),
+  rodata: (o, loaded) => ({ queued: o.queued, by_starter: loaded.includes('rq_start') }),
   // `ebpf-studio biolatency`, printed like libbpf-tools biolatency
   cli: {
     pid: 'only I/O that process P started',

@@ -50,13 +50,13 @@ export function onlyPrograms(obj: BpfObject, names: string[]): void {
  * e.g. [['handle_switch_btf', ...], ['handle_switch_raw', ...]] for tp_btf with a raw_tp
  * fallback. Returns the loaded object and the index of the variant that loaded.
  */
-export function loadFirstWorking(env: TracerEnv, name: string, variants: string[][], configure: (obj: BpfObject) => void): { obj: BpfObject; variant: number } {
+export function loadFirstWorking(env: TracerEnv, name: string, variants: string[][], configure: (obj: BpfObject, variant: number) => void): { obj: BpfObject; variant: number } {
   let lastErr: unknown;
   for (let i = 0; i < variants.length; i++) {
     const obj = openObject(env, name);
     try {
       onlyPrograms(obj, variants[i]);
-      configure(obj);
+      configure(obj, i);
       obj.load();
       return { obj, variant: i };
     } catch (e) {

@@ -29,16 +29,18 @@ export interface HistTracerSpec<N extends HistName> {
   object: string;
   /** the twins' base names (HIST_TWIN(tp, prog, fn) makes prog_btf and prog_raw) */
   programs: readonly string[];
-  /** the twins these options need, where not all of them (an idle program still costs its runs) */
+  /** the twins these options need, where not all of them (an idle program still costs its runs); only they are loaded */
   attachOnly?(options: Opts<N>): readonly string[];
+  /** twins of tracepoints older kernels lack: where a load with them fails, it is tried without them */
+  newerKernel?: readonly string[];
   /** what is attached, for errors: "the scheduler tracepoints" */
   attaches: string;
   /** what a histogram can be kept per; the index is the key_mode the BPF side reads */
   per: readonly string[];
   /** the tracer's options beyond the kit's and its catalog flags (false unless given), from untrusted input */
   options?(o: Record<string, unknown>): Partial<OptionsOf<N>>;
-  /** read-only data beyond the kit's (unit_ns, key_mode, target_tgid) */
-  rodata?(options: Opts<N>): Record<string, RodataValue>;
+  /** read-only data beyond the kit's (unit_ns, key_mode, target_tgid), knowing which twins are loaded */
+  rodata?(options: Opts<N>, loaded: readonly string[]): Record<string, RodataValue>;
   /** its BPF object filters by cgroup (bpf/cgroup_filter.bpf.h): the `container` option selects one */
   containerFilter?: boolean;
   /** a name for a key the kernel could not name (a disk from its device number) */
@@ -98,14 +100,17 @@ function cgroupRodata(options: HistOptions, env: TracerEnv): Record<string, Roda
 
 function load<N extends HistName>(spec: HistTracerSpec<N>, options: Opts<N>, env: TracerEnv): BpfObject {
   const cgroup = cgroupRodata(options, env);
-  const variants = ['btf', 'raw'].map((kind) => spec.programs.map((p) => `${p}_${kind}`));
-  const { obj, variant } = loadFirstWorking(env, spec.object, variants, (o) =>
-    setRodata(o, { target_tgid: options.pid, key_mode: spec.per.indexOf(options.per), unit_ns: options.unit === 'ms' ? 1_000_000 : 1000, ...cgroup, ...spec.rodata?.(options) }),
+  const wanted = spec.programs.filter((p) => (spec.attachOnly?.(options) ?? spec.programs).includes(p));
+  const older = wanted.filter((p) => !spec.newerKernel?.includes(p));
+  // tp_btf then raw_tp, each with every twin wanted, then without those of newer kernels
+  const sets = older.length < wanted.length ? [wanted, wanted, older, older] : [wanted, wanted];
+  const variants = sets.map((set, i) => set.map((p) => `${p}_${i % 2 ? 'raw' : 'btf'}`));
+  const { obj, variant } = loadFirstWorking(env, spec.object, variants, (o, i) =>
+    setRodata(o, { target_tgid: options.pid, key_mode: spec.per.indexOf(options.per), unit_ns: options.unit === 'ms' ? 1_000_000 : 1000, ...cgroup, ...spec.rodata?.(options, sets[i]) }),
   );
-  const kind = variant === 0 ? 'tp_btf' : 'raw_tp';
+  const kind = variant % 2 === 0 ? 'tp_btf' : 'raw_tp';
   try {
-    const wanted = spec.attachOnly?.(options) ?? spec.programs;
-    spec.programs.forEach((p, i) => wanted.includes(p) && obj.attach(variants[variant][i]));
+    for (const prog of variants[variant]) obj.attach(prog);
   } catch (e) {
     obj.close();
     throw fromBpfError(`attaching ${spec.attaches} (${kind})`, e);
