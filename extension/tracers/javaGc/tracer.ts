@@ -391,6 +391,16 @@ class JavaGcSession implements Session<'java-gc'> {
       this.found.push(j.pid);
     }
     this.execs = options.all ? watchExecs(this.obj, this.links, env.log) : undefined;
+    // A JVM exec'd while the probes went in came after the scan of /proc above and before the exec
+    // watch: one more look at the processes not seen yet closes that gap (it was missed for minutes).
+    if (this.execs) this.followAll(this.scanner.scan(Number.MAX_SAFE_INTEGER));
+  }
+
+  private followAll(jvms: RunningJvm[]): void {
+    for (const j of jvms) {
+      this.attacher.follow(j, this.book, false, this.warnings);
+      this.found.push(j.pid);
+    }
   }
 
   /** The libjvm.so files to attach to now (the target's, or every one found with --all) and the JVMs running them. */
@@ -434,7 +444,11 @@ class JavaGcSession implements Session<'java-gc'> {
       this.obj.close();
       throw fromBpfError('opening the java-gc ring buffers', e);
     }
-    if (this.hists && this.execs && this.waitForLaunches()) return;
+    if (this.hists && this.execs && this.waitForLaunches()) {
+      // a launcher that had not mapped libjvm.so at the start is looked at again as one woken by its exec
+      if (this.scanner.watchingYoung) this.lookSoon(FIRST_LOOK_MS);
+      return;
+    }
     // The same cadences in seconds whatever the tick: new JVMs every second, exited ones every 10 s.
     this.tickMs = options.metricsOnly ? METRICS_TICK_MS : TICK_MS;
     this.followTicks = Math.max(1, (FOLLOW_TICKS * TICK_MS) / this.tickMs);
@@ -481,10 +495,7 @@ class JavaGcSession implements Session<'java-gc'> {
     if (this.detachNs !== Infinity) return;
     // followNewJvms' look numbers: a multiple of OTHER_EXECS_LOOKS takes the other execs too.
     const n = slow ? this.slowLooks++ * OTHER_EXECS_LOOKS : 1;
-    for (const j of followNewJvms(this.scanner, this.execs, n)) {
-      this.attacher.follow(j, this.book, false, this.warnings);
-      this.found.push(j.pid);
-    }
+    this.followAll(followNewJvms(this.scanner, this.execs, n));
     // Named in an update now, before it can exit; its pauses are read with everyone's (a scrape,
     // the slow look), not by a histogram read per JVM that starts.
     if (this.found.length && !slow && this.detachNs === Infinity) this.flush();
@@ -532,12 +543,7 @@ class JavaGcSession implements Session<'java-gc'> {
     const { options, hists } = this;
     // New JVMs (new containers too) are looked for before the update that reports them.
     this.ticks++;
-    if (options.all && this.ticks % this.followTicks === 0) {
-      for (const j of followNewJvms(this.scanner, this.execs, this.ticks / this.followTicks - 1)) {
-        this.attacher.follow(j, this.book, false, this.warnings);
-        this.found.push(j.pid);
-      }
-    }
+    if (options.all && this.ticks % this.followTicks === 0) this.followAll(followNewJvms(this.scanner, this.execs, this.ticks / this.followTicks - 1));
     // Without live counts nothing reads them: exited JVMs' files are closed and forgotten here.
     if (!this.liveCounts && this.ticks % this.forgetTicks === 0) this.book.forgetExited();
     if (!hists) this.flush();
