@@ -237,11 +237,15 @@ describe('Java method latency and timing through JDK 25 JFR', { skip, timeout: 6
     const fx = startFixture(JDK25, classes, 2000, children);
     assert.ok(await waitFor(() => fx.out().includes('ready'), 30_000));
     const pid = fx.child.pid!;
-    const right = startCli(['latency', '--pid', String(pid), 'MethodLatency.work(I)J', '--duration', '120', '--json']);
-    const wrong = startCli(['latency', '--pid', String(pid), 'MethodLatency.work(J)J', '--duration', '120', '--json']);
+    const right = startCli(['latency', '--pid', String(pid), 'MethodLatency.work(I)J', '--duration', '120', '--json', '--verbose']);
+    const wrong = startCli(['latency', '--pid', String(pid), 'MethodLatency.work(J)J', '--duration', '120', '--json', '--verbose']);
     // another method's session at the same time: JFR unites the filters, each session keeps its own method
-    const other = startCli(['latency', '--pid', String(pid), 'MethodLatency.leaf', '--duration', '120', '--json']);
-    assert.ok(await waitFor(() => (jcmd(pid, 'JFR.check').match(/ebpf-studio-latency/g) ?? []).length === 3, 60_000, 300), 'the three recordings started');
+    const other = startCli(['latency', '--pid', String(pid), 'MethodLatency.leaf', '--duration', '120', '--json', '--verbose']);
+    // each session says when its recording runs (a jcmd every few hundred ms would start a JVM each time, and attach beside ours)
+    const said = () => [right, wrong, other].every((c) => /latency: JFR recording \S+ traces/.test(c.stderr()) || c.child.exitCode !== null);
+    assert.ok(await waitFor(said, 60_000, 200), `the three sessions did not start:\n(I)J: ${right.stderr()}\n(J)J: ${wrong.stderr()}\nleaf: ${other.stderr()}`);
+    const check = jcmd(pid, 'JFR.check');
+    assert.equal(check.match(/ebpf-studio-latency/g)?.length, 3, `the three recordings started: ${check}\n(I)J: ${right.stderr()}\n(J)J: ${wrong.stderr()}\nleaf: ${other.stderr()}`);
     fx.go();
     // past a live read (every 2 s), then the JVM dies mid-run
     await new Promise((r) => setTimeout(r, 5000));

@@ -107,6 +107,16 @@ function checkAttachable(pid: number, proc: string): void {
   if (cmdline.includes('-XX:+DisableAttachMechanism')) throw unsuitableError(`pid ${pid} runs with -XX:+DisableAttachMechanism: remove that flag to let tools attach`);
 }
 
+/** Whether a trigger name found taken is another client's attach under way: a regular file of the JVM's owner with one link, not a link. */
+function triggerInUse(pid: number, owner: FileOwner, t: { base: 'cwd' | 'root'; file: string }): boolean {
+  try {
+    const st = fs.lstatSync(t.base === 'cwd' ? `/proc/${pid}/cwd/${t.file}` : `/proc/${pid}/root${t.file}`);
+    return st.isFile() && st.uid === owner.uid && st.nlink === 1;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Starts the JVM's attach listener if it is not running yet; returns the socket's path inside the
  * JVM's root. The trigger file is created, and removed, as the JVM's owner inside its root
@@ -123,17 +133,22 @@ async function startListener(pid: number, nspid: number, owner: FileOwner, deadl
   ];
   let trigger: { base: 'cwd' | 'root'; file: string } | undefined;
   const failures: string[] = [];
+  const taken: typeof triggers = [];
   for (const t of triggers) {
     try {
       fs.closeSync(createAs(owner, t.file, 0o660, t.base));
       trigger = t;
       break;
     } catch (e) {
-      // read-only cwd, or a name already taken (by a link someone planted): try /tmp
-      failures.push(`${t.base === 'cwd' ? `${name} in its working directory` : t.file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      // read-only cwd, or a name already taken (another client attaching, or a link someone planted): try /tmp
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') taken.push(t);
+      failures.push(`${t.base === 'cwd' ? `${name} in its working directory` : t.file}: ${code ?? (e as Error).message}`);
     }
   }
-  if (!trigger) throw privilegeError(`cannot create the attach trigger of pid ${pid} as its owner uid ${owner.uid} (${failures.join('; ')}): remove what is in the way, or start the JVM with -XX:+StartAttachListener`);
+  // Both names taken by other clients' triggers (sessions started at once): their signal starts the
+  // listener, and this one waits for it too. A planted link is no client's: refused at once.
+  if (!trigger && !taken.some((t) => triggerInUse(pid, owner, t))) throw privilegeError(`cannot create the attach trigger of pid ${pid} as its owner uid ${owner.uid} (${failures.join('; ')}): remove what is in the way, or start the JVM with -XX:+StartAttachListener`);
   try {
     process.kill(pid, 'SIGQUIT');
     // The listener thread starts within milliseconds on an idle JVM; a busy one (or one in a
@@ -146,7 +161,7 @@ async function startListener(pid: number, nspid: number, owner: FileOwner, deadl
     }
   } finally {
     try {
-      unlinkAs(owner, trigger.file, trigger.base);
+      if (trigger) unlinkAs(owner, trigger.file, trigger.base);
     } catch {
       /* already gone */
     }
