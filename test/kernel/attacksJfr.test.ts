@@ -49,6 +49,9 @@ describe('attacks on Record JFR: another user\'s JVM', { skip, timeout: 180_000 
     bobJvm = spawnAsUser(bob, [`${JDK}/bin/java`, ...args], { cwd: dir }, children).pid!;
     // spawnAsUser's pid is setpriv's, which execs java: the same process
     assert.ok(await waitFor(() => fs.existsSync(`/tmp/hsperfdata_root/${rootJvm}`) && fs.existsSync(`/tmp/hsperfdata_${bob!.name}/${bobJvm}`), 20_000), 'both JVMs started');
+    // A socket file at their path now is an earlier JVM's of the same pid (killed, pids wrapped):
+    // the JDK's jcmd would connect to it, be refused and never signal the new JVM.
+    for (const p of [rootJvm, bobJvm]) fs.rmSync(`/tmp/.java_pid${p}`, { force: true });
     for (const p of [rootJvm, bobJvm]) assert.ok(await waitFor(() => jfrCheck(p) !== '', 30_000, 500), `pid ${p} records: ${jfrCheck(p)}`);
   });
 

@@ -48,3 +48,22 @@ test("both trigger names taken by another client's attach under way: this one wa
     for (const f of theirs) fs.rmSync(f, { force: true });
   }
 });
+
+test("a stale attach socket of an earlier JVM with the same pid (SIGKILLed, pids wrapped): the listener is started anyway", { skip, timeout: 60_000 }, async () => {
+  const j = spawn(path.join(jdk!.home, 'bin', 'java'), ['-Xmx32m', '-cp', work, 'Idle'], { cwd: work, stdio: ['ignore', 'pipe', 'ignore'] });
+  try {
+    let out = '';
+    j.stdout!.on('data', (d) => (out += d));
+    assert.ok(await waitFor(() => out.includes('ready'), 20_000), 'the JVM did not start');
+    const sock = `/tmp/.java_pid${j.pid}`;
+    assert.ok(!fs.existsSync(sock), 'no attach listener yet');
+    // what a killed JVM leaves: a socket file bound by no one, of the same owner
+    const made = spawnSync('python3', ['-c', `import socket; socket.socket(socket.AF_UNIX).bind(${JSON.stringify(sock)})`], { encoding: 'utf8' });
+    assert.equal(made.status, 0, `${made.stderr} ${spawnSync('ls', ['-la', sock], { encoding: 'utf8' }).stdout} ${fs.readFileSync(`/proc/${j.pid}/cmdline`, 'utf8')}`);
+    const staleIno = fs.statSync(sock).ino;
+    assert.match(await jcmd(j.pid!, 'VM.version', { timeoutMs: 20_000 }), /OpenJDK|HotSpot/);
+    assert.notEqual(fs.statSync(sock).ino, staleIno, 'the JVM made its own socket in place of the stale one');
+  } finally {
+    j.kill('SIGKILL');
+  }
+});

@@ -84,6 +84,21 @@ function ownSocket(owner: FileOwner, sock: string): boolean {
   }
 }
 
+/**
+ * Whether the JVM listens on its attach socket: a JVM killed with SIGKILL leaves its socket file,
+ * and a later JVM given the same pid (pids wrap at 32768 on many hosts) would look attachable
+ * while nothing listens there. The connection is closed at once; the listener reads it as empty.
+ */
+function listening(owner: FileOwner, sock: string, pid: number): boolean {
+  if (!ownSocket(owner, sock)) return false;
+  try {
+    fs.closeSync(connectAs(owner, sock, pid));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
@@ -125,7 +140,7 @@ function triggerInUse(pid: number, owner: FileOwner, t: { base: 'cwd' | 'root'; 
  */
 async function startListener(pid: number, nspid: number, owner: FileOwner, deadline: number): Promise<string> {
   const sock = `/tmp/.java_pid${nspid}`;
-  if (ownSocket(owner, sock)) return sock;
+  if (listening(owner, sock, pid)) return sock;
   const name = `.attach_pid${nspid}`;
   const triggers: { base: 'cwd' | 'root'; file: string }[] = [
     { base: 'cwd', file: name },
@@ -156,7 +171,7 @@ async function startListener(pid: number, nspid: number, owner: FileOwner, deadl
     let n = 0;
     while (Date.now() < deadline) {
       await sleep(25);
-      if (ownSocket(owner, sock)) return sock;
+      if (listening(owner, sock, pid)) return sock;
       if (++n % 40 === 0) process.kill(pid, 'SIGQUIT');
     }
   } finally {
