@@ -47,7 +47,7 @@ export function cacheKey(p: string): string {
 }
 
 /** cacheKey() of a file that may be absent ("-"). */
-export function stampOrAbsent(p: string): string {
+function stampOrAbsent(p: string): string {
   try {
     return cacheKey(p);
   } catch {

@@ -100,7 +100,8 @@ function cgroupRodata(options: HistOptions, env: TracerEnv): Record<string, Roda
 
 function load<N extends HistName>(spec: HistTracerSpec<N>, options: Opts<N>, env: TracerEnv): BpfObject {
   const cgroup = cgroupRodata(options, env);
-  const wanted = spec.programs.filter((p) => (spec.attachOnly?.(options) ?? spec.programs).includes(p));
+  const needed = spec.attachOnly?.(options) ?? spec.programs;
+  const wanted = spec.programs.filter((p) => needed.includes(p));
   const older = wanted.filter((p) => !spec.newerKernel?.includes(p));
   // tp_btf then raw_tp, each with every twin wanted, then without those of newer kernels
   const sets = older.length < wanted.length ? [wanted, wanted, older, older] : [wanted, wanted];

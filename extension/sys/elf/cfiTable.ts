@@ -548,7 +548,7 @@ function debugFrameData(elf: ElfFile, sec: Section, maxBytes: number, unsupporte
 }
 
 /** Where the file's separate debug file may be, by build-id (DIR/.build-id/xx/rest.debug), in the order looked at. */
-export function debugFileCandidates(elf: ElfFile, debugDirs: readonly string[]): string[] {
+function debugFileCandidates(elf: ElfFile, debugDirs: readonly string[]): string[] {
   const id = elf.buildId();
   if (!id || !/^[0-9a-f]{4,}$/.test(id)) return [];
   return debugDirs.map((dir) => path.join(dir, '.build-id', id.slice(0, 2), `${id.slice(2)}.debug`));
